@@ -1,0 +1,319 @@
+// Package dynamostore is the idem.Store on DynamoDB. SDK types stop here:
+// callers see idem types and idem errors only.
+package dynamostore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/idempotent-payments/idempay/internal/idem"
+)
+
+const tableWait = 2 * time.Minute
+
+// API is the part of the DynamoDB client the store calls.
+type API interface {
+	PutItem(context.Context, *dynamodb.PutItemInput, ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+	GetItem(context.Context, *dynamodb.GetItemInput, ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	DeleteItem(context.Context, *dynamodb.DeleteItemInput, ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
+	TransactWriteItems(context.Context, *dynamodb.TransactWriteItemsInput, ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
+}
+
+// Store is an idem.Store on one DynamoDB table created from TableInput.
+type Store struct {
+	api   API
+	table string
+}
+
+// New returns a Store on table.
+func New(api API, table string) *Store { return &Store{api: api, table: table} }
+
+// record is the item layout. Times are epoch numbers: lease_expires_at in
+// milliseconds (the in-flight index sorts on it), expires_at in seconds (TTL
+// requires it).
+type record struct {
+	PK                string            `dynamodbav:"pk"`
+	Operation         string            `dynamodbav:"operation"`
+	Account           string            `dynamodbav:"account"`
+	Key               string            `dynamodbav:"idempotency_key"`
+	Status            string            `dynamodbav:"status"`
+	Fingerprint       string            `dynamodbav:"fingerprint"`
+	Request           []byte            `dynamodbav:"request"`
+	LeaseToken        string            `dynamodbav:"lease_token"`
+	LeaseExpiresAt    int64             `dynamodbav:"lease_expires_at"`
+	Attempt           int               `dynamodbav:"attempt"`
+	DownstreamKey     string            `dynamodbav:"downstream_key"`
+	ResponseStatus    int               `dynamodbav:"response_status,omitempty"`
+	ResponseHeaders   map[string]string `dynamodbav:"response_headers,omitempty"`
+	ResponseBody      []byte            `dynamodbav:"response_body,omitempty"`
+	CreatedAt         int64             `dynamodbav:"created_at"`
+	ExpiresAt         int64             `dynamodbav:"expires_at"`
+	InflightShard     string            `dynamodbav:"inflight_shard,omitempty"`
+	StaleAt           int64             `dynamodbav:"stale_at,omitempty"`
+	ReconcileAttempts int               `dynamodbav:"reconcile_attempts,omitempty"`
+}
+
+func toItem(r idem.Record) record {
+	out := record{
+		PK: r.PK, Operation: r.Operation, Account: r.Account, Key: r.Key,
+		Status: string(r.Status), Fingerprint: r.Fingerprint, Request: r.Request,
+		LeaseToken: r.LeaseToken, LeaseExpiresAt: r.LeaseExpiresAt.UnixMilli(),
+		Attempt: r.Attempt, DownstreamKey: r.DownstreamKey,
+		CreatedAt: r.CreatedAt.UnixMilli(), ExpiresAt: r.ExpiresAt.Unix(),
+		InflightShard: r.InflightShard, ReconcileAttempts: r.ReconcileAttempts,
+	}
+	if !r.StaleAt.IsZero() {
+		out.StaleAt = r.StaleAt.UnixMilli()
+	}
+	if r.Response != nil {
+		out.ResponseStatus = r.Response.StatusCode
+		out.ResponseHeaders = r.Response.Headers
+		out.ResponseBody = r.Response.Body
+	}
+	return out
+}
+
+func fromItem(av map[string]types.AttributeValue) (*idem.Record, error) {
+	var it record
+	if err := attributevalue.UnmarshalMap(av, &it); err != nil {
+		return nil, fmt.Errorf("decode record: %w", err)
+	}
+	r := &idem.Record{
+		PK: it.PK, Operation: it.Operation, Account: it.Account, Key: it.Key,
+		Status: idem.Status(it.Status), Fingerprint: it.Fingerprint, Request: it.Request,
+		LeaseToken: it.LeaseToken, LeaseExpiresAt: time.UnixMilli(it.LeaseExpiresAt),
+		Attempt: it.Attempt, DownstreamKey: it.DownstreamKey,
+		CreatedAt: time.UnixMilli(it.CreatedAt), ExpiresAt: time.Unix(it.ExpiresAt, 0),
+		InflightShard: it.InflightShard, ReconcileAttempts: it.ReconcileAttempts,
+	}
+	if it.StaleAt != 0 {
+		r.StaleAt = time.UnixMilli(it.StaleAt)
+	}
+	if r.Status == idem.StatusCompleted {
+		r.Response = &idem.Response{StatusCode: it.ResponseStatus, Headers: it.ResponseHeaders, Body: it.ResponseBody}
+	}
+	return r, nil
+}
+
+func pkKey(pk string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: pk}}
+}
+
+func num(n int64) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
+}
+
+func str(s string) types.AttributeValue { return &types.AttributeValueMemberS{Value: s} }
+
+// held is the fence of every write after the claim.
+const held = "lease_token = :token AND #status = :inprogress"
+
+func heldValues(token string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{
+		":token":      str(token),
+		":inprogress": str(string(idem.StatusInProgress)),
+	}
+}
+
+var statusName = map[string]string{"#status": "status"}
+
+// Claim implements idem.Store with one conditional PutItem. On a lost
+// condition the existing record comes back in the same call
+// (ReturnValuesOnConditionCheckFailure ALL_OLD): no follow-up read.
+func (s *Store) Claim(ctx context.Context, rec idem.Record, now time.Time) (*idem.Record, bool, error) {
+	av, err := attributevalue.MarshalMap(toItem(rec))
+	if err != nil {
+		return nil, false, fmt.Errorf("encode record: %w", err)
+	}
+	_, err = s.api.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:                           aws.String(s.table),
+		Item:                                av,
+		ConditionExpression:                 aws.String("attribute_not_exists(pk) OR expires_at < :now"),
+		ExpressionAttributeValues:           map[string]types.AttributeValue{":now": num(now.Unix())},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	var failed *types.ConditionalCheckFailedException
+	if errors.As(err, &failed) {
+		existing, err := fromItem(failed.Item)
+		if err != nil {
+			return nil, false, err
+		}
+		return existing, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("put: %w", err)
+	}
+	return nil, true, nil
+}
+
+// Get implements idem.Store with a strongly consistent GetItem.
+func (s *Store) Get(ctx context.Context, pk string, now time.Time) (*idem.Record, error) {
+	out, err := s.api.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:      aws.String(s.table),
+		Key:            pkKey(pk),
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("get: %w", err)
+	}
+	if out.Item == nil {
+		return nil, idem.ErrNotFound
+	}
+	rec, err := fromItem(out.Item)
+	if err != nil {
+		return nil, err
+	}
+	if !rec.Live(now) {
+		return nil, idem.ErrNotFound
+	}
+	return rec, nil
+}
+
+// TakeOver implements idem.Store with one UpdateItem fenced on the old token,
+// the in-progress status, an expired lease and retention.
+func (s *Store) TakeOver(ctx context.Context, pk, oldToken, newToken string, leaseExpiresAt, now time.Time) (*idem.Record, error) {
+	values := heldValues(oldToken)
+	values[":new"] = str(newToken)
+	values[":lease"] = num(leaseExpiresAt.UnixMilli())
+	values[":nowms"] = num(now.UnixMilli())
+	values[":now"] = num(now.Unix())
+	values[":one"] = num(1)
+	out, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       pkKey(pk),
+		UpdateExpression:          aws.String("SET lease_token = :new, lease_expires_at = :lease, attempt = attempt + :one"),
+		ConditionExpression:       aws.String(held + " AND lease_expires_at < :nowms AND expires_at >= :now"),
+		ExpressionAttributeNames:  statusName,
+		ExpressionAttributeValues: values,
+		ReturnValues:              types.ReturnValueAllNew,
+	})
+	if err := fenceError(err); err != nil {
+		return nil, err
+	}
+	return fromItem(out.Attributes)
+}
+
+// SetLease implements idem.Store.
+func (s *Store) SetLease(ctx context.Context, pk, token string, leaseExpiresAt time.Time) error {
+	values := heldValues(token)
+	values[":lease"] = num(leaseExpiresAt.UnixMilli())
+	_, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       pkKey(pk),
+		UpdateExpression:          aws.String("SET lease_expires_at = :lease"),
+		ConditionExpression:       aws.String(held),
+		ExpressionAttributeNames:  statusName,
+		ExpressionAttributeValues: values,
+	})
+	return fenceError(err)
+}
+
+// Complete implements idem.Store with one TransactWriteItems: the fenced
+// record update (which also leaves the in-flight index by removing
+// inflight_shard) and a Put per extra item conditioned on its absence.
+func (s *Store) Complete(ctx context.Context, pk, token string, resp idem.Response, extra []idem.Item) error {
+	values := heldValues(token)
+	values[":completed"] = str(string(idem.StatusCompleted))
+	values[":code"] = num(int64(resp.StatusCode))
+	headers, err := attributevalue.Marshal(resp.Headers)
+	if err != nil {
+		return fmt.Errorf("encode headers: %w", err)
+	}
+	values[":headers"] = headers
+	body := resp.Body
+	if body == nil {
+		body = []byte{} // DynamoDB rejects a null binary value
+	}
+	values[":body"] = &types.AttributeValueMemberB{Value: body}
+	writes := []types.TransactWriteItem{{Update: &types.Update{
+		TableName:                 aws.String(s.table),
+		Key:                       pkKey(pk),
+		UpdateExpression:          aws.String("SET #status = :completed, response_status = :code, response_headers = :headers, response_body = :body REMOVE inflight_shard"),
+		ConditionExpression:       aws.String(held),
+		ExpressionAttributeNames:  statusName,
+		ExpressionAttributeValues: values,
+	}}}
+	for _, it := range extra {
+		av, err := attributevalue.MarshalMap(it.Attributes)
+		if err != nil {
+			return fmt.Errorf("encode item %s: %w", it.PK, err)
+		}
+		av["pk"] = str(it.PK)
+		writes = append(writes, types.TransactWriteItem{Put: &types.Put{
+			TableName:           aws.String(s.table),
+			Item:                av,
+			ConditionExpression: aws.String("attribute_not_exists(pk)"),
+		}})
+	}
+	_, err = s.api.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: writes})
+	var canceled *types.TransactionCanceledException
+	if errors.As(err, &canceled) {
+		for i, reason := range canceled.CancellationReasons {
+			if aws.ToString(reason.Code) != "ConditionalCheckFailed" {
+				continue
+			}
+			if i == 0 {
+				return idem.ErrLeaseLost
+			}
+			return idem.ErrItemExists
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("transact: %w", err)
+	}
+	return nil
+}
+
+// Release implements idem.Store with a fenced DeleteItem.
+func (s *Store) Release(ctx context.Context, pk, token string) error {
+	_, err := s.api.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       pkKey(pk),
+		ConditionExpression:       aws.String(held),
+		ExpressionAttributeNames:  statusName,
+		ExpressionAttributeValues: heldValues(token),
+	})
+	return fenceError(err)
+}
+
+// GetItem implements idem.Store.
+func (s *Store) GetItem(ctx context.Context, pk string) (*idem.Item, error) {
+	out, err := s.api.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:      aws.String(s.table),
+		Key:            pkKey(pk),
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("get item: %w", err)
+	}
+	if out.Item == nil {
+		return nil, idem.ErrNotFound
+	}
+	attrs := map[string]string{}
+	if err := attributevalue.UnmarshalMap(out.Item, &attrs); err != nil {
+		return nil, fmt.Errorf("decode item %s: %w", pk, err)
+	}
+	delete(attrs, "pk")
+	return &idem.Item{PK: pk, Attributes: attrs}, nil
+}
+
+// fenceError turns a failed fence into idem.ErrLeaseLost.
+func fenceError(err error) error {
+	var failed *types.ConditionalCheckFailedException
+	if errors.As(err, &failed) {
+		return idem.ErrLeaseLost
+	}
+	if err != nil {
+		return fmt.Errorf("write: %w", err)
+	}
+	return nil
+}

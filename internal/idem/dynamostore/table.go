@@ -1,0 +1,76 @@
+package dynamostore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// Attribute and index names of the table. The CDK app builds the table from
+// TableInput, so tests, `make run` and AWS use one definition.
+const (
+	InflightIndex = "inflight"
+	TTLAttribute  = "expires_at"
+)
+
+// TableInput is the one definition of the table: partition key pk, on demand,
+// and the sparse in-flight index (partition inflight_shard, sort
+// lease_expires_at) that only in-progress records appear in. TTL on
+// expires_at is set separately (EnableTTL), as DynamoDB requires.
+func TableInput(name string) *dynamodb.CreateTableInput {
+	return &dynamodb.CreateTableInput{
+		TableName:   aws.String(name),
+		BillingMode: types.BillingModePayPerRequest,
+		AttributeDefinitions: []types.AttributeDefinition{
+			{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String("inflight_shard"), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String("lease_expires_at"), AttributeType: types.ScalarAttributeTypeN},
+		},
+		KeySchema: []types.KeySchemaElement{
+			{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash},
+		},
+		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{{
+			IndexName: aws.String(InflightIndex),
+			KeySchema: []types.KeySchemaElement{
+				{AttributeName: aws.String("inflight_shard"), KeyType: types.KeyTypeHash},
+				{AttributeName: aws.String("lease_expires_at"), KeyType: types.KeyTypeRange},
+			},
+			Projection: &types.Projection{
+				ProjectionType:   types.ProjectionTypeInclude,
+				NonKeyAttributes: []string{"lease_token", "attempt", "stale_at", "reconcile_attempts"},
+			},
+		}},
+	}
+}
+
+// CreateTable creates the table from TableInput, waits until it is active
+// and enables TTL. A table that already exists is left as it is.
+func CreateTable(ctx context.Context, client *dynamodb.Client, name string) error {
+	_, err := client.CreateTable(ctx, TableInput(name))
+	var inUse *types.ResourceInUseException
+	if errors.As(err, &inUse) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("create table %s: %w", name, err)
+	}
+	waiter := dynamodb.NewTableExistsWaiter(client)
+	if err := waiter.Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)}, tableWait); err != nil {
+		return fmt.Errorf("wait for table %s: %w", name, err)
+	}
+	_, err = client.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
+		TableName: aws.String(name),
+		TimeToLiveSpecification: &types.TimeToLiveSpecification{
+			AttributeName: aws.String(TTLAttribute),
+			Enabled:       aws.Bool(true),
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("enable TTL on %s: %w", name, err)
+	}
+	return nil
+}

@@ -1,0 +1,53 @@
+package idem
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Errors callers branch on, with errors.Is.
+var (
+	// ErrKeyMissing: the client sent no idempotency key. Nothing was written.
+	ErrKeyMissing = errors.New("idempotency key missing")
+	// ErrKeyInvalid: the key is not 8–128 visible ASCII characters (bare or
+	// as a quoted sf-string). Nothing was written.
+	ErrKeyInvalid = errors.New("idempotency key invalid")
+	// ErrAccountInvalid: the account is empty, too long or not printable
+	// UTF-8. Nothing was written.
+	ErrAccountInvalid = errors.New("account invalid")
+	// ErrInFlight: another attempt holds a live lease on the key. The
+	// returned error is an *InFlightError carrying the retry delay.
+	ErrInFlight = errors.New("idempotency key in flight")
+	// ErrKeyReused: the key is already bound to a different request
+	// (fingerprints differ). The stored response is never returned for it.
+	ErrKeyReused = errors.New("idempotency key reused with a different request")
+	// ErrLeaseLost: a fenced write found another lease token (the lease was
+	// taken over) or no in-flight record. Nothing was changed; re-read with
+	// [Guard.Lookup] to find out what happened.
+	ErrLeaseLost = errors.New("lease lost")
+	// ErrReleaseRefused: release after a take-over is never allowed (an
+	// earlier attempt's request may still be in transit). Nothing was written;
+	// the record stays in flight.
+	ErrReleaseRefused = errors.New("release refused after take-over")
+	// ErrItemExists: an extra item written with a completion already exists.
+	// The completion was not applied.
+	ErrItemExists = errors.New("item already exists")
+	// ErrNotFound: no live record or item under the key.
+	ErrNotFound = errors.New("not found")
+)
+
+// InFlightError is returned by [Guard.Begin] when another attempt holds a
+// live lease. errors.Is(err, ErrInFlight) is true.
+type InFlightError struct {
+	// RetryAfter is how long the client should wait before retrying with the
+	// same key: at least one second.
+	RetryAfter time.Duration
+}
+
+func (e *InFlightError) Error() string {
+	return fmt.Sprintf("%v: retry after %s", ErrInFlight, e.RetryAfter)
+}
+
+// Is makes errors.Is(err, ErrInFlight) true.
+func (e *InFlightError) Is(target error) bool { return target == ErrInFlight }

@@ -1,0 +1,338 @@
+package idem
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"strconv"
+	"time"
+)
+
+// Defaults for the zero fields of Config.
+const (
+	DefaultRetention     = 90 * 24 * time.Hour
+	DefaultLeaseMargin   = 10 * time.Second
+	DefaultLease         = 60 * time.Second
+	DefaultMaxRetryAfter = 2 * time.Second
+	DefaultShards        = 32
+)
+
+// Config tunes a Guard. The zero value is usable: every zero field takes the
+// default named next to it.
+type Config struct {
+	// Retention is how long a key is remembered from its first request
+	// (DefaultRetention, 90 days). After that the same key is a new operation.
+	Retention time.Duration
+	// LeaseMargin is added to the context deadline to make the lease
+	// (DefaultLeaseMargin). It must cover the time a worker needs, after its
+	// deadline, to be surely gone, plus clock skew.
+	LeaseMargin time.Duration
+	// DefaultLease is the lease length when the context has no deadline
+	// (DefaultLease, 60 s).
+	DefaultLease time.Duration
+	// MaxRetryAfter caps the retry delay given for an in-flight key
+	// (DefaultMaxRetryAfter, 2 s): the owner usually finishes long before its
+	// lease ends, so clients poll rather than wait for the whole lease.
+	MaxRetryAfter time.Duration
+	// Shards is the number of partitions of the sparse in-flight index
+	// (DefaultShards, 32).
+	Shards int
+	// CacheSize bounds the warm cache of completed records; 0 disables it.
+	// In-flight records are never cached.
+	CacheSize int
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+}
+
+// Guard runs the claim / complete / release / take-over state machine over a
+// Store. It is safe for concurrent use; correctness never depends on its
+// memory (the cache holds only completed, immutable answers).
+type Guard struct {
+	store Store
+	cfg   Config
+	cache *cache
+}
+
+// NewGuard returns a Guard over store with cfg's zero fields defaulted.
+func NewGuard(store Store, cfg Config) *Guard {
+	if cfg.Retention <= 0 {
+		cfg.Retention = DefaultRetention
+	}
+	if cfg.LeaseMargin <= 0 {
+		cfg.LeaseMargin = DefaultLeaseMargin
+	}
+	if cfg.DefaultLease <= 0 {
+		cfg.DefaultLease = DefaultLease
+	}
+	if cfg.MaxRetryAfter <= 0 {
+		cfg.MaxRetryAfter = DefaultMaxRetryAfter
+	}
+	if cfg.Shards <= 0 {
+		cfg.Shards = DefaultShards
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Guard{store: store, cfg: cfg, cache: newCache(cfg.CacheSize)}
+}
+
+// Now is the guard's clock.
+func (g *Guard) Now() time.Time { return g.cfg.Now() }
+
+// Claim is the successful outcome of Begin: exactly one of Lease and Replay
+// is set.
+type Claim struct {
+	// Lease is set when the caller owns the key and must do the work.
+	Lease *Lease
+	// Replay is the stored response when the key already completed.
+	Replay *Response
+}
+
+// Begin claims scope for the request req in one round trip (zero when the
+// warm cache holds the completed record).
+//
+// It returns a Claim with a Lease when the key was absent or expired, or when
+// the previous owner's lease expired (a take-over: one more round trip,
+// Lease.TakenOver is true); a Claim with Replay when the key completed for the
+// same request. Errors: ErrKeyInvalid, ErrKeyMissing or ErrAccountInvalid for
+// a bad scope (nothing written); ErrKeyReused when the key holds a different
+// request; an *InFlightError (errors.Is ErrInFlight) when another attempt
+// holds a live lease; otherwise a wrapped store error.
+func (g *Guard) Begin(ctx context.Context, scope Scope, req Canonical) (Claim, error) {
+	if err := scope.Validate(); err != nil {
+		return Claim{}, err
+	}
+	pk := scope.PK()
+	fp := Fingerprint(scope.Operation, req)
+	now := g.cfg.Now()
+	if rec := g.cache.get(pk); rec != nil && rec.Live(now) {
+		return answerCompleted(rec, fp)
+	}
+
+	rec := Record{
+		PK:             pk,
+		Operation:      scope.Operation,
+		Account:        scope.Account,
+		Key:            scope.Key,
+		Status:         StatusInProgress,
+		Fingerprint:    fp,
+		Request:        req.Encode(),
+		LeaseToken:     newToken(),
+		LeaseExpiresAt: g.leaseUntil(ctx, now),
+		Attempt:        1,
+		DownstreamKey:  downstreamKey(pk, now),
+		CreatedAt:      now,
+		ExpiresAt:      now.Add(g.cfg.Retention),
+		InflightShard:  g.shard(pk),
+	}
+	existing, ok, err := g.store.Claim(ctx, rec, now)
+	if err != nil {
+		return Claim{}, fmt.Errorf("claim %s: %w", pk, err)
+	}
+	if ok {
+		return Claim{Lease: &Lease{g: g, rec: rec}}, nil
+	}
+	if existing.Fingerprint != fp {
+		return Claim{}, ErrKeyReused
+	}
+	if existing.Status == StatusCompleted {
+		g.cache.put(existing)
+		return Claim{Replay: existing.Response}, nil
+	}
+	if existing.LeaseExpiresAt.After(now) {
+		return Claim{}, &InFlightError{RetryAfter: g.retryAfter(existing.LeaseExpiresAt.Sub(now))}
+	}
+	return g.takeOver(ctx, existing, now)
+}
+
+// takeOver takes the expired lease of rec. If another worker changed the
+// record first, the key is reported in flight: a retry a second later sees
+// whatever that worker did.
+func (g *Guard) takeOver(ctx context.Context, rec *Record, now time.Time) (Claim, error) {
+	taken, err := g.store.TakeOver(ctx, rec.PK, rec.LeaseToken, newToken(), g.leaseUntil(ctx, now), now)
+	if errors.Is(err, ErrLeaseLost) {
+		return Claim{}, &InFlightError{RetryAfter: time.Second}
+	}
+	if err != nil {
+		return Claim{}, fmt.Errorf("take over %s: %w", rec.PK, err)
+	}
+	return Claim{Lease: &Lease{g: g, rec: *taken}}, nil
+}
+
+// TakeOverStale takes the expired lease of the in-progress record under pk,
+// for a reconciler that has no client request: the record's own canonical
+// request is the one to finish. It returns ErrNotFound when there is no live
+// record, ErrLeaseLost when the record is completed, or its lease is still
+// live, or another worker took it first.
+func (g *Guard) TakeOverStale(ctx context.Context, pk string) (*Lease, error) {
+	now := g.cfg.Now()
+	rec, err := g.store.Get(ctx, pk, now)
+	if err != nil {
+		return nil, fmt.Errorf("take over %s: %w", pk, err)
+	}
+	if rec.Status != StatusInProgress || rec.LeaseExpiresAt.After(now) {
+		return nil, fmt.Errorf("take over %s: %w", pk, ErrLeaseLost)
+	}
+	taken, err := g.store.TakeOver(ctx, pk, rec.LeaseToken, newToken(), g.leaseUntil(ctx, now), now)
+	if err != nil {
+		return nil, fmt.Errorf("take over %s: %w", pk, err)
+	}
+	return &Lease{g: g, rec: *taken}, nil
+}
+
+// Lookup returns the live record under pk (ErrNotFound if none): what a worker
+// that lost its lease reads to learn the outcome.
+func (g *Guard) Lookup(ctx context.Context, pk string) (*Record, error) {
+	rec, err := g.store.Get(ctx, pk, g.cfg.Now())
+	if err != nil {
+		return nil, fmt.Errorf("lookup %s: %w", pk, err)
+	}
+	return rec, nil
+}
+
+// Item returns an extra item written with a completion, or ErrNotFound.
+func (g *Guard) Item(ctx context.Context, pk string) (*Item, error) {
+	item, err := g.store.GetItem(ctx, pk)
+	if err != nil {
+		return nil, fmt.Errorf("get item %s: %w", pk, err)
+	}
+	return item, nil
+}
+
+func answerCompleted(rec *Record, fp string) (Claim, error) {
+	if rec.Fingerprint != fp {
+		return Claim{}, ErrKeyReused
+	}
+	return Claim{Replay: rec.Response}, nil
+}
+
+// leaseUntil is the context deadline plus the margin: the worker is surely
+// gone by then, whatever it was doing.
+func (g *Guard) leaseUntil(ctx context.Context, now time.Time) time.Time {
+	if deadline, ok := ctx.Deadline(); ok {
+		return deadline.Add(g.cfg.LeaseMargin)
+	}
+	return now.Add(g.cfg.DefaultLease)
+}
+
+func (g *Guard) retryAfter(remaining time.Duration) time.Duration {
+	d := remaining.Truncate(time.Second)
+	if d < remaining {
+		d += time.Second
+	}
+	return max(time.Second, min(d, g.cfg.MaxRetryAfter.Truncate(time.Second)))
+}
+
+func (g *Guard) shard(pk string) string {
+	h := fnv.New32a()
+	h.Write([]byte(pk))
+	return strconv.Itoa(int(h.Sum32() % uint32(g.cfg.Shards)))
+}
+
+// downstreamKey is fixed for the life of one record (DESIGN §4 rule 1): every
+// attempt sends it. Mixing in the claim time makes a key reused after its
+// retention a new intent downstream as well.
+func downstreamKey(pk string, createdAt time.Time) string {
+	sum := sha256.Sum256([]byte("downstream/v1\n" + pk + "\n" + strconv.FormatInt(createdAt.UnixNano(), 10)))
+	return hex.EncodeToString(sum[:20])
+}
+
+func newToken() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(fmt.Sprintf("crypto/rand: %v", err))
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// Lease is ownership of one in-progress record. Its methods are fenced on the
+// lease token: once the lease is taken over they fail with ErrLeaseLost and
+// change nothing. A Lease is used by one goroutine.
+type Lease struct {
+	g   *Guard
+	rec Record
+}
+
+// Record returns a copy of the record as this lease last wrote it.
+func (l *Lease) Record() Record { return l.rec }
+
+// PK is the record's partition key.
+func (l *Lease) PK() string { return l.rec.PK }
+
+// Attempt is 1 for the first claim and grows with every take-over.
+func (l *Lease) Attempt() int { return l.rec.Attempt }
+
+// TakenOver reports whether an earlier attempt may have sent a request.
+func (l *Lease) TakenOver() bool { return l.rec.Attempt > 1 }
+
+// DownstreamKey is the idempotency key to send downstream, the same for every
+// attempt of this record.
+func (l *Lease) DownstreamKey() string { return l.rec.DownstreamKey }
+
+// Request is the canonical request the record was claimed for.
+func (l *Lease) Request() (Canonical, error) { return DecodeCanonical(l.rec.Request) }
+
+// ExpiresAt is when the lease ends.
+func (l *Lease) ExpiresAt() time.Time { return l.rec.LeaseExpiresAt }
+
+// TimeLeft is how long the lease still runs. DESIGN §4 rule 3: send
+// downstream only while TimeLeft is at least the in-transit bound plus the
+// clock-skew margin.
+func (l *Lease) TimeLeft() time.Duration { return l.rec.LeaseExpiresAt.Sub(l.g.cfg.Now()) }
+
+// Complete stores resp as the answer for the key, together with the extra
+// items, in one atomic write. Errors: ErrLeaseLost (the lease was taken over
+// or the record resolved: nothing written), ErrItemExists, or a store error.
+func (l *Lease) Complete(ctx context.Context, resp Response, extra ...Item) error {
+	if err := l.g.store.Complete(ctx, l.rec.PK, l.rec.LeaseToken, resp, extra); err != nil {
+		return fmt.Errorf("complete %s: %w", l.rec.PK, err)
+	}
+	done := l.rec
+	done.Status = StatusCompleted
+	done.Response = &resp
+	done.InflightShard = ""
+	l.rec = done
+	l.g.cache.put(&done)
+	return nil
+}
+
+// Release frees the key so the next request executes anew. Call it only when
+// provably nothing was sent downstream. It returns ErrReleaseRefused without
+// writing after a take-over (DESIGN §4 rule 2), ErrLeaseLost if the lease is
+// no longer this one's.
+func (l *Lease) Release(ctx context.Context) error {
+	if l.TakenOver() {
+		return fmt.Errorf("release %s (attempt %d): %w", l.rec.PK, l.rec.Attempt, ErrReleaseRefused)
+	}
+	return l.release(ctx)
+}
+
+// ReleaseReconciled frees the key after a reconciler learned downstream that
+// no request for DownstreamKey exists. This is safe after a take-over only
+// because the reconciler acts on leases expired for longer than the in-transit
+// bound plus the clock-skew margin (DESIGN §4 rule 3), so nothing is still in
+// transit. Errors as for Release, never ErrReleaseRefused.
+func (l *Lease) ReleaseReconciled(ctx context.Context) error { return l.release(ctx) }
+
+func (l *Lease) release(ctx context.Context) error {
+	if err := l.g.store.Release(ctx, l.rec.PK, l.rec.LeaseToken); err != nil {
+		return fmt.Errorf("release %s: %w", l.rec.PK, err)
+	}
+	return nil
+}
+
+// Abandon ends the lease now, leaving the record in flight: the outcome
+// downstream is unknown, so a retry may take over at once and ask downstream
+// by DownstreamKey. Errors: ErrLeaseLost, or a store error.
+func (l *Lease) Abandon(ctx context.Context) error {
+	now := l.g.cfg.Now()
+	if err := l.g.store.SetLease(ctx, l.rec.PK, l.rec.LeaseToken, now); err != nil {
+		return fmt.Errorf("abandon %s: %w", l.rec.PK, err)
+	}
+	l.rec.LeaseExpiresAt = now
+	return nil
+}

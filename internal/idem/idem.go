@@ -1,0 +1,104 @@
+package idem
+
+import (
+	"context"
+	"time"
+)
+
+// Status is the state of an idempotency record.
+type Status string
+
+const (
+	// StatusInProgress: a lease owner is (or was) executing the operation.
+	StatusInProgress Status = "IN_PROGRESS"
+	// StatusCompleted: the response is stored and is the answer for the key
+	// until the record expires.
+	StatusCompleted Status = "COMPLETED"
+)
+
+// Response is the stored answer replayed to every retry.
+type Response struct {
+	StatusCode int
+	Headers    map[string]string
+	Body       []byte
+}
+
+// Record is one idempotency record. Stores persist every field; the Guard
+// alone decides their values.
+type Record struct {
+	PK        string
+	Operation string
+	Account   string
+	Key       string
+
+	Status      Status
+	Fingerprint string
+	// Request is the canonical request (Canonical.Encode), kept so an
+	// in-flight record can be reconciled without the client.
+	Request []byte
+
+	LeaseToken     string
+	LeaseExpiresAt time.Time
+	// Attempt counts how many times the lease was taken: 1 for the claim.
+	Attempt int
+	// DownstreamKey is sent to the downstream system on every attempt.
+	DownstreamKey string
+
+	// Response is set once Status is StatusCompleted.
+	Response *Response
+
+	CreatedAt time.Time
+	// ExpiresAt is the logical end of retention. A record whose ExpiresAt has
+	// passed is treated as absent by every read and condition.
+	ExpiresAt time.Time
+
+	// InflightShard is set while Status is StatusInProgress: the partition of
+	// the sparse in-flight index the sweeper reads.
+	InflightShard string
+	// StaleAt and ReconcileAttempts are set by the sweeper.
+	StaleAt           time.Time
+	ReconcileAttempts int
+}
+
+// Live reports whether the record is within retention at now.
+func (r *Record) Live(now time.Time) bool {
+	return now.Unix() <= r.ExpiresAt.Unix()
+}
+
+// Item is an extra row written atomically with a completion, such as a
+// ledger row. It is written only if no item with its PK exists.
+type Item struct {
+	PK         string
+	Attributes map[string]string
+}
+
+// Store persists records. Every method is one round trip to the database.
+// Conditions that compare times use the now the caller passes, so a store
+// has no clock of its own. A record whose ExpiresAt is before now (by whole
+// seconds) counts as absent.
+type Store interface {
+	// Claim writes rec if no live record exists under rec.PK. If one exists
+	// it is returned, with ok false and nothing written.
+	Claim(ctx context.Context, rec Record, now time.Time) (existing *Record, ok bool, err error)
+	// Get returns the live record under pk, or ErrNotFound.
+	Get(ctx context.Context, pk string, now time.Time) (*Record, error)
+	// TakeOver gives an in-progress record whose lease (token oldToken)
+	// expired before now to a new owner: token newToken until leaseExpiresAt,
+	// Attempt incremented. It returns the updated record, or ErrLeaseLost if
+	// the record is not in progress under oldToken with an expired lease.
+	TakeOver(ctx context.Context, pk, oldToken, newToken string, leaseExpiresAt, now time.Time) (*Record, error)
+	// SetLease moves the lease expiry of the in-progress record held under
+	// token, or returns ErrLeaseLost.
+	SetLease(ctx context.Context, pk, token string, leaseExpiresAt time.Time) error
+	// Complete stores resp and marks the record completed (leaving the
+	// in-flight index) together with the extra items, atomically; fenced on
+	// token and in-progress status (ErrLeaseLost). If an extra item already
+	// exists nothing is written and it returns ErrItemExists.
+	Complete(ctx context.Context, pk, token string, resp Response, extra []Item) error
+	// Release deletes the in-progress record held under token, or returns
+	// ErrLeaseLost. When a release is allowed is the Guard's rule, not the
+	// store's.
+	Release(ctx context.Context, pk, token string) error
+	// GetItem returns an extra item written by Complete, or ErrNotFound.
+	GetItem(ctx context.Context, pk string) (*Item, error)
+}

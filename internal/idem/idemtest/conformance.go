@@ -1,0 +1,400 @@
+package idemtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/idempotent-payments/idempay/internal/idem"
+)
+
+// NewStoreFunc returns a fresh, empty store for one test.
+type NewStoreFunc func(t *testing.T) idem.Store
+
+// fixture is one test's guard on a fresh store with a test clock.
+type fixture struct {
+	store idem.Store
+	clock *Clock
+	guard *idem.Guard
+}
+
+const testLease = time.Minute
+
+func setup(t *testing.T, newStore NewStoreFunc) *fixture {
+	t.Helper()
+	f := &fixture{store: newStore(t), clock: NewClock(time.Now().Truncate(time.Millisecond))}
+	f.guard = idem.NewGuard(f.store, idem.Config{Now: f.clock.Now, DefaultLease: testLease, LeaseMargin: 5 * time.Second})
+	return f
+}
+
+var seq atomic.Int64
+
+// scope returns a scope with a key no other test uses.
+func scope() idem.Scope {
+	return idem.Scope{Operation: "charge", Account: "acct_1", Key: fmt.Sprintf("key-%d-%d", time.Now().UnixNano(), seq.Add(1))}
+}
+
+func request(amount string) idem.Canonical {
+	return idem.Canonical{{Name: "amount", Value: amount}, {Name: "currency", Value: "BRL"}}
+}
+
+var created = idem.Response{StatusCode: 201, Headers: map[string]string{"Content-Type": "application/json"}, Body: []byte(`{"id":"ch_1"}`)}
+
+func mustAcquire(t *testing.T, f *fixture, s idem.Scope, req idem.Canonical) *idem.Lease {
+	t.Helper()
+	c, err := f.guard.Begin(context.Background(), s, req)
+	if err != nil {
+		t.Fatalf("Begin: %v", err)
+	}
+	if c.Lease == nil {
+		t.Fatalf("Begin: want a lease, got replay %+v", c.Replay)
+	}
+	return c.Lease
+}
+
+func mustStatus(t *testing.T, f *fixture, pk string, want idem.Status) *idem.Record {
+	t.Helper()
+	rec, err := f.guard.Lookup(context.Background(), pk)
+	if err != nil {
+		t.Fatalf("Lookup: %v", err)
+	}
+	if rec.Status != want {
+		t.Fatalf("status = %s, want %s", rec.Status, want)
+	}
+	return rec
+}
+
+func mustBeAbsent(t *testing.T, f *fixture, pk string) {
+	t.Helper()
+	if _, err := f.guard.Lookup(context.Background(), pk); !errors.Is(err, idem.ErrNotFound) {
+		t.Fatalf("Lookup: err = %v, want ErrNotFound", err)
+	}
+}
+
+// RunConformance runs the behaviour every idem.Store must have, through the
+// Guard, on stores from newStore: every transition of the state machine,
+// fencing of zombies, logical expiry and races.
+func RunConformance(t *testing.T, newStore NewStoreFunc) {
+	ctx := context.Background()
+
+	t.Run("FirstExecutionThenReplay", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t, newStore)
+		s := scope()
+		lease := mustAcquire(t, f, s, request("100"))
+		if lease.Attempt() != 1 || lease.TakenOver() {
+			t.Fatalf("attempt = %d, want 1", lease.Attempt())
+		}
+		rec := mustStatus(t, f, s.PK(), idem.StatusInProgress)
+		if rec.InflightShard == "" || rec.Account != s.Account || rec.Key != s.Key || rec.DownstreamKey == "" {
+			t.Fatalf("in-progress record incomplete: %+v", rec)
+		}
+		if err := lease.Complete(ctx, created); err != nil {
+			t.Fatalf("Complete: %v", err)
+		}
+		rec = mustStatus(t, f, s.PK(), idem.StatusCompleted)
+		if rec.InflightShard != "" {
+			t.Fatalf("completed record still in the in-flight index: shard %q", rec.InflightShard)
+		}
+		for range 2 {
+			c, err := f.guard.Begin(ctx, s, request("100"))
+			if err != nil || c.Replay == nil {
+				t.Fatalf("Begin after completion: claim %+v, err %v; want replay", c, err)
+			}
+			if c.Replay.StatusCode != 201 || string(c.Replay.Body) != string(created.Body) || c.Replay.Headers["Content-Type"] != "application/json" {
+				t.Fatalf("replay = %+v, want %+v", c.Replay, created)
+			}
+		}
+	})
+
+	t.Run("InFlight", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t, newStore)
+		s := scope()
+		mustAcquire(t, f, s, request("100"))
+		_, err := f.guard.Begin(ctx, s, request("100"))
+		var inFlight *idem.InFlightError
+		if !errors.Is(err, idem.ErrInFlight) || !errors.As(err, &inFlight) {
+			t.Fatalf("second Begin: err = %v, want ErrInFlight", err)
+		}
+		if inFlight.RetryAfter < time.Second || inFlight.RetryAfter > idem.DefaultMaxRetryAfter {
+			t.Fatalf("RetryAfter = %s, want 1s..%s", inFlight.RetryAfter, idem.DefaultMaxRetryAfter)
+		}
+	})
+
+	t.Run("KeyReused", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t, newStore)
+		inFlight, completed, stale := scope(), scope(), scope()
+		mustAcquire(t, f, inFlight, request("100"))
+		mustAcquire(t, f, stale, request("100"))
+		if err := mustAcquire(t, f, completed, request("100")).Complete(ctx, created); err != nil {
+			t.Fatal(err)
+		}
+		f.clock.Advance(testLease + time.Second) // stale's lease has expired
+		for _, s := range []idem.Scope{inFlight, completed, stale} {
+			c, err := f.guard.Begin(ctx, s, request("999"))
+			if !errors.Is(err, idem.ErrKeyReused) || c.Replay != nil || c.Lease != nil {
+				t.Fatalf("Begin with another request: claim %+v, err %v; want ErrKeyReused", c, err)
+			}
+		}
+		if rec := mustStatus(t, f, stale.PK(), idem.StatusInProgress); rec.Attempt != 1 {
+			t.Fatalf("a different request took over the lease: attempt %d", rec.Attempt)
+		}
+	})
+
+	t.Run("ReleaseFirstAttempt", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t, newStore)
+		s := scope()
+		lease := mustAcquire(t, f, s, request("100"))
+		if err := lease.Release(ctx); err != nil {
+			t.Fatalf("Release: %v", err)
+		}
+		mustBeAbsent(t, f, s.PK())
+		again := mustAcquire(t, f, s, request("100"))
+		if again.Attempt() != 1 {
+			t.Fatalf("after release: attempt %d, want a fresh claim", again.Attempt())
+		}
+	})
+
+	t.Run("StaleLeaseIsTakenOver", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t, newStore)
+		s := scope()
+		first := mustAcquire(t, f, s, request("100"))
+		f.clock.Advance(testLease + time.Millisecond)
+		second := mustAcquire(t, f, s, request("100"))
+		if second.Attempt() != 2 || !second.TakenOver() {
+			t.Fatalf("take-over attempt = %d, want 2", second.Attempt())
+		}
+		if second.DownstreamKey() != first.DownstreamKey() {
+			t.Fatalf("downstream key changed on take-over: %s then %s", first.DownstreamKey(), second.DownstreamKey())
+		}
+		if req, err := second.Request(); err != nil || req[0].Value != "100" {
+			t.Fatalf("taken-over request = %v, %v", req, err)
+		}
+	})
+
+	t.Run("ZombieIsFenced", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t, newStore)
+		s := scope()
+		zombie := mustAcquire(t, f, s, request("100"))
+		f.clock.Advance(testLease + time.Millisecond)
+		owner := mustAcquire(t, f, s, request("100"))
+		for name, write := range map[string]func() error{
+			"Complete": func() error { return zombie.Complete(ctx, idem.Response{StatusCode: 500}) },
+			"Release":  func() error { return zombie.Release(ctx) },
+			"Abandon":  func() error { return zombie.Abandon(ctx) },
+		} {
+			if err := write(); !errors.Is(err, idem.ErrLeaseLost) {
+				t.Fatalf("zombie %s: err = %v, want ErrLeaseLost", name, err)
+			}
+		}
+		if rec := mustStatus(t, f, s.PK(), idem.StatusInProgress); rec.Attempt != 2 {
+			t.Fatalf("zombie changed the record: %+v", rec)
+		}
+		if err := owner.Complete(ctx, created); err != nil {
+			t.Fatalf("owner Complete: %v", err)
+		}
+		if err := zombie.Complete(ctx, idem.Response{StatusCode: 500}); !errors.Is(err, idem.ErrLeaseLost) {
+			t.Fatalf("zombie Complete after owner: err = %v", err)
+		}
+		rec := mustStatus(t, f, s.PK(), idem.StatusCompleted)
+		if rec.Response.StatusCode != 201 {
+			t.Fatalf("stored response overwritten: %d", rec.Response.StatusCode)
+		}
+	})
+
+	t.Run("ReleaseAfterTakeOverIsRefused", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t, newStore)
+		s := scope()
+		mustAcquire(t, f, s, request("100"))
+		f.clock.Advance(testLease + time.Millisecond)
+		second := mustAcquire(t, f, s, request("100"))
+		if err := second.Release(ctx); !errors.Is(err, idem.ErrReleaseRefused) {
+			t.Fatalf("Release after take-over: err = %v, want ErrReleaseRefused", err)
+		}
+		mustStatus(t, f, s.PK(), idem.StatusInProgress)
+	})
+
+	t.Run("AbandonLetsARetryTakeOver", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t, newStore)
+		s := scope()
+		first := mustAcquire(t, f, s, request("100"))
+		if err := first.Abandon(ctx); err != nil {
+			t.Fatalf("Abandon: %v", err)
+		}
+		f.clock.Advance(time.Millisecond)
+		retry := mustAcquire(t, f, s, request("100"))
+		if retry.Attempt() != 2 || retry.DownstreamKey() != first.DownstreamKey() {
+			t.Fatalf("retry after abandon: attempt %d, key %s; want 2, %s", retry.Attempt(), retry.DownstreamKey(), first.DownstreamKey())
+		}
+	})
+
+	t.Run("ConcurrentTakeOversOneWins", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t, newStore)
+		s := scope()
+		mustAcquire(t, f, s, request("100"))
+		f.clock.Advance(testLease + time.Millisecond)
+		results := race(10, func() (idem.Claim, error) { return f.guard.Begin(ctx, s, request("100")) })
+		if got := countLeases(t, results); got != 1 {
+			t.Fatalf("%d of 10 concurrent retries took over, want 1", got)
+		}
+	})
+
+	t.Run("ConcurrentClaimsOneWins", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t, newStore)
+		s := scope()
+		results := race(20, func() (idem.Claim, error) { return f.guard.Begin(ctx, s, request("100")) })
+		if got := countLeases(t, results); got != 1 {
+			t.Fatalf("%d of 20 concurrent claims acquired, want 1", got)
+		}
+	})
+
+	t.Run("ExpiredRecordIsAbsent", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t, newStore)
+		done, stuck := scope(), scope()
+		old := mustAcquire(t, f, done, request("100"))
+		if err := old.Complete(ctx, created); err != nil {
+			t.Fatal(err)
+		}
+		mustAcquire(t, f, stuck, request("100"))
+		f.clock.Advance(idem.DefaultRetention + time.Second)
+		for _, s := range []idem.Scope{done, stuck} {
+			mustBeAbsent(t, f, s.PK())
+			fresh := mustAcquire(t, f, s, request("200")) // a new operation: another request is fine
+			if fresh.Attempt() != 1 || fresh.DownstreamKey() == old.DownstreamKey() {
+				t.Fatalf("after retention: attempt %d, downstream key reused %v", fresh.Attempt(), fresh.DownstreamKey() == old.DownstreamKey())
+			}
+		}
+	})
+
+	t.Run("LeaseFromContextDeadline", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t, newStore)
+		deadline := f.clock.Now().Add(7 * time.Second)
+		dctx, cancel := context.WithDeadline(ctx, deadline)
+		defer cancel()
+		c, err := f.guard.Begin(dctx, scope(), request("100"))
+		if err != nil || c.Lease == nil {
+			t.Fatalf("Begin: %v", err)
+		}
+		if want := deadline.Add(5 * time.Second); !c.Lease.ExpiresAt().Equal(want) {
+			t.Fatalf("lease ends %v, want deadline + margin %v", c.Lease.ExpiresAt(), want)
+		}
+		if left := c.Lease.TimeLeft(); left != 12*time.Second {
+			t.Fatalf("TimeLeft = %s, want 12s", left)
+		}
+	})
+
+	t.Run("CompleteWritesExtraItemsAtomically", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t, newStore)
+		first, second := scope(), scope()
+		ledger := idem.Item{PK: "CHARGE#" + first.Key, Attributes: map[string]string{"amount": "100"}}
+		if err := mustAcquire(t, f, first, request("100")).Complete(ctx, created, ledger); err != nil {
+			t.Fatalf("Complete: %v", err)
+		}
+		got, err := f.guard.Item(ctx, ledger.PK)
+		if err != nil || got.Attributes["amount"] != "100" {
+			t.Fatalf("Item = %+v, %v", got, err)
+		}
+		clash := mustAcquire(t, f, second, request("100"))
+		if err := clash.Complete(ctx, created, ledger); !errors.Is(err, idem.ErrItemExists) {
+			t.Fatalf("Complete with an existing item: err = %v, want ErrItemExists", err)
+		}
+		mustStatus(t, f, second.PK(), idem.StatusInProgress)
+		if _, err := f.guard.Item(ctx, "CHARGE#none"); !errors.Is(err, idem.ErrNotFound) {
+			t.Fatalf("missing item: err = %v", err)
+		}
+	})
+
+	t.Run("TakeOverStaleForReconcile", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t, newStore)
+		s := scope()
+		mustAcquire(t, f, s, request("100"))
+		if _, err := f.guard.TakeOverStale(ctx, s.PK()); !errors.Is(err, idem.ErrLeaseLost) {
+			t.Fatalf("TakeOverStale of a live lease: err = %v, want ErrLeaseLost", err)
+		}
+		f.clock.Advance(testLease + time.Millisecond)
+		lease, err := f.guard.TakeOverStale(ctx, s.PK())
+		if err != nil || lease.Attempt() != 2 {
+			t.Fatalf("TakeOverStale: %v", err)
+		}
+		if err := lease.ReleaseReconciled(ctx); err != nil {
+			t.Fatalf("ReleaseReconciled: %v", err)
+		}
+		mustBeAbsent(t, f, s.PK())
+		if _, err := f.guard.TakeOverStale(ctx, s.PK()); !errors.Is(err, idem.ErrNotFound) {
+			t.Fatalf("TakeOverStale of an absent record: err = %v", err)
+		}
+	})
+
+	t.Run("BadInputWritesNothing", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t, newStore)
+		for _, s := range []idem.Scope{
+			{Operation: "charge", Account: "acct_1", Key: ""},
+			{Operation: "charge", Account: "acct_1", Key: "short"},
+			{Operation: "charge", Account: "acct_1", Key: string(make([]byte, 129))},
+			{Operation: "charge", Account: "acct_1", Key: "clé-non-ascii"},
+			{Operation: "charge", Account: "acct_1", Key: "has space in it"},
+			{Operation: "charge", Account: "", Key: "valid-key-123"},
+			{Operation: "charge", Account: "a\x00b", Key: "valid-key-123"},
+		} {
+			_, err := f.guard.Begin(ctx, s, request("100"))
+			if !errors.Is(err, idem.ErrKeyInvalid) && !errors.Is(err, idem.ErrKeyMissing) && !errors.Is(err, idem.ErrAccountInvalid) {
+				t.Fatalf("Begin(%q, %q): err = %v, want a typed input error", s.Account, s.Key, err)
+			}
+			mustBeAbsent(t, f, s.PK())
+		}
+	})
+}
+
+func race(n int, claim func() (idem.Claim, error)) []result {
+	results := make([]result, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range results {
+		wg.Go(func() {
+			<-start
+			results[i].claim, results[i].err = claim()
+		})
+	}
+	close(start)
+	wg.Wait()
+	return results
+}
+
+type result struct {
+	claim idem.Claim
+	err   error
+}
+
+// countLeases counts acquired leases; every loser must see ErrInFlight.
+func countLeases(t *testing.T, results []result) int {
+	t.Helper()
+	n := 0
+	for _, r := range results {
+		switch {
+		case r.err == nil && r.claim.Lease != nil:
+			n++
+		case errors.Is(r.err, idem.ErrInFlight):
+		default:
+			t.Fatalf("unexpected outcome: %+v, %v", r.claim, r.err)
+		}
+	}
+	return n
+}

@@ -1,0 +1,159 @@
+// Package idemtest has an in-memory idem.Store and the conformance suite
+// every Store must pass.
+package idemtest
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/idempotent-payments/idempay/internal/idem"
+)
+
+// MemoryStore is an idem.Store in memory with the same semantics as the
+// DynamoDB store, including logical expiry. For unit tests and benchmarks.
+type MemoryStore struct {
+	mu      sync.Mutex
+	records map[string]idem.Record
+	items   map[string]idem.Item
+}
+
+// NewMemoryStore returns an empty store.
+func NewMemoryStore() *MemoryStore {
+	return &MemoryStore{records: map[string]idem.Record{}, items: map[string]idem.Item{}}
+}
+
+// Claim implements idem.Store.
+func (m *MemoryStore) Claim(_ context.Context, rec idem.Record, now time.Time) (*idem.Record, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if old, ok := m.live(rec.PK, now); ok {
+		return clone(old), false, nil
+	}
+	m.records[rec.PK] = *clone(rec)
+	return nil, true, nil
+}
+
+// Get implements idem.Store.
+func (m *MemoryStore) Get(_ context.Context, pk string, now time.Time) (*idem.Record, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	rec, ok := m.live(pk, now)
+	if !ok {
+		return nil, idem.ErrNotFound
+	}
+	return clone(rec), nil
+}
+
+// TakeOver implements idem.Store.
+func (m *MemoryStore) TakeOver(_ context.Context, pk, oldToken, newToken string, leaseExpiresAt, now time.Time) (*idem.Record, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	rec, ok := m.held(pk, oldToken)
+	if !ok || !rec.LeaseExpiresAt.Before(now) || !rec.Live(now) {
+		return nil, idem.ErrLeaseLost
+	}
+	rec.LeaseToken = newToken
+	rec.LeaseExpiresAt = leaseExpiresAt
+	rec.Attempt++
+	m.records[pk] = rec
+	return clone(rec), nil
+}
+
+// SetLease implements idem.Store.
+func (m *MemoryStore) SetLease(_ context.Context, pk, token string, leaseExpiresAt time.Time) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	rec, ok := m.held(pk, token)
+	if !ok {
+		return idem.ErrLeaseLost
+	}
+	rec.LeaseExpiresAt = leaseExpiresAt
+	m.records[pk] = rec
+	return nil
+}
+
+// Complete implements idem.Store.
+func (m *MemoryStore) Complete(_ context.Context, pk, token string, resp idem.Response, extra []idem.Item) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	rec, ok := m.held(pk, token)
+	if !ok {
+		return idem.ErrLeaseLost
+	}
+	for _, it := range extra {
+		if _, exists := m.items[it.PK]; exists {
+			return idem.ErrItemExists
+		}
+	}
+	rec.Status = idem.StatusCompleted
+	rec.Response = &idem.Response{StatusCode: resp.StatusCode, Headers: maps.Clone(resp.Headers), Body: slices.Clone(resp.Body)}
+	rec.InflightShard = ""
+	m.records[pk] = rec
+	for _, it := range extra {
+		m.items[it.PK] = idem.Item{PK: it.PK, Attributes: maps.Clone(it.Attributes)}
+	}
+	return nil
+}
+
+// Release implements idem.Store.
+func (m *MemoryStore) Release(_ context.Context, pk, token string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.held(pk, token); !ok {
+		return idem.ErrLeaseLost
+	}
+	delete(m.records, pk)
+	return nil
+}
+
+// GetItem implements idem.Store.
+func (m *MemoryStore) GetItem(_ context.Context, pk string) (*idem.Item, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	it, ok := m.items[pk]
+	if !ok {
+		return nil, idem.ErrNotFound
+	}
+	return &idem.Item{PK: it.PK, Attributes: maps.Clone(it.Attributes)}, nil
+}
+
+// Put writes rec as it is, replacing any record: for tests that need a state
+// the Guard would not produce by itself (an expired record TTL has not
+// deleted yet, say).
+func (m *MemoryStore) Put(rec idem.Record) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.records[rec.PK] = *clone(rec)
+}
+
+func (m *MemoryStore) live(pk string, now time.Time) (idem.Record, bool) {
+	rec, ok := m.records[pk]
+	if !ok || !rec.Live(now) {
+		return idem.Record{}, false
+	}
+	return rec, true
+}
+
+// held returns the in-progress record under pk if token holds its lease.
+// Like the DynamoDB conditions, it ignores expiry: a lease holder may finish.
+func (m *MemoryStore) held(pk, token string) (idem.Record, bool) {
+	rec, ok := m.records[pk]
+	if !ok || rec.Status != idem.StatusInProgress || rec.LeaseToken != token {
+		return idem.Record{}, false
+	}
+	return rec, true
+}
+
+func clone(rec idem.Record) *idem.Record {
+	rec.Request = slices.Clone(rec.Request)
+	if rec.Response != nil {
+		r := *rec.Response
+		r.Headers = maps.Clone(r.Headers)
+		r.Body = slices.Clone(r.Body)
+		rec.Response = &r
+	}
+	return &rec
+}

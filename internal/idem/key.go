@@ -1,0 +1,137 @@
+package idem
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Key length bounds, in characters (all ASCII, so also bytes).
+const (
+	MinKeyLen = 8
+	MaxKeyLen = 128
+	// MaxAccountLen bounds the account identifier in bytes.
+	MaxAccountLen = 256
+)
+
+// ParseKey validates an Idempotency-Key header value and returns the key.
+//
+// A key is 8–128 visible ASCII characters (0x21–0x7E). The IETF draft's
+// sf-string form is accepted too: the key between double quotes, where \" and
+// \\ stand for " and \. The quoted and the bare form of the same characters
+// are the same key. It returns ErrKeyMissing for an empty value and
+// ErrKeyInvalid (wrapped with the reason) for anything else that is not a key.
+func ParseKey(header string) (string, error) {
+	if header == "" {
+		return "", ErrKeyMissing
+	}
+	key := header
+	if strings.HasPrefix(header, `"`) {
+		unquoted, err := unquoteSFString(header)
+		if err != nil {
+			return "", err
+		}
+		key = unquoted
+	}
+	if err := checkKey(key); err != nil {
+		return "", err
+	}
+	return key, nil
+}
+
+// checkKey enforces the length and the character set of a parsed key.
+func checkKey(key string) error {
+	if n := len(key); n < MinKeyLen || n > MaxKeyLen {
+		return fmt.Errorf("%w: length %d, want %d–%d", ErrKeyInvalid, n, MinKeyLen, MaxKeyLen)
+	}
+	for i := 0; i < len(key); i++ {
+		if c := key[i]; c < 0x21 || c > 0x7e {
+			return fmt.Errorf("%w: character %d is not visible ASCII", ErrKeyInvalid, i+1)
+		}
+	}
+	return nil
+}
+
+// unquoteSFString decodes an RFC 8941 sf-string: "..." with \" and \\ escapes.
+func unquoteSFString(s string) (string, error) {
+	if len(s) < 2 || s[len(s)-1] != '"' {
+		return "", fmt.Errorf("%w: unbalanced quotes", ErrKeyInvalid)
+	}
+	inner := s[1 : len(s)-1]
+	var b strings.Builder
+	for i := 0; i < len(inner); i++ {
+		switch c := inner[i]; c {
+		case '\\':
+			if i+1 == len(inner) || (inner[i+1] != '"' && inner[i+1] != '\\') {
+				return "", fmt.Errorf("%w: bad escape in quoted key", ErrKeyInvalid)
+			}
+			i++
+			b.WriteByte(inner[i])
+		case '"':
+			return "", fmt.Errorf("%w: unescaped quote inside quoted key", ErrKeyInvalid)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String(), nil
+}
+
+// ValidateAccount reports ErrAccountInvalid (wrapped with the reason) unless
+// account is 1–256 bytes of valid UTF-8 without control characters.
+func ValidateAccount(account string) error {
+	switch {
+	case account == "":
+		return fmt.Errorf("%w: empty", ErrAccountInvalid)
+	case len(account) > MaxAccountLen:
+		return fmt.Errorf("%w: longer than %d bytes", ErrAccountInvalid, MaxAccountLen)
+	case !utf8.ValidString(account):
+		return fmt.Errorf("%w: not UTF-8", ErrAccountInvalid)
+	case strings.IndexFunc(account, unicode.IsControl) >= 0:
+		return fmt.Errorf("%w: control character", ErrAccountInvalid)
+	}
+	return nil
+}
+
+// Scope names one idempotent operation: the same key under two accounts, or
+// under two operations, is two different scopes.
+type Scope struct {
+	// Operation names what the key protects, e.g. "charge". Entry points that
+	// perform the same operation (HTTP and SQS) must use the same name so they
+	// share one key space.
+	Operation string
+	// Account is the authenticated caller (never taken from the request body).
+	Account string
+	// Key is the client's idempotency key, as returned by ParseKey.
+	Key string
+}
+
+// Validate checks the account and the parsed key (see ValidateAccount and
+// ParseKey): ErrAccountInvalid, ErrKeyMissing or ErrKeyInvalid.
+func (s Scope) Validate() error {
+	if s.Operation == "" {
+		return fmt.Errorf("scope: empty operation")
+	}
+	if err := ValidateAccount(s.Account); err != nil {
+		return err
+	}
+	if s.Key == "" {
+		return ErrKeyMissing
+	}
+	return checkKey(s.Key)
+}
+
+// PK is the record's partition key: "IDEM#" followed by each part as
+// <byte length>:<bytes>. The length prefixes make the encoding injective, so
+// ("a#b", "c") and ("a", "b#c") can never collide, whatever the parts contain.
+func (s Scope) PK() string {
+	var b strings.Builder
+	b.WriteString("IDEM#")
+	for _, part := range []string{s.Operation, s.Account, s.Key} {
+		b.WriteString(strconv.Itoa(len(part)))
+		b.WriteByte(':')
+		b.WriteString(part)
+	}
+	return b.String()
+}
