@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"strconv"
 )
 
 // fingerprintVersion is mixed into every fingerprint. Bump it when the
@@ -52,9 +53,17 @@ func DecodeCanonical(b []byte) (Canonical, error) {
 // canonical request. Two requests with the same operation and fields in the
 // same order have the same fingerprint; anything else differs.
 func Fingerprint(operation string, c Canonical) string {
+	return fingerprintEncoded(operation, c.Encode())
+}
+
+// fingerprintEncoded hashes an already encoded canonical request. The version
+// and the operation are length-prefixed so neither can run into the other.
+func fingerprintEncoded(operation string, encoded []byte) string {
 	h := sha256.New()
-	enc, _ := json.Marshal([]string{fingerprintVersion, operation})
-	h.Write(enc)
-	h.Write(c.Encode())
-	return hex.EncodeToString(h.Sum(nil))
+	for _, part := range []string{fingerprintVersion, operation} {
+		h.Write([]byte(strconv.Itoa(len(part)) + ":" + part))
+	}
+	h.Write(encoded)
+	var sum [sha256.Size]byte
+	return hex.EncodeToString(h.Sum(sum[:0]))
 }

@@ -107,7 +107,8 @@ func (g *Guard) Begin(ctx context.Context, scope Scope, req Canonical) (Claim, e
 		return Claim{}, err
 	}
 	pk := scope.PK()
-	fp := Fingerprint(scope.Operation, req)
+	encoded := req.Encode()
+	fp := fingerprintEncoded(scope.Operation, encoded)
 	now := g.cfg.Now()
 	if rec := g.cache.get(pk); rec != nil && rec.Live(now) {
 		return answerCompleted(rec, fp)
@@ -120,7 +121,7 @@ func (g *Guard) Begin(ctx context.Context, scope Scope, req Canonical) (Claim, e
 		Key:            scope.Key,
 		Status:         StatusInProgress,
 		Fingerprint:    fp,
-		Request:        req.Encode(),
+		Request:        encoded,
 		LeaseToken:     newToken(),
 		LeaseExpiresAt: g.leaseUntil(ctx, now),
 		Attempt:        1,

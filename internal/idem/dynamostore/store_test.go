@@ -1,0 +1,114 @@
+package dynamostore_test
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
+	"github.com/idempotent-payments/idempay/internal/idem/dynamostore/dynamotest"
+	"github.com/idempotent-payments/idempay/internal/idem/idemtest"
+)
+
+func TestConformance(t *testing.T) {
+	client := dynamotest.Client(t)
+	idemtest.RunConformance(t, func(t *testing.T) idem.Store {
+		return dynamostore.New(client, dynamotest.NewTable(t, client))
+	})
+}
+
+func TestTableOnDynamoDBLocal(t *testing.T) {
+	t.Parallel()
+	client := dynamotest.Client(t)
+	name := dynamotest.NewTable(t, client)
+	ctx := context.Background()
+	out, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(out.Table.GlobalSecondaryIndexes); n != 1 || aws.ToString(out.Table.GlobalSecondaryIndexes[0].IndexName) != dynamostore.InflightIndex {
+		t.Fatalf("indexes = %+v, want the in-flight index", out.Table.GlobalSecondaryIndexes)
+	}
+	ttl, err := client.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(name)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := aws.ToString(ttl.TimeToLiveDescription.AttributeName); got != dynamostore.TTLAttribute {
+		t.Fatalf("TTL attribute = %q, want %q", got, dynamostore.TTLAttribute)
+	}
+	if err := dynamostore.CreateTable(ctx, client, name); err != nil {
+		t.Fatalf("CreateTable on an existing table: %v", err)
+	}
+}
+
+// TestRoundTrips pins the number of DynamoDB requests per path (DESIGN §4).
+func TestRoundTrips(t *testing.T) {
+	t.Parallel()
+	var trips dynamotest.RoundTrips
+	client := dynamotest.Client(t, trips.Option)
+	store := dynamostore.New(client, dynamotest.NewTable(t, client))
+	ctx := context.Background()
+	req := idem.Canonical{{Name: "amount", Value: "100"}}
+	other := idem.Canonical{{Name: "amount", Value: "999"}}
+	done := idem.Scope{Operation: "charge", Account: "acct_1", Key: "round-trips-done"}
+	busy := idem.Scope{Operation: "charge", Account: "acct_1", Key: "round-trips-busy"}
+
+	for _, cached := range []bool{false, true} {
+		cacheSize := 0
+		if cached {
+			cacheSize = 100
+			done.Key += "-cached"
+		}
+		guard := idem.NewGuard(store, idem.Config{CacheSize: cacheSize})
+		trips.Take()
+
+		step := func(name string, want map[string]int, run func() error) {
+			t.Helper()
+			if err := run(); err != nil {
+				t.Fatalf("%s (cache %v): %v", name, cached, err)
+			}
+			if got := trips.Take(); !maps.Equal(got, want) {
+				t.Fatalf("%s (cache %v): round trips %v, want %v", name, cached, got, want)
+			}
+		}
+		step("first execution", map[string]int{"PutItem": 1, "TransactWriteItems": 1}, func() error {
+			c, err := guard.Begin(ctx, done, req)
+			if err != nil {
+				return err
+			}
+			return c.Lease.Complete(ctx, idem.Response{StatusCode: 201, Body: []byte("{}")},
+				idem.Item{PK: "CHARGE#" + done.Key, Attributes: map[string]string{"amount": "100"}})
+		})
+		replayTrips := map[string]int{"PutItem": 1}
+		if cached {
+			replayTrips = map[string]int{}
+		}
+		step("replay", replayTrips, func() error {
+			c, err := guard.Begin(ctx, done, req)
+			if err == nil && c.Replay == nil {
+				return errors.New("no replay")
+			}
+			return err
+		})
+		step("key reused", replayTrips, func() error {
+			if _, err := guard.Begin(ctx, done, other); !errors.Is(err, idem.ErrKeyReused) {
+				return errors.New("want ErrKeyReused")
+			}
+			return nil
+		})
+		if !cached {
+			step("claim", map[string]int{"PutItem": 1}, func() error { _, err := guard.Begin(ctx, busy, req); return err })
+		}
+		step("in flight", map[string]int{"PutItem": 1}, func() error {
+			if _, err := guard.Begin(ctx, busy, req); !errors.Is(err, idem.ErrInFlight) {
+				return errors.New("want ErrInFlight")
+			}
+			return nil
+		})
+	}
+}

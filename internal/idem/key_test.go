@@ -1,0 +1,111 @@
+package idem_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/idempotent-payments/idempay/internal/idem"
+)
+
+func TestParseKey(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("k", 128)
+	for _, tc := range []struct {
+		header, want string
+		err          error
+	}{
+		{header: "", err: idem.ErrKeyMissing},
+		{header: "order-123-attempt", want: "order-123-attempt"},
+		{header: "12345678", want: "12345678"},
+		{header: long, want: long},
+		{header: `"order-123-attempt"`, want: "order-123-attempt"},
+		{header: `"with\"quote\\ok"`, want: `with"quote\ok`},
+		{header: "1234567", err: idem.ErrKeyInvalid},
+		{header: long + "k", err: idem.ErrKeyInvalid},
+		{header: "has a space", err: idem.ErrKeyInvalid},
+		{header: "tab\there-123", err: idem.ErrKeyInvalid},
+		{header: "clé-de-commande", err: idem.ErrKeyInvalid},
+		{header: `"unbalanced-key`, err: idem.ErrKeyInvalid},
+		{header: `"`, err: idem.ErrKeyInvalid},
+		{header: `"bad\escape-key"`, err: idem.ErrKeyInvalid},
+		{header: `"inner"quote-key"`, err: idem.ErrKeyInvalid},
+		{header: `"trailing-backslash\"`, err: idem.ErrKeyInvalid},
+		{header: `"short"`, err: idem.ErrKeyInvalid},
+		{header: `"has a space"`, err: idem.ErrKeyInvalid},
+	} {
+		got, err := idem.ParseKey(tc.header)
+		if tc.err != nil {
+			if !errors.Is(err, tc.err) {
+				t.Errorf("ParseKey(%q) = %q, %v; want error %v", tc.header, got, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("ParseKey(%q) = %q, %v; want %q", tc.header, got, err, tc.want)
+		}
+	}
+}
+
+// FuzzParseKey: never a panic; every accepted key is 8–128 visible ASCII and
+// valid in a Scope; every rejection is a typed error.
+func FuzzParseKey(f *testing.F) {
+	for _, s := range []string{"", "order-123-attempt", `"quoted-key-1"`, `"a\"b\\c-long"`, `"`, "\x00\x01", "ключ-ключ"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, header string) {
+		key, err := idem.ParseKey(header)
+		if err != nil {
+			if !errors.Is(err, idem.ErrKeyInvalid) && !errors.Is(err, idem.ErrKeyMissing) {
+				t.Fatalf("ParseKey(%q): untyped error %v", header, err)
+			}
+			return
+		}
+		if len(key) < idem.MinKeyLen || len(key) > idem.MaxKeyLen {
+			t.Fatalf("ParseKey(%q) accepted length %d", header, len(key))
+		}
+		for i := 0; i < len(key); i++ {
+			if key[i] < 0x21 || key[i] > 0x7e {
+				t.Fatalf("ParseKey(%q) accepted byte %#x", header, key[i])
+			}
+		}
+		if err := (idem.Scope{Operation: "charge", Account: "a", Key: key}).Validate(); err != nil {
+			t.Fatalf("parsed key %q invalid in a scope: %v", key, err)
+		}
+	})
+}
+
+func TestValidateAccount(t *testing.T) {
+	t.Parallel()
+	for account, ok := range map[string]bool{
+		"acct_1": true, "user|auth0:abc": true, "conta-são-paulo": true, strings.Repeat("a", 256): true,
+		"": false, strings.Repeat("a", 257): false, "a\nb": false, "\xff\xfe": false,
+	} {
+		err := idem.ValidateAccount(account)
+		if ok != (err == nil) || (err != nil && !errors.Is(err, idem.ErrAccountInvalid)) {
+			t.Errorf("ValidateAccount(%q) = %v, want ok=%v", account, err, ok)
+		}
+	}
+}
+
+// TestPKIsInjective: parts that contain the separator cannot be shifted from
+// one part into another to forge someone else's key.
+func TestPKIsInjective(t *testing.T) {
+	t.Parallel()
+	scopes := []idem.Scope{
+		{Operation: "charge", Account: "a#b", Key: "c"},
+		{Operation: "charge", Account: "a", Key: "b#c"},
+		{Operation: "charge#a", Account: "b", Key: "c"},
+		{Operation: "charge", Account: "1:a", Key: "b"},
+		{Operation: "charge", Account: "1", Key: ":ab"},
+		{Operation: "refund", Account: "a#b", Key: "c"},
+	}
+	seen := map[string]idem.Scope{}
+	for _, s := range scopes {
+		pk := s.PK()
+		if prev, dup := seen[pk]; dup {
+			t.Fatalf("%+v and %+v share pk %q", prev, s, pk)
+		}
+		seen[pk] = s
+	}
+}
