@@ -29,7 +29,9 @@ func TestWarmCacheServesCompletedOnly(t *testing.T) {
 	clock := idemtest.NewClock(time.Unix(1_800_000_000, 0))
 	guard := idem.NewGuard(store, idem.Config{CacheSize: 2, Now: clock.Now})
 	req := idem.Canonical{{Name: "amount", Value: "100"}}
-	scope := func(i int) idem.Scope { return idem.Scope{Operation: "charge", Account: "a", Key: fmt.Sprintf("cache-key-%d", i)} }
+	scope := func(i int) idem.Scope {
+		return idem.Scope{Operation: "charge", Account: "a", Key: fmt.Sprintf("cache-key-%d", i)}
+	}
 
 	c, _ := guard.Begin(ctx, scope(0), req)
 	if _, err := guard.Begin(ctx, scope(0), req); !errors.Is(err, idem.ErrInFlight) {

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"strings"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/idempotent-payments/idempay/internal/charge"
+	"github.com/idempotent-payments/idempay/internal/problem"
+)
+
+// Routes of the HTTP API, as API Gateway names them in RouteKey.
+const (
+	routeCreate = "POST /v1/charges"
+	routeGet    = "GET /v1/charges/{id}"
+)
+
+// Handler turns API Gateway HTTP API (payload v2) events into charge service
+// calls and renders the results. It holds no state of its own.
+type Handler struct {
+	Service *charge.Service
+	// AccountClaim names the JWT claim that identifies the account ("sub").
+	AccountClaim string
+}
+
+// Handle serves one event. It never returns an error: every failure is an
+// HTTP answer, so API Gateway never turns one into a bare 500.
+func (h *Handler) Handle(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	account := h.account(ev)
+	if account == "" {
+		return render(charge.Problem(problem.Details{Code: problem.Unauthenticated, Detail: "a bearer token naming the account is required"})), nil
+	}
+	switch key, id := route(ev); key {
+	case routeCreate:
+		body, ok := decodeBody(ev)
+		if !ok {
+			return render(charge.Problem(problem.Details{Code: problem.ValidationFailed, Detail: "body: not valid base64"})), nil
+		}
+		return render(h.Service.Charge(ctx, account, header(ev, "Idempotency-Key"), body)), nil
+	case routeGet:
+		return render(h.Service.Get(ctx, account, id)), nil
+	}
+	return render(charge.Problem(problem.Details{Code: problem.NotFound, Detail: "no such route"})), nil
+}
+
+// account is the configured claim of the JWT the authorizer verified.
+func (h *Handler) account(ev events.APIGatewayV2HTTPRequest) string {
+	auth := ev.RequestContext.Authorizer
+	if auth == nil || auth.JWT == nil {
+		return ""
+	}
+	return auth.JWT.Claims[h.AccountClaim]
+}
+
+// route returns the event's route key and charge id; for a $default route
+// both are derived from the method and path.
+func route(ev events.APIGatewayV2HTTPRequest) (key, id string) {
+	if ev.RouteKey == routeCreate || ev.RouteKey == routeGet {
+		return ev.RouteKey, ev.PathParameters["id"]
+	}
+	method, path := ev.RequestContext.HTTP.Method, strings.TrimSuffix(ev.RawPath, "/")
+	switch rest, isCharge := strings.CutPrefix(path, "/v1/charges/"); {
+	case method == "POST" && path == "/v1/charges":
+		return routeCreate, ""
+	case method == "GET" && isCharge && rest != "" && !strings.Contains(rest, "/"):
+		return routeGet, rest
+	}
+	return "", ""
+}
+
+// header looks a header up case-insensitively (API Gateway lowercases names).
+func header(ev events.APIGatewayV2HTTPRequest, name string) string {
+	if v, ok := ev.Headers[strings.ToLower(name)]; ok {
+		return v
+	}
+	for k, v := range ev.Headers {
+		if strings.EqualFold(k, name) {
+			return v
+		}
+	}
+	return ""
+}
+
+func decodeBody(ev events.APIGatewayV2HTTPRequest) ([]byte, bool) {
+	if !ev.IsBase64Encoded {
+		return []byte(ev.Body), true
+	}
+	b, err := base64.StdEncoding.DecodeString(ev.Body)
+	return b, err == nil
+}
+
+func render(r charge.Result) events.APIGatewayV2HTTPResponse {
+	headers := make(map[string]string, len(r.Headers)+1)
+	for k, v := range r.Headers {
+		headers[k] = v
+	}
+	if r.Replay {
+		headers["Idempotent-Replay"] = "true"
+	}
+	return events.APIGatewayV2HTTPResponse{StatusCode: r.StatusCode, Headers: headers, Body: string(r.Body)}
+}

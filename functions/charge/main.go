@@ -1,0 +1,29 @@
+// Command charge is the Lambda function behind POST /v1/charges and
+// GET /v1/charges/{id} (API Gateway HTTP API, payload v2).
+package main
+
+import (
+	"context"
+	"log/slog"
+	"os"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/idempotent-payments/idempay/internal/setup"
+)
+
+func main() {
+	logger := slog.New(slog.NewJSONHandler(os.Stdout, nil))
+	cfg, err := setup.FromEnv(os.Getenv)
+	if err != nil {
+		logger.Error("configuration", "error", err)
+		os.Exit(1)
+	}
+	svc, err := setup.ChargeService(context.Background(), cfg, logger)
+	if err != nil {
+		logger.Error("start-up", "error", err)
+		os.Exit(1)
+	}
+	h := &Handler{Service: svc, AccountClaim: cfg.AccountClaim}
+	lambda.Start(h.Handle)
+}

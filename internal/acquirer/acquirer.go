@@ -1,0 +1,161 @@
+// Package acquirer is the HTTP client of the card acquirer. It sends every
+// attempt of one intent with the same Idempotency-Key and classifies each
+// failure by what it proves: nothing was sent, or the outcome is unknown.
+package acquirer
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptrace"
+	"net/url"
+	"sync/atomic"
+	"time"
+)
+
+// Errors callers branch on, with errors.Is.
+var (
+	// ErrNotSent: the request provably never left (no connection was made:
+	// refused, DNS failure, dial timeout). The acquirer cannot have seen it.
+	ErrNotSent = errors.New("acquirer request not sent")
+	// ErrOutcomeUnknown: the request may have reached the acquirer (timeout,
+	// connection reset after writing, a 5xx or any unexpected answer). The
+	// authorization may exist; only a lookup by key can tell.
+	ErrOutcomeUnknown = errors.New("acquirer outcome unknown")
+	// ErrNotFound: a lookup found no authorization under the key.
+	ErrNotFound = errors.New("authorization not found")
+)
+
+// Statuses of an authorization.
+const (
+	StatusCaptured = "captured"
+	StatusDeclined = "declined"
+)
+
+// Request is what is sent to authorize a charge.
+type Request struct {
+	Amount        int64  `json:"amount"`
+	Currency      string `json:"currency"`
+	PaymentMethod string `json:"payment_method"`
+	OrderID       string `json:"order_id"`
+	Description   string `json:"description,omitempty"`
+}
+
+// Authorization is the acquirer's answer.
+type Authorization struct {
+	ID          string    `json:"id"`
+	Status      string    `json:"status"`
+	DeclineCode string    `json:"decline_code,omitempty"`
+	Amount      int64     `json:"amount"`
+	Currency    string    `json:"currency"`
+	CreatedAt   time.Time `json:"created_at"`
+}
+
+// Client talks to one acquirer base URL.
+type Client struct {
+	base   *url.URL
+	http   *http.Client
+	apiKey string
+}
+
+// NewClient returns a client for baseURL. apiKey, when set, is sent as a
+// bearer credential. httpClient nil means a client with its own transport
+// (no shared connection pool with the rest of the process).
+func NewClient(baseURL, apiKey string, httpClient *http.Client) (*Client, error) {
+	u, err := url.Parse(baseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("acquirer base URL %q: want http(s)://host[:port]", baseURL)
+	}
+	if httpClient == nil {
+		httpClient = &http.Client{Transport: &http.Transport{
+			MaxIdleConnsPerHost: 16,
+			IdleConnTimeout:     30 * time.Second,
+			TLSClientConfig:     &tls.Config{MinVersion: tls.VersionTLS12},
+		}}
+	}
+	return &Client{base: u, http: httpClient, apiKey: apiKey}, nil
+}
+
+// Authorize asks the acquirer to authorize and capture req under key. The
+// acquirer deduplicates by key: every call with one key returns the first
+// authorization. The context bounds the call. Errors: ErrNotSent,
+// ErrOutcomeUnknown (both wrapped with the cause).
+func (c *Client) Authorize(ctx context.Context, key string, req Request) (Authorization, error) {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return Authorization{}, fmt.Errorf("%w: encode: %v", ErrNotSent, err)
+	}
+	httpReq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base.JoinPath("v1", "authorizations").String(), bytes.NewReader(body))
+	if err != nil {
+		return Authorization{}, fmt.Errorf("%w: %v", ErrNotSent, err)
+	}
+	httpReq.Header.Set("Content-Type", "application/json")
+	httpReq.Header.Set("Idempotency-Key", key)
+	status, respBody, err := c.do(httpReq)
+	if err != nil {
+		return Authorization{}, err
+	}
+	switch status {
+	case http.StatusOK, http.StatusCreated, http.StatusPaymentRequired:
+		return decode(respBody)
+	}
+	return Authorization{}, fmt.Errorf("%w: status %d", ErrOutcomeUnknown, status)
+}
+
+// Lookup returns the authorization made under key, or ErrNotFound. Any
+// other failure is an error that proves nothing either way.
+func (c *Client) Lookup(ctx context.Context, key string) (Authorization, error) {
+	httpReq, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base.JoinPath("v1", "authorizations", key).String(), nil)
+	if err != nil {
+		return Authorization{}, fmt.Errorf("lookup: %v", err)
+	}
+	status, body, err := c.do(httpReq)
+	if err != nil {
+		return Authorization{}, fmt.Errorf("lookup: %w", err)
+	}
+	switch status {
+	case http.StatusOK:
+		return decode(body)
+	case http.StatusNotFound:
+		return Authorization{}, ErrNotFound
+	}
+	return Authorization{}, fmt.Errorf("lookup: %w: status %d", ErrOutcomeUnknown, status)
+}
+
+// do sends req and reads the whole answer. A failure before any connection
+// was obtained is ErrNotSent; any failure after is ErrOutcomeUnknown, because
+// bytes may have left even if the write did not complete.
+func (c *Client) do(req *http.Request) (int, []byte, error) {
+	if c.apiKey != "" {
+		req.Header.Set("Authorization", "Bearer "+c.apiKey)
+	}
+	var connected atomic.Bool
+	trace := &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { connected.Store(true) }}
+	req = req.WithContext(httptrace.WithClientTrace(req.Context(), trace))
+	resp, err := c.http.Do(req)
+	if err != nil {
+		if !connected.Load() {
+			return 0, nil, fmt.Errorf("%w: %v", ErrNotSent, err)
+		}
+		return 0, nil, fmt.Errorf("%w: %v", ErrOutcomeUnknown, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return 0, nil, fmt.Errorf("%w: read answer: %v", ErrOutcomeUnknown, err)
+	}
+	return resp.StatusCode, body, nil
+}
+
+func decode(body []byte) (Authorization, error) {
+	var a Authorization
+	if err := json.Unmarshal(body, &a); err != nil || a.ID == "" || (a.Status != StatusCaptured && a.Status != StatusDeclined) {
+		return Authorization{}, fmt.Errorf("%w: unreadable authorization", ErrOutcomeUnknown)
+	}
+	return a, nil
+}

@@ -1,0 +1,226 @@
+// Package sandbox is a stateful acquirer for local runs and tests: a real
+// HTTP server that authorizes charges, deduplicates them by Idempotency-Key,
+// answers lookups, and injects faults on demand.
+//
+// Routes:
+//
+//	POST   /v1/authorizations        authorize (Idempotency-Key required)
+//	GET    /v1/authorizations/{key}  the authorization made under key, or 404
+//	GET    /v1/authorizations        every authorization, for tests to count
+//	PUT    /_sandbox/faults          set Faults (JSON)
+//	DELETE /_sandbox/faults          clear them
+//
+// Payment methods: pm_card_declined is declined (card_declined),
+// pm_card_insufficient_funds is declined (insufficient_funds); every other
+// method is captured.
+package sandbox
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/idempotent-payments/idempay/internal/acquirer"
+)
+
+// Faults are injected into POST /v1/authorizations, decided per request by a
+// seeded random source. Rates are probabilities in [0, 1], checked in the
+// order hang, error, drop.
+type Faults struct {
+	// LatencyMS delays every authorization before it is processed.
+	LatencyMS int `json:"latency_ms"`
+	// HangRate: the request is processed only after HangMS (past the
+	// client's timeout), then answered: an authorization that lands after
+	// the client gave up, as a real acquirer's can.
+	HangRate float64 `json:"hang_rate"`
+	HangMS   int     `json:"hang_ms"`
+	// ErrorRate: answer 500 without processing.
+	ErrorRate float64 `json:"error_rate"`
+	// DropRate: process the request, then close the connection unanswered.
+	DropRate float64 `json:"drop_rate"`
+	// Seed makes the fault sequence repeatable.
+	Seed uint64 `json:"seed"`
+}
+
+// Server is the sandbox acquirer. Its zero value is not usable; call New.
+type Server struct {
+	apiKey string
+	mux    *http.ServeMux
+
+	mu     sync.Mutex
+	byKey  map[string]stored
+	order  []string
+	faults Faults
+	rng    *rand.Rand
+}
+
+type stored struct {
+	auth   acquirer.Authorization
+	status int
+}
+
+// New returns an empty sandbox. apiKey, when set, must be presented as a
+// bearer credential on /v1 routes.
+func New(apiKey string) *Server {
+	s := &Server{apiKey: apiKey, byKey: map[string]stored{}, rng: rand.New(rand.NewPCG(0, 0)), mux: http.NewServeMux()}
+	s.mux.HandleFunc("POST /v1/authorizations", s.authorize)
+	s.mux.HandleFunc("GET /v1/authorizations/{key}", s.lookup)
+	s.mux.HandleFunc("GET /v1/authorizations", s.list)
+	s.mux.HandleFunc("PUT /_sandbox/faults", s.setFaults)
+	s.mux.HandleFunc("DELETE /_sandbox/faults", s.clearFaults)
+	return s
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.apiKey != "" && strings.HasPrefix(r.URL.Path, "/v1/") && r.Header.Get("Authorization") != "Bearer "+s.apiKey {
+		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "unauthorized"})
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+// Authorizations returns every authorization in the order they were made.
+func (s *Server) Authorizations() []acquirer.Authorization {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]acquirer.Authorization, len(s.order))
+	for i, k := range s.order {
+		out[i] = s.byKey[k].auth
+	}
+	return out
+}
+
+// SetFaults replaces the fault configuration and reseeds the random source.
+func (s *Server) SetFaults(f Faults) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = f
+	s.rng = rand.New(rand.NewPCG(f.Seed, f.Seed^0x9e3779b97f4a7c15))
+}
+
+type fault int
+
+const (
+	faultNone fault = iota
+	faultHang
+	faultError
+	faultDrop
+)
+
+func (s *Server) draw() (fault, Faults) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f := s.faults
+	switch x := s.rng.Float64(); {
+	case x < f.HangRate:
+		return faultHang, f
+	case x < f.HangRate+f.ErrorRate:
+		return faultError, f
+	case x < f.HangRate+f.ErrorRate+f.DropRate:
+		return faultDrop, f
+	}
+	return faultNone, f
+}
+
+func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
+	key := r.Header.Get("Idempotency-Key")
+	if key == "" {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "Idempotency-Key required"})
+		return
+	}
+	var req acquirer.Request
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10)).Decode(&req); err != nil || req.Amount <= 0 || req.Currency == "" {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid authorization request"})
+		return
+	}
+	kind, f := s.draw()
+	time.Sleep(time.Duration(f.LatencyMS) * time.Millisecond)
+	switch kind {
+	case faultHang:
+		time.Sleep(time.Duration(f.HangMS) * time.Millisecond)
+	case faultError:
+		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "injected fault"})
+		return
+	}
+	rec := s.record(key, req)
+	if kind == faultDrop {
+		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+			conn.Close()
+			return
+		}
+	}
+	writeJSON(w, rec.status, rec.auth)
+}
+
+// record returns the authorization under key, making it if there is none:
+// one authorization per key, however many requests carry it.
+func (s *Server) record(key string, req acquirer.Request) stored {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if rec, ok := s.byKey[key]; ok {
+		return rec
+	}
+	sum := sha256.Sum256([]byte(key))
+	auth := acquirer.Authorization{
+		ID:        "auth_" + hex.EncodeToString(sum[:12]),
+		Status:    acquirer.StatusCaptured,
+		Amount:    req.Amount,
+		Currency:  req.Currency,
+		CreatedAt: time.Now().UTC().Truncate(time.Millisecond),
+	}
+	status := http.StatusCreated
+	switch req.PaymentMethod {
+	case "pm_card_declined":
+		auth.Status, auth.DeclineCode, status = acquirer.StatusDeclined, "card_declined", http.StatusPaymentRequired
+	case "pm_card_insufficient_funds":
+		auth.Status, auth.DeclineCode, status = acquirer.StatusDeclined, "insufficient_funds", http.StatusPaymentRequired
+	}
+	rec := stored{auth: auth, status: status}
+	s.byKey[key] = rec
+	s.order = append(s.order, key)
+	return rec
+}
+
+func (s *Server) lookup(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	rec, ok := s.byKey[r.PathValue("key")]
+	s.mu.Unlock()
+	if !ok {
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": "not found"})
+		return
+	}
+	writeJSON(w, http.StatusOK, rec.auth)
+}
+
+func (s *Server) list(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"authorizations": s.Authorizations()})
+}
+
+func (s *Server) setFaults(w http.ResponseWriter, r *http.Request) {
+	var f Faults
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4<<10))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&f); err != nil || f.HangRate < 0 || f.ErrorRate < 0 || f.DropRate < 0 || f.HangRate+f.ErrorRate+f.DropRate > 1 {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid faults"})
+		return
+	}
+	s.SetFaults(f)
+	writeJSON(w, http.StatusOK, f)
+}
+
+func (s *Server) clearFaults(w http.ResponseWriter, _ *http.Request) {
+	s.SetFaults(Faults{})
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,132 @@
+// Package setup reads a function's configuration from its environment once,
+// at start-up, and builds the clients and services from it. Functions'
+// main.go files call it and nothing else does.
+package setup
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/idempotent-payments/idempay/internal/acquirer"
+	"github.com/idempotent-payments/idempay/internal/charge"
+	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
+)
+
+// Config is everything a function reads from its environment.
+type Config struct {
+	TableName      string        // TABLE_NAME (required)
+	AcquirerURL    string        // ACQUIRER_URL (required)
+	AcquirerAPIKey string        // ACQUIRER_API_KEY (local runs; AWS uses Secrets Manager)
+	AccountClaim   string        // ACCOUNT_CLAIM, default "sub"
+	Retention      time.Duration // RETENTION_DAYS, default 90
+	LeaseMargin    time.Duration // LEASE_MARGIN, default idem.DefaultLeaseMargin
+	InTransitBound time.Duration // IN_TRANSIT_BOUND, default charge.DefaultInTransitBound
+	AcquirerTimout time.Duration // ACQUIRER_TIMEOUT, default charge.DefaultAcquirerTimeout
+	CacheSize      int           // CACHE_SIZE, default 10000 completed records
+	MaxAmount      int64         // MAX_AMOUNT, default charge.DefaultMaxAmount
+}
+
+// FromEnv reads Config with getenv (os.Getenv in production). Every bad
+// value is an error naming its variable.
+func FromEnv(getenv func(string) string) (Config, error) {
+	c := Config{
+		TableName:      getenv("TABLE_NAME"),
+		AcquirerURL:    getenv("ACQUIRER_URL"),
+		AcquirerAPIKey: getenv("ACQUIRER_API_KEY"),
+		AccountClaim:   or(getenv("ACCOUNT_CLAIM"), "sub"),
+	}
+	if c.TableName == "" {
+		return Config{}, fmt.Errorf("TABLE_NAME is required")
+	}
+	if c.AcquirerURL == "" {
+		return Config{}, fmt.Errorf("ACQUIRER_URL is required")
+	}
+	days, err := positiveInt(getenv, "RETENTION_DAYS", 90)
+	if err != nil {
+		return Config{}, err
+	}
+	c.Retention = time.Duration(days) * 24 * time.Hour
+	if c.LeaseMargin, err = duration(getenv, "LEASE_MARGIN", idem.DefaultLeaseMargin); err != nil {
+		return Config{}, err
+	}
+	if c.InTransitBound, err = duration(getenv, "IN_TRANSIT_BOUND", charge.DefaultInTransitBound); err != nil {
+		return Config{}, err
+	}
+	if c.AcquirerTimout, err = duration(getenv, "ACQUIRER_TIMEOUT", charge.DefaultAcquirerTimeout); err != nil {
+		return Config{}, err
+	}
+	if c.AcquirerTimout >= c.InTransitBound {
+		return Config{}, fmt.Errorf("IN_TRANSIT_BOUND (%s) must exceed ACQUIRER_TIMEOUT (%s): the acquirer can finish after the client gave up", c.InTransitBound, c.AcquirerTimout)
+	}
+	size, err := positiveInt(getenv, "CACHE_SIZE", 10000)
+	if err != nil {
+		return Config{}, err
+	}
+	c.CacheSize = size
+	maxAmount, err := positiveInt(getenv, "MAX_AMOUNT", charge.DefaultMaxAmount)
+	if err != nil {
+		return Config{}, err
+	}
+	c.MaxAmount = int64(maxAmount)
+	return c, nil
+}
+
+// ChargeService builds the charge service: DynamoDB through the SDK's
+// default configuration (AWS_ENDPOINT_URL_DYNAMODB locally), the guard, the
+// acquirer client.
+func ChargeService(ctx context.Context, c Config, logger *slog.Logger) (*charge.Service, error) {
+	awsCfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("load AWS config: %w", err)
+	}
+	ddb := dynamodb.NewFromConfig(awsCfg)
+	guard := idem.NewGuard(dynamostore.New(ddb, c.TableName), idem.Config{
+		Retention: c.Retention, LeaseMargin: c.LeaseMargin, CacheSize: c.CacheSize,
+	})
+	acq, err := acquirer.NewClient(c.AcquirerURL, c.AcquirerAPIKey, nil)
+	if err != nil {
+		return nil, err
+	}
+	return charge.NewService(guard, acq, charge.Config{
+		InTransitBound: c.InTransitBound, AcquirerTimeout: c.AcquirerTimout,
+		MaxAmount: c.MaxAmount, Logger: logger,
+	}), nil
+}
+
+func or(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}
+
+func positiveInt(getenv func(string) string, name string, def int) (int, error) {
+	v := getenv(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("%s=%q: want a positive integer", name, v)
+	}
+	return n, nil
+}
+
+func duration(getenv func(string) string, name string, def time.Duration) (time.Duration, error) {
+	v := getenv(name)
+	if v == "" {
+		return def, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("%s=%q: want a positive duration such as 5s", name, v)
+	}
+	return d, nil
+}
