@@ -28,7 +28,7 @@ type Config struct {
 	Retention      time.Duration // RETENTION_DAYS, default 90
 	LeaseMargin    time.Duration // LEASE_MARGIN, default idem.DefaultLeaseMargin
 	InTransitBound time.Duration // IN_TRANSIT_BOUND, default charge.DefaultInTransitBound
-	AcquirerTimout time.Duration // ACQUIRER_TIMEOUT, default charge.DefaultAcquirerTimeout
+	AcquirerTimeout time.Duration // ACQUIRER_TIMEOUT, default charge.DefaultAcquirerTimeout
 	CacheSize      int           // CACHE_SIZE, default 10000 completed records
 	MaxAmount      int64         // MAX_AMOUNT, default charge.DefaultMaxAmount
 }
@@ -59,11 +59,11 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	if c.InTransitBound, err = duration(getenv, "IN_TRANSIT_BOUND", charge.DefaultInTransitBound); err != nil {
 		return Config{}, err
 	}
-	if c.AcquirerTimout, err = duration(getenv, "ACQUIRER_TIMEOUT", charge.DefaultAcquirerTimeout); err != nil {
+	if c.AcquirerTimeout, err = duration(getenv, "ACQUIRER_TIMEOUT", charge.DefaultAcquirerTimeout); err != nil {
 		return Config{}, err
 	}
-	if c.AcquirerTimout >= c.InTransitBound {
-		return Config{}, fmt.Errorf("IN_TRANSIT_BOUND (%s) must exceed ACQUIRER_TIMEOUT (%s): the acquirer can finish after the client gave up", c.InTransitBound, c.AcquirerTimout)
+	if c.AcquirerTimeout >= c.InTransitBound {
+		return Config{}, fmt.Errorf("IN_TRANSIT_BOUND (%s) must exceed ACQUIRER_TIMEOUT (%s): the acquirer can finish after the client gave up", c.InTransitBound, c.AcquirerTimeout)
 	}
 	size, err := positiveInt(getenv, "CACHE_SIZE", 10000)
 	if err != nil {
@@ -95,7 +95,7 @@ func ChargeService(ctx context.Context, c Config, logger *slog.Logger) (*charge.
 		return nil, err
 	}
 	return charge.NewService(guard, acq, charge.Config{
-		InTransitBound: c.InTransitBound, AcquirerTimeout: c.AcquirerTimout,
+		InTransitBound: c.InTransitBound, AcquirerTimeout: c.AcquirerTimeout,
 		MaxAmount: c.MaxAmount, Logger: logger,
 	}), nil
 }

@@ -1,0 +1,218 @@
+package localapi
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/golang-jwt/jwt/v5"
+)
+
+// Invoker runs one function invocation: a *Pool, or anything that behaves
+// like one.
+type Invoker interface {
+	Invoke(ctx context.Context, payload []byte) ([]byte, error)
+}
+
+// Route is one route of the HTTP API: API Gateway's "METHOD /path" syntax,
+// with {name} path parameters.
+type Route struct {
+	Key    string
+	Target Invoker
+}
+
+// Gateway is a local stand-in for an API Gateway HTTP API with a JWT
+// authorizer: it verifies the bearer token (HS256 with Secret), copies its
+// claims into the authorizer context, and invokes the route's function
+// with the payload v2 event it would receive in AWS.
+type Gateway struct {
+	Routes []Route
+	Secret []byte
+	// MaxBody bounds a request body, as API Gateway does (1 MiB here).
+	MaxBody int64
+}
+
+// ServeHTTP implements http.Handler.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	route, params, ok := g.match(r.Method, r.URL.Path)
+	if !ok {
+		gatewayError(w, http.StatusNotFound, "Not Found")
+		return
+	}
+	claims, ok := g.verify(r.Header.Get("Authorization"))
+	if !ok {
+		w.Header().Set("WWW-Authenticate", "Bearer")
+		gatewayError(w, http.StatusUnauthorized, "Unauthorized")
+		return
+	}
+	maxBody := g.MaxBody
+	if maxBody <= 0 {
+		maxBody = 1 << 20
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	if err != nil {
+		gatewayError(w, http.StatusRequestEntityTooLarge, "Request Entity Too Large")
+		return
+	}
+	event := buildEvent(r, route.Key, params, claims, body)
+	payload, _ := json.Marshal(event)
+	out, err := route.Target.Invoke(r.Context(), payload)
+	if err != nil {
+		gatewayError(w, http.StatusInternalServerError, "Internal Server Error")
+		return
+	}
+	var resp events.APIGatewayV2HTTPResponse
+	if err := json.Unmarshal(out, &resp); err != nil || resp.StatusCode == 0 {
+		gatewayError(w, http.StatusInternalServerError, "Internal Server Error")
+		return
+	}
+	respBody := []byte(resp.Body)
+	if resp.IsBase64Encoded {
+		if respBody, err = base64.StdEncoding.DecodeString(resp.Body); err != nil {
+			gatewayError(w, http.StatusInternalServerError, "Internal Server Error")
+			return
+		}
+	}
+	for k, v := range resp.Headers {
+		w.Header().Set(k, v)
+	}
+	w.Header().Set("Apigw-Requestid", event.RequestContext.RequestID)
+	w.WriteHeader(resp.StatusCode)
+	_, _ = w.Write(respBody)
+}
+
+// match finds the route for method and path, with its path parameters.
+func (g *Gateway) match(method, path string) (Route, map[string]string, bool) {
+	for _, rt := range g.Routes {
+		m, pattern, _ := strings.Cut(rt.Key, " ")
+		if m != method {
+			continue
+		}
+		if params, ok := matchPath(pattern, path); ok {
+			return rt, params, true
+		}
+	}
+	return Route{}, nil, false
+}
+
+func matchPath(pattern, path string) (map[string]string, bool) {
+	want, got := strings.Split(pattern, "/"), strings.Split(path, "/")
+	if len(want) != len(got) {
+		return nil, false
+	}
+	var params map[string]string
+	for i, seg := range want {
+		if strings.HasPrefix(seg, "{") && strings.HasSuffix(seg, "}") {
+			if got[i] == "" {
+				return nil, false
+			}
+			if params == nil {
+				params = map[string]string{}
+			}
+			params[seg[1:len(seg)-1]] = got[i]
+			continue
+		}
+		if seg != got[i] {
+			return nil, false
+		}
+	}
+	return params, true
+}
+
+// verify checks "Bearer <jwt>" (HS256, exp and nbf enforced) and returns the
+// claims as API Gateway passes them: every value as a string.
+func (g *Gateway) verify(authorization string) (map[string]string, bool) {
+	raw, ok := strings.CutPrefix(authorization, "Bearer ")
+	if !ok || raw == "" {
+		return nil, false
+	}
+	claims := jwt.MapClaims{}
+	_, err := jwt.ParseWithClaims(raw, claims, func(*jwt.Token) (any, error) { return g.Secret, nil },
+		jwt.WithValidMethods([]string{"HS256"}), jwt.WithExpirationRequired())
+	if err != nil {
+		return nil, false
+	}
+	out := make(map[string]string, len(claims))
+	for k, v := range claims {
+		switch v := v.(type) {
+		case string:
+			out[k] = v
+		case float64:
+			out[k] = fmt.Sprintf("%.0f", v)
+		default:
+			b, _ := json.Marshal(v)
+			out[k] = string(b)
+		}
+	}
+	return out, true
+}
+
+// buildEvent makes the payload v2 event API Gateway sends for r.
+func buildEvent(r *http.Request, routeKey string, params, claims map[string]string, body []byte) events.APIGatewayV2HTTPRequest {
+	headers := map[string]string{}
+	for k, v := range r.Header {
+		headers[strings.ToLower(k)] = strings.Join(v, ",")
+	}
+	now := time.Now()
+	ev := events.APIGatewayV2HTTPRequest{
+		Version:        "2.0",
+		RouteKey:       routeKey,
+		RawPath:        r.URL.Path,
+		RawQueryString: r.URL.RawQuery,
+		Headers:        headers,
+		PathParameters: params,
+		RequestContext: events.APIGatewayV2HTTPRequestContext{
+			RouteKey:   routeKey,
+			AccountID:  "000000000000",
+			Stage:      "$default",
+			RequestID:  requestID(),
+			APIID:      "local",
+			DomainName: r.Host,
+			Time:       now.UTC().Format("02/Jan/2006:15:04:05 -0700"),
+			TimeEpoch:  now.UnixMilli(),
+			HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{
+				Method: r.Method, Path: r.URL.Path, Protocol: r.Proto,
+				SourceIP: strings.Split(r.RemoteAddr, ":")[0], UserAgent: r.UserAgent(),
+			},
+			Authorizer: &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{
+				JWT: &events.APIGatewayV2HTTPRequestContextAuthorizerJWTDescription{Claims: claims, Scopes: nil},
+			},
+		},
+	}
+	if utf8.Valid(body) {
+		ev.Body = string(body)
+	} else {
+		ev.Body, ev.IsBase64Encoded = base64.StdEncoding.EncodeToString(body), true
+	}
+	return ev
+}
+
+func requestID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func gatewayError(w http.ResponseWriter, status int, message string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = fmt.Fprintf(w, `{"message":%q}`, message)
+}
+
+// Token mints an HS256 token for account (claim "sub") valid for ttl: what
+// `make run` prints and the tests send.
+func Token(secret []byte, account string, ttl time.Duration) (string, error) {
+	now := time.Now()
+	return jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{
+		"sub": account, "iat": now.Unix(), "exp": now.Add(ttl).Unix(), "iss": "idempay-local",
+	}).SignedString(secret)
+}

@@ -1,0 +1,167 @@
+package localapi_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/idempotent-payments/idempay/internal/localapi"
+)
+
+var (
+	binDir  string
+	rieBin  string
+	secret  = []byte("test-secret")
+	tableNo atomic.Int64
+)
+
+// TestMain builds the function binaries for this machine once; every test
+// runs them under the RIE exactly as `make run` does.
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "idempay-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binDir = dir
+	if err := localapi.BuildFunctions(context.Background(), dir, "charge"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	rieBin = os.Getenv("AWS_LAMBDA_RIE")
+	if rieBin == "" {
+		_, file, _, _ := runtime.Caller(0)
+		rieBin = filepath.Join(filepath.Dir(file), "..", "..", "bin", "aws-lambda-rie")
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// newStack starts a stack of its own for one test: a fresh table, a fresh
+// sandbox acquirer, two charge instances. env tunes the functions.
+func newStack(t *testing.T, env ...string) *localapi.Stack {
+	t.Helper()
+	if os.Getenv("AWS_ENDPOINT_URL_DYNAMODB") == "" {
+		t.Fatal("AWS_ENDPOINT_URL_DYNAMODB is not set: run `make test`")
+	}
+	if _, err := os.Stat(rieBin); err != nil {
+		t.Fatalf("aws-lambda-rie not found at %s (make test installs it): %v", rieBin, err)
+	}
+	var out io.Writer
+	if testing.Verbose() {
+		out = os.Stderr
+	}
+	s, err := localapi.StartStack(context.Background(), localapi.StackConfig{
+		RIE: rieBin, BinDir: binDir,
+		TableName:   fmt.Sprintf("charges-%d-%d", time.Now().UnixNano(), tableNo.Add(1)),
+		GatewayAddr: "127.0.0.1:0", SandboxAddr: "127.0.0.1:0",
+		Secret: secret, Instances: 2, Timeout: 10 * time.Second, Env: env, Output: out,
+	})
+	if err != nil {
+		t.Fatalf("start stack: %v", err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// reply is one HTTP answer, body read.
+type reply struct {
+	status  int
+	header  http.Header
+	body    []byte
+	problem map[string]any
+}
+
+func (r reply) code() string {
+	c, _ := r.problem["code"].(string)
+	return c
+}
+
+// call sends one request through the gateway as account (no token when
+// account is empty).
+func call(t *testing.T, s *localapi.Stack, method, path, account string, headers map[string]string, body string) reply {
+	t.Helper()
+	req, err := http.NewRequest(method, s.URL+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if account != "" {
+		tok, err := localapi.Token(secret, account, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := reply{status: resp.StatusCode, header: resp.Header, body: b}
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "application/problem+json") {
+		if err := json.Unmarshal(b, &r.problem); err != nil {
+			t.Fatalf("problem body %q: %v", b, err)
+		}
+	}
+	return r
+}
+
+func charge(t *testing.T, s *localapi.Stack, account, key, body string) reply {
+	t.Helper()
+	headers := map[string]string{}
+	if key != "" {
+		headers["Idempotency-Key"] = key
+	}
+	return call(t, s, http.MethodPost, "/v1/charges", account, headers, body)
+}
+
+const visa = `{"amount": 25000, "currency": "BRL", "order_id": "123", "payment_method": "pm_card_visa"}`
+
+// items counts the table's items: records and ledger rows.
+func items(t *testing.T, s *localapi.Stack) int {
+	t.Helper()
+	out, err := s.DynamoDB.Scan(context.Background(), &dynamodb.ScanInput{TableName: aws.String(s.TableName), Select: "COUNT", ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return int(out.Count)
+}
+
+func setFaults(t *testing.T, s *localapi.Stack, faults string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPut, s.SandboxURL+"/_sandbox/faults", bytes.NewReader([]byte(faults)))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("set faults %s: %v %v", faults, err, resp)
+	}
+	resp.Body.Close()
+}
+
+func expect(t *testing.T, r reply, status int, code string) {
+	t.Helper()
+	if r.status != status || r.code() != code {
+		t.Fatalf("got %d %q (%s), want %d %q", r.status, r.code(), r.body, status, code)
+	}
+}

@@ -1,0 +1,246 @@
+// Package localapi runs the functions locally as they run in AWS: the real
+// bootstrap binaries under the AWS Lambda Runtime Interface Emulator, a pool
+// of execution environments per function, and a gateway that turns HTTP
+// requests into API Gateway HTTP API (payload v2) events after checking the
+// bearer JWT.
+package localapi
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// ErrNoInstance: every instance stayed busy for the whole wait.
+var ErrNoInstance = errors.New("no free function instance")
+
+// FunctionError is an invocation that failed inside the runtime (a crash, a
+// timeout): what API Gateway answers 5xx for.
+type FunctionError struct {
+	Status int
+	Body   []byte
+}
+
+func (e *FunctionError) Error() string {
+	return fmt.Sprintf("function failed: emulator status %d: %.200s", e.Status, e.Body)
+}
+
+// PoolConfig describes one function's execution environments.
+type PoolConfig struct {
+	// RIE is the aws-lambda-rie binary; Bootstrap the function binary.
+	RIE, Bootstrap string
+	// Instances is the number of execution environments (at least 1).
+	Instances int
+	// Timeout is the function timeout (whole seconds; AWS_LAMBDA_FUNCTION_TIMEOUT).
+	Timeout time.Duration
+	// Env is the function's environment, added to this process's.
+	Env []string
+	// Name is the function name (logs, AWS_LAMBDA_FUNCTION_NAME).
+	Name string
+	// Output receives the emulators' and functions' output (discarded when nil).
+	Output io.Writer
+	// Wait bounds how long an invocation waits for a free instance (30 s).
+	Wait time.Duration
+}
+
+// Pool is a set of RIE instances of one function. Each RIE handles one
+// invocation at a time (a concurrent second one crashes it), so the pool
+// hands each invocation a free instance and waits when none is.
+type Pool struct {
+	cfg  PoolConfig
+	free chan *instance
+	all  []*instance
+	http *http.Client
+}
+
+type instance struct {
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	addr string // emulator address
+	api  string // runtime API address
+	pool *Pool
+	done chan struct{}
+}
+
+// StartPool starts cfg.Instances emulators and waits until each accepts
+// connections. Close stops them.
+func StartPool(cfg PoolConfig) (*Pool, error) {
+	if cfg.Instances < 1 {
+		cfg.Instances = 1
+	}
+	if cfg.Wait <= 0 {
+		cfg.Wait = 30 * time.Second
+	}
+	if cfg.Output == nil {
+		cfg.Output = io.Discard
+	}
+	p := &Pool{cfg: cfg, free: make(chan *instance, cfg.Instances), http: &http.Client{}}
+	for range cfg.Instances {
+		in := &instance{pool: p}
+		if err := in.start(); err != nil {
+			p.Close()
+			return nil, err
+		}
+		p.all = append(p.all, in)
+		p.free <- in
+	}
+	return p, nil
+}
+
+func (in *instance) start() error {
+	addr, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	api, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	cfg := in.pool.cfg
+	cmd := exec.Command(cfg.RIE, "--runtime-interface-emulator-address", addr, "--runtime-api-address", api, cfg.Bootstrap)
+	cmd.Env = append(os.Environ(), cfg.Env...)
+	cmd.Env = append(cmd.Env,
+		"AWS_LAMBDA_FUNCTION_TIMEOUT="+strconv.Itoa(int(max(time.Second, cfg.Timeout)/time.Second)),
+		"AWS_LAMBDA_FUNCTION_NAME="+cfg.Name,
+		"LOG_LEVEL=error",
+	)
+	cmd.Stdout, cmd.Stderr = cfg.Output, cfg.Output
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // one group: killing it kills the bootstrap too
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", cfg.RIE, err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	in.mu.Lock()
+	in.cmd, in.addr, in.api, in.done = cmd, addr, api, done
+	in.mu.Unlock()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond); err == nil {
+			c.Close()
+			return nil
+		}
+		select {
+		case <-done:
+			return fmt.Errorf("%s instance exited at start", cfg.Name)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("%s instance not listening on %s after 10 s", cfg.Name, addr)
+}
+
+// kill ends the instance's process group at once (SIGKILL), as a crashed
+// execution environment would end.
+func (in *instance) kill() {
+	in.mu.Lock()
+	cmd, done := in.cmd, in.done
+	in.mu.Unlock()
+	if cmd == nil || cmd.Process == nil {
+		return
+	}
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	<-done
+}
+
+// Invoke sends payload to a free instance and returns the function's
+// result. An instance whose emulator failed is restarted before it serves
+// again, as Lambda replaces a broken execution environment.
+func (p *Pool) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	var in *instance
+	select {
+	case in = <-p.free:
+	case <-time.After(p.cfg.Wait):
+		return nil, ErrNoInstance
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	out, err := in.invoke(ctx, payload)
+	if err != nil {
+		in.kill()
+		if restartErr := in.start(); restartErr != nil {
+			return nil, errors.Join(err, restartErr)
+		}
+	}
+	p.free <- in
+	return out, err
+}
+
+func (in *instance) invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	in.mu.Lock()
+	url := "http://" + in.addr + "/2015-03-31/functions/function/invocations"
+	in.mu.Unlock()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(payload))
+	if err != nil {
+		return nil, err
+	}
+	resp, err := in.pool.http.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("invoke %s: %w", in.pool.cfg.Name, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("invoke %s: read: %w", in.pool.cfg.Name, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, &FunctionError{Status: resp.StatusCode, Body: body}
+	}
+	return body, nil
+}
+
+// KillBusy SIGKILLs every instance that is in the middle of an invocation,
+// as if its execution environment crashed; each restarts before serving
+// again. It returns how many it killed.
+func (p *Pool) KillBusy() int {
+	var idle []*instance
+	for {
+		select {
+		case in := <-p.free:
+			idle = append(idle, in)
+			continue
+		default:
+		}
+		break
+	}
+	killed := 0
+	for _, in := range p.all {
+		busy := true
+		for _, f := range idle {
+			busy = busy && f != in
+		}
+		if busy {
+			in.kill()
+			killed++
+		}
+	}
+	for _, in := range idle {
+		p.free <- in
+	}
+	return killed
+}
+
+// Close stops every instance.
+func (p *Pool) Close() {
+	for _, in := range p.all {
+		in.kill()
+	}
+}
+
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
