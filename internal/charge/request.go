@@ -70,11 +70,11 @@ func invalid(field, message string) *ValidationError {
 
 // wire is the JSON shape of a request. Pointers tell absent from zero.
 type wire struct {
-	Amount        *json.Number `json:"amount"`
-	Currency      *string      `json:"currency"`
-	OrderID       *string      `json:"order_id"`
-	PaymentMethod *string      `json:"payment_method"`
-	Description   *string      `json:"description"`
+	Amount        json.RawMessage `json:"amount"` // a number literal, never a string
+	Currency      *string         `json:"currency"`
+	OrderID       *string         `json:"order_id"`
+	PaymentMethod *string         `json:"payment_method"`
+	Description   *string         `json:"description"`
 }
 
 // ParseRequest decodes and validates a charge request body: one JSON object
@@ -91,7 +91,6 @@ func ParseRequest(body []byte, maxAmount int64) (Request, error) {
 	var w wire
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
-	dec.UseNumber()
 	if err := dec.Decode(&w); err != nil {
 		return Request{}, decodeError(err)
 	}
@@ -104,10 +103,10 @@ func ParseRequest(body []byte, maxAmount int64) (Request, error) {
 	var req Request
 
 	switch {
-	case w.Amount == nil:
+	case w.Amount == nil || string(w.Amount) == "null":
 		add("amount", "required")
 	default:
-		n, err := strconv.ParseInt(w.Amount.String(), 10, 64)
+		n, err := strconv.ParseInt(string(w.Amount), 10, 64)
 		switch {
 		case err != nil:
 			add("amount", "must be an integer number of minor units")

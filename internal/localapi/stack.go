@@ -50,8 +50,13 @@ type Stack struct {
 	// DynamoDB is a client for the stack's table, built like the functions' own.
 	DynamoDB *dynamodb.Client
 
-	servers []*http.Server
+	servers       []*http.Server
+	sandboxServer *http.Server
 }
+
+// StopSandbox closes the sandbox acquirer's listener and connections: from
+// then on the functions' acquirer calls are refused (nothing sent).
+func (s *Stack) StopSandbox() { _ = s.sandboxServer.Close() }
 
 // StartStack creates the table (if missing) and starts everything. The
 // DynamoDB endpoint comes from the SDK's standard variables.
@@ -76,6 +81,7 @@ func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
 		return nil, err
 	}
 	s.SandboxURL = sandboxURL
+	s.sandboxServer = s.servers[len(s.servers)-1]
 	env := append([]string{"TABLE_NAME=" + cfg.TableName, "ACQUIRER_URL=" + sandboxURL}, cfg.Env...)
 	s.Charge, err = StartPool(PoolConfig{
 		RIE: cfg.RIE, Bootstrap: filepath.Join(cfg.BinDir, "charge", "bootstrap"), Name: "charge",
