@@ -8,12 +8,17 @@ EMULATORS := localstack/emulators.sh
 WITH_EMULATORS = $(EMULATORS) up && eval "$$($(EMULATORS) env)" &&
 
 GO_TEST_FLAGS ?= -race -count=1 -timeout 30m
+FUNCTIONS := charge
+# The Lambda Runtime Interface Emulator, built from source through the Go proxy.
+RIE := bin/aws-lambda-rie
+RIE_VERSION := v0.0.0-20261030222936-bef5c4ba774d
+export AWS_LAMBDA_RIE := $(CURDIR)/$(RIE)
 FUZZTIME ?= 10s
 
-.PHONY: test unit fuzz bench up down run
+.PHONY: test fuzz bench up down run build
 
 ## test: start the emulators (installing them on first use), run every test and a short run of every fuzzer
-test:
+test: $(RIE)
 	$(WITH_EMULATORS) go vet ./... && go test $(GO_TEST_FLAGS) ./...
 	$(MAKE) fuzz
 
@@ -27,7 +32,7 @@ fuzz:
 	done
 
 ## bench: benchmarks (figures, not pass/fail)
-bench:
+bench: $(RIE)
 	$(WITH_EMULATORS) go test -run='^$$' -bench=. -benchmem -count=1 ./...
 
 ## up / down: start / stop the docker-free emulators
@@ -36,6 +41,16 @@ up:
 down:
 	$(EMULATORS) down
 
-## run: the local API (arrives with the charge function)
-run:
-	@echo "make run: not yet — the charge API arrives with issue 3. 'make up' starts the emulators."
+## run: the local API on 127.0.0.1:8080 (prints a ready-to-paste curl); Ctrl-C stops it
+run: $(RIE)
+	$(WITH_EMULATORS) go run ./cmd/localapi
+
+## build: the Lambda bootstraps for AWS (linux/arm64) into dist/<function>/bootstrap
+build:
+	@for fn in $(FUNCTIONS); do \
+	  GOOS=linux GOARCH=arm64 CGO_ENABLED=0 go build -tags lambda.norpc -trimpath -ldflags='-s -w' -o dist/$$fn/bootstrap ./functions/$$fn; \
+	  echo "dist/$$fn/bootstrap"; \
+	done
+
+$(RIE):
+	GOBIN=$(CURDIR)/bin go install github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@$(RIE_VERSION)

@@ -115,7 +115,9 @@ func (in *instance) start() error {
 		"LOG_LEVEL=error",
 	)
 	cmd.Stdout, cmd.Stderr = cfg.Output, cfg.Output
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // one group: killing it kills the bootstrap too
+	// One process group, so killing it kills the bootstrap too; and gone with
+	// this process if it dies without cleaning up.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", cfg.RIE, err)
 	}
