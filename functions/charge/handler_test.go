@@ -73,12 +73,19 @@ func TestHandleRouting(t *testing.T) {
 		edit   func(*events.APIGatewayV2HTTPRequest)
 		status int
 	}{
-		"no authorizer":  {func(ev *events.APIGatewayV2HTTPRequest) { ev.RequestContext.Authorizer = nil }, 401},
-		"other claim":    {func(ev *events.APIGatewayV2HTTPRequest) { ev.RequestContext.Authorizer.JWT.Claims = map[string]string{"email": "a@b"} }, 401},
-		"unknown route":  {func(ev *events.APIGatewayV2HTTPRequest) { ev.RouteKey, ev.RawPath = "$default", "/v1/refunds" }, 404},
-		"default route":  {func(ev *events.APIGatewayV2HTTPRequest) { ev.RouteKey = "$default" }, 201},
-		"default get":    {func(ev *events.APIGatewayV2HTTPRequest) { ev.RouteKey, ev.RawPath, ev.RequestContext.HTTP.Method = "$default", "/v1/charges/ch_x", "GET" }, 404},
-		"mixed-case key": {func(ev *events.APIGatewayV2HTTPRequest) { delete(ev.Headers, "idempotency-key"); ev.Headers["Idempotency-Key"] = "mixed-case-key-1" }, 201},
+		"no authorizer": {func(ev *events.APIGatewayV2HTTPRequest) { ev.RequestContext.Authorizer = nil }, 401},
+		"other claim": {func(ev *events.APIGatewayV2HTTPRequest) {
+			ev.RequestContext.Authorizer.JWT.Claims = map[string]string{"email": "a@b"}
+		}, 401},
+		"unknown route": {func(ev *events.APIGatewayV2HTTPRequest) { ev.RouteKey, ev.RawPath = "$default", "/v1/refunds" }, 404},
+		"default route": {func(ev *events.APIGatewayV2HTTPRequest) { ev.RouteKey = "$default" }, 201},
+		"default get": {func(ev *events.APIGatewayV2HTTPRequest) {
+			ev.RouteKey, ev.RawPath, ev.RequestContext.HTTP.Method = "$default", "/v1/charges/ch_x", "GET"
+		}, 404},
+		"mixed-case key": {func(ev *events.APIGatewayV2HTTPRequest) {
+			delete(ev.Headers, "idempotency-key")
+			ev.Headers["Idempotency-Key"] = "mixed-case-key-1"
+		}, 201},
 		"base64 body": {func(ev *events.APIGatewayV2HTTPRequest) {
 			ev.Headers["idempotency-key"], ev.Body, ev.IsBase64Encoded = "base64-key-1", base64.StdEncoding.EncodeToString([]byte(ev.Body)), true
 		}, 201},

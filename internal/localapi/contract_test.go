@@ -67,11 +67,11 @@ func TestInvalidBody(t *testing.T) {
 	s := newStack(t)
 	for body, field := range map[string]string{
 		`{"amount": 25000, "currency": "BRL", "order_id": "1", "payment_method": "pm_card_visa", "tip": 5}`: "tip",
-		`{"amount": -1, "currency": "BRL", "order_id": "1", "payment_method": "pm_card_visa"}`:             "amount",
-		`{"amount": 10.5, "currency": "BRL", "order_id": "1", "payment_method": "pm_card_visa"}`:           "amount",
-		`{"amount": 100, "currency": "XXX", "order_id": "1", "payment_method": "pm_card_visa"}`:            "currency",
-		`{"amount": 100, "currency": "BRL", "payment_method": "pm_card_visa"}`:                             "order_id",
-		`{"amount": "100", "currency": "BRL", "order_id": "1", "payment_method": "pm_card_visa"}`:          "amount",
+		`{"amount": -1, "currency": "BRL", "order_id": "1", "payment_method": "pm_card_visa"}`:              "amount",
+		`{"amount": 10.5, "currency": "BRL", "order_id": "1", "payment_method": "pm_card_visa"}`:            "amount",
+		`{"amount": 100, "currency": "XXX", "order_id": "1", "payment_method": "pm_card_visa"}`:             "currency",
+		`{"amount": 100, "currency": "BRL", "payment_method": "pm_card_visa"}`:                              "order_id",
+		`{"amount": "100", "currency": "BRL", "order_id": "1", "payment_method": "pm_card_visa"}`:           "amount",
 		`not json`: "body",
 		`{"amount": 100, "currency": "BRL", "order_id": "1", "payment_method": "pm_card_visa", "description": "` + strings.Repeat("x", 17000) + `"}`: "body",
 	} {

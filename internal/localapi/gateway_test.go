@@ -14,7 +14,9 @@ import (
 )
 
 // echo is an Invoker that answers 200 with the event it received.
-type echo struct{ last events.APIGatewayV2HTTPRequest }
+type echo struct {
+	last events.APIGatewayV2HTTPRequest
+}
 
 func (e *echo) Invoke(_ context.Context, payload []byte) ([]byte, error) {
 	if err := json.Unmarshal(payload, &e.last); err != nil {

@@ -45,8 +45,8 @@ type Stack struct {
 	URL, SandboxURL string
 	// TableName is the stack's table.
 	TableName string
-	Sandbox         *sandbox.Server
-	Charge          *Pool
+	Sandbox   *sandbox.Server
+	Charge    *Pool
 	// DynamoDB is a client for the stack's table, built like the functions' own.
 	DynamoDB *dynamodb.Client
 

@@ -21,16 +21,16 @@ import (
 
 // Config is everything a function reads from its environment.
 type Config struct {
-	TableName      string        // TABLE_NAME (required)
-	AcquirerURL    string        // ACQUIRER_URL (required)
-	AcquirerAPIKey string        // ACQUIRER_API_KEY (local runs; AWS uses Secrets Manager)
-	AccountClaim   string        // ACCOUNT_CLAIM, default "sub"
-	Retention      time.Duration // RETENTION_DAYS, default 90
-	LeaseMargin    time.Duration // LEASE_MARGIN, default idem.DefaultLeaseMargin
-	InTransitBound time.Duration // IN_TRANSIT_BOUND, default charge.DefaultInTransitBound
+	TableName       string        // TABLE_NAME (required)
+	AcquirerURL     string        // ACQUIRER_URL (required)
+	AcquirerAPIKey  string        // ACQUIRER_API_KEY (local runs; AWS uses Secrets Manager)
+	AccountClaim    string        // ACCOUNT_CLAIM, default "sub"
+	Retention       time.Duration // RETENTION_DAYS, default 90
+	LeaseMargin     time.Duration // LEASE_MARGIN, default idem.DefaultLeaseMargin
+	InTransitBound  time.Duration // IN_TRANSIT_BOUND, default charge.DefaultInTransitBound
 	AcquirerTimeout time.Duration // ACQUIRER_TIMEOUT, default charge.DefaultAcquirerTimeout
-	CacheSize      int           // CACHE_SIZE, default 10000 completed records
-	MaxAmount      int64         // MAX_AMOUNT, default charge.DefaultMaxAmount
+	CacheSize       int           // CACHE_SIZE, default 10000 completed records
+	MaxAmount       int64         // MAX_AMOUNT, default charge.DefaultMaxAmount
 }
 
 // FromEnv reads Config with getenv (os.Getenv in production). Every bad
