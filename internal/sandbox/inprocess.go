@@ -1,8 +1,11 @@
 package sandbox
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
+
+	"github.com/idempotent-payments/idempay/internal/acquirer"
 )
 
 // InProcess returns an HTTP client whose every request is served by s in
@@ -18,4 +21,21 @@ func (rt roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	rec := httptest.NewRecorder()
 	rt.s.ServeHTTP(rec, req)
 	return rec.Result(), nil
+}
+
+// Authorize is the sandbox's authorization called in process, without HTTP
+// or faults: with Lookup it makes *Server a charge.Acquirer for benchmarks.
+func (s *Server) Authorize(_ context.Context, key string, req acquirer.Request) (acquirer.Authorization, error) {
+	return s.record(key, req).auth, nil
+}
+
+// Lookup is GET /v1/authorizations/{key} in process.
+func (s *Server) Lookup(_ context.Context, key string) (acquirer.Authorization, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rec, ok := s.byKey[key]
+	if !ok {
+		return acquirer.Authorization{}, acquirer.ErrNotFound
+	}
+	return rec.auth, nil
 }
