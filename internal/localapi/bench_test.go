@@ -1,0 +1,169 @@
+package localapi_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/idempotent-payments/idempay/internal/idem/dynamostore/dynamotest"
+	"github.com/idempotent-payments/idempay/internal/localapi"
+)
+
+const benchClients = 4
+
+// load runs n requests from benchClients goroutines and reports requests/s
+// and latency percentiles. next(i) makes request i.
+func load(b *testing.B, n int, next func(i int) error) {
+	b.Helper()
+	lat := make([]time.Duration, n)
+	var i atomic.Int64
+	var failed atomic.Value
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range benchClients {
+		wg.Go(func() {
+			for {
+				k := int(i.Add(1)) - 1
+				if k >= n {
+					return
+				}
+				t0 := time.Now()
+				if err := next(k); err != nil {
+					failed.Store(err)
+				}
+				lat[k] = time.Since(t0)
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	if err, _ := failed.Load().(error); err != nil {
+		b.Fatal(err)
+	}
+	slices.Sort(lat)
+	b.ReportMetric(float64(n)/elapsed.Seconds(), "req/s")
+	b.ReportMetric(float64(lat[n/2].Microseconds())/1000, "p50_ms")
+	b.ReportMetric(float64(lat[n*99/100].Microseconds())/1000, "p99_ms")
+	b.ReportMetric(0, "ns/op")
+}
+
+func benchCharge(s *localapi.Stack, token, key string, want ...int) error {
+	req, _ := http.NewRequest(http.MethodPost, s.URL+"/v1/charges", strings.NewReader(visa))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Idempotency-Key", key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if !slices.Contains(want, resp.StatusCode) {
+		return fmt.Errorf("key %s: status %d, want %v", key, resp.StatusCode, want)
+	}
+	return nil
+}
+
+// BenchmarkLocalAPI: the charge API through the gateway, the RIE (two
+// instances) and DynamoDB Local, next to DynamoDB Local's raw conditional
+// PutItem rate measured in the same run. First executions need 2 writes
+// (ceiling: half the raw rate); replays 1.
+func BenchmarkLocalAPI(b *testing.B) {
+	s, err := localapi.StartStack(context.Background(), localapi.StackConfig{
+		RIE: rieBin, BinDir: binDir, TableName: fmt.Sprintf("bench-%d", time.Now().UnixNano()),
+		GatewayAddr: "127.0.0.1:0", SandboxAddr: "127.0.0.1:0", Secret: secret, Instances: 2,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	token, _ := localapi.Token(secret, "acct_bench", time.Hour)
+	run := fmt.Sprint(time.Now().UnixNano())
+
+	b.Run("raw-conditional-put", func(b *testing.B) {
+		client := dynamotest.Client(b)
+		table := dynamotest.NewTable(b, client)
+		load(b, b.N, func(i int) error {
+			_, err := client.PutItem(context.Background(), &dynamodb.PutItemInput{
+				TableName:           aws.String(table),
+				Item:                map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: fmt.Sprintf("raw-%s-%d", run, i)}},
+				ConditionExpression: aws.String("attribute_not_exists(pk)"),
+			})
+			return err
+		})
+	})
+	b.Run("first-execution", func(b *testing.B) {
+		prefix := fmt.Sprintf("first-%s-%d-", run, b.N)
+		load(b, b.N, func(i int) error { return benchCharge(s, token, fmt.Sprint(prefix, i), 201) })
+	})
+	b.Run("replay", func(b *testing.B) {
+		key := "replay-" + run
+		if err := benchCharge(s, token, key, 201); err != nil {
+			b.Fatal(err)
+		}
+		load(b, b.N, func(int) error { return benchCharge(s, token, key, 201) })
+	})
+	b.Run("storm-of-20", func(b *testing.B) {
+		prefix := fmt.Sprintf("storm-%s-%d-", run, b.N)
+		load(b, b.N, func(i int) error { return benchCharge(s, token, fmt.Sprint(prefix, i/20), 201, 409) })
+	})
+}
+
+// BenchmarkColdStart: the first invocation of a new execution environment
+// (the RIE starts the bootstrap, which builds its clients) against a warm one.
+func BenchmarkColdStart(b *testing.B) {
+	cold, warm := time.Duration(0), time.Duration(0)
+	payload := []byte(`{"version":"2.0","routeKey":"GET /v1/charges/{id}","rawPath":"/v1/charges/ch_x","pathParameters":{"id":"ch_x"},"requestContext":{"authorizer":{"jwt":{"claims":{"sub":"a"}}},"http":{"method":"GET"}}}`)
+	for b.Loop() {
+		p, err := localapi.StartPool(localapi.PoolConfig{
+			RIE: rieBin, Bootstrap: filepath.Join(binDir, "charge", "bootstrap"), Name: "charge", Instances: 1, Timeout: 10 * time.Second,
+			Env: []string{"TABLE_NAME=cold-start", "ACQUIRER_URL=http://127.0.0.1:1"},
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		t0 := time.Now()
+		if _, err := p.Invoke(context.Background(), payload); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		if _, err := p.Invoke(context.Background(), payload); err != nil {
+			b.Fatal(err)
+		}
+		cold, warm = cold+t1.Sub(t0), warm+time.Since(t1)
+		p.Close()
+	}
+	b.ReportMetric(float64(cold.Microseconds())/1000/float64(b.N), "cold_ms")
+	b.ReportMetric(float64(warm.Microseconds())/1000/float64(b.N), "warm_ms")
+	b.ReportMetric(0, "ns/op")
+}
+
+// BenchmarkBinarySize reports the charge bootstrap as deployed: linux/arm64,
+// stripped, built as `make build` builds it.
+func BenchmarkBinarySize(b *testing.B) {
+	out := filepath.Join(b.TempDir(), "bootstrap")
+	cmd := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath", "-ldflags=-s -w", "-o", out, "../../functions/charge")
+	cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH=arm64", "CGO_ENABLED=0")
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("%v\n%s", err, msg)
+	}
+	fi, err := os.Stat(out)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+	}
+	b.ReportMetric(float64(fi.Size()), "bytes")
+	b.ReportMetric(0, "ns/op")
+}
