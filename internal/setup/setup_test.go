@@ -1,0 +1,39 @@
+package setup
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func envOf(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestFromEnvDefaults(t *testing.T) {
+	t.Parallel()
+	c, err := FromEnv(envOf(map[string]string{"TABLE_NAME": "t", "ACQUIRER_URL": "http://a"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.AccountClaim != "sub" || c.Retention != 90*24*time.Hour || c.InTransitBound != 5*time.Second ||
+		c.AcquirerTimeout != 3*time.Second || c.CacheSize != 10000 || c.MaxAmount != 100_000_000 {
+		t.Fatalf("defaults: %+v", c)
+	}
+}
+
+func TestFromEnvRejectsBadValues(t *testing.T) {
+	t.Parallel()
+	base := map[string]string{"TABLE_NAME": "t", "ACQUIRER_URL": "http://a"}
+	for name, value := range map[string]string{
+		"TABLE_NAME": "", "ACQUIRER_URL": "", "RETENTION_DAYS": "0", "LEASE_MARGIN": "soon",
+		"IN_TRANSIT_BOUND": "1s", "ACQUIRER_TIMEOUT": "-1s", "CACHE_SIZE": "x", "MAX_AMOUNT": "-5",
+	} {
+		env := map[string]string{}
+		for k, v := range base {
+			env[k] = v
+		}
+		env[name] = value
+		if _, err := FromEnv(envOf(env)); err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s=%q: err = %v, want one naming %s", name, value, err, name)
+		}
+	}
+}
