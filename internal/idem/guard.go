@@ -164,18 +164,24 @@ func (g *Guard) takeOver(ctx context.Context, rec *Record, now time.Time) (Claim
 	return Claim{Lease: &Lease{g: g, rec: *taken}}, nil
 }
 
-// TakeOverStale takes the expired lease of the in-progress record under pk,
-// for a reconciler that has no client request: the record's own canonical
-// request is the one to finish. It returns ErrNotFound when there is no live
-// record, ErrLeaseLost when the record is completed, or its lease is still
-// live, or another worker took it first.
-func (g *Guard) TakeOverStale(ctx context.Context, pk string) (*Lease, error) {
+// TakeOverStale takes the lease of the in-progress record under pk for a
+// reconciler, which has no client request: the record's own canonical
+// request is the one to finish. The lease must have ended more than
+// olderThan ago; pass the in-transit bound plus the clock-skew margin, so no
+// request of an earlier attempt can still be in transit (DESIGN §4 rule 3)
+// and ReleaseReconciled is safe. It returns ErrNotFound when there is no live
+// record, ErrLeaseLost when the record is completed, its lease ended too
+// recently, or another worker took it first.
+func (g *Guard) TakeOverStale(ctx context.Context, pk string, olderThan time.Duration) (*Lease, error) {
 	now := g.cfg.Now()
 	rec, err := g.store.Get(ctx, pk, now)
 	if err != nil {
 		return nil, fmt.Errorf("take over %s: %w", pk, err)
 	}
-	if rec.Status != StatusInProgress || rec.LeaseExpiresAt.After(now) {
+	// The token fence below keeps this check true until the write: a
+	// take-over changes the token, a completion the status, and Abandon only
+	// shortens a lease.
+	if rec.Status != StatusInProgress || !rec.LeaseExpiresAt.Add(olderThan).Before(now) {
 		return nil, fmt.Errorf("take over %s: %w", pk, ErrLeaseLost)
 	}
 	taken, err := g.store.TakeOver(ctx, pk, rec.LeaseToken, newToken(), g.leaseUntil(ctx, now), now)
@@ -328,12 +334,17 @@ func (l *Lease) release(ctx context.Context) error {
 
 // Abandon ends the lease now, leaving the record in flight: the outcome
 // downstream is unknown, so a retry may take over at once and ask downstream
-// by DownstreamKey. Errors: ErrLeaseLost, or a store error.
+// by DownstreamKey. It only ever shortens the lease: a worker abandoning
+// after its lease ended must not make the record look fresher to the
+// sweeper. Errors: ErrLeaseLost, or a store error.
 func (l *Lease) Abandon(ctx context.Context) error {
-	now := l.g.cfg.Now()
-	if err := l.g.store.SetLease(ctx, l.rec.PK, l.rec.LeaseToken, now); err != nil {
+	end := l.g.cfg.Now()
+	if l.rec.LeaseExpiresAt.Before(end) {
+		end = l.rec.LeaseExpiresAt
+	}
+	if err := l.g.store.SetLease(ctx, l.rec.PK, l.rec.LeaseToken, end); err != nil {
 		return fmt.Errorf("abandon %s: %w", l.rec.PK, err)
 	}
-	l.rec.LeaseExpiresAt = now
+	l.rec.LeaseExpiresAt = end
 	return nil
 }

@@ -224,6 +224,21 @@ func RunConformance(t *testing.T, newStore NewStoreFunc) {
 		mustStatus(t, f, s.PK(), idem.StatusInProgress)
 	})
 
+	t.Run("AbandonNeverExtendsTheLease", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t, newStore)
+		s := scope()
+		late := mustAcquire(t, f, s, request("100"))
+		end := late.ExpiresAt()
+		f.clock.Advance(testLease + time.Minute) // the worker outlived its lease
+		if err := late.Abandon(ctx); err != nil {
+			t.Fatalf("Abandon: %v", err)
+		}
+		if rec := mustStatus(t, f, s.PK(), idem.StatusInProgress); !rec.LeaseExpiresAt.Equal(end) {
+			t.Fatalf("late Abandon moved the lease end from %v to %v", end, rec.LeaseExpiresAt)
+		}
+	})
+
 	t.Run("AbandonLetsARetryTakeOver", func(t *testing.T) {
 		t.Parallel()
 		f := setup(t, newStore)
@@ -325,11 +340,15 @@ func RunConformance(t *testing.T, newStore NewStoreFunc) {
 		f := setup(t, newStore)
 		s := scope()
 		mustAcquire(t, f, s, request("100"))
-		if _, err := f.guard.TakeOverStale(ctx, s.PK()); !errors.Is(err, idem.ErrLeaseLost) {
+		if _, err := f.guard.TakeOverStale(ctx, s.PK(), 0); !errors.Is(err, idem.ErrLeaseLost) {
 			t.Fatalf("TakeOverStale of a live lease: err = %v, want ErrLeaseLost", err)
 		}
 		f.clock.Advance(testLease + time.Millisecond)
-		lease, err := f.guard.TakeOverStale(ctx, s.PK())
+		if _, err := f.guard.TakeOverStale(ctx, s.PK(), 3*time.Second); !errors.Is(err, idem.ErrLeaseLost) {
+			t.Fatalf("TakeOverStale of a lease ended less than the bound ago: err = %v, want ErrLeaseLost", err)
+		}
+		f.clock.Advance(3 * time.Second)
+		lease, err := f.guard.TakeOverStale(ctx, s.PK(), 3*time.Second)
 		if err != nil || lease.Attempt() != 2 {
 			t.Fatalf("TakeOverStale: %v", err)
 		}
@@ -337,7 +356,7 @@ func RunConformance(t *testing.T, newStore NewStoreFunc) {
 			t.Fatalf("ReleaseReconciled: %v", err)
 		}
 		mustBeAbsent(t, f, s.PK())
-		if _, err := f.guard.TakeOverStale(ctx, s.PK()); !errors.Is(err, idem.ErrNotFound) {
+		if _, err := f.guard.TakeOverStale(ctx, s.PK(), 0); !errors.Is(err, idem.ErrNotFound) {
 			t.Fatalf("TakeOverStale of an absent record: err = %v", err)
 		}
 	})
