@@ -19,7 +19,12 @@ func main() {
 		logger.Error("configuration", "error", err)
 		os.Exit(1)
 	}
-	svc, err := setup.ChargeService(context.Background(), cfg, logger)
+	awsCfg, err := setup.AWS(context.Background())
+	if err != nil {
+		logger.Error("start-up", "error", err)
+		os.Exit(1)
+	}
+	svc, err := setup.ChargeService(awsCfg, cfg, logger)
 	if err != nil {
 		logger.Error("start-up", "error", err)
 		os.Exit(1)

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
@@ -28,6 +29,7 @@ type Config struct {
 	Retention       time.Duration // RETENTION_DAYS, default 90
 	LeaseMargin     time.Duration // LEASE_MARGIN, default idem.DefaultLeaseMargin
 	InTransitBound  time.Duration // IN_TRANSIT_BOUND, default charge.DefaultInTransitBound
+	ClockSkew       time.Duration // CLOCK_SKEW, default charge.DefaultClockSkew
 	AcquirerTimeout time.Duration // ACQUIRER_TIMEOUT, default charge.DefaultAcquirerTimeout
 	CacheSize       int           // CACHE_SIZE, default 10000 completed records
 	MaxAmount       int64         // MAX_AMOUNT, default charge.DefaultMaxAmount
@@ -59,6 +61,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	if c.InTransitBound, err = duration(getenv, "IN_TRANSIT_BOUND", charge.DefaultInTransitBound); err != nil {
 		return Config{}, err
 	}
+	if c.ClockSkew, err = duration(getenv, "CLOCK_SKEW", charge.DefaultClockSkew); err != nil {
+		return Config{}, err
+	}
 	if c.AcquirerTimeout, err = duration(getenv, "ACQUIRER_TIMEOUT", charge.DefaultAcquirerTimeout); err != nil {
 		return Config{}, err
 	}
@@ -78,14 +83,29 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	return c, nil
 }
 
-// ChargeService builds the charge service: DynamoDB through the SDK's
-// default configuration (AWS_ENDPOINT_URL_DYNAMODB locally), the guard, the
-// acquirer client.
-func ChargeService(ctx context.Context, c Config, logger *slog.Logger) (*charge.Service, error) {
-	awsCfg, err := config.LoadDefaultConfig(ctx)
+// AWS loads the SDK's default configuration: credentials and region from
+// the environment, endpoints from AWS_ENDPOINT_URL_* when set (locally).
+func AWS(ctx context.Context) (aws.Config, error) {
+	cfg, err := config.LoadDefaultConfig(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("load AWS config: %w", err)
+		return aws.Config{}, fmt.Errorf("load AWS config: %w", err)
 	}
+	return cfg, nil
+}
+
+// Require returns the value of the environment variable name, or an error
+// naming it when it is empty.
+func Require(getenv func(string) string, name string) (string, error) {
+	v := getenv(name)
+	if v == "" {
+		return "", fmt.Errorf("%s is required", name)
+	}
+	return v, nil
+}
+
+// ChargeService builds the charge service: DynamoDB, the guard, the
+// acquirer client.
+func ChargeService(awsCfg aws.Config, c Config, logger *slog.Logger) (*charge.Service, error) {
 	ddb := dynamodb.NewFromConfig(awsCfg)
 	guard := idem.NewGuard(dynamostore.New(ddb, c.TableName), idem.Config{
 		Retention: c.Retention, LeaseMargin: c.LeaseMargin, CacheSize: c.CacheSize,
@@ -95,7 +115,7 @@ func ChargeService(ctx context.Context, c Config, logger *slog.Logger) (*charge.
 		return nil, err
 	}
 	return charge.NewService(guard, acq, charge.Config{
-		InTransitBound: c.InTransitBound, AcquirerTimeout: c.AcquirerTimeout,
+		InTransitBound: c.InTransitBound, ClockSkew: c.ClockSkew, AcquirerTimeout: c.AcquirerTimeout,
 		MaxAmount: c.MaxAmount, Logger: logger,
 	}), nil
 }
@@ -129,4 +149,31 @@ func duration(getenv func(string) string, name string, def time.Duration) (time.
 		return 0, fmt.Errorf("%s=%q: want a positive duration such as 5s", name, v)
 	}
 	return d, nil
+}
+
+// SweeperConfig is the sweeper's environment.
+type SweeperConfig struct {
+	TableName      string        // TABLE_NAME (required)
+	QueueURL       string        // QUEUE_URL (required): where reconcile commands go
+	InTransitBound time.Duration // IN_TRANSIT_BOUND, as the charge functions'
+	ClockSkew      time.Duration // CLOCK_SKEW, as the charge functions'
+}
+
+// SweeperFromEnv reads SweeperConfig with getenv.
+func SweeperFromEnv(getenv func(string) string) (SweeperConfig, error) {
+	var c SweeperConfig
+	var err error
+	if c.TableName, err = Require(getenv, "TABLE_NAME"); err != nil {
+		return SweeperConfig{}, err
+	}
+	if c.QueueURL, err = Require(getenv, "QUEUE_URL"); err != nil {
+		return SweeperConfig{}, err
+	}
+	if c.InTransitBound, err = duration(getenv, "IN_TRANSIT_BOUND", charge.DefaultInTransitBound); err != nil {
+		return SweeperConfig{}, err
+	}
+	if c.ClockSkew, err = duration(getenv, "CLOCK_SKEW", charge.DefaultClockSkew); err != nil {
+		return SweeperConfig{}, err
+	}
+	return c, nil
 }

@@ -1,0 +1,50 @@
+// Command sqsconsumer is the Lambda function on the charge-commands queue:
+// charge commands (the same operation and key space as POST /v1/charges)
+// and the sweeper's reconcile commands. It reports partial batch failures.
+package main
+
+import (
+	"context"
+	"log/slog"
+	"os"
+
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/idempotent-payments/idempay/internal/queue"
+	"github.com/idempotent-payments/idempay/internal/setup"
+)
+
+func main() {
+	logger := slog.New(slog.NewJSONHandler(os.Stdout, nil))
+	fail := func(err error) {
+		logger.Error("start-up", "error", err)
+		os.Exit(1)
+	}
+	cfg, err := setup.FromEnv(os.Getenv)
+	if err != nil {
+		fail(err)
+	}
+	queueURL, err := setup.Require(os.Getenv, "QUEUE_URL")
+	if err != nil {
+		fail(err)
+	}
+	dlqURL, err := setup.Require(os.Getenv, "DLQ_URL")
+	if err != nil {
+		fail(err)
+	}
+	awsCfg, err := setup.AWS(context.Background())
+	if err != nil {
+		fail(err)
+	}
+	svc, err := setup.ChargeService(awsCfg, cfg, logger)
+	if err != nil {
+		fail(err)
+	}
+	sqsClient := sqs.NewFromConfig(awsCfg)
+	h := &Handler{
+		Service: svc, Commands: queue.New(sqsClient, queueURL), DeadLetters: queue.New(sqsClient, dlqURL),
+		Concurrency: 5, Logger: logger,
+	}
+	lambda.Start(h.Handle)
+}

@@ -1,0 +1,41 @@
+// Command sweeper is the scheduled Lambda function (every minute) that flags
+// records left in flight longer than the in-transit bound plus the clock-skew
+// margin and enqueues their reconciliation. It never calls the acquirer.
+package main
+
+import (
+	"context"
+	"log/slog"
+	"os"
+
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
+	"github.com/idempotent-payments/idempay/internal/queue"
+	"github.com/idempotent-payments/idempay/internal/setup"
+	"github.com/idempotent-payments/idempay/internal/sweep"
+)
+
+func main() {
+	logger := slog.New(slog.NewJSONHandler(os.Stdout, nil))
+	fail := func(err error) {
+		logger.Error("start-up", "error", err)
+		os.Exit(1)
+	}
+	cfg, err := setup.SweeperFromEnv(os.Getenv)
+	if err != nil {
+		fail(err)
+	}
+	awsCfg, err := setup.AWS(context.Background())
+	if err != nil {
+		fail(err)
+	}
+	s := sweep.New(
+		dynamostore.NewIndex(dynamodb.NewFromConfig(awsCfg), cfg.TableName),
+		queue.New(sqs.NewFromConfig(awsCfg), cfg.QueueURL),
+		sweep.Config{InTransitBound: cfg.InTransitBound, ClockSkew: cfg.ClockSkew},
+	)
+	lambda.Start((&Handler{Sweeper: s, Logger: logger}).Handle)
+}

@@ -1,0 +1,26 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/idempotent-payments/idempay/internal/sweep"
+)
+
+// Handler runs one sweep per scheduled event and logs its report, which the
+// stale-records alarm reads.
+type Handler struct {
+	Sweeper *sweep.Sweeper
+	Logger  *slog.Logger
+}
+
+// Handle runs one sweep. An error (a shard it could not read or flag) fails
+// the invocation so the sweeper-errors alarm sees it; the next run retries.
+func (h *Handler) Handle(ctx context.Context, _ events.EventBridgeEvent) (sweep.Report, error) {
+	r, err := h.Sweeper.Run(ctx)
+	h.Logger.InfoContext(ctx, "sweep", "flagged", r.Flagged, "backed_off", r.BackedOff, "failing", r.Failing,
+		"oldest_stale_seconds", int(r.OldestStale.Seconds()), "complete", r.Complete, "error", err)
+	return r, err
+}

@@ -1,0 +1,68 @@
+package charge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/idempotent-payments/idempay/internal/acquirer"
+	"github.com/idempotent-payments/idempay/internal/idem"
+)
+
+// Reconciled is what a reconciliation did.
+type Reconciled int
+
+const (
+	// NothingToDo: the record is gone, completed, or its lease is live or
+	// ended too recently (someone else is on it, or may still be).
+	NothingToDo Reconciled = iota
+	// ReconciledCompleted: the acquirer had the authorization; it is stored.
+	ReconciledCompleted
+	// ReconciledReleased: the acquirer never saw the request; the key is
+	// free and the client's next retry executes.
+	ReconciledReleased
+)
+
+func (r Reconciled) String() string {
+	return [...]string{"nothing to do", "completed", "released"}[r]
+}
+
+// Reconcile resolves a record left in flight: it takes over the lease (only
+// if it ended more than the in-transit bound plus the clock-skew margin ago,
+// DESIGN §4 rule 3), asks the acquirer by downstream key, and completes with
+// the real outcome or releases the key. An error means nothing is known yet
+// and the record stays in flight: retry later.
+func (s *Service) Reconcile(ctx context.Context, pk string) (Reconciled, error) {
+	lease, err := s.guard.TakeOverStale(ctx, pk, s.cfg.InTransitBound+s.cfg.ClockSkew)
+	if errors.Is(err, idem.ErrNotFound) || errors.Is(err, idem.ErrLeaseLost) {
+		return NothingToDo, nil
+	}
+	if err != nil {
+		return NothingToDo, err
+	}
+	canonical, err := lease.Request()
+	if err != nil {
+		return NothingToDo, fmt.Errorf("reconcile %s: stored request: %w", pk, err)
+	}
+	req, err := RequestFromCanonical(canonical)
+	if err != nil {
+		return NothingToDo, fmt.Errorf("reconcile %s: %w", pk, err)
+	}
+	auth, err := s.acquirer.Lookup(ctx, lease.DownstreamKey())
+	switch {
+	case err == nil:
+		res := s.finish(ctx, lease, req, auth)
+		if res.StatusCode >= 500 {
+			return NothingToDo, fmt.Errorf("reconcile %s: completion did not land", pk)
+		}
+		return ReconciledCompleted, nil
+	case errors.Is(err, acquirer.ErrNotFound):
+		if err := lease.ReleaseReconciled(ctx); err != nil {
+			return NothingToDo, fmt.Errorf("reconcile %s: %w", pk, err)
+		}
+		return ReconciledReleased, nil
+	default:
+		_ = lease.Abandon(ctx)
+		return NothingToDo, fmt.Errorf("reconcile %s: acquirer lookup: %w", pk, err)
+	}
+}
