@@ -39,7 +39,7 @@ func run() error {
 	}
 	binDir := filepath.Join("dist", "local")
 	fmt.Println("building the functions for this machine ...")
-	if err := localapi.BuildFunctions(ctx, binDir, "charge"); err != nil {
+	if err := localapi.BuildFunctions(ctx, binDir, "charge", "sqsconsumer", "sweeper"); err != nil {
 		return err
 	}
 	stack, err := localapi.StartStack(ctx, localapi.StackConfig{

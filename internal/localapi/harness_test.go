@@ -37,7 +37,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binDir = dir
-	if err := localapi.BuildFunctions(context.Background(), dir, "charge"); err != nil {
+	if err := localapi.BuildFunctions(context.Background(), dir, "charge", "sqsconsumer", "sweeper"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}

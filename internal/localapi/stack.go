@@ -2,6 +2,7 @@ package localapi
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,9 +13,11 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
+	"github.com/idempotent-payments/idempay/internal/sweep"
 )
 
 // StackConfig describes a local stack: the table, the sandbox acquirer, the
@@ -37,6 +40,13 @@ type StackConfig struct {
 	Env []string
 	// Output receives the functions' logs (discarded when nil).
 	Output io.Writer
+	// SweepInterval is how often the sweeper runs (60 s); negative: never
+	// on its own (tests call Stack.Sweep).
+	SweepInterval time.Duration
+	// VisibilityTimeout of the commands queue (30 s); MaxReceives before the
+	// DLQ (5).
+	VisibilityTimeout time.Duration
+	MaxReceives       int
 }
 
 // Stack is a running local stack. Close stops all of it.
@@ -46,12 +56,17 @@ type Stack struct {
 	// TableName is the stack's table.
 	TableName string
 	Sandbox   *sandbox.Server
-	Charge    *Pool
+	// The functions' execution environments.
+	Charge, Consumer, Sweeper *Pool
+	// QueueURL is the charge-commands queue, DLQURL its dead-letter queue.
+	QueueURL, DLQURL string
+	SQS              *sqs.Client
 	// DynamoDB is a client for the stack's table, built like the functions' own.
 	DynamoDB *dynamodb.Client
 
 	servers       []*http.Server
 	sandboxServer *http.Server
+	stopTriggers  context.CancelFunc
 }
 
 // StopSandbox closes the sandbox acquirer's listener and connections: from
@@ -66,6 +81,15 @@ func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 10 * time.Second
+	}
+	if cfg.SweepInterval == 0 {
+		cfg.SweepInterval = time.Minute
+	}
+	if cfg.VisibilityTimeout <= 0 {
+		cfg.VisibilityTimeout = 30 * time.Second
+	}
+	if cfg.MaxReceives <= 0 {
+		cfg.MaxReceives = 5
 	}
 	awsCfg, err := config.LoadDefaultConfig(ctx)
 	if err != nil {
@@ -82,14 +106,39 @@ func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
 	}
 	s.SandboxURL = sandboxURL
 	s.sandboxServer = s.servers[len(s.servers)-1]
-	env := append([]string{"TABLE_NAME=" + cfg.TableName, "ACQUIRER_URL=" + sandboxURL}, cfg.Env...)
-	s.Charge, err = StartPool(PoolConfig{
-		RIE: cfg.RIE, Bootstrap: filepath.Join(cfg.BinDir, "charge", "bootstrap"), Name: "charge",
-		Instances: cfg.Instances, Timeout: cfg.Timeout, Env: env, Output: cfg.Output,
-	})
+	s.SQS = sqs.NewFromConfig(awsCfg)
+	queueURL, queueARN, dlqURL, err := createQueues(ctx, s.SQS, cfg.TableName+"-commands", cfg.VisibilityTimeout, cfg.MaxReceives)
 	if err != nil {
 		s.Close()
 		return nil, err
+	}
+	s.QueueURL, s.DLQURL = queueURL, dlqURL
+	env := append([]string{
+		"TABLE_NAME=" + cfg.TableName, "ACQUIRER_URL=" + sandboxURL, "QUEUE_URL=" + queueURL, "DLQ_URL=" + dlqURL,
+	}, cfg.Env...)
+	start := func(name string, instances int) (*Pool, error) {
+		return StartPool(PoolConfig{
+			RIE: cfg.RIE, Bootstrap: filepath.Join(cfg.BinDir, name, "bootstrap"), Name: name,
+			Instances: instances, Timeout: cfg.Timeout, Env: env, Output: cfg.Output,
+		})
+	}
+	if s.Charge, err = start("charge", cfg.Instances); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if s.Consumer, err = start("sqsconsumer", cfg.Instances); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if s.Sweeper, err = start("sweeper", 1); err != nil {
+		s.Close()
+		return nil, err
+	}
+	triggers, stop := context.WithCancel(context.Background())
+	s.stopTriggers = stop
+	go eventSourceMapping(triggers, s.SQS, queueURL, queueARN, s.Consumer)
+	if cfg.SweepInterval > 0 {
+		go schedule(triggers, cfg.SweepInterval, s.Sweeper)
 	}
 	gw := &Gateway{Secret: cfg.Secret, Routes: []Route{
 		{Key: "POST /v1/charges", Target: s.Charge},
@@ -117,12 +166,30 @@ func (s *Stack) serve(addr string, h http.Handler) (string, error) {
 	return "http://" + l.Addr().String(), nil
 }
 
-// Close stops the gateway, the functions and the sandbox.
+// Sweep invokes the sweeper once, now, and returns its report.
+func (s *Stack) Sweep(ctx context.Context) (sweep.Report, error) {
+	out, err := s.Sweeper.Invoke(ctx, scheduledEvent())
+	if err != nil {
+		return sweep.Report{}, err
+	}
+	var r sweep.Report
+	if err := json.Unmarshal(out, &r); err != nil {
+		return sweep.Report{}, fmt.Errorf("sweeper answered %s", out)
+	}
+	return r, nil
+}
+
+// Close stops the triggers, the gateway, the functions and the sandbox.
 func (s *Stack) Close() {
+	if s.stopTriggers != nil {
+		s.stopTriggers()
+	}
 	for _, srv := range s.servers {
 		_ = srv.Close()
 	}
-	if s.Charge != nil {
-		s.Charge.Close()
+	for _, p := range []*Pool{s.Charge, s.Consumer, s.Sweeper} {
+		if p != nil {
+			p.Close()
+		}
 	}
 }

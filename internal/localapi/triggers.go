@@ -1,0 +1,136 @@
+package localapi
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+)
+
+// createQueues makes the charge-commands queue and its dead-letter queue
+// with the redrive policy the CDK app deploys: maxReceives receives, then
+// the DLQ.
+func createQueues(ctx context.Context, client *sqs.Client, name string, visibility time.Duration, maxReceives int) (url, arn, dlqURL string, err error) {
+	dlq, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name + "-dlq")})
+	if err != nil {
+		return "", "", "", fmt.Errorf("create DLQ: %w", err)
+	}
+	dlqArn, err := queueArn(ctx, client, *dlq.QueueUrl)
+	if err != nil {
+		return "", "", "", err
+	}
+	redrive, _ := json.Marshal(map[string]string{"deadLetterTargetArn": dlqArn, "maxReceiveCount": strconv.Itoa(maxReceives)})
+	q, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name), Attributes: map[string]string{
+		"RedrivePolicy":     string(redrive),
+		"VisibilityTimeout": strconv.Itoa(int(visibility / time.Second)),
+	}})
+	if err != nil {
+		return "", "", "", fmt.Errorf("create queue: %w", err)
+	}
+	qArn, err := queueArn(ctx, client, *q.QueueUrl)
+	if err != nil {
+		return "", "", "", err
+	}
+	return *q.QueueUrl, qArn, *dlq.QueueUrl, nil
+}
+
+func queueArn(ctx context.Context, client *sqs.Client, url string) (string, error) {
+	out, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+		QueueUrl: aws.String(url), AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameQueueArn},
+	})
+	if err != nil {
+		return "", fmt.Errorf("queue ARN of %s: %w", url, err)
+	}
+	return out.Attributes[string(types.QueueAttributeNameQueueArn)], nil
+}
+
+// eventSourceMapping is the local stand-in for Lambda's SQS event source
+// mapping: it long-polls the queue, delivers batches of up to 10, deletes
+// what succeeded (everything not in batchItemFailures) and leaves the rest to
+// the queue's visibility timeout and redrive policy.
+func eventSourceMapping(ctx context.Context, client *sqs.Client, url, arn string, target Invoker) {
+	for ctx.Err() == nil {
+		out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+			QueueUrl: aws.String(url), MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
+			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
+			MessageAttributeNames:       []string{"All"},
+		})
+		if err != nil {
+			sleep(ctx, 200*time.Millisecond)
+			continue
+		}
+		if len(out.Messages) == 0 {
+			continue
+		}
+		ev := events.SQSEvent{}
+		for _, m := range out.Messages {
+			attrs := map[string]events.SQSMessageAttribute{}
+			for k, v := range m.MessageAttributes {
+				attrs[k] = events.SQSMessageAttribute{DataType: aws.ToString(v.DataType), StringValue: v.StringValue}
+			}
+			ev.Records = append(ev.Records, events.SQSMessage{
+				MessageId: aws.ToString(m.MessageId), ReceiptHandle: aws.ToString(m.ReceiptHandle), Body: aws.ToString(m.Body),
+				Md5OfBody: aws.ToString(m.MD5OfBody), Attributes: m.Attributes, MessageAttributes: attrs,
+				EventSource: "aws:sqs", EventSourceARN: arn, AWSRegion: "us-east-1",
+			})
+		}
+		payload, _ := json.Marshal(ev)
+		res, err := target.Invoke(ctx, payload)
+		if err != nil {
+			continue // the whole batch comes back after its visibility timeout
+		}
+		var resp events.SQSEventResponse
+		if err := json.Unmarshal(res, &resp); err != nil {
+			continue
+		}
+		failed := map[string]bool{}
+		for _, f := range resp.BatchItemFailures {
+			failed[f.ItemIdentifier] = true
+		}
+		var done []types.DeleteMessageBatchRequestEntry
+		for i, m := range out.Messages {
+			if !failed[aws.ToString(m.MessageId)] {
+				done = append(done, types.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle})
+			}
+		}
+		if len(done) > 0 {
+			_, _ = client.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(url), Entries: done})
+		}
+	}
+}
+
+// schedule invokes target with a scheduled EventBridge event every interval,
+// as the sweeper's rate(1 minute) rule does.
+func schedule(ctx context.Context, interval time.Duration, target Invoker) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			_, _ = target.Invoke(ctx, scheduledEvent())
+		}
+	}
+}
+
+func scheduledEvent() []byte {
+	b, _ := json.Marshal(events.EventBridgeEvent{
+		Version: "0", ID: requestID(), DetailType: "Scheduled Event", Source: "aws.events",
+		AccountID: "000000000000", Time: time.Now().UTC(), Region: "us-east-1", Detail: json.RawMessage("{}"),
+	})
+	return b
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}
