@@ -18,6 +18,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	chargedomain "github.com/idempotent-payments/idempay/internal/charge"
+	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/localapi"
 )
 
@@ -55,6 +57,13 @@ func TestMain(m *testing.M) {
 // sandbox acquirer, two charge instances. env tunes the functions.
 func newStack(t *testing.T, env ...string) *localapi.Stack {
 	t.Helper()
+	return newStackWith(t, localapi.StackConfig{Env: env})
+}
+
+// newStackWith starts a stack from cfg; the harness fills in the binaries,
+// a fresh table, loopback ports and, unless set, the timeouts.
+func newStackWith(t *testing.T, cfg localapi.StackConfig) *localapi.Stack {
+	t.Helper()
 	if os.Getenv("AWS_ENDPOINT_URL_DYNAMODB") == "" {
 		t.Fatal("AWS_ENDPOINT_URL_DYNAMODB is not set: run `make test`")
 	}
@@ -65,12 +74,16 @@ func newStack(t *testing.T, env ...string) *localapi.Stack {
 	if testing.Verbose() {
 		out = os.Stderr
 	}
-	s, err := localapi.StartStack(context.Background(), localapi.StackConfig{
-		RIE: rieBin, BinDir: binDir,
-		TableName:   fmt.Sprintf("charges-%d-%d", time.Now().UnixNano(), tableNo.Add(1)),
-		GatewayAddr: "127.0.0.1:0", SandboxAddr: "127.0.0.1:0",
-		Secret: secret, Instances: 2, Timeout: 10 * time.Second, Env: env, Output: out,
-	})
+	cfg.RIE, cfg.BinDir, cfg.Secret, cfg.Output = rieBin, binDir, secret, out
+	cfg.TableName = fmt.Sprintf("charges-%d-%d", time.Now().UnixNano(), tableNo.Add(1))
+	cfg.GatewayAddr, cfg.SandboxAddr = "127.0.0.1:0", "127.0.0.1:0"
+	if cfg.Instances == 0 {
+		cfg.Instances = 2
+	}
+	if cfg.SweepInterval == 0 {
+		cfg.SweepInterval = -1 // tests sweep when they mean to
+	}
+	s, err := localapi.StartStack(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("start stack: %v", err)
 	}
@@ -164,4 +177,14 @@ func expect(t *testing.T, r reply, status int, code string) {
 	if r.status != status || r.code() != code {
 		t.Fatalf("got %d %q (%s), want %d %q", r.status, r.code(), r.body, status, code)
 	}
+}
+
+// canonicalOf parses a charge body as the service does.
+func canonicalOf(t *testing.T, body string) idem.Canonical {
+	t.Helper()
+	req, err := chargedomain.ParseRequest([]byte(body), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return req.Canonical()
 }

@@ -47,6 +47,9 @@ type StackConfig struct {
 	// DLQ (5).
 	VisibilityTimeout time.Duration
 	MaxReceives       int
+	// NoEventSourceMapping leaves the commands queue unpolled, for a test
+	// that receives and delivers batches itself.
+	NoEventSourceMapping bool
 }
 
 // Stack is a running local stack. Close stops all of it.
@@ -136,7 +139,9 @@ func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
 	}
 	triggers, stop := context.WithCancel(context.Background())
 	s.stopTriggers = stop
-	go eventSourceMapping(triggers, s.SQS, queueURL, queueARN, s.Consumer)
+	if !cfg.NoEventSourceMapping {
+		go eventSourceMapping(triggers, s.SQS, queueURL, queueARN, s.Consumer)
+	}
 	if cfg.SweepInterval > 0 {
 		go schedule(triggers, cfg.SweepInterval, s.Sweeper)
 	}

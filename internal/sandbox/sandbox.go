@@ -11,8 +11,9 @@
 //	DELETE /_sandbox/faults          clear them
 //
 // Payment methods: pm_card_declined is declined (card_declined),
-// pm_card_insufficient_funds is declined (insufficient_funds); every other
-// method is captured.
+// pm_card_insufficient_funds is declined (insufficient_funds),
+// pm_card_processing_error is answered 500 without being processed; every
+// other method is captured.
 package sandbox
 
 import (
@@ -23,6 +24,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/idempotent-payments/idempay/internal/acquirer"
@@ -43,14 +45,18 @@ type Faults struct {
 	ErrorRate float64 `json:"error_rate"`
 	// DropRate: process the request, then close the connection unanswered.
 	DropRate float64 `json:"drop_rate"`
+	// ResponseDelayMS delays every answer after the request was processed:
+	// the authorization exists while the client still waits.
+	ResponseDelayMS int `json:"response_delay_ms"`
 	// Seed makes the fault sequence repeatable.
 	Seed uint64 `json:"seed"`
 }
 
 // Server is the sandbox acquirer. Its zero value is not usable; call New.
 type Server struct {
-	apiKey string
-	mux    *http.ServeMux
+	received atomic.Int64
+	apiKey   string
+	mux      *http.ServeMux
 
 	mu     sync.Mutex
 	byKey  map[string]stored
@@ -96,6 +102,9 @@ func (s *Server) Authorizations() []acquirer.Authorization {
 	return out
 }
 
+// Received counts authorization requests that arrived, processed or not.
+func (s *Server) Received() int { return int(s.received.Load()) }
+
 // SetFaults replaces the fault configuration and reseeds the random source.
 func (s *Server) SetFaults(f Faults) {
 	s.mu.Lock()
@@ -139,6 +148,11 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid authorization request"})
 		return
 	}
+	s.received.Add(1)
+	if req.PaymentMethod == "pm_card_processing_error" {
+		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "processing error"})
+		return
+	}
 	kind, f := s.draw()
 	time.Sleep(time.Duration(f.LatencyMS) * time.Millisecond)
 	switch kind {
@@ -149,6 +163,7 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rec := s.record(key, req)
+	time.Sleep(time.Duration(f.ResponseDelayMS) * time.Millisecond)
 	if kind == faultDrop {
 		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
 			conn.Close()
