@@ -1,0 +1,154 @@
+package charge_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/idempotent-payments/idempay/internal/acquirer"
+	"github.com/idempotent-payments/idempay/internal/charge"
+	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/idem/idemtest"
+)
+
+// scripted is an acquirer whose answers the test sets, counting calls.
+type scripted struct {
+	authorize  func() (acquirer.Authorization, error)
+	lookup     func() (acquirer.Authorization, error)
+	authorized atomic.Int64
+}
+
+func (s *scripted) Authorize(context.Context, string, acquirer.Request) (acquirer.Authorization, error) {
+	s.authorized.Add(1)
+	return s.authorize()
+}
+
+func (s *scripted) Lookup(context.Context, string) (acquirer.Authorization, error) { return s.lookup() }
+
+var (
+	refused  = func() (acquirer.Authorization, error) { return acquirer.Authorization{}, fmt.Errorf("%w: refused", acquirer.ErrNotSent) }
+	absent   = func() (acquirer.Authorization, error) { return acquirer.Authorization{}, acquirer.ErrNotFound }
+	captured = func() (acquirer.Authorization, error) {
+		return acquirer.Authorization{ID: "auth_1", Status: acquirer.StatusCaptured}, nil
+	}
+)
+
+const body = `{"amount": 100, "currency": "BRL", "order_id": "1", "payment_method": "pm_card_visa"}`
+
+func status(t *testing.T, guard *idem.Guard, account, key string) (idem.Status, int) {
+	t.Helper()
+	rec, err := guard.Lookup(context.Background(), idem.Scope{Operation: charge.Operation, Account: account, Key: key}.PK())
+	if err != nil {
+		return "", 0
+	}
+	return rec.Status, rec.Attempt
+}
+
+// TestRule2NoReleaseAfterTakeOver is the model checker's path (b): the first
+// attempt's request may still be in transit, a retry takes over, the
+// acquirer has no record yet and the retry's own call is refused. The retry
+// must not release: the record stays in flight for the reconciler.
+func TestRule2NoReleaseAfterTakeOver(t *testing.T) {
+	t.Parallel()
+	clock := idemtest.NewClock(time.Unix(1_800_000_000, 0))
+	guard := idem.NewGuard(idemtest.NewMemoryStore(), idem.Config{Now: clock.Now, DefaultLease: 30 * time.Second})
+	acq := &scripted{authorize: func() (acquirer.Authorization, error) {
+		return acquirer.Authorization{}, fmt.Errorf("%w: timeout", acquirer.ErrOutcomeUnknown) // the first request: sent, no answer
+	}, lookup: absent}
+	svc := charge.NewService(guard, acq, charge.Config{})
+	if r := svc.Charge(context.Background(), "acct", "rule-2-key", []byte(body)); r.StatusCode != 503 {
+		t.Fatalf("first attempt: %d", r.StatusCode)
+	}
+	clock.Advance(time.Millisecond)
+	acq.authorize = refused
+	r := svc.Charge(context.Background(), "acct", "rule-2-key", []byte(body))
+	if r.StatusCode != 503 || string(r.Body) == "" {
+		t.Fatalf("retry: %d", r.StatusCode)
+	}
+	if st, attempt := status(t, guard, "acct", "rule-2-key"); st != idem.StatusInProgress || attempt != 2 {
+		t.Fatalf("record %q attempt %d; want IN_PROGRESS after the take-over — a release here loses the in-transit charge", st, attempt)
+	}
+	if !containsCode(r, "CHARGE_OUTCOME_PENDING") {
+		t.Fatalf("retry answered %s, want CHARGE_OUTCOME_PENDING", r.Body)
+	}
+}
+
+// stallingStore makes the worker stall right after its claim: the clock
+// jumps past the lease before the worker can send.
+type stallingStore struct {
+	*idemtest.MemoryStore
+	clock *idemtest.Clock
+	stall time.Duration
+}
+
+func (s *stallingStore) Claim(ctx context.Context, rec idem.Record, now time.Time) (*idem.Record, bool, error) {
+	existing, ok, err := s.MemoryStore.Claim(ctx, rec, now)
+	s.clock.Advance(s.stall)
+	return existing, ok, err
+}
+
+// TestRule3StalledWorkerDoesNotSend is the model checker's path (c): a worker
+// stalled between its claim and its send, until less than T + skew of its
+// lease is left, must not send.
+func TestRule3StalledWorkerDoesNotSend(t *testing.T) {
+	t.Parallel()
+	for _, stall := range []time.Duration{25 * time.Second, 31 * time.Second} { // lease 30 s: nearly over, and over
+		clock := idemtest.NewClock(time.Unix(1_800_000_000, 0))
+		store := &stallingStore{MemoryStore: idemtest.NewMemoryStore(), clock: clock, stall: stall}
+		guard := idem.NewGuard(store, idem.Config{Now: clock.Now, DefaultLease: 30 * time.Second})
+		acq := &scripted{authorize: captured, lookup: absent}
+		svc := charge.NewService(guard, acq, charge.Config{})
+		r := svc.Charge(context.Background(), "acct", "rule-3-key", []byte(body))
+		if n := acq.authorized.Load(); n != 0 {
+			t.Fatalf("stall %s: the worker sent %d request(s) with %s of its lease left", stall, n, 30*time.Second-stall)
+		}
+		if r.StatusCode != 503 {
+			t.Fatalf("stall %s: answered %d", stall, r.StatusCode)
+		}
+	}
+}
+
+// TestReconcile covers the reconciler's three outcomes.
+func TestReconcile(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := idemtest.NewClock(time.Unix(1_800_000_000, 0))
+	guard := idem.NewGuard(idemtest.NewMemoryStore(), idem.Config{Now: clock.Now, DefaultLease: 10 * time.Second})
+	acq := &scripted{authorize: func() (acquirer.Authorization, error) {
+		return acquirer.Authorization{}, fmt.Errorf("%w: 500", acquirer.ErrOutcomeUnknown)
+	}}
+	svc := charge.NewService(guard, acq, charge.Config{InTransitBound: 5 * time.Second, ClockSkew: time.Second})
+	pk := func(key string) string { return idem.Scope{Operation: charge.Operation, Account: "acct", Key: key}.PK() }
+	for _, key := range []string{"found-key-1", "absent-key-1"} {
+		svc.Charge(ctx, "acct", key, []byte(body)) // outcome unknown: abandoned, in flight
+	}
+	clock.Advance(5 * time.Second) // lease ended 5 s ago: less than T + skew
+	acq.lookup = captured
+	if got, err := svc.Reconcile(ctx, pk("found-key-1")); err != nil || got != charge.NothingToDo {
+		t.Fatalf("within T + skew: %v, %v; want nothing to do", got, err)
+	}
+	clock.Advance(2 * time.Second)
+	if got, err := svc.Reconcile(ctx, pk("found-key-1")); err != nil || got != charge.ReconciledCompleted {
+		t.Fatalf("found: %v, %v", got, err)
+	}
+	if st, _ := status(t, guard, "acct", "found-key-1"); st != idem.StatusCompleted {
+		t.Fatalf("found: record %q", st)
+	}
+	acq.lookup = absent
+	if got, err := svc.Reconcile(ctx, pk("absent-key-1")); err != nil || got != charge.ReconciledReleased {
+		t.Fatalf("absent: %v, %v", got, err)
+	}
+	if st, _ := status(t, guard, "acct", "absent-key-1"); st != "" {
+		t.Fatalf("absent: record %q, want released", st)
+	}
+	if got, err := svc.Reconcile(ctx, pk("found-key-1")); err != nil || got != charge.NothingToDo {
+		t.Fatalf("completed record: %v, %v", got, err)
+	}
+}
+
+func containsCode(r charge.Result, code string) bool {
+	return strings.Contains(string(r.Body), `"code":"`+code+`"`)
+}
