@@ -107,15 +107,16 @@ type Command struct {
 }
 
 // Run sweeps every shard in parallel until done or until the context
-// deadline less the stop margin; what is left waits for the next run.
+// deadline less the stop margin; what is left waits for the next run. No
+// record is started after that point, and one started finishes (flag and
+// enqueue) within the margin, so a record is never flagged without its
+// command being sent.
 func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 	now := s.cfg.Now()
-	stopAt := now.Add(time.Minute)
+	stopAt := time.Now().Add(time.Minute)
 	if d, ok := ctx.Deadline(); ok {
 		stopAt = d.Add(-s.cfg.StopMargin)
 	}
-	runCtx, cancel := context.WithDeadline(ctx, stopAt)
-	defer cancel()
 	cutoff := now.Add(-(s.cfg.InTransitBound + s.cfg.ClockSkew))
 
 	var (
@@ -129,7 +130,7 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 		wg.Go(func() {
 			slots <- struct{}{}
 			defer func() { <-slots }()
-			r, err := s.sweepShard(runCtx, shard, cutoff, now)
+			r, err := s.sweepShard(ctx, stopAt, shard, cutoff, now)
 			mu.Lock()
 			defer mu.Unlock()
 			total.Flagged += r.Flagged
@@ -137,7 +138,7 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 			total.Failing += r.Failing
 			total.OldestStale = max(total.OldestStale, r.OldestStale)
 			total.Complete = total.Complete && r.Complete
-			if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			if err != nil {
 				errs = append(errs, err)
 			}
 		})
@@ -146,7 +147,9 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 	return total, errors.Join(errs...)
 }
 
-func (s *Sweeper) sweepShard(ctx context.Context, shard string, cutoff, now time.Time) (Report, error) {
+// sweepShard sweeps one shard; stopAt is wall-clock time (the invocation's
+// deadline less the margin), now the sweeper's clock for lease arithmetic.
+func (s *Sweeper) sweepShard(ctx context.Context, stopAt time.Time, shard string, cutoff, now time.Time) (Report, error) {
 	var r Report
 	var batch []string
 	flush := func() error {
@@ -159,8 +162,8 @@ func (s *Sweeper) sweepShard(ctx context.Context, shard string, cutoff, now time
 	}
 	var cursor dynamostore.Cursor
 	for {
-		if ctx.Err() != nil {
-			return r, errors.Join(ctx.Err(), flush())
+		if time.Now().After(stopAt) {
+			return r, flush()
 		}
 		entries, next, err := s.index.EndedBefore(ctx, shard, cutoff, 100, cursor)
 		if err != nil {
@@ -175,8 +178,8 @@ func (s *Sweeper) sweepShard(ctx context.Context, shard string, cutoff, now time
 				r.BackedOff++
 				continue
 			}
-			if ctx.Err() != nil {
-				return r, errors.Join(ctx.Err(), flush())
+			if time.Now().After(stopAt) {
+				return r, flush()
 			}
 			if err := s.index.Flag(ctx, e, now); errors.Is(err, idem.ErrLeaseLost) {
 				continue // resolved, taken over or flagged by another sweeper meanwhile
