@@ -8,14 +8,14 @@ EMULATORS := localstack/emulators.sh
 WITH_EMULATORS = $(EMULATORS) up && eval "$$($(EMULATORS) env)" &&
 
 GO_TEST_FLAGS ?= -race -count=1 -timeout 30m
-FUNCTIONS := charge
+FUNCTIONS := charge sqsconsumer sweeper
 # The Lambda Runtime Interface Emulator, built from source through the Go proxy.
 RIE := bin/aws-lambda-rie
 RIE_VERSION := v0.0.0-20261030222936-bef5c4ba774d
 export AWS_LAMBDA_RIE := $(CURDIR)/$(RIE)
 FUZZTIME ?= 10s
 
-.PHONY: test fuzz bench up down run build
+.PHONY: test fuzz bench up down run build send-charge
 
 ## test: start the emulators (installing them on first use), run every test and a short run of every fuzzer
 test: $(RIE)
@@ -44,6 +44,10 @@ down:
 ## run: the local API on 127.0.0.1:8080 (prints a ready-to-paste curl); Ctrl-C stops it
 run: $(RIE)
 	$(WITH_EMULATORS) go run ./cmd/localapi
+
+## send-charge: put a charge command on the queue of a running `make run`, wait for it, print the GET
+send-charge:
+	eval "$$($(EMULATORS) env)" && go run ./cmd/sendcharge
 
 ## build: the Lambda bootstraps for AWS (linux/arm64) into dist/<function>/bootstrap
 build:

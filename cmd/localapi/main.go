@@ -66,8 +66,12 @@ curl -i %s/v1/charges \
   -H 'Content-Type: application/json' \
   -d '{"amount": 25000, "currency": "BRL", "order_id": "123", "payment_method": "pm_card_visa"}'
 
+The SQS path: in another terminal, make send-charge puts a charge command on
+the queue (%s), waits for the consumer and prints the GET that reads it.
+The sweeper runs every minute.
+
 Ctrl-C stops everything this command started.
-`, stack.URL, stack.SandboxURL, instances, stack.URL, token)
+`, stack.URL, stack.SandboxURL, instances, stack.URL, token, stack.QueueURL)
 	<-ctx.Done()
 	fmt.Println("\nstopping")
 	return nil

@@ -1,0 +1,87 @@
+// Command sendcharge is `make send-charge`: it puts one charge command on
+// the local charge-commands queue (the stack `make run` serves), waits until
+// the consumer has processed it, and prints the GET that reads the charge.
+//
+// Environment: ACCOUNT (acct_demo), KEY (a new one each run), TABLE_NAME
+// (idempay-local), LOCAL_API_ADDR, LOCAL_JWT_SECRET as for `make run`.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/idempotent-payments/idempay/internal/charge"
+	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
+	"github.com/idempotent-payments/idempay/internal/localapi"
+	"github.com/idempotent-payments/idempay/internal/setup"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "send-charge:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	account, key := env("ACCOUNT", "acct_demo"), env("KEY", fmt.Sprintf("sqs-demo-%d", time.Now().Unix()))
+	table := env("TABLE_NAME", "idempay-local")
+	awsCfg, err := setup.AWS(ctx)
+	if err != nil {
+		return err
+	}
+	client := sqs.NewFromConfig(awsCfg)
+	q, err := client.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(table + "-commands")})
+	if err != nil {
+		return fmt.Errorf("the queue of `make run` (is it running?): %w", err)
+	}
+	body, _ := json.Marshal(map[string]any{
+		"type": "charge", "account": account, "idempotency_key": key,
+		"request": map[string]any{"amount": 4200, "currency": "BRL", "order_id": "sqs-1", "payment_method": "pm_card_visa"},
+	})
+	if _, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: q.QueueUrl, MessageBody: aws.String(string(body))}); err != nil {
+		return err
+	}
+	fmt.Printf("sent a charge command: account %s, Idempotency-Key %s\n", account, key)
+
+	guard := idem.NewGuard(dynamostore.New(dynamodb.NewFromConfig(awsCfg), table), idem.Config{})
+	pk := idem.Scope{Operation: charge.Operation, Account: account, Key: key}.PK()
+	for {
+		rec, err := guard.Lookup(ctx, pk)
+		if err == nil && rec.Status == idem.StatusCompleted {
+			var ch struct {
+				ID string `json:"id"`
+			}
+			_ = json.Unmarshal(rec.Response.Body, &ch)
+			token, err := localapi.Token([]byte(env("LOCAL_JWT_SECRET", "local-dev-secret")), account, time.Hour)
+			if err != nil {
+				return err
+			}
+			fmt.Printf("processed: %d %s\nread it back:\n\ncurl -i http://%s/v1/charges/%s -H 'Authorization: Bearer %s'\n",
+				rec.Response.StatusCode, rec.Response.Body, env("LOCAL_API_ADDR", "127.0.0.1:8080"), ch.ID, token)
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("not processed within 30 s")
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func env(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
