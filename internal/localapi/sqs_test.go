@@ -169,3 +169,20 @@ func TestMixedBatch(t *testing.T) {
 		t.Fatalf("good command: record %q", st)
 	}
 }
+
+// TestTransientFailureEndsInTheDLQ: a command that keeps failing
+// transiently is retried by SQS, then redriven to the DLQ by the queue's
+// policy, never charged.
+func TestTransientFailureEndsInTheDLQ(t *testing.T) {
+	t.Parallel()
+	s := newStackWith(t, localapi.StackConfig{VisibilityTimeout: time.Second, MaxReceives: 2})
+	body := chargeCommand("acct_t", "always-transient-1", `{"amount": 5, "currency": "BRL", "order_id": "t", "payment_method": "pm_card_processing_error"}`)
+	send(t, s, body)
+	dead := receiveAll(t, s, s.DLQURL, 1, 20*time.Second)
+	if len(dead) != 1 || *dead[0].Body != body {
+		t.Fatalf("DLQ: %v", dead)
+	}
+	if n := authorizations(s); n != 0 {
+		t.Fatalf("%d authorizations", n)
+	}
+}
