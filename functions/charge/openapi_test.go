@@ -24,6 +24,7 @@ import (
 
 // spec is api/openapi.yaml, decoded.
 type spec struct {
+	mu       sync.Mutex // the compiler is not safe for concurrent use
 	doc      map[string]any
 	compiler *jsonschema.Compiler
 }
@@ -66,6 +67,8 @@ func dig(v any, path ...string) any {
 // check validates one real answer against the spec's response for route.
 func (s *spec) check(t *testing.T, path, method string, resp events.APIGatewayV2HTTPResponse) {
 	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	status := strconv.Itoa(resp.StatusCode)
 	ptr := []string{"paths", path, method, "responses", status}
 	r, _ := dig(s.doc, ptr...).(map[string]any)

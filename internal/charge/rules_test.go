@@ -29,7 +29,9 @@ func (s *scripted) Authorize(context.Context, string, acquirer.Request) (acquire
 func (s *scripted) Lookup(context.Context, string) (acquirer.Authorization, error) { return s.lookup() }
 
 var (
-	refused  = func() (acquirer.Authorization, error) { return acquirer.Authorization{}, fmt.Errorf("%w: refused", acquirer.ErrNotSent) }
+	refused = func() (acquirer.Authorization, error) {
+		return acquirer.Authorization{}, fmt.Errorf("%w: refused", acquirer.ErrNotSent)
+	}
 	absent   = func() (acquirer.Authorization, error) { return acquirer.Authorization{}, acquirer.ErrNotFound }
 	captured = func() (acquirer.Authorization, error) {
 		return acquirer.Authorization{ID: "auth_1", Status: acquirer.StatusCaptured}, nil
@@ -121,7 +123,9 @@ func TestReconcile(t *testing.T) {
 		return acquirer.Authorization{}, fmt.Errorf("%w: 500", acquirer.ErrOutcomeUnknown)
 	}}
 	svc := charge.NewService(guard, acq, charge.Config{InTransitBound: 5 * time.Second, ClockSkew: time.Second})
-	pk := func(key string) string { return idem.Scope{Operation: charge.Operation, Account: "acct", Key: key}.PK() }
+	pk := func(key string) string {
+		return idem.Scope{Operation: charge.Operation, Account: "acct", Key: key}.PK()
+	}
 	for _, key := range []string{"found-key-1", "absent-key-1"} {
 		svc.Charge(ctx, "acct", key, []byte(body)) // outcome unknown: abandoned, in flight
 	}
