@@ -15,11 +15,18 @@ RIE_VERSION := v0.0.0-20261030222936-bef5c4ba774d
 export AWS_LAMBDA_RIE := $(CURDIR)/$(RIE)
 FUZZTIME ?= 10s
 
-.PHONY: test fuzz bench up down run build send-charge
+.PHONY: test fuzz bench up down run build send-charge synth deploy destroy
 
-## test: start the emulators (installing them on first use), run every test and a short run of every fuzzer
+# The CDK app runs its constructs in node through jsii.
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+export CDK_DISABLE_CLI_TELEMETRY := true
+CDK := infra/_cdk/node_modules/.bin/cdk
+ENV ?= dev
+
+## test: start the emulators (installing them on first use), run every test, the infra tests and a short run of every fuzzer
 test: $(RIE)
 	$(WITH_EMULATORS) go vet ./... && go test $(GO_TEST_FLAGS) ./...
+	cd infra && go vet ./... && go test -count=1 -timeout 20m ./...
 	$(MAKE) fuzz
 
 ## fuzz: run each fuzz target for FUZZTIME
@@ -55,6 +62,21 @@ build:
 	  GOOS=linux GOARCH=arm64 CGO_ENABLED=0 go build -tags lambda.norpc -trimpath -ldflags='-s -w' -o dist/$$fn/bootstrap ./functions/$$fn; \
 	  echo "dist/$$fn/bootstrap"; \
 	done
+
+## synth: the CloudFormation template of ENV (dev, staging, prod) into infra/cdk.out
+synth: build $(CDK)
+	cd infra && _cdk/node_modules/.bin/cdk synth -c env=$(ENV) --quiet && echo "infra/cdk.out/idempay-$(ENV).template.json"
+
+## deploy: build and deploy ENV with the AWS credentials of this shell (cdk bootstrap once per account and region first)
+deploy: build $(CDK)
+	cd infra && _cdk/node_modules/.bin/cdk deploy -c env=$(ENV) --require-approval broadening
+
+## destroy: delete ENV's stack (prod keeps its table, queues, secret and logs)
+destroy: $(CDK)
+	cd infra && _cdk/node_modules/.bin/cdk destroy -c env=$(ENV)
+
+$(CDK): infra/_cdk/package-lock.json
+	cd infra/_cdk && npm ci --no-audit --no-fund --loglevel=error
 
 $(RIE):
 	GOBIN=$(CURDIR)/bin go install github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@$(RIE_VERSION)

@@ -24,7 +24,7 @@ func main() {
 		logger.Error("start-up", "error", err)
 		os.Exit(1)
 	}
-	svc, err := setup.ChargeService(awsCfg, cfg, logger)
+	svc, err := setup.ChargeService(context.Background(), awsCfg, cfg, logger)
 	if err != nil {
 		logger.Error("start-up", "error", err)
 		os.Exit(1)

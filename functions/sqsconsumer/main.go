@@ -37,7 +37,7 @@ func main() {
 	if err != nil {
 		fail(err)
 	}
-	svc, err := setup.ChargeService(awsCfg, cfg, logger)
+	svc, err := setup.ChargeService(context.Background(), awsCfg, cfg, logger)
 	if err != nil {
 		fail(err)
 	}

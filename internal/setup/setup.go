@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/charge"
@@ -24,7 +25,8 @@ import (
 type Config struct {
 	TableName       string        // TABLE_NAME (required)
 	AcquirerURL     string        // ACQUIRER_URL (required)
-	AcquirerAPIKey  string        // ACQUIRER_API_KEY (local runs; AWS uses Secrets Manager)
+	AcquirerAPIKey  string        // ACQUIRER_API_KEY (local runs only)
+	AcquirerSecret  string        // ACQUIRER_SECRET_ARN: the credential in Secrets Manager (AWS); wins over ACQUIRER_API_KEY
 	AccountClaim    string        // ACCOUNT_CLAIM, default "sub"
 	Retention       time.Duration // RETENTION_DAYS, default 90
 	LeaseMargin     time.Duration // LEASE_MARGIN, default idem.DefaultLeaseMargin
@@ -42,6 +44,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		TableName:      getenv("TABLE_NAME"),
 		AcquirerURL:    getenv("ACQUIRER_URL"),
 		AcquirerAPIKey: getenv("ACQUIRER_API_KEY"),
+		AcquirerSecret: getenv("ACQUIRER_SECRET_ARN"),
 		AccountClaim:   or(getenv("ACCOUNT_CLAIM"), "sub"),
 	}
 	if c.TableName == "" {
@@ -105,12 +108,22 @@ func Require(getenv func(string) string, name string) (string, error) {
 
 // ChargeService builds the charge service: DynamoDB, the guard, the
 // acquirer client.
-func ChargeService(awsCfg aws.Config, c Config, logger *slog.Logger) (*charge.Service, error) {
+func ChargeService(ctx context.Context, awsCfg aws.Config, c Config, logger *slog.Logger) (*charge.Service, error) {
 	ddb := dynamodb.NewFromConfig(awsCfg)
 	guard := idem.NewGuard(dynamostore.New(ddb, c.TableName), idem.Config{
 		Retention: c.Retention, LeaseMargin: c.LeaseMargin, CacheSize: c.CacheSize,
 	})
-	acq, err := acquirer.NewClient(c.AcquirerURL, c.AcquirerAPIKey, nil)
+	apiKey := c.AcquirerAPIKey
+	if c.AcquirerSecret != "" {
+		// Read once at start-up: the credential never sits in the
+		// function's environment, and a missing secret fails the start.
+		out, err := secretsmanager.NewFromConfig(awsCfg).GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(c.AcquirerSecret)})
+		if err != nil {
+			return nil, fmt.Errorf("read the acquirer credential: %w", err)
+		}
+		apiKey = aws.ToString(out.SecretString)
+	}
+	acq, err := acquirer.NewClient(c.AcquirerURL, apiKey, nil)
 	if err != nil {
 		return nil, err
 	}

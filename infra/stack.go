@@ -1,0 +1,317 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"strconv"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2authorizers"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2integrations"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatchactions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssnssubscriptions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
+)
+
+// Function timeouts. The lease is the invocation deadline plus LEASE_MARGIN,
+// so a dead worker's key is taken over at most timeout + margin later.
+const (
+	chargeTimeout   = 10
+	consumerTimeout = 30
+	sweeperTimeout  = 55 // inside the 1-minute schedule
+	leaseMargin     = "10s"
+	inTransitBound  = "5s"
+	acquirerTimeout = "3s"
+	clockSkew       = "1s"
+	tableName       = "idempay"
+)
+
+// StackAssets says where the built bootstraps are: Dir/<function>/bootstrap.
+type StackAssets struct{ Dir string }
+
+// NewStack defines everything one environment needs.
+func NewStack(scope constructs.Construct, id string, cfg Config, assets StackAssets) awscdk.Stack {
+	stack := awscdk.NewStack(scope, jsii.String(id), &awscdk.StackProps{
+		Description: jsii.String("idempay " + cfg.Name + ": idempotent charges on API Gateway, Lambda, SQS and DynamoDB"),
+	})
+	removal := awscdk.RemovalPolicy_DESTROY
+	if cfg.Retain {
+		removal = awscdk.RemovalPolicy_RETAIN
+	}
+
+	table := newTable(stack, cfg, removal)
+	dlq := awssqs.NewQueue(stack, jsii.String("ChargeCommandsDLQ"), &awssqs.QueueProps{
+		Encryption: awssqs.QueueEncryption_SQS_MANAGED, EnforceSSL: jsii.Bool(true),
+		RetentionPeriod: awscdk.Duration_Days(jsii.Number(14)), RemovalPolicy: removal,
+	})
+	commands := awssqs.NewQueue(stack, jsii.String("ChargeCommands"), &awssqs.QueueProps{
+		Encryption: awssqs.QueueEncryption_SQS_MANAGED, EnforceSSL: jsii.Bool(true),
+		// AWS's rule for SQS event sources: at least 6 × the function timeout.
+		VisibilityTimeout: awscdk.Duration_Seconds(jsii.Number(6 * consumerTimeout)),
+		DeadLetterQueue:   &awssqs.DeadLetterQueue{Queue: dlq, MaxReceiveCount: jsii.Number(5)},
+		RemovalPolicy:     removal,
+	})
+	secret := awssecretsmanager.NewSecret(stack, jsii.String("AcquirerCredential"), &awssecretsmanager.SecretProps{
+		Description:   jsii.String("The acquirer API credential of idempay " + cfg.Name + ". Put the real value after the first deploy."),
+		RemovalPolicy: removal,
+	})
+
+	common := map[string]*string{
+		"TABLE_NAME": table.Ref(), "ACQUIRER_URL": jsii.String(cfg.AcquirerURL),
+		"ACQUIRER_SECRET_ARN": secret.SecretArn(), "ACCOUNT_CLAIM": jsii.String(cfg.AccountClaim),
+		"RETENTION_DAYS": jsii.String(strconv.Itoa(cfg.RetentionDays)), "LEASE_MARGIN": jsii.String(leaseMargin),
+		"IN_TRANSIT_BOUND": jsii.String(inTransitBound), "ACQUIRER_TIMEOUT": jsii.String(acquirerTimeout),
+		"CLOCK_SKEW": jsii.String(clockSkew),
+	}
+	with := func(extra map[string]*string) *map[string]*string {
+		env := map[string]*string{}
+		for k, v := range common {
+			env[k] = v
+		}
+		for k, v := range extra {
+			env[k] = v
+		}
+		return &env
+	}
+	tableArn := table.AttrArn()
+	indexArn := jsii.String(*tableArn + "/index/" + dynamostore.InflightIndex)
+	recordActions := []string{"dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"}
+
+	charge := newFunction(stack, "Charge", cfg, assets, removal, chargeTimeout, with(nil), []statement{
+		{actions: recordActions, resources: []*string{tableArn}},
+		{actions: []string{"secretsmanager:GetSecretValue"}, resources: []*string{secret.SecretArn()}},
+	})
+	if cfg.ChargeReservedConcurrency > 0 {
+		charge.fn.Node().DefaultChild().(awslambda.CfnFunction).SetReservedConcurrentExecutions(jsii.Number(float64(cfg.ChargeReservedConcurrency)))
+	}
+	consumer := newFunction(stack, "SqsConsumer", cfg, assets, removal, consumerTimeout,
+		with(map[string]*string{"QUEUE_URL": commands.QueueUrl(), "DLQ_URL": dlq.QueueUrl()}), []statement{
+			{actions: recordActions, resources: []*string{tableArn}},
+			{actions: []string{"secretsmanager:GetSecretValue"}, resources: []*string{secret.SecretArn()}},
+			{actions: []string{"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ChangeMessageVisibility"}, resources: []*string{commands.QueueArn()}},
+			{actions: []string{"sqs:SendMessage"}, resources: []*string{dlq.QueueArn()}},
+		})
+	sweeper := newFunction(stack, "Sweeper", cfg, assets, removal, sweeperTimeout,
+		&map[string]*string{
+			"TABLE_NAME": table.Ref(), "QUEUE_URL": commands.QueueUrl(),
+			"IN_TRANSIT_BOUND": jsii.String(inTransitBound), "CLOCK_SKEW": jsii.String(clockSkew),
+		}, []statement{
+			{actions: []string{"dynamodb:Query"}, resources: []*string{indexArn}},
+			{actions: []string{"dynamodb:UpdateItem"}, resources: []*string{tableArn}},
+			{actions: []string{"sqs:SendMessage"}, resources: []*string{commands.QueueArn()}},
+		})
+
+	// The consumer's trigger; a plain mapping, since SqsEventSource's grant
+	// would add sqs:GetQueueUrl, which nothing calls.
+	mapping := awslambda.NewEventSourceMapping(stack, jsii.String("ChargeCommandsMapping"), &awslambda.EventSourceMappingProps{
+		Target: consumer.fn, EventSourceArn: commands.QueueArn(), BatchSize: jsii.Number(10),
+		ReportBatchItemFailures: jsii.Bool(true), MaxConcurrency: jsii.Number(float64(cfg.ConsumerMaxConcurrency)),
+	})
+	mapping.Node().AddDependency(consumer.policy)
+
+	awsevents.NewRule(stack, jsii.String("SweeperSchedule"), &awsevents.RuleProps{
+		Description: jsii.String("Sweep stale in-flight records every minute"),
+		Schedule:    awsevents.Schedule_Rate(awscdk.Duration_Minutes(jsii.Number(1))),
+		Targets:     &[]awsevents.IRuleTarget{awseventstargets.NewLambdaFunction(sweeper.fn, &awseventstargets.LambdaFunctionProps{RetryAttempts: jsii.Number(0)})},
+	})
+
+	api := newAPI(stack, cfg, removal, charge.fn)
+	newAlarms(stack, cfg, dlq, api, charge, consumer, sweeper)
+
+	awscdk.NewCfnOutput(stack, jsii.String("ApiUrl"), &awscdk.CfnOutputProps{Value: api.ApiEndpoint(), Description: jsii.String("Base URL of the charges API")})
+	awscdk.NewCfnOutput(stack, jsii.String("ChargeCommandsQueueUrl"), &awscdk.CfnOutputProps{Value: commands.QueueUrl()})
+	awscdk.NewCfnOutput(stack, jsii.String("AcquirerSecretArn"), &awscdk.CfnOutputProps{Value: secret.SecretArn()})
+	awscdk.NewCfnOutput(stack, jsii.String("TableName"), &awscdk.CfnOutputProps{Value: table.Ref()})
+	return stack
+}
+
+// newTable builds the table from dynamostore.TableInput, the definition the
+// code and the tests use, so the two cannot drift.
+func newTable(stack awscdk.Stack, cfg Config, removal awscdk.RemovalPolicy) awsdynamodb.CfnTable {
+	in := dynamostore.TableInput(tableName)
+	var attrs []interface{}
+	for _, a := range in.AttributeDefinitions {
+		attrs = append(attrs, &awsdynamodb.CfnTable_AttributeDefinitionProperty{AttributeName: a.AttributeName, AttributeType: jsii.String(string(a.AttributeType))})
+	}
+	keys := func(ks []ddbKey) *[]interface{} {
+		var out []interface{}
+		for _, k := range ks {
+			out = append(out, &awsdynamodb.CfnTable_KeySchemaProperty{AttributeName: k.name, KeyType: jsii.String(k.kind)})
+		}
+		return &out
+	}
+	var gsis []interface{}
+	for _, g := range in.GlobalSecondaryIndexes {
+		gsis = append(gsis, &awsdynamodb.CfnTable_GlobalSecondaryIndexProperty{
+			IndexName: g.IndexName, KeySchema: keys(keysOf(g.KeySchema)),
+			Projection: &awsdynamodb.CfnTable_ProjectionProperty{
+				ProjectionType: jsii.String(string(g.Projection.ProjectionType)), NonKeyAttributes: jsii.Strings(g.Projection.NonKeyAttributes...),
+			},
+		})
+	}
+	table := awsdynamodb.NewCfnTable(stack, jsii.String("Table"), &awsdynamodb.CfnTableProps{
+		BillingMode:                      jsii.String(string(in.BillingMode)),
+		AttributeDefinitions:             &attrs,
+		KeySchema:                        keys(keysOf(in.KeySchema)),
+		GlobalSecondaryIndexes:           &gsis,
+		TimeToLiveSpecification:          &awsdynamodb.CfnTable_TimeToLiveSpecificationProperty{AttributeName: jsii.String(dynamostore.TTLAttribute), Enabled: jsii.Bool(true)},
+		PointInTimeRecoverySpecification: &awsdynamodb.CfnTable_PointInTimeRecoverySpecificationProperty{PointInTimeRecoveryEnabled: jsii.Bool(true)},
+		SseSpecification:                 &awsdynamodb.CfnTable_SSESpecificationProperty{SseEnabled: jsii.Bool(true)},
+		DeletionProtectionEnabled:        jsii.Bool(cfg.Retain),
+	})
+	table.ApplyRemovalPolicy(removal, nil)
+	return table
+}
+
+type statement struct {
+	actions   []string
+	resources []*string
+}
+
+// function is a Lambda function with its own role and policy.
+type function struct {
+	fn       awslambda.Function
+	policy   awsiam.Policy
+	logGroup awslogs.LogGroup
+}
+
+// newFunction makes one function (provided.al2023, arm64) with a role that
+// may do exactly the statements given, plus write its own log group.
+func newFunction(stack awscdk.Stack, name string, cfg Config, assets StackAssets, removal awscdk.RemovalPolicy, timeout float64, env *map[string]*string, statements []statement) function {
+	dir := map[string]string{"Charge": "charge", "SqsConsumer": "sqsconsumer", "Sweeper": "sweeper"}[name]
+	logs := awslogs.NewLogGroup(stack, jsii.String(name+"Logs"), &awslogs.LogGroupProps{
+		Retention: retention(cfg.LogRetentionDays), RemovalPolicy: removal,
+	})
+	role := awsiam.NewRole(stack, jsii.String(name+"Role"), &awsiam.RoleProps{
+		AssumedBy: awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil),
+	})
+	statements = append(statements, statement{actions: []string{"logs:CreateLogStream", "logs:PutLogEvents"}, resources: []*string{logs.LogGroupArn()}})
+	var docs []awsiam.PolicyStatement
+	for _, s := range statements {
+		docs = append(docs, awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{Actions: jsii.Strings(s.actions...), Resources: &s.resources}))
+	}
+	policy := awsiam.NewPolicy(stack, jsii.String(name+"Policy"), &awsiam.PolicyProps{Statements: &docs, Roles: &[]awsiam.IRole{role}})
+	fn := awslambda.NewFunction(stack, jsii.String(name), &awslambda.FunctionProps{
+		Runtime:      awslambda.Runtime_PROVIDED_AL2023(),
+		Architecture: awslambda.Architecture_ARM_64(),
+		Handler:      jsii.String("bootstrap"),
+		Code:         awslambda.Code_FromAsset(jsii.String(filepath.Join(assets.Dir, dir)), nil),
+		Timeout:      awscdk.Duration_Seconds(jsii.Number(timeout)),
+		MemorySize:   jsii.Number(256),
+		Environment:  env,
+		Role:         role,
+		LogGroup:     logs,
+	})
+	fn.Node().AddDependency(policy)
+	return function{fn: fn, policy: policy, logGroup: logs}
+}
+
+// newAPI is the HTTP API: JWT authorizer on both routes, throttling and
+// access logs on the default stage.
+func newAPI(stack awscdk.Stack, cfg Config, removal awscdk.RemovalPolicy, charge awslambda.Function) awsapigatewayv2.HttpApi {
+	api := awsapigatewayv2.NewHttpApi(stack, jsii.String("Api"), &awsapigatewayv2.HttpApiProps{
+		ApiName: jsii.String("idempay-" + cfg.Name), CreateDefaultStage: jsii.Bool(false),
+	})
+	authorizer := awsapigatewayv2authorizers.NewHttpJwtAuthorizer(jsii.String("Jwt"), jsii.String(cfg.JWTIssuer), &awsapigatewayv2authorizers.HttpJwtAuthorizerProps{
+		JwtAudience: jsii.Strings(cfg.JWTAudience),
+	})
+	integration := awsapigatewayv2integrations.NewHttpLambdaIntegration(jsii.String("ChargeIntegration"), charge, nil)
+	for path, method := range map[string]awsapigatewayv2.HttpMethod{"/v1/charges": awsapigatewayv2.HttpMethod_POST, "/v1/charges/{id}": awsapigatewayv2.HttpMethod_GET} {
+		api.AddRoutes(&awsapigatewayv2.AddRoutesOptions{
+			Path: jsii.String(path), Methods: &[]awsapigatewayv2.HttpMethod{method},
+			Integration: integration, Authorizer: authorizer,
+		})
+	}
+	accessLogs := awslogs.NewLogGroup(stack, jsii.String("ApiAccessLogs"), &awslogs.LogGroupProps{
+		Retention: retention(cfg.LogRetentionDays), RemovalPolicy: removal,
+	})
+	stage := api.AddStage(jsii.String("DefaultStage"), &awsapigatewayv2.HttpStageOptions{
+		StageName: jsii.String("$default"), AutoDeploy: jsii.Bool(true),
+		Throttle: &awsapigatewayv2.ThrottleSettings{RateLimit: jsii.Number(cfg.ThrottleRate), BurstLimit: jsii.Number(float64(cfg.ThrottleBurst))},
+	})
+	stage.Node().DefaultChild().(awsapigatewayv2.CfnStage).SetAccessLogSettings(&awsapigatewayv2.CfnStage_AccessLogSettingsProperty{
+		DestinationArn: accessLogs.LogGroupArn(),
+		Format: jsii.String(`{"requestId":"$context.requestId","ip":"$context.identity.sourceIp","requestTime":"$context.requestTime",` +
+			`"routeKey":"$context.routeKey","status":"$context.status","latency":"$context.responseLatency",` +
+			`"integrationError":"$context.integrationErrorMessage","authorizerError":"$context.authorizer.error"}`),
+	})
+	return api
+}
+
+// newAlarms: DLQ not empty, stale records found and failing, 5xx answers,
+// throttles, sweeper errors — all to the environment's topic.
+func newAlarms(stack awscdk.Stack, cfg Config, dlq awssqs.Queue, api awsapigatewayv2.HttpApi, charge, consumer, sweeper function) {
+	topic := awssns.NewTopic(stack, jsii.String("Alarms"), &awssns.TopicProps{DisplayName: jsii.String("idempay " + cfg.Name + " alarms")})
+	if cfg.AlarmEmail != "" {
+		topic.AddSubscription(awssnssubscriptions.NewEmailSubscription(jsii.String(cfg.AlarmEmail), nil))
+	}
+	five := awscdk.Duration_Minutes(jsii.Number(5))
+	alarm := func(id, description string, metric awscloudwatch.IMetric, threshold float64) {
+		a := awscloudwatch.NewAlarm(stack, jsii.String(id), &awscloudwatch.AlarmProps{
+			AlarmDescription: jsii.String(description), Metric: metric, Threshold: jsii.Number(threshold),
+			EvaluationPeriods: jsii.Number(1), ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+			TreatMissingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
+		})
+		a.AddAlarmAction(awscloudwatchactions.NewSnsAction(topic))
+	}
+	alarm("DeadLettersAlarm", "Charge commands were dead-lettered (rejected or retried out); read reject_code/reject_reason",
+		dlq.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Maximum")}), 1)
+	alarm("Api5xxAlarm", "The API answered 5xx", api.MetricServerError(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Sum")}), float64(cfg.Alarm5xxPer5Min))
+	alarm("ChargeThrottlesAlarm", "The charge function was throttled", charge.fn.MetricThrottles(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Sum")}), float64(cfg.AlarmThrottlesPer5Min))
+	alarm("ConsumerThrottlesAlarm", "The SQS consumer was throttled", consumer.fn.MetricThrottles(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Sum")}), float64(cfg.AlarmThrottlesPer5Min))
+	alarm("SweeperErrorsAlarm", "The sweeper failed a run", sweeper.fn.MetricErrors(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Sum")}), 1)
+
+	// The sweeper logs one JSON line per run; metric filters turn its
+	// counts into metrics.
+	for id, field := range map[string]string{"StaleFlagged": "flagged", "StaleFailing": "failing"} {
+		awslogs.NewMetricFilter(stack, jsii.String(id+"Filter"), &awslogs.MetricFilterProps{
+			LogGroup: sweeper.logGroup, MetricNamespace: jsii.String("idempay/" + cfg.Name), MetricName: jsii.String(id),
+			FilterPattern: awslogs.FilterPattern_Exists(jsii.String("$." + field)), MetricValue: jsii.String("$." + field),
+		})
+	}
+	metric := func(name string) awscloudwatch.Metric {
+		return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{Namespace: jsii.String("idempay/" + cfg.Name), MetricName: jsii.String(name), Period: five, Statistic: jsii.String("Maximum")})
+	}
+	alarm("StaleRecordsAlarm", "The sweeper found records left in flight and asked for their reconciliation", metric("StaleFlagged"), 1)
+	alarm("StaleFailingAlarm", "Records stay in flight after 3 reconciliations: the acquirer lookups keep failing", metric("StaleFailing"), 1)
+}
+
+type ddbKey struct {
+	name *string
+	kind string
+}
+
+func keysOf(ks []types.KeySchemaElement) []ddbKey {
+	out := make([]ddbKey, len(ks))
+	for i, k := range ks {
+		out[i] = ddbKey{name: k.AttributeName, kind: string(k.KeyType)}
+	}
+	return out
+}
+
+// retention maps a number of days to CloudWatch's enumeration.
+func retention(days int) awslogs.RetentionDays {
+	r, ok := map[int]awslogs.RetentionDays{
+		7: awslogs.RetentionDays_ONE_WEEK, 14: awslogs.RetentionDays_TWO_WEEKS, 30: awslogs.RetentionDays_ONE_MONTH,
+		90: awslogs.RetentionDays_THREE_MONTHS, 365: awslogs.RetentionDays_ONE_YEAR,
+	}[days]
+	if !ok {
+		panic(fmt.Sprintf("log retention %d days: use 7, 14, 30, 90 or 365", days))
+	}
+	return r
+}
