@@ -15,7 +15,7 @@ RIE_VERSION := v0.0.0-20261030222936-bef5c4ba774d
 export AWS_LAMBDA_RIE := $(CURDIR)/$(RIE)
 FUZZTIME ?= 10s
 
-.PHONY: test fuzz bench up down run build send-charge synth deploy destroy
+.PHONY: test fuzz bench up down run build send-charge synth deploy destroy localstack-up localstack-down run-localstack test-localstack
 
 # The CDK app runs its constructs in node through jsii.
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
@@ -55,6 +55,20 @@ run: $(RIE)
 ## send-charge: put a charge command on the queue of a running `make run`, wait for it, print the GET
 send-charge:
 	eval "$$($(EMULATORS) env)" && go run ./cmd/sendcharge
+
+## localstack-up / localstack-down: LocalStack in Docker (localstack/docker-compose.yml)
+LOCALSTACK_ENV = export AWS_ENDPOINT_URL=http://127.0.0.1:4566 AWS_REGION=$${AWS_REGION:-us-east-1} \
+	AWS_ACCESS_KEY_ID=$${AWS_ACCESS_KEY_ID:-test} AWS_SECRET_ACCESS_KEY=$${AWS_SECRET_ACCESS_KEY:-test} &&
+localstack-up:
+	docker compose -f localstack/docker-compose.yml up -d --wait
+localstack-down:
+	docker compose -f localstack/docker-compose.yml down
+
+## run-localstack / test-localstack: make run and the Go tests against LocalStack instead of the emulators
+run-localstack: $(RIE)
+	$(LOCALSTACK_ENV) go run ./cmd/localapi
+test-localstack: $(RIE)
+	$(LOCALSTACK_ENV) go test $(GO_TEST_FLAGS) ./...
 
 ## build: the Lambda bootstraps for AWS (linux/arm64) into dist/<function>/bootstrap
 build:

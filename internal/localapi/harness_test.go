@@ -64,7 +64,7 @@ func newStack(t *testing.T, env ...string) *localapi.Stack {
 // a fresh table, loopback ports and, unless set, the timeouts.
 func newStackWith(t *testing.T, cfg localapi.StackConfig) *localapi.Stack {
 	t.Helper()
-	if os.Getenv("AWS_ENDPOINT_URL_DYNAMODB") == "" {
+	if os.Getenv("AWS_ENDPOINT_URL_DYNAMODB") == "" && os.Getenv("AWS_ENDPOINT_URL") == "" {
 		t.Fatal("AWS_ENDPOINT_URL_DYNAMODB is not set: run `make test`")
 	}
 	if _, err := os.Stat(rieBin); err != nil {

@@ -33,7 +33,7 @@ type fixture struct {
 
 func setup(t testing.TB) *fixture {
 	t.Helper()
-	if os.Getenv("AWS_ENDPOINT_URL_SQS") == "" {
+	if os.Getenv("AWS_ENDPOINT_URL_SQS") == "" && os.Getenv("AWS_ENDPOINT_URL") == "" {
 		t.Fatal("AWS_ENDPOINT_URL_SQS is not set: run `make test`")
 	}
 	ddb := dynamotest.Client(t)
