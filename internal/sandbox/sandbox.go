@@ -55,6 +55,7 @@ type Faults struct {
 // Server is the sandbox acquirer. Its zero value is not usable; call New.
 type Server struct {
 	received atomic.Int64
+	injected [4]atomic.Int64 // by fault kind
 	apiKey   string
 	mux      *http.ServeMux
 
@@ -102,8 +103,24 @@ func (s *Server) Authorizations() []acquirer.Authorization {
 	return out
 }
 
+// ByKey returns every authorization by the Idempotency-Key it was made under.
+func (s *Server) ByKey() map[string]acquirer.Authorization {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]acquirer.Authorization, len(s.byKey))
+	for k, rec := range s.byKey {
+		out[k] = rec.auth
+	}
+	return out
+}
+
 // Received counts authorization requests that arrived, processed or not.
 func (s *Server) Received() int { return int(s.received.Load()) }
+
+// Injected counts the faults injected so far: hangs, 500s, drops.
+func (s *Server) Injected() (hangs, errors, drops int) {
+	return int(s.injected[faultHang].Load()), int(s.injected[faultError].Load()), int(s.injected[faultDrop].Load())
+}
 
 // SetFaults replaces the fault configuration and reseeds the random source.
 func (s *Server) SetFaults(f Faults) {
@@ -154,6 +171,7 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	kind, f := s.draw()
+	s.injected[kind].Add(1)
 	time.Sleep(time.Duration(f.LatencyMS) * time.Millisecond)
 	switch kind {
 	case faultHang:

@@ -1,0 +1,304 @@
+// Package chaos runs a bounded storm of retried charges against the local
+// stack while it injects faults, kills function instances and stalls the
+// database, then checks the promise: at most one authorization per intent,
+// the same answer every time, nothing lost, nothing left in flight.
+package chaos
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/localapi"
+	"github.com/idempotent-payments/idempay/internal/sandbox"
+)
+
+// Config is one chaos run. Zero fields take the defaults of DefaultConfig.
+type Config struct {
+	Intents   int     // distinct charges
+	Clients   int     // concurrent clients per intent, each following the retry rule
+	Parallel  int     // intents in flight at once
+	Instances int     // charge function instances
+	SQSShare  float64 // share of intents also sent as a queue command
+	// KillEvery and StallEvery space the SIGKILLs of busy instances and the
+	// 4-second stalls of DynamoDB (which push invocations past their 3 s
+	// Lambda timeout); 0 disables.
+	KillEvery, StallEvery time.Duration
+	Faults                sandbox.Faults
+	Seed                  uint64
+	// Drain bounds the wait, after the load, for nothing to be in flight.
+	Drain time.Duration
+	// RIE and BinDir: the emulator binary and the built functions.
+	RIE, BinDir string
+	Output      io.Writer
+}
+
+// DefaultConfig is `make chaos` without flags: about 3 minutes here.
+func DefaultConfig() Config {
+	return Config{
+		Intents: 2000, Clients: 3, Parallel: 40, Instances: 3, SQSShare: 0.2,
+		KillEvery: 4 * time.Second, StallEvery: 30 * time.Second,
+		Faults: sandbox.Faults{LatencyMS: 5, HangRate: 0.02, HangMS: 1500, ErrorRate: 0.02, DropRate: 0.02, Seed: 1},
+		Seed:   1, Drain: 90 * time.Second,
+	}
+}
+
+// Summary is what a run did and found.
+type Summary struct {
+	Intents, Clients, Requests, ViaSQS     int
+	Hangs, Errors500, Drops, Kills, Stalls int
+	Authorizations                         int
+	Duplicates, Lost, Divergent            int
+	Unanswered, Mismatched, InFlight       int
+	DeadLetters, DeadLettersNoReason       int
+	Drain, Total                           time.Duration
+}
+
+// Violations lists every broken promise; empty means the run passed.
+func (s Summary) Violations() []string {
+	var v []string
+	for name, n := range map[string]int{
+		"duplicate authorizations": s.Duplicates, "lost charges": s.Lost, "divergent answers": s.Divergent,
+		"unanswered clients": s.Unanswered, "answers not matching the record": s.Mismatched,
+		"records left in flight": s.InFlight, "dead letters without a reason": s.DeadLettersNoReason,
+	} {
+		if n > 0 {
+			v = append(v, fmt.Sprintf("%d %s", n, name))
+		}
+	}
+	return v
+}
+
+// Table renders the summary as one header line and one value line.
+func (s Summary) Table() string {
+	cols := []struct {
+		name string
+		v    any
+	}{
+		{"intents", s.Intents}, {"clients", s.Clients}, {"requests", s.Requests}, {"viaSQS", s.ViaSQS},
+		{"hangs", s.Hangs}, {"500s", s.Errors500}, {"drops", s.Drops}, {"kills", s.Kills}, {"dbstalls", s.Stalls},
+		{"authorizations", s.Authorizations}, {"duplicates", s.Duplicates}, {"lost", s.Lost}, {"divergent", s.Divergent},
+		{"unanswered", s.Unanswered}, {"mismatched", s.Mismatched}, {"inflight", s.InFlight}, {"deadletters", s.DeadLetters},
+		{"drain", s.Drain.Round(100 * time.Millisecond)}, {"total", s.Total.Round(100 * time.Millisecond)},
+	}
+	var head, vals strings.Builder
+	for _, c := range cols {
+		v := fmt.Sprint(c.v)
+		w := max(len(c.name), len(v))
+		fmt.Fprintf(&head, " %*s", w, c.name)
+		fmt.Fprintf(&vals, " %*s", w, v)
+	}
+	return head.String() + "\n" + vals.String() + "\n"
+}
+
+var chaosEnv = []string{"LEASE_MARGIN=1s", "IN_TRANSIT_BOUND=2s", "CLOCK_SKEW=500ms", "ACQUIRER_TIMEOUT=1s"}
+
+// Run executes one chaos run and returns its summary. The error is for a
+// run that could not be carried out; broken promises are in Violations.
+func Run(ctx context.Context, cfg Config) (Summary, error) {
+	start := time.Now()
+	def := DefaultConfig()
+	if cfg.Intents <= 0 {
+		cfg.Intents = def.Intents
+	}
+	cfg.Clients, cfg.Parallel, cfg.Instances = max(cfg.Clients, 1), max(cfg.Parallel, 1), max(cfg.Instances, 1)
+	if cfg.Drain <= 0 {
+		cfg.Drain = def.Drain
+	}
+	if cfg.Output == nil {
+		cfg.Output = io.Discard
+	}
+	db, err := startDynamoDB(moduleRoot())
+	if err != nil {
+		return Summary{}, err
+	}
+	defer db.Stop()
+	// The stack and its functions reach this run's database through the
+	// SDK's standard variable.
+	os.Setenv("AWS_ENDPOINT_URL_DYNAMODB", "http://"+db.Addr)
+	secret := []byte("chaos-secret")
+	stack, err := localapi.StartStack(ctx, localapi.StackConfig{
+		RIE: cfg.RIE, BinDir: cfg.BinDir, TableName: fmt.Sprintf("chaos-%d", time.Now().UnixNano()),
+		GatewayAddr: "127.0.0.1:0", SandboxAddr: "127.0.0.1:0", Secret: secret,
+		Instances: cfg.Instances, Timeout: 3 * time.Second, Env: append(chaosEnv, "AWS_ENDPOINT_URL_DYNAMODB=http://"+db.Addr),
+		SweepInterval: 2 * time.Second, VisibilityTimeout: 2 * time.Second, Output: cfg.Output,
+	})
+	if err != nil {
+		return Summary{}, err
+	}
+	defer stack.Close()
+	stack.Sandbox.SetFaults(cfg.Faults)
+
+	sum := Summary{Intents: cfg.Intents, Clients: cfg.Clients}
+	token, _ := localapi.Token(secret, "acct_chaos", time.Hour)
+	rng := rand.New(rand.NewPCG(cfg.Seed, cfg.Seed+1))
+	intents := make([]intent, cfg.Intents)
+	for i := range intents {
+		pm := "pm_card_visa"
+		if rng.Float64() < 0.1 {
+			pm = "pm_card_declined"
+		}
+		intents[i] = intent{
+			key:    fmt.Sprintf("chaos-%d-%05d", cfg.Seed, i),
+			body:   fmt.Sprintf(`{"amount": %d, "currency": "BRL", "order_id": "o%d", "payment_method": "%s"}`, 100+rng.IntN(100000), i, pm),
+			viaSQS: rng.Float64() < cfg.SQSShare,
+		}
+	}
+
+	// Faults that need a clock: kills and database stalls, until the load ends.
+	loadDone := make(chan struct{})
+	var kills, stalls atomic.Int64
+	var bg sync.WaitGroup
+	every := func(d time.Duration, f func()) {
+		if d <= 0 {
+			return
+		}
+		bg.Go(func() {
+			t := time.NewTicker(d)
+			defer t.Stop()
+			for {
+				select {
+				case <-loadDone:
+					return
+				case <-t.C:
+					f()
+				}
+			}
+		})
+	}
+	every(cfg.KillEvery, func() {
+		kills.Add(int64(stack.Charge.KillBusy()))
+		if rand.N(3) == 0 {
+			kills.Add(int64(stack.Consumer.KillBusy()))
+		}
+	})
+	every(cfg.StallEvery, func() { db.Stall(4 * time.Second); stalls.Add(1) })
+
+	httpClient := &http.Client{Timeout: 4 * time.Second}
+	var requests, viaSQS atomic.Int64
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range cfg.Parallel {
+		wg.Go(func() {
+			for i := range work {
+				in := &intents[i]
+				if in.viaSQS {
+					cmd, _ := json.Marshal(map[string]any{"type": "charge", "account": "acct_chaos", "idempotency_key": in.key, "request": json.RawMessage(in.body)})
+					if _, err := stack.SQS.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(stack.QueueURL), MessageBody: aws.String(string(cmd))}); err == nil {
+						viaSQS.Add(1)
+					}
+				}
+				in.answers = make([]answer, cfg.Clients)
+				var cw sync.WaitGroup
+				for c := range cfg.Clients {
+					cw.Go(func() { in.answers[c] = retryUntilFinal(ctx, httpClient, stack.URL, token, in.key, in.body, &requests) })
+				}
+				cw.Wait()
+			}
+		})
+	}
+	for i := range intents {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	close(loadDone)
+	bg.Wait()
+	sum.Requests, sum.ViaSQS, sum.Kills, sum.Stalls = int(requests.Load()), int(viaSQS.Load()), int(kills.Load()), int(stalls.Load())
+	sum.Hangs, sum.Errors500, sum.Drops = stack.Sandbox.Injected()
+	stack.Sandbox.SetFaults(sandbox.Faults{})
+
+	drainStart := time.Now()
+	for time.Since(drainStart) < cfg.Drain {
+		n, err := inFlight(ctx, stack)
+		if err == nil && n == 0 && queueEmpty(ctx, stack) {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	sum.Drain = time.Since(drainStart)
+	if err := check(ctx, stack, intents, &sum); err != nil {
+		return sum, err
+	}
+	sum.Total = time.Since(start)
+	return sum, nil
+}
+
+type intent struct {
+	key, body string
+	viaSQS    bool
+	answers   []answer
+}
+
+type answer struct {
+	final  bool
+	status int
+	body   []byte
+}
+
+// retryUntilFinal is the documented client rule: on 409, 429 or 5xx (or no
+// answer) wait Retry-After, or back off, and retry with the same key.
+func retryUntilFinal(ctx context.Context, c *http.Client, url, token, key, body string, requests *atomic.Int64) answer {
+	backoff := 100 * time.Millisecond
+	for deadline := time.Now().Add(3 * time.Minute); time.Now().Before(deadline); {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url+"/v1/charges", bytes.NewReader([]byte(body)))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Idempotency-Key", key)
+		req.Header.Set("Content-Type", "application/json")
+		requests.Add(1)
+		resp, err := c.Do(req)
+		wait := backoff
+		if err == nil {
+			b, readErr := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if readErr == nil && resp.StatusCode != 409 && resp.StatusCode != 429 && resp.StatusCode < 500 {
+				return answer{final: true, status: resp.StatusCode, body: b}
+			}
+			if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
+				wait = time.Duration(s) * time.Second
+			}
+		}
+		backoff = min(2*backoff, 2*time.Second)
+		time.Sleep(wait/2 + rand.N(wait/2+1))
+	}
+	return answer{}
+}
+
+func inFlight(ctx context.Context, s *localapi.Stack) (int, error) {
+	n := 0
+	p := dynamodb.NewScanPaginator(s.DynamoDB, &dynamodb.ScanInput{
+		TableName: aws.String(s.TableName), ConsistentRead: aws.Bool(true), Select: types.SelectCount,
+		FilterExpression: aws.String("#s = :p"), ExpressionAttributeNames: map[string]string{"#s": "status"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":p": &types.AttributeValueMemberS{Value: string(idem.StatusInProgress)}},
+	})
+	for p.HasMorePages() {
+		out, err := p.NextPage(ctx)
+		if err != nil {
+			return 0, err
+		}
+		n += int(out.Count)
+	}
+	return n, nil
+}
+
+func queueEmpty(ctx context.Context, s *localapi.Stack) bool {
+	out, err := s.SQS.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(s.QueueURL), AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameAll}})
+	return err == nil && out.Attributes["ApproximateNumberOfMessages"] == "0" && out.Attributes["ApproximateNumberOfMessagesNotVisible"] == "0"
+}
