@@ -15,7 +15,7 @@ RIE_VERSION := v0.0.0-20261030222936-bef5c4ba774d
 export AWS_LAMBDA_RIE := $(CURDIR)/$(RIE)
 FUZZTIME ?= 10s
 
-.PHONY: test fuzz bench up down run build send-charge synth deploy destroy localstack-up localstack-down run-localstack test-localstack
+.PHONY: test chaos model spin fuzz bench up down run build send-charge synth deploy destroy localstack-up localstack-down run-localstack test-localstack
 
 # The CDK app runs its constructs in node through jsii.
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
@@ -24,10 +24,24 @@ CDK := infra/_cdk/node_modules/.bin/cdk
 ENV ?= dev
 
 ## test: start the emulators (installing them on first use), run every test, the infra tests and a short run of every fuzzer
-test: $(RIE)
-	$(WITH_EMULATORS) go vet ./... && go test $(GO_TEST_FLAGS) ./...
+test: $(RIE) spin
+	$(WITH_EMULATORS) go vet ./... && go test $(GO_TEST_FLAGS) -skip '^TestChaos$$' ./...
 	cd infra && go vet ./... && go test -count=1 -timeout 20m ./...
+	$(WITH_EMULATORS) go test -count=1 -timeout 10m -run '^TestChaos$$' -v ./internal/chaos | grep -vE '^(START|END|REPORT) RequestId|^\{"time"|failed to get the next invoke|^SDK '
+	model/check.sh
 	$(MAKE) fuzz
+
+## chaos: the chaos run (ARGS="-intents 5000 -seed 3" to change it); exits 1 on any violation
+chaos: $(RIE)
+	$(WITH_EMULATORS) go run ./cmd/chaos $(ARGS)
+
+## model: check the protocol model with spin, and that dropping any rule of DESIGN §4 breaks it
+model: spin
+	model/check.sh
+
+# spin (Debian's package) for the model; gcc compiles its verifier.
+spin:
+	@command -v spin >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq spin >/dev/null; }
 
 ## fuzz: run each fuzz target for FUZZTIME
 fuzz:

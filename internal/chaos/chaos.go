@@ -47,7 +47,8 @@ type Config struct {
 	Drain time.Duration
 	// RIE and BinDir: the emulator binary and the built functions.
 	RIE, BinDir string
-	Output      io.Writer
+	// Output receives the functions' logs (discarded when nil).
+	Output *os.File
 }
 
 // DefaultConfig is `make chaos` without flags: about 3 minutes here.
@@ -122,9 +123,6 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	if cfg.Drain <= 0 {
 		cfg.Drain = def.Drain
 	}
-	if cfg.Output == nil {
-		cfg.Output = io.Discard
-	}
 	db, err := startDynamoDB(moduleRoot())
 	if err != nil {
 		return Summary{}, err
@@ -166,18 +164,19 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	loadDone := make(chan struct{})
 	var kills, stalls atomic.Int64
 	var bg sync.WaitGroup
+	// every runs f with d between the end of one run and the start of the
+	// next (a ticker would queue a tick during a 4 s stall and stall again
+	// at once, freezing the database for good).
 	every := func(d time.Duration, f func()) {
 		if d <= 0 {
 			return
 		}
 		bg.Go(func() {
-			t := time.NewTicker(d)
-			defer t.Stop()
 			for {
 				select {
 				case <-loadDone:
 					return
-				case <-t.C:
+				case <-time.After(d):
 					f()
 				}
 			}

@@ -39,6 +39,9 @@ type Gateway struct {
 	Secret []byte
 	// MaxBody bounds a request body, as API Gateway does (1 MiB here).
 	MaxBody int64
+	// InvokeTimeout bounds one invocation (60 s). A client that hangs up
+	// does not cancel its invocation, as in AWS.
+	InvokeTimeout time.Duration
 }
 
 // ServeHTTP implements http.Handler.
@@ -65,7 +68,13 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	event := buildEvent(r, route.Key, params, claims, body)
 	payload, _ := json.Marshal(event)
-	out, err := route.Target.Invoke(r.Context(), payload)
+	timeout := g.InvokeTimeout
+	if timeout <= 0 {
+		timeout = time.Minute
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), timeout)
+	defer cancel()
+	out, err := route.Target.Invoke(ctx, payload)
 	if err != nil {
 		gatewayError(w, http.StatusInternalServerError, "Internal Server Error")
 		return

@@ -70,7 +70,7 @@ func newStackWith(t *testing.T, cfg localapi.StackConfig) *localapi.Stack {
 	if _, err := os.Stat(rieBin); err != nil {
 		t.Fatalf("aws-lambda-rie not found at %s (make test installs it): %v", rieBin, err)
 	}
-	var out io.Writer
+	var out *os.File
 	if testing.Verbose() {
 		out = os.Stderr
 	}

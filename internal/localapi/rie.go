@@ -47,8 +47,11 @@ type PoolConfig struct {
 	Env []string
 	// Name is the function name (logs, AWS_LAMBDA_FUNCTION_NAME).
 	Name string
-	// Output receives the emulators' and functions' output (discarded when nil).
-	Output io.Writer
+	// Output receives the emulators' and functions' output (discarded when
+	// nil). It is handed to the processes as a file, never through a pipe:
+	// a killed emulator's runtime may outlive it for a moment, and a pipe it
+	// holds would keep the emulator's Wait from returning.
+	Output *os.File
 	// Wait bounds how long an invocation waits for a free instance (30 s).
 	Wait time.Duration
 }
@@ -70,6 +73,9 @@ type instance struct {
 	api  string // runtime API address
 	pool *Pool
 	done chan struct{}
+	// broken: its last restart failed; only the goroutine holding the
+	// instance (taken from the free list) reads or writes it.
+	broken bool
 }
 
 // StartPool starts cfg.Instances emulators and waits until each accepts
@@ -82,7 +88,11 @@ func StartPool(cfg PoolConfig) (*Pool, error) {
 		cfg.Wait = 30 * time.Second
 	}
 	if cfg.Output == nil {
-		cfg.Output = io.Discard
+		devNull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Output = devNull
 	}
 	p := &Pool{cfg: cfg, free: make(chan *instance, cfg.Instances), http: &http.Client{}}
 	for range cfg.Instances {
@@ -156,7 +166,10 @@ func (in *instance) kill() {
 
 // Invoke sends payload to a free instance and returns the function's
 // result. An instance whose emulator failed is restarted before it serves
-// again, as Lambda replaces a broken execution environment.
+// again, as Lambda replaces a broken execution environment. Cancelling ctx
+// abandons the wait for an instance, and kills an instance mid-invocation
+// (an RIE cannot take a second invocation while the first runs): callers
+// that must not kill pass a context that outlives the function timeout.
 func (p *Pool) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 	var in *instance
 	select {
@@ -166,14 +179,20 @@ func (p *Pool) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+	defer func() { p.free <- in }()
+	if in.broken {
+		if err := in.start(); err != nil {
+			return nil, fmt.Errorf("restart %s: %w", p.cfg.Name, err)
+		}
+		in.broken = false
+	}
 	out, err := in.invoke(ctx, payload)
 	if err != nil {
 		in.kill()
 		if restartErr := in.start(); restartErr != nil {
-			return nil, errors.Join(err, restartErr)
+			in.broken = true // the next invocation tries again
 		}
 	}
-	p.free <- in
 	return out, err
 }
 

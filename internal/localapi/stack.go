@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"os"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -39,7 +39,7 @@ type StackConfig struct {
 	// IN_TRANSIT_BOUND); the stack adds TABLE_NAME and ACQUIRER_URL.
 	Env []string
 	// Output receives the functions' logs (discarded when nil).
-	Output io.Writer
+	Output *os.File
 	// SweepInterval is how often the sweeper runs (60 s); negative: never
 	// on its own (tests call Stack.Sweep).
 	SweepInterval time.Duration

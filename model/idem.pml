@@ -1,0 +1,192 @@
+/*
+ * The idempotency protocol of DESIGN §4 for one intent: three client
+ * attempts (workers) that may crash at any step or stall past their lease,
+ * the sweeper with the reconciler, and an acquirer that deduplicates by key
+ * and holds requests in transit. Time is abstract: a lease is LIVE, ENDED
+ * (less than T + skew ago) or STALE (longer ago).
+ *
+ * Each step names the Go function it stands for.
+ *
+ * model/check.sh runs it (make model, and make test). Compile-time switches
+ * drop one rule each; each yields a counterexample, a lost charge:
+ *   -DDROP_RULE1  every take-over sends a downstream key of its own
+ *   -DDROP_RULE2  a taken-over attempt releases when its own call sent nothing
+ *   -DDROP_RULE3  workers send without T + skew left on their lease, and the
+ *                 reconciler acts on a lease that just ended
+ */
+
+#define WORKERS 3
+#define NONE 255
+
+mtype = { ABSENT, INPROG, COMPLETED };	/* idem.Record.Status (ABSENT: no live record) */
+mtype = { LIVE, ENDED, STALE };		/* the lease against the clock */
+
+mtype rec = ABSENT;
+mtype lease = LIVE;
+byte owner = 0;		/* lease_token: 0 none, 1..3 a worker, 4 the reconciler */
+byte attempt = 0;	/* idem.Record.Attempt */
+byte gen = 0;		/* records claimed so far */
+
+/* The acquirer, by downstream key: key = 2 * record + (a take-over's own key
+ * when rule 1 is dropped). */
+bool authorized[8];
+byte authorizations = 0;
+byte inTransit = 0;
+byte transit[WORKERS + 1];	/* the key each worker's request carries while in transit */
+bool leaseHasTransit = false;	/* a request sent under the current lease has not landed */
+
+bool stored = false;
+byte storedKey = NONE;
+byte reconcileFailures = 0;
+
+inline keyOf(k) {
+#ifdef DROP_RULE1
+	k = 2 * gen + (attempt > 1)
+#else
+	k = 2 * gen	/* idem.downstreamKey: one per record, every attempt */
+#endif
+}
+
+/* idem.Lease.Complete: TransactWriteItems fenced on the lease token. */
+inline complete(me, k) {
+	atomic {
+		if
+		:: rec == INPROG && owner == me ->
+			assert(!stored);	/* a stored response never changes */
+			assert(authorized[k]);	/* it is the acquirer's outcome */
+			rec = COMPLETED; stored = true; storedKey = k; owner = 0
+		:: else -> skip	/* idem.ErrLeaseLost: the worker re-reads; answers from the record */
+		fi
+	}
+}
+
+proctype Worker(byte me) {
+	byte k;
+	bool takenOver = false;
+	/* idem.Guard.Begin: the conditional PutItem, or the fenced take-over. */
+	atomic {
+		if
+		:: rec == ABSENT -> rec = INPROG; owner = me; attempt = 1; gen++; lease = LIVE; leaseHasTransit = false
+		:: rec == INPROG && lease != LIVE -> owner = me; attempt++; lease = LIVE; leaseHasTransit = false; takenOver = true
+		:: rec == COMPLETED -> goto done	/* replay of the stored response */
+		:: rec == INPROG && lease == LIVE -> goto done	/* 409 in flight: retryable */
+		fi
+	}
+	keyOf(k);
+	if
+	:: goto done	/* crash after the claim */
+	:: skip
+	fi;
+	/* charge.Service.execute: after a take-over, Lookup by downstream key first. */
+	if
+	:: takenOver && authorized[k] -> complete(me, k); goto done
+	:: else -> skip
+	fi;
+	/* charge.Service.callContext (rule 3), then acquirer.Client.Authorize. */
+	if
+	:: atomic { owner == me && lease == LIVE -> transit[me] = k; inTransit++; leaseHasTransit = true }
+#ifdef DROP_RULE3
+	:: atomic { transit[me] = k; inTransit++ }	/* stalled past its lease, sends anyway */
+#endif
+	:: atomic {	/* acquirer.ErrNotSent → charge.Service.notSent → idem.Lease.Release */
+		if
+#ifdef DROP_RULE2
+		:: rec == INPROG && owner == me -> rec = ABSENT; owner = 0
+#else
+		:: rec == INPROG && owner == me && !takenOver -> rec = ABSENT; owner = 0
+#endif
+		:: else -> skip	/* after a take-over the record stays in flight */
+		fi
+	   }; goto done
+	:: goto done	/* crash before sending */
+	fi;
+	if
+	:: transit[me] == NONE -> complete(me, k)	/* answered: charge.Service.finish */
+	:: atomic { rec == INPROG && owner == me -> lease = ENDED }	/* unknown: idem.Lease.Abandon */
+	:: goto done	/* crash while waiting */
+	fi;
+done:	skip
+}
+
+/* sandbox.Server.record: a request in transit lands; one authorization per key. */
+active proctype Acquirer() {
+	byte i;
+end:	do
+	:: atomic {
+		inTransit > 0 ->
+		for (i : 1 .. WORKERS) {
+			if
+			:: transit[i] != NONE ->
+				if
+				:: !authorized[transit[i]] -> authorized[transit[i]] = true; authorizations++
+				:: else -> skip
+				fi;
+				transit[i] = NONE; inTransit--; break
+			:: else -> skip
+			fi
+		}
+		if
+		:: inTransit == 0 -> leaseHasTransit = false
+		:: else -> skip
+		fi
+	   }
+	od
+}
+
+/* The clock. Under rule 3 a request sent with T + skew left lands before its
+ * lease ends, and a lease turns STALE T + skew after its end, when nothing
+ * can be in transit any more. */
+active proctype Clock() {
+end:	do
+#ifdef DROP_RULE3
+	:: atomic { rec == INPROG && lease == LIVE -> lease = ENDED }
+#else
+	:: atomic { rec == INPROG && lease == LIVE && !leaseHasTransit -> lease = ENDED }
+#endif
+	:: atomic { rec == INPROG && lease == ENDED && inTransit == 0 -> lease = STALE }
+	od
+}
+
+/* sweep.Sweeper.Run flags, charge.Service.Reconcile resolves:
+ * idem.Guard.TakeOverStale, acquirer Lookup, complete or ReleaseReconciled.
+ * -DNO_RECONCILER removes it: the control of the liveness property. */
+#ifndef NO_RECONCILER
+active proctype Reconciler() {
+	byte k;
+end:	do
+	:: atomic {
+#ifdef DROP_RULE3
+		rec == INPROG && lease != LIVE ->
+#else
+		rec == INPROG && lease == STALE ->
+#endif
+		owner = 4; attempt++; lease = LIVE; leaseHasTransit = false; keyOf(k)
+	   };
+	   if
+	   :: authorized[k] -> complete(4, k)
+	   :: atomic { !authorized[k] && rec == INPROG && owner == 4 -> rec = ABSENT; owner = 0 }
+	   :: atomic { reconcileFailures < 2 && rec == INPROG && owner == 4 -> reconcileFailures++; lease = ENDED }	/* lookup failed */
+	   :: else -> skip
+	   fi
+	od
+}
+#endif
+
+/* When everything has stopped: nothing in flight, and no charge lost — an
+ * authorization exists only as the stored response. */
+active proctype Settled() {
+	timeout ->
+	assert(rec != INPROG);
+	assert(authorizations == 0 || (stored && authorized[storedKey]))
+}
+
+init {
+	byte i;
+	atomic {
+		for (i : 1 .. WORKERS) { transit[i] = NONE }
+		for (i : 1 .. WORKERS) { run Worker(i) }
+	}
+}
+
+ltl atMostOne { [] (authorizations <= 1) }
+ltl settles { [] (rec == INPROG -> <> (rec != INPROG)) }
