@@ -52,9 +52,11 @@ fuzz:
 	  done; \
 	done
 
-## bench: benchmarks (figures, not pass/fail)
+## bench: every benchmark in one run, then results/report.md and results/latency.png (figures, not pass/fail)
 bench: $(RIE)
-	$(WITH_EMULATORS) go test -run='^$$' -bench=. -benchmem -count=1 ./...
+	mkdir -p results && rm -f results/latency-*.txt
+	$(WITH_EMULATORS) BENCH_RESULTS=$(CURDIR)/results go test -run='^$$' -bench=. -benchmem -count=1 -timeout 30m ./... | tee results/bench.txt
+	go run ./cmd/benchreport results/bench.txt results
 
 ## up / down: start / stop the docker-free emulators
 up:

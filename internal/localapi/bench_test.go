@@ -54,6 +54,7 @@ func load(b *testing.B, n int, next func(i int) error) {
 		b.Fatal(err)
 	}
 	slices.Sort(lat)
+	saveLatencies(b, lat)
 	b.ReportMetric(float64(n)/elapsed.Seconds(), "req/s")
 	b.ReportMetric(float64(lat[n/2].Microseconds())/1000, "p50_ms")
 	b.ReportMetric(float64(lat[n*99/100].Microseconds())/1000, "p99_ms")
@@ -166,4 +167,21 @@ func BenchmarkBinarySize(b *testing.B) {
 	}
 	b.ReportMetric(float64(fi.Size()), "bytes")
 	b.ReportMetric(0, "ns/op")
+}
+
+// saveLatencies writes the sorted latencies (ms, one a line) under
+// $BENCH_RESULTS for the report's chart (make bench sets it).
+func saveLatencies(b *testing.B, lat []time.Duration) {
+	dir := os.Getenv("BENCH_RESULTS")
+	if dir == "" {
+		return
+	}
+	var buf strings.Builder
+	for _, d := range lat {
+		fmt.Fprintf(&buf, "%.3f\n", float64(d.Microseconds())/1000)
+	}
+	name := strings.NewReplacer("/", "_", " ", "_").Replace(b.Name())
+	if err := os.WriteFile(filepath.Join(dir, "latency-"+name+".txt"), []byte(buf.String()), 0o644); err != nil {
+		b.Log(err)
+	}
 }

@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"time"
 

@@ -3,6 +3,7 @@ package dynamostore_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"testing"
 
@@ -109,6 +110,56 @@ func TestRoundTrips(t *testing.T) {
 				return errors.New("want ErrInFlight")
 			}
 			return nil
+		})
+	}
+}
+
+// BenchmarkRoundTrips reports the DynamoDB requests each path makes, counted
+// on the wire, next to its time against DynamoDB Local.
+func BenchmarkRoundTrips(b *testing.B) {
+	var trips dynamotest.RoundTrips
+	client := dynamotest.Client(b, trips.Option)
+	store := dynamostore.New(client, dynamotest.NewTable(b, client))
+	ctx := context.Background()
+	req := idem.Canonical{{Name: "amount", Value: "100"}}
+	for _, path := range []string{"first-execution", "replay", "replay-warm-cache", "in-flight", "key-reused"} {
+		b.Run(path, func(b *testing.B) {
+			cache := 0
+			if path == "replay-warm-cache" {
+				cache = 10
+			}
+			guard := idem.NewGuard(store, idem.Config{CacheSize: cache})
+			fixed := idem.Scope{Operation: "charge", Account: "acct_b", Key: "bench-" + path}
+			switch path {
+			case "replay", "replay-warm-cache", "key-reused":
+				c, _ := guard.Begin(ctx, fixed, req)
+				_ = c.Lease.Complete(ctx, idem.Response{StatusCode: 201})
+				guard.Begin(ctx, fixed, req) // warms the cache when there is one
+			case "in-flight":
+				guard.Begin(ctx, fixed, req)
+			}
+			trips.Take()
+			i := 0
+			for b.Loop() {
+				i++
+				switch path {
+				case "first-execution":
+					c, err := guard.Begin(ctx, idem.Scope{Operation: "charge", Account: "acct_b", Key: fmt.Sprintf("bench-first-%d-%d", b.N, i)}, req)
+					if err != nil {
+						b.Fatal(err)
+					}
+					_ = c.Lease.Complete(ctx, idem.Response{StatusCode: 201})
+				case "key-reused":
+					guard.Begin(ctx, fixed, idem.Canonical{{Name: "amount", Value: "1"}})
+				default:
+					guard.Begin(ctx, fixed, req)
+				}
+			}
+			total := 0
+			for _, n := range trips.Take() {
+				total += n
+			}
+			b.ReportMetric(float64(total)/float64(b.N), "trips/op")
 		})
 	}
 }
