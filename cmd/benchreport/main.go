@@ -121,6 +121,8 @@ func report(r map[string]metrics, lat []series) string {
 		switch {
 		case unit == "ns/op" && v >= 1000:
 			return fmt.Sprintf("%.2f µs", v/1000)
+		case unit == "ns/op":
+			return fmt.Sprintf("%.0f ns", v)
 		case v == float64(int64(v)):
 			return strconv.FormatInt(int64(v), 10)
 		}
