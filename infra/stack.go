@@ -76,7 +76,7 @@ func NewStack(scope constructs.Construct, id string, cfg Config, assets StackAss
 		"ACQUIRER_SECRET_ARN": secret.SecretArn(), "ACCOUNT_CLAIM": jsii.String(cfg.AccountClaim),
 		"RETENTION_DAYS": jsii.String(strconv.Itoa(cfg.RetentionDays)), "LEASE_MARGIN": jsii.String(leaseMargin),
 		"IN_TRANSIT_BOUND": jsii.String(inTransitBound), "ACQUIRER_TIMEOUT": jsii.String(acquirerTimeout),
-		"CLOCK_SKEW": jsii.String(clockSkew),
+		"CLOCK_SKEW": jsii.String(clockSkew), "ENVIRONMENT": jsii.String(cfg.Name),
 	}
 	with := func(extra map[string]*string) *map[string]*string {
 		env := map[string]*string{}

@@ -3,11 +3,15 @@ package main
 import (
 	"context"
 	"encoding/base64"
+	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idempotent-payments/idempay/internal/charge"
+	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/obs"
 	"github.com/idempotent-payments/idempay/internal/problem"
 )
 
@@ -23,27 +27,61 @@ type Handler struct {
 	Service *charge.Service
 	// AccountClaim names the JWT claim that identifies the account ("sub").
 	AccountClaim string
+	// Log gets one line per request and Metrics one EMF line; nil skips them.
+	Log     *slog.Logger
+	Metrics *obs.Metrics
 }
 
 // Handle serves one event. It never returns an error: every failure is an
 // HTTP answer, so API Gateway never turns one into a bare 500.
 func (h *Handler) Handle(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	start := time.Now()
 	account := h.account(ev)
+	res := h.serve(ctx, ev, account)
+	h.observe(ctx, ev, account, res, time.Since(start))
+	return render(res), nil
+}
+
+func (h *Handler) serve(ctx context.Context, ev events.APIGatewayV2HTTPRequest, account string) charge.Result {
 	if account == "" {
-		return render(charge.Problem(problem.Details{Code: problem.Unauthenticated, Detail: "a bearer token naming the account is required"})), nil
+		return charge.Problem(problem.Details{Code: problem.Unauthenticated, Detail: "a bearer token naming the account is required"})
 	}
 	switch key, id := route(ev); key {
 	case routeCreate:
 		body, ok := decodeBody(ev)
 		if !ok {
-			return render(charge.Problem(problem.Details{Code: problem.ValidationFailed, Detail: "body: not valid base64"})), nil
+			return charge.Problem(problem.Details{Code: problem.ValidationFailed, Detail: "body: not valid base64"})
 		}
-		return render(h.Service.Charge(ctx, account, header(ev, "Idempotency-Key"), body)), nil
+		return h.Service.Charge(ctx, account, header(ev, "Idempotency-Key"), body)
 	case routeGet:
-		return render(h.Service.Get(ctx, account, id)), nil
+		return h.Service.Get(ctx, account, id)
 	}
-	return render(charge.Problem(problem.Details{Code: problem.NotFound, Detail: "no such route"})), nil
+	return charge.Problem(problem.Details{Code: problem.NotFound, Detail: "no such route"})
 }
+
+// observe writes the request's log line and metrics. The record is named by
+// its reference (a hash of operation, account and key), never by the raw
+// account, key, token or payment method.
+func (h *Handler) observe(ctx context.Context, ev events.APIGatewayV2HTTPRequest, account string, res charge.Result, took time.Duration) {
+	ref := ""
+	if key, err := idem.ParseKey(header(ev, "Idempotency-Key")); err == nil && account != "" {
+		ref = idem.Ref(idem.Scope{Operation: charge.Operation, Account: account, Key: key}.PK())
+	}
+	if h.Log != nil {
+		h.Log.InfoContext(ctx, "request", "requestId", ev.RequestContext.RequestID, "route", ev.RouteKey,
+			"operation", charge.Operation, "record", ref, "outcome", res.Outcome, "status", res.StatusCode,
+			"attempt", res.Attempt, "acquirer_ms", ms(res.AcquirerLatency), "total_ms", ms(took))
+	}
+	if h.Metrics != nil {
+		values := map[string]float64{"LatencyMs": ms(took)}
+		if res.AcquirerLatency > 0 {
+			values["AcquirerLatencyMs"] = ms(res.AcquirerLatency)
+		}
+		h.Metrics.Record(res.Outcome, values)
+	}
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // account is the configured claim of the JWT the authorizer verified.
 func (h *Handler) account(ev events.APIGatewayV2HTTPRequest) string {

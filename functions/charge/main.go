@@ -4,16 +4,16 @@ package main
 
 import (
 	"context"
-	"log/slog"
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
 
+	"github.com/idempotent-payments/idempay/internal/obs"
 	"github.com/idempotent-payments/idempay/internal/setup"
 )
 
 func main() {
-	logger := slog.New(slog.NewJSONHandler(os.Stdout, nil))
+	logger := obs.NewLogger(os.Stdout, setup.LogLevel(os.Getenv))
 	cfg, err := setup.FromEnv(os.Getenv)
 	if err != nil {
 		logger.Error("configuration", "error", err)
@@ -29,6 +29,6 @@ func main() {
 		logger.Error("start-up", "error", err)
 		os.Exit(1)
 	}
-	h := &Handler{Service: svc, AccountClaim: cfg.AccountClaim}
+	h := &Handler{Service: svc, AccountClaim: cfg.AccountClaim, Log: logger, Metrics: obs.NewMetrics(os.Stdout, "charge", cfg.Environment)}
 	lambda.Start(h.Handle)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/obs"
 )
 
 // Delayer changes when a received message is delivered again.
@@ -34,6 +36,8 @@ type Handler struct {
 	// Concurrency bounds the messages of one batch processed at once.
 	Concurrency int
 	Logger      *slog.Logger
+	// Metrics gets one EMF line per message; nil skips it.
+	Metrics *obs.Metrics
 }
 
 // command is a message on the queue: a charge (same key space as the HTTP
@@ -48,6 +52,9 @@ type command struct {
 
 // verdict is what to do with one message.
 type verdict struct {
+	outcome    string // for the log line and the metrics
+	record     string // idem.Ref of the record, when known
+	attempt    int
 	retry      bool          // report a batch item failure
 	delay      time.Duration // and, when positive, redeliver after this
 	rejectCode string        // dead-letter with this code (and success)
@@ -66,7 +73,15 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 		wg.Go(func() {
 			slots <- struct{}{}
 			defer func() { <-slots }()
-			if !h.settle(ctx, msg, h.process(ctx, msg)) {
+			start := time.Now()
+			v := h.process(ctx, msg)
+			done := h.settle(ctx, msg, v)
+			h.Logger.InfoContext(ctx, "message", "messageId", msg.MessageId, "operation", charge.Operation, "record", v.record,
+				"outcome", v.outcome, "attempt", v.attempt, "retry", !done, "total_ms", float64(time.Since(start).Microseconds())/1000)
+			if h.Metrics != nil {
+				h.Metrics.Record(v.outcome, map[string]float64{"LatencyMs": float64(time.Since(start).Microseconds()) / 1000})
+			}
+			if !done {
 				mu.Lock()
 				failures = append(failures, events.SQSBatchItemFailure{ItemIdentifier: msg.MessageId})
 				mu.Unlock()
@@ -85,15 +100,15 @@ func (h *Handler) settle(ctx context.Context, msg events.SQSMessage, v verdict) 
 			"reject_code": v.rejectCode, "reject_reason": v.reason, "source_message_id": msg.MessageId,
 		})
 		if err != nil {
-			h.Logger.ErrorContext(ctx, "dead-letter failed; the message will be retried", "message_id", msg.MessageId, "error", err)
+			h.Logger.ErrorContext(ctx, "dead-letter failed; the message will be retried", "messageId", msg.MessageId, "error", err)
 			return false
 		}
-		h.Logger.WarnContext(ctx, "message rejected", "message_id", msg.MessageId, "reject_code", v.rejectCode)
+		h.Logger.WarnContext(ctx, "message rejected", "messageId", msg.MessageId, "reject_code", v.rejectCode)
 		return true
 	case v.retry:
 		if v.delay > 0 {
 			if err := h.Commands.Delay(ctx, msg.ReceiptHandle, v.delay); err != nil {
-				h.Logger.WarnContext(ctx, "delay failed; the queue's visibility timeout applies", "message_id", msg.MessageId, "error", err)
+				h.Logger.WarnContext(ctx, "delay failed; the queue's visibility timeout applies", "messageId", msg.MessageId, "error", err)
 			}
 		}
 		return false
@@ -104,7 +119,7 @@ func (h *Handler) settle(ctx context.Context, msg events.SQSMessage, v verdict) 
 func (h *Handler) process(ctx context.Context, msg events.SQSMessage) verdict {
 	var cmd command
 	if err := json.Unmarshal([]byte(msg.Body), &cmd); err != nil {
-		return verdict{rejectCode: "MALFORMED", reason: "not a JSON command"}
+		return verdict{outcome: "rejected", rejectCode: "MALFORMED", reason: "not a JSON command"}
 	}
 	switch cmd.Type {
 	case "charge":
@@ -112,13 +127,12 @@ func (h *Handler) process(ctx context.Context, msg events.SQSMessage) verdict {
 	case "reconcile":
 		outcome, err := h.Service.Reconcile(ctx, cmd.PK)
 		if err != nil {
-			h.Logger.WarnContext(ctx, "reconcile failed; will retry", "message_id", msg.MessageId, "error", err)
-			return verdict{retry: true}
+			h.Logger.WarnContext(ctx, "reconcile failed; will retry", "messageId", msg.MessageId, "error", err)
+			return verdict{outcome: "reconcile_failed", record: idem.Ref(cmd.PK), retry: true}
 		}
-		h.Logger.InfoContext(ctx, "reconciled", "message_id", msg.MessageId, "outcome", outcome.String())
-		return verdict{}
+		return verdict{outcome: "reconciled_" + strings.ReplaceAll(outcome.String(), " ", "_"), record: idem.Ref(cmd.PK)}
 	}
-	return verdict{rejectCode: "MALFORMED", reason: "unknown command type"}
+	return verdict{outcome: "rejected", rejectCode: "MALFORMED", reason: "unknown command type"}
 }
 
 // charge runs a charge command through the same service as the HTTP route.
@@ -127,27 +141,29 @@ func (h *Handler) process(ctx context.Context, msg events.SQSMessage) verdict {
 func (h *Handler) charge(ctx context.Context, cmd command) verdict {
 	key, err := idem.ParseKey(cmd.IdempotencyKey)
 	if err != nil {
-		return verdict{rejectCode: "IDEMPOTENCY_KEY_INVALID", reason: err.Error()}
+		return verdict{outcome: "rejected", rejectCode: "IDEMPOTENCY_KEY_INVALID", reason: err.Error()}
 	}
 	req, err := charge.ParseRequest(cmd.Request, 0)
 	if err != nil {
-		return verdict{rejectCode: "VALIDATION_FAILED", reason: err.Error()}
+		return verdict{outcome: "rejected", rejectCode: "VALIDATION_FAILED", reason: err.Error()}
 	}
-	res := h.Service.ChargeParsed(ctx, idem.Scope{Operation: charge.Operation, Account: cmd.Account, Key: key}, req)
+	scope := idem.Scope{Operation: charge.Operation, Account: cmd.Account, Key: key}
+	res := h.Service.ChargeParsed(ctx, scope, req)
+	v := verdict{outcome: res.Outcome, record: idem.Ref(scope.PK()), attempt: res.Attempt}
 	switch status := res.StatusCode; {
 	case status == 409:
-		return verdict{retry: true, delay: retryAfter(res)}
+		v.retry, v.delay = true, retryAfter(res)
 	case status >= 500:
-		return verdict{retry: true}
+		v.retry = true
 	case status == 201, status == 402:
-		return verdict{}
 	default: // 401 (no usable account), 422 (key reused) and any other final answer
 		var p struct {
 			Code string `json:"code"`
 		}
 		_ = json.Unmarshal(res.Body, &p)
-		return verdict{rejectCode: p.Code, reason: "final answer " + strconv.Itoa(status)}
+		v.rejectCode, v.reason = p.Code, "final answer "+strconv.Itoa(status)
 	}
+	return v
 }
 
 func retryAfter(res charge.Result) time.Duration {

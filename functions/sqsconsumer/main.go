@@ -5,18 +5,18 @@ package main
 
 import (
 	"context"
-	"log/slog"
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/idempotent-payments/idempay/internal/obs"
 	"github.com/idempotent-payments/idempay/internal/queue"
 	"github.com/idempotent-payments/idempay/internal/setup"
 )
 
 func main() {
-	logger := slog.New(slog.NewJSONHandler(os.Stdout, nil))
+	logger := obs.NewLogger(os.Stdout, setup.LogLevel(os.Getenv))
 	fail := func(err error) {
 		logger.Error("start-up", "error", err)
 		os.Exit(1)
@@ -44,7 +44,7 @@ func main() {
 	sqsClient := sqs.NewFromConfig(awsCfg)
 	h := &Handler{
 		Service: svc, Commands: queue.New(sqsClient, queueURL), DeadLetters: queue.New(sqsClient, dlqURL),
-		Concurrency: 5, Logger: logger,
+		Concurrency: 5, Logger: logger, Metrics: obs.NewMetrics(os.Stdout, "sqsconsumer", cfg.Environment),
 	}
 	lambda.Start(h.Handle)
 }

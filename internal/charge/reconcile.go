@@ -42,27 +42,27 @@ func (s *Service) Reconcile(ctx context.Context, pk string) (Reconciled, error) 
 	}
 	canonical, err := lease.Request()
 	if err != nil {
-		return NothingToDo, fmt.Errorf("reconcile %s: stored request: %w", pk, err)
+		return NothingToDo, fmt.Errorf("reconcile %s: stored request: %w", idem.Ref(pk), err)
 	}
 	req, err := RequestFromCanonical(canonical)
 	if err != nil {
-		return NothingToDo, fmt.Errorf("reconcile %s: %w", pk, err)
+		return NothingToDo, fmt.Errorf("reconcile %s: %w", idem.Ref(pk), err)
 	}
 	auth, err := s.acquirer.Lookup(ctx, lease.DownstreamKey())
 	switch {
 	case err == nil:
 		res := s.finish(ctx, lease, req, auth)
 		if res.StatusCode >= 500 {
-			return NothingToDo, fmt.Errorf("reconcile %s: completion did not land", pk)
+			return NothingToDo, fmt.Errorf("reconcile %s: completion did not land", idem.Ref(pk))
 		}
 		return ReconciledCompleted, nil
 	case errors.Is(err, acquirer.ErrNotFound):
 		if err := lease.ReleaseReconciled(ctx); err != nil {
-			return NothingToDo, fmt.Errorf("reconcile %s: %w", pk, err)
+			return NothingToDo, fmt.Errorf("reconcile %s: %w", idem.Ref(pk), err)
 		}
 		return ReconciledReleased, nil
 	default:
 		_ = lease.Abandon(ctx)
-		return NothingToDo, fmt.Errorf("reconcile %s: acquirer lookup: %w", pk, err)
+		return NothingToDo, fmt.Errorf("reconcile %s: acquirer lookup: %w", idem.Ref(pk), err)
 	}
 }

@@ -92,6 +92,19 @@ func NewService(guard *idem.Guard, acq Acquirer, cfg Config) *Service {
 type Result struct {
 	idem.Response
 	Replay bool
+	// Outcome names what happened, for logs and metrics: executed, replayed,
+	// in_flight, key_reused, released, pending, rejected, error, read or
+	// not_found.
+	Outcome string
+	// Attempt is the lease's attempt when this request owned the key (else 0);
+	// AcquirerLatency the time spent in acquirer calls.
+	Attempt         int
+	AcquirerLatency time.Duration
+}
+
+func (r Result) with(outcome string) Result {
+	r.Outcome = outcome
+	return r
 }
 
 // Charge executes one charge request for account at most once per key. The
@@ -123,26 +136,32 @@ func (s *Service) ChargeParsed(ctx context.Context, scope idem.Scope, req Reques
 	case errors.Is(err, idem.ErrKeyInvalid), errors.Is(err, idem.ErrKeyMissing):
 		return Problem(problem.Details{Code: problem.IdempotencyKeyInvalid, Detail: "an Idempotency-Key is 8 to 128 visible ASCII characters"})
 	case errors.As(err, &inFlight):
-		return Problem(problem.Details{Code: problem.IdempotencyInFlight, Detail: "retry with the same key after Retry-After", RetryAfter: inFlight.RetryAfter})
+		return Problem(problem.Details{Code: problem.IdempotencyInFlight, Detail: "retry with the same key after Retry-After", RetryAfter: inFlight.RetryAfter}).with("in_flight")
 	case errors.Is(err, idem.ErrKeyReused):
-		return Problem(problem.Details{Code: problem.IdempotencyKeyReused, Detail: "use a new Idempotency-Key for a different charge"})
+		return Problem(problem.Details{Code: problem.IdempotencyKeyReused, Detail: "use a new Idempotency-Key for a different charge"}).with("key_reused")
 	case err != nil:
 		// The claim may or may not have been written; either way nothing was
 		// sent, and a retry with the same key is safe (a written claim's lease
 		// expires and is taken over).
 		s.cfg.Logger.ErrorContext(ctx, "claim failed", "error", err)
-		return Problem(problem.Details{Code: problem.ServiceUnavailable, Detail: "retry with the same key", RetryAfter: s.cfg.RetryAfter})
+		return Problem(problem.Details{Code: problem.ServiceUnavailable, Detail: "retry with the same key", RetryAfter: s.cfg.RetryAfter}).with("error")
 	case claim.Replay != nil:
-		return Result{Response: *claim.Replay, Replay: true}
+		return Result{Response: *claim.Replay, Replay: true, Outcome: "replayed"}
 	}
-	return s.execute(ctx, claim.Lease, req)
+	var spent time.Duration
+	res := s.execute(ctx, claim.Lease, req, &spent)
+	res.Attempt, res.AcquirerLatency = claim.Lease.Attempt(), spent
+	return res
 }
 
 // execute runs the owner's path: after a take-over, ask the acquirer first;
-// then authorize within the lease and store the outcome.
-func (s *Service) execute(ctx context.Context, lease *idem.Lease, req Request) Result {
+// then authorize within the lease and store the outcome. Time spent in
+// acquirer calls is added to spent.
+func (s *Service) execute(ctx context.Context, lease *idem.Lease, req Request, spent *time.Duration) Result {
 	if lease.TakenOver() {
+		start := time.Now()
 		auth, err := s.acquirer.Lookup(ctx, lease.DownstreamKey())
+		*spent += time.Since(start)
 		switch {
 		case err == nil:
 			return s.finish(ctx, lease, req, auth)
@@ -155,10 +174,12 @@ func (s *Service) execute(ctx context.Context, lease *idem.Lease, req Request) R
 	if !ok {
 		return s.notSent(ctx, lease)
 	}
+	start := time.Now()
 	auth, err := s.acquirer.Authorize(callCtx, lease.DownstreamKey(), acquirer.Request{
 		Amount: req.Amount, Currency: req.Currency, PaymentMethod: req.PaymentMethod,
 		OrderID: req.OrderID, Description: req.Description,
 	})
+	*spent += time.Since(start)
 	cancel()
 	switch {
 	case err == nil:
@@ -204,7 +225,7 @@ func (s *Service) notSent(ctx context.Context, lease *idem.Lease) Result {
 		s.cfg.Logger.ErrorContext(ctx, "release failed", "error", err)
 		return s.pending(ctx, lease)
 	}
-	return Problem(problem.Details{Code: problem.AcquirerUnavailable, Detail: "nothing was charged; retry with the same key", RetryAfter: s.cfg.RetryAfter})
+	return Problem(problem.Details{Code: problem.AcquirerUnavailable, Detail: "nothing was charged; retry with the same key", RetryAfter: s.cfg.RetryAfter}).with("released")
 }
 
 // pending: the outcome is unknown. The record stays in flight; the lease is
@@ -217,7 +238,7 @@ func (s *Service) pending(ctx context.Context, lease *idem.Lease) Result {
 }
 
 func outcomePending(retryAfter time.Duration) Result {
-	return Problem(problem.Details{Code: problem.ChargeOutcomePending, Detail: "retry with the same key to learn the outcome", RetryAfter: retryAfter})
+	return Problem(problem.Details{Code: problem.ChargeOutcomePending, Detail: "retry with the same key to learn the outcome", RetryAfter: retryAfter}).with("pending")
 }
 
 // finish stores the acquirer's outcome with its ledger row. A lost lease
@@ -233,7 +254,7 @@ func (s *Service) finish(ctx context.Context, lease *idem.Lease, req Request, au
 	resp := ch.response()
 	err := lease.Complete(ctx, resp, ch.item())
 	if err == nil {
-		return Result{Response: resp}
+		return Result{Response: resp, Outcome: "executed"}
 	}
 	if !errors.Is(err, idem.ErrLeaseLost) {
 		s.cfg.Logger.ErrorContext(ctx, "complete failed; the record stays in flight", "error", err)
@@ -241,7 +262,7 @@ func (s *Service) finish(ctx context.Context, lease *idem.Lease, req Request, au
 	}
 	rec, lookupErr := s.guard.Lookup(ctx, lease.PK())
 	if lookupErr == nil && rec.Status == idem.StatusCompleted {
-		return Result{Response: *rec.Response, Replay: true}
+		return Result{Response: *rec.Response, Replay: true, Outcome: "replayed"}
 	}
 	return outcomePending(s.cfg.RetryAfter)
 }
@@ -249,7 +270,7 @@ func (s *Service) finish(ctx context.Context, lease *idem.Lease, req Request, au
 // Get returns account's charge id: 200 with the charge, or 404 for a charge
 // that does not exist or belongs to another account (indistinguishable).
 func (s *Service) Get(ctx context.Context, account, id string) Result {
-	notFound := Problem(problem.Details{Code: problem.NotFound, Detail: "no such charge"})
+	notFound := Problem(problem.Details{Code: problem.NotFound, Detail: "no such charge"}).with("not_found")
 	if !validChargeID(id) || account == "" {
 		return notFound
 	}
@@ -259,19 +280,20 @@ func (s *Service) Get(ctx context.Context, account, id string) Result {
 	}
 	if err != nil {
 		s.cfg.Logger.ErrorContext(ctx, "get charge failed", "error", err)
-		return Problem(problem.Details{Code: problem.ServiceUnavailable, RetryAfter: s.cfg.RetryAfter})
+		return Problem(problem.Details{Code: problem.ServiceUnavailable, RetryAfter: s.cfg.RetryAfter}).with("error")
 	}
 	ch, err := chargeFromItem(item)
 	if err != nil || ch.Account != account {
 		return notFound
 	}
-	return Result{Response: idem.Response{StatusCode: 200, Headers: map[string]string{"Content-Type": "application/json"}, Body: ch.json()}}
+	return Result{Response: idem.Response{StatusCode: 200, Headers: map[string]string{"Content-Type": "application/json"}, Body: ch.json()}, Outcome: "read"}
 }
 
-// Problem renders d as a Result (never a replay).
+// Problem renders d as a Result (never a replay), with the outcome
+// "rejected" unless the caller names another.
 func Problem(d problem.Details) Result {
 	status, headers, body := problem.Render(d)
-	return Result{Response: idem.Response{StatusCode: status, Headers: headers, Body: body}}
+	return Result{Response: idem.Response{StatusCode: status, Headers: headers, Body: body}, Outcome: "rejected"}
 }
 
 func validationFailed(err error) Result {

@@ -132,7 +132,7 @@ func (g *Guard) Begin(ctx context.Context, scope Scope, req Canonical) (Claim, e
 	}
 	existing, ok, err := g.store.Claim(ctx, rec, now)
 	if err != nil {
-		return Claim{}, fmt.Errorf("claim %s: %w", pk, err)
+		return Claim{}, fmt.Errorf("claim %s: %w", Ref(pk), err)
 	}
 	if ok {
 		return Claim{Lease: &Lease{g: g, rec: rec}}, nil
@@ -159,7 +159,7 @@ func (g *Guard) takeOver(ctx context.Context, rec *Record, now time.Time) (Claim
 		return Claim{}, &InFlightError{RetryAfter: time.Second}
 	}
 	if err != nil {
-		return Claim{}, fmt.Errorf("take over %s: %w", rec.PK, err)
+		return Claim{}, fmt.Errorf("take over %s: %w", Ref(rec.PK), err)
 	}
 	return Claim{Lease: &Lease{g: g, rec: *taken}}, nil
 }
@@ -176,17 +176,17 @@ func (g *Guard) TakeOverStale(ctx context.Context, pk string, olderThan time.Dur
 	now := g.cfg.Now()
 	rec, err := g.store.Get(ctx, pk, now)
 	if err != nil {
-		return nil, fmt.Errorf("take over %s: %w", pk, err)
+		return nil, fmt.Errorf("take over %s: %w", Ref(pk), err)
 	}
 	// The token fence below keeps this check true until the write: a
 	// take-over changes the token, a completion the status, and Abandon only
 	// shortens a lease.
 	if rec.Status != StatusInProgress || !rec.LeaseExpiresAt.Add(olderThan).Before(now) {
-		return nil, fmt.Errorf("take over %s: %w", pk, ErrLeaseLost)
+		return nil, fmt.Errorf("take over %s: %w", Ref(pk), ErrLeaseLost)
 	}
 	taken, err := g.store.TakeOver(ctx, pk, rec.LeaseToken, newToken(), g.leaseUntil(ctx, now), now)
 	if err != nil {
-		return nil, fmt.Errorf("take over %s: %w", pk, err)
+		return nil, fmt.Errorf("take over %s: %w", Ref(pk), err)
 	}
 	return &Lease{g: g, rec: *taken}, nil
 }
@@ -196,7 +196,7 @@ func (g *Guard) TakeOverStale(ctx context.Context, pk string, olderThan time.Dur
 func (g *Guard) Lookup(ctx context.Context, pk string) (*Record, error) {
 	rec, err := g.store.Get(ctx, pk, g.cfg.Now())
 	if err != nil {
-		return nil, fmt.Errorf("lookup %s: %w", pk, err)
+		return nil, fmt.Errorf("lookup %s: %w", Ref(pk), err)
 	}
 	return rec, nil
 }
@@ -205,7 +205,7 @@ func (g *Guard) Lookup(ctx context.Context, pk string) (*Record, error) {
 func (g *Guard) Item(ctx context.Context, pk string) (*Item, error) {
 	item, err := g.store.GetItem(ctx, pk)
 	if err != nil {
-		return nil, fmt.Errorf("get item %s: %w", pk, err)
+		return nil, fmt.Errorf("get item %s: %w", Ref(pk), err)
 	}
 	return item, nil
 }
@@ -246,6 +246,14 @@ func (g *Guard) shard(pk string) string {
 func downstreamKey(pk string, createdAt time.Time) string {
 	sum := sha256.Sum256([]byte("downstream/v1\n" + pk + "\n" + strconv.FormatInt(createdAt.UnixNano(), 10)))
 	return hex.EncodeToString(sum[:20])
+}
+
+// Ref names a record without revealing its account or key: the first 16 hex
+// digits of the SHA-256 of its pk. Errors and logs carry it instead of the
+// pk; an operator computes it from the account and key (idemctl inspect).
+func Ref(pk string) string {
+	sum := sha256.Sum256([]byte(pk))
+	return hex.EncodeToString(sum[:8])
 }
 
 func newToken() string {
@@ -296,7 +304,7 @@ func (l *Lease) TimeLeft() time.Duration { return l.rec.LeaseExpiresAt.Sub(l.g.c
 // or the record resolved: nothing written), ErrItemExists, or a store error.
 func (l *Lease) Complete(ctx context.Context, resp Response, extra ...Item) error {
 	if err := l.g.store.Complete(ctx, l.rec.PK, l.rec.LeaseToken, resp, extra); err != nil {
-		return fmt.Errorf("complete %s: %w", l.rec.PK, err)
+		return fmt.Errorf("complete %s: %w", Ref(l.rec.PK), err)
 	}
 	done := l.rec
 	done.Status = StatusCompleted
@@ -313,7 +321,7 @@ func (l *Lease) Complete(ctx context.Context, resp Response, extra ...Item) erro
 // no longer this one's.
 func (l *Lease) Release(ctx context.Context) error {
 	if l.TakenOver() {
-		return fmt.Errorf("release %s (attempt %d): %w", l.rec.PK, l.rec.Attempt, ErrReleaseRefused)
+		return fmt.Errorf("release %s (attempt %d): %w", Ref(l.rec.PK), l.rec.Attempt, ErrReleaseRefused)
 	}
 	return l.release(ctx)
 }
@@ -327,7 +335,7 @@ func (l *Lease) ReleaseReconciled(ctx context.Context) error { return l.release(
 
 func (l *Lease) release(ctx context.Context) error {
 	if err := l.g.store.Release(ctx, l.rec.PK, l.rec.LeaseToken); err != nil {
-		return fmt.Errorf("release %s: %w", l.rec.PK, err)
+		return fmt.Errorf("release %s: %w", Ref(l.rec.PK), err)
 	}
 	return nil
 }
@@ -343,7 +351,7 @@ func (l *Lease) Abandon(ctx context.Context) error {
 		end = l.rec.LeaseExpiresAt
 	}
 	if err := l.g.store.SetLease(ctx, l.rec.PK, l.rec.LeaseToken, end); err != nil {
-		return fmt.Errorf("abandon %s: %w", l.rec.PK, err)
+		return fmt.Errorf("abandon %s: %w", Ref(l.rec.PK), err)
 	}
 	l.rec.LeaseExpiresAt = end
 	return nil

@@ -48,9 +48,67 @@ func TestMain(m *testing.M) {
 		_, file, _, _ := runtime.Caller(0)
 		rieBin = filepath.Join(filepath.Dir(file), "..", "..", "bin", "aws-lambda-rie")
 	}
+	logs, err := os.CreateTemp("", "idempay-function-logs-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	functionLogs = logs
 	code := m.Run()
+	if code == 0 && stacksStarted.Load() > 0 {
+		if err := scanLogs(logs.Name()); err != nil {
+			fmt.Fprintln(os.Stderr, "function logs:", err)
+			code = 1
+		}
+	}
+	logs.Close()
+	os.Remove(logs.Name())
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// functionLogs collects the output of every function the tests run.
+var (
+	functionLogs  *os.File
+	stacksStarted atomic.Int64
+)
+
+// forbidden must never appear in a function's output: payment methods, the
+// tests' idempotency keys and the bearer secret and tokens.
+var forbidden = []string{"pm_card_visa", "pm_card_declined", "pm_card_processing_error", "order-123-attempt", "shared-key-1", "storm-key-1", string(secret), "Bearer "}
+
+// scanLogs checks what the functions wrote during the tests: every JSON line
+// parses, the request lines are there, nothing forbidden leaked.
+func scanLogs(path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	requests, emf := 0, 0
+	for i, line := range strings.Split(string(b), "\n") {
+		for _, f := range forbidden {
+			if strings.Contains(line, f) {
+				return fmt.Errorf("line %d contains %q: %.200s", i+1, f, line)
+			}
+		}
+		if !strings.HasPrefix(line, "{") {
+			continue // the emulator's START/END/REPORT lines and the runtime library's
+		}
+		var doc map[string]any
+		if err := json.Unmarshal([]byte(line), &doc); err != nil {
+			return fmt.Errorf("line %d is not JSON: %.200s", i+1, line)
+		}
+		switch {
+		case doc["message"] == "request" && doc["outcome"] != nil && doc["record"] != nil && doc["level"] == "INFO":
+			requests++
+		case doc["_aws"] != nil:
+			emf++
+		}
+	}
+	if requests == 0 || emf == 0 {
+		return fmt.Errorf("%d request lines, %d EMF lines: the functions did not log", requests, emf)
+	}
+	return nil
 }
 
 // newStack starts a stack of its own for one test: a fresh table, a fresh
@@ -70,11 +128,8 @@ func newStackWith(t *testing.T, cfg localapi.StackConfig) *localapi.Stack {
 	if _, err := os.Stat(rieBin); err != nil {
 		t.Fatalf("aws-lambda-rie not found at %s (make test installs it): %v", rieBin, err)
 	}
-	var out *os.File
-	if testing.Verbose() {
-		out = os.Stderr
-	}
-	cfg.RIE, cfg.BinDir, cfg.Secret, cfg.Output = rieBin, binDir, secret, out
+	stacksStarted.Add(1)
+	cfg.RIE, cfg.BinDir, cfg.Secret, cfg.Output = rieBin, binDir, secret, functionLogs
 	cfg.TableName = fmt.Sprintf("charges-%d-%d", time.Now().UnixNano(), tableNo.Add(1))
 	cfg.GatewayAddr, cfg.SandboxAddr = "127.0.0.1:0", "127.0.0.1:0"
 	if cfg.Instances == 0 {

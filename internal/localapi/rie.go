@@ -117,12 +117,11 @@ func (in *instance) start() error {
 		return err
 	}
 	cfg := in.pool.cfg
-	cmd := exec.Command(cfg.RIE, "--runtime-interface-emulator-address", addr, "--runtime-api-address", api, cfg.Bootstrap)
+	cmd := exec.Command(cfg.RIE, "--log-level", "error", "--runtime-interface-emulator-address", addr, "--runtime-api-address", api, cfg.Bootstrap)
 	cmd.Env = append(os.Environ(), cfg.Env...)
 	cmd.Env = append(cmd.Env,
 		"AWS_LAMBDA_FUNCTION_TIMEOUT="+strconv.Itoa(int(max(time.Second, cfg.Timeout)/time.Second)),
 		"AWS_LAMBDA_FUNCTION_NAME="+cfg.Name,
-		"LOG_LEVEL=error",
 	)
 	cmd.Stdout, cmd.Stderr = cfg.Output, cfg.Output
 	// One process group, so killing it kills the bootstrap too; and gone with

@@ -35,6 +35,7 @@ type Config struct {
 	AcquirerTimeout time.Duration // ACQUIRER_TIMEOUT, default charge.DefaultAcquirerTimeout
 	CacheSize       int           // CACHE_SIZE, default 10000 completed records
 	MaxAmount       int64         // MAX_AMOUNT, default charge.DefaultMaxAmount
+	Environment     string        // ENVIRONMENT: the metrics' Environment dimension, default "local"
 }
 
 // FromEnv reads Config with getenv (os.Getenv in production). Every bad
@@ -46,6 +47,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		AcquirerAPIKey: getenv("ACQUIRER_API_KEY"),
 		AcquirerSecret: getenv("ACQUIRER_SECRET_ARN"),
 		AccountClaim:   or(getenv("ACCOUNT_CLAIM"), "sub"),
+		Environment:    or(getenv("ENVIRONMENT"), "local"),
 	}
 	if c.TableName == "" {
 		return Config{}, fmt.Errorf("TABLE_NAME is required")
@@ -189,4 +191,10 @@ func SweeperFromEnv(getenv func(string) string) (SweeperConfig, error) {
 		return SweeperConfig{}, err
 	}
 	return c, nil
+}
+
+// LogLevel is Lambda's AWS_LAMBDA_LOG_LEVEL (set by its advanced logging
+// controls), else LOG_LEVEL, else INFO.
+func LogLevel(getenv func(string) string) string {
+	return or(getenv("AWS_LAMBDA_LOG_LEVEL"), or(getenv("LOG_LEVEL"), "INFO"))
 }

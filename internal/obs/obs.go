@@ -1,0 +1,96 @@
+// Package obs is what the functions tell operators: one JSON log line per
+// request or message in Lambda's JSON log format, and CloudWatch Embedded
+// Metric Format (EMF) lines whose dimensions stay low-cardinality (function,
+// environment, outcome — never an account or a key).
+package obs
+
+import (
+	"encoding/json"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+)
+
+// NewLogger writes JSON lines as Lambda's JSON log format names them
+// (timestamp, level, message). level is AWS_LAMBDA_LOG_LEVEL or LOG_LEVEL:
+// DEBUG, INFO (default), WARN or ERROR.
+func NewLogger(w io.Writer, level string) *slog.Logger {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(strings.ToUpper(level))); err != nil {
+		l = slog.LevelInfo
+	}
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l, ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+		if len(groups) > 0 {
+			return a
+		}
+		switch a.Key {
+		case slog.TimeKey:
+			a.Key = "timestamp"
+			a.Value = slog.StringValue(a.Value.Time().UTC().Format(time.RFC3339Nano))
+		case slog.MessageKey:
+			a.Key = "message"
+		}
+		return a
+	}}))
+}
+
+// Namespace of every metric.
+const Namespace = "idempay"
+
+// Metrics writes EMF lines for one function in one environment. Safe for
+// concurrent use; each Record call is one line.
+type Metrics struct {
+	mu          sync.Mutex
+	w           io.Writer
+	function    string
+	environment string
+	now         func() time.Time
+}
+
+// NewMetrics returns a writer of EMF lines to w (the function's stdout,
+// which Lambda ships to CloudWatch Logs, where EMF lines become metrics).
+func NewMetrics(w io.Writer, function, environment string) *Metrics {
+	return &Metrics{w: w, function: function, environment: environment, now: time.Now}
+}
+
+// Record writes one EMF line: a count of 1 for outcome (the Outcome
+// dimension: executed, replayed, in_flight, key_reused, released, pending,
+// rejected, reconciled, …), and the named values (milliseconds when the name
+// ends in Ms, counts otherwise) on the function/environment dimensions.
+func (m *Metrics) Record(outcome string, values map[string]float64) {
+	type metric struct {
+		Name string `json:"Name"`
+		Unit string `json:"Unit"`
+	}
+	type directive struct {
+		Namespace  string     `json:"Namespace"`
+		Dimensions [][]string `json:"Dimensions"`
+		Metrics    []metric   `json:"Metrics"`
+	}
+	doc := map[string]any{
+		"Function": m.function, "Environment": m.environment, "Outcome": outcome, "Requests": 1,
+	}
+	directives := []directive{{Namespace: Namespace, Dimensions: [][]string{{"Function", "Environment", "Outcome"}}, Metrics: []metric{{Name: "Requests", Unit: "Count"}}}}
+	if len(values) > 0 {
+		d := directive{Namespace: Namespace, Dimensions: [][]string{{"Function", "Environment"}}}
+		for name, v := range values {
+			unit := "Count"
+			if strings.HasSuffix(name, "Ms") {
+				unit = "Milliseconds"
+			}
+			d.Metrics = append(d.Metrics, metric{Name: name, Unit: unit})
+			doc[name] = v
+		}
+		directives = append(directives, d)
+	}
+	doc["_aws"] = map[string]any{"Timestamp": m.now().UnixMilli(), "CloudWatchMetrics": directives}
+	line, err := json.Marshal(doc)
+	if err != nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, _ = m.w.Write(append(line, '\n'))
+}

@@ -1,0 +1,113 @@
+package obs
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// validateEMF checks a line against the rules of the CloudWatch Embedded
+// Metric Format specification: the _aws member with an integer Timestamp and
+// CloudWatchMetrics directives; each directive a Namespace of 1–1024
+// characters, Dimensions as arrays of at most 30 member names whose root
+// members are strings, and at most 100 Metrics whose Name is a root member
+// holding a number (or up to 100 numbers) and whose Unit, if any, is one of
+// CloudWatch's units.
+func validateEMF(line []byte) error {
+	var doc map[string]any
+	if err := json.Unmarshal(line, &doc); err != nil {
+		return fmt.Errorf("not JSON: %v", err)
+	}
+	aws, ok := doc["_aws"].(map[string]any)
+	if !ok {
+		return fmt.Errorf("no _aws object")
+	}
+	ts, ok := aws["Timestamp"].(float64)
+	if !ok || ts != float64(int64(ts)) || ts <= 0 {
+		return fmt.Errorf("Timestamp %v is not epoch milliseconds", aws["Timestamp"])
+	}
+	dirs, ok := aws["CloudWatchMetrics"].([]any)
+	if !ok || len(dirs) == 0 {
+		return fmt.Errorf("no CloudWatchMetrics directives")
+	}
+	units := map[string]bool{"Seconds": true, "Microseconds": true, "Milliseconds": true, "Bytes": true, "Kilobytes": true, "Megabytes": true,
+		"Gigabytes": true, "Terabytes": true, "Bits": true, "Percent": true, "Count": true, "Bytes/Second": true, "Count/Second": true, "None": true}
+	for _, d := range dirs {
+		d := d.(map[string]any)
+		ns, _ := d["Namespace"].(string)
+		if len(ns) < 1 || len(ns) > 1024 {
+			return fmt.Errorf("Namespace %q", ns)
+		}
+		for _, set := range d["Dimensions"].([]any) {
+			set := set.([]any)
+			if len(set) > 30 {
+				return fmt.Errorf("dimension set of %d", len(set))
+			}
+			for _, name := range set {
+				if _, ok := doc[name.(string)].(string); !ok {
+					return fmt.Errorf("dimension %v has no string root member", name)
+				}
+			}
+		}
+		ms := d["Metrics"].([]any)
+		if len(ms) == 0 || len(ms) > 100 {
+			return fmt.Errorf("%d metrics", len(ms))
+		}
+		for _, m := range ms {
+			m := m.(map[string]any)
+			name, _ := m["Name"].(string)
+			if _, ok := doc[name].(float64); !ok {
+				return fmt.Errorf("metric %q has no numeric root member", name)
+			}
+			if u, ok := m["Unit"].(string); ok && !units[u] {
+				return fmt.Errorf("metric %q: unit %q", name, u)
+			}
+		}
+	}
+	return nil
+}
+
+func TestMetricsAreValidEMF(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	m := NewMetrics(&buf, "charge", "dev")
+	m.now = func() time.Time { return time.UnixMilli(1796105509000) }
+	m.Record("executed", map[string]float64{"AcquirerLatencyMs": 12.5, "AcquirerErrors": 0})
+	m.Record("replayed", nil)
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("%d lines", len(lines))
+	}
+	for _, l := range lines {
+		if err := validateEMF([]byte(l)); err != nil {
+			t.Fatalf("%s: %v", l, err)
+		}
+	}
+	if !strings.Contains(lines[0], `"Outcome":"executed"`) || !strings.Contains(lines[0], `"Unit":"Milliseconds"`) {
+		t.Fatalf("line %s", lines[0])
+	}
+	// The validator is not a rubber stamp.
+	for _, bad := range []string{`{"a":1}`, `{"_aws":{"Timestamp":1.5,"CloudWatchMetrics":[]}}`,
+		`{"_aws":{"Timestamp":1,"CloudWatchMetrics":[{"Namespace":"n","Dimensions":[["F"]],"Metrics":[{"Name":"X"}]}]},"F":"f"}`} {
+		if validateEMF([]byte(bad)) == nil {
+			t.Fatalf("validator accepted %s", bad)
+		}
+	}
+}
+
+func TestLoggerUsesLambdaJSONFormat(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	NewLogger(&buf, "info").Info("charge", "outcome", "executed")
+	NewLogger(&buf, "warn").Info("dropped")
+	var line map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &line); err != nil {
+		t.Fatalf("%s: %v", buf.String(), err)
+	}
+	if line["message"] != "charge" || line["level"] != "INFO" || line["timestamp"] == nil || line["outcome"] != "executed" {
+		t.Fatalf("line %v", line)
+	}
+}
