@@ -86,10 +86,10 @@ run-localstack: $(RIE)
 test-localstack: $(RIE)
 	$(LOCALSTACK_ENV) go test $(GO_TEST_FLAGS) ./...
 
-## build: the Lambda bootstraps for AWS (linux/arm64) into dist/<function>/bootstrap
+## build: the Lambda bootstraps for AWS (linux/arm64) into dist/<function>/bootstrap; TRACING=1 links the OTLP exporter
 build:
 	@for fn in $(FUNCTIONS); do \
-	  GOOS=linux GOARCH=arm64 CGO_ENABLED=0 go build -tags lambda.norpc -trimpath -ldflags='-s -w' -o dist/$$fn/bootstrap ./functions/$$fn; \
+	  GOOS=linux GOARCH=arm64 CGO_ENABLED=0 go build -tags "lambda.norpc $(if $(TRACING),tracing)" -trimpath -ldflags='-s -w' -o dist/$$fn/bootstrap ./functions/$$fn; \
 	  echo "dist/$$fn/bootstrap"; \
 	done
 

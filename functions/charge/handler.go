@@ -8,6 +8,10 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"go.opentelemetry.io/contrib/propagators/aws/xray"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/idem"
@@ -30,14 +34,41 @@ type Handler struct {
 	// Log gets one line per request and Metrics one EMF line; nil skips them.
 	Log     *slog.Logger
 	Metrics *obs.Metrics
+	// Tracer makes the request span, continuing the trace API Gateway
+	// started (X-Amzn-Trace-Id or traceparent); nil makes none.
+	Tracer trace.Tracer
+}
+
+// propagator reads both trace headers API Gateway may pass on.
+var propagator = propagation.NewCompositeTextMapPropagator(xray.Propagator{}, propagation.TraceContext{})
+
+// headerCarrier reads the event's headers whatever their case.
+type headerCarrier map[string]string
+
+func (c headerCarrier) Get(key string) string {
+	return header(events.APIGatewayV2HTTPRequest{Headers: c}, key)
+}
+func (c headerCarrier) Set(string, string) {}
+func (c headerCarrier) Keys() []string {
+	keys := make([]string, 0, len(c))
+	for k := range c {
+		keys = append(keys, k)
+	}
+	return keys
 }
 
 // Handle serves one event. It never returns an error: every failure is an
 // HTTP answer, so API Gateway never turns one into a bare 500.
 func (h *Handler) Handle(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 	start := time.Now()
+	if h.Tracer != nil {
+		var span trace.Span
+		ctx, span = h.Tracer.Start(propagator.Extract(ctx, headerCarrier(ev.Headers)), ev.RouteKey, trace.WithSpanKind(trace.SpanKindServer))
+		defer span.End()
+	}
 	account := h.account(ev)
 	res := h.serve(ctx, ev, account)
+	trace.SpanFromContext(ctx).SetAttributes(attribute.String("idem.outcome", res.Outcome), attribute.Int("http.response.status_code", res.StatusCode))
 	h.observe(ctx, ev, account, res, time.Since(start))
 	return render(res), nil
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"os"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/idempotent-payments/idempay/internal/obs"
@@ -19,16 +20,27 @@ func main() {
 		logger.Error("configuration", "error", err)
 		os.Exit(1)
 	}
+	tracer, flush, err := setup.Tracing(context.Background(), "charge", os.Getenv)
+	if err != nil {
+		logger.Error("start-up", "error", err)
+		os.Exit(1)
+	}
+	if tracer == nil {
+		logger.Info("tracing off", "exporter_built", setup.TracingBuilt)
+	}
 	awsCfg, err := setup.AWS(context.Background())
 	if err != nil {
 		logger.Error("start-up", "error", err)
 		os.Exit(1)
 	}
-	svc, err := setup.ChargeService(context.Background(), awsCfg, cfg, logger)
+	svc, err := setup.ChargeService(context.Background(), awsCfg, cfg, logger, tracer)
 	if err != nil {
 		logger.Error("start-up", "error", err)
 		os.Exit(1)
 	}
-	h := &Handler{Service: svc, AccountClaim: cfg.AccountClaim, Log: logger, Metrics: obs.NewMetrics(os.Stdout, "charge", cfg.Environment)}
-	lambda.Start(h.Handle)
+	h := &Handler{Service: svc, AccountClaim: cfg.AccountClaim, Log: logger, Metrics: obs.NewMetrics(os.Stdout, "charge", cfg.Environment), Tracer: tracer}
+	lambda.Start(func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+		defer flush(ctx) // Lambda freezes the process after the answer
+		return h.Handle(ctx, ev)
+	})
 }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"os"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
@@ -33,11 +34,18 @@ func main() {
 	if err != nil {
 		fail(err)
 	}
+	tracer, flush, err := setup.Tracing(context.Background(), "sqsconsumer", os.Getenv)
+	if err != nil {
+		fail(err)
+	}
+	if tracer == nil {
+		logger.Info("tracing off", "exporter_built", setup.TracingBuilt)
+	}
 	awsCfg, err := setup.AWS(context.Background())
 	if err != nil {
 		fail(err)
 	}
-	svc, err := setup.ChargeService(context.Background(), awsCfg, cfg, logger)
+	svc, err := setup.ChargeService(context.Background(), awsCfg, cfg, logger, tracer)
 	if err != nil {
 		fail(err)
 	}
@@ -46,5 +54,8 @@ func main() {
 		Service: svc, Commands: queue.New(sqsClient, queueURL), DeadLetters: queue.New(sqsClient, dlqURL),
 		Concurrency: 5, Logger: logger, Metrics: obs.NewMetrics(os.Stdout, "sqsconsumer", cfg.Environment),
 	}
-	lambda.Start(h.Handle)
+	lambda.Start(func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+		defer flush(ctx)
+		return h.Handle(ctx, ev)
+	})
 }

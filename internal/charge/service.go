@@ -9,6 +9,11 @@ import (
 	"strconv"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
 	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/problem"
@@ -51,6 +56,8 @@ type Config struct {
 	MaxAmount int64
 	// Logger receives one line per anomaly; never card data or keys.
 	Logger *slog.Logger
+	// Tracer makes the claim, acquirer and completion spans (none when nil).
+	Tracer trace.Tracer
 }
 
 // Service charges cards idempotently. It is shared by the HTTP and the SQS
@@ -83,6 +90,9 @@ func NewService(guard *idem.Guard, acq Acquirer, cfg Config) *Service {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.Tracer == nil {
+		cfg.Tracer = noop.NewTracerProvider().Tracer("")
 	}
 	return &Service{guard: guard, acquirer: acq, cfg: cfg}
 }
@@ -128,7 +138,9 @@ func (s *Service) Charge(ctx context.Context, account, keyHeader string, body []
 // ChargeParsed is Charge for an already parsed key and request (the SQS
 // path). A bad scope is answered, never written.
 func (s *Service) ChargeParsed(ctx context.Context, scope idem.Scope, req Request) Result {
-	claim, err := s.guard.Begin(ctx, scope, req.Canonical())
+	claimCtx, span := s.cfg.Tracer.Start(ctx, "idem.claim")
+	claim, err := s.guard.Begin(claimCtx, scope, req.Canonical())
+	span.End()
 	var inFlight *idem.InFlightError
 	switch {
 	case errors.Is(err, idem.ErrAccountInvalid):
@@ -160,7 +172,9 @@ func (s *Service) ChargeParsed(ctx context.Context, scope idem.Scope, req Reques
 func (s *Service) execute(ctx context.Context, lease *idem.Lease, req Request, spent *time.Duration) Result {
 	if lease.TakenOver() {
 		start := time.Now()
-		auth, err := s.acquirer.Lookup(ctx, lease.DownstreamKey())
+		lookupCtx, span := s.cfg.Tracer.Start(ctx, "acquirer.lookup", trace.WithSpanKind(trace.SpanKindClient))
+		auth, err := s.acquirer.Lookup(lookupCtx, lease.DownstreamKey())
+		endSpan(span, err)
 		*spent += time.Since(start)
 		switch {
 		case err == nil:
@@ -175,10 +189,13 @@ func (s *Service) execute(ctx context.Context, lease *idem.Lease, req Request, s
 		return s.notSent(ctx, lease)
 	}
 	start := time.Now()
+	callCtx, span := s.cfg.Tracer.Start(callCtx, "acquirer.authorize", trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(attribute.Int("idem.attempt", lease.Attempt())))
 	auth, err := s.acquirer.Authorize(callCtx, lease.DownstreamKey(), acquirer.Request{
 		Amount: req.Amount, Currency: req.Currency, PaymentMethod: req.PaymentMethod,
 		OrderID: req.OrderID, Description: req.Description,
 	})
+	endSpan(span, err)
 	*spent += time.Since(start)
 	cancel()
 	switch {
@@ -252,7 +269,9 @@ func (s *Service) finish(ctx context.Context, lease *idem.Lease, req Request, au
 		CreatedAt: s.guard.Now().UTC().Truncate(time.Millisecond),
 	}
 	resp := ch.response()
-	err := lease.Complete(ctx, resp, ch.item())
+	completeCtx, span := s.cfg.Tracer.Start(ctx, "idem.complete")
+	err := lease.Complete(completeCtx, resp, ch.item())
+	endSpan(span, err)
 	if err == nil {
 		return Result{Response: resp, Outcome: "executed"}
 	}
@@ -287,6 +306,13 @@ func (s *Service) Get(ctx context.Context, account, id string) Result {
 		return notFound
 	}
 	return Result{Response: idem.Response{StatusCode: 200, Headers: map[string]string{"Content-Type": "application/json"}, Body: ch.json()}, Outcome: "read"}
+}
+
+func endSpan(span trace.Span, err error) {
+	if err != nil {
+		span.SetStatus(codes.Error, "failed") // the cause stays in the logs: it may name a record
+	}
+	span.End()
 }
 
 // Problem renders d as a Result (never a replay), with the outcome

@@ -15,6 +15,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/idem"
@@ -110,7 +112,7 @@ func Require(getenv func(string) string, name string) (string, error) {
 
 // ChargeService builds the charge service: DynamoDB, the guard, the
 // acquirer client.
-func ChargeService(ctx context.Context, awsCfg aws.Config, c Config, logger *slog.Logger) (*charge.Service, error) {
+func ChargeService(ctx context.Context, awsCfg aws.Config, c Config, logger *slog.Logger, tracer trace.Tracer) (*charge.Service, error) {
 	ddb := dynamodb.NewFromConfig(awsCfg)
 	guard := idem.NewGuard(dynamostore.New(ddb, c.TableName), idem.Config{
 		Retention: c.Retention, LeaseMargin: c.LeaseMargin, CacheSize: c.CacheSize,
@@ -131,7 +133,7 @@ func ChargeService(ctx context.Context, awsCfg aws.Config, c Config, logger *slo
 	}
 	return charge.NewService(guard, acq, charge.Config{
 		InTransitBound: c.InTransitBound, ClockSkew: c.ClockSkew, AcquirerTimeout: c.AcquirerTimeout,
-		MaxAmount: c.MaxAmount, Logger: logger,
+		MaxAmount: c.MaxAmount, Logger: logger, Tracer: tracer,
 	}), nil
 }
 
