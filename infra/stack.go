@@ -108,7 +108,7 @@ func NewStack(scope constructs.Construct, id string, cfg Config, assets StackAss
 		})
 	sweeper := newFunction(stack, "Sweeper", cfg, assets, removal, sweeperTimeout,
 		&map[string]*string{
-			"TABLE_NAME": table.Ref(), "QUEUE_URL": commands.QueueUrl(),
+			"TABLE_NAME": table.Ref(), "QUEUE_URL": commands.QueueUrl(), "ENVIRONMENT": jsii.String(cfg.Name),
 			"IN_TRANSIT_BOUND": jsii.String(inTransitBound), "CLOCK_SKEW": jsii.String(clockSkew),
 		}, []statement{
 			{actions: []string{"dynamodb:Query"}, resources: []*string{indexArn}},
@@ -185,9 +185,8 @@ type statement struct {
 
 // function is a Lambda function with its own role and policy.
 type function struct {
-	fn       awslambda.Function
-	policy   awsiam.Policy
-	logGroup awslogs.LogGroup
+	fn     awslambda.Function
+	policy awsiam.Policy
 }
 
 // newFunction makes one function (provided.al2023, arm64) with a role that
@@ -218,7 +217,7 @@ func newFunction(stack awscdk.Stack, name string, cfg Config, assets StackAssets
 		LogGroup:     logs,
 	})
 	fn.Node().AddDependency(policy)
-	return function{fn: fn, policy: policy, logGroup: logs}
+	return function{fn: fn, policy: policy}
 }
 
 // newAPI is the HTTP API: JWT authorizer on both routes, throttling and
@@ -276,16 +275,12 @@ func newAlarms(stack awscdk.Stack, cfg Config, dlq awssqs.Queue, api awsapigatew
 	alarm("ConsumerThrottlesAlarm", "The SQS consumer was throttled", consumer.fn.MetricThrottles(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Sum")}), float64(cfg.AlarmThrottlesPer5Min))
 	alarm("SweeperErrorsAlarm", "The sweeper failed a run", sweeper.fn.MetricErrors(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Sum")}), 1)
 
-	// The sweeper logs one JSON line per run; metric filters turn its
-	// counts into metrics.
-	for id, field := range map[string]string{"StaleFlagged": "flagged", "StaleFailing": "failing"} {
-		awslogs.NewMetricFilter(stack, jsii.String(id+"Filter"), &awslogs.MetricFilterProps{
-			LogGroup: sweeper.logGroup, MetricNamespace: jsii.String("idempay/" + cfg.Name), MetricName: jsii.String(id),
-			FilterPattern: awslogs.FilterPattern_Exists(jsii.String("$." + field)), MetricValue: jsii.String("$." + field),
-		})
-	}
+	// The sweeper's EMF line (internal/obs) carries its counts per run.
 	metric := func(name string) awscloudwatch.Metric {
-		return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{Namespace: jsii.String("idempay/" + cfg.Name), MetricName: jsii.String(name), Period: five, Statistic: jsii.String("Maximum")})
+		return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
+			Namespace: jsii.String("idempay"), MetricName: jsii.String(name), Period: five, Statistic: jsii.String("Maximum"),
+			DimensionsMap: &map[string]*string{"Function": jsii.String("sweeper"), "Environment": jsii.String(cfg.Name)},
+		})
 	}
 	alarm("StaleRecordsAlarm", "The sweeper found records left in flight and asked for their reconciliation", metric("StaleFlagged"), 1)
 	alarm("StaleFailingAlarm", "Records stay in flight after 3 reconciliations: the acquirer lookups keep failing", metric("StaleFailing"), 1)

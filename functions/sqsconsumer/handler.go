@@ -79,7 +79,11 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 			h.Logger.InfoContext(ctx, "message", "messageId", msg.MessageId, "operation", charge.Operation, "record", v.record,
 				"outcome", v.outcome, "attempt", v.attempt, "retry", !done, "total_ms", float64(time.Since(start).Microseconds())/1000)
 			if h.Metrics != nil {
-				h.Metrics.Record(v.outcome, map[string]float64{"LatencyMs": float64(time.Since(start).Microseconds()) / 1000})
+				values := map[string]float64{"LatencyMs": float64(time.Since(start).Microseconds()) / 1000}
+				if v.rejectCode != "" && done {
+					values["DeadLettered"] = 1
+				}
+				h.Metrics.Record(v.outcome, values)
 			}
 			if !done {
 				mu.Lock()

@@ -37,5 +37,5 @@ func main() {
 		queue.New(sqs.NewFromConfig(awsCfg), cfg.QueueURL),
 		sweep.Config{InTransitBound: cfg.InTransitBound, ClockSkew: cfg.ClockSkew},
 	)
-	lambda.Start((&Handler{Sweeper: s, Logger: logger}).Handle)
+	lambda.Start((&Handler{Sweeper: s, Logger: logger, Metrics: obs.NewMetrics(os.Stdout, "sweeper", cfg.Environment)}).Handle)
 }

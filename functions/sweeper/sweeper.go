@@ -6,6 +6,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/idempotent-payments/idempay/internal/obs"
 	"github.com/idempotent-payments/idempay/internal/sweep"
 )
 
@@ -14,6 +15,9 @@ import (
 type Handler struct {
 	Sweeper *sweep.Sweeper
 	Logger  *slog.Logger
+	// Metrics gets the run's counts as EMF (StaleFlagged, StaleFailing,
+	// OldestStaleSeconds): the stale-records alarms read them. Nil skips it.
+	Metrics *obs.Metrics
 }
 
 // Handle runs one sweep. An error (a shard it could not read or flag) fails
@@ -22,5 +26,14 @@ func (h *Handler) Handle(ctx context.Context, _ events.EventBridgeEvent) (sweep.
 	r, err := h.Sweeper.Run(ctx)
 	h.Logger.InfoContext(ctx, "sweep", "flagged", r.Flagged, "backed_off", r.BackedOff, "failing", r.Failing,
 		"oldest_stale_seconds", int(r.OldestStale.Seconds()), "complete", r.Complete, "error", err)
+	if h.Metrics != nil {
+		outcome := "swept"
+		if err != nil {
+			outcome = "sweep_failed"
+		}
+		h.Metrics.Record(outcome, map[string]float64{
+			"StaleFlagged": float64(r.Flagged), "StaleFailing": float64(r.Failing), "OldestStaleSeconds": r.OldestStale.Seconds(),
+		})
+	}
 	return r, err
 }

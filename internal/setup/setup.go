@@ -174,6 +174,7 @@ type SweeperConfig struct {
 	QueueURL       string        // QUEUE_URL (required): where reconcile commands go
 	InTransitBound time.Duration // IN_TRANSIT_BOUND, as the charge functions'
 	ClockSkew      time.Duration // CLOCK_SKEW, as the charge functions'
+	Environment    string        // ENVIRONMENT, the metrics' dimension ("local")
 }
 
 // SweeperFromEnv reads SweeperConfig with getenv.
@@ -192,6 +193,7 @@ func SweeperFromEnv(getenv func(string) string) (SweeperConfig, error) {
 	if c.ClockSkew, err = duration(getenv, "CLOCK_SKEW", charge.DefaultClockSkew); err != nil {
 		return SweeperConfig{}, err
 	}
+	c.Environment = or(getenv("ENVIRONMENT"), "local")
 	return c, nil
 }
 
