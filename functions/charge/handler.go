@@ -101,12 +101,13 @@ func (h *Handler) observe(ctx context.Context, ev events.APIGatewayV2HTTPRequest
 	if h.Log != nil {
 		h.Log.InfoContext(ctx, "request", "requestId", ev.RequestContext.RequestID, "route", ev.RouteKey,
 			"operation", charge.Operation, "record", ref, "outcome", res.Outcome, "status", res.StatusCode,
-			"attempt", res.Attempt, "acquirer_ms", ms(res.AcquirerLatency), "total_ms", ms(took))
+			"attempt", res.Attempt, "acquirer_ms", ms(res.AcquirerLatency), "acquirer_errors", res.AcquirerErrors, "total_ms", ms(took))
 	}
 	if h.Metrics != nil {
 		values := map[string]float64{"LatencyMs": ms(took)}
 		if res.AcquirerLatency > 0 {
 			values["AcquirerLatencyMs"] = ms(res.AcquirerLatency)
+			values["AcquirerErrors"] = float64(res.AcquirerErrors)
 		}
 		h.Metrics.Record(res.Outcome, values)
 	}

@@ -107,9 +107,11 @@ type Result struct {
 	// not_found.
 	Outcome string
 	// Attempt is the lease's attempt when this request owned the key (else 0);
-	// AcquirerLatency the time spent in acquirer calls.
+	// AcquirerLatency the time spent in acquirer calls, AcquirerErrors how
+	// many of them failed (a lookup's "not found" is an answer, not a failure).
 	Attempt         int
 	AcquirerLatency time.Duration
+	AcquirerErrors  int
 }
 
 func (r Result) with(outcome string) Result {
@@ -160,22 +162,35 @@ func (s *Service) ChargeParsed(ctx context.Context, scope idem.Scope, req Reques
 	case claim.Replay != nil:
 		return Result{Response: *claim.Replay, Replay: true, Outcome: "replayed"}
 	}
-	var spent time.Duration
-	res := s.execute(ctx, claim.Lease, req, &spent)
-	res.Attempt, res.AcquirerLatency = claim.Lease.Attempt(), spent
+	var calls acquirerCalls
+	res := s.execute(ctx, claim.Lease, req, &calls)
+	res.Attempt, res.AcquirerLatency, res.AcquirerErrors = claim.Lease.Attempt(), calls.spent, calls.failed
 	return res
 }
 
+// acquirerCalls adds up the acquirer calls of one request.
+type acquirerCalls struct {
+	spent  time.Duration
+	failed int
+}
+
+func (c *acquirerCalls) add(start time.Time, err error) {
+	c.spent += time.Since(start)
+	if err != nil && !errors.Is(err, acquirer.ErrNotFound) {
+		c.failed++
+	}
+}
+
 // execute runs the owner's path: after a take-over, ask the acquirer first;
-// then authorize within the lease and store the outcome. Time spent in
-// acquirer calls is added to spent.
-func (s *Service) execute(ctx context.Context, lease *idem.Lease, req Request, spent *time.Duration) Result {
+// then authorize within the lease and store the outcome. The acquirer calls
+// are added up in calls.
+func (s *Service) execute(ctx context.Context, lease *idem.Lease, req Request, calls *acquirerCalls) Result {
 	if lease.TakenOver() {
 		start := time.Now()
 		lookupCtx, span := s.cfg.Tracer.Start(ctx, "acquirer.lookup", trace.WithSpanKind(trace.SpanKindClient))
 		auth, err := s.acquirer.Lookup(lookupCtx, lease.DownstreamKey())
 		endSpan(span, err)
-		*spent += time.Since(start)
+		calls.add(start, err)
 		switch {
 		case err == nil:
 			return s.finish(ctx, lease, req, auth)
@@ -196,7 +211,7 @@ func (s *Service) execute(ctx context.Context, lease *idem.Lease, req Request, s
 		OrderID: req.OrderID, Description: req.Description,
 	})
 	endSpan(span, err)
-	*spent += time.Since(start)
+	calls.add(start, err)
 	cancel()
 	switch {
 	case err == nil:
