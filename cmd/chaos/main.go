@@ -12,6 +12,7 @@ import (
 
 	"github.com/idempotent-payments/idempay/internal/chaos"
 	"github.com/idempotent-payments/idempay/internal/localapi"
+	"github.com/idempotent-payments/idempay/internal/setup"
 )
 
 func main() {
@@ -37,7 +38,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	cfg.RIE, cfg.BinDir = env("AWS_LAMBDA_RIE", filepath.Join("bin", "aws-lambda-rie")), bin
+	cfg.RIE, cfg.BinDir = setup.Or(os.Getenv("AWS_LAMBDA_RIE"), filepath.Join("bin", "aws-lambda-rie")), bin
 	sum, err := chaos.Run(context.Background(), cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "chaos:", err)
@@ -49,11 +50,4 @@ func main() {
 		os.Exit(1)
 	}
 	fmt.Println("no violations")
-}
-
-func env(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
 }

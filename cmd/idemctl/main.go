@@ -53,7 +53,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, 
 	}
 	cmd := args[0]
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
-	table := fs.String("table", or(getenv("TABLE_NAME"), "idempay-local"), "the table")
+	table := fs.String("table", setup.Or(getenv("TABLE_NAME"), "idempay-local"), "the table")
 	account := fs.String("account", "", "the account (the JWT's account claim)")
 	key := fs.String("key", "", "the client's Idempotency-Key")
 	olderThan := fs.Duration("older-than", charge.DefaultInTransitBound+charge.DefaultClockSkew, "stale/release: lease ended at least this long ago (T + skew)")
@@ -225,13 +225,6 @@ func describe(ctx context.Context, guard *idem.Guard, rec *idem.Record) view {
 		if item, err := guard.Item(ctx, "CHARGE#"+charge.ChargeID(rec.DownstreamKey)); err == nil {
 			v.Ledger = item.Attributes
 		}
-	}
-	return v
-}
-
-func or(v, def string) string {
-	if v == "" {
-		return def
 	}
 	return v
 }

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/idempotent-payments/idempay/internal/localapi"
+	"github.com/idempotent-payments/idempay/internal/setup"
 )
 
 func main() {
@@ -32,8 +33,8 @@ func main() {
 func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	secret := env("LOCAL_JWT_SECRET", "local-dev-secret")
-	instances, err := strconv.Atoi(env("LOCAL_INSTANCES", "2"))
+	secret := setup.Or(os.Getenv("LOCAL_JWT_SECRET"), "local-dev-secret")
+	instances, err := strconv.Atoi(setup.Or(os.Getenv("LOCAL_INSTANCES"), "2"))
 	if err != nil || instances < 1 {
 		return fmt.Errorf("LOCAL_INSTANCES=%q: want a positive integer", os.Getenv("LOCAL_INSTANCES"))
 	}
@@ -43,9 +44,9 @@ func run() error {
 		return err
 	}
 	stack, err := localapi.StartStack(ctx, localapi.StackConfig{
-		RIE: env("AWS_LAMBDA_RIE", filepath.Join("bin", "aws-lambda-rie")), BinDir: binDir,
-		TableName:   env("TABLE_NAME", "idempay-local"),
-		GatewayAddr: env("LOCAL_API_ADDR", "127.0.0.1:8080"), SandboxAddr: env("SANDBOX_ADDR", "127.0.0.1:8081"),
+		RIE: setup.Or(os.Getenv("AWS_LAMBDA_RIE"), filepath.Join("bin", "aws-lambda-rie")), BinDir: binDir,
+		TableName:   setup.Or(os.Getenv("TABLE_NAME"), "idempay-local"),
+		GatewayAddr: setup.Or(os.Getenv("LOCAL_API_ADDR"), "127.0.0.1:8080"), SandboxAddr: setup.Or(os.Getenv("SANDBOX_ADDR"), "127.0.0.1:8081"),
 		Secret: []byte(secret), Instances: instances, Output: os.Stdout,
 	})
 	if err != nil {
@@ -75,11 +76,4 @@ Ctrl-C stops everything this command started.
 	<-ctx.Done()
 	fmt.Println("\nstopping")
 	return nil
-}
-
-func env(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
 }

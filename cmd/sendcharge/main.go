@@ -34,14 +34,14 @@ func main() {
 func run() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	account, key := env("ACCOUNT", "acct_demo"), env("KEY", fmt.Sprintf("sqs-demo-%d", time.Now().Unix()))
-	table := env("TABLE_NAME", "idempay-local")
+	account, key := setup.Or(os.Getenv("ACCOUNT"), "acct_demo"), setup.Or(os.Getenv("KEY"), fmt.Sprintf("sqs-demo-%d", time.Now().Unix()))
+	table := setup.Or(os.Getenv("TABLE_NAME"), "idempay-local")
 	awsCfg, err := setup.AWS(ctx)
 	if err != nil {
 		return err
 	}
 	client := sqs.NewFromConfig(awsCfg)
-	q, err := client.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(table + "-commands")})
+	q, err := client.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(localapi.QueueName(table))})
 	if err != nil {
 		return fmt.Errorf("the queue of `make run` (is it running?): %w", err)
 	}
@@ -63,12 +63,12 @@ func run() error {
 				ID string `json:"id"`
 			}
 			_ = json.Unmarshal(rec.Response.Body, &ch)
-			token, err := localapi.Token([]byte(env("LOCAL_JWT_SECRET", "local-dev-secret")), account, time.Hour)
+			token, err := localapi.Token([]byte(setup.Or(os.Getenv("LOCAL_JWT_SECRET"), "local-dev-secret")), account, time.Hour)
 			if err != nil {
 				return err
 			}
 			fmt.Printf("processed: %d %s\nread it back:\n\ncurl -i http://%s/v1/charges/%s -H 'Authorization: Bearer %s'\n",
-				rec.Response.StatusCode, rec.Response.Body, env("LOCAL_API_ADDR", "127.0.0.1:8080"), ch.ID, token)
+				rec.Response.StatusCode, rec.Response.Body, setup.Or(os.Getenv("LOCAL_API_ADDR"), "127.0.0.1:8080"), ch.ID, token)
 			return nil
 		}
 		select {
@@ -77,11 +77,4 @@ func run() error {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-}
-
-func env(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
 }

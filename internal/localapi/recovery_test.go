@@ -37,6 +37,16 @@ func sweepUntil(t *testing.T, s *localapi.Stack, within time.Duration) {
 	})
 }
 
+// waitForRecord waits up to 15 s for the record of (account, key) to reach
+// status ("" for absent); what names the event in the failure.
+func waitForRecord(t *testing.T, s *localapi.Stack, account, key, status, what string) {
+	t.Helper()
+	waitFor(t, 15*time.Second, what, func() bool {
+		st, _ := recordStatus(t, s, account, key)
+		return st == status
+	})
+}
+
 // reconcileNow delivers a reconcile command to the consumer at once, as a
 // duplicate or early command would arrive.
 func reconcileNow(t *testing.T, s *localapi.Stack, pk string) {
@@ -82,10 +92,7 @@ func TestCrashAfterAuthorization(t *testing.T) {
 		t.Fatalf("after the crash: record %q", st)
 	}
 	sweepUntil(t, s, 15*time.Second)
-	waitFor(t, 15*time.Second, "the reconciliation", func() bool {
-		st, _ := recordStatus(t, s, "acct_r", "crash-after-auth-1")
-		return st == "COMPLETED"
-	})
+	waitForRecord(t, s, "acct_r", "crash-after-auth-1", "COMPLETED", "the reconciliation")
 	r := charge(t, s, "acct_r", "crash-after-auth-1", visa)
 	if r.status != 201 || r.header.Get("Idempotent-Replay") != "true" {
 		t.Fatalf("client retry: %d %s", r.status, r.body)
@@ -109,10 +116,7 @@ func TestCrashBeforeSending(t *testing.T) {
 	}
 	time.Sleep(time.Second)
 	sweepUntil(t, s, 15*time.Second)
-	waitFor(t, 15*time.Second, "the release", func() bool {
-		st, _ := recordStatus(t, s, "acct_r", "crash-before-send-1")
-		return st == ""
-	})
+	waitForRecord(t, s, "acct_r", "crash-before-send-1", "", "the release")
 	r := charge(t, s, "acct_r", "crash-before-send-1", visa)
 	if r.status != 201 || r.header.Get("Idempotent-Replay") != "" {
 		t.Fatalf("retry after release: %d %s", r.status, r.body)
@@ -195,10 +199,7 @@ func TestRule3ReconcilerWaitsForInTransit(t *testing.T) {
 	}
 	<-landed
 	sweepUntil(t, s, 15*time.Second)
-	waitFor(t, 15*time.Second, "the reconciliation", func() bool {
-		st, _ := recordStatus(t, s, "acct_r", "in-transit-1")
-		return st == "COMPLETED"
-	})
+	waitForRecord(t, s, "acct_r", "in-transit-1", "COMPLETED", "the reconciliation")
 
 	// Control: the same path with the reconciler's bound dropped loses the charge.
 	before := authorizations(s)

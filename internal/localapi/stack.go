@@ -110,7 +110,7 @@ func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
 	s.SandboxURL = sandboxURL
 	s.sandboxServer = s.servers[len(s.servers)-1]
 	s.SQS = sqs.NewFromConfig(awsCfg)
-	queueURL, queueARN, dlqURL, err := createQueues(ctx, s.SQS, cfg.TableName+"-commands", cfg.VisibilityTimeout, cfg.MaxReceives)
+	queueURL, queueARN, dlqURL, err := createQueues(ctx, s.SQS, QueueName(cfg.TableName), cfg.VisibilityTimeout, cfg.MaxReceives)
 	if err != nil {
 		s.Close()
 		return nil, err
@@ -170,6 +170,10 @@ func (s *Stack) serve(addr string, h http.Handler) (string, error) {
 	}()
 	return "http://" + l.Addr().String(), nil
 }
+
+// QueueName is the charge-commands queue of the stack on table (its DLQ
+// adds "-dlq").
+func QueueName(table string) string { return table + "-commands" }
 
 // Sweep invokes the sweeper once, now, and returns its report.
 func (s *Stack) Sweep(ctx context.Context) (sweep.Report, error) {

@@ -221,14 +221,12 @@ func (s *Server) record(key string, req acquirer.Request) stored {
 }
 
 func (s *Server) lookup(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	rec, ok := s.byKey[r.PathValue("key")]
-	s.mu.Unlock()
-	if !ok {
+	auth, err := s.Lookup(r.Context(), r.PathValue("key"))
+	if err != nil {
 		writeJSON(w, http.StatusNotFound, map[string]string{"error": "not found"})
 		return
 	}
-	writeJSON(w, http.StatusOK, rec.auth)
+	writeJSON(w, http.StatusOK, auth)
 }
 
 func (s *Server) list(w http.ResponseWriter, _ *http.Request) {

@@ -48,8 +48,8 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		AcquirerURL:    getenv("ACQUIRER_URL"),
 		AcquirerAPIKey: getenv("ACQUIRER_API_KEY"),
 		AcquirerSecret: getenv("ACQUIRER_SECRET_ARN"),
-		AccountClaim:   or(getenv("ACCOUNT_CLAIM"), "sub"),
-		Environment:    or(getenv("ENVIRONMENT"), "local"),
+		AccountClaim:   Or(getenv("ACCOUNT_CLAIM"), "sub"),
+		Environment:    Or(getenv("ENVIRONMENT"), "local"),
 	}
 	if c.TableName == "" {
 		return Config{}, fmt.Errorf("TABLE_NAME is required")
@@ -137,7 +137,8 @@ func ChargeService(ctx context.Context, awsCfg aws.Config, c Config, logger *slo
 	}), nil
 }
 
-func or(v, def string) string {
+// Or returns v, or def when v is empty: a setting with a default.
+func Or(v, def string) string {
 	if v == "" {
 		return def
 	}
@@ -193,12 +194,12 @@ func SweeperFromEnv(getenv func(string) string) (SweeperConfig, error) {
 	if c.ClockSkew, err = duration(getenv, "CLOCK_SKEW", charge.DefaultClockSkew); err != nil {
 		return SweeperConfig{}, err
 	}
-	c.Environment = or(getenv("ENVIRONMENT"), "local")
+	c.Environment = Or(getenv("ENVIRONMENT"), "local")
 	return c, nil
 }
 
 // LogLevel is Lambda's AWS_LAMBDA_LOG_LEVEL (set by its advanced logging
 // controls), else LOG_LEVEL, else INFO.
 func LogLevel(getenv func(string) string) string {
-	return or(getenv("AWS_LAMBDA_LOG_LEVEL"), or(getenv("LOG_LEVEL"), "INFO"))
+	return Or(getenv("AWS_LAMBDA_LOG_LEVEL"), Or(getenv("LOG_LEVEL"), "INFO"))
 }
