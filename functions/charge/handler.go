@@ -14,7 +14,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/idempotent-payments/idempay/internal/charge"
-	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/obs"
 	"github.com/idempotent-payments/idempay/internal/problem"
 )
@@ -61,15 +60,16 @@ func (c headerCarrier) Keys() []string {
 // HTTP answer, so API Gateway never turns one into a bare 500.
 func (h *Handler) Handle(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 	start := time.Now()
+	var span trace.Span
 	if h.Tracer != nil {
-		var span trace.Span
 		ctx, span = h.Tracer.Start(propagator.Extract(ctx, headerCarrier(ev.Headers)), ev.RouteKey, trace.WithSpanKind(trace.SpanKindServer))
 		defer span.End()
 	}
-	account := h.account(ev)
-	res := h.serve(ctx, ev, account)
-	trace.SpanFromContext(ctx).SetAttributes(attribute.String("idem.outcome", res.Outcome), attribute.Int("http.response.status_code", res.StatusCode))
-	h.observe(ctx, ev, account, res, time.Since(start))
+	res := h.serve(ctx, ev, h.account(ev))
+	if span != nil {
+		span.SetAttributes(attribute.String("idem.outcome", res.Outcome), attribute.Int("http.response.status_code", res.StatusCode))
+	}
+	h.observe(ctx, ev, res, time.Since(start))
 	return render(res), nil
 }
 
@@ -93,14 +93,10 @@ func (h *Handler) serve(ctx context.Context, ev events.APIGatewayV2HTTPRequest, 
 // observe writes the request's log line and metrics. The record is named by
 // its reference (a hash of operation, account and key), never by the raw
 // account, key, token or payment method.
-func (h *Handler) observe(ctx context.Context, ev events.APIGatewayV2HTTPRequest, account string, res charge.Result, took time.Duration) {
-	ref := ""
-	if key, err := idem.ParseKey(header(ev, "Idempotency-Key")); err == nil && account != "" {
-		ref = idem.Ref(idem.Scope{Operation: charge.Operation, Account: account, Key: key}.PK())
-	}
+func (h *Handler) observe(ctx context.Context, ev events.APIGatewayV2HTTPRequest, res charge.Result, took time.Duration) {
 	if h.Log != nil {
 		h.Log.InfoContext(ctx, "request", "requestId", ev.RequestContext.RequestID, "route", ev.RouteKey,
-			"operation", charge.Operation, "record", ref, "outcome", res.Outcome, "status", res.StatusCode,
+			"operation", charge.Operation, "record", res.Record, "outcome", res.Outcome, "status", res.StatusCode,
 			"attempt", res.Attempt, "acquirer_ms", ms(res.AcquirerLatency), "acquirer_errors", res.AcquirerErrors, "total_ms", ms(took))
 	}
 	if h.Metrics != nil {

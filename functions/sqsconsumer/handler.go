@@ -151,9 +151,8 @@ func (h *Handler) charge(ctx context.Context, cmd command) verdict {
 	if err != nil {
 		return verdict{outcome: "rejected", rejectCode: "VALIDATION_FAILED", reason: err.Error()}
 	}
-	scope := idem.Scope{Operation: charge.Operation, Account: cmd.Account, Key: key}
-	res := h.Service.ChargeParsed(ctx, scope, req)
-	v := verdict{outcome: res.Outcome, record: idem.Ref(scope.PK()), attempt: res.Attempt}
+	res := h.Service.ChargeParsed(ctx, idem.Scope{Operation: charge.Operation, Account: cmd.Account, Key: key}, req)
+	v := verdict{outcome: res.Outcome, record: res.Record, attempt: res.Attempt}
 	switch status := res.StatusCode; {
 	case status == 409:
 		v.retry, v.delay = true, retryAfter(res)

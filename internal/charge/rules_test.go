@@ -61,7 +61,8 @@ func TestRule2NoReleaseAfterTakeOver(t *testing.T) {
 		return acquirer.Authorization{}, fmt.Errorf("%w: timeout", acquirer.ErrOutcomeUnknown) // the first request: sent, no answer
 	}, lookup: absent}
 	svc := charge.NewService(guard, acq, charge.Config{})
-	if r := svc.Charge(context.Background(), "acct", "rule-2-key", []byte(body)); r.StatusCode != 503 || r.Outcome != "pending" || r.AcquirerErrors != 1 || r.Attempt != 1 {
+	if r := svc.Charge(context.Background(), "acct", "rule-2-key", []byte(body)); r.StatusCode != 503 || r.Outcome != "pending" || r.AcquirerErrors != 1 || r.Attempt != 1 ||
+		r.Record != idem.Ref(idem.Scope{Operation: charge.Operation, Account: "acct", Key: "rule-2-key"}.PK()) {
 		t.Fatalf("first attempt: %d %s, %d acquirer errors, attempt %d", r.StatusCode, r.Outcome, r.AcquirerErrors, r.Attempt)
 	}
 	clock.Advance(time.Millisecond)

@@ -106,6 +106,9 @@ type Result struct {
 	// in_flight, key_reused, released, pending, rejected, error, read or
 	// not_found.
 	Outcome string
+	// Record is the record's reference (idem.Ref), once the request got as
+	// far as a valid scope; empty before that.
+	Record string
 	// Attempt is the lease's attempt when this request owned the key (else 0);
 	// AcquirerLatency the time spent in acquirer calls, AcquirerErrors how
 	// many of them failed (a lookup's "not found" is an answer, not a failure).
@@ -140,6 +143,14 @@ func (s *Service) Charge(ctx context.Context, account, keyHeader string, body []
 // ChargeParsed is Charge for an already parsed key and request (the SQS
 // path). A bad scope is answered, never written.
 func (s *Service) ChargeParsed(ctx context.Context, scope idem.Scope, req Request) Result {
+	res := s.chargeParsed(ctx, scope, req)
+	if scope.Validate() == nil {
+		res.Record = idem.Ref(scope.PK())
+	}
+	return res
+}
+
+func (s *Service) chargeParsed(ctx context.Context, scope idem.Scope, req Request) Result {
 	claimCtx, span := s.cfg.Tracer.Start(ctx, "idem.claim")
 	claim, err := s.guard.Begin(claimCtx, scope, req.Canonical())
 	span.End()

@@ -106,7 +106,7 @@ func scanLogs(path string) error {
 			return fmt.Errorf("line %d is not JSON: %.200s", i+1, line)
 		}
 		switch {
-		case doc["message"] == "request" && doc["outcome"] != nil && doc["record"] != nil && doc["level"] == "INFO":
+		case doc["message"] == "request" && doc["outcome"] != nil && doc["record"] != "" && doc["record"] != nil && doc["level"] == "INFO":
 			requests++
 		case doc["_aws"] != nil:
 			emf++
