@@ -1,17 +1,18 @@
 package charge
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/strictjson"
 )
 
 // Operation is the idempotency operation of a charge. The HTTP route and the
@@ -68,19 +69,25 @@ func invalid(field, message string) *ValidationError {
 	return &ValidationError{Errors: []FieldError{{Field: field, Message: message}}}
 }
 
-// wire is the JSON shape of a request. Pointers tell absent from zero.
+// wire is the JSON shape of a request. Pointers tell absent from zero; the
+// amount stays raw so that only a number literal is accepted.
 type wire struct {
-	Amount        json.RawMessage `json:"amount"` // a number literal, never a string
-	Currency      *string         `json:"currency"`
-	OrderID       *string         `json:"order_id"`
-	PaymentMethod *string         `json:"payment_method"`
-	Description   *string         `json:"description"`
+	Amount        jsontext.Value `json:"amount"`
+	Currency      *string        `json:"currency"`
+	OrderID       *string        `json:"order_id"`
+	PaymentMethod *string        `json:"payment_method"`
+	Description   *string        `json:"description"`
 }
 
-// ParseRequest decodes and validates a charge request body: one JSON object
-// of at most MaxBodyBytes, no unknown fields, amount a positive integer no
-// larger than maxAmount (DefaultMaxAmount when maxAmount <= 0). It returns a
-// *ValidationError listing every field error; it never panics.
+// ParseRequest decodes and validates a charge request body strictly: one
+// JSON object of at most MaxBodyBytes, every member name exactly as in the
+// schema and at most once, no unknown members, valid UTF-8 without lone
+// surrogates, nothing after the object (see strictjson.Unmarshal); amount a
+// positive integer literal no larger than maxAmount (DefaultMaxAmount when
+// maxAmount <= 0); identifiers without white space, control or format
+// characters; a description without control characters or bidirectional
+// controls. It returns a *ValidationError listing every field error; it never
+// panics.
 func ParseRequest(body []byte, maxAmount int64) (Request, error) {
 	if maxAmount <= 0 {
 		maxAmount = DefaultMaxAmount
@@ -89,13 +96,8 @@ func ParseRequest(body []byte, maxAmount int64) (Request, error) {
 		return Request{}, invalid("body", fmt.Sprintf("larger than %d bytes", MaxBodyBytes))
 	}
 	var w wire
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&w); err != nil {
+	if err := strictjson.Unmarshal(body, &w); err != nil {
 		return Request{}, decodeError(err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return Request{}, invalid("body", "must be a single JSON object")
 	}
 
 	var errs []FieldError
@@ -103,8 +105,10 @@ func ParseRequest(body []byte, maxAmount int64) (Request, error) {
 	var req Request
 
 	switch {
-	case w.Amount == nil || string(w.Amount) == "null":
+	case w.Amount == nil || w.Amount.Kind() == 'n':
 		add("amount", "required")
+	case w.Amount.Kind() != '0':
+		add("amount", "must be an integer number of minor units")
 	default:
 		n, err := strconv.ParseInt(string(w.Amount), 10, 64)
 		switch {
@@ -126,29 +130,28 @@ func ParseRequest(body []byte, maxAmount int64) (Request, error) {
 	default:
 		req.Currency = *w.Currency
 	}
-	req.OrderID = text(w.OrderID, "order_id", maxOrderIDLen, true, add)
-	req.PaymentMethod = text(w.PaymentMethod, "payment_method", maxPaymentMethodLen, true, add)
-	req.Description = text(w.Description, "description", maxDescriptionLength, false, add)
+	req.OrderID = identifier(w.OrderID, "order_id", maxOrderIDLen, add)
+	req.PaymentMethod = identifier(w.PaymentMethod, "payment_method", maxPaymentMethodLen, add)
+	req.Description = description(w.Description, add)
 	if errs != nil {
 		return Request{}, &ValidationError{Errors: errs}
 	}
 	return req, nil
 }
 
-// text validates a bounded string field: printable UTF-8, no control
-// characters; identifiers (required fields) also without white space.
-func text(v *string, field string, maxLen int, required bool, add func(string, string)) string {
+// identifier validates a required id: at most maxLen characters, none of
+// them white space, a control character or a format character (category
+// Cf: zero-width characters, bidirectional controls, the byte order mark),
+// so an id reads the same wherever it is shown.
+func identifier(v *string, field string, maxLen int, add func(string, string)) string {
 	switch {
 	case v == nil || *v == "":
-		if required {
-			add(field, "required")
-		}
-		return ""
+		add(field, "required")
 	case utf8.RuneCountInString(*v) > maxLen:
 		add(field, fmt.Sprintf("at most %d characters", maxLen))
-	case strings.IndexFunc(*v, unicode.IsControl) >= 0 || !utf8.ValidString(*v):
-		add(field, "must be printable text")
-	case required && strings.IndexFunc(*v, unicode.IsSpace) >= 0:
+	case strings.IndexFunc(*v, func(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) }) >= 0:
+		add(field, "must not contain control or invisible format characters")
+	case strings.IndexFunc(*v, unicode.IsSpace) >= 0:
 		add(field, "must not contain white space")
 	default:
 		return *v
@@ -156,28 +159,58 @@ func text(v *string, field string, maxLen int, required bool, add func(string, s
 	return ""
 }
 
-// decodeError turns a JSON decoding error into a field error without echoing
-// the client's bytes back.
-func decodeError(err error) *ValidationError {
-	var typeErr *json.UnmarshalTypeError
-	if errors.As(err, &typeErr) && typeErr.Field != "" {
-		return invalid(typeErr.Field, "wrong type: want "+typeName(typeErr.Field))
+// description validates the optional free text: at most
+// maxDescriptionLength characters, no control characters and none of the
+// bidirectional embedding, override and isolate characters that make text
+// display in another order than it is stored.
+func description(v *string, add func(string, string)) string {
+	switch {
+	case v == nil || *v == "":
+	case utf8.RuneCountInString(*v) > maxDescriptionLength:
+		add("description", fmt.Sprintf("at most %d characters", maxDescriptionLength))
+	case strings.IndexFunc(*v, func(r rune) bool { return unicode.IsControl(r) || isBidiControl(r) }) >= 0:
+		add("description", "must not contain control characters or bidirectional overrides")
+	default:
+		return *v
 	}
-	if msg := err.Error(); strings.HasPrefix(msg, "json: unknown field ") {
-		name := strings.Trim(strings.TrimPrefix(msg, "json: unknown field "), `"`)
-		if utf8.RuneCountInString(name) > 64 || !utf8.ValidString(name) {
-			name = "(a long or unprintable name)"
-		}
-		return invalid(name, "unknown field")
-	}
-	return invalid("body", "must be a JSON object")
+	return ""
 }
 
-func typeName(field string) string {
-	if field == "amount" {
-		return "integer"
+// isBidiControl reports the embedding, override and isolate characters
+// U+202A–U+202E and U+2066–U+2069.
+func isBidiControl(r rune) bool {
+	return (r >= '\u202a' && r <= '\u202e') || (r >= '\u2066' && r <= '\u2069')
+}
+
+// decodeError turns a strict decoding error into a field error; the
+// document as a whole is the field "body".
+func decodeError(err error) *ValidationError {
+	var e *strictjson.Error
+	if !errors.As(err, &e) {
+		return invalid("body", "invalid JSON")
 	}
-	return "string"
+	if e.Field == "" {
+		return invalid("body", e.Message)
+	}
+	return invalid(e.Field, e.Message)
+}
+
+// JSON is the request as a canonical body: the members in the schema's
+// order, description only when set. It parses back to the same request.
+func (r Request) JSON() []byte {
+	b, err := json.Marshal(canonicalJSON{r.Amount, r.Currency, r.OrderID, r.PaymentMethod, r.Description})
+	if err != nil { // cannot happen: a number and strings
+		panic(err)
+	}
+	return b
+}
+
+type canonicalJSON struct {
+	Amount        int64  `json:"amount"`
+	Currency      string `json:"currency"`
+	OrderID       string `json:"order_id"`
+	PaymentMethod string `json:"payment_method"`
+	Description   string `json:"description,omitempty"`
 }
 
 // Canonical is the request in the fixed field order the fingerprint hashes.

@@ -28,18 +28,61 @@ func TestParseRequest(t *testing.T) {
 		`{"amount": 1, "currency": "BRL", "order_id": "1", "payment_method": "pm", "description": "a\u0000b"}`:    "description",
 		`{"amount": 1, "currency": "BRL", "order_id": "` + strings.Repeat("9", 65) + `", "payment_method": "pm"}`: "order_id",
 	} {
-		_, err := charge.ParseRequest([]byte(body), 0)
+		checkFields(t, body, fields)
+	}
+}
+
+// TestParseRequestStrict: each input could mean two charges to two readers
+// (issue 10, defects 2–4); each is refused at the field that carries it.
+func TestParseRequestStrict(t *testing.T) {
+	t.Parallel()
+	const rest = `"currency": "BRL", "order_id": "1", "payment_method": "pm_card_visa"`
+	for _, tc := range []struct{ body, field, message string }{
+		{`{"amount": 100, "AMOUNT": 99999999, ` + rest + `}`, "AMOUNT", `unknown member: names are case-sensitive (did you mean "amount"?)`},
+		{`{"amount": 100, ` + rest + `, "amount": 99999999}`, "amount", "duplicate member"},
+		{`{"amount": 100, "currency": "BRL", "order_id": "1", "payment_method": "pm_card_declined", "Payment_Method": "pm_card_visa"}`, "Payment_Method", `unknown member: names are case-sensitive (did you mean "payment_method"?)`},
+		{"{\"amount\": 100, \"currency\": \"BRL\", \"order_id\": \"1\xff\", \"payment_method\": \"pm\"}", "order_id", "invalid UTF-8"},
+		{`{"amount": 100, "currency": "BRL", "order_id": "\ud800", "payment_method": "pm"}`, "order_id", "invalid JSON at offset 48"},
+		{`{"amount": 100, "currency": "BRL", "order_id": "1\u200b", "payment_method": "pm"}`, "order_id", "must not contain control or invisible format characters"},
+		{"{\"amount\": 100, \"currency\": \"BRL\", \"order_id\": \"1\", \"payment_method\": \"pm_card_visa\u202e\"}", "payment_method", "must not contain control or invisible format characters"},
+		{`{"amount": 100, "currency": "BRL", "order_id": "\ufeff1", "payment_method": "pm"}`, "order_id", "must not contain control or invisible format characters"},
+		{`{"amount": 100, ` + rest + `, "description": "abc\u202edef"}`, "description", "must not contain control characters or bidirectional overrides"},
+		{`{"amount": 100, ` + rest + `, "description": "abc\u2066def"}`, "description", "must not contain control characters or bidirectional overrides"},
+		{`{"amount": 100, ` + rest + `, "description": "line\nbreak"}`, "description", "must not contain control characters or bidirectional overrides"},
+		{`{"amount": 100, ` + rest + `, "tip": 5}`, "tip", "unknown member"},
+		{`{"amount": 100, ` + rest + `} {"amount": 1}`, "body", "invalid JSON at offset 86"},
+	} {
+		_, err := charge.ParseRequest([]byte(tc.body), 0)
 		var v *charge.ValidationError
-		if !errors.As(err, &v) || !errors.Is(err, charge.ErrValidation) {
-			t.Fatalf("ParseRequest(%s) = %v, want a ValidationError", body, err)
+		if !errors.As(err, &v) || len(v.Errors) != 1 || v.Errors[0] != (charge.FieldError{Field: tc.field, Message: tc.message}) {
+			t.Errorf("ParseRequest(%q) = %v, want %s: %s", tc.body, err, tc.field, tc.message)
 		}
-		var got []string
-		for _, fe := range v.Errors {
-			got = append(got, fe.Field)
-		}
-		if strings.Join(got, " ") != fields {
-			t.Errorf("ParseRequest(%s): fields %v, want %s", body, got, fields)
-		}
+	}
+	// Not everything unusual is refused: a zero-width joiner is part of an
+	// emoji in a description, and a MAX_AMOUNT override is the bound.
+	req, err := charge.ParseRequest([]byte(`{"amount": 5000, `+rest+`, "description": "presente \ud83d\udc68\u200d\ud83d\udc69"}`), 5000)
+	if err != nil || req.Amount != 5000 {
+		t.Fatalf("valid request refused: %v", err)
+	}
+	if _, err := charge.ParseRequest([]byte(`{"amount": 5001, `+rest+`}`), 5000); err == nil || !strings.Contains(err.Error(), "at most 5000") {
+		t.Fatalf("amount over MAX_AMOUNT: %v", err)
+	}
+}
+
+// checkFields: body is refused with errors on fields (space-separated), in order.
+func checkFields(t *testing.T, body, fields string) {
+	t.Helper()
+	_, err := charge.ParseRequest([]byte(body), 0)
+	var v *charge.ValidationError
+	if !errors.As(err, &v) || !errors.Is(err, charge.ErrValidation) {
+		t.Fatalf("ParseRequest(%s) = %v, want a ValidationError", body, err)
+	}
+	var got []string
+	for _, fe := range v.Errors {
+		got = append(got, fe.Field)
+	}
+	if strings.Join(got, " ") != fields {
+		t.Errorf("ParseRequest(%s): fields %v, want %s", body, got, fields)
 	}
 }
 
@@ -62,6 +105,8 @@ func FuzzParseRequest(f *testing.F) {
 	for _, s := range []string{
 		`{"amount": 25000, "currency": "BRL", "order_id": "123", "payment_method": "pm_card_visa"}`,
 		`{"amount": "1"}`, `{"amount": 1e400}`, `{"currency": null}`, `[]`, `"x"`, `{"a":1,"a":2}`, "\xff",
+		`{"amount": 1, "AMOUNT": 2}`, `{"amount": 1, "currency": "BRL", "order_id": "\ud800", "payment_method": "pm"}`,
+		`{"amount": 1, "currency": "BRL", "order_id": "1", "payment_method": "pm", "description": "\u200d\u2028 <&>"}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -78,6 +123,11 @@ func FuzzParseRequest(f *testing.F) {
 		}
 		if back, err := charge.RequestFromCanonical(req.Canonical()); err != nil || back != req {
 			t.Fatalf("canonical round trip: %+v, %v", back, err)
+		}
+		// The canonical body parses back to the same fingerprint.
+		again, err := charge.ParseRequest(req.JSON(), 0)
+		if err != nil || idem.Fingerprint(charge.Operation, again.Canonical()) != idem.Fingerprint(charge.Operation, req.Canonical()) {
+			t.Fatalf("%q accepted, its canonical body %q parses to %+v, %v", body, req.JSON(), again, err)
 		}
 	})
 }

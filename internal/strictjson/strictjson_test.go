@@ -1,0 +1,103 @@
+package strictjson_test
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/idempotent-payments/idempay/internal/strictjson"
+)
+
+type doc struct {
+	Amount   jsontext.Value `json:"amount"`
+	Currency *string        `json:"currency"`
+	Count    int            `json:"count"`
+}
+
+// TestRefusals holds every refusal the parsers above rely on, each one a
+// default of the library that a change of version could loosen.
+func TestRefusals(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, in, field, message string
+	}{
+		{"duplicate name", `{"amount":100,"amount":99999999}`, "amount", "duplicate member"},
+		{"duplicate name nested", `{"amount":[{"a":1,"a":2}]}`, "amount/0/a", "duplicate member"},
+		{"case variant", `{"amount":100,"AMOUNT":99999999}`, "AMOUNT", `unknown member: names are case-sensitive (did you mean "amount"?)`},
+		{"case variant alone", `{"Currency":"BRL"}`, "Currency", `unknown member: names are case-sensitive (did you mean "currency"?)`},
+		{"unknown name", `{"tip":5}`, "tip", "unknown member"},
+		{"invisible name", "{\"amo\u200bunt\":5}", "(a long or unprintable name)", "unknown member"},
+		{"invalid UTF-8", "{\"currency\":\"BR\xff\"}", "currency", "invalid UTF-8"},
+		{"encoded surrogate", "{\"currency\":\"\xed\xa0\x80\"}", "currency", "invalid UTF-8"},
+		{"lone high surrogate", `{"currency":"\ud800"}`, "currency", "invalid JSON at offset 13"},
+		{"lone low surrogate", `{"currency":"\udc00x"}`, "currency", "invalid JSON at offset 13"},
+		{"trailing value", `{"count":1} {}`, "", "invalid JSON at offset 12"},
+		{"truncated", `{"count":1`, "", "unexpected end of JSON"},
+		{"empty", ``, "", "unexpected end of JSON"},
+		{"not an object", `[1]`, "", "must be a JSON object"},
+		{"wrong type", `{"currency":5}`, "currency", "must be a JSON string"},
+		{"string for number", `{"count":"5"}`, "count", "must be a JSON number"},
+	} {
+		var d doc
+		err := strictjson.Unmarshal([]byte(tc.in), &d)
+		var e *strictjson.Error
+		if !errors.As(err, &e) || e.Field != tc.field || e.Message != tc.message {
+			t.Errorf("%s: %q → %#v, want field %q message %q", tc.name, tc.in, err, tc.field, tc.message)
+		}
+	}
+}
+
+func TestAccepts(t *testing.T) {
+	t.Parallel()
+	var d doc
+	if err := strictjson.Unmarshal([]byte(" {\"currency\":\"BRL\", \"amount\": 1e3 ,\"count\":2}\n\t"), &d); err != nil {
+		t.Fatal(err)
+	}
+	if string(d.Amount) != "1e3" || *d.Currency != "BRL" || d.Count != 2 {
+		t.Fatalf("decoded %+v", d)
+	}
+}
+
+// FuzzUnmarshal: never a panic; a refusal is always an *Error; an accepted
+// document decodes again, re-encoded, to the same value.
+func FuzzUnmarshal(f *testing.F) {
+	for _, s := range []string{`{"amount":1,"currency":"BRL","count":2}`, `{"amount":1,"amount":2}`, `{"AMOUNT":1}`, "{\"currency\":\"\xff\"}", `{"currency":"\ud800"}`, `{} {}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var d doc
+		err := strictjson.Unmarshal(b, &d)
+		if err != nil {
+			var e *strictjson.Error
+			if !errors.As(err, &e) {
+				t.Fatalf("untyped error %T %v", err, err)
+			}
+			return
+		}
+		enc, err := jsontextMarshal(d)
+		if err != nil {
+			t.Fatalf("re-encode %+v: %v", d, err)
+		}
+		var again doc
+		if err := strictjson.Unmarshal(enc, &again); err != nil || !reflect.DeepEqual(canon(again), canon(d)) {
+			t.Fatalf("%q re-encoded as %q decodes to %+v, %v", b, enc, again, err)
+		}
+	})
+}
+
+func jsontextMarshal(d doc) ([]byte, error) { return json.Marshal(d) }
+
+// canon makes two decodings comparable: the raw amount compacted, an absent
+// amount the same as null.
+func canon(d doc) doc {
+	v := jsontext.Value(append([]byte(nil), d.Amount...))
+	if len(v) == 0 {
+		v = jsontext.Value("null")
+	}
+	_ = v.Compact()
+	d.Amount = v
+	return d
+}
