@@ -16,18 +16,39 @@ const (
 	MaxAccountLen = 256
 )
 
-// ParseKey validates an Idempotency-Key header value and returns the key.
+// ParseKeyHeader parses the Idempotency-Key of one request from its values
+// as they arrived: one element per occurrence of the header (or of the
+// message member), none when it is absent. A key sent more than once is
+// ErrKeyInvalid, even when the copies agree: a proxy may join them into a
+// list, and the request would mean two things. Otherwise it is ParseKey of
+// the one value.
+func ParseKeyHeader(values []string) (string, error) {
+	switch len(values) {
+	case 0:
+		return "", ErrKeyMissing
+	case 1:
+		return ParseKey(values[0])
+	}
+	return "", fmt.Errorf("%w: sent %d times", ErrKeyInvalid, len(values))
+}
+
+// ParseKey validates one Idempotency-Key header value and returns the key.
 //
 // A key is 8–128 visible ASCII characters (0x21–0x7E). The IETF draft's
 // sf-string form is accepted too: the key between double quotes, where \" and
 // \\ stand for " and \. The quoted and the bare form of the same characters
-// are the same key. It returns ErrKeyMissing for an empty value and
-// ErrKeyInvalid (wrapped with the reason) for anything else that is not a key.
+// are the same key. A bare key must not contain a comma: that is a list, or
+// two headers joined by a proxy (a key with a comma is sent quoted). It
+// returns ErrKeyMissing for an empty value and ErrKeyInvalid (wrapped with
+// the reason) for anything else that is not a key.
 func ParseKey(header string) (string, error) {
 	if header == "" {
 		return "", ErrKeyMissing
 	}
 	key := header
+	if !strings.HasPrefix(header, `"`) && strings.Contains(header, ",") {
+		return "", fmt.Errorf("%w: a bare key with a comma is a list or a joined duplicate", ErrKeyInvalid)
+	}
 	if strings.HasPrefix(header, `"`) {
 		unquoted, err := unquoteSFString(header)
 		if err != nil {

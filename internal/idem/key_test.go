@@ -33,6 +33,10 @@ func TestParseKey(t *testing.T) {
 		{header: `"trailing-backslash\"`, err: idem.ErrKeyInvalid},
 		{header: `"short"`, err: idem.ErrKeyInvalid},
 		{header: `"has a space"`, err: idem.ErrKeyInvalid},
+		{header: "order-1-try1,order-1-try1", err: idem.ErrKeyInvalid},
+		{header: "order-1-try1,", err: idem.ErrKeyInvalid},
+		{header: `"order-1-try1","order-1-try1"`, err: idem.ErrKeyInvalid},
+		{header: `"order,1-try1"`, want: "order,1-try1"},
 	} {
 		got, err := idem.ParseKey(tc.header)
 		if tc.err != nil {
@@ -45,6 +49,65 @@ func TestParseKey(t *testing.T) {
 			t.Errorf("ParseKey(%q) = %q, %v; want %q", tc.header, got, err, tc.want)
 		}
 	}
+}
+
+func TestParseKeyHeader(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		values []string
+		want   string
+		err    error
+	}{
+		{values: nil, err: idem.ErrKeyMissing},
+		{values: []string{""}, err: idem.ErrKeyMissing},
+		{values: []string{"order-1-try1"}, want: "order-1-try1"},
+		{values: []string{`"order-1-try1"`}, want: "order-1-try1"},
+		{values: []string{"order-1-try1", "order-1-try1"}, err: idem.ErrKeyInvalid},
+		{values: []string{"order-1-try1", "order-1-try2"}, err: idem.ErrKeyInvalid},
+		{values: []string{"", ""}, err: idem.ErrKeyInvalid},
+		{values: []string{"order-1-try1,order-1-try1"}, err: idem.ErrKeyInvalid}, // API Gateway's joined form
+	} {
+		got, err := idem.ParseKeyHeader(tc.values)
+		if tc.err != nil {
+			if !errors.Is(err, tc.err) {
+				t.Errorf("ParseKeyHeader(%q) = %q, %v; want error %v", tc.values, got, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("ParseKeyHeader(%q) = %q, %v; want %q", tc.values, got, err, tc.want)
+		}
+	}
+}
+
+// FuzzParseKeyHeader: never a panic; several values are always refused;
+// one value is exactly ParseKey of it, and an accepted bare value has no comma.
+func FuzzParseKeyHeader(f *testing.F) {
+	f.Add("order-1-try1", "order-1-try1", uint8(2))
+	f.Add(`"a,b-c,d-e"`, "", uint8(1))
+	f.Add("order-1-try1,order-1-try1", "", uint8(1))
+	f.Fuzz(func(t *testing.T, first, second string, n uint8) {
+		values := []string{first, second}[:min(int(n)%3, 2)]
+		key, err := idem.ParseKeyHeader(values)
+		switch len(values) {
+		case 0:
+			if !errors.Is(err, idem.ErrKeyMissing) {
+				t.Fatalf("no value: %q, %v", key, err)
+			}
+		case 1:
+			want, wantErr := idem.ParseKey(first)
+			if key != want || (err == nil) != (wantErr == nil) {
+				t.Fatalf("ParseKeyHeader(%q) = %q, %v; ParseKey = %q, %v", values, key, err, want, wantErr)
+			}
+			if err == nil && !strings.HasPrefix(first, `"`) && strings.Contains(first, ",") {
+				t.Fatalf("accepted a bare key with a comma: %q", first)
+			}
+		default:
+			if !errors.Is(err, idem.ErrKeyInvalid) {
+				t.Fatalf("two values %q accepted: %q, %v", values, key, err)
+			}
+		}
+	})
 }
 
 // FuzzParseKey: never a panic; every accepted key is 8–128 visible ASCII and
