@@ -30,11 +30,11 @@ import (
 
 	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/charge"
+	"github.com/idempotent-payments/idempay/internal/command"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
 	"github.com/idempotent-payments/idempay/internal/queue"
 	"github.com/idempotent-payments/idempay/internal/setup"
-	"github.com/idempotent-payments/idempay/internal/sweep"
 )
 
 func main() {
@@ -122,8 +122,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, 
 		if *queueURL == "" {
 			return errors.New("--queue-url (or QUEUE_URL) is required")
 		}
-		body, _ := json.Marshal(sweep.Command{Type: "reconcile", PK: scope.PK()})
-		if err := queue.New(sqs.NewFromConfig(awsCfg), *queueURL).SendBatch(ctx, []string{string(body)}); err != nil {
+		body, err := command.Reconcile(scope.PK()).Encode()
+		if err != nil {
+			return err
+		}
+		if err := queue.New(sqs.NewFromConfig(awsCfg), *queueURL).SendBatch(ctx, []string{body}); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "reconcile of record %s enqueued\n", idem.Ref(scope.PK()))

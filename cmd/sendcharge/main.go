@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/idempotent-payments/idempay/internal/charge"
+	"github.com/idempotent-payments/idempay/internal/command"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
 	"github.com/idempotent-payments/idempay/internal/localapi"
@@ -45,11 +46,12 @@ func run() error {
 	if err != nil {
 		return fmt.Errorf("the queue of `make run` (is it running?): %w", err)
 	}
-	body, _ := json.Marshal(map[string]any{
-		"type": "charge", "account": account, "idempotency_key": key,
-		"request": map[string]any{"amount": 4200, "currency": "BRL", "order_id": "sqs-1", "payment_method": "pm_card_visa"},
-	})
-	if _, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: q.QueueUrl, MessageBody: aws.String(string(body))}); err != nil {
+	request := charge.Request{Amount: 4200, Currency: "BRL", OrderID: "sqs-1", PaymentMethod: "pm_card_visa"}
+	body, err := command.Charge(account, key, request.JSON()).Encode()
+	if err != nil {
+		return err
+	}
+	if _, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: q.QueueUrl, MessageBody: aws.String(body)}); err != nil {
 		return err
 	}
 	fmt.Printf("sent a charge command: account %s, Idempotency-Key %s\n", account, key)

@@ -7,7 +7,6 @@ package chaos
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -25,6 +24,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/idempotent-payments/idempay/internal/command"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/localapi"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
@@ -199,8 +199,11 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 			for i := range work {
 				in := &intents[i]
 				if in.viaSQS {
-					cmd, _ := json.Marshal(map[string]any{"type": "charge", "account": "acct_chaos", "idempotency_key": in.key, "request": json.RawMessage(in.body)})
-					if _, err := stack.SQS.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(stack.QueueURL), MessageBody: aws.String(string(cmd))}); err == nil {
+					cmd, err := command.Charge("acct_chaos", in.key, []byte(in.body)).Encode()
+					if err != nil {
+						panic(err) // the run's own bodies are valid JSON
+					}
+					if _, err := stack.SQS.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(stack.QueueURL), MessageBody: aws.String(cmd)}); err == nil {
 						viaSQS.Add(1)
 					}
 				}

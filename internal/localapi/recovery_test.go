@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idempotent-payments/idempay/internal/acquirer"
+	"github.com/idempotent-payments/idempay/internal/command"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
 	"github.com/idempotent-payments/idempay/internal/localapi"
@@ -51,8 +52,11 @@ func waitForRecord(t *testing.T, s *localapi.Stack, account, key, status, what s
 // duplicate or early command would arrive.
 func reconcileNow(t *testing.T, s *localapi.Stack, pk string) {
 	t.Helper()
-	body, _ := json.Marshal(map[string]string{"type": "reconcile", "pk": pk})
-	payload, _ := json.Marshal(events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m-" + pk[len(pk)-8:], Body: string(body)}}})
+	body, err := command.Reconcile(pk).Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload, _ := json.Marshal(events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m-" + pk[len(pk)-8:], Body: body}}})
 	if _, err := s.Consumer.Invoke(context.Background(), payload); err != nil {
 		t.Fatal(err)
 	}

@@ -12,14 +12,18 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/idempotent-payments/idempay/internal/command"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
 	"github.com/idempotent-payments/idempay/internal/localapi"
 )
 
 func chargeCommand(account, key, request string) string {
-	b, _ := json.Marshal(map[string]any{"type": "charge", "account": account, "idempotency_key": key, "request": json.RawMessage(request)})
-	return string(b)
+	b, err := command.Charge(account, key, []byte(request)).Encode()
+	if err != nil {
+		panic(err)
+	}
+	return b
 }
 
 func send(t *testing.T, s *localapi.Stack, body string) {

@@ -5,12 +5,12 @@ package sweep
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
 	"time"
 
+	"github.com/idempotent-payments/idempay/internal/command"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
 )
@@ -100,12 +100,6 @@ type Report struct {
 	Complete bool `json:"complete"`
 }
 
-// Command is the reconcile message the sweeper enqueues.
-type Command struct {
-	Type string `json:"type"` // "reconcile"
-	PK   string `json:"pk"`
-}
-
 // Run sweeps every shard in parallel until done or until the context
 // deadline less the stop margin; what is left waits for the next run. No
 // record is started after that point, and one started finishes (flag and
@@ -186,8 +180,11 @@ func (s *Sweeper) sweepShard(ctx context.Context, stopAt time.Time, shard string
 			} else if err != nil {
 				return r, errors.Join(fmt.Errorf("flag %s: %w", e.PK, err), flush())
 			}
-			body, _ := json.Marshal(Command{Type: "reconcile", PK: e.PK})
-			batch = append(batch, string(body))
+			body, err := command.Reconcile(e.PK).Encode()
+			if err != nil {
+				return r, errors.Join(err, flush())
+			}
+			batch = append(batch, body)
 			r.Flagged++
 			if len(batch) == 10 {
 				if err := flush(); err != nil {

@@ -2,7 +2,6 @@ package sweep_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"sync"
@@ -13,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/idempotent-payments/idempay/internal/command"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore/dynamotest"
@@ -97,8 +97,8 @@ func (f *fixture) drain(t testing.TB) []string {
 			return pks
 		}
 		for _, m := range out.Messages {
-			var c sweep.Command
-			if err := json.Unmarshal([]byte(*m.Body), &c); err != nil || c.Type != "reconcile" {
+			c, err := command.Decode(*m.Body)
+			if err != nil || c.Type != command.TypeReconcile {
 				t.Fatalf("command %s: %v", *m.Body, err)
 			}
 			pks = append(pks, c.PK)

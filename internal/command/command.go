@@ -1,0 +1,160 @@
+// Package command is the schema of the messages on the charge-commands
+// queue: charge commands from producers and reconcile commands from the
+// sweeper. Senders encode with Encode and the consumer decodes with Decode;
+// nothing else spells the format.
+//
+//	{"type": "charge", "account": "acct_7Hq2", "idempotency_key": "order-123-attempt",
+//	 "request": {"amount": 25000, "currency": "BRL", "order_id": "123", "payment_method": "pm_card_visa"}}
+//	{"type": "reconcile", "pk": "IDEM#6:charge9:acct_7Hq217:order-123-attempt"}
+package command
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/idempotent-payments/idempay/internal/strictjson"
+)
+
+// Type tells the commands apart (the "type" member).
+type Type string
+
+// The command types.
+const (
+	TypeCharge    Type = "charge"
+	TypeReconcile Type = "reconcile"
+)
+
+// Command is one message. Type says which of the other fields are set.
+type Command struct {
+	Type Type
+	// Account, IdempotencyKey and Request make a charge command: the same
+	// operation and key space as POST /v1/charges. The key is as sent (""
+	// when absent) and Request the charge request JSON as sent; the consumer
+	// parses both with the HTTP request's rules.
+	Account        string
+	IdempotencyKey string
+	Request        []byte
+	// PK makes a reconcile command: the record to resolve.
+	PK string
+}
+
+// Charge returns a charge command.
+func Charge(account, idempotencyKey string, request []byte) Command {
+	return Command{Type: TypeCharge, Account: account, IdempotencyKey: idempotencyKey, Request: request}
+}
+
+// Reconcile returns a reconcile command for the record pk.
+func Reconcile(pk string) Command { return Command{Type: TypeReconcile, PK: pk} }
+
+// wire is the JSON shape. Pointers tell an absent member from an empty one.
+type wire struct {
+	Type           string         `json:"type"`
+	Account        *string        `json:"account,omitzero"`
+	IdempotencyKey *string        `json:"idempotency_key,omitzero"`
+	Request        jsontext.Value `json:"request,omitzero"`
+	PK             *string        `json:"pk,omitzero"`
+}
+
+// Encode returns the message body of c. A charge command's Request is
+// written as given, so a producer's malformed request meets the consumer's
+// refusal rather than being re-encoded into something it did not send; it
+// must still be one JSON value, or Encode fails (nothing can be smuggled
+// into the envelope). An absent key is left out. Errors: an unknown type,
+// an empty PK, a Request that is not one JSON value.
+func (c Command) Encode() (string, error) {
+	w := wire{Type: string(c.Type)}
+	switch c.Type {
+	case TypeCharge:
+		if !jsontext.Value(c.Request).IsValid(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)) {
+			return "", fmt.Errorf("encode charge command: the request is not one JSON value")
+		}
+		w.Account = &c.Account
+		if c.IdempotencyKey != "" {
+			w.IdempotencyKey = &c.IdempotencyKey
+		}
+	case TypeReconcile:
+		if c.PK == "" {
+			return "", fmt.Errorf("encode reconcile command: empty pk")
+		}
+		w.PK = &c.PK
+	default:
+		return "", fmt.Errorf("encode command: unknown type %q", c.Type)
+	}
+	b, err := json.Marshal(w)
+	if err != nil {
+		return "", fmt.Errorf("encode %s command: %w", c.Type, err)
+	}
+	if c.Type == TypeCharge {
+		// The request goes last and byte for byte: the marshaler would
+		// compact it and rewrite what it cannot represent.
+		b = append(append(append(b[:len(b)-1], `,"request":`...), c.Request...), '}')
+	}
+	return string(b), nil
+}
+
+// Decode parses a message body strictly (strictjson.Unmarshal: no
+// duplicate, case-variant or unknown member, valid UTF-8, one object),
+// then by its type: a charge command has an account and a request and may
+// have an idempotency_key; a reconcile command has a non-empty pk; neither
+// has the other's members. Every refusal is a *strictjson.Error; one whose
+// Field starts with "request/" lies inside the charge request (see
+// RequestError).
+func Decode(body string) (Command, error) {
+	var w wire
+	if err := strictjson.Unmarshal([]byte(body), &w); err != nil {
+		return Command{}, err
+	}
+	refuse := func(field, message string) (Command, error) {
+		return Command{}, &strictjson.Error{Field: field, Message: message}
+	}
+	switch Type(w.Type) {
+	case TypeCharge:
+		switch {
+		case w.PK != nil:
+			return refuse("pk", "not a member of a charge command")
+		case w.Account == nil:
+			return refuse("account", "required")
+		case w.Request == nil:
+			return refuse("request", "required")
+		}
+		c := Charge(*w.Account, "", w.Request)
+		if w.IdempotencyKey != nil {
+			c.IdempotencyKey = *w.IdempotencyKey
+		}
+		return c, nil
+	case TypeReconcile:
+		switch {
+		case w.Account != nil:
+			return refuse("account", "not a member of a reconcile command")
+		case w.IdempotencyKey != nil:
+			return refuse("idempotency_key", "not a member of a reconcile command")
+		case w.Request != nil:
+			return refuse("request", "not a member of a reconcile command")
+		case w.PK == nil || *w.PK == "":
+			return refuse("pk", "required")
+		}
+		return Reconcile(*w.PK), nil
+	case "":
+		return refuse("type", "required")
+	}
+	return refuse("type", `must be "charge" or "reconcile"`)
+}
+
+// RequestError reports whether err, from Decode, lies inside a charge
+// command's request, and returns it relative to the request ("amount"
+// rather than "request/amount"): the consumer answers it as an invalid
+// request, as the HTTP route answers the same bytes.
+func RequestError(err error) (*strictjson.Error, bool) {
+	var e *strictjson.Error
+	if !errors.As(err, &e) {
+		return nil, false
+	}
+	if rest, in := strings.CutPrefix(e.Field, "request/"); in {
+		return &strictjson.Error{Field: rest, Message: e.Message}, true
+	}
+	return nil, false
+}

@@ -1,0 +1,128 @@
+package command_test
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+
+	"github.com/idempotent-payments/idempay/internal/command"
+	"github.com/idempotent-payments/idempay/internal/strictjson"
+)
+
+const visa = `{"amount": 25000, "currency": "BRL", "order_id": "123", "payment_method": "pm_card_visa"}`
+
+func TestRoundTrip(t *testing.T) {
+	t.Parallel()
+	for _, c := range []command.Command{
+		command.Charge("acct_7Hq2", "order-123-attempt", []byte(visa)),
+		command.Charge("acct_7Hq2", "", []byte(visa)), // no key: the consumer refuses it, the format carries it
+		command.Charge("", "order-123-attempt", []byte(`"not an object"`)),
+		command.Reconcile("IDEM#6:charge4:acct8:some-key"),
+	} {
+		body, err := c.Encode()
+		if err != nil {
+			t.Fatalf("Encode(%+v): %v", c, err)
+		}
+		back, err := command.Decode(body)
+		if err != nil || !reflect.DeepEqual(back, c) {
+			t.Fatalf("Decode(%s) = %+v, %v; want %+v", body, back, err, c)
+		}
+	}
+	body, _ := command.Charge("acct_7Hq2", "order-123-attempt", []byte(visa)).Encode()
+	if want := `{"type":"charge","account":"acct_7Hq2","idempotency_key":"order-123-attempt","request":` + visa + `}`; body != want {
+		t.Fatalf("Encode = %s\nwant     %s", body, want)
+	}
+}
+
+func TestEncodeRefuses(t *testing.T) {
+	t.Parallel()
+	for _, c := range []command.Command{
+		command.Charge("acct_1", "order-123-attempt", []byte(`{},"account":"acct_victim"`)),
+		command.Charge("acct_1", "order-123-attempt", nil),
+		command.Reconcile(""),
+		{Type: "refund"},
+	} {
+		if body, err := c.Encode(); err == nil {
+			t.Errorf("Encode(%+v) = %s, want an error", c, body)
+		}
+	}
+}
+
+// TestDecodeRefuses: every envelope that could mean two things, or is not
+// a command, is refused at its member (issue 10, defect 2, the queue's half).
+func TestDecodeRefuses(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ body, field, message string }{
+		{`{"type":"charge","account":"acct_victim","account":"acct_other","idempotency_key":"order-1-try1","request":` + visa + `}`, "account", "duplicate member"},
+		{`{"type":"charge","Account":"acct_other","account":"acct_victim","idempotency_key":"order-1-try1","request":` + visa + `}`, "Account", `unknown member: names are case-sensitive (did you mean "account"?)`},
+		{`{"type":"charge","account":"acct_1","idempotency_key":"order-1-try1","request":` + visa + `,"priority":"high"}`, "priority", "unknown member"},
+		{`{"type":"charge","account":"acct_1","idempotency_key":"order-1-try1","idempotency_key":"order-1-try2","request":` + visa + `}`, "idempotency_key", "duplicate member"},
+		{`{"type":"charge","account":"acct_1","request":` + visa + `,"pk":"IDEM#x"}`, "pk", "not a member of a charge command"},
+		{`{"type":"charge","idempotency_key":"order-1-try1","request":` + visa + `}`, "account", "required"},
+		{`{"type":"charge","account":"acct_1","idempotency_key":"order-1-try1"}`, "request", "required"},
+		{`{"type":"reconcile","pk":"IDEM#x","account":"acct_1"}`, "account", "not a member of a reconcile command"},
+		{`{"type":"reconcile","pk":""}`, "pk", "required"},
+		{`{"type":"refund"}`, "type", `must be "charge" or "reconcile"`},
+		{`{"pk":"IDEM#x"}`, "type", "required"},
+		{`{"type":"reconcile","pk":"IDEM#x"} {}`, "", "invalid JSON at offset 35"},
+		{`not json`, "", "invalid JSON at offset 1"},
+	} {
+		_, err := command.Decode(tc.body)
+		var e *strictjson.Error
+		if !errors.As(err, &e) || e.Field != tc.field || e.Message != tc.message {
+			t.Errorf("Decode(%s) = %v; want %s: %s", tc.body, err, tc.field, tc.message)
+		}
+		if _, in := command.RequestError(err); in {
+			t.Errorf("Decode(%s): an envelope error reported inside the request", tc.body)
+		}
+	}
+}
+
+// TestRequestError: what the envelope's decoder finds inside the request is
+// reported relative to it, so the consumer answers as the HTTP route does.
+func TestRequestError(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ request, field, message string }{
+		{`{"amount":100,"amount":99999999}`, "amount", "duplicate member"},
+		{`{"amount":100,"currency":"\ud800"}`, "currency", "invalid JSON at offset 105"},
+	} {
+		body := `{"type":"charge","account":"acct_1","idempotency_key":"order-1-try1","request":` + tc.request + `}`
+		_, err := command.Decode(body)
+		e, in := command.RequestError(err)
+		if !in || e.Field != tc.field || e.Message != tc.message {
+			t.Errorf("Decode(%s) = %v; RequestError = %+v, %v; want %s: %s", body, err, e, in, tc.field, tc.message)
+		}
+	}
+	// A request with a case variant decodes (it is a raw value here); the
+	// consumer's request parser refuses it.
+	if _, err := command.Decode(`{"type":"charge","account":"a","request":{"AMOUNT":1}}`); err != nil {
+		t.Fatalf("raw request refused by the envelope: %v", err)
+	}
+}
+
+// FuzzDecode: never a panic; a refusal is a *strictjson.Error; a decoded
+// command encodes and decodes again to itself.
+func FuzzDecode(f *testing.F) {
+	f.Add(`{"type":"charge","account":"acct_1","idempotency_key":"order-1-try1","request":` + visa + `}`)
+	f.Add(`{"type":"reconcile","pk":"IDEM#6:charge1:a8:key-1234"}`)
+	f.Add(`{"type":"charge","account":"a","account":"b","request":{}}`)
+	f.Add(`{"type":"charge","Account":"a","request":{"amount":1,"amount":2}}`)
+	f.Fuzz(func(t *testing.T, body string) {
+		c, err := command.Decode(body)
+		if err != nil {
+			var e *strictjson.Error
+			if !errors.As(err, &e) {
+				t.Fatalf("untyped error %T %v", err, err)
+			}
+			return
+		}
+		enc, err := c.Encode()
+		if err != nil {
+			t.Fatalf("decoded %+v does not encode: %v", c, err)
+		}
+		back, err := command.Decode(enc)
+		if err != nil || back.Type != c.Type || back.Account != c.Account || back.IdempotencyKey != c.IdempotencyKey || back.PK != c.PK || string(back.Request) != string(c.Request) {
+			t.Fatalf("%q → %+v → %q → %+v, %v", body, c, enc, back, err)
+		}
+	})
+}
