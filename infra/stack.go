@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2"
@@ -25,6 +26,7 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
 )
 
@@ -230,9 +232,10 @@ func newAPI(stack awscdk.Stack, cfg Config, removal awscdk.RemovalPolicy, charge
 		JwtAudience: jsii.Strings(cfg.JWTAudience),
 	})
 	integration := awsapigatewayv2integrations.NewHttpLambdaIntegration(jsii.String("ChargeIntegration"), charge, nil)
-	for path, method := range map[string]awsapigatewayv2.HttpMethod{"/v1/charges": awsapigatewayv2.HttpMethod_POST, "/v1/charges/{id}": awsapigatewayv2.HttpMethod_GET} {
+	for _, route := range httpapi.Routes { // "METHOD /path", as the function routes them
+		method, path, _ := strings.Cut(route, " ")
 		api.AddRoutes(&awsapigatewayv2.AddRoutesOptions{
-			Path: jsii.String(path), Methods: &[]awsapigatewayv2.HttpMethod{method},
+			Path: jsii.String(path), Methods: &[]awsapigatewayv2.HttpMethod{awsapigatewayv2.HttpMethod(method)},
 			Integration: integration, Authorizer: authorizer,
 		})
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/charge"
+	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore/dynamotest"
@@ -51,10 +52,10 @@ func TestOperatorCommands(t *testing.T) {
 	store := dynamostore.New(ddb, table)
 	guard := idem.NewGuard(store, idem.Config{DefaultLease: 200 * time.Millisecond}) // workers that die young
 	acq, _ := acquirer.NewClient(acqSrv.URL, "", nil)
-	svc := charge.NewService(idem.NewGuard(store, idem.Config{}), acq, charge.Config{})
+	svc := charge.NewService(idem.NewGuard(store, idem.Config{}), acq, httpapi.Answer, charge.Config{})
 	body := []byte(`{"amount": 100, "currency": "BRL", "order_id": "1", "payment_method": "pm_card_visa"}`)
-	if r := svc.Charge(ctx, "acct_ops", "ops-done-key", body); r.StatusCode != 201 {
-		t.Fatalf("setup: %d %s", r.StatusCode, r.Body)
+	if r := svc.Charge(ctx, charge.Input{Account: "acct_ops", Keys: []string{"ops-done-key"}, Body: body}); r.Outcome != charge.Executed || r.Response.StatusCode != 201 {
+		t.Fatalf("setup: %s %d %s", r.Outcome, r.Response.StatusCode, r.Response.Body)
 	}
 	stale := idem.Scope{Operation: charge.Operation, Account: "acct_ops", Key: "ops-stuck-key"}
 	req, _ := charge.ParseRequest(body, 0)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/idempotent-payments/idempay/internal/charge"
+	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/idemtest"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
@@ -15,7 +16,7 @@ import (
 // sandbox acquirer called in process (no HTTP, no sockets).
 func BenchmarkHandler(b *testing.B) {
 	guard := idem.NewGuard(idemtest.NewMemoryStore(), idem.Config{CacheSize: 10000})
-	h := &Handler{Service: charge.NewService(guard, sandbox.New(""), charge.Config{}), AccountClaim: "sub"}
+	h := &Handler{Service: charge.NewService(guard, sandbox.New(""), httpapi.Answer, charge.Config{}), AccountClaim: "sub"}
 	ctx := context.Background()
 	ev := loadEvent(b, "create-charge.json")
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"log/slog"
+	"mime"
 	"strings"
 	"time"
 
@@ -14,18 +15,14 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/idempotent-payments/idempay/internal/charge"
+	"github.com/idempotent-payments/idempay/internal/httpapi"
+	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/obs"
 	"github.com/idempotent-payments/idempay/internal/problem"
 )
 
-// Routes of the HTTP API, as API Gateway names them in RouteKey.
-const (
-	routeCreate = "POST /v1/charges"
-	routeGet    = "GET /v1/charges/{id}"
-)
-
-// Handler turns API Gateway HTTP API (payload v2) events into charge service
-// calls and renders the results. It holds no state of its own.
+// Handler turns API Gateway HTTP API (payload v2) events into calls of the
+// charge service's door and renders its outcomes. It holds no state.
 type Handler struct {
 	Service *charge.Service
 	// AccountClaim names the JWT claim that identifies the account ("sub").
@@ -45,7 +42,10 @@ var propagator = propagation.NewCompositeTextMapPropagator(xray.Propagator{}, pr
 type headerCarrier map[string]string
 
 func (c headerCarrier) Get(key string) string {
-	return header(events.APIGatewayV2HTTPRequest{Headers: c}, key)
+	if vs := headerValues(c, key); len(vs) == 1 {
+		return vs[0]
+	}
+	return ""
 }
 func (c headerCarrier) Set(string, string) {}
 func (c headerCarrier) Keys() []string {
@@ -56,47 +56,141 @@ func (c headerCarrier) Keys() []string {
 	return keys
 }
 
+// answer is one HTTP answer and the outcome that produced it.
+type answer struct {
+	idem.Response
+	replay  bool
+	outcome string
+	result  charge.Result
+}
+
 // Handle serves one event. It never returns an error: every failure is an
 // HTTP answer, so API Gateway never turns one into a bare 500.
 func (h *Handler) Handle(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 	start := time.Now()
+	ctx = obs.WithAttrs(ctx, slog.String("requestId", ev.RequestContext.RequestID))
 	var span trace.Span
 	if h.Tracer != nil {
 		ctx, span = h.Tracer.Start(propagator.Extract(ctx, headerCarrier(ev.Headers)), ev.RouteKey, trace.WithSpanKind(trace.SpanKindServer))
 		defer span.End()
 	}
-	res := h.serve(ctx, ev, h.account(ev))
+	a := h.serve(ctx, ev)
 	if span != nil {
-		span.SetAttributes(attribute.String("idem.outcome", res.Outcome), attribute.Int("http.response.status_code", res.StatusCode))
+		span.SetAttributes(attribute.String("idem.outcome", a.outcome), attribute.Int("http.response.status_code", a.StatusCode))
 	}
-	h.observe(ctx, ev, res, time.Since(start))
-	return render(res), nil
+	h.observe(ctx, ev, a, time.Since(start))
+	return render(a), nil
 }
 
-func (h *Handler) serve(ctx context.Context, ev events.APIGatewayV2HTTPRequest, account string) charge.Result {
-	if account == "" {
-		return charge.Problem(problem.Details{Code: problem.Unauthenticated, Detail: "a bearer token naming the account is required"})
-	}
+func (h *Handler) serve(ctx context.Context, ev events.APIGatewayV2HTTPRequest) answer {
 	switch key, id := route(ev); key {
-	case routeCreate:
+	case httpapi.RouteCreate:
+		if detail, ok := jsonBody(ev.Headers); !ok {
+			return refusal(problem.UnsupportedMediaType, detail, "unsupported_media_type")
+		}
 		body, ok := decodeBody(ev)
 		if !ok {
-			return charge.Problem(problem.Details{Code: problem.ValidationFailed, Detail: "body: not valid base64"})
+			return refusal(problem.ValidationFailed, "body: not valid base64", charge.RequestInvalid.String())
 		}
-		return h.Service.Charge(ctx, account, header(ev, "Idempotency-Key"), body)
-	case routeGet:
-		return h.Service.Get(ctx, account, id)
+		return respond(h.Service.Charge(ctx, charge.Input{
+			Account: h.account(ev), Keys: headerValues(ev.Headers, "Idempotency-Key"), Body: body,
+		}))
+	case httpapi.RouteGet:
+		return respond(h.Service.Get(ctx, h.account(ev), id))
 	}
-	return charge.Problem(problem.Details{Code: problem.NotFound, Detail: "no such route"})
+	return refusal(problem.NotFound, "no such route", "no_route")
+}
+
+// problems is the one table from the service's outcomes to HTTP problems
+// (problem.Render gives each code its status). Executed, Replayed and Found
+// are answered by respond itself.
+var problems = map[charge.Outcome]struct {
+	code   problem.Code
+	detail string
+}{
+	charge.AccountInvalid: {problem.Unauthenticated, "a bearer token naming a usable account is required"},
+	charge.KeyMissing:     {problem.IdempotencyKeyMissing, "send an Idempotency-Key header, the same on every retry of this charge"},
+	charge.KeyInvalid:     {problem.IdempotencyKeyInvalid, "send one Idempotency-Key header of 8 to 128 visible ASCII characters, quoted if it holds a comma"},
+	charge.RequestInvalid: {problem.ValidationFailed, ""},
+	charge.InFlight:       {problem.IdempotencyInFlight, "retry with the same key after Retry-After"},
+	charge.KeyReused:      {problem.IdempotencyKeyReused, "use a new Idempotency-Key for a different charge"},
+	charge.Released:       {problem.AcquirerUnavailable, "nothing was charged; retry with the same key"},
+	charge.Pending:        {problem.ChargeOutcomePending, "retry with the same key to learn the outcome"},
+	charge.Unavailable:    {problem.ServiceUnavailable, "retry with the same key"},
+	charge.NotFound:       {problem.NotFound, "no such charge"},
+}
+
+// respond renders a result of the service.
+func respond(res charge.Result) answer {
+	a := answer{outcome: res.Outcome.String(), result: res}
+	switch res.Outcome {
+	case charge.Executed:
+		a.Response = res.Response
+		return a
+	case charge.Replayed:
+		a.Response, a.replay = res.Response, true
+		return a
+	case charge.Found:
+		a.Response = idem.Response{StatusCode: 200, Headers: map[string]string{"Content-Type": "application/json"}, Body: httpapi.Body(res.Charge)}
+		return a
+	}
+	p, ok := problems[res.Outcome]
+	if !ok {
+		p.code = problem.Internal
+	}
+	d := problem.Details{Code: p.code, Detail: p.detail, RetryAfter: res.RetryAfter}
+	switch {
+	case res.Outcome == charge.RequestInvalid:
+		d.Detail = (&charge.ValidationError{Errors: res.Errors}).Error()
+		d.Extensions = map[string]any{"errors": res.Errors}
+	case res.Reason != "":
+		d.Detail = res.Reason + "; " + p.detail
+	}
+	status, headers, body := problem.Render(d)
+	a.Response = idem.Response{StatusCode: status, Headers: headers, Body: body}
+	return a
+}
+
+// refusal is an answer of the handler's own, before the service is asked.
+func refusal(code problem.Code, detail, outcome string) answer {
+	status, headers, body := problem.Render(problem.Details{Code: code, Detail: detail})
+	return answer{Response: idem.Response{StatusCode: status, Headers: headers, Body: body}, outcome: outcome}
+}
+
+// jsonBody reports whether the headers announce a body the service reads:
+// exactly one Content-Type, application/json (parameters allowed, charset
+// utf-8 if given), and no Content-Encoding but identity. Otherwise detail
+// says what to send.
+func jsonBody(headers map[string]string) (detail string, ok bool) {
+	const want = "send the body as Content-Type: application/json (charset utf-8 if given), without Content-Encoding"
+	types := headerValues(headers, "Content-Type")
+	if len(types) != 1 {
+		return want, false
+	}
+	mediaType, params, err := mime.ParseMediaType(types[0])
+	if err != nil || mediaType != "application/json" {
+		return want, false
+	}
+	if charset, given := params["charset"]; given && !strings.EqualFold(charset, "utf-8") {
+		return want, false
+	}
+	switch encodings := headerValues(headers, "Content-Encoding"); {
+	case len(encodings) > 1:
+		return want, false
+	case len(encodings) == 1 && !strings.EqualFold(strings.TrimSpace(encodings[0]), "identity"):
+		return want, false
+	}
+	return "", true
 }
 
 // observe writes the request's log line and metrics. The record is named by
 // its reference (a hash of operation, account and key), never by the raw
-// account, key, token or payment method.
-func (h *Handler) observe(ctx context.Context, ev events.APIGatewayV2HTTPRequest, res charge.Result, took time.Duration) {
+// account, key, token or payment method; the request id comes with ctx.
+func (h *Handler) observe(ctx context.Context, ev events.APIGatewayV2HTTPRequest, a answer, took time.Duration) {
+	res := a.result
 	if h.Log != nil {
-		h.Log.InfoContext(ctx, "request", "requestId", ev.RequestContext.RequestID, "route", ev.RouteKey,
-			"operation", charge.Operation, "record", res.Record, "outcome", res.Outcome, "status", res.StatusCode,
+		h.Log.InfoContext(ctx, "request", "route", ev.RouteKey,
+			"operation", charge.Operation, "record", res.Record, "outcome", a.outcome, "status", a.StatusCode,
 			"attempt", res.Attempt, "acquirer_ms", ms(res.AcquirerLatency), "acquirer_errors", res.AcquirerErrors, "total_ms", ms(took))
 	}
 	if h.Metrics != nil {
@@ -105,7 +199,7 @@ func (h *Handler) observe(ctx context.Context, ev events.APIGatewayV2HTTPRequest
 			values["AcquirerLatencyMs"] = ms(res.AcquirerLatency)
 			values["AcquirerErrors"] = float64(res.AcquirerErrors)
 		}
-		h.Metrics.Record(res.Outcome, values)
+		h.Metrics.Record(a.outcome, values)
 	}
 }
 
@@ -123,30 +217,30 @@ func (h *Handler) account(ev events.APIGatewayV2HTTPRequest) string {
 // route returns the event's route key and charge id; for a $default route
 // both are derived from the method and path.
 func route(ev events.APIGatewayV2HTTPRequest) (key, id string) {
-	if ev.RouteKey == routeCreate || ev.RouteKey == routeGet {
+	if ev.RouteKey == httpapi.RouteCreate || ev.RouteKey == httpapi.RouteGet {
 		return ev.RouteKey, ev.PathParameters["id"]
 	}
 	method, path := ev.RequestContext.HTTP.Method, strings.TrimSuffix(ev.RawPath, "/")
-	switch rest, isCharge := strings.CutPrefix(path, "/v1/charges/"); {
-	case method == "POST" && path == "/v1/charges":
-		return routeCreate, ""
+	switch rest, isCharge := strings.CutPrefix(path, httpapi.ChargesPath+"/"); {
+	case method == "POST" && path == httpapi.ChargesPath:
+		return httpapi.RouteCreate, ""
 	case method == "GET" && isCharge && rest != "" && !strings.Contains(rest, "/"):
-		return routeGet, rest
+		return httpapi.RouteGet, rest
 	}
 	return "", ""
 }
 
-// header looks a header up case-insensitively (API Gateway lowercases names).
-func header(ev events.APIGatewayV2HTTPRequest, name string) string {
-	if v, ok := ev.Headers[strings.ToLower(name)]; ok {
-		return v
-	}
-	for k, v := range ev.Headers {
+// headerValues returns every value of the header name: API Gateway
+// lowercases names and joins a repeated header's values with commas, and an
+// event that holds the name in two spellings holds two values.
+func headerValues(headers map[string]string, name string) []string {
+	var values []string
+	for k, v := range headers {
 		if strings.EqualFold(k, name) {
-			return v
+			values = append(values, v)
 		}
 	}
-	return ""
+	return values
 }
 
 func decodeBody(ev events.APIGatewayV2HTTPRequest) ([]byte, bool) {
@@ -157,13 +251,13 @@ func decodeBody(ev events.APIGatewayV2HTTPRequest) ([]byte, bool) {
 	return b, err == nil
 }
 
-func render(r charge.Result) events.APIGatewayV2HTTPResponse {
-	headers := make(map[string]string, len(r.Headers)+1)
-	for k, v := range r.Headers {
+func render(a answer) events.APIGatewayV2HTTPResponse {
+	headers := make(map[string]string, len(a.Headers)+1)
+	for k, v := range a.Headers {
 		headers[k] = v
 	}
-	if r.Replay {
+	if a.replay {
 		headers["Idempotent-Replay"] = "true"
 	}
-	return events.APIGatewayV2HTTPResponse{StatusCode: r.StatusCode, Headers: headers, Body: string(r.Body)}
+	return events.APIGatewayV2HTTPResponse{StatusCode: a.StatusCode, Headers: headers, Body: string(a.Body)}
 }

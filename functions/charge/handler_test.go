@@ -12,6 +12,7 @@ import (
 
 	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/charge"
+	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/idemtest"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
@@ -27,7 +28,7 @@ func newHandler(t testing.TB) (*Handler, *sandbox.Server) {
 		t.Fatal(err)
 	}
 	guard := idem.NewGuard(idemtest.NewMemoryStore(), idem.Config{CacheSize: 100})
-	return &Handler{Service: charge.NewService(guard, acq, charge.Config{}), AccountClaim: "sub"}, sb
+	return &Handler{Service: charge.NewService(guard, acq, httpapi.Answer, charge.Config{}), AccountClaim: "sub"}, sb
 }
 
 func loadEvent(t testing.TB, name string) events.APIGatewayV2HTTPRequest {
@@ -56,7 +57,7 @@ func TestHandleAPIGatewayEvent(t *testing.T) {
 		t.Fatalf("replay: %+v", again)
 	}
 	get := ev
-	get.RouteKey, get.PathParameters, get.Body = routeGet, map[string]string{"id": strings.TrimPrefix(first.Headers["Location"], "/v1/charges/")}, ""
+	get.RouteKey, get.PathParameters, get.Body = httpapi.RouteGet, map[string]string{"id": strings.TrimPrefix(first.Headers["Location"], "/v1/charges/")}, ""
 	got, _ := h.Handle(context.Background(), get)
 	if got.StatusCode != 200 || got.Body != first.Body {
 		t.Fatalf("get: %+v", got)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/charge"
+	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/idemtest"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
@@ -124,9 +125,9 @@ func TestOpenAPIMatchesHandler(t *testing.T) {
 	sb := sandbox.New("")
 	acq, _ := acquirer.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
 	guard := idem.NewGuard(idemtest.NewMemoryStore(), idem.Config{})
-	h := &Handler{Service: charge.NewService(guard, acq, charge.Config{}), AccountClaim: "sub"}
+	h := &Handler{Service: charge.NewService(guard, acq, httpapi.Answer, charge.Config{}), AccountClaim: "sub"}
 	refused, _ := acquirer.NewClient("http://127.0.0.1:1", "", nil)
-	hRefused := &Handler{Service: charge.NewService(guard, refused, charge.Config{}), AccountClaim: "sub"}
+	hRefused := &Handler{Service: charge.NewService(guard, refused, httpapi.Answer, charge.Config{}), AccountClaim: "sub"}
 
 	post := func(h *Handler, key, body string) events.APIGatewayV2HTTPResponse {
 		ev := loadEvent(t, "create-charge.json")
@@ -140,7 +141,7 @@ func TestOpenAPIMatchesHandler(t *testing.T) {
 	}
 	get := func(id, account string) {
 		ev := loadEvent(t, "create-charge.json")
-		ev.RouteKey, ev.Body, ev.PathParameters = routeGet, "", map[string]string{"id": id}
+		ev.RouteKey, ev.Body, ev.PathParameters = httpapi.RouteGet, "", map[string]string{"id": id}
 		ev.RequestContext.Authorizer.JWT.Claims["sub"] = account
 		resp, _ := h.Handle(ctx, ev)
 		s.check(t, "/v1/charges/{id}", "get", resp)
@@ -170,4 +171,11 @@ func TestOpenAPIMatchesHandler(t *testing.T) {
 	noAccount.RequestContext.Authorizer = nil
 	resp, _ := h.Handle(ctx, noAccount)
 	s.check(t, "/v1/charges", "post", resp)
+	notJSON := loadEvent(t, "create-charge.json")
+	notJSON.Headers["content-type"] = "text/plain"
+	if resp, _ := h.Handle(ctx, notJSON); resp.StatusCode != 415 {
+		t.Fatalf("text/plain: %d", resp.StatusCode)
+	} else {
+		s.check(t, "/v1/charges", "post", resp)
+	}
 }

@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"log/slog"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -12,8 +10,10 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idempotent-payments/idempay/internal/charge"
+	"github.com/idempotent-payments/idempay/internal/command"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/obs"
+	"github.com/idempotent-payments/idempay/internal/problem"
 )
 
 // Delayer changes when a received message is delivered again.
@@ -40,16 +40,6 @@ type Handler struct {
 	Metrics *obs.Metrics
 }
 
-// command is a message on the queue: a charge (same key space as the HTTP
-// route) or a reconcile request from the sweeper.
-type command struct {
-	Type           string          `json:"type"`
-	Account        string          `json:"account"`
-	IdempotencyKey string          `json:"idempotency_key"`
-	Request        json.RawMessage `json:"request"`
-	PK             string          `json:"pk"`
-}
-
 // verdict is what to do with one message.
 type verdict struct {
 	outcome    string // for the log line and the metrics
@@ -74,9 +64,13 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 			slots <- struct{}{}
 			defer func() { <-slots }()
 			start := time.Now()
+			ctx := obs.WithAttrs(ctx, slog.String("messageId", msg.MessageId))
 			v := h.process(ctx, msg)
+			// Every line about the message names its record ("" when the
+			// message never named one).
+			ctx = obs.WithAttrs(ctx, slog.String("record", v.record))
 			done := h.settle(ctx, msg, v)
-			h.Logger.InfoContext(ctx, "message", "messageId", msg.MessageId, "operation", charge.Operation, "record", v.record,
+			h.Logger.InfoContext(ctx, "message", "operation", charge.Operation,
 				"outcome", v.outcome, "attempt", v.attempt, "retry", !done, "total_ms", float64(time.Since(start).Microseconds())/1000)
 			if h.Metrics != nil {
 				values := map[string]float64{"LatencyMs": float64(time.Since(start).Microseconds()) / 1000}
@@ -104,15 +98,15 @@ func (h *Handler) settle(ctx context.Context, msg events.SQSMessage, v verdict) 
 			"reject_code": v.rejectCode, "reject_reason": v.reason, "source_message_id": msg.MessageId,
 		})
 		if err != nil {
-			h.Logger.ErrorContext(ctx, "dead-letter failed; the message will be retried", "messageId", msg.MessageId, "error", err)
+			h.Logger.ErrorContext(ctx, "dead-letter failed; the message will be retried", "error", err)
 			return false
 		}
-		h.Logger.WarnContext(ctx, "message rejected", "messageId", msg.MessageId, "reject_code", v.rejectCode)
+		h.Logger.WarnContext(ctx, "message rejected", "reject_code", v.rejectCode)
 		return true
 	case v.retry:
 		if v.delay > 0 {
 			if err := h.Commands.Delay(ctx, msg.ReceiptHandle, v.delay); err != nil {
-				h.Logger.WarnContext(ctx, "delay failed; the queue's visibility timeout applies", "messageId", msg.MessageId, "error", err)
+				h.Logger.WarnContext(ctx, "delay failed; the queue's visibility timeout applies", "error", err)
 			}
 		}
 		return false
@@ -121,58 +115,93 @@ func (h *Handler) settle(ctx context.Context, msg events.SQSMessage, v verdict) 
 }
 
 func (h *Handler) process(ctx context.Context, msg events.SQSMessage) verdict {
-	var cmd command
-	if err := json.Unmarshal([]byte(msg.Body), &cmd); err != nil {
-		return verdict{outcome: "rejected", rejectCode: "MALFORMED", reason: "not a JSON command"}
+	cmd, err := command.Decode(msg.Body)
+	if reqErr, inRequest := command.RequestError(err); inRequest {
+		// The envelope's decoder met the request's flaw first: the same
+		// refusal the HTTP route gives those bytes.
+		return verdict{outcome: charge.RequestInvalid.String(), rejectCode: string(problem.ValidationFailed), reason: fieldReason(reqErr.Field, reqErr.Message)}
+	}
+	if err != nil {
+		return verdict{outcome: "malformed", rejectCode: rejectMalformed, reason: err.Error()}
 	}
 	switch cmd.Type {
-	case "charge":
-		return h.charge(ctx, cmd)
-	case "reconcile":
+	case command.TypeCharge:
+		var keys []string
+		if cmd.IdempotencyKey != "" {
+			keys = []string{cmd.IdempotencyKey}
+		}
+		return verdictOf(h.Service.Charge(ctx, charge.Input{Account: cmd.Account, Keys: keys, Body: cmd.Request}))
+	default: // command.TypeReconcile: Decode knows no other
+		record := idem.Ref(cmd.PK)
 		outcome, err := h.Service.Reconcile(ctx, cmd.PK)
 		if err != nil {
-			h.Logger.WarnContext(ctx, "reconcile failed; will retry", "messageId", msg.MessageId, "error", err)
-			return verdict{outcome: "reconcile_failed", record: idem.Ref(cmd.PK), retry: true}
+			h.Logger.WarnContext(obs.WithAttrs(ctx, slog.String("record", record)), "reconcile failed; will retry", "error", err)
+			return verdict{outcome: "reconcile_failed", record: record, retry: true}
 		}
-		return verdict{outcome: "reconciled_" + strings.ReplaceAll(outcome.String(), " ", "_"), record: idem.Ref(cmd.PK)}
+		return verdict{outcome: reconciled[outcome], record: record}
 	}
-	return verdict{outcome: "rejected", rejectCode: "MALFORMED", reason: "unknown command type"}
 }
 
-// charge runs a charge command through the same service as the HTTP route.
-// A command without a key is rejected: SQS's message id covers redelivery,
+// rejectMalformed is the dead-letter code of a message that is not a command.
+const rejectMalformed = "MALFORMED"
+
+// reconciled names each reconciliation in the logs and metrics.
+var reconciled = map[charge.Reconciled]string{
+	charge.NothingToDo:         "reconciled_nothing_to_do",
+	charge.ReconciledCompleted: "reconciled_completed",
+	charge.ReconciledReleased:  "reconciled_released",
+}
+
+// verdicts is the one table from the service's outcomes to what happens to
+// a message. A charge command is refused with the code the HTTP route
+// answers the same input with; a refusal is final, so it is dead-lettered
+// with the reason and never retried. A command without a key is refused
+// rather than given one: SQS's message id covers redelivery of one message,
 // not a producer that sends the same intent twice.
-func (h *Handler) charge(ctx context.Context, cmd command) verdict {
-	key, err := idem.ParseKey(cmd.IdempotencyKey)
-	if err != nil {
-		return verdict{outcome: "rejected", rejectCode: "IDEMPOTENCY_KEY_INVALID", reason: err.Error()}
+var verdicts = map[charge.Outcome]verdict{
+	charge.Executed:       {},
+	charge.Replayed:       {},
+	charge.InFlight:       {retry: true},
+	charge.Released:       {retry: true},
+	charge.Pending:        {retry: true},
+	charge.Unavailable:    {retry: true},
+	charge.AccountInvalid: {rejectCode: string(problem.Unauthenticated)},
+	charge.KeyMissing:     {rejectCode: string(problem.IdempotencyKeyMissing)},
+	charge.KeyInvalid:     {rejectCode: string(problem.IdempotencyKeyInvalid)},
+	charge.RequestInvalid: {rejectCode: string(problem.ValidationFailed)},
+	charge.KeyReused:      {rejectCode: string(problem.IdempotencyKeyReused)},
+}
+
+// verdictOf looks a charge result up in verdicts. An in-flight message is
+// delayed by the result's RetryAfter.
+func verdictOf(res charge.Result) verdict {
+	v, ok := verdicts[res.Outcome]
+	if !ok { // an outcome this table does not know yet: keep the message
+		v = verdict{retry: true}
 	}
-	req, err := charge.ParseRequest(cmd.Request, 0)
-	if err != nil {
-		return verdict{outcome: "rejected", rejectCode: "VALIDATION_FAILED", reason: err.Error()}
+	v.outcome, v.record, v.attempt = res.Outcome.String(), res.Record, res.Attempt
+	if res.Outcome == charge.InFlight {
+		v.delay = res.RetryAfter
 	}
-	res := h.Service.ChargeParsed(ctx, idem.Scope{Operation: charge.Operation, Account: cmd.Account, Key: key}, req)
-	v := verdict{outcome: res.Outcome, record: res.Record, attempt: res.Attempt}
-	switch status := res.StatusCode; {
-	case status == 409:
-		v.retry, v.delay = true, retryAfter(res)
-	case status >= 500:
-		v.retry = true
-	case status == 201, status == 402:
-	default: // 401 (no usable account), 422 (key reused) and any other final answer
-		var p struct {
-			Code string `json:"code"`
-		}
-		_ = json.Unmarshal(res.Body, &p)
-		v.rejectCode, v.reason = p.Code, "final answer "+strconv.Itoa(status)
+	if v.rejectCode != "" {
+		v.reason = reasonOf(res)
 	}
 	return v
 }
 
-func retryAfter(res charge.Result) time.Duration {
-	secs, err := strconv.Atoi(res.Headers["Retry-After"])
-	if err != nil || secs <= 0 {
-		return time.Second
+// reasonOf says why a command was refused, without echoing its values.
+func reasonOf(res charge.Result) string {
+	if len(res.Errors) > 0 {
+		parts := make([]string, len(res.Errors))
+		for i, fe := range res.Errors {
+			parts[i] = fieldReason(fe.Field, fe.Message)
+		}
+		return strings.Join(parts, "; ")
 	}
-	return time.Duration(secs) * time.Second
+	if res.Reason != "" {
+		return res.Reason
+	}
+	return res.Outcome.String()
 }
+
+func fieldReason(field, message string) string { return "request." + field + ": " + message }

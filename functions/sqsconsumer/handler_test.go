@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idempotent-payments/idempay/internal/charge"
+	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/idemtest"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
@@ -49,7 +50,7 @@ func TestHandleSQSEvent(t *testing.T) {
 	sb := sandbox.New("")
 	guard := idem.NewGuard(idemtest.NewMemoryStore(), idem.Config{})
 	dl := &deadLetters{}
-	h := &Handler{Service: charge.NewService(guard, sb, charge.Config{}), Commands: noDelay{}, DeadLetters: dl,
+	h := &Handler{Service: charge.NewService(guard, sb, httpapi.Answer, charge.Config{}), Commands: noDelay{}, DeadLetters: dl,
 		Concurrency: 2, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	resp, err := h.Handle(context.Background(), ev)
 	if err != nil || len(resp.BatchItemFailures) != 0 {

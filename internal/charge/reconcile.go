@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/obs"
 )
 
 // Reconciled is what a reconciliation did.
@@ -23,8 +25,9 @@ const (
 	ReconciledReleased
 )
 
+// String is the stable name of r, for logs and metrics.
 func (r Reconciled) String() string {
-	return [...]string{"nothing to do", "completed", "released"}[r]
+	return [...]string{"nothing_to_do", "completed", "released"}[r]
 }
 
 // Reconcile resolves a record left in flight: it takes over the lease (only
@@ -33,6 +36,7 @@ func (r Reconciled) String() string {
 // the real outcome or releases the key. An error means nothing is known yet
 // and the record stays in flight: retry later.
 func (s *Service) Reconcile(ctx context.Context, pk string) (Reconciled, error) {
+	ctx = obs.WithAttrs(ctx, slog.String("record", idem.Ref(pk)))
 	lease, err := s.guard.TakeOverStale(ctx, pk, s.cfg.InTransitBound+s.cfg.ClockSkew)
 	if errors.Is(err, idem.ErrNotFound) || errors.Is(err, idem.ErrLeaseLost) {
 		return NothingToDo, nil
@@ -52,7 +56,7 @@ func (s *Service) Reconcile(ctx context.Context, pk string) (Reconciled, error) 
 	switch {
 	case err == nil:
 		res := s.finish(ctx, lease, req, auth)
-		if res.StatusCode >= 500 {
+		if res.Outcome != Executed && res.Outcome != Replayed {
 			return NothingToDo, fmt.Errorf("reconcile %s: completion did not land", idem.Ref(pk))
 		}
 		return ReconciledCompleted, nil

@@ -2,7 +2,6 @@ package charge
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -16,7 +15,7 @@ import (
 
 	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/idem"
-	"github.com/idempotent-payments/idempay/internal/problem"
+	"github.com/idempotent-payments/idempay/internal/obs"
 )
 
 // Acquirer is what the service needs of the card acquirer.
@@ -60,16 +59,25 @@ type Config struct {
 	Tracer trace.Tracer
 }
 
-// Service charges cards idempotently. It is shared by the HTTP and the SQS
-// entry points, so both behave identically.
+// Answer renders the stored answer of a charge the acquirer decided: what
+// the first request receives and every replay returns byte for byte,
+// whichever entry point executed it. The service stores it and never reads
+// it; the HTTP API owns its shape (httpapi.Answer).
+type Answer func(Charge) idem.Response
+
+// Service charges cards idempotently. Both entry points, HTTP and SQS, call
+// its one door, Charge, with what they received, so parsing, validation and
+// limits are the same on both by construction.
 type Service struct {
 	guard    *idem.Guard
 	acquirer Acquirer
+	answer   Answer
 	cfg      Config
 }
 
-// NewService returns a Service with cfg's zero fields defaulted.
-func NewService(guard *idem.Guard, acq Acquirer, cfg Config) *Service {
+// NewService returns a Service with cfg's zero fields defaulted. answer
+// renders the stored answers (both entry points must be given the same).
+func NewService(guard *idem.Guard, acq Acquirer, answer Answer, cfg Config) *Service {
 	if cfg.InTransitBound <= 0 {
 		cfg.InTransitBound = DefaultInTransitBound
 	}
@@ -94,18 +102,91 @@ func NewService(guard *idem.Guard, acq Acquirer, cfg Config) *Service {
 	if cfg.Tracer == nil {
 		cfg.Tracer = noop.NewTracerProvider().Tracer("")
 	}
-	return &Service{guard: guard, acquirer: acq, cfg: cfg}
+	return &Service{guard: guard, acquirer: acq, answer: answer, cfg: cfg}
 }
 
-// Result is an HTTP-shaped answer. Replay is true when Response is the stored
-// answer of an earlier attempt.
+// Input is one charge request as an entry point received it, nothing parsed.
+type Input struct {
+	// Account is the authenticated caller: the verified token's account
+	// claim, or the charge command's account.
+	Account string
+	// Keys are the Idempotency-Key values as received, one per occurrence of
+	// the header (or the command's member); none when it is absent.
+	Keys []string
+	// Body is the charge request JSON as received.
+	Body []byte
+}
+
+// Outcome is what one call came to. The entry points map every outcome in a
+// table of their own (an HTTP response, a queue verdict); the service knows
+// nothing of either.
+type Outcome int
+
+// The outcomes. Nothing is written for KeyMissing, KeyInvalid,
+// RequestInvalid and AccountInvalid; InFlight, Released, Pending and
+// Unavailable come with a RetryAfter.
+const (
+	// Executed: this call took the key, the acquirer decided (captured or
+	// declined) and Response is the stored answer.
+	Executed Outcome = iota + 1
+	// Replayed: the key completed earlier for the same request; Response is
+	// the stored answer.
+	Replayed
+	// AccountInvalid: the caller names no usable account (Reason says why).
+	AccountInvalid
+	// KeyMissing: no idempotency key.
+	KeyMissing
+	// KeyInvalid: not one valid key (Reason says why).
+	KeyInvalid
+	// RequestInvalid: the body is not a valid charge request (Errors).
+	RequestInvalid
+	// InFlight: another attempt holds the key; retry with it later.
+	InFlight
+	// KeyReused: the key belongs to a different request; never retried.
+	KeyReused
+	// Released: the acquirer was unreachable and nothing was sent; the key
+	// is free again.
+	Released
+	// Pending: the acquirer's outcome is unknown; the key stays in flight
+	// until a retry or the reconciler resolves it.
+	Pending
+	// Unavailable: the store failed before anything was sent.
+	Unavailable
+	// Found: Get found the caller's charge (Charge).
+	Found
+	// NotFound: Get found no such charge for the caller.
+	NotFound
+)
+
+var outcomeNames = [...]string{
+	Executed: "executed", Replayed: "replayed", AccountInvalid: "account_invalid", KeyMissing: "key_missing",
+	KeyInvalid: "key_invalid", RequestInvalid: "request_invalid", InFlight: "in_flight", KeyReused: "key_reused",
+	Released: "released", Pending: "pending", Unavailable: "unavailable", Found: "read", NotFound: "not_found",
+}
+
+// String is the outcome's stable name: the logs' outcome and the metrics'
+// Outcome dimension.
+func (o Outcome) String() string {
+	if o > 0 && int(o) < len(outcomeNames) {
+		return outcomeNames[o]
+	}
+	return "unknown"
+}
+
+// Result is what one call came to; Outcome says which fields are set.
 type Result struct {
-	idem.Response
-	Replay bool
-	// Outcome names what happened, for logs and metrics: executed, replayed,
-	// in_flight, key_reused, released, pending, rejected, error, read or
-	// not_found.
-	Outcome string
+	Outcome Outcome
+	// Response is the stored answer (Executed, Replayed).
+	Response idem.Response
+	// Errors lists everything wrong with the request (RequestInvalid).
+	Errors []FieldError
+	// Reason says why the key or the account was refused, without echoing it.
+	Reason string
+	// RetryAfter is when to retry with the same key (InFlight, Released,
+	// Pending, Unavailable).
+	RetryAfter time.Duration
+	// Charge is the charge Get found (Found).
+	Charge Charge
 	// Record is the record's reference (idem.Ref), once the request got as
 	// far as a valid scope; empty before that.
 	Record string
@@ -117,61 +198,59 @@ type Result struct {
 	AcquirerErrors  int
 }
 
-func (r Result) with(outcome string) Result {
-	r.Outcome = outcome
-	return r
-}
-
-// Charge executes one charge request for account at most once per key. The
-// key is the raw Idempotency-Key header. Every outcome of DESIGN §3 is a
-// Result; Charge has no error return because every failure has an answer.
-func (s *Service) Charge(ctx context.Context, account, keyHeader string, body []byte) Result {
-	key, err := idem.ParseKey(keyHeader)
+// Charge is the one door: it parses in (the account, then the key, then
+// the body with the configured MaxAmount) and charges at most once per
+// (account, key). Every outcome of DESIGN §3 is a Result; there is no error
+// return because every failure has an answer. Refused input writes nothing.
+func (s *Service) Charge(ctx context.Context, in Input) Result {
+	if err := idem.ValidateAccount(in.Account); err != nil {
+		return Result{Outcome: AccountInvalid, Reason: err.Error()}
+	}
+	key, err := idem.ParseKeyHeader(in.Keys)
 	switch {
 	case errors.Is(err, idem.ErrKeyMissing):
-		return Problem(problem.Details{Code: problem.IdempotencyKeyMissing, Detail: "send an Idempotency-Key header, the same on every retry of this charge"})
+		return Result{Outcome: KeyMissing}
 	case err != nil:
-		return Problem(problem.Details{Code: problem.IdempotencyKeyInvalid, Detail: "an Idempotency-Key is 8 to 128 visible ASCII characters"})
+		return Result{Outcome: KeyInvalid, Reason: err.Error()}
 	}
-	req, err := ParseRequest(body, s.cfg.MaxAmount)
+	req, err := ParseRequest(in.Body, s.cfg.MaxAmount)
 	if err != nil {
-		return validationFailed(err)
+		return Result{Outcome: RequestInvalid, Errors: fieldErrors(err)}
 	}
-	return s.ChargeParsed(ctx, idem.Scope{Operation: Operation, Account: account, Key: key}, req)
-}
-
-// ChargeParsed is Charge for an already parsed key and request (the SQS
-// path). A bad scope is answered, never written.
-func (s *Service) ChargeParsed(ctx context.Context, scope idem.Scope, req Request) Result {
-	res := s.chargeParsed(ctx, scope, req)
-	if scope.Validate() == nil {
-		res.Record = idem.Ref(scope.PK())
-	}
+	scope := idem.Scope{Operation: Operation, Account: in.Account, Key: key}
+	record := idem.Ref(scope.PK())
+	res := s.charge(obs.WithAttrs(ctx, slog.String("record", record)), scope, req)
+	res.Record = record
 	return res
 }
 
-func (s *Service) chargeParsed(ctx context.Context, scope idem.Scope, req Request) Result {
+func fieldErrors(err error) []FieldError {
+	var v *ValidationError
+	if errors.As(err, &v) {
+		return v.Errors
+	}
+	return []FieldError{{Field: "body", Message: "invalid"}}
+}
+
+// charge claims scope and, as the owner, executes. The scope is valid.
+func (s *Service) charge(ctx context.Context, scope idem.Scope, req Request) Result {
 	claimCtx, span := s.cfg.Tracer.Start(ctx, "idem.claim")
 	claim, err := s.guard.Begin(claimCtx, scope, req.Canonical())
 	span.End()
 	var inFlight *idem.InFlightError
 	switch {
-	case errors.Is(err, idem.ErrAccountInvalid):
-		return Problem(problem.Details{Code: problem.Unauthenticated, Detail: "the token does not name a usable account"})
-	case errors.Is(err, idem.ErrKeyInvalid), errors.Is(err, idem.ErrKeyMissing):
-		return Problem(problem.Details{Code: problem.IdempotencyKeyInvalid, Detail: "an Idempotency-Key is 8 to 128 visible ASCII characters"})
 	case errors.As(err, &inFlight):
-		return Problem(problem.Details{Code: problem.IdempotencyInFlight, Detail: "retry with the same key after Retry-After", RetryAfter: inFlight.RetryAfter}).with("in_flight")
+		return Result{Outcome: InFlight, RetryAfter: inFlight.RetryAfter}
 	case errors.Is(err, idem.ErrKeyReused):
-		return Problem(problem.Details{Code: problem.IdempotencyKeyReused, Detail: "use a new Idempotency-Key for a different charge"}).with("key_reused")
+		return Result{Outcome: KeyReused}
 	case err != nil:
 		// The claim may or may not have been written; either way nothing was
 		// sent, and a retry with the same key is safe (a written claim's lease
 		// expires and is taken over).
 		s.cfg.Logger.ErrorContext(ctx, "claim failed", "error", err)
-		return Problem(problem.Details{Code: problem.ServiceUnavailable, Detail: "retry with the same key", RetryAfter: s.cfg.RetryAfter}).with("error")
+		return Result{Outcome: Unavailable, RetryAfter: s.cfg.RetryAfter}
 	case claim.Replay != nil:
-		return Result{Response: *claim.Replay, Replay: true, Outcome: "replayed"}
+		return Result{Outcome: Replayed, Response: *claim.Replay}
 	}
 	var calls acquirerCalls
 	res := s.execute(ctx, claim.Lease, req, &calls)
@@ -268,7 +347,7 @@ func (s *Service) notSent(ctx context.Context, lease *idem.Lease) Result {
 		s.cfg.Logger.ErrorContext(ctx, "release failed", "error", err)
 		return s.pending(ctx, lease)
 	}
-	return Problem(problem.Details{Code: problem.AcquirerUnavailable, Detail: "nothing was charged; retry with the same key", RetryAfter: s.cfg.RetryAfter}).with("released")
+	return Result{Outcome: Released, RetryAfter: s.cfg.RetryAfter}
 }
 
 // pending: the outcome is unknown. The record stays in flight; the lease is
@@ -277,11 +356,11 @@ func (s *Service) pending(ctx context.Context, lease *idem.Lease) Result {
 	if err := lease.Abandon(ctx); err != nil && !errors.Is(err, idem.ErrLeaseLost) {
 		s.cfg.Logger.ErrorContext(ctx, "abandon failed; the lease will expire by itself", "error", err)
 	}
-	return outcomePending(s.cfg.RetryAfter)
+	return s.outcomePending()
 }
 
-func outcomePending(retryAfter time.Duration) Result {
-	return Problem(problem.Details{Code: problem.ChargeOutcomePending, Detail: "retry with the same key to learn the outcome", RetryAfter: retryAfter}).with("pending")
+func (s *Service) outcomePending() Result {
+	return Result{Outcome: Pending, RetryAfter: s.cfg.RetryAfter}
 }
 
 // finish stores the acquirer's outcome with its ledger row. A lost lease
@@ -294,44 +373,47 @@ func (s *Service) finish(ctx context.Context, lease *idem.Lease, req Request, au
 		DeclineCode: auth.DeclineCode, AuthorizationID: auth.ID,
 		CreatedAt: s.guard.Now().UTC().Truncate(time.Millisecond),
 	}
-	resp := ch.response()
+	resp := s.answer(ch)
 	completeCtx, span := s.cfg.Tracer.Start(ctx, "idem.complete")
 	err := lease.Complete(completeCtx, resp, ch.item())
 	endSpan(span, err)
 	if err == nil {
-		return Result{Response: resp, Outcome: "executed"}
+		return Result{Outcome: Executed, Response: resp}
 	}
 	if !errors.Is(err, idem.ErrLeaseLost) {
 		s.cfg.Logger.ErrorContext(ctx, "complete failed; the record stays in flight", "error", err)
-		return outcomePending(s.cfg.RetryAfter)
+		return s.outcomePending()
 	}
 	rec, lookupErr := s.guard.Lookup(ctx, lease.PK())
 	if lookupErr == nil && rec.Status == idem.StatusCompleted {
-		return Result{Response: *rec.Response, Replay: true, Outcome: "replayed"}
+		return Result{Outcome: Replayed, Response: *rec.Response}
 	}
-	return outcomePending(s.cfg.RetryAfter)
+	return s.outcomePending()
 }
 
-// Get returns account's charge id: 200 with the charge, or 404 for a charge
-// that does not exist or belongs to another account (indistinguishable).
+// Get finds account's charge id: Found with the charge, NotFound for a
+// charge that does not exist or belongs to another account (the two are
+// indistinguishable), AccountInvalid, or Unavailable when the store failed.
 func (s *Service) Get(ctx context.Context, account, id string) Result {
-	notFound := Problem(problem.Details{Code: problem.NotFound, Detail: "no such charge"}).with("not_found")
-	if !validChargeID(id) || account == "" {
-		return notFound
+	if err := idem.ValidateAccount(account); err != nil {
+		return Result{Outcome: AccountInvalid, Reason: err.Error()}
+	}
+	if !validChargeID(id) {
+		return Result{Outcome: NotFound}
 	}
 	item, err := s.guard.Item(ctx, ledgerPK(id))
 	if errors.Is(err, idem.ErrNotFound) {
-		return notFound
+		return Result{Outcome: NotFound}
 	}
 	if err != nil {
 		s.cfg.Logger.ErrorContext(ctx, "get charge failed", "error", err)
-		return Problem(problem.Details{Code: problem.ServiceUnavailable, RetryAfter: s.cfg.RetryAfter}).with("error")
+		return Result{Outcome: Unavailable, RetryAfter: s.cfg.RetryAfter}
 	}
 	ch, err := chargeFromItem(item)
 	if err != nil || ch.Account != account {
-		return notFound
+		return Result{Outcome: NotFound}
 	}
-	return Result{Response: idem.Response{StatusCode: 200, Headers: map[string]string{"Content-Type": "application/json"}, Body: ch.json()}, Outcome: "read"}
+	return Result{Outcome: Found, Charge: ch}
 }
 
 func endSpan(span trace.Span, err error) {
@@ -339,21 +421,6 @@ func endSpan(span trace.Span, err error) {
 		span.SetStatus(codes.Error, "failed") // the cause stays in the logs: it may name a record
 	}
 	span.End()
-}
-
-// Problem renders d as a Result (never a replay), with the outcome
-// "rejected" unless the caller names another.
-func Problem(d problem.Details) Result {
-	status, headers, body := problem.Render(d)
-	return Result{Response: idem.Response{StatusCode: status, Headers: headers, Body: body}, Outcome: "rejected"}
-}
-
-func validationFailed(err error) Result {
-	var v *ValidationError
-	if !errors.As(err, &v) {
-		v = invalid("body", "invalid")
-	}
-	return Problem(problem.Details{Code: problem.ValidationFailed, Detail: v.Error(), Extensions: map[string]any{"errors": v.Errors}})
 }
 
 // Charge is the ledger row of one charge and its JSON form.
@@ -412,44 +479,4 @@ func chargeFromItem(it *idem.Item) (Charge, error) {
 		OrderID: a["order_id"], Description: a["description"], DeclineCode: a["decline_code"],
 		AuthorizationID: a["authorization_id"], CreatedAt: created,
 	}, nil
-}
-
-// chargeJSON is the public shape of a charge. The account is not in it: the
-// caller is the account.
-type chargeJSON struct {
-	ID              string `json:"id"`
-	Object          string `json:"object"`
-	Status          string `json:"status"`
-	Amount          int64  `json:"amount"`
-	Currency        string `json:"currency"`
-	OrderID         string `json:"order_id"`
-	Description     string `json:"description,omitempty"`
-	DeclineCode     string `json:"decline_code,omitempty"`
-	AuthorizationID string `json:"authorization_id"`
-	CreatedAt       string `json:"created_at"`
-}
-
-func (c Charge) json() []byte {
-	b, _ := json.Marshal(chargeJSON{
-		ID: c.ID, Object: "charge", Status: c.Status, Amount: c.Amount, Currency: c.Currency,
-		OrderID: c.OrderID, Description: c.Description, DeclineCode: c.DeclineCode,
-		AuthorizationID: c.AuthorizationID, CreatedAt: c.CreatedAt.Format(time.RFC3339Nano),
-	})
-	return b
-}
-
-// response is the answer stored for the charge: 201 with the charge, or
-// 402 CHARGE_DECLINED with its id and decline code.
-func (c Charge) response() idem.Response {
-	if c.Status == acquirer.StatusDeclined {
-		status, headers, body := problem.Render(problem.Details{
-			Code: problem.ChargeDeclined, Detail: "the card was declined; a new attempt needs a new Idempotency-Key",
-			Extensions: map[string]any{"charge_id": c.ID, "decline_code": c.DeclineCode},
-		})
-		return idem.Response{StatusCode: status, Headers: headers, Body: body}
-	}
-	return idem.Response{StatusCode: 201, Headers: map[string]string{
-		"Content-Type": "application/json",
-		"Location":     "/v1/charges/" + c.ID,
-	}, Body: c.json()}
 }

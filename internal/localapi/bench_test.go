@@ -65,6 +65,7 @@ func benchCharge(s *localapi.Stack, token, key string, want ...int) error {
 	req, _ := http.NewRequest(http.MethodPost, s.URL+"/v1/charges", strings.NewReader(visa))
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Idempotency-Key", key)
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return err

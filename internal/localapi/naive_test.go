@@ -74,6 +74,7 @@ func storm(b *testing.B, url, token, key string, sb *sandbox.Server) int {
 			req, _ := http.NewRequest(http.MethodPost, url+"/v1/charges", strings.NewReader(visa))
 			req.Header.Set("Authorization", "Bearer "+token)
 			req.Header.Set("Idempotency-Key", key)
+			req.Header.Set("Content-Type", "application/json")
 			if resp, err := http.DefaultClient.Do(req); err == nil {
 				resp.Body.Close()
 			}

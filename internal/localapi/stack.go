@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
 	"github.com/idempotent-payments/idempay/internal/sweep"
@@ -145,10 +146,10 @@ func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
 	if cfg.SweepInterval > 0 {
 		go schedule(triggers, cfg.SweepInterval, s.Sweeper)
 	}
-	gw := &Gateway{Secret: cfg.Secret, Routes: []Route{
-		{Key: "POST /v1/charges", Target: s.Charge},
-		{Key: "GET /v1/charges/{id}", Target: s.Charge},
-	}}
+	gw := &Gateway{Secret: cfg.Secret}
+	for _, key := range httpapi.Routes {
+		gw.Routes = append(gw.Routes, Route{Key: key, Target: s.Charge})
+	}
 	if s.URL, err = s.serve(cfg.GatewayAddr, gw); err != nil {
 		s.Close()
 		return nil, err

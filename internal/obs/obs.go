@@ -5,9 +5,11 @@
 package obs
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -21,7 +23,7 @@ func NewLogger(w io.Writer, level string) *slog.Logger {
 	if err := l.UnmarshalText([]byte(strings.ToUpper(level))); err != nil {
 		l = slog.LevelInfo
 	}
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l, ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+	return slog.New(contextHandler{slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l, ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
 		if len(groups) > 0 {
 			return a
 		}
@@ -33,7 +35,42 @@ func NewLogger(w io.Writer, level string) *slog.Logger {
 			a.Key = "message"
 		}
 		return a
-	}}))
+	}})})
+}
+
+// WithAttrs returns a context whose log lines carry attrs: every line a
+// NewLogger logger writes with it (the …Context methods), however deep in
+// the code, names the request, message or record it belongs to. A key given
+// again replaces the earlier value.
+func WithAttrs(ctx context.Context, attrs ...slog.Attr) context.Context {
+	old, _ := ctx.Value(attrsKey{}).([]slog.Attr)
+	merged := make([]slog.Attr, 0, len(old)+len(attrs))
+	for _, a := range old {
+		if !slices.ContainsFunc(attrs, func(b slog.Attr) bool { return b.Key == a.Key }) {
+			merged = append(merged, a)
+		}
+	}
+	return context.WithValue(ctx, attrsKey{}, append(merged, attrs...))
+}
+
+type attrsKey struct{}
+
+// contextHandler adds the context's attributes (WithAttrs) to each record.
+type contextHandler struct{ slog.Handler }
+
+func (h contextHandler) Handle(ctx context.Context, r slog.Record) error {
+	if attrs, ok := ctx.Value(attrsKey{}).([]slog.Attr); ok {
+		r.AddAttrs(attrs...)
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h contextHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return contextHandler{h.Handler.WithAttrs(attrs)}
+}
+
+func (h contextHandler) WithGroup(name string) slog.Handler {
+	return contextHandler{h.Handler.WithGroup(name)}
 }
 
 // Namespace of every metric.

@@ -2,8 +2,10 @@ package obs
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -110,4 +112,34 @@ func TestLoggerUsesLambdaJSONFormat(t *testing.T) {
 	if line["message"] != "charge" || line["level"] != "INFO" || line["timestamp"] == nil || line["outcome"] != "executed" {
 		t.Fatalf("line %v", line)
 	}
+}
+
+func TestWithAttrs(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	log := NewLogger(&buf, "INFO")
+	ctx := WithAttrs(context.Background(), slog.String("requestId", "r-1"))
+	ctx = WithAttrs(ctx, slog.String("record", "old"))
+	ctx = WithAttrs(ctx, slog.String("record", "3f9c51a0b2d4e871"))
+	log.With("function", "charge").WarnContext(ctx, "acquirer outcome unknown", "attempt", 1)
+	log.InfoContext(context.Background(), "plain")
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	want := `{"level":"WARN","message":"acquirer outcome unknown","function":"charge","attempt":1,"requestId":"r-1","record":"3f9c51a0b2d4e871"}`
+	var got map[string]any
+	if err := json.Unmarshal([]byte(lines[0]), &got); err != nil {
+		t.Fatal(err)
+	}
+	delete(got, "timestamp")
+	if b, _ := json.Marshal(got); len(lines) != 2 || !jsonEqual(t, string(b), want) || strings.Count(lines[0], `"record"`) != 1 || strings.Contains(lines[1], "requestId") {
+		t.Fatalf("lines %q", lines)
+	}
+}
+
+func jsonEqual(t *testing.T, a, b string) bool {
+	t.Helper()
+	var x, y any
+	if json.Unmarshal([]byte(a), &x) != nil || json.Unmarshal([]byte(b), &y) != nil {
+		return false
+	}
+	return fmt.Sprint(x) == fmt.Sprint(y)
 }

@@ -18,6 +18,7 @@ const (
 	IdempotencyKeyMissing Code = "IDEMPOTENCY_KEY_MISSING"
 	IdempotencyKeyInvalid Code = "IDEMPOTENCY_KEY_INVALID"
 	ValidationFailed      Code = "VALIDATION_FAILED"
+	UnsupportedMediaType  Code = "UNSUPPORTED_MEDIA_TYPE"
 	Unauthenticated       Code = "UNAUTHENTICATED"
 	NotFound              Code = "NOT_FOUND"
 	MethodNotAllowed      Code = "METHOD_NOT_ALLOWED"
@@ -39,6 +40,7 @@ var table = map[Code]entry{
 	IdempotencyKeyMissing: {400, "Idempotency-Key header is required"},
 	IdempotencyKeyInvalid: {400, "Idempotency-Key is invalid"},
 	ValidationFailed:      {400, "The request body is invalid"},
+	UnsupportedMediaType:  {415, "The request body must be JSON"},
 	Unauthenticated:       {401, "Authentication is required"},
 	NotFound:              {404, "Not found"},
 	MethodNotAllowed:      {405, "Method not allowed"},
