@@ -93,17 +93,23 @@ build:
 	  echo "dist/$$fn/bootstrap"; \
 	done
 
-## synth: the CloudFormation template of ENV (dev, staging, prod) into infra/cdk.out
+# The deployer's inputs, required in every environment (infra/config.go):
+# the IdP whose RS256 tokens the JWT authorizer verifies, and their audience.
+JWT_ISSUER ?=
+JWT_AUDIENCE ?=
+CDK_INPUTS = -c env=$(ENV) -c jwtIssuer=$(JWT_ISSUER) -c jwtAudience=$(JWT_AUDIENCE)
+
+## synth: the CloudFormation template of ENV (dev, staging, prod) into infra/cdk.out; JWT_ISSUER and JWT_AUDIENCE are required
 synth: build $(CDK)
-	cd infra && _cdk/node_modules/.bin/cdk synth -c env=$(ENV) --quiet && echo "infra/cdk.out/idempay-$(ENV).template.json"
+	cd infra && _cdk/node_modules/.bin/cdk synth $(CDK_INPUTS) --quiet && echo "infra/cdk.out/idempay-$(ENV).template.json"
 
 ## deploy: build and deploy ENV with the AWS credentials of this shell (cdk bootstrap once per account and region first)
 deploy: build $(CDK)
-	cd infra && _cdk/node_modules/.bin/cdk deploy -c env=$(ENV) --require-approval broadening
+	cd infra && _cdk/node_modules/.bin/cdk deploy $(CDK_INPUTS) --require-approval broadening
 
 ## destroy: delete ENV's stack (prod keeps its table, queues, secret and logs)
 destroy: $(CDK)
-	cd infra && _cdk/node_modules/.bin/cdk destroy -c env=$(ENV)
+	cd infra && _cdk/node_modules/.bin/cdk destroy $(CDK_INPUTS)
 
 $(CDK): infra/_cdk/package-lock.json
 	cd infra/_cdk && npm ci --no-audit --no-fund --loglevel=error

@@ -1,6 +1,10 @@
 package main
 
-import "fmt"
+import (
+	"fmt"
+	"net/url"
+	"strings"
+)
 
 // Config is one environment's settings. Every deployable difference between
 // dev, staging and prod is a field here, nowhere else.
@@ -9,7 +13,10 @@ type Config struct {
 	Name string
 	// RetentionDays is how long an idempotency key is remembered.
 	RetentionDays int
-	// JWTIssuer and JWTAudience configure the API's JWT authorizer.
+	// JWTIssuer and JWTAudience configure the API's JWT authorizer: the
+	// issuer URL of the IdP whose RS256 tokens it verifies (its JWKS is
+	// found from there) and the audience those tokens carry. They are the
+	// deployer's, never defaults: ConfigFor requires them.
 	JWTIssuer, JWTAudience string
 	// AccountClaim names the token claim that is the account.
 	AccountClaim string
@@ -38,11 +45,21 @@ type Config struct {
 // Environments lists the known environment names.
 var Environments = []string{"dev", "staging", "prod"}
 
-// ConfigFor returns the settings of environment name.
-func ConfigFor(name string) (Config, error) {
+// Inputs are the CDK context keys (cdk -c key=value; `make synth` passes
+// JWT_ISSUER and JWT_AUDIENCE as them) that every environment requires.
+const (
+	InputJWTIssuer   = "jwtIssuer"
+	InputJWTAudience = "jwtAudience"
+)
+
+// ConfigFor returns the settings of environment name. input reads the
+// deployer's inputs (the CDK context); the JWT issuer (an https URL) and
+// audience are required in every environment, so a stack can never deploy
+// an authorizer that trusts a placeholder and answers 401 to everyone.
+func ConfigFor(name string, input func(key string) string) (Config, error) {
 	base := Config{
 		Name: name, RetentionDays: 90, AccountClaim: "sub",
-		JWTIssuer: "https://auth." + name + ".example.com/", JWTAudience: "payments-api",
+		JWTIssuer: input(InputJWTIssuer), JWTAudience: input(InputJWTAudience),
 		AcquirerURL: "https://sandbox.acquirer.example.com", LogRetentionDays: 14,
 		ConsumerMaxConcurrency: 5, ThrottleRate: 50, ThrottleBurst: 100,
 		Alarm5xxPer5Min: 5, AlarmThrottlesPer5Min: 10,
@@ -53,7 +70,6 @@ func ConfigFor(name string) (Config, error) {
 	case "staging":
 		base.LogRetentionDays = 30
 	case "prod":
-		base.JWTIssuer = "https://auth.example.com/"
 		base.AcquirerURL = "https://api.acquirer.example.com"
 		base.LogRetentionDays = 365
 		base.Retain = true
@@ -64,5 +80,24 @@ func ConfigFor(name string) (Config, error) {
 	default:
 		return Config{}, fmt.Errorf("environment %q: want one of %v", name, Environments)
 	}
+	if err := base.checkJWT(); err != nil {
+		return Config{}, fmt.Errorf("environment %s: %w (make synth ENV=%s JWT_ISSUER=https://your-idp/ JWT_AUDIENCE=your-api, or cdk -c %s=... -c %s=...)",
+			name, err, name, InputJWTIssuer, InputJWTAudience)
+	}
 	return base, nil
+}
+
+func (c Config) checkJWT() error {
+	u, err := url.Parse(c.JWTIssuer)
+	switch {
+	case c.JWTIssuer == "":
+		return fmt.Errorf("the JWT issuer is required")
+	case err != nil || u.Scheme != "https" || u.Host == "":
+		return fmt.Errorf("the JWT issuer %q must be an https URL", c.JWTIssuer)
+	case c.JWTAudience == "":
+		return fmt.Errorf("the JWT audience is required")
+	case strings.ContainsFunc(c.JWTAudience, func(r rune) bool { return r <= ' ' || r == 0x7f }):
+		return fmt.Errorf("the JWT audience %q holds white space or a control character", c.JWTAudience)
+	}
+	return nil
 }

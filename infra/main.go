@@ -17,7 +17,10 @@ func main() {
 	if v, ok := app.Node().TryGetContext(jsii.String("env")).(string); ok && v != "" {
 		env = v
 	}
-	cfg, err := ConfigFor(env)
+	cfg, err := ConfigFor(env, func(key string) string {
+		v, _ := app.Node().TryGetContext(jsii.String(key)).(string)
+		return v
+	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

@@ -29,7 +29,7 @@ func TestMain(m *testing.M) {
 // strict (a violation fails synthesis) and returns its template as JSON.
 func synth(t *testing.T, env string) map[string]any {
 	t.Helper()
-	cfg, err := ConfigFor(env)
+	cfg, err := ConfigFor(env, testInputs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +194,7 @@ func TestFunctionsQueuesAndTriggers(t *testing.T) {
 func TestAPI(t *testing.T) {
 	tmpl := synth(t, "staging")
 	auth := props(only(t, tmpl, "AWS::ApiGatewayV2::Authorizer"))
-	if auth["AuthorizerType"] != "JWT" || asJSON(auth["JwtConfiguration"]) != `{"Audience":["payments-api"],"Issuer":"https://auth.staging.example.com/"}` {
+	if auth["AuthorizerType"] != "JWT" || asJSON(auth["JwtConfiguration"]) != `{"Audience":["test-audience"],"Issuer":"https://idp.test.invalid/"}` {
 		t.Errorf("authorizer %s", asJSON(auth))
 	}
 	routes := resources(tmpl, "AWS::ApiGatewayV2::Route")
@@ -281,9 +281,33 @@ func TestAlarms(t *testing.T) {
 	}
 }
 
+// testInputs are the deployer's inputs of the tests.
+func testInputs(key string) string {
+	return map[string]string{InputJWTIssuer: "https://idp.test.invalid/", InputJWTAudience: "test-audience"}[key]
+}
+
 func TestUnknownEnvironment(t *testing.T) {
-	if _, err := ConfigFor("qa"); err == nil {
+	if _, err := ConfigFor("qa", testInputs); err == nil {
 		t.Fatal("ConfigFor(qa) succeeded")
+	}
+}
+
+// TestJWTInputsRequired: no environment synthesizes without the IdP's
+// issuer and audience, and the issuer must be https.
+func TestJWTInputsRequired(t *testing.T) {
+	for _, env := range Environments {
+		for name, inputs := range map[string]map[string]string{
+			"none":         {},
+			"no audience":  {InputJWTIssuer: "https://idp.test.invalid/"},
+			"no issuer":    {InputJWTAudience: "test-audience"},
+			"http issuer":  {InputJWTIssuer: "http://idp.test.invalid/", InputJWTAudience: "test-audience"},
+			"bare issuer":  {InputJWTIssuer: "idp.test.invalid", InputJWTAudience: "test-audience"},
+			"space in aud": {InputJWTIssuer: "https://idp.test.invalid/", InputJWTAudience: "test audience"},
+		} {
+			if _, err := ConfigFor(env, func(k string) string { return inputs[k] }); err == nil || !strings.Contains(err.Error(), "JWT") {
+				t.Errorf("%s, %s: %v, want an error naming the JWT input", env, name, err)
+			}
+		}
 	}
 }
 

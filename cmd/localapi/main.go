@@ -5,7 +5,8 @@
 // the API Gateway stand-in until interrupted.
 //
 // Environment: LOCAL_API_ADDR (127.0.0.1:8080), SANDBOX_ADDR (127.0.0.1:8081),
-// LOCAL_JWT_SECRET (local-dev-secret), TABLE_NAME (idempay-local),
+// LOCAL_JWT_SECRET (local-dev-secret), LOCAL_JWT_ISSUER (idempay-local),
+// LOCAL_JWT_AUDIENCE (idempay-api), TABLE_NAME (idempay-local),
 // AWS_LAMBDA_RIE (bin/aws-lambda-rie), LOCAL_INSTANCES (2).
 package main
 
@@ -33,7 +34,7 @@ func main() {
 func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	secret := setup.Or(os.Getenv("LOCAL_JWT_SECRET"), "local-dev-secret")
+	trust := localapi.TrustFromEnv(os.Getenv)
 	instances, err := strconv.Atoi(setup.Or(os.Getenv("LOCAL_INSTANCES"), "2"))
 	if err != nil || instances < 1 {
 		return fmt.Errorf("LOCAL_INSTANCES=%q: want a positive integer", os.Getenv("LOCAL_INSTANCES"))
@@ -47,18 +48,19 @@ func run() error {
 		RIE: setup.Or(os.Getenv("AWS_LAMBDA_RIE"), filepath.Join("bin", "aws-lambda-rie")), BinDir: binDir,
 		TableName:   setup.Or(os.Getenv("TABLE_NAME"), "idempay-local"),
 		GatewayAddr: setup.Or(os.Getenv("LOCAL_API_ADDR"), "127.0.0.1:8080"), SandboxAddr: setup.Or(os.Getenv("SANDBOX_ADDR"), "127.0.0.1:8081"),
-		Secret: []byte(secret), Instances: instances, Output: os.Stdout,
+		Trust: trust, Instances: instances, Output: os.Stdout,
 	})
 	if err != nil {
 		return err
 	}
 	defer stack.Close()
-	token, err := localapi.Token([]byte(secret), "acct_demo", 24*time.Hour)
+	token, err := trust.Token("acct_demo", 24*time.Hour)
 	if err != nil {
 		return err
 	}
 	fmt.Printf(`
 The charge API is up on %s (sandbox acquirer on %s, %d charge instances under the RIE).
+Tokens: HS256, iss %q, aud %q (the deployed authorizer checks the IdP's RS256 tokens).
 Charge a card; paste it twice to see the replay (Idempotent-Replay: true):
 
 curl -i %s/v1/charges \
@@ -72,7 +74,7 @@ the queue (%s), waits for the consumer and prints the GET that reads it.
 The sweeper runs every minute.
 
 Ctrl-C stops everything this command started.
-`, stack.URL, stack.SandboxURL, instances, stack.URL, token, stack.QueueURL)
+`, stack.URL, stack.SandboxURL, instances, trust.Issuer, trust.Audience, stack.URL, token, stack.QueueURL)
 	<-ctx.Done()
 	fmt.Println("\nstopping")
 	return nil

@@ -3,7 +3,7 @@
 // the consumer has processed it, and prints the GET that reads the charge.
 //
 // Environment: ACCOUNT (acct_demo), KEY (a new one each run), TABLE_NAME
-// (idempay-local), LOCAL_API_ADDR, LOCAL_JWT_SECRET as for `make run`.
+// (idempay-local), LOCAL_API_ADDR, LOCAL_JWT_SECRET, LOCAL_JWT_ISSUER and LOCAL_JWT_AUDIENCE as for `make run`.
 package main
 
 import (
@@ -65,7 +65,7 @@ func run() error {
 				ID string `json:"id"`
 			}
 			_ = json.Unmarshal(rec.Response.Body, &ch)
-			token, err := localapi.Token([]byte(setup.Or(os.Getenv("LOCAL_JWT_SECRET"), "local-dev-secret")), account, time.Hour)
+			token, err := localapi.TrustFromEnv(os.Getenv).Token(account, time.Hour)
 			if err != nil {
 				return err
 			}

@@ -134,7 +134,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	secret := []byte("chaos-secret")
 	stack, err := localapi.StartStack(ctx, localapi.StackConfig{
 		RIE: cfg.RIE, BinDir: cfg.BinDir, TableName: fmt.Sprintf("chaos-%d", time.Now().UnixNano()),
-		GatewayAddr: "127.0.0.1:0", SandboxAddr: "127.0.0.1:0", Secret: secret,
+		GatewayAddr: "127.0.0.1:0", SandboxAddr: "127.0.0.1:0", Trust: localapi.Trust{Secret: secret},
 		Instances: cfg.Instances, Timeout: 3 * time.Second, Env: append(chaosEnv, "AWS_ENDPOINT_URL_DYNAMODB=http://"+db.Addr),
 		SweepInterval: 2 * time.Second, VisibilityTimeout: 2 * time.Second, Output: cfg.Output,
 	})
@@ -145,7 +145,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	stack.Sandbox.SetFaults(cfg.Faults)
 
 	sum := Summary{Intents: cfg.Intents, Clients: cfg.Clients}
-	token, _ := localapi.Token(secret, "acct_chaos", time.Hour)
+	token, _ := localapi.Trust{Secret: secret}.Token("acct_chaos", time.Hour)
 	rng := rand.New(rand.NewPCG(cfg.Seed, cfg.Seed+1))
 	intents := make([]intent, cfg.Intents)
 	for i := range intents {

@@ -84,13 +84,13 @@ func benchCharge(s *localapi.Stack, token, key string, want ...int) error {
 func BenchmarkLocalAPI(b *testing.B) {
 	s, err := localapi.StartStack(context.Background(), localapi.StackConfig{
 		RIE: rieBin, BinDir: binDir, TableName: fmt.Sprintf("bench-%d", time.Now().UnixNano()),
-		GatewayAddr: "127.0.0.1:0", SandboxAddr: "127.0.0.1:0", Secret: secret, Instances: 2,
+		GatewayAddr: "127.0.0.1:0", SandboxAddr: "127.0.0.1:0", Trust: localapi.Trust{Secret: secret}, Instances: 2,
 	})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	token, _ := localapi.Token(secret, "acct_bench", time.Hour)
+	token, _ := localapi.Trust{Secret: secret}.Token("acct_bench", time.Hour)
 	run := fmt.Sprint(time.Now().UnixNano())
 
 	b.Run("raw-conditional-put", func(b *testing.B) {

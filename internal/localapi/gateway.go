@@ -14,7 +14,10 @@ import (
 	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/idempotent-payments/idempay/internal/idem"
 )
 
 // Invoker runs one function invocation: a *Pool, or anything that behaves
@@ -31,12 +34,12 @@ type Route struct {
 }
 
 // Gateway is a local stand-in for an API Gateway HTTP API with a JWT
-// authorizer: it verifies the bearer token (HS256 with Secret), copies its
-// claims into the authorizer context, and invokes the route's function
-// with the payload v2 event it would receive in AWS.
+// authorizer: it verifies the bearer token as Trust says, copies its claims
+// into the authorizer context, and invokes the route's function with the
+// payload v2 event it would receive in AWS.
 type Gateway struct {
 	Routes []Route
-	Secret []byte
+	Trust  Trust
 	// MaxBody bounds a request body, as API Gateway does (1 MiB here).
 	MaxBody int64
 	// InvokeTimeout bounds one invocation (60 s). A client that hangs up
@@ -137,32 +140,66 @@ func matchPath(pattern, path string) (map[string]string, bool) {
 	return params, true
 }
 
-// verify checks "Bearer <jwt>" (HS256, exp and nbf enforced) and returns the
-// claims as API Gateway passes them: every value as a string.
+// verify checks "Bearer <jwt>" as the deployed JWT authorizer does and
+// returns the claims as API Gateway passes them: every value as a string
+// (numbers exactly as written). See Trust for what is refused.
 func (g *Gateway) verify(authorization string) (map[string]string, bool) {
 	raw, ok := strings.CutPrefix(authorization, "Bearer ")
-	if !ok || raw == "" {
+	if !ok || raw == "" || !strictSegments(raw) {
 		return nil, false
 	}
+	t := g.Trust.withDefaults()
 	claims := jwt.MapClaims{}
-	_, err := jwt.ParseWithClaims(raw, claims, func(*jwt.Token) (any, error) { return g.Secret, nil },
-		jwt.WithValidMethods([]string{"HS256"}), jwt.WithExpirationRequired())
+	token, err := jwt.NewParser(
+		jwt.WithValidMethods([]string{TokenAlgorithm}), jwt.WithExpirationRequired(),
+		jwt.WithIssuer(t.Issuer), jwt.WithAudience(t.Audience), jwt.WithJSONNumber(),
+	).ParseWithClaims(raw, claims, func(*jwt.Token) (any, error) { return t.Secret, nil })
 	if err != nil {
 		return nil, false
+	}
+	if _, crit := token.Header["crit"]; crit {
+		return nil, false // no extension is understood here, so none may be critical (RFC 7515 §4.1.11)
+	}
+	if iat, present := claims["iat"]; present {
+		n, isNumber := iat.(json.Number)
+		at, err := n.Float64()
+		if !isNumber || err != nil || at > float64(time.Now().Add(IssuedAtSkew).Unix()) {
+			return nil, false
+		}
+	}
+	if sub, isString := claims["sub"].(string); !isString || idem.ValidateAccount(sub) != nil {
+		return nil, false // the account: a non-empty string of at most 256 bytes, no controls
 	}
 	out := make(map[string]string, len(claims))
 	for k, v := range claims {
 		switch v := v.(type) {
 		case string:
 			out[k] = v
-		case float64:
-			out[k] = fmt.Sprintf("%.0f", v)
+		case json.Number:
+			out[k] = v.String()
 		default:
 			b, _ := json.Marshal(v)
 			out[k] = string(b)
 		}
 	}
 	return out, true
+}
+
+// strictSegments reports whether the token's header and payload are each
+// one JSON object with no duplicate member names and valid UTF-8: a claims
+// set in which "sub" appears twice means two accounts to two readers.
+func strictSegments(raw string) bool {
+	parts := strings.Split(raw, ".")
+	if len(parts) != 3 {
+		return false
+	}
+	for _, part := range parts[:2] {
+		b, err := base64.RawURLEncoding.DecodeString(part)
+		if err != nil || !jsontext.Value(b).IsValid() || jsontext.Value(b).Kind() != '{' {
+			return false
+		}
+	}
+	return true
 }
 
 // buildEvent makes the payload v2 event API Gateway sends for r.
@@ -217,11 +254,62 @@ func gatewayError(w http.ResponseWriter, status int, message string) {
 	_, _ = fmt.Fprintf(w, `{"message":%q}`, message)
 }
 
-// Token mints an HS256 token for account (claim "sub") valid for ttl: what
-// `make run` prints and the tests send.
-func Token(secret []byte, account string, ttl time.Duration) (string, error) {
+// TokenAlgorithm is the only signature algorithm the local gateway accepts.
+// The deployed authorizer verifies the IdP's RS256 tokens against its JWKS;
+// HS256 with a shared secret is a local stand-in for that.
+const TokenAlgorithm = "HS256"
+
+// IssuedAtSkew is how far in the future a token's iat may be, for clocks
+// that disagree.
+const IssuedAtSkew = 5 * time.Second
+
+// The issuer and audience the local gateway trusts unless told otherwise
+// (LOCAL_JWT_ISSUER and LOCAL_JWT_AUDIENCE for `make run`).
+const (
+	DefaultIssuer   = "idempay-local"
+	DefaultAudience = "idempay-api"
+)
+
+// Trust is what the local gateway checks a bearer token against, standing
+// in for the IdP the deployed JWT authorizer trusts. A token is refused
+// unless it is signed with TokenAlgorithm and Secret, has no "crit" header,
+// its header and claims are strict JSON, iss is Issuer, aud holds Audience,
+// exp is present and not past, nbf (if any) not future, iat (if any) not
+// more than IssuedAtSkew in the future, and sub is a non-empty string of at
+// most 256 bytes without control characters (idem.ValidateAccount).
+type Trust struct {
+	Secret []byte
+	// Issuer and Audience default to DefaultIssuer and DefaultAudience.
+	Issuer, Audience string
+}
+
+// TrustFromEnv is the Trust of `make run` (and of `make send-charge`, which
+// mints tokens for it): LOCAL_JWT_SECRET (default "local-dev-secret"),
+// LOCAL_JWT_ISSUER and LOCAL_JWT_AUDIENCE (the defaults above).
+func TrustFromEnv(getenv func(string) string) Trust {
+	secret := getenv("LOCAL_JWT_SECRET")
+	if secret == "" {
+		secret = "local-dev-secret"
+	}
+	return Trust{Secret: []byte(secret), Issuer: getenv("LOCAL_JWT_ISSUER"), Audience: getenv("LOCAL_JWT_AUDIENCE")}.withDefaults()
+}
+
+func (t Trust) withDefaults() Trust {
+	if t.Issuer == "" {
+		t.Issuer = DefaultIssuer
+	}
+	if t.Audience == "" {
+		t.Audience = DefaultAudience
+	}
+	return t
+}
+
+// Token mints a token this Trust accepts for account (claim "sub"), valid
+// for ttl: what `make run` prints and the tests send.
+func (t Trust) Token(account string, ttl time.Duration) (string, error) {
+	t = t.withDefaults()
 	now := time.Now()
-	return jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{
-		"sub": account, "iat": now.Unix(), "exp": now.Add(ttl).Unix(), "iss": "idempay-local",
-	}).SignedString(secret)
+	return jwt.NewWithClaims(jwt.GetSigningMethod(TokenAlgorithm), jwt.MapClaims{
+		"sub": account, "iat": now.Unix(), "exp": now.Add(ttl).Unix(), "iss": t.Issuer, "aud": t.Audience,
+	}).SignedString(t.Secret)
 }

@@ -2,7 +2,11 @@ package localapi
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -27,7 +31,7 @@ func (e *echo) Invoke(_ context.Context, payload []byte) ([]byte, error) {
 
 func newGateway() (*Gateway, *echo) {
 	fn := &echo{}
-	return &Gateway{Secret: []byte("s3cret"), Routes: []Route{
+	return &Gateway{Trust: Trust{Secret: []byte("s3cret")}, Routes: []Route{
 		{Key: "POST /v1/charges", Target: fn}, {Key: "GET /v1/charges/{id}", Target: fn},
 	}}, fn
 }
@@ -56,7 +60,7 @@ func sign(t *testing.T, method jwt.SigningMethod, key any, claims jwt.MapClaims)
 func TestGatewayEvent(t *testing.T) {
 	t.Parallel()
 	g, fn := newGateway()
-	tok, _ := Token(g.Secret, "acct_1", time.Minute)
+	tok, _ := g.Trust.Token("acct_1", time.Minute)
 	rec := serve(g, "GET", "/v1/charges/ch_abc", "Bearer "+tok, "")
 	if rec.Code != 200 {
 		t.Fatalf("status %d", rec.Code)
@@ -71,34 +75,89 @@ func TestGatewayEvent(t *testing.T) {
 	}
 }
 
+// TestGatewayRejectsBadTokens: every token the deployed JWT authorizer
+// would refuse, and every account claim that could name two accounts, is a
+// 401 before the function runs (issue 10, defect 7).
 func TestGatewayRejectsBadTokens(t *testing.T) {
 	t.Parallel()
-	g, _ := newGateway()
-	exp := time.Now().Add(time.Minute).Unix()
+	g, fn := newGateway()
+	key := g.Trust.Secret
+	now := time.Now()
+	exp := now.Add(time.Minute).Unix()
+	valid := func(edit func(jwt.MapClaims)) jwt.MapClaims {
+		c := jwt.MapClaims{"sub": "acct_1", "exp": exp, "iat": now.Unix(), "iss": DefaultIssuer, "aud": DefaultAudience}
+		edit(c)
+		return c
+	}
+	crit := jwt.NewWithClaims(jwt.SigningMethodHS256, valid(func(jwt.MapClaims) {}))
+	crit.Header["crit"] = []string{"exp"}
+	critToken, _ := crit.SignedString(key)
 	for name, auth := range map[string]string{
-		"none":         "",
-		"not bearer":   "Basic YTpi",
-		"garbage":      "Bearer abc.def.ghi",
-		"wrong secret": sign(t, jwt.SigningMethodHS256, []byte("other"), jwt.MapClaims{"sub": "a", "exp": exp}),
-		"expired":      sign(t, jwt.SigningMethodHS256, g.Secret, jwt.MapClaims{"sub": "a", "exp": time.Now().Add(-time.Minute).Unix()}),
-		"no expiry":    sign(t, jwt.SigningMethodHS256, g.Secret, jwt.MapClaims{"sub": "a"}),
-		"alg none":     sign(t, jwt.SigningMethodNone, jwt.UnsafeAllowNoneSignatureType, jwt.MapClaims{"sub": "a", "exp": exp}),
-		"HS512":        sign(t, jwt.SigningMethodHS512, g.Secret, jwt.MapClaims{"sub": "a", "exp": exp}),
+		"none":           "",
+		"not bearer":     "Basic YTpi",
+		"garbage":        "Bearer abc.def.ghi",
+		"wrong secret":   sign(t, jwt.SigningMethodHS256, []byte("other"), valid(func(jwt.MapClaims) {})),
+		"expired":        sign(t, jwt.SigningMethodHS256, key, valid(func(c jwt.MapClaims) { c["exp"] = now.Add(-time.Minute).Unix() })),
+		"no expiry":      sign(t, jwt.SigningMethodHS256, key, valid(func(c jwt.MapClaims) { delete(c, "exp") })),
+		"alg none":       sign(t, jwt.SigningMethodNone, jwt.UnsafeAllowNoneSignatureType, valid(func(jwt.MapClaims) {})),
+		"HS512":          sign(t, jwt.SigningMethodHS512, key, valid(func(jwt.MapClaims) {})),
+		"wrong issuer":   sign(t, jwt.SigningMethodHS256, key, valid(func(c jwt.MapClaims) { c["iss"] = "https://evil.example/" })),
+		"no issuer":      sign(t, jwt.SigningMethodHS256, key, valid(func(c jwt.MapClaims) { delete(c, "iss") })),
+		"wrong audience": sign(t, jwt.SigningMethodHS256, key, valid(func(c jwt.MapClaims) { c["aud"] = "other-api" })),
+		"no audience":    sign(t, jwt.SigningMethodHS256, key, valid(func(c jwt.MapClaims) { delete(c, "aud") })),
+		"future nbf":     sign(t, jwt.SigningMethodHS256, key, valid(func(c jwt.MapClaims) { c["nbf"] = now.Add(time.Minute).Unix() })),
+		"future iat":     sign(t, jwt.SigningMethodHS256, key, valid(func(c jwt.MapClaims) { c["iat"] = now.Add(time.Minute).Unix() })),
+		"string iat":     sign(t, jwt.SigningMethodHS256, key, valid(func(c jwt.MapClaims) { c["iat"] = "now" })),
+		"crit header":    "Bearer " + critToken,
+		"numeric sub":    sign(t, jwt.SigningMethodHS256, key, valid(func(c jwt.MapClaims) { c["sub"] = json.Number("9007199254740993") })),
+		"fraction sub":   sign(t, jwt.SigningMethodHS256, key, valid(func(c jwt.MapClaims) { c["sub"] = 1.6 })),
+		"empty sub":      sign(t, jwt.SigningMethodHS256, key, valid(func(c jwt.MapClaims) { c["sub"] = "" })),
+		"no sub":         sign(t, jwt.SigningMethodHS256, key, valid(func(c jwt.MapClaims) { delete(c, "sub") })),
+		"long sub":       sign(t, jwt.SigningMethodHS256, key, valid(func(c jwt.MapClaims) { c["sub"] = strings.Repeat("a", 257) })),
+		"control sub":    sign(t, jwt.SigningMethodHS256, key, valid(func(c jwt.MapClaims) { c["sub"] = "acct\n1" })),
+		"duplicate sub":  signRaw(key, `{"alg":"HS256","typ":"JWT"}`, fmt.Sprintf(`{"sub":"acct_victim","sub":"acct_1","exp":%d,"iss":%q,"aud":%q}`, exp, DefaultIssuer, DefaultAudience)),
+		"duplicate alg":  signRaw(key, `{"alg":"none","alg":"HS256"}`, fmt.Sprintf(`{"sub":"acct_1","exp":%d,"iss":%q,"aud":%q}`, exp, DefaultIssuer, DefaultAudience)),
 	} {
-		if rec := serve(g, "POST", "/v1/charges", auth, "{}"); rec.Code != http.StatusUnauthorized {
-			t.Errorf("%s: status %d, want 401", name, rec.Code)
+		fn.last = events.APIGatewayV2HTTPRequest{}
+		if rec := serve(g, "POST", "/v1/charges", auth, "{}"); rec.Code != http.StatusUnauthorized || fn.last.RouteKey != "" {
+			t.Errorf("%s: status %d (function ran: %v), want 401", name, rec.Code, fn.last.RouteKey != "")
 		}
 	}
 	if rec := serve(g, "DELETE", "/v1/charges", "", ""); rec.Code != http.StatusNotFound {
 		t.Errorf("unknown route: %d", rec.Code)
 	}
+	// Accepted: an iat within the skew, an audience list holding ours, a
+	// valid token signed with the raw signer (the control of the two above).
+	for name, auth := range map[string]string{
+		"iat within skew": sign(t, jwt.SigningMethodHS256, key, valid(func(c jwt.MapClaims) { c["iat"] = now.Add(2 * time.Second).Unix() })),
+		"audience list":   sign(t, jwt.SigningMethodHS256, key, valid(func(c jwt.MapClaims) { c["aud"] = []string{"other-api", DefaultAudience} })),
+		"raw":             signRaw(key, `{"alg":"HS256","typ":"JWT"}`, fmt.Sprintf(`{"sub":"acct_1","exp":%d,"iss":%q,"aud":%q}`, exp, DefaultIssuer, DefaultAudience)),
+	} {
+		if rec := serve(g, "POST", "/v1/charges", auth, "{}"); rec.Code != 200 {
+			t.Errorf("%s: status %d, want 200", name, rec.Code)
+		}
+	}
+	// Numeric claims reach the function exactly as written, never rounded.
+	serve(g, "POST", "/v1/charges", sign(t, jwt.SigningMethodHS256, key, valid(func(c jwt.MapClaims) { c["tenant"] = json.Number("9007199254740993") })), "{}")
+	if got := fn.last.RequestContext.Authorizer.JWT.Claims; got["tenant"] != "9007199254740993" || got["exp"] != fmt.Sprint(exp) {
+		t.Errorf("claims %v", got)
+	}
+}
+
+// signRaw signs header and payload as given, for JSON a library would not write.
+func signRaw(key []byte, header, payload string) string {
+	enc := base64.RawURLEncoding
+	signing := enc.EncodeToString([]byte(header)) + "." + enc.EncodeToString([]byte(payload))
+	mac := hmac.New(sha256.New, key)
+	mac.Write([]byte(signing))
+	return "Bearer " + signing + "." + enc.EncodeToString(mac.Sum(nil))
 }
 
 // FuzzGateway: any Authorization header, path and body: never a panic, and
 // only 401 or 404 unless the token verifies.
 func FuzzGateway(f *testing.F) {
 	g, _ := newGateway()
-	tok, _ := Token(g.Secret, "acct_1", time.Hour)
+	tok, _ := g.Trust.Token("acct_1", time.Hour)
 	f.Add(uint8(1), "/v1/charges", "Bearer "+tok, "{}")
 	f.Add(uint8(0), "/v1/charges/x", "Bearer "+tok[:len(tok)-2], "")
 	f.Add(uint8(0), "/v1/charges//", "Bearer e30.e30.", "")

@@ -136,7 +136,7 @@ func newStackWith(t *testing.T, cfg localapi.StackConfig) *localapi.Stack {
 		t.Fatalf("aws-lambda-rie not found at %s (make test installs it): %v", rieBin, err)
 	}
 	stacksStarted.Add(1)
-	cfg.RIE, cfg.BinDir, cfg.Secret, cfg.Output = rieBin, binDir, secret, functionLogs
+	cfg.RIE, cfg.BinDir, cfg.Trust.Secret, cfg.Output = rieBin, binDir, secret, functionLogs
 	cfg.TableName = fmt.Sprintf("charges-%d-%d", time.Now().UnixNano(), tableNo.Add(1))
 	cfg.GatewayAddr, cfg.SandboxAddr = "127.0.0.1:0", "127.0.0.1:0"
 	if cfg.Instances == 0 {
@@ -175,7 +175,7 @@ func call(t *testing.T, s *localapi.Stack, method, path, account string, headers
 		t.Fatal(err)
 	}
 	if account != "" {
-		tok, err := localapi.Token(secret, account, time.Hour)
+		tok, err := localapi.Trust{Secret: secret}.Token(account, time.Hour)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -91,14 +91,14 @@ func BenchmarkStormDuplicates(b *testing.B) {
 	b.Run("idempay", func(b *testing.B) {
 		s, err := localapi.StartStack(context.Background(), localapi.StackConfig{
 			RIE: rieBin, BinDir: binDir, TableName: fmt.Sprintf("storm-%d", time.Now().UnixNano()),
-			GatewayAddr: "127.0.0.1:0", SandboxAddr: "127.0.0.1:0", Secret: secret, Instances: 2, SweepInterval: -1,
+			GatewayAddr: "127.0.0.1:0", SandboxAddr: "127.0.0.1:0", Trust: localapi.Trust{Secret: secret}, Instances: 2, SweepInterval: -1,
 		})
 		if err != nil {
 			b.Fatal(err)
 		}
 		defer s.Close()
 		s.Sandbox.SetFaults(sandbox.Faults{LatencyMS: 50})
-		token, _ := localapi.Token(secret, "acct_storm", time.Hour)
+		token, _ := localapi.Trust{Secret: secret}.Token("acct_storm", time.Hour)
 		dups := 0
 		for i := 0; b.Loop(); i++ {
 			dups += storm(b, s.URL, token, fmt.Sprintf("storm-%d-%d", time.Now().UnixNano(), i), s.Sandbox)

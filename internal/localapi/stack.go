@@ -30,8 +30,8 @@ type StackConfig struct {
 	TableName   string
 	// GatewayAddr and SandboxAddr are listen addresses ("127.0.0.1:0" picks a port).
 	GatewayAddr, SandboxAddr string
-	// Secret verifies the bearer JWTs (HS256).
-	Secret []byte
+	// Trust is what the gateway checks bearer tokens against.
+	Trust Trust
 	// Instances per function (at least 2 for the charge function).
 	Instances int
 	// Timeout is the function timeout.
@@ -146,7 +146,7 @@ func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
 	if cfg.SweepInterval > 0 {
 		go schedule(triggers, cfg.SweepInterval, s.Sweeper)
 	}
-	gw := &Gateway{Secret: cfg.Secret}
+	gw := &Gateway{Trust: cfg.Trust}
 	for _, key := range httpapi.Routes {
 		gw.Routes = append(gw.Routes, Route{Key: key, Target: s.Charge})
 	}
