@@ -85,13 +85,16 @@ var (
 var forbidden = []string{"pm_card_visa", "pm_card_declined", "pm_card_processing_error", "order-123-attempt", "shared-key-1", "storm-key-1", string(secret), "Bearer "}
 
 // scanLogs checks what the functions wrote during the tests: every JSON line
-// parses, the request lines are there, nothing forbidden leaked.
+// parses, the request lines are there, nothing forbidden leaked, and every
+// WARN or ERROR line names its request (requestId) or message (messageId)
+// and its record — empty only on a message refused before it named one.
 func scanLogs(path string) error {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return err
 	}
 	requests, emf := 0, 0
+	warnings := map[string]int{} // by the id they carry
 	for i, line := range strings.Split(string(b), "\n") {
 		for _, f := range forbidden {
 			if strings.Contains(line, f) {
@@ -110,10 +113,28 @@ func scanLogs(path string) error {
 			requests++
 		case doc["_aws"] != nil:
 			emf++
+		case doc["level"] == "WARN" || doc["level"] == "ERROR":
+			id := "requestId"
+			if doc["messageId"] != nil {
+				id = "messageId"
+			}
+			record, hasRecord := doc["record"].(string)
+			switch {
+			case doc[id] == nil || doc[id] == "":
+				return fmt.Errorf("line %d: a %s line with no requestId or messageId: %.300s", i+1, doc["level"], line)
+			case !hasRecord || record == "" && doc["reject_code"] == nil:
+				return fmt.Errorf("line %d: a %s line with no record: %.300s", i+1, doc["level"], line)
+			case strings.Count(line, `"`+id+`"`) != 1 || strings.Count(line, `"record"`) != 1:
+				return fmt.Errorf("line %d: a member written twice: %.300s", i+1, line)
+			}
+			warnings[id]++
 		}
 	}
 	if requests == 0 || emf == 0 {
 		return fmt.Errorf("%d request lines, %d EMF lines: the functions did not log", requests, emf)
+	}
+	if warnings["requestId"] == 0 || warnings["messageId"] == 0 {
+		return fmt.Errorf("warnings by id %v: the tests no longer make both functions warn, so the check above proves nothing", warnings)
 	}
 	return nil
 }
