@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -102,17 +103,128 @@ func TestHandleRouting(t *testing.T) {
 	}
 }
 
+// TestMediaTypes: a body is read only when it is announced as JSON, once,
+// and not encoded (issue 10, defect 5). Refusals write nothing.
+func TestMediaTypes(t *testing.T) {
+	t.Parallel()
+	h, sb := newHandler(t)
+	for i, tc := range []struct {
+		headers map[string]string
+		status  int
+	}{
+		{map[string]string{"content-type": "application/json"}, 201},
+		{map[string]string{"content-type": "application/json; charset=utf-8"}, 201},
+		{map[string]string{"content-type": "Application/JSON; Charset=UTF-8"}, 201},
+		{map[string]string{"content-type": "application/json; profile=charge"}, 201},
+		{map[string]string{"content-type": "application/json", "content-encoding": "identity"}, 201},
+		{map[string]string{}, 415},
+		{map[string]string{"content-type": ""}, 415},
+		{map[string]string{"content-type": "text/plain"}, 415},
+		{map[string]string{"content-type": "application/x-www-form-urlencoded"}, 415},
+		{map[string]string{"content-type": "application/json; charset=latin1"}, 415},
+		{map[string]string{"content-type": "application/json; charset=utf-8; charset=latin1"}, 415},
+		{map[string]string{"content-type": "application/json,text/plain"}, 415},
+		{map[string]string{"content-type": "application/json", "Content-Type": "text/plain"}, 415},
+		{map[string]string{"content-type": "application/jsonx"}, 415},
+		{map[string]string{"content-type": "application/json", "content-encoding": "gzip"}, 415},
+		{map[string]string{"content-type": "application/json", "content-encoding": "identity,gzip"}, 415},
+	} {
+		ev := loadEvent(t, "create-charge.json")
+		delete(ev.Headers, "content-type")
+		for k, v := range tc.headers {
+			ev.Headers[k] = v
+		}
+		ev.Headers["idempotency-key"] = "media-type-key-" + strconv.Itoa(i)
+		before := len(sb.Authorizations())
+		resp, _ := h.Handle(context.Background(), ev)
+		if resp.StatusCode != tc.status {
+			t.Errorf("%v: %d %s, want %d", tc.headers, resp.StatusCode, resp.Body, tc.status)
+		}
+		if tc.status == 415 && (!strings.Contains(resp.Body, `"code":"UNSUPPORTED_MEDIA_TYPE"`) || resp.Headers["Content-Type"] != "application/problem+json" || len(sb.Authorizations()) != before) {
+			t.Errorf("%v: %v %s, %d new authorizations", tc.headers, resp.Headers, resp.Body, len(sb.Authorizations())-before)
+		}
+	}
+}
+
+// TestKeyHeaderOnce: a key sent twice is refused however the event carries
+// it: joined by API Gateway, or as two spellings of the name (issue 10,
+// defect 1). The quoted form still works.
+func TestKeyHeaderOnce(t *testing.T) {
+	t.Parallel()
+	h, sb := newHandler(t)
+	for name, tc := range map[string]struct {
+		headers map[string]string
+		status  int
+		code    string
+	}{
+		"joined":         {map[string]string{"idempotency-key": "order-1-try1,order-1-try1"}, 400, "IDEMPOTENCY_KEY_INVALID"},
+		"joined, spaced": {map[string]string{"idempotency-key": "order-1-try1, order-1-try1"}, 400, "IDEMPOTENCY_KEY_INVALID"},
+		"two spellings":  {map[string]string{"idempotency-key": "order-1-try1", "Idempotency-Key": "order-1-try1"}, 400, "IDEMPOTENCY_KEY_INVALID"},
+		"quoted, joined": {map[string]string{"idempotency-key": `"order-1-try1","order-1-try1"`}, 400, "IDEMPOTENCY_KEY_INVALID"},
+		"quoted":         {map[string]string{"idempotency-key": `"order-2-try1"`}, 201, ""},
+		"quoted, comma":  {map[string]string{"idempotency-key": `"order-3,try1"`}, 201, ""},
+		"absent":         {map[string]string{}, 400, "IDEMPOTENCY_KEY_MISSING"},
+		"one mixed-case": {map[string]string{"IDEMPOTENCY-KEY": "order-4-try1"}, 201, ""},
+	} {
+		ev := loadEvent(t, "create-charge.json")
+		delete(ev.Headers, "idempotency-key")
+		for k, v := range tc.headers {
+			ev.Headers[k] = v
+		}
+		before := len(sb.Authorizations())
+		resp, _ := h.Handle(context.Background(), ev)
+		if resp.StatusCode != tc.status || tc.code != "" && !strings.Contains(resp.Body, `"code":"`+tc.code+`"`) {
+			t.Errorf("%s: %d %s, want %d %s", name, resp.StatusCode, resp.Body, tc.status, tc.code)
+		}
+		if tc.status != 201 && len(sb.Authorizations()) != before {
+			t.Errorf("%s: refused, yet authorized", name)
+		}
+	}
+}
+
+// TestDecodedBodySizeLimit: the 16 KiB limit applies to the body after
+// base64 decoding and after the media type checks.
+func TestDecodedBodySizeLimit(t *testing.T) {
+	t.Parallel()
+	h, _ := newHandler(t)
+	padded := func(n int) string { // a valid charge of n bytes
+		body := `{"amount": 25000, "currency": "BRL", "order_id": "123", "payment_method": "pm_card_visa", "description": ""}`
+		return strings.Replace(body, `""`, `"`+strings.Repeat("a", min(500, n-len(body)))+`"`+strings.Repeat(" ", max(0, n-len(body)-500)), 1)
+	}
+	for i, tc := range []struct {
+		size        int
+		contentType string
+		status      int
+	}{
+		{charge.MaxBodyBytes, "application/json", 201}, // encoded, 21,848 bytes: the decoded size counts
+		{charge.MaxBodyBytes + 1, "application/json", 400},
+		{charge.MaxBodyBytes + 1, "text/plain", 415},
+	} {
+		ev := loadEvent(t, "create-charge.json")
+		ev.Headers["idempotency-key"], ev.Headers["content-type"] = "size-limit-key-"+strconv.Itoa(i), tc.contentType
+		body := padded(tc.size)
+		if len(body) != tc.size {
+			t.Fatalf("padded to %d bytes, want %d", len(body), tc.size)
+		}
+		ev.Body, ev.IsBase64Encoded = base64.StdEncoding.EncodeToString([]byte(body)), true
+		if resp, _ := h.Handle(context.Background(), ev); resp.StatusCode != tc.status {
+			t.Errorf("%d bytes as %s: %d %s, want %d", tc.size, tc.contentType, resp.StatusCode, resp.Body, tc.status)
+		}
+	}
+}
+
 // FuzzHandle: whatever the client controls (key, body, path, claims), the
 // handler never panics, never errors and never answers 5xx.
 func FuzzHandle(f *testing.F) {
-	f.Add("order-123-attempt", `{"amount": 25000, "currency": "BRL", "order_id": "123", "payment_method": "pm_card_visa"}`, "POST", "/v1/charges", "acct_1", false)
-	f.Add(`"quoted\"key-1"`, `{"amount": 1, "currency": "JPY", "order_id": "1", "payment_method": "pm_card_declined"}`, "POST", "/v1/charges", "acct_2", false)
-	f.Add("", "{", "GET", "/v1/charges/ch_1", "", true)
+	f.Add("order-123-attempt", `{"amount": 25000, "currency": "BRL", "order_id": "123", "payment_method": "pm_card_visa"}`, "POST", "/v1/charges", "acct_1", false, "application/json")
+	f.Add(`"quoted\"key-1"`, `{"amount": 1, "currency": "JPY", "order_id": "1", "payment_method": "pm_card_declined"}`, "POST", "/v1/charges", "acct_2", false, "application/json; charset=utf-8")
+	f.Add("", "{", "GET", "/v1/charges/ch_1", "", true, "")
+	f.Add("order-1-try1,order-1-try1", `{"amount": 1, "AMOUNT": 2}`, "POST", "/v1/charges", "acct_3", false, "application/json; charset=latin1")
 	h, _ := newHandler(f)
-	f.Fuzz(func(t *testing.T, key, body, method, path, account string, b64 bool) {
+	f.Fuzz(func(t *testing.T, key, body, method, path, account string, b64 bool, contentType string) {
 		ev := events.APIGatewayV2HTTPRequest{
 			RouteKey: "$default", RawPath: path, Body: body, IsBase64Encoded: b64,
-			Headers: map[string]string{"idempotency-key": key},
+			Headers: map[string]string{"idempotency-key": key, "content-type": contentType},
 			RequestContext: events.APIGatewayV2HTTPRequestContext{
 				HTTP:       events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: method, Path: path},
 				Authorizer: &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{JWT: &events.APIGatewayV2HTTPRequestContextAuthorizerJWTDescription{Claims: map[string]string{"sub": account}}},
@@ -120,7 +232,7 @@ func FuzzHandle(f *testing.F) {
 		}
 		resp, err := h.Handle(context.Background(), ev)
 		if err != nil || resp.StatusCode >= 500 || resp.StatusCode < 200 {
-			t.Fatalf("Handle(key %q, body %q, %s %s, account %q) = %d %s, %v", key, body, method, path, account, resp.StatusCode, resp.Body, err)
+			t.Fatalf("Handle(key %q, body %q, %s %s, account %q, %q) = %d %s, %v", key, body, method, path, account, contentType, resp.StatusCode, resp.Body, err)
 		}
 	})
 }
