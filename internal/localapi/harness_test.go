@@ -133,7 +133,7 @@ func scanLogs(path string) error {
 	if requests == 0 || emf == 0 {
 		return fmt.Errorf("%d request lines, %d EMF lines: the functions did not log", requests, emf)
 	}
-	if warnings["requestId"] == 0 || warnings["messageId"] == 0 {
+	if wholeSuite := flag.Lookup("test.run").Value.String() == ""; wholeSuite && (warnings["requestId"] == 0 || warnings["messageId"] == 0) {
 		return fmt.Errorf("warnings by id %v: the tests no longer make both functions warn, so the check above proves nothing", warnings)
 	}
 	return nil
@@ -206,9 +206,15 @@ func call(t *testing.T, s *localapi.Stack, method, path, account string, headers
 	for k, v := range headers {
 		req.Header.Set(k, v)
 	}
+	return do(t, req)
+}
+
+// do sends req and reads the answer.
+func do(t *testing.T, req *http.Request) reply {
+	t.Helper()
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
+		t.Fatalf("%s %s: %v", req.Method, req.URL.Path, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
