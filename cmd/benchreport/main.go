@@ -130,8 +130,12 @@ func report(r map[string]metrics, lat []series) string {
 	}
 	b.WriteString("# Benchmark report\n\nOne `make bench` run on this machine. Figures, not pass/fail.\n\n")
 	b.WriteString("## Engine and handler (memory store, CPU only)\n\n| benchmark | time/op | allocs/op |\n|---|---|---|\n")
-	for _, n := range []string{"ClaimComplete", "Replay/store", "Replay/warm-cache", "Handler/first", "Handler/replay"} {
+	for _, n := range []string{"ClaimComplete", "Replay/store", "Replay/warm-cache", "Handler/first", "Handler/replay",
+		"ParseRequest/parse-request", "ParseRequest/strict-decode", "ParseRequest/yardstick-encoding-json"} {
 		fmt.Fprintf(&b, "| %s | %s | %s |\n", n, get(n, "ns/op"), get(n, "allocs/op"))
+	}
+	if strict, yard := r["ParseRequest/strict-decode"]["ns/op"], r["ParseRequest/yardstick-encoding-json"]["ns/op"]; yard > 0 {
+		fmt.Fprintf(&b, "\nThe strict decoder costs %.2f × encoding/json on the same body (the yardstick above, same run).\n", strict/yard)
 	}
 	b.WriteString("\n## DynamoDB round trips per path (counted on the wire)\n\n| path | round trips | design's minimum |\n|---|---|---|\n")
 	for _, p := range [][2]string{{"first-execution", "2"}, {"replay", "1"}, {"replay-warm-cache", "0"}, {"in-flight", "1"}, {"key-reused", "1"}} {
