@@ -236,3 +236,15 @@ func FuzzHandle(f *testing.F) {
 		}
 	})
 }
+
+// TestEveryOutcomeHasAnAnswer: respond renders every outcome of the service
+// as a stored answer, a charge or a problem of the table — never INTERNAL.
+func TestEveryOutcomeHasAnAnswer(t *testing.T) {
+	t.Parallel()
+	for o := charge.Outcome(1); o.String() != "unknown"; o++ {
+		_, inTable := problems[o]
+		if !inTable && o != charge.Executed && o != charge.Replayed && o != charge.Found {
+			t.Errorf("no answer for %s", o)
+		}
+	}
+}

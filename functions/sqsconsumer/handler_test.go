@@ -67,3 +67,14 @@ func TestHandleSQSEvent(t *testing.T) {
 		t.Fatalf("redelivery: %+v, %d authorizations", resp, len(sb.Authorizations()))
 	}
 }
+
+// TestEveryOutcomeHasAVerdict: the table knows every outcome of the door
+// (Get's Found and NotFound are not the door's).
+func TestEveryOutcomeHasAVerdict(t *testing.T) {
+	t.Parallel()
+	for o := charge.Outcome(1); o.String() != "unknown"; o++ {
+		if _, ok := verdicts[o]; !ok && o != charge.Found && o != charge.NotFound {
+			t.Errorf("no verdict for %s", o)
+		}
+	}
+}

@@ -76,8 +76,12 @@ type Service struct {
 }
 
 // NewService returns a Service with cfg's zero fields defaulted. answer
-// renders the stored answers (both entry points must be given the same).
+// renders the stored answers (both entry points must be given the same); it
+// panics when answer is nil, a wiring mistake no request should find.
 func NewService(guard *idem.Guard, acq Acquirer, answer Answer, cfg Config) *Service {
+	if answer == nil {
+		panic("charge.NewService: nil Answer")
+	}
 	if cfg.InTransitBound <= 0 {
 		cfg.InTransitBound = DefaultInTransitBound
 	}
@@ -423,7 +427,8 @@ func endSpan(span trace.Span, err error) {
 	span.End()
 }
 
-// Charge is the ledger row of one charge and its JSON form.
+// Charge is the ledger row of one charge. Its public JSON is the HTTP API's
+// (httpapi.Body).
 type Charge struct {
 	ID              string
 	Account         string
