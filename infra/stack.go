@@ -26,8 +26,8 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
+	"github.com/idempotent-payments/idempay/internal/route"
 )
 
 // Function timeouts. The lease is the invocation deadline plus LEASE_MARGIN,
@@ -232,8 +232,8 @@ func newAPI(stack awscdk.Stack, cfg Config, removal awscdk.RemovalPolicy, charge
 		JwtAudience: jsii.Strings(cfg.JWTAudience),
 	})
 	integration := awsapigatewayv2integrations.NewHttpLambdaIntegration(jsii.String("ChargeIntegration"), charge, nil)
-	for _, route := range httpapi.Routes { // "METHOD /path", as the function routes them
-		method, path, _ := strings.Cut(route, " ")
+	for _, r := range route.All { // "METHOD /path", as the function routes them
+		method, path, _ := strings.Cut(r, " ")
 		api.AddRoutes(&awsapigatewayv2.AddRoutesOptions{
 			Path: jsii.String(path), Methods: &[]awsapigatewayv2.HttpMethod{awsapigatewayv2.HttpMethod(method)},
 			Integration: integration, Authorizer: authorizer,

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/base64"
+	"fmt"
 	"log/slog"
 	"mime"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/obs"
 	"github.com/idempotent-payments/idempay/internal/problem"
+	"github.com/idempotent-payments/idempay/internal/route"
 )
 
 // Handler turns API Gateway HTTP API (payload v2) events into calls of the
@@ -83,8 +85,8 @@ func (h *Handler) Handle(ctx context.Context, ev events.APIGatewayV2HTTPRequest)
 }
 
 func (h *Handler) serve(ctx context.Context, ev events.APIGatewayV2HTTPRequest) answer {
-	switch key, id := route(ev); key {
-	case httpapi.RouteCreate:
+	switch key, id := routeOf(ev); key {
+	case route.Create:
 		if detail, ok := jsonBody(ev.Headers); !ok {
 			return refusal(problem.UnsupportedMediaType, detail, "unsupported_media_type")
 		}
@@ -95,7 +97,7 @@ func (h *Handler) serve(ctx context.Context, ev events.APIGatewayV2HTTPRequest) 
 		return respond(h.Service.Charge(ctx, charge.Input{
 			Account: h.account(ev), Keys: headerValues(ev.Headers, "Idempotency-Key"), Body: body,
 		}))
-	case httpapi.RouteGet:
+	case route.Get:
 		return respond(h.Service.Get(ctx, h.account(ev), id))
 	}
 	return refusal(problem.NotFound, "no such route", "no_route")
@@ -110,7 +112,8 @@ var problems = map[charge.Outcome]struct {
 }{
 	charge.AccountInvalid: {problem.Unauthenticated, "a bearer token naming a usable account is required"},
 	charge.KeyMissing:     {problem.IdempotencyKeyMissing, "send an Idempotency-Key header, the same on every retry of this charge"},
-	charge.KeyInvalid:     {problem.IdempotencyKeyInvalid, "send one Idempotency-Key header of 8 to 128 visible ASCII characters, quoted if it holds a comma"},
+	charge.KeyInvalid: {problem.IdempotencyKeyInvalid, fmt.Sprintf("send one Idempotency-Key header of %d to %d visible ASCII characters, quoted if it holds a comma",
+		idem.MinKeyLen, idem.MaxKeyLen)},
 	charge.RequestInvalid: {problem.ValidationFailed, ""},
 	charge.InFlight:       {problem.IdempotencyInFlight, "retry with the same key after Retry-After"},
 	charge.KeyReused:      {problem.IdempotencyKeyReused, "use a new Idempotency-Key for a different charge"},
@@ -214,18 +217,18 @@ func (h *Handler) account(ev events.APIGatewayV2HTTPRequest) string {
 	return auth.JWT.Claims[h.AccountClaim]
 }
 
-// route returns the event's route key and charge id; for a $default route
+// routeOf returns the event's route key and charge id; for a $default route
 // both are derived from the method and path.
-func route(ev events.APIGatewayV2HTTPRequest) (key, id string) {
-	if ev.RouteKey == httpapi.RouteCreate || ev.RouteKey == httpapi.RouteGet {
+func routeOf(ev events.APIGatewayV2HTTPRequest) (key, id string) {
+	if ev.RouteKey == route.Create || ev.RouteKey == route.Get {
 		return ev.RouteKey, ev.PathParameters["id"]
 	}
 	method, path := ev.RequestContext.HTTP.Method, strings.TrimSuffix(ev.RawPath, "/")
-	switch rest, isCharge := strings.CutPrefix(path, httpapi.ChargesPath+"/"); {
-	case method == "POST" && path == httpapi.ChargesPath:
-		return httpapi.RouteCreate, ""
+	switch rest, isCharge := strings.CutPrefix(path, route.ChargesPath+"/"); {
+	case method == "POST" && path == route.ChargesPath:
+		return route.Create, ""
 	case method == "GET" && isCharge && rest != "" && !strings.Contains(rest, "/"):
-		return httpapi.RouteGet, rest
+		return route.Get, rest
 	}
 	return "", ""
 }

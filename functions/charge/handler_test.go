@@ -16,6 +16,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/idemtest"
+	"github.com/idempotent-payments/idempay/internal/route"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
 )
 
@@ -58,7 +59,7 @@ func TestHandleAPIGatewayEvent(t *testing.T) {
 		t.Fatalf("replay: %+v", again)
 	}
 	get := ev
-	get.RouteKey, get.PathParameters, get.Body = httpapi.RouteGet, map[string]string{"id": strings.TrimPrefix(first.Headers["Location"], "/v1/charges/")}, ""
+	get.RouteKey, get.PathParameters, get.Body = route.Get, map[string]string{"id": strings.TrimPrefix(first.Headers["Location"], "/v1/charges/")}, ""
 	got, _ := h.Handle(context.Background(), get)
 	if got.StatusCode != 200 || got.Body != first.Body {
 		t.Fatalf("get: %+v", got)

@@ -20,6 +20,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/idemtest"
+	"github.com/idempotent-payments/idempay/internal/route"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
 )
 
@@ -141,7 +142,7 @@ func TestOpenAPIMatchesHandler(t *testing.T) {
 	}
 	get := func(id, account string) {
 		ev := loadEvent(t, "create-charge.json")
-		ev.RouteKey, ev.Body, ev.PathParameters = httpapi.RouteGet, "", map[string]string{"id": id}
+		ev.RouteKey, ev.Body, ev.PathParameters = route.Get, "", map[string]string{"id": id}
 		ev.RequestContext.Authorizer.JWT.Claims["sub"] = account
 		resp, _ := h.Handle(ctx, ev)
 		s.check(t, "/v1/charges/{id}", "get", resp)

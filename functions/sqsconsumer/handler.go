@@ -98,7 +98,7 @@ func (h *Handler) settle(ctx context.Context, msg events.SQSMessage, v verdict) 
 			"reject_code": v.rejectCode, "reject_reason": v.reason, "source_message_id": msg.MessageId,
 		})
 		if err != nil {
-			h.Logger.ErrorContext(ctx, "dead-letter failed; the message will be retried", "error", err)
+			h.Logger.ErrorContext(ctx, "dead-letter failed; the message will be retried", "reject_code", v.rejectCode, "error", err)
 			return false
 		}
 		h.Logger.WarnContext(ctx, "message rejected", "reject_code", v.rejectCode)
@@ -117,9 +117,13 @@ func (h *Handler) settle(ctx context.Context, msg events.SQSMessage, v verdict) 
 func (h *Handler) process(ctx context.Context, msg events.SQSMessage) verdict {
 	cmd, err := command.Decode(msg.Body)
 	if reqErr, inRequest := command.RequestError(err); inRequest {
-		// The envelope's decoder met the request's flaw first: the same
-		// refusal the HTTP route gives those bytes.
-		return verdict{outcome: charge.RequestInvalid.String(), rejectCode: string(problem.ValidationFailed), reason: fieldReason(reqErr.Field, reqErr.Message)}
+		// The request is not even well-formed JSON (a duplicate name,
+		// invalid UTF-8, a lone surrogate), so the envelope cannot be read
+		// past it: refused as the HTTP route refuses those bytes, before
+		// the key is looked at.
+		v := verdicts[charge.RequestInvalid]
+		v.outcome, v.reason = charge.RequestInvalid.String(), fieldReason(reqErr.Field, reqErr.Message)
+		return v
 	}
 	if err != nil {
 		return verdict{outcome: "malformed", rejectCode: rejectMalformed, reason: err.Error()}
@@ -138,19 +142,12 @@ func (h *Handler) process(ctx context.Context, msg events.SQSMessage) verdict {
 			h.Logger.WarnContext(obs.WithAttrs(ctx, slog.String("record", record)), "reconcile failed; will retry", "error", err)
 			return verdict{outcome: "reconcile_failed", record: record, retry: true}
 		}
-		return verdict{outcome: reconciled[outcome], record: record}
+		return verdict{outcome: "reconciled_" + outcome.String(), record: record}
 	}
 }
 
 // rejectMalformed is the dead-letter code of a message that is not a command.
 const rejectMalformed = "MALFORMED"
-
-// reconciled names each reconciliation in the logs and metrics.
-var reconciled = map[charge.Reconciled]string{
-	charge.NothingToDo:         "reconciled_nothing_to_do",
-	charge.ReconciledCompleted: "reconciled_completed",
-	charge.ReconciledReleased:  "reconciled_released",
-}
 
 // verdicts is the one table from the service's outcomes to what happens to
 // a message. A charge command is refused with the code the HTTP route

@@ -140,16 +140,18 @@ func ParseRequest(body []byte, maxAmount int64) (Request, error) {
 }
 
 // identifier validates a required id: at most maxLen characters, none of
-// them white space, a control character or a format character (category
-// Cf: zero-width characters, bidirectional controls, the byte order mark),
-// so an id reads the same wherever it is shown.
+// them white space, a control character, a format character (category Cf:
+// zero-width characters, bidirectional controls, the byte order mark), any
+// other default-ignorable code point (variation selectors, the combining
+// grapheme joiner, Hangul fillers) or U+FFFD (a byte someone upstream could
+// not decode), so an id reads the same wherever it is shown.
 func identifier(v *string, field string, maxLen int, add func(string, string)) string {
 	switch {
 	case v == nil || *v == "":
 		add(field, "required")
 	case utf8.RuneCountInString(*v) > maxLen:
 		add(field, fmt.Sprintf("at most %d characters", maxLen))
-	case strings.IndexFunc(*v, func(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) }) >= 0:
+	case strings.IndexFunc(*v, invisible) >= 0:
 		add(field, "must not contain control or invisible format characters")
 	case strings.IndexFunc(*v, unicode.IsSpace) >= 0:
 		add(field, "must not contain white space")
@@ -160,20 +162,26 @@ func identifier(v *string, field string, maxLen int, add func(string, string)) s
 }
 
 // description validates the optional free text: at most
-// maxDescriptionLength characters, no control characters and none of the
+// maxDescriptionLength characters, no control characters, none of the
 // bidirectional embedding, override and isolate characters that make text
-// display in another order than it is stored.
+// display in another order than it is stored, and no U+FFFD.
 func description(v *string, add func(string, string)) string {
 	switch {
 	case v == nil || *v == "":
 	case utf8.RuneCountInString(*v) > maxDescriptionLength:
 		add("description", fmt.Sprintf("at most %d characters", maxDescriptionLength))
-	case strings.IndexFunc(*v, func(r rune) bool { return unicode.IsControl(r) || isBidiControl(r) }) >= 0:
-		add("description", "must not contain control characters or bidirectional overrides")
+	case strings.IndexFunc(*v, func(r rune) bool { return unicode.IsControl(r) || isBidiControl(r) || r == utf8.RuneError }) >= 0:
+		add("description", "must not contain control characters, bidirectional overrides or U+FFFD")
 	default:
 		return *v
 	}
 	return ""
+}
+
+// invisible reports the characters an identifier must not hold.
+func invisible(r rune) bool {
+	return unicode.IsControl(r) || unicode.In(r, unicode.Cf, unicode.Variation_Selector, unicode.Other_Default_Ignorable_Code_Point) ||
+		r == utf8.RuneError
 }
 
 // isBidiControl reports the embedding, override and isolate characters

@@ -42,15 +42,20 @@ func TestParseRequestStrict(t *testing.T) {
 		{`{"amount": 100, ` + rest + `, "amount": 99999999}`, "amount", "duplicate member"},
 		{`{"amount": 100, "currency": "BRL", "order_id": "1", "payment_method": "pm_card_declined", "Payment_Method": "pm_card_visa"}`, "Payment_Method", `unknown member: names are case-sensitive (did you mean "payment_method"?)`},
 		{"{\"amount\": 100, \"currency\": \"BRL\", \"order_id\": \"1\xff\", \"payment_method\": \"pm\"}", "order_id", "invalid UTF-8"},
-		{`{"amount": 100, "currency": "BRL", "order_id": "\ud800", "payment_method": "pm"}`, "order_id", "invalid JSON at offset 48"},
+		{`{"amount": 100, "currency": "BRL", "order_id": "\ud800", "payment_method": "pm"}`, "order_id", "malformed JSON (a lone surrogate escape, an invalid character, or more than one value)"},
 		{`{"amount": 100, "currency": "BRL", "order_id": "1\u200b", "payment_method": "pm"}`, "order_id", "must not contain control or invisible format characters"},
 		{"{\"amount\": 100, \"currency\": \"BRL\", \"order_id\": \"1\", \"payment_method\": \"pm_card_visa\u202e\"}", "payment_method", "must not contain control or invisible format characters"},
 		{`{"amount": 100, "currency": "BRL", "order_id": "\ufeff1", "payment_method": "pm"}`, "order_id", "must not contain control or invisible format characters"},
-		{`{"amount": 100, ` + rest + `, "description": "abc\u202edef"}`, "description", "must not contain control characters or bidirectional overrides"},
-		{`{"amount": 100, ` + rest + `, "description": "abc\u2066def"}`, "description", "must not contain control characters or bidirectional overrides"},
-		{`{"amount": 100, ` + rest + `, "description": "line\nbreak"}`, "description", "must not contain control characters or bidirectional overrides"},
+		{`{"amount": 100, "currency": "BRL", "order_id": "1\ufffd", "payment_method": "pm"}`, "order_id", "must not contain control or invisible format characters"},
+		{`{"amount": 100, "currency": "BRL", "order_id": "1\ufe0f", "payment_method": "pm"}`, "order_id", "must not contain control or invisible format characters"},
+		{`{"amount": 100, "currency": "BRL", "order_id": "1\u034f", "payment_method": "pm"}`, "order_id", "must not contain control or invisible format characters"},
+		{`{"amount": 100, "currency": "BRL", "order_id": "1\u3164", "payment_method": "pm"}`, "order_id", "must not contain control or invisible format characters"},
+		{`{"amount": 100, ` + rest + `, "description": "caf\ufffd"}`, "description", "must not contain control characters, bidirectional overrides or U+FFFD"},
+		{`{"amount": 100, ` + rest + `, "description": "abc\u202edef"}`, "description", "must not contain control characters, bidirectional overrides or U+FFFD"},
+		{`{"amount": 100, ` + rest + `, "description": "abc\u2066def"}`, "description", "must not contain control characters, bidirectional overrides or U+FFFD"},
+		{`{"amount": 100, ` + rest + `, "description": "line\nbreak"}`, "description", "must not contain control characters, bidirectional overrides or U+FFFD"},
 		{`{"amount": 100, ` + rest + `, "tip": 5}`, "tip", "unknown member"},
-		{`{"amount": 100, ` + rest + `} {"amount": 1}`, "body", "invalid JSON at offset 86"},
+		{`{"amount": 100, ` + rest + `} {"amount": 1}`, "body", "malformed JSON (a lone surrogate escape, an invalid character, or more than one value)"},
 	} {
 		_, err := charge.ParseRequest([]byte(tc.body), 0)
 		var v *charge.ValidationError
@@ -92,6 +97,10 @@ func TestCanonicalRoundTrip(t *testing.T) {
 	back, err := charge.RequestFromCanonical(req.Canonical())
 	if err != nil || back != req {
 		t.Fatalf("RequestFromCanonical = %+v, %v", back, err)
+	}
+	// The canonical body's member names are the schema's: it parses back.
+	if again, err := charge.ParseRequest(req.JSON(), 0); err != nil || again != req {
+		t.Fatalf("ParseRequest(%s) = %+v, %v", req.JSON(), again, err)
 	}
 	if _, err := charge.RequestFromCanonical(idem.Canonical{{Name: "tip", Value: "1"}}); err == nil {
 		t.Fatal("unknown canonical field accepted")

@@ -160,9 +160,11 @@ const (
 	Found
 	// NotFound: Get found no such charge for the caller.
 	NotFound
+
+	numOutcomes // one past the last: every outcome below has a name
 )
 
-var outcomeNames = [...]string{
+var outcomeNames = [numOutcomes]string{
 	Executed: "executed", Replayed: "replayed", AccountInvalid: "account_invalid", KeyMissing: "key_missing",
 	KeyInvalid: "key_invalid", RequestInvalid: "request_invalid", InFlight: "in_flight", KeyReused: "key_reused",
 	Released: "released", Pending: "pending", Unavailable: "unavailable", Found: "read", NotFound: "not_found",
@@ -171,7 +173,7 @@ var outcomeNames = [...]string{
 // String is the outcome's stable name: the logs' outcome and the metrics'
 // Outcome dimension.
 func (o Outcome) String() string {
-	if o > 0 && int(o) < len(outcomeNames) {
+	if o > 0 && o < numOutcomes {
 		return outcomeNames[o]
 	}
 	return "unknown"
@@ -405,6 +407,7 @@ func (s *Service) Get(ctx context.Context, account, id string) Result {
 	if !validChargeID(id) {
 		return Result{Outcome: NotFound}
 	}
+	ctx = obs.WithAttrs(ctx, slog.String("record", idem.Ref(ledgerPK(id))))
 	item, err := s.guard.Item(ctx, ledgerPK(id))
 	if errors.Is(err, idem.ErrNotFound) {
 		return Result{Outcome: NotFound}

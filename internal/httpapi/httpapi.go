@@ -12,21 +12,8 @@ import (
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/problem"
+	"github.com/idempotent-payments/idempay/internal/route"
 )
-
-// The routes of the API as API Gateway names them (its RouteKey): the
-// function, the local gateway and the CDK app all read them here.
-const (
-	ChargesPath = "/v1/charges"
-	RouteCreate = "POST " + ChargesPath
-	RouteGet    = "GET " + ChargesPath + "/{id}"
-)
-
-// Routes are every route of the API.
-var Routes = []string{RouteCreate, RouteGet}
-
-// Location is where the charge id is read (GET).
-func Location(id string) string { return ChargesPath + "/" + id }
 
 // Answer is the stored answer of ch (a charge.Answer): 201 with the charge
 // and its Location when captured, 402 CHARGE_DECLINED with the charge id
@@ -41,7 +28,7 @@ func Answer(ch charge.Charge) idem.Response {
 	}
 	return idem.Response{StatusCode: 201, Headers: map[string]string{
 		"Content-Type": "application/json",
-		"Location":     Location(ch.ID),
+		"Location":     route.Location(ch.ID),
 	}, Body: Body(ch)}
 }
 

@@ -177,7 +177,9 @@ func TestDefectsRefusedOverTheStack(t *testing.T) {
 		}
 		return h
 	}
-	jsonKey := func(key string) http.Header { return headers("Content-Type", "application/json", "Idempotency-Key", key) }
+	jsonKey := func(key string) http.Header {
+		return headers("Content-Type", "application/json", "Idempotency-Key", key)
+	}
 	const rest = `"currency": "BRL", "order_id": "1", "payment_method": "pm_card_visa"`
 	body := `{"amount": 100, ` + rest + `}`
 

@@ -54,7 +54,11 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		gatewayError(w, http.StatusNotFound, "Not Found")
 		return
 	}
-	claims, ok := g.verify(r.Header.Get("Authorization"))
+	authorization := r.Header.Values("Authorization")
+	claims, ok := map[string]string(nil), len(authorization) == 1 // two tokens would be two callers
+	if ok {
+		claims, ok = g.verify(authorization[0])
+	}
 	if !ok {
 		w.Header().Set("WWW-Authenticate", "Bearer")
 		gatewayError(w, http.StatusUnauthorized, "Unauthorized")
@@ -149,6 +153,9 @@ func (g *Gateway) verify(authorization string) (map[string]string, bool) {
 		return nil, false
 	}
 	t := g.Trust.withDefaults()
+	if len(t.Secret) == 0 {
+		return nil, false // an empty HMAC key would let anyone sign
+	}
 	claims := jwt.MapClaims{}
 	token, err := jwt.NewParser(
 		jwt.WithValidMethods([]string{TokenAlgorithm}), jwt.WithExpirationRequired(),
@@ -167,7 +174,7 @@ func (g *Gateway) verify(authorization string) (map[string]string, bool) {
 			return nil, false
 		}
 	}
-	if sub, isString := claims["sub"].(string); !isString || idem.ValidateAccount(sub) != nil {
+	if account, isString := claims[t.AccountClaim].(string); !isString || idem.ValidateAccount(account) != nil {
 		return nil, false // the account: a non-empty string of at most 256 bytes, no controls
 	}
 	out := make(map[string]string, len(claims))
@@ -271,27 +278,32 @@ const (
 )
 
 // Trust is what the local gateway checks a bearer token against, standing
-// in for the IdP the deployed JWT authorizer trusts. A token is refused
-// unless it is signed with TokenAlgorithm and Secret, has no "crit" header,
-// its header and claims are strict JSON, iss is Issuer, aud holds Audience,
-// exp is present and not past, nbf (if any) not future, iat (if any) not
-// more than IssuedAtSkew in the future, and sub is a non-empty string of at
-// most 256 bytes without control characters (idem.ValidateAccount).
+// in for the IdP the deployed JWT authorizer trusts. A request is refused
+// unless it has exactly one Authorization header with one token signed with
+// TokenAlgorithm and a non-empty Secret, no "crit" header, header and
+// claims that are strict JSON, iss Issuer, aud holding Audience, exp present
+// and not past, nbf (if any) not future, iat (if any) not more than
+// IssuedAtSkew in the future, and an AccountClaim that is a non-empty string
+// of at most 256 bytes without control characters (idem.ValidateAccount).
 type Trust struct {
 	Secret []byte
 	// Issuer and Audience default to DefaultIssuer and DefaultAudience.
 	Issuer, Audience string
+	// AccountClaim is the claim that names the account: "sub" by default,
+	// as the functions' ACCOUNT_CLAIM.
+	AccountClaim string
 }
 
 // TrustFromEnv is the Trust of `make run` (and of `make send-charge`, which
 // mints tokens for it): LOCAL_JWT_SECRET (default "local-dev-secret"),
-// LOCAL_JWT_ISSUER and LOCAL_JWT_AUDIENCE (the defaults above).
+// LOCAL_JWT_ISSUER and LOCAL_JWT_AUDIENCE (the defaults above), and the
+// functions' ACCOUNT_CLAIM ("sub").
 func TrustFromEnv(getenv func(string) string) Trust {
 	secret := getenv("LOCAL_JWT_SECRET")
 	if secret == "" {
 		secret = "local-dev-secret"
 	}
-	return Trust{Secret: []byte(secret), Issuer: getenv("LOCAL_JWT_ISSUER"), Audience: getenv("LOCAL_JWT_AUDIENCE")}.withDefaults()
+	return Trust{Secret: []byte(secret), Issuer: getenv("LOCAL_JWT_ISSUER"), Audience: getenv("LOCAL_JWT_AUDIENCE"), AccountClaim: getenv("ACCOUNT_CLAIM")}.withDefaults()
 }
 
 func (t Trust) withDefaults() Trust {
@@ -301,15 +313,18 @@ func (t Trust) withDefaults() Trust {
 	if t.Audience == "" {
 		t.Audience = DefaultAudience
 	}
+	if t.AccountClaim == "" {
+		t.AccountClaim = "sub"
+	}
 	return t
 }
 
-// Token mints a token this Trust accepts for account (claim "sub"), valid
-// for ttl: what `make run` prints and the tests send.
+// Token mints a token this Trust accepts for account (its AccountClaim),
+// valid for ttl: what `make run` prints and the tests send.
 func (t Trust) Token(account string, ttl time.Duration) (string, error) {
 	t = t.withDefaults()
 	now := time.Now()
 	return jwt.NewWithClaims(jwt.GetSigningMethod(TokenAlgorithm), jwt.MapClaims{
-		"sub": account, "iat": now.Unix(), "exp": now.Add(ttl).Unix(), "iss": t.Issuer, "aud": t.Audience,
+		t.AccountClaim: account, "iat": now.Unix(), "exp": now.Add(ttl).Unix(), "iss": t.Issuer, "aud": t.Audience,
 	}).SignedString(t.Secret)
 }

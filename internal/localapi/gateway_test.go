@@ -15,6 +15,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/golang-jwt/jwt/v5"
+	"github.com/idempotent-payments/idempay/internal/route"
 )
 
 // echo is an Invoker that answers 200 with the event it received.
@@ -31,9 +32,11 @@ func (e *echo) Invoke(_ context.Context, payload []byte) ([]byte, error) {
 
 func newGateway() (*Gateway, *echo) {
 	fn := &echo{}
-	return &Gateway{Trust: Trust{Secret: []byte("s3cret")}, Routes: []Route{
-		{Key: "POST /v1/charges", Target: fn}, {Key: "GET /v1/charges/{id}", Target: fn},
-	}}, fn
+	g := &Gateway{Trust: Trust{Secret: []byte("s3cret")}}
+	for _, key := range route.All {
+		g.Routes = append(g.Routes, Route{Key: key, Target: fn})
+	}
+	return g, fn
 }
 
 func serve(g *Gateway, method, path, authorization, body string) *httptest.ResponseRecorder {
@@ -125,6 +128,18 @@ func TestGatewayRejectsBadTokens(t *testing.T) {
 	}
 	if rec := serve(g, "DELETE", "/v1/charges", "", ""); rec.Code != http.StatusNotFound {
 		t.Errorf("unknown route: %d", rec.Code)
+	}
+	good := sign(t, jwt.SigningMethodHS256, key, valid(func(jwt.MapClaims) {}))
+	twice := httptest.NewRequest("POST", "/v1/charges", strings.NewReader("{}"))
+	twice.Header.Add("Authorization", good)
+	twice.Header.Add("Authorization", good)
+	rec := httptest.NewRecorder()
+	if g.ServeHTTP(rec, twice); rec.Code != http.StatusUnauthorized {
+		t.Errorf("two Authorization headers: %d, want 401", rec.Code)
+	}
+	unkeyed := &Gateway{Routes: g.Routes} // no secret: nothing verifies
+	if rec := serve(unkeyed, "POST", "/v1/charges", sign(t, jwt.SigningMethodHS256, []byte{}, valid(func(jwt.MapClaims) {})), "{}"); rec.Code != http.StatusUnauthorized {
+		t.Errorf("empty secret: %d, want 401", rec.Code)
 	}
 	// Accepted: an iat within the skew, an audience list holding ours, a
 	// valid token signed with the raw signer (the control of the two above).

@@ -15,8 +15,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
+	"github.com/idempotent-payments/idempay/internal/route"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
 	"github.com/idempotent-payments/idempay/internal/sweep"
 )
@@ -147,7 +147,7 @@ func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
 		go schedule(triggers, cfg.SweepInterval, s.Sweeper)
 	}
 	gw := &Gateway{Trust: cfg.Trust}
-	for _, key := range httpapi.Routes {
+	for _, key := range route.All {
 		gw.Routes = append(gw.Routes, Route{Key: key, Target: s.Charge})
 	}
 	if s.URL, err = s.serve(cfg.GatewayAddr, gw); err != nil {

@@ -68,10 +68,10 @@ func (q *Queue) Send(ctx context.Context, body string, attributes map[string]str
 	return nil
 }
 
-// Delay makes a received message visible again after d (whole seconds, at
-// least 1, at most SQS's 12 hours).
+// Delay makes a received message visible again after d, rounded up to whole
+// seconds: at least 1, at most SQS's 12 hours.
 func (q *Queue) Delay(ctx context.Context, receiptHandle string, d time.Duration) error {
-	secs := int32(min(max(d, time.Second), 12*time.Hour) / time.Second)
+	secs := int32((min(max(d, time.Second), 12*time.Hour) + time.Second - 1) / time.Second)
 	_, err := q.api.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{
 		QueueUrl: aws.String(q.url), ReceiptHandle: aws.String(receiptHandle), VisibilityTimeout: secs,
 	})

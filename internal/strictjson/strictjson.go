@@ -33,9 +33,9 @@ func (e *Error) Error() string {
 	return "json: " + e.Field + ": " + e.Message
 }
 
-// options are the decoder's settings. Each is the library's default, named
-// here so that a change of default cannot loosen a parser (a test holds the
-// behaviour of each).
+// options are the decoder's settings. All but RejectUnknownMembers are the
+// library's defaults, named here so that a change of default cannot loosen
+// a parser; a test holds the behaviour of each.
 var options = json.JoinOptions(
 	jsontext.AllowDuplicateNames(false),
 	jsontext.AllowInvalidUTF8(false),
@@ -46,7 +46,8 @@ var options = json.JoinOptions(
 // Unmarshal decodes exactly one JSON value from b into v, a pointer to a
 // struct whose members are named by `json` tags. It refuses, with an *Error:
 // duplicate member names (at any depth), names that match no member exactly
-// (a name that differs from a member's only by case is reported as such),
+// (at the top level, a name that differs from a member's only by case is
+// reported as such),
 // invalid UTF-8, escapes that are lone surrogates, any syntax error, and
 // anything but white space after the value. Values are checked against the
 // Go types of v's fields; v is unspecified after an error.
@@ -73,9 +74,10 @@ func describe(err error, b []byte, v any) *Error {
 		case !utf8.Valid(b):
 			return &Error{Field: field, Message: "invalid UTF-8"}
 		}
-		// A lone surrogate escape, an invalid character or trailing data:
-		// the decoder's own text would quote the document, so say where.
-		return &Error{Field: field, Message: fmt.Sprintf("invalid JSON at offset %d", syn.ByteOffset)}
+		// A lone surrogate escape, an invalid character or trailing data.
+		// The decoder's own text would quote the document, and an offset
+		// would differ between a body and the same body inside a message.
+		return &Error{Field: field, Message: "malformed JSON (a lone surrogate escape, an invalid character, or more than one value)"}
 	case errors.As(err, &sem):
 		field := fieldOf(sem.JSONPointer)
 		if errors.Is(sem.Err, json.ErrUnknownName) {

@@ -1,0 +1,17 @@
+// Package route names the charge API's routes as API Gateway does (its
+// RouteKey, "METHOD /path"): the function, the local gateway and the CDK app
+// all read them here. It imports nothing, so the CDK app can.
+package route
+
+// The API's paths and routes.
+const (
+	ChargesPath = "/v1/charges"
+	Create      = "POST " + ChargesPath
+	Get         = "GET " + ChargesPath + "/{id}"
+)
+
+// All are every route of the API.
+var All = []string{Create, Get}
+
+// Location is where the charge id is read (Get).
+func Location(id string) string { return ChargesPath + "/" + id }
