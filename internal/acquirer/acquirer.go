@@ -16,6 +16,8 @@ import (
 	"net/url"
 	"sync/atomic"
 	"time"
+
+	"github.com/idempotent-payments/idempay/internal/strictjson"
 )
 
 // Errors callers branch on, with errors.Is.
@@ -152,9 +154,13 @@ func (c *Client) do(req *http.Request) (int, []byte, error) {
 	return resp.StatusCode, body, nil
 }
 
+// decode reads an authorization strictly: an answer that could mean two
+// things (two "status" members, a "Status" beside "status", bytes that are
+// not UTF-8) is no answer, so the outcome stays unknown and is looked up
+// again rather than guessed.
 func decode(body []byte) (Authorization, error) {
 	var a Authorization
-	if err := json.Unmarshal(body, &a); err != nil || a.ID == "" || (a.Status != StatusCaptured && a.Status != StatusDeclined) {
+	if err := strictjson.UnmarshalAnswer(body, &a); err != nil || a.ID == "" || (a.Status != StatusCaptured && a.Status != StatusDeclined) {
 		return Authorization{}, fmt.Errorf("%w: unreadable authorization", ErrOutcomeUnknown)
 	}
 	return a, nil

@@ -5,6 +5,7 @@
 package strictjson
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -57,6 +58,33 @@ func Unmarshal(b []byte, v any) error {
 		return nil
 	}
 	return describe(err, b, v)
+}
+
+// UnmarshalAnswer is Unmarshal for the answer of a system we call, which may
+// add members as its API grows: unknown top-level members are ignored.
+// Everything else Unmarshal refuses is still refused, a case variant of a
+// known name included (another reader would take "Status" for "status").
+func UnmarshalAnswer(b []byte, v any) error {
+	if err := json.Unmarshal(b, v, options, json.RejectUnknownMembers(false)); err != nil {
+		return describe(err, b, v)
+	}
+	dec := jsontext.NewDecoder(bytes.NewReader(b))
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
+		return nil // not an object: v decoded it, and has no names to vary
+	}
+	for dec.PeekKind() == '"' {
+		name, err := dec.ReadToken()
+		if err != nil {
+			return describe(err, b, v)
+		}
+		if known := caseVariantOf(name.String(), "", v); known != "" {
+			return &Error{Field: fieldOf(jsontext.Pointer("").AppendToken(name.String())), Message: fmt.Sprintf("unknown member: names are case-sensitive (did you mean %q?)", known)}
+		}
+		if err := dec.SkipValue(); err != nil {
+			return describe(err, b, v)
+		}
+	}
+	return nil
 }
 
 // describe turns a decoder error into an *Error.

@@ -61,15 +61,46 @@ func TestAccepts(t *testing.T) {
 	}
 }
 
+// TestUnmarshalAnswer: an answer may carry members we do not know, never a
+// name that means two things.
+func TestUnmarshalAnswer(t *testing.T) {
+	t.Parallel()
+	var d doc
+	if err := strictjson.UnmarshalAnswer([]byte(`{"currency":"BRL","risk":{"score":1,"Currency":"x"}}`), &d); err != nil || *d.Currency != "BRL" {
+		t.Fatalf("unknown members: %+v, %v", d, err)
+	}
+	for in, field := range map[string]string{
+		`{"currency":"BRL","Currency":"USD"}`: "Currency",
+		`{"currency":"BRL","currency":"USD"}`: "currency",
+		"{\"currency\":\"BR\xff\"}":        "currency",
+		`{"currency":"BRL"} {}`:               "",
+	} {
+		var e *strictjson.Error
+		if err := strictjson.UnmarshalAnswer([]byte(in), &doc{}); !errors.As(err, &e) || e.Field != field {
+			t.Errorf("UnmarshalAnswer(%q) = %v, want a refusal at %q", in, err, field)
+		}
+	}
+}
+
 // FuzzUnmarshal: never a panic; a refusal is always an *Error; an accepted
-// document decodes again, re-encoded, to the same value.
+// document decodes again, re-encoded, to the same value, and is an accepted
+// answer too.
 func FuzzUnmarshal(f *testing.F) {
 	for _, s := range []string{`{"amount":1,"currency":"BRL","count":2}`, `{"amount":1,"amount":2}`, `{"AMOUNT":1}`, "{\"currency\":\"\xff\"}", `{"currency":"\ud800"}`, `{} {}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
+		var answer doc
+		answerErr := strictjson.UnmarshalAnswer(b, &answer)
+		var e *strictjson.Error
+		if answerErr != nil && !errors.As(answerErr, &e) {
+			t.Fatalf("UnmarshalAnswer: untyped error %T %v", answerErr, answerErr)
+		}
 		var d doc
 		err := strictjson.Unmarshal(b, &d)
+		if err == nil && (answerErr != nil || !reflect.DeepEqual(canon(answer), canon(d))) {
+			t.Fatalf("%q: Unmarshal %+v, UnmarshalAnswer %+v, %v", b, d, answer, answerErr)
+		}
 		if err != nil {
 			var e *strictjson.Error
 			if !errors.As(err, &e) {
