@@ -73,7 +73,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		gatewayError(w, http.StatusRequestEntityTooLarge, "Request Entity Too Large")
 		return
 	}
-	event := buildEvent(r, route.Key, params, claims, body)
+	event := buildEvent(r, route.Key, params, claims, body, g.Trust.withDefaults().Now())
 	payload, _ := json.Marshal(event)
 	timeout := g.InvokeTimeout
 	if timeout <= 0 {
@@ -157,8 +157,9 @@ func (g *Gateway) verify(authorization string) (map[string]string, bool) {
 		return nil, false // an empty HMAC key would let anyone sign
 	}
 	claims := jwt.MapClaims{}
+	now := t.Now()
 	token, err := jwt.NewParser(
-		jwt.WithValidMethods([]string{TokenAlgorithm}), jwt.WithExpirationRequired(),
+		jwt.WithValidMethods([]string{TokenAlgorithm}), jwt.WithExpirationRequired(), jwt.WithTimeFunc(func() time.Time { return now }),
 		jwt.WithIssuer(t.Issuer), jwt.WithAudience(t.Audience), jwt.WithJSONNumber(),
 	).ParseWithClaims(raw, claims, func(*jwt.Token) (any, error) { return t.Secret, nil })
 	if err != nil {
@@ -170,7 +171,7 @@ func (g *Gateway) verify(authorization string) (map[string]string, bool) {
 	if iat, present := claims["iat"]; present {
 		n, isNumber := iat.(json.Number)
 		at, err := n.Float64()
-		if !isNumber || err != nil || at > float64(time.Now().Add(IssuedAtSkew).Unix()) {
+		if !isNumber || err != nil || at > float64(now.Add(IssuedAtSkew).Unix()) {
 			return nil, false
 		}
 	}
@@ -210,12 +211,11 @@ func strictSegments(raw string) bool {
 }
 
 // buildEvent makes the payload v2 event API Gateway sends for r.
-func buildEvent(r *http.Request, routeKey string, params, claims map[string]string, body []byte) events.APIGatewayV2HTTPRequest {
+func buildEvent(r *http.Request, routeKey string, params, claims map[string]string, body []byte, now time.Time) events.APIGatewayV2HTTPRequest {
 	headers := map[string]string{}
 	for k, v := range r.Header {
 		headers[strings.ToLower(k)] = strings.Join(v, ",")
 	}
-	now := time.Now()
 	ev := events.APIGatewayV2HTTPRequest{
 		Version:        "2.0",
 		RouteKey:       routeKey,
@@ -292,6 +292,8 @@ type Trust struct {
 	// AccountClaim is the claim that names the account: "sub" by default,
 	// as the functions' ACCOUNT_CLAIM.
 	AccountClaim string
+	// Now is the clock tokens are checked and minted by (time.Now when nil).
+	Now func() time.Time
 }
 
 // TrustFromEnv is the Trust of `make run` (and of `make send-charge`, which
@@ -316,6 +318,9 @@ func (t Trust) withDefaults() Trust {
 	if t.AccountClaim == "" {
 		t.AccountClaim = "sub"
 	}
+	if t.Now == nil {
+		t.Now = time.Now
+	}
 	return t
 }
 
@@ -323,7 +328,7 @@ func (t Trust) withDefaults() Trust {
 // valid for ttl: what `make run` prints and the tests send.
 func (t Trust) Token(account string, ttl time.Duration) (string, error) {
 	t = t.withDefaults()
-	now := time.Now()
+	now := t.Now()
 	return jwt.NewWithClaims(jwt.GetSigningMethod(TokenAlgorithm), jwt.MapClaims{
 		t.AccountClaim: account, "iat": now.Unix(), "exp": now.Add(ttl).Unix(), "iss": t.Issuer, "aud": t.Audience,
 	}).SignedString(t.Secret)

@@ -189,3 +189,29 @@ func FuzzGateway(f *testing.F) {
 		}
 	})
 }
+
+// TestGatewayClock: tokens are minted and checked by the Trust's clock.
+func TestGatewayClock(t *testing.T) {
+	t.Parallel()
+	at := time.Unix(1_800_000_000, 0)
+	minter := Trust{Secret: []byte("s3cret"), Now: func() time.Time { return at }}
+	tok, err := minter.Token("acct_1", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, tc := range map[string]struct {
+		now  time.Time
+		want int
+	}{
+		"at minting":          {at, 200},
+		"59 min later":        {at.Add(59 * time.Minute), 200},
+		"past exp":            {at.Add(61 * time.Minute), http.StatusUnauthorized},
+		"iat 1 min in future": {at.Add(-time.Minute), http.StatusUnauthorized},
+	} {
+		g, _ := newGateway()
+		g.Trust.Now = func() time.Time { return tc.now }
+		if rec := serve(g, "POST", "/v1/charges", "Bearer "+tok, "{}"); rec.Code != tc.want {
+			t.Errorf("%s: %d, want %d", name, rec.Code, tc.want)
+		}
+	}
+}
