@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
@@ -122,7 +121,8 @@ func (h *Handler) process(ctx context.Context, msg events.SQSMessage) verdict {
 		// past it: refused as the HTTP route refuses those bytes, before
 		// the key is looked at.
 		v := verdicts[charge.RequestInvalid]
-		v.outcome, v.reason = charge.RequestInvalid.String(), fieldReason(reqErr.Field, reqErr.Message)
+		v.outcome = charge.RequestInvalid.String()
+		v.reason = (&charge.ValidationError{Errors: []charge.FieldError{{Field: reqErr.Field, Message: reqErr.Message}}}).Error()
 		return v
 	}
 	if err != nil {
@@ -189,16 +189,10 @@ func verdictOf(res charge.Result) verdict {
 // reasonOf says why a command was refused, without echoing its values.
 func reasonOf(res charge.Result) string {
 	if len(res.Errors) > 0 {
-		parts := make([]string, len(res.Errors))
-		for i, fe := range res.Errors {
-			parts[i] = fieldReason(fe.Field, fe.Message)
-		}
-		return strings.Join(parts, "; ")
+		return (&charge.ValidationError{Errors: res.Errors}).Error() // as the HTTP detail reads
 	}
 	if res.Reason != "" {
 		return res.Reason
 	}
 	return res.Outcome.String()
 }
-
-func fieldReason(field, message string) string { return "request." + field + ": " + message }
