@@ -70,11 +70,14 @@ curl -i %s/v1/charges \
   -d '{"amount": 25000, "currency": "BRL", "order_id": "123", "payment_method": "pm_card_visa"}'
 
 The SQS path: in another terminal, make send-charge puts a charge command on
-the queue (%s), waits for the consumer and prints the GET that reads it.
-The sweeper runs every minute.
+the queue of producer %q (%s), which may charge %v; the consumer
+refuses any other account (PRODUCER_NOT_ALLOWED). It waits for the consumer
+and prints the GET that reads the charge. The sweeper runs every minute and
+sends reconcile commands to a queue of their own.
 
 Ctrl-C stops everything this command started.
-`, stack.URL, stack.SandboxURL, instances, trust.Issuer, trust.Audience, stack.URL, token, stack.QueueURL)
+`, stack.URL, stack.SandboxURL, instances, trust.Issuer, trust.Audience, stack.URL, token,
+		localapi.DefaultProducers[0].Name, stack.QueueURL, localapi.DefaultProducers[0].Accounts)
 	<-ctx.Done()
 	fmt.Println("\nstopping")
 	return nil

@@ -2,8 +2,8 @@
 // the local charge-commands queue (the stack `make run` serves), waits until
 // the consumer has processed it, and prints the GET that reads the charge.
 //
-// Environment: ACCOUNT (acct_demo), KEY (a new one each run), TABLE_NAME
-// (idempay-local), LOCAL_API_ADDR, LOCAL_JWT_SECRET, LOCAL_JWT_ISSUER and LOCAL_JWT_AUDIENCE as for `make run`.
+// Environment: ACCOUNT (acct_demo), KEY (a new one each run), PRODUCER
+// (local: the producer whose queue it sends on), TABLE_NAME (idempay-local), LOCAL_API_ADDR, LOCAL_JWT_SECRET, LOCAL_JWT_ISSUER and LOCAL_JWT_AUDIENCE as for `make run`.
 package main
 
 import (
@@ -42,7 +42,8 @@ func run() error {
 		return err
 	}
 	client := sqs.NewFromConfig(awsCfg)
-	q, err := client.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(localapi.QueueName(table))})
+	producer := setup.Or(os.Getenv("PRODUCER"), localapi.DefaultProducers[0].Name)
+	q, err := client.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(localapi.QueueName(table, producer))})
 	if err != nil {
 		return fmt.Errorf("the queue of `make run` (is it running?): %w", err)
 	}
@@ -54,7 +55,7 @@ func run() error {
 	if _, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: q.QueueUrl, MessageBody: aws.String(body)}); err != nil {
 		return err
 	}
-	fmt.Printf("sent a charge command: account %s, Idempotency-Key %s\n", account, key)
+	fmt.Printf("sent a charge command as producer %s: account %s, Idempotency-Key %s\n", producer, account, key)
 
 	guard := idem.NewGuard(dynamostore.New(dynamodb.NewFromConfig(awsCfg), table), idem.Config{})
 	pk := idem.Scope{Operation: charge.Operation, Account: account, Key: key}.PK()

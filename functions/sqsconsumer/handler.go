@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -25,18 +26,28 @@ type DeadLetters interface {
 	Send(ctx context.Context, body string, attributes map[string]string) error
 }
 
-// Handler processes batches of charge and reconcile commands from the
-// charge-commands queue and reports partial batch failures: one bad message
-// never fails its batch.
+// Handler processes batches of commands and reports partial batch
+// failures: one bad message never fails its batch. Which commands it takes
+// is its Sources': a producer's queue brings charge commands for that
+// producer's accounts, the reconcile queue the sweeper's reconcile commands.
 type Handler struct {
-	Service     *charge.Service
-	Commands    Delayer
+	Service *charge.Service
+	// Sources are the queues this function reads, by ARN (a record's
+	// eventSourceARN). A message from any other queue is refused.
+	Sources     map[string]Source
 	DeadLetters DeadLetters
 	// Concurrency bounds the messages of one batch processed at once.
 	Concurrency int
 	Logger      *slog.Logger
 	// Metrics gets one EMF line per message; nil skips it.
 	Metrics *obs.Metrics
+}
+
+// Source is one queue the handler reads: what it admits, and the queue
+// itself, to delay a message's redelivery.
+type Source struct {
+	command.Source
+	Queue Delayer
 }
 
 // verdict is what to do with one message.
@@ -64,11 +75,15 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 			defer func() { <-slots }()
 			start := time.Now()
 			ctx := obs.WithAttrs(ctx, slog.String("messageId", msg.MessageId))
-			v := h.process(ctx, msg)
+			src, known := h.Sources[msg.EventSourceARN]
+			if src.Producer != "" {
+				ctx = obs.WithAttrs(ctx, slog.String("producer", src.Producer))
+			}
+			v := h.process(ctx, src, known, msg)
 			// Every line about the message names its record ("" when the
 			// message never named one).
 			ctx = obs.WithAttrs(ctx, slog.String("record", v.record))
-			done := h.settle(ctx, msg, v)
+			done := h.settle(ctx, src, msg, v)
 			h.Logger.InfoContext(ctx, "message", "operation", charge.Operation,
 				"outcome", v.outcome, "attempt", v.attempt, "retry", !done, "total_ms", float64(time.Since(start).Microseconds())/1000)
 			if h.Metrics != nil {
@@ -90,11 +105,12 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 }
 
 // settle carries out v and reports whether the message is done (deleted).
-func (h *Handler) settle(ctx context.Context, msg events.SQSMessage, v verdict) bool {
+func (h *Handler) settle(ctx context.Context, src Source, msg events.SQSMessage, v verdict) bool {
 	switch {
 	case v.rejectCode != "":
 		err := h.DeadLetters.Send(ctx, msg.Body, map[string]string{
 			"reject_code": v.rejectCode, "reject_reason": v.reason, "source_message_id": msg.MessageId,
+			"source_queue": msg.EventSourceARN,
 		})
 		if err != nil {
 			h.Logger.ErrorContext(ctx, "dead-letter failed; the message will be retried", "reject_code", v.rejectCode, "error", err)
@@ -104,7 +120,7 @@ func (h *Handler) settle(ctx context.Context, msg events.SQSMessage, v verdict) 
 		return true
 	case v.retry:
 		if v.delay > 0 {
-			if err := h.Commands.Delay(ctx, msg.ReceiptHandle, v.delay); err != nil {
+			if err := src.Queue.Delay(ctx, msg.ReceiptHandle, v.delay); err != nil {
 				h.Logger.WarnContext(ctx, "delay failed; the queue's visibility timeout applies", "error", err)
 			}
 		}
@@ -113,7 +129,12 @@ func (h *Handler) settle(ctx context.Context, msg events.SQSMessage, v verdict) 
 	return true
 }
 
-func (h *Handler) process(ctx context.Context, msg events.SQSMessage) verdict {
+// process decides what to do with msg, which arrived on src (known false:
+// on a queue not among the handler's Sources).
+func (h *Handler) process(ctx context.Context, src Source, known bool, msg events.SQSMessage) verdict {
+	if !known {
+		return verdict{outcome: outcomeNotAllowed, rejectCode: rejectNotAllowed, reason: "the message came from a queue this consumer does not read for any producer"}
+	}
 	cmd, err := command.Decode(msg.Body)
 	if reqErr, inRequest := command.RequestError(err); inRequest {
 		// The request is not even well-formed JSON (a duplicate name,
@@ -128,6 +149,9 @@ func (h *Handler) process(ctx context.Context, msg events.SQSMessage) verdict {
 	if err != nil {
 		return verdict{outcome: "malformed", rejectCode: rejectMalformed, reason: err.Error()}
 	}
+	if ok, why := src.Admits(cmd); !ok {
+		return verdict{outcome: outcomeNotAllowed, rejectCode: rejectNotAllowed, reason: why}
+	}
 	switch cmd.Type {
 	case command.TypeCharge:
 		var keys []string
@@ -138,6 +162,9 @@ func (h *Handler) process(ctx context.Context, msg events.SQSMessage) verdict {
 	default: // command.TypeReconcile: Decode knows no other
 		record := idem.Ref(cmd.PK)
 		outcome, err := h.Service.Reconcile(ctx, cmd.PK)
+		if errors.Is(err, charge.ErrNotAChargeRecord) {
+			return verdict{outcome: "malformed", rejectCode: rejectMalformed, reason: err.Error()}
+		}
 		if err != nil {
 			h.Logger.WarnContext(obs.WithAttrs(ctx, slog.String("record", record)), "reconcile failed; will retry", "error", err)
 			return verdict{outcome: "reconcile_failed", record: record, retry: true}
@@ -146,8 +173,16 @@ func (h *Handler) process(ctx context.Context, msg events.SQSMessage) verdict {
 	}
 }
 
-// rejectMalformed is the dead-letter code of a message that is not a command.
-const rejectMalformed = "MALFORMED"
+// The dead-letter codes of the queue alone (the others are the HTTP
+// route's problem codes): a message that is not a command, and a command
+// its queue's producer may not send (an unknown queue, a foreign account,
+// or the wrong type of command for the queue). outcomeNotAllowed is the
+// latter's metric and log outcome.
+const (
+	rejectMalformed   = "MALFORMED"
+	rejectNotAllowed  = "PRODUCER_NOT_ALLOWED"
+	outcomeNotAllowed = "producer_not_allowed"
+)
 
 // verdicts is the one table from the service's outcomes to what happens to
 // a message. A charge command is refused with the code the HTTP route

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idempotent-payments/idempay/internal/charge"
+	"github.com/idempotent-payments/idempay/internal/command"
 	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/idemtest"
@@ -33,6 +35,9 @@ func (d *deadLetters) Send(_ context.Context, _ string, attrs map[string]string)
 	return nil
 }
 
+// testQueue is the eventSourceARN of testdata/batch.json.
+const testQueue = "arn:aws:sqs:sa-east-1:123456789012:charge-commands"
+
 type noDelay struct{}
 
 func (noDelay) Delay(context.Context, string, time.Duration) error { return nil }
@@ -50,7 +55,8 @@ func TestHandleSQSEvent(t *testing.T) {
 	sb := sandbox.New("")
 	guard := idem.NewGuard(idemtest.NewMemoryStore(), idem.Config{})
 	dl := &deadLetters{}
-	h := &Handler{Service: charge.NewService(guard, sb, httpapi.Answer, charge.Config{}), Commands: noDelay{}, DeadLetters: dl,
+	h := &Handler{Service: charge.NewService(guard, sb, httpapi.Answer, charge.Config{}), DeadLetters: dl,
+		Sources:     map[string]Source{testQueue: {Source: command.Source{ARN: testQueue, URL: "u", Producer: "orders", Accounts: []string{"acct_7Hq2"}}, Queue: noDelay{}}},
 		Concurrency: 2, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	resp, err := h.Handle(context.Background(), ev)
 	if err != nil || len(resp.BatchItemFailures) != 0 {
@@ -76,5 +82,73 @@ func TestEveryOutcomeHasAVerdict(t *testing.T) {
 		if _, ok := verdicts[o]; !ok && o != charge.Found && o != charge.NotFound {
 			t.Errorf("no verdict for %s", o)
 		}
+	}
+}
+
+// TestProducerBinding: a command is taken only from a queue the consumer
+// reads, only of the type that queue carries, and only for an account its
+// producer may charge (issue 11, finding 1). Every refusal is dead-lettered
+// with PRODUCER_NOT_ALLOWED and charges nothing; the permitted command
+// charges.
+func TestProducerBinding(t *testing.T) {
+	t.Parallel()
+	const orders, billing, reconcile = "arn:q:orders", "arn:q:billing", "arn:q:reconcile"
+	sources := map[string]Source{
+		orders:    {Source: command.Source{ARN: orders, URL: "u1", Producer: "orders", Accounts: []string{"acct_orders"}}, Queue: noDelay{}},
+		billing:   {Source: command.Source{ARN: billing, URL: "u2", Producer: "billing", Accounts: []string{"acct_billing", "acct_shared"}}, Queue: noDelay{}},
+		reconcile: {Source: command.Source{ARN: reconcile, URL: "u3", Reconcile: true}, Queue: noDelay{}},
+	}
+	body := func(account, key string) string {
+		b, err := command.Charge(account, key, []byte(`{"amount": 100, "currency": "BRL", "order_id": "1", "payment_method": "pm_card_visa"}`)).Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	pk := idem.Scope{Operation: charge.Operation, Account: "acct_orders", Key: "binding-key-1"}.PK()
+	reconcileBody, _ := command.Reconcile(pk).Encode()
+	for _, tc := range []struct {
+		name, queue, body string
+		charged           bool
+	}{
+		{"own account", orders, body("acct_orders", "binding-key-1"), true},
+		{"foreign account", orders, body("acct_billing", "binding-key-2"), false},
+		{"second producer's own account", billing, body("acct_shared", "binding-key-3"), true},
+		{"unknown queue", "arn:q:elsewhere", body("acct_orders", "binding-key-4"), false},
+		{"no source at all", "", body("acct_orders", "binding-key-5"), false},
+		{"a charge on the reconcile queue", reconcile, body("acct_orders", "binding-key-6"), false},
+		{"a reconcile from a producer", orders, reconcileBody, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sb := sandbox.New("")
+			store := idemtest.NewMemoryStore()
+			dl := &deadLetters{}
+			h := &Handler{Service: charge.NewService(idem.NewGuard(store, idem.Config{}), sb, httpapi.Answer, charge.Config{}),
+				Sources: sources, DeadLetters: dl, Concurrency: 1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+			resp, _ := h.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m1", Body: tc.body, EventSourceARN: tc.queue}}})
+			if len(resp.BatchItemFailures) != 0 {
+				t.Fatalf("failures %+v", resp.BatchItemFailures)
+			}
+			if got := len(sb.Authorizations()) == 1; got != tc.charged {
+				t.Fatalf("charged %v, want %v", got, tc.charged)
+			}
+			if tc.charged {
+				if len(dl.codes) != 0 {
+					t.Fatalf("dead letters %v", dl.codes)
+				}
+				return
+			}
+			if len(dl.codes) != 1 || dl.codes[0] != "PRODUCER_NOT_ALLOWED" {
+				t.Fatalf("dead letters %v; want PRODUCER_NOT_ALLOWED", dl.codes)
+			}
+			for _, account := range []string{"acct_orders", "acct_billing", "acct_shared"} {
+				for i := 1; i <= 6; i++ {
+					pk := idem.Scope{Operation: charge.Operation, Account: account, Key: fmt.Sprintf("binding-key-%d", i)}.PK()
+					if _, err := store.Get(context.Background(), pk, time.Now()); err == nil {
+						t.Fatalf("a record was written for a refused command (%s)", idem.Ref(pk))
+					}
+				}
+			}
+		})
 	}
 }

@@ -1,6 +1,9 @@
-// Command sqsconsumer is the Lambda function on the charge-commands queue:
-// charge commands (the same operation and key space as POST /v1/charges)
-// and the sweeper's reconcile commands. It reports partial batch failures.
+// Command sqsconsumer is the Lambda function on the command queues: each
+// producer's queue of charge commands (the same operation and key space as
+// POST /v1/charges) or the sweeper's queue of reconcile commands, as its
+// COMMAND_SOURCES say. The stack deploys it twice: one function for the
+// producers' queues, one for the reconcile queue. It reports partial batch
+// failures.
 package main
 
 import (
@@ -11,6 +14,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/idempotent-payments/idempay/internal/command"
 	"github.com/idempotent-payments/idempay/internal/obs"
 	"github.com/idempotent-payments/idempay/internal/queue"
 	"github.com/idempotent-payments/idempay/internal/setup"
@@ -26,7 +30,7 @@ func main() {
 	if err != nil {
 		fail(err)
 	}
-	queueURL, err := setup.Require(os.Getenv, "QUEUE_URL")
+	sources, err := command.ParseSources(os.Getenv(command.SourcesEnv))
 	if err != nil {
 		fail(err)
 	}
@@ -50,8 +54,12 @@ func main() {
 		fail(err)
 	}
 	sqsClient := sqs.NewFromConfig(awsCfg)
+	bySource := map[string]Source{}
+	for _, src := range sources {
+		bySource[src.ARN] = Source{Source: src, Queue: queue.New(sqsClient, src.URL)}
+	}
 	h := &Handler{
-		Service: svc, Commands: queue.New(sqsClient, queueURL), DeadLetters: queue.New(sqsClient, dlqURL),
+		Service: svc, Sources: bySource, DeadLetters: queue.New(sqsClient, dlqURL),
 		Concurrency: 5, Logger: logger, Metrics: obs.NewMetrics(os.Stdout, "sqsconsumer", cfg.Environment),
 	}
 	lambda.Start(func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {

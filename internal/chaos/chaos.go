@@ -137,6 +137,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		GatewayAddr: "127.0.0.1:0", SandboxAddr: "127.0.0.1:0", Trust: localapi.Trust{Secret: secret},
 		Instances: cfg.Instances, Timeout: 3 * time.Second, Env: append(chaosEnv, "AWS_ENDPOINT_URL_DYNAMODB=http://"+db.Addr),
 		SweepInterval: 2 * time.Second, VisibilityTimeout: 2 * time.Second, Output: cfg.Output,
+		Producers: []localapi.Producer{{Name: "chaos", Accounts: []string{"acct_chaos"}}},
 	})
 	if err != nil {
 		return Summary{}, err

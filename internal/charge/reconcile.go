@@ -30,12 +30,24 @@ func (r Reconciled) String() string {
 	return [...]string{"nothing_to_do", "completed", "released"}[r]
 }
 
+// ErrNotAChargeRecord: Reconcile was given a key that is not a charge's
+// idempotency record. Nothing was read or written; retrying cannot help.
+var ErrNotAChargeRecord = errors.New("not a charge's idempotency record")
+
 // Reconcile resolves a record left in flight: it takes over the lease (only
 // if it ended more than the in-transit bound plus the clock-skew margin ago,
 // DESIGN §4 rule 3), asks the acquirer by downstream key, and completes with
 // the real outcome or releases the key. An error means nothing is known yet
-// and the record stays in flight: retry later.
+// and the record stays in flight: retry later; except ErrNotAChargeRecord,
+// which no retry changes.
 func (s *Service) Reconcile(ctx context.Context, pk string) (Reconciled, error) {
+	scope, err := idem.ParsePK(pk)
+	if err == nil && scope.Operation != Operation {
+		err = fmt.Errorf("operation %q", scope.Operation)
+	}
+	if err != nil {
+		return NothingToDo, fmt.Errorf("reconcile: %w: %w", ErrNotAChargeRecord, err)
+	}
 	ctx = obs.WithAttrs(ctx, slog.String("record", idem.Ref(pk)))
 	lease, err := s.guard.TakeOverStale(ctx, pk, s.cfg.InTransitBound+s.cfg.ClockSkew)
 	if errors.Is(err, idem.ErrNotFound) || errors.Is(err, idem.ErrLeaseLost) {

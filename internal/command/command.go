@@ -16,6 +16,7 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/strictjson"
 )
 
@@ -64,7 +65,7 @@ type wire struct {
 // refusal rather than being re-encoded into something it did not send; it
 // must still be one JSON value, or Encode fails (nothing can be smuggled
 // into the envelope). An absent key is left out. Errors: an unknown type,
-// an empty PK, a Request that is not one JSON value.
+// a PK that is not an idempotency record's, a Request that is not one JSON value.
 func (c Command) Encode() (string, error) {
 	w := wire{Type: string(c.Type)}
 	switch c.Type {
@@ -77,8 +78,8 @@ func (c Command) Encode() (string, error) {
 			w.IdempotencyKey = &c.IdempotencyKey
 		}
 	case TypeReconcile:
-		if c.PK == "" {
-			return "", fmt.Errorf("encode reconcile command: empty pk")
+		if _, err := idem.ParsePK(c.PK); err != nil {
+			return "", fmt.Errorf("encode reconcile command: pk: %w", err)
 		}
 		w.PK = &c.PK
 	default:
@@ -99,7 +100,8 @@ func (c Command) Encode() (string, error) {
 // Decode parses a message body strictly (strictjson.Unmarshal: no
 // duplicate, case-variant or unknown member, valid UTF-8, one object),
 // then by its type: a charge command has an account and a request and may
-// have an idempotency_key; a reconcile command has a non-empty pk; neither
+// have an idempotency_key; a reconcile command has a pk that is an
+// idempotency record's (idem.ParsePK); neither
 // has the other's members. Every refusal is a *strictjson.Error; one whose
 // Field starts with "request/" lies inside the charge request (see
 // RequestError).
@@ -136,6 +138,9 @@ func Decode(body string) (Command, error) {
 			return refuse("request", "not a member of a reconcile command")
 		case w.PK == nil || *w.PK == "":
 			return refuse("pk", "required")
+		}
+		if _, err := idem.ParsePK(*w.PK); err != nil {
+			return refuse("pk", err.Error())
 		}
 		return Reconcile(*w.PK), nil
 	case "":

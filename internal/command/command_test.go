@@ -40,6 +40,7 @@ func TestEncodeRefuses(t *testing.T) {
 		command.Charge("acct_1", "order-123-attempt", []byte(`{},"account":"acct_victim"`)),
 		command.Charge("acct_1", "order-123-attempt", nil),
 		command.Reconcile(""),
+		command.Reconcile("CHARGE#ch_0123"),
 		{Type: "refund"},
 	} {
 		if body, err := c.Encode(); err == nil {
@@ -62,6 +63,11 @@ func TestDecodeRefuses(t *testing.T) {
 		{`{"type":"charge","account":"acct_1","idempotency_key":"order-1-try1"}`, "request", "required"},
 		{`{"type":"reconcile","pk":"IDEM#x","account":"acct_1"}`, "account", "not a member of a reconcile command"},
 		{`{"type":"reconcile","pk":""}`, "pk", "required"},
+		// Issue 11, finding 4: a pk that is not an idempotency record's is
+		// refused here, so it is dead-lettered at once as MALFORMED.
+		{`{"type":"reconcile","pk":"IDEM#x"}`, "pk", "not an idempotency record's key: part 1 has no valid length"},
+		{`{"type":"reconcile","pk":"CHARGE#ch_0123456789abcdef0123456789abcdef01234567"}`, "pk", "not an idempotency record's key: no IDEM# prefix"},
+		{`{"type":"reconcile","pk":"IDEM#6:charge9:acct_7Hq25:short"}`, "pk", "not an idempotency record's key: idempotency key invalid: length 5, want 8–128"},
 		{`{"type":"refund"}`, "type", `must be "charge" or "reconcile"`},
 		{`{"pk":"IDEM#x"}`, "type", "required"},
 		{`{"type":"reconcile","pk":"IDEM#x"} {}`, "", "malformed JSON (a lone surrogate escape, an invalid character, or more than one value)"},

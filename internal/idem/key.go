@@ -1,6 +1,7 @@
 package idem
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -155,4 +156,36 @@ func (s Scope) PK() string {
 		b.WriteString(part)
 	}
 	return b.String()
+}
+
+// ErrNotARecord: a partition key that Scope.PK never writes.
+var ErrNotARecord = errors.New("not an idempotency record's key")
+
+// ParsePK is the inverse of Scope.PK: it returns the scope whose record pk
+// is, or ErrNotARecord (wrapped with the reason) when pk is not one a valid
+// scope writes: another row's key, a malformed length, trailing bytes, or a
+// scope that Validate refuses. A pk that parses is exactly Scope.PK of the
+// scope returned.
+func ParsePK(pk string) (Scope, error) {
+	rest, ok := strings.CutPrefix(pk, "IDEM#")
+	if !ok {
+		return Scope{}, fmt.Errorf("%w: no IDEM# prefix", ErrNotARecord)
+	}
+	var parts [3]string
+	for i := range parts {
+		digits, after, ok := strings.Cut(rest, ":")
+		n, err := strconv.Atoi(digits)
+		if !ok || err != nil || n < 0 || n > len(after) || digits != strconv.Itoa(n) {
+			return Scope{}, fmt.Errorf("%w: part %d has no valid length", ErrNotARecord, i+1)
+		}
+		parts[i], rest = after[:n], after[n:]
+	}
+	if rest != "" {
+		return Scope{}, fmt.Errorf("%w: trailing bytes", ErrNotARecord)
+	}
+	s := Scope{Operation: parts[0], Account: parts[1], Key: parts[2]}
+	if err := s.Validate(); err != nil {
+		return Scope{}, fmt.Errorf("%w: %w", ErrNotARecord, err)
+	}
+	return s, nil
 }

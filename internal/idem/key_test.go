@@ -172,3 +172,42 @@ func TestPKIsInjective(t *testing.T) {
 		seen[pk] = s
 	}
 }
+
+func TestParsePK(t *testing.T) {
+	t.Parallel()
+	good := idem.Scope{Operation: "charge", Account: "acct_7Hq2", Key: "order-123-attempt"}
+	if s, err := idem.ParsePK(good.PK()); err != nil || s != good {
+		t.Fatalf("ParsePK(%q) = %+v, %v", good.PK(), s, err)
+	}
+	for _, pk := range []string{
+		"", "IDEM#", "CHARGE#ch_0123", "IDEM#6:charge9:acct_7Hq2", // a part missing
+		"IDEM#6:charge9:acct_7Hq217:order-123-attemptX", // trailing bytes
+		"IDEM#06:charge9:acct_7Hq217:order-123-attempt", // a length with a leading zero
+		"IDEM#+6:charge9:acct_7Hq217:order-123-attempt", // a signed length
+		"IDEM#6:charge9:acct_7Hq299:order-123-attempt",  // a length past the end
+		"IDEM#0:9:acct_7Hq217:order-123-attempt",        // no operation
+		"IDEM#6:charge9:acct_7Hq25:short",               // a key Validate refuses
+		"IDEM#6:charge0:17:order-123-attempt",           // no account
+		"idem#6:charge9:acct_7Hq217:order-123-attempt",  // case
+	} {
+		if s, err := idem.ParsePK(pk); !errors.Is(err, idem.ErrNotARecord) {
+			t.Errorf("ParsePK(%q) = %+v, %v; want ErrNotARecord", pk, s, err)
+		}
+	}
+}
+
+// FuzzParsePK: whatever parses is exactly the PK of a valid scope.
+func FuzzParsePK(f *testing.F) {
+	f.Add(idem.Scope{Operation: "charge", Account: "acct_7Hq2", Key: "order-123-attempt"}.PK())
+	f.Add("IDEM#6:charge9:acct_7Hq25:short")
+	f.Add("IDEM#1:a1:b8:12345678")
+	f.Fuzz(func(t *testing.T, pk string) {
+		s, err := idem.ParsePK(pk)
+		if err != nil {
+			return
+		}
+		if s.Validate() != nil || s.PK() != pk {
+			t.Fatalf("ParsePK(%q) = %+v, which is not valid or has another PK %q", pk, s, s.PK())
+		}
+	})
+}

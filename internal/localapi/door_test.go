@@ -110,7 +110,7 @@ func TestOneDoorBothEntryPoints(t *testing.T) {
 		}
 		id := fmt.Sprintf("door-message-%02d", i)
 		want[id] = tc
-		batch.Records = append(batch.Records, events.SQSMessage{MessageId: id, ReceiptHandle: "rh-" + id, Body: body, EventSource: "aws:sqs"})
+		batch.Records = append(batch.Records, events.SQSMessage{MessageId: id, ReceiptHandle: "rh-" + id, Body: body, EventSource: "aws:sqs", EventSourceARN: s.QueueARN})
 	}
 	payload, _ := json.Marshal(batch)
 	out, err := s.Consumer.Invoke(context.Background(), payload)

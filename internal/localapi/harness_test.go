@@ -166,6 +166,9 @@ func newStackWith(t *testing.T, cfg localapi.StackConfig) *localapi.Stack {
 	if cfg.SweepInterval == 0 {
 		cfg.SweepInterval = -1 // tests sweep when they mean to
 	}
+	if cfg.Producers == nil {
+		cfg.Producers = []localapi.Producer{testProducer}
+	}
 	s, err := localapi.StartStack(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("start stack: %v", err)
@@ -173,6 +176,10 @@ func newStackWith(t *testing.T, cfg localapi.StackConfig) *localapi.Stack {
 	t.Cleanup(s.Close)
 	return s
 }
+
+// testProducer sends the tests' charge commands: it may charge the
+// accounts they use on the queue, and acct_victim is not among them.
+var testProducer = localapi.Producer{Name: "tests", Accounts: []string{"acct_q", "acct_m", "acct_t", "acct_door", "acct_inflight", "acct_death"}}
 
 // reply is one HTTP answer, body read.
 type reply struct {

@@ -56,8 +56,8 @@ func reconcileNow(t *testing.T, s *localapi.Stack, pk string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	payload, _ := json.Marshal(events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m-" + pk[len(pk)-8:], Body: body}}})
-	if _, err := s.Consumer.Invoke(context.Background(), payload); err != nil {
+	payload, _ := json.Marshal(events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m-" + pk[len(pk)-8:], Body: body, EventSourceARN: s.ReconcileARN}}})
+	if _, err := s.Reconciler.Invoke(context.Background(), payload); err != nil {
 		t.Fatal(err)
 	}
 }

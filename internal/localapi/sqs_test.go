@@ -135,7 +135,7 @@ func TestMixedBatch(t *testing.T) {
 				names[*m.MessageId] = name
 			}
 		}
-		ev.Records = append(ev.Records, events.SQSMessage{MessageId: *m.MessageId, ReceiptHandle: *m.ReceiptHandle, Body: *m.Body, EventSource: "aws:sqs"})
+		ev.Records = append(ev.Records, events.SQSMessage{MessageId: *m.MessageId, ReceiptHandle: *m.ReceiptHandle, Body: *m.Body, EventSource: "aws:sqs", EventSourceARN: s.QueueARN})
 	}
 	payload, _ := json.Marshal(ev)
 	out, err := s.Consumer.Invoke(ctx, payload)

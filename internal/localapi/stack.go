@@ -9,15 +9,18 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/idempotent-payments/idempay/internal/command"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
 	"github.com/idempotent-payments/idempay/internal/route"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
+	"github.com/idempotent-payments/idempay/internal/setup"
 	"github.com/idempotent-payments/idempay/internal/sweep"
 )
 
@@ -44,14 +47,27 @@ type StackConfig struct {
 	// SweepInterval is how often the sweeper runs (60 s); negative: never
 	// on its own (tests call Stack.Sweep).
 	SweepInterval time.Duration
-	// VisibilityTimeout of the commands queue (30 s); MaxReceives before the
+	// VisibilityTimeout of the command queues (30 s); MaxReceives before the
 	// DLQ (5).
 	VisibilityTimeout time.Duration
 	MaxReceives       int
-	// NoEventSourceMapping leaves the commands queue unpolled, for a test
+	// NoEventSourceMapping leaves the command queues unpolled, for a test
 	// that receives and delivers batches itself.
 	NoEventSourceMapping bool
+	// Producers each get a charge-commands queue of their own, and may
+	// charge only their Accounts (DefaultProducers when empty).
+	Producers []Producer
 }
+
+// Producer is one sender of charge commands and the accounts it may charge.
+type Producer struct {
+	Name     string
+	Accounts []string
+}
+
+// DefaultProducers is what `make run` and `make send-charge` use: one
+// producer, "local", that may charge the demo account.
+var DefaultProducers = []Producer{{Name: "local", Accounts: []string{"acct_demo"}}}
 
 // Stack is a running local stack. Close stops all of it.
 type Stack struct {
@@ -60,11 +76,19 @@ type Stack struct {
 	// TableName is the stack's table.
 	TableName string
 	Sandbox   *sandbox.Server
-	// The functions' execution environments.
-	Charge, Consumer, Sweeper *Pool
-	// QueueURL is the charge-commands queue, DLQURL its dead-letter queue.
-	QueueURL, DLQURL string
-	SQS              *sqs.Client
+	// The functions' execution environments: the charge function, the
+	// consumer of the producers' queues, the consumer of the reconcile queue
+	// (the same binary, reading only that queue) and the sweeper.
+	Charge, Consumer, Reconciler, Sweeper *Pool
+	// Queues are the producers' charge-commands queues by producer name;
+	// QueueURL and QueueARN are the first producer's.
+	Queues             map[string]command.Source
+	QueueURL, QueueARN string
+	// ReconcileURL and ReconcileARN are the sweeper's reconcile-commands
+	// queue; DLQURL the dead-letter queue of all of them.
+	ReconcileURL, ReconcileARN string
+	DLQURL                     string
+	SQS                        *sqs.Client
 	// DynamoDB is a client for the stack's table, built like the functions' own.
 	DynamoDB *dynamodb.Client
 
@@ -95,6 +119,9 @@ func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
 	if cfg.MaxReceives <= 0 {
 		cfg.MaxReceives = 5
 	}
+	if len(cfg.Producers) == 0 {
+		cfg.Producers = DefaultProducers
+	}
 	awsCfg, err := config.LoadDefaultConfig(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("load AWS config: %w", err)
@@ -111,37 +138,58 @@ func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
 	s.SandboxURL = sandboxURL
 	s.sandboxServer = s.servers[len(s.servers)-1]
 	s.SQS = sqs.NewFromConfig(awsCfg)
-	queueURL, queueARN, dlqURL, err := createQueues(ctx, s.SQS, QueueName(cfg.TableName), cfg.VisibilityTimeout, cfg.MaxReceives)
+	if err := s.createQueues(ctx, cfg); err != nil {
+		s.Close()
+		return nil, err
+	}
+	var producers []command.Source
+	for _, p := range cfg.Producers {
+		producers = append(producers, s.Queues[p.Name])
+	}
+	consumerSources, err := command.EncodeSources(producers)
 	if err != nil {
 		s.Close()
 		return nil, err
 	}
-	s.QueueURL, s.DLQURL = queueURL, dlqURL
-	env := append([]string{
-		"TABLE_NAME=" + cfg.TableName, "ACQUIRER_URL=" + sandboxURL, "QUEUE_URL=" + queueURL, "DLQ_URL=" + dlqURL,
-	}, cfg.Env...)
-	start := func(name string, instances int) (*Pool, error) {
+	reconcileSources, err := command.EncodeSources([]command.Source{{ARN: s.ReconcileARN, URL: s.ReconcileURL, Reconcile: true}})
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	base := []string{"TABLE_NAME=" + cfg.TableName, "ACQUIRER_URL=" + sandboxURL}
+	start := func(name string, instances int, env ...string) (*Pool, error) {
+		binary := name
+		if name == "reconciler" {
+			binary = "sqsconsumer"
+		}
 		return StartPool(PoolConfig{
-			RIE: cfg.RIE, Bootstrap: filepath.Join(cfg.BinDir, name, "bootstrap"), Name: name,
-			Instances: instances, Timeout: cfg.Timeout, Env: env, Output: cfg.Output,
+			RIE: cfg.RIE, Bootstrap: filepath.Join(cfg.BinDir, binary, "bootstrap"), Name: name,
+			Instances: instances, Timeout: cfg.Timeout, Env: slices.Concat(base, env, cfg.Env), Output: cfg.Output,
 		})
 	}
 	if s.Charge, err = start("charge", cfg.Instances); err != nil {
 		s.Close()
 		return nil, err
 	}
-	if s.Consumer, err = start("sqsconsumer", cfg.Instances); err != nil {
+	if s.Consumer, err = start("sqsconsumer", cfg.Instances, command.SourcesEnv+"="+consumerSources, "DLQ_URL="+s.DLQURL); err != nil {
 		s.Close()
 		return nil, err
 	}
-	if s.Sweeper, err = start("sweeper", 1); err != nil {
+	if s.Reconciler, err = start("reconciler", cfg.Instances, command.SourcesEnv+"="+reconcileSources, "DLQ_URL="+s.DLQURL); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if s.Sweeper, err = start("sweeper", 1, setup.ReconcileQueueEnv+"="+s.ReconcileURL); err != nil {
 		s.Close()
 		return nil, err
 	}
 	triggers, stop := context.WithCancel(context.Background())
 	s.stopTriggers = stop
 	if !cfg.NoEventSourceMapping {
-		go eventSourceMapping(triggers, s.SQS, queueURL, queueARN, s.Consumer)
+		for _, q := range producers {
+			go eventSourceMapping(triggers, s.SQS, q.URL, q.ARN, s.Consumer)
+		}
+		go eventSourceMapping(triggers, s.SQS, s.ReconcileURL, s.ReconcileARN, s.Reconciler)
 	}
 	if cfg.SweepInterval > 0 {
 		go schedule(triggers, cfg.SweepInterval, s.Sweeper)
@@ -172,9 +220,34 @@ func (s *Stack) serve(addr string, h http.Handler) (string, error) {
 	return "http://" + l.Addr().String(), nil
 }
 
-// QueueName is the charge-commands queue of the stack on table (its DLQ
-// adds "-dlq").
-func QueueName(table string) string { return table + "-commands" }
+// createQueues makes the dead-letter queue, one charge-commands queue per
+// producer and the reconcile-commands queue, each redriven to the DLQ
+// after cfg.MaxReceives receives. fauxqs enforces no queue policy: here the
+// binding rests on each queue's eventSourceARN alone, which the local event
+// source mapping sets as Lambda's does (the CDK app adds the policies).
+func (s *Stack) createQueues(ctx context.Context, cfg StackConfig) error {
+	dlqURL, dlqARN, err := createQueue(ctx, s.SQS, cfg.TableName+"-dlq", cfg.VisibilityTimeout, "", 0)
+	if err != nil {
+		return err
+	}
+	s.DLQURL = dlqURL
+	s.Queues = map[string]command.Source{}
+	for i, p := range cfg.Producers {
+		url, arn, err := createQueue(ctx, s.SQS, QueueName(cfg.TableName, p.Name), cfg.VisibilityTimeout, dlqARN, cfg.MaxReceives)
+		if err != nil {
+			return err
+		}
+		s.Queues[p.Name] = command.Source{ARN: arn, URL: url, Producer: p.Name, Accounts: p.Accounts}
+		if i == 0 {
+			s.QueueURL, s.QueueARN = url, arn
+		}
+	}
+	s.ReconcileURL, s.ReconcileARN, err = createQueue(ctx, s.SQS, cfg.TableName+"-reconcile", cfg.VisibilityTimeout, dlqARN, cfg.MaxReceives)
+	return err
+}
+
+// QueueName is producer's charge-commands queue in the stack on table.
+func QueueName(table, producer string) string { return table + "-charges-" + producer }
 
 // Sweep invokes the sweeper once, now, and returns its report.
 func (s *Stack) Sweep(ctx context.Context) (sweep.Report, error) {
@@ -197,7 +270,7 @@ func (s *Stack) Close() {
 	for _, srv := range s.servers {
 		_ = srv.Close()
 	}
-	for _, p := range []*Pool{s.Charge, s.Consumer, s.Sweeper} {
+	for _, p := range []*Pool{s.Charge, s.Consumer, s.Reconciler, s.Sweeper} {
 		if p != nil {
 			p.Close()
 		}

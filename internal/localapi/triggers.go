@@ -13,31 +13,23 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 )
 
-// createQueues makes the charge-commands queue and its dead-letter queue
-// with the redrive policy the CDK app deploys: maxReceives receives, then
-// the DLQ.
-func createQueues(ctx context.Context, client *sqs.Client, name string, visibility time.Duration, maxReceives int) (url, arn, dlqURL string, err error) {
-	dlq, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name + "-dlq")})
-	if err != nil {
-		return "", "", "", fmt.Errorf("create DLQ: %w", err)
+// createQueue makes the queue name; with a DLQ ARN, with the redrive
+// policy the CDK app deploys (maxReceives receives, then the DLQ).
+func createQueue(ctx context.Context, client *sqs.Client, name string, visibility time.Duration, dlqARN string, maxReceives int) (url, arn string, err error) {
+	attrs := map[string]string{"VisibilityTimeout": strconv.Itoa(int(visibility / time.Second))}
+	if dlqARN != "" {
+		redrive, _ := json.Marshal(map[string]string{"deadLetterTargetArn": dlqARN, "maxReceiveCount": strconv.Itoa(maxReceives)})
+		attrs["RedrivePolicy"] = string(redrive)
 	}
-	dlqArn, err := queueArn(ctx, client, *dlq.QueueUrl)
+	q, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name), Attributes: attrs})
 	if err != nil {
-		return "", "", "", err
+		return "", "", fmt.Errorf("create queue %s: %w", name, err)
 	}
-	redrive, _ := json.Marshal(map[string]string{"deadLetterTargetArn": dlqArn, "maxReceiveCount": strconv.Itoa(maxReceives)})
-	q, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name), Attributes: map[string]string{
-		"RedrivePolicy":     string(redrive),
-		"VisibilityTimeout": strconv.Itoa(int(visibility / time.Second)),
-	}})
+	arn, err = queueArn(ctx, client, *q.QueueUrl)
 	if err != nil {
-		return "", "", "", fmt.Errorf("create queue: %w", err)
+		return "", "", err
 	}
-	qArn, err := queueArn(ctx, client, *q.QueueUrl)
-	if err != nil {
-		return "", "", "", err
-	}
-	return *q.QueueUrl, qArn, *dlq.QueueUrl, nil
+	return *q.QueueUrl, arn, nil
 }
 
 func queueArn(ctx context.Context, client *sqs.Client, url string) (string, error) {

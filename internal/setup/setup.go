@@ -170,10 +170,14 @@ func duration(getenv func(string) string, name string, def time.Duration) (time.
 	return d, nil
 }
 
+// ReconcileQueueEnv names the sweeper's variable: the URL of the
+// reconcile-commands queue, the only queue it may send to.
+const ReconcileQueueEnv = "RECONCILE_QUEUE_URL"
+
 // SweeperConfig is the sweeper's environment.
 type SweeperConfig struct {
 	TableName      string        // TABLE_NAME (required)
-	QueueURL       string        // QUEUE_URL (required): where reconcile commands go
+	QueueURL       string        // RECONCILE_QUEUE_URL (required): where reconcile commands go
 	InTransitBound time.Duration // IN_TRANSIT_BOUND, as the charge functions'
 	ClockSkew      time.Duration // CLOCK_SKEW, as the charge functions'
 	Environment    string        // ENVIRONMENT, the metrics' dimension ("local")
@@ -186,7 +190,7 @@ func SweeperFromEnv(getenv func(string) string) (SweeperConfig, error) {
 	if c.TableName, err = Require(getenv, "TABLE_NAME"); err != nil {
 		return SweeperConfig{}, err
 	}
-	if c.QueueURL, err = Require(getenv, "QUEUE_URL"); err != nil {
+	if c.QueueURL, err = Require(getenv, ReconcileQueueEnv); err != nil {
 		return SweeperConfig{}, err
 	}
 	if c.InTransitBound, err = duration(getenv, "IN_TRANSIT_BOUND", charge.DefaultInTransitBound); err != nil {

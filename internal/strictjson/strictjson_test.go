@@ -72,7 +72,7 @@ func TestUnmarshalAnswer(t *testing.T) {
 	for in, field := range map[string]string{
 		`{"currency":"BRL","Currency":"USD"}`: "Currency",
 		`{"currency":"BRL","currency":"USD"}`: "currency",
-		"{\"currency\":\"BR\xff\"}":        "currency",
+		"{\"currency\":\"BR\xff\"}":           "currency",
 		`{"currency":"BRL"} {}`:               "",
 	} {
 		var e *strictjson.Error

@@ -1,0 +1,104 @@
+package command
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/go-json-experiment/json"
+
+	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/strictjson"
+)
+
+// SourcesEnv is the consumer's environment variable that lists its queues
+// (EncodeSources); the CDK app and the local stack write it, the consumer
+// reads it.
+const SourcesEnv = "COMMAND_SOURCES"
+
+// Source is one queue a consumer reads, and what may arrive on it. The
+// producer of a command is the queue it arrived on: a record's
+// eventSourceARN is set by Lambda's event source mapping, not by the
+// sender, and each producer queue's policy admits only its producer's role.
+// So a producer can neither name another producer nor charge an account
+// outside its own list.
+type Source struct {
+	// ARN is the queue's ARN, as the records' eventSourceARN; URL is its URL,
+	// for changing a message's visibility.
+	ARN string `json:"arn"`
+	URL string `json:"url"`
+	// Producer names the one producer that sends on this queue, and Accounts
+	// are the accounts its charge commands may charge. A producer queue
+	// carries charge commands only.
+	Producer string   `json:"producer,omitzero"`
+	Accounts []string `json:"accounts,omitzero"`
+	// Reconcile marks the sweeper's queue: reconcile commands only, never a
+	// new charge.
+	Reconcile bool `json:"reconcile,omitzero"`
+}
+
+// Admits says whether c may arrive on s, and if not why (without echoing
+// the command's values): a producer queue admits charge commands for its
+// accounts, the reconcile queue reconcile commands.
+func (s Source) Admits(c Command) (bool, string) {
+	switch {
+	case s.Reconcile && c.Type != TypeReconcile:
+		return false, "the reconcile queue carries reconcile commands only"
+	case s.Reconcile:
+		return true, ""
+	case c.Type != TypeCharge:
+		return false, fmt.Sprintf("producer %s may send charge commands only", s.Producer)
+	case !slices.Contains(s.Accounts, c.Account):
+		return false, fmt.Sprintf("producer %s may not charge that account", s.Producer)
+	}
+	return true, ""
+}
+
+// EncodeSources returns the value of SourcesEnv for sources.
+func EncodeSources(sources []Source) (string, error) {
+	if err := checkSources(sources); err != nil {
+		return "", err
+	}
+	b, err := json.Marshal(sources)
+	return string(b), err
+}
+
+// ParseSources reads the value of SourcesEnv strictly: a JSON array of
+// sources, each with an ARN and a URL, each either a producer (a name and
+// at least one valid account) or the reconcile queue, and no ARN twice.
+func ParseSources(value string) ([]Source, error) {
+	var sources []Source
+	if err := strictjson.Unmarshal([]byte(value), &sources); err != nil {
+		return nil, fmt.Errorf("%s: %w", SourcesEnv, err)
+	}
+	if err := checkSources(sources); err != nil {
+		return nil, err
+	}
+	return sources, nil
+}
+
+func checkSources(sources []Source) error {
+	if len(sources) == 0 {
+		return fmt.Errorf("%s: no queue", SourcesEnv)
+	}
+	seen := map[string]bool{}
+	for i, s := range sources {
+		bad := func(why string) error { return fmt.Errorf("%s: queue %d (%s): %s", SourcesEnv, i+1, s.ARN, why) }
+		switch {
+		case s.ARN == "" || s.URL == "":
+			return bad("arn and url are required")
+		case seen[s.ARN]:
+			return bad("listed twice")
+		case s.Reconcile && (s.Producer != "" || len(s.Accounts) > 0):
+			return bad("the reconcile queue has no producer or accounts")
+		case !s.Reconcile && (s.Producer == "" || len(s.Accounts) == 0):
+			return bad("a producer queue names its producer and at least one account")
+		}
+		for _, a := range s.Accounts {
+			if err := idem.ValidateAccount(a); err != nil {
+				return bad(err.Error())
+			}
+		}
+		seen[s.ARN] = true
+	}
+	return nil
+}
