@@ -205,7 +205,10 @@ var verdicts = map[charge.Outcome]verdict{
 }
 
 // verdictOf looks a charge result up in verdicts. An in-flight message is
-// delayed by the result's RetryAfter.
+// hidden until the owner's lease has ended plus T and the skew (WaitOut,
+// capped by SQS's 12 hours): by then the owner has finished or the record
+// can be taken over, so one receive is spent per lease met, however long
+// the lease, and no in-flight intent runs out of receives.
 func verdictOf(res charge.Result) verdict {
 	v, ok := verdicts[res.Outcome]
 	if !ok { // an outcome this table does not know yet: keep the message
@@ -213,7 +216,7 @@ func verdictOf(res charge.Result) verdict {
 	}
 	v.outcome, v.record, v.attempt = res.Outcome.String(), res.Record, res.Attempt
 	if res.Outcome == charge.InFlight {
-		v.delay = res.RetryAfter
+		v.delay = res.WaitOut
 	}
 	if v.rejectCode != "" {
 		v.reason = reasonOf(res)

@@ -154,3 +154,25 @@ func TestReconcile(t *testing.T) {
 func input(account, key, body string) charge.Input {
 	return charge.Input{Account: account, Keys: []string{key}, Body: []byte(body)}
 }
+
+// TestInFlightWaitOut: a request that finds the key in flight learns how
+// long the owner may still take: its lease's time left plus T and the skew
+// (issue 11, finding 2). An HTTP client still gets the short Retry-After.
+func TestInFlightWaitOut(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := idemtest.NewClock(time.Unix(1_800_000_000, 0))
+	guard := idem.NewGuard(idemtest.NewMemoryStore(), idem.Config{Now: clock.Now, DefaultLease: 30 * time.Second})
+	svc := charge.NewService(guard, &scripted{authorize: captured, lookup: absent}, httpapi.Answer,
+		charge.Config{InTransitBound: 5 * time.Second, ClockSkew: time.Second})
+	req, _ := charge.ParseRequest([]byte(body), 0)
+	scope := idem.Scope{Operation: charge.Operation, Account: "acct_1", Key: "wait-out-key"}
+	if _, err := guard.Begin(ctx, scope, req.Canonical()); err != nil { // an owner with a 30 s lease
+		t.Fatal(err)
+	}
+	clock.Advance(10 * time.Second)
+	res := svc.Charge(ctx, charge.Input{Account: "acct_1", Keys: []string{"wait-out-key"}, Body: []byte(body)})
+	if res.Outcome != charge.InFlight || res.WaitOut != 26*time.Second || res.RetryAfter != 2*time.Second {
+		t.Fatalf("%s: WaitOut %s, RetryAfter %s; want in flight, 20 s left + 5 s + 1 s, 2 s", res.Outcome, res.WaitOut, res.RetryAfter)
+	}
+}

@@ -191,6 +191,12 @@ type Result struct {
 	// RetryAfter is when to retry with the same key (InFlight, Released,
 	// Pending, Unavailable).
 	RetryAfter time.Duration
+	// WaitOut is how long until the attempt holding the key has finished or
+	// its record can be taken over: the lease's time left plus the in-transit
+	// bound and the skew margin (InFlight). A queue consumer hides the
+	// message this long, so waiting never uses up its receives; an HTTP
+	// client gets the shorter RetryAfter.
+	WaitOut time.Duration
 	// Charge is the charge Get found (Found).
 	Charge Charge
 	// Record is the record's reference (idem.Ref), once the request got as
@@ -246,7 +252,8 @@ func (s *Service) charge(ctx context.Context, scope idem.Scope, req Request) Res
 	var inFlight *idem.InFlightError
 	switch {
 	case errors.As(err, &inFlight):
-		return Result{Outcome: InFlight, RetryAfter: inFlight.RetryAfter}
+		waitOut := inFlight.LeaseExpiresAt.Sub(s.guard.Now()) + s.cfg.InTransitBound + s.cfg.ClockSkew
+		return Result{Outcome: InFlight, RetryAfter: inFlight.RetryAfter, WaitOut: max(waitOut, inFlight.RetryAfter)}
 	case errors.Is(err, idem.ErrKeyReused):
 		return Result{Outcome: KeyReused}
 	case err != nil:

@@ -43,6 +43,11 @@ type InFlightError struct {
 	// RetryAfter is how long the client should wait before retrying with the
 	// same key: at least one second.
 	RetryAfter time.Duration
+	// LeaseExpiresAt is when the owner's lease ends. When another worker
+	// took the lease over an instant ago, its new end is not known: it is
+	// then the end of a lease this caller would have taken, the same bound
+	// for workers of one function.
+	LeaseExpiresAt time.Time
 }
 
 func (e *InFlightError) Error() string {

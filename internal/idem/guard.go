@@ -145,7 +145,7 @@ func (g *Guard) Begin(ctx context.Context, scope Scope, req Canonical) (Claim, e
 		return Claim{Replay: existing.Response}, nil
 	}
 	if existing.LeaseExpiresAt.After(now) {
-		return Claim{}, &InFlightError{RetryAfter: g.retryAfter(existing.LeaseExpiresAt.Sub(now))}
+		return Claim{}, &InFlightError{RetryAfter: g.retryAfter(existing.LeaseExpiresAt.Sub(now)), LeaseExpiresAt: existing.LeaseExpiresAt}
 	}
 	return g.takeOver(ctx, existing, now)
 }
@@ -154,9 +154,10 @@ func (g *Guard) Begin(ctx context.Context, scope Scope, req Canonical) (Claim, e
 // record first, the key is reported in flight: a retry a second later sees
 // whatever that worker did.
 func (g *Guard) takeOver(ctx context.Context, rec *Record, now time.Time) (Claim, error) {
-	taken, err := g.store.TakeOver(ctx, rec.PK, rec.LeaseToken, newToken(), g.leaseUntil(ctx, now), now)
+	until := g.leaseUntil(ctx, now)
+	taken, err := g.store.TakeOver(ctx, rec.PK, rec.LeaseToken, newToken(), until, now)
 	if errors.Is(err, ErrLeaseLost) {
-		return Claim{}, &InFlightError{RetryAfter: time.Second}
+		return Claim{}, &InFlightError{RetryAfter: time.Second, LeaseExpiresAt: until}
 	}
 	if err != nil {
 		return Claim{}, fmt.Errorf("take over %s: %w", Ref(rec.PK), err)

@@ -74,7 +74,8 @@ func TestRetryAfterBounds(t *testing.T) {
 	guard := idem.NewGuard(idemtest.NewMemoryStore(), idem.Config{Now: clock.Now, DefaultLease: 10 * time.Second, MaxRetryAfter: 3 * time.Second})
 	s := idem.Scope{Operation: "charge", Account: "a", Key: "retry-after-key"}
 	req := idem.Canonical{}
-	if _, err := guard.Begin(ctx, s, req); err != nil {
+	claim, err := guard.Begin(ctx, s, req)
+	if err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -85,6 +86,9 @@ func TestRetryAfterBounds(t *testing.T) {
 		var inFlight *idem.InFlightError
 		if _, err := guard.Begin(ctx, s, req); !errors.As(err, &inFlight) || inFlight.RetryAfter != tc.want {
 			t.Fatalf("after %s: %v, want RetryAfter %s", tc.advance, err, tc.want)
+		}
+		if !inFlight.LeaseExpiresAt.Equal(claim.Lease.ExpiresAt()) {
+			t.Fatalf("LeaseExpiresAt %s, want the owner's %s", inFlight.LeaseExpiresAt, claim.Lease.ExpiresAt())
 		}
 	}
 }

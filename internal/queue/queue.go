@@ -68,10 +68,15 @@ func (q *Queue) Send(ctx context.Context, body string, attributes map[string]str
 	return nil
 }
 
+// MaxDelay is the longest Delay: SQS refuses a visibility of more than 12
+// hours counted from the receive, and a delay is set by the invocation
+// that received the message, so a minute is left for it.
+const MaxDelay = 12*time.Hour - time.Minute
+
 // Delay makes a received message visible again after d, rounded up to whole
-// seconds: at least 1, at most SQS's 12 hours.
+// seconds: at least 1, at most MaxDelay.
 func (q *Queue) Delay(ctx context.Context, receiptHandle string, d time.Duration) error {
-	secs := int32((min(max(d, time.Second), 12*time.Hour) + time.Second - 1) / time.Second)
+	secs := int32((min(max(d, time.Second), MaxDelay) + time.Second - 1) / time.Second)
 	_, err := q.api.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{
 		QueueUrl: aws.String(q.url), ReceiptHandle: aws.String(receiptHandle), VisibilityTimeout: secs,
 	})
