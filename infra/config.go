@@ -3,8 +3,53 @@ package main
 import (
 	"fmt"
 	"net/url"
+	"regexp"
 	"strings"
+
+	"github.com/idempotent-payments/idempay/internal/idem"
 )
+
+// Function timeouts, in seconds, and the protocol's times. A lease is the
+// invocation deadline plus LEASE_MARGIN, so a dead worker's key can be
+// taken over at most timeout + margin later.
+const (
+	chargeTimeout   = 10
+	consumerTimeout = 30
+	sweeperTimeout  = 55 // inside the 1-minute schedule
+	leaseMargin     = "10s"
+	inTransitBound  = "5s"
+	acquirerTimeout = "3s"
+	clockSkew       = "1s"
+	tableName       = "idempay"
+)
+
+// Redrive: how many receives a command gets before its queue moves it to
+// the DLQ (README, "Redrive"). A command that finds its key in flight is
+// hidden until that lease has ended plus T + skew, so each lease it meets
+// costs one receive, however long the lease: the owner's (at most
+// consumerTimeout + leaseMargin = 40 s), then, if the sweeper's
+// reconciliation got there first, the reconciler's. The receive after those
+// executes or replays. What is left is for real transient failures (the
+// store or the acquirer failing), each retried after the queue's
+// visibility timeout. TestRedriveArithmetic holds the numbers.
+const (
+	inFlightReceives  = 2 // the owner's lease, then one reconcile cycle
+	resolveReceives   = 1 // the receive that executes or replays
+	transientReceives = 3
+	maxReceiveCount   = inFlightReceives + resolveReceives + transientReceives
+	// visibilityTimeout is AWS's rule for SQS event sources: at least 6 ×
+	// the consumer's timeout.
+	visibilityTimeout = 6 * consumerTimeout
+)
+
+// Producer is one sender of charge commands: it gets a queue of its own,
+// which only its role may send to, and may charge only Accounts.
+type Producer struct {
+	// Name is lower-case letters, digits and dashes; it names the queue and
+	// the role.
+	Name     string
+	Accounts []string
+}
 
 // Config is one environment's settings. Every deployable difference between
 // dev, staging and prod is a field here, nowhere else.
@@ -40,6 +85,10 @@ type Config struct {
 	Alarm5xxPer5Min, AlarmThrottlesPer5Min int
 	// AlarmEmail, when set, subscribes to the alarm topic.
 	AlarmEmail string
+	// Producers may put charge commands on the queue path, each for its own
+	// accounts. The accounts here are examples: list your producers and the
+	// accounts each may charge.
+	Producers []Producer
 }
 
 // Environments lists the known environment names.
@@ -67,9 +116,12 @@ func ConfigFor(name string, input func(key string) string) (Config, error) {
 	switch name {
 	case "dev":
 		base.RetentionDays = 7
+		base.Producers = []Producer{{Name: "orders", Accounts: []string{"acct_demo", "acct_dev_orders"}}}
 	case "staging":
 		base.LogRetentionDays = 30
+		base.Producers = []Producer{{Name: "orders", Accounts: []string{"acct_staging_orders"}}}
 	case "prod":
+		base.Producers = []Producer{{Name: "orders", Accounts: []string{"acct_orders"}}, {Name: "billing", Accounts: []string{"acct_billing"}}}
 		base.AcquirerURL = "https://api.acquirer.example.com"
 		base.LogRetentionDays = 365
 		base.Retain = true
@@ -79,6 +131,9 @@ func ConfigFor(name string, input func(key string) string) (Config, error) {
 		base.Alarm5xxPer5Min, base.AlarmThrottlesPer5Min = 1, 1
 	default:
 		return Config{}, fmt.Errorf("environment %q: want one of %v", name, Environments)
+	}
+	if err := base.checkProducers(); err != nil {
+		return Config{}, fmt.Errorf("environment %s: %w", name, err)
 	}
 	if err := base.checkJWT(); err != nil {
 		return Config{}, fmt.Errorf("environment %s: %w (make synth ENV=%s JWT_ISSUER=https://your-idp/ JWT_AUDIENCE=your-api, or cdk -c %s=... -c %s=...)",
@@ -98,6 +153,34 @@ func (c Config) checkJWT() error {
 		return fmt.Errorf("the JWT audience is required")
 	case strings.ContainsFunc(c.JWTAudience, func(r rune) bool { return r <= ' ' || r == 0x7f }):
 		return fmt.Errorf("the JWT audience %q holds white space or a control character", c.JWTAudience)
+	}
+	return nil
+}
+
+var producerName = regexp.MustCompile(`^[a-z][a-z0-9-]{0,31}$`)
+
+// checkProducers: at least one, each named once and validly, each with at
+// least one valid account.
+func (c Config) checkProducers() error {
+	if len(c.Producers) == 0 {
+		return fmt.Errorf("no producer: the queue path needs at least one")
+	}
+	seen := map[string]bool{}
+	for _, p := range c.Producers {
+		switch {
+		case !producerName.MatchString(p.Name):
+			return fmt.Errorf("producer %q: want lower-case letters, digits and dashes, starting with a letter", p.Name)
+		case seen[p.Name]:
+			return fmt.Errorf("producer %q listed twice", p.Name)
+		case len(p.Accounts) == 0:
+			return fmt.Errorf("producer %s may charge no account", p.Name)
+		}
+		for _, a := range p.Accounts {
+			if err := idem.ValidateAccount(a); err != nil {
+				return fmt.Errorf("producer %s: %w", p.Name, err)
+			}
+		}
+		seen[p.Name] = true
 	}
 	return nil
 }

@@ -26,21 +26,10 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/idempotent-payments/idempay/internal/command"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
+	"github.com/idempotent-payments/idempay/internal/obs"
 	"github.com/idempotent-payments/idempay/internal/route"
-)
-
-// Function timeouts. The lease is the invocation deadline plus LEASE_MARGIN,
-// so a dead worker's key is taken over at most timeout + margin later.
-const (
-	chargeTimeout   = 10
-	consumerTimeout = 30
-	sweeperTimeout  = 55 // inside the 1-minute schedule
-	leaseMargin     = "10s"
-	inTransitBound  = "5s"
-	acquirerTimeout = "3s"
-	clockSkew       = "1s"
-	tableName       = "idempay"
 )
 
 // StackAssets says where the built bootstraps are: Dir/<function>/bootstrap.
@@ -61,13 +50,38 @@ func NewStack(scope constructs.Construct, id string, cfg Config, assets StackAss
 		Encryption: awssqs.QueueEncryption_SQS_MANAGED, EnforceSSL: jsii.Bool(true),
 		RetentionPeriod: awscdk.Duration_Days(jsii.Number(14)), RemovalPolicy: removal,
 	})
-	commands := awssqs.NewQueue(stack, jsii.String("ChargeCommands"), &awssqs.QueueProps{
-		Encryption: awssqs.QueueEncryption_SQS_MANAGED, EnforceSSL: jsii.Bool(true),
-		// AWS's rule for SQS event sources: at least 6 × the function timeout.
-		VisibilityTimeout: awscdk.Duration_Seconds(jsii.Number(6 * consumerTimeout)),
-		DeadLetterQueue:   &awssqs.DeadLetterQueue{Queue: dlq, MaxReceiveCount: jsii.Number(5)},
-		RemovalPolicy:     removal,
-	})
+	commandQueue := func(id string) awssqs.Queue {
+		return awssqs.NewQueue(stack, jsii.String(id), &awssqs.QueueProps{
+			Encryption: awssqs.QueueEncryption_SQS_MANAGED, EnforceSSL: jsii.Bool(true),
+			VisibilityTimeout: awscdk.Duration_Seconds(jsii.Number(visibilityTimeout)),
+			DeadLetterQueue:   &awssqs.DeadLetterQueue{Queue: dlq, MaxReceiveCount: jsii.Number(maxReceiveCount)},
+			RemovalPolicy:     removal,
+		})
+	}
+	// One queue per producer, which only its role may send to: the queue a
+	// command arrives on is its producer (command.Source).
+	type producerQueue struct {
+		Producer
+		queue awssqs.Queue
+		role  awsiam.Role
+	}
+	var producers []producerQueue
+	for _, p := range cfg.Producers {
+		q := commandQueue("ChargeCommands-" + p.Name)
+		role := awsiam.NewRole(stack, jsii.String("Producer-"+p.Name+"-Role"), &awsiam.RoleProps{
+			AssumedBy:   awsiam.NewAccountRootPrincipal(),
+			Description: jsii.String("Sends charge commands for producer " + p.Name + " of idempay " + cfg.Name),
+		})
+		awsiam.NewPolicy(stack, jsii.String("Producer-"+p.Name+"-Policy"), &awsiam.PolicyProps{
+			Roles: &[]awsiam.IRole{role},
+			Statements: &[]awsiam.PolicyStatement{awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+				Actions: jsii.Strings("sqs:SendMessage"), Resources: &[]*string{q.QueueArn()},
+			})},
+		})
+		onlySender(q, role)
+		producers = append(producers, producerQueue{Producer: p, queue: q, role: role})
+	}
+	reconcileQueue := commandQueue("ReconcileCommands")
 	secret := awssecretsmanager.NewSecret(stack, jsii.String("AcquirerCredential"), &awssecretsmanager.SecretProps{
 		Description:   jsii.String("The acquirer API credential of idempay " + cfg.Name + ". Put the real value after the first deploy."),
 		RemovalPolicy: removal,
@@ -93,6 +107,7 @@ func NewStack(scope constructs.Construct, id string, cfg Config, assets StackAss
 	tableArn := table.AttrArn()
 	indexArn := jsii.String(*tableArn + "/index/" + dynamostore.InflightIndex)
 	recordActions := []string{"dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"}
+	consumeActions := []string{"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ChangeMessageVisibility"}
 
 	charge := newFunction(stack, "Charge", cfg, assets, removal, chargeTimeout, with(nil), []statement{
 		{actions: recordActions, resources: []*string{tableArn}},
@@ -101,30 +116,59 @@ func NewStack(scope constructs.Construct, id string, cfg Config, assets StackAss
 	if cfg.ChargeReservedConcurrency > 0 {
 		charge.fn.Node().DefaultChild().(awslambda.CfnFunction).SetReservedConcurrentExecutions(jsii.Number(float64(cfg.ChargeReservedConcurrency)))
 	}
+	var sources []command.Source
+	var producerARNs []*string
+	for _, p := range producers {
+		sources = append(sources, command.Source{ARN: *p.queue.QueueArn(), URL: *p.queue.QueueUrl(), Producer: p.Name, Accounts: p.Accounts})
+		producerARNs = append(producerARNs, p.queue.QueueArn())
+	}
 	consumer := newFunction(stack, "SqsConsumer", cfg, assets, removal, consumerTimeout,
-		with(map[string]*string{"QUEUE_URL": commands.QueueUrl(), "DLQ_URL": dlq.QueueUrl()}), []statement{
+		with(map[string]*string{command.SourcesEnv: encodeSources(sources), "DLQ_URL": dlq.QueueUrl()}), []statement{
 			{actions: recordActions, resources: []*string{tableArn}},
 			{actions: []string{"secretsmanager:GetSecretValue"}, resources: []*string{secret.SecretArn()}},
-			{actions: []string{"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ChangeMessageVisibility"}, resources: []*string{commands.QueueArn()}},
+			{actions: consumeActions, resources: producerARNs},
+			{actions: []string{"sqs:SendMessage"}, resources: []*string{dlq.QueueArn()}},
+		})
+	// The reconciler is the same code reading only the reconcile queue. It
+	// may write the ledger rows (CHARGE#…) a completion adds, but cannot put
+	// an idempotency record: it never claims a key, so never starts a charge.
+	reconciler := newFunction(stack, "Reconciler", cfg, assets, removal, consumerTimeout,
+		with(map[string]*string{
+			command.SourcesEnv: encodeSources([]command.Source{{ARN: *reconcileQueue.QueueArn(), URL: *reconcileQueue.QueueUrl(), Reconcile: true}}),
+			"DLQ_URL":          dlq.QueueUrl(),
+		}), []statement{
+			{actions: []string{"dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"}, resources: []*string{tableArn}},
+			{actions: []string{"dynamodb:PutItem"}, resources: []*string{tableArn},
+				conditions: map[string]any{"ForAllValues:StringLike": map[string]any{"dynamodb:LeadingKeys": []string{"CHARGE#*"}}}},
+			{actions: []string{"secretsmanager:GetSecretValue"}, resources: []*string{secret.SecretArn()}},
+			{actions: consumeActions, resources: []*string{reconcileQueue.QueueArn()}},
 			{actions: []string{"sqs:SendMessage"}, resources: []*string{dlq.QueueArn()}},
 		})
 	sweeper := newFunction(stack, "Sweeper", cfg, assets, removal, sweeperTimeout,
 		&map[string]*string{
-			"TABLE_NAME": table.Ref(), "QUEUE_URL": commands.QueueUrl(), "ENVIRONMENT": jsii.String(cfg.Name),
+			"TABLE_NAME": table.Ref(), command.ReconcileQueueEnv: reconcileQueue.QueueUrl(), "ENVIRONMENT": jsii.String(cfg.Name),
 			"IN_TRANSIT_BOUND": jsii.String(inTransitBound), "CLOCK_SKEW": jsii.String(clockSkew),
 		}, []statement{
 			{actions: []string{"dynamodb:Query"}, resources: []*string{indexArn}},
 			{actions: []string{"dynamodb:UpdateItem"}, resources: []*string{tableArn}},
-			{actions: []string{"sqs:SendMessage"}, resources: []*string{commands.QueueArn()}},
+			{actions: []string{"sqs:SendMessage"}, resources: []*string{reconcileQueue.QueueArn()}},
 		})
+	onlySender(reconcileQueue, sweeper.role)
 
-	// The consumer's trigger; a plain mapping, since SqsEventSource's grant
+	// The consumers' triggers; plain mappings, since SqsEventSource's grant
 	// would add sqs:GetQueueUrl, which nothing calls.
-	mapping := awslambda.NewEventSourceMapping(stack, jsii.String("ChargeCommandsMapping"), &awslambda.EventSourceMappingProps{
-		Target: consumer.fn, EventSourceArn: commands.QueueArn(), BatchSize: jsii.Number(10),
+	for _, p := range producers {
+		mapping := awslambda.NewEventSourceMapping(stack, jsii.String("ChargeCommandsMapping-"+p.Name), &awslambda.EventSourceMappingProps{
+			Target: consumer.fn, EventSourceArn: p.queue.QueueArn(), BatchSize: jsii.Number(10),
+			ReportBatchItemFailures: jsii.Bool(true), MaxConcurrency: jsii.Number(float64(cfg.ConsumerMaxConcurrency)),
+		})
+		mapping.Node().AddDependency(consumer.policy)
+	}
+	mapping := awslambda.NewEventSourceMapping(stack, jsii.String("ReconcileCommandsMapping"), &awslambda.EventSourceMappingProps{
+		Target: reconciler.fn, EventSourceArn: reconcileQueue.QueueArn(), BatchSize: jsii.Number(10),
 		ReportBatchItemFailures: jsii.Bool(true), MaxConcurrency: jsii.Number(float64(cfg.ConsumerMaxConcurrency)),
 	})
-	mapping.Node().AddDependency(consumer.policy)
+	mapping.Node().AddDependency(reconciler.policy)
 
 	awsevents.NewRule(stack, jsii.String("SweeperSchedule"), &awsevents.RuleProps{
 		Description: jsii.String("Sweep stale in-flight records every minute"),
@@ -133,10 +177,13 @@ func NewStack(scope constructs.Construct, id string, cfg Config, assets StackAss
 	})
 
 	api := newAPI(stack, cfg, removal, charge.fn)
-	newAlarms(stack, cfg, dlq, api, charge, consumer, sweeper)
+	newAlarms(stack, cfg, dlq, api, charge, consumer, reconciler, sweeper)
 
 	awscdk.NewCfnOutput(stack, jsii.String("ApiUrl"), &awscdk.CfnOutputProps{Value: api.ApiEndpoint(), Description: jsii.String("Base URL of the charges API")})
-	awscdk.NewCfnOutput(stack, jsii.String("ChargeCommandsQueueUrl"), &awscdk.CfnOutputProps{Value: commands.QueueUrl()})
+	for _, p := range producers {
+		awscdk.NewCfnOutput(stack, jsii.String("ChargeCommandsQueueUrl-"+p.Name), &awscdk.CfnOutputProps{Value: p.queue.QueueUrl(), Description: jsii.String("Producer " + p.Name + " sends charge commands here")})
+		awscdk.NewCfnOutput(stack, jsii.String("ProducerRoleArn-"+p.Name), &awscdk.CfnOutputProps{Value: p.role.RoleArn(), Description: jsii.String("The only role that may send to producer " + p.Name + "'s queue")})
+	}
 	awscdk.NewCfnOutput(stack, jsii.String("AcquirerSecretArn"), &awscdk.CfnOutputProps{Value: secret.SecretArn()})
 	awscdk.NewCfnOutput(stack, jsii.String("TableName"), &awscdk.CfnOutputProps{Value: table.Ref()})
 	return stack
@@ -181,20 +228,48 @@ func newTable(stack awscdk.Stack, cfg Config, removal awscdk.RemovalPolicy) awsd
 }
 
 type statement struct {
-	actions   []string
-	resources []*string
+	actions    []string
+	resources  []*string
+	conditions map[string]any
 }
 
 // function is a Lambda function with its own role and policy.
 type function struct {
 	fn     awslambda.Function
+	role   awsiam.Role
 	policy awsiam.Policy
+}
+
+// onlySender makes sender the one principal that may send to q: the
+// queue's policy denies sqs:SendMessage to every other principal, even one
+// whose own policy allows it.
+func onlySender(q awssqs.Queue, sender awsiam.Role) {
+	q.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid: jsii.String("OnlyItsSenderSends"), Effect: awsiam.Effect_DENY,
+		Principals: &[]awsiam.IPrincipal{awsiam.NewAnyPrincipal()},
+		Actions:    jsii.Strings("sqs:SendMessage"), Resources: &[]*string{q.QueueArn()},
+		Conditions: &map[string]interface{}{"ArnNotEquals": map[string]interface{}{"aws:PrincipalArn": sender.RoleArn()}},
+	}))
+	q.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid: jsii.String("ItsSenderSends"), Principals: &[]awsiam.IPrincipal{awsiam.NewArnPrincipal(sender.RoleArn())},
+		Actions: jsii.Strings("sqs:SendMessage"), Resources: &[]*string{q.QueueArn()},
+	}))
+}
+
+// encodeSources writes a consumer's COMMAND_SOURCES; the ARNs and URLs are
+// tokens CloudFormation resolves.
+func encodeSources(sources []command.Source) *string {
+	v, err := command.EncodeSources(sources)
+	if err != nil {
+		panic(err) // the stack's own sources: a bug in this file
+	}
+	return jsii.String(v)
 }
 
 // newFunction makes one function (provided.al2023, arm64) with a role that
 // may do exactly the statements given, plus write its own log group.
 func newFunction(stack awscdk.Stack, name string, cfg Config, assets StackAssets, removal awscdk.RemovalPolicy, timeout float64, env *map[string]*string, statements []statement) function {
-	dir := map[string]string{"Charge": "charge", "SqsConsumer": "sqsconsumer", "Sweeper": "sweeper"}[name]
+	dir := map[string]string{"Charge": "charge", "SqsConsumer": "sqsconsumer", "Reconciler": "sqsconsumer", "Sweeper": "sweeper"}[name]
 	logs := awslogs.NewLogGroup(stack, jsii.String(name+"Logs"), &awslogs.LogGroupProps{
 		Retention: retention(cfg.LogRetentionDays), RemovalPolicy: removal,
 	})
@@ -204,7 +279,12 @@ func newFunction(stack awscdk.Stack, name string, cfg Config, assets StackAssets
 	statements = append(statements, statement{actions: []string{"logs:CreateLogStream", "logs:PutLogEvents"}, resources: []*string{logs.LogGroupArn()}})
 	var docs []awsiam.PolicyStatement
 	for _, s := range statements {
-		docs = append(docs, awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{Actions: jsii.Strings(s.actions...), Resources: &s.resources}))
+		st := &awsiam.PolicyStatementProps{Actions: jsii.Strings(s.actions...), Resources: &s.resources}
+		if s.conditions != nil {
+			c := map[string]interface{}(s.conditions)
+			st.Conditions = &c
+		}
+		docs = append(docs, awsiam.NewPolicyStatement(st))
 	}
 	policy := awsiam.NewPolicy(stack, jsii.String(name+"Policy"), &awsiam.PolicyProps{Statements: &docs, Roles: &[]awsiam.IRole{role}})
 	fn := awslambda.NewFunction(stack, jsii.String(name), &awslambda.FunctionProps{
@@ -219,7 +299,7 @@ func newFunction(stack awscdk.Stack, name string, cfg Config, assets StackAssets
 		LogGroup:     logs,
 	})
 	fn.Node().AddDependency(policy)
-	return function{fn: fn, policy: policy}
+	return function{fn: fn, role: role, policy: policy}
 }
 
 // newAPI is the HTTP API: JWT authorizer on both routes, throttling and
@@ -257,7 +337,7 @@ func newAPI(stack awscdk.Stack, cfg Config, removal awscdk.RemovalPolicy, charge
 
 // newAlarms: DLQ not empty, stale records found and failing, 5xx answers,
 // throttles, sweeper errors — all to the environment's topic.
-func newAlarms(stack awscdk.Stack, cfg Config, dlq awssqs.Queue, api awsapigatewayv2.HttpApi, charge, consumer, sweeper function) {
+func newAlarms(stack awscdk.Stack, cfg Config, dlq awssqs.Queue, api awsapigatewayv2.HttpApi, charge, consumer, reconciler, sweeper function) {
 	topic := awssns.NewTopic(stack, jsii.String("Alarms"), &awssns.TopicProps{DisplayName: jsii.String("idempay " + cfg.Name + " alarms")})
 	if cfg.AlarmEmail != "" {
 		topic.AddSubscription(awssnssubscriptions.NewEmailSubscription(jsii.String(cfg.AlarmEmail), nil))
@@ -276,17 +356,24 @@ func newAlarms(stack awscdk.Stack, cfg Config, dlq awssqs.Queue, api awsapigatew
 	alarm("Api5xxAlarm", "The API answered 5xx", api.MetricServerError(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Sum")}), float64(cfg.Alarm5xxPer5Min))
 	alarm("ChargeThrottlesAlarm", "The charge function was throttled", charge.fn.MetricThrottles(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Sum")}), float64(cfg.AlarmThrottlesPer5Min))
 	alarm("ConsumerThrottlesAlarm", "The SQS consumer was throttled", consumer.fn.MetricThrottles(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Sum")}), float64(cfg.AlarmThrottlesPer5Min))
+	alarm("ReconcilerThrottlesAlarm", "The reconcile consumer was throttled", reconciler.fn.MetricThrottles(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Sum")}), float64(cfg.AlarmThrottlesPer5Min))
 	alarm("SweeperErrorsAlarm", "The sweeper failed a run", sweeper.fn.MetricErrors(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Sum")}), 1)
 
 	// The sweeper's EMF line (internal/obs) carries its counts per run.
 	metric := func(name string) awscloudwatch.Metric {
 		return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
-			Namespace: jsii.String("idempay"), MetricName: jsii.String(name), Period: five, Statistic: jsii.String("Maximum"),
+			Namespace: jsii.String(obs.Namespace), MetricName: jsii.String(name), Period: five, Statistic: jsii.String("Maximum"),
 			DimensionsMap: &map[string]*string{"Function": jsii.String("sweeper"), "Environment": jsii.String(cfg.Name)},
 		})
 	}
 	alarm("StaleRecordsAlarm", "The sweeper found records left in flight and asked for their reconciliation", metric("StaleFlagged"), 1)
 	alarm("StaleFailingAlarm", "Records stay in flight after 3 reconciliations: the acquirer lookups keep failing", metric("StaleFailing"), 1)
+	// The consumer's EMF line counts every message by outcome.
+	alarm("ProducerNotAllowedAlarm", "A command came from an unknown queue, for an account its producer may not charge, or of the wrong type: PRODUCER_NOT_ALLOWED in the DLQ",
+		awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
+			Namespace: jsii.String(obs.Namespace), MetricName: jsii.String("Requests"), Period: five, Statistic: jsii.String("Sum"),
+			DimensionsMap: &map[string]*string{"Function": jsii.String("sqsconsumer"), "Environment": jsii.String(cfg.Name), "Outcome": jsii.String(command.OutcomeProducerNotAllowed)},
+		}), 1)
 }
 
 type ddbKey struct {

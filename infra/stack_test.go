@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
@@ -16,6 +17,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
+	"github.com/idempotent-payments/idempay/internal/queue"
 )
 
 // jsii tests share one node process: no t.Parallel, and close it at the end.
@@ -140,10 +142,10 @@ func TestFunctionsQueuesAndTriggers(t *testing.T) {
 	for _, env := range Environments {
 		tmpl := synth(t, env)
 		fns := resources(tmpl, "AWS::Lambda::Function")
-		if len(fns) != 3 {
+		if len(fns) != 4 {
 			t.Fatalf("%s: %d functions", env, len(fns))
 		}
-		for prefix, timeout := range map[string]float64{"Charge": chargeTimeout, "SqsConsumer": consumerTimeout, "Sweeper": sweeperTimeout} {
+		for prefix, timeout := range map[string]float64{"Charge": chargeTimeout, "SqsConsumer": consumerTimeout, "Reconciler": consumerTimeout, "Sweeper": sweeperTimeout} {
 			p := props(byPrefix(t, fns, prefix))
 			if p["Runtime"] != "provided.al2023" || asJSON(p["Architectures"]) != `["arm64"]` || p["Handler"] != "bootstrap" || p["Timeout"] != timeout {
 				t.Errorf("%s %s: runtime %v arch %v handler %v timeout %v", env, prefix, p["Runtime"], p["Architectures"], p["Handler"], p["Timeout"])
@@ -159,27 +161,32 @@ func TestFunctionsQueuesAndTriggers(t *testing.T) {
 		if want := map[string]any{"prod": 100.0}[env]; charge["ReservedConcurrentExecutions"] != want {
 			t.Errorf("%s: charge reserved concurrency %v, want %v", env, charge["ReservedConcurrentExecutions"], want)
 		}
+		cfg, _ := ConfigFor(env, testInputs)
 		queues := resources(tmpl, "AWS::SQS::Queue")
-		if len(queues) != 2 {
-			t.Fatalf("%s: %d queues", env, len(queues))
+		if len(queues) != len(cfg.Producers)+2 {
+			t.Fatalf("%s: %d queues, want one per producer, the reconcile queue and the DLQ", env, len(queues))
 		}
 		for id, q := range queues {
-			if props(q)["SqsManagedSseEnabled"] != true {
+			p := props(q)
+			if p["SqsManagedSseEnabled"] != true {
 				t.Errorf("%s %s: not encrypted", env, id)
 			}
-		}
-		var cmds map[string]any
-		for id, q := range queues {
-			if !strings.Contains(id, "DLQ") {
-				cmds = props(q)
+			if strings.Contains(id, "DLQ") {
+				continue
+			}
+			if p["VisibilityTimeout"] != 6.0*consumerTimeout || !strings.Contains(asJSON(p["RedrivePolicy"]), fmt.Sprintf(`"maxReceiveCount":%d`, maxReceiveCount)) {
+				t.Errorf("%s %s: visibility %v redrive %v", env, id, p["VisibilityTimeout"], asJSON(p["RedrivePolicy"]))
 			}
 		}
-		if cmds["VisibilityTimeout"] != 6.0*consumerTimeout || !strings.Contains(asJSON(cmds["RedrivePolicy"]), `"maxReceiveCount":5`) {
-			t.Errorf("%s: commands queue visibility %v redrive %v", env, cmds["VisibilityTimeout"], asJSON(cmds["RedrivePolicy"]))
+		mappings := resources(tmpl, "AWS::Lambda::EventSourceMapping")
+		if len(mappings) != len(cfg.Producers)+1 {
+			t.Fatalf("%s: %d mappings, want one per producer queue and the reconcile queue's", env, len(mappings))
 		}
-		m := props(only(t, tmpl, "AWS::Lambda::EventSourceMapping"))
-		if asJSON(m["FunctionResponseTypes"]) != `["ReportBatchItemFailures"]` || m["BatchSize"] != 10.0 || m["ScalingConfig"] == nil {
-			t.Errorf("%s: mapping %s", env, asJSON(m))
+		for id, m := range mappings {
+			m := props(m)
+			if asJSON(m["FunctionResponseTypes"]) != `["ReportBatchItemFailures"]` || m["BatchSize"] != 10.0 || m["ScalingConfig"] == nil {
+				t.Errorf("%s %s: mapping %s", env, id, asJSON(m))
+			}
 		}
 		rule := props(only(t, tmpl, "AWS::Events::Rule"))
 		if rule["ScheduleExpression"] != "rate(1 minute)" {
@@ -224,7 +231,11 @@ func TestLeastPrivilege(t *testing.T) {
 		"ChargePolicy": {"dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "logs:CreateLogStream", "logs:PutLogEvents", "secretsmanager:GetSecretValue"},
 		"SqsConsumerPolicy": {"dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "logs:CreateLogStream", "logs:PutLogEvents",
 			"secretsmanager:GetSecretValue", "sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ReceiveMessage", "sqs:SendMessage"},
-		"SweeperPolicy": {"dynamodb:Query", "dynamodb:UpdateItem", "logs:CreateLogStream", "logs:PutLogEvents", "sqs:SendMessage"},
+		"ReconcilerPolicy": {"dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "logs:CreateLogStream", "logs:PutLogEvents",
+			"secretsmanager:GetSecretValue", "sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ReceiveMessage", "sqs:SendMessage"},
+		"SweeperPolicy":         {"dynamodb:Query", "dynamodb:UpdateItem", "logs:CreateLogStream", "logs:PutLogEvents", "sqs:SendMessage"},
+		"ProducerordersPolicy":  {"sqs:SendMessage"},
+		"ProducerbillingPolicy": {"sqs:SendMessage"},
 	}
 	policies := resources(tmpl, "AWS::IAM::Policy")
 	if len(policies) != len(want) {
@@ -263,13 +274,149 @@ func TestLeastPrivilege(t *testing.T) {
 	if strings.Contains(asJSON(tmpl), `"dynamodb:Scan"`) {
 		t.Error("something may Scan")
 	}
+	// The reconciler may put ledger rows only: never an idempotency record,
+	// so it cannot claim a key and start a charge.
+	for _, st := range props(byPrefix(t, policies, "ReconcilerPolicy"))["PolicyDocument"].(map[string]any)["Statement"].([]any) {
+		st := st.(map[string]any)
+		if slices.Contains(list(st["Action"]), any("dynamodb:PutItem")) &&
+			asJSON(st["Condition"]) != `{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["CHARGE#*"]}}` {
+			t.Errorf("the reconciler may put any item: %s", asJSON(st))
+		}
+	}
+}
+
+// TestQueuePolicies: each producer's queue admits only that producer's
+// role, the reconcile queue only the sweeper's, and the sweeper's own
+// policy can send to the reconcile queue and nowhere else (issue 11,
+// finding 1). The consumers' and the sweeper's roles are not producers.
+func TestQueuePolicies(t *testing.T) {
+	for _, env := range Environments {
+		tmpl := synth(t, env)
+		cfg, _ := ConfigFor(env, testInputs)
+		senders := map[string]string{} // queue logical id → the one role that may send
+		for _, p := range cfg.Producers {
+			senders["ChargeCommands"+p.Name] = "Producer" + p.Name + "Role"
+		}
+		senders["ReconcileCommands"] = "SweeperRole"
+		for _, qp := range resources(tmpl, "AWS::SQS::QueuePolicy") {
+			q := asJSON(props(qp)["Queues"])
+			if strings.Contains(q, "DLQ") {
+				continue
+			}
+			var queueID string
+			for id := range senders {
+				if strings.Contains(q, `"`+id) && (queueID == "" || len(id) > len(queueID)) {
+					queueID = id
+				}
+			}
+			role := senders[queueID]
+			if role == "" {
+				t.Fatalf("%s: a policy for an unknown queue %s", env, q)
+			}
+			var denies, allows int
+			for _, st := range props(qp)["PolicyDocument"].(map[string]any)["Statement"].([]any) {
+				st := st.(map[string]any)
+				if st["Action"] != "sqs:SendMessage" {
+					continue
+				}
+				switch st["Effect"] {
+				case "Deny":
+					denies++
+					cond := asJSON(st["Condition"])
+					if asJSON(st["Principal"]) != `{"AWS":"*"}` || !strings.Contains(cond, `"ArnNotEquals":{"aws:PrincipalArn":{"Fn::GetAtt":["`+role) {
+						t.Errorf("%s %s: deny %s, want everyone but %s", env, queueID, asJSON(st), role)
+					}
+				case "Allow":
+					allows++
+					if p := asJSON(st["Principal"]); !strings.Contains(p, `"`+role) {
+						t.Errorf("%s %s: allows %s, want only %s", env, queueID, p, role)
+					}
+				}
+				for _, other := range []string{"SqsConsumerRole", "ReconcilerRole", "ChargeRole"} {
+					if strings.Contains(asJSON(st), other) {
+						t.Errorf("%s %s: %s is named in %s", env, queueID, other, asJSON(st))
+					}
+				}
+			}
+			if denies != 1 || allows != 1 {
+				t.Errorf("%s %s: %d denies and %d allows of sqs:SendMessage, want 1 and 1", env, queueID, denies, allows)
+			}
+			delete(senders, queueID)
+		}
+		if len(senders) != 0 {
+			t.Errorf("%s: queues without a sender policy: %v", env, senders)
+		}
+		// The sweeper's own policy: sqs:SendMessage on the reconcile queue only.
+		for _, st := range props(byPrefix(t, resources(tmpl, "AWS::IAM::Policy"), "SweeperPolicy"))["PolicyDocument"].(map[string]any)["Statement"].([]any) {
+			st := st.(map[string]any)
+			if slices.Contains(list(st["Action"]), any("sqs:SendMessage")) && asJSON(st["Resource"]) != `{"Fn::GetAtt":["ReconcileCommands1837AB11","Arn"]}` {
+				t.Errorf("%s: the sweeper may send to %s", env, asJSON(st["Resource"]))
+			}
+		}
+	}
+}
+
+// TestRedriveArithmetic holds the README's redrive numbers: a command can
+// wait out the owner's lease and one reconcile cycle, resolve, and still
+// have receives for transient failures; each wait fits in SQS's visibility
+// limit; and the whole of it fits in the queue's retention.
+func TestRedriveArithmetic(t *testing.T) {
+	lease := time.Duration(consumerTimeout)*time.Second + mustDuration(t, leaseMargin) // the longest lease
+	hide := lease + mustDuration(t, inTransitBound) + mustDuration(t, clockSkew)        // one in-flight receive
+	if maxReceiveCount < inFlightReceives+resolveReceives+1 || transientReceives < 1 || inFlightReceives < 2 {
+		t.Fatalf("maxReceiveCount %d leaves no receive for a transient failure after %d in flight", maxReceiveCount, inFlightReceives)
+	}
+	if hide > queue.MaxDelay {
+		t.Fatalf("an in-flight command is hidden %s, past the %s SQS allows", hide, queue.MaxDelay)
+	}
+	worst := time.Duration(inFlightReceives)*hide + time.Minute /* the sweeper's schedule */ +
+		time.Duration(transientReceives+resolveReceives)*visibilityTimeout*time.Second
+	if retention := 4 * 24 * time.Hour; worst > retention { // SQS's default, which the queues keep
+		t.Fatalf("a command may need %s, past the queue's retention %s", worst, retention)
+	}
+	if hide != 46*time.Second || maxReceiveCount != 6 || worst != 14*time.Minute+32*time.Second {
+		t.Fatalf("hide %s, %d receives, worst %s: update the README's redrive arithmetic", hide, maxReceiveCount, worst)
+	}
+}
+
+func mustDuration(t *testing.T, s string) time.Duration {
+	t.Helper()
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// TestProducersConfig: every environment lists its producers validly.
+func TestProducersConfig(t *testing.T) {
+	for _, env := range Environments {
+		cfg, err := ConfigFor(env, testInputs)
+		if err != nil || cfg.checkProducers() != nil {
+			t.Fatalf("%s: %v", env, err)
+		}
+	}
+	for name, ps := range map[string][]Producer{
+		"none":        nil,
+		"bad name":    {{Name: "Orders", Accounts: []string{"acct_1"}}},
+		"twice":       {{Name: "orders", Accounts: []string{"acct_1"}}, {Name: "orders", Accounts: []string{"acct_2"}}},
+		"no accounts": {{Name: "orders"}},
+		"bad account": {{Name: "orders", Accounts: []string{""}}},
+	} {
+		if err := (Config{Producers: ps}).checkProducers(); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
 }
 
 func TestAlarms(t *testing.T) {
 	tmpl := synth(t, "prod")
 	alarms := resources(tmpl, "AWS::CloudWatch::Alarm")
-	if len(alarms) != 7 {
-		t.Fatalf("%d alarms, want 7", len(alarms))
+	if len(alarms) != 9 {
+		t.Fatalf("%d alarms, want 9", len(alarms))
+	}
+	if a := props(byPrefix(t, alarms, "ProducerNotAllowedAlarm")); !strings.Contains(asJSON(a["Dimensions"]), `"Value":"producer_not_allowed"`) {
+		t.Errorf("the PRODUCER_NOT_ALLOWED alarm watches %s", asJSON(a["Dimensions"]))
 	}
 	for id, a := range alarms {
 		if actions := list(props(a)["AlarmActions"]); len(actions) != 1 || !strings.Contains(asJSON(actions[0]), "Alarms") {

@@ -173,15 +173,11 @@ func (h *Handler) process(ctx context.Context, src Source, known bool, msg event
 	}
 }
 
-// The dead-letter codes of the queue alone (the others are the HTTP
-// route's problem codes): a message that is not a command, and a command
-// its queue's producer may not send (an unknown queue, a foreign account,
-// or the wrong type of command for the queue). outcomeNotAllowed is the
-// latter's metric and log outcome.
+// The queue path's own dead-letter codes (command.RejectMalformed, …).
 const (
-	rejectMalformed   = "MALFORMED"
-	rejectNotAllowed  = "PRODUCER_NOT_ALLOWED"
-	outcomeNotAllowed = "producer_not_allowed"
+	rejectMalformed   = command.RejectMalformed
+	rejectNotAllowed  = command.RejectProducerNotAllowed
+	outcomeNotAllowed = command.OutcomeProducerNotAllowed
 )
 
 // verdicts is the one table from the service's outcomes to what happens to

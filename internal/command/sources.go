@@ -10,10 +10,26 @@ import (
 	"github.com/idempotent-payments/idempay/internal/strictjson"
 )
 
-// SourcesEnv is the consumer's environment variable that lists its queues
-// (EncodeSources); the CDK app and the local stack write it, the consumer
-// reads it.
-const SourcesEnv = "COMMAND_SOURCES"
+// The variables that wire the queues, written by the CDK app and the local
+// stack: SourcesEnv lists a consumer's queues (EncodeSources);
+// ReconcileQueueEnv is the URL of the reconcile-commands queue, the only
+// queue the sweeper sends to.
+const (
+	SourcesEnv        = "COMMAND_SOURCES"
+	ReconcileQueueEnv = "RECONCILE_QUEUE_URL"
+)
+
+// The dead-letter codes of the queue path alone (a refused charge command
+// otherwise carries the code the HTTP route answers it with): a message that
+// is not a command, and a command its queue's producer may not send (an
+// unknown queue, a foreign account, or the wrong type for the queue).
+// OutcomeProducerNotAllowed is the consumer's metric and log outcome for
+// the latter, which the stack's alarm watches.
+const (
+	RejectMalformed           = "MALFORMED"
+	RejectProducerNotAllowed  = "PRODUCER_NOT_ALLOWED"
+	OutcomeProducerNotAllowed = "producer_not_allowed"
+)
 
 // Source is one queue a consumer reads, and what may arrive on it. The
 // producer of a command is the queue it arrived on: a record's

@@ -20,7 +20,6 @@ import (
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
 	"github.com/idempotent-payments/idempay/internal/route"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
-	"github.com/idempotent-payments/idempay/internal/setup"
 	"github.com/idempotent-payments/idempay/internal/sweep"
 )
 
@@ -179,7 +178,7 @@ func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
 		s.Close()
 		return nil, err
 	}
-	if s.Sweeper, err = start("sweeper", 1, setup.ReconcileQueueEnv+"="+s.ReconcileURL); err != nil {
+	if s.Sweeper, err = start("sweeper", 1, command.ReconcileQueueEnv+"="+s.ReconcileURL); err != nil {
 		s.Close()
 		return nil, err
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/charge"
+	"github.com/idempotent-payments/idempay/internal/command"
 	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
@@ -170,10 +171,6 @@ func duration(getenv func(string) string, name string, def time.Duration) (time.
 	return d, nil
 }
 
-// ReconcileQueueEnv names the sweeper's variable: the URL of the
-// reconcile-commands queue, the only queue it may send to.
-const ReconcileQueueEnv = "RECONCILE_QUEUE_URL"
-
 // SweeperConfig is the sweeper's environment.
 type SweeperConfig struct {
 	TableName      string        // TABLE_NAME (required)
@@ -190,7 +187,7 @@ func SweeperFromEnv(getenv func(string) string) (SweeperConfig, error) {
 	if c.TableName, err = Require(getenv, "TABLE_NAME"); err != nil {
 		return SweeperConfig{}, err
 	}
-	if c.QueueURL, err = Require(getenv, ReconcileQueueEnv); err != nil {
+	if c.QueueURL, err = Require(getenv, command.ReconcileQueueEnv); err != nil {
 		return SweeperConfig{}, err
 	}
 	if c.InTransitBound, err = duration(getenv, "IN_TRANSIT_BOUND", charge.DefaultInTransitBound); err != nil {
