@@ -362,7 +362,7 @@ func TestQueuePolicies(t *testing.T) {
 // limit; and the whole of it fits in the queue's retention.
 func TestRedriveArithmetic(t *testing.T) {
 	lease := time.Duration(consumerTimeout)*time.Second + mustDuration(t, leaseMargin) // the longest lease
-	hide := lease + mustDuration(t, inTransitBound) + mustDuration(t, clockSkew)        // one in-flight receive
+	hide := lease + mustDuration(t, inTransitBound) + mustDuration(t, clockSkew)       // one in-flight receive
 	if maxReceiveCount < inFlightReceives+resolveReceives+1 || transientReceives < 1 || inFlightReceives < 2 {
 		t.Fatalf("maxReceiveCount %d leaves no receive for a transient failure after %d in flight", maxReceiveCount, inFlightReceives)
 	}
