@@ -1,16 +1,24 @@
 // Command idemctl is the operator's tool: it finds a record from the raw
-// account and key, lists records left in flight, asks for a reconciliation
-// and, when the acquirer proves nothing was charged, releases a key. It
-// works against AWS and against the local emulators alike: the SDK's
-// standard variables say where.
+// account and key, lists records left in flight, and reconciles or
+// releases a stuck key. It works against AWS and against the local
+// emulators alike: the SDK's standard variables say where.
 //
 //	idemctl inspect   --account A --key K
 //	idemctl stale     [--older-than 6s]
-//	idemctl reconcile --account A --key K [--queue-url URL]
+//	idemctl reconcile --account A --key K [--acquirer-url URL] [--yes]
 //	idemctl release   --account A --key K [--acquirer-url URL] [--yes]
 //
-// --table (TABLE_NAME, default idempay-local) names the table; QUEUE_URL
-// and ACQUIRER_URL (with ACQUIRER_API_KEY) the queue and the acquirer.
+// reconcile and release run the reconciler's own code (charge.Reconcile):
+// after the person confirms, take the lease over (fenced, and only if it
+// ended more than T + skew ago), ask the acquirer, then complete the record
+// with the acquirer's outcome or release the key. release is that path
+// with the policy "release only, or refuse": when the acquirer has the
+// charge it completes the record, says so and exits non-zero; it never
+// deletes a charged record.
+//
+// --table (TABLE_NAME, default idempay-local) names the table; ACQUIRER_URL
+// with ACQUIRER_SECRET_ARN (AWS) or ACQUIRER_API_KEY (local) the acquirer;
+// IN_TRANSIT_BOUND and CLOCK_SKEW are the functions' (5s and 1s).
 package main
 
 import (
@@ -21,19 +29,16 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/charge"
-	"github.com/idempotent-payments/idempay/internal/command"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
-	"github.com/idempotent-payments/idempay/internal/queue"
 	"github.com/idempotent-payments/idempay/internal/setup"
 )
 
@@ -56,10 +61,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, 
 	table := fs.String("table", setup.Or(getenv("TABLE_NAME"), "idempay-local"), "the table")
 	account := fs.String("account", "", "the account (the JWT's account claim)")
 	key := fs.String("key", "", "the client's Idempotency-Key")
-	olderThan := fs.Duration("older-than", charge.DefaultInTransitBound+charge.DefaultClockSkew, "stale/release: lease ended at least this long ago (T + skew)")
-	queueURL := fs.String("queue-url", getenv("QUEUE_URL"), "reconcile: the charge-commands queue")
-	acquirerURL := fs.String("acquirer-url", getenv("ACQUIRER_URL"), "release: the acquirer")
-	yes := fs.Bool("yes", false, "release: do not ask for confirmation")
+	olderThan := fs.Duration("older-than", charge.DefaultInTransitBound+charge.DefaultClockSkew, "stale: lease ended at least this long ago (T + skew)")
+	acquirerURL := fs.String("acquirer-url", getenv("ACQUIRER_URL"), "reconcile/release: the acquirer")
+	yes := fs.Bool("yes", false, "reconcile/release: do not ask for confirmation")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -115,73 +119,87 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, 
 		}
 		return nil
 
-	case "reconcile":
-		if err := needScope(); err != nil {
-			return err
-		}
-		if *queueURL == "" {
-			return errors.New("--queue-url (or QUEUE_URL) is required")
-		}
-		body, err := command.Reconcile(scope.PK()).Encode()
-		if err != nil {
-			return err
-		}
-		if err := queue.New(sqs.NewFromConfig(awsCfg), *queueURL).SendBatch(ctx, []string{body}); err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "reconcile of record %s enqueued\n", idem.Ref(scope.PK()))
-		return nil
-
-	case "release":
+	case "reconcile", "release":
 		if err := needScope(); err != nil {
 			return err
 		}
 		if *acquirerURL == "" {
-			return errors.New("--acquirer-url (or ACQUIRER_URL) is required: a key is released only when the acquirer says absent")
+			return errors.New("--acquirer-url (or ACQUIRER_URL) is required: only the acquirer knows whether the card was charged")
 		}
-		acq, err := acquirer.NewClient(*acquirerURL, getenv("ACQUIRER_API_KEY"), nil)
+		flags := map[string]string{"TABLE_NAME": *table, "ACQUIRER_URL": *acquirerURL}
+		cfg, err := setup.FromEnv(func(k string) string {
+			if v, ok := flags[k]; ok {
+				return v
+			}
+			return getenv(k)
+		})
 		if err != nil {
 			return err
 		}
-		return release(ctx, guard, acq, scope, *olderThan, *yes, stdin, stdout)
+		svc, err := setup.ChargeService(ctx, awsCfg, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+		if err != nil {
+			return err
+		}
+		return reconcile(ctx, svc, guard, scope.PK(), cmd == "release", *yes, stdin, stdout)
 	}
 	return errors.New(usage)
 }
 
-// release frees a stuck key, only when the acquirer has no authorization
-// under the record's downstream key and the lease ended longer ago than the
-// in-transit bound plus the skew (nothing can still land).
-func release(ctx context.Context, guard *idem.Guard, acq *acquirer.Client, scope idem.Scope, olderThan time.Duration, yes bool, stdin io.Reader, stdout io.Writer) error {
-	rec, err := guard.Lookup(ctx, scope.PK())
+// reconcile resolves the stuck record pk through the reconciler's path,
+// after the person confirms (unless yes). releaseOnly makes any outcome but
+// a release an error, after saying what happened.
+func reconcile(ctx context.Context, svc *charge.Service, guard *idem.Guard, pk string, releaseOnly, yes bool, stdin io.Reader, stdout io.Writer) error {
+	ref := idem.Ref(pk)
+	rec, err := guard.Lookup(ctx, pk)
+	if errors.Is(err, idem.ErrNotFound) {
+		return fmt.Errorf("no live record %s: nothing to do", ref)
+	}
 	if err != nil {
 		return err
 	}
 	if rec.Status != idem.StatusInProgress {
-		return fmt.Errorf("record %s is %s: nothing to release", idem.Ref(rec.PK), rec.Status)
-	}
-	auth, err := acq.Lookup(ctx, rec.DownstreamKey)
-	switch {
-	case err == nil:
-		return fmt.Errorf("the acquirer has authorization %s (%s) for this record: use reconcile, never release", auth.ID, auth.Status)
-	case !errors.Is(err, acquirer.ErrNotFound):
-		return fmt.Errorf("the acquirer lookup failed, so nothing is proven: %w", err)
+		return fmt.Errorf("record %s is %s: nothing to do", ref, rec.Status)
 	}
 	if !yes {
-		fmt.Fprintf(stdout, "The acquirer has no authorization for record %s. Release the key, so the client's next retry charges anew? Type yes: ", idem.Ref(rec.PK))
+		// Before anything is taken or asked: what the acquirer says is read
+		// only after the take-over fences out every other worker.
+		fmt.Fprintf(stdout, "Record %s is in flight (attempt %d, %s). Take its lease over (only if it ended more than T + skew ago), "+
+			"ask the acquirer, then store the acquirer's outcome or release the key so the client's next retry charges anew? Type yes: ",
+			ref, rec.Attempt, leaseState(rec))
 		answer, _ := bufio.NewReader(stdin).ReadString('\n')
 		if strings.TrimSpace(answer) != "yes" {
-			return errors.New("not released")
+			return errors.New("nothing done")
 		}
 	}
-	lease, err := guard.TakeOverStale(ctx, rec.PK, olderThan)
+	did, err := svc.Reconcile(ctx, pk)
 	if err != nil {
-		return fmt.Errorf("the lease is live or ended less than %s ago, or another worker took it: %w", olderThan, err)
+		return fmt.Errorf("nothing is known yet; record %s stays in flight: %w", ref, err)
 	}
-	if err := lease.ReleaseReconciled(ctx); err != nil {
-		return err
+	switch did {
+	case charge.ReconciledReleased:
+		fmt.Fprintf(stdout, "record %s released: the acquirer has no charge under it; the client's next retry charges anew\n", ref)
+		return nil
+	case charge.ReconciledCompleted:
+		auth := "?"
+		if rec, err := guard.Lookup(ctx, pk); err == nil && rec.Response != nil {
+			if item, err := guard.Item(ctx, "CHARGE#"+charge.ChargeID(rec.DownstreamKey)); err == nil {
+				auth = item.Attributes["authorization_id"] + " (" + item.Attributes["status"] + ")"
+			}
+		}
+		fmt.Fprintf(stdout, "record %s completed with the acquirer's outcome, authorization %s\n", ref, auth)
+		if releaseOnly {
+			return fmt.Errorf("not released: the acquirer has the charge, so record %s now holds it", ref)
+		}
+		return nil
 	}
-	fmt.Fprintf(stdout, "record %s released\n", idem.Ref(rec.PK))
-	return nil
+	return fmt.Errorf("nothing changed: record %s is gone or completed, or its lease is live or ended less than T + skew ago; try again later", ref)
+}
+
+func leaseState(rec *idem.Record) string {
+	if rec.LeaseExpiresAt.After(time.Now()) {
+		return "lease live for " + time.Until(rec.LeaseExpiresAt).Round(time.Second).String()
+	}
+	return "lease ended " + time.Since(rec.LeaseExpiresAt).Round(time.Second).String() + " ago"
 }
 
 // view is what inspect prints.

@@ -1,18 +1,17 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/charge"
@@ -24,24 +23,15 @@ import (
 )
 
 // TestOperatorCommands drives every command end to end against DynamoDB
-// Local, the SQS emulator and the sandbox acquirer.
+// Local and the sandbox acquirer, with T + skew = 1 s.
 func TestOperatorCommands(t *testing.T) {
 	ctx := context.Background()
-	if os.Getenv("AWS_ENDPOINT_URL_SQS") == "" && os.Getenv("AWS_ENDPOINT_URL") == "" {
-		t.Fatal("AWS_ENDPOINT_URL_SQS is not set: run `make test`")
-	}
 	ddb := dynamotest.Client(t)
 	table := dynamotest.NewTable(t, ddb)
-	cfg, _ := config.LoadDefaultConfig(ctx)
-	sqsClient := sqs.NewFromConfig(cfg)
-	q, err := sqsClient.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(table + "-commands")})
-	if err != nil {
-		t.Fatal(err)
-	}
 	sb := sandbox.New("")
 	acqSrv := httptest.NewServer(sb)
 	defer acqSrv.Close()
-	env := map[string]string{"TABLE_NAME": table, "QUEUE_URL": *q.QueueUrl, "ACQUIRER_URL": acqSrv.URL}
+	env := map[string]string{"TABLE_NAME": table, "ACQUIRER_URL": acqSrv.URL, "IN_TRANSIT_BOUND": "800ms", "CLOCK_SKEW": "200ms", "ACQUIRER_TIMEOUT": "500ms"}
 	idemctl := func(stdin string, args ...string) (string, error) {
 		var out bytes.Buffer
 		err := run(ctx, args, strings.NewReader(stdin), &out, func(k string) string { return env[k] })
@@ -75,45 +65,193 @@ func TestOperatorCommands(t *testing.T) {
 		t.Fatal("inspect with a bad key succeeded")
 	}
 
-	if _, err := idemctl("yes\n", "release", "--account", "acct_ops", "--key", "ops-stuck-key", "--older-than", "1s"); err == nil {
-		t.Fatal("released a lease that ended less than --older-than ago")
+	// Too early: the lease ended less than T + skew (1 s here) ago.
+	if _, err := idemctl("yes\n", "release", "--account", "acct_ops", "--key", "ops-stuck-key"); err == nil || !strings.Contains(err.Error(), "nothing changed") {
+		t.Fatalf("released a lease that ended less than T + skew ago: %v", err)
 	}
 	time.Sleep(1300 * time.Millisecond)
 	out, err = idemctl("", "stale", "--older-than", "1s")
 	if err != nil || !strings.Contains(out, idem.Ref(stale.PK())) || strings.Contains(out, "ops-done-key") {
 		t.Fatalf("stale: %v\n%s", err, out)
 	}
-	if out, err := idemctl("", "reconcile", "--account", "acct_ops", "--key", "ops-stuck-key"); err != nil || !strings.Contains(out, "enqueued") {
-		t.Fatalf("reconcile: %v %s", err, out)
-	}
-	msgs, _ := sqsClient.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: q.QueueUrl, WaitTimeSeconds: 1})
-	if len(msgs.Messages) != 1 || !strings.Contains(*msgs.Messages[0].Body, `"type":"reconcile"`) {
-		t.Fatalf("queue: %+v", msgs.Messages)
-	}
-	if _, err := idemctl("no\n", "release", "--account", "acct_ops", "--key", "ops-stuck-key", "--older-than", "1s"); err == nil {
+	if _, err := idemctl("no\n", "release", "--account", "acct_ops", "--key", "ops-stuck-key"); err == nil {
 		t.Fatal("released without confirmation")
 	}
-	if rec, _ := guard.Lookup(ctx, stale.PK()); rec == nil || rec.Status != idem.StatusInProgress {
+	if rec, _ := guard.Lookup(ctx, stale.PK()); rec == nil || rec.Status != idem.StatusInProgress || rec.Attempt != 1 {
 		t.Fatal("the record changed without confirmation")
 	}
-	if out, err := idemctl("yes\n", "release", "--account", "acct_ops", "--key", "ops-stuck-key", "--older-than", "1s"); err != nil || !strings.Contains(out, "released") {
+	if out, err := idemctl("yes\n", "release", "--account", "acct_ops", "--key", "ops-stuck-key"); err != nil || !strings.Contains(out, "released") {
 		t.Fatalf("release: %v %s", err, out)
 	}
 	if _, err := guard.Lookup(ctx, stale.PK()); err == nil {
 		t.Fatal("record still there after release")
 	}
 
-	// A stuck record whose charge the acquirer has: release refuses.
-	stuck := idem.Scope{Operation: charge.Operation, Account: "acct_ops", Key: "ops-charged-key"}
-	c, err := guard.Begin(ctx, stuck, req.Canonical())
-	if err != nil {
+	// A stuck record whose charge the acquirer has: release completes it
+	// with the acquirer's outcome, says so, and fails; reconcile of another
+	// such record completes it and succeeds.
+	for i, command := range []string{"release", "reconcile"} {
+		key := fmt.Sprintf("ops-charged-key-%d", i)
+		c, err := guard.Begin(ctx, idem.Scope{Operation: charge.Operation, Account: "acct_ops", Key: key}, req.Canonical())
+		if err != nil {
+			t.Fatal(err)
+		}
+		auth, err := acq.Authorize(ctx, c.Lease.DownstreamKey(), acquirer.Request{Amount: 100, Currency: "BRL", PaymentMethod: "pm_card_visa", OrderID: "1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(1300 * time.Millisecond)
+		out, err := idemctl("", command, "--account", "acct_ops", "--key", key, "--yes")
+		if !strings.Contains(out, "completed with the acquirer's outcome, authorization "+auth.ID) || (err == nil) != (command == "reconcile") {
+			t.Fatalf("%s of a charged record: %v\n%s", command, err, out)
+		}
+		if rec, err := guard.Lookup(ctx, c.Lease.PK()); err != nil || rec.Status != idem.StatusCompleted {
+			t.Fatalf("%s: the charged record is %+v, %v; want COMPLETED", command, rec, err)
+		}
+	}
+}
+
+// loses answers the authorizations it makes: the acquirer charges, the
+// caller hears "outcome unknown", as when a connection drops mid-answer.
+type losesAnswers struct{ *acquirer.Client }
+
+func (l losesAnswers) Authorize(ctx context.Context, key string, req acquirer.Request) (acquirer.Authorization, error) {
+	if _, err := l.Client.Authorize(ctx, key, req); err != nil {
+		return acquirer.Authorization{}, err
+	}
+	return acquirer.Authorization{}, fmt.Errorf("%w: the answer was lost", acquirer.ErrOutcomeUnknown)
+}
+
+// duringConfirmation is the person at the prompt: the first read runs
+// meanwhile, then waits, then the person types yes.
+type duringConfirmation struct {
+	meanwhile func()
+	answer    io.Reader
+}
+
+func (d *duringConfirmation) Read(p []byte) (int, error) {
+	if d.meanwhile != nil {
+		d.meanwhile()
+		d.meanwhile = nil
+	}
+	return d.answer.Read(p)
+}
+
+// world is what an operator's release works against.
+type world struct {
+	table, acquirerURL string
+	store              *dynamostore.Store
+	acq                *acquirer.Client
+	bound              time.Duration // T + skew
+}
+
+// env is the environment idemctl runs with in w: T 200 ms, skew 100 ms.
+func (w world) env(k string) string {
+	return map[string]string{"TABLE_NAME": w.table, "ACQUIRER_URL": w.acquirerURL, "IN_TRANSIT_BOUND": "200ms", "CLOCK_SKEW": "100ms", "ACQUIRER_TIMEOUT": "150ms"}[k]
+}
+
+// releaseFn is an operator's release of record pk, with the person's stdin.
+type releaseFn func(ctx context.Context, w world, pk string, stdin io.Reader) error
+
+// lostCharge plays issue 11's interleaving against release and reports the
+// charge it loses ("" when none): an owner claims and dies before sending;
+// once its lease ended more than T + skew ago the operator starts a
+// release and, while the person reads the prompt, a client's retry takes
+// over, is authorized, loses the answer and abandons; the person types yes
+// after T + skew more. The record must end COMPLETED with that one
+// authorization.
+func lostCharge(t *testing.T, release releaseFn, key string) string {
+	t.Helper()
+	ctx := context.Background()
+	ddb := dynamotest.Client(t)
+	table := dynamotest.NewTable(t, ddb)
+	sb := sandbox.New("")
+	srv := httptest.NewServer(sb)
+	defer srv.Close()
+	acq, _ := acquirer.NewClient(srv.URL, "", nil)
+	store := dynamostore.New(ddb, table)
+	const bound = 300 * time.Millisecond // T + skew, as world.env
+	w := world{table: table, acquirerURL: srv.URL, store: store, acq: acq, bound: bound}
+	cfg := charge.Config{InTransitBound: 200 * time.Millisecond, ClockSkew: 100 * time.Millisecond, AcquirerTimeout: 150 * time.Millisecond}
+	client := charge.NewService(idem.NewGuard(store, idem.Config{DefaultLease: 2 * time.Second}), losesAnswers{acq}, httpapi.Answer, cfg)
+
+	body := []byte(`{"amount": 100, "currency": "BRL", "order_id": "1", "payment_method": "pm_card_visa"}`)
+	req, _ := charge.ParseRequest(body, 0)
+	scope := idem.Scope{Operation: charge.Operation, Account: "acct_ops", Key: key}
+	dying := idem.NewGuard(store, idem.Config{DefaultLease: 100 * time.Millisecond})
+	if _, err := dying.Begin(ctx, scope, req.Canonical()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := acq.Authorize(ctx, c.Lease.DownstreamKey(), acquirer.Request{Amount: 100, Currency: "BRL", PaymentMethod: "pm_card_visa", OrderID: "1"}); err != nil {
-		t.Fatal(err)
+	time.Sleep(100*time.Millisecond + bound + 100*time.Millisecond)
+
+	stdin := &duringConfirmation{answer: strings.NewReader("yes\n"), meanwhile: func() {
+		r := client.Charge(ctx, charge.Input{Account: "acct_ops", Keys: []string{key}, Body: body})
+		if r.Outcome != charge.Pending {
+			t.Fatalf("the client's retry: %s, want pending (authorized, answer lost)", r.Outcome)
+		}
+		time.Sleep(bound + 200*time.Millisecond)
+	}}
+	err := release(ctx, w, scope.PK(), stdin)
+
+	auths := sb.Authorizations()
+	if len(auths) != 1 {
+		t.Fatalf("%d authorizations, want the client's one", len(auths))
 	}
-	time.Sleep(1300 * time.Millisecond)
-	if _, err := idemctl("yes\n", "release", "--account", "acct_ops", "--key", "ops-charged-key", "--older-than", "1s", "--yes"); err == nil || !strings.Contains(err.Error(), "use reconcile") {
-		t.Fatalf("release of a charged record: %v", err)
+	rec, lookupErr := idem.NewGuard(store, idem.Config{}).Lookup(ctx, scope.PK())
+	switch {
+	case errors.Is(lookupErr, idem.ErrNotFound):
+		return fmt.Sprintf("the record was released (%v) while the acquirer holds %s: the next retry charges again", err, auths[0].ID)
+	case lookupErr != nil:
+		t.Fatal(lookupErr)
+	case rec.Status != idem.StatusCompleted:
+		return fmt.Sprintf("the record is %s (release: %v)", rec.Status, err)
+	case !strings.Contains(string(rec.Response.Body), auths[0].ID):
+		return fmt.Sprintf("the record completed without the authorization %s: %s", auths[0].ID, rec.Response.Body)
+	}
+	return ""
+}
+
+// TestReleaseTakesOverFirst: idemctl release runs the reconciler's path,
+// so the interleaving ends with the record COMPLETED with the one
+// authorization, and release says so and refuses (issue 11, finding 3).
+func TestReleaseTakesOverFirst(t *testing.T) {
+	var out bytes.Buffer
+	idemctl := func(ctx context.Context, w world, pk string, stdin io.Reader) error {
+		s, _ := idem.ParsePK(pk)
+		return run(ctx, []string{"release", "--account", s.Account, "--key", s.Key}, stdin, &out, w.env)
+	}
+	if lost := lostCharge(t, idemctl, "interleaved-release-1"); lost != "" {
+		t.Fatalf("%s\n%s", lost, out.String())
+	}
+	if !strings.Contains(out.String(), "completed with the acquirer's outcome") {
+		t.Fatalf("release did not say it completed the record:\n%s", out.String())
+	}
+}
+
+// TestReleaseInterleavingControl: the same interleaving against the order
+// idemctl had before, look up at the acquirer, ask the person, then take
+// over and release, loses the charge. It proves lostCharge can see the
+// loss TestReleaseTakesOverFirst must not have.
+func TestReleaseInterleavingControl(t *testing.T) {
+	lookupFirst := func(ctx context.Context, w world, pk string, stdin io.Reader) error {
+		guard := idem.NewGuard(w.store, idem.Config{})
+		rec, err := guard.Lookup(ctx, pk)
+		if err != nil {
+			return err
+		}
+		if _, err := w.acq.Lookup(ctx, rec.DownstreamKey); !errors.Is(err, acquirer.ErrNotFound) {
+			return fmt.Errorf("the acquirer has it: %v", err)
+		}
+		if answer, _ := bufio.NewReader(stdin).ReadString('\n'); strings.TrimSpace(answer) != "yes" {
+			return errors.New("not released")
+		}
+		lease, err := guard.TakeOverStale(ctx, pk, w.bound)
+		if err != nil {
+			return err
+		}
+		return lease.ReleaseReconciled(ctx)
+	}
+	if lost := lostCharge(t, lookupFirst, "interleaved-control-1"); !strings.Contains(lost, "released") {
+		t.Fatalf("the old order lost no charge (%q): lostCharge cannot tell", lost)
 	}
 }
