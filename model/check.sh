@@ -35,6 +35,9 @@ for rule in 1 2 3; do
     echo "model: dropping rule $rule found no counterexample" >&2; fail=1
   fi
 done
+if verify "control: lookup before take-over (must fail)" "-DLOOKUP_FIRST" "-DNOCLAIM" ""; then
+  echo "model: the old idemctl order found no counterexample" >&2; fail=1
+fi
 if verify "control: no reconciler, liveness (must fail)" "-DNO_RECONCILER" "-DNFAIR=4" "-a -f -N settles"; then
   echo "model: without the reconciler the liveness property still held" >&2; fail=1
 fi

@@ -13,6 +13,9 @@
  *   -DDROP_RULE2  a taken-over attempt releases when its own call sent nothing
  *   -DDROP_RULE3  workers send without T + skew left on their lease, and the
  *                 reconciler acts on a lease that just ended
+ *   -DLOOKUP_FIRST the reconciler asks the acquirer before its take-over and
+ *                 acts on that answer after it (idemctl release's old order,
+ *                 with a person confirming in between)
  */
 
 #define WORKERS 3
@@ -149,10 +152,26 @@ end:	do
 
 /* sweep.Sweeper.Run flags, charge.Service.Reconcile resolves:
  * idem.Guard.TakeOverStale, acquirer Lookup, complete or ReleaseReconciled.
+ * idemctl reconcile and release run the same charge.Service.Reconcile.
  * -DNO_RECONCILER removes it: the control of the liveness property. */
 #ifndef NO_RECONCILER
 active proctype Reconciler() {
 	byte k;
+#ifdef LOOKUP_FIRST
+	bool seen;
+end:	do
+	:: atomic { rec == INPROG -> keyOf(k); seen = authorized[k] };	/* the acquirer says, then a person reads */
+	   if
+	   :: atomic { rec == INPROG && lease == STALE -> owner = 4; attempt++; lease = LIVE; leaseHasTransit = false };
+	      if
+	      :: seen -> complete(4, k)
+	      :: atomic { !seen && rec == INPROG && owner == 4 -> rec = ABSENT; owner = 0 }	/* released on the old answer */
+	      :: else -> skip
+	      fi
+	   :: else -> skip
+	   fi
+	od
+#else
 end:	do
 	:: atomic {
 #ifdef DROP_RULE3
@@ -169,6 +188,7 @@ end:	do
 	   :: else -> skip
 	   fi
 	od
+#endif
 }
 #endif
 
