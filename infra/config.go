@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/queue"
 )
 
 // Function timeouts, in seconds, and the protocol's times. A lease is the
@@ -23,20 +24,10 @@ const (
 	tableName       = "idempay"
 )
 
-// Redrive: how many receives a command gets before its queue moves it to
-// the DLQ (README, "Redrive"). A command that finds its key in flight is
-// hidden until that lease has ended plus T + skew, so each lease it meets
-// costs one receive, however long the lease: the owner's (at most
-// consumerTimeout + leaseMargin = 40 s), then, if the sweeper's
-// reconciliation got there first, the reconciler's. The receive after those
-// executes or replays. What is left is for real transient failures (the
-// store or the acquirer failing), each retried after the queue's
-// visibility timeout. TestRedriveArithmetic holds the numbers.
+// Redrive (queue.MaxReceiveCount and its parts, README "Redrive") and the
+// queues' visibility timeout.
 const (
-	inFlightReceives  = 2 // the owner's lease, then one reconcile cycle
-	resolveReceives   = 1 // the receive that executes or replays
-	transientReceives = 3
-	maxReceiveCount   = inFlightReceives + resolveReceives + transientReceives
+	maxReceiveCount = queue.MaxReceiveCount
 	// visibilityTimeout is AWS's rule for SQS event sources: at least 6 ×
 	// the consumer's timeout.
 	visibilityTimeout = 6 * consumerTimeout

@@ -363,14 +363,14 @@ func TestQueuePolicies(t *testing.T) {
 func TestRedriveArithmetic(t *testing.T) {
 	lease := time.Duration(consumerTimeout)*time.Second + mustDuration(t, leaseMargin) // the longest lease
 	hide := lease + mustDuration(t, inTransitBound) + mustDuration(t, clockSkew)       // one in-flight receive
-	if maxReceiveCount < inFlightReceives+resolveReceives+1 || transientReceives < 1 || inFlightReceives < 2 {
-		t.Fatalf("maxReceiveCount %d leaves no receive for a transient failure after %d in flight", maxReceiveCount, inFlightReceives)
+	if maxReceiveCount < queue.InFlightReceives+queue.ResolveReceives+1 || queue.TransientReceives < 1 || queue.InFlightReceives < 2 {
+		t.Fatalf("maxReceiveCount %d leaves no receive for a transient failure after %d in flight", maxReceiveCount, queue.InFlightReceives)
 	}
 	if hide > queue.MaxDelay {
 		t.Fatalf("an in-flight command is hidden %s, past the %s SQS allows", hide, queue.MaxDelay)
 	}
-	worst := time.Duration(inFlightReceives)*hide + time.Minute /* the sweeper's schedule */ +
-		time.Duration(transientReceives+resolveReceives)*visibilityTimeout*time.Second
+	worst := time.Duration(queue.InFlightReceives)*hide + time.Minute /* the sweeper's schedule */ +
+		time.Duration(queue.TransientReceives+queue.ResolveReceives)*visibilityTimeout*time.Second
 	if retention := 4 * 24 * time.Hour; worst > retention { // SQS's default, which the queues keep
 		t.Fatalf("a command may need %s, past the queue's retention %s", worst, retention)
 	}

@@ -24,6 +24,8 @@ func main() {
 	flag.Float64Var(&cfg.SQSShare, "sqs", cfg.SQSShare, "share of intents also sent as queue commands")
 	flag.DurationVar(&cfg.KillEvery, "kill-every", cfg.KillEvery, "SIGKILL the busy instances this often (0: never)")
 	flag.DurationVar(&cfg.StallEvery, "stall-every", cfg.StallEvery, "stall DynamoDB for 4 s this often (0: never)")
+	flag.DurationVar(&cfg.OutageEvery, "outage-every", cfg.OutageEvery, "take the acquirer down (connections refused) this often")
+	flag.DurationVar(&cfg.OutageFor, "outage-for", cfg.OutageFor, "for this long (0: never)")
 	flag.Float64Var(&cfg.Faults.HangRate, "hang", cfg.Faults.HangRate, "acquirer: share of requests processed past the client's timeout")
 	flag.Float64Var(&cfg.Faults.ErrorRate, "errors", cfg.Faults.ErrorRate, "acquirer: share answered 500 unprocessed")
 	flag.Float64Var(&cfg.Faults.DropRate, "drops", cfg.Faults.DropRate, "acquirer: share processed, then the connection dropped")

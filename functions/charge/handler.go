@@ -194,7 +194,8 @@ func (h *Handler) observe(ctx context.Context, ev events.APIGatewayV2HTTPRequest
 	if h.Log != nil {
 		h.Log.InfoContext(ctx, "request", "route", ev.RouteKey,
 			"operation", charge.Operation, "record", res.Record, "outcome", a.outcome, "status", a.StatusCode,
-			"attempt", res.Attempt, "acquirer_ms", ms(res.AcquirerLatency), "acquirer_errors", res.AcquirerErrors, "total_ms", ms(took))
+			"attempt", res.Attempt, "acquirer_ms", ms(res.AcquirerLatency), "acquirer_errors", res.AcquirerErrors,
+			"acquirer_not_sent", res.AcquirerNotSent, "acquirer_unknown", res.AcquirerUnknown, "total_ms", ms(took))
 	}
 	if h.Metrics != nil {
 		values := map[string]float64{"LatencyMs": ms(took)}

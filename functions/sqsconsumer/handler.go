@@ -59,6 +59,8 @@ type verdict struct {
 	delay      time.Duration // and, when positive, redeliver after this
 	rejectCode string        // dead-letter with this code (and success)
 	reason     string
+	// acquirer calls that proved nothing sent, and that left the outcome unknown
+	notSent, unknown int
 }
 
 // Handle processes one batch.
@@ -85,7 +87,8 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 			ctx = obs.WithAttrs(ctx, slog.String("record", v.record))
 			done := h.settle(ctx, src, msg, v)
 			h.Logger.InfoContext(ctx, "message", "operation", charge.Operation,
-				"outcome", v.outcome, "attempt", v.attempt, "retry", !done, "total_ms", float64(time.Since(start).Microseconds())/1000)
+				"outcome", v.outcome, "attempt", v.attempt, "retry", !done, "acquirer_not_sent", v.notSent, "acquirer_unknown", v.unknown,
+				"total_ms", float64(time.Since(start).Microseconds())/1000)
 			if h.Metrics != nil {
 				values := map[string]float64{"LatencyMs": float64(time.Since(start).Microseconds()) / 1000}
 				if v.rejectCode != "" && done {
@@ -211,6 +214,7 @@ func verdictOf(res charge.Result) verdict {
 		v = verdict{retry: true}
 	}
 	v.outcome, v.record, v.attempt = res.Outcome.String(), res.Record, res.Attempt
+	v.notSent, v.unknown = res.AcquirerNotSent, res.AcquirerUnknown
 	if res.Outcome == charge.InFlight {
 		v.delay = res.WaitOut
 	}

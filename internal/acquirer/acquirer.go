@@ -87,15 +87,23 @@ func NewClient(baseURL, apiKey string, httpClient *http.Client) (*Client, error)
 // acquirer deduplicates by key: every call with one key returns the first
 // authorization. The context bounds the call. Errors: ErrNotSent,
 // ErrOutcomeUnknown (both wrapped with the cause).
+//
+// One call is one send. Go's Transport resends a POST that carries an
+// Idempotency-Key on a fresh connection when a reused one fails; that
+// second send would happen after the service checked the lease for T + skew
+// (DESIGN §4 rule 3) and would hide the "outcome unknown" the service must
+// see. The body is therefore given so the Transport cannot rewind it
+// (no GetBody), and the service alone decides what happens next.
 func (c *Client) Authorize(ctx context.Context, key string, req Request) (Authorization, error) {
 	body, err := json.Marshal(req)
 	if err != nil {
 		return Authorization{}, fmt.Errorf("%w: encode: %v", ErrNotSent, err)
 	}
-	httpReq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base.JoinPath("v1", "authorizations").String(), bytes.NewReader(body))
+	httpReq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base.JoinPath("v1", "authorizations").String(), io.NopCloser(bytes.NewReader(body)))
 	if err != nil {
 		return Authorization{}, fmt.Errorf("%w: %v", ErrNotSent, err)
 	}
+	httpReq.ContentLength = int64(len(body)) // unknown to NewRequest behind the NopCloser
 	httpReq.Header.Set("Content-Type", "application/json")
 	httpReq.Header.Set("Idempotency-Key", key)
 	status, respBody, err := c.do(httpReq)

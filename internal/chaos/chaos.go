@@ -41,8 +41,12 @@ type Config struct {
 	// 4-second stalls of DynamoDB (which push invocations past their 3 s
 	// Lambda timeout); 0 disables.
 	KillEvery, StallEvery time.Duration
-	Faults                sandbox.Faults
-	Seed                  uint64
+	// OutageEvery spaces the acquirer-down phases, OutageFor is how long
+	// each lasts: the sandbox's listener is closed, so connections are
+	// refused and nothing is sent; 0 disables.
+	OutageEvery, OutageFor time.Duration
+	Faults                 sandbox.Faults
+	Seed                   uint64
 	// Drain bounds the wait, after the load, for nothing to be in flight.
 	Drain time.Duration
 	// RIE and BinDir: the emulator binary and the built functions.
@@ -55,7 +59,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		Intents: 2000, Clients: 3, Parallel: 40, Instances: 3, SQSShare: 0.2,
-		KillEvery: 4 * time.Second, StallEvery: 30 * time.Second,
+		KillEvery: 4 * time.Second, StallEvery: 30 * time.Second, OutageEvery: 20 * time.Second, OutageFor: 2 * time.Second,
 		Faults: sandbox.Faults{LatencyMS: 5, HangRate: 0.02, HangMS: 1500, ErrorRate: 0.02, DropRate: 0.02, Seed: 1},
 		Seed:   1, Drain: 90 * time.Second,
 	}
@@ -65,11 +69,18 @@ func DefaultConfig() Config {
 type Summary struct {
 	Intents, Clients, Requests, ViaSQS     int
 	Hangs, Errors500, Drops, Kills, Stalls int
-	Authorizations                         int
-	Duplicates, Lost, Divergent            int
-	Unanswered, Mismatched, InFlight       int
-	DeadLetters, DeadLettersNoReason       int
-	Drain, Total                           time.Duration
+	Outages                                int
+	// NotSent and Unknown count the acquirer calls the functions saw fail
+	// with "nothing sent" and with "outcome unknown" (their log lines).
+	NotSent, Unknown                 int
+	Authorizations                   int
+	Duplicates, Lost, Divergent      int
+	Unanswered, Mismatched, InFlight int
+	DeadLetters, DeadLettersNoReason int
+	// DeadLettersInFlight counts dead letters of commands that every
+	// receive found in flight: intents that did nothing wrong.
+	DeadLettersInFlight int
+	Drain, Total        time.Duration
 }
 
 // Violations lists every broken promise; empty means the run passed.
@@ -79,10 +90,20 @@ func (s Summary) Violations() []string {
 		"duplicate authorizations": s.Duplicates, "lost charges": s.Lost, "divergent answers": s.Divergent,
 		"unanswered clients": s.Unanswered, "answers not matching the record": s.Mismatched,
 		"records left in flight": s.InFlight, "dead letters without a reason": s.DeadLettersNoReason,
+		"dead letters of commands only ever in flight": s.DeadLettersInFlight,
 	} {
 		if n > 0 {
 			v = append(v, fmt.Sprintf("%d %s", n, name))
 		}
+	}
+	// The run exercised what it claims: refused connections reached the
+	// functions as "nothing sent", and drops as "outcome unknown" (at least
+	// half of them: an instance killed mid-call logs nothing).
+	if s.Outages > 0 && s.NotSent == 0 {
+		v = append(v, fmt.Sprintf("%d acquirer outages, but no function saw nothing sent", s.Outages))
+	}
+	if s.Unknown < (s.Drops+1)/2 {
+		v = append(v, fmt.Sprintf("%d drops injected, but the functions saw %d outcomes unknown", s.Drops, s.Unknown))
 	}
 	return v
 }
@@ -95,8 +116,10 @@ func (s Summary) Table() string {
 	}{
 		{"intents", s.Intents}, {"clients", s.Clients}, {"requests", s.Requests}, {"viaSQS", s.ViaSQS},
 		{"hangs", s.Hangs}, {"500s", s.Errors500}, {"drops", s.Drops}, {"kills", s.Kills}, {"dbstalls", s.Stalls},
+		{"outages", s.Outages}, {"notsent", s.NotSent}, {"unknown", s.Unknown},
 		{"authorizations", s.Authorizations}, {"duplicates", s.Duplicates}, {"lost", s.Lost}, {"divergent", s.Divergent},
 		{"unanswered", s.Unanswered}, {"mismatched", s.Mismatched}, {"inflight", s.InFlight}, {"deadletters", s.DeadLetters},
+		{"dlqInFlight", s.DeadLettersInFlight},
 		{"drain", s.Drain.Round(100 * time.Millisecond)}, {"total", s.Total.Round(100 * time.Millisecond)},
 	}
 	var head, vals strings.Builder
@@ -128,6 +151,16 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		return Summary{}, err
 	}
 	defer db.Stop()
+	// The functions' logs say what they saw; keep them for the checks.
+	logs := cfg.Output
+	if logs == nil {
+		if logs, err = os.CreateTemp("", "chaos-logs-"); err != nil {
+			return Summary{}, err
+		}
+		defer os.Remove(logs.Name())
+		defer logs.Close()
+	}
+	logStart, _ := logs.Seek(0, io.SeekCurrent)
 	// The stack and its functions reach this run's database through the
 	// SDK's standard variable.
 	os.Setenv("AWS_ENDPOINT_URL_DYNAMODB", "http://"+db.Addr)
@@ -136,7 +169,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		RIE: cfg.RIE, BinDir: cfg.BinDir, TableName: fmt.Sprintf("chaos-%d", time.Now().UnixNano()),
 		GatewayAddr: "127.0.0.1:0", SandboxAddr: "127.0.0.1:0", Trust: localapi.Trust{Secret: secret},
 		Instances: cfg.Instances, Timeout: 3 * time.Second, Env: append(chaosEnv, "AWS_ENDPOINT_URL_DYNAMODB=http://"+db.Addr),
-		SweepInterval: 2 * time.Second, VisibilityTimeout: 2 * time.Second, Output: cfg.Output,
+		SweepInterval: 2 * time.Second, VisibilityTimeout: 2 * time.Second, Output: logs,
 		Producers: []localapi.Producer{{Name: "chaos", Accounts: []string{"acct_chaos"}}},
 	})
 	if err != nil {
@@ -163,7 +196,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 
 	// Faults that need a clock: kills and database stalls, until the load ends.
 	loadDone := make(chan struct{})
-	var kills, stalls atomic.Int64
+	var kills, stalls, outages atomic.Int64
 	var bg sync.WaitGroup
 	// every runs f with d between the end of one run and the start of the
 	// next (a ticker would queue a tick during a 4 s stall and stall again
@@ -190,6 +223,13 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		}
 	})
 	every(cfg.StallEvery, func() { db.Stall(4 * time.Second); stalls.Add(1) })
+	if cfg.OutageFor > 0 {
+		every(cfg.OutageEvery, func() {
+			if err := stack.SandboxOutage(cfg.OutageFor); err == nil {
+				outages.Add(1)
+			}
+		})
+	}
 
 	httpClient := &http.Client{Timeout: 4 * time.Second}
 	var requests, viaSQS atomic.Int64
@@ -225,6 +265,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	close(loadDone)
 	bg.Wait()
 	sum.Requests, sum.ViaSQS, sum.Kills, sum.Stalls = int(requests.Load()), int(viaSQS.Load()), int(kills.Load()), int(stalls.Load())
+	sum.Outages = int(outages.Load())
 	sum.Hangs, sum.Errors500, sum.Drops = stack.Sandbox.Injected()
 	stack.Sandbox.SetFaults(sandbox.Faults{})
 
@@ -237,7 +278,12 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		time.Sleep(500 * time.Millisecond)
 	}
 	sum.Drain = time.Since(drainStart)
-	if err := check(ctx, stack, intents, &sum); err != nil {
+	seen, err := readLogs(logs.Name(), logStart)
+	if err != nil {
+		return sum, err
+	}
+	sum.NotSent, sum.Unknown = seen.notSent, seen.unknown
+	if err := check(ctx, stack, intents, seen, &sum); err != nil {
 		return sum, err
 	}
 	sum.Total = time.Since(start)
@@ -301,7 +347,13 @@ func inFlight(ctx context.Context, s *localapi.Stack) (int, error) {
 	return n, nil
 }
 
+// queueEmpty: the producer's queue and the reconcile queue hold nothing.
 func queueEmpty(ctx context.Context, s *localapi.Stack) bool {
-	out, err := s.SQS.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(s.QueueURL), AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameAll}})
-	return err == nil && out.Attributes["ApproximateNumberOfMessages"] == "0" && out.Attributes["ApproximateNumberOfMessagesNotVisible"] == "0"
+	for _, url := range []string{s.QueueURL, s.ReconcileURL} {
+		out, err := s.SQS.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url), AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameAll}})
+		if err != nil || out.Attributes["ApproximateNumberOfMessages"] != "0" || out.Attributes["ApproximateNumberOfMessagesNotVisible"] != "0" {
+			return false
+		}
+	}
+	return true
 }

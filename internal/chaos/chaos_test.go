@@ -29,7 +29,7 @@ func TestChaos(t *testing.T) {
 	t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", "") // Run points this process at its own database
 	sum, err := Run(context.Background(), Config{
 		Intents: 120, Clients: 3, Parallel: 20, Instances: 3, SQSShare: 0.2,
-		KillEvery: time.Second, StallEvery: 2 * time.Second,
+		KillEvery: time.Second, StallEvery: 2 * time.Second, OutageEvery: 3 * time.Second, OutageFor: time.Second,
 		Faults: sandbox.Faults{LatencyMS: 5, HangRate: 0.05, HangMS: 1500, ErrorRate: 0.05, DropRate: 0.05, Seed: 7},
 		Seed:   7, Drain: 60 * time.Second, RIE: rie, BinDir: bin,
 	})
@@ -40,7 +40,7 @@ func TestChaos(t *testing.T) {
 	if v := sum.Violations(); len(v) > 0 {
 		t.Fatalf("violations: %v", v)
 	}
-	if sum.Kills < 3 || sum.Stalls == 0 || sum.Hangs+sum.Errors500+sum.Drops == 0 || sum.Authorizations == 0 {
+	if sum.Kills < 3 || sum.Stalls == 0 || sum.Outages == 0 || sum.Drops == 0 || sum.NotSent == 0 || sum.Unknown == 0 || sum.Authorizations == 0 {
 		t.Fatalf("the run injected too little to prove anything: %+v", sum)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/localapi"
+	"github.com/idempotent-payments/idempay/internal/queue"
 )
 
 // row is what the checks read of an item: records and ledger rows alike.
@@ -29,7 +30,7 @@ type row struct {
 
 // check compares the acquirer's authorizations, the table and every
 // client's answers, and fills in the violation counts of sum.
-func check(ctx context.Context, s *localapi.Stack, intents []intent, sum *Summary) error {
+func check(ctx context.Context, s *localapi.Stack, intents []intent, logs seen, sum *Summary) error {
 	records := map[string]row{} // by pk
 	byDownstream := map[string]row{}
 	ledger := map[string]bool{}
@@ -116,8 +117,11 @@ func check(ctx context.Context, s *localapi.Stack, intents []intent, sum *Summar
 			sum.DeadLetters++
 			_, rejected := m.MessageAttributes["reject_code"]
 			receives, _ := strconv.Atoi(m.Attributes[string(sqstypes.MessageSystemAttributeNameApproximateReceiveCount)])
-			if !rejected && receives < 5 {
+			if !rejected && receives < queue.MaxReceiveCount {
 				sum.DeadLettersNoReason++
+			}
+			if !rejected && logs.onlyInFlight(aws.ToString(m.MessageId)) {
+				sum.DeadLettersInFlight++
 			}
 			_, _ = s.SQS.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(s.DLQURL), ReceiptHandle: m.ReceiptHandle})
 		}

@@ -204,10 +204,14 @@ type Result struct {
 	Record string
 	// Attempt is the lease's attempt when this request owned the key (else 0);
 	// AcquirerLatency the time spent in acquirer calls, AcquirerErrors how
-	// many of them failed (a lookup's "not found" is an answer, not a failure).
+	// many of them failed (a lookup's "not found" is an answer, not a
+	// failure): AcquirerNotSent proved nothing was sent, AcquirerUnknown left
+	// the outcome unknown (the rest of the failures).
 	Attempt         int
 	AcquirerLatency time.Duration
 	AcquirerErrors  int
+	AcquirerNotSent int
+	AcquirerUnknown int
 }
 
 // Charge is the one door: it parses in (the account, then the key, then
@@ -267,20 +271,25 @@ func (s *Service) charge(ctx context.Context, scope idem.Scope, req Request) Res
 	}
 	var calls acquirerCalls
 	res := s.execute(ctx, claim.Lease, req, &calls)
-	res.Attempt, res.AcquirerLatency, res.AcquirerErrors = claim.Lease.Attempt(), calls.spent, calls.failed
+	res.Attempt, res.AcquirerLatency = claim.Lease.Attempt(), calls.spent
+	res.AcquirerErrors, res.AcquirerNotSent, res.AcquirerUnknown = calls.notSent+calls.unknown, calls.notSent, calls.unknown
 	return res
 }
 
 // acquirerCalls adds up the acquirer calls of one request.
 type acquirerCalls struct {
-	spent  time.Duration
-	failed int
+	spent            time.Duration
+	notSent, unknown int
 }
 
 func (c *acquirerCalls) add(start time.Time, err error) {
 	c.spent += time.Since(start)
-	if err != nil && !errors.Is(err, acquirer.ErrNotFound) {
-		c.failed++
+	switch {
+	case err == nil || errors.Is(err, acquirer.ErrNotFound):
+	case errors.Is(err, acquirer.ErrNotSent):
+		c.notSent++
+	default:
+		c.unknown++
 	}
 }
 

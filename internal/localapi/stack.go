@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -18,6 +20,7 @@ import (
 
 	"github.com/idempotent-payments/idempay/internal/command"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
+	"github.com/idempotent-payments/idempay/internal/queue"
 	"github.com/idempotent-payments/idempay/internal/route"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
 	"github.com/idempotent-payments/idempay/internal/sweep"
@@ -47,7 +50,7 @@ type StackConfig struct {
 	// on its own (tests call Stack.Sweep).
 	SweepInterval time.Duration
 	// VisibilityTimeout of the command queues (30 s); MaxReceives before the
-	// DLQ (5).
+	// DLQ (queue.MaxReceiveCount, as deployed).
 	VisibilityTimeout time.Duration
 	MaxReceives       int
 	// NoEventSourceMapping leaves the command queues unpolled, for a test
@@ -91,6 +94,7 @@ type Stack struct {
 	// DynamoDB is a client for the stack's table, built like the functions' own.
 	DynamoDB *dynamodb.Client
 
+	mu            sync.Mutex // guards servers and sandboxServer
 	servers       []*http.Server
 	sandboxServer *http.Server
 	stopTriggers  context.CancelFunc
@@ -98,7 +102,28 @@ type Stack struct {
 
 // StopSandbox closes the sandbox acquirer's listener and connections: from
 // then on the functions' acquirer calls are refused (nothing sent).
-func (s *Stack) StopSandbox() { _ = s.sandboxServer.Close() }
+func (s *Stack) StopSandbox() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_ = s.sandboxServer.Close()
+}
+
+// SandboxOutage takes the sandbox acquirer down for d: its listener and
+// connections are closed, so every acquirer call in that time is refused
+// before a connection is made (nothing sent). Then it serves again, with
+// its authorizations, on the same address.
+func (s *Stack) SandboxOutage(d time.Duration) error {
+	s.StopSandbox()
+	time.Sleep(d)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	addr := strings.TrimPrefix(s.SandboxURL, "http://")
+	if _, err := s.serveLocked(addr, s.Sandbox); err != nil {
+		return fmt.Errorf("sandbox back up: %w", err)
+	}
+	s.sandboxServer = s.servers[len(s.servers)-1]
+	return nil
+}
 
 // StartStack creates the table (if missing) and starts everything. The
 // DynamoDB endpoint comes from the SDK's standard variables.
@@ -116,7 +141,7 @@ func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
 		cfg.VisibilityTimeout = 30 * time.Second
 	}
 	if cfg.MaxReceives <= 0 {
-		cfg.MaxReceives = 5
+		cfg.MaxReceives = queue.MaxReceiveCount
 	}
 	if len(cfg.Producers) == 0 {
 		cfg.Producers = DefaultProducers
@@ -135,7 +160,7 @@ func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
 		return nil, err
 	}
 	s.SandboxURL = sandboxURL
-	s.sandboxServer = s.servers[len(s.servers)-1]
+	s.sandboxServer = s.servers[len(s.servers)-1] // no other goroutine yet
 	s.SQS = sqs.NewFromConfig(awsCfg)
 	if err := s.createQueues(ctx, cfg); err != nil {
 		s.Close()
@@ -205,6 +230,12 @@ func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
 }
 
 func (s *Stack) serve(addr string, h http.Handler) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.serveLocked(addr, h)
+}
+
+func (s *Stack) serveLocked(addr string, h http.Handler) (string, error) {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return "", fmt.Errorf("listen %s: %w", addr, err)
@@ -266,6 +297,8 @@ func (s *Stack) Close() {
 	if s.stopTriggers != nil {
 		s.stopTriggers()
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	for _, srv := range s.servers {
 		_ = srv.Close()
 	}
