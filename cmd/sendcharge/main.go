@@ -1,5 +1,5 @@
 // Command sendcharge is `make send-charge`: it puts one charge command on
-// the local charge-commands queue (the stack `make run` serves), waits until
+// a producer's charge-commands queue (the stack `make run` serves), waits until
 // the consumer has processed it, and prints the GET that reads the charge.
 //
 // Environment: ACCOUNT (acct_demo), KEY (a new one each run), PRODUCER
@@ -76,7 +76,7 @@ func run() error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("not processed within 30 s")
+			return fmt.Errorf("not processed within 30 s (a refused command is in the DLQ with its reject_code, e.g. PRODUCER_NOT_ALLOWED for an account producer %s may not charge)", producer)
 		case <-time.After(200 * time.Millisecond):
 		}
 	}

@@ -122,7 +122,7 @@ func (h *Handler) settle(ctx context.Context, src Source, msg events.SQSMessage,
 		h.Logger.WarnContext(ctx, "message rejected", "reject_code", v.rejectCode)
 		return true
 	case v.retry:
-		if v.delay > 0 {
+		if v.delay > 0 && src.Queue != nil { // only a known source's messages are delayed
 			if err := src.Queue.Delay(ctx, msg.ReceiptHandle, v.delay); err != nil {
 				h.Logger.WarnContext(ctx, "delay failed; the queue's visibility timeout applies", "error", err)
 			}

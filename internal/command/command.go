@@ -1,6 +1,6 @@
-// Package command is the schema of the messages on the charge-commands
-// queue: charge commands from producers and reconcile commands from the
-// sweeper. Senders encode with Encode and the consumer decodes with Decode;
+// Package command is the schema of the messages on the command queues:
+// charge commands from producers (each on its own queue, see Source) and
+// reconcile commands from the sweeper (on the reconcile queue). Senders encode with Encode and the consumer decodes with Decode;
 // nothing else spells the format.
 //
 //	{"type": "charge", "account": "acct_7Hq2", "idempotency_key": "order-123-attempt",
