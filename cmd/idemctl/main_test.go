@@ -26,12 +26,9 @@ import (
 // Local and the sandbox acquirer, with T + skew = 1 s.
 func TestOperatorCommands(t *testing.T) {
 	ctx := context.Background()
-	ddb := dynamotest.Client(t)
-	table := dynamotest.NewTable(t, ddb)
-	sb := sandbox.New("")
-	acqSrv := httptest.NewServer(sb)
-	defer acqSrv.Close()
-	env := map[string]string{"TABLE_NAME": table, "ACQUIRER_URL": acqSrv.URL, "IN_TRANSIT_BOUND": "800ms", "CLOCK_SKEW": "200ms", "ACQUIRER_TIMEOUT": "500ms"}
+	w := newWorld(t)
+	store, acq := w.store, w.acq
+	env := map[string]string{"TABLE_NAME": w.table, "ACQUIRER_URL": w.acquirerURL, "IN_TRANSIT_BOUND": "800ms", "CLOCK_SKEW": "200ms", "ACQUIRER_TIMEOUT": "500ms"}
 	idemctl := func(stdin string, args ...string) (string, error) {
 		var out bytes.Buffer
 		err := run(ctx, args, strings.NewReader(stdin), &out, func(k string) string { return env[k] })
@@ -39,9 +36,7 @@ func TestOperatorCommands(t *testing.T) {
 	}
 
 	// A completed charge and a stale one, made by the real service.
-	store := dynamostore.New(ddb, table)
 	guard := idem.NewGuard(store, idem.Config{DefaultLease: 200 * time.Millisecond}) // workers that die young
-	acq, _ := acquirer.NewClient(acqSrv.URL, "", nil)
 	svc := charge.NewService(idem.NewGuard(store, idem.Config{}), acq, httpapi.Answer, charge.Config{})
 	body := []byte(`{"amount": 100, "currency": "BRL", "order_id": "1", "payment_method": "pm_card_visa"}`)
 	if r := svc.Charge(ctx, charge.Input{Account: "acct_ops", Keys: []string{"ops-done-key"}, Body: body}); r.Outcome != charge.Executed || r.Response.StatusCode != 201 {
@@ -137,12 +132,28 @@ func (d *duringConfirmation) Read(p []byte) (int, error) {
 	return d.answer.Read(p)
 }
 
-// world is what an operator's release works against.
+// world is what an operator's command works against: a fresh table in
+// DynamoDB Local and a sandbox acquirer.
 type world struct {
 	table, acquirerURL string
 	store              *dynamostore.Store
+	sb                 *sandbox.Server
 	acq                *acquirer.Client
-	bound              time.Duration // T + skew
+	bound              time.Duration // T + skew, as world.env
+}
+
+func newWorld(t *testing.T) world {
+	t.Helper()
+	ddb := dynamotest.Client(t)
+	table := dynamotest.NewTable(t, ddb)
+	sb := sandbox.New("")
+	srv := httptest.NewServer(sb)
+	t.Cleanup(srv.Close)
+	acq, err := acquirer.NewClient(srv.URL, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return world{table: table, acquirerURL: srv.URL, store: dynamostore.New(ddb, table), sb: sb, acq: acq, bound: 300 * time.Millisecond}
 }
 
 // env is the environment idemctl runs with in w: T 200 ms, skew 100 ms.
@@ -163,15 +174,8 @@ type releaseFn func(ctx context.Context, w world, pk string, stdin io.Reader) er
 func lostCharge(t *testing.T, release releaseFn, key string) string {
 	t.Helper()
 	ctx := context.Background()
-	ddb := dynamotest.Client(t)
-	table := dynamotest.NewTable(t, ddb)
-	sb := sandbox.New("")
-	srv := httptest.NewServer(sb)
-	defer srv.Close()
-	acq, _ := acquirer.NewClient(srv.URL, "", nil)
-	store := dynamostore.New(ddb, table)
-	const bound = 300 * time.Millisecond // T + skew, as world.env
-	w := world{table: table, acquirerURL: srv.URL, store: store, acq: acq, bound: bound}
+	w := newWorld(t)
+	store, acq, sb, bound := w.store, w.acq, w.sb, w.bound
 	cfg := charge.Config{InTransitBound: 200 * time.Millisecond, ClockSkew: 100 * time.Millisecond, AcquirerTimeout: 150 * time.Millisecond}
 	client := charge.NewService(idem.NewGuard(store, idem.Config{DefaultLease: 2 * time.Second}), losesAnswers{acq}, httpapi.Answer, cfg)
 
