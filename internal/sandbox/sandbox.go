@@ -64,7 +64,20 @@ type Server struct {
 	order  []string
 	faults Faults
 	rng    *rand.Rand
+	// dropped holds when each key's answer was last dropped; resent counts
+	// the requests that came back with that key within resendWindow, as a
+	// client library's own resend does (a caller's retry takes far longer).
+	dropped map[string]time.Time
+	resent  atomic.Int64
 }
+
+// resendWindow tells a transport's resend of a dropped request from a
+// retry: the resend follows at once, a retry waits a lease or a backoff.
+const resendWindow = 200 * time.Millisecond
+
+// Resent counts the dropped requests that were sent again at once with the
+// same key: drops the caller's code never saw as "outcome unknown".
+func (s *Server) Resent() int { return int(s.resent.Load()) }
 
 type stored struct {
 	auth   acquirer.Authorization
@@ -74,7 +87,7 @@ type stored struct {
 // New returns an empty sandbox. apiKey, when set, must be presented as a
 // bearer credential on /v1 routes.
 func New(apiKey string) *Server {
-	s := &Server{apiKey: apiKey, byKey: map[string]stored{}, rng: rand.New(rand.NewPCG(0, 0)), mux: http.NewServeMux()}
+	s := &Server{apiKey: apiKey, byKey: map[string]stored{}, dropped: map[string]time.Time{}, rng: rand.New(rand.NewPCG(0, 0)), mux: http.NewServeMux()}
 	s.mux.HandleFunc("POST /v1/authorizations", s.authorize)
 	s.mux.HandleFunc("GET /v1/authorizations/{key}", s.lookup)
 	s.mux.HandleFunc("GET /v1/authorizations", s.list)
@@ -166,6 +179,11 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.received.Add(1)
+	s.mu.Lock()
+	if at, ok := s.dropped[key]; ok && time.Since(at) < resendWindow {
+		s.resent.Add(1)
+	}
+	s.mu.Unlock()
 	if req.PaymentMethod == "pm_card_processing_error" {
 		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "processing error"})
 		return
@@ -183,6 +201,9 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 	rec := s.record(key, req)
 	time.Sleep(time.Duration(f.ResponseDelayMS) * time.Millisecond)
 	if kind == faultDrop {
+		s.mu.Lock()
+		s.dropped[key] = time.Now()
+		s.mu.Unlock()
 		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
 			conn.Close()
 			return
