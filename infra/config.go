@@ -15,7 +15,7 @@ import (
 // taken over at most timeout + margin later.
 const (
 	chargeTimeout   = 10
-	consumerTimeout = 30
+	consumerTimeout = 30 // command.ConsumerTimeout, which idemctl reads; TestRedriveArithmetic holds them equal
 	sweeperTimeout  = 55 // inside the 1-minute schedule
 	leaseMargin     = "10s"
 	inTransitBound  = "5s"
@@ -40,6 +40,11 @@ type Producer struct {
 	// the role.
 	Name     string
 	Accounts []string
+	// AssumedBy is the ARN of the principal (a role, in this or another AWS
+	// account) that may assume the producer's role. Empty: any principal of
+	// the deploying account whose own policy allows sts:AssumeRole on it.
+	// Set it in every real environment.
+	AssumedBy string
 }
 
 // Config is one environment's settings. Every deployable difference between
@@ -165,6 +170,8 @@ func (c Config) checkProducers() error {
 			return fmt.Errorf("producer %q listed twice", p.Name)
 		case len(p.Accounts) == 0:
 			return fmt.Errorf("producer %s may charge no account", p.Name)
+		case p.AssumedBy != "" && !strings.HasPrefix(p.AssumedBy, "arn:"):
+			return fmt.Errorf("producer %s: AssumedBy %q is not an ARN", p.Name, p.AssumedBy)
 		}
 		for _, a := range p.Accounts {
 			if err := idem.ValidateAccount(a); err != nil {

@@ -26,6 +26,7 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
+	chargedomain "github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/command"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
 	"github.com/idempotent-payments/idempay/internal/obs"
@@ -68,8 +69,12 @@ func NewStack(scope constructs.Construct, id string, cfg Config, assets StackAss
 	var producers []producerQueue
 	for _, p := range cfg.Producers {
 		q := commandQueue("ChargeCommands-" + p.Name)
+		var assumedBy awsiam.IPrincipal = awsiam.NewAccountRootPrincipal()
+		if p.AssumedBy != "" {
+			assumedBy = awsiam.NewArnPrincipal(jsii.String(p.AssumedBy))
+		}
 		role := awsiam.NewRole(stack, jsii.String("Producer-"+p.Name+"-Role"), &awsiam.RoleProps{
-			AssumedBy:   awsiam.NewAccountRootPrincipal(),
+			AssumedBy:   assumedBy,
 			Description: jsii.String("Sends charge commands for producer " + p.Name + " of idempay " + cfg.Name),
 		})
 		awsiam.NewPolicy(stack, jsii.String("Producer-"+p.Name+"-Policy"), &awsiam.PolicyProps{
@@ -129,9 +134,12 @@ func NewStack(scope constructs.Construct, id string, cfg Config, assets StackAss
 			{actions: consumeActions, resources: producerARNs},
 			{actions: []string{"sqs:SendMessage"}, resources: []*string{dlq.QueueArn()}},
 		})
-	// The reconciler is the same code reading only the reconcile queue. It
-	// may write the ledger rows (CHARGE#…) a completion adds, but cannot put
-	// an idempotency record: it never claims a key, so never starts a charge.
+	// The reconciler is the same code reading only the reconcile queue, so
+	// it takes reconcile commands only. Its role backs that up: it may put
+	// the ledger rows a completion adds, but no idempotency record, so the
+	// claim path (a conditional PutItem) fails for it. It still updates and
+	// deletes records (take-over, completion, release), so the role alone
+	// does not prove it never starts a charge; the code's refusal does.
 	reconciler := newFunction(stack, "Reconciler", cfg, assets, removal, consumerTimeout,
 		with(map[string]*string{
 			command.SourcesEnv: encodeSources([]command.Source{{ARN: *reconcileQueue.QueueArn(), URL: *reconcileQueue.QueueUrl(), Reconcile: true}}),
@@ -139,7 +147,7 @@ func NewStack(scope constructs.Construct, id string, cfg Config, assets StackAss
 		}), []statement{
 			{actions: []string{"dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"}, resources: []*string{tableArn}},
 			{actions: []string{"dynamodb:PutItem"}, resources: []*string{tableArn},
-				conditions: map[string]any{"ForAllValues:StringLike": map[string]any{"dynamodb:LeadingKeys": []string{"CHARGE#*"}}}},
+				conditions: map[string]any{"ForAllValues:StringLike": map[string]any{"dynamodb:LeadingKeys": []string{chargedomain.LedgerPrefix + "*"}}}},
 			{actions: []string{"secretsmanager:GetSecretValue"}, resources: []*string{secret.SecretArn()}},
 			{actions: consumeActions, resources: []*string{reconcileQueue.QueueArn()}},
 			{actions: []string{"sqs:SendMessage"}, resources: []*string{dlq.QueueArn()}},
@@ -336,7 +344,8 @@ func newAPI(stack awscdk.Stack, cfg Config, removal awscdk.RemovalPolicy, charge
 }
 
 // newAlarms: DLQ not empty, stale records found and failing, 5xx answers,
-// throttles, sweeper errors — all to the environment's topic.
+// throttles of the charge function and both consumers, sweeper errors,
+// PRODUCER_NOT_ALLOWED refusals — all to the environment's topic.
 func newAlarms(stack awscdk.Stack, cfg Config, dlq awssqs.Queue, api awsapigatewayv2.HttpApi, charge, consumer, reconciler, sweeper function) {
 	topic := awssns.NewTopic(stack, jsii.String("Alarms"), &awssns.TopicProps{DisplayName: jsii.String("idempay " + cfg.Name + " alarms")})
 	if cfg.AlarmEmail != "" {

@@ -16,6 +16,8 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/jsii-runtime-go"
 
+	chargedomain "github.com/idempotent-payments/idempay/internal/charge"
+	"github.com/idempotent-payments/idempay/internal/command"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
 	"github.com/idempotent-payments/idempay/internal/queue"
 )
@@ -274,12 +276,12 @@ func TestLeastPrivilege(t *testing.T) {
 	if strings.Contains(asJSON(tmpl), `"dynamodb:Scan"`) {
 		t.Error("something may Scan")
 	}
-	// The reconciler may put ledger rows only: never an idempotency record,
-	// so it cannot claim a key and start a charge.
+	// The reconciler may put ledger rows only, never an idempotency record:
+	// the claim path fails for it.
 	for _, st := range props(byPrefix(t, policies, "ReconcilerPolicy"))["PolicyDocument"].(map[string]any)["Statement"].([]any) {
 		st := st.(map[string]any)
 		if slices.Contains(list(st["Action"]), any("dynamodb:PutItem")) &&
-			asJSON(st["Condition"]) != `{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["CHARGE#*"]}}` {
+			asJSON(st["Condition"]) != `{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["`+chargedomain.LedgerPrefix+`*"]}}` {
 			t.Errorf("the reconciler may put any item: %s", asJSON(st))
 		}
 	}
@@ -361,6 +363,9 @@ func TestQueuePolicies(t *testing.T) {
 // have receives for transient failures; each wait fits in SQS's visibility
 // limit; and the whole of it fits in the queue's retention.
 func TestRedriveArithmetic(t *testing.T) {
+	if consumerTimeout*time.Second != command.ConsumerTimeout {
+		t.Fatalf("the consumers' timeout %d s is not command.ConsumerTimeout %s, which bounds idemctl's leases", consumerTimeout, command.ConsumerTimeout)
+	}
 	lease := time.Duration(consumerTimeout)*time.Second + mustDuration(t, leaseMargin) // the longest lease
 	hide := lease + mustDuration(t, inTransitBound) + mustDuration(t, clockSkew)       // one in-flight receive
 	if maxReceiveCount < queue.InFlightReceives+queue.ResolveReceives+1 || queue.TransientReceives < 1 || queue.InFlightReceives < 2 {
@@ -388,8 +393,21 @@ func mustDuration(t *testing.T, s string) time.Duration {
 	return d
 }
 
-// TestProducersConfig: every environment lists its producers validly.
+// TestProducersConfig: every environment lists its producers validly, and
+// a producer's AssumedBy is the one principal its role trusts.
 func TestProducersConfig(t *testing.T) {
+	cfg, _ := ConfigFor("staging", testInputs)
+	cfg.Producers[0].AssumedBy = "arn:aws:iam::111122223333:role/orders-service"
+	dir := t.TempDir()
+	for _, fn := range []string{"charge", "sqsconsumer", "sweeper"} {
+		_ = os.MkdirAll(filepath.Join(dir, fn), 0o755)
+		_ = os.WriteFile(filepath.Join(dir, fn, "bootstrap"), []byte(fn), 0o755)
+	}
+	tmpl := assertions.Template_FromStack(NewStack(awscdk.NewApp(nil), "trust", cfg, StackAssets{Dir: dir}), nil)
+	trust := asJSON((*tmpl.FindResources(jsii.String("AWS::IAM::Role"), nil)))
+	if !strings.Contains(trust, `"Principal":{"AWS":"arn:aws:iam::111122223333:role/orders-service"}`) {
+		t.Fatalf("the producer role does not trust its AssumedBy: %s", trust)
+	}
 	for _, env := range Environments {
 		cfg, err := ConfigFor(env, testInputs)
 		if err != nil || cfg.checkProducers() != nil {
@@ -402,6 +420,7 @@ func TestProducersConfig(t *testing.T) {
 		"twice":       {{Name: "orders", Accounts: []string{"acct_1"}}, {Name: "orders", Accounts: []string{"acct_2"}}},
 		"no accounts": {{Name: "orders"}},
 		"bad account": {{Name: "orders", Accounts: []string{""}}},
+		"bad trust":   {{Name: "orders", Accounts: []string{"acct_1"}, AssumedBy: "orders-service"}},
 	} {
 		if err := (Config{Producers: ps}).checkProducers(); err == nil {
 			t.Errorf("%s: accepted", name)

@@ -37,6 +37,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/idempotent-payments/idempay/internal/charge"
+	"github.com/idempotent-payments/idempay/internal/command"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
 	"github.com/idempotent-payments/idempay/internal/setup"
@@ -171,6 +172,10 @@ func reconcile(ctx context.Context, svc *charge.Service, guard *idem.Guard, pk s
 			return errors.New("nothing done")
 		}
 	}
+	// As long as a consumer's invocation, so the lease it takes is no longer
+	// than the consumer's (the redrive arithmetic counts on that).
+	ctx, cancel := context.WithTimeout(ctx, command.ConsumerTimeout)
+	defer cancel()
 	did, err := svc.Reconcile(ctx, pk)
 	if err != nil {
 		return fmt.Errorf("nothing is known yet; record %s stays in flight: %w", ref, err)
@@ -182,7 +187,7 @@ func reconcile(ctx context.Context, svc *charge.Service, guard *idem.Guard, pk s
 	case charge.ReconciledCompleted:
 		auth := "?"
 		if rec, err := guard.Lookup(ctx, pk); err == nil && rec.Response != nil {
-			if item, err := guard.Item(ctx, "CHARGE#"+charge.ChargeID(rec.DownstreamKey)); err == nil {
+			if item, err := guard.Item(ctx, charge.LedgerPK(charge.ChargeID(rec.DownstreamKey))); err == nil {
 				auth = item.Attributes["authorization_id"] + " (" + item.Attributes["status"] + ")"
 			}
 		}
@@ -243,7 +248,7 @@ func describe(ctx context.Context, guard *idem.Guard, rec *idem.Record) view {
 			body, _ = json.Marshal(string(rec.Response.Body))
 		}
 		v.Response = &response{Status: rec.Response.StatusCode, Headers: rec.Response.Headers, Body: body}
-		if item, err := guard.Item(ctx, "CHARGE#"+charge.ChargeID(rec.DownstreamKey)); err == nil {
+		if item, err := guard.Item(ctx, charge.LedgerPK(charge.ChargeID(rec.DownstreamKey))); err == nil {
 			v.Ledger = item.Attributes
 		}
 	}

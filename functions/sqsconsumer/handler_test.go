@@ -152,3 +152,40 @@ func TestProducerBinding(t *testing.T) {
 		})
 	}
 }
+
+// delays records each delay asked for.
+type delays struct {
+	mu  sync.Mutex
+	got []time.Duration
+}
+
+func (d *delays) Delay(_ context.Context, _ string, by time.Duration) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.got = append(d.got, by)
+	return nil
+}
+
+// TestInFlightHiddenUntilTheLeaseIsOver: a command whose key another
+// attempt holds is kept, and hidden for the lease's time left plus T and
+// the skew, not for the client's Retry-After (issue 11, finding 2).
+func TestInFlightHiddenUntilTheLeaseIsOver(t *testing.T) {
+	t.Parallel()
+	clock := idemtest.NewClock(time.Unix(1_800_000_000, 0))
+	guard := idem.NewGuard(idemtest.NewMemoryStore(), idem.Config{Now: clock.Now, DefaultLease: 40 * time.Second})
+	body := []byte(`{"amount": 100, "currency": "BRL", "order_id": "1", "payment_method": "pm_card_visa"}`)
+	req, _ := charge.ParseRequest(body, 0)
+	if _, err := guard.Begin(context.Background(), idem.Scope{Operation: charge.Operation, Account: "acct_7Hq2", Key: "held-elsewhere"}, req.Canonical()); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(15 * time.Second)
+	d := &delays{}
+	h := &Handler{Service: charge.NewService(guard, sandbox.New(""), httpapi.Answer, charge.Config{InTransitBound: 5 * time.Second, ClockSkew: time.Second}),
+		Sources:     map[string]Source{testQueue: {Source: command.Source{ARN: testQueue, URL: "u", Producer: "orders", Accounts: []string{"acct_7Hq2"}}, Queue: d}},
+		DeadLetters: &deadLetters{}, Concurrency: 1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	msg, _ := command.Charge("acct_7Hq2", "held-elsewhere", body).Encode()
+	resp, _ := h.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m1", Body: msg, EventSourceARN: testQueue}}})
+	if len(resp.BatchItemFailures) != 1 || len(d.got) != 1 || d.got[0] != 31*time.Second {
+		t.Fatalf("failures %+v, delays %v; want the message kept and hidden 25 s left + 5 s + 1 s", resp.BatchItemFailures, d.got)
+	}
+}

@@ -203,6 +203,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	// Faults that need a clock: kills and database stalls, until the load ends.
 	loadDone := make(chan struct{})
 	var kills, stalls, outages atomic.Int64
+	var outageErr atomic.Value // the error of an outage the sandbox did not come back from
 	var bg sync.WaitGroup
 	// every runs f with d between the end of one run and the start of the
 	// next (a ticker would queue a tick during a 4 s stall and stall again
@@ -231,9 +232,11 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	every(cfg.StallEvery, func() { db.Stall(4 * time.Second); stalls.Add(1) })
 	if cfg.OutageFor > 0 {
 		every(cfg.OutageEvery, func() {
-			if err := stack.SandboxOutage(cfg.OutageFor); err == nil {
-				outages.Add(1)
+			if err := stack.SandboxOutage(cfg.OutageFor); err != nil {
+				outageErr.Store(err)
+				return
 			}
+			outages.Add(1)
 		})
 	}
 
@@ -272,6 +275,9 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	bg.Wait()
 	sum.Requests, sum.ViaSQS, sum.Kills, sum.Stalls = int(requests.Load()), int(viaSQS.Load()), int(kills.Load()), int(stalls.Load())
 	sum.Outages, sum.Resent = int(outages.Load()), stack.Sandbox.Resent()
+	if err, _ := outageErr.Load().(error); err != nil {
+		return sum, err
+	}
 	sum.Hangs, sum.Errors500, sum.Drops = stack.Sandbox.Injected()
 	stack.Sandbox.SetFaults(sandbox.Faults{})
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"strconv"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
@@ -13,6 +14,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/idempotent-payments/idempay/internal/acquirer"
+	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/localapi"
 	"github.com/idempotent-payments/idempay/internal/queue"
@@ -46,7 +48,7 @@ func check(ctx context.Context, s *localapi.Stack, intents []intent, logs seen, 
 				return err
 			}
 			switch {
-			case len(r.PK) > 7 && r.PK[:7] == "CHARGE#":
+			case strings.HasPrefix(r.PK, charge.LedgerPrefix):
 				ledger[r.PK] = true
 			default:
 				records[r.PK] = r
@@ -71,7 +73,7 @@ func check(ctx context.Context, s *localapi.Stack, intents []intent, logs seen, 
 		if rec.Status != string(idem.StatusCompleted) {
 			continue // counted as in flight
 		}
-		if !matches(rec, auth) || !ledger["CHARGE#ch_"+key] {
+		if !matches(rec, auth) || !ledger[charge.LedgerPK(charge.ChargeID(key))] {
 			sum.Mismatched++
 		}
 	}

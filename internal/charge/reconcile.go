@@ -64,7 +64,9 @@ func (s *Service) Reconcile(ctx context.Context, pk string) (Reconciled, error) 
 	if err != nil {
 		return NothingToDo, fmt.Errorf("reconcile %s: %w", idem.Ref(pk), err)
 	}
-	auth, err := s.acquirer.Lookup(ctx, lease.DownstreamKey())
+	lookupCtx, cancel := context.WithTimeout(ctx, s.cfg.AcquirerTimeout)
+	auth, err := s.acquirer.Lookup(lookupCtx, lease.DownstreamKey())
+	cancel()
 	switch {
 	case err == nil:
 		res := s.finish(ctx, lease, req, auth)

@@ -423,8 +423,8 @@ func (s *Service) Get(ctx context.Context, account, id string) Result {
 	if !validChargeID(id) {
 		return Result{Outcome: NotFound}
 	}
-	ctx = obs.WithAttrs(ctx, slog.String("record", idem.Ref(ledgerPK(id))))
-	item, err := s.guard.Item(ctx, ledgerPK(id))
+	ctx = obs.WithAttrs(ctx, slog.String("record", idem.Ref(LedgerPK(id))))
+	item, err := s.guard.Item(ctx, LedgerPK(id))
 	if errors.Is(err, idem.ErrNotFound) {
 		return Result{Outcome: NotFound}
 	}
@@ -477,10 +477,15 @@ func validChargeID(id string) bool {
 	return true
 }
 
-func ledgerPK(id string) string { return "CHARGE#" + id }
+// LedgerPrefix begins the key of every ledger row; nothing else is written
+// under it (the reconciler's role may put only such rows).
+const LedgerPrefix = "CHARGE#"
+
+// LedgerPK is the key of charge id's ledger row.
+func LedgerPK(id string) string { return LedgerPrefix + id }
 
 func (c Charge) item() idem.Item {
-	return idem.Item{PK: ledgerPK(c.ID), Attributes: map[string]string{
+	return idem.Item{PK: LedgerPK(c.ID), Attributes: map[string]string{
 		"type": "charge", "id": c.ID, "account": c.Account, "status": c.Status,
 		"amount": strconv.FormatInt(c.Amount, 10), "currency": c.Currency,
 		"order_id": c.OrderID, "description": c.Description, "decline_code": c.DeclineCode,

@@ -109,16 +109,24 @@ func (s *Stack) StopSandbox() {
 }
 
 // SandboxOutage takes the sandbox acquirer down for d: its listener and
-// connections are closed, so every acquirer call in that time is refused
-// before a connection is made (nothing sent). Then it serves again, with
-// its authorizations, on the same address.
+// connections are closed, so every acquirer call begun in that time is
+// refused before a connection is made (nothing sent); calls under way when
+// it closes lose their connection (outcome unknown). Then it serves again,
+// with its authorizations, on the same address; it retries the listen for
+// 5 s should another process hold the port meanwhile.
 func (s *Stack) SandboxOutage(d time.Duration) error {
 	s.StopSandbox()
 	time.Sleep(d)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	addr := strings.TrimPrefix(s.SandboxURL, "http://")
-	if _, err := s.serveLocked(addr, s.Sandbox); err != nil {
+	var err error
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if _, err = s.serveLocked(addr, s.Sandbox); err == nil || time.Now().After(deadline) {
+			break
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("sandbox back up: %w", err)
 	}
 	s.sandboxServer = s.servers[len(s.servers)-1]
