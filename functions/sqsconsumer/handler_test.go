@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -187,5 +188,33 @@ func TestInFlightHiddenUntilTheLeaseIsOver(t *testing.T) {
 	resp, _ := h.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m1", Body: msg, EventSourceARN: testQueue}}})
 	if len(resp.BatchItemFailures) != 1 || len(d.got) != 1 || d.got[0] != 31*time.Second {
 		t.Fatalf("failures %+v, delays %v; want the message kept and hidden 25 s left + 5 s + 1 s", resp.BatchItemFailures, d.got)
+	}
+}
+
+// TestReconcileWithoutARecordIsMalformed: a reconcile command without a pk,
+// or with one that is not an idempotency record's, is dead-lettered at once
+// as MALFORMED, never retried (issue 11, finding 4).
+func TestReconcileWithoutARecordIsMalformed(t *testing.T) {
+	t.Parallel()
+	const reconcile = "arn:q:reconcile"
+	dl := &deadLetters{}
+	h := &Handler{Service: charge.NewService(idem.NewGuard(idemtest.NewMemoryStore(), idem.Config{}), sandbox.New(""), httpapi.Answer, charge.Config{}),
+		Sources:     map[string]Source{reconcile: {Source: command.Source{ARN: reconcile, URL: "u", Reconcile: true}, Queue: noDelay{}}},
+		DeadLetters: dl, Concurrency: 1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	var ev events.SQSEvent
+	for i, body := range []string{
+		`{"type":"reconcile"}`,
+		`{"type":"reconcile","pk":""}`,
+		`{"type":"reconcile","pk":"CHARGE#ch_0123456789abcdef0123456789abcdef01234567"}`,
+		`{"type":"reconcile","pk":"` + idem.Scope{Operation: "refund", Account: "acct_1", Key: "refund-key-1"}.PK() + `"}`,
+	} {
+		ev.Records = append(ev.Records, events.SQSMessage{MessageId: fmt.Sprintf("m%d", i), Body: body, EventSourceARN: reconcile})
+	}
+	resp, _ := h.Handle(context.Background(), ev)
+	if len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("retried: %+v", resp.BatchItemFailures)
+	}
+	if len(dl.codes) != 4 || slices.ContainsFunc(dl.codes, func(c string) bool { return c != "MALFORMED" }) {
+		t.Fatalf("dead letters %v; want 4 MALFORMED", dl.codes)
 	}
 }
