@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -28,6 +29,7 @@ import (
 
 	chargedomain "github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/command"
+	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
 	"github.com/idempotent-payments/idempay/internal/obs"
 	"github.com/idempotent-payments/idempay/internal/route"
@@ -111,13 +113,21 @@ func NewStack(scope constructs.Construct, id string, cfg Config, assets StackAss
 	}
 	tableArn := table.AttrArn()
 	indexArn := jsii.String(*tableArn + "/index/" + dynamostore.InflightIndex)
-	recordActions := []string{"dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"}
+	// Rows by prefix: a role may change only the rows it owns. Claims and
+	// completions put records and ledger rows; take-overs, completions and
+	// releases update and delete records; nothing updates or deletes a
+	// ledger row once written.
+	onlyRecords := leadingKeys(idem.RecordPrefix)
+	onlyLedger := leadingKeys(chargedomain.LedgerPrefix)
+	recordStatements := []statement{
+		{actions: []string{"dynamodb:PutItem", "dynamodb:GetItem"}, resources: []*string{tableArn}},
+		{actions: []string{"dynamodb:UpdateItem", "dynamodb:DeleteItem"}, resources: []*string{tableArn}, conditions: onlyRecords},
+	}
 	consumeActions := []string{"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ChangeMessageVisibility"}
 
-	charge := newFunction(stack, "Charge", cfg, assets, removal, chargeTimeout, with(nil), []statement{
-		{actions: recordActions, resources: []*string{tableArn}},
+	charge := newFunction(stack, "Charge", cfg, assets, removal, chargeTimeout, with(nil), slices.Concat(recordStatements, []statement{
 		{actions: []string{"secretsmanager:GetSecretValue"}, resources: []*string{secret.SecretArn()}},
-	})
+	}))
 	if cfg.ChargeReservedConcurrency > 0 {
 		charge.fn.Node().DefaultChild().(awslambda.CfnFunction).SetReservedConcurrentExecutions(jsii.Number(float64(cfg.ChargeReservedConcurrency)))
 	}
@@ -128,12 +138,11 @@ func NewStack(scope constructs.Construct, id string, cfg Config, assets StackAss
 		producerARNs = append(producerARNs, p.queue.QueueArn())
 	}
 	consumer := newFunction(stack, "SqsConsumer", cfg, assets, removal, consumerTimeout,
-		with(map[string]*string{command.SourcesEnv: encodeSources(sources), "DLQ_URL": dlq.QueueUrl()}), []statement{
-			{actions: recordActions, resources: []*string{tableArn}},
+		with(map[string]*string{command.SourcesEnv: encodeSources(sources), "DLQ_URL": dlq.QueueUrl()}), slices.Concat(recordStatements, []statement{
 			{actions: []string{"secretsmanager:GetSecretValue"}, resources: []*string{secret.SecretArn()}},
 			{actions: consumeActions, resources: producerARNs},
 			{actions: []string{"sqs:SendMessage"}, resources: []*string{dlq.QueueArn()}},
-		})
+		}))
 	// The reconciler is the same code reading only the reconcile queue, so
 	// it takes reconcile commands only. Its role backs that up: it may put
 	// the ledger rows a completion adds, but no idempotency record, so the
@@ -145,9 +154,9 @@ func NewStack(scope constructs.Construct, id string, cfg Config, assets StackAss
 			command.SourcesEnv: encodeSources([]command.Source{{ARN: *reconcileQueue.QueueArn(), URL: *reconcileQueue.QueueUrl(), Reconcile: true}}),
 			"DLQ_URL":          dlq.QueueUrl(),
 		}), []statement{
-			{actions: []string{"dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"}, resources: []*string{tableArn}},
-			{actions: []string{"dynamodb:PutItem"}, resources: []*string{tableArn},
-				conditions: map[string]any{"ForAllValues:StringLike": map[string]any{"dynamodb:LeadingKeys": []string{chargedomain.LedgerPrefix + "*"}}}},
+			{actions: []string{"dynamodb:GetItem"}, resources: []*string{tableArn}},
+			{actions: []string{"dynamodb:UpdateItem", "dynamodb:DeleteItem"}, resources: []*string{tableArn}, conditions: onlyRecords},
+			{actions: []string{"dynamodb:PutItem"}, resources: []*string{tableArn}, conditions: onlyLedger},
 			{actions: []string{"secretsmanager:GetSecretValue"}, resources: []*string{secret.SecretArn()}},
 			{actions: consumeActions, resources: []*string{reconcileQueue.QueueArn()}},
 			{actions: []string{"sqs:SendMessage"}, resources: []*string{dlq.QueueArn()}},
@@ -158,7 +167,7 @@ func NewStack(scope constructs.Construct, id string, cfg Config, assets StackAss
 			"IN_TRANSIT_BOUND": jsii.String(inTransitBound), "CLOCK_SKEW": jsii.String(clockSkew),
 		}, []statement{
 			{actions: []string{"dynamodb:Query"}, resources: []*string{indexArn}},
-			{actions: []string{"dynamodb:UpdateItem"}, resources: []*string{tableArn}},
+			{actions: []string{"dynamodb:UpdateItem"}, resources: []*string{tableArn}, conditions: onlyRecords},
 			{actions: []string{"sqs:SendMessage"}, resources: []*string{reconcileQueue.QueueArn()}},
 		})
 	onlySender(reconcileQueue, sweeper.role)
@@ -178,6 +187,11 @@ func NewStack(scope constructs.Construct, id string, cfg Config, assets StackAss
 	})
 	mapping.Node().AddDependency(reconciler.policy)
 
+	// A failed or late sweep is not retried: the next one, a minute later,
+	// does its work, and two never overlap on Lambda's retries.
+	sweeper.fn.ConfigureAsyncInvoke(&awslambda.EventInvokeConfigOptions{
+		RetryAttempts: jsii.Number(0), MaxEventAge: awscdk.Duration_Seconds(jsii.Number(60)),
+	})
 	awsevents.NewRule(stack, jsii.String("SweeperSchedule"), &awsevents.RuleProps{
 		Description: jsii.String("Sweep stale in-flight records every minute"),
 		Schedule:    awsevents.Schedule_Rate(awscdk.Duration_Minutes(jsii.Number(1))),
@@ -262,6 +276,12 @@ func onlySender(q awssqs.Queue, sender awsiam.Role) {
 		Sid: jsii.String("ItsSenderSends"), Principals: &[]awsiam.IPrincipal{awsiam.NewArnPrincipal(sender.RoleArn())},
 		Actions: jsii.Strings("sqs:SendMessage"), Resources: &[]*string{q.QueueArn()},
 	}))
+}
+
+// leadingKeys confines a statement to the items whose partition key
+// begins with prefix.
+func leadingKeys(prefix string) map[string]any {
+	return map[string]any{"ForAllValues:StringLike": map[string]any{"dynamodb:LeadingKeys": []string{prefix + "*"}}}
 }
 
 // encodeSources writes a consumer's COMMAND_SOURCES; the ARNs and URLs are

@@ -18,6 +18,7 @@ import (
 
 	chargedomain "github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/command"
+	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
 	"github.com/idempotent-payments/idempay/internal/queue"
 )
@@ -190,6 +191,10 @@ func TestFunctionsQueuesAndTriggers(t *testing.T) {
 				t.Errorf("%s %s: mapping %s", env, id, asJSON(m))
 			}
 		}
+		if inv := props(only(t, tmpl, "AWS::Lambda::EventInvokeConfig")); inv["MaximumRetryAttempts"] != 0.0 || inv["MaximumEventAgeInSeconds"] != 60.0 ||
+			!strings.Contains(asJSON(inv["FunctionName"]), "Sweeper") {
+			t.Errorf("%s: the sweeper's asynchronous invocations: %s", env, asJSON(inv))
+		}
 		rule := props(only(t, tmpl, "AWS::Events::Rule"))
 		if rule["ScheduleExpression"] != "rate(1 minute)" {
 			t.Errorf("%s: schedule %v", env, rule["ScheduleExpression"])
@@ -276,13 +281,28 @@ func TestLeastPrivilege(t *testing.T) {
 	if strings.Contains(asJSON(tmpl), `"dynamodb:Scan"`) {
 		t.Error("something may Scan")
 	}
-	// The reconciler may put ledger rows only, never an idempotency record:
-	// the claim path fails for it.
-	for _, st := range props(byPrefix(t, policies, "ReconcilerPolicy"))["PolicyDocument"].(map[string]any)["Statement"].([]any) {
-		st := st.(map[string]any)
-		if slices.Contains(list(st["Action"]), any("dynamodb:PutItem")) &&
-			asJSON(st["Condition"]) != `{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["`+chargedomain.LedgerPrefix+`*"]}}` {
-			t.Errorf("the reconciler may put any item: %s", asJSON(st))
+	// Rows by prefix: no role updates or deletes a ledger row, the sweeper
+	// touches records only, and the reconciler puts ledger rows only (never
+	// an idempotency record: the claim path fails for it).
+	records := `{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["` + idem.RecordPrefix + `*"]}}`
+	ledger := `{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["` + chargedomain.LedgerPrefix + `*"]}}`
+	for prefix, want := range map[string]map[string]string{ // action → the condition it must carry ("" none)
+		"ChargePolicy":      {"dynamodb:PutItem": "", "dynamodb:GetItem": "", "dynamodb:UpdateItem": records, "dynamodb:DeleteItem": records},
+		"SqsConsumerPolicy": {"dynamodb:PutItem": "", "dynamodb:GetItem": "", "dynamodb:UpdateItem": records, "dynamodb:DeleteItem": records},
+		"ReconcilerPolicy":  {"dynamodb:PutItem": ledger, "dynamodb:GetItem": "", "dynamodb:UpdateItem": records, "dynamodb:DeleteItem": records},
+		"SweeperPolicy":     {"dynamodb:UpdateItem": records, "dynamodb:Query": ""},
+	} {
+		for _, st := range props(byPrefix(t, policies, prefix))["PolicyDocument"].(map[string]any)["Statement"].([]any) {
+			st := st.(map[string]any)
+			for _, a := range list(st["Action"]) {
+				cond, ok := want[a.(string)]
+				if !ok {
+					continue
+				}
+				if got := asJSON(st["Condition"]); (cond == "" && st["Condition"] != nil) || (cond != "" && got != cond) {
+					t.Errorf("%s: %s has condition %s, want %q", prefix, a, got, cond)
+				}
+			}
 		}
 	}
 }

@@ -144,12 +144,16 @@ func (s Scope) Validate() error {
 	return checkKey(s.Key)
 }
 
-// PK is the record's partition key: "IDEM#" followed by each part as
+// RecordPrefix begins the key of every idempotency record (Scope.PK);
+// IAM conditions that confine a role to records use it.
+const RecordPrefix = "IDEM#"
+
+// PK is the record's partition key: RecordPrefix followed by each part as
 // <byte length>:<bytes>. The length prefixes make the encoding injective, so
 // ("a#b", "c") and ("a", "b#c") can never collide, whatever the parts contain.
 func (s Scope) PK() string {
 	var b strings.Builder
-	b.WriteString("IDEM#")
+	b.WriteString(RecordPrefix)
 	for _, part := range []string{s.Operation, s.Account, s.Key} {
 		b.WriteString(strconv.Itoa(len(part)))
 		b.WriteByte(':')
@@ -167,7 +171,7 @@ var ErrNotARecord = errors.New("not an idempotency record's key")
 // scope that Validate refuses. A pk that parses is exactly Scope.PK of the
 // scope returned.
 func ParsePK(pk string) (Scope, error) {
-	rest, ok := strings.CutPrefix(pk, "IDEM#")
+	rest, ok := strings.CutPrefix(pk, RecordPrefix)
 	if !ok {
 		return Scope{}, fmt.Errorf("%w: no IDEM# prefix", ErrNotARecord)
 	}
