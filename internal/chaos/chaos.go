@@ -94,7 +94,7 @@ func (s Summary) Violations() []string {
 		"duplicate authorizations": s.Duplicates, "lost charges": s.Lost, "divergent answers": s.Divergent,
 		"unanswered clients": s.Unanswered, "answers not matching the record": s.Mismatched,
 		"records left in flight": s.InFlight, "dead letters without a reason": s.DeadLettersNoReason,
-		"dead letters of commands only ever in flight": s.DeadLettersInFlight,
+		"dead letters of commands only ever in flight":          s.DeadLettersInFlight,
 		"dropped requests resent before the functions saw them": s.Resent,
 	} {
 		if n > 0 {
