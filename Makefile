@@ -100,9 +100,11 @@ build:
 # the IdP whose RS256 tokens the JWT authorizer verifies, and their audience.
 JWT_ISSUER ?=
 JWT_AUDIENCE ?=
-CDK_INPUTS = -c env=$(ENV) -c jwtIssuer=$(JWT_ISSUER) -c jwtAudience=$(JWT_AUDIENCE)
+CDK_INPUTS = -c env=$(ENV) -c jwtIssuer=$(JWT_ISSUER) -c jwtAudience=$(JWT_AUDIENCE) \
+  -c alarmEmails=$(ALARM_EMAILS) -c reservedConcurrency=$(RESERVED_CONCURRENCY) \
+  -c throttleRate=$(THROTTLE_RATE) -c throttleBurst=$(THROTTLE_BURST)
 
-## synth: the CloudFormation template of ENV (dev, staging, prod) into infra/cdk.out; JWT_ISSUER and JWT_AUDIENCE are required
+## synth: the CloudFormation template of ENV (dev, staging, prod) into infra/cdk.out; JWT_ISSUER and JWT_AUDIENCE are required, and in staging and prod ALARM_EMAILS, RESERVED_CONCURRENCY, THROTTLE_RATE, THROTTLE_BURST
 synth: build $(CDK)
 	cd infra && _cdk/node_modules/.bin/cdk synth $(CDK_INPUTS) --quiet && echo "infra/cdk.out/idempay-$(ENV).template.json"
 

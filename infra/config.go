@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/queue"
@@ -70,17 +72,25 @@ type Config struct {
 	// deleted, and turns on the table's deletion protection.
 	Retain bool
 	// ChargeReservedConcurrency caps concurrent charges, protecting the
-	// acquirer (0: no reservation).
+	// acquirer (0: no reservation). An input in staging and prod: the
+	// account's concurrency quota must exceed it by at least 100.
 	ChargeReservedConcurrency int
+	// ChargeP99 is the charge function's p99 duration the throttle is sized
+	// for: ThrottleRate ≤ ChargeReservedConcurrency ÷ ChargeP99, so overload
+	// is answered 429 at the stage before Lambda throttles (which surface as
+	// 5xx).
+	ChargeP99 time.Duration
 	// ConsumerMaxConcurrency caps the event source mapping (2–1000).
 	ConsumerMaxConcurrency int
-	// ThrottleRate and ThrottleBurst of the API's default stage.
+	// ThrottleRate and ThrottleBurst of the API's default stage (inputs in
+	// staging and prod; with a reservation, the burst is at most it).
 	ThrottleRate  float64
 	ThrottleBurst int
 	// Alarm thresholds: 5xx answers and throttles per 5 minutes.
 	Alarm5xxPer5Min, AlarmThrottlesPer5Min int
-	// AlarmEmail, when set, subscribes to the alarm topic.
-	AlarmEmail string
+	// AlarmEmails subscribe to the alarm topic (an input, required in
+	// staging and prod: an alarm that reaches no one is no alarm).
+	AlarmEmails []string
 	// Producers may put charge commands on the queue path, each for its own
 	// accounts. The accounts here are examples: list your producers and the
 	// accounts each may charge.
@@ -91,11 +101,23 @@ type Config struct {
 var Environments = []string{"dev", "staging", "prod"}
 
 // Inputs are the CDK context keys (cdk -c key=value; `make synth` passes
-// JWT_ISSUER and JWT_AUDIENCE as them) that every environment requires.
+// JWT_ISSUER, JWT_AUDIENCE, ALARM_EMAILS, RESERVED_CONCURRENCY,
+// THROTTLE_RATE and THROTTLE_BURST as them). The JWT pair is required in
+// every environment, the rest in staging and prod (dev: no alarm
+// subscriber, no reservation, 50 requests/s with bursts of 100).
 const (
-	InputJWTIssuer   = "jwtIssuer"
-	InputJWTAudience = "jwtAudience"
+	InputJWTIssuer           = "jwtIssuer"
+	InputJWTAudience         = "jwtAudience"
+	InputAlarmEmails         = "alarmEmails" // comma-separated
+	InputReservedConcurrency = "reservedConcurrency"
+	InputThrottleRate        = "throttleRate"
+	InputThrottleBurst       = "throttleBurst"
 )
+
+// chargeP99 is the charge function's p99 duration the throttle is sized
+// for: an assumption until measured (the function's Duration p99 in
+// CloudWatch); change it here when yours differs.
+const chargeP99 = 500 * time.Millisecond
 
 // ConfigFor returns the settings of environment name. input reads the
 // deployer's inputs (the CDK context); the JWT issuer (an https URL) and
@@ -106,7 +128,7 @@ func ConfigFor(name string, input func(key string) string) (Config, error) {
 		Name: name, RetentionDays: 90, AccountClaim: "sub",
 		JWTIssuer: input(InputJWTIssuer), JWTAudience: input(InputJWTAudience),
 		AcquirerURL: "https://sandbox.acquirer.example.com", LogRetentionDays: 14,
-		ConsumerMaxConcurrency: 5, ThrottleRate: 50, ThrottleBurst: 100,
+		ConsumerMaxConcurrency: 5, ThrottleRate: 50, ThrottleBurst: 100, ChargeP99: chargeP99,
 		Alarm5xxPer5Min: 5, AlarmThrottlesPer5Min: 10,
 	}
 	switch name {
@@ -121,9 +143,7 @@ func ConfigFor(name string, input func(key string) string) (Config, error) {
 		base.AcquirerURL = "https://api.acquirer.example.com"
 		base.LogRetentionDays = 365
 		base.Retain = true
-		base.ChargeReservedConcurrency = 100
 		base.ConsumerMaxConcurrency = 20
-		base.ThrottleRate, base.ThrottleBurst = 500, 1000
 		base.Alarm5xxPer5Min, base.AlarmThrottlesPer5Min = 1, 1
 	default:
 		return Config{}, fmt.Errorf("environment %q: want one of %v", name, Environments)
@@ -134,6 +154,9 @@ func ConfigFor(name string, input func(key string) string) (Config, error) {
 	if err := base.checkJWT(); err != nil {
 		return Config{}, fmt.Errorf("environment %s: %w (make synth ENV=%s JWT_ISSUER=https://your-idp/ JWT_AUDIENCE=your-api, or cdk -c %s=... -c %s=...)",
 			name, err, name, InputJWTIssuer, InputJWTAudience)
+	}
+	if err := base.readCapacity(input, name != "dev"); err != nil {
+		return Config{}, fmt.Errorf("environment %s: %w", name, err)
 	}
 	return base, nil
 }
@@ -179,6 +202,57 @@ func (c Config) checkProducers() error {
 			}
 		}
 		seen[p.Name] = true
+	}
+	return nil
+}
+
+// readCapacity reads the alarm subscribers, the reservation and the stage
+// throttle from the inputs (each required when required) and checks that
+// the throttle fits the reservation.
+func (c *Config) readCapacity(input func(string) string, required bool) error {
+	missing := func(key, env string) error {
+		return fmt.Errorf("input %s is required here (make synth ... %s=..., or cdk -c %s=...)", key, env, key)
+	}
+	if v := input(InputAlarmEmails); v != "" {
+		for _, e := range strings.Split(v, ",") {
+			if e = strings.TrimSpace(e); !strings.Contains(e, "@") || strings.ContainsAny(e, " \t") {
+				return fmt.Errorf("alarm email %q is not an address", e)
+			}
+			c.AlarmEmails = append(c.AlarmEmails, strings.TrimSpace(e))
+		}
+	} else if required {
+		return missing(InputAlarmEmails, "ALARM_EMAILS")
+	}
+	for _, in := range []struct {
+		key, env string
+		set      func(float64)
+		integer  bool
+	}{
+		{InputReservedConcurrency, "RESERVED_CONCURRENCY", func(f float64) { c.ChargeReservedConcurrency = int(f) }, true},
+		{InputThrottleRate, "THROTTLE_RATE", func(f float64) { c.ThrottleRate = f }, false},
+		{InputThrottleBurst, "THROTTLE_BURST", func(f float64) { c.ThrottleBurst = int(f) }, true},
+	} {
+		v := input(in.key)
+		if v == "" {
+			if required {
+				return missing(in.key, in.env)
+			}
+			continue
+		}
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || f < 0 || (in.integer && f != float64(int(f))) || (in.key != InputReservedConcurrency && f == 0) {
+			return fmt.Errorf("input %s=%q: want a positive number%s", in.key, v, map[bool]string{true: " (whole)"}[in.integer])
+		}
+		in.set(f)
+	}
+	if n := c.ChargeReservedConcurrency; n > 0 {
+		if most := float64(n) / c.ChargeP99.Seconds(); c.ThrottleRate > most {
+			return fmt.Errorf("throttle rate %g/s exceeds what %d reserved charge functions serve at a p99 of %s (%g/s): overload would be Lambda throttles (5xx), not 429",
+				c.ThrottleRate, n, c.ChargeP99, most)
+		}
+		if c.ThrottleBurst > n {
+			return fmt.Errorf("throttle burst %d exceeds the %d reserved charge functions", c.ThrottleBurst, n)
+		}
 	}
 	return nil
 }

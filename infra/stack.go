@@ -368,8 +368,8 @@ func newAPI(stack awscdk.Stack, cfg Config, removal awscdk.RemovalPolicy, charge
 // PRODUCER_NOT_ALLOWED refusals — all to the environment's topic.
 func newAlarms(stack awscdk.Stack, cfg Config, dlq awssqs.Queue, api awsapigatewayv2.HttpApi, charge, consumer, reconciler, sweeper function) {
 	topic := awssns.NewTopic(stack, jsii.String("Alarms"), &awssns.TopicProps{DisplayName: jsii.String("idempay " + cfg.Name + " alarms")})
-	if cfg.AlarmEmail != "" {
-		topic.AddSubscription(awssnssubscriptions.NewEmailSubscription(jsii.String(cfg.AlarmEmail), nil))
+	for _, email := range cfg.AlarmEmails {
+		topic.AddSubscription(awssnssubscriptions.NewEmailSubscription(jsii.String(email), nil))
 	}
 	five := awscdk.Duration_Minutes(jsii.Number(5))
 	alarm := func(id, description string, metric awscloudwatch.IMetric, threshold float64) {

@@ -161,7 +161,7 @@ func TestFunctionsQueuesAndTriggers(t *testing.T) {
 			}
 		}
 		charge := props(byPrefix(t, fns, "Charge"))
-		if want := map[string]any{"prod": 100.0}[env]; charge["ReservedConcurrentExecutions"] != want {
+		if want := 100.0; charge["ReservedConcurrentExecutions"] != want {
 			t.Errorf("%s: charge reserved concurrency %v, want %v", env, charge["ReservedConcurrentExecutions"], want)
 		}
 		cfg, _ := ConfigFor(env, testInputs)
@@ -225,7 +225,7 @@ func TestAPI(t *testing.T) {
 		t.Errorf("routes %v", keys)
 	}
 	stage := props(only(t, tmpl, "AWS::ApiGatewayV2::Stage"))
-	if stage["AccessLogSettings"] == nil || asJSON(stage["DefaultRouteSettings"]) != `{"ThrottlingBurstLimit":100,"ThrottlingRateLimit":50}` {
+	if stage["AccessLogSettings"] == nil || asJSON(stage["DefaultRouteSettings"]) != `{"ThrottlingBurstLimit":100,"ThrottlingRateLimit":200}` {
 		t.Errorf("stage %s", asJSON(stage))
 	}
 }
@@ -465,11 +465,25 @@ func TestAlarms(t *testing.T) {
 	if n := len(resources(tmpl, "AWS::SNS::Topic")); n != 1 {
 		t.Errorf("%d topics", n)
 	}
+	var emails []string
+	for _, sub := range resources(tmpl, "AWS::SNS::Subscription") {
+		if p := props(sub); p["Protocol"] == "email" {
+			emails = append(emails, p["Endpoint"].(string))
+		}
+	}
+	sort.Strings(emails)
+	if !slices.Equal(emails, []string{"oncall@example.com", "payments@example.com"}) {
+		t.Errorf("the alarms reach %v", emails)
+	}
 }
 
 // testInputs are the deployer's inputs of the tests.
 func testInputs(key string) string {
-	return map[string]string{InputJWTIssuer: "https://idp.test.invalid/", InputJWTAudience: "test-audience"}[key]
+	return map[string]string{
+		InputJWTIssuer: "https://idp.test.invalid/", InputJWTAudience: "test-audience",
+		InputAlarmEmails: "oncall@example.com, payments@example.com", InputReservedConcurrency: "100",
+		InputThrottleRate: "200", InputThrottleBurst: "100",
+	}[key]
 }
 
 func TestUnknownEnvironment(t *testing.T) {
@@ -521,4 +535,52 @@ func TestValidationIsStrict(t *testing.T) {
 		}
 	}()
 	app.Synth(nil)
+}
+
+// TestCapacityInputs: staging and prod do not synthesize without an alarm
+// subscriber, the reservation and the stage throttle; dev takes defaults;
+// and the throttle must fit the reservation (rate ≤ reserved ÷ p99, burst
+// ≤ reserved), so overload is a 429 before it is a Lambda throttle.
+func TestCapacityInputs(t *testing.T) {
+	jwtOnly := func(k string) string {
+		return map[string]string{InputJWTIssuer: "https://idp.test.invalid/", InputJWTAudience: "test-audience"}[k]
+	}
+	dev, err := ConfigFor("dev", jwtOnly)
+	if err != nil || dev.ChargeReservedConcurrency != 0 || dev.ThrottleRate != 50 || dev.ThrottleBurst != 100 || len(dev.AlarmEmails) != 0 {
+		t.Fatalf("dev defaults: %+v, %v", dev, err)
+	}
+	for _, env := range []string{"staging", "prod"} {
+		for _, key := range []string{InputAlarmEmails, InputReservedConcurrency, InputThrottleRate, InputThrottleBurst} {
+			without := func(k string) string {
+				if k == key {
+					return ""
+				}
+				return testInputs(k)
+			}
+			if _, err := ConfigFor(env, without); err == nil || !strings.Contains(err.Error(), key) {
+				t.Errorf("%s without %s: %v, want an error naming it", env, key, err)
+			}
+		}
+	}
+	for name, over := range map[string]map[string]string{
+		"rate above reserved ÷ p99": {InputThrottleRate: "201"},
+		"burst above reserved":      {InputThrottleBurst: "101"},
+		"not an address":            {InputAlarmEmails: "oncall"},
+		"fractional burst":          {InputThrottleBurst: "1.5"},
+		"zero rate":                 {InputThrottleRate: "0"},
+		"negative reservation":      {InputReservedConcurrency: "-1"},
+	} {
+		in := func(k string) string {
+			if v, ok := over[k]; ok {
+				return v
+			}
+			return testInputs(k)
+		}
+		if _, err := ConfigFor("prod", in); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	if c, _ := ConfigFor("prod", testInputs); c.ThrottleRate > float64(c.ChargeReservedConcurrency)/c.ChargeP99.Seconds() {
+		t.Fatalf("prod's throttle %g/s exceeds %d reserved ÷ %s", c.ThrottleRate, c.ChargeReservedConcurrency, c.ChargeP99)
+	}
 }
