@@ -344,7 +344,7 @@ func newAPI(stack awscdk.Stack, cfg Config, removal awscdk.RemovalPolicy, charge
 		method, path, _ := strings.Cut(r, " ")
 		api.AddRoutes(&awsapigatewayv2.AddRoutesOptions{
 			Path: jsii.String(path), Methods: &[]awsapigatewayv2.HttpMethod{awsapigatewayv2.HttpMethod(method)},
-			Integration: integration, Authorizer: authorizer,
+			Integration: integration, Authorizer: authorizer, AuthorizationScopes: jsii.Strings(route.Scopes[r]),
 		})
 	}
 	accessLogs := awslogs.NewLogGroup(stack, jsii.String("ApiAccessLogs"), &awslogs.LogGroupProps{

@@ -21,6 +21,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
 	"github.com/idempotent-payments/idempay/internal/queue"
+	"github.com/idempotent-payments/idempay/internal/route"
 )
 
 // jsii tests share one node process: no t.Parallel, and close it at the end.
@@ -218,6 +219,9 @@ func TestAPI(t *testing.T) {
 		keys = append(keys, p["RouteKey"].(string))
 		if p["AuthorizationType"] != "JWT" {
 			t.Errorf("route %v without the JWT authorizer", p["RouteKey"])
+		}
+		if want := `["` + route.Scopes[p["RouteKey"].(string)] + `"]`; asJSON(p["AuthorizationScopes"]) != want {
+			t.Errorf("route %v scopes %s, want %s", p["RouteKey"], asJSON(p["AuthorizationScopes"]), want)
 		}
 	}
 	sort.Strings(keys)

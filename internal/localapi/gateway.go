@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -18,6 +19,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/route"
 )
 
 // Invoker runs one function invocation: a *Pool, or anything that behaves
@@ -31,6 +33,9 @@ type Invoker interface {
 type Route struct {
 	Key    string
 	Target Invoker
+	// Scope, when set, must be among the token's scopes (its "scope" claim,
+	// space-separated, or "scp"), as the authorizer's route scopes demand.
+	Scope string
 }
 
 // Gateway is a local stand-in for an API Gateway HTTP API with a JWT
@@ -62,6 +67,10 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		w.Header().Set("WWW-Authenticate", "Bearer")
 		gatewayError(w, http.StatusUnauthorized, "Unauthorized")
+		return
+	}
+	if route.Scope != "" && !hasScope(claims, route.Scope) {
+		gatewayError(w, http.StatusForbidden, "Forbidden")
 		return
 	}
 	maxBody := g.MaxBody
@@ -191,6 +200,19 @@ func (g *Gateway) verify(authorization string) (map[string]string, bool) {
 		}
 	}
 	return out, true
+}
+
+// hasScope reports whether the verified claims grant scope: one of the
+// space-separated values of "scope", or of "scp" (a string or a list).
+func hasScope(claims map[string]string, scope string) bool {
+	if slices.Contains(strings.Fields(claims["scope"]), scope) {
+		return true
+	}
+	var list []string
+	if json.Unmarshal([]byte(claims["scp"]), &list) == nil { // verify wrote a list claim as its JSON
+		return slices.Contains(list, scope)
+	}
+	return slices.Contains(strings.Fields(claims["scp"]), scope)
 }
 
 // strictSegments reports whether the token's header and payload are each
@@ -325,11 +347,22 @@ func (t Trust) withDefaults() Trust {
 }
 
 // Token mints a token this Trust accepts for account (its AccountClaim),
-// valid for ttl: what `make run` prints and the tests send.
+// valid for ttl, with every route's scope: what `make run` prints and the
+// tests send.
 func (t Trust) Token(account string, ttl time.Duration) (string, error) {
+	var scopes []string
+	for _, r := range route.All {
+		scopes = append(scopes, route.Scopes[r])
+	}
+	return t.TokenWithScopes(account, ttl, scopes...)
+}
+
+// TokenWithScopes is Token with only the scopes given (its "scope" claim).
+func (t Trust) TokenWithScopes(account string, ttl time.Duration, scopes ...string) (string, error) {
 	t = t.withDefaults()
 	now := t.Now()
 	return jwt.NewWithClaims(jwt.GetSigningMethod(TokenAlgorithm), jwt.MapClaims{
 		t.AccountClaim: account, "iat": now.Unix(), "exp": now.Add(ttl).Unix(), "iss": t.Issuer, "aud": t.Audience,
+		"scope": strings.Join(scopes, " "),
 	}).SignedString(t.Secret)
 }

@@ -34,7 +34,7 @@ func newGateway() (*Gateway, *echo) {
 	fn := &echo{}
 	g := &Gateway{Trust: Trust{Secret: []byte("s3cret")}}
 	for _, key := range route.All {
-		g.Routes = append(g.Routes, Route{Key: key, Target: fn})
+		g.Routes = append(g.Routes, Route{Key: key, Target: fn, Scope: route.Scopes[key]})
 	}
 	return g, fn
 }
@@ -88,7 +88,7 @@ func TestGatewayRejectsBadTokens(t *testing.T) {
 	now := time.Now()
 	exp := now.Add(time.Minute).Unix()
 	valid := func(edit func(jwt.MapClaims)) jwt.MapClaims {
-		c := jwt.MapClaims{"sub": "acct_1", "exp": exp, "iat": now.Unix(), "iss": DefaultIssuer, "aud": DefaultAudience}
+		c := jwt.MapClaims{"sub": "acct_1", "exp": exp, "iat": now.Unix(), "iss": DefaultIssuer, "aud": DefaultAudience, "scope": "charges:write charges:read"}
 		edit(c)
 		return c
 	}
@@ -146,7 +146,7 @@ func TestGatewayRejectsBadTokens(t *testing.T) {
 	for name, auth := range map[string]string{
 		"iat within skew": sign(t, jwt.SigningMethodHS256, key, valid(func(c jwt.MapClaims) { c["iat"] = now.Add(2 * time.Second).Unix() })),
 		"audience list":   sign(t, jwt.SigningMethodHS256, key, valid(func(c jwt.MapClaims) { c["aud"] = []string{"other-api", DefaultAudience} })),
-		"raw":             signRaw(key, `{"alg":"HS256","typ":"JWT"}`, fmt.Sprintf(`{"sub":"acct_1","exp":%d,"iss":%q,"aud":%q}`, exp, DefaultIssuer, DefaultAudience)),
+		"raw":             signRaw(key, `{"alg":"HS256","typ":"JWT"}`, fmt.Sprintf(`{"sub":"acct_1","exp":%d,"iss":%q,"aud":%q,"scope":"charges:write"}`, exp, DefaultIssuer, DefaultAudience)),
 	} {
 		if rec := serve(g, "POST", "/v1/charges", auth, "{}"); rec.Code != 200 {
 			t.Errorf("%s: status %d, want 200", name, rec.Code)
@@ -212,6 +212,56 @@ func TestGatewayClock(t *testing.T) {
 		g.Trust.Now = func() time.Time { return tc.now }
 		if rec := serve(g, "POST", "/v1/charges", "Bearer "+tok, "{}"); rec.Code != tc.want {
 			t.Errorf("%s: %d, want %d", name, rec.Code, tc.want)
+		}
+	}
+}
+
+// TestGatewayScopes: each route demands its scope, from "scope"
+// (space-separated) or "scp" (a list), as the deployed authorizer's route
+// scopes do: without it the answer is 403 and nothing is invoked.
+func TestGatewayScopes(t *testing.T) {
+	t.Parallel()
+	g, fn := newGateway()
+	now := time.Now()
+	token := func(extra jwt.MapClaims) string {
+		c := jwt.MapClaims{"sub": "acct_1", "exp": now.Add(time.Minute).Unix(), "iat": now.Unix(), "iss": DefaultIssuer, "aud": DefaultAudience}
+		for k, v := range extra {
+			c[k] = v
+		}
+		return sign(t, jwt.SigningMethodHS256, g.Trust.Secret, c)
+	}
+	readOnly := token(jwt.MapClaims{"scope": "charges:read"})
+	for _, tc := range []struct {
+		name, method, path, auth string
+		want                     int
+	}{
+		{"read-only token, POST", http.MethodPost, route.ChargesPath, readOnly, 403},
+		{"read-only token, GET", http.MethodGet, route.Location("ch_1"), readOnly, 200},
+		{"no scope, POST", http.MethodPost, route.ChargesPath, token(nil), 403},
+		{"no scope, GET", http.MethodGet, route.Location("ch_1"), token(nil), 403},
+		{"a longer scope is not the scope", http.MethodPost, route.ChargesPath, token(jwt.MapClaims{"scope": "charges:writer"}), 403},
+		{"scp list", http.MethodPost, route.ChargesPath, token(jwt.MapClaims{"scp": []string{"charges:write"}}), 200},
+		{"both scopes", http.MethodPost, route.ChargesPath, token(jwt.MapClaims{"scope": "charges:read charges:write"}), 200},
+	} {
+		fn.last = events.APIGatewayV2HTTPRequest{}
+		if rec := serve(g, tc.method, tc.path, tc.auth, "{}"); rec.Code != tc.want {
+			t.Errorf("%s: %d, want %d", tc.name, rec.Code, tc.want)
+		} else if tc.want == 403 && fn.last.RouteKey != "" {
+			t.Errorf("%s: refused, yet the function was invoked", tc.name)
+		}
+	}
+	tok, err := (Trust{Secret: g.Trust.Secret}).Token("acct_1", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range route.All {
+		method, _, _ := strings.Cut(key, " ")
+		path := route.ChargesPath
+		if key == route.Get {
+			path = route.Location("ch_1")
+		}
+		if rec := serve(g, method, path, "Bearer "+tok, "{}"); rec.Code != 200 {
+			t.Errorf("Trust.Token on %s: %d, want every route's scope", key, rec.Code)
 		}
 	}
 }

@@ -228,7 +228,7 @@ func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
 	}
 	gw := &Gateway{Trust: cfg.Trust}
 	for _, key := range route.All {
-		gw.Routes = append(gw.Routes, Route{Key: key, Target: s.Charge})
+		gw.Routes = append(gw.Routes, Route{Key: key, Target: s.Charge, Scope: route.Scopes[key]})
 	}
 	if s.URL, err = s.serve(cfg.GatewayAddr, gw); err != nil {
 		s.Close()

@@ -13,5 +13,10 @@ const (
 // All are every route of the API.
 var All = []string{Create, Get}
 
+// Scopes are the OAuth scopes a token must carry for each route: the
+// deployed JWT authorizer and the local gateway both refuse a token without
+// its route's scope (403).
+var Scopes = map[string]string{Create: "charges:write", Get: "charges:read"}
+
 // Location is where the charge id is read (Get).
 func Location(id string) string { return ChargesPath + "/" + id }
