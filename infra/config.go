@@ -86,8 +86,9 @@ type Config struct {
 	// staging and prod; with a reservation, the burst is at most it).
 	ThrottleRate  float64
 	ThrottleBurst int
-	// Alarm thresholds: 5xx answers and throttles per 5 minutes.
-	Alarm5xxPer5Min, AlarmThrottlesPer5Min int
+	// Alarm thresholds per 5 minutes: charges left pending (and acquirer
+	// errors), and throttles of any function.
+	AlarmPendingPer5Min, AlarmThrottlesPer5Min int
 	// AlarmEmails subscribe to the alarm topic (an input, required in
 	// staging and prod: an alarm that reaches no one is no alarm).
 	AlarmEmails []string
@@ -129,7 +130,7 @@ func ConfigFor(name string, input func(key string) string) (Config, error) {
 		JWTIssuer: input(InputJWTIssuer), JWTAudience: input(InputJWTAudience),
 		AcquirerURL: "https://sandbox.acquirer.example.com", LogRetentionDays: 14,
 		ConsumerMaxConcurrency: 5, ThrottleRate: 50, ThrottleBurst: 100, ChargeP99: chargeP99,
-		Alarm5xxPer5Min: 5, AlarmThrottlesPer5Min: 10,
+		AlarmPendingPer5Min: 10, AlarmThrottlesPer5Min: 10,
 	}
 	switch name {
 	case "dev":
@@ -144,7 +145,7 @@ func ConfigFor(name string, input func(key string) string) (Config, error) {
 		base.LogRetentionDays = 365
 		base.Retain = true
 		base.ConsumerMaxConcurrency = 20
-		base.Alarm5xxPer5Min, base.AlarmThrottlesPer5Min = 1, 1
+		base.AlarmPendingPer5Min, base.AlarmThrottlesPer5Min = 5, 1
 	default:
 		return Config{}, fmt.Errorf("environment %q: want one of %v", name, Environments)
 	}

@@ -11,8 +11,6 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2authorizers"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2integrations"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatchactions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
@@ -20,8 +18,6 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awssnssubscriptions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/constructs-go/constructs/v10"
@@ -31,7 +27,6 @@ import (
 	"github.com/idempotent-payments/idempay/internal/command"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
-	"github.com/idempotent-payments/idempay/internal/obs"
 	"github.com/idempotent-payments/idempay/internal/route"
 )
 
@@ -199,7 +194,17 @@ func NewStack(scope constructs.Construct, id string, cfg Config, assets StackAss
 	})
 
 	api := newAPI(stack, cfg, removal, charge.fn)
-	newAlarms(stack, cfg, dlq, api, charge, consumer, reconciler, sweeper)
+	queues := map[string]awssqs.Queue{"reconcile": reconcileQueue}
+	for _, p := range producers {
+		queues[p.Name] = p.queue
+	}
+	watch(stack, cfg, watched{
+		dlq: dlq, queues: queues, api: api, table: table,
+		functions: []watchedFunction{
+			{"charge", charge, chargeTimeout}, {"consumer", consumer, consumerTimeout},
+			{"reconciler", reconciler, consumerTimeout}, {"sweeper", sweeper, sweeperTimeout},
+		},
+	})
 
 	awscdk.NewCfnOutput(stack, jsii.String("ApiUrl"), &awscdk.CfnOutputProps{Value: api.ApiEndpoint(), Description: jsii.String("Base URL of the charges API")})
 	for _, p := range producers {
@@ -361,48 +366,6 @@ func newAPI(stack awscdk.Stack, cfg Config, removal awscdk.RemovalPolicy, charge
 			`"integrationError":"$context.integrationErrorMessage","authorizerError":"$context.authorizer.error"}`),
 	})
 	return api
-}
-
-// newAlarms: DLQ not empty, stale records found and failing, 5xx answers,
-// throttles of the charge function and both consumers, sweeper errors,
-// PRODUCER_NOT_ALLOWED refusals — all to the environment's topic.
-func newAlarms(stack awscdk.Stack, cfg Config, dlq awssqs.Queue, api awsapigatewayv2.HttpApi, charge, consumer, reconciler, sweeper function) {
-	topic := awssns.NewTopic(stack, jsii.String("Alarms"), &awssns.TopicProps{DisplayName: jsii.String("idempay " + cfg.Name + " alarms")})
-	for _, email := range cfg.AlarmEmails {
-		topic.AddSubscription(awssnssubscriptions.NewEmailSubscription(jsii.String(email), nil))
-	}
-	five := awscdk.Duration_Minutes(jsii.Number(5))
-	alarm := func(id, description string, metric awscloudwatch.IMetric, threshold float64) {
-		a := awscloudwatch.NewAlarm(stack, jsii.String(id), &awscloudwatch.AlarmProps{
-			AlarmDescription: jsii.String(description), Metric: metric, Threshold: jsii.Number(threshold),
-			EvaluationPeriods: jsii.Number(1), ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-			TreatMissingData: awscloudwatch.TreatMissingData_NOT_BREACHING,
-		})
-		a.AddAlarmAction(awscloudwatchactions.NewSnsAction(topic))
-	}
-	alarm("DeadLettersAlarm", "Charge commands were dead-lettered (rejected or retried out); read reject_code/reject_reason",
-		dlq.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Maximum")}), 1)
-	alarm("Api5xxAlarm", "The API answered 5xx", api.MetricServerError(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Sum")}), float64(cfg.Alarm5xxPer5Min))
-	alarm("ChargeThrottlesAlarm", "The charge function was throttled", charge.fn.MetricThrottles(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Sum")}), float64(cfg.AlarmThrottlesPer5Min))
-	alarm("ConsumerThrottlesAlarm", "The SQS consumer was throttled", consumer.fn.MetricThrottles(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Sum")}), float64(cfg.AlarmThrottlesPer5Min))
-	alarm("ReconcilerThrottlesAlarm", "The reconcile consumer was throttled", reconciler.fn.MetricThrottles(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Sum")}), float64(cfg.AlarmThrottlesPer5Min))
-	alarm("SweeperErrorsAlarm", "The sweeper failed a run", sweeper.fn.MetricErrors(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Sum")}), 1)
-
-	// The sweeper's EMF line (internal/obs) carries its counts per run.
-	metric := func(name string) awscloudwatch.Metric {
-		return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
-			Namespace: jsii.String(obs.Namespace), MetricName: jsii.String(name), Period: five, Statistic: jsii.String("Maximum"),
-			DimensionsMap: &map[string]*string{"Function": jsii.String("sweeper"), "Environment": jsii.String(cfg.Name)},
-		})
-	}
-	alarm("StaleRecordsAlarm", "The sweeper found records left in flight and asked for their reconciliation", metric("StaleFlagged"), 1)
-	alarm("StaleFailingAlarm", "Records stay in flight after 3 reconciliations: the acquirer lookups keep failing", metric("StaleFailing"), 1)
-	// The consumer's EMF line counts every message by outcome.
-	alarm("ProducerNotAllowedAlarm", "A command came from an unknown queue, for an account its producer may not charge, or of the wrong type: PRODUCER_NOT_ALLOWED in the DLQ",
-		awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
-			Namespace: jsii.String(obs.Namespace), MetricName: jsii.String("Requests"), Period: five, Statistic: jsii.String("Sum"),
-			DimensionsMap: &map[string]*string{"Function": jsii.String("sqsconsumer"), "Environment": jsii.String(cfg.Name), "Outcome": jsii.String(command.OutcomeProducerNotAllowed)},
-		}), 1)
 }
 
 type ddbKey struct {

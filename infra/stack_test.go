@@ -452,22 +452,55 @@ func TestProducersConfig(t *testing.T) {
 	}
 }
 
+// TestAlarms: every alarm an on-call engineer needs exists, says what to
+// do, and notifies the topic, which only takes TLS; the heartbeat fires on
+// silence; the durations alarm at 80 % of each timeout; the dashboard is
+// there.
 func TestAlarms(t *testing.T) {
 	tmpl := synth(t, "prod")
+	cfg, _ := ConfigFor("prod", testInputs)
 	alarms := resources(tmpl, "AWS::CloudWatch::Alarm")
-	if len(alarms) != 9 {
-		t.Fatalf("%d alarms, want 9", len(alarms))
+	want := []string{"DeadLettersAlarm", "ProducerNotAllowedAlarm", "Api5xxRateAlarm", "ChargePendingAlarm", "ConsumerPendingAlarm",
+		"ChargeUnavailableAlarm", "ConsumerUnavailableAlarm", "AcquirerErrorsAlarm", "SweeperHeartbeatAlarm", "StaleRecordsAlarm",
+		"StaleFailingAlarm", "OldestStaleAlarm", "TableThrottlesAlarm", "IndexThrottlesAlarm", "TableSystemErrorsAlarm", "QueueAgeAlarmreconcile"}
+	for _, p := range cfg.Producers {
+		want = append(want, "QueueAgeAlarm"+p.Name)
+	}
+	for _, fn := range []string{"Charge", "Consumer", "Reconciler", "Sweeper"} {
+		want = append(want, fn+"ErrorsAlarm", fn+"ThrottlesAlarm", fn+"DurationAlarm")
+	}
+	if len(alarms) != len(want) {
+		t.Errorf("%d alarms, want %d", len(alarms), len(want))
+	}
+	for _, id := range want {
+		a := props(byPrefix(t, alarms, id))
+		if actions := list(a["AlarmActions"]); len(actions) != 1 || !strings.Contains(asJSON(actions[0]), "Alarms") {
+			t.Errorf("alarm %s does not notify the topic: %v", id, actions)
+		}
+		if d, _ := a["AlarmDescription"].(string); len(d) < 40 {
+			t.Errorf("alarm %s does not say what to do: %q", id, d)
+		}
+	}
+	hb := props(byPrefix(t, alarms, "SweeperHeartbeatAlarm"))
+	if hb["ComparisonOperator"] != "LessThanThreshold" || hb["TreatMissingData"] != "breaching" || hb["Threshold"] != 1.0 {
+		t.Errorf("heartbeat %s", asJSON(hb))
+	}
+	for fn, timeout := range map[string]float64{"Charge": chargeTimeout, "Consumer": consumerTimeout, "Sweeper": sweeperTimeout} {
+		if d := props(byPrefix(t, alarms, fn+"DurationAlarm")); d["Threshold"] != 0.8*timeout*1000 || d["ExtendedStatistic"] != "p99" {
+			t.Errorf("%s duration alarm %s", fn, asJSON(d))
+		}
+	}
+	if r := asJSON(props(byPrefix(t, alarms, "Api5xxRateAlarm"))["Metrics"]); !strings.Contains(r, "100 * errors / requests") {
+		t.Errorf("the 5xx alarm is not a rate: %s", r)
 	}
 	if a := props(byPrefix(t, alarms, "ProducerNotAllowedAlarm")); !strings.Contains(asJSON(a["Dimensions"]), `"Value":"producer_not_allowed"`) {
 		t.Errorf("the PRODUCER_NOT_ALLOWED alarm watches %s", asJSON(a["Dimensions"]))
 	}
-	for id, a := range alarms {
-		if actions := list(props(a)["AlarmActions"]); len(actions) != 1 || !strings.Contains(asJSON(actions[0]), "Alarms") {
-			t.Errorf("alarm %s does not notify the topic: %v", id, actions)
-		}
-	}
 	if n := len(resources(tmpl, "AWS::SNS::Topic")); n != 1 {
 		t.Errorf("%d topics", n)
+	}
+	if tp := asJSON(props(only(t, tmpl, "AWS::SNS::TopicPolicy"))); !strings.Contains(tp, `"aws:SecureTransport":"false"`) {
+		t.Errorf("the topic takes plain HTTP: %s", tp)
 	}
 	var emails []string
 	for _, sub := range resources(tmpl, "AWS::SNS::Subscription") {
@@ -478,6 +511,13 @@ func TestAlarms(t *testing.T) {
 	sort.Strings(emails)
 	if !slices.Equal(emails, []string{"oncall@example.com", "payments@example.com"}) {
 		t.Errorf("the alarms reach %v", emails)
+	}
+	body := asJSON(props(only(t, tmpl, "AWS::CloudWatch::Dashboard"))["DashboardBody"])
+	for _, w := range []string{"Charges by outcome", "Duration p50 / p99", "Acquirer latency", "Queue depth", "Oldest message age",
+		"Stale and failing", "Throttles", "Write units consumed"} {
+		if !strings.Contains(body, w) {
+			t.Errorf("the dashboard has no %q", w)
+		}
 	}
 }
 

@@ -95,7 +95,7 @@ func NewMetrics(w io.Writer, function, environment string) *Metrics {
 // Record writes one EMF line: a count of 1 for outcome (the Outcome
 // dimension: executed, replayed, in_flight, key_reused, released, pending,
 // rejected, reconciled, …), and the named values (milliseconds when the name
-// ends in Ms, counts otherwise) on the function/environment dimensions.
+// ends in Ms, seconds when it ends in Seconds, counts otherwise) on the function/environment dimensions.
 func (m *Metrics) Record(outcome string, values map[string]float64) {
 	type metric struct {
 		Name string `json:"Name"`
@@ -114,8 +114,11 @@ func (m *Metrics) Record(outcome string, values map[string]float64) {
 		d := directive{Namespace: Namespace, Dimensions: [][]string{{"Function", "Environment"}}}
 		for name, v := range values {
 			unit := "Count"
-			if strings.HasSuffix(name, "Ms") {
+			switch {
+			case strings.HasSuffix(name, "Ms"):
 				unit = "Milliseconds"
+			case strings.HasSuffix(name, "Seconds"):
+				unit = "Seconds"
 			}
 			d.Metrics = append(d.Metrics, metric{Name: name, Unit: unit})
 			doc[name] = v

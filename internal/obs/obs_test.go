@@ -79,8 +79,9 @@ func TestMetricsAreValidEMF(t *testing.T) {
 	m.now = func() time.Time { return time.UnixMilli(1796105509000) }
 	m.Record("executed", map[string]float64{"AcquirerLatencyMs": 12.5, "AcquirerErrors": 0})
 	m.Record("replayed", nil)
+	m.Record("swept", map[string]float64{"OldestStaleSeconds": 90})
 	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
-	if len(lines) != 2 {
+	if len(lines) != 3 {
 		t.Fatalf("%d lines", len(lines))
 	}
 	for _, l := range lines {
@@ -90,6 +91,9 @@ func TestMetricsAreValidEMF(t *testing.T) {
 	}
 	if !strings.Contains(lines[0], `"Outcome":"executed"`) || !strings.Contains(lines[0], `"Unit":"Milliseconds"`) {
 		t.Fatalf("line %s", lines[0])
+	}
+	if !strings.Contains(lines[2], `{"Name":"OldestStaleSeconds","Unit":"Seconds"}`) {
+		t.Fatalf("OldestStaleSeconds is not in seconds: %s", lines[2])
 	}
 	// The validator is not a rubber stamp.
 	for _, bad := range []string{`{"a":1}`, `{"_aws":{"Timestamp":1.5,"CloudWatchMetrics":[]}}`,

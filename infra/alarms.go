@@ -1,0 +1,197 @@
+package main
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatchactions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssnssubscriptions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/idempotent-payments/idempay/internal/command"
+	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
+	"github.com/idempotent-payments/idempay/internal/obs"
+)
+
+// watched is what the alarms and the dashboard look at.
+type watched struct {
+	dlq       awssqs.Queue
+	queues    map[string]awssqs.Queue // the command queues, by producer ("reconcile" for the sweeper's)
+	api       awsapigatewayv2.HttpApi
+	table     awsdynamodb.CfnTable
+	functions []watchedFunction
+}
+
+type watchedFunction struct {
+	name    string // the EMF Function dimension's spelling, and the alarm's
+	fn      function
+	timeout float64 // seconds
+}
+
+// Alarm thresholds the README's runbook names.
+const (
+	// queueAgeAlarm: older than the redrive's worst path (14 min 32 s), a
+	// command is stuck, not waiting.
+	queueAgeAlarm = 15 * 60
+	// staleHorizon: a record in flight this long after its lease ended has
+	// outlived T + skew, a sweep and three reconcile back-offs (1, 2, 4 min).
+	staleHorizon = 10 * 60
+	// api5xxPercent of the API's answers over 5 minutes, once there are at
+	// least api5xxMinRequests: deliberate 503s (acquirer down, outcome
+	// pending) stay under it; a broken deploy does not.
+	api5xxPercent     = 5
+	api5xxMinRequests = 20
+)
+
+// watch makes the alarms, all to the environment's topic, and the
+// dashboard. Each alarm's description says what to do; the README's
+// runbook has a line for each.
+func watch(stack awscdk.Stack, cfg Config, w watched) {
+	topic := awssns.NewTopic(stack, jsii.String("Alarms"), &awssns.TopicProps{
+		DisplayName: jsii.String("idempay " + cfg.Name + " alarms"), EnforceSSL: jsii.Bool(true),
+	})
+	for _, email := range cfg.AlarmEmails {
+		topic.AddSubscription(awssnssubscriptions.NewEmailSubscription(jsii.String(email), nil))
+	}
+	five := awscdk.Duration_Minutes(jsii.Number(5))
+	// alarm fires when metric reaches threshold in one 5-minute period (no
+	// data: not breaching); below fires when it falls under threshold (no
+	// data: breaching, as for a heartbeat).
+	add := func(id, description string, metric awscloudwatch.IMetric, threshold float64, op awscloudwatch.ComparisonOperator, missing awscloudwatch.TreatMissingData) {
+		a := awscloudwatch.NewAlarm(stack, jsii.String(id), &awscloudwatch.AlarmProps{
+			AlarmDescription: jsii.String(description), Metric: metric, Threshold: jsii.Number(threshold),
+			EvaluationPeriods: jsii.Number(1), ComparisonOperator: op, TreatMissingData: missing,
+		})
+		a.AddAlarmAction(awscloudwatchactions.NewSnsAction(topic))
+	}
+	alarm := func(id, description string, metric awscloudwatch.IMetric, threshold float64) {
+		add(id, description, metric, threshold, awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD, awscloudwatch.TreatMissingData_NOT_BREACHING)
+	}
+	below := func(id, description string, metric awscloudwatch.IMetric, threshold float64) {
+		add(id, description, metric, threshold, awscloudwatch.ComparisonOperator_LESS_THAN_THRESHOLD, awscloudwatch.TreatMissingData_BREACHING)
+	}
+	emf := func(function, name, statistic string, dims map[string]string) awscloudwatch.Metric {
+		d := map[string]*string{"Function": jsii.String(function), "Environment": jsii.String(cfg.Name)}
+		for k, v := range dims {
+			d[k] = jsii.String(v)
+		}
+		return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
+			Namespace: jsii.String(obs.Namespace), MetricName: jsii.String(name), Period: five, Statistic: jsii.String(statistic), DimensionsMap: &d,
+		})
+	}
+	outcome := func(function, o string) awscloudwatch.Metric {
+		return emf(function, "Requests", "Sum", map[string]string{"Outcome": o})
+	}
+
+	// Dead letters.
+	alarm("DeadLettersAlarm", "Commands reached the DLQ. Read each message's reject_code/reject_reason (a refusal: tell its producer) "+
+		"or, without one, it ran out of receives (a real failure: check the acquirer and the table, then have the producer resend it)",
+		w.dlq.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Maximum")}), 1)
+	alarm("ProducerNotAllowedAlarm", "A command came from an unknown queue, for an account its producer may not charge, or of the wrong type: "+
+		"PRODUCER_NOT_ALLOWED in the DLQ. A producer is misconfigured or something is forging commands: find source_queue",
+		outcome("sqsconsumer", command.OutcomeProducerNotAllowed), 1)
+
+	// The API: a 5xx rate, and the outcomes behind a 503.
+	api5xx := awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
+		Expression: jsii.String(fmt.Sprintf("IF(requests >= %d, 100 * errors / requests, 0)", api5xxMinRequests)),
+		UsingMetrics: &map[string]awscloudwatch.IMetric{
+			"errors":   w.api.MetricServerError(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Sum")}),
+			"requests": w.api.MetricCount(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Sum")}),
+		},
+		Label: jsii.String("5xx %"), Period: five,
+	})
+	alarm("Api5xxRateAlarm", fmt.Sprintf("More than %d%% of the API's answers were 5xx over 5 minutes. Check the charge function's errors and the "+
+		"acquirer's status; 503s alone are the pending and unavailable alarms", api5xxPercent), api5xx, api5xxPercent)
+	for _, fn := range []string{"charge", "sqsconsumer"} {
+		id := map[string]string{"charge": "Charge", "sqsconsumer": "Consumer"}[fn]
+		alarm(id+"PendingAlarm", "Charges ended with the acquirer's outcome unknown (503 CHARGE_OUTCOME_PENDING): the acquirer times out or drops. "+
+			"They resolve on retry or by the reconciler; check the acquirer's health and AcquirerErrors",
+			outcome(fn, "pending"), float64(cfg.AlarmPendingPer5Min))
+		alarm(id+"UnavailableAlarm", "The table failed before anything was sent (503): check DynamoDB throttles and system errors",
+			outcome(fn, "unavailable"), 1)
+	}
+	alarm("AcquirerErrorsAlarm", "Acquirer calls failed (nothing sent or outcome unknown): the acquirer is down, slow or refusing the credential",
+		emf("charge", "AcquirerErrors", "Sum", nil), float64(cfg.AlarmPendingPer5Min))
+
+	// The queues: a command older than the redrive's worst path is stuck.
+	names := make([]string, 0, len(w.queues))
+	for name := range w.queues {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		alarm("QueueAgeAlarm-"+name, fmt.Sprintf("A command on the %s queue is older than %d minutes: its consumer is failing, throttled or "+
+			"disabled. Check the consumer's errors and its event source mapping", name, queueAgeAlarm/60),
+			w.queues[name].MetricApproximateAgeOfOldestMessage(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Maximum")}), queueAgeAlarm)
+	}
+
+	// Every function: errors, throttles, and a p99 near its timeout.
+	for _, f := range w.functions {
+		id := strings.ToUpper(f.name[:1]) + f.name[1:]
+		alarm(id+"ErrorsAlarm", "The "+f.name+" function failed invocations: read its ERROR lines (requestId or messageId, record)",
+			f.fn.fn.MetricErrors(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Sum")}), 1)
+		alarm(id+"ThrottlesAlarm", "The "+f.name+" function was throttled: raise its reservation or the account's quota, or lower the stage throttle",
+			f.fn.fn.MetricThrottles(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Sum")}), float64(cfg.AlarmThrottlesPer5Min))
+		alarm(id+"DurationAlarm", fmt.Sprintf("The %s function's p99 duration is above 80%% of its %g s timeout: the acquirer or the table is slow; "+
+			"leases and the in-transit bound assume it finishes in time", f.name, f.timeout),
+			f.fn.fn.MetricDuration(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("p99")}), 0.8*f.timeout*1000)
+	}
+
+	// The sweeper: a heartbeat, and what it finds.
+	below("SweeperHeartbeatAlarm", "No successful sweep in 5 minutes: stale records are not being reconciled. Check the schedule rule and the sweeper's errors",
+		awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
+			Expression: jsii.String("FILL(swept, 0)"), UsingMetrics: &map[string]awscloudwatch.IMetric{"swept": outcome("sweeper", "swept")},
+			Label: jsii.String("sweeps"), Period: five,
+		}), 1)
+	alarm("StaleRecordsAlarm", "The sweeper found records left in flight and asked for their reconciliation: workers die or the acquirer drops; "+
+		"usually self-healing, watch StaleFailing", emf("sweeper", "StaleFlagged", "Maximum", nil), 1)
+	alarm("StaleFailingAlarm", "Records stay in flight after 3 reconciliations: the acquirer's lookups keep failing. Check the acquirer; "+
+		"idemctl inspect / reconcile a record by hand", emf("sweeper", "StaleFailing", "Maximum", nil), 1)
+	alarm("OldestStaleAlarm", fmt.Sprintf("A record has been stale for more than %d minutes, past the reconcile horizon: reconcile it "+
+		"with idemctl and find why the reconciler cannot", staleHorizon/60), emf("sweeper", "OldestStaleSeconds", "Maximum", nil), staleHorizon)
+
+	// The table and its in-flight index.
+	ddb := func(name string, dims map[string]string) awscloudwatch.Metric {
+		d := map[string]*string{"TableName": w.table.Ref()}
+		for k, v := range dims {
+			d[k] = jsii.String(v)
+		}
+		return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
+			Namespace: jsii.String("AWS/DynamoDB"), MetricName: jsii.String(name), Period: five, Statistic: jsii.String("Sum"), DimensionsMap: &d,
+		})
+	}
+	index := map[string]string{"GlobalSecondaryIndexName": dynamostore.InflightIndex}
+	alarm("TableThrottlesAlarm", "DynamoDB throttled the table: a new on-demand table starts at 4,000 WRU/s; pre-warm it or request a higher "+
+		"throughput (README, capacity)", sum("ddb", ddb("ReadThrottleEvents", nil), ddb("WriteThrottleEvents", nil)), 1)
+	alarm("IndexThrottlesAlarm", "DynamoDB throttled the in-flight index: its writes back-pressure the table's; check the shard spread",
+		sum("ddb", ddb("ReadThrottleEvents", index), ddb("WriteThrottleEvents", index)), 1)
+	var systemErrors []awscloudwatch.IMetric
+	for _, op := range []string{"GetItem", "PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems", "Query"} {
+		systemErrors = append(systemErrors, ddb("SystemErrors", map[string]string{"Operation": op}))
+	}
+	alarm("TableSystemErrorsAlarm", "DynamoDB answered 5xx: the functions retry and answer 503; check the AWS Health Dashboard",
+		sum("ddb", systemErrors...), 1)
+
+	newDashboard(stack, cfg, w, emf, ddb)
+}
+
+// sum is the sum of metrics, as one math expression.
+func sum(prefix string, metrics ...awscloudwatch.IMetric) awscloudwatch.IMetric {
+	using := map[string]awscloudwatch.IMetric{}
+	var terms []string
+	for i, m := range metrics {
+		id := fmt.Sprintf("%s%d", prefix, i)
+		using[id] = m
+		terms = append(terms, "FILL("+id+", 0)")
+	}
+	return awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
+		Expression: jsii.String(strings.Join(terms, " + ")), UsingMetrics: &using, Period: awscdk.Duration_Minutes(jsii.Number(5)),
+	})
+}

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
+	"github.com/idempotent-payments/idempay/internal/obs"
+)
+
+// newDashboard is the environment's one page: requests by outcome, latency
+// p50/p99, the acquirer's latency and errors, queue depth and age, stale
+// and failing records, throttles, and the write units the table consumes.
+func newDashboard(stack awscdk.Stack, cfg Config, w watched,
+	emf func(function, name, statistic string, dims map[string]string) awscloudwatch.Metric,
+	ddb func(name string, dims map[string]string) awscloudwatch.Metric,
+) {
+	five := awscdk.Duration_Minutes(jsii.Number(5))
+	graph := func(title string, metrics ...awscloudwatch.IMetric) awscloudwatch.IWidget {
+		return awscloudwatch.NewGraphWidget(&awscloudwatch.GraphWidgetProps{
+			Title: jsii.String(title), Left: &metrics, Width: jsii.Number(12), Height: jsii.Number(6),
+		})
+	}
+	byOutcome := func(function string) awscloudwatch.IMetric {
+		return awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
+			Expression: jsii.String(fmt.Sprintf(`SEARCH('{%s,Environment,Function,Outcome} MetricName="Requests" Environment="%s" Function="%s"', 'Sum', 300)`,
+				obs.Namespace, cfg.Name, function)),
+			Label: jsii.String(function), Period: five,
+		})
+	}
+	var durations, throttles []awscloudwatch.IMetric
+	for _, f := range w.functions {
+		for _, p := range []string{"p50", "p99"} {
+			durations = append(durations, f.fn.fn.MetricDuration(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String(p), Label: jsii.String(f.name + " " + p)}))
+		}
+		throttles = append(throttles, f.fn.fn.MetricThrottles(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Sum"), Label: jsii.String(f.name)}))
+	}
+	names := make([]string, 0, len(w.queues))
+	for name := range w.queues {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var depth, age []awscloudwatch.IMetric
+	for _, name := range names {
+		q := w.queues[name]
+		depth = append(depth, q.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Maximum"), Label: jsii.String(name)}))
+		age = append(age, q.MetricApproximateAgeOfOldestMessage(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Maximum"), Label: jsii.String(name)}))
+	}
+	depth = append(depth, w.dlq.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Maximum"), Label: jsii.String("DLQ")}))
+	index := map[string]string{"GlobalSecondaryIndexName": dynamostore.InflightIndex}
+	awscloudwatch.NewDashboard(stack, jsii.String("Dashboard"), &awscloudwatch.DashboardProps{
+		DashboardName: jsii.String("idempay-" + cfg.Name),
+		Widgets: &[]*[]awscloudwatch.IWidget{
+			{graph("Charges by outcome (HTTP)", byOutcome("charge")), graph("Commands by outcome (queues)", byOutcome("sqsconsumer"))},
+			{graph("Duration p50 / p99 (ms)", durations...), graph("Acquirer latency (ms) and errors",
+				emf("charge", "AcquirerLatencyMs", "p99", nil), emf("charge", "AcquirerLatencyMs", "p50", nil), emf("charge", "AcquirerErrors", "Sum", nil))},
+			{graph("Queue depth", depth...), graph("Oldest message age (s)", age...)},
+			{graph("Stale and failing records", emf("sweeper", "StaleFlagged", "Maximum", nil), emf("sweeper", "StaleFailing", "Maximum", nil),
+				emf("sweeper", "OldestStaleSeconds", "Maximum", nil)), graph("Throttles", throttles...)},
+			{graph("Write units consumed (table, in-flight index)", ddb("ConsumedWriteCapacityUnits", nil), ddb("ConsumedWriteCapacityUnits", index)),
+				graph("DynamoDB throttles", ddb("WriteThrottleEvents", nil), ddb("ReadThrottleEvents", nil), ddb("WriteThrottleEvents", index))},
+		},
+	})
+}
