@@ -31,6 +31,11 @@ var (
 	ErrOutcomeUnknown = errors.New("acquirer outcome unknown")
 	// ErrNotFound: a lookup found no authorization under the key.
 	ErrNotFound = errors.New("authorization not found")
+	// ErrCredentialRefused: the acquirer answered 401 or 403, after one
+	// re-read of the credential. Its contract (the sandbox's) is that a
+	// refused credential is checked before anything is processed, so an
+	// Authorize refused this way also wraps ErrNotSent.
+	ErrCredentialRefused = errors.New("acquirer refused the credential")
 )
 
 // Statuses of an authorization.
@@ -60,15 +65,21 @@ type Authorization struct {
 
 // Client talks to one acquirer base URL.
 type Client struct {
-	base   *url.URL
-	http   *http.Client
-	apiKey string
+	base *url.URL
+	http *http.Client
+	cred *Credential
 }
 
 // NewClient returns a client for baseURL. apiKey, when set, is sent as a
 // bearer credential. httpClient nil means a client with its own transport
 // (no shared connection pool with the rest of the process).
 func NewClient(baseURL, apiKey string, httpClient *http.Client) (*Client, error) {
+	return NewClientWithCredential(baseURL, StaticCredential(apiKey), httpClient)
+}
+
+// NewClientWithCredential is NewClient with a credential that may change
+// (a secret re-read on refusal, see Credential).
+func NewClientWithCredential(baseURL string, cred *Credential, httpClient *http.Client) (*Client, error) {
 	u, err := url.Parse(baseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("acquirer base URL %q: want http(s)://host[:port]", baseURL)
@@ -80,7 +91,7 @@ func NewClient(baseURL, apiKey string, httpClient *http.Client) (*Client, error)
 			TLSClientConfig:     &tls.Config{MinVersion: tls.VersionTLS12},
 		}}
 	}
-	return &Client{base: u, http: httpClient, apiKey: apiKey}, nil
+	return &Client{base: u, http: httpClient, cred: cred}, nil
 }
 
 // Authorize asks the acquirer to authorize and capture req under key. The
@@ -99,15 +110,20 @@ func (c *Client) Authorize(ctx context.Context, key string, req Request) (Author
 	if err != nil {
 		return Authorization{}, fmt.Errorf("%w: encode: %v", ErrNotSent, err)
 	}
-	httpReq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base.JoinPath("v1", "authorizations").String(), io.NopCloser(bytes.NewReader(body)))
-	if err != nil {
-		return Authorization{}, fmt.Errorf("%w: %v", ErrNotSent, err)
-	}
-	httpReq.ContentLength = int64(len(body)) // unknown to NewRequest behind the NopCloser
-	httpReq.Header.Set("Content-Type", "application/json")
-	httpReq.Header.Set("Idempotency-Key", key)
-	status, respBody, err := c.do(httpReq)
-	if err != nil {
+	status, respBody, err := c.do(ctx, func() (*http.Request, error) {
+		r, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base.JoinPath("v1", "authorizations").String(), io.NopCloser(bytes.NewReader(body)))
+		if err != nil {
+			return nil, err
+		}
+		r.ContentLength = int64(len(body)) // unknown to NewRequest behind the NopCloser
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("Idempotency-Key", key)
+		return r, nil
+	})
+	switch {
+	case errors.Is(err, ErrCredentialRefused):
+		return Authorization{}, fmt.Errorf("%w: %w", ErrNotSent, err) // refused before processing: the contract
+	case err != nil:
 		return Authorization{}, err
 	}
 	switch status {
@@ -120,11 +136,9 @@ func (c *Client) Authorize(ctx context.Context, key string, req Request) (Author
 // Lookup returns the authorization made under key, or ErrNotFound. Any
 // other failure is an error that proves nothing either way.
 func (c *Client) Lookup(ctx context.Context, key string) (Authorization, error) {
-	httpReq, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base.JoinPath("v1", "authorizations", key).String(), nil)
-	if err != nil {
-		return Authorization{}, fmt.Errorf("lookup: %v", err)
-	}
-	status, body, err := c.do(httpReq)
+	status, body, err := c.do(ctx, func() (*http.Request, error) {
+		return http.NewRequestWithContext(ctx, http.MethodGet, c.base.JoinPath("v1", "authorizations", key).String(), nil)
+	})
 	if err != nil {
 		return Authorization{}, fmt.Errorf("lookup: %w", err)
 	}
@@ -137,12 +151,38 @@ func (c *Client) Lookup(ctx context.Context, key string) (Authorization, error) 
 	return Authorization{}, fmt.Errorf("lookup: %w: status %d", ErrOutcomeUnknown, status)
 }
 
-// do sends req and reads the whole answer. A failure before any connection
-// was obtained is ErrNotSent; any failure after is ErrOutcomeUnknown, because
-// bytes may have left even if the write did not complete.
-func (c *Client) do(req *http.Request) (int, []byte, error) {
-	if c.apiKey != "" {
-		req.Header.Set("Authorization", "Bearer "+c.apiKey)
+// do sends the request build makes, with the credential, and reads the
+// whole answer. A 401 or 403 re-reads the credential and, if it changed,
+// sends once more; a second refusal is ErrCredentialRefused. A failure
+// before any connection was obtained is ErrNotSent (also when building the
+// request or reading the credential fails); any failure after is
+// ErrOutcomeUnknown, because bytes may have left even if the write did not
+// complete.
+func (c *Client) do(ctx context.Context, build func() (*http.Request, error)) (int, []byte, error) {
+	apiKey, err := c.cred.Key(ctx)
+	if err != nil {
+		return 0, nil, fmt.Errorf("%w: %v", ErrNotSent, err)
+	}
+	for retried := false; ; retried = true {
+		req, err := build()
+		if err != nil {
+			return 0, nil, fmt.Errorf("%w: %v", ErrNotSent, err)
+		}
+		status, body, err := c.send(req, apiKey)
+		if err != nil || (status != http.StatusUnauthorized && status != http.StatusForbidden) {
+			return status, body, err
+		}
+		next, changed := c.cred.Refused(ctx, apiKey)
+		if retried || !changed {
+			return 0, nil, fmt.Errorf("%w: status %d", ErrCredentialRefused, status)
+		}
+		apiKey = next
+	}
+}
+
+func (c *Client) send(req *http.Request, apiKey string) (int, []byte, error) {
+	if apiKey != "" {
+		req.Header.Set("Authorization", "Bearer "+apiKey)
 	}
 	var connected atomic.Bool
 	trace := &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { connected.Store(true) }}

@@ -3,6 +3,8 @@ package charge_test
 import (
 	"context"
 	"fmt"
+	"net/http/httptest"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,6 +14,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/idemtest"
+	"github.com/idempotent-payments/idempay/internal/sandbox"
 )
 
 // scripted is an acquirer whose answers the test sets, counting calls.
@@ -174,5 +177,69 @@ func TestInFlightWaitOut(t *testing.T) {
 	res := svc.Charge(ctx, charge.Input{Account: "acct_1", Keys: []string{"wait-out-key"}, Body: []byte(body)})
 	if res.Outcome != charge.InFlight || res.WaitOut != 26*time.Second || res.RetryAfter != 2*time.Second {
 		t.Fatalf("%s: WaitOut %s, RetryAfter %s; want in flight, 20 s left + 5 s + 1 s, 2 s", res.Outcome, res.WaitOut, res.RetryAfter)
+	}
+}
+
+// TestCredentialRotation: the acquirer's credential rotates while charges
+// run. The secret changes first, then the acquirer: a refused call re-reads
+// the secret once and is sent again, so every charge executes. When the
+// acquirer refuses a key the secret does not have yet, the refusal is
+// "nothing sent" (the sandbox checks the credential before anything else):
+// the key is released and a retry, once the secret has the new value,
+// executes once (issue 12, the credential).
+func TestCredentialRotation(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	sb := sandbox.New("key-1")
+	srv := httptest.NewServer(sb)
+	defer srv.Close()
+	var secret atomic.Value
+	secret.Store("key-1")
+	var reads atomic.Int64
+	cred := acquirer.NewCredential(func(context.Context) (string, error) { reads.Add(1); return secret.Load().(string), nil }, time.Hour, time.Nanosecond)
+	client, err := acquirer.NewClientWithCredential(srv.URL, cred, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	guard := idem.NewGuard(idemtest.NewMemoryStore(), idem.Config{})
+	svc := charge.NewService(guard, client, httpapi.Answer, charge.Config{})
+	charge1 := func(key string) charge.Result {
+		return svc.Charge(ctx, charge.Input{Account: "acct_1", Keys: []string{key}, Body: []byte(body)})
+	}
+
+	var wg sync.WaitGroup
+	results := make(chan charge.Outcome, 200)
+	for w := range 10 {
+		wg.Go(func() {
+			for i := range 20 {
+				results <- charge1(fmt.Sprintf("rotation-%02d-%02d", w, i)).Outcome
+				if w == 0 && i == 10 { // midway: the secret, then the acquirer
+					secret.Store("key-2")
+					sb.SetAPIKey("key-2")
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(results)
+	for o := range results {
+		if o != charge.Executed {
+			t.Fatalf("a charge during the rotation: %s", o)
+		}
+	}
+	if n := len(sb.Authorizations()); n != 200 || reads.Load() < 2 {
+		t.Fatalf("%d authorizations, %d reads of the secret: want 200 and a re-read", n, reads.Load())
+	}
+
+	sb.SetAPIKey("key-3") // the acquirer moved on; the secret has not yet
+	if r := charge1("rotation-late-secret"); r.Outcome != charge.Released {
+		t.Fatalf("refused credential: %s, want released (nothing sent)", r.Outcome)
+	}
+	if st, _ := status(t, guard, "acct_1", "rotation-late-secret"); st != "" || len(sb.Authorizations()) != 200 {
+		t.Fatalf("after a refusal: record %q, %d authorizations", st, len(sb.Authorizations()))
+	}
+	secret.Store("key-3")
+	if r := charge1("rotation-late-secret"); r.Outcome != charge.Executed || len(sb.Authorizations()) != 201 {
+		t.Fatalf("the retry once the secret has the key: %s, %d authorizations", r.Outcome, len(sb.Authorizations()))
 	}
 }

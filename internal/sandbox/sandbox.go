@@ -56,7 +56,7 @@ type Faults struct {
 type Server struct {
 	received atomic.Int64
 	injected [4]atomic.Int64 // by fault kind
-	apiKey   string
+	apiKey   atomic.Pointer[string] // the credential /v1 requires ("" none)
 	mux      *http.ServeMux
 
 	mu     sync.Mutex
@@ -87,7 +87,8 @@ type stored struct {
 // New returns an empty sandbox. apiKey, when set, must be presented as a
 // bearer credential on /v1 routes.
 func New(apiKey string) *Server {
-	s := &Server{apiKey: apiKey, byKey: map[string]stored{}, dropped: map[string]time.Time{}, rng: rand.New(rand.NewPCG(0, 0)), mux: http.NewServeMux()}
+	s := &Server{byKey: map[string]stored{}, dropped: map[string]time.Time{}, rng: rand.New(rand.NewPCG(0, 0)), mux: http.NewServeMux()}
+	s.apiKey.Store(&apiKey)
 	s.mux.HandleFunc("POST /v1/authorizations", s.authorize)
 	s.mux.HandleFunc("GET /v1/authorizations/{key}", s.lookup)
 	s.mux.HandleFunc("GET /v1/authorizations", s.list)
@@ -98,12 +99,18 @@ func New(apiKey string) *Server {
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if s.apiKey != "" && strings.HasPrefix(r.URL.Path, "/v1/") && r.Header.Get("Authorization") != "Bearer "+s.apiKey {
+	// The contract: the credential is checked before anything is read or
+	// processed, so a refused request (401) never authorizes.
+	if key := *s.apiKey.Load(); key != "" && strings.HasPrefix(r.URL.Path, "/v1/") && r.Header.Get("Authorization") != "Bearer "+key {
 		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "unauthorized"})
 		return
 	}
 	s.mux.ServeHTTP(w, r)
 }
+
+// SetAPIKey rotates the credential /v1 requires: from now on only key is
+// accepted.
+func (s *Server) SetAPIKey(key string) { s.apiKey.Store(&key) }
 
 // Authorizations returns every authorization in the order they were made.
 func (s *Server) Authorizations() []acquirer.Authorization {

@@ -119,17 +119,25 @@ func ChargeService(ctx context.Context, awsCfg aws.Config, c Config, logger *slo
 	guard := idem.NewGuard(dynamostore.New(ddb, c.TableName), idem.Config{
 		Retention: c.Retention, LeaseMargin: c.LeaseMargin, CacheSize: c.CacheSize,
 	})
-	apiKey := c.AcquirerAPIKey
+	cred := acquirer.StaticCredential(c.AcquirerAPIKey)
 	if c.AcquirerSecret != "" {
-		// Read once at start-up: the credential never sits in the
-		// function's environment, and a missing secret fails the start.
-		out, err := secretsmanager.NewFromConfig(awsCfg).GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(c.AcquirerSecret)})
-		if err != nil {
-			return nil, fmt.Errorf("read the acquirer credential: %w", err)
+		// Read at start-up (a missing secret fails the start), then again
+		// every 5 minutes and when the acquirer refuses it (at most every
+		// 10 s): a rotation or the first real value takes effect without a
+		// restart. The credential never sits in the function's environment.
+		sm := secretsmanager.NewFromConfig(awsCfg)
+		cred = acquirer.NewCredential(func(ctx context.Context) (string, error) {
+			out, err := sm.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(c.AcquirerSecret)})
+			if err != nil {
+				return "", err
+			}
+			return aws.ToString(out.SecretString), nil
+		}, 0, 0)
+		if _, err := cred.Key(ctx); err != nil {
+			return nil, err
 		}
-		apiKey = aws.ToString(out.SecretString)
 	}
-	acq, err := acquirer.NewClient(c.AcquirerURL, apiKey, nil)
+	acq, err := acquirer.NewClientWithCredential(c.AcquirerURL, cred, nil)
 	if err != nil {
 		return nil, err
 	}
