@@ -363,7 +363,8 @@ func newAPI(stack awscdk.Stack, cfg Config, removal awscdk.RemovalPolicy, charge
 		DestinationArn: accessLogs.LogGroupArn(),
 		Format: jsii.String(`{"requestId":"$context.requestId","ip":"$context.identity.sourceIp","requestTime":"$context.requestTime",` +
 			`"routeKey":"$context.routeKey","status":"$context.status","latency":"$context.responseLatency",` +
-			`"integrationError":"$context.integrationErrorMessage","authorizerError":"$context.authorizer.error"}`),
+			`"integrationError":"$context.integrationErrorMessage","authorizerError":"$context.authorizer.error",` +
+			`"integrationLatency":"$context.integrationLatency","integrationStatus":"$context.integrationStatus","error":"$context.error.message"}`),
 	})
 	return api
 }

@@ -232,6 +232,12 @@ func TestAPI(t *testing.T) {
 	if stage["AccessLogSettings"] == nil || asJSON(stage["DefaultRouteSettings"]) != `{"ThrottlingBurstLimit":100,"ThrottlingRateLimit":200}` {
 		t.Errorf("stage %s", asJSON(stage))
 	}
+	format := asJSON(stage["AccessLogSettings"])
+	for _, field := range []string{"$context.requestId", "$context.status", "$context.integrationLatency", "$context.integrationStatus", "$context.error.message", "$context.authorizer.error"} {
+		if !strings.Contains(format, field) {
+			t.Errorf("the access log lacks %s", field)
+		}
+	}
 }
 
 // TestLeastPrivilege pins every action each role may take, and that no
