@@ -52,8 +52,8 @@ const (
 
 // watch makes the alarms, all to the environment's topic, and the
 // dashboard. Each alarm's description says what to do; the README's
-// runbook has a line for each.
-func watch(stack awscdk.Stack, cfg Config, w watched) {
+// runbook has a line for each. It returns the alarms' topic.
+func watch(stack awscdk.Stack, cfg Config, w watched) awssns.Topic {
 	topic := awssns.NewTopic(stack, jsii.String("Alarms"), &awssns.TopicProps{
 		DisplayName: jsii.String("idempay " + cfg.Name + " alarms"), EnforceSSL: jsii.Bool(true),
 	})
@@ -180,6 +180,7 @@ func watch(stack awscdk.Stack, cfg Config, w watched) {
 		sum("ddb", systemErrors...), 1)
 
 	newDashboard(stack, cfg, w, emf, ddb)
+	return topic
 }
 
 // sum is the sum of metrics, as one math expression.

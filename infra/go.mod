@@ -9,6 +9,7 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/dynamodb v1.74.0
 	github.com/aws/constructs-go/constructs/v10 v10.8.1
 	github.com/aws/jsii-runtime-go v1.142.0
+	github.com/cdklabs/cdk-nag-go/cdknag/v2 v2.38.2
 	github.com/idempotent-payments/idempay v0.0.0
 )
 

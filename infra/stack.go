@@ -169,25 +169,28 @@ func NewStack(scope constructs.Construct, id string, cfg Config, assets StackAss
 
 	// The consumers' triggers; plain mappings, since SqsEventSource's grant
 	// would add sqs:GetQueueUrl, which nothing calls.
+	var mappings []awslambda.EventSourceMapping
 	for _, p := range producers {
 		mapping := awslambda.NewEventSourceMapping(stack, jsii.String("ChargeCommandsMapping-"+p.Name), &awslambda.EventSourceMappingProps{
 			Target: consumer.fn, EventSourceArn: p.queue.QueueArn(), BatchSize: jsii.Number(10),
 			ReportBatchItemFailures: jsii.Bool(true), MaxConcurrency: jsii.Number(float64(cfg.ConsumerMaxConcurrency)),
 		})
 		mapping.Node().AddDependency(consumer.policy)
+		mappings = append(mappings, mapping)
 	}
 	mapping := awslambda.NewEventSourceMapping(stack, jsii.String("ReconcileCommandsMapping"), &awslambda.EventSourceMappingProps{
 		Target: reconciler.fn, EventSourceArn: reconcileQueue.QueueArn(), BatchSize: jsii.Number(10),
 		ReportBatchItemFailures: jsii.Bool(true), MaxConcurrency: jsii.Number(float64(cfg.ConsumerMaxConcurrency)),
 	})
 	mapping.Node().AddDependency(reconciler.policy)
+	mappings = append(mappings, mapping)
 
 	// A failed or late sweep is not retried: the next one, a minute later,
 	// does its work, and two never overlap on Lambda's retries.
 	sweeper.fn.ConfigureAsyncInvoke(&awslambda.EventInvokeConfigOptions{
 		RetryAttempts: jsii.Number(0), MaxEventAge: awscdk.Duration_Seconds(jsii.Number(60)),
 	})
-	awsevents.NewRule(stack, jsii.String("SweeperSchedule"), &awsevents.RuleProps{
+	schedule := awsevents.NewRule(stack, jsii.String("SweeperSchedule"), &awsevents.RuleProps{
 		Description: jsii.String("Sweep stale in-flight records every minute"),
 		Schedule:    awsevents.Schedule_Rate(awscdk.Duration_Minutes(jsii.Number(1))),
 		Targets:     &[]awsevents.IRuleTarget{awseventstargets.NewLambdaFunction(sweeper.fn, &awseventstargets.LambdaFunctionProps{RetryAttempts: jsii.Number(0)})},
@@ -198,13 +201,14 @@ func NewStack(scope constructs.Construct, id string, cfg Config, assets StackAss
 	for _, p := range producers {
 		queues[p.Name] = p.queue
 	}
-	watch(stack, cfg, watched{
+	topic := watch(stack, cfg, watched{
 		dlq: dlq, queues: queues, api: api, table: table,
 		functions: []watchedFunction{
 			{"charge", charge, chargeTimeout}, {"consumer", consumer, consumerTimeout},
 			{"reconciler", reconciler, consumerTimeout}, {"sweeper", sweeper, sweeperTimeout},
 		},
 	})
+	suppressStack(mappings, dlq, secret, schedule, topic, sweeper.fn.Node().FindChild(jsii.String("EventInvokeConfig")))
 
 	awscdk.NewCfnOutput(stack, jsii.String("ApiUrl"), &awscdk.CfnOutputProps{Value: api.ApiEndpoint(), Description: jsii.String("Base URL of the charges API")})
 	for _, p := range producers {
@@ -253,6 +257,9 @@ func newTable(stack awscdk.Stack, cfg Config, removal awscdk.RemovalPolicy) awsd
 	table.ApplyRemovalPolicy(removal, nil)
 	return table
 }
+
+// xrayActions are what active tracing needs.
+var xrayActions = []string{"xray:PutTraceSegments", "xray:PutTelemetryRecords"}
 
 type statement struct {
 	actions    []string
@@ -309,7 +316,11 @@ func newFunction(stack awscdk.Stack, name string, cfg Config, assets StackAssets
 	role := awsiam.NewRole(stack, jsii.String(name+"Role"), &awsiam.RoleProps{
 		AssumedBy: awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil),
 	})
-	statements = append(statements, statement{actions: []string{"logs:CreateLogStream", "logs:PutLogEvents"}, resources: []*string{logs.LogGroupArn()}})
+	statements = append(statements,
+		statement{actions: []string{"logs:CreateLogStream", "logs:PutLogEvents"}, resources: []*string{logs.LogGroupArn()}},
+		// Active tracing: Lambda's own segments. X-Ray's write actions take
+		// no resource-level permissions, hence "*" (and a nag suppression).
+		statement{actions: xrayActions, resources: []*string{jsii.String("*")}})
 	var docs []awsiam.PolicyStatement
 	for _, s := range statements {
 		st := &awsiam.PolicyStatementProps{Actions: jsii.Strings(s.actions...), Resources: &s.resources}
@@ -331,7 +342,9 @@ func newFunction(stack awscdk.Stack, name string, cfg Config, assets StackAssets
 		Role:         role,
 		LogGroup:     logs,
 	})
+	fn.Node().DefaultChild().(awslambda.CfnFunction).SetTracingConfig(&awslambda.CfnFunction_TracingConfigProperty{Mode: jsii.String("Active")})
 	fn.Node().AddDependency(policy)
+	suppressFunction(name, fn, policy)
 	return function{fn: fn, role: role, policy: policy}
 }
 

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
+)
+
+// The cdk-nag findings this design answers otherwise, each with its reason;
+// TestNag fails on any other.
+
+// suppressFunction: what every function's role and invocation need.
+func suppressFunction(name string, fn awslambda.Function, policy awsiam.Policy) {
+	suppress(policy, "AwsSolutions-IAM5", "X-Ray's PutTraceSegments and PutTelemetryRecords support no resource-level permissions; every other statement names its resources", "Resource::*")
+	reason := map[string]string{
+		"Charge": "invoked synchronously by API Gateway: a dead-letter queue applies only to asynchronous invocations, and every failure is an HTTP answer",
+		"SqsConsumer": "invoked by the SQS event source mapping: a message that keeps failing goes to the queue's DLQ by its redrive policy " +
+			"(6 receives); a Lambda DLQ applies only to asynchronous invocations",
+		"Reconciler": "invoked by the SQS event source mapping of the reconcile queue: a command that keeps failing goes to the DLQ by its redrive policy",
+		"Sweeper": "invoked every minute by the schedule: a failed sweep is neither retried nor kept (the next run redoes it), " +
+			"and the SweeperErrors and SweeperHeartbeat alarms report failures",
+	}[name]
+	suppress(fn, "Serverless-LambdaDLQ", reason)
+}
+
+// suppressStack: the stack's other answered findings.
+func suppressStack(mappings []awslambda.EventSourceMapping, dlq, secret, schedule, topic, sweeperInvokeConfig constructs.IConstruct) {
+	suppress(sweeperInvokeConfig, "Serverless-LambdaAsyncFailureDestination", "a failed sweep is not kept: the next run, a minute later, redoes it; the alarms report failures")
+	for _, m := range mappings {
+		suppress(m, "Serverless-LambdaEventSourceMappingDestination", "an SQS event source mapping supports no on-failure destination: failing messages go to the queue's DLQ by its redrive policy")
+	}
+	suppress(dlq, "Serverless-SQSRedrivePolicy", "this is the dead-letter queue: its messages are read by an operator, never redriven automatically")
+	suppress(secret, "AwsSolutions-SMG4", "the acquirer issues and rotates its API key; put each new value in the secret first, and the functions re-read it "+
+		"every 5 minutes and on the acquirer's first refusal (acquirer.Credential)")
+	suppress(schedule, "Serverless-EventBusDLQ", "a missed scheduled event needs no replay: the next one a minute later sweeps the same records; the heartbeat alarm fires after 5 minutes without a sweep")
+	suppress(topic, "Serverless-SNSRedrivePolicy", "alarm e-mails SNS cannot deliver are retried by SNS; a queue of undelivered alarms would itself need an alarm, and the alarm states stay in CloudWatch")
+}
+
+func suppress(c constructs.IConstruct, id, reason string, appliesTo ...string) {
+	s := &cdknag.NagPackSuppression{Id: jsii.String(id), Reason: jsii.String(reason)}
+	if len(appliesTo) > 0 {
+		var list []interface{}
+		for _, a := range appliesTo {
+			list = append(list, a)
+		}
+		s.AppliesTo = &list
+	}
+	cdknag.NagSuppressions_AddResourceSuppressions(c, &[]*cdknag.NagPackSuppression{s}, jsii.Bool(true))
+}
