@@ -29,6 +29,7 @@ ENV ?= dev
 ## test: start the emulators (installing them on first use), run every test, the infra tests and a short run of every fuzzer
 test: $(RIE) spin
 	$(WITH_EMULATORS) go vet ./... && go test $(GO_TEST_FLAGS) -skip '^TestChaos$$' ./...
+	go vet -tags tracing ./internal/setup && go test -tags tracing -count=1 -run '^TestOTLPExport$$' ./internal/setup
 	cd infra && go vet ./... && go test -count=1 -timeout 20m ./...
 	$(WITH_EMULATORS) go test -count=1 -timeout 10m -run '^TestChaos$$' -v ./internal/chaos | grep -vE '^(START|END|REPORT) RequestId|^\{"time"|failed to get the next invoke|^SDK '
 	model/check.sh
@@ -102,7 +103,7 @@ JWT_ISSUER ?=
 JWT_AUDIENCE ?=
 CDK_INPUTS = -c env=$(ENV) -c jwtIssuer=$(JWT_ISSUER) -c jwtAudience=$(JWT_AUDIENCE) \
   -c alarmEmails=$(ALARM_EMAILS) -c reservedConcurrency=$(RESERVED_CONCURRENCY) \
-  -c throttleRate=$(THROTTLE_RATE) -c throttleBurst=$(THROTTLE_BURST)
+  -c throttleRate=$(THROTTLE_RATE) -c throttleBurst=$(THROTTLE_BURST) -c tracing=$(TRACING)
 
 ## synth: the CloudFormation template of ENV (dev, staging, prod) into infra/cdk.out; JWT_ISSUER and JWT_AUDIENCE are required, and in staging and prod ALARM_EMAILS, RESERVED_CONCURRENCY, THROTTLE_RATE, THROTTLE_BURST
 synth: build $(CDK)

@@ -92,6 +92,11 @@ type Config struct {
 	// AlarmEmails subscribe to the alarm topic (an input, required in
 	// staging and prod: an alarm that reaches no one is no alarm).
 	AlarmEmails []string
+	// Tracing deploys the functions' spans: the ADOT collector layer (its
+	// ARN per region from CDK's table, pinned to collectorLayer), an OTLP
+	// endpoint on it, X-Ray. It must match the build: `make deploy
+	// TRACING=1` builds with the OTLP exporter and passes this input.
+	Tracing bool
 	// Producers may put charge commands on the queue path, each for its own
 	// accounts. The accounts here are examples: list your producers and the
 	// accounts each may charge.
@@ -113,6 +118,7 @@ const (
 	InputReservedConcurrency = "reservedConcurrency"
 	InputThrottleRate        = "throttleRate"
 	InputThrottleBurst       = "throttleBurst"
+	InputTracing             = "tracing" // "1": the build has the OTLP exporter (TRACING=1)
 )
 
 // chargeP99 is the charge function's p99 duration the throttle is sized
@@ -155,6 +161,13 @@ func ConfigFor(name string, input func(key string) string) (Config, error) {
 	if err := base.checkJWT(); err != nil {
 		return Config{}, fmt.Errorf("environment %s: %w (make synth ENV=%s JWT_ISSUER=https://your-idp/ JWT_AUDIENCE=your-api, or cdk -c %s=... -c %s=...)",
 			name, err, name, InputJWTIssuer, InputJWTAudience)
+	}
+	switch v := input(InputTracing); v {
+	case "", "0":
+	case "1":
+		base.Tracing = true
+	default:
+		return Config{}, fmt.Errorf("environment %s: input %s=%q: want 1 or nothing", name, InputTracing, v)
 	}
 	if err := base.readCapacity(input, name != "dev"); err != nil {
 		return Config{}, fmt.Errorf("environment %s: %w", name, err)

@@ -258,8 +258,18 @@ func newTable(stack awscdk.Stack, cfg Config, removal awscdk.RemovalPolicy) awsd
 	return table
 }
 
-// xrayActions are what active tracing needs.
+// xrayActions are what active tracing and the collector's X-Ray exporter
+// need.
 var xrayActions = []string{"xray:PutTraceSegments", "xray:PutTelemetryRecords"}
+
+// The tracing build's collector: the ADOT collector layer, and the OTLP/HTTP
+// endpoint it listens on inside the execution environment.
+var collectorLayer = awslambda.AdotLambdaLayerGenericVersion_V0_115_0()
+
+const (
+	otlpEndpointEnv   = "OTEL_EXPORTER_OTLP_ENDPOINT"
+	collectorEndpoint = "http://localhost:4318"
+)
 
 type statement struct {
 	actions    []string
@@ -331,7 +341,16 @@ func newFunction(stack awscdk.Stack, name string, cfg Config, assets StackAssets
 		docs = append(docs, awsiam.NewPolicyStatement(st))
 	}
 	policy := awsiam.NewPolicy(stack, jsii.String(name+"Policy"), &awsiam.PolicyProps{Statements: &docs, Roles: &[]awsiam.IRole{role}})
+	var layers []awslambda.ILayerVersion
+	if cfg.Tracing {
+		// The collector runs as an extension and forwards OTLP to X-Ray with
+		// the role's X-Ray permissions; the functions export to it.
+		layers = append(layers, awslambda.LayerVersion_FromLayerVersionArn(stack, jsii.String(name+"Collector"),
+			collectorLayer.LayerArn(stack, awslambda.Architecture_ARM_64())))
+		(*env)[otlpEndpointEnv] = jsii.String(collectorEndpoint)
+	}
 	fn := awslambda.NewFunction(stack, jsii.String(name), &awslambda.FunctionProps{
+		Layers:       &layers,
 		Runtime:      awslambda.Runtime_PROVIDED_AL2023(),
 		Architecture: awslambda.Architecture_ARM_64(),
 		Handler:      jsii.String("bootstrap"),

@@ -641,3 +641,68 @@ func TestCapacityInputs(t *testing.T) {
 		t.Fatalf("prod's throttle %g/s exceeds %d reserved ÷ %s", c.ThrottleRate, c.ChargeReservedConcurrency, c.ChargeP99)
 	}
 }
+
+// TestTracing: with the tracing input (make deploy TRACING=1) every function
+// carries the ADOT collector layer for its region and arm64, exports to it
+// over OTLP/HTTP, has active tracing and the X-Ray permissions the
+// collector's exporter uses; without it, none of the layer or endpoint.
+func TestTracing(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		inputs := func(k string) string {
+			if k == InputTracing && on {
+				return "1"
+			}
+			return testInputs(k)
+		}
+		cfg, err := ConfigFor("staging", inputs)
+		if err != nil || cfg.Tracing != on {
+			t.Fatalf("tracing %v: %+v %v", on, cfg.Tracing, err)
+		}
+		dir := t.TempDir()
+		for _, fn := range []string{"charge", "sqsconsumer", "sweeper"} {
+			_ = os.MkdirAll(filepath.Join(dir, fn), 0o755)
+			_ = os.WriteFile(filepath.Join(dir, fn, "bootstrap"), []byte(fn), 0o755)
+		}
+		app := awscdk.NewApp(&awscdk.AppProps{Context: &map[string]interface{}{"@aws-cdk/core:validateAgainstDefaultRules": true}})
+		tmpl := asJSONMap(t, assertions.Template_FromStack(NewStack(app, fmt.Sprintf("tracing-%v", on), cfg, StackAssets{Dir: dir}), nil).ToJSON())
+		for id, fn := range resources(tmpl, "AWS::Lambda::Function") {
+			p := props(fn)
+			vars := p["Environment"].(map[string]any)["Variables"].(map[string]any)
+			layers := asJSON(p["Layers"])
+			if asJSON(p["TracingConfig"]) != `{"Mode":"Active"}` {
+				t.Errorf("tracing %v, %s: not active", on, id)
+			}
+			if !on {
+				if vars[otlpEndpointEnv] != nil || strings.Contains(layers, "otel") {
+					t.Errorf("%s has a collector without tracing: %s %v", id, layers, vars[otlpEndpointEnv])
+				}
+				continue
+			}
+			if vars[otlpEndpointEnv] != collectorEndpoint || !strings.Contains(layers, "aws-otel-collector-arm64-ver-0-115-0") || !strings.Contains(layers, `{"Ref":"AWS::Region"}`) {
+				t.Errorf("%s: layers %s, endpoint %v", id, layers, vars[otlpEndpointEnv])
+			}
+		}
+		bad := map[string]string{InputTracing: "yes"}
+		if _, err := ConfigFor("dev", func(k string) string {
+			if v, ok := bad[k]; ok {
+				return v
+			}
+			return testInputs(k)
+		}); err == nil {
+			t.Error("tracing=yes accepted")
+		}
+	}
+}
+
+func asJSONMap(t *testing.T, v any) map[string]any {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out map[string]any
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}

@@ -5,6 +5,7 @@ package setup
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"go.opentelemetry.io/contrib/propagators/aws/xray"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
@@ -22,10 +23,11 @@ const TracingBuilt = true
 // variable it returns no tracer. Call flush at the end of every invocation:
 // Lambda freezes the process between them.
 func Tracing(ctx context.Context, service string, getenv func(string) string) (trace.Tracer, func(context.Context), error) {
-	if getenv("OTEL_EXPORTER_OTLP_ENDPOINT") == "" {
+	endpoint := getenv("OTEL_EXPORTER_OTLP_ENDPOINT")
+	if endpoint == "" {
 		return nil, func(context.Context) {}, nil
 	}
-	exp, err := otlptracehttp.New(ctx)
+	exp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(strings.TrimSuffix(endpoint, "/")+"/v1/traces"))
 	if err != nil {
 		return nil, nil, fmt.Errorf("OTLP exporter: %w", err)
 	}
