@@ -22,7 +22,8 @@ import (
 
 // watched is what the alarms and the dashboard look at.
 type watched struct {
-	dlq       awssqs.Queue
+	dlq       awssqs.Queue // what ran out of receives
+	rejected  awssqs.Queue // the consumers' refusals
 	queues    map[string]awssqs.Queue // the command queues, by producer ("reconcile" for the sweeper's)
 	api       awsapigatewayv2.HttpApi
 	table     awsdynamodb.CfnTable
@@ -91,9 +92,12 @@ func watch(stack awscdk.Stack, cfg Config, w watched) awssns.Topic {
 	}
 
 	// Dead letters.
-	alarm("DeadLettersAlarm", "Commands reached the DLQ. Read each message's reject_code/reject_reason (a refusal: tell its producer) "+
-		"or, without one, it ran out of receives (a real failure: check the acquirer and the table, then have the producer resend it)",
+	alarm("DeadLettersAlarm", "Commands ran out of receives and reached the DLQ: a real failure (the acquirer or the table kept failing). "+
+		"Check both, then have the producer resend them (same key: a replay if they were charged)",
 		w.dlq.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Maximum")}), 1)
+	alarm("RejectedCommandsAlarm", "The consumers refused commands (a bad key or request, a reused key, PRODUCER_NOT_ALLOWED): final, never retried. "+
+		"Read reject_code and reject_reason on the rejected-commands queue and tell the producer",
+		w.rejected.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Maximum")}), 1)
 	alarm("ProducerNotAllowedAlarm", "A command came from an unknown queue, for an account its producer may not charge, or of the wrong type: "+
 		"PRODUCER_NOT_ALLOWED in the DLQ. A producer is misconfigured or something is forging commands: find source_queue",
 		outcome("sqsconsumer", command.OutcomeProducerNotAllowed), 1)

@@ -50,7 +50,9 @@ func newDashboard(stack awscdk.Stack, cfg Config, w watched,
 		depth = append(depth, q.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Maximum"), Label: jsii.String(name)}))
 		age = append(age, q.MetricApproximateAgeOfOldestMessage(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Maximum"), Label: jsii.String(name)}))
 	}
-	depth = append(depth, w.dlq.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Maximum"), Label: jsii.String("DLQ")}))
+	depth = append(depth,
+		w.dlq.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Maximum"), Label: jsii.String("DLQ")}),
+		w.rejected.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Maximum"), Label: jsii.String("rejected")}))
 	index := map[string]string{"GlobalSecondaryIndexName": dynamostore.InflightIndex}
 	awscloudwatch.NewDashboard(stack, jsii.String("Dashboard"), &awscloudwatch.DashboardProps{
 		DashboardName: jsii.String("idempay-" + cfg.Name),

@@ -26,7 +26,9 @@ func suppressFunction(name string, fn awslambda.Function, policy awsiam.Policy) 
 }
 
 // suppressStack: the stack's other answered findings.
-func suppressStack(mappings []awslambda.EventSourceMapping, dlq, secret, schedule, topic, sweeperInvokeConfig constructs.IConstruct) {
+func suppressStack(mappings []awslambda.EventSourceMapping, dlq, rejected, secret, schedule, topic, sweeperInvokeConfig constructs.IConstruct) {
+	suppress(rejected, "Serverless-SQSRedrivePolicy", "the end of the line for refused commands, which are final: an operator reads them and tells the producer")
+	suppress(rejected, "AwsSolutions-SQS3", "a dead-letter queue in all but the redrive: the consumers write each refused command to it with its reason")
 	suppress(sweeperInvokeConfig, "Serverless-LambdaAsyncFailureDestination", "a failed sweep is not kept: the next run, a minute later, redoes it; the alarms report failures")
 	for _, m := range mappings {
 		suppress(m, "Serverless-LambdaEventSourceMappingDestination", "an SQS event source mapping supports no on-failure destination: failing messages go to the queue's DLQ by its redrive policy")

@@ -48,6 +48,13 @@ func NewStack(scope constructs.Construct, id string, cfg Config, assets StackAss
 		Encryption: awssqs.QueueEncryption_SQS_MANAGED, EnforceSSL: jsii.Bool(true),
 		RetentionPeriod: awscdk.Duration_Days(jsii.Number(14)), RemovalPolicy: removal,
 	})
+	// The consumers' refusals, each with reject_code and reject_reason: kept
+	// apart from the DLQ so a refusal (tell the producer) and a command that
+	// ran out of receives (a real failure) alarm apart.
+	rejected := awssqs.NewQueue(stack, jsii.String("RejectedCommands"), &awssqs.QueueProps{
+		Encryption: awssqs.QueueEncryption_SQS_MANAGED, EnforceSSL: jsii.Bool(true),
+		RetentionPeriod: awscdk.Duration_Days(jsii.Number(14)), RemovalPolicy: removal,
+	})
 	commandQueue := func(id string) awssqs.Queue {
 		return awssqs.NewQueue(stack, jsii.String(id), &awssqs.QueueProps{
 			Encryption: awssqs.QueueEncryption_SQS_MANAGED, EnforceSSL: jsii.Bool(true),
@@ -133,10 +140,10 @@ func NewStack(scope constructs.Construct, id string, cfg Config, assets StackAss
 		producerARNs = append(producerARNs, p.queue.QueueArn())
 	}
 	consumer := newFunction(stack, "SqsConsumer", cfg, assets, removal, consumerTimeout,
-		with(map[string]*string{command.SourcesEnv: encodeSources(sources), "DLQ_URL": dlq.QueueUrl()}), slices.Concat(recordStatements, []statement{
+		with(map[string]*string{command.SourcesEnv: encodeSources(sources), command.RejectedQueueEnv: rejected.QueueUrl()}), slices.Concat(recordStatements, []statement{
 			{actions: []string{"secretsmanager:GetSecretValue"}, resources: []*string{secret.SecretArn()}},
 			{actions: consumeActions, resources: producerARNs},
-			{actions: []string{"sqs:SendMessage"}, resources: []*string{dlq.QueueArn()}},
+			{actions: []string{"sqs:SendMessage"}, resources: []*string{rejected.QueueArn()}},
 		}))
 	// The reconciler is the same code reading only the reconcile queue, so
 	// it takes reconcile commands only. Its role backs that up: it may put
@@ -147,14 +154,14 @@ func NewStack(scope constructs.Construct, id string, cfg Config, assets StackAss
 	reconciler := newFunction(stack, "Reconciler", cfg, assets, removal, consumerTimeout,
 		with(map[string]*string{
 			command.SourcesEnv: encodeSources([]command.Source{{ARN: *reconcileQueue.QueueArn(), URL: *reconcileQueue.QueueUrl(), Reconcile: true}}),
-			"DLQ_URL":          dlq.QueueUrl(),
+			command.RejectedQueueEnv: rejected.QueueUrl(),
 		}), []statement{
 			{actions: []string{"dynamodb:GetItem"}, resources: []*string{tableArn}},
 			{actions: []string{"dynamodb:UpdateItem", "dynamodb:DeleteItem"}, resources: []*string{tableArn}, conditions: onlyRecords},
 			{actions: []string{"dynamodb:PutItem"}, resources: []*string{tableArn}, conditions: onlyLedger},
 			{actions: []string{"secretsmanager:GetSecretValue"}, resources: []*string{secret.SecretArn()}},
 			{actions: consumeActions, resources: []*string{reconcileQueue.QueueArn()}},
-			{actions: []string{"sqs:SendMessage"}, resources: []*string{dlq.QueueArn()}},
+			{actions: []string{"sqs:SendMessage"}, resources: []*string{rejected.QueueArn()}},
 		})
 	sweeper := newFunction(stack, "Sweeper", cfg, assets, removal, sweeperTimeout,
 		&map[string]*string{
@@ -202,13 +209,13 @@ func NewStack(scope constructs.Construct, id string, cfg Config, assets StackAss
 		queues[p.Name] = p.queue
 	}
 	topic := watch(stack, cfg, watched{
-		dlq: dlq, queues: queues, api: api, table: table,
+		dlq: dlq, rejected: rejected, queues: queues, api: api, table: table,
 		functions: []watchedFunction{
 			{"charge", charge, chargeTimeout}, {"consumer", consumer, consumerTimeout},
 			{"reconciler", reconciler, consumerTimeout}, {"sweeper", sweeper, sweeperTimeout},
 		},
 	})
-	suppressStack(mappings, dlq, secret, schedule, topic, sweeper.fn.Node().FindChild(jsii.String("EventInvokeConfig")))
+	suppressStack(mappings, dlq, rejected, secret, schedule, topic, sweeper.fn.Node().FindChild(jsii.String("EventInvokeConfig")))
 
 	awscdk.NewCfnOutput(stack, jsii.String("ApiUrl"), &awscdk.CfnOutputProps{Value: api.ApiEndpoint(), Description: jsii.String("Base URL of the charges API")})
 	for _, p := range producers {

@@ -21,7 +21,8 @@ type Delayer interface {
 	Delay(ctx context.Context, receiptHandle string, d time.Duration) error
 }
 
-// DeadLetters takes messages that must never be retried, with the reason.
+// DeadLetters takes messages that must never be retried, with the reason:
+// the rejected-commands queue.
 type DeadLetters interface {
 	Send(ctx context.Context, body string, attributes map[string]string) error
 }

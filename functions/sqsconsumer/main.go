@@ -34,7 +34,7 @@ func main() {
 	if err != nil {
 		fail(err)
 	}
-	dlqURL, err := setup.Require(os.Getenv, "DLQ_URL")
+	rejectedURL, err := setup.Require(os.Getenv, command.RejectedQueueEnv)
 	if err != nil {
 		fail(err)
 	}
@@ -59,7 +59,7 @@ func main() {
 		bySource[src.ARN] = Source{Source: src, Queue: queue.New(sqsClient, src.URL)}
 	}
 	h := &Handler{
-		Service: svc, Sources: bySource, DeadLetters: queue.New(sqsClient, dlqURL),
+		Service: svc, Sources: bySource, DeadLetters: queue.New(sqsClient, rejectedURL),
 		Concurrency: 5, Logger: logger, Metrics: obs.NewMetrics(os.Stdout, "sqsconsumer", cfg.Environment),
 	}
 	lambda.Start(func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {

@@ -104,30 +104,35 @@ func check(ctx context.Context, s *localapi.Stack, intents []intent, logs seen, 
 		}
 	}
 
-	for {
-		out, err := s.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
-			QueueUrl: aws.String(s.DLQURL), MaxNumberOfMessages: 10, MessageAttributeNames: []string{"All"},
-			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameApproximateReceiveCount},
-		})
-		if err != nil {
-			return err
-		}
-		if len(out.Messages) == 0 {
-			return nil
-		}
-		for _, m := range out.Messages {
-			sum.DeadLetters++
-			_, rejected := m.MessageAttributes["reject_code"]
-			receives, _ := strconv.Atoi(m.Attributes[string(sqstypes.MessageSystemAttributeNameApproximateReceiveCount)])
-			if !rejected && receives < queue.MaxReceiveCount {
-				sum.DeadLettersNoReason++
+	// Dead letters: the consumers' refusals (each with its reject_code) and
+	// what ran out of receives (the DLQ proper).
+	for _, url := range []string{s.RejectedURL, s.DLQURL} {
+		for {
+			out, err := s.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+				QueueUrl: aws.String(url), MaxNumberOfMessages: 10, MessageAttributeNames: []string{"All"},
+				MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameApproximateReceiveCount},
+			})
+			if err != nil {
+				return err
 			}
-			if !rejected && logs.onlyInFlight(aws.ToString(m.MessageId)) {
-				sum.DeadLettersInFlight++
+			if len(out.Messages) == 0 {
+				break
 			}
-			_, _ = s.SQS.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(s.DLQURL), ReceiptHandle: m.ReceiptHandle})
+			for _, m := range out.Messages {
+				sum.DeadLetters++
+				_, rejected := m.MessageAttributes["reject_code"]
+				receives, _ := strconv.Atoi(m.Attributes[string(sqstypes.MessageSystemAttributeNameApproximateReceiveCount)])
+				if !rejected && receives < queue.MaxReceiveCount {
+					sum.DeadLettersNoReason++
+				}
+				if !rejected && logs.onlyInFlight(aws.ToString(m.MessageId)) {
+					sum.DeadLettersInFlight++
+				}
+				_, _ = s.SQS.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(url), ReceiptHandle: m.ReceiptHandle})
+			}
 		}
 	}
+	return nil
 }
 
 // matches reports whether a stored response is the acquirer's outcome.

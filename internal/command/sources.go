@@ -18,6 +18,11 @@ import (
 const (
 	SourcesEnv        = "COMMAND_SOURCES"
 	ReconcileQueueEnv = "RECONCILE_QUEUE_URL"
+	// RejectedQueueEnv is the URL of the rejected-commands queue, where a
+	// consumer puts every command it refuses (with reject_code and
+	// reject_reason). The DLQ proper holds only what ran out of receives,
+	// so a refusal and a real failure alarm apart.
+	RejectedQueueEnv = "REJECTED_URL"
 )
 
 // ConsumerTimeout is the timeout of the functions that consume the queues

@@ -127,7 +127,7 @@ func TestOneDoorBothEntryPoints(t *testing.T) {
 			refused++
 		}
 	}
-	dead := receiveAll(t, s, s.DLQURL, refused, 10*time.Second)
+	dead := receiveAll(t, s, s.RejectedURL, refused, 10*time.Second)
 	got := map[string]string{}
 	for _, m := range dead {
 		id := aws.ToString(m.MessageAttributes["source_message_id"].StringValue)
@@ -199,7 +199,7 @@ func TestDefectsRefusedOverTheStack(t *testing.T) {
 	send(t, s, strings.Replace(caseVariant, `"account":"acct_victim"`, `"account":"acct_victim","Account":"acct_other"`, 1))
 	unknown, _ := command.Charge("acct_victim", "defect-2-sqs-key", []byte(body)).Encode()
 	send(t, s, strings.Replace(unknown, `"type":"charge"`, `"type":"charge","priority":"high"`, 1))
-	dead := receiveAll(t, s, s.DLQURL, 3, 20*time.Second)
+	dead := receiveAll(t, s, s.RejectedURL, 3, 20*time.Second)
 	if len(dead) != 3 {
 		t.Fatalf("%d of 3 bad envelopes dead-lettered", len(dead))
 	}

@@ -39,14 +39,14 @@ func TestInFlightCommandWaitsOutTheLease(t *testing.T) {
 	// The owner finished after about 7 s; the command stays hidden until
 	// its lease (30 s) has ended plus T + skew, not for 2 s at a time.
 	time.Sleep(time.Until(claimed.Add(12 * time.Second)))
-	if queueEmpty(t, s, s.QueueURL) || !queueEmpty(t, s, s.DLQURL) {
+	if queueEmpty(t, s, s.QueueURL) || !(queueEmpty(t, s, s.DLQURL) && queueEmpty(t, s, s.RejectedURL)) {
 		t.Fatal("the command was consumed or dead-lettered before the owner's lease ended")
 	}
 	waitFor(t, 45*time.Second, "the command to be consumed", func() bool { return queueEmpty(t, s, s.QueueURL) })
 	if waited := time.Since(claimed); waited < 30*time.Second {
 		t.Fatalf("the command was consumed %s after the claim, before the owner's lease ended", waited)
 	}
-	if !queueEmpty(t, s, s.DLQURL) {
+	if !(queueEmpty(t, s, s.DLQURL) && queueEmpty(t, s, s.RejectedURL)) {
 		t.Fatal("the in-flight command was dead-lettered")
 	}
 	if n := authorizations(s); n != 1 {
@@ -115,7 +115,7 @@ func TestOwnerDeathThenQueuedCommandExecutesOnce(t *testing.T) {
 	if n := authorizations(s); n != 1 {
 		t.Fatalf("%d authorizations, want 1", n)
 	}
-	if !queueEmpty(t, s, s.DLQURL) {
+	if !(queueEmpty(t, s, s.DLQURL) && queueEmpty(t, s, s.RejectedURL)) {
 		t.Fatal("a message was dead-lettered")
 	}
 }

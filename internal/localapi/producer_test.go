@@ -48,7 +48,7 @@ func TestProducersChargeOnlyTheirAccounts(t *testing.T) {
 		t.Fatalf("stray message: %+v", resp)
 	}
 
-	dead := receiveAll(t, s, s.DLQURL, 4, 20*time.Second)
+	dead := receiveAll(t, s, s.RejectedURL, 4, 20*time.Second)
 	if len(dead) != 4 {
 		t.Fatalf("%d of 4 forged commands dead-lettered", len(dead))
 	}

@@ -115,7 +115,7 @@ func TestQueueAndHTTPShareOneKey(t *testing.T) {
 	if n := items(t, s); n != 2 {
 		t.Fatalf("%d items, want the record and one ledger row", n)
 	}
-	if !queueEmpty(t, s, s.DLQURL) {
+	if !queueEmpty(t, s, s.DLQURL) || !queueEmpty(t, s, s.RejectedURL) {
 		t.Fatal("a duplicate was dead-lettered; duplicates are replays")
 	}
 }
@@ -164,7 +164,7 @@ func TestMixedBatch(t *testing.T) {
 	if !slices.Equal(failed, []string{"in-flight", "transient"}) {
 		t.Fatalf("batchItemFailures = %v, want in-flight and transient", failed)
 	}
-	dead := receiveAll(t, s, s.DLQURL, 1, 5*time.Second)
+	dead := receiveAll(t, s, s.RejectedURL, 1, 5*time.Second)
 	if len(dead) != 1 || *dead[0].Body != bodies["reused"] ||
 		aws.ToString(dead[0].MessageAttributes["reject_code"].StringValue) != "IDEMPOTENCY_KEY_REUSED" ||
 		aws.ToString(dead[0].MessageAttributes["reject_reason"].StringValue) == "" {

@@ -87,9 +87,10 @@ type Stack struct {
 	Queues             map[string]command.Source
 	QueueURL, QueueARN string
 	// ReconcileURL and ReconcileARN are the sweeper's reconcile-commands
-	// queue; DLQURL the dead-letter queue of all of them.
+	// queue; DLQURL the dead-letter queue of all of them (what ran out of
+	// receives), RejectedURL where the consumers put what they refuse.
 	ReconcileURL, ReconcileARN string
-	DLQURL                     string
+	DLQURL, RejectedURL        string
 	SQS                        *sqs.Client
 	// DynamoDB is a client for the stack's table, built like the functions' own.
 	DynamoDB *dynamodb.Client
@@ -203,11 +204,11 @@ func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
 		s.Close()
 		return nil, err
 	}
-	if s.Consumer, err = start("sqsconsumer", cfg.Instances, command.SourcesEnv+"="+consumerSources, "DLQ_URL="+s.DLQURL); err != nil {
+	if s.Consumer, err = start("sqsconsumer", cfg.Instances, command.SourcesEnv+"="+consumerSources, command.RejectedQueueEnv+"="+s.RejectedURL); err != nil {
 		s.Close()
 		return nil, err
 	}
-	if s.Reconciler, err = start("reconciler", cfg.Instances, command.SourcesEnv+"="+reconcileSources, "DLQ_URL="+s.DLQURL); err != nil {
+	if s.Reconciler, err = start("reconciler", cfg.Instances, command.SourcesEnv+"="+reconcileSources, command.RejectedQueueEnv+"="+s.RejectedURL); err != nil {
 		s.Close()
 		return nil, err
 	}
@@ -258,7 +259,7 @@ func (s *Stack) serveLocked(addr string, h http.Handler) (string, error) {
 	return "http://" + l.Addr().String(), nil
 }
 
-// createQueues makes the dead-letter queue, one charge-commands queue per
+// createQueues makes the dead-letter queue, the rejected-commands queue, one charge-commands queue per
 // producer and the reconcile-commands queue, each redriven to the DLQ
 // after cfg.MaxReceives receives. fauxqs enforces no queue policy: here the
 // binding rests on each queue's eventSourceARN alone, which the local event
@@ -269,6 +270,9 @@ func (s *Stack) createQueues(ctx context.Context, cfg StackConfig) error {
 		return err
 	}
 	s.DLQURL = dlqURL
+	if s.RejectedURL, _, err = createQueue(ctx, s.SQS, cfg.TableName+"-rejected", cfg.VisibilityTimeout, "", 0); err != nil {
+		return err
+	}
 	s.Queues = map[string]command.Source{}
 	for i, p := range cfg.Producers {
 		url, arn, err := createQueue(ctx, s.SQS, QueueName(cfg.TableName, p.Name), cfg.VisibilityTimeout, dlqARN, cfg.MaxReceives)
