@@ -153,7 +153,7 @@ func NewStack(scope constructs.Construct, id string, cfg Config, assets StackAss
 	// does not prove it never starts a charge; the code's refusal does.
 	reconciler := newFunction(stack, "Reconciler", cfg, assets, removal, consumerTimeout,
 		with(map[string]*string{
-			command.SourcesEnv: encodeSources([]command.Source{{ARN: *reconcileQueue.QueueArn(), URL: *reconcileQueue.QueueUrl(), Reconcile: true}}),
+			command.SourcesEnv:       encodeSources([]command.Source{{ARN: *reconcileQueue.QueueArn(), URL: *reconcileQueue.QueueUrl(), Reconcile: true}}),
 			command.RejectedQueueEnv: rejected.QueueUrl(),
 		}), []statement{
 			{actions: []string{"dynamodb:GetItem"}, resources: []*string{tableArn}},
@@ -249,6 +249,7 @@ func newTable(stack awscdk.Stack, cfg Config, removal awscdk.RemovalPolicy) awsd
 			Projection: &awsdynamodb.CfnTable_ProjectionProperty{
 				ProjectionType: jsii.String(string(g.Projection.ProjectionType)), NonKeyAttributes: jsii.Strings(g.Projection.NonKeyAttributes...),
 			},
+			WarmThroughput: warm(cfg.IndexWarmWrites),
 		})
 	}
 	table := awsdynamodb.NewCfnTable(stack, jsii.String("Table"), &awsdynamodb.CfnTableProps{
@@ -256,6 +257,7 @@ func newTable(stack awscdk.Stack, cfg Config, removal awscdk.RemovalPolicy) awsd
 		AttributeDefinitions:             &attrs,
 		KeySchema:                        keys(keysOf(in.KeySchema)),
 		GlobalSecondaryIndexes:           &gsis,
+		WarmThroughput:                   warm(cfg.TableWarmWrites),
 		TimeToLiveSpecification:          &awsdynamodb.CfnTable_TimeToLiveSpecificationProperty{AttributeName: jsii.String(dynamostore.TTLAttribute), Enabled: jsii.Bool(true)},
 		PointInTimeRecoverySpecification: &awsdynamodb.CfnTable_PointInTimeRecoverySpecificationProperty{PointInTimeRecoveryEnabled: jsii.Bool(true)},
 		SseSpecification:                 &awsdynamodb.CfnTable_SSESpecificationProperty{SseEnabled: jsii.Bool(true)},
@@ -269,14 +271,20 @@ func newTable(stack awscdk.Stack, cfg Config, removal awscdk.RemovalPolicy) awsd
 // need.
 var xrayActions = []string{"xray:PutTraceSegments", "xray:PutTelemetryRecords"}
 
-// The tracing build's collector: the ADOT collector layer, and the OTLP/HTTP
-// endpoint it listens on inside the execution environment.
-var collectorLayer = awslambda.AdotLambdaLayerGenericVersion_V0_115_0()
-
+// The OTLP/HTTP endpoint the collector layer (config.go) listens on inside
+// the execution environment.
 const (
 	otlpEndpointEnv   = "OTEL_EXPORTER_OTLP_ENDPOINT"
 	collectorEndpoint = "http://localhost:4318"
 )
+
+// warm is a pre-warmed write throughput, or none for 0.
+func warm(writesPerSecond int) *awsdynamodb.CfnTable_WarmThroughputProperty {
+	if writesPerSecond == 0 {
+		return nil
+	}
+	return &awsdynamodb.CfnTable_WarmThroughputProperty{WriteUnitsPerSecond: jsii.Number(float64(writesPerSecond))}
+}
 
 type statement struct {
 	actions    []string
