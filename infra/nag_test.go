@@ -1,8 +1,6 @@
 package main
 
 import (
-	"os"
-	"path/filepath"
 	"sort"
 	"testing"
 
@@ -23,13 +21,8 @@ func TestNag(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		dir := t.TempDir()
-		for _, fn := range []string{"charge", "sqsconsumer", "sweeper"} {
-			_ = os.MkdirAll(filepath.Join(dir, fn), 0o755)
-			_ = os.WriteFile(filepath.Join(dir, fn, "bootstrap"), []byte(fn), 0o755)
-		}
 		app := awscdk.NewApp(nil)
-		stack := NewStack(app, "nag-"+env, cfg, StackAssets{Dir: dir})
+		stack := NewStack(app, "nag-"+env, cfg, StackAssets{Dir: testAssets(t)})
 		awscdk.Aspects_Of(app).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true)}), nil)
 		awscdk.Aspects_Of(app).Add(cdknag.NewServerlessChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true)}), nil)
 		for _, f := range nagFindings(stack) {

@@ -39,6 +39,20 @@ func synth(t *testing.T, env string) map[string]any {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return synthConfig(t, "idempay-"+env, cfg)
+}
+
+// synthConfig builds the stack id from cfg, validation strict, and returns
+// its template as JSON.
+func synthConfig(t *testing.T, id string, cfg Config) map[string]any {
+	t.Helper()
+	app := awscdk.NewApp(&awscdk.AppProps{Context: &map[string]interface{}{"@aws-cdk/core:validateAgainstDefaultRules": true}})
+	return asJSONMap(t, assertions.Template_FromStack(NewStack(app, id, cfg, StackAssets{Dir: testAssets(t)}), nil).ToJSON())
+}
+
+// testAssets is a directory with a stand-in bootstrap per function.
+func testAssets(t *testing.T) string {
+	t.Helper()
 	dir := t.TempDir()
 	for _, fn := range []string{"charge", "sqsconsumer", "sweeper"} {
 		if err := os.MkdirAll(filepath.Join(dir, fn), 0o755); err != nil {
@@ -48,18 +62,7 @@ func synth(t *testing.T, env string) map[string]any {
 			t.Fatal(err)
 		}
 	}
-	app := awscdk.NewApp(&awscdk.AppProps{Context: &map[string]interface{}{"@aws-cdk/core:validateAgainstDefaultRules": true}})
-	stack := NewStack(app, "idempay-"+env, cfg, StackAssets{Dir: dir})
-	tmpl := assertions.Template_FromStack(stack, nil)
-	b, err := json.Marshal(tmpl.ToJSON())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out map[string]any
-	if err := json.Unmarshal(b, &out); err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return dir
 }
 
 func resources(tmpl map[string]any, typ string) map[string]map[string]any {
@@ -460,13 +463,7 @@ func mustDuration(t *testing.T, s string) time.Duration {
 func TestProducersConfig(t *testing.T) {
 	cfg, _ := ConfigFor("staging", testInputs)
 	cfg.Producers[0].AssumedBy = "arn:aws:iam::111122223333:role/orders-service"
-	dir := t.TempDir()
-	for _, fn := range []string{"charge", "sqsconsumer", "sweeper"} {
-		_ = os.MkdirAll(filepath.Join(dir, fn), 0o755)
-		_ = os.WriteFile(filepath.Join(dir, fn, "bootstrap"), []byte(fn), 0o755)
-	}
-	tmpl := assertions.Template_FromStack(NewStack(awscdk.NewApp(nil), "trust", cfg, StackAssets{Dir: dir}), nil)
-	trust := asJSON((*tmpl.FindResources(jsii.String("AWS::IAM::Role"), nil)))
+	trust := asJSON(resources(synthConfig(t, "trust", cfg), "AWS::IAM::Role"))
 	if !strings.Contains(trust, `"Principal":{"AWS":"arn:aws:iam::111122223333:role/orders-service"}`) {
 		t.Fatalf("the producer role does not trust its AssumedBy: %s", trust)
 	}
@@ -683,13 +680,7 @@ func TestTracing(t *testing.T) {
 		if err != nil || cfg.Tracing != on {
 			t.Fatalf("tracing %v: %+v %v", on, cfg.Tracing, err)
 		}
-		dir := t.TempDir()
-		for _, fn := range []string{"charge", "sqsconsumer", "sweeper"} {
-			_ = os.MkdirAll(filepath.Join(dir, fn), 0o755)
-			_ = os.WriteFile(filepath.Join(dir, fn, "bootstrap"), []byte(fn), 0o755)
-		}
-		app := awscdk.NewApp(&awscdk.AppProps{Context: &map[string]interface{}{"@aws-cdk/core:validateAgainstDefaultRules": true}})
-		tmpl := asJSONMap(t, assertions.Template_FromStack(NewStack(app, fmt.Sprintf("tracing-%v", on), cfg, StackAssets{Dir: dir}), nil).ToJSON())
+		tmpl := synthConfig(t, fmt.Sprintf("tracing-%v", on), cfg)
 		for id, fn := range resources(tmpl, "AWS::Lambda::Function") {
 			p := props(fn)
 			vars := p["Environment"].(map[string]any)["Variables"].(map[string]any)
