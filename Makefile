@@ -93,7 +93,7 @@ test-localstack: $(RIE)
 ## build: the Lambda bootstraps for AWS (linux/arm64) into dist/<function>/bootstrap; TRACING=1 links the OTLP exporter
 build:
 	@for fn in $(FUNCTIONS); do \
-	  GOOS=linux GOARCH=arm64 CGO_ENABLED=0 go build -tags "lambda.norpc $(if $(TRACING),tracing)" -trimpath -ldflags='-s -w' -o dist/$$fn/bootstrap ./functions/$$fn; \
+	  GOOS=linux GOARCH=arm64 CGO_ENABLED=0 go build -tags "lambda.norpc $(if $(filter 1,$(TRACING)),tracing)" -trimpath -ldflags='-s -w' -o dist/$$fn/bootstrap ./functions/$$fn; \
 	  echo "dist/$$fn/bootstrap"; \
 	done
 
@@ -102,8 +102,8 @@ build:
 JWT_ISSUER ?=
 JWT_AUDIENCE ?=
 CDK_INPUTS = -c env=$(ENV) -c jwtIssuer=$(JWT_ISSUER) -c jwtAudience=$(JWT_AUDIENCE) \
-  -c alarmEmails=$(ALARM_EMAILS) -c reservedConcurrency=$(RESERVED_CONCURRENCY) \
-  -c throttleRate=$(THROTTLE_RATE) -c throttleBurst=$(THROTTLE_BURST) -c tracing=$(TRACING)
+  -c "alarmEmails=$(ALARM_EMAILS)" -c reservedConcurrency=$(RESERVED_CONCURRENCY) \
+  -c throttleRate=$(THROTTLE_RATE) -c throttleBurst=$(THROTTLE_BURST) -c tracing=$(if $(filter 1,$(TRACING)),1)
 
 ## synth: the CloudFormation template of ENV (dev, staging, prod) into infra/cdk.out; JWT_ISSUER and JWT_AUDIENCE are required, and in staging and prod ALARM_EMAILS, RESERVED_CONCURRENCY, THROTTLE_RATE, THROTTLE_BURST
 synth: build $(CDK)

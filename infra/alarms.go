@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatchactions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssnssubscriptions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
@@ -18,12 +19,13 @@ import (
 	"github.com/idempotent-payments/idempay/internal/command"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
 	"github.com/idempotent-payments/idempay/internal/obs"
+	"github.com/idempotent-payments/idempay/internal/sweep"
 )
 
 // watched is what the alarms and the dashboard look at.
 type watched struct {
-	dlq       awssqs.Queue // what ran out of receives
-	rejected  awssqs.Queue // the consumers' refusals
+	dlq       awssqs.Queue            // what ran out of receives
+	rejected  awssqs.Queue            // the consumers' refusals
 	queues    map[string]awssqs.Queue // the command queues, by producer ("reconcile" for the sweeper's)
 	api       awsapigatewayv2.HttpApi
 	table     awsdynamodb.CfnTable
@@ -31,7 +33,7 @@ type watched struct {
 }
 
 type watchedFunction struct {
-	name    string // the EMF Function dimension's spelling, and the alarm's
+	name    string // names its alarms and dashboard lines
 	fn      function
 	timeout float64 // seconds
 }
@@ -58,6 +60,16 @@ func watch(stack awscdk.Stack, cfg Config, w watched) awssns.Topic {
 	topic := awssns.NewTopic(stack, jsii.String("Alarms"), &awssns.TopicProps{
 		DisplayName: jsii.String("idempay " + cfg.Name + " alarms"), EnforceSSL: jsii.Bool(true),
 	})
+	// EnforceSSL writes a topic policy, which replaces the default one:
+	// CloudWatch must be allowed to publish, from this account's alarms.
+	topic.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid: jsii.String("AlarmsPublish"), Principals: &[]awsiam.IPrincipal{awsiam.NewServicePrincipal(jsii.String("cloudwatch.amazonaws.com"), nil)},
+		Actions: jsii.Strings("sns:Publish"), Resources: &[]*string{topic.TopicArn()},
+		Conditions: &map[string]interface{}{
+			"StringEquals": map[string]interface{}{"aws:SourceAccount": stack.Account()},
+			"ArnLike":      map[string]interface{}{"aws:SourceArn": awscdk.Fn_Sub(jsii.String("arn:${AWS::Partition}:cloudwatch:${AWS::Region}:${AWS::AccountId}:alarm:*"), nil)},
+		},
+	}))
 	for _, email := range cfg.AlarmEmails {
 		topic.AddSubscription(awssnssubscriptions.NewEmailSubscription(jsii.String(email), nil))
 	}
@@ -79,6 +91,8 @@ func watch(stack awscdk.Stack, cfg Config, w watched) awssns.Topic {
 		add(id, description, metric, threshold, awscloudwatch.ComparisonOperator_LESS_THAN_THRESHOLD, awscloudwatch.TreatMissingData_BREACHING)
 	}
 	emf := func(function, name, statistic string, dims map[string]string) awscloudwatch.Metric {
+		// function is the EMF Function dimension: charge, sqsconsumer (both
+		// consumers), sweeper.
 		d := map[string]*string{"Function": jsii.String(function), "Environment": jsii.String(cfg.Name)}
 		for k, v := range dims {
 			d[k] = jsii.String(v)
@@ -99,8 +113,10 @@ func watch(stack awscdk.Stack, cfg Config, w watched) awssns.Topic {
 		"Read reject_code and reject_reason on the rejected-commands queue and tell the producer",
 		w.rejected.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Maximum")}), 1)
 	alarm("ProducerNotAllowedAlarm", "A command came from an unknown queue, for an account its producer may not charge, or of the wrong type: "+
-		"PRODUCER_NOT_ALLOWED in the DLQ. A producer is misconfigured or something is forging commands: find source_queue",
+		"PRODUCER_NOT_ALLOWED on the rejected-commands queue. A producer is misconfigured or something is forging commands: find source_queue",
 		outcome("sqsconsumer", command.OutcomeProducerNotAllowed), 1)
+	// The two queue alarms stay in ALARM while their queue holds a message:
+	// drain it to re-arm them.
 
 	// The API: a 5xx rate, and the outcomes behind a 503.
 	api5xx := awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
@@ -111,8 +127,8 @@ func watch(stack awscdk.Stack, cfg Config, w watched) awssns.Topic {
 		},
 		Label: jsii.String("5xx %"), Period: five,
 	})
-	alarm("Api5xxRateAlarm", fmt.Sprintf("More than %d%% of the API's answers were 5xx over 5 minutes. Check the charge function's errors and the "+
-		"acquirer's status; 503s alone are the pending and unavailable alarms", api5xxPercent), api5xx, api5xxPercent)
+	alarm("Api5xxRateAlarm", fmt.Sprintf("More than %d%% of the API's answers were 5xx over 5 minutes, the deliberate 503s included: "+
+		"with the pending or unavailable alarms, the acquirer or the table is failing; alone, check the charge function's errors", api5xxPercent), api5xx, api5xxPercent)
 	for _, fn := range []string{"charge", "sqsconsumer"} {
 		id := map[string]string{"charge": "Charge", "sqsconsumer": "Consumer"}[fn]
 		alarm(id+"PendingAlarm", "Charges ended with the acquirer's outcome unknown (503 CHARGE_OUTCOME_PENDING): the acquirer times out or drops. "+
@@ -121,8 +137,8 @@ func watch(stack awscdk.Stack, cfg Config, w watched) awssns.Topic {
 		alarm(id+"UnavailableAlarm", "The table failed before anything was sent (503): check DynamoDB throttles and system errors",
 			outcome(fn, "unavailable"), 1)
 	}
-	alarm("AcquirerErrorsAlarm", "Acquirer calls failed (nothing sent or outcome unknown): the acquirer is down, slow or refusing the credential",
-		emf("charge", "AcquirerErrors", "Sum", nil), float64(cfg.AlarmPendingPer5Min))
+	alarm("AcquirerErrorsAlarm", "Acquirer calls failed (nothing sent or outcome unknown), over HTTP or the queues: the acquirer is down, slow or refusing the credential",
+		sum("acq", emf("charge", "AcquirerErrors", "Sum", nil), emf("sqsconsumer", "AcquirerErrors", "Sum", nil)), float64(cfg.AlarmPendingPer5Min))
 
 	// The queues: a command older than the redrive's worst path is stuck.
 	names := make([]string, 0, len(w.queues))
@@ -151,15 +167,15 @@ func watch(stack awscdk.Stack, cfg Config, w watched) awssns.Topic {
 	// The sweeper: a heartbeat, and what it finds.
 	below("SweeperHeartbeatAlarm", "No successful sweep in 5 minutes: stale records are not being reconciled. Check the schedule rule and the sweeper's errors",
 		awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
-			Expression: jsii.String("FILL(swept, 0)"), UsingMetrics: &map[string]awscloudwatch.IMetric{"swept": outcome("sweeper", "swept")},
+			Expression: jsii.String("FILL(swept, 0)"), UsingMetrics: &map[string]awscloudwatch.IMetric{"swept": outcome("sweeper", sweep.OutcomeSwept)},
 			Label: jsii.String("sweeps"), Period: five,
 		}), 1)
 	alarm("StaleRecordsAlarm", "The sweeper found records left in flight and asked for their reconciliation: workers die or the acquirer drops; "+
 		"usually self-healing, watch StaleFailing", emf("sweeper", "StaleFlagged", "Maximum", nil), 1)
 	alarm("StaleFailingAlarm", "Records stay in flight after 3 reconciliations: the acquirer's lookups keep failing. Check the acquirer; "+
 		"idemctl inspect / reconcile a record by hand", emf("sweeper", "StaleFailing", "Maximum", nil), 1)
-	alarm("OldestStaleAlarm", fmt.Sprintf("A record has been stale for more than %d minutes, past the reconcile horizon: reconcile it "+
-		"with idemctl and find why the reconciler cannot", staleHorizon/60), emf("sweeper", "OldestStaleSeconds", "Maximum", nil), staleHorizon)
+	alarm("OldestStaleAlarm", fmt.Sprintf("A record has been stale for more than %d minutes since its last reconcile attempt (its back-off "+
+		"reached 16 minutes): reconcile it with idemctl and find why the reconciler cannot", staleHorizon/60), emf("sweeper", "OldestStaleSeconds", "Maximum", nil), staleHorizon)
 
 	// The table and its in-flight index.
 	ddb := func(name string, dims map[string]string) awscloudwatch.Metric {

@@ -534,8 +534,12 @@ func TestAlarms(t *testing.T) {
 	if n := len(resources(tmpl, "AWS::SNS::Topic")); n != 1 {
 		t.Errorf("%d topics", n)
 	}
-	if tp := asJSON(props(only(t, tmpl, "AWS::SNS::TopicPolicy"))); !strings.Contains(tp, `"aws:SecureTransport":"false"`) {
+	tp := asJSON(props(only(t, tmpl, "AWS::SNS::TopicPolicy")))
+	if !strings.Contains(tp, `"aws:SecureTransport":"false"`) {
 		t.Errorf("the topic takes plain HTTP: %s", tp)
+	}
+	if !strings.Contains(tp, `"Action":"sns:Publish","Condition":{"ArnLike":{"aws:SourceArn":`) || !strings.Contains(tp, `"Principal":{"Service":"cloudwatch.amazonaws.com"}`) {
+		t.Errorf("CloudWatch may not publish the alarms to the topic: %s", tp)
 	}
 	var emails []string
 	for _, sub := range resources(tmpl, "AWS::SNS::Subscription") {

@@ -27,7 +27,7 @@ func (h *Handler) Handle(ctx context.Context, _ events.EventBridgeEvent) (sweep.
 	h.Logger.InfoContext(ctx, "sweep", "flagged", r.Flagged, "backed_off", r.BackedOff, "failing", r.Failing,
 		"oldest_stale_seconds", int(r.OldestStale.Seconds()), "complete", r.Complete, "error", err)
 	if h.Metrics != nil {
-		outcome := "swept"
+		outcome := sweep.OutcomeSwept
 		if err != nil {
 			outcome = "sweep_failed"
 		}

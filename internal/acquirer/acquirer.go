@@ -31,10 +31,13 @@ var (
 	ErrOutcomeUnknown = errors.New("acquirer outcome unknown")
 	// ErrNotFound: a lookup found no authorization under the key.
 	ErrNotFound = errors.New("authorization not found")
-	// ErrCredentialRefused: the acquirer answered 401 or 403, after one
-	// re-read of the credential. Its contract (the sandbox's) is that a
-	// refused credential is checked before anything is processed, so an
-	// Authorize refused this way also wraps ErrNotSent.
+	// ErrCredentialRefused: the acquirer answered 401 (the credential is
+	// not valid). Its contract (the sandbox's) is that the credential is
+	// checked before anything is processed, so an Authorize refused this
+	// way also wraps ErrNotSent. The credential has been re-read: a caller
+	// that may send again (charge.Service, after checking its lease) uses
+	// the new one. A 403 proves no such thing (a business rule, a proxy)
+	// and is ErrOutcomeUnknown, after the same re-read.
 	ErrCredentialRefused = errors.New("acquirer refused the credential")
 )
 
@@ -97,7 +100,8 @@ func NewClientWithCredential(baseURL string, cred *Credential, httpClient *http.
 // Authorize asks the acquirer to authorize and capture req under key. The
 // acquirer deduplicates by key: every call with one key returns the first
 // authorization. The context bounds the call. Errors: ErrNotSent,
-// ErrOutcomeUnknown (both wrapped with the cause).
+// ErrOutcomeUnknown (both wrapped with the cause); a 401 also
+// ErrCredentialRefused, after the credential was re-read.
 //
 // One call is one send. Go's Transport resends a POST that carries an
 // Idempotency-Key on a fresh connection when a reused one fails; that
@@ -110,7 +114,7 @@ func (c *Client) Authorize(ctx context.Context, key string, req Request) (Author
 	if err != nil {
 		return Authorization{}, fmt.Errorf("%w: encode: %v", ErrNotSent, err)
 	}
-	status, respBody, err := c.do(ctx, func() (*http.Request, error) {
+	status, respBody, err := c.do(ctx, false, func() (*http.Request, error) {
 		r, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base.JoinPath("v1", "authorizations").String(), io.NopCloser(bytes.NewReader(body)))
 		if err != nil {
 			return nil, err
@@ -136,7 +140,7 @@ func (c *Client) Authorize(ctx context.Context, key string, req Request) (Author
 // Lookup returns the authorization made under key, or ErrNotFound. Any
 // other failure is an error that proves nothing either way.
 func (c *Client) Lookup(ctx context.Context, key string) (Authorization, error) {
-	status, body, err := c.do(ctx, func() (*http.Request, error) {
+	status, body, err := c.do(ctx, true, func() (*http.Request, error) {
 		return http.NewRequestWithContext(ctx, http.MethodGet, c.base.JoinPath("v1", "authorizations", key).String(), nil)
 	})
 	if err != nil {
@@ -152,13 +156,13 @@ func (c *Client) Lookup(ctx context.Context, key string) (Authorization, error) 
 }
 
 // do sends the request build makes, with the credential, and reads the
-// whole answer. A 401 or 403 re-reads the credential and, if it changed,
-// sends once more; a second refusal is ErrCredentialRefused. A failure
-// before any connection was obtained is ErrNotSent (also when building the
-// request or reading the credential fails); any failure after is
-// ErrOutcomeUnknown, because bytes may have left even if the write did not
-// complete.
-func (c *Client) do(ctx context.Context, build func() (*http.Request, error)) (int, []byte, error) {
+// whole answer. A 401 or 403 re-reads the credential; with resend (a read),
+// a changed credential is sent once more. A 401 that stands is
+// ErrCredentialRefused, a 403 ErrOutcomeUnknown. A failure before any
+// connection was obtained is ErrNotSent (also when building the request or
+// reading the credential fails); any failure after is ErrOutcomeUnknown,
+// because bytes may have left even if the write did not complete.
+func (c *Client) do(ctx context.Context, resend bool, build func() (*http.Request, error)) (int, []byte, error) {
 	apiKey, err := c.cred.Key(ctx)
 	if err != nil {
 		return 0, nil, fmt.Errorf("%w: %v", ErrNotSent, err)
@@ -173,7 +177,10 @@ func (c *Client) do(ctx context.Context, build func() (*http.Request, error)) (i
 			return status, body, err
 		}
 		next, changed := c.cred.Refused(ctx, apiKey)
-		if retried || !changed {
+		if !resend || retried || !changed {
+			if status == http.StatusForbidden {
+				return 0, nil, fmt.Errorf("%w: status 403", ErrOutcomeUnknown)
+			}
 			return 0, nil, fmt.Errorf("%w: status %d", ErrCredentialRefused, status)
 		}
 		apiKey = next

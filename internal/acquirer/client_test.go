@@ -3,8 +3,12 @@ package acquirer_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
@@ -41,5 +45,42 @@ func TestOneCallOneSend(t *testing.T) {
 	}
 	if _, _, drops := sb.Injected(); drops != 3 {
 		t.Fatalf("%d drops injected, want 3", drops)
+	}
+}
+
+// TestRefusals: a 401 that stands is "nothing sent" (the credential is
+// checked before anything is processed); a 403 proves nothing and is
+// "outcome unknown"; both re-read the credential first; an Authorize is
+// never resent by the client (the service resends, after its lease check),
+// a lookup is; and a refused lookup is no "not found".
+func TestRefusals(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, tc := range []struct {
+		status      int
+		notSent     bool
+		description string
+	}{{http.StatusUnauthorized, true, "401"}, {http.StatusForbidden, false, "403"}} {
+		var requests, reads atomic.Int64
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			requests.Add(1)
+			w.WriteHeader(tc.status)
+		}))
+		cred := acquirer.NewCredential(func(context.Context) (string, error) {
+			return fmt.Sprintf("key-%d", reads.Add(1)), nil
+		}, time.Hour, time.Nanosecond)
+		c, _ := acquirer.NewClientWithCredential(srv.URL, cred, nil)
+		_, err := c.Authorize(ctx, "refused-key-1", acquirer.Request{Amount: 1, Currency: "BRL", PaymentMethod: "pm_card_visa", OrderID: "1"})
+		if errors.Is(err, acquirer.ErrNotSent) != tc.notSent || errors.Is(err, acquirer.ErrOutcomeUnknown) == tc.notSent {
+			t.Errorf("%s: %v", tc.description, err)
+		}
+		if requests.Load() != 1 || reads.Load() != 2 {
+			t.Errorf("%s: %d requests, %d reads of the credential; want 1 and a re-read", tc.description, requests.Load(), reads.Load())
+		}
+		requests.Store(0)
+		if _, err := c.Lookup(ctx, "refused-key-1"); err == nil || errors.Is(err, acquirer.ErrNotFound) || requests.Load() != 2 {
+			t.Errorf("%s lookup: %v after %d requests; want a failure after one resend", tc.description, err, requests.Load())
+		}
+		srv.Close()
 	}
 }

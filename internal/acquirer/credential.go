@@ -73,7 +73,9 @@ func (c *Credential) Refused(ctx context.Context, used string) (string, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.read != nil && c.key == used && c.now().Sub(c.readAt) >= c.minAge {
-		_ = c.reload(ctx) // a failed read keeps the refused key: the caller gives up
+		if c.reload(ctx) != nil {
+			c.readAt = c.now() // keep the refused key, and the source's rate limit
+		}
 	}
 	return c.key, c.key != used
 }

@@ -243,3 +243,36 @@ func TestCredentialRotation(t *testing.T) {
 		t.Fatalf("the retry once the secret has the key: %s, %d authorizations", r.Outcome, len(sb.Authorizations()))
 	}
 }
+
+// TestRefusedAfterTakeOverStaysInFlight: a retry that takes over, finds
+// nothing at the acquirer and has its authorization refused (401: not
+// processed) sends once more after its lease check, and when refused again
+// does not release (DESIGN §4 rule 2: the first attempt's request may
+// still be in transit): the record stays in flight.
+func TestRefusedAfterTakeOverStaysInFlight(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	acq := &scripted{lookup: absent, authorize: func() (acquirer.Authorization, error) {
+		return acquirer.Authorization{}, fmt.Errorf("%w: %w", acquirer.ErrNotSent, acquirer.ErrCredentialRefused)
+	}}
+	clock := idemtest.NewClock(time.Unix(1_800_000_000, 0))
+	guard := idem.NewGuard(idemtest.NewMemoryStore(), idem.Config{Now: clock.Now, DefaultLease: 30 * time.Second})
+	svc := charge.NewService(guard, acq, httpapi.Answer, charge.Config{})
+	req, _ := charge.ParseRequest([]byte(body), 0)
+	if _, err := guard.Begin(ctx, idem.Scope{Operation: charge.Operation, Account: "acct_1", Key: "refused-after-take-over"}, req.Canonical()); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(31 * time.Second) // the first owner's lease is over
+	r := svc.Charge(ctx, charge.Input{Account: "acct_1", Keys: []string{"refused-after-take-over"}, Body: []byte(body)})
+	if st, attempt := status(t, guard, "acct_1", "refused-after-take-over"); r.Outcome != charge.Pending || st != idem.StatusInProgress || attempt != 2 {
+		t.Fatalf("%s, record %s attempt %d; want pending, still in flight after the take-over", r.Outcome, st, attempt)
+	}
+	if n := acq.authorized.Load(); n != 2 {
+		t.Fatalf("%d authorizations sent, want the refused one and one resend", n)
+	}
+	// A first attempt refused twice is released: nothing was processed.
+	r = svc.Charge(ctx, charge.Input{Account: "acct_1", Keys: []string{"refused-first-attempt"}, Body: []byte(body)})
+	if st, _ := status(t, guard, "acct_1", "refused-first-attempt"); r.Outcome != charge.Released || st != "" {
+		t.Fatalf("first attempt: %s, record %q; want released", r.Outcome, st)
+	}
+}

@@ -311,20 +311,15 @@ func (s *Service) execute(ctx context.Context, lease *idem.Lease, req Request, c
 			return s.pending(ctx, lease)
 		}
 	}
-	callCtx, cancel, ok := s.callContext(ctx, lease)
-	if !ok {
+	auth, sent, err := s.authorize(ctx, lease, req, calls)
+	if errors.Is(err, acquirer.ErrCredentialRefused) && sent {
+		// Refused before processing, and the client has re-read the
+		// credential: send once more, through the same lease check.
+		auth, sent, err = s.authorize(ctx, lease, req, calls)
+	}
+	if !sent {
 		return s.notSent(ctx, lease)
 	}
-	start := time.Now()
-	callCtx, span := s.cfg.Tracer.Start(callCtx, "acquirer.authorize", trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(attribute.Int("idem.attempt", lease.Attempt())))
-	auth, err := s.acquirer.Authorize(callCtx, lease.DownstreamKey(), acquirer.Request{
-		Amount: req.Amount, Currency: req.Currency, PaymentMethod: req.PaymentMethod,
-		OrderID: req.OrderID, Description: req.Description,
-	})
-	endSpan(span, err)
-	calls.add(start, err)
-	cancel()
 	switch {
 	case err == nil:
 		return s.finish(ctx, lease, req, auth)
@@ -334,6 +329,26 @@ func (s *Service) execute(ctx context.Context, lease *idem.Lease, req Request, c
 		s.cfg.Logger.WarnContext(ctx, "acquirer outcome unknown", "attempt", lease.Attempt(), "error", err)
 		return s.pending(ctx, lease)
 	}
+}
+
+// authorize sends one authorization, if the lease allows it (callContext):
+// sent false means it did not send.
+func (s *Service) authorize(ctx context.Context, lease *idem.Lease, req Request, calls *acquirerCalls) (acquirer.Authorization, bool, error) {
+	callCtx, cancel, ok := s.callContext(ctx, lease)
+	if !ok {
+		return acquirer.Authorization{}, false, nil
+	}
+	defer cancel()
+	start := time.Now()
+	callCtx, span := s.cfg.Tracer.Start(callCtx, "acquirer.authorize", trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(attribute.Int("idem.attempt", lease.Attempt())))
+	auth, err := s.acquirer.Authorize(callCtx, lease.DownstreamKey(), acquirer.Request{
+		Amount: req.Amount, Currency: req.Currency, PaymentMethod: req.PaymentMethod,
+		OrderID: req.OrderID, Description: req.Description,
+	})
+	endSpan(span, err)
+	calls.add(start, err)
+	return auth, true, err
 }
 
 // callContext bounds the acquirer call: the acquirer timeout, the invocation

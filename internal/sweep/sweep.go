@@ -88,6 +88,10 @@ func New(index Index, queue Queue, cfg Config) *Sweeper {
 	return &Sweeper{index: index, queue: queue, cfg: cfg}
 }
 
+// OutcomeSwept is the Outcome of a successful run in the sweeper's EMF
+// line; the heartbeat alarm counts it.
+const OutcomeSwept = "swept"
+
 // Report is what one run did. Failing and OldestStale feed the alarms.
 type Report struct {
 	Flagged   int `json:"flagged"`
