@@ -55,7 +55,7 @@ type Faults struct {
 // Server is the sandbox acquirer. Its zero value is not usable; call New.
 type Server struct {
 	received atomic.Int64
-	injected [4]atomic.Int64 // by fault kind
+	injected [4]atomic.Int64        // by fault kind
 	apiKey   atomic.Pointer[string] // the credential /v1 requires ("" none)
 	mux      *http.ServeMux
 
