@@ -91,7 +91,7 @@ proctype Worker(byte me) {
 #ifdef DROP_RULE3
 	:: atomic { transit[me] = k; inTransit++ }	/* stalled past its lease, sends anyway */
 #endif
-	:: atomic {	/* acquirer.ErrNotSent → charge.Service.notSent → idem.Lease.Release */
+	:: atomic {	/* acquirer.ErrNotSent (also a 401 that stands, resent once through the same lease check) → charge.Service.notSent → idem.Lease.Release */
 		if
 #ifdef DROP_RULE2
 		:: rec == INPROG && owner == me -> rec = ABSENT; owner = 0
