@@ -4,6 +4,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -12,7 +13,6 @@ import (
 
 	"github.com/idempotent-payments/idempay/internal/chaos"
 	"github.com/idempotent-payments/idempay/internal/localapi"
-	"github.com/idempotent-payments/idempay/internal/setup"
 )
 
 func main() {
@@ -40,7 +40,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	cfg.RIE, cfg.BinDir = setup.Or(os.Getenv("AWS_LAMBDA_RIE"), filepath.Join("bin", "aws-lambda-rie")), bin
+	cfg.RIE, cfg.BinDir = cmp.Or(os.Getenv("AWS_LAMBDA_RIE"), filepath.Join("bin", "aws-lambda-rie")), bin
 	sum, err := chaos.Run(context.Background(), cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "chaos:", err)

@@ -23,6 +23,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -59,7 +60,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, 
 	}
 	cmd := args[0]
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
-	table := fs.String("table", setup.Or(getenv("TABLE_NAME"), "idempay-local"), "the table")
+	table := fs.String("table", cmp.Or(getenv("TABLE_NAME"), "idempay-local"), "the table")
 	account := fs.String("account", "", "the account (the JWT's account claim)")
 	key := fs.String("key", "", "the client's Idempotency-Key")
 	olderThan := fs.Duration("older-than", charge.DefaultInTransitBound+charge.DefaultClockSkew, "stale: lease ended at least this long ago (T + skew)")

@@ -11,6 +11,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -21,7 +22,6 @@ import (
 	"time"
 
 	"github.com/idempotent-payments/idempay/internal/localapi"
-	"github.com/idempotent-payments/idempay/internal/setup"
 )
 
 func main() {
@@ -35,7 +35,7 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	trust := localapi.TrustFromEnv(os.Getenv)
-	instances, err := strconv.Atoi(setup.Or(os.Getenv("LOCAL_INSTANCES"), "2"))
+	instances, err := strconv.Atoi(cmp.Or(os.Getenv("LOCAL_INSTANCES"), "2"))
 	if err != nil || instances < 1 {
 		return fmt.Errorf("LOCAL_INSTANCES=%q: want a positive integer", os.Getenv("LOCAL_INSTANCES"))
 	}
@@ -45,9 +45,9 @@ func run() error {
 		return err
 	}
 	stack, err := localapi.StartStack(ctx, localapi.StackConfig{
-		RIE: setup.Or(os.Getenv("AWS_LAMBDA_RIE"), filepath.Join("bin", "aws-lambda-rie")), BinDir: binDir,
-		TableName:   setup.Or(os.Getenv("TABLE_NAME"), "idempay-local"),
-		GatewayAddr: setup.Or(os.Getenv("LOCAL_API_ADDR"), "127.0.0.1:8080"), SandboxAddr: setup.Or(os.Getenv("SANDBOX_ADDR"), "127.0.0.1:8081"),
+		RIE: cmp.Or(os.Getenv("AWS_LAMBDA_RIE"), filepath.Join("bin", "aws-lambda-rie")), BinDir: binDir,
+		TableName:   cmp.Or(os.Getenv("TABLE_NAME"), "idempay-local"),
+		GatewayAddr: cmp.Or(os.Getenv("LOCAL_API_ADDR"), "127.0.0.1:8080"), SandboxAddr: cmp.Or(os.Getenv("SANDBOX_ADDR"), "127.0.0.1:8081"),
 		Trust: trust, Instances: instances, Output: os.Stdout,
 	})
 	if err != nil {

@@ -7,6 +7,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -35,14 +36,14 @@ func main() {
 func run() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	account, key := setup.Or(os.Getenv("ACCOUNT"), "acct_demo"), setup.Or(os.Getenv("KEY"), fmt.Sprintf("sqs-demo-%d", time.Now().Unix()))
-	table := setup.Or(os.Getenv("TABLE_NAME"), "idempay-local")
+	account, key := cmp.Or(os.Getenv("ACCOUNT"), "acct_demo"), cmp.Or(os.Getenv("KEY"), fmt.Sprintf("sqs-demo-%d", time.Now().Unix()))
+	table := cmp.Or(os.Getenv("TABLE_NAME"), "idempay-local")
 	awsCfg, err := setup.AWS(ctx)
 	if err != nil {
 		return err
 	}
 	client := sqs.NewFromConfig(awsCfg)
-	producer := setup.Or(os.Getenv("PRODUCER"), localapi.DefaultProducers[0].Name)
+	producer := cmp.Or(os.Getenv("PRODUCER"), localapi.DefaultProducers[0].Name)
 	q, err := client.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(localapi.QueueName(table, producer))})
 	if err != nil {
 		return fmt.Errorf("the queue of `make run` (is it running?): %w", err)
@@ -71,7 +72,7 @@ func run() error {
 				return err
 			}
 			fmt.Printf("processed: %d %s\nread it back:\n\ncurl -i http://%s/v1/charges/%s -H 'Authorization: Bearer %s'\n",
-				rec.Response.StatusCode, rec.Response.Body, setup.Or(os.Getenv("LOCAL_API_ADDR"), "127.0.0.1:8080"), ch.ID, token)
+				rec.Response.StatusCode, rec.Response.Body, cmp.Or(os.Getenv("LOCAL_API_ADDR"), "127.0.0.1:8080"), ch.ID, token)
 			return nil
 		}
 		select {

@@ -4,6 +4,7 @@
 package setup
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -50,8 +51,8 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		AcquirerURL:    getenv("ACQUIRER_URL"),
 		AcquirerAPIKey: getenv("ACQUIRER_API_KEY"),
 		AcquirerSecret: getenv("ACQUIRER_SECRET_ARN"),
-		AccountClaim:   Or(getenv("ACCOUNT_CLAIM"), "sub"),
-		Environment:    Or(getenv("ENVIRONMENT"), "local"),
+		AccountClaim:   cmp.Or(getenv("ACCOUNT_CLAIM"), "sub"),
+		Environment:    cmp.Or(getenv("ENVIRONMENT"), "local"),
 	}
 	if c.TableName == "" {
 		return Config{}, fmt.Errorf("TABLE_NAME is required")
@@ -147,14 +148,6 @@ func ChargeService(ctx context.Context, awsCfg aws.Config, c Config, logger *slo
 	}), nil
 }
 
-// Or returns v, or def when v is empty: a setting with a default.
-func Or(v, def string) string {
-	if v == "" {
-		return def
-	}
-	return v
-}
-
 func positiveInt(getenv func(string) string, name string, def int) (int, error) {
 	v := getenv(name)
 	if v == "" {
@@ -204,12 +197,12 @@ func SweeperFromEnv(getenv func(string) string) (SweeperConfig, error) {
 	if c.ClockSkew, err = duration(getenv, "CLOCK_SKEW", charge.DefaultClockSkew); err != nil {
 		return SweeperConfig{}, err
 	}
-	c.Environment = Or(getenv("ENVIRONMENT"), "local")
+	c.Environment = cmp.Or(getenv("ENVIRONMENT"), "local")
 	return c, nil
 }
 
 // LogLevel is Lambda's AWS_LAMBDA_LOG_LEVEL (set by its advanced logging
 // controls), else LOG_LEVEL, else INFO.
 func LogLevel(getenv func(string) string) string {
-	return Or(getenv("AWS_LAMBDA_LOG_LEVEL"), Or(getenv("LOG_LEVEL"), "INFO"))
+	return cmp.Or(getenv("AWS_LAMBDA_LOG_LEVEL"), cmp.Or(getenv("LOG_LEVEL"), "INFO"))
 }
