@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"mime"
+	"slices"
 	"strings"
 	"time"
 
@@ -218,18 +219,12 @@ func (h *Handler) account(ev events.APIGatewayV2HTTPRequest) string {
 	return auth.JWT.Claims[h.AccountClaim]
 }
 
-// routeOf returns the event's route key and charge id; for a $default route
-// both are derived from the method and path.
+// routeOf returns the event's route key and charge id: one of the API's
+// routes (route.All), as API Gateway matched it, or "" for any other key
+// (the stack deploys no $default route).
 func routeOf(ev events.APIGatewayV2HTTPRequest) (key, id string) {
-	if ev.RouteKey == route.Create || ev.RouteKey == route.Get {
+	if slices.Contains(route.All, ev.RouteKey) {
 		return ev.RouteKey, ev.PathParameters["id"]
-	}
-	method, path := ev.RequestContext.HTTP.Method, strings.TrimSuffix(ev.RawPath, "/")
-	switch rest, isCharge := strings.CutPrefix(path, route.ChargesPath+"/"); {
-	case method == "POST" && path == route.ChargesPath:
-		return route.Create, ""
-	case method == "GET" && isCharge && rest != "" && !strings.Contains(rest, "/"):
-		return route.Get, rest
 	}
 	return "", ""
 }

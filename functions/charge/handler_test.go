@@ -80,10 +80,11 @@ func TestHandleRouting(t *testing.T) {
 		"other claim": {func(ev *events.APIGatewayV2HTTPRequest) {
 			ev.RequestContext.Authorizer.JWT.Claims = map[string]string{"email": "a@b"}
 		}, 401},
-		"unknown route": {func(ev *events.APIGatewayV2HTTPRequest) { ev.RouteKey, ev.RawPath = "$default", "/v1/refunds" }, 404},
-		"default route": {func(ev *events.APIGatewayV2HTTPRequest) { ev.RouteKey = "$default" }, 201},
-		"default get": {func(ev *events.APIGatewayV2HTTPRequest) {
-			ev.RouteKey, ev.RawPath, ev.RequestContext.HTTP.Method = "$default", "/v1/charges/ch_x", "GET"
+		"unknown route":     {func(ev *events.APIGatewayV2HTTPRequest) { ev.RouteKey, ev.RawPath = "POST /v1/refunds", "/v1/refunds" }, 404},
+		"no $default route": {func(ev *events.APIGatewayV2HTTPRequest) { ev.RouteKey = "$default" }, 404},
+		"get of no charge": {func(ev *events.APIGatewayV2HTTPRequest) {
+			ev.RouteKey, ev.RawPath, ev.RequestContext.HTTP.Method = route.Get, "/v1/charges/ch_x", "GET"
+			ev.PathParameters = map[string]string{"id": "ch_x"}
 		}, 404},
 		"mixed-case key": {func(ev *events.APIGatewayV2HTTPRequest) {
 			delete(ev.Headers, "idempotency-key")
@@ -223,8 +224,14 @@ func FuzzHandle(f *testing.F) {
 	f.Add("order-1-try1,order-1-try1", `{"amount": 1, "AMOUNT": 2}`, "POST", "/v1/charges", "acct_3", false, "application/json; charset=latin1")
 	h, _ := newHandler(f)
 	f.Fuzz(func(t *testing.T, key, body, method, path, account string, b64 bool, contentType string) {
+		// As API Gateway matches: POST /v1/charges, GET /v1/charges/{id},
+		// or a key the handler does not know.
+		routeKey, params := method+" "+path, map[string]string(nil)
+		if id, ok := strings.CutPrefix(path, route.ChargesPath+"/"); ok && method == "GET" {
+			routeKey, params = route.Get, map[string]string{"id": id}
+		}
 		ev := events.APIGatewayV2HTTPRequest{
-			RouteKey: "$default", RawPath: path, Body: body, IsBase64Encoded: b64,
+			RouteKey: routeKey, PathParameters: params, RawPath: path, Body: body, IsBase64Encoded: b64,
 			Headers: map[string]string{"idempotency-key": key, "content-type": contentType},
 			RequestContext: events.APIGatewayV2HTTPRequestContext{
 				HTTP:       events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: method, Path: path},
