@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"log/slog"
 	"os"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -15,32 +16,39 @@ import (
 
 func main() {
 	logger := obs.NewLogger(os.Stdout, setup.LogLevel(os.Getenv))
-	cfg, err := setup.FromEnv(os.Getenv)
-	if err != nil {
-		logger.Error("configuration", "error", err)
-		os.Exit(1)
-	}
-	tracer, flush, err := setup.Tracing(context.Background(), "charge", os.Getenv)
-	if err != nil {
+	if err := run(logger); err != nil {
 		logger.Error("start-up", "error", err)
 		os.Exit(1)
+	}
+}
+
+// run builds the handler from the environment and serves invocations; it
+// returns only when start-up fails.
+func run(logger *slog.Logger) error {
+	ctx := context.Background()
+	cfg, err := setup.FromEnv(os.Getenv)
+	if err != nil {
+		return err
+	}
+	tracer, flush, err := setup.Tracing(ctx, "charge", os.Getenv)
+	if err != nil {
+		return err
 	}
 	if tracer == nil {
 		logger.Info("tracing off", "exporter_built", setup.TracingBuilt)
 	}
-	awsCfg, err := setup.AWS(context.Background())
+	awsCfg, err := setup.AWS(ctx)
 	if err != nil {
-		logger.Error("start-up", "error", err)
-		os.Exit(1)
+		return err
 	}
-	svc, err := setup.ChargeService(context.Background(), awsCfg, cfg, logger, tracer)
+	svc, err := setup.ChargeService(ctx, awsCfg, cfg, logger, tracer)
 	if err != nil {
-		logger.Error("start-up", "error", err)
-		os.Exit(1)
+		return err
 	}
 	h := &Handler{Service: svc, AccountClaim: cfg.AccountClaim, Log: logger, Metrics: obs.NewMetrics(os.Stdout, "charge", cfg.Environment), Tracer: tracer}
 	lambda.Start(func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		defer flush(ctx) // Lambda freezes the process after the answer
 		return h.Handle(ctx, ev)
 	})
+	return nil
 }

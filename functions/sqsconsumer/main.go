@@ -8,6 +8,7 @@ package main
 
 import (
 	"context"
+	"log/slog"
 	"os"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -22,36 +23,41 @@ import (
 
 func main() {
 	logger := obs.NewLogger(os.Stdout, setup.LogLevel(os.Getenv))
-	fail := func(err error) {
+	if err := run(logger); err != nil {
 		logger.Error("start-up", "error", err)
 		os.Exit(1)
 	}
+}
+
+// run builds the handler from the environment and serves invocations; it
+// returns only when start-up fails.
+func run(logger *slog.Logger) error {
 	cfg, err := setup.FromEnv(os.Getenv)
 	if err != nil {
-		fail(err)
+		return err
 	}
 	sources, err := command.ParseSources(os.Getenv(command.SourcesEnv))
 	if err != nil {
-		fail(err)
+		return err
 	}
 	rejectedURL, err := setup.Require(os.Getenv, command.RejectedQueueEnv)
 	if err != nil {
-		fail(err)
+		return err
 	}
 	tracer, flush, err := setup.Tracing(context.Background(), "sqsconsumer", os.Getenv)
 	if err != nil {
-		fail(err)
+		return err
 	}
 	if tracer == nil {
 		logger.Info("tracing off", "exporter_built", setup.TracingBuilt)
 	}
 	awsCfg, err := setup.AWS(context.Background())
 	if err != nil {
-		fail(err)
+		return err
 	}
 	svc, err := setup.ChargeService(context.Background(), awsCfg, cfg, logger, tracer)
 	if err != nil {
-		fail(err)
+		return err
 	}
 	sqsClient := sqs.NewFromConfig(awsCfg)
 	bySource := map[string]Source{}
@@ -66,4 +72,5 @@ func main() {
 		defer flush(ctx)
 		return h.Handle(ctx, ev)
 	})
+	return nil
 }

@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"log/slog"
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
@@ -20,17 +21,22 @@ import (
 
 func main() {
 	logger := obs.NewLogger(os.Stdout, setup.LogLevel(os.Getenv))
-	fail := func(err error) {
+	if err := run(logger); err != nil {
 		logger.Error("start-up", "error", err)
 		os.Exit(1)
 	}
+}
+
+// run builds the sweeper from the environment and serves invocations; it
+// returns only when start-up fails.
+func run(logger *slog.Logger) error {
 	cfg, err := setup.SweeperFromEnv(os.Getenv)
 	if err != nil {
-		fail(err)
+		return err
 	}
 	awsCfg, err := setup.AWS(context.Background())
 	if err != nil {
-		fail(err)
+		return err
 	}
 	s := sweep.New(
 		dynamostore.NewIndex(dynamodb.NewFromConfig(awsCfg), cfg.TableName),
@@ -38,4 +44,5 @@ func main() {
 		sweep.Config{InTransitBound: cfg.InTransitBound, ClockSkew: cfg.ClockSkew},
 	)
 	lambda.Start((&Handler{Sweeper: s, Logger: logger, Metrics: obs.NewMetrics(os.Stdout, "sweeper", cfg.Environment)}).Handle)
+	return nil
 }
