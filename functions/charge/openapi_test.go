@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -178,5 +179,53 @@ func TestOpenAPIMatchesHandler(t *testing.T) {
 		t.Fatalf("text/plain: %d", resp.StatusCode)
 	} else {
 		s.check(t, "/v1/charges", "post", resp)
+	}
+}
+
+// TestOpenAPILimitsAreTheParsers: every limit the document states is the
+// constant the request parser enforces (one fact, two readers).
+func TestOpenAPILimitsAreTheParsers(t *testing.T) {
+	raw, err := os.ReadFile("../../api/openapi.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	at := func(path ...string) any {
+		var v any = doc
+		for _, p := range path {
+			m, _ := v.(map[string]any)
+			v = m[p]
+		}
+		return v
+	}
+	props := func(field, limit string) any {
+		return at("components", "schemas", "ChargeRequest", "properties", field, limit)
+	}
+	var keyHeader map[string]any
+	for _, p := range at("paths", "/v1/charges", "post", "parameters").([]any) {
+		if p.(map[string]any)["name"] == "Idempotency-Key" {
+			keyHeader = p.(map[string]any)["schema"].(map[string]any)
+		}
+	}
+	for name, pair := range map[string][2]any{
+		"order_id maxLength":       {props("order_id", "maxLength"), charge.MaxOrderIDLen},
+		"payment_method maxLength": {props("payment_method", "maxLength"), charge.MaxPaymentMethodLen},
+		"description maxLength":    {props("description", "maxLength"), charge.MaxDescriptionLength},
+		"amount minimum":           {props("amount", "minimum"), 1},
+		"key minLength":            {keyHeader["minLength"], idem.MinKeyLen},
+		"key maxLength":            {keyHeader["maxLength"], 2*idem.MaxKeyLen + 2}, // every character escaped, in quotes
+	} {
+		if pair[0] != pair[1] {
+			t.Errorf("%s: the document says %v, the parser %v", name, pair[0], pair[1])
+		}
+	}
+	if d, _ := props("amount", "description").(string); !strings.Contains(d, strconv.Itoa(charge.DefaultMaxAmount)) {
+		t.Errorf("amount's description does not state the default maximum %d: %q", charge.DefaultMaxAmount, d)
+	}
+	if d, _ := at("components", "schemas", "ChargeRequest", "description").(string); !strings.Contains(d, fmt.Sprintf("%d KiB", charge.MaxBodyBytes>>10)) {
+		t.Errorf("the request's description does not state %d KiB", charge.MaxBodyBytes>>10)
 	}
 }

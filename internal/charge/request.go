@@ -23,9 +23,9 @@ const Operation = "charge"
 const (
 	MaxBodyBytes         = 16 << 10
 	DefaultMaxAmount     = 100_000_000 // minor units: 1,000,000.00 in a two-decimal currency
-	maxOrderIDLen        = 64
-	maxPaymentMethodLen  = 128
-	maxDescriptionLength = 500
+	MaxOrderIDLen        = 64
+	MaxPaymentMethodLen  = 128
+	MaxDescriptionLength = 500
 )
 
 // Request is a validated charge request.
@@ -130,8 +130,8 @@ func ParseRequest(body []byte, maxAmount int64) (Request, error) {
 	default:
 		req.Currency = *w.Currency
 	}
-	req.OrderID = identifier(w.OrderID, "order_id", maxOrderIDLen, add)
-	req.PaymentMethod = identifier(w.PaymentMethod, "payment_method", maxPaymentMethodLen, add)
+	req.OrderID = identifier(w.OrderID, "order_id", MaxOrderIDLen, add)
+	req.PaymentMethod = identifier(w.PaymentMethod, "payment_method", MaxPaymentMethodLen, add)
 	req.Description = description(w.Description, add)
 	if errs != nil {
 		return Request{}, &ValidationError{Errors: errs}
@@ -162,14 +162,14 @@ func identifier(v *string, field string, maxLen int, add func(string, string)) s
 }
 
 // description validates the optional free text: at most
-// maxDescriptionLength characters, no control characters, none of the
+// MaxDescriptionLength characters, no control characters, none of the
 // bidirectional embedding, override and isolate characters that make text
 // display in another order than it is stored, and no U+FFFD.
 func description(v *string, add func(string, string)) string {
 	switch {
 	case v == nil || *v == "":
-	case utf8.RuneCountInString(*v) > maxDescriptionLength:
-		add("description", fmt.Sprintf("at most %d characters", maxDescriptionLength))
+	case utf8.RuneCountInString(*v) > MaxDescriptionLength:
+		add("description", fmt.Sprintf("at most %d characters", MaxDescriptionLength))
 	case strings.IndexFunc(*v, func(r rune) bool { return unicode.IsControl(r) || isBidiControl(r) || r == utf8.RuneError }) >= 0:
 		add("description", "must not contain control characters, bidirectional overrides or U+FFFD")
 	default:
