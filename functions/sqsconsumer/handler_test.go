@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -8,12 +9,14 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/command"
 	"github.com/idempotent-payments/idempay/internal/httpapi"
@@ -216,5 +219,119 @@ func TestReconcileWithoutARecordIsMalformed(t *testing.T) {
 	}
 	if len(dl.codes) != 4 || slices.ContainsFunc(dl.codes, func(c string) bool { return c != "MALFORMED" }) {
 		t.Fatalf("dead letters %v; want 4 MALFORMED", dl.codes)
+	}
+}
+
+// answers is an acquirer whose answers a test sets.
+type answers struct {
+	authorize func() (acquirer.Authorization, error)
+	lookup    func() (acquirer.Authorization, error)
+}
+
+func (a answers) Authorize(context.Context, string, acquirer.Request) (acquirer.Authorization, error) {
+	return a.authorize()
+}
+func (a answers) Lookup(context.Context, string) (acquirer.Authorization, error) { return a.lookup() }
+
+// TestVerdicts: the table from the service's outcomes to what happens to a
+// message, on the memory store: done, in flight (kept and delayed),
+// transient (kept, no delay), reused (dead-lettered with its code), and the
+// reconcile outcomes (done) or failure (kept).
+func TestVerdicts(t *testing.T) {
+	t.Parallel()
+	const orders, reconcile = "arn:q:orders", "arn:q:reconcile"
+	captured := func() (acquirer.Authorization, error) {
+		return acquirer.Authorization{ID: "auth_1", Status: acquirer.StatusCaptured}, nil
+	}
+	absent := func() (acquirer.Authorization, error) { return acquirer.Authorization{}, acquirer.ErrNotFound }
+	unknown := func() (acquirer.Authorization, error) {
+		return acquirer.Authorization{}, fmt.Errorf("%w: timeout", acquirer.ErrOutcomeUnknown)
+	}
+	body := []byte(`{"amount": 100, "currency": "BRL", "order_id": "1", "payment_method": "pm_card_visa"}`)
+	other := []byte(`{"amount": 200, "currency": "BRL", "order_id": "2", "payment_method": "pm_card_visa"}`)
+	req, _ := charge.ParseRequest(body, 0)
+	for _, tc := range []struct {
+		name      string
+		acq       answers
+		setup     func(g *idem.Guard, clock *idemtest.Clock)
+		queue     string
+		msg       string
+		retry     bool
+		delayed   bool
+		rejection string
+		outcome   string
+	}{
+		{name: "executed", acq: answers{captured, absent}, queue: orders, msg: chargeMsg("verdict-key-1", body), outcome: "executed"},
+		{name: "replayed", acq: answers{captured, absent}, queue: orders, msg: chargeMsg("verdict-key-2", body),
+			setup: func(g *idem.Guard, _ *idemtest.Clock) { complete(t, g, "verdict-key-2", req) }, outcome: "replayed"},
+		{name: "in flight", acq: answers{captured, absent}, queue: orders, msg: chargeMsg("verdict-key-3", body),
+			setup: func(g *idem.Guard, _ *idemtest.Clock) { claim(t, g, "verdict-key-3", req) }, retry: true, delayed: true, outcome: "in_flight"},
+		{name: "outcome unknown", acq: answers{unknown, absent}, queue: orders, msg: chargeMsg("verdict-key-4", body), retry: true, outcome: "pending"},
+		{name: "reused", acq: answers{captured, absent}, queue: orders, msg: chargeMsg("verdict-key-5", other),
+			setup: func(g *idem.Guard, _ *idemtest.Clock) { complete(t, g, "verdict-key-5", req) }, rejection: "IDEMPOTENCY_KEY_REUSED", outcome: "key_reused"},
+		{name: "reconciled, completed", acq: answers{captured, captured}, queue: reconcile, msg: reconcileMsg("verdict-key-6"),
+			setup: func(g *idem.Guard, c *idemtest.Clock) { claim(t, g, "verdict-key-6", req); c.Advance(time.Hour) }, outcome: "reconciled_completed"},
+		{name: "reconciled, released", acq: answers{captured, absent}, queue: reconcile, msg: reconcileMsg("verdict-key-7"),
+			setup: func(g *idem.Guard, c *idemtest.Clock) { claim(t, g, "verdict-key-7", req); c.Advance(time.Hour) }, outcome: "reconciled_released"},
+		{name: "reconcile, nothing to do", acq: answers{captured, absent}, queue: reconcile, msg: reconcileMsg("verdict-key-8"), outcome: "reconciled_nothing_to_do"},
+		{name: "reconcile failed", acq: answers{captured, unknown}, queue: reconcile, msg: reconcileMsg("verdict-key-9"),
+			setup: func(g *idem.Guard, c *idemtest.Clock) { claim(t, g, "verdict-key-9", req); c.Advance(time.Hour) }, retry: true, outcome: "reconcile_failed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := idemtest.NewClock(time.Unix(1_800_000_000, 0))
+			guard := idem.NewGuard(idemtest.NewMemoryStore(), idem.Config{Now: clock.Now, DefaultLease: time.Minute})
+			if tc.setup != nil {
+				tc.setup(guard, clock)
+			}
+			d, dl := &delays{}, &deadLetters{}
+			var logs bytes.Buffer
+			h := &Handler{Service: charge.NewService(guard, tc.acq, httpapi.Answer, charge.Config{}), DeadLetters: dl, Concurrency: 1,
+				Sources: map[string]Source{
+					orders:    {Source: command.Source{ARN: orders, URL: "u1", Producer: "orders", Accounts: []string{"acct_7Hq2"}}, Queue: d},
+					reconcile: {Source: command.Source{ARN: reconcile, URL: "u2", Reconcile: true}, Queue: d},
+				},
+				Logger: slog.New(slog.NewJSONHandler(&logs, nil))}
+			resp, _ := h.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m1", Body: tc.msg, EventSourceARN: tc.queue}}})
+			if got := len(resp.BatchItemFailures) == 1; got != tc.retry {
+				t.Errorf("retry %v, want %v", got, tc.retry)
+			}
+			if got := len(d.got) == 1 && d.got[0] > 0; got != tc.delayed {
+				t.Errorf("delays %v, want delayed %v", d.got, tc.delayed)
+			}
+			if want := map[bool][]string{true: {tc.rejection}, false: nil}[tc.rejection != ""]; !slices.Equal(dl.codes, want) {
+				t.Errorf("dead letters %v, want %v", dl.codes, want)
+			}
+			if !strings.Contains(logs.String(), `"outcome":"`+tc.outcome+`"`) {
+				t.Errorf("log %s, want outcome %s", logs.String(), tc.outcome)
+			}
+		})
+	}
+}
+
+func chargeMsg(key string, request []byte) string {
+	b, _ := command.Charge("acct_7Hq2", key, request).Encode()
+	return b
+}
+
+func reconcileMsg(key string) string {
+	b, _ := command.Reconcile(idem.Scope{Operation: charge.Operation, Account: "acct_7Hq2", Key: key}.PK()).Encode()
+	return b
+}
+
+// claim leaves key in flight, as a worker that holds it (or died holding it).
+func claim(t *testing.T, g *idem.Guard, key string, req charge.Request) *idem.Lease {
+	t.Helper()
+	c, err := g.Begin(context.Background(), idem.Scope{Operation: charge.Operation, Account: "acct_7Hq2", Key: key}, req.Canonical())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.Lease
+}
+
+// complete leaves key completed for req.
+func complete(t *testing.T, g *idem.Guard, key string, req charge.Request) {
+	t.Helper()
+	if err := claim(t, g, key, req).Complete(context.Background(), idem.Response{StatusCode: 201, Body: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
 	}
 }
