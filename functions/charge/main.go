@@ -14,13 +14,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/setup"
 )
 
-func main() {
-	logger := obs.NewLogger(os.Stdout, setup.LogLevel(os.Getenv))
-	if err := run(logger); err != nil {
-		logger.Error("start-up", "error", err)
-		os.Exit(1)
-	}
-}
+func main() { setup.Main(run) }
 
 // run builds the handler from the environment and serves invocations; it
 // returns only when start-up fails.

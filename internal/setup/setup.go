@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"strconv"
 	"time"
 
@@ -24,6 +25,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
+	"github.com/idempotent-payments/idempay/internal/obs"
 )
 
 // Config is everything a function reads from its environment.
@@ -205,4 +207,15 @@ func SweeperFromEnv(getenv func(string) string) (SweeperConfig, error) {
 // controls), else LOG_LEVEL, else INFO.
 func LogLevel(getenv func(string) string) string {
 	return cmp.Or(getenv("AWS_LAMBDA_LOG_LEVEL"), cmp.Or(getenv("LOG_LEVEL"), "INFO"))
+}
+
+// Main is every function's main: the JSON logger at LogLevel, then run,
+// which builds the function and serves invocations; a start-up failure is
+// logged once and exits 1.
+func Main(run func(logger *slog.Logger) error) {
+	logger := obs.NewLogger(os.Stdout, LogLevel(os.Getenv))
+	if err := run(logger); err != nil {
+		logger.Error("start-up", "error", err)
+		os.Exit(1)
+	}
 }
