@@ -60,16 +60,16 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	authorization := r.Header.Values("Authorization")
-	claims, ok := map[string]string(nil), len(authorization) == 1 // two tokens would be two callers
+	caller, ok := caller{}, len(authorization) == 1 // two tokens would be two callers
 	if ok {
-		claims, ok = g.verify(authorization[0])
+		caller, ok = g.verify(authorization[0])
 	}
 	if !ok {
 		w.Header().Set("WWW-Authenticate", "Bearer")
 		gatewayError(w, http.StatusUnauthorized, "Unauthorized")
 		return
 	}
-	if route.Scope != "" && !hasScope(claims, route.Scope) {
+	if route.Scope != "" && !slices.Contains(caller.scopes, route.Scope) {
 		gatewayError(w, http.StatusForbidden, "Forbidden")
 		return
 	}
@@ -82,7 +82,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		gatewayError(w, http.StatusRequestEntityTooLarge, "Request Entity Too Large")
 		return
 	}
-	event := buildEvent(r, route.Key, params, claims, body, g.Trust.withDefaults().Now())
+	event := buildEvent(r, route.Key, params, caller.claims, body, g.Trust.withDefaults().Now())
 	payload, _ := json.Marshal(event)
 	timeout := g.InvokeTimeout
 	if timeout <= 0 {
@@ -153,17 +153,24 @@ func matchPath(pattern, path string) (map[string]string, bool) {
 	return params, true
 }
 
+// caller is a verified token: its claims as API Gateway passes them (every
+// value a string, numbers exactly as written) and the scopes it grants
+// (the space-separated values of "scope", and of "scp", a string or a list).
+type caller struct {
+	claims map[string]string
+	scopes []string
+}
+
 // verify checks "Bearer <jwt>" as the deployed JWT authorizer does and
-// returns the claims as API Gateway passes them: every value as a string
-// (numbers exactly as written). See Trust for what is refused.
-func (g *Gateway) verify(authorization string) (map[string]string, bool) {
+// returns the caller. See Trust for what is refused.
+func (g *Gateway) verify(authorization string) (caller, bool) {
 	raw, ok := strings.CutPrefix(authorization, "Bearer ")
 	if !ok || raw == "" || !strictSegments(raw) {
-		return nil, false
+		return caller{}, false
 	}
 	t := g.Trust.withDefaults()
 	if len(t.Secret) == 0 {
-		return nil, false // an empty HMAC key would let anyone sign
+		return caller{}, false // an empty HMAC key would let anyone sign
 	}
 	claims := jwt.MapClaims{}
 	now := t.Now()
@@ -172,47 +179,46 @@ func (g *Gateway) verify(authorization string) (map[string]string, bool) {
 		jwt.WithIssuer(t.Issuer), jwt.WithAudience(t.Audience), jwt.WithJSONNumber(),
 	).ParseWithClaims(raw, claims, func(*jwt.Token) (any, error) { return t.Secret, nil })
 	if err != nil {
-		return nil, false
+		return caller{}, false
 	}
 	if _, crit := token.Header["crit"]; crit {
-		return nil, false // no extension is understood here, so none may be critical (RFC 7515 §4.1.11)
+		return caller{}, false // no extension is understood here, so none may be critical (RFC 7515 §4.1.11)
 	}
 	if iat, present := claims["iat"]; present {
 		n, isNumber := iat.(json.Number)
 		at, err := n.Float64()
 		if !isNumber || err != nil || at > float64(now.Add(IssuedAtSkew).Unix()) {
-			return nil, false
+			return caller{}, false
 		}
 	}
 	if account, isString := claims[t.AccountClaim].(string); !isString || idem.ValidateAccount(account) != nil {
-		return nil, false // the account: a non-empty string of at most 256 bytes, no controls
+		return caller{}, false // the account: a non-empty string of at most 256 bytes, no controls
 	}
-	out := make(map[string]string, len(claims))
+	out := caller{claims: make(map[string]string, len(claims))}
+	for _, name := range []string{"scope", "scp"} {
+		switch v := claims[name].(type) {
+		case string:
+			out.scopes = append(out.scopes, strings.Fields(v)...)
+		case []any:
+			for _, s := range v {
+				if s, ok := s.(string); ok {
+					out.scopes = append(out.scopes, s)
+				}
+			}
+		}
+	}
 	for k, v := range claims {
 		switch v := v.(type) {
 		case string:
-			out[k] = v
+			out.claims[k] = v
 		case json.Number:
-			out[k] = v.String()
+			out.claims[k] = v.String()
 		default:
 			b, _ := json.Marshal(v)
-			out[k] = string(b)
+			out.claims[k] = string(b)
 		}
 	}
 	return out, true
-}
-
-// hasScope reports whether the verified claims grant scope: one of the
-// space-separated values of "scope", or of "scp" (a string or a list).
-func hasScope(claims map[string]string, scope string) bool {
-	if slices.Contains(strings.Fields(claims["scope"]), scope) {
-		return true
-	}
-	var list []string
-	if json.Unmarshal([]byte(claims["scp"]), &list) == nil { // verify wrote a list claim as its JSON
-		return slices.Contains(list, scope)
-	}
-	return slices.Contains(strings.Fields(claims["scp"]), scope)
 }
 
 // strictSegments reports whether the token's header and payload are each

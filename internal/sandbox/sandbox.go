@@ -69,6 +69,9 @@ type Server struct {
 	// client library's own resend does (a caller's retry takes far longer).
 	dropped map[string]time.Time
 	resent  atomic.Int64
+	// Now is the sandbox's clock: authorizations' created_at and the resend
+	// window (time.Now; a test may set it before serving).
+	Now func() time.Time
 }
 
 // resendWindow tells a transport's resend of a dropped request from a
@@ -87,7 +90,7 @@ type stored struct {
 // New returns an empty sandbox. apiKey, when set, must be presented as a
 // bearer credential on /v1 routes.
 func New(apiKey string) *Server {
-	s := &Server{byKey: map[string]stored{}, dropped: map[string]time.Time{}, rng: rand.New(rand.NewPCG(0, 0)), mux: http.NewServeMux()}
+	s := &Server{byKey: map[string]stored{}, dropped: map[string]time.Time{}, Now: time.Now, rng: rand.New(rand.NewPCG(0, 0)), mux: http.NewServeMux()}
 	s.apiKey.Store(&apiKey)
 	s.mux.HandleFunc("POST /v1/authorizations", s.authorize)
 	s.mux.HandleFunc("GET /v1/authorizations/{key}", s.lookup)
@@ -187,7 +190,7 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 	}
 	s.received.Add(1)
 	s.mu.Lock()
-	if at, ok := s.dropped[key]; ok && time.Since(at) < resendWindow {
+	if at, ok := s.dropped[key]; ok && s.Now().Sub(at) < resendWindow {
 		s.resent.Add(1)
 	}
 	s.mu.Unlock()
@@ -209,7 +212,7 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 	time.Sleep(time.Duration(f.ResponseDelayMS) * time.Millisecond)
 	if kind == faultDrop {
 		s.mu.Lock()
-		s.dropped[key] = time.Now()
+		s.dropped[key] = s.Now()
 		s.mu.Unlock()
 		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
 			conn.Close()
@@ -233,7 +236,7 @@ func (s *Server) record(key string, req acquirer.Request) stored {
 		Status:    acquirer.StatusCaptured,
 		Amount:    req.Amount,
 		Currency:  req.Currency,
-		CreatedAt: time.Now().UTC().Truncate(time.Millisecond),
+		CreatedAt: s.Now().UTC().Truncate(time.Millisecond),
 	}
 	status := http.StatusCreated
 	switch req.PaymentMethod {
