@@ -187,9 +187,9 @@ func reconcile(ctx context.Context, svc *charge.Service, guard *idem.Guard, pk s
 		return nil
 	case charge.ReconciledCompleted:
 		auth := "?"
-		if rec, err := guard.Lookup(ctx, pk); err == nil && rec.Response != nil {
-			if item, err := guard.Item(ctx, charge.LedgerPK(charge.ChargeID(rec.DownstreamKey))); err == nil {
-				auth = item.Attributes["authorization_id"] + " (" + item.Attributes["status"] + ")"
+		if rec, err := guard.Lookup(ctx, pk); err == nil {
+			if ledger := describe(ctx, guard, rec).Ledger; ledger != nil {
+				auth = ledger["authorization_id"] + " (" + ledger["status"] + ")"
 			}
 		}
 		fmt.Fprintf(stdout, "record %s completed with the acquirer's outcome, authorization %s\n", ref, auth)

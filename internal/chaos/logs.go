@@ -2,10 +2,10 @@ package chaos
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"io"
 	"os"
-	"strings"
 )
 
 // seen is what the functions' log lines say they saw.
@@ -34,7 +34,7 @@ func readLogs(path string, offset int64) (seen, error) {
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	for sc.Scan() {
 		line := sc.Bytes()
-		if len(line) == 0 || line[0] != '{' || !strings.Contains(string(line), `"acquirer_unknown"`) {
+		if len(line) == 0 || line[0] != '{' || !bytes.Contains(line, []byte(`"acquirer_unknown"`)) {
 			continue
 		}
 		// Our own log lines, written by log/slog's JSON handler: a plain

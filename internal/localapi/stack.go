@@ -190,29 +190,27 @@ func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
 		return nil, err
 	}
 	base := []string{"TABLE_NAME=" + cfg.TableName, "ACQUIRER_URL=" + sandboxURL}
-	start := func(name string, instances int, env ...string) (*Pool, error) {
-		binary := name
-		if name == "reconciler" {
-			binary = "sqsconsumer"
-		}
+	// start runs instances of the function built from functions/<binary>
+	// as name.
+	start := func(name, binary string, instances int, env ...string) (*Pool, error) {
 		return StartPool(PoolConfig{
 			RIE: cfg.RIE, Bootstrap: filepath.Join(cfg.BinDir, binary, "bootstrap"), Name: name,
 			Instances: instances, Timeout: cfg.Timeout, Env: slices.Concat(base, env, cfg.Env), Output: cfg.Output,
 		})
 	}
-	if s.Charge, err = start("charge", cfg.Instances); err != nil {
+	if s.Charge, err = start("charge", "charge", cfg.Instances); err != nil {
 		s.Close()
 		return nil, err
 	}
-	if s.Consumer, err = start("sqsconsumer", cfg.Instances, command.SourcesEnv+"="+consumerSources, command.RejectedQueueEnv+"="+s.RejectedURL); err != nil {
+	if s.Consumer, err = start("sqsconsumer", "sqsconsumer", cfg.Instances, command.SourcesEnv+"="+consumerSources, command.RejectedQueueEnv+"="+s.RejectedURL); err != nil {
 		s.Close()
 		return nil, err
 	}
-	if s.Reconciler, err = start("reconciler", cfg.Instances, command.SourcesEnv+"="+reconcileSources, command.RejectedQueueEnv+"="+s.RejectedURL); err != nil {
+	if s.Reconciler, err = start("reconciler", "sqsconsumer", cfg.Instances, command.SourcesEnv+"="+reconcileSources, command.RejectedQueueEnv+"="+s.RejectedURL); err != nil {
 		s.Close()
 		return nil, err
 	}
-	if s.Sweeper, err = start("sweeper", 1, command.ReconcileQueueEnv+"="+s.ReconcileURL); err != nil {
+	if s.Sweeper, err = start("sweeper", "sweeper", 1, command.ReconcileQueueEnv+"="+s.ReconcileURL); err != nil {
 		s.Close()
 		return nil, err
 	}
