@@ -74,7 +74,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, 
 		return err
 	}
 	ddb := dynamodb.NewFromConfig(awsCfg)
-	guard := idem.NewGuard(dynamostore.New(ddb, *table), idem.Config{})
+	store := dynamostore.New(ddb, *table)
+	guard := idem.NewGuard(store, idem.Config{})
 	scope := idem.Scope{Operation: charge.Operation, Account: *account, Key: *key}
 	needScope := func() error {
 		if err := scope.Validate(); err != nil {
@@ -100,23 +101,16 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, 
 		return out.Encode(describe(ctx, guard, rec))
 
 	case "stale":
-		index := dynamostore.NewIndex(ddb, *table)
 		cutoff := time.Now().Add(-*olderThan)
-		for _, shard := range dynamostore.Shards(idem.DefaultShards) {
-			var cur dynamostore.Cursor
-			for {
-				entries, next, err := index.EndedBefore(ctx, shard, cutoff, 100, cur)
+		for shard := range idem.Shards {
+			for page, err := range idem.EndedBefore(ctx, store, shard, cutoff) {
 				if err != nil {
 					return err
 				}
-				for _, e := range entries {
+				for _, e := range page {
 					fmt.Fprintf(stdout, "%s  lease ended %s ago  reconcile attempts %d  %s\n",
 						idem.Ref(e.PK), time.Since(e.LeaseExpiresAt).Round(time.Second), e.ReconcileAttempts, e.PK)
 				}
-				if next.Done() {
-					break
-				}
-				cur = next
 			}
 		}
 		return nil

@@ -33,7 +33,7 @@ func run(logger *slog.Logger) error {
 		return err
 	}
 	s := sweep.New(
-		dynamostore.NewIndex(dynamodb.NewFromConfig(awsCfg), cfg.TableName),
+		dynamostore.New(dynamodb.NewFromConfig(awsCfg), cfg.TableName),
 		queue.New(sqs.NewFromConfig(awsCfg), cfg.QueueURL),
 		sweep.Config{InTransitBound: cfg.InTransitBound, ClockSkew: cfg.ClockSkew},
 	)

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"strconv"
 	"time"
 )
@@ -18,7 +17,6 @@ const (
 	DefaultLeaseMargin   = 10 * time.Second
 	DefaultLease         = 60 * time.Second
 	DefaultMaxRetryAfter = 2 * time.Second
-	DefaultShards        = 32
 )
 
 // Config tunes a Guard. The zero value is usable: every zero field takes the
@@ -38,9 +36,6 @@ type Config struct {
 	// (DefaultMaxRetryAfter, 2 s): the owner usually finishes long before its
 	// lease ends, so clients poll rather than wait for the whole lease.
 	MaxRetryAfter time.Duration
-	// Shards is the number of partitions of the sparse in-flight index
-	// (DefaultShards, 32).
-	Shards int
 	// CacheSize bounds the warm cache of completed records; 0 disables it.
 	// In-flight records are never cached.
 	CacheSize int
@@ -70,9 +65,6 @@ func NewGuard(store Store, cfg Config) *Guard {
 	}
 	if cfg.MaxRetryAfter <= 0 {
 		cfg.MaxRetryAfter = DefaultMaxRetryAfter
-	}
-	if cfg.Shards <= 0 {
-		cfg.Shards = DefaultShards
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -128,7 +120,6 @@ func (g *Guard) Begin(ctx context.Context, scope Scope, req Canonical) (Claim, e
 		DownstreamKey:  downstreamKey(pk, now),
 		CreatedAt:      now,
 		ExpiresAt:      now.Add(g.cfg.Retention),
-		InflightShard:  g.shard(pk),
 	}
 	existing, ok, err := g.store.Claim(ctx, rec, now)
 	if err != nil {
@@ -235,12 +226,6 @@ func (g *Guard) retryAfter(remaining time.Duration) time.Duration {
 	return max(time.Second, min(d, g.cfg.MaxRetryAfter.Truncate(time.Second)))
 }
 
-func (g *Guard) shard(pk string) string {
-	h := fnv.New32a()
-	h.Write([]byte(pk))
-	return strconv.Itoa(int(h.Sum32() % uint32(g.cfg.Shards)))
-}
-
 // downstreamKey is fixed for the life of one record (DESIGN §4 rule 1): every
 // attempt sends it. Mixing in the claim time makes a key reused after its
 // retention a new intent downstream as well.
@@ -310,7 +295,6 @@ func (l *Lease) Complete(ctx context.Context, resp Response, extra ...Item) erro
 	done := l.rec
 	done.Status = StatusCompleted
 	done.Response = &resp
-	done.InflightShard = ""
 	l.rec = done
 	l.g.cache.put(&done)
 	return nil

@@ -52,9 +52,6 @@ type Record struct {
 	// passed is treated as absent by every read and condition.
 	ExpiresAt time.Time
 
-	// InflightShard is set while Status is StatusInProgress: the partition of
-	// the sparse in-flight index the sweeper reads.
-	InflightShard string
 	// StaleAt and ReconcileAttempts are set by the sweeper.
 	StaleAt           time.Time
 	ReconcileAttempts int
@@ -101,4 +98,18 @@ type Store interface {
 	Release(ctx context.Context, pk, token string) error
 	// GetItem returns an extra item written by Complete, or ErrNotFound.
 	GetItem(ctx context.Context, pk string) (*Item, error)
+
+	// ListInFlight returns up to q.Limit in-progress records of shard
+	// q.Shard whose lease ended before q.EndedBefore, by lease end, after
+	// q.After. more false means the listing is done; true means another
+	// call may return more. The listing may lag the writes (on DynamoDB it
+	// is an eventually consistent index): a record just completed may still
+	// be listed, and Flag's fence refuses it. Retention is not checked: a
+	// record past ExpiresAt that is still stored is listed.
+	ListInFlight(ctx context.Context, q InFlightQuery) (page []InFlight, more bool, err error)
+	// Flag marks the in-progress record e stale at now and counts one more
+	// reconcile attempt, fenced on the lease token and the StaleAt e was
+	// listed with: of two sweepers that listed the same entry, one flags
+	// it. It returns ErrLeaseLost when the record changed since.
+	Flag(ctx context.Context, e InFlight, now time.Time) error
 }

@@ -5,6 +5,7 @@ package queue
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -48,25 +49,21 @@ const (
 // MaxBatch is SQS's limit of messages per batch call.
 const MaxBatch = 10
 
-// SendBatch sends up to MaxBatch bodies in one call. It returns an error
-// naming how many failed when any did.
+// SendBatch sends the bodies in calls of at most MaxBatch. It stops at the
+// first call that fails, with an error naming how many of its messages did.
 func (q *Queue) SendBatch(ctx context.Context, bodies []string) error {
-	if len(bodies) == 0 {
-		return nil
-	}
-	if len(bodies) > MaxBatch {
-		return fmt.Errorf("send batch: %d messages, at most %d", len(bodies), MaxBatch)
-	}
-	entries := make([]types.SendMessageBatchRequestEntry, len(bodies))
-	for i, b := range bodies {
-		entries[i] = types.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(b)}
-	}
-	out, err := q.api.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(q.url), Entries: entries})
-	if err != nil {
-		return fmt.Errorf("send batch: %w", err)
-	}
-	if n := len(out.Failed); n > 0 {
-		return fmt.Errorf("send batch: %d of %d failed: %s", n, len(bodies), aws.ToString(out.Failed[0].Message))
+	for chunk := range slices.Chunk(bodies, MaxBatch) {
+		entries := make([]types.SendMessageBatchRequestEntry, len(chunk))
+		for i, b := range chunk {
+			entries[i] = types.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(b)}
+		}
+		out, err := q.api.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(q.url), Entries: entries})
+		if err != nil {
+			return fmt.Errorf("send batch: %w", err)
+		}
+		if n := len(out.Failed); n > 0 {
+			return fmt.Errorf("send batch: %d of %d failed: %s", n, len(chunk), aws.ToString(out.Failed[0].Message))
+		}
 	}
 	return nil
 }

@@ -12,17 +12,11 @@ import (
 
 	"github.com/idempotent-payments/idempay/internal/command"
 	"github.com/idempotent-payments/idempay/internal/idem"
-	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
 )
-
-// Index is what the sweeper needs of the in-flight index.
-type Index interface {
-	EndedBefore(ctx context.Context, shard string, cutoff time.Time, limit int32, from dynamostore.Cursor) ([]dynamostore.InFlight, dynamostore.Cursor, error)
-	Flag(ctx context.Context, e dynamostore.InFlight, now time.Time) error
-}
 
 // Queue is where reconcile commands go.
 type Queue interface {
+	// SendBatch sends the bodies, in as many calls as the queue needs.
 	SendBatch(ctx context.Context, bodies []string) error
 }
 
@@ -33,6 +27,7 @@ const (
 	DefaultFailingAt   = 3
 	DefaultStopMargin  = 2 * time.Second
 	DefaultParallelism = 8
+	DefaultRunTime     = time.Minute
 )
 
 // Config tunes a Sweeper.
@@ -40,14 +35,13 @@ type Config struct {
 	// InTransitBound (T) and ClockSkew: only leases that ended more than
 	// T + ClockSkew ago are flagged (DESIGN §4 rule 3). Required.
 	InTransitBound, ClockSkew time.Duration
-	// Shards of the in-flight index (idem.DefaultShards).
-	Shards int
 	// Backoff is the wait before a flagged record is flagged again; it
 	// doubles with every attempt up to MaxBackoff.
 	Backoff, MaxBackoff time.Duration
 	// FailingAt: records flagged this many times or more are reported failing.
 	FailingAt int
 	// StopMargin is kept back from the context deadline to return cleanly.
+	// A context without a deadline gets DefaultRunTime.
 	StopMargin time.Duration
 	// Parallelism bounds the shards read at once.
 	Parallelism int
@@ -57,16 +51,13 @@ type Config struct {
 
 // Sweeper flags stale in-flight records and enqueues their reconciliation.
 type Sweeper struct {
-	index Index
+	store idem.Store
 	queue Queue
 	cfg   Config
 }
 
 // New returns a Sweeper with cfg's zero fields defaulted.
-func New(index Index, queue Queue, cfg Config) *Sweeper {
-	if cfg.Shards <= 0 {
-		cfg.Shards = idem.DefaultShards
-	}
+func New(store idem.Store, queue Queue, cfg Config) *Sweeper {
 	if cfg.Backoff <= 0 {
 		cfg.Backoff = DefaultBackoff
 	}
@@ -85,7 +76,7 @@ func New(index Index, queue Queue, cfg Config) *Sweeper {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Sweeper{index: index, queue: queue, cfg: cfg}
+	return &Sweeper{store: store, queue: queue, cfg: cfg}
 }
 
 // OutcomeSwept is the Outcome of a successful run in the sweeper's EMF
@@ -111,10 +102,11 @@ type Report struct {
 // command being sent.
 func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 	now := s.cfg.Now()
-	stopAt := time.Now().Add(time.Minute)
+	stopAt, stop := context.WithTimeout(ctx, DefaultRunTime)
 	if d, ok := ctx.Deadline(); ok {
-		stopAt = d.Add(-s.cfg.StopMargin)
+		stopAt, stop = context.WithDeadline(ctx, d.Add(-s.cfg.StopMargin))
 	}
+	defer stop()
 	cutoff := now.Add(-(s.cfg.InTransitBound + s.cfg.ClockSkew))
 
 	var (
@@ -124,7 +116,7 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 		wg    sync.WaitGroup
 		slots = make(chan struct{}, s.cfg.Parallelism)
 	)
-	for _, shard := range dynamostore.Shards(s.cfg.Shards) {
+	for shard := range idem.Shards {
 		wg.Go(func() {
 			slots <- struct{}{}
 			defer func() { <-slots }()
@@ -145,29 +137,22 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 	return total, errors.Join(errs...)
 }
 
-// sweepShard sweeps one shard; stopAt is wall-clock time (the invocation's
-// deadline less the margin), now the sweeper's clock for lease arithmetic.
-func (s *Sweeper) sweepShard(ctx context.Context, stopAt time.Time, shard string, cutoff, now time.Time) (Report, error) {
+// sweepShard sweeps one shard, one page at a time: each page's records
+// are flagged, then their commands sent. stopAt is done at the invocation's
+// deadline less the margin; the writes use ctx, so a record flagged before
+// that point has its command sent. now is the sweeper's clock for lease
+// arithmetic.
+func (s *Sweeper) sweepShard(ctx, stopAt context.Context, shard int, cutoff, now time.Time) (Report, error) {
 	var r Report
-	var batch []string
-	flush := func() error {
-		if len(batch) == 0 {
-			return nil
-		}
-		err := s.queue.SendBatch(ctx, batch)
-		batch = batch[:0]
-		return err
+	if stopAt.Err() != nil {
+		return r, nil
 	}
-	var cursor dynamostore.Cursor
-	for {
-		if time.Now().After(stopAt) {
-			return r, flush()
-		}
-		entries, next, err := s.index.EndedBefore(ctx, shard, cutoff, 100, cursor)
+	for page, err := range idem.EndedBefore(ctx, s.store, shard, cutoff) {
 		if err != nil {
-			return r, errors.Join(err, flush())
+			return r, err
 		}
-		for _, e := range entries {
+		var batch []string
+		for _, e := range page {
 			r.OldestStale = max(r.OldestStale, now.Sub(e.LeaseExpiresAt))
 			if e.ReconcileAttempts >= s.cfg.FailingAt {
 				r.Failing++
@@ -176,32 +161,30 @@ func (s *Sweeper) sweepShard(ctx context.Context, stopAt time.Time, shard string
 				r.BackedOff++
 				continue
 			}
-			if time.Now().After(stopAt) {
-				return r, flush()
+			if stopAt.Err() != nil {
+				return r, s.queue.SendBatch(ctx, batch)
 			}
-			if err := s.index.Flag(ctx, e, now); errors.Is(err, idem.ErrLeaseLost) {
+			if err := s.store.Flag(ctx, e, now); errors.Is(err, idem.ErrLeaseLost) {
 				continue // resolved, taken over or flagged by another sweeper meanwhile
 			} else if err != nil {
-				return r, errors.Join(fmt.Errorf("flag %s: %w", e.PK, err), flush())
+				return r, errors.Join(fmt.Errorf("flag %s: %w", idem.Ref(e.PK), err), s.queue.SendBatch(ctx, batch))
 			}
 			body, err := command.Reconcile(e.PK).Encode()
 			if err != nil {
-				return r, errors.Join(err, flush())
+				return r, errors.Join(err, s.queue.SendBatch(ctx, batch))
 			}
 			batch = append(batch, body)
 			r.Flagged++
-			if len(batch) == 10 {
-				if err := flush(); err != nil {
-					return r, err
-				}
-			}
 		}
-		if next.Done() {
-			r.Complete = true
-			return r, flush()
+		if err := s.queue.SendBatch(ctx, batch); err != nil {
+			return r, err
 		}
-		cursor = next
+		if stopAt.Err() != nil {
+			return r, nil
+		}
 	}
+	r.Complete = true
+	return r, nil
 }
 
 // backoff is the wait after the attempts-th flag: Backoff doubling to MaxBackoff.

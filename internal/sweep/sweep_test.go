@@ -21,37 +21,66 @@ import (
 	"github.com/idempotent-payments/idempay/internal/sweep"
 )
 
-// fixture: a fresh table and queue, records claimed on a test clock.
+// fixture: a fresh store and queue, records claimed on a test clock.
 type fixture struct {
 	clock *idemtest.Clock
 	guard *idem.Guard
-	index *dynamostore.Index
-	sqs   *sqs.Client
-	url   string
-	queue *queue.Queue
+	store idem.Store
+	queue commands
 }
 
-func setup(t testing.TB) *fixture {
+// commands is a queue of reconcile commands that the test can drain.
+type commands interface {
+	sweep.Queue
+	drain(t testing.TB) []string
+}
+
+// stores are the two stores every sweeper test runs on: DynamoDB Local
+// with the SQS emulator, and memory with a queue in memory.
+var stores = []struct {
+	name string
+	new  func(t testing.TB) (idem.Store, commands)
+}{
+	{"dynamodb", func(t testing.TB) (idem.Store, commands) {
+		if os.Getenv("AWS_ENDPOINT_URL_SQS") == "" && os.Getenv("AWS_ENDPOINT_URL") == "" {
+			t.Fatal("AWS_ENDPOINT_URL_SQS is not set: run `make test`")
+		}
+		ddb := dynamotest.Client(t)
+		table := dynamotest.NewTable(t, ddb)
+		cfg, err := config.LoadDefaultConfig(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		client := sqs.NewFromConfig(cfg)
+		q, err := client.CreateQueue(context.Background(), &sqs.CreateQueueInput{QueueName: aws.String(table + "-reconcile")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return dynamostore.New(ddb, table), &sqsQueue{Queue: queue.New(client, *q.QueueUrl), sqs: client, url: *q.QueueUrl}
+	}},
+	{"memory", func(testing.TB) (idem.Store, commands) {
+		return idemtest.NewMemoryStore(), &memoryQueue{}
+	}},
+}
+
+// eachStore runs test on every store.
+func eachStore(t *testing.T, test func(t *testing.T, f *fixture)) {
+	for _, s := range stores {
+		t.Run(s.name, func(t *testing.T) {
+			t.Parallel()
+			test(t, setup(t, s.new))
+		})
+	}
+}
+
+func setup(t testing.TB, newStore func(testing.TB) (idem.Store, commands)) *fixture {
 	t.Helper()
-	if os.Getenv("AWS_ENDPOINT_URL_SQS") == "" && os.Getenv("AWS_ENDPOINT_URL") == "" {
-		t.Fatal("AWS_ENDPOINT_URL_SQS is not set: run `make test`")
-	}
-	ddb := dynamotest.Client(t)
-	table := dynamotest.NewTable(t, ddb)
-	cfg, err := config.LoadDefaultConfig(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	client := sqs.NewFromConfig(cfg)
-	q, err := client.CreateQueue(context.Background(), &sqs.CreateQueueInput{QueueName: aws.String(table + "-reconcile")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, q := newStore(t)
 	clock := idemtest.NewClock(time.Now().Truncate(time.Millisecond))
 	return &fixture{
 		clock: clock,
-		guard: idem.NewGuard(dynamostore.New(ddb, table), idem.Config{Now: clock.Now, DefaultLease: time.Second}),
-		index: dynamostore.NewIndex(ddb, table), sqs: client, url: *q.QueueUrl, queue: queue.New(client, *q.QueueUrl),
+		guard: idem.NewGuard(store, idem.Config{Now: clock.Now, DefaultLease: time.Second}),
+		store: store, queue: q,
 	}
 }
 
@@ -81,152 +110,199 @@ func (f *fixture) claim(t testing.TB, prefix string, n int) map[string]bool {
 
 func (f *fixture) sweeper(cfg sweep.Config) *sweep.Sweeper {
 	cfg.InTransitBound, cfg.ClockSkew, cfg.Now = 5*time.Second, time.Second, f.clock.Now
-	return sweep.New(f.index, f.queue, cfg)
+	return sweep.New(f.store, f.queue, cfg)
+}
+
+func (f *fixture) drain(t testing.TB) []string { return f.queue.drain(t) }
+
+type sqsQueue struct {
+	*queue.Queue
+	sqs *sqs.Client
+	url string
 }
 
 // drain reads every reconcile command from the queue.
-func (f *fixture) drain(t testing.TB) []string {
+func (q *sqsQueue) drain(t testing.TB) []string {
 	t.Helper()
-	var pks []string
+	var bodies []string
 	for {
-		out, err := f.sqs.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(f.url), MaxNumberOfMessages: 10, WaitTimeSeconds: 0})
+		out, err := q.sqs.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(q.url), MaxNumberOfMessages: 10, WaitTimeSeconds: 0})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(out.Messages) == 0 {
-			return pks
+			return reconciled(t, bodies)
 		}
 		for _, m := range out.Messages {
-			c, err := command.Decode(*m.Body)
-			if err != nil || c.Type != command.TypeReconcile {
-				t.Fatalf("command %s: %v", *m.Body, err)
-			}
-			pks = append(pks, c.PK)
-			_, _ = f.sqs.DeleteMessage(context.Background(), &sqs.DeleteMessageInput{QueueUrl: aws.String(f.url), ReceiptHandle: m.ReceiptHandle})
+			bodies = append(bodies, *m.Body)
+			_, _ = q.sqs.DeleteMessage(context.Background(), &sqs.DeleteMessageInput{QueueUrl: aws.String(q.url), ReceiptHandle: m.ReceiptHandle})
 		}
 	}
+}
+
+type memoryQueue struct {
+	mu     sync.Mutex
+	bodies []string
+}
+
+func (q *memoryQueue) SendBatch(_ context.Context, bodies []string) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.bodies = append(q.bodies, bodies...)
+	return nil
+}
+
+func (q *memoryQueue) drain(t testing.TB) []string {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	bodies := q.bodies
+	q.bodies = nil
+	return reconciled(t, bodies)
+}
+
+// reconciled decodes reconcile commands into their pks.
+func reconciled(t testing.TB, bodies []string) []string {
+	t.Helper()
+	pks := make([]string, 0, len(bodies))
+	for _, b := range bodies {
+		c, err := command.Decode(b)
+		if err != nil || c.Type != command.TypeReconcile {
+			t.Fatalf("command %s: %v", b, err)
+		}
+		pks = append(pks, c.PK)
+	}
+	return pks
 }
 
 // TestSweepFlagsOnlyPastTheBound: a lease ended less than T + skew ago is
 // left alone (its request may be in transit); past it, flagged once.
 func TestSweepFlagsOnlyPastTheBound(t *testing.T) {
-	t.Parallel()
-	f := setup(t)
-	stale := f.claim(t, "stale", 3)
-	done := idem.Scope{Operation: "charge", Account: "acct_s", Key: "completed-key"}
-	c, _ := f.guard.Begin(context.Background(), done, nil)
-	if err := c.Lease.Complete(context.Background(), idem.Response{StatusCode: 201}); err != nil {
-		t.Fatal(err)
-	}
-	s := f.sweeper(sweep.Config{})
-	f.clock.Advance(time.Second + 5*time.Second) // lease ended exactly T ago: < T + skew
-	if r, err := s.Run(context.Background()); err != nil || r.Flagged != 0 {
-		t.Fatalf("within the bound: %+v, %v; want nothing flagged", r, err)
-	}
-	f.clock.Advance(1100 * time.Millisecond)
-	r, err := s.Run(context.Background())
-	if err != nil || r.Flagged != 3 || !r.Complete || r.OldestStale < 6*time.Second {
-		t.Fatalf("past the bound: %+v, %v", r, err)
-	}
-	got := f.drain(t)
-	if len(got) != 3 {
-		t.Fatalf("enqueued %v", got)
-	}
-	for _, pk := range got {
-		if !stale[pk] {
-			t.Fatalf("enqueued %s, which is not stale", pk)
+	eachStore(t, func(t *testing.T, f *fixture) {
+		stale := f.claim(t, "stale", 3)
+		done := idem.Scope{Operation: "charge", Account: "acct_s", Key: "completed-key"}
+		c, _ := f.guard.Begin(context.Background(), done, nil)
+		if err := c.Lease.Complete(context.Background(), idem.Response{StatusCode: 201}); err != nil {
+			t.Fatal(err)
 		}
-	}
+		s := f.sweeper(sweep.Config{})
+		f.clock.Advance(time.Second + 5*time.Second) // lease ended exactly T ago: < T + skew
+		if r, err := s.Run(context.Background()); err != nil || r.Flagged != 0 {
+			t.Fatalf("within the bound: %+v, %v; want nothing flagged", r, err)
+		}
+		f.clock.Advance(1100 * time.Millisecond)
+		r, err := s.Run(context.Background())
+		if err != nil || r.Flagged != 3 || !r.Complete || r.OldestStale < 6*time.Second {
+			t.Fatalf("past the bound: %+v, %v", r, err)
+		}
+		got := f.drain(t)
+		if len(got) != 3 {
+			t.Fatalf("enqueued %v", got)
+		}
+		for _, pk := range got {
+			if !stale[pk] {
+				t.Fatalf("enqueued %s, which is not stale", pk)
+			}
+		}
+	})
 }
 
 // TestSweepUnderDeadline: a run with less time than its work stops in time
 // and says so; the next run finishes; nothing is flagged twice within the
 // back-off; records flagged three times are reported failing.
 func TestSweepUnderDeadline(t *testing.T) {
-	t.Parallel()
-	f := setup(t)
-	const n = 400
-	stale := f.claim(t, "deadline", n)
-	f.clock.Advance(time.Minute)
-	s := f.sweeper(sweep.Config{StopMargin: 100 * time.Millisecond, Parallelism: 2})
+	eachStore(t, func(t *testing.T, f *fixture) {
+		const n = 400
+		stale := f.claim(t, "deadline", n)
+		f.store = slowFlags{f.store} // as slow as a network, in memory too
+		f.clock.Advance(time.Minute)
+		s := f.sweeper(sweep.Config{StopMargin: 100 * time.Millisecond, Parallelism: 2})
 
-	ctx, cancel := context.WithTimeout(context.Background(), 250*time.Millisecond)
-	start := time.Now()
-	first, err := s.Run(ctx)
-	cancel()
-	if elapsed := time.Since(start); elapsed > 450*time.Millisecond {
-		t.Fatalf("run with a 250 ms deadline took %s", elapsed)
-	}
-	if err != nil || first.Complete || first.Flagged == 0 || first.Flagged >= n {
-		t.Fatalf("short run: %+v, %v; want a partial run", first, err)
-	}
-	second, err := s.Run(context.Background())
-	if err != nil || !second.Complete || first.Flagged+second.Flagged != n || second.BackedOff != first.Flagged {
-		t.Fatalf("second run: %+v after %+v, %v", second, first, err)
-	}
-	seen := map[string]int{}
-	for _, pk := range f.drain(t) {
-		seen[pk]++
-	}
-	for pk := range stale {
-		if seen[pk] != 1 {
-			t.Fatalf("%s enqueued %d times, want once", pk, seen[pk])
+		ctx, cancel := context.WithTimeout(context.Background(), 250*time.Millisecond)
+		start := time.Now()
+		first, err := s.Run(ctx)
+		cancel()
+		if elapsed := time.Since(start); elapsed > 450*time.Millisecond {
+			t.Fatalf("run with a 250 ms deadline took %s", elapsed)
 		}
-	}
-	third, err := s.Run(context.Background())
-	if err != nil || third.Flagged != 0 || third.BackedOff != n {
-		t.Fatalf("within the back-off: %+v, %v", third, err)
-	}
-	// Back-off doubles: 1 min after the first flag, 2 after the second.
-	f.clock.Advance(61 * time.Second)
-	if r, _ := s.Run(context.Background()); r.Flagged != n {
-		t.Fatalf("after 1 min: flagged %d, want %d", r.Flagged, n)
-	}
-	f.clock.Advance(61 * time.Second)
-	if r, _ := s.Run(context.Background()); r.Flagged != 0 {
-		t.Fatalf("1 min after the second flag: flagged %d, want 0 (back-off 2 min)", r.Flagged)
-	}
-	f.clock.Advance(61 * time.Second)
-	r, _ := s.Run(context.Background())
-	if r.Flagged != n {
-		t.Fatalf("after 2 min: flagged %d", r.Flagged)
-	}
-	if r, _ := s.Run(context.Background()); r.Failing != n {
-		t.Fatalf("after 3 flags: failing %d, want %d", r.Failing, n)
-	}
+		if err != nil || first.Complete || first.Flagged == 0 || first.Flagged >= n {
+			t.Fatalf("short run: %+v, %v; want a partial run", first, err)
+		}
+		second, err := s.Run(context.Background())
+		if err != nil || !second.Complete || first.Flagged+second.Flagged != n || second.BackedOff != first.Flagged {
+			t.Fatalf("second run: %+v after %+v, %v", second, first, err)
+		}
+		seen := map[string]int{}
+		for _, pk := range f.drain(t) {
+			seen[pk]++
+		}
+		for pk := range stale {
+			if seen[pk] != 1 {
+				t.Fatalf("%s enqueued %d times, want once", pk, seen[pk])
+			}
+		}
+		third, err := s.Run(context.Background())
+		if err != nil || third.Flagged != 0 || third.BackedOff != n {
+			t.Fatalf("within the back-off: %+v, %v", third, err)
+		}
+		// Back-off doubles: 1 min after the first flag, 2 after the second.
+		f.clock.Advance(61 * time.Second)
+		if r, _ := s.Run(context.Background()); r.Flagged != n {
+			t.Fatalf("after 1 min: flagged %d, want %d", r.Flagged, n)
+		}
+		f.clock.Advance(61 * time.Second)
+		if r, _ := s.Run(context.Background()); r.Flagged != 0 {
+			t.Fatalf("1 min after the second flag: flagged %d, want 0 (back-off 2 min)", r.Flagged)
+		}
+		f.clock.Advance(61 * time.Second)
+		r, _ := s.Run(context.Background())
+		if r.Flagged != n {
+			t.Fatalf("after 2 min: flagged %d", r.Flagged)
+		}
+		if r, _ := s.Run(context.Background()); r.Failing != n {
+			t.Fatalf("after 3 flags: failing %d, want %d", r.Failing, n)
+		}
+	})
+}
+
+// slowFlags takes at least 2 ms per flag.
+type slowFlags struct{ idem.Store }
+
+func (s slowFlags) Flag(ctx context.Context, e idem.InFlight, now time.Time) error {
+	time.Sleep(2 * time.Millisecond)
+	return s.Store.Flag(ctx, e, now)
 }
 
 // TestConcurrentSweepersFlagOnce: two sweepers on the same records flag
 // each once between them.
 func TestConcurrentSweepersFlagOnce(t *testing.T) {
-	t.Parallel()
-	f := setup(t)
-	f.claim(t, "concurrent", 100)
-	f.clock.Advance(time.Minute)
-	var wg sync.WaitGroup
-	reports := make([]sweep.Report, 2)
-	for i := range reports {
-		wg.Go(func() {
-			r, err := f.sweeper(sweep.Config{}).Run(context.Background())
-			if err != nil {
-				t.Error(err)
-			}
-			reports[i] = r
-		})
-	}
-	wg.Wait()
-	if total := reports[0].Flagged + reports[1].Flagged; total != 100 {
-		t.Fatalf("flagged %d + %d, want 100 in all", reports[0].Flagged, reports[1].Flagged)
-	}
-	if n := len(f.drain(t)); n != 100 {
-		t.Fatalf("enqueued %d, want 100", n)
-	}
+	eachStore(t, func(t *testing.T, f *fixture) {
+		f.claim(t, "concurrent", 100)
+		f.clock.Advance(time.Minute)
+		var wg sync.WaitGroup
+		reports := make([]sweep.Report, 2)
+		for i := range reports {
+			wg.Go(func() {
+				r, err := f.sweeper(sweep.Config{}).Run(context.Background())
+				if err != nil {
+					t.Error(err)
+				}
+				reports[i] = r
+			})
+		}
+		wg.Wait()
+		if total := reports[0].Flagged + reports[1].Flagged; total != 100 {
+			t.Fatalf("flagged %d + %d, want 100 in all", reports[0].Flagged, reports[1].Flagged)
+		}
+		if n := len(f.drain(t)); n != 100 {
+			t.Fatalf("enqueued %d, want 100", n)
+		}
+	})
 }
 
 // BenchmarkSweep: stale records flagged and enqueued per second, 10,000
 // records over the 32 shards.
 func BenchmarkSweep(b *testing.B) {
-	f := setup(b)
+	f := setup(b, stores[0].new) // DynamoDB Local and SQS
 	const n = 10000
 	f.claim(b, "bench", n)
 	for b.Loop() {

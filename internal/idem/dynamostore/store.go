@@ -25,6 +25,7 @@ type API interface {
 	GetItem(context.Context, *dynamodb.GetItemInput, ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 	UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
 	DeleteItem(context.Context, *dynamodb.DeleteItemInput, ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
+	Query(context.Context, *dynamodb.QueryInput, ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
 	TransactWriteItems(context.Context, *dynamodb.TransactWriteItemsInput, ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
 }
 
@@ -57,7 +58,7 @@ type record struct {
 	ResponseBody      []byte            `dynamodbav:"response_body,omitempty"`
 	CreatedAt         int64             `dynamodbav:"created_at"`
 	ExpiresAt         int64             `dynamodbav:"expires_at"`
-	InflightShard     string            `dynamodbav:"inflight_shard,omitempty"`
+	InflightShard     string            `dynamodbav:"inflight_shard,omitempty"` // set while in progress: the in-flight index's partition
 	StaleAt           int64             `dynamodbav:"stale_at,omitempty"`
 	ReconcileAttempts int               `dynamodbav:"reconcile_attempts,omitempty"`
 }
@@ -69,7 +70,10 @@ func toItem(r idem.Record) record {
 		LeaseToken: r.LeaseToken, LeaseExpiresAt: r.LeaseExpiresAt.UnixMilli(),
 		Attempt: r.Attempt, DownstreamKey: r.DownstreamKey,
 		CreatedAt: r.CreatedAt.UnixMilli(), ExpiresAt: r.ExpiresAt.Unix(),
-		InflightShard: r.InflightShard, ReconcileAttempts: r.ReconcileAttempts,
+		ReconcileAttempts: r.ReconcileAttempts,
+	}
+	if r.Status == idem.StatusInProgress {
+		out.InflightShard = shardKey(idem.ShardOf(r.PK))
 	}
 	if !r.StaleAt.IsZero() {
 		out.StaleAt = r.StaleAt.UnixMilli()
@@ -93,7 +97,7 @@ func fromItem(av map[string]types.AttributeValue) (*idem.Record, error) {
 		LeaseToken: it.LeaseToken, LeaseExpiresAt: time.UnixMilli(it.LeaseExpiresAt),
 		Attempt: it.Attempt, DownstreamKey: it.DownstreamKey,
 		CreatedAt: time.UnixMilli(it.CreatedAt), ExpiresAt: time.Unix(it.ExpiresAt, 0),
-		InflightShard: it.InflightShard, ReconcileAttempts: it.ReconcileAttempts,
+		ReconcileAttempts: it.ReconcileAttempts,
 	}
 	if it.StaleAt != 0 {
 		r.StaleAt = time.UnixMilli(it.StaleAt)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -90,15 +91,15 @@ func RunConformance(t *testing.T, newStore NewStoreFunc) {
 			t.Fatalf("attempt = %d, want 1", lease.Attempt())
 		}
 		rec := mustStatus(t, f, s.PK(), idem.StatusInProgress)
-		if rec.InflightShard == "" || rec.Account != s.Account || rec.Key != s.Key || rec.DownstreamKey == "" {
+		if !listed(t, f, s.PK()) || rec.Account != s.Account || rec.Key != s.Key || rec.DownstreamKey == "" {
 			t.Fatalf("in-progress record incomplete: %+v", rec)
 		}
 		if err := lease.Complete(ctx, created); err != nil {
 			t.Fatalf("Complete: %v", err)
 		}
-		rec = mustStatus(t, f, s.PK(), idem.StatusCompleted)
-		if rec.InflightShard != "" {
-			t.Fatalf("completed record still in the in-flight index: shard %q", rec.InflightShard)
+		mustStatus(t, f, s.PK(), idem.StatusCompleted)
+		if listed(t, f, s.PK()) {
+			t.Fatal("completed record still listed in flight")
 		}
 		for range 2 {
 			c, err := f.guard.Begin(ctx, s, request("100"))
@@ -361,6 +362,132 @@ func RunConformance(t *testing.T, newStore NewStoreFunc) {
 		}
 	})
 
+	t.Run("ListInFlightPagesByLeaseEnd", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t, newStore)
+		const shard = 7
+		var stale []string
+		for range 4 { // leases ending 1 s apart
+			stale = append(stale, mustAcquire(t, f, scopeInShard(shard), request("1")).PK())
+			f.clock.Advance(time.Second)
+		}
+		fresh := mustAcquire(t, f, scopeInShard(shard), request("1")).PK()
+		done := mustAcquire(t, f, scopeInShard(shard), request("1"))
+		if err := done.Complete(ctx, created); err != nil {
+			t.Fatal(err)
+		}
+		freed := mustAcquire(t, f, scopeInShard(shard), request("1"))
+		if err := freed.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		elsewhere := mustAcquire(t, f, scopeInShard(shard+1), request("1")).PK()
+		// The fourth lease ended 1 s before the fresh one, which has not.
+		cutoff := f.clock.Now().Add(testLease - 500*time.Millisecond)
+
+		var got []string
+		q := idem.InFlightQuery{Shard: shard, EndedBefore: cutoff, Limit: 3}
+		for {
+			page, more, err := f.store.ListInFlight(ctx, q)
+			if err != nil {
+				t.Fatalf("ListInFlight: %v", err)
+			}
+			if len(page) > q.Limit {
+				t.Fatalf("page of %d, limit %d", len(page), q.Limit)
+			}
+			for _, e := range page {
+				got = append(got, e.PK)
+				if e.LeaseToken == "" || !e.LeaseExpiresAt.Before(cutoff) || !e.StaleAt.IsZero() || e.ReconcileAttempts != 0 {
+					t.Fatalf("entry %+v", e)
+				}
+			}
+			if !more || len(page) == 0 {
+				break
+			}
+			q.After = &page[len(page)-1]
+		}
+		if !slices.Equal(got, stale) {
+			t.Fatalf("listed %v, want %v by lease end (not %s, %s, %s or %s)", got, stale, fresh, done.PK(), freed.PK(), elsewhere)
+		}
+		var all []string
+		for page, err := range idem.EndedBefore(ctx, f.store, shard, cutoff) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range page {
+				all = append(all, e.PK)
+			}
+		}
+		if !slices.Equal(all, stale) {
+			t.Fatalf("EndedBefore listed %v, want %v", all, stale)
+		}
+	})
+
+	t.Run("FlagIsFenced", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t, newStore)
+		s := scope()
+		lease := mustAcquire(t, f, s, request("1"))
+		f.clock.Advance(2 * testLease)
+		entry := func() idem.InFlight {
+			t.Helper()
+			page, _, err := f.store.ListInFlight(ctx, idem.InFlightQuery{Shard: idem.ShardOf(s.PK()), EndedBefore: f.clock.Now().Add(24 * time.Hour), Limit: 10})
+			if err != nil || len(page) != 1 || page[0].PK != s.PK() {
+				t.Fatalf("ListInFlight = %+v, %v", page, err)
+			}
+			return page[0]
+		}
+		first := entry()
+		results := make([]error, 8)
+		var wg sync.WaitGroup
+		for i := range results {
+			wg.Go(func() { results[i] = f.store.Flag(ctx, first, f.clock.Now()) })
+		}
+		wg.Wait()
+		won := 0
+		for _, err := range results {
+			switch {
+			case err == nil:
+				won++
+			case !errors.Is(err, idem.ErrLeaseLost):
+				t.Fatalf("Flag: %v", err)
+			}
+		}
+		if won != 1 {
+			t.Fatalf("%d of 8 concurrent flags won, want 1", won)
+		}
+		flagged := entry()
+		if flagged.ReconcileAttempts != 1 || flagged.StaleAt.UnixMilli() != f.clock.Now().UnixMilli() {
+			t.Fatalf("after one flag: %+v", flagged)
+		}
+		f.clock.Advance(time.Second)
+		if err := f.store.Flag(ctx, flagged, f.clock.Now()); err != nil {
+			t.Fatalf("second flag: %v", err)
+		}
+		if e := entry(); e.ReconcileAttempts != 2 {
+			t.Fatalf("after two flags: %+v", e)
+		}
+		taken, err := f.guard.TakeOverStale(ctx, s.PK(), time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.store.Flag(ctx, entry(), f.clock.Now()); err != nil {
+			t.Fatalf("flag under the new lease: %v", err)
+		}
+		if err := f.store.Flag(ctx, flagged, f.clock.Now()); !errors.Is(err, idem.ErrLeaseLost) {
+			t.Fatalf("flag of an entry listed under the old lease: %v, want ErrLeaseLost", err)
+		}
+		stillListed := entry()
+		if err := taken.Complete(ctx, created); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.store.Flag(ctx, stillListed, f.clock.Now()); !errors.Is(err, idem.ErrLeaseLost) {
+			t.Fatalf("flag of a completed record: %v, want ErrLeaseLost", err)
+		}
+		if err := lease.Complete(ctx, created); !errors.Is(err, idem.ErrLeaseLost) {
+			t.Fatalf("zombie completion: %v", err)
+		}
+	})
+
 	t.Run("BadInputWritesNothing", func(t *testing.T) {
 		t.Parallel()
 		f := setup(t, newStore)
@@ -380,6 +507,32 @@ func RunConformance(t *testing.T, newStore NewStoreFunc) {
 			mustBeAbsent(t, f, s.PK())
 		}
 	})
+}
+
+// listed reports whether pk is among the in-flight records of its shard
+// whose lease ends within a day.
+func listed(t *testing.T, f *fixture, pk string) bool {
+	t.Helper()
+	for page, err := range idem.EndedBefore(context.Background(), f.store, idem.ShardOf(pk), f.clock.Now().Add(24*time.Hour)) {
+		if err != nil {
+			t.Fatalf("EndedBefore: %v", err)
+		}
+		for _, e := range page {
+			if e.PK == pk {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// scopeInShard returns a fresh scope whose record lists under shard.
+func scopeInShard(shard int) idem.Scope {
+	for {
+		if s := scope(); idem.ShardOf(s.PK()) == shard {
+			return s
+		}
+	}
 }
 
 func race(n int, claim func() (idem.Claim, error)) []result {

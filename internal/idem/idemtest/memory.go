@@ -90,7 +90,6 @@ func (m *MemoryStore) Complete(_ context.Context, pk, token string, resp idem.Re
 	}
 	rec.Status = idem.StatusCompleted
 	rec.Response = &idem.Response{StatusCode: resp.StatusCode, Headers: maps.Clone(resp.Headers), Body: slices.Clone(resp.Body)}
-	rec.InflightShard = ""
 	m.records[pk] = rec
 	for _, it := range extra {
 		m.items[it.PK] = idem.Item{PK: it.PK, Attributes: maps.Clone(it.Attributes)}
@@ -118,6 +117,55 @@ func (m *MemoryStore) GetItem(_ context.Context, pk string) (*idem.Item, error) 
 		return nil, idem.ErrNotFound
 	}
 	return &idem.Item{PK: it.PK, Attributes: maps.Clone(it.Attributes)}, nil
+}
+
+// ListInFlight implements idem.Store. Times compare in whole milliseconds,
+// as DynamoDB stores them.
+func (m *MemoryStore) ListInFlight(_ context.Context, q idem.InFlightQuery) ([]idem.InFlight, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var all []idem.InFlight
+	for _, rec := range m.records {
+		if rec.Status != idem.StatusInProgress || idem.ShardOf(rec.PK) != q.Shard || rec.LeaseExpiresAt.UnixMilli() >= q.EndedBefore.UnixMilli() {
+			continue
+		}
+		e := idem.InFlight{PK: rec.PK, LeaseToken: rec.LeaseToken, LeaseExpiresAt: rec.LeaseExpiresAt, StaleAt: rec.StaleAt, ReconcileAttempts: rec.ReconcileAttempts}
+		if q.After == nil || listedBefore(*q.After, e) {
+			all = append(all, e)
+		}
+	}
+	slices.SortFunc(all, func(a, b idem.InFlight) int {
+		if listedBefore(a, b) {
+			return -1
+		}
+		return 1
+	})
+	if len(all) > q.Limit {
+		return all[:q.Limit], true, nil
+	}
+	return all, false, nil
+}
+
+// listedBefore orders the listing: by lease end, then by PK.
+func listedBefore(a, b idem.InFlight) bool {
+	if x, y := a.LeaseExpiresAt.UnixMilli(), b.LeaseExpiresAt.UnixMilli(); x != y {
+		return x < y
+	}
+	return a.PK < b.PK
+}
+
+// Flag implements idem.Store.
+func (m *MemoryStore) Flag(_ context.Context, e idem.InFlight, now time.Time) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	rec, ok := m.held(e.PK, e.LeaseToken)
+	if !ok || rec.StaleAt.IsZero() != e.StaleAt.IsZero() || rec.StaleAt.UnixMilli() != e.StaleAt.UnixMilli() {
+		return idem.ErrLeaseLost
+	}
+	rec.StaleAt = time.UnixMilli(now.UnixMilli())
+	rec.ReconcileAttempts++
+	m.records[e.PK] = rec
+	return nil
 }
 
 // Put writes rec as it is, replacing any record: for tests that need a state

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/idempotent-payments/idempay/internal/command"
+	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/idem/idemtest"
+	"github.com/idempotent-payments/idempay/internal/obs"
+	"github.com/idempotent-payments/idempay/internal/sweep"
+)
+
+// sent records the reconcile commands; the SQS path proper is tested
+// against the emulator in internal/sweep.
+type sent struct {
+	mu     sync.Mutex
+	bodies []string
+}
+
+func (s *sent) SendBatch(_ context.Context, bodies []string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.bodies = append(s.bodies, bodies...)
+	return nil
+}
+
+// failingList is a store whose in-flight listing is down.
+type failingList struct{ idem.Store }
+
+func (failingList) ListInFlight(context.Context, idem.InFlightQuery) ([]idem.InFlight, bool, error) {
+	return nil, false, errors.New("listing is down")
+}
+
+// invoke runs the handler on the scheduled event as the runtime would:
+// the JSON payload in, the JSON answer out.
+func invoke(t *testing.T, store idem.Store, now func() time.Time) (sweep.Report, string, string, error) {
+	t.Helper()
+	event, err := os.ReadFile("testdata/scheduled-event.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs, emf bytes.Buffer
+	q := &sent{}
+	h := &Handler{
+		Sweeper: sweep.New(store, q, sweep.Config{InTransitBound: 5 * time.Second, ClockSkew: time.Second, Now: now}),
+		Logger:  slog.New(slog.NewJSONHandler(&logs, nil)),
+		Metrics: obs.NewMetrics(&emf, "sweeper", "test"),
+	}
+	out, err := lambda.NewHandler(h.Handle).Invoke(context.Background(), event)
+	var r sweep.Report
+	if err == nil {
+		if jerr := json.Unmarshal(out, &r); jerr != nil {
+			t.Fatalf("answer %s: %v", out, jerr)
+		}
+		if len(q.bodies) != r.Flagged {
+			t.Fatalf("%d commands sent for %d flagged", len(q.bodies), r.Flagged)
+		}
+		for _, b := range q.bodies {
+			if c, derr := command.Decode(b); derr != nil || c.Type != command.TypeReconcile {
+				t.Fatalf("command %s: %v", b, derr)
+			}
+		}
+	}
+	return r, logs.String(), emf.String(), err
+}
+
+// TestScheduledEvent: the scheduled event sweeps; the report is the
+// answer, the log line and the EMF metrics; neither names an account or a
+// key.
+func TestScheduledEvent(t *testing.T) {
+	t.Parallel()
+	store := idemtest.NewMemoryStore()
+	clock := idemtest.NewClock(time.Now())
+	guard := idem.NewGuard(store, idem.Config{Now: clock.Now, DefaultLease: time.Second})
+	for i := range 3 {
+		s := idem.Scope{Operation: "charge", Account: "acct_secret", Key: fmt.Sprintf("key-secret-%03d", i)}
+		if _, err := guard.Begin(context.Background(), s, idem.Canonical{{Name: "amount", Value: "1"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clock.Advance(time.Minute)
+	r, logs, emf, err := invoke(t, store, clock.Now)
+	if err != nil || r.Flagged != 3 || !r.Complete || r.OldestStale < 59*time.Second {
+		t.Fatalf("report %+v, %v", r, err)
+	}
+	if !strings.Contains(logs, `"flagged":3`) || !strings.Contains(emf, `"StaleFlagged":3`) || !strings.Contains(emf, sweep.OutcomeSwept) {
+		t.Fatalf("log %s\nEMF %s", logs, emf)
+	}
+	for _, secret := range []string{"acct_secret", "key-secret"} {
+		if strings.Contains(logs+emf, secret) {
+			t.Fatalf("%s logged: %s %s", secret, logs, emf)
+		}
+	}
+	if r, _, _, err := invoke(t, store, clock.Now); err != nil || r.Flagged != 0 || r.BackedOff != 3 {
+		t.Fatalf("second run within the back-off: %+v, %v", r, err)
+	}
+}
+
+// TestSweepFailureFailsTheInvocation: a store that cannot list fails the
+// invocation, so the errors alarm sees it, and the metric says so.
+func TestSweepFailureFailsTheInvocation(t *testing.T) {
+	t.Parallel()
+	_, logs, emf, err := invoke(t, failingList{idemtest.NewMemoryStore()}, time.Now)
+	if err == nil || !strings.Contains(err.Error(), "listing is down") {
+		t.Fatalf("err = %v", err)
+	}
+	if !strings.Contains(emf, "sweep_failed") || !strings.Contains(logs, "listing is down") {
+		t.Fatalf("log %s\nEMF %s", logs, emf)
+	}
+}

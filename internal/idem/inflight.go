@@ -1,0 +1,72 @@
+package idem
+
+import (
+	"context"
+	"hash/fnv"
+	"iter"
+	"time"
+)
+
+// Shards is how many partitions the listing of in-flight records has, so
+// sweepers can read them in parallel. It is part of the stored layout: a
+// record is listed under ShardOf(PK) while in progress, so changing it
+// hides the records already in flight from their sweepers.
+const Shards = 32
+
+// ShardOf is the in-flight shard of the record under pk, in [0, Shards).
+func ShardOf(pk string) int {
+	h := fnv.New32a()
+	h.Write([]byte(pk))
+	return int(h.Sum32() % Shards)
+}
+
+// InFlight is an in-progress record as a sweeper lists it.
+type InFlight struct {
+	PK             string
+	LeaseToken     string
+	LeaseExpiresAt time.Time
+	// StaleAt is when a sweeper last flagged the record, zero until then.
+	StaleAt time.Time
+	// ReconcileAttempts counts the flags.
+	ReconcileAttempts int
+}
+
+// InFlightQuery selects one page of one shard's in-flight records.
+type InFlightQuery struct {
+	// Shard is in [0, Shards).
+	Shard int
+	// EndedBefore keeps the records whose lease ended before it.
+	EndedBefore time.Time
+	// Limit bounds the page (at least 1).
+	Limit int
+	// After continues the listing after this entry, the last of the
+	// previous page; nil starts it.
+	After *InFlight
+}
+
+// PageSize is the page EndedBefore asks for.
+const PageSize = 100
+
+// EndedBefore pages through shard's in-progress records whose lease ended
+// before cutoff, oldest lease first, one store round trip per page. It
+// stops at the first error, which it yields. Breaking out of the loop stops
+// the reads.
+func EndedBefore(ctx context.Context, store Store, shard int, cutoff time.Time) iter.Seq2[[]InFlight, error] {
+	return func(yield func([]InFlight, error) bool) {
+		q := InFlightQuery{Shard: shard, EndedBefore: cutoff, Limit: PageSize}
+		for {
+			page, more, err := store.ListInFlight(ctx, q)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			if len(page) > 0 && !yield(page, nil) {
+				return
+			}
+			if !more || len(page) == 0 {
+				return
+			}
+			q.After = &page[len(page)-1]
+		}
+	}
+}
