@@ -23,7 +23,7 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
-	chargedomain "github.com/idempotent-payments/idempay/internal/charge"
+	"github.com/idempotent-payments/idempay/internal/charge/dynamoledger"
 	"github.com/idempotent-payments/idempay/internal/command"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
@@ -120,7 +120,7 @@ func NewStack(scope constructs.Construct, id string, cfg Config, assets StackAss
 	// releases update and delete records; nothing updates or deletes a
 	// ledger row once written.
 	onlyRecords := leadingKeys(idem.RecordPrefix)
-	onlyLedger := leadingKeys(chargedomain.LedgerPrefix)
+	onlyLedger := leadingKeys(dynamoledger.Prefix)
 	recordStatements := []statement{
 		{actions: []string{"dynamodb:PutItem", "dynamodb:GetItem"}, resources: []*string{tableArn}},
 		{actions: []string{"dynamodb:UpdateItem", "dynamodb:DeleteItem"}, resources: []*string{tableArn}, conditions: onlyRecords},

@@ -16,7 +16,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/jsii-runtime-go"
 
-	chargedomain "github.com/idempotent-payments/idempay/internal/charge"
+	"github.com/idempotent-payments/idempay/internal/charge/dynamoledger"
 	"github.com/idempotent-payments/idempay/internal/command"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
@@ -330,7 +330,7 @@ func TestLeastPrivilege(t *testing.T) {
 	// touches records only, and the reconciler puts ledger rows only (never
 	// an idempotency record: the claim path fails for it).
 	records := `{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["` + idem.RecordPrefix + `*"]}}`
-	ledger := `{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["` + chargedomain.LedgerPrefix + `*"]}}`
+	ledger := `{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["` + dynamoledger.Prefix + `*"]}}`
 	for prefix, want := range map[string]map[string]string{ // action → the condition it must carry ("" none)
 		"ChargePolicy":      {"dynamodb:PutItem": "", "dynamodb:GetItem": "", "dynamodb:UpdateItem": records, "dynamodb:DeleteItem": records},
 		"SqsConsumerPolicy": {"dynamodb:PutItem": "", "dynamodb:GetItem": "", "dynamodb:UpdateItem": records, "dynamodb:DeleteItem": records},

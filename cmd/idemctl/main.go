@@ -38,7 +38,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/idempotent-payments/idempay/internal/charge"
+	"github.com/idempotent-payments/idempay/internal/charge/dynamoledger"
 	"github.com/idempotent-payments/idempay/internal/command"
+	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
 	"github.com/idempotent-payments/idempay/internal/setup"
@@ -75,6 +77,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, 
 	}
 	ddb := dynamodb.NewFromConfig(awsCfg)
 	store := dynamostore.New(ddb, *table)
+	ledger := dynamoledger.New(ddb, *table)
 	guard := idem.NewGuard(store, idem.Config{})
 	scope := idem.Scope{Operation: charge.Operation, Account: *account, Key: *key}
 	needScope := func() error {
@@ -98,7 +101,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, 
 		if err != nil {
 			return err
 		}
-		return out.Encode(describe(ctx, guard, rec))
+		return out.Encode(describe(ctx, ledger, rec))
 
 	case "stale":
 		cutoff := time.Now().Add(-*olderThan)
@@ -182,8 +185,8 @@ func reconcile(ctx context.Context, svc *charge.Service, guard *idem.Guard, pk s
 	case charge.ReconciledCompleted:
 		auth := "?"
 		if rec, err := guard.Lookup(ctx, pk); err == nil {
-			if ledger := describe(ctx, guard, rec).Ledger; ledger != nil {
-				auth = ledger["authorization_id"] + " (" + ledger["status"] + ")"
+			if res := svc.Get(ctx, rec.Account, charge.ChargeID(rec.DownstreamKey)); res.Outcome == charge.Found {
+				auth = res.Charge.AuthorizationID + " (" + res.Charge.Status + ")"
 			}
 		}
 		fmt.Fprintf(stdout, "record %s completed with the acquirer's outcome, authorization %s\n", ref, auth)
@@ -204,19 +207,19 @@ func leaseState(rec *idem.Record) string {
 
 // view is what inspect prints.
 type view struct {
-	Record            string            `json:"record"`
-	PK                string            `json:"pk"`
-	Status            idem.Status       `json:"status"`
-	Attempt           int               `json:"attempt"`
-	Lease             string            `json:"lease"`
-	LeaseExpiresAt    time.Time         `json:"lease_expires_at"`
-	DownstreamKey     string            `json:"downstream_key"`
-	CreatedAt         time.Time         `json:"created_at"`
-	ExpiresAt         time.Time         `json:"expires_at"`
-	StaleAt           *time.Time        `json:"stale_at,omitempty"`
-	ReconcileAttempts int               `json:"reconcile_attempts"`
-	Response          *response         `json:"response,omitempty"`
-	Ledger            map[string]string `json:"ledger,omitempty"`
+	Record            string         `json:"record"`
+	PK                string         `json:"pk"`
+	Status            idem.Status    `json:"status"`
+	Attempt           int            `json:"attempt"`
+	Lease             string         `json:"lease"`
+	LeaseExpiresAt    time.Time      `json:"lease_expires_at"`
+	DownstreamKey     string         `json:"downstream_key"`
+	CreatedAt         time.Time      `json:"created_at"`
+	ExpiresAt         time.Time      `json:"expires_at"`
+	StaleAt           *time.Time     `json:"stale_at,omitempty"`
+	ReconcileAttempts int            `json:"reconcile_attempts"`
+	Response          *response      `json:"response,omitempty"`
+	Ledger            map[string]any `json:"ledger,omitempty"`
 }
 
 type response struct {
@@ -225,7 +228,7 @@ type response struct {
 	Body    json.RawMessage   `json:"body"`
 }
 
-func describe(ctx context.Context, guard *idem.Guard, rec *idem.Record) view {
+func describe(ctx context.Context, ledger charge.Ledger, rec *idem.Record) view {
 	v := view{
 		Record: idem.Ref(rec.PK), PK: rec.PK, Status: rec.Status, Attempt: rec.Attempt,
 		LeaseExpiresAt: rec.LeaseExpiresAt, DownstreamKey: rec.DownstreamKey, CreatedAt: rec.CreatedAt,
@@ -243,8 +246,9 @@ func describe(ctx context.Context, guard *idem.Guard, rec *idem.Record) view {
 			body, _ = json.Marshal(string(rec.Response.Body))
 		}
 		v.Response = &response{Status: rec.Response.StatusCode, Headers: rec.Response.Headers, Body: body}
-		if item, err := guard.Item(ctx, charge.LedgerPK(charge.ChargeID(rec.DownstreamKey))); err == nil {
-			v.Ledger = item.Attributes
+		if ch, err := ledger.Get(ctx, charge.ChargeID(rec.DownstreamKey)); err == nil {
+			_ = json.Unmarshal(httpapi.Body(ch), &v.Ledger) // our own rendering: it parses
+			v.Ledger["account"] = ch.Account
 		}
 	}
 	return v

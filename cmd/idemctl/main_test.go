@@ -15,6 +15,7 @@ import (
 
 	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/charge"
+	"github.com/idempotent-payments/idempay/internal/charge/dynamoledger"
 	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
@@ -37,7 +38,7 @@ func TestOperatorCommands(t *testing.T) {
 
 	// A completed charge and a stale one, made by the real service.
 	guard := idem.NewGuard(store, idem.Config{DefaultLease: 200 * time.Millisecond}) // workers that die young
-	svc := charge.NewService(idem.NewGuard(store, idem.Config{}), acq, httpapi.Answer, charge.Config{})
+	svc := charge.NewService(idem.NewGuard(store, idem.Config{}), w.ledger, acq, httpapi.Answer, charge.Config{})
 	body := []byte(`{"amount": 100, "currency": "BRL", "order_id": "1", "payment_method": "pm_card_visa"}`)
 	if r := svc.Charge(ctx, charge.Input{Account: "acct_ops", Keys: []string{"ops-done-key"}, Body: body}); r.Outcome != charge.Executed || r.Response.StatusCode != 201 {
 		t.Fatalf("setup: %s %d %s", r.Outcome, r.Response.StatusCode, r.Response.Body)
@@ -137,6 +138,7 @@ func (d *duringConfirmation) Read(p []byte) (int, error) {
 type world struct {
 	table, acquirerURL string
 	store              *dynamostore.Store
+	ledger             *dynamoledger.Ledger
 	sb                 *sandbox.Server
 	acq                *acquirer.Client
 	bound              time.Duration // T + skew, as world.env
@@ -153,7 +155,7 @@ func newWorld(t *testing.T) world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return world{table: table, acquirerURL: srv.URL, store: dynamostore.New(ddb, table), sb: sb, acq: acq, bound: 300 * time.Millisecond}
+	return world{table: table, acquirerURL: srv.URL, store: dynamostore.New(ddb, table), ledger: dynamoledger.New(ddb, table), sb: sb, acq: acq, bound: 300 * time.Millisecond}
 }
 
 // env is the environment idemctl runs with in w: T 200 ms, skew 100 ms.
@@ -177,7 +179,7 @@ func lostCharge(t *testing.T, release releaseFn, key string) string {
 	w := newWorld(t)
 	store, acq, sb, bound := w.store, w.acq, w.sb, w.bound
 	cfg := charge.Config{InTransitBound: 200 * time.Millisecond, ClockSkew: 100 * time.Millisecond, AcquirerTimeout: 150 * time.Millisecond}
-	client := charge.NewService(idem.NewGuard(store, idem.Config{DefaultLease: 2 * time.Second}), losesAnswers{acq}, httpapi.Answer, cfg)
+	client := charge.NewService(idem.NewGuard(store, idem.Config{DefaultLease: 2 * time.Second}), w.ledger, losesAnswers{acq}, httpapi.Answer, cfg)
 
 	body := []byte(`{"amount": 100, "currency": "BRL", "order_id": "1", "payment_method": "pm_card_visa"}`)
 	req, _ := charge.ParseRequest(body, 0)

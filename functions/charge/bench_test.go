@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/idempotent-payments/idempay/internal/charge"
+	"github.com/idempotent-payments/idempay/internal/charge/chargetest"
 	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/idemtest"
@@ -15,8 +16,9 @@ import (
 // BenchmarkHandler is the handler's CPU per request: memory store, the
 // sandbox acquirer called in process (no HTTP, no sockets).
 func BenchmarkHandler(b *testing.B) {
-	guard := idem.NewGuard(idemtest.NewMemoryStore(), idem.Config{CacheSize: 10000})
-	h := &Handler{Service: charge.NewService(guard, sandbox.New(""), httpapi.Answer, charge.Config{}), AccountClaim: "sub"}
+	store := idemtest.NewMemoryStore()
+	guard := idem.NewGuard(store, idem.Config{CacheSize: 10000})
+	h := &Handler{Service: charge.NewService(guard, chargetest.NewLedger(store), sandbox.New(""), httpapi.Answer, charge.Config{}), AccountClaim: "sub"}
 	ctx := context.Background()
 	ev := loadEvent(b, "create-charge.json")
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/charge"
+	"github.com/idempotent-payments/idempay/internal/charge/chargetest"
 	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/idemtest"
@@ -29,8 +30,9 @@ func newHandler(t testing.TB) (*Handler, *sandbox.Server) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	guard := idem.NewGuard(idemtest.NewMemoryStore(), idem.Config{CacheSize: 100})
-	return &Handler{Service: charge.NewService(guard, acq, httpapi.Answer, charge.Config{}), AccountClaim: "sub"}, sb
+	store := idemtest.NewMemoryStore()
+	guard := idem.NewGuard(store, idem.Config{CacheSize: 100})
+	return &Handler{Service: charge.NewService(guard, chargetest.NewLedger(store), acq, httpapi.Answer, charge.Config{}), AccountClaim: "sub"}, sb
 }
 
 func loadEvent(t testing.TB, name string) events.APIGatewayV2HTTPRequest {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/charge"
+	"github.com/idempotent-payments/idempay/internal/charge/chargetest"
 	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/idemtest"
@@ -126,10 +127,11 @@ func TestOpenAPIMatchesHandler(t *testing.T) {
 	ctx := context.Background()
 	sb := sandbox.New("")
 	acq, _ := acquirer.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
-	guard := idem.NewGuard(idemtest.NewMemoryStore(), idem.Config{})
-	h := &Handler{Service: charge.NewService(guard, acq, httpapi.Answer, charge.Config{}), AccountClaim: "sub"}
+	store := idemtest.NewMemoryStore()
+	guard := idem.NewGuard(store, idem.Config{})
+	h := &Handler{Service: charge.NewService(guard, chargetest.NewLedger(store), acq, httpapi.Answer, charge.Config{}), AccountClaim: "sub"}
 	refused, _ := acquirer.NewClient("http://127.0.0.1:1", "", nil)
-	hRefused := &Handler{Service: charge.NewService(guard, refused, httpapi.Answer, charge.Config{}), AccountClaim: "sub"}
+	hRefused := &Handler{Service: charge.NewService(guard, chargetest.NewLedger(store), refused, httpapi.Answer, charge.Config{}), AccountClaim: "sub"}
 
 	post := func(h *Handler, key, body string) events.APIGatewayV2HTTPResponse {
 		ev := loadEvent(t, "create-charge.json")

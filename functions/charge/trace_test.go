@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/idempotent-payments/idempay/internal/charge"
+	"github.com/idempotent-payments/idempay/internal/charge/chargetest"
 	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/idemtest"
@@ -26,8 +27,9 @@ func TestSpansContinueTheGatewayTrace(t *testing.T) {
 	} {
 		rec := tracetest.NewSpanRecorder()
 		tracer := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)).Tracer("test")
-		guard := idem.NewGuard(idemtest.NewMemoryStore(), idem.Config{})
-		h := &Handler{Service: charge.NewService(guard, sandbox.New(""), httpapi.Answer, charge.Config{Tracer: tracer}), AccountClaim: "sub", Tracer: tracer}
+		store := idemtest.NewMemoryStore()
+		guard := idem.NewGuard(store, idem.Config{})
+		h := &Handler{Service: charge.NewService(guard, chargetest.NewLedger(store), sandbox.New(""), httpapi.Answer, charge.Config{Tracer: tracer}), AccountClaim: "sub", Tracer: tracer}
 		ev := loadEvent(t, "create-charge.json")
 		ev.Headers[hdr[0]] = hdr[1]
 		if resp, _ := h.Handle(context.Background(), ev); resp.StatusCode != 201 {

@@ -18,6 +18,8 @@ import (
 
 	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/charge"
+	"github.com/idempotent-payments/idempay/internal/charge/chargetest"
+	"github.com/idempotent-payments/idempay/internal/charge/dynamoledger"
 	"github.com/idempotent-payments/idempay/internal/command"
 	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
@@ -57,9 +59,10 @@ func TestHandleSQSEvent(t *testing.T) {
 		t.Fatal(err)
 	}
 	sb := sandbox.New("")
-	guard := idem.NewGuard(idemtest.NewMemoryStore(), idem.Config{})
+	store := idemtest.NewMemoryStore()
+	guard := idem.NewGuard(store, idem.Config{})
 	dl := &deadLetters{}
-	h := &Handler{Service: charge.NewService(guard, sb, httpapi.Answer, charge.Config{}), DeadLetters: dl,
+	h := &Handler{Service: charge.NewService(guard, chargetest.NewLedger(store), sb, httpapi.Answer, charge.Config{}), DeadLetters: dl,
 		Sources:     map[string]Source{testQueue: {Source: command.Source{ARN: testQueue, URL: "u", Producer: "orders", Accounts: []string{"acct_7Hq2"}}, Queue: noDelay{}}},
 		Concurrency: 2, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	resp, err := h.Handle(context.Background(), ev)
@@ -127,7 +130,7 @@ func TestProducerBinding(t *testing.T) {
 			sb := sandbox.New("")
 			store := idemtest.NewMemoryStore()
 			dl := &deadLetters{}
-			h := &Handler{Service: charge.NewService(idem.NewGuard(store, idem.Config{}), sb, httpapi.Answer, charge.Config{}),
+			h := &Handler{Service: charge.NewService(idem.NewGuard(store, idem.Config{}), chargetest.NewLedger(store), sb, httpapi.Answer, charge.Config{}),
 				Sources: sources, DeadLetters: dl, Concurrency: 1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 			resp, _ := h.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m1", Body: tc.body, EventSourceARN: tc.queue}}})
 			if len(resp.BatchItemFailures) != 0 {
@@ -176,7 +179,8 @@ func (d *delays) Delay(_ context.Context, _ string, by time.Duration) error {
 func TestInFlightHiddenUntilTheLeaseIsOver(t *testing.T) {
 	t.Parallel()
 	clock := idemtest.NewClock(time.Unix(1_800_000_000, 0))
-	guard := idem.NewGuard(idemtest.NewMemoryStore(), idem.Config{Now: clock.Now, DefaultLease: 40 * time.Second})
+	store := idemtest.NewMemoryStore()
+	guard := idem.NewGuard(store, idem.Config{Now: clock.Now, DefaultLease: 40 * time.Second})
 	body := []byte(`{"amount": 100, "currency": "BRL", "order_id": "1", "payment_method": "pm_card_visa"}`)
 	req, _ := charge.ParseRequest(body, 0)
 	if _, err := guard.Begin(context.Background(), idem.Scope{Operation: charge.Operation, Account: "acct_7Hq2", Key: "held-elsewhere"}, req.Canonical()); err != nil {
@@ -184,7 +188,7 @@ func TestInFlightHiddenUntilTheLeaseIsOver(t *testing.T) {
 	}
 	clock.Advance(15 * time.Second)
 	d := &delays{}
-	h := &Handler{Service: charge.NewService(guard, sandbox.New(""), httpapi.Answer, charge.Config{InTransitBound: 5 * time.Second, ClockSkew: time.Second}),
+	h := &Handler{Service: charge.NewService(guard, chargetest.NewLedger(store), sandbox.New(""), httpapi.Answer, charge.Config{Now: clock.Now, InTransitBound: 5 * time.Second, ClockSkew: time.Second}),
 		Sources:     map[string]Source{testQueue: {Source: command.Source{ARN: testQueue, URL: "u", Producer: "orders", Accounts: []string{"acct_7Hq2"}}, Queue: d}},
 		DeadLetters: &deadLetters{}, Concurrency: 1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	msg, _ := command.Charge("acct_7Hq2", "held-elsewhere", body).Encode()
@@ -201,14 +205,15 @@ func TestReconcileWithoutARecordIsMalformed(t *testing.T) {
 	t.Parallel()
 	const reconcile = "arn:q:reconcile"
 	dl := &deadLetters{}
-	h := &Handler{Service: charge.NewService(idem.NewGuard(idemtest.NewMemoryStore(), idem.Config{}), sandbox.New(""), httpapi.Answer, charge.Config{}),
+	store := idemtest.NewMemoryStore()
+	h := &Handler{Service: charge.NewService(idem.NewGuard(store, idem.Config{}), chargetest.NewLedger(store), sandbox.New(""), httpapi.Answer, charge.Config{}),
 		Sources:     map[string]Source{reconcile: {Source: command.Source{ARN: reconcile, URL: "u", Reconcile: true}, Queue: noDelay{}}},
 		DeadLetters: dl, Concurrency: 1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	var ev events.SQSEvent
 	for i, body := range []string{
 		`{"type":"reconcile"}`,
 		`{"type":"reconcile","pk":""}`,
-		`{"type":"reconcile","pk":"CHARGE#ch_0123456789abcdef0123456789abcdef01234567"}`,
+		`{"type":"reconcile","pk":"` + dynamoledger.Key("ch_0123456789abcdef0123456789abcdef01234567") + `"}`,
 		`{"type":"reconcile","pk":"` + idem.Scope{Operation: "refund", Account: "acct_1", Key: "refund-key-1"}.PK() + `"}`,
 	} {
 		ev.Records = append(ev.Records, events.SQSMessage{MessageId: fmt.Sprintf("m%d", i), Body: body, EventSourceARN: reconcile})
@@ -279,13 +284,14 @@ func TestVerdicts(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clock := idemtest.NewClock(time.Unix(1_800_000_000, 0))
-			guard := idem.NewGuard(idemtest.NewMemoryStore(), idem.Config{Now: clock.Now, DefaultLease: time.Minute})
+			store := idemtest.NewMemoryStore()
+			guard := idem.NewGuard(store, idem.Config{Now: clock.Now, DefaultLease: time.Minute})
 			if tc.setup != nil {
 				tc.setup(guard, clock)
 			}
 			d, dl := &delays{}, &deadLetters{}
 			var logs bytes.Buffer
-			h := &Handler{Service: charge.NewService(guard, tc.acq, httpapi.Answer, charge.Config{}), DeadLetters: dl, Concurrency: 1,
+			h := &Handler{Service: charge.NewService(guard, chargetest.NewLedger(store), tc.acq, httpapi.Answer, charge.Config{Now: clock.Now}), DeadLetters: dl, Concurrency: 1,
 				Sources: map[string]Source{
 					orders:    {Source: command.Source{ARN: orders, URL: "u1", Producer: "orders", Accounts: []string{"acct_7Hq2"}}, Queue: d},
 					reconcile: {Source: command.Source{ARN: reconcile, URL: "u2", Reconcile: true}, Queue: d},

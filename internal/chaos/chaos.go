@@ -24,6 +24,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/command"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/localapi"
@@ -176,7 +177,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		GatewayAddr: "127.0.0.1:0", SandboxAddr: "127.0.0.1:0", Trust: localapi.Trust{Secret: secret},
 		Instances: cfg.Instances, Timeout: 3 * time.Second, Env: append(chaosEnv, "AWS_ENDPOINT_URL_DYNAMODB=http://"+db.Addr),
 		SweepInterval: 2 * time.Second, VisibilityTimeout: 2 * time.Second, Output: logs,
-		Producers: []localapi.Producer{{Name: "chaos", Accounts: []string{"acct_chaos"}}},
+		Producers: []localapi.Producer{{Name: "chaos", Accounts: []string{account}}},
 	})
 	if err != nil {
 		return Summary{}, err
@@ -185,7 +186,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	stack.Sandbox.SetFaults(cfg.Faults)
 
 	sum := Summary{Intents: cfg.Intents, Clients: cfg.Clients}
-	token, _ := localapi.Trust{Secret: secret}.Token("acct_chaos", time.Hour)
+	token, _ := localapi.Trust{Secret: secret}.Token(account, time.Hour)
 	rng := rand.New(rand.NewPCG(cfg.Seed, cfg.Seed+1))
 	intents := make([]intent, cfg.Intents)
 	for i := range intents {
@@ -249,7 +250,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 			for i := range work {
 				in := &intents[i]
 				if in.viaSQS {
-					cmd, err := command.Charge("acct_chaos", in.key, []byte(in.body)).Encode()
+					cmd, err := command.Charge(account, in.key, []byte(in.body)).Encode()
 					if err != nil {
 						panic(err) // the run's own bodies are valid JSON
 					}
@@ -302,10 +303,18 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	return sum, nil
 }
 
+// account is the one account the run charges.
+const account = "acct_chaos"
+
 type intent struct {
 	key, body string
 	viaSQS    bool
 	answers   []answer
+}
+
+// scope is the intent's idempotency scope, as the service builds it.
+func (in intent) scope() idem.Scope {
+	return idem.Scope{Operation: charge.Operation, Account: account, Key: in.key}
 }
 
 type answer struct {

@@ -4,59 +4,73 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"strconv"
-	"strings"
+	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/charge"
+	"github.com/idempotent-payments/idempay/internal/charge/dynamoledger"
 	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
 	"github.com/idempotent-payments/idempay/internal/localapi"
 	"github.com/idempotent-payments/idempay/internal/queue"
 )
 
-// row is what the checks read of an item: records and ledger rows alike.
-type row struct {
-	PK             string `dynamodbav:"pk"`
-	Status         string `dynamodbav:"status"`
-	Key            string `dynamodbav:"idempotency_key"`
-	DownstreamKey  string `dynamodbav:"downstream_key"`
-	ResponseStatus int    `dynamodbav:"response_status"`
-	ResponseBody   []byte `dynamodbav:"response_body"`
-}
-
-// check compares the acquirer's authorizations, the table and every
-// client's answers, and fills in the violation counts of sum.
+// check compares the acquirer's authorizations, each intent's record and
+// ledger row (read through the store and the ledger, as the service reads
+// them) and every client's answers, and fills in the violation counts of
+// sum.
 func check(ctx context.Context, s *localapi.Stack, intents []intent, logs seen, sum *Summary) error {
-	records := map[string]row{} // by pk
-	byDownstream := map[string]row{}
-	ledger := map[string]bool{}
-	p := dynamodb.NewScanPaginator(s.DynamoDB, &dynamodb.ScanInput{TableName: aws.String(s.TableName), ConsistentRead: aws.Bool(true)})
-	for p.HasMorePages() {
-		out, err := p.NextPage(ctx)
-		if err != nil {
-			return err
-		}
-		for _, av := range out.Items {
-			var r row
-			if err := attributevalue.UnmarshalMap(av, &r); err != nil {
-				return err
+	guard := idem.NewGuard(dynamostore.New(s.DynamoDB, s.TableName), idem.Config{})
+	ledger := dynamoledger.New(s.DynamoDB, s.TableName)
+	records := make([]*idem.Record, len(intents)) // nil: no live record
+	charged := make([]bool, len(intents))         // the record's ledger row exists
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		errs  []error
+		slots = make(chan struct{}, 16)
+	)
+	for i, in := range intents {
+		wg.Go(func() {
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			rec, err := guard.Lookup(ctx, in.scope().PK())
+			if errors.Is(err, idem.ErrNotFound) {
+				return
 			}
-			switch {
-			case strings.HasPrefix(r.PK, charge.LedgerPrefix):
-				ledger[r.PK] = true
-			default:
-				records[r.PK] = r
-				byDownstream[r.DownstreamKey] = r
-				if r.Status == string(idem.StatusInProgress) {
-					sum.InFlight++
+			if err == nil {
+				records[i] = rec
+				_, err = ledger.Get(ctx, charge.ChargeID(rec.DownstreamKey))
+				charged[i] = err == nil
+				if errors.Is(err, charge.ErrNoCharge) {
+					err = nil
 				}
 			}
+			if err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	byDownstream := map[string]int{} // downstream key → intent
+	for i, rec := range records {
+		if rec == nil {
+			continue
+		}
+		byDownstream[rec.DownstreamKey] = i
+		if rec.Status == idem.StatusInProgress {
+			sum.InFlight++
 		}
 	}
 
@@ -64,16 +78,17 @@ func check(ctx context.Context, s *localapi.Stack, intents []intent, logs seen, 
 	sum.Authorizations = len(auths)
 	perIntent := map[string]int{}
 	for key, auth := range auths {
-		rec, ok := byDownstream[key]
+		i, ok := byDownstream[key]
 		if !ok {
 			sum.Lost++ // money taken, no record left to find it
 			continue
 		}
+		rec := records[i]
 		perIntent[rec.Key]++
-		if rec.Status != string(idem.StatusCompleted) {
+		if rec.Status != idem.StatusCompleted {
 			continue // counted as in flight
 		}
-		if !matches(rec, auth) || !ledger[charge.LedgerPK(charge.ChargeID(key))] {
+		if !matches(rec.Response, auth) || !charged[i] {
 			sum.Mismatched++
 		}
 	}
@@ -83,8 +98,8 @@ func check(ctx context.Context, s *localapi.Stack, intents []intent, logs seen, 
 		}
 	}
 
-	for _, in := range intents {
-		rec, hasRecord := records[idem.Scope{Operation: "charge", Account: "acct_chaos", Key: in.key}.PK()]
+	for i, in := range intents {
+		rec := records[i]
 		var first []byte
 		for _, a := range in.answers {
 			if !a.final {
@@ -97,7 +112,7 @@ func check(ctx context.Context, s *localapi.Stack, intents []intent, logs seen, 
 				sum.Divergent++
 			}
 			if a.status == 201 || a.status == 402 {
-				if !hasRecord || !bytes.Equal(rec.ResponseBody, a.body) || rec.ResponseStatus != a.status {
+				if rec == nil || rec.Response == nil || !bytes.Equal(rec.Response.Body, a.body) || rec.Response.StatusCode != a.status {
 					sum.Mismatched++
 				}
 			}
@@ -136,20 +151,20 @@ func check(ctx context.Context, s *localapi.Stack, intents []intent, logs seen, 
 }
 
 // matches reports whether a stored response is the acquirer's outcome.
-func matches(rec row, auth acquirer.Authorization) bool {
+func matches(resp *idem.Response, auth acquirer.Authorization) bool {
 	var body struct {
 		AuthorizationID string `json:"authorization_id"`
 		Code            string `json:"code"`
 		DeclineCode     string `json:"decline_code"`
 	}
-	if err := json.Unmarshal(rec.ResponseBody, &body); err != nil {
+	if err := json.Unmarshal(resp.Body, &body); err != nil {
 		return false
 	}
 	switch auth.Status {
 	case acquirer.StatusCaptured:
-		return rec.ResponseStatus == 201 && body.AuthorizationID == auth.ID
+		return resp.StatusCode == 201 && body.AuthorizationID == auth.ID
 	case acquirer.StatusDeclined:
-		return rec.ResponseStatus == 402 && body.Code == "CHARGE_DECLINED" && body.DeclineCode == auth.DeclineCode
+		return resp.StatusCode == 402 && body.Code == "CHARGE_DECLINED" && body.DeclineCode == auth.DeclineCode
 	}
 	return false
 }

@@ -3,9 +3,7 @@ package charge
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
-	"strconv"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -57,6 +55,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Tracer makes the claim, acquirer and completion spans (none when nil).
 	Tracer trace.Tracer
+	// Now is the clock (time.Now when nil). Give it the guard's: leases are
+	// compared with it.
+	Now func() time.Time
 }
 
 // Answer renders the stored answer of a charge the acquirer decided: what
@@ -70,17 +71,20 @@ type Answer func(Charge) idem.Response
 // limits are the same on both by construction.
 type Service struct {
 	guard    *idem.Guard
+	ledger   Ledger
 	acquirer Acquirer
 	answer   Answer
 	cfg      Config
 }
 
-// NewService returns a Service with cfg's zero fields defaulted. answer
-// renders the stored answers (both entry points must be given the same); it
-// panics when answer is nil, a wiring mistake no request should find.
-func NewService(guard *idem.Guard, acq Acquirer, answer Answer, cfg Config) *Service {
-	if answer == nil {
-		panic("charge.NewService: nil Answer")
+// NewService returns a Service with cfg's zero fields defaulted. The
+// ledger must be on the guard's store: its rows are written with the
+// completions. answer renders the stored answers (both entry points must
+// be given the same). It panics when ledger or answer is nil, a wiring
+// mistake no request should find.
+func NewService(guard *idem.Guard, ledger Ledger, acq Acquirer, answer Answer, cfg Config) *Service {
+	if ledger == nil || answer == nil {
+		panic("charge.NewService: nil Ledger or Answer")
 	}
 	if cfg.InTransitBound <= 0 {
 		cfg.InTransitBound = DefaultInTransitBound
@@ -106,7 +110,10 @@ func NewService(guard *idem.Guard, acq Acquirer, answer Answer, cfg Config) *Ser
 	if cfg.Tracer == nil {
 		cfg.Tracer = noop.NewTracerProvider().Tracer("")
 	}
-	return &Service{guard: guard, acquirer: acq, answer: answer, cfg: cfg}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Service{guard: guard, ledger: ledger, acquirer: acq, answer: answer, cfg: cfg}
 }
 
 // Input is one charge request as an entry point received it, nothing parsed.
@@ -256,7 +263,7 @@ func (s *Service) charge(ctx context.Context, scope idem.Scope, req Request) Res
 	var inFlight *idem.InFlightError
 	switch {
 	case errors.As(err, &inFlight):
-		waitOut := inFlight.LeaseExpiresAt.Sub(s.guard.Now()) + s.cfg.InTransitBound + s.cfg.ClockSkew
+		waitOut := inFlight.LeaseExpiresAt.Sub(s.cfg.Now()) + s.cfg.InTransitBound + s.cfg.ClockSkew
 		return Result{Outcome: InFlight, RetryAfter: inFlight.RetryAfter, WaitOut: max(waitOut, inFlight.RetryAfter)}
 	case errors.Is(err, idem.ErrKeyReused):
 		return Result{Outcome: KeyReused}
@@ -359,7 +366,7 @@ func (s *Service) callContext(ctx context.Context, lease *idem.Lease) (context.C
 	if lease.TimeLeft() < s.cfg.InTransitBound+s.cfg.ClockSkew {
 		return nil, nil, false
 	}
-	now := s.guard.Now()
+	now := s.cfg.Now()
 	deadline := now.Add(s.cfg.AcquirerTimeout)
 	if d, ok := ctx.Deadline(); ok && d.Add(-s.cfg.StoreReserve).Before(deadline) {
 		deadline = d.Add(-s.cfg.StoreReserve)
@@ -408,11 +415,11 @@ func (s *Service) finish(ctx context.Context, lease *idem.Lease, req Request, au
 		Status: auth.Status, Amount: req.Amount, Currency: req.Currency,
 		OrderID: req.OrderID, Description: req.Description,
 		DeclineCode: auth.DeclineCode, AuthorizationID: auth.ID,
-		CreatedAt: s.guard.Now().UTC().Truncate(time.Millisecond),
+		CreatedAt: s.cfg.Now().UTC().Truncate(time.Millisecond),
 	}
 	resp := s.answer(ch)
 	completeCtx, span := s.cfg.Tracer.Start(ctx, "idem.complete")
-	err := lease.Complete(completeCtx, resp, ch.item())
+	err := lease.Complete(completeCtx, resp, s.ledger.Entry(ch))
 	endSpan(span, err)
 	if err == nil {
 		return Result{Outcome: Executed, Response: resp}
@@ -438,17 +445,16 @@ func (s *Service) Get(ctx context.Context, account, id string) Result {
 	if !validChargeID(id) {
 		return Result{Outcome: NotFound}
 	}
-	ctx = obs.WithAttrs(ctx, slog.String("record", idem.Ref(LedgerPK(id))))
-	item, err := s.guard.Item(ctx, LedgerPK(id))
-	if errors.Is(err, idem.ErrNotFound) {
+	ctx = obs.WithAttrs(ctx, slog.String("charge", idem.Ref(id)))
+	ch, err := s.ledger.Get(ctx, id)
+	if errors.Is(err, ErrNoCharge) {
 		return Result{Outcome: NotFound}
 	}
 	if err != nil {
 		s.cfg.Logger.ErrorContext(ctx, "get charge failed", "error", err)
 		return Result{Outcome: Unavailable, RetryAfter: s.cfg.RetryAfter}
 	}
-	ch, err := chargeFromItem(item)
-	if err != nil || ch.Account != account {
+	if ch.Account != account {
 		return Result{Outcome: NotFound}
 	}
 	return Result{Outcome: Found, Charge: ch}
@@ -459,68 +465,4 @@ func endSpan(span trace.Span, err error) {
 		span.SetStatus(codes.Error, "failed") // the cause stays in the logs: it may name a record
 	}
 	span.End()
-}
-
-// Charge is the ledger row of one charge. Its public JSON is the HTTP API's
-// (httpapi.Body).
-type Charge struct {
-	ID              string
-	Account         string
-	Status          string
-	Amount          int64
-	Currency        string
-	OrderID         string
-	Description     string
-	DeclineCode     string
-	AuthorizationID string
-	CreatedAt       time.Time
-}
-
-// ChargeID derives the charge id from the record's downstream key: the same
-// for every attempt of one intent.
-func ChargeID(downstreamKey string) string { return "ch_" + downstreamKey }
-
-func validChargeID(id string) bool {
-	if len(id) != 3+40 || id[:3] != "ch_" {
-		return false
-	}
-	for _, c := range id[3:] {
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
-}
-
-// LedgerPrefix begins the key of every ledger row; nothing else is written
-// under it (the reconciler's role may put only such rows).
-const LedgerPrefix = "CHARGE#"
-
-// LedgerPK is the key of charge id's ledger row.
-func LedgerPK(id string) string { return LedgerPrefix + id }
-
-func (c Charge) item() idem.Item {
-	return idem.Item{PK: LedgerPK(c.ID), Attributes: map[string]string{
-		"type": "charge", "id": c.ID, "account": c.Account, "status": c.Status,
-		"amount": strconv.FormatInt(c.Amount, 10), "currency": c.Currency,
-		"order_id": c.OrderID, "description": c.Description, "decline_code": c.DeclineCode,
-		"authorization_id": c.AuthorizationID, "created_at": c.CreatedAt.Format(time.RFC3339Nano),
-	}}
-}
-
-func chargeFromItem(it *idem.Item) (Charge, error) {
-	a := it.Attributes
-	amount, err := strconv.ParseInt(a["amount"], 10, 64)
-	if err != nil {
-		return Charge{}, fmt.Errorf("ledger row %s: amount: %w", it.PK, err)
-	}
-	created, err := time.Parse(time.RFC3339Nano, a["created_at"])
-	if err != nil {
-		return Charge{}, fmt.Errorf("ledger row %s: created_at: %w", it.PK, err)
-	}
-	return Charge{
-		ID: a["id"], Account: a["account"], Status: a["status"], Amount: amount, Currency: a["currency"],
-		OrderID: a["order_id"], Description: a["description"], DeclineCode: a["decline_code"],
-		AuthorizationID: a["authorization_id"], CreatedAt: created,
-	}, nil
 }

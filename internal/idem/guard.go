@@ -72,9 +72,6 @@ func NewGuard(store Store, cfg Config) *Guard {
 	return &Guard{store: store, cfg: cfg, cache: newCache(cfg.CacheSize)}
 }
 
-// Now is the guard's clock.
-func (g *Guard) Now() time.Time { return g.cfg.Now() }
-
 // Claim is the successful outcome of Begin: exactly one of Lease and Replay
 // is set.
 type Claim struct {
@@ -191,15 +188,6 @@ func (g *Guard) Lookup(ctx context.Context, pk string) (*Record, error) {
 		return nil, fmt.Errorf("lookup %s: %w", Ref(pk), err)
 	}
 	return rec, nil
-}
-
-// Item returns an extra item written with a completion, or ErrNotFound.
-func (g *Guard) Item(ctx context.Context, pk string) (*Item, error) {
-	item, err := g.store.GetItem(ctx, pk)
-	if err != nil {
-		return nil, fmt.Errorf("get item %s: %w", Ref(pk), err)
-	}
-	return item, nil
 }
 
 func answerCompleted(rec *Record, fp string) (Claim, error) {

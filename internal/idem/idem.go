@@ -63,10 +63,16 @@ func (r *Record) Live(now time.Time) bool {
 }
 
 // Item is an extra row written atomically with a completion, such as a
-// ledger row. It is written only if no item with its PK exists.
+// ledger row. It is written only if no item with its PK exists. The engine
+// never reads it back: whoever defines the row reads it, from the store
+// it wrote to.
 type Item struct {
-	PK         string
-	Attributes map[string]string
+	PK string
+	// Value is the row's other attributes in the store's own encoding:
+	// for dynamostore, anything attributevalue.MarshalMap turns into a map
+	// (a struct with dynamodbav tags, say); the memory store keeps it as it
+	// is.
+	Value any
 }
 
 // Store persists records. Every method is one round trip to the database.
@@ -96,8 +102,6 @@ type Store interface {
 	// ErrLeaseLost. When a release is allowed is the Guard's rule, not the
 	// store's.
 	Release(ctx context.Context, pk, token string) error
-	// GetItem returns an extra item written by Complete, or ErrNotFound.
-	GetItem(ctx context.Context, pk string) (*Item, error)
 
 	// ListInFlight returns up to q.Limit in-progress records of shard
 	// q.Shard whose lease ended before q.EndedBefore, by lease end, after

@@ -21,6 +21,7 @@ import (
 
 	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/charge"
+	"github.com/idempotent-payments/idempay/internal/charge/dynamoledger"
 	"github.com/idempotent-payments/idempay/internal/command"
 	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
@@ -144,7 +145,7 @@ func ChargeService(ctx context.Context, awsCfg aws.Config, c Config, logger *slo
 	if err != nil {
 		return nil, err
 	}
-	return charge.NewService(guard, acq, httpapi.Answer, charge.Config{
+	return charge.NewService(guard, dynamoledger.New(ddb, c.TableName), acq, httpapi.Answer, charge.Config{
 		InTransitBound: c.InTransitBound, ClockSkew: c.ClockSkew, AcquirerTimeout: c.AcquirerTimeout,
 		MaxAmount: c.MaxAmount, Logger: logger, Tracer: tracer,
 	}), nil

@@ -17,6 +17,7 @@ import (
 
 	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/charge"
+	"github.com/idempotent-payments/idempay/internal/charge/chargetest"
 	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/idemtest"
@@ -66,7 +67,8 @@ func TestOTLPExport(t *testing.T) {
 	acqSrv := httptest.NewServer(sb)
 	defer acqSrv.Close()
 	acq, _ := acquirer.NewClient(acqSrv.URL, "", nil)
-	svc := charge.NewService(idem.NewGuard(idemtest.NewMemoryStore(), idem.Config{}), acq, httpapi.Answer, charge.Config{Tracer: tracer})
+	store := idemtest.NewMemoryStore()
+	svc := charge.NewService(idem.NewGuard(store, idem.Config{}), chargetest.NewLedger(store), acq, httpapi.Answer, charge.Config{Tracer: tracer})
 	invocation, root := tracer.Start(ctx, "invocation")
 	res := svc.Charge(invocation, charge.Input{Account: "acct_1", Keys: []string{"traced-key-1"},
 		Body: []byte(`{"amount": 100, "currency": "BRL", "order_id": "1", "payment_method": "pm_card_visa"}`)})

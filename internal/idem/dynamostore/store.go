@@ -247,9 +247,9 @@ func (s *Store) Complete(ctx context.Context, pk, token string, resp idem.Respon
 		ExpressionAttributeValues: values,
 	}}}
 	for _, it := range extra {
-		av, err := attributevalue.MarshalMap(it.Attributes)
+		av, err := attributevalue.MarshalMap(it.Value)
 		if err != nil {
-			return fmt.Errorf("encode item %s: %w", it.PK, err)
+			return fmt.Errorf("encode item %s: %w", idem.Ref(it.PK), err)
 		}
 		av["pk"] = str(it.PK)
 		writes = append(writes, types.TransactWriteItem{Put: &types.Put{
@@ -287,27 +287,6 @@ func (s *Store) Release(ctx context.Context, pk, token string) error {
 		ExpressionAttributeValues: heldValues(token),
 	})
 	return fenceError(err)
-}
-
-// GetItem implements idem.Store.
-func (s *Store) GetItem(ctx context.Context, pk string) (*idem.Item, error) {
-	out, err := s.api.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName:      aws.String(s.table),
-		Key:            pkKey(pk),
-		ConsistentRead: aws.Bool(true),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("get item: %w", err)
-	}
-	if out.Item == nil {
-		return nil, idem.ErrNotFound
-	}
-	attrs := map[string]string{}
-	if err := attributevalue.UnmarshalMap(out.Item, &attrs); err != nil {
-		return nil, fmt.Errorf("decode item %s: %w", pk, err)
-	}
-	delete(attrs, "pk")
-	return &idem.Item{PK: pk, Attributes: attrs}, nil
 }
 
 // fenceError turns a failed fence into idem.ErrLeaseLost.

@@ -83,7 +83,7 @@ func TestRoundTrips(t *testing.T) {
 				return err
 			}
 			return c.Lease.Complete(ctx, idem.Response{StatusCode: 201, Body: []byte("{}")},
-				idem.Item{PK: "CHARGE#" + done.Key, Attributes: map[string]string{"amount": "100"}})
+				idem.Item{PK: "ROW#" + done.Key, Value: map[string]any{"amount": int64(100)}})
 		})
 		replayTrips := map[string]int{"PutItem": 1}
 		if cached {
