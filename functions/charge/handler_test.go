@@ -22,7 +22,7 @@ import (
 )
 
 // newHandler wires the handler to the memory store and the sandbox acquirer
-// in process. The contract over the real stack is tested in internal/localapi.
+// in process. The contract over the real stack is tested in internal/systemtest.
 func newHandler(t testing.TB) (*Handler, *sandbox.Server) {
 	t.Helper()
 	sb := sandbox.New("")

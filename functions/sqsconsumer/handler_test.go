@@ -28,7 +28,7 @@ import (
 )
 
 // deadLetters records what was dead-lettered; the SQS path proper is tested
-// against the emulator in internal/localapi.
+// against the emulator in internal/systemtest.
 type deadLetters struct {
 	mu    sync.Mutex
 	codes []string

@@ -1,4 +1,4 @@
-package localapi_test
+package systemtest_test
 
 import (
 	"bytes"
@@ -19,7 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	chargedomain "github.com/idempotent-payments/idempay/internal/charge"
+	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/localapi"
 )
@@ -34,12 +34,6 @@ var (
 // TestMain builds the function binaries for this machine once; every test
 // runs them under the RIE exactly as `make run` does.
 func TestMain(m *testing.M) {
-	flag.Parse()
-	if f := flag.Lookup("test.fuzz"); f != nil && f.Value.String() != "" {
-		// Fuzzing (the coordinator and every worker run TestMain): the
-		// fuzzers need no stack, and a build here would eat the fuzz time.
-		os.Exit(m.Run())
-	}
 	dir, err := os.MkdirTemp("", "idempay-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -237,7 +231,9 @@ func do(t *testing.T, req *http.Request) reply {
 	return r
 }
 
-func charge(t *testing.T, s *localapi.Stack, account, key, body string) reply {
+// postCharge POSTs body to the charges route as account, with key as its
+// Idempotency-Key ("" sends none).
+func postCharge(t *testing.T, s *localapi.Stack, account, key, body string) reply {
 	t.Helper()
 	headers := map[string]string{}
 	if key != "" {
@@ -278,7 +274,7 @@ func expect(t *testing.T, r reply, status int, code string) {
 // canonicalOf parses a charge body as the service does.
 func canonicalOf(t *testing.T, body string) idem.Canonical {
 	t.Helper()
-	req, err := chargedomain.ParseRequest([]byte(body), 0)
+	req, err := charge.ParseRequest([]byte(body), 0)
 	if err != nil {
 		t.Fatal(err)
 	}

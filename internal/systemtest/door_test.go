@@ -1,4 +1,4 @@
-package localapi_test
+package systemtest_test
 
 import (
 	"bytes"

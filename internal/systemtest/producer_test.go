@@ -1,4 +1,4 @@
-package localapi_test
+package systemtest_test
 
 import (
 	"context"
@@ -68,7 +68,7 @@ func TestProducersChargeOnlyTheirAccounts(t *testing.T) {
 
 	sendTo(s.Queues["orders"].URL, chargeCommand("acct_orders", "permitted-order-1", visa))
 	waitForRecord(t, s, "acct_orders", "permitted-order-1", "COMPLETED", "the permitted command to charge")
-	if r := charge(t, s, "acct_orders", "permitted-order-1", visa); r.status != 201 || r.header.Get("Idempotent-Replay") != "true" {
+	if r := postCharge(t, s, "acct_orders", "permitted-order-1", visa); r.status != 201 || r.header.Get("Idempotent-Replay") != "true" {
 		t.Fatalf("HTTP with the command's key: %d replay %q", r.status, r.header.Get("Idempotent-Replay"))
 	}
 	if n := authorizations(s); n != 1 {

@@ -1,4 +1,4 @@
-package localapi_test
+package systemtest_test
 
 import (
 	"context"
@@ -28,7 +28,7 @@ func TestInFlightCommandWaitsOutTheLease(t *testing.T) {
 	setFaults(t, s, `{"latency_ms": 7000}`)
 	const account, key = "acct_inflight", "inflight-http-then-sqs"
 	answered := make(chan reply, 1)
-	go func() { answered <- charge(t, s, account, key, visa) }()
+	go func() { answered <- postCharge(t, s, account, key, visa) }()
 	waitForRecord(t, s, account, key, "IN_PROGRESS", "the HTTP request to claim the key")
 	claimed := time.Now()
 	send(t, s, chargeCommand(account, key, visa))

@@ -1,4 +1,4 @@
-package localapi_test
+package systemtest_test
 
 import (
 	"context"
@@ -83,7 +83,7 @@ func TestCrashAfterAuthorization(t *testing.T) {
 	s := recoveryStack(t)
 	setFaults(t, s, `{"response_delay_ms": 2500}`)
 	done := make(chan reply, 1)
-	go func() { done <- charge(t, s, "acct_r", "crash-after-auth-1", visa) }()
+	go func() { done <- postCharge(t, s, "acct_r", "crash-after-auth-1", visa) }()
 	waitFor(t, 5*time.Second, "the authorization", func() bool { return authorizations(s) == 1 })
 	if killed := s.Charge.KillBusy(); killed != 1 {
 		t.Fatalf("killed %d instances, want 1", killed)
@@ -97,7 +97,7 @@ func TestCrashAfterAuthorization(t *testing.T) {
 	}
 	sweepUntil(t, s, 15*time.Second)
 	waitForRecord(t, s, "acct_r", "crash-after-auth-1", "COMPLETED", "the reconciliation")
-	r := charge(t, s, "acct_r", "crash-after-auth-1", visa)
+	r := postCharge(t, s, "acct_r", "crash-after-auth-1", visa)
 	if r.status != 201 || r.header.Get("Idempotent-Replay") != "true" {
 		t.Fatalf("client retry: %d %s", r.status, r.body)
 	}
@@ -115,13 +115,13 @@ func TestCrashBeforeSending(t *testing.T) {
 	t.Parallel()
 	s := recoveryStack(t)
 	claimAndDie(t, s, "acct_r", "crash-before-send-1", time.Second)
-	if r := charge(t, s, "acct_r", "crash-before-send-1", visa); r.status != 409 {
+	if r := postCharge(t, s, "acct_r", "crash-before-send-1", visa); r.status != 409 {
 		t.Fatalf("while the dead worker's lease runs: %d", r.status)
 	}
 	time.Sleep(time.Second)
 	sweepUntil(t, s, 15*time.Second)
 	waitForRecord(t, s, "acct_r", "crash-before-send-1", "", "the release")
-	r := charge(t, s, "acct_r", "crash-before-send-1", visa)
+	r := postCharge(t, s, "acct_r", "crash-before-send-1", visa)
 	if r.status != 201 || r.header.Get("Idempotent-Replay") != "" {
 		t.Fatalf("retry after release: %d %s", r.status, r.body)
 	}
@@ -141,13 +141,13 @@ func TestRetryRacesReconciler(t *testing.T) {
 		time.Sleep(2200 * time.Millisecond) // past T + skew: the reconciler may act
 		var wg sync.WaitGroup
 		var first reply
-		wg.Go(func() { first = charge(t, s, "acct_r", key, visa) })
+		wg.Go(func() { first = postCharge(t, s, "acct_r", key, visa) })
 		wg.Go(func() { reconcileNow(t, s, pk) })
 		wg.Wait()
 		r := first
 		for deadline := time.Now().Add(10 * time.Second); r.status != 201 && time.Now().Before(deadline); {
 			time.Sleep(200 * time.Millisecond)
-			r = charge(t, s, "acct_r", key, visa)
+			r = postCharge(t, s, "acct_r", key, visa)
 		}
 		if r.status != 201 {
 			t.Fatalf("round %d: client never got its charge: %d %s", round, r.status, r.body)

@@ -1,4 +1,4 @@
-package localapi_test
+package systemtest_test
 
 import (
 	"context"
@@ -45,7 +45,7 @@ func authorizations(s *localapi.Stack) int { return len(s.Sandbox.Authorizations
 func TestMissingKey(t *testing.T) {
 	t.Parallel()
 	s := newStack(t)
-	expect(t, charge(t, s, "acct_a", "", visa), 400, "IDEMPOTENCY_KEY_MISSING")
+	expect(t, postCharge(t, s, "acct_a", "", visa), 400, "IDEMPOTENCY_KEY_MISSING")
 	if n := items(t, s); n != 0 || authorizations(s) != 0 {
 		t.Fatalf("%d items, %d authorizations after a rejected request", n, authorizations(s))
 	}
@@ -55,7 +55,7 @@ func TestInvalidKey(t *testing.T) {
 	t.Parallel()
 	s := newStack(t)
 	for _, key := range []string{"short", strings.Repeat("k", 129), "clé-de-commande", "has a space", `"unbalanced-key`, `"bad\escape-key"`} {
-		expect(t, charge(t, s, "acct_a", key, visa), 400, "IDEMPOTENCY_KEY_INVALID")
+		expect(t, postCharge(t, s, "acct_a", key, visa), 400, "IDEMPOTENCY_KEY_INVALID")
 	}
 	if n := items(t, s); n != 0 || authorizations(s) != 0 {
 		t.Fatalf("%d items, %d authorizations after rejected requests", n, authorizations(s))
@@ -75,7 +75,7 @@ func TestInvalidBody(t *testing.T) {
 		`not json`: "body",
 		`{"amount": 100, "currency": "BRL", "order_id": "1", "payment_method": "pm_card_visa", "description": "` + strings.Repeat("x", 17000) + `"}`: "body",
 	} {
-		r := charge(t, s, "acct_a", "body-invalid-key", body)
+		r := postCharge(t, s, "acct_a", "body-invalid-key", body)
 		expect(t, r, 400, "VALIDATION_FAILED")
 		errs, _ := r.problem["errors"].([]any)
 		if len(errs) == 0 || errs[0].(map[string]any)["field"] != field {
@@ -90,7 +90,7 @@ func TestInvalidBody(t *testing.T) {
 func TestCapturedThenReplayedByteForByte(t *testing.T) {
 	t.Parallel()
 	s := newStack(t)
-	first := charge(t, s, "acct_a", "order-123-attempt", visa)
+	first := postCharge(t, s, "acct_a", "order-123-attempt", visa)
 	if first.status != http.StatusCreated || first.header.Get("Idempotent-Replay") != "" {
 		t.Fatalf("first: %d %s %v", first.status, first.body, first.header)
 	}
@@ -108,7 +108,7 @@ func TestCapturedThenReplayedByteForByte(t *testing.T) {
 	sameReq := `{ "payment_method":"pm_card_visa", "order_id":"123",
 		"currency":"BRL", "amount":25000 }`
 	for _, key := range []string{"order-123-attempt", `"order-123-attempt"`} {
-		again := charge(t, s, "acct_a", key, sameReq)
+		again := postCharge(t, s, "acct_a", key, sameReq)
 		if again.status != first.status || string(again.body) != string(first.body) ||
 			again.header.Get("Location") != first.header.Get("Location") || again.header.Get("Idempotent-Replay") != "true" {
 			t.Fatalf("replay with key %s: %d %s %v", key, again.status, again.body, again.header)
@@ -127,12 +127,12 @@ func TestDeclinedIsStored(t *testing.T) {
 	t.Parallel()
 	s := newStack(t)
 	body := `{"amount": 5000, "currency": "USD", "order_id": "9", "payment_method": "pm_card_declined"}`
-	first := charge(t, s, "acct_a", "declined-key-1", body)
+	first := postCharge(t, s, "acct_a", "declined-key-1", body)
 	expect(t, first, 402, "CHARGE_DECLINED")
 	if first.problem["decline_code"] != "card_declined" || !strings.HasPrefix(first.problem["charge_id"].(string), "ch_") {
 		t.Fatalf("decline body: %s", first.body)
 	}
-	again := charge(t, s, "acct_a", "declined-key-1", body)
+	again := postCharge(t, s, "acct_a", "declined-key-1", body)
 	if again.status != 402 || string(again.body) != string(first.body) || again.header.Get("Idempotent-Replay") != "true" {
 		t.Fatalf("replayed decline: %d %s", again.status, again.body)
 	}
@@ -150,9 +150,9 @@ func TestInFlight(t *testing.T) {
 	s := newStack(t)
 	setFaults(t, s, `{"latency_ms": 1500}`)
 	done := make(chan reply)
-	go func() { done <- charge(t, s, "acct_a", "in-flight-key", visa) }()
+	go func() { done <- postCharge(t, s, "acct_a", "in-flight-key", visa) }()
 	time.Sleep(400 * time.Millisecond)
-	second := charge(t, s, "acct_a", "in-flight-key", visa)
+	second := postCharge(t, s, "acct_a", "in-flight-key", visa)
 	expect(t, second, 409, "IDEMPOTENCY_IN_FLIGHT")
 	if ra := second.header.Get("Retry-After"); ra != "2" {
 		t.Fatalf("Retry-After = %q, want 2 (the lease's time left, capped at 2 s)", ra)
@@ -160,7 +160,7 @@ func TestInFlight(t *testing.T) {
 	if first := <-done; first.status != 201 {
 		t.Fatalf("first: %d %s", first.status, first.body)
 	}
-	if r := charge(t, s, "acct_a", "in-flight-key", visa); r.status != 201 || r.header.Get("Idempotent-Replay") != "true" {
+	if r := postCharge(t, s, "acct_a", "in-flight-key", visa); r.status != 201 || r.header.Get("Idempotent-Replay") != "true" {
 		t.Fatalf("retry after the owner finished: %d", r.status)
 	}
 }
@@ -168,11 +168,11 @@ func TestInFlight(t *testing.T) {
 func TestKeyReused(t *testing.T) {
 	t.Parallel()
 	s := newStack(t)
-	if r := charge(t, s, "acct_a", "reused-key-1", visa); r.status != 201 {
+	if r := postCharge(t, s, "acct_a", "reused-key-1", visa); r.status != 201 {
 		t.Fatalf("first: %d", r.status)
 	}
 	other := `{"amount": 99, "currency": "BRL", "order_id": "123", "payment_method": "pm_card_visa"}`
-	r := charge(t, s, "acct_a", "reused-key-1", other)
+	r := postCharge(t, s, "acct_a", "reused-key-1", other)
 	expect(t, r, 422, "IDEMPOTENCY_KEY_REUSED")
 	if strings.Contains(string(r.body), "captured") || authorizations(s) != 1 {
 		t.Fatalf("reused key leaked the old response or charged: %s, %d authorizations", r.body, authorizations(s))
@@ -182,7 +182,7 @@ func TestKeyReused(t *testing.T) {
 func TestAcquirerUnavailableReleasesTheKey(t *testing.T) {
 	t.Parallel()
 	s := newStack(t, "ACQUIRER_URL=http://127.0.0.1:1") // nothing listens on port 1
-	r := charge(t, s, "acct_a", "unavailable-key", visa)
+	r := postCharge(t, s, "acct_a", "unavailable-key", visa)
 	expect(t, r, 503, "ACQUIRER_UNAVAILABLE")
 	if r.header.Get("Retry-After") != "2" {
 		t.Fatalf("Retry-After = %q", r.header.Get("Retry-After"))
@@ -196,9 +196,9 @@ func TestUnavailableAfterTakeOverStaysInFlight(t *testing.T) {
 	t.Parallel()
 	s := newStack(t, "ACQUIRER_TIMEOUT=500ms", "IN_TRANSIT_BOUND=2s")
 	setFaults(t, s, `{"error_rate": 1}`)
-	expect(t, charge(t, s, "acct_a", "takeover-refused", visa), 503, "CHARGE_OUTCOME_PENDING")
+	expect(t, postCharge(t, s, "acct_a", "takeover-refused", visa), 503, "CHARGE_OUTCOME_PENDING")
 	s.StopSandbox()
-	r := charge(t, s, "acct_a", "takeover-refused", visa)
+	r := postCharge(t, s, "acct_a", "takeover-refused", visa)
 	expect(t, r, 503, "CHARGE_OUTCOME_PENDING")
 	if st, attempt := recordStatus(t, s, "acct_a", "takeover-refused"); st != "IN_PROGRESS" || attempt != "2" {
 		t.Fatalf("record %s attempt %s; want IN_PROGRESS after the take-over (never released)", st, attempt)
@@ -219,7 +219,7 @@ func TestOutcomeUnknown(t *testing.T) {
 			t.Parallel()
 			s := newStack(t, "ACQUIRER_TIMEOUT=500ms", "IN_TRANSIT_BOUND=2s")
 			setFaults(t, s, faults)
-			r := charge(t, s, "acct_a", "unknown-"+name, visa)
+			r := postCharge(t, s, "acct_a", "unknown-"+name, visa)
 			expect(t, r, 503, "CHARGE_OUTCOME_PENDING")
 			if r.header.Get("Retry-After") == "" {
 				t.Fatal("no Retry-After")
@@ -229,7 +229,7 @@ func TestOutcomeUnknown(t *testing.T) {
 			}
 			setFaults(t, s, `{}`)
 			time.Sleep(1200 * time.Millisecond) // a hung request lands meanwhile
-			retry := charge(t, s, "acct_a", "unknown-"+name, visa)
+			retry := postCharge(t, s, "acct_a", "unknown-"+name, visa)
 			if retry.status != 201 {
 				t.Fatalf("retry: %d %s", retry.status, retry.body)
 			}
@@ -246,8 +246,8 @@ func TestOutcomeUnknown(t *testing.T) {
 func TestTenantIsolation(t *testing.T) {
 	t.Parallel()
 	s := newStack(t)
-	a := charge(t, s, "acct_a", "shared-key-1", visa)
-	b := charge(t, s, "acct_b", "shared-key-1", `{"amount": 777, "currency": "EUR", "order_id": "b", "payment_method": "pm_card_visa"}`)
+	a := postCharge(t, s, "acct_a", "shared-key-1", visa)
+	b := postCharge(t, s, "acct_b", "shared-key-1", `{"amount": 777, "currency": "EUR", "order_id": "b", "payment_method": "pm_card_visa"}`)
 	if a.status != 201 || b.status != 201 || string(a.body) == string(b.body) {
 		t.Fatalf("two accounts, one key: %d %s / %d %s", a.status, a.body, b.status, b.body)
 	}
@@ -257,7 +257,7 @@ func TestTenantIsolation(t *testing.T) {
 	if r := call(t, s, http.MethodGet, b.header.Get("Location"), "acct_a", nil, ""); r.status != 404 {
 		t.Fatalf("acct_a read acct_b's charge: %d %s", r.status, r.body)
 	}
-	if r := charge(t, s, "acct_a", "shared-key-1", visa); string(r.body) != string(a.body) {
+	if r := postCharge(t, s, "acct_a", "shared-key-1", visa); string(r.body) != string(a.body) {
 		t.Fatalf("acct_a's replay is not its own: %s", r.body)
 	}
 }
@@ -265,7 +265,7 @@ func TestTenantIsolation(t *testing.T) {
 func TestAuthentication(t *testing.T) {
 	t.Parallel()
 	s := newStack(t)
-	if r := charge(t, s, "", "auth-key-123", visa); r.status != 401 {
+	if r := postCharge(t, s, "", "auth-key-123", visa); r.status != 401 {
 		t.Fatalf("no token: %d", r.status)
 	}
 	r := call(t, s, http.MethodPost, "/v1/charges", "", map[string]string{"Authorization": "Bearer not-a-jwt", "Idempotency-Key": "auth-key-123"}, visa)
@@ -286,7 +286,7 @@ func TestStorm(t *testing.T) {
 	replies := make([]reply, 100)
 	var wg sync.WaitGroup
 	for i := range replies {
-		wg.Go(func() { replies[i] = charge(t, s, "acct_storm", "storm-key-1", visa) })
+		wg.Go(func() { replies[i] = postCharge(t, s, "acct_storm", "storm-key-1", visa) })
 	}
 	wg.Wait()
 	var stored []byte
@@ -305,7 +305,7 @@ func TestStorm(t *testing.T) {
 	for i, r := range replies {
 		for r.status == 409 {
 			time.Sleep(100 * time.Millisecond)
-			r = charge(t, s, "acct_storm", "storm-key-1", visa)
+			r = postCharge(t, s, "acct_storm", "storm-key-1", visa)
 		}
 		if r.status != 201 || (stored != nil && string(r.body) != string(stored)) {
 			t.Fatalf("retry of %d: %d %s", i, r.status, r.body)

@@ -1,4 +1,4 @@
-package localapi_test
+package systemtest_test
 
 import (
 	"context"
@@ -101,7 +101,7 @@ func TestQueueAndHTTPShareOneKey(t *testing.T) {
 	for range 5 {
 		send(t, s, chargeCommand("acct_q", "queue-and-http-1", visa))
 	}
-	r := charge(t, s, "acct_q", "queue-and-http-1", visa)
+	r := postCharge(t, s, "acct_q", "queue-and-http-1", visa)
 	if r.status != 201 && r.status != 409 {
 		t.Fatalf("HTTP: %d %s", r.status, r.body)
 	}
@@ -126,7 +126,7 @@ func TestMixedBatch(t *testing.T) {
 	t.Parallel()
 	s := newStackWith(t, localapi.StackConfig{NoEventSourceMapping: true})
 	ctx := context.Background()
-	if r := charge(t, s, "acct_m", "mixed-reused-1", visa); r.status != 201 {
+	if r := postCharge(t, s, "acct_m", "mixed-reused-1", visa); r.status != 201 {
 		t.Fatalf("setup: %d", r.status)
 	}
 	guard := idem.NewGuard(dynamostore.New(s.DynamoDB, s.TableName), idem.Config{})
