@@ -28,6 +28,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
 	"github.com/idempotent-payments/idempay/internal/route"
+	"github.com/idempotent-payments/idempay/internal/setup"
 )
 
 // StackAssets says where the built bootstraps are: Dir/<function>/bootstrap.
@@ -97,11 +98,11 @@ func NewStack(scope constructs.Construct, id string, cfg Config, assets StackAss
 	})
 
 	common := map[string]*string{
-		"TABLE_NAME": table.Ref(), "ACQUIRER_URL": jsii.String(cfg.AcquirerURL),
-		"ACQUIRER_SECRET_ARN": secret.SecretArn(), "ACCOUNT_CLAIM": jsii.String(cfg.AccountClaim),
-		"RETENTION_DAYS": jsii.String(strconv.Itoa(cfg.RetentionDays)), "LEASE_MARGIN": jsii.String(leaseMargin),
-		"IN_TRANSIT_BOUND": jsii.String(inTransitBound), "ACQUIRER_TIMEOUT": jsii.String(acquirerTimeout),
-		"CLOCK_SKEW": jsii.String(clockSkew), "ENVIRONMENT": jsii.String(cfg.Name),
+		setup.EnvTableName: table.Ref(), setup.EnvAcquirerURL: jsii.String(cfg.AcquirerURL),
+		setup.EnvAcquirerSecret: secret.SecretArn(), setup.EnvAccountClaim: jsii.String(cfg.AccountClaim),
+		setup.EnvRetentionDays: jsii.String(strconv.Itoa(cfg.RetentionDays)), setup.EnvLeaseMargin: jsii.String(leaseMargin),
+		setup.EnvInTransitBound: jsii.String(inTransitBound), setup.EnvAcquirerTimeout: jsii.String(acquirerTimeout),
+		setup.EnvClockSkew: jsii.String(clockSkew), setup.EnvEnvironment: jsii.String(cfg.Name),
 	}
 	with := func(extra map[string]*string) *map[string]*string {
 		env := map[string]*string{}
@@ -140,7 +141,7 @@ func NewStack(scope constructs.Construct, id string, cfg Config, assets StackAss
 		producerARNs = append(producerARNs, p.queue.QueueArn())
 	}
 	consumer := newFunction(stack, "SqsConsumer", cfg, assets, removal, consumerTimeout,
-		with(map[string]*string{command.SourcesEnv: encodeSources(sources), command.RejectedQueueEnv: rejected.QueueUrl()}), slices.Concat(recordStatements, []statement{
+		with(map[string]*string{setup.EnvCommandSources: encodeSources(sources), setup.EnvRejectedQueueURL: rejected.QueueUrl()}), slices.Concat(recordStatements, []statement{
 			{actions: []string{"secretsmanager:GetSecretValue"}, resources: []*string{secret.SecretArn()}},
 			{actions: consumeActions, resources: producerARNs},
 			{actions: []string{"sqs:SendMessage"}, resources: []*string{rejected.QueueArn()}},
@@ -153,8 +154,8 @@ func NewStack(scope constructs.Construct, id string, cfg Config, assets StackAss
 	// does not prove it never starts a charge; the code's refusal does.
 	reconciler := newFunction(stack, "Reconciler", cfg, assets, removal, consumerTimeout,
 		with(map[string]*string{
-			command.SourcesEnv:       encodeSources([]command.Source{{ARN: *reconcileQueue.QueueArn(), URL: *reconcileQueue.QueueUrl(), Reconcile: true}}),
-			command.RejectedQueueEnv: rejected.QueueUrl(),
+			setup.EnvCommandSources:   encodeSources([]command.Source{{ARN: *reconcileQueue.QueueArn(), URL: *reconcileQueue.QueueUrl(), Reconcile: true}}),
+			setup.EnvRejectedQueueURL: rejected.QueueUrl(),
 		}), []statement{
 			{actions: []string{"dynamodb:GetItem"}, resources: []*string{tableArn}},
 			{actions: []string{"dynamodb:UpdateItem", "dynamodb:DeleteItem"}, resources: []*string{tableArn}, conditions: onlyRecords},
@@ -165,8 +166,8 @@ func NewStack(scope constructs.Construct, id string, cfg Config, assets StackAss
 		})
 	sweeper := newFunction(stack, "Sweeper", cfg, assets, removal, sweeperTimeout,
 		&map[string]*string{
-			"TABLE_NAME": table.Ref(), command.ReconcileQueueEnv: reconcileQueue.QueueUrl(), "ENVIRONMENT": jsii.String(cfg.Name),
-			"IN_TRANSIT_BOUND": jsii.String(inTransitBound), "CLOCK_SKEW": jsii.String(clockSkew),
+			setup.EnvTableName: table.Ref(), setup.EnvReconcileQueueURL: reconcileQueue.QueueUrl(), setup.EnvEnvironment: jsii.String(cfg.Name),
+			setup.EnvInTransitBound: jsii.String(inTransitBound), setup.EnvClockSkew: jsii.String(clockSkew),
 		}, []statement{
 			{actions: []string{"dynamodb:Query"}, resources: []*string{indexArn}},
 			{actions: []string{"dynamodb:UpdateItem"}, resources: []*string{tableArn}, conditions: onlyRecords},
@@ -274,7 +275,6 @@ var xrayActions = []string{"xray:PutTraceSegments", "xray:PutTelemetryRecords"}
 // The OTLP/HTTP endpoint the collector layer (config.go) listens on inside
 // the execution environment.
 const (
-	otlpEndpointEnv   = "OTEL_EXPORTER_OTLP_ENDPOINT"
 	collectorEndpoint = "http://localhost:4318"
 )
 
@@ -362,7 +362,7 @@ func newFunction(stack awscdk.Stack, name string, cfg Config, assets StackAssets
 		// the role's X-Ray permissions; the functions export to it.
 		layers = append(layers, awslambda.LayerVersion_FromLayerVersionArn(stack, jsii.String(name+"Collector"),
 			collectorLayer.LayerArn(stack, awslambda.Architecture_ARM_64())))
-		(*env)[otlpEndpointEnv] = jsii.String(collectorEndpoint)
+		(*env)[setup.EnvOTLPEndpoint] = jsii.String(collectorEndpoint)
 	}
 	fn := awslambda.NewFunction(stack, jsii.String(name), &awslambda.FunctionProps{
 		Layers:       &layers,

@@ -22,6 +22,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
 	"github.com/idempotent-payments/idempay/internal/queue"
 	"github.com/idempotent-payments/idempay/internal/route"
+	"github.com/idempotent-payments/idempay/internal/setup"
 )
 
 // jsii tests share one node process: no t.Parallel, and close it at the end.
@@ -693,13 +694,13 @@ func TestTracing(t *testing.T) {
 				t.Errorf("tracing %v, %s: not active", on, id)
 			}
 			if !on {
-				if vars[otlpEndpointEnv] != nil || strings.Contains(layers, "otel") {
-					t.Errorf("%s has a collector without tracing: %s %v", id, layers, vars[otlpEndpointEnv])
+				if vars[setup.EnvOTLPEndpoint] != nil || strings.Contains(layers, "otel") {
+					t.Errorf("%s has a collector without tracing: %s %v", id, layers, vars[setup.EnvOTLPEndpoint])
 				}
 				continue
 			}
-			if vars[otlpEndpointEnv] != collectorEndpoint || !strings.Contains(layers, "aws-otel-collector-arm64-ver-0-115-0") || !strings.Contains(layers, `{"Ref":"AWS::Region"}`) {
-				t.Errorf("%s: layers %s, endpoint %v", id, layers, vars[otlpEndpointEnv])
+			if vars[setup.EnvOTLPEndpoint] != collectorEndpoint || !strings.Contains(layers, "aws-otel-collector-arm64-ver-0-115-0") || !strings.Contains(layers, `{"Ref":"AWS::Region"}`) {
+				t.Errorf("%s: layers %s, endpoint %v", id, layers, vars[setup.EnvOTLPEndpoint])
 			}
 		}
 		bad := map[string]string{InputTracing: "yes"}

@@ -62,11 +62,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, 
 	}
 	cmd := args[0]
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
-	table := fs.String("table", cmp.Or(getenv("TABLE_NAME"), "idempay-local"), "the table")
+	table := fs.String("table", cmp.Or(getenv(setup.EnvTableName), "idempay-local"), "the table")
 	account := fs.String("account", "", "the account (the JWT's account claim)")
 	key := fs.String("key", "", "the client's Idempotency-Key")
 	olderThan := fs.Duration("older-than", charge.DefaultInTransitBound+charge.DefaultClockSkew, "stale: lease ended at least this long ago (T + skew)")
-	acquirerURL := fs.String("acquirer-url", getenv("ACQUIRER_URL"), "reconcile/release: the acquirer")
+	acquirerURL := fs.String("acquirer-url", getenv(setup.EnvAcquirerURL), "reconcile/release: the acquirer")
 	yes := fs.Bool("yes", false, "reconcile/release: do not ask for confirmation")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
@@ -125,7 +125,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, 
 		if *acquirerURL == "" {
 			return errors.New("--acquirer-url (or ACQUIRER_URL) is required: only the acquirer knows whether the card was charged")
 		}
-		flags := map[string]string{"TABLE_NAME": *table, "ACQUIRER_URL": *acquirerURL}
+		flags := map[string]string{setup.EnvTableName: *table, setup.EnvAcquirerURL: *acquirerURL}
 		cfg, err := setup.FromEnv(func(k string) string {
 			if v, ok := flags[k]; ok {
 				return v

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/idempotent-payments/idempay/internal/localapi"
+	"github.com/idempotent-payments/idempay/internal/setup"
 )
 
 func main() {
@@ -46,7 +47,7 @@ func run() error {
 	}
 	stack, err := localapi.StartStack(ctx, localapi.StackConfig{
 		RIE: cmp.Or(os.Getenv("AWS_LAMBDA_RIE"), filepath.Join("bin", "aws-lambda-rie")), BinDir: binDir,
-		TableName:   cmp.Or(os.Getenv("TABLE_NAME"), "idempay-local"),
+		TableName:   cmp.Or(os.Getenv(setup.EnvTableName), "idempay-local"),
 		GatewayAddr: cmp.Or(os.Getenv("LOCAL_API_ADDR"), "127.0.0.1:8080"), SandboxAddr: cmp.Or(os.Getenv("SANDBOX_ADDR"), "127.0.0.1:8081"),
 		Trust: trust, Instances: instances, Output: os.Stdout,
 	})

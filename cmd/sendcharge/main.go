@@ -37,7 +37,7 @@ func run() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	account, key := cmp.Or(os.Getenv("ACCOUNT"), "acct_demo"), cmp.Or(os.Getenv("KEY"), fmt.Sprintf("sqs-demo-%d", time.Now().Unix()))
-	table := cmp.Or(os.Getenv("TABLE_NAME"), "idempay-local")
+	table := cmp.Or(os.Getenv(setup.EnvTableName), "idempay-local")
 	awsCfg, err := setup.AWS(ctx)
 	if err != nil {
 		return err

@@ -30,11 +30,11 @@ func run(logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	sources, err := command.ParseSources(os.Getenv(command.SourcesEnv))
+	sources, err := command.ParseSources(os.Getenv(setup.EnvCommandSources))
 	if err != nil {
 		return err
 	}
-	rejectedURL, err := setup.Require(os.Getenv, command.RejectedQueueEnv)
+	rejectedURL, err := setup.Require(os.Getenv, setup.EnvRejectedQueueURL)
 	if err != nil {
 		return err
 	}

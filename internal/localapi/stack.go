@@ -23,6 +23,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/queue"
 	"github.com/idempotent-payments/idempay/internal/route"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
+	"github.com/idempotent-payments/idempay/internal/setup"
 	"github.com/idempotent-payments/idempay/internal/sweep"
 )
 
@@ -189,7 +190,7 @@ func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
 		s.Close()
 		return nil, err
 	}
-	base := []string{"TABLE_NAME=" + cfg.TableName, "ACQUIRER_URL=" + sandboxURL}
+	base := []string{setup.EnvTableName + "=" + cfg.TableName, setup.EnvAcquirerURL + "=" + sandboxURL}
 	// start runs instances of the function built from functions/<binary>
 	// as name.
 	start := func(name, binary string, instances int, env ...string) (*Pool, error) {
@@ -202,15 +203,15 @@ func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
 		s.Close()
 		return nil, err
 	}
-	if s.Consumer, err = start("sqsconsumer", "sqsconsumer", cfg.Instances, command.SourcesEnv+"="+consumerSources, command.RejectedQueueEnv+"="+s.RejectedURL); err != nil {
+	if s.Consumer, err = start("sqsconsumer", "sqsconsumer", cfg.Instances, setup.EnvCommandSources+"="+consumerSources, setup.EnvRejectedQueueURL+"="+s.RejectedURL); err != nil {
 		s.Close()
 		return nil, err
 	}
-	if s.Reconciler, err = start("reconciler", "sqsconsumer", cfg.Instances, command.SourcesEnv+"="+reconcileSources, command.RejectedQueueEnv+"="+s.RejectedURL); err != nil {
+	if s.Reconciler, err = start("reconciler", "sqsconsumer", cfg.Instances, setup.EnvCommandSources+"="+reconcileSources, setup.EnvRejectedQueueURL+"="+s.RejectedURL); err != nil {
 		s.Close()
 		return nil, err
 	}
-	if s.Sweeper, err = start("sweeper", "sweeper", 1, command.ReconcileQueueEnv+"="+s.ReconcileURL); err != nil {
+	if s.Sweeper, err = start("sweeper", "sweeper", 1, setup.EnvReconcileQueueURL+"="+s.ReconcileURL); err != nil {
 		s.Close()
 		return nil, err
 	}

@@ -22,7 +22,6 @@ import (
 	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/charge/dynamoledger"
-	"github.com/idempotent-payments/idempay/internal/command"
 	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
@@ -50,12 +49,12 @@ type Config struct {
 // value is an error naming its variable.
 func FromEnv(getenv func(string) string) (Config, error) {
 	c := Config{
-		TableName:      getenv("TABLE_NAME"),
-		AcquirerURL:    getenv("ACQUIRER_URL"),
-		AcquirerAPIKey: getenv("ACQUIRER_API_KEY"),
-		AcquirerSecret: getenv("ACQUIRER_SECRET_ARN"),
-		AccountClaim:   cmp.Or(getenv("ACCOUNT_CLAIM"), "sub"),
-		Environment:    cmp.Or(getenv("ENVIRONMENT"), "local"),
+		TableName:      getenv(EnvTableName),
+		AcquirerURL:    getenv(EnvAcquirerURL),
+		AcquirerAPIKey: getenv(EnvAcquirerAPIKey),
+		AcquirerSecret: getenv(EnvAcquirerSecret),
+		AccountClaim:   cmp.Or(getenv(EnvAccountClaim), "sub"),
+		Environment:    cmp.Or(getenv(EnvEnvironment), "local"),
 	}
 	if c.TableName == "" {
 		return Config{}, fmt.Errorf("TABLE_NAME is required")
@@ -63,32 +62,32 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	if c.AcquirerURL == "" {
 		return Config{}, fmt.Errorf("ACQUIRER_URL is required")
 	}
-	days, err := positiveInt(getenv, "RETENTION_DAYS", 90)
+	days, err := positiveInt(getenv, EnvRetentionDays, 90)
 	if err != nil {
 		return Config{}, err
 	}
 	c.Retention = time.Duration(days) * 24 * time.Hour
-	if c.LeaseMargin, err = duration(getenv, "LEASE_MARGIN", idem.DefaultLeaseMargin); err != nil {
+	if c.LeaseMargin, err = duration(getenv, EnvLeaseMargin, idem.DefaultLeaseMargin); err != nil {
 		return Config{}, err
 	}
-	if c.InTransitBound, err = duration(getenv, "IN_TRANSIT_BOUND", charge.DefaultInTransitBound); err != nil {
+	if c.InTransitBound, err = duration(getenv, EnvInTransitBound, charge.DefaultInTransitBound); err != nil {
 		return Config{}, err
 	}
-	if c.ClockSkew, err = duration(getenv, "CLOCK_SKEW", charge.DefaultClockSkew); err != nil {
+	if c.ClockSkew, err = duration(getenv, EnvClockSkew, charge.DefaultClockSkew); err != nil {
 		return Config{}, err
 	}
-	if c.AcquirerTimeout, err = duration(getenv, "ACQUIRER_TIMEOUT", charge.DefaultAcquirerTimeout); err != nil {
+	if c.AcquirerTimeout, err = duration(getenv, EnvAcquirerTimeout, charge.DefaultAcquirerTimeout); err != nil {
 		return Config{}, err
 	}
 	if c.AcquirerTimeout >= c.InTransitBound {
 		return Config{}, fmt.Errorf("IN_TRANSIT_BOUND (%s) must exceed ACQUIRER_TIMEOUT (%s): the acquirer can finish after the client gave up", c.InTransitBound, c.AcquirerTimeout)
 	}
-	size, err := positiveInt(getenv, "CACHE_SIZE", 10000)
+	size, err := positiveInt(getenv, EnvCacheSize, 10000)
 	if err != nil {
 		return Config{}, err
 	}
 	c.CacheSize = size
-	maxAmount, err := positiveInt(getenv, "MAX_AMOUNT", charge.DefaultMaxAmount)
+	maxAmount, err := positiveInt(getenv, EnvMaxAmount, charge.DefaultMaxAmount)
 	if err != nil {
 		return Config{}, err
 	}
@@ -188,26 +187,26 @@ type SweeperConfig struct {
 func SweeperFromEnv(getenv func(string) string) (SweeperConfig, error) {
 	var c SweeperConfig
 	var err error
-	if c.TableName, err = Require(getenv, "TABLE_NAME"); err != nil {
+	if c.TableName, err = Require(getenv, EnvTableName); err != nil {
 		return SweeperConfig{}, err
 	}
-	if c.QueueURL, err = Require(getenv, command.ReconcileQueueEnv); err != nil {
+	if c.QueueURL, err = Require(getenv, EnvReconcileQueueURL); err != nil {
 		return SweeperConfig{}, err
 	}
-	if c.InTransitBound, err = duration(getenv, "IN_TRANSIT_BOUND", charge.DefaultInTransitBound); err != nil {
+	if c.InTransitBound, err = duration(getenv, EnvInTransitBound, charge.DefaultInTransitBound); err != nil {
 		return SweeperConfig{}, err
 	}
-	if c.ClockSkew, err = duration(getenv, "CLOCK_SKEW", charge.DefaultClockSkew); err != nil {
+	if c.ClockSkew, err = duration(getenv, EnvClockSkew, charge.DefaultClockSkew); err != nil {
 		return SweeperConfig{}, err
 	}
-	c.Environment = cmp.Or(getenv("ENVIRONMENT"), "local")
+	c.Environment = cmp.Or(getenv(EnvEnvironment), "local")
 	return c, nil
 }
 
 // LogLevel is Lambda's AWS_LAMBDA_LOG_LEVEL (set by its advanced logging
 // controls), else LOG_LEVEL, else INFO.
 func LogLevel(getenv func(string) string) string {
-	return cmp.Or(getenv("AWS_LAMBDA_LOG_LEVEL"), cmp.Or(getenv("LOG_LEVEL"), "INFO"))
+	return cmp.Or(getenv(EnvLambdaLogLevel), cmp.Or(getenv(EnvLogLevel), "INFO"))
 }
 
 // Main is every function's main: the JSON logger at LogLevel, then run,

@@ -23,7 +23,7 @@ const TracingBuilt = true
 // variable it returns no tracer. Call flush at the end of every invocation:
 // Lambda freezes the process between them.
 func Tracing(ctx context.Context, service string, getenv func(string) string) (trace.Tracer, func(context.Context), error) {
-	endpoint := getenv("OTEL_EXPORTER_OTLP_ENDPOINT")
+	endpoint := getenv(EnvOTLPEndpoint)
 	if endpoint == "" {
 		return nil, func(context.Context) {}, nil
 	}

@@ -1,0 +1,33 @@
+package setup
+
+import "github.com/idempotent-payments/idempay/internal/command"
+
+// The functions' environment variables, each name written once: FromEnv,
+// SweeperFromEnv and the consumer's main read them; the CDK app (infra)
+// and the local stack (localapi) set them under these constants.
+const (
+	EnvTableName       = "TABLE_NAME"          // the table (required)
+	EnvAcquirerURL     = "ACQUIRER_URL"        // the acquirer's base URL (required)
+	EnvAcquirerAPIKey  = "ACQUIRER_API_KEY"    // a static acquirer credential (local only)
+	EnvAcquirerSecret  = "ACQUIRER_SECRET_ARN" // the Secrets Manager secret holding the credential
+	EnvAccountClaim    = "ACCOUNT_CLAIM"       // the JWT claim naming the account ("sub")
+	EnvEnvironment     = "ENVIRONMENT"         // the metrics' Environment dimension ("local")
+	EnvRetentionDays   = "RETENTION_DAYS"      // how long a key is remembered (90)
+	EnvLeaseMargin     = "LEASE_MARGIN"        // added to the invocation deadline to make the lease
+	EnvInTransitBound  = "IN_TRANSIT_BOUND"    // T, DESIGN §4 rule 3
+	EnvClockSkew       = "CLOCK_SKEW"          // the skew margin added to T
+	EnvAcquirerTimeout = "ACQUIRER_TIMEOUT"    // the cap of one acquirer call
+	EnvCacheSize       = "CACHE_SIZE"          // the warm cache of completed records
+	EnvMaxAmount       = "MAX_AMOUNT"          // the largest charge, in minor units
+	EnvLogLevel        = "LOG_LEVEL"           // the log level outside Lambda's logging controls
+
+	// The queue wiring, named where its values are defined (command).
+	EnvCommandSources    = command.SourcesEnv
+	EnvReconcileQueueURL = command.ReconcileQueueEnv
+	EnvRejectedQueueURL  = command.RejectedQueueEnv
+
+	// Names that others define: Lambda's advanced logging controls, and
+	// the OpenTelemetry exporter's endpoint (set with the collector layer).
+	EnvLambdaLogLevel = "AWS_LAMBDA_LOG_LEVEL"
+	EnvOTLPEndpoint   = "OTEL_EXPORTER_OTLP_ENDPOINT"
+)
