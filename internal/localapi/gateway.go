@@ -9,8 +9,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"path"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -51,15 +53,55 @@ type Gateway struct {
 	// InvokeTimeout bounds one invocation (60 s). A client that hangs up
 	// does not cancel its invocation, as in AWS.
 	InvokeTimeout time.Duration
+
+	muxOnce sync.Once
+	mux     *http.ServeMux
 }
 
-// ServeHTTP implements http.Handler.
+// ServeHTTP implements http.Handler: it routes with an http.ServeMux built
+// from Routes on first use, API Gateway's route keys being ServeMux
+// patterns. Anything no route takes gets API Gateway's 404: a path that is
+// not in canonical form (ServeMux would redirect it), a method no route of
+// the path has (ServeMux would say 405), and HEAD (ServeMux lets a GET
+// route take it, API Gateway does not).
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	route, params, ok := g.match(r.Method, r.URL.Path)
-	if !ok {
+	g.muxOnce.Do(func() {
+		g.mux = http.NewServeMux()
+		g.mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) { gatewayError(w, http.StatusNotFound, "Not Found") })
+		for _, rt := range g.Routes {
+			method, _, _ := strings.Cut(rt.Key, " ")
+			g.mux.HandleFunc(rt.Key, func(w http.ResponseWriter, r *http.Request) {
+				if r.Method != method {
+					gatewayError(w, http.StatusNotFound, "Not Found")
+					return
+				}
+				g.invoke(w, r, rt)
+			})
+		}
+	})
+	if !canonical(r.URL.Path) {
 		gatewayError(w, http.StatusNotFound, "Not Found")
 		return
 	}
+	g.mux.ServeHTTP(w, r)
+}
+
+// canonical reports whether p is a path ServeMux routes as it is rather
+// than redirecting: rooted, clean, a trailing slash allowed.
+func canonical(p string) bool {
+	if p == "" || p[0] != '/' {
+		return false
+	}
+	clean := path.Clean(p)
+	if strings.HasSuffix(p, "/") && clean != "/" {
+		clean += "/"
+	}
+	return clean == p
+}
+
+// invoke authenticates the caller for route, then invokes its function
+// with the event API Gateway would send and writes the function's answer.
+func (g *Gateway) invoke(w http.ResponseWriter, r *http.Request, route Route) {
 	authorization := r.Header.Values("Authorization")
 	caller, ok := caller{}, len(authorization) == 1 // two tokens would be two callers
 	if ok {
@@ -83,7 +125,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		gatewayError(w, http.StatusRequestEntityTooLarge, "Request Entity Too Large")
 		return
 	}
-	event := buildEvent(r, route.Key, params, caller.claims, body, g.Trust.withDefaults().Now())
+	event := buildEvent(r, route.Key, pathParameters(r, route.Key), caller.claims, body, g.Trust.withDefaults().Now())
 	payload, _ := json.Marshal(event)
 	timeout := g.InvokeTimeout
 	if timeout <= 0 {
@@ -116,42 +158,20 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(respBody)
 }
 
-// match finds the route for method and path, with its path parameters.
-func (g *Gateway) match(method, path string) (Route, map[string]string, bool) {
-	for _, rt := range g.Routes {
-		m, pattern, _ := strings.Cut(rt.Key, " ")
-		if m != method {
-			continue
-		}
-		if params, ok := matchPath(pattern, path); ok {
-			return rt, params, true
-		}
-	}
-	return Route{}, nil, false
-}
-
-func matchPath(pattern, path string) (map[string]string, bool) {
-	want, got := strings.Split(pattern, "/"), strings.Split(path, "/")
-	if len(want) != len(got) {
-		return nil, false
-	}
+// pathParameters are the request's values of key's {name} wildcards, as
+// ServeMux matched them; nil when key has none.
+func pathParameters(r *http.Request, key string) map[string]string {
 	var params map[string]string
-	for i, seg := range want {
-		if strings.HasPrefix(seg, "{") && strings.HasSuffix(seg, "}") {
-			if got[i] == "" {
-				return nil, false
-			}
+	for _, seg := range strings.Split(key, "/") {
+		if name, ok := strings.CutPrefix(seg, "{"); ok {
+			name = strings.TrimSuffix(name, "}")
 			if params == nil {
 				params = map[string]string{}
 			}
-			params[seg[1:len(seg)-1]] = got[i]
-			continue
-		}
-		if seg != got[i] {
-			return nil, false
+			params[name] = r.PathValue(name)
 		}
 	}
-	return params, true
+	return params
 }
 
 // caller is a verified token: its claims as API Gateway passes them (every

@@ -265,3 +265,24 @@ func TestGatewayScopes(t *testing.T) {
 		}
 	}
 }
+
+// TestGatewayRoutesAsAPIGateway: what no route takes is API Gateway's 404
+// even where ServeMux alone would redirect, say 405 or let GET take HEAD;
+// the {id} wildcard reaches the event.
+func TestGatewayRoutesAsAPIGateway(t *testing.T) {
+	t.Parallel()
+	g, fn := newGateway()
+	tok, _ := g.Trust.Token("acct_1", time.Minute)
+	for _, tc := range []struct{ method, path string }{
+		{"HEAD", "/v1/charges/ch_abc"}, {"PUT", "/v1/charges"}, {"POST", "/v1/charges/ch_abc"},
+		{"GET", "/v1/charges"}, {"GET", "/v1/charges/"}, {"POST", "/v1//charges"}, {"GET", "/v1/charges/a/b"},
+		{"POST", "/v1/charges/../charges"}, {"GET", "/"}, {"POST", "//"},
+	} {
+		if rec := serve(g, tc.method, tc.path, "Bearer "+tok, ""); rec.Code != 404 || !strings.Contains(rec.Body.String(), "Not Found") {
+			t.Errorf("%s %s: %d %s, want API Gateway's 404", tc.method, tc.path, rec.Code, rec.Body)
+		}
+	}
+	if rec := serve(g, "POST", "/v1/charges", "Bearer "+tok, "{}"); rec.Code != 200 || fn.last.RouteKey != route.Create || fn.last.PathParameters != nil {
+		t.Fatalf("POST: %d, event %+v", rec.Code, fn.last)
+	}
+}
