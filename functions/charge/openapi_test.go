@@ -1,10 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -13,8 +12,10 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/santhosh-tekuri/jsonschema/v5"
-	"gopkg.in/yaml.v3"
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/legacy"
 
 	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/charge"
@@ -26,105 +27,103 @@ import (
 	"github.com/idempotent-payments/idempay/internal/sandbox"
 )
 
-// spec is api/openapi.yaml, decoded.
-type spec struct {
-	mu       sync.Mutex // the compiler is not safe for concurrent use
-	doc      map[string]any
-	compiler *jsonschema.Compiler
+// contract is api/openapi.yaml, loaded and validated by kin-openapi, with
+// its router.
+type contract struct {
+	doc    *openapi3.T
+	router routers.Router
 }
 
-const specURL = "file:///openapi.json"
-
-func loadSpec(t *testing.T) *spec {
+func readSpec(t *testing.T) []byte {
 	t.Helper()
 	raw, err := os.ReadFile("../../api/openapi.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var doc map[string]any
-	if err := yaml.Unmarshal(raw, &doc); err != nil {
+	return raw
+}
+
+// loadContract loads an OpenAPI document. Its servers are dropped so the
+// router matches paths only: the handler is tested without a host.
+func loadContract(t *testing.T, raw []byte) *contract {
+	t.Helper()
+	loader := openapi3.NewLoader()
+	doc, err := loader.LoadFromData(raw)
+	if err != nil {
 		t.Fatalf("openapi.yaml: %v", err)
 	}
-	asJSON, err := json.Marshal(doc)
+	if err := doc.Validate(loader.Context); err != nil {
+		t.Fatalf("openapi.yaml is not a valid document: %v", err)
+	}
+	doc.Servers = nil
+	router, err := legacy.NewRouter(doc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := jsonschema.NewCompiler()
-	c.Draft = jsonschema.Draft2020
-	if err := c.AddResource(specURL, bytes.NewReader(asJSON)); err != nil {
-		t.Fatal(err)
-	}
-	return &spec{doc: doc, compiler: c}
+	return &contract{doc: doc, router: router}
 }
 
-func dig(v any, path ...string) any {
-	for _, p := range path {
-		m, ok := v.(map[string]any)
-		if !ok {
-			return nil
-		}
-		v = m[p]
-	}
-	return v
-}
+// refusedAtTheDoor are the statuses of requests the handler refuses as
+// malformed: the document must refuse each of those requests too, and
+// accept every other.
+var refusedAtTheDoor = map[int]bool{400: true, 415: true}
 
-// check validates one real answer against the spec's response for route.
-func (s *spec) check(t *testing.T, path, method string, resp events.APIGatewayV2HTTPResponse) {
-	t.Helper()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	status := strconv.Itoa(resp.StatusCode)
-	ptr := []string{"paths", path, method, "responses", status}
-	r, _ := dig(s.doc, ptr...).(map[string]any)
-	if r == nil {
-		t.Fatalf("%s %s answered %d, which the spec does not document", method, path, resp.StatusCode)
-	}
-	if ref, ok := r["$ref"].(string); ok {
-		ptr = strings.Split(strings.TrimPrefix(ref, "#/"), "/")
-		r, _ = dig(s.doc, ptr...).(map[string]any)
-	}
-	ct := strings.Split(resp.Headers["Content-Type"], ";")[0]
-	if dig(r, "content", ct) == nil {
-		t.Fatalf("%s %s %d: content type %q not documented", method, path, resp.StatusCode, ct)
-	}
-	var pointer strings.Builder
-	for _, seg := range append(ptr, "content", ct, "schema") {
-		pointer.WriteString("/" + strings.NewReplacer("~", "~0", "/", "~1", "{", "%7B", "}", "%7D").Replace(seg))
-	}
-	schema, err := s.compiler.Compile(specURL + "#" + pointer.String())
+// exchange validates one request, as API Gateway gave it to the handler,
+// and the handler's answer against the document: the request is valid
+// exactly when the handler did not refuse it as malformed; the answer's
+// status, headers (required ones present, no undocumented one) and body
+// are documented.
+func (c *contract) exchange(ev events.APIGatewayV2HTTPRequest, resp events.APIGatewayV2HTTPResponse) error {
+	ctx := context.Background()
+	req, err := http.NewRequestWithContext(ctx, ev.RequestContext.HTTP.Method, ev.RawPath, strings.NewReader(ev.Body))
 	if err != nil {
-		t.Fatalf("compile schema: %v", err)
+		return err
 	}
-	var body any
-	if err := json.Unmarshal([]byte(resp.Body), &body); err != nil {
-		t.Fatalf("%d body is not JSON: %s", resp.StatusCode, resp.Body)
+	for name, value := range ev.Headers {
+		req.Header.Set(name, value)
 	}
-	if err := schema.Validate(body); err != nil {
-		t.Fatalf("%s %s %d body %s: %v", method, path, resp.StatusCode, resp.Body, err)
+	route, params, err := c.router.FindRoute(req)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", req.Method, req.URL.Path, err)
 	}
-	headers, _ := r["headers"].(map[string]any)
-	for name, h := range headers {
-		h := h.(map[string]any)
-		if ref, ok := h["$ref"].(string); ok {
-			h = dig(s.doc, strings.Split(strings.TrimPrefix(ref, "#/"), "/")...).(map[string]any)
+	opts := &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc, IncludeResponseStatus: true}
+	in := &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route, Options: opts}
+	reqErr := openapi3filter.ValidateRequest(ctx, in)
+	switch refused := refusedAtTheDoor[resp.StatusCode]; {
+	case refused && reqErr == nil:
+		return fmt.Errorf("the handler refused with %d a request the document accepts: %s", resp.StatusCode, resp.Body)
+	case !refused && reqErr != nil:
+		return fmt.Errorf("the handler answered %d to a request the document refuses: %w", resp.StatusCode, reqErr)
+	}
+	header := http.Header{}
+	for name, value := range resp.Headers {
+		header.Set(name, value)
+	}
+	out := &openapi3filter.ResponseValidationInput{RequestValidationInput: in, Status: resp.StatusCode, Header: header, Options: opts}
+	if err := openapi3filter.ValidateResponse(ctx, out.SetBodyBytes([]byte(resp.Body))); err != nil {
+		return fmt.Errorf("%s %s answered %d %s: %w", req.Method, req.URL.Path, resp.StatusCode, resp.Body, err)
+	}
+	documented := route.Operation.Responses.Status(resp.StatusCode).Value.Headers
+	for name := range header {
+		if _, ok := documented[name]; !ok && name != "Content-Type" {
+			return fmt.Errorf("%s %s %d: header %s is not documented", req.Method, req.URL.Path, resp.StatusCode, name)
 		}
-		if h["required"] == true && resp.Headers[name] == "" {
-			t.Fatalf("%s %s %d: required header %s missing", method, path, resp.StatusCode, name)
-		}
 	}
-	for name := range resp.Headers {
-		if name != "Content-Type" && headers[name] == nil {
-			t.Fatalf("%s %s %d: header %s not documented", method, path, resp.StatusCode, name)
-		}
-	}
+	return nil
 }
 
 // TestOpenAPIMatchesHandler drives the handler into every answer it can
 // give and checks each against api/openapi.yaml.
 func TestOpenAPIMatchesHandler(t *testing.T) {
 	t.Parallel()
-	s := loadSpec(t)
+	c := loadContract(t, readSpec(t))
 	ctx := context.Background()
+	check := func(ev events.APIGatewayV2HTTPRequest, resp events.APIGatewayV2HTTPResponse) {
+		t.Helper()
+		if err := c.exchange(ev, resp); err != nil {
+			t.Fatal(err)
+		}
+	}
 	sb := sandbox.New("")
 	acq, _ := acquirer.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
 	store := idemtest.NewMemoryStore()
@@ -140,15 +139,19 @@ func TestOpenAPIMatchesHandler(t *testing.T) {
 			delete(ev.Headers, "idempotency-key")
 		}
 		resp, _ := h.Handle(ctx, ev)
-		s.check(t, "/v1/charges", "post", resp)
+		check(ev, resp)
 		return resp
 	}
 	get := func(id, account string) {
 		ev := loadEvent(t, "create-charge.json")
 		ev.RouteKey, ev.Body, ev.PathParameters = route.Get, "", map[string]string{"id": id}
+		ev.RawPath, ev.RequestContext.HTTP.Method = route.Location(id), http.MethodGet
+		for _, name := range []string{"content-type", "content-length", "idempotency-key"} {
+			delete(ev.Headers, name)
+		}
 		ev.RequestContext.Authorizer.JWT.Claims["sub"] = account
 		resp, _ := h.Handle(ctx, ev)
-		s.check(t, "/v1/charges/{id}", "get", resp)
+		check(ev, resp)
 	}
 	visa := `{"amount": 25000, "currency": "BRL", "order_id": "123", "payment_method": "pm_card_visa", "description": "x"}`
 	created := post(h, "spec-created-1", visa)
@@ -174,60 +177,83 @@ func TestOpenAPIMatchesHandler(t *testing.T) {
 	noAccount := loadEvent(t, "create-charge.json")
 	noAccount.RequestContext.Authorizer = nil
 	resp, _ := h.Handle(ctx, noAccount)
-	s.check(t, "/v1/charges", "post", resp)
+	check(noAccount, resp)
 	notJSON := loadEvent(t, "create-charge.json")
 	notJSON.Headers["content-type"] = "text/plain"
 	if resp, _ := h.Handle(ctx, notJSON); resp.StatusCode != 415 {
 		t.Fatalf("text/plain: %d", resp.StatusCode)
 	} else {
-		s.check(t, "/v1/charges", "post", resp)
+		check(notJSON, resp)
+	}
+}
+
+// TestOpenAPIControls: the check bites. One character changed in the
+// document, a required member of the answer renamed (id → iD) or of the
+// request (order_id → order_iD), fails the exchange of a real charge.
+func TestOpenAPIControls(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store := idemtest.NewMemoryStore()
+	sb := sandbox.New("")
+	acq, _ := acquirer.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
+	h := &Handler{Service: charge.NewService(idem.NewGuard(store, idem.Config{}), chargetest.NewLedger(store), acq, httpapi.Answer, charge.Config{}), AccountClaim: "sub"}
+	ev := loadEvent(t, "create-charge.json")
+	resp, _ := h.Handle(ctx, ev)
+	raw := string(readSpec(t))
+	if err := loadContract(t, []byte(raw)).exchange(ev, resp); err != nil {
+		t.Fatalf("the real document: %v", err)
+	}
+	for _, edit := range [][2]string{
+		{"required: [id, object, status", "required: [iD, object, status"},
+		{"required: [amount, currency, order_id, payment_method]", "required: [amount, currency, order_iD, payment_method]"},
+	} {
+		if strings.Count(raw, edit[0]) != 1 {
+			t.Fatalf("%q is not in the document once", edit[0])
+		}
+		if err := loadContract(t, []byte(strings.Replace(raw, edit[0], edit[1], 1))).exchange(ev, resp); err == nil {
+			t.Errorf("%q → %q: the exchange still passes", edit[0], edit[1])
+		}
 	}
 }
 
 // TestOpenAPILimitsAreTheParsers: every limit the document states is the
 // constant the request parser enforces (one fact, two readers).
 func TestOpenAPILimitsAreTheParsers(t *testing.T) {
-	raw, err := os.ReadFile("../../api/openapi.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc map[string]any
-	if err := yaml.Unmarshal(raw, &doc); err != nil {
-		t.Fatal(err)
-	}
-	at := func(path ...string) any {
-		var v any = doc
-		for _, p := range path {
-			m, _ := v.(map[string]any)
-			v = m[p]
+	doc := loadContract(t, readSpec(t)).doc
+	request := doc.Components.Schemas["ChargeRequest"].Value
+	props := func(field string) *openapi3.Schema { return request.Properties[field].Value }
+	maxLength := func(s *openapi3.Schema) any {
+		if s.MaxLength == nil {
+			return nil
 		}
-		return v
+		return int(*s.MaxLength)
 	}
-	props := func(field, limit string) any {
-		return at("components", "schemas", "ChargeRequest", "properties", field, limit)
-	}
-	var keyHeader map[string]any
-	for _, p := range at("paths", "/v1/charges", "post", "parameters").([]any) {
-		if p.(map[string]any)["name"] == "Idempotency-Key" {
-			keyHeader = p.(map[string]any)["schema"].(map[string]any)
+	var keyHeader *openapi3.Schema
+	for _, p := range doc.Paths.Value(route.ChargesPath).Post.Parameters {
+		if p.Value.Name == "Idempotency-Key" {
+			keyHeader = p.Value.Schema.Value
 		}
+	}
+	minimum := any(nil)
+	if m := props("amount").Min; m != nil {
+		minimum = int(*m)
 	}
 	for name, pair := range map[string][2]any{
-		"order_id maxLength":       {props("order_id", "maxLength"), charge.MaxOrderIDLen},
-		"payment_method maxLength": {props("payment_method", "maxLength"), charge.MaxPaymentMethodLen},
-		"description maxLength":    {props("description", "maxLength"), charge.MaxDescriptionLength},
-		"amount minimum":           {props("amount", "minimum"), 1},
-		"key minLength":            {keyHeader["minLength"], idem.MinKeyLen},
-		"key maxLength":            {keyHeader["maxLength"], 2*idem.MaxKeyLen + 2}, // every character escaped, in quotes
+		"order_id maxLength":       {maxLength(props("order_id")), charge.MaxOrderIDLen},
+		"payment_method maxLength": {maxLength(props("payment_method")), charge.MaxPaymentMethodLen},
+		"description maxLength":    {maxLength(props("description")), charge.MaxDescriptionLength},
+		"amount minimum":           {minimum, 1},
+		"key minLength":            {int(keyHeader.MinLength), idem.MinKeyLen},
+		"key maxLength":            {maxLength(keyHeader), 2*idem.MaxKeyLen + 2}, // every character escaped, in quotes
 	} {
 		if pair[0] != pair[1] {
 			t.Errorf("%s: the document says %v, the parser %v", name, pair[0], pair[1])
 		}
 	}
-	if d, _ := props("amount", "description").(string); !strings.Contains(d, strconv.Itoa(charge.DefaultMaxAmount)) {
+	if d := props("amount").Description; !strings.Contains(d, strconv.Itoa(charge.DefaultMaxAmount)) {
 		t.Errorf("amount's description does not state the default maximum %d: %q", charge.DefaultMaxAmount, d)
 	}
-	if d, _ := at("components", "schemas", "ChargeRequest", "description").(string); !strings.Contains(d, fmt.Sprintf("%d KiB", charge.MaxBodyBytes>>10)) {
+	if d := request.Description; !strings.Contains(d, fmt.Sprintf("%d KiB", charge.MaxBodyBytes>>10)) {
 		t.Errorf("the request's description does not state %d KiB", charge.MaxBodyBytes>>10)
 	}
 }
