@@ -6,20 +6,19 @@
 package main
 
 import (
-	"bufio"
+	"bytes"
 	"fmt"
-	"image"
-	"image/color"
-	"image/png"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 
-	"golang.org/x/image/font"
-	"golang.org/x/image/font/basicfont"
-	"golang.org/x/image/math/fixed"
+	"golang.org/x/perf/benchfmt"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
 )
 
 func main() {
@@ -53,7 +52,9 @@ func fail(err error) {
 // metrics of one benchmark, by unit ("ns/op", "allocs/op", "req/s", ...).
 type metrics map[string]float64
 
-// parse reads `go test -bench` lines: name, iterations, then value-unit pairs.
+// parse reads `go test -bench` output with benchfmt; each benchmark's
+// values are kept in the units it reported them in (benchfmt's OrigUnit),
+// under its name without the GOMAXPROCS suffix.
 func parse(path string) (map[string]metrics, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -61,25 +62,27 @@ func parse(path string) (map[string]metrics, error) {
 	}
 	defer f.Close()
 	out := map[string]metrics{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 4 || !strings.HasPrefix(fields[0], "Benchmark") {
-			continue
+	r := benchfmt.NewReader(f, path)
+	for r.Scan() {
+		res, ok := r.Result().(*benchfmt.Result)
+		if !ok {
+			continue // configuration lines and syntax errors: not results
 		}
-		name := strings.TrimPrefix(fields[0], "Benchmark")
-		if i := strings.LastIndex(name, "-"); i > 0 {
-			name = name[:i] // the GOMAXPROCS suffix
+		base, parts := res.Name.Parts()
+		if n := len(parts); n > 0 && bytes.HasPrefix(parts[n-1], []byte("-")) {
+			parts = parts[:n-1]
 		}
 		m := metrics{}
-		for i := 2; i+1 < len(fields); i += 2 {
-			if v, err := strconv.ParseFloat(fields[i], 64); err == nil {
-				m[fields[i+1]] = v
+		for _, v := range res.Values {
+			unit, value := v.Unit, v.Value
+			if v.OrigUnit != "" {
+				unit, value = v.OrigUnit, v.OrigValue
 			}
+			m[unit] = value
 		}
-		out[name] = m
+		out[string(bytes.Join(append([][]byte{base}, parts...), nil))] = m
 	}
-	return out, sc.Err()
+	return out, r.Err()
 }
 
 type series struct {
@@ -168,89 +171,34 @@ func report(r map[string]metrics, lat []series) string {
 	return b.String()
 }
 
-// chart draws the cumulative latency distribution of every series.
+// chart draws the cumulative latency distribution of every series, to the
+// slowest series' p99.
 func chart(path string, all []series) error {
-	const w, h, left, right, top, bottom = 900, 500, 70, 20, 40, 50
-	img := image.NewRGBA(image.Rect(0, 0, w, h))
-	for i := range img.Pix {
-		img.Pix[i] = 255
-	}
+	p := plot.New()
+	p.Title.Text = "Local API: share of requests answered within x ms"
+	p.X.Label.Text = "latency, ms (to the slowest p99)"
+	p.Y.Label.Text = "share of requests"
+	p.Y.Min, p.Y.Max = 0, 1
+	p.Add(plotter.NewGrid())
 	maxMS := 1.0
 	for _, s := range all {
 		maxMS = max(maxMS, s.ms[min(len(s.ms)-1, len(s.ms)*99/100)])
 	}
-	x := func(ms float64) int { return left + int(min(ms, maxMS)/maxMS*float64(w-left-right)) }
-	y := func(frac float64) int { return h - bottom - int(frac*float64(h-top-bottom)) }
-	grey := color.RGBA{180, 180, 180, 255}
-	line(img, x(0), y(0), x(maxMS), y(0), color.Black)
-	line(img, x(0), y(0), x(0), y(1), color.Black)
-	for i := 1; i <= 4; i++ {
-		line(img, x(0), y(float64(i)/4), x(maxMS), y(float64(i)/4), grey)
-		label(img, 10, y(float64(i)/4)+4, fmt.Sprintf("%d%%", i*25), color.Black)
-	}
-	for i := 0; i <= 5; i++ {
-		ms := maxMS * float64(i) / 5
-		label(img, x(ms)-10, h-bottom+18, fmt.Sprintf("%.1f", ms), color.Black)
-	}
-	label(img, w/2-80, h-10, "latency, ms (to the slowest p99)", color.Black)
-	label(img, left, 20, "Local API: share of requests answered within x ms", color.Black)
-	palette := []color.RGBA{{31, 119, 180, 255}, {214, 39, 40, 255}, {44, 160, 44, 255}, {148, 103, 189, 255}, {255, 127, 14, 255}}
+	p.X.Min, p.X.Max = 0, maxMS
 	for i, s := range all {
-		c := palette[i%len(palette)]
-		px, py := x(0), y(0)
+		xys := make(plotter.XYs, 0, len(s.ms)+1)
+		xys = append(xys, plotter.XY{})
 		for j, ms := range s.ms {
-			nx, ny := x(ms), y(float64(j+1)/float64(len(s.ms)))
-			line(img, px, py, nx, ny, c)
-			px, py = nx, ny
+			xys = append(xys, plotter.XY{X: min(ms, maxMS), Y: float64(j+1) / float64(len(s.ms))})
 		}
-		label(img, w-260, top+20+16*i, s.name, c)
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return png.Encode(f, img)
-}
-
-func line(img *image.RGBA, x0, y0, x1, y1 int, c color.Color) {
-	dx, dy := abs(x1-x0), -abs(y1-y0)
-	sx, sy := sign(x1-x0), sign(y1-y0)
-	e := dx + dy
-	for {
-		img.Set(x0, y0, c)
-		img.Set(x0, y0+1, c)
-		if x0 == x1 && y0 == y1 {
-			return
+		l, err := plotter.NewLine(xys)
+		if err != nil {
+			return err
 		}
-		if e2 := 2 * e; e2 >= dy {
-			e += dy
-			x0 += sx
-		} else {
-			e += dx
-			y0 += sy
-		}
+		l.Color = plotutil.Color(i)
+		p.Add(l)
+		p.Legend.Add(s.name, l)
 	}
-}
-
-func label(img *image.RGBA, x, y int, s string, c color.Color) {
-	d := &font.Drawer{Dst: img, Src: image.NewUniform(c), Face: basicfont.Face7x13, Dot: fixed.P(x, y)}
-	d.DrawString(s)
-}
-
-func abs(v int) int {
-	if v < 0 {
-		return -v
-	}
-	return v
-}
-
-func sign(v int) int {
-	switch {
-	case v > 0:
-		return 1
-	case v < 0:
-		return -1
-	}
-	return 0
+	p.Legend.Top, p.Legend.Left = false, false
+	return p.Save(9*vg.Inch, 5*vg.Inch, path)
 }
