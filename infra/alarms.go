@@ -102,7 +102,7 @@ func watch(stack awscdk.Stack, cfg Config, w watched) awssns.Topic {
 		})
 	}
 	outcome := func(function, o string) awscloudwatch.Metric {
-		return emf(function, "Requests", "Sum", map[string]string{"Outcome": o})
+		return emf(function, obs.MetricRequests, "Sum", map[string]string{"Outcome": o})
 	}
 
 	// Dead letters.
@@ -114,7 +114,7 @@ func watch(stack awscdk.Stack, cfg Config, w watched) awssns.Topic {
 		w.rejected.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Maximum")}), 1)
 	alarm("ProducerNotAllowedAlarm", "A command came from an unknown queue, for an account its producer may not charge, or of the wrong type: "+
 		"PRODUCER_NOT_ALLOWED on the rejected-commands queue. A producer is misconfigured or something is forging commands: find source_queue",
-		outcome("sqsconsumer", command.OutcomeProducerNotAllowed), 1)
+		outcome(obs.FunctionConsumer, command.OutcomeProducerNotAllowed), 1)
 	// The two queue alarms stay in ALARM while their queue holds a message:
 	// drain it to re-arm them.
 
@@ -129,8 +129,8 @@ func watch(stack awscdk.Stack, cfg Config, w watched) awssns.Topic {
 	})
 	alarm("Api5xxRateAlarm", fmt.Sprintf("More than %d%% of the API's answers were 5xx over 5 minutes, the deliberate 503s included: "+
 		"with the pending or unavailable alarms, the acquirer or the table is failing; alone, check the charge function's errors", api5xxPercent), api5xx, api5xxPercent)
-	for _, fn := range []string{"charge", "sqsconsumer"} {
-		id := map[string]string{"charge": "Charge", "sqsconsumer": "Consumer"}[fn]
+	for _, fn := range []string{obs.FunctionCharge, obs.FunctionConsumer} {
+		id := map[string]string{obs.FunctionCharge: "Charge", obs.FunctionConsumer: "Consumer"}[fn]
 		alarm(id+"PendingAlarm", "Charges ended with the acquirer's outcome unknown (503 CHARGE_OUTCOME_PENDING): the acquirer times out or drops. "+
 			"They resolve on retry or by the reconciler; check the acquirer's health and AcquirerErrors",
 			outcome(fn, "pending"), float64(cfg.AlarmPendingPer5Min))
@@ -138,7 +138,7 @@ func watch(stack awscdk.Stack, cfg Config, w watched) awssns.Topic {
 			outcome(fn, "unavailable"), 1)
 	}
 	alarm("AcquirerErrorsAlarm", "Acquirer calls failed (nothing sent or outcome unknown), over HTTP or the queues: the acquirer is down, slow or refusing the credential",
-		sum("acq", emf("charge", "AcquirerErrors", "Sum", nil), emf("sqsconsumer", "AcquirerErrors", "Sum", nil)), float64(cfg.AlarmPendingPer5Min))
+		sum("acq", emf(obs.FunctionCharge, obs.MetricAcquirerErrors, "Sum", nil), emf(obs.FunctionConsumer, obs.MetricAcquirerErrors, "Sum", nil)), float64(cfg.AlarmPendingPer5Min))
 
 	// The queues: a command older than the redrive's worst path is stuck.
 	names := make([]string, 0, len(w.queues))
@@ -167,15 +167,15 @@ func watch(stack awscdk.Stack, cfg Config, w watched) awssns.Topic {
 	// The sweeper: a heartbeat, and what it finds.
 	below("SweeperHeartbeatAlarm", "No successful sweep in 5 minutes: stale records are not being reconciled. Check the schedule rule and the sweeper's errors",
 		awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
-			Expression: jsii.String("FILL(swept, 0)"), UsingMetrics: &map[string]awscloudwatch.IMetric{"swept": outcome("sweeper", sweep.OutcomeSwept)},
+			Expression: jsii.String("FILL(swept, 0)"), UsingMetrics: &map[string]awscloudwatch.IMetric{"swept": outcome(obs.FunctionSweeper, sweep.OutcomeSwept)},
 			Label: jsii.String("sweeps"), Period: five,
 		}), 1)
 	alarm("StaleRecordsAlarm", "The sweeper found records left in flight and asked for their reconciliation: workers die or the acquirer drops; "+
-		"usually self-healing, watch StaleFailing", emf("sweeper", "StaleFlagged", "Maximum", nil), 1)
+		"usually self-healing, watch StaleFailing", emf(obs.FunctionSweeper, obs.MetricStaleFlagged, "Maximum", nil), 1)
 	alarm("StaleFailingAlarm", "Records stay in flight after 3 reconciliations: the acquirer's lookups keep failing. Check the acquirer; "+
-		"idemctl inspect / reconcile a record by hand", emf("sweeper", "StaleFailing", "Maximum", nil), 1)
+		"idemctl inspect / reconcile a record by hand", emf(obs.FunctionSweeper, obs.MetricStaleFailing, "Maximum", nil), 1)
 	alarm("OldestStaleAlarm", fmt.Sprintf("A record has been stale for more than %d minutes since its last reconcile attempt (its back-off "+
-		"reached 16 minutes): reconcile it with idemctl and find why the reconciler cannot", staleHorizon/60), emf("sweeper", "OldestStaleSeconds", "Maximum", nil), staleHorizon)
+		"reached 16 minutes): reconcile it with idemctl and find why the reconciler cannot", staleHorizon/60), emf(obs.FunctionSweeper, obs.MetricOldestStaleSeconds, "Maximum", nil), staleHorizon)
 
 	// The table and its in-flight index.
 	ddb := func(name string, dims map[string]string) awscloudwatch.Metric {

@@ -27,8 +27,8 @@ func newDashboard(stack awscdk.Stack, cfg Config, w watched,
 	}
 	byOutcome := func(function string) awscloudwatch.IMetric {
 		return awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
-			Expression: jsii.String(fmt.Sprintf(`SEARCH('{%s,Environment,Function,Outcome} MetricName="Requests" Environment="%s" Function="%s"', 'Sum', 300)`,
-				obs.Namespace, cfg.Name, function)),
+			Expression: jsii.String(fmt.Sprintf(`SEARCH('{%s,Environment,Function,Outcome} MetricName="%s" Environment="%s" Function="%s"', 'Sum', 300)`,
+				obs.Namespace, obs.MetricRequests, cfg.Name, function)),
 			Label: jsii.String(function), Period: five,
 		})
 	}
@@ -57,12 +57,12 @@ func newDashboard(stack awscdk.Stack, cfg Config, w watched,
 	awscloudwatch.NewDashboard(stack, jsii.String("Dashboard"), &awscloudwatch.DashboardProps{
 		DashboardName: jsii.String("idempay-" + cfg.Name),
 		Widgets: &[]*[]awscloudwatch.IWidget{
-			{graph("Charges by outcome (HTTP)", byOutcome("charge")), graph("Commands by outcome (queues)", byOutcome("sqsconsumer"))},
+			{graph("Charges by outcome (HTTP)", byOutcome(obs.FunctionCharge)), graph("Commands by outcome (queues)", byOutcome(obs.FunctionConsumer))},
 			{graph("Duration p50 / p99 (ms)", durations...), graph("Acquirer latency (ms) and errors",
-				emf("charge", "AcquirerLatencyMs", "p99", nil), emf("charge", "AcquirerLatencyMs", "p50", nil), emf("charge", "AcquirerErrors", "Sum", nil))},
+				emf(obs.FunctionCharge, obs.MetricAcquirerLatencyMs, "p99", nil), emf(obs.FunctionCharge, obs.MetricAcquirerLatencyMs, "p50", nil), emf(obs.FunctionCharge, obs.MetricAcquirerErrors, "Sum", nil))},
 			{graph("Queue depth", depth...), graph("Oldest message age (s)", age...)},
-			{graph("Stale and failing records", emf("sweeper", "StaleFlagged", "Maximum", nil), emf("sweeper", "StaleFailing", "Maximum", nil),
-				emf("sweeper", "OldestStaleSeconds", "Maximum", nil)), graph("Throttles", throttles...)},
+			{graph("Stale and failing records", emf(obs.FunctionSweeper, obs.MetricStaleFlagged, "Maximum", nil), emf(obs.FunctionSweeper, obs.MetricStaleFailing, "Maximum", nil),
+				emf(obs.FunctionSweeper, obs.MetricOldestStaleSeconds, "Maximum", nil)), graph("Throttles", throttles...)},
 			{graph("Write units consumed (table, in-flight index)", ddb("ConsumedWriteCapacityUnits", nil), ddb("ConsumedWriteCapacityUnits", index)),
 				graph("DynamoDB throttles", ddb("WriteThrottleEvents", nil), ddb("ReadThrottleEvents", nil), ddb("WriteThrottleEvents", index))},
 		},

@@ -199,10 +199,10 @@ func (h *Handler) observe(ctx context.Context, ev events.APIGatewayV2HTTPRequest
 			"acquirer_not_sent", res.AcquirerNotSent, "acquirer_unknown", res.AcquirerUnknown, "total_ms", ms(took))
 	}
 	if h.Metrics != nil {
-		values := map[string]float64{"LatencyMs": ms(took)}
+		values := map[string]float64{obs.MetricLatencyMs: ms(took)}
 		if res.AcquirerLatency > 0 {
-			values["AcquirerLatencyMs"] = ms(res.AcquirerLatency)
-			values["AcquirerErrors"] = float64(res.AcquirerErrors)
+			values[obs.MetricAcquirerLatencyMs] = ms(res.AcquirerLatency)
+			values[obs.MetricAcquirerErrors] = float64(res.AcquirerErrors)
 		}
 		h.Metrics.Record(a.outcome, values)
 	}

@@ -24,7 +24,7 @@ func run(logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	tracer, flush, err := setup.Tracing(ctx, "charge", os.Getenv)
+	tracer, flush, err := setup.Tracing(ctx, obs.FunctionCharge, os.Getenv)
 	if err != nil {
 		return err
 	}
@@ -39,7 +39,7 @@ func run(logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	h := &Handler{Service: svc, AccountClaim: cfg.AccountClaim, Log: logger, Metrics: obs.NewMetrics(os.Stdout, "charge", cfg.Environment), Tracer: tracer}
+	h := &Handler{Service: svc, AccountClaim: cfg.AccountClaim, Log: logger, Metrics: obs.NewMetrics(os.Stdout, obs.FunctionCharge, cfg.Environment), Tracer: tracer}
 	lambda.Start(func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		defer flush(ctx) // Lambda freezes the process after the answer
 		return h.Handle(ctx, ev)

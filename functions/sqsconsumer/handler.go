@@ -91,7 +91,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 				"outcome", v.outcome, "attempt", v.attempt, "retry", !done, "acquirer_not_sent", v.notSent, "acquirer_unknown", v.unknown,
 				"total_ms", float64(time.Since(start).Microseconds())/1000)
 			if h.Metrics != nil {
-				values := map[string]float64{"LatencyMs": float64(time.Since(start).Microseconds()) / 1000, "AcquirerErrors": float64(v.notSent + v.unknown)}
+				values := map[string]float64{obs.MetricLatencyMs: float64(time.Since(start).Microseconds()) / 1000, obs.MetricAcquirerErrors: float64(v.notSent + v.unknown)}
 				if v.rejectCode != "" && done {
 					values["DeadLettered"] = 1
 				}

@@ -38,7 +38,7 @@ func run(logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	tracer, flush, err := setup.Tracing(context.Background(), "sqsconsumer", os.Getenv)
+	tracer, flush, err := setup.Tracing(context.Background(), obs.FunctionConsumer, os.Getenv)
 	if err != nil {
 		return err
 	}
@@ -60,7 +60,7 @@ func run(logger *slog.Logger) error {
 	}
 	h := &Handler{
 		Service: svc, Sources: bySource, DeadLetters: queue.New(sqsClient, rejectedURL),
-		Concurrency: 5, Logger: logger, Metrics: obs.NewMetrics(os.Stdout, "sqsconsumer", cfg.Environment),
+		Concurrency: 5, Logger: logger, Metrics: obs.NewMetrics(os.Stdout, obs.FunctionConsumer, cfg.Environment),
 	}
 	lambda.Start(func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 		defer flush(ctx)

@@ -37,6 +37,6 @@ func run(logger *slog.Logger) error {
 		queue.New(sqs.NewFromConfig(awsCfg), cfg.QueueURL),
 		sweep.Config{InTransitBound: cfg.InTransitBound, ClockSkew: cfg.ClockSkew},
 	)
-	lambda.Start((&Handler{Sweeper: s, Logger: logger, Metrics: obs.NewMetrics(os.Stdout, "sweeper", cfg.Environment)}).Handle)
+	lambda.Start((&Handler{Sweeper: s, Logger: logger, Metrics: obs.NewMetrics(os.Stdout, obs.FunctionSweeper, cfg.Environment)}).Handle)
 	return nil
 }

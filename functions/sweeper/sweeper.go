@@ -32,7 +32,7 @@ func (h *Handler) Handle(ctx context.Context, _ events.EventBridgeEvent) (sweep.
 			outcome = "sweep_failed"
 		}
 		h.Metrics.Record(outcome, map[string]float64{
-			"StaleFlagged": float64(r.Flagged), "StaleFailing": float64(r.Failing), "OldestStaleSeconds": r.OldestStale.Seconds(),
+			obs.MetricStaleFlagged: float64(r.Flagged), obs.MetricStaleFailing: float64(r.Failing), obs.MetricOldestStaleSeconds: r.OldestStale.Seconds(),
 		})
 	}
 	return r, err

@@ -107,9 +107,9 @@ func (m *Metrics) Record(outcome string, values map[string]float64) {
 		Metrics    []metric   `json:"Metrics"`
 	}
 	doc := map[string]any{
-		"Function": m.function, "Environment": m.environment, "Outcome": outcome, "Requests": 1,
+		"Function": m.function, "Environment": m.environment, "Outcome": outcome, MetricRequests: 1,
 	}
-	directives := []directive{{Namespace: Namespace, Dimensions: [][]string{{"Function", "Environment", "Outcome"}}, Metrics: []metric{{Name: "Requests", Unit: "Count"}}}}
+	directives := []directive{{Namespace: Namespace, Dimensions: [][]string{{"Function", "Environment", "Outcome"}}, Metrics: []metric{{Name: MetricRequests, Unit: "Count"}}}}
 	if len(values) > 0 {
 		d := directive{Namespace: Namespace, Dimensions: [][]string{{"Function", "Environment"}}}
 		for name, v := range values {

@@ -1,0 +1,20 @@
+package obs
+
+// The Function dimension of each function's metrics (NewMetrics), which
+// the CDK app's alarms and dashboard select on.
+const (
+	FunctionCharge   = "charge"
+	FunctionConsumer = "sqsconsumer" // both consumers: the producers' queues and the reconciler's
+	FunctionSweeper  = "sweeper"
+)
+
+// The metric names the functions write and the alarms and dashboard read.
+const (
+	MetricRequests           = "Requests" // one per Record, by Outcome
+	MetricLatencyMs          = "LatencyMs"
+	MetricAcquirerLatencyMs  = "AcquirerLatencyMs"
+	MetricAcquirerErrors     = "AcquirerErrors"
+	MetricStaleFlagged       = "StaleFlagged"
+	MetricStaleFailing       = "StaleFailing"
+	MetricOldestStaleSeconds = "OldestStaleSeconds"
+)
