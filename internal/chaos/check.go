@@ -26,41 +26,8 @@ import (
 // them) and every client's answers, and fills in the violation counts of
 // sum.
 func check(ctx context.Context, s *localapi.Stack, intents []intent, logs seen, sum *Summary) error {
-	guard := idem.NewGuard(dynamostore.New(s.DynamoDB, s.TableName), idem.Config{})
-	ledger := dynamoledger.New(s.DynamoDB, s.TableName)
-	records := make([]*idem.Record, len(intents)) // nil: no live record
-	charged := make([]bool, len(intents))         // the record's ledger row exists
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		errs  []error
-		slots = make(chan struct{}, 16)
-	)
-	for i, in := range intents {
-		wg.Go(func() {
-			slots <- struct{}{}
-			defer func() { <-slots }()
-			rec, err := guard.Lookup(ctx, in.scope().PK())
-			if errors.Is(err, idem.ErrNotFound) {
-				return
-			}
-			if err == nil {
-				records[i] = rec
-				_, err = ledger.Get(ctx, charge.ChargeID(rec.DownstreamKey))
-				charged[i] = err == nil
-				if errors.Is(err, charge.ErrNoCharge) {
-					err = nil
-				}
-			}
-			if err != nil {
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	records, charged, err := lookUp(ctx, s, intents)
+	if err != nil {
 		return err
 	}
 	byDownstream := map[string]int{} // downstream key → intent
@@ -148,6 +115,46 @@ func check(ctx context.Context, s *localapi.Stack, intents []intent, logs seen, 
 		}
 	}
 	return nil
+}
+
+// lookUp reads each intent's live record (nil when none) through the store
+// and whether its ledger row exists through the ledger, 16 at a time.
+func lookUp(ctx context.Context, s *localapi.Stack, intents []intent) ([]*idem.Record, []bool, error) {
+	guard := idem.NewGuard(dynamostore.New(s.DynamoDB, s.TableName), idem.Config{})
+	ledger := dynamoledger.New(s.DynamoDB, s.TableName)
+	records := make([]*idem.Record, len(intents)) // nil: no live record
+	charged := make([]bool, len(intents))         // the record's ledger row exists
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		errs  []error
+		slots = make(chan struct{}, 16)
+	)
+	for i, in := range intents {
+		wg.Go(func() {
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			rec, err := guard.Lookup(ctx, in.scope().PK())
+			if errors.Is(err, idem.ErrNotFound) {
+				return
+			}
+			if err == nil {
+				records[i] = rec
+				_, err = ledger.Get(ctx, charge.ChargeID(rec.DownstreamKey))
+				charged[i] = err == nil
+				if errors.Is(err, charge.ErrNoCharge) {
+					err = nil
+				}
+			}
+			if err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return records, charged, errors.Join(errs...)
 }
 
 // matches reports whether a stored response is the acquirer's outcome.

@@ -80,430 +80,474 @@ func mustBeAbsent(t *testing.T, f *fixture, pk string) {
 // Guard, on stores from newStore: every transition of the state machine,
 // fencing of zombies, logical expiry and races.
 func RunConformance(t *testing.T, newStore NewStoreFunc) {
+	for _, c := range conformance {
+		t.Run(c.name, func(t *testing.T) { c.test(t, newStore) })
+	}
+}
+
+// conformance is the suite: each test gets a fresh store from newStore.
+var conformance = []struct {
+	name string
+	test func(t *testing.T, newStore NewStoreFunc)
+}{
+	{"FirstExecutionThenReplay", testFirstExecutionThenReplay},
+	{"InFlight", testInFlight},
+	{"KeyReused", testKeyReused},
+	{"ReleaseFirstAttempt", testReleaseFirstAttempt},
+	{"StaleLeaseIsTakenOver", testStaleLeaseIsTakenOver},
+	{"ZombieIsFenced", testZombieIsFenced},
+	{"ReleaseAfterTakeOverIsRefused", testReleaseAfterTakeOverIsRefused},
+	{"AbandonNeverExtendsTheLease", testAbandonNeverExtendsTheLease},
+	{"AbandonLetsARetryTakeOver", testAbandonLetsARetryTakeOver},
+	{"ConcurrentTakeOversOneWins", testConcurrentTakeOversOneWins},
+	{"ConcurrentClaimsOneWins", testConcurrentClaimsOneWins},
+	{"ExpiredRecordIsAbsent", testExpiredRecordIsAbsent},
+	{"LeaseFromContextDeadline", testLeaseFromContextDeadline},
+	{"CompleteWritesExtraItemsAtomically", testCompleteWritesExtraItemsAtomically},
+	{"TakeOverStaleForReconcile", testTakeOverStaleForReconcile},
+	{"ListInFlightPagesByLeaseEnd", testListInFlightPagesByLeaseEnd},
+	{"FlagIsFenced", testFlagIsFenced},
+	{"BadInputWritesNothing", testBadInputWritesNothing},
+}
+
+func testFirstExecutionThenReplay(t *testing.T, newStore NewStoreFunc) {
+	t.Parallel()
 	ctx := context.Background()
+	f := setup(t, newStore)
+	s := scope()
+	lease := mustAcquire(t, f, s, request("100"))
+	if lease.Attempt() != 1 || lease.TakenOver() {
+		t.Fatalf("attempt = %d, want 1", lease.Attempt())
+	}
+	rec := mustStatus(t, f, s.PK(), idem.StatusInProgress)
+	if !listed(t, f, s.PK()) || rec.Account != s.Account || rec.Key != s.Key || rec.DownstreamKey == "" {
+		t.Fatalf("in-progress record incomplete: %+v", rec)
+	}
+	if err := lease.Complete(ctx, created); err != nil {
+		t.Fatalf("Complete: %v", err)
+	}
+	mustStatus(t, f, s.PK(), idem.StatusCompleted)
+	if listed(t, f, s.PK()) {
+		t.Fatal("completed record still listed in flight")
+	}
+	for range 2 {
+		c, err := f.guard.Begin(ctx, s, request("100"))
+		if err != nil || c.Replay == nil {
+			t.Fatalf("Begin after completion: claim %+v, err %v; want replay", c, err)
+		}
+		if c.Replay.StatusCode != 201 || string(c.Replay.Body) != string(created.Body) || c.Replay.Headers["Content-Type"] != "application/json" {
+			t.Fatalf("replay = %+v, want %+v", c.Replay, created)
+		}
+	}
+}
 
-	t.Run("FirstExecutionThenReplay", func(t *testing.T) {
-		t.Parallel()
-		f := setup(t, newStore)
-		s := scope()
-		lease := mustAcquire(t, f, s, request("100"))
-		if lease.Attempt() != 1 || lease.TakenOver() {
-			t.Fatalf("attempt = %d, want 1", lease.Attempt())
-		}
-		rec := mustStatus(t, f, s.PK(), idem.StatusInProgress)
-		if !listed(t, f, s.PK()) || rec.Account != s.Account || rec.Key != s.Key || rec.DownstreamKey == "" {
-			t.Fatalf("in-progress record incomplete: %+v", rec)
-		}
-		if err := lease.Complete(ctx, created); err != nil {
-			t.Fatalf("Complete: %v", err)
-		}
-		mustStatus(t, f, s.PK(), idem.StatusCompleted)
-		if listed(t, f, s.PK()) {
-			t.Fatal("completed record still listed in flight")
-		}
-		for range 2 {
-			c, err := f.guard.Begin(ctx, s, request("100"))
-			if err != nil || c.Replay == nil {
-				t.Fatalf("Begin after completion: claim %+v, err %v; want replay", c, err)
-			}
-			if c.Replay.StatusCode != 201 || string(c.Replay.Body) != string(created.Body) || c.Replay.Headers["Content-Type"] != "application/json" {
-				t.Fatalf("replay = %+v, want %+v", c.Replay, created)
-			}
-		}
-	})
+func testInFlight(t *testing.T, newStore NewStoreFunc) {
+	t.Parallel()
+	ctx := context.Background()
+	f := setup(t, newStore)
+	s := scope()
+	mustAcquire(t, f, s, request("100"))
+	_, err := f.guard.Begin(ctx, s, request("100"))
+	var inFlight *idem.InFlightError
+	if !errors.Is(err, idem.ErrInFlight) || !errors.As(err, &inFlight) {
+		t.Fatalf("second Begin: err = %v, want ErrInFlight", err)
+	}
+	if inFlight.RetryAfter < time.Second || inFlight.RetryAfter > idem.DefaultMaxRetryAfter {
+		t.Fatalf("RetryAfter = %s, want 1s..%s", inFlight.RetryAfter, idem.DefaultMaxRetryAfter)
+	}
+}
 
-	t.Run("InFlight", func(t *testing.T) {
-		t.Parallel()
-		f := setup(t, newStore)
-		s := scope()
-		mustAcquire(t, f, s, request("100"))
-		_, err := f.guard.Begin(ctx, s, request("100"))
-		var inFlight *idem.InFlightError
-		if !errors.Is(err, idem.ErrInFlight) || !errors.As(err, &inFlight) {
-			t.Fatalf("second Begin: err = %v, want ErrInFlight", err)
+func testKeyReused(t *testing.T, newStore NewStoreFunc) {
+	t.Parallel()
+	ctx := context.Background()
+	f := setup(t, newStore)
+	inFlight, completed, stale := scope(), scope(), scope()
+	mustAcquire(t, f, inFlight, request("100"))
+	mustAcquire(t, f, stale, request("100"))
+	if err := mustAcquire(t, f, completed, request("100")).Complete(ctx, created); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Advance(testLease + time.Second) // stale's lease has expired
+	for _, s := range []idem.Scope{inFlight, completed, stale} {
+		c, err := f.guard.Begin(ctx, s, request("999"))
+		if !errors.Is(err, idem.ErrKeyReused) || c.Replay != nil || c.Lease != nil {
+			t.Fatalf("Begin with another request: claim %+v, err %v; want ErrKeyReused", c, err)
 		}
-		if inFlight.RetryAfter < time.Second || inFlight.RetryAfter > idem.DefaultMaxRetryAfter {
-			t.Fatalf("RetryAfter = %s, want 1s..%s", inFlight.RetryAfter, idem.DefaultMaxRetryAfter)
-		}
-	})
+	}
+	if rec := mustStatus(t, f, stale.PK(), idem.StatusInProgress); rec.Attempt != 1 {
+		t.Fatalf("a different request took over the lease: attempt %d", rec.Attempt)
+	}
+}
 
-	t.Run("KeyReused", func(t *testing.T) {
-		t.Parallel()
-		f := setup(t, newStore)
-		inFlight, completed, stale := scope(), scope(), scope()
-		mustAcquire(t, f, inFlight, request("100"))
-		mustAcquire(t, f, stale, request("100"))
-		if err := mustAcquire(t, f, completed, request("100")).Complete(ctx, created); err != nil {
-			t.Fatal(err)
-		}
-		f.clock.Advance(testLease + time.Second) // stale's lease has expired
-		for _, s := range []idem.Scope{inFlight, completed, stale} {
-			c, err := f.guard.Begin(ctx, s, request("999"))
-			if !errors.Is(err, idem.ErrKeyReused) || c.Replay != nil || c.Lease != nil {
-				t.Fatalf("Begin with another request: claim %+v, err %v; want ErrKeyReused", c, err)
-			}
-		}
-		if rec := mustStatus(t, f, stale.PK(), idem.StatusInProgress); rec.Attempt != 1 {
-			t.Fatalf("a different request took over the lease: attempt %d", rec.Attempt)
-		}
-	})
+func testReleaseFirstAttempt(t *testing.T, newStore NewStoreFunc) {
+	t.Parallel()
+	ctx := context.Background()
+	f := setup(t, newStore)
+	s := scope()
+	lease := mustAcquire(t, f, s, request("100"))
+	if err := lease.Release(ctx); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	mustBeAbsent(t, f, s.PK())
+	again := mustAcquire(t, f, s, request("100"))
+	if again.Attempt() != 1 {
+		t.Fatalf("after release: attempt %d, want a fresh claim", again.Attempt())
+	}
+}
 
-	t.Run("ReleaseFirstAttempt", func(t *testing.T) {
-		t.Parallel()
-		f := setup(t, newStore)
-		s := scope()
-		lease := mustAcquire(t, f, s, request("100"))
-		if err := lease.Release(ctx); err != nil {
-			t.Fatalf("Release: %v", err)
+func testStaleLeaseIsTakenOver(t *testing.T, newStore NewStoreFunc) {
+	t.Parallel()
+	f := setup(t, newStore)
+	s := scope()
+	first := mustAcquire(t, f, s, request("100"))
+	f.clock.Advance(testLease + time.Millisecond)
+	second := mustAcquire(t, f, s, request("100"))
+	if second.Attempt() != 2 || !second.TakenOver() {
+		t.Fatalf("take-over attempt = %d, want 2", second.Attempt())
+	}
+	if second.DownstreamKey() != first.DownstreamKey() {
+		t.Fatalf("downstream key changed on take-over: %s then %s", first.DownstreamKey(), second.DownstreamKey())
+	}
+	if req, err := second.Request(); err != nil || req[0].Value != "100" {
+		t.Fatalf("taken-over request = %v, %v", req, err)
+	}
+}
+
+func testZombieIsFenced(t *testing.T, newStore NewStoreFunc) {
+	t.Parallel()
+	ctx := context.Background()
+	f := setup(t, newStore)
+	s := scope()
+	zombie := mustAcquire(t, f, s, request("100"))
+	f.clock.Advance(testLease + time.Millisecond)
+	owner := mustAcquire(t, f, s, request("100"))
+	for name, write := range map[string]func() error{
+		"Complete": func() error { return zombie.Complete(ctx, idem.Response{StatusCode: 500}) },
+		"Release":  func() error { return zombie.Release(ctx) },
+		"Abandon":  func() error { return zombie.Abandon(ctx) },
+	} {
+		if err := write(); !errors.Is(err, idem.ErrLeaseLost) {
+			t.Fatalf("zombie %s: err = %v, want ErrLeaseLost", name, err)
 		}
+	}
+	if rec := mustStatus(t, f, s.PK(), idem.StatusInProgress); rec.Attempt != 2 {
+		t.Fatalf("zombie changed the record: %+v", rec)
+	}
+	if err := owner.Complete(ctx, created); err != nil {
+		t.Fatalf("owner Complete: %v", err)
+	}
+	if err := zombie.Complete(ctx, idem.Response{StatusCode: 500}); !errors.Is(err, idem.ErrLeaseLost) {
+		t.Fatalf("zombie Complete after owner: err = %v", err)
+	}
+	rec := mustStatus(t, f, s.PK(), idem.StatusCompleted)
+	if rec.Response.StatusCode != 201 {
+		t.Fatalf("stored response overwritten: %d", rec.Response.StatusCode)
+	}
+}
+
+func testReleaseAfterTakeOverIsRefused(t *testing.T, newStore NewStoreFunc) {
+	t.Parallel()
+	ctx := context.Background()
+	f := setup(t, newStore)
+	s := scope()
+	mustAcquire(t, f, s, request("100"))
+	f.clock.Advance(testLease + time.Millisecond)
+	second := mustAcquire(t, f, s, request("100"))
+	if err := second.Release(ctx); !errors.Is(err, idem.ErrReleaseRefused) {
+		t.Fatalf("Release after take-over: err = %v, want ErrReleaseRefused", err)
+	}
+	mustStatus(t, f, s.PK(), idem.StatusInProgress)
+}
+
+func testAbandonNeverExtendsTheLease(t *testing.T, newStore NewStoreFunc) {
+	t.Parallel()
+	ctx := context.Background()
+	f := setup(t, newStore)
+	s := scope()
+	late := mustAcquire(t, f, s, request("100"))
+	end := late.ExpiresAt()
+	f.clock.Advance(testLease + time.Minute) // the worker outlived its lease
+	if err := late.Abandon(ctx); err != nil {
+		t.Fatalf("Abandon: %v", err)
+	}
+	if rec := mustStatus(t, f, s.PK(), idem.StatusInProgress); !rec.LeaseExpiresAt.Equal(end) {
+		t.Fatalf("late Abandon moved the lease end from %v to %v", end, rec.LeaseExpiresAt)
+	}
+}
+
+func testAbandonLetsARetryTakeOver(t *testing.T, newStore NewStoreFunc) {
+	t.Parallel()
+	ctx := context.Background()
+	f := setup(t, newStore)
+	s := scope()
+	first := mustAcquire(t, f, s, request("100"))
+	if err := first.Abandon(ctx); err != nil {
+		t.Fatalf("Abandon: %v", err)
+	}
+	f.clock.Advance(time.Millisecond)
+	retry := mustAcquire(t, f, s, request("100"))
+	if retry.Attempt() != 2 || retry.DownstreamKey() != first.DownstreamKey() {
+		t.Fatalf("retry after abandon: attempt %d, key %s; want 2, %s", retry.Attempt(), retry.DownstreamKey(), first.DownstreamKey())
+	}
+}
+
+func testConcurrentTakeOversOneWins(t *testing.T, newStore NewStoreFunc) {
+	t.Parallel()
+	ctx := context.Background()
+	f := setup(t, newStore)
+	s := scope()
+	mustAcquire(t, f, s, request("100"))
+	f.clock.Advance(testLease + time.Millisecond)
+	results := race(10, func() (idem.Claim, error) { return f.guard.Begin(ctx, s, request("100")) })
+	if got := countLeases(t, results); got != 1 {
+		t.Fatalf("%d of 10 concurrent retries took over, want 1", got)
+	}
+}
+
+func testConcurrentClaimsOneWins(t *testing.T, newStore NewStoreFunc) {
+	t.Parallel()
+	ctx := context.Background()
+	f := setup(t, newStore)
+	s := scope()
+	results := race(20, func() (idem.Claim, error) { return f.guard.Begin(ctx, s, request("100")) })
+	if got := countLeases(t, results); got != 1 {
+		t.Fatalf("%d of 20 concurrent claims acquired, want 1", got)
+	}
+}
+
+func testExpiredRecordIsAbsent(t *testing.T, newStore NewStoreFunc) {
+	t.Parallel()
+	ctx := context.Background()
+	f := setup(t, newStore)
+	done, stuck := scope(), scope()
+	old := mustAcquire(t, f, done, request("100"))
+	if err := old.Complete(ctx, created); err != nil {
+		t.Fatal(err)
+	}
+	mustAcquire(t, f, stuck, request("100"))
+	f.clock.Advance(idem.DefaultRetention + time.Second)
+	for _, s := range []idem.Scope{done, stuck} {
 		mustBeAbsent(t, f, s.PK())
-		again := mustAcquire(t, f, s, request("100"))
-		if again.Attempt() != 1 {
-			t.Fatalf("after release: attempt %d, want a fresh claim", again.Attempt())
+		fresh := mustAcquire(t, f, s, request("200")) // a new operation: another request is fine
+		if fresh.Attempt() != 1 || fresh.DownstreamKey() == old.DownstreamKey() {
+			t.Fatalf("after retention: attempt %d, downstream key reused %v", fresh.Attempt(), fresh.DownstreamKey() == old.DownstreamKey())
 		}
-	})
+	}
+}
 
-	t.Run("StaleLeaseIsTakenOver", func(t *testing.T) {
-		t.Parallel()
-		f := setup(t, newStore)
-		s := scope()
-		first := mustAcquire(t, f, s, request("100"))
-		f.clock.Advance(testLease + time.Millisecond)
-		second := mustAcquire(t, f, s, request("100"))
-		if second.Attempt() != 2 || !second.TakenOver() {
-			t.Fatalf("take-over attempt = %d, want 2", second.Attempt())
-		}
-		if second.DownstreamKey() != first.DownstreamKey() {
-			t.Fatalf("downstream key changed on take-over: %s then %s", first.DownstreamKey(), second.DownstreamKey())
-		}
-		if req, err := second.Request(); err != nil || req[0].Value != "100" {
-			t.Fatalf("taken-over request = %v, %v", req, err)
-		}
-	})
+func testLeaseFromContextDeadline(t *testing.T, newStore NewStoreFunc) {
+	t.Parallel()
+	ctx := context.Background()
+	f := setup(t, newStore)
+	deadline := f.clock.Now().Add(7 * time.Second)
+	dctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	c, err := f.guard.Begin(dctx, scope(), request("100"))
+	if err != nil || c.Lease == nil {
+		t.Fatalf("Begin: %v", err)
+	}
+	if want := deadline.Add(5 * time.Second); !c.Lease.ExpiresAt().Equal(want) {
+		t.Fatalf("lease ends %v, want deadline + margin %v", c.Lease.ExpiresAt(), want)
+	}
+	if left := c.Lease.TimeLeft(); left != 12*time.Second {
+		t.Fatalf("TimeLeft = %s, want 12s", left)
+	}
+}
 
-	t.Run("ZombieIsFenced", func(t *testing.T) {
-		t.Parallel()
-		f := setup(t, newStore)
-		s := scope()
-		zombie := mustAcquire(t, f, s, request("100"))
-		f.clock.Advance(testLease + time.Millisecond)
-		owner := mustAcquire(t, f, s, request("100"))
-		for name, write := range map[string]func() error{
-			"Complete": func() error { return zombie.Complete(ctx, idem.Response{StatusCode: 500}) },
-			"Release":  func() error { return zombie.Release(ctx) },
-			"Abandon":  func() error { return zombie.Abandon(ctx) },
-		} {
-			if err := write(); !errors.Is(err, idem.ErrLeaseLost) {
-				t.Fatalf("zombie %s: err = %v, want ErrLeaseLost", name, err)
-			}
-		}
-		if rec := mustStatus(t, f, s.PK(), idem.StatusInProgress); rec.Attempt != 2 {
-			t.Fatalf("zombie changed the record: %+v", rec)
-		}
-		if err := owner.Complete(ctx, created); err != nil {
-			t.Fatalf("owner Complete: %v", err)
-		}
-		if err := zombie.Complete(ctx, idem.Response{StatusCode: 500}); !errors.Is(err, idem.ErrLeaseLost) {
-			t.Fatalf("zombie Complete after owner: err = %v", err)
-		}
-		rec := mustStatus(t, f, s.PK(), idem.StatusCompleted)
-		if rec.Response.StatusCode != 201 {
-			t.Fatalf("stored response overwritten: %d", rec.Response.StatusCode)
-		}
-	})
+func testCompleteWritesExtraItemsAtomically(t *testing.T, newStore NewStoreFunc) {
+	t.Parallel()
+	ctx := context.Background()
+	f := setup(t, newStore)
+	first, second := scope(), scope()
+	row := idem.Item{PK: "ROW#" + first.Key, Value: map[string]any{"amount": int64(100)}}
+	if err := mustAcquire(t, f, first, request("100")).Complete(ctx, created, row); err != nil {
+		t.Fatalf("Complete: %v", err)
+	}
+	mustStatus(t, f, first.PK(), idem.StatusCompleted)
+	clash := mustAcquire(t, f, second, request("100"))
+	if err := clash.Complete(ctx, created, row); !errors.Is(err, idem.ErrItemExists) {
+		t.Fatalf("Complete with an existing item: err = %v, want ErrItemExists", err)
+	}
+	mustStatus(t, f, second.PK(), idem.StatusInProgress) // all or nothing
+	if err := clash.Complete(ctx, created, idem.Item{PK: "ROW#" + second.Key, Value: map[string]any{"amount": int64(100)}}); err != nil {
+		t.Fatalf("Complete with a new item: %v", err)
+	}
+}
 
-	t.Run("ReleaseAfterTakeOverIsRefused", func(t *testing.T) {
-		t.Parallel()
-		f := setup(t, newStore)
-		s := scope()
-		mustAcquire(t, f, s, request("100"))
-		f.clock.Advance(testLease + time.Millisecond)
-		second := mustAcquire(t, f, s, request("100"))
-		if err := second.Release(ctx); !errors.Is(err, idem.ErrReleaseRefused) {
-			t.Fatalf("Release after take-over: err = %v, want ErrReleaseRefused", err)
-		}
-		mustStatus(t, f, s.PK(), idem.StatusInProgress)
-	})
+func testTakeOverStaleForReconcile(t *testing.T, newStore NewStoreFunc) {
+	t.Parallel()
+	ctx := context.Background()
+	f := setup(t, newStore)
+	s := scope()
+	mustAcquire(t, f, s, request("100"))
+	if _, err := f.guard.TakeOverStale(ctx, s.PK(), 0); !errors.Is(err, idem.ErrLeaseLost) {
+		t.Fatalf("TakeOverStale of a live lease: err = %v, want ErrLeaseLost", err)
+	}
+	f.clock.Advance(testLease + time.Millisecond)
+	if _, err := f.guard.TakeOverStale(ctx, s.PK(), 3*time.Second); !errors.Is(err, idem.ErrLeaseLost) {
+		t.Fatalf("TakeOverStale of a lease ended less than the bound ago: err = %v, want ErrLeaseLost", err)
+	}
+	f.clock.Advance(3 * time.Second)
+	lease, err := f.guard.TakeOverStale(ctx, s.PK(), 3*time.Second)
+	if err != nil || lease.Attempt() != 2 {
+		t.Fatalf("TakeOverStale: %v", err)
+	}
+	if err := lease.ReleaseReconciled(ctx); err != nil {
+		t.Fatalf("ReleaseReconciled: %v", err)
+	}
+	mustBeAbsent(t, f, s.PK())
+	if _, err := f.guard.TakeOverStale(ctx, s.PK(), 0); !errors.Is(err, idem.ErrNotFound) {
+		t.Fatalf("TakeOverStale of an absent record: err = %v", err)
+	}
+}
 
-	t.Run("AbandonNeverExtendsTheLease", func(t *testing.T) {
-		t.Parallel()
-		f := setup(t, newStore)
-		s := scope()
-		late := mustAcquire(t, f, s, request("100"))
-		end := late.ExpiresAt()
-		f.clock.Advance(testLease + time.Minute) // the worker outlived its lease
-		if err := late.Abandon(ctx); err != nil {
-			t.Fatalf("Abandon: %v", err)
-		}
-		if rec := mustStatus(t, f, s.PK(), idem.StatusInProgress); !rec.LeaseExpiresAt.Equal(end) {
-			t.Fatalf("late Abandon moved the lease end from %v to %v", end, rec.LeaseExpiresAt)
-		}
-	})
-
-	t.Run("AbandonLetsARetryTakeOver", func(t *testing.T) {
-		t.Parallel()
-		f := setup(t, newStore)
-		s := scope()
-		first := mustAcquire(t, f, s, request("100"))
-		if err := first.Abandon(ctx); err != nil {
-			t.Fatalf("Abandon: %v", err)
-		}
-		f.clock.Advance(time.Millisecond)
-		retry := mustAcquire(t, f, s, request("100"))
-		if retry.Attempt() != 2 || retry.DownstreamKey() != first.DownstreamKey() {
-			t.Fatalf("retry after abandon: attempt %d, key %s; want 2, %s", retry.Attempt(), retry.DownstreamKey(), first.DownstreamKey())
-		}
-	})
-
-	t.Run("ConcurrentTakeOversOneWins", func(t *testing.T) {
-		t.Parallel()
-		f := setup(t, newStore)
-		s := scope()
-		mustAcquire(t, f, s, request("100"))
-		f.clock.Advance(testLease + time.Millisecond)
-		results := race(10, func() (idem.Claim, error) { return f.guard.Begin(ctx, s, request("100")) })
-		if got := countLeases(t, results); got != 1 {
-			t.Fatalf("%d of 10 concurrent retries took over, want 1", got)
-		}
-	})
-
-	t.Run("ConcurrentClaimsOneWins", func(t *testing.T) {
-		t.Parallel()
-		f := setup(t, newStore)
-		s := scope()
-		results := race(20, func() (idem.Claim, error) { return f.guard.Begin(ctx, s, request("100")) })
-		if got := countLeases(t, results); got != 1 {
-			t.Fatalf("%d of 20 concurrent claims acquired, want 1", got)
-		}
-	})
-
-	t.Run("ExpiredRecordIsAbsent", func(t *testing.T) {
-		t.Parallel()
-		f := setup(t, newStore)
-		done, stuck := scope(), scope()
-		old := mustAcquire(t, f, done, request("100"))
-		if err := old.Complete(ctx, created); err != nil {
-			t.Fatal(err)
-		}
-		mustAcquire(t, f, stuck, request("100"))
-		f.clock.Advance(idem.DefaultRetention + time.Second)
-		for _, s := range []idem.Scope{done, stuck} {
-			mustBeAbsent(t, f, s.PK())
-			fresh := mustAcquire(t, f, s, request("200")) // a new operation: another request is fine
-			if fresh.Attempt() != 1 || fresh.DownstreamKey() == old.DownstreamKey() {
-				t.Fatalf("after retention: attempt %d, downstream key reused %v", fresh.Attempt(), fresh.DownstreamKey() == old.DownstreamKey())
-			}
-		}
-	})
-
-	t.Run("LeaseFromContextDeadline", func(t *testing.T) {
-		t.Parallel()
-		f := setup(t, newStore)
-		deadline := f.clock.Now().Add(7 * time.Second)
-		dctx, cancel := context.WithDeadline(ctx, deadline)
-		defer cancel()
-		c, err := f.guard.Begin(dctx, scope(), request("100"))
-		if err != nil || c.Lease == nil {
-			t.Fatalf("Begin: %v", err)
-		}
-		if want := deadline.Add(5 * time.Second); !c.Lease.ExpiresAt().Equal(want) {
-			t.Fatalf("lease ends %v, want deadline + margin %v", c.Lease.ExpiresAt(), want)
-		}
-		if left := c.Lease.TimeLeft(); left != 12*time.Second {
-			t.Fatalf("TimeLeft = %s, want 12s", left)
-		}
-	})
-
-	t.Run("CompleteWritesExtraItemsAtomically", func(t *testing.T) {
-		t.Parallel()
-		f := setup(t, newStore)
-		first, second := scope(), scope()
-		row := idem.Item{PK: "ROW#" + first.Key, Value: map[string]any{"amount": int64(100)}}
-		if err := mustAcquire(t, f, first, request("100")).Complete(ctx, created, row); err != nil {
-			t.Fatalf("Complete: %v", err)
-		}
-		mustStatus(t, f, first.PK(), idem.StatusCompleted)
-		clash := mustAcquire(t, f, second, request("100"))
-		if err := clash.Complete(ctx, created, row); !errors.Is(err, idem.ErrItemExists) {
-			t.Fatalf("Complete with an existing item: err = %v, want ErrItemExists", err)
-		}
-		mustStatus(t, f, second.PK(), idem.StatusInProgress) // all or nothing
-		if err := clash.Complete(ctx, created, idem.Item{PK: "ROW#" + second.Key, Value: map[string]any{"amount": int64(100)}}); err != nil {
-			t.Fatalf("Complete with a new item: %v", err)
-		}
-	})
-
-	t.Run("TakeOverStaleForReconcile", func(t *testing.T) {
-		t.Parallel()
-		f := setup(t, newStore)
-		s := scope()
-		mustAcquire(t, f, s, request("100"))
-		if _, err := f.guard.TakeOverStale(ctx, s.PK(), 0); !errors.Is(err, idem.ErrLeaseLost) {
-			t.Fatalf("TakeOverStale of a live lease: err = %v, want ErrLeaseLost", err)
-		}
-		f.clock.Advance(testLease + time.Millisecond)
-		if _, err := f.guard.TakeOverStale(ctx, s.PK(), 3*time.Second); !errors.Is(err, idem.ErrLeaseLost) {
-			t.Fatalf("TakeOverStale of a lease ended less than the bound ago: err = %v, want ErrLeaseLost", err)
-		}
-		f.clock.Advance(3 * time.Second)
-		lease, err := f.guard.TakeOverStale(ctx, s.PK(), 3*time.Second)
-		if err != nil || lease.Attempt() != 2 {
-			t.Fatalf("TakeOverStale: %v", err)
-		}
-		if err := lease.ReleaseReconciled(ctx); err != nil {
-			t.Fatalf("ReleaseReconciled: %v", err)
-		}
-		mustBeAbsent(t, f, s.PK())
-		if _, err := f.guard.TakeOverStale(ctx, s.PK(), 0); !errors.Is(err, idem.ErrNotFound) {
-			t.Fatalf("TakeOverStale of an absent record: err = %v", err)
-		}
-	})
-
-	t.Run("ListInFlightPagesByLeaseEnd", func(t *testing.T) {
-		t.Parallel()
-		f := setup(t, newStore)
-		const shard = 7
-		var stale []string
-		for range 4 { // leases ending 1 s apart
-			stale = append(stale, mustAcquire(t, f, scopeInShard(shard), request("1")).PK())
-			f.clock.Advance(time.Second)
-		}
-		fresh := mustAcquire(t, f, scopeInShard(shard), request("1")).PK()
-		done := mustAcquire(t, f, scopeInShard(shard), request("1"))
-		if err := done.Complete(ctx, created); err != nil {
-			t.Fatal(err)
-		}
-		freed := mustAcquire(t, f, scopeInShard(shard), request("1"))
-		if err := freed.Release(ctx); err != nil {
-			t.Fatal(err)
-		}
-		elsewhere := mustAcquire(t, f, scopeInShard(shard+1), request("1")).PK()
-		// The fourth lease ended 1 s before the fresh one, which has not.
-		cutoff := f.clock.Now().Add(testLease - 500*time.Millisecond)
-
-		var got []string
-		q := idem.InFlightQuery{Shard: shard, EndedBefore: cutoff, Limit: 3}
-		for {
-			page, more, err := f.store.ListInFlight(ctx, q)
-			if err != nil {
-				t.Fatalf("ListInFlight: %v", err)
-			}
-			if len(page) > q.Limit {
-				t.Fatalf("page of %d, limit %d", len(page), q.Limit)
-			}
-			for _, e := range page {
-				got = append(got, e.PK)
-				if e.LeaseToken == "" || !e.LeaseExpiresAt.Before(cutoff) || !e.StaleAt.IsZero() || e.ReconcileAttempts != 0 {
-					t.Fatalf("entry %+v", e)
-				}
-			}
-			if !more || len(page) == 0 {
-				break
-			}
-			q.After = &page[len(page)-1]
-		}
-		if !slices.Equal(got, stale) {
-			t.Fatalf("listed %v, want %v by lease end (not %s, %s, %s or %s)", got, stale, fresh, done.PK(), freed.PK(), elsewhere)
-		}
-		var all []string
-		for page, err := range idem.EndedBefore(ctx, f.store, shard, cutoff) {
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, e := range page {
-				all = append(all, e.PK)
-			}
-		}
-		if !slices.Equal(all, stale) {
-			t.Fatalf("EndedBefore listed %v, want %v", all, stale)
-		}
-	})
-
-	t.Run("FlagIsFenced", func(t *testing.T) {
-		t.Parallel()
-		f := setup(t, newStore)
-		s := scope()
-		lease := mustAcquire(t, f, s, request("1"))
-		f.clock.Advance(2 * testLease)
-		entry := func() idem.InFlight {
-			t.Helper()
-			page, _, err := f.store.ListInFlight(ctx, idem.InFlightQuery{Shard: idem.ShardOf(s.PK()), EndedBefore: f.clock.Now().Add(24 * time.Hour), Limit: 10})
-			if err != nil || len(page) != 1 || page[0].PK != s.PK() {
-				t.Fatalf("ListInFlight = %+v, %v", page, err)
-			}
-			return page[0]
-		}
-		first := entry()
-		results := make([]error, 8)
-		var wg sync.WaitGroup
-		for i := range results {
-			wg.Go(func() { results[i] = f.store.Flag(ctx, first, f.clock.Now()) })
-		}
-		wg.Wait()
-		won := 0
-		for _, err := range results {
-			switch {
-			case err == nil:
-				won++
-			case !errors.Is(err, idem.ErrLeaseLost):
-				t.Fatalf("Flag: %v", err)
-			}
-		}
-		if won != 1 {
-			t.Fatalf("%d of 8 concurrent flags won, want 1", won)
-		}
-		flagged := entry()
-		if flagged.ReconcileAttempts != 1 || flagged.StaleAt.UnixMilli() != f.clock.Now().UnixMilli() {
-			t.Fatalf("after one flag: %+v", flagged)
-		}
+func testListInFlightPagesByLeaseEnd(t *testing.T, newStore NewStoreFunc) {
+	t.Parallel()
+	ctx := context.Background()
+	f := setup(t, newStore)
+	const shard = 7
+	var stale []string
+	for range 4 { // leases ending 1 s apart
+		stale = append(stale, mustAcquire(t, f, scopeInShard(shard), request("1")).PK())
 		f.clock.Advance(time.Second)
-		if err := f.store.Flag(ctx, flagged, f.clock.Now()); err != nil {
-			t.Fatalf("second flag: %v", err)
+	}
+	fresh := mustAcquire(t, f, scopeInShard(shard), request("1")).PK()
+	done := mustAcquire(t, f, scopeInShard(shard), request("1"))
+	if err := done.Complete(ctx, created); err != nil {
+		t.Fatal(err)
+	}
+	freed := mustAcquire(t, f, scopeInShard(shard), request("1"))
+	if err := freed.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	elsewhere := mustAcquire(t, f, scopeInShard(shard+1), request("1")).PK()
+	// The fourth lease ended 1 s before the fresh one, which has not.
+	cutoff := f.clock.Now().Add(testLease - 500*time.Millisecond)
+
+	var got []string
+	q := idem.InFlightQuery{Shard: shard, EndedBefore: cutoff, Limit: 3}
+	for {
+		page, more, err := f.store.ListInFlight(ctx, q)
+		if err != nil {
+			t.Fatalf("ListInFlight: %v", err)
 		}
-		if e := entry(); e.ReconcileAttempts != 2 {
-			t.Fatalf("after two flags: %+v", e)
+		if len(page) > q.Limit {
+			t.Fatalf("page of %d, limit %d", len(page), q.Limit)
 		}
-		taken, err := f.guard.TakeOverStale(ctx, s.PK(), time.Second)
+		for _, e := range page {
+			got = append(got, e.PK)
+			if e.LeaseToken == "" || !e.LeaseExpiresAt.Before(cutoff) || !e.StaleAt.IsZero() || e.ReconcileAttempts != 0 {
+				t.Fatalf("entry %+v", e)
+			}
+		}
+		if !more || len(page) == 0 {
+			break
+		}
+		q.After = &page[len(page)-1]
+	}
+	if !slices.Equal(got, stale) {
+		t.Fatalf("listed %v, want %v by lease end (not %s, %s, %s or %s)", got, stale, fresh, done.PK(), freed.PK(), elsewhere)
+	}
+	var all []string
+	for page, err := range idem.EndedBefore(ctx, f.store, shard, cutoff) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := f.store.Flag(ctx, entry(), f.clock.Now()); err != nil {
-			t.Fatalf("flag under the new lease: %v", err)
+		for _, e := range page {
+			all = append(all, e.PK)
 		}
-		if err := f.store.Flag(ctx, flagged, f.clock.Now()); !errors.Is(err, idem.ErrLeaseLost) {
-			t.Fatalf("flag of an entry listed under the old lease: %v, want ErrLeaseLost", err)
-		}
-		stillListed := entry()
-		if err := taken.Complete(ctx, created); err != nil {
-			t.Fatal(err)
-		}
-		if err := f.store.Flag(ctx, stillListed, f.clock.Now()); !errors.Is(err, idem.ErrLeaseLost) {
-			t.Fatalf("flag of a completed record: %v, want ErrLeaseLost", err)
-		}
-		if err := lease.Complete(ctx, created); !errors.Is(err, idem.ErrLeaseLost) {
-			t.Fatalf("zombie completion: %v", err)
-		}
-	})
+	}
+	if !slices.Equal(all, stale) {
+		t.Fatalf("EndedBefore listed %v, want %v", all, stale)
+	}
+}
 
-	t.Run("BadInputWritesNothing", func(t *testing.T) {
-		t.Parallel()
-		f := setup(t, newStore)
-		for _, s := range []idem.Scope{
-			{Operation: "charge", Account: "acct_1", Key: ""},
-			{Operation: "charge", Account: "acct_1", Key: "short"},
-			{Operation: "charge", Account: "acct_1", Key: string(make([]byte, 129))},
-			{Operation: "charge", Account: "acct_1", Key: "clé-non-ascii"},
-			{Operation: "charge", Account: "acct_1", Key: "has space in it"},
-			{Operation: "charge", Account: "", Key: "valid-key-123"},
-			{Operation: "charge", Account: "a\x00b", Key: "valid-key-123"},
-		} {
-			_, err := f.guard.Begin(ctx, s, request("100"))
-			if !errors.Is(err, idem.ErrKeyInvalid) && !errors.Is(err, idem.ErrKeyMissing) && !errors.Is(err, idem.ErrAccountInvalid) {
-				t.Fatalf("Begin(%q, %q): err = %v, want a typed input error", s.Account, s.Key, err)
-			}
-			mustBeAbsent(t, f, s.PK())
+func testFlagIsFenced(t *testing.T, newStore NewStoreFunc) {
+	t.Parallel()
+	ctx := context.Background()
+	f := setup(t, newStore)
+	s := scope()
+	lease := mustAcquire(t, f, s, request("1"))
+	f.clock.Advance(2 * testLease)
+	entry := func() idem.InFlight {
+		t.Helper()
+		page, _, err := f.store.ListInFlight(ctx, idem.InFlightQuery{Shard: idem.ShardOf(s.PK()), EndedBefore: f.clock.Now().Add(24 * time.Hour), Limit: 10})
+		if err != nil || len(page) != 1 || page[0].PK != s.PK() {
+			t.Fatalf("ListInFlight = %+v, %v", page, err)
 		}
-	})
+		return page[0]
+	}
+	first := entry()
+	results := make([]error, 8)
+	var wg sync.WaitGroup
+	for i := range results {
+		wg.Go(func() { results[i] = f.store.Flag(ctx, first, f.clock.Now()) })
+	}
+	wg.Wait()
+	won := 0
+	for _, err := range results {
+		switch {
+		case err == nil:
+			won++
+		case !errors.Is(err, idem.ErrLeaseLost):
+			t.Fatalf("Flag: %v", err)
+		}
+	}
+	if won != 1 {
+		t.Fatalf("%d of 8 concurrent flags won, want 1", won)
+	}
+	flagged := entry()
+	if flagged.ReconcileAttempts != 1 || flagged.StaleAt.UnixMilli() != f.clock.Now().UnixMilli() {
+		t.Fatalf("after one flag: %+v", flagged)
+	}
+	f.clock.Advance(time.Second)
+	if err := f.store.Flag(ctx, flagged, f.clock.Now()); err != nil {
+		t.Fatalf("second flag: %v", err)
+	}
+	if e := entry(); e.ReconcileAttempts != 2 {
+		t.Fatalf("after two flags: %+v", e)
+	}
+	taken, err := f.guard.TakeOverStale(ctx, s.PK(), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.store.Flag(ctx, entry(), f.clock.Now()); err != nil {
+		t.Fatalf("flag under the new lease: %v", err)
+	}
+	if err := f.store.Flag(ctx, flagged, f.clock.Now()); !errors.Is(err, idem.ErrLeaseLost) {
+		t.Fatalf("flag of an entry listed under the old lease: %v, want ErrLeaseLost", err)
+	}
+	stillListed := entry()
+	if err := taken.Complete(ctx, created); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.store.Flag(ctx, stillListed, f.clock.Now()); !errors.Is(err, idem.ErrLeaseLost) {
+		t.Fatalf("flag of a completed record: %v, want ErrLeaseLost", err)
+	}
+	if err := lease.Complete(ctx, created); !errors.Is(err, idem.ErrLeaseLost) {
+		t.Fatalf("zombie completion: %v", err)
+	}
+}
+
+func testBadInputWritesNothing(t *testing.T, newStore NewStoreFunc) {
+	t.Parallel()
+	ctx := context.Background()
+	f := setup(t, newStore)
+	for _, s := range []idem.Scope{
+		{Operation: "charge", Account: "acct_1", Key: ""},
+		{Operation: "charge", Account: "acct_1", Key: "short"},
+		{Operation: "charge", Account: "acct_1", Key: string(make([]byte, 129))},
+		{Operation: "charge", Account: "acct_1", Key: "clé-non-ascii"},
+		{Operation: "charge", Account: "acct_1", Key: "has space in it"},
+		{Operation: "charge", Account: "", Key: "valid-key-123"},
+		{Operation: "charge", Account: "a\x00b", Key: "valid-key-123"},
+	} {
+		_, err := f.guard.Begin(ctx, s, request("100"))
+		if !errors.Is(err, idem.ErrKeyInvalid) && !errors.Is(err, idem.ErrKeyMissing) && !errors.Is(err, idem.ErrAccountInvalid) {
+			t.Fatalf("Begin(%q, %q): err = %v, want a typed input error", s.Account, s.Key, err)
+		}
+		mustBeAbsent(t, f, s.PK())
+	}
 }
 
 // listed reports whether pk is among the in-flight records of its shard
