@@ -193,7 +193,7 @@ func watch(stack awscdk.Stack, cfg Config, w watched) awssns.Topic {
 	alarm("IndexThrottlesAlarm", "DynamoDB throttled the in-flight index: its writes back-pressure the table's; check the shard spread",
 		sum("ddb", ddb("ReadThrottleEvents", index), ddb("WriteThrottleEvents", index)), 1)
 	var systemErrors []awscloudwatch.IMetric
-	for _, op := range []string{"GetItem", "PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems", "Query"} {
+	for _, op := range []string{"GetItem", "PutItem", "UpdateItem", "DeleteItem", "Query"} {
 		systemErrors = append(systemErrors, ddb("SystemErrors", map[string]string{"Operation": op}))
 	}
 	alarm("TableSystemErrorsAlarm", "DynamoDB answered 5xx: the functions retry and answer 503; check the AWS Health Dashboard",

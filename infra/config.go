@@ -96,11 +96,13 @@ type Config struct {
 	AlarmEmails []string
 	// TableWarmWrites and IndexWarmWrites pre-warm the on-demand table and
 	// its in-flight index (write units per second; 0: DynamoDB's default,
-	// 4,000 for a new table). A charge writes about 5 units to the table
-	// (the claim 1, the completion's transaction of the record and the ledger
-	// row 2 × 2) and 2 to the index (the entry in, the entry out), so the
-	// design's 5,000 charges/s need 25,000 and 10,000. (Serving that rate
-	// takes a reservation of 2,500 at a p99 of 0.5 s: the throttle rule.)
+	// 4,000 for a new table). A charge writes 3 units to the table (the
+	// claim, the ledger row, the completion; each item under 1 KB) and 2 to
+	// the index (the entry in, the entry out), so the design's 5,000
+	// charges/s need 15,000 and 10,000; prod pre-warms the table to 25,000,
+	// headroom for retries and storms of replays (1 unit each). (Serving
+	// that rate takes a reservation of 2,500 at a p99 of 0.5 s: the
+	// throttle rule.)
 	TableWarmWrites, IndexWarmWrites int
 	// Tracing deploys the functions' spans: the ADOT collector layer (its
 	// ARN per region from CDK's table, pinned to collectorLayer), an OTLP

@@ -30,6 +30,7 @@ fail=0
 verify "safety: assertions, end states"           ""                 "-DNOCLAIM" ""                 || fail=1
 verify "LTL [] authorizations <= 1"                ""                 ""          "-a -N atMostOne" || fail=1
 verify "LTL in flight -> <> settled (weak fair)"   ""                 "-DNFAIR=4" "-a -f -N settles" || fail=1
+verify "LTL completed -> its ledger row"            ""                 ""          "-a -N ledgerFirst" || fail=1
 for rule in 1 2 3; do
   if verify "control: rule $rule dropped (must fail)" "-DDROP_RULE$rule" "-DNOCLAIM" ""; then
     echo "model: dropping rule $rule found no counterexample" >&2; fail=1
@@ -37,6 +38,9 @@ for rule in 1 2 3; do
 done
 if verify "control: lookup before take-over (must fail)" "-DLOOKUP_FIRST" "-DNOCLAIM" ""; then
   echo "model: the old idemctl order found no counterexample" >&2; fail=1
+fi
+if verify "control: record before ledger row (must fail)" "-DCOMPLETE_FIRST" "" "-a -N ledgerFirst"; then
+  echo "model: completing before the ledger row found no counterexample" >&2; fail=1
 fi
 if verify "control: no reconciler, liveness (must fail)" "-DNO_RECONCILER" "-DNFAIR=4" "-a -f -N settles"; then
   echo "model: without the reconciler the liveness property still held" >&2; fail=1

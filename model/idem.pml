@@ -16,6 +16,9 @@
  *   -DLOOKUP_FIRST the reconciler asks the acquirer before its take-over and
  *                 acts on that answer after it (idemctl release's old order,
  *                 with a person confirming in between)
+ *   -DCOMPLETE_FIRST a completion updates the record before it writes the
+ *                 ledger row, so a crash between the two leaves a COMPLETED
+ *                 record with no row (the property ledgerFirst)
  */
 
 #define WORKERS 3
@@ -38,6 +41,7 @@ byte inTransit = 0;
 byte transit[WORKERS + 1];	/* the key each worker's request carries while in transit */
 bool leaseHasTransit = false;	/* a request sent under the current lease has not landed */
 
+bool ledger[8];		/* the ledger rows, by downstream key (the charge id is derived from it) */
 bool stored = false;
 byte storedKey = NONE;
 byte reconcileFailures = 0;
@@ -50,17 +54,50 @@ inline keyOf(k) {
 #endif
 }
 
-/* idem.Lease.Complete: TransactWriteItems fenced on the lease token. */
-inline complete(me, k) {
+/* charge.Ledger.Record: PutItem if no row exists for the charge id. An
+ * existing row is this intent's, written by an earlier attempt from the
+ * same authorization: it is taken as it is. No lease fence: a zombie's late
+ * write finds the row and changes nothing. */
+inline ledgerRow(k) {
+	atomic {
+		assert(authorized[k]);	/* no ledger row without an authorization behind it */
+		ledger[k] = true
+	}
+}
+
+/* idem.Lease.Complete: one UpdateItem fenced on the lease token. */
+inline completeRecord(me, k) {
 	atomic {
 		if
 		:: rec == INPROG && owner == me ->
 			assert(!stored);	/* a stored response never changes */
 			assert(authorized[k]);	/* it is the acquirer's outcome */
+			assert(ledger[k]);	/* the ledger row was written first */
 			rec = COMPLETED; stored = true; storedKey = k; owner = 0
 		:: else -> skip	/* idem.ErrLeaseLost: the worker re-reads; answers from the record */
 		fi
 	}
+}
+
+/* charge.Service.finish for a worker: the ledger row, then the record; it
+ * may crash between the two (the record stays in flight for a retry or the
+ * reconciler, which find the row and reuse it). */
+inline finish(me, k) {
+#ifdef COMPLETE_FIRST
+	completeRecord(me, k);
+	if
+	:: goto done	/* crash between the writes */
+	:: skip
+	fi;
+	ledgerRow(k)
+#else
+	ledgerRow(k);
+	if
+	:: goto done	/* crash between the writes */
+	:: skip
+	fi;
+	completeRecord(me, k)
+#endif
 }
 
 proctype Worker(byte me) {
@@ -82,7 +119,7 @@ proctype Worker(byte me) {
 	fi;
 	/* charge.Service.execute: after a take-over, Lookup by downstream key first. */
 	if
-	:: takenOver && authorized[k] -> complete(me, k); goto done
+	:: takenOver && authorized[k] -> finish(me, k); goto done
 	:: else -> skip
 	fi;
 	/* charge.Service.callContext (rule 3), then acquirer.Client.Authorize. */
@@ -104,7 +141,7 @@ proctype Worker(byte me) {
 	:: goto done	/* crash before sending */
 	fi;
 	if
-	:: transit[me] == NONE -> complete(me, k)	/* answered: charge.Service.finish */
+	:: transit[me] == NONE -> finish(me, k)	/* answered */
 	:: atomic { rec == INPROG && owner == me -> lease = ENDED }	/* unknown: idem.Lease.Abandon */
 	:: goto done	/* crash while waiting */
 	fi;
@@ -164,7 +201,7 @@ end:	do
 	   if
 	   :: atomic { rec == INPROG && lease == STALE -> owner = 4; attempt++; lease = LIVE; leaseHasTransit = false };
 	      if
-	      :: seen -> complete(4, k)
+	      :: seen -> ledgerRow(k); completeRecord(4, k)
 	      :: atomic { !seen && rec == INPROG && owner == 4 -> rec = ABSENT; owner = 0 }	/* released on the old answer */
 	      :: else -> skip
 	      fi
@@ -182,7 +219,11 @@ end:	do
 		owner = 4; attempt++; lease = LIVE; leaseHasTransit = false; keyOf(k)
 	   };
 	   if
-	   :: authorized[k] -> complete(4, k)
+	   :: authorized[k] -> ledgerRow(k);
+	      if
+	      :: completeRecord(4, k)
+	      :: atomic { reconcileFailures < 2 && rec == INPROG && owner == 4 -> reconcileFailures++; lease = ENDED }	/* the completion failed after the row */
+	      fi
 	   :: atomic { !authorized[k] && rec == INPROG && owner == 4 -> rec = ABSENT; owner = 0 }
 	   :: atomic { reconcileFailures < 2 && rec == INPROG && owner == 4 -> reconcileFailures++; lease = ENDED }	/* lookup failed */
 	   :: else -> skip
@@ -210,3 +251,4 @@ init {
 
 ltl atMostOne { [] (authorizations <= 1) }
 ltl settles { [] (rec == INPROG -> <> (rec != INPROG)) }
+ltl ledgerFirst { [] (rec == COMPLETED -> ledger[storedKey]) }

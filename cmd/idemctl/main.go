@@ -247,8 +247,9 @@ func describe(ctx context.Context, ledger charge.Ledger, rec *idem.Record) view 
 		}
 		v.Response = &response{Status: rec.Response.StatusCode, Headers: rec.Response.Headers, Body: body}
 		if ch, err := ledger.Get(ctx, charge.ChargeID(rec.DownstreamKey)); err == nil {
-			_ = json.Unmarshal(httpapi.Body(ch), &v.Ledger) // our own rendering: it parses
-			v.Ledger["account"] = ch.Account
+			if json.Unmarshal(httpapi.Body(ch), &v.Ledger) == nil { // our own rendering: it parses
+				v.Ledger["account"] = ch.Account
+			}
 		}
 	}
 	return v

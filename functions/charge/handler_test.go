@@ -32,7 +32,7 @@ func newHandler(t testing.TB) (*Handler, *sandbox.Server) {
 	}
 	store := idemtest.NewMemoryStore()
 	guard := idem.NewGuard(store, idem.Config{CacheSize: 100})
-	return &Handler{Service: charge.NewService(guard, chargetest.NewLedger(store), acq, httpapi.Answer, charge.Config{}), AccountClaim: "sub"}, sb
+	return &Handler{Service: charge.NewService(guard, chargetest.NewLedger(), acq, httpapi.Answer, charge.Config{}), AccountClaim: "sub"}, sb
 }
 
 func loadEvent(t testing.TB, name string) events.APIGatewayV2HTTPRequest {

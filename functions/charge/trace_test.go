@@ -29,7 +29,7 @@ func TestSpansContinueTheGatewayTrace(t *testing.T) {
 		tracer := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)).Tracer("test")
 		store := idemtest.NewMemoryStore()
 		guard := idem.NewGuard(store, idem.Config{})
-		h := &Handler{Service: charge.NewService(guard, chargetest.NewLedger(store), sandbox.New(""), httpapi.Answer, charge.Config{Tracer: tracer}), AccountClaim: "sub", Tracer: tracer}
+		h := &Handler{Service: charge.NewService(guard, chargetest.NewLedger(), sandbox.New(""), httpapi.Answer, charge.Config{Tracer: tracer}), AccountClaim: "sub", Tracer: tracer}
 		ev := loadEvent(t, "create-charge.json")
 		ev.Headers[hdr[0]] = hdr[1]
 		if resp, _ := h.Handle(context.Background(), ev); resp.StatusCode != 201 {
@@ -46,7 +46,7 @@ func TestSpansContinueTheGatewayTrace(t *testing.T) {
 		if got := root.SpanContext().TraceID().String(); got != "4bf92f3577b34da6a3ce929d0e0e4736" || root.Parent().SpanID().String() != "00f067aa0ba902b7" {
 			t.Fatalf("%s: request span trace %s parent %s: the gateway's trace was not continued", name, got, root.Parent().SpanID())
 		}
-		for _, child := range []string{"idem.claim", "acquirer.authorize", "idem.complete"} {
+		for _, child := range []string{"idem.claim", "acquirer.authorize", "ledger.write", "idem.complete"} {
 			s, ok := spans[child]
 			if !ok || s.Parent().SpanID() != root.SpanContext().SpanID() {
 				t.Fatalf("%s: %s missing or not a child of the request span", name, child)

@@ -62,7 +62,7 @@ func TestHandleSQSEvent(t *testing.T) {
 	store := idemtest.NewMemoryStore()
 	guard := idem.NewGuard(store, idem.Config{})
 	dl := &deadLetters{}
-	h := &Handler{Service: charge.NewService(guard, chargetest.NewLedger(store), sb, httpapi.Answer, charge.Config{}), DeadLetters: dl,
+	h := &Handler{Service: charge.NewService(guard, chargetest.NewLedger(), sb, httpapi.Answer, charge.Config{}), DeadLetters: dl,
 		Sources:     map[string]Source{testQueue: {Source: command.Source{ARN: testQueue, URL: "u", Producer: "orders", Accounts: []string{"acct_7Hq2"}}, Queue: noDelay{}}},
 		Concurrency: 2, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	resp, err := h.Handle(context.Background(), ev)
@@ -130,7 +130,7 @@ func TestProducerBinding(t *testing.T) {
 			sb := sandbox.New("")
 			store := idemtest.NewMemoryStore()
 			dl := &deadLetters{}
-			h := &Handler{Service: charge.NewService(idem.NewGuard(store, idem.Config{}), chargetest.NewLedger(store), sb, httpapi.Answer, charge.Config{}),
+			h := &Handler{Service: charge.NewService(idem.NewGuard(store, idem.Config{}), chargetest.NewLedger(), sb, httpapi.Answer, charge.Config{}),
 				Sources: sources, DeadLetters: dl, Concurrency: 1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 			resp, _ := h.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m1", Body: tc.body, EventSourceARN: tc.queue}}})
 			if len(resp.BatchItemFailures) != 0 {
@@ -188,7 +188,7 @@ func TestInFlightHiddenUntilTheLeaseIsOver(t *testing.T) {
 	}
 	clock.Advance(15 * time.Second)
 	d := &delays{}
-	h := &Handler{Service: charge.NewService(guard, chargetest.NewLedger(store), sandbox.New(""), httpapi.Answer, charge.Config{Now: clock.Now, InTransitBound: 5 * time.Second, ClockSkew: time.Second}),
+	h := &Handler{Service: charge.NewService(guard, chargetest.NewLedger(), sandbox.New(""), httpapi.Answer, charge.Config{Now: clock.Now, InTransitBound: 5 * time.Second, ClockSkew: time.Second}),
 		Sources:     map[string]Source{testQueue: {Source: command.Source{ARN: testQueue, URL: "u", Producer: "orders", Accounts: []string{"acct_7Hq2"}}, Queue: d}},
 		DeadLetters: &deadLetters{}, Concurrency: 1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	msg, _ := command.Charge("acct_7Hq2", "held-elsewhere", body).Encode()
@@ -206,7 +206,7 @@ func TestReconcileWithoutARecordIsMalformed(t *testing.T) {
 	const reconcile = "arn:q:reconcile"
 	dl := &deadLetters{}
 	store := idemtest.NewMemoryStore()
-	h := &Handler{Service: charge.NewService(idem.NewGuard(store, idem.Config{}), chargetest.NewLedger(store), sandbox.New(""), httpapi.Answer, charge.Config{}),
+	h := &Handler{Service: charge.NewService(idem.NewGuard(store, idem.Config{}), chargetest.NewLedger(), sandbox.New(""), httpapi.Answer, charge.Config{}),
 		Sources:     map[string]Source{reconcile: {Source: command.Source{ARN: reconcile, URL: "u", Reconcile: true}, Queue: noDelay{}}},
 		DeadLetters: dl, Concurrency: 1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	var ev events.SQSEvent
@@ -291,7 +291,7 @@ func TestVerdicts(t *testing.T) {
 			}
 			d, dl := &delays{}, &deadLetters{}
 			var logs bytes.Buffer
-			h := &Handler{Service: charge.NewService(guard, chargetest.NewLedger(store), tc.acq, httpapi.Answer, charge.Config{Now: clock.Now}), DeadLetters: dl, Concurrency: 1,
+			h := &Handler{Service: charge.NewService(guard, chargetest.NewLedger(), tc.acq, httpapi.Answer, charge.Config{Now: clock.Now}), DeadLetters: dl, Concurrency: 1,
 				Sources: map[string]Source{
 					orders:    {Source: command.Source{ARN: orders, URL: "u1", Producer: "orders", Accounts: []string{"acct_7Hq2"}}, Queue: d},
 					reconcile: {Source: command.Source{ARN: reconcile, URL: "u2", Reconcile: true}, Queue: d},

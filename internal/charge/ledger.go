@@ -5,24 +5,35 @@ import (
 	"errors"
 	"time"
 
-	"github.com/idempotent-payments/idempay/internal/idem"
 )
 
-// Ledger keeps the charges: one row per charge, written with the
-// completion that answers its intent and never changed after. Its
-// implementations sit beside the stores (dynamoledger on DynamoDB,
-// chargetest in memory); only they know the row's layout and key.
+// Ledger keeps the charges: one row per charge, written before the
+// completion that answers its intent and never changed after. A charge's
+// id is derived from its intent's downstream key, so every attempt of one
+// intent names the same row, and a row always has the acquirer's
+// authorization behind it. Its implementations sit beside the stores
+// (dynamoledger on DynamoDB, chargetest in memory); only they know the
+// row's layout and key.
 type Ledger interface {
-	// Entry is the row that records c, for the completion to write
-	// atomically with the answer, and only if no row for c.ID exists.
-	Entry(c Charge) idem.Item
-	// Get returns charge id, ErrNoCharge when there is none, or a store
-	// error.
+	// Write writes c's row unless a row for c.ID exists, and returns the
+	// row as stored: c, or the existing row, which an earlier attempt of
+	// the same intent wrote from the same authorization and which wins.
+	// Not fenced by any lease: a late writer finds the row and changes
+	// nothing.
+	Write(ctx context.Context, c Charge) (Charge, error)
+	// Get returns charge id, ErrNoCharge when there is none,
+	// ErrUnreadableCharge when its row does not decode, or a store error.
 	Get(ctx context.Context, id string) (Charge, error)
 }
 
-// ErrNoCharge: the ledger has no charge with that id.
-var ErrNoCharge = errors.New("no such charge")
+// Errors of a Ledger.
+var (
+	// ErrNoCharge: the ledger has no charge with that id.
+	ErrNoCharge = errors.New("no such charge")
+	// ErrUnreadableCharge: the row under that id is not a charge this code
+	// can read. Retrying does not help; an operator should look.
+	ErrUnreadableCharge = errors.New("unreadable ledger row")
+)
 
 // Charge is the ledger row of one charge. Its public JSON is the HTTP API's
 // (httpapi.Body).

@@ -407,8 +407,11 @@ func (s *Service) outcomePending() Result {
 	return Result{Outcome: Pending, RetryAfter: s.cfg.RetryAfter}
 }
 
-// finish stores the acquirer's outcome with its ledger row. A lost lease
-// means another attempt resolved the key: answer with what it stored.
+// finish stores the acquirer's outcome: the ledger row first, then the
+// record's answer, rendered from the row as stored (DESIGN §4). A crash or
+// a failure between the two leaves the record in flight; the next attempt
+// or the reconciler finds the row and answers from it. A lost lease means
+// another attempt resolved the key: answer with what it stored.
 func (s *Service) finish(ctx context.Context, lease *idem.Lease, req Request, auth acquirer.Authorization) Result {
 	ch := Charge{
 		ID: ChargeID(lease.DownstreamKey()), Account: lease.Record().Account,
@@ -417,9 +420,22 @@ func (s *Service) finish(ctx context.Context, lease *idem.Lease, req Request, au
 		DeclineCode: auth.DeclineCode, AuthorizationID: auth.ID,
 		CreatedAt: s.cfg.Now().UTC().Truncate(time.Millisecond),
 	}
-	resp := s.answer(ch)
+	ledgerCtx, span := s.cfg.Tracer.Start(ctx, "ledger.write")
+	stored, err := s.ledger.Write(ledgerCtx, ch)
+	endSpan(span, err)
+	if err != nil {
+		s.cfg.Logger.ErrorContext(ctx, "ledger write failed; the record stays in flight", "error", err)
+		return s.outcomePending()
+	}
+	if !sameCharge(stored, ch) {
+		// The row is this intent's (its id comes from the downstream key),
+		// and the acquirer deduplicates by that key: a difference is an
+		// anomaly for an operator. The row was first and stays the answer.
+		s.cfg.Logger.ErrorContext(ctx, "the ledger row differs from this attempt's authorization; answering with the row")
+	}
+	resp := s.answer(stored)
 	completeCtx, span := s.cfg.Tracer.Start(ctx, "idem.complete")
-	err := lease.Complete(completeCtx, resp, s.ledger.Entry(ch))
+	err = lease.Complete(completeCtx, resp)
 	endSpan(span, err)
 	if err == nil {
 		return Result{Outcome: Executed, Response: resp}
@@ -435,6 +451,13 @@ func (s *Service) finish(ctx context.Context, lease *idem.Lease, req Request, au
 	return s.outcomePending()
 }
 
+// sameCharge reports whether two rows record the same charge: everything
+// but the time each attempt would have stamped it with.
+func sameCharge(a, b Charge) bool {
+	a.CreatedAt = b.CreatedAt
+	return a == b
+}
+
 // Get finds account's charge id: Found with the charge, NotFound for a
 // charge that does not exist or belongs to another account (the two are
 // indistinguishable), AccountInvalid, or Unavailable when the store failed.
@@ -445,9 +468,13 @@ func (s *Service) Get(ctx context.Context, account, id string) Result {
 	if !validChargeID(id) {
 		return Result{Outcome: NotFound}
 	}
-	ctx = obs.WithAttrs(ctx, slog.String("charge", idem.Ref(id)))
+	ctx = obs.WithAttrs(ctx, slog.String("record", idem.Ref(id)))
 	ch, err := s.ledger.Get(ctx, id)
 	if errors.Is(err, ErrNoCharge) {
+		return Result{Outcome: NotFound}
+	}
+	if errors.Is(err, ErrUnreadableCharge) {
+		s.cfg.Logger.ErrorContext(ctx, "get charge: unreadable ledger row", "error", err)
 		return Result{Outcome: NotFound}
 	}
 	if err != nil {

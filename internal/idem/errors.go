@@ -30,10 +30,7 @@ var (
 	// earlier attempt's request may still be in transit). Nothing was written;
 	// the record stays in flight.
 	ErrReleaseRefused = errors.New("release refused after take-over")
-	// ErrItemExists: an extra item written with a completion already exists.
-	// The completion was not applied.
-	ErrItemExists = errors.New("item already exists")
-	// ErrNotFound: no live record or item under the key.
+	// ErrNotFound: no live record under the key.
 	ErrNotFound = errors.New("not found")
 )
 

@@ -273,16 +273,18 @@ func (l *Lease) ExpiresAt() time.Time { return l.rec.LeaseExpiresAt }
 // clock-skew margin.
 func (l *Lease) TimeLeft() time.Duration { return l.rec.LeaseExpiresAt.Sub(l.g.cfg.Now()) }
 
-// Complete stores resp as the answer for the key, together with the extra
-// items, in one atomic write. Errors: ErrLeaseLost (the lease was taken over
-// or the record resolved: nothing written), ErrItemExists, or a store error.
-func (l *Lease) Complete(ctx context.Context, resp Response, extra ...Item) error {
-	if err := l.g.store.Complete(ctx, l.rec.PK, l.rec.LeaseToken, resp, extra); err != nil {
+// Complete stores resp as the answer for the key in one fenced write.
+// Whatever else must exist first (a ledger row) the caller writes before.
+// Errors: ErrLeaseLost (the lease was taken over or the record resolved:
+// nothing written), or a store error.
+func (l *Lease) Complete(ctx context.Context, resp Response) error {
+	if err := l.g.store.Complete(ctx, l.rec.PK, l.rec.LeaseToken, resp); err != nil {
 		return fmt.Errorf("complete %s: %w", Ref(l.rec.PK), err)
 	}
 	done := l.rec
 	done.Status = StatusCompleted
 	done.Response = &resp
+	done.Request = nil
 	l.rec = done
 	l.g.cache.put(&done)
 	return nil

@@ -62,19 +62,6 @@ func (r *Record) Live(now time.Time) bool {
 	return now.Unix() <= r.ExpiresAt.Unix()
 }
 
-// Item is an extra row written atomically with a completion, such as a
-// ledger row. It is written only if no item with its PK exists. The engine
-// never reads it back: whoever defines the row reads it, from the store
-// it wrote to.
-type Item struct {
-	PK string
-	// Value is the row's other attributes in the store's own encoding:
-	// for dynamostore, anything attributevalue.MarshalMap turns into a map
-	// (a struct with dynamodbav tags, say); the memory store keeps it as it
-	// is.
-	Value any
-}
-
 // Store persists records. Every method is one round trip to the database.
 // Conditions that compare times use the now the caller passes, so a store
 // has no clock of its own. A record whose ExpiresAt is before now (by whole
@@ -93,11 +80,11 @@ type Store interface {
 	// SetLease moves the lease expiry of the in-progress record held under
 	// token, or returns ErrLeaseLost.
 	SetLease(ctx context.Context, pk, token string, leaseExpiresAt time.Time) error
-	// Complete stores resp and marks the record completed (leaving the
-	// in-flight index) together with the extra items, atomically; fenced on
-	// token and in-progress status (ErrLeaseLost). If an extra item already
-	// exists nothing is written and it returns ErrItemExists.
-	Complete(ctx context.Context, pk, token string, resp Response, extra []Item) error
+	// Complete stores resp and marks the record completed, leaving the
+	// in-flight listing, fenced on token and in-progress status
+	// (ErrLeaseLost). It also drops the stored canonical request, which
+	// only a reconciliation of an in-flight record needs.
+	Complete(ctx context.Context, pk, token string, resp Response) error
 	// Release deletes the in-progress record held under token, or returns
 	// ErrLeaseLost. When a release is allowed is the Guard's rule, not the
 	// store's.

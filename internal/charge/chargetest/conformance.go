@@ -4,57 +4,219 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/charge"
+	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/idem/idemtest"
+	"github.com/idempotent-payments/idempay/internal/sandbox"
 )
 
-// NewLedgerFunc returns a fresh store and the ledger on it.
-type NewLedgerFunc func(t *testing.T) (idem.Store, charge.Ledger)
+// NewStoresFunc returns a fresh store and the ledger beside it.
+type NewStoresFunc func(t *testing.T) (idem.Store, charge.Ledger)
 
-// RunLedgerConformance runs what every charge.Ledger must do on the store
-// its rows are written to: a row written with a completion reads back
-// equal; a missing one is ErrNoCharge; a second row for the same charge is
-// refused with the completion.
-func RunLedgerConformance(t *testing.T, newLedger NewLedgerFunc) {
+var seq atomic.Int64
+
+func newID() string { return fmt.Sprintf("ch_%040x", uint64(time.Now().UnixNano())+uint64(seq.Add(1))) }
+
+// RunLedgerConformance runs what every charge.Ledger must do: a row
+// written reads back equal; a second write for the same charge changes
+// nothing and returns the first row; a missing row is ErrNoCharge.
+func RunLedgerConformance(t *testing.T, newStores NewStoresFunc) {
 	ctx := context.Background()
-	store, ledger := newLedger(t)
-	guard := idem.NewGuard(store, idem.Config{})
-	complete := func(key string, c charge.Charge) error {
-		t.Helper()
-		claim, err := guard.Begin(ctx, idem.Scope{Operation: charge.Operation, Account: c.Account, Key: key}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return claim.Lease.Complete(ctx, idem.Response{StatusCode: 201}, ledger.Entry(c))
-	}
-	id := fmt.Sprintf("ch_%040x", time.Now().UnixNano())
+	_, ledger := newStores(t)
 	want := charge.Charge{
-		ID: id, Account: "acct_ledger", Status: "captured", Amount: 123456789012, Currency: "BRL",
+		ID: newID(), Account: "acct_ledger", Status: acquirer.StatusCaptured, Amount: 123456789012, Currency: "BRL",
 		OrderID: "order-1", Description: "café ☕", AuthorizationID: "auth_1",
 		CreatedAt: time.Now().UTC().Truncate(time.Millisecond),
 	}
-	if err := complete("ledger-key-1", want); err != nil {
-		t.Fatalf("complete: %v", err)
+	if got, err := ledger.Write(ctx, want); err != nil || got != want {
+		t.Fatalf("Write = %+v, %v; want %+v", got, err, want)
 	}
-	got, err := ledger.Get(ctx, id)
-	if err != nil || got != want {
+	if got, err := ledger.Get(ctx, want.ID); err != nil || got != want {
 		t.Fatalf("Get = %+v, %v; want %+v", got, err, want)
 	}
-	declined := want
-	declined.ID, declined.Status, declined.DeclineCode, declined.AuthorizationID = id[:len(id)-1]+"x", "declined", "insufficient_funds", ""
-	if err := complete("ledger-key-2", declined); err != nil {
+	late := want
+	late.CreatedAt, late.Description = want.CreatedAt.Add(time.Minute), "a late attempt's"
+	if got, err := ledger.Write(ctx, late); err != nil || got != want {
+		t.Fatalf("a second Write = %+v, %v; want the first row %+v", got, err, want)
+	}
+	if got, err := ledger.Get(ctx, want.ID); err != nil || got != want {
+		t.Fatalf("Get after a second Write = %+v, %v; want the first row", got, err)
+	}
+	declined := charge.Charge{ID: newID(), Account: "acct_ledger", Status: acquirer.StatusDeclined, Amount: 1, Currency: "USD",
+		OrderID: "2", DeclineCode: "insufficient_funds", CreatedAt: want.CreatedAt}
+	if _, err := ledger.Write(ctx, declined); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := ledger.Get(ctx, declined.ID); err != nil || got != declined {
 		t.Fatalf("Get declined = %+v, %v", got, err)
 	}
-	if _, err := ledger.Get(ctx, "ch_"+fmt.Sprintf("%040d", 0)); !errors.Is(err, charge.ErrNoCharge) {
+	if _, err := ledger.Get(ctx, newID()); !errors.Is(err, charge.ErrNoCharge) {
 		t.Fatalf("Get of a missing charge: %v, want ErrNoCharge", err)
 	}
-	if err := complete("ledger-key-3", want); !errors.Is(err, idem.ErrItemExists) {
-		t.Fatalf("a second row for %s: %v, want ErrItemExists", id, err)
+}
+
+// failingCompletion is a store whose next Complete fails once armed: a
+// worker that wrote the ledger row and died before completing the record.
+type failingCompletion struct {
+	idem.Store
+	armed atomic.Bool
+}
+
+func (s *failingCompletion) Complete(ctx context.Context, pk, token string, resp idem.Response) error {
+	if s.armed.CompareAndSwap(true, false) {
+		return errors.New("the worker died between the ledger row and the completion")
 	}
+	return s.Store.Complete(ctx, pk, token, resp)
+}
+
+// world is a charge service on a fresh store and ledger, with a test clock.
+type world struct {
+	store  *failingCompletion
+	ledger charge.Ledger
+	clock  *idemtest.Clock
+	guard  *idem.Guard
+}
+
+func newWorld(t *testing.T, newStores NewStoresFunc) *world {
+	store, ledger := newStores(t)
+	w := &world{store: &failingCompletion{Store: store}, ledger: ledger, clock: idemtest.NewClock(time.Now().Truncate(time.Millisecond))}
+	w.guard = idem.NewGuard(w.store, idem.Config{Now: w.clock.Now, DefaultLease: 30 * time.Second})
+	return w
+}
+
+func (w *world) service(acq charge.Acquirer) *charge.Service {
+	return charge.NewService(w.guard, w.ledger, acq, httpapi.Answer, charge.Config{Now: w.clock.Now, InTransitBound: 5 * time.Second, ClockSkew: time.Second})
+}
+
+const body = `{"amount": 25000, "currency": "BRL", "order_id": "123", "payment_method": "pm_card_visa"}`
+
+func input(key string) charge.Input {
+	return charge.Input{Account: "acct_c", Keys: []string{key}, Body: []byte(body)}
+}
+
+// mustMatchLedger checks the invariant of a completed record: its answer
+// is its ledger row, the row is the acquirer's one authorization.
+func (w *world) mustMatchLedger(t *testing.T, sb *sandbox.Server, key string, res charge.Result) charge.Charge {
+	t.Helper()
+	rec, err := w.guard.Lookup(context.Background(), idem.Scope{Operation: charge.Operation, Account: "acct_c", Key: key}.PK())
+	if err != nil || rec.Status != idem.StatusCompleted {
+		t.Fatalf("record: %+v, %v", rec, err)
+	}
+	row, err := w.ledger.Get(context.Background(), charge.ChargeID(rec.DownstreamKey))
+	if err != nil {
+		t.Fatalf("the completed record has no ledger row: %v", err)
+	}
+	if string(rec.Response.Body) != string(httpapi.Answer(row).Body) || string(res.Response.Body) != string(rec.Response.Body) {
+		t.Fatalf("answer %s, stored %s, ledger row %+v: not one charge", res.Response.Body, rec.Response.Body, row)
+	}
+	auths := sb.ByKey()
+	if len(auths) != 1 || auths[rec.DownstreamKey].ID != row.AuthorizationID || auths[rec.DownstreamKey].Amount != row.Amount {
+		t.Fatalf("authorizations %v, ledger row %+v", auths, row)
+	}
+	return row
+}
+
+// RunCompletionConformance runs the ledger-first completion over a store
+// and its ledger: a crash between the two writes leaves the record in
+// flight, and the next retry or the reconciler completes it from the
+// existing row; a zombie's late ledger write changes nothing.
+func RunCompletionConformance(t *testing.T, newStores NewStoresFunc) {
+	ctx := context.Background()
+	sandboxAcquirer := func() (*sandbox.Server, *acquirer.Client) {
+		sb := sandbox.New("")
+		acq, _ := acquirer.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
+		return sb, acq
+	}
+
+	t.Run("CrashBetweenTheWritesRecoveredByARetry", func(t *testing.T) {
+		t.Parallel()
+		w := newWorld(t, newStores)
+		sb, acq := sandboxAcquirer()
+		svc := w.service(acq)
+		w.store.armed.Store(true)
+		if r := svc.Charge(ctx, input("crash-retry-key")); r.Outcome != charge.Pending {
+			t.Fatalf("the attempt that died after the row: %s", r.Outcome)
+		}
+		w.clock.Advance(time.Minute) // its lease is over
+		r := svc.Charge(ctx, input("crash-retry-key"))
+		if r.Outcome != charge.Executed || r.Attempt != 2 {
+			t.Fatalf("retry: %s attempt %d", r.Outcome, r.Attempt)
+		}
+		row := w.mustMatchLedger(t, sb, "crash-retry-key", r)
+		if !row.CreatedAt.Before(w.clock.Now().Add(-30 * time.Second)) {
+			t.Fatalf("the row was rewritten by the retry: created %s", row.CreatedAt)
+		}
+		if again := svc.Charge(ctx, input("crash-retry-key")); again.Outcome != charge.Replayed || string(again.Response.Body) != string(r.Response.Body) {
+			t.Fatalf("replay: %s %s", again.Outcome, again.Response.Body)
+		}
+	})
+
+	t.Run("CrashBetweenTheWritesRecoveredByTheReconciler", func(t *testing.T) {
+		t.Parallel()
+		w := newWorld(t, newStores)
+		sb, acq := sandboxAcquirer()
+		svc := w.service(acq)
+		w.store.armed.Store(true)
+		if r := svc.Charge(ctx, input("crash-reconcile-key")); r.Outcome != charge.Pending {
+			t.Fatalf("the attempt that died after the row: %s", r.Outcome)
+		}
+		w.clock.Advance(30*time.Second + 7*time.Second) // lease over by more than T + skew
+		pk := idem.Scope{Operation: charge.Operation, Account: "acct_c", Key: "crash-reconcile-key"}.PK()
+		if did, err := svc.Reconcile(ctx, pk); err != nil || did != charge.ReconciledCompleted {
+			t.Fatalf("Reconcile: %s, %v", did, err)
+		}
+		r := svc.Charge(ctx, input("crash-reconcile-key"))
+		if r.Outcome != charge.Replayed {
+			t.Fatalf("the client's retry after the reconciler: %s", r.Outcome)
+		}
+		w.mustMatchLedger(t, sb, "crash-reconcile-key", r)
+	})
+
+	t.Run("ZombieLedgerWriteChangesNothing", func(t *testing.T) {
+		t.Parallel()
+		w := newWorld(t, newStores)
+		sb, fast := sandboxAcquirer()
+		slow := &held{Acquirer: fast, entered: make(chan struct{}), release: make(chan struct{})}
+		zombie, retry := w.service(slow), w.service(fast)
+		var first charge.Result
+		var wg sync.WaitGroup
+		wg.Go(func() { first = zombie.Charge(ctx, input("zombie-key")) })
+		<-slow.entered // the acquirer has the authorization; its answer is late
+		w.clock.Advance(time.Minute)
+		second := retry.Charge(ctx, input("zombie-key"))
+		if second.Outcome != charge.Executed || second.Attempt != 2 {
+			t.Fatalf("the take-over: %s attempt %d", second.Outcome, second.Attempt)
+		}
+		row := w.mustMatchLedger(t, sb, "zombie-key", second)
+		w.clock.Advance(time.Second) // the zombie would stamp its row later
+		close(slow.release)          // the zombie writes its row and completes, late
+		wg.Wait()
+		if first.Outcome != charge.Replayed || string(first.Response.Body) != string(second.Response.Body) {
+			t.Fatalf("the zombie: %s %s; want the take-over's answer %s", first.Outcome, first.Response.Body, second.Response.Body)
+		}
+		if after := w.mustMatchLedger(t, sb, "zombie-key", second); after != row {
+			t.Fatalf("the zombie changed the ledger row: %+v, was %+v", after, row)
+		}
+	})
+}
+
+// held is an acquirer whose authorizations are processed at once but
+// answered only when release is closed: a worker that outlives its lease.
+type held struct {
+	charge.Acquirer
+	entered, release chan struct{}
+}
+
+func (h *held) Authorize(ctx context.Context, key string, req acquirer.Request) (acquirer.Authorization, error) {
+	auth, err := h.Acquirer.Authorize(context.WithoutCancel(ctx), key, req)
+	close(h.entered)
+	<-h.release
+	return auth, err
 }

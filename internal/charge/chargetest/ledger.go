@@ -1,32 +1,48 @@
-// Package chargetest has the charge ledger in memory, on
-// idemtest.MemoryStore, for unit tests and benchmarks.
+// Package chargetest has the charge ledger in memory, for unit tests and
+// benchmarks, and the conformance every ledger passes.
 package chargetest
 
 import (
 	"context"
+	"sync"
 
 	"github.com/idempotent-payments/idempay/internal/charge"
-	"github.com/idempotent-payments/idempay/internal/idem"
-	"github.com/idempotent-payments/idempay/internal/idem/idemtest"
 )
 
-// Ledger is a charge.Ledger whose rows a MemoryStore's completions write.
-type Ledger struct{ store *idemtest.MemoryStore }
+// Ledger is a charge.Ledger in memory.
+type Ledger struct {
+	mu   sync.Mutex
+	rows map[string]charge.Charge
+}
 
-// NewLedger returns the ledger on store: give the service a guard on the
-// same store.
-func NewLedger(store *idemtest.MemoryStore) *Ledger { return &Ledger{store: store} }
+// NewLedger returns an empty ledger.
+func NewLedger() *Ledger { return &Ledger{rows: map[string]charge.Charge{}} }
 
-func key(id string) string { return "ledger/" + id }
-
-// Entry implements charge.Ledger.
-func (l *Ledger) Entry(c charge.Charge) idem.Item { return idem.Item{PK: key(c.ID), Value: c} }
+// Write implements charge.Ledger.
+func (l *Ledger) Write(_ context.Context, c charge.Charge) (charge.Charge, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if existing, ok := l.rows[c.ID]; ok {
+		return existing, nil
+	}
+	l.rows[c.ID] = c
+	return c, nil
+}
 
 // Get implements charge.Ledger.
 func (l *Ledger) Get(_ context.Context, id string) (charge.Charge, error) {
-	v, ok := l.store.Item(key(id))
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c, ok := l.rows[id]
 	if !ok {
 		return charge.Charge{}, charge.ErrNoCharge
 	}
-	return v.(charge.Charge), nil
+	return c, nil
+}
+
+// Len is how many rows the ledger holds.
+func (l *Ledger) Len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.rows)
 }

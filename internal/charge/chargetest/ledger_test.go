@@ -9,9 +9,9 @@ import (
 	"github.com/idempotent-payments/idempay/internal/idem/idemtest"
 )
 
-func TestMemoryLedgerConformance(t *testing.T) {
-	chargetest.RunLedgerConformance(t, func(*testing.T) (idem.Store, charge.Ledger) {
-		store := idemtest.NewMemoryStore()
-		return store, chargetest.NewLedger(store)
-	})
+func memory(*testing.T) (idem.Store, charge.Ledger) {
+	return idemtest.NewMemoryStore(), chargetest.NewLedger()
 }
+
+func TestMemoryLedgerConformance(t *testing.T)     { chargetest.RunLedgerConformance(t, memory) }
+func TestMemoryCompletionConformance(t *testing.T) { chargetest.RunCompletionConformance(t, memory) }

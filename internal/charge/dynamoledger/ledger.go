@@ -1,12 +1,13 @@
 // Package dynamoledger is the charge ledger on the table of dynamostore:
-// one item per charge under Prefix + the charge id, written by the
-// completion's transaction (dynamostore.Store.Complete) and read here. It
-// is the one place that knows the ledger row's key and layout.
+// one item per charge under Prefix + the charge id, without TTL. It is the
+// one place that knows the ledger row's key and layout.
 package dynamoledger
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -27,11 +28,12 @@ const rowType = "charge"
 
 // row is the item layout. The amount is a number, in minor units.
 type row struct {
+	PK              string `dynamodbav:"pk"`
 	Type            string `dynamodbav:"type"`
 	ID              string `dynamodbav:"id"`
 	Account         string `dynamodbav:"account"`
 	Status          string `dynamodbav:"status"`
-	Amount          int64  `dynamodbav:"amount"`
+	Amount          amount `dynamodbav:"amount"`
 	Currency        string `dynamodbav:"currency"`
 	OrderID         string `dynamodbav:"order_id"`
 	Description     string `dynamodbav:"description"`
@@ -40,8 +42,32 @@ type row struct {
 	CreatedAt       string `dynamodbav:"created_at"` // RFC 3339, milliseconds, UTC
 }
 
+// amount decodes a number, or the decimal string rows written before the
+// amount became a number carry; it always encodes a number.
+type amount int64
+
+// UnmarshalDynamoDBAttributeValue implements attributevalue.Unmarshaler.
+func (a *amount) UnmarshalDynamoDBAttributeValue(av types.AttributeValue) error {
+	var digits string
+	switch v := av.(type) {
+	case *types.AttributeValueMemberN:
+		digits = v.Value
+	case *types.AttributeValueMemberS:
+		digits = v.Value
+	default:
+		return fmt.Errorf("amount: %T, want a number", av)
+	}
+	n, err := strconv.ParseInt(digits, 10, 64)
+	if err != nil {
+		return fmt.Errorf("amount: %w", err)
+	}
+	*a = amount(n)
+	return nil
+}
+
 // API is the part of the DynamoDB client the ledger calls.
 type API interface {
+	PutItem(context.Context, *dynamodb.PutItemInput, ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
 	GetItem(context.Context, *dynamodb.GetItemInput, ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 }
 
@@ -57,14 +83,33 @@ func New(api API, table string) *Ledger { return &Ledger{api: api, table: table}
 // Key is the partition key of charge id's row.
 func Key(id string) string { return Prefix + id }
 
-// Entry implements charge.Ledger.
-func (l *Ledger) Entry(c charge.Charge) idem.Item {
-	return idem.Item{PK: Key(c.ID), Value: row{
-		Type: rowType, ID: c.ID, Account: c.Account, Status: c.Status,
-		Amount: c.Amount, Currency: c.Currency, OrderID: c.OrderID, Description: c.Description,
+// Write implements charge.Ledger with one PutItem conditioned on the row's
+// absence; an existing row comes back in the same call
+// (ReturnValuesOnConditionCheckFailure ALL_OLD).
+func (l *Ledger) Write(ctx context.Context, c charge.Charge) (charge.Charge, error) {
+	av, err := attributevalue.MarshalMap(row{
+		PK: Key(c.ID), Type: rowType, ID: c.ID, Account: c.Account, Status: c.Status,
+		Amount: amount(c.Amount), Currency: c.Currency, OrderID: c.OrderID, Description: c.Description,
 		DeclineCode: c.DeclineCode, AuthorizationID: c.AuthorizationID,
 		CreatedAt: c.CreatedAt.UTC().Format(time.RFC3339Nano),
-	}}
+	})
+	if err != nil {
+		return charge.Charge{}, fmt.Errorf("encode charge: %w", err)
+	}
+	_, err = l.api.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:                           aws.String(l.table),
+		Item:                                av,
+		ConditionExpression:                 aws.String("attribute_not_exists(pk)"),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	var exists *types.ConditionalCheckFailedException
+	if errors.As(err, &exists) {
+		return decode(c.ID, exists.Item)
+	}
+	if err != nil {
+		return charge.Charge{}, fmt.Errorf("put charge: %w", err)
+	}
+	return c, nil
 }
 
 // Get implements charge.Ledger with a strongly consistent GetItem.
@@ -80,19 +125,24 @@ func (l *Ledger) Get(ctx context.Context, id string) (charge.Charge, error) {
 	if out.Item == nil {
 		return charge.Charge{}, charge.ErrNoCharge
 	}
+	return decode(id, out.Item)
+}
+
+// decode reads charge id's row; anything else is ErrUnreadableCharge.
+func decode(id string, item map[string]types.AttributeValue) (charge.Charge, error) {
 	var r row
-	if err := attributevalue.UnmarshalMap(out.Item, &r); err != nil {
-		return charge.Charge{}, fmt.Errorf("decode charge %s: %w", idem.Ref(id), err)
+	if err := attributevalue.UnmarshalMap(item, &r); err != nil {
+		return charge.Charge{}, fmt.Errorf("charge %s: %w: %w", idem.Ref(id), charge.ErrUnreadableCharge, err)
 	}
 	if r.Type != rowType || r.ID != id {
-		return charge.Charge{}, fmt.Errorf("decode charge %s: not a ledger row", idem.Ref(id))
+		return charge.Charge{}, fmt.Errorf("charge %s: %w: not a ledger row", idem.Ref(id), charge.ErrUnreadableCharge)
 	}
 	created, err := time.Parse(time.RFC3339Nano, r.CreatedAt)
 	if err != nil {
-		return charge.Charge{}, fmt.Errorf("decode charge %s: created_at: %w", idem.Ref(id), err)
+		return charge.Charge{}, fmt.Errorf("charge %s: %w: created_at: %w", idem.Ref(id), charge.ErrUnreadableCharge, err)
 	}
 	return charge.Charge{
-		ID: r.ID, Account: r.Account, Status: r.Status, Amount: r.Amount, Currency: r.Currency,
+		ID: r.ID, Account: r.Account, Status: r.Status, Amount: int64(r.Amount), Currency: r.Currency,
 		OrderID: r.OrderID, Description: r.Description, DeclineCode: r.DeclineCode,
 		AuthorizationID: r.AuthorizationID, CreatedAt: created,
 	}, nil

@@ -2,51 +2,114 @@ package dynamoledger_test
 
 import (
 	"context"
+	"errors"
+	"maps"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/charge/chargetest"
 	"github.com/idempotent-payments/idempay/internal/charge/dynamoledger"
+	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore/dynamotest"
+	"github.com/idempotent-payments/idempay/internal/sandbox"
 )
+
+func onDynamoDB(t *testing.T) (idem.Store, charge.Ledger) {
+	client := dynamotest.Client(t)
+	table := dynamotest.NewTable(t, client)
+	return dynamostore.New(client, table), dynamoledger.New(client, table)
+}
 
 func TestLedgerConformance(t *testing.T) {
 	t.Parallel()
-	chargetest.RunLedgerConformance(t, func(t *testing.T) (idem.Store, charge.Ledger) {
-		client := dynamotest.Client(t)
-		table := dynamotest.NewTable(t, client)
-		return dynamostore.New(client, table), dynamoledger.New(client, table)
-	})
+	chargetest.RunLedgerConformance(t, onDynamoDB)
 }
 
-// TestAmountIsANumber: the row keeps the amount as a DynamoDB number, so
-// the table can be summed and compared without parsing strings.
-func TestAmountIsANumber(t *testing.T) {
+func TestCompletionConformance(t *testing.T) {
+	t.Parallel()
+	chargetest.RunCompletionConformance(t, onDynamoDB)
+}
+
+// TestRowLayout: the amount is a DynamoDB number, so the table can be
+// summed without parsing strings; a row written before that, with the
+// amount as a decimal string, still reads; a row that is not a charge is
+// ErrUnreadableCharge.
+func TestRowLayout(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	client := dynamotest.Client(t)
 	table := dynamotest.NewTable(t, client)
-	guard := idem.NewGuard(dynamostore.New(client, table), idem.Config{})
-	claim, err := guard.Begin(ctx, idem.Scope{Operation: charge.Operation, Account: "acct_n", Key: "amount-number-key"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := "ch_0123456789abcdef0123456789abcdef01234567"
 	ledger := dynamoledger.New(client, table)
-	if err := claim.Lease.Complete(ctx, idem.Response{StatusCode: 201}, ledger.Entry(charge.Charge{ID: id, Account: "acct_n", Status: "captured", Amount: 1990, Currency: "BRL"})); err != nil {
+	id := "ch_0123456789abcdef0123456789abcdef01234567"
+	c := charge.Charge{ID: id, Account: "acct_n", Status: acquirer.StatusCaptured, Amount: 1990, Currency: "BRL", CreatedAt: time.Now().UTC().Truncate(time.Millisecond)}
+	if _, err := ledger.Write(ctx, c); err != nil {
 		t.Fatal(err)
 	}
-	out, err := client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: dynamoledger.Key(id)}}})
+	key := map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: dynamoledger.Key(id)}}
+	out, err := client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: key})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if n, ok := out.Item["amount"].(*types.AttributeValueMemberN); !ok || n.Value != "1990" {
 		t.Fatalf("amount stored as %#v, want the number 1990", out.Item["amount"])
+	}
+
+	old := maps.Clone(out.Item)
+	oldID := "ch_1123456789abcdef0123456789abcdef01234567"
+	old["pk"], old["id"] = &types.AttributeValueMemberS{Value: dynamoledger.Key(oldID)}, &types.AttributeValueMemberS{Value: oldID}
+	old["amount"] = &types.AttributeValueMemberS{Value: "1990"}
+	if _, err := client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: old}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := ledger.Get(ctx, oldID); err != nil || got.Amount != 1990 {
+		t.Fatalf("a row with the amount as a string: %+v, %v", got, err)
+	}
+
+	bad := maps.Clone(out.Item)
+	badID := "ch_2123456789abcdef0123456789abcdef01234567"
+	bad["pk"], bad["id"], bad["type"] = &types.AttributeValueMemberS{Value: dynamoledger.Key(badID)}, &types.AttributeValueMemberS{Value: badID}, &types.AttributeValueMemberS{Value: "refund"}
+	if _, err := client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: bad}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ledger.Get(ctx, badID); !errors.Is(err, charge.ErrUnreadableCharge) {
+		t.Fatalf("a row that is not a charge: %v, want ErrUnreadableCharge", err)
+	}
+}
+
+// TestChargeRoundTrips pins the DynamoDB requests of the charge paths
+// (DESIGN §4): a first execution is 3 (the claim, the ledger row, the
+// completion), a replay 1, a GET 1.
+func TestChargeRoundTrips(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	var trips dynamotest.RoundTrips
+	client := dynamotest.Client(t, trips.Option)
+	table := dynamotest.NewTable(t, client)
+	sb := sandbox.New("")
+	acq, _ := acquirer.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
+	svc := charge.NewService(idem.NewGuard(dynamostore.New(client, table), idem.Config{}), dynamoledger.New(client, table), acq, httpapi.Answer, charge.Config{})
+	in := charge.Input{Account: "acct_rt", Keys: []string{"round-trip-key"}, Body: []byte(`{"amount": 100, "currency": "BRL", "order_id": "1", "payment_method": "pm_card_visa"}`)}
+	trips.Take()
+	first := svc.Charge(ctx, in)
+	if got := trips.Take(); first.Outcome != charge.Executed || !maps.Equal(got, map[string]int{"PutItem": 2, "UpdateItem": 1}) {
+		t.Fatalf("first execution: %s, round trips %v", first.Outcome, got)
+	}
+	if r := svc.Charge(ctx, in); r.Outcome != charge.Replayed || !maps.Equal(trips.Take(), map[string]int{"PutItem": 1}) {
+		t.Fatalf("replay: %s", r.Outcome)
+	}
+	var id string
+	for k := range sb.ByKey() {
+		id = charge.ChargeID(k)
+	}
+	if r := svc.Get(ctx, "acct_rt", id); r.Outcome != charge.Found || !maps.Equal(trips.Take(), map[string]int{"GetItem": 1}) {
+		t.Fatalf("get: %s", r.Outcome)
 	}
 }

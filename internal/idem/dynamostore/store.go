@@ -26,7 +26,6 @@ type API interface {
 	UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
 	DeleteItem(context.Context, *dynamodb.DeleteItemInput, ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
 	Query(context.Context, *dynamodb.QueryInput, ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
-	TransactWriteItems(context.Context, *dynamodb.TransactWriteItemsInput, ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
 }
 
 // Store is an idem.Store on one DynamoDB table created from TableInput.
@@ -221,10 +220,10 @@ func (s *Store) SetLease(ctx context.Context, pk, token string, leaseExpiresAt t
 	return fenceError(err)
 }
 
-// Complete implements idem.Store with one TransactWriteItems: the fenced
-// record update (which also leaves the in-flight index by removing
-// inflight_shard) and a Put per extra item conditioned on its absence.
-func (s *Store) Complete(ctx context.Context, pk, token string, resp idem.Response, extra []idem.Item) error {
+// Complete implements idem.Store with one UpdateItem fenced on the lease:
+// it stores the response, leaves the in-flight index (REMOVE
+// inflight_shard) and drops the canonical request.
+func (s *Store) Complete(ctx context.Context, pk, token string, resp idem.Response) error {
 	values := heldValues(token)
 	values[":completed"] = str(string(idem.StatusCompleted))
 	values[":code"] = num(int64(resp.StatusCode))
@@ -238,43 +237,15 @@ func (s *Store) Complete(ctx context.Context, pk, token string, resp idem.Respon
 		body = []byte{} // DynamoDB rejects a null binary value
 	}
 	values[":body"] = &types.AttributeValueMemberB{Value: body}
-	writes := []types.TransactWriteItem{{Update: &types.Update{
+	_, err = s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.table),
 		Key:                       pkKey(pk),
-		UpdateExpression:          aws.String("SET #status = :completed, response_status = :code, response_headers = :headers, response_body = :body REMOVE inflight_shard"),
+		UpdateExpression:          aws.String("SET #status = :completed, response_status = :code, response_headers = :headers, response_body = :body REMOVE inflight_shard, #request"),
 		ConditionExpression:       aws.String(held),
-		ExpressionAttributeNames:  statusName,
+		ExpressionAttributeNames:  map[string]string{"#status": "status", "#request": "request"},
 		ExpressionAttributeValues: values,
-	}}}
-	for _, it := range extra {
-		av, err := attributevalue.MarshalMap(it.Value)
-		if err != nil {
-			return fmt.Errorf("encode item %s: %w", idem.Ref(it.PK), err)
-		}
-		av["pk"] = str(it.PK)
-		writes = append(writes, types.TransactWriteItem{Put: &types.Put{
-			TableName:           aws.String(s.table),
-			Item:                av,
-			ConditionExpression: aws.String("attribute_not_exists(pk)"),
-		}})
-	}
-	_, err = s.api.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: writes})
-	var canceled *types.TransactionCanceledException
-	if errors.As(err, &canceled) {
-		for i, reason := range canceled.CancellationReasons {
-			if aws.ToString(reason.Code) != "ConditionalCheckFailed" {
-				continue
-			}
-			if i == 0 {
-				return idem.ErrLeaseLost
-			}
-			return idem.ErrItemExists
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("transact: %w", err)
-	}
-	return nil
+	})
+	return fenceError(err)
 }
 
 // Release implements idem.Store with a fenced DeleteItem.

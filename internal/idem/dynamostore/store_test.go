@@ -77,13 +77,12 @@ func TestRoundTrips(t *testing.T) {
 				t.Fatalf("%s (cache %v): round trips %v, want %v", name, cached, got, want)
 			}
 		}
-		step("first execution", map[string]int{"PutItem": 1, "TransactWriteItems": 1}, func() error {
+		step("first execution", map[string]int{"PutItem": 1, "UpdateItem": 1}, func() error {
 			c, err := guard.Begin(ctx, done, req)
 			if err != nil {
 				return err
 			}
-			return c.Lease.Complete(ctx, idem.Response{StatusCode: 201, Body: []byte("{}")},
-				idem.Item{PK: "ROW#" + done.Key, Value: map[string]any{"amount": int64(100)}})
+			return c.Lease.Complete(ctx, idem.Response{StatusCode: 201, Body: []byte("{}")})
 		})
 		replayTrips := map[string]int{"PutItem": 1}
 		if cached {

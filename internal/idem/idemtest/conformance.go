@@ -103,7 +103,7 @@ var conformance = []struct {
 	{"ConcurrentClaimsOneWins", testConcurrentClaimsOneWins},
 	{"ExpiredRecordIsAbsent", testExpiredRecordIsAbsent},
 	{"LeaseFromContextDeadline", testLeaseFromContextDeadline},
-	{"CompleteWritesExtraItemsAtomically", testCompleteWritesExtraItemsAtomically},
+	{"CompleteDropsTheRequest", testCompleteDropsTheRequest},
 	{"TakeOverStaleForReconcile", testTakeOverStaleForReconcile},
 	{"ListInFlightPagesByLeaseEnd", testListInFlightPagesByLeaseEnd},
 	{"FlagIsFenced", testFlagIsFenced},
@@ -354,23 +354,27 @@ func testLeaseFromContextDeadline(t *testing.T, newStore NewStoreFunc) {
 	}
 }
 
-func testCompleteWritesExtraItemsAtomically(t *testing.T, newStore NewStoreFunc) {
+func testCompleteDropsTheRequest(t *testing.T, newStore NewStoreFunc) {
 	t.Parallel()
 	ctx := context.Background()
 	f := setup(t, newStore)
-	first, second := scope(), scope()
-	row := idem.Item{PK: "ROW#" + first.Key, Value: map[string]any{"amount": int64(100)}}
-	if err := mustAcquire(t, f, first, request("100")).Complete(ctx, created, row); err != nil {
-		t.Fatalf("Complete: %v", err)
+	s := scope()
+	lease := mustAcquire(t, f, s, request("100"))
+	if rec := mustStatus(t, f, s.PK(), idem.StatusInProgress); len(rec.Request) == 0 {
+		t.Fatal("an in-flight record without its canonical request cannot be reconciled")
 	}
-	mustStatus(t, f, first.PK(), idem.StatusCompleted)
-	clash := mustAcquire(t, f, second, request("100"))
-	if err := clash.Complete(ctx, created, row); !errors.Is(err, idem.ErrItemExists) {
-		t.Fatalf("Complete with an existing item: err = %v, want ErrItemExists", err)
+	if err := lease.Complete(ctx, created); err != nil {
+		t.Fatal(err)
 	}
-	mustStatus(t, f, second.PK(), idem.StatusInProgress) // all or nothing
-	if err := clash.Complete(ctx, created, idem.Item{PK: "ROW#" + second.Key, Value: map[string]any{"amount": int64(100)}}); err != nil {
-		t.Fatalf("Complete with a new item: %v", err)
+	if rec := mustStatus(t, f, s.PK(), idem.StatusCompleted); rec.Request != nil || rec.Fingerprint == "" {
+		t.Fatalf("completed record: request %q, fingerprint %q; want the request dropped and the fingerprint kept", rec.Request, rec.Fingerprint)
+	}
+	c, err := f.guard.Begin(ctx, s, request("100"))
+	if err != nil || c.Replay == nil {
+		t.Fatalf("replay after completion: %+v, %v", c, err)
+	}
+	if _, err := f.guard.Begin(ctx, s, request("101")); !errors.Is(err, idem.ErrKeyReused) {
+		t.Fatalf("another request after completion: %v, want ErrKeyReused", err)
 	}
 }
 

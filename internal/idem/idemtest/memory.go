@@ -17,12 +17,11 @@ import (
 type MemoryStore struct {
 	mu      sync.Mutex
 	records map[string]idem.Record
-	items   map[string]idem.Item
 }
 
 // NewMemoryStore returns an empty store.
 func NewMemoryStore() *MemoryStore {
-	return &MemoryStore{records: map[string]idem.Record{}, items: map[string]idem.Item{}}
+	return &MemoryStore{records: map[string]idem.Record{}}
 }
 
 // Claim implements idem.Store.
@@ -76,24 +75,17 @@ func (m *MemoryStore) SetLease(_ context.Context, pk, token string, leaseExpires
 }
 
 // Complete implements idem.Store.
-func (m *MemoryStore) Complete(_ context.Context, pk, token string, resp idem.Response, extra []idem.Item) error {
+func (m *MemoryStore) Complete(_ context.Context, pk, token string, resp idem.Response) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	rec, ok := m.held(pk, token)
 	if !ok {
 		return idem.ErrLeaseLost
 	}
-	for _, it := range extra {
-		if _, exists := m.items[it.PK]; exists {
-			return idem.ErrItemExists
-		}
-	}
 	rec.Status = idem.StatusCompleted
 	rec.Response = &idem.Response{StatusCode: resp.StatusCode, Headers: maps.Clone(resp.Headers), Body: slices.Clone(resp.Body)}
+	rec.Request = nil
 	m.records[pk] = rec
-	for _, it := range extra {
-		m.items[it.PK] = it
-	}
 	return nil
 }
 
@@ -106,15 +98,6 @@ func (m *MemoryStore) Release(_ context.Context, pk, token string) error {
 	}
 	delete(m.records, pk)
 	return nil
-}
-
-// Item returns the Value of the extra item under pk that a completion
-// wrote, for the memory implementations of whoever defines such rows.
-func (m *MemoryStore) Item(pk string) (any, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	it, ok := m.items[pk]
-	return it.Value, ok
 }
 
 // ListInFlight implements idem.Store. Times compare in whole milliseconds,
