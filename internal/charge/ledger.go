@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"time"
-
 )
 
 // Ledger keeps the charges: one row per charge, written before the
