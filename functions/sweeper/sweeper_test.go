@@ -36,6 +36,8 @@ func (s *sent) SendBatch(_ context.Context, bodies []string) error {
 	return nil
 }
 
+func (s *sent) MaxBatch() int { return 10 }
+
 // failingList is a store whose in-flight listing is down.
 type failingList struct{ idem.Store }
 

@@ -2,6 +2,7 @@ package idem
 
 import (
 	"context"
+	"fmt"
 	"hash/fnv"
 	"iter"
 	"time"
@@ -37,11 +38,23 @@ type InFlightQuery struct {
 	Shard int
 	// EndedBefore keeps the records whose lease ended before it.
 	EndedBefore time.Time
-	// Limit bounds the page (at least 1).
+	// Limit bounds the page, 1 to MaxPage.
 	Limit int
 	// After continues the listing after this entry, the last of the
 	// previous page; nil starts it.
 	After *InFlight
+}
+
+// MaxPage bounds InFlightQuery.Limit.
+const MaxPage = 1000
+
+// Validate reports a query no store runs: a shard out of range, or a
+// limit below 1 or above MaxPage.
+func (q InFlightQuery) Validate() error {
+	if q.Shard < 0 || q.Shard >= Shards || q.Limit < 1 || q.Limit > MaxPage {
+		return fmt.Errorf("in-flight query: shard %d of %d, limit %d of at most %d", q.Shard, Shards, q.Limit, MaxPage)
+	}
+	return nil
 }
 
 // PageSize is the page EndedBefore asks for.

@@ -5,7 +5,6 @@ package queue
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strconv"
 	"time"
 
@@ -49,21 +48,28 @@ const (
 // MaxBatch is SQS's limit of messages per batch call.
 const MaxBatch = 10
 
-// SendBatch sends the bodies in calls of at most MaxBatch. It stops at the
-// first call that fails, with an error naming how many of its messages did.
+// MaxBatch is the most bodies SendBatch takes: SQS's limit per call.
+func (q *Queue) MaxBatch() int { return MaxBatch }
+
+// SendBatch sends up to MaxBatch bodies in one SendMessageBatch call. It
+// returns an error naming how many failed when any did.
 func (q *Queue) SendBatch(ctx context.Context, bodies []string) error {
-	for chunk := range slices.Chunk(bodies, MaxBatch) {
-		entries := make([]types.SendMessageBatchRequestEntry, len(chunk))
-		for i, b := range chunk {
-			entries[i] = types.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(b)}
-		}
-		out, err := q.api.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(q.url), Entries: entries})
-		if err != nil {
-			return fmt.Errorf("send batch: %w", err)
-		}
-		if n := len(out.Failed); n > 0 {
-			return fmt.Errorf("send batch: %d of %d failed: %s", n, len(chunk), aws.ToString(out.Failed[0].Message))
-		}
+	if len(bodies) == 0 {
+		return nil
+	}
+	if len(bodies) > MaxBatch {
+		return fmt.Errorf("send batch: %d messages, at most %d", len(bodies), MaxBatch)
+	}
+	entries := make([]types.SendMessageBatchRequestEntry, len(bodies))
+	for i, b := range bodies {
+		entries[i] = types.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(b)}
+	}
+	out, err := q.api.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(q.url), Entries: entries})
+	if err != nil {
+		return fmt.Errorf("send batch: %w", err)
+	}
+	if n := len(out.Failed); n > 0 {
+		return fmt.Errorf("send batch: %d of %d failed: %s", n, len(bodies), aws.ToString(out.Failed[0].Message))
 	}
 	return nil
 }

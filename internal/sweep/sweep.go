@@ -16,8 +16,10 @@ import (
 
 // Queue is where reconcile commands go.
 type Queue interface {
-	// SendBatch sends the bodies, in as many calls as the queue needs.
+	// SendBatch sends up to MaxBatch bodies in one call.
 	SendBatch(ctx context.Context, bodies []string) error
+	// MaxBatch is the most bodies one SendBatch call takes.
+	MaxBatch() int
 }
 
 // Defaults for the zero fields of Config.
@@ -104,6 +106,7 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 	now := s.cfg.Now()
 	stopAt, stop := context.WithTimeout(ctx, DefaultRunTime)
 	if d, ok := ctx.Deadline(); ok {
+		stop()
 		stopAt, stop = context.WithDeadline(ctx, d.Add(-s.cfg.StopMargin))
 	}
 	defer stop()
@@ -137,11 +140,12 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 	return total, errors.Join(errs...)
 }
 
-// sweepShard sweeps one shard, one page at a time: each page's records
-// are flagged, then their commands sent. stopAt is done at the invocation's
-// deadline less the margin; the writes use ctx, so a record flagged before
-// that point has its command sent. now is the sweeper's clock for lease
-// arithmetic.
+// sweepShard sweeps one shard, one page at a time, sending the commands of
+// the flagged records every MaxBatch, so a failed send leaves at most one
+// batch flagged without its commands (flagged again after the back-off).
+// stopAt is done at the invocation's deadline less the margin; the writes
+// use ctx, so a record flagged before that point has its command sent. now
+// is the sweeper's clock for lease arithmetic.
 func (s *Sweeper) sweepShard(ctx, stopAt context.Context, shard int, cutoff, now time.Time) (Report, error) {
 	var r Report
 	if stopAt.Err() != nil {
@@ -175,6 +179,12 @@ func (s *Sweeper) sweepShard(ctx, stopAt context.Context, shard int, cutoff, now
 			}
 			batch = append(batch, body)
 			r.Flagged++
+			if len(batch) == s.queue.MaxBatch() {
+				if err := s.queue.SendBatch(ctx, batch); err != nil {
+					return r, err
+				}
+				batch = batch[:0]
+			}
 		}
 		if err := s.queue.SendBatch(ctx, batch); err != nil {
 			return r, err

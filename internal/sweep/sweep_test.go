@@ -2,6 +2,7 @@ package sweep_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -151,6 +152,8 @@ func (q *memoryQueue) SendBatch(_ context.Context, bodies []string) error {
 	q.bodies = append(q.bodies, bodies...)
 	return nil
 }
+
+func (q *memoryQueue) MaxBatch() int { return 10 }
 
 func (q *memoryQueue) drain(t testing.TB) []string {
 	q.mu.Lock()
@@ -315,4 +318,43 @@ func BenchmarkSweep(b *testing.B) {
 		b.ReportMetric(float64(n)/time.Since(start).Seconds(), "flagged/s")
 	}
 	b.ReportMetric(0, "ns/op")
+}
+
+// failingQueue refuses every batch.
+type failingQueue struct{ memoryQueue }
+
+func (*failingQueue) SendBatch(context.Context, []string) error {
+	return errors.New("the queue is down")
+}
+
+// TestFailedSendStrandsAtMostABatch: when the queue refuses, each shard
+// stops after one batch, so at most MaxBatch records per shard are flagged
+// without their command (they are flagged again after the back-off).
+func TestFailedSendStrandsAtMostABatch(t *testing.T) {
+	t.Parallel()
+	f := setup(t, stores[1].new) // memory
+	const n = 2000
+	f.claim(t, "down", n)
+	f.clock.Advance(time.Minute)
+	f.queue = &failingQueue{}
+	r, err := f.sweeper(sweep.Config{}).Run(context.Background())
+	if err == nil || r.Complete {
+		t.Fatalf("a run with the queue down: %+v, %v", r, err)
+	}
+	stranded := 0
+	for shard := range idem.Shards {
+		for page, err := range idem.EndedBefore(context.Background(), f.store, shard, f.clock.Now()) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range page {
+				if !e.StaleAt.IsZero() {
+					stranded++
+				}
+			}
+		}
+	}
+	if stranded != r.Flagged || stranded > idem.Shards*10 {
+		t.Fatalf("%d flagged without a command (report %d), want at most %d", stranded, r.Flagged, idem.Shards*10)
+	}
 }

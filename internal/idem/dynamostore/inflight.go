@@ -21,6 +21,9 @@ func shardKey(n int) string { return strconv.Itoa(n) }
 // index (partition inflight_shard, sort lease_expires_at). The page goes on
 // from q.After by rebuilding its index key as ExclusiveStartKey.
 func (s *Store) ListInFlight(ctx context.Context, q idem.InFlightQuery) ([]idem.InFlight, bool, error) {
+	if err := q.Validate(); err != nil {
+		return nil, false, err
+	}
 	shard := shardKey(q.Shard)
 	in := &dynamodb.QueryInput{
 		TableName:              aws.String(s.table),

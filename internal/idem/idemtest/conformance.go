@@ -464,6 +464,14 @@ func testListInFlightPagesByLeaseEnd(t *testing.T, newStore NewStoreFunc) {
 	if !slices.Equal(all, stale) {
 		t.Fatalf("EndedBefore listed %v, want %v", all, stale)
 	}
+	for _, bad := range []idem.InFlightQuery{
+		{Shard: shard, EndedBefore: cutoff, Limit: 0}, {Shard: shard, EndedBefore: cutoff, Limit: idem.MaxPage + 1},
+		{Shard: -1, EndedBefore: cutoff, Limit: 1}, {Shard: idem.Shards, EndedBefore: cutoff, Limit: 1},
+	} {
+		if _, _, err := f.store.ListInFlight(ctx, bad); err == nil {
+			t.Errorf("ListInFlight(%+v): no error", bad)
+		}
+	}
 }
 
 func testFlagIsFenced(t *testing.T, newStore NewStoreFunc) {

@@ -103,6 +103,9 @@ func (m *MemoryStore) Release(_ context.Context, pk, token string) error {
 // ListInFlight implements idem.Store. Times compare in whole milliseconds,
 // as DynamoDB stores them.
 func (m *MemoryStore) ListInFlight(_ context.Context, q idem.InFlightQuery) ([]idem.InFlight, bool, error) {
+	if err := q.Validate(); err != nil {
+		return nil, false, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var all []idem.InFlight
