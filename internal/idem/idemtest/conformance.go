@@ -106,6 +106,7 @@ var conformance = []struct {
 	{"CompleteDropsTheRequest", testCompleteDropsTheRequest},
 	{"TakeOverStaleForReconcile", testTakeOverStaleForReconcile},
 	{"ListInFlightPagesByLeaseEnd", testListInFlightPagesByLeaseEnd},
+	{"ListInFlightPagesThroughEqualLeaseEnds", testListInFlightPagesThroughEqualLeaseEnds},
 	{"FlagIsFenced", testFlagIsFenced},
 	{"BadInputWritesNothing", testBadInputWritesNothing},
 }
@@ -471,6 +472,45 @@ func testListInFlightPagesByLeaseEnd(t *testing.T, newStore NewStoreFunc) {
 		if _, _, err := f.store.ListInFlight(ctx, bad); err == nil {
 			t.Errorf("ListInFlight(%+v): no error", bad)
 		}
+	}
+}
+
+// testListInFlightPagesThroughEqualLeaseEnds: a storm claims many keys
+// in the same millisecond; paging through them lists each exactly once.
+func testListInFlightPagesThroughEqualLeaseEnds(t *testing.T, newStore NewStoreFunc) {
+	t.Parallel()
+	ctx := context.Background()
+	f := setup(t, newStore)
+	const shard, n = 3, 7
+	want := map[string]bool{}
+	for range n {
+		want[mustAcquire(t, f, scopeInShard(shard), request("1")).PK()] = true
+	}
+	seen := map[string]int{}
+	q := idem.InFlightQuery{Shard: shard, EndedBefore: f.clock.Now().Add(2 * testLease), Limit: 3}
+	for pages := 0; ; pages++ {
+		if pages > n {
+			t.Fatal("the listing does not end")
+		}
+		page, more, err := f.store.ListInFlight(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range page {
+			seen[e.PK]++
+		}
+		if !more || len(page) == 0 {
+			break
+		}
+		q.After = &page[len(page)-1]
+	}
+	for pk := range want {
+		if seen[pk] != 1 {
+			t.Errorf("%s listed %d times, want once", idem.Ref(pk), seen[pk])
+		}
+	}
+	if len(seen) != n {
+		t.Fatalf("listed %d records, want %d", len(seen), n)
 	}
 }
 
