@@ -130,9 +130,11 @@ func respond(res charge.Result) answer {
 	switch res.Outcome {
 	case charge.Executed:
 		a.Response = res.Response
+		a.Headers = httpapi.Headers(res.Response)
 		return a
 	case charge.Replayed:
 		a.Response, a.replay = res.Response, true
+		a.Headers = httpapi.Headers(res.Response)
 		return a
 	case charge.Found:
 		a.Response = idem.Response{StatusCode: 200, Headers: map[string]string{"Content-Type": "application/json"}, Body: httpapi.Body(res.Charge)}

@@ -16,20 +16,41 @@ import (
 )
 
 // Answer is the stored answer of ch (a charge.Answer): 201 with the charge
-// and its Location when captured, 402 CHARGE_DECLINED with the charge id
-// and decline code when declined.
+// when captured, 402 CHARGE_DECLINED with the charge id and decline code
+// when declined. It is a status and a body only: Headers rebuilds the HTTP
+// headers from them, so the record does not store what it can rebuild and
+// every replay carries the same headers as the first answer.
 func Answer(ch charge.Charge) idem.Response {
 	if ch.Status == acquirer.StatusDeclined {
-		status, headers, body := problem.Render(problem.Details{
+		status, _, body := problem.Render(problem.Details{
 			Code: problem.ChargeDeclined, Detail: "the card was declined; a new attempt needs a new Idempotency-Key",
 			Extensions: map[string]any{"charge_id": ch.ID, "decline_code": ch.DeclineCode},
 		})
-		return idem.Response{StatusCode: status, Headers: headers, Body: body}
+		return idem.Response{StatusCode: status, Body: body}
 	}
-	return idem.Response{StatusCode: 201, Headers: map[string]string{
-		"Content-Type": "application/json",
-		"Location":     route.Location(ch.ID),
-	}, Body: Body(ch)}
+	return idem.Response{StatusCode: 201, Body: Body(ch)}
+}
+
+// Headers are the HTTP headers of a stored answer: those it was stored
+// with (records written before answers were stored without them), else the
+// ones Answer's status and body imply — for 201 the JSON content type and
+// the charge's Location (its id read back from the body, which Body wrote),
+// for a problem the problem content type.
+func Headers(resp idem.Response) map[string]string {
+	if len(resp.Headers) > 0 {
+		return resp.Headers
+	}
+	if resp.StatusCode != 201 {
+		return map[string]string{"Content-Type": problem.ContentType}
+	}
+	var created struct {
+		ID string `json:"id"`
+	}
+	headers := map[string]string{"Content-Type": "application/json"}
+	if json.Unmarshal(resp.Body, &created) == nil && created.ID != "" {
+		headers["Location"] = route.Location(created.ID)
+	}
+	return headers
 }
 
 // chargeJSON is the public shape of a charge. The account is not in it: the

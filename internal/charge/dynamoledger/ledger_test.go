@@ -3,7 +3,9 @@ package dynamoledger_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
+	"strings"
 	"testing"
 	"time"
 
@@ -111,5 +113,55 @@ func TestChargeRoundTrips(t *testing.T) {
 	}
 	if r := svc.Get(ctx, "acct_rt", id); r.Outcome != charge.Found || !maps.Equal(trips.Take(), map[string]int{"GetItem": 1}) {
 		t.Fatalf("get: %s", r.Outcome)
+	}
+}
+
+// TestItemSizes measures the items of a charge by DynamoDB's size rules
+// (dynamotest.ItemSize): the record claimed and completed, and the ledger
+// row, for descriptions of 0 to 500 characters. Up to 200 characters each
+// stays under 1 KB, so each write of a first execution is 1 write unit.
+func TestItemSizes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	client := dynamotest.Client(t)
+	table := dynamotest.NewTable(t, client)
+	store := dynamostore.New(client, table)
+	sb := sandbox.New("")
+	acq, _ := acquirer.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
+	svc := charge.NewService(idem.NewGuard(store, idem.Config{}), dynamoledger.New(client, table), acq, httpapi.Answer, charge.Config{})
+	raw := func(pk string) map[string]types.AttributeValue {
+		out, err := client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: pk}}, ConsistentRead: aws.Bool(true)})
+		if err != nil || out.Item == nil {
+			t.Fatalf("GetItem %s: %v", pk, err)
+		}
+		return out.Item
+	}
+	for _, n := range []int{0, 70, 200, 500} {
+		desc := strings.Repeat("d", n)
+		body := fmt.Sprintf(`{"amount": 2500000, "currency": "BRL", "order_id": "%s", "payment_method": "pm_card_visa", "description": %q}`, strings.Repeat("o", 36), desc)
+		scope := idem.Scope{Operation: charge.Operation, Account: "acct_" + strings.Repeat("a", 24), Key: fmt.Sprintf("%036d", n)}
+		guard := idem.NewGuard(store, idem.Config{})
+		// The claim as the first write stores it.
+		req, err := charge.ParseRequest([]byte(body), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		claimScope := scope
+		claimScope.Key += "-claim"
+		if _, err := guard.Begin(ctx, claimScope, req.Canonical()); err != nil {
+			t.Fatal(err)
+		}
+		claimed := dynamotest.ItemSize(raw(claimScope.PK()))
+		res := svc.Charge(ctx, charge.Input{Account: scope.Account, Keys: []string{scope.Key}, Body: []byte(body)})
+		if res.Outcome != charge.Executed {
+			t.Fatalf("%d: %s", n, res.Outcome)
+		}
+		rec, _ := guard.Lookup(ctx, scope.PK())
+		completed := dynamotest.ItemSize(raw(scope.PK()))
+		row := dynamotest.ItemSize(raw(dynamoledger.Key(charge.ChargeID(rec.DownstreamKey))))
+		t.Logf("description %3d: claimed record %4d B, completed record %4d B, ledger row %4d B", n, claimed, completed, row)
+		if n <= 200 && (claimed > 1024 || completed > 1024 || row > 1024) {
+			t.Errorf("description of %d characters: %d / %d / %d bytes, want each under 1 KB", n, claimed, completed, row)
+		}
 	}
 }

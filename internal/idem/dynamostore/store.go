@@ -4,6 +4,7 @@ package dynamostore
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -46,12 +47,12 @@ type record struct {
 	Account           string            `dynamodbav:"account"`
 	Key               string            `dynamodbav:"idempotency_key"`
 	Status            string            `dynamodbav:"status"`
-	Fingerprint       string            `dynamodbav:"fingerprint"`
+	Fingerprint       hexBinary         `dynamodbav:"fingerprint"`
 	Request           []byte            `dynamodbav:"request"`
 	LeaseToken        string            `dynamodbav:"lease_token"`
 	LeaseExpiresAt    int64             `dynamodbav:"lease_expires_at"`
 	Attempt           int               `dynamodbav:"attempt"`
-	DownstreamKey     string            `dynamodbav:"downstream_key"`
+	DownstreamKey     hexBinary         `dynamodbav:"downstream_key"`
 	ResponseStatus    int               `dynamodbav:"response_status,omitempty"`
 	ResponseHeaders   map[string]string `dynamodbav:"response_headers,omitempty"`
 	ResponseBody      []byte            `dynamodbav:"response_body,omitempty"`
@@ -65,9 +66,9 @@ type record struct {
 func toItem(r idem.Record) record {
 	out := record{
 		PK: r.PK, Operation: r.Operation, Account: r.Account, Key: r.Key,
-		Status: string(r.Status), Fingerprint: r.Fingerprint, Request: r.Request,
+		Status: string(r.Status), Fingerprint: hexBinary(r.Fingerprint), Request: r.Request,
 		LeaseToken: r.LeaseToken, LeaseExpiresAt: r.LeaseExpiresAt.UnixMilli(),
-		Attempt: r.Attempt, DownstreamKey: r.DownstreamKey,
+		Attempt: r.Attempt, DownstreamKey: hexBinary(r.DownstreamKey),
 		CreatedAt: r.CreatedAt.UnixMilli(), ExpiresAt: r.ExpiresAt.Unix(),
 		ReconcileAttempts: r.ReconcileAttempts,
 	}
@@ -92,9 +93,9 @@ func fromItem(av map[string]types.AttributeValue) (*idem.Record, error) {
 	}
 	r := &idem.Record{
 		PK: it.PK, Operation: it.Operation, Account: it.Account, Key: it.Key,
-		Status: idem.Status(it.Status), Fingerprint: it.Fingerprint, Request: it.Request,
+		Status: idem.Status(it.Status), Fingerprint: string(it.Fingerprint), Request: it.Request,
 		LeaseToken: it.LeaseToken, LeaseExpiresAt: time.UnixMilli(it.LeaseExpiresAt),
-		Attempt: it.Attempt, DownstreamKey: it.DownstreamKey,
+		Attempt: it.Attempt, DownstreamKey: string(it.DownstreamKey),
 		CreatedAt: time.UnixMilli(it.CreatedAt), ExpiresAt: time.Unix(it.ExpiresAt, 0),
 		ReconcileAttempts: it.ReconcileAttempts,
 	}
@@ -105,6 +106,33 @@ func fromItem(av map[string]types.AttributeValue) (*idem.Record, error) {
 		r.Response = &idem.Response{StatusCode: it.ResponseStatus, Headers: it.ResponseHeaders, Body: it.ResponseBody}
 	}
 	return r, nil
+}
+
+// hexBinary is a hex digest or key (fingerprint, downstream key) that the
+// table keeps as its bytes, half the size. It reads back the strings
+// records written before that carry, and keeps as a string anything that
+// is not hex.
+type hexBinary string
+
+// MarshalDynamoDBAttributeValue implements attributevalue.Marshaler.
+func (h hexBinary) MarshalDynamoDBAttributeValue() (types.AttributeValue, error) {
+	if b, err := hex.DecodeString(string(h)); err == nil && len(b) > 0 && hex.EncodeToString(b) == string(h) {
+		return &types.AttributeValueMemberB{Value: b}, nil
+	}
+	return &types.AttributeValueMemberS{Value: string(h)}, nil
+}
+
+// UnmarshalDynamoDBAttributeValue implements attributevalue.Unmarshaler.
+func (h *hexBinary) UnmarshalDynamoDBAttributeValue(av types.AttributeValue) error {
+	switch v := av.(type) {
+	case *types.AttributeValueMemberB:
+		*h = hexBinary(hex.EncodeToString(v.Value))
+	case *types.AttributeValueMemberS:
+		*h = hexBinary(v.Value)
+	default:
+		return fmt.Errorf("%T, want bytes or a string", av)
+	}
+	return nil
 }
 
 func pkKey(pk string) map[string]types.AttributeValue {
@@ -227,20 +255,24 @@ func (s *Store) Complete(ctx context.Context, pk, token string, resp idem.Respon
 	values := heldValues(token)
 	values[":completed"] = str(string(idem.StatusCompleted))
 	values[":code"] = num(int64(resp.StatusCode))
-	headers, err := attributevalue.Marshal(resp.Headers)
-	if err != nil {
-		return fmt.Errorf("encode headers: %w", err)
+	set := "SET #status = :completed, response_status = :code, response_body = :body"
+	if len(resp.Headers) > 0 { // answers that rebuild their headers store none
+		headers, err := attributevalue.Marshal(resp.Headers)
+		if err != nil {
+			return fmt.Errorf("encode headers: %w", err)
+		}
+		values[":headers"] = headers
+		set += ", response_headers = :headers"
 	}
-	values[":headers"] = headers
 	body := resp.Body
 	if body == nil {
 		body = []byte{} // DynamoDB rejects a null binary value
 	}
 	values[":body"] = &types.AttributeValueMemberB{Value: body}
-	_, err = s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	_, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.table),
 		Key:                       pkKey(pk),
-		UpdateExpression:          aws.String("SET #status = :completed, response_status = :code, response_headers = :headers, response_body = :body REMOVE inflight_shard, #request"),
+		UpdateExpression:          aws.String(set + " REMOVE inflight_shard, #request"),
 		ConditionExpression:       aws.String(held),
 		ExpressionAttributeNames:  map[string]string{"#status": "status", "#request": "request"},
 		ExpressionAttributeValues: values,

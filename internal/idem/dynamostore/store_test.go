@@ -2,6 +2,7 @@ package dynamostore_test
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"maps"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
@@ -160,5 +162,61 @@ func BenchmarkRoundTrips(b *testing.B) {
 			}
 			b.ReportMetric(float64(total)/float64(b.N), "trips/op")
 		})
+	}
+}
+
+// TestRecordsOfTheOlderLayoutStillServe: a record written before hashes
+// and keys were kept as bytes (fingerprint and downstream key as hex
+// strings, headers stored) replays and is refused for another request
+// exactly as before; new records keep them as bytes.
+func TestRecordsOfTheOlderLayoutStillServe(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	client := dynamotest.Client(t)
+	table := dynamotest.NewTable(t, client)
+	guard := idem.NewGuard(dynamostore.New(client, table), idem.Config{})
+	req := idem.Canonical{{Name: "amount", Value: "100"}}
+	fresh := idem.Scope{Operation: "charge", Account: "acct_1", Key: "new-layout-key"}
+	c, err := guard.Begin(ctx, fresh, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Lease.Complete(ctx, idem.Response{StatusCode: 201, Body: []byte(`{"id":"ch_1"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	get := func(pk string) map[string]types.AttributeValue {
+		out, err := client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: pk}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.Item
+	}
+	item := get(fresh.PK())
+	for _, name := range []string{"fingerprint", "downstream_key"} {
+		if _, ok := item[name].(*types.AttributeValueMemberB); !ok {
+			t.Fatalf("%s stored as %T, want bytes", name, item[name])
+		}
+	}
+	if _, ok := item["response_headers"]; ok {
+		t.Fatal("an answer without headers stored response_headers")
+	}
+
+	old := idem.Scope{Operation: "charge", Account: "acct_1", Key: "old-layout-key"}
+	legacy := maps.Clone(item)
+	legacy["pk"] = &types.AttributeValueMemberS{Value: old.PK()}
+	legacy["idempotency_key"] = &types.AttributeValueMemberS{Value: old.Key}
+	for _, name := range []string{"fingerprint", "downstream_key"} {
+		legacy[name] = &types.AttributeValueMemberS{Value: hex.EncodeToString(item[name].(*types.AttributeValueMemberB).Value)}
+	}
+	legacy["response_headers"] = &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{"Content-Type": &types.AttributeValueMemberS{Value: "application/json"}}}
+	if _, err := client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: legacy}); err != nil {
+		t.Fatal(err)
+	}
+	c, err = guard.Begin(ctx, old, req)
+	if err != nil || c.Replay == nil || string(c.Replay.Body) != `{"id":"ch_1"}` || c.Replay.Headers["Content-Type"] != "application/json" {
+		t.Fatalf("replay of an older record: %+v, %v", c, err)
+	}
+	if _, err := guard.Begin(ctx, old, idem.Canonical{{Name: "amount", Value: "101"}}); !errors.Is(err, idem.ErrKeyReused) {
+		t.Fatalf("another request on an older record: %v, want ErrKeyReused", err)
 	}
 }
