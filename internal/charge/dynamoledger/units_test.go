@@ -1,0 +1,118 @@
+package dynamoledger_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/idempotent-payments/idempay/internal/acquirer"
+	"github.com/idempotent-payments/idempay/internal/charge"
+	"github.com/idempotent-payments/idempay/internal/charge/dynamoledger"
+	"github.com/idempotent-payments/idempay/internal/httpapi"
+	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
+	"github.com/idempotent-payments/idempay/internal/idem/dynamostore/dynamotest"
+	"github.com/idempotent-payments/idempay/internal/sandbox"
+)
+
+// On-demand prices, us-east-1, US$ per million request units (the
+// DynamoDB pricing page since the November 2024 reduction).
+const (
+	dollarsPerMillionWRU = 0.625
+	dollarsPerMillionRRU = 0.125
+)
+
+// paths are the charge paths whose units are measured, in report order.
+var paths = []string{"first-execution", "replay", "replay-warm-cache", "in-flight", "get"}
+
+// unitsOf runs path n times through the charge service on DynamoDB Local
+// and returns the units it consumed per run, as DynamoDB reports them
+// (writes refused by their condition computed from item sizes).
+func unitsOf(tb testing.TB, path string, n int) dynamotest.Units {
+	tb.Helper()
+	ctx := context.Background()
+	meter := &dynamotest.Meter{Client: dynamotest.Client(tb)}
+	table := dynamotest.NewTable(tb, meter.Client)
+	sb := sandbox.New("")
+	acq, _ := acquirer.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
+	cache := 0
+	if path == "replay-warm-cache" {
+		cache = 10
+	}
+	guard := idem.NewGuard(dynamostore.New(meter, table), idem.Config{CacheSize: cache})
+	svc := charge.NewService(guard, dynamoledger.New(meter, table), acq, httpapi.Answer, charge.Config{})
+	body := []byte(`{"amount": 25000, "currency": "BRL", "order_id": "order-123", "payment_method": "pm_card_visa", "description": "a typical description of seventy characters or so, for the bill"}`)
+	in := func(key string) charge.Input { return charge.Input{Account: "acct_units", Keys: []string{key}, Body: body} }
+	first := svc.Charge(ctx, in("units-fixed-key"))
+	if path == "in-flight" { // a claim whose owner is still at work
+		req, err := charge.ParseRequest(body, 0)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if _, err := guard.Begin(ctx, idem.Scope{Operation: charge.Operation, Account: "acct_units", Key: "units-busy-key"}, req.Canonical()); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	svc.Charge(ctx, in("units-fixed-key")) // warms the cache when there is one
+	var id string
+	for key := range sb.ByKey() {
+		id = charge.ChargeID(key)
+	}
+	meter.Take()
+	for i := range n {
+		var res charge.Result
+		switch path {
+		case "first-execution":
+			res = svc.Charge(ctx, in(fmt.Sprintf("units-first-%d", i)))
+		case "replay", "replay-warm-cache":
+			res = svc.Charge(ctx, in("units-fixed-key"))
+		case "in-flight":
+			res = svc.Charge(ctx, in("units-busy-key"))
+		case "get":
+			res = svc.Get(ctx, "acct_units", id)
+		}
+		want := map[string]charge.Outcome{"first-execution": charge.Executed, "replay": charge.Replayed, "replay-warm-cache": charge.Replayed, "in-flight": charge.InFlight, "get": charge.Found}[path]
+		if res.Outcome != want || first.Outcome != charge.Executed {
+			tb.Fatalf("%s: %s, want %s", path, res.Outcome, want)
+		}
+	}
+	u := meter.Take()
+	f := float64(n)
+	return dynamotest.Units{TableWrite: u.TableWrite / f, IndexWrite: u.IndexWrite / f, Read: u.Read / f, Computed: u.Computed}
+}
+
+// TestUnitsPerPath holds the bill's figures per path: a first execution
+// writes 5 units (claim 1 + its in-flight index entry 1, ledger row 1,
+// completion 1 + leaving the index 1), a replay 1, a warm replay 0.
+func TestUnitsPerPath(t *testing.T) {
+	t.Parallel()
+	for path, want := range map[string][3]float64{
+		"first-execution":   {3, 2, 0},
+		"replay":            {1, 0, 0},
+		"replay-warm-cache": {0, 0, 0},
+		"in-flight":         {1, 0, 0},
+		"get":               {0, 0, 1},
+	} {
+		u := unitsOf(t, path, 3)
+		if got := [3]float64{u.TableWrite, u.IndexWrite, u.Read}; got != want {
+			t.Errorf("%s: table WRU, index WRU, RRU = %v, want %v", path, got, want)
+		}
+	}
+}
+
+// BenchmarkUnitsPerPath reports the units per path and what a million
+// first executions cost at on-demand prices.
+func BenchmarkUnitsPerPath(b *testing.B) {
+	for _, path := range paths {
+		b.Run(path, func(b *testing.B) {
+			for b.Loop() {
+				u := unitsOf(b, path, 20)
+				b.ReportMetric(u.TableWrite+u.IndexWrite, "WRU/op")
+				b.ReportMetric(u.IndexWrite, "index-WRU/op")
+				b.ReportMetric(u.Read, "RRU/op")
+				b.ReportMetric((u.TableWrite+u.IndexWrite)*dollarsPerMillionWRU+u.Read*dollarsPerMillionRRU, "$/M")
+			}
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}
