@@ -42,7 +42,9 @@ func unitsOf(tb testing.TB, path string, n int) dynamotest.Units {
 	guard := idem.NewGuard(dynamostore.New(meter, table), idem.Config{CacheSize: cache})
 	svc := charge.NewService(guard, dynamoledger.New(meter, table), acq, httpapi.Answer, charge.Config{})
 	body := []byte(`{"amount": 25000, "currency": "BRL", "order_id": "order-123", "payment_method": "pm_card_visa", "description": "a typical description of seventy characters or so, for the bill"}`)
-	in := func(key string) charge.Input { return charge.Input{Account: "acct_units", Keys: []string{key}, Body: body} }
+	in := func(key string) charge.Input {
+		return charge.Input{Account: "acct_units", Keys: []string{key}, Body: body}
+	}
 	first := svc.Charge(ctx, in("units-fixed-key"))
 	if path == "in-flight" { // a claim whose owner is still at work
 		req, err := charge.ParseRequest(body, 0)
