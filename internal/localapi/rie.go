@@ -15,8 +15,10 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -60,11 +62,16 @@ type PoolConfig struct {
 // invocation at a time (a concurrent second one crashes it), so the pool
 // hands each invocation a free instance and waits when none is.
 type Pool struct {
-	cfg  PoolConfig
-	free chan *instance
-	all  []*instance
-	http *http.Client
+	cfg      PoolConfig
+	free     chan *instance
+	all      []*instance
+	http     *http.Client
+	replaced atomic.Int64
 }
+
+// Replaced counts the instances replaced before an invocation because
+// they had died while idle.
+func (p *Pool) Replaced() int { return int(p.replaced.Load()) }
 
 type instance struct {
 	mu   sync.Mutex
@@ -73,9 +80,10 @@ type instance struct {
 	api  string // runtime API address
 	pool *Pool
 	done chan struct{}
-	// broken: its last restart failed; only the goroutine holding the
-	// instance (taken from the free list) reads or writes it.
-	broken bool
+	// broken: its last restart failed; served: it has run an invocation,
+	// so its runtime (the bootstrap) was started. Only the goroutine
+	// holding the instance (taken from the free list) reads or writes them.
+	broken, served bool
 }
 
 // StartPool starts cfg.Instances emulators and waits until each accepts
@@ -179,20 +187,110 @@ func (p *Pool) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 		return nil, ctx.Err()
 	}
 	defer func() { p.free <- in }()
+	if !in.broken && !in.healthy() {
+		in.kill() // died while idle: replaced before it serves, as Lambda does
+		in.broken = true
+		p.replaced.Add(1)
+	}
 	if in.broken {
 		if err := in.start(); err != nil {
 			return nil, fmt.Errorf("restart %s: %w", p.cfg.Name, err)
 		}
-		in.broken = false
+		in.broken, in.served = false, false
 	}
 	out, err := in.invoke(ctx, payload)
+	in.served = true
 	if err != nil {
 		in.kill()
+		in.served = false
 		if restartErr := in.start(); restartErr != nil {
 			in.broken = true // the next invocation tries again
 		}
 	}
 	return out, err
+}
+
+// healthy reports whether the instance can take an invocation: its
+// emulator runs and, once it has served one, so does its runtime (the
+// emulator starts the bootstrap at the first invocation and does not
+// restart a runtime that died while idle: the next invocation would fail).
+func (in *instance) healthy() bool {
+	in.mu.Lock()
+	cmd, done := in.cmd, in.done
+	in.mu.Unlock()
+	select {
+	case <-done:
+		return false
+	default:
+	}
+	return !in.served || len(children(cmd.Process.Pid)) > 0
+}
+
+// children lists the live child processes of pid, from Linux's /proc:
+// each thread lists the children it started (/proc/PID/task/TID/children),
+// and the emulator, a Go program, starts them from any of its threads.
+// None when /proc cannot be read.
+func children(pid int) []int {
+	lists, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	var out []int
+	for _, list := range lists {
+		b, err := os.ReadFile(list)
+		if err != nil {
+			continue
+		}
+		for _, f := range bytes.Fields(b) {
+			if n, err := strconv.Atoi(string(f)); err == nil && processAlive(n) {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
+
+// processAlive: a killed child stays listed, as a zombie, until its parent
+// reaps it.
+func processAlive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// The state follows the command name, which is in parentheses.
+	i := bytes.LastIndexByte(b, ')')
+	return i >= 0 && i+2 < len(b) && b[i+2] != 'Z' && b[i+2] != 'X'
+}
+
+// KillIdleRuntimes SIGKILLs the runtime (the bootstrap) of every idle
+// instance that has one, leaving its emulator running: a function process
+// that died between invocations. It returns how many it killed.
+func (p *Pool) KillIdleRuntimes() int {
+	var idle []*instance
+	for {
+		select {
+		case in := <-p.free:
+			idle = append(idle, in)
+			continue
+		default:
+		}
+		break
+	}
+	killed := 0
+	for _, in := range idle {
+		in.mu.Lock()
+		pid := in.cmd.Process.Pid
+		in.mu.Unlock()
+		for _, child := range children(pid) {
+			if syscall.Kill(child, syscall.SIGKILL) == nil {
+				killed++
+			}
+		}
+	}
+	for _, in := range idle {
+		for deadline := time.Now().Add(time.Second); in.healthy() && in.served && time.Now().Before(deadline); {
+			time.Sleep(5 * time.Millisecond)
+		}
+		p.free <- in
+	}
+	return killed
 }
 
 func (in *instance) invoke(ctx context.Context, payload []byte) ([]byte, error) {

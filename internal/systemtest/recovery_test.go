@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"net/http"
 	"sync"
 	"testing"
 	"time"
@@ -221,5 +223,31 @@ func TestRule3ReconcilerWaitsForInTransit(t *testing.T) {
 	<-landed
 	if st, _ := recordStatus(t, s, "acct_r", "in-transit-control"); st != "" || authorizations(s) != before+1 {
 		t.Fatalf("control: record %q, %d new authorizations; want the charge lost (authorized, no record)", st, authorizations(s)-before)
+	}
+}
+
+// TestIdleRuntimeDeathIsReplacedFirst: a function process that dies
+// between invocations is replaced before the pool hands its instance the
+// next request, as Lambda replaces a dead execution environment; no client
+// sees a 500 for it.
+func TestIdleRuntimeDeathIsReplacedFirst(t *testing.T) {
+	t.Parallel()
+	s := newStack(t)
+	for i := range 4 { // every instance has served, so each has a runtime
+		if r := postCharge(t, s, "acct_a", fmt.Sprintf("idle-death-warm-%d", i), visa); r.status != http.StatusCreated {
+			t.Fatalf("warm-up: %d %s", r.status, r.body)
+		}
+	}
+	kills := 0
+	for round := range 5 {
+		kills += s.Charge.KillIdleRuntimes()
+		for i := range 4 {
+			if r := postCharge(t, s, "acct_a", fmt.Sprintf("idle-death-%d-%d", round, i), visa); r.status != http.StatusCreated {
+				t.Fatalf("round %d request %d after %d kills: %d %s", round, i, kills, r.status, r.body)
+			}
+		}
+	}
+	if kills < 5 || s.Charge.Replaced() != kills {
+		t.Fatalf("killed %d idle runtimes, %d instances replaced: want at least one per round, each replaced once", kills, s.Charge.Replaced())
 	}
 }
