@@ -259,6 +259,19 @@ func processAlive(pid int) bool {
 	return i >= 0 && i+2 < len(b) && b[i+2] != 'Z' && b[i+2] != 'X'
 }
 
+// Processes lists the pool's processes: each instance's emulator, and the
+// runtimes (bootstraps) those have started.
+func (p *Pool) Processes() (emulators, runtimes []int) {
+	for _, in := range p.all {
+		in.mu.Lock()
+		pid := in.cmd.Process.Pid
+		in.mu.Unlock()
+		emulators = append(emulators, pid)
+		runtimes = append(runtimes, children(pid)...)
+	}
+	return emulators, runtimes
+}
+
 // KillIdleRuntimes SIGKILLs the runtime (the bootstrap) of every idle
 // instance that has one, leaving its emulator running: a function process
 // that died between invocations. It returns how many it killed.

@@ -26,6 +26,11 @@ const (
 	EnvReconcileQueueURL = command.ReconcileQueueEnv
 	EnvRejectedQueueURL  = command.RejectedQueueEnv
 
+	// A local switch: a CPU profile of each function process, written to
+	// this path plus its process id, over its first seconds (30).
+	EnvCPUProfile        = "IDEMPAY_CPU_PROFILE"
+	EnvCPUProfileSeconds = "IDEMPAY_CPU_PROFILE_SECONDS"
+
 	// Names that others define: Lambda's advanced logging controls, and
 	// the OpenTelemetry exporter's endpoint (set with the collector layer).
 	EnvLambdaLogLevel = "AWS_LAMBDA_LOG_LEVEL"

@@ -214,6 +214,7 @@ func LogLevel(getenv func(string) string) string {
 // logged once and exits 1.
 func Main(run func(logger *slog.Logger) error) {
 	logger := obs.NewLogger(os.Stdout, LogLevel(os.Getenv))
+	profileCPU(logger, os.Getenv)
 	if err := run(logger); err != nil {
 		logger.Error("start-up", "error", err)
 		os.Exit(1)
