@@ -84,6 +84,8 @@ type instance struct {
 	// so its runtime (the bootstrap) was started. Only the goroutine
 	// holding the instance (taken from the free list) reads or writes them.
 	broken, served bool
+	// runtime is the pid of the runtime it started, once seen (0 before).
+	runtime int
 }
 
 // StartPool starts cfg.Instances emulators and waits until each accepts
@@ -142,6 +144,7 @@ func (in *instance) start() error {
 	go func() { _ = cmd.Wait(); close(done) }()
 	in.mu.Lock()
 	in.cmd, in.addr, in.api, in.done = cmd, addr, api, done
+	in.runtime = 0
 	in.mu.Unlock()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
@@ -196,13 +199,13 @@ func (p *Pool) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 		if err := in.start(); err != nil {
 			return nil, fmt.Errorf("restart %s: %w", p.cfg.Name, err)
 		}
-		in.broken, in.served = false, false
+		in.broken, in.served, in.runtime = false, false, 0
 	}
 	out, err := in.invoke(ctx, payload)
 	in.served = true
 	if err != nil {
 		in.kill()
-		in.served = false
+		in.served, in.runtime = false, 0
 		if restartErr := in.start(); restartErr != nil {
 			in.broken = true // the next invocation tries again
 		}
@@ -223,7 +226,18 @@ func (in *instance) healthy() bool {
 		return false
 	default:
 	}
-	return !in.served || len(children(cmd.Process.Pid)) > 0
+	if !in.served {
+		return true
+	}
+	if in.runtime != 0 && processAlive(in.runtime) { // one read of /proc per invocation
+		return true
+	}
+	kids := children(cmd.Process.Pid)
+	if len(kids) == 0 {
+		return false
+	}
+	in.runtime = kids[0]
+	return true
 }
 
 // children lists the live child processes of pid, from Linux's /proc:
