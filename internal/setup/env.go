@@ -26,8 +26,9 @@ const (
 	EnvReconcileQueueURL = command.ReconcileQueueEnv
 	EnvRejectedQueueURL  = command.RejectedQueueEnv
 
-	// A local switch: a CPU profile of each function process, written to
-	// this path plus its process id, over its first seconds (30).
+	// A local switch: CPU profiles of each function process, written to
+	// this path plus its process id and a window number, one per window
+	// of seconds (10).
 	EnvCPUProfile        = "IDEMPAY_CPU_PROFILE"
 	EnvCPUProfileSeconds = "IDEMPAY_CPU_PROFILE_SECONDS"
 

@@ -9,9 +9,11 @@ import (
 	"time"
 )
 
-// profileCPU writes a CPU profile of this process to EnvCPUProfile's path
-// plus the process id, covering the first EnvCPUProfileSeconds (30)
-// seconds. A local switch for finding what a request costs: the CDK app
+// profileCPU writes CPU profiles of this process, one per window of
+// EnvCPUProfileSeconds (10) seconds, to EnvCPUProfile's path plus the
+// process id and the window's number, for as long as the process runs (a
+// function process is killed, not stopped, so only whole windows are
+// kept). A local switch for finding what a request costs: the CDK app
 // never sets it, and it is off when the variable is empty.
 func profileCPU(logger *slog.Logger, getenv func(string) string) {
 	path := getenv(EnvCPUProfile)
@@ -20,21 +22,23 @@ func profileCPU(logger *slog.Logger, getenv func(string) string) {
 	}
 	secs, err := strconv.Atoi(getenv(EnvCPUProfileSeconds))
 	if err != nil || secs <= 0 {
-		secs = 30
-	}
-	f, err := os.Create(fmt.Sprintf("%s.%d", path, os.Getpid()))
-	if err != nil {
-		logger.Warn("cpu profile", "error", err)
-		return
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		logger.Warn("cpu profile", "error", err)
-		f.Close()
-		return
+		secs = 10
 	}
 	go func() {
-		time.Sleep(time.Duration(secs) * time.Second)
-		pprof.StopCPUProfile()
-		f.Close()
+		for n := 0; ; n++ {
+			f, err := os.Create(fmt.Sprintf("%s.%d.%d", path, os.Getpid(), n))
+			if err != nil {
+				logger.Warn("cpu profile", "error", err)
+				return
+			}
+			if err := pprof.StartCPUProfile(f); err != nil {
+				logger.Warn("cpu profile", "error", err)
+				f.Close()
+				return
+			}
+			time.Sleep(time.Duration(secs) * time.Second)
+			pprof.StopCPUProfile()
+			f.Close()
+		}
 	}()
 }
