@@ -290,16 +290,7 @@ func (p *Pool) Processes() (emulators, runtimes []int) {
 // instance that has one, leaving its emulator running: a function process
 // that died between invocations. It returns how many it killed.
 func (p *Pool) KillIdleRuntimes() int {
-	var idle []*instance
-	for {
-		select {
-		case in := <-p.free:
-			idle = append(idle, in)
-			continue
-		default:
-		}
-		break
-	}
+	idle := p.takeIdle()
 	killed := 0
 	for _, in := range idle {
 		in.mu.Lock()
@@ -343,20 +334,25 @@ func (in *instance) invoke(ctx context.Context, payload []byte) ([]byte, error) 
 	return body, nil
 }
 
-// KillBusy SIGKILLs every instance that is in the middle of an invocation,
-// as if its execution environment crashed; each restarts before serving
-// again. It returns how many it killed.
-func (p *Pool) KillBusy() int {
+// takeIdle takes every idle instance off the free list; the caller puts
+// them back.
+func (p *Pool) takeIdle() []*instance {
 	var idle []*instance
 	for {
 		select {
 		case in := <-p.free:
 			idle = append(idle, in)
-			continue
 		default:
+			return idle
 		}
-		break
 	}
+}
+
+// KillBusy SIGKILLs every instance that is in the middle of an invocation,
+// as if its execution environment crashed; each restarts before serving
+// again. It returns how many it killed.
+func (p *Pool) KillBusy() int {
+	idle := p.takeIdle()
 	killed := 0
 	for _, in := range p.all {
 		busy := true

@@ -81,14 +81,17 @@ func mustBeAbsent(t *testing.T, f *fixture, pk string) {
 // fencing of zombies, logical expiry and races.
 func RunConformance(t *testing.T, newStore NewStoreFunc) {
 	for _, c := range conformance {
-		t.Run(c.name, func(t *testing.T) { c.test(t, newStore) })
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			c.test(context.Background(), t, setup(t, newStore))
+		})
 	}
 }
 
 // conformance is the suite: each test gets a fresh store from newStore.
 var conformance = []struct {
 	name string
-	test func(t *testing.T, newStore NewStoreFunc)
+	test func(ctx context.Context, t *testing.T, f *fixture)
 }{
 	{"FirstExecutionThenReplay", testFirstExecutionThenReplay},
 	{"InFlight", testInFlight},
@@ -111,10 +114,7 @@ var conformance = []struct {
 	{"BadInputWritesNothing", testBadInputWritesNothing},
 }
 
-func testFirstExecutionThenReplay(t *testing.T, newStore NewStoreFunc) {
-	t.Parallel()
-	ctx := context.Background()
-	f := setup(t, newStore)
+func testFirstExecutionThenReplay(ctx context.Context, t *testing.T, f *fixture) {
 	s := scope()
 	lease := mustAcquire(t, f, s, request("100"))
 	if lease.Attempt() != 1 || lease.TakenOver() {
@@ -142,10 +142,7 @@ func testFirstExecutionThenReplay(t *testing.T, newStore NewStoreFunc) {
 	}
 }
 
-func testInFlight(t *testing.T, newStore NewStoreFunc) {
-	t.Parallel()
-	ctx := context.Background()
-	f := setup(t, newStore)
+func testInFlight(ctx context.Context, t *testing.T, f *fixture) {
 	s := scope()
 	mustAcquire(t, f, s, request("100"))
 	_, err := f.guard.Begin(ctx, s, request("100"))
@@ -158,10 +155,7 @@ func testInFlight(t *testing.T, newStore NewStoreFunc) {
 	}
 }
 
-func testKeyReused(t *testing.T, newStore NewStoreFunc) {
-	t.Parallel()
-	ctx := context.Background()
-	f := setup(t, newStore)
+func testKeyReused(ctx context.Context, t *testing.T, f *fixture) {
 	inFlight, completed, stale := scope(), scope(), scope()
 	mustAcquire(t, f, inFlight, request("100"))
 	mustAcquire(t, f, stale, request("100"))
@@ -180,10 +174,7 @@ func testKeyReused(t *testing.T, newStore NewStoreFunc) {
 	}
 }
 
-func testReleaseFirstAttempt(t *testing.T, newStore NewStoreFunc) {
-	t.Parallel()
-	ctx := context.Background()
-	f := setup(t, newStore)
+func testReleaseFirstAttempt(ctx context.Context, t *testing.T, f *fixture) {
 	s := scope()
 	lease := mustAcquire(t, f, s, request("100"))
 	if err := lease.Release(ctx); err != nil {
@@ -196,9 +187,7 @@ func testReleaseFirstAttempt(t *testing.T, newStore NewStoreFunc) {
 	}
 }
 
-func testStaleLeaseIsTakenOver(t *testing.T, newStore NewStoreFunc) {
-	t.Parallel()
-	f := setup(t, newStore)
+func testStaleLeaseIsTakenOver(ctx context.Context, t *testing.T, f *fixture) {
 	s := scope()
 	first := mustAcquire(t, f, s, request("100"))
 	f.clock.Advance(testLease + time.Millisecond)
@@ -214,10 +203,7 @@ func testStaleLeaseIsTakenOver(t *testing.T, newStore NewStoreFunc) {
 	}
 }
 
-func testZombieIsFenced(t *testing.T, newStore NewStoreFunc) {
-	t.Parallel()
-	ctx := context.Background()
-	f := setup(t, newStore)
+func testZombieIsFenced(ctx context.Context, t *testing.T, f *fixture) {
 	s := scope()
 	zombie := mustAcquire(t, f, s, request("100"))
 	f.clock.Advance(testLease + time.Millisecond)
@@ -246,10 +232,7 @@ func testZombieIsFenced(t *testing.T, newStore NewStoreFunc) {
 	}
 }
 
-func testReleaseAfterTakeOverIsRefused(t *testing.T, newStore NewStoreFunc) {
-	t.Parallel()
-	ctx := context.Background()
-	f := setup(t, newStore)
+func testReleaseAfterTakeOverIsRefused(ctx context.Context, t *testing.T, f *fixture) {
 	s := scope()
 	mustAcquire(t, f, s, request("100"))
 	f.clock.Advance(testLease + time.Millisecond)
@@ -260,10 +243,7 @@ func testReleaseAfterTakeOverIsRefused(t *testing.T, newStore NewStoreFunc) {
 	mustStatus(t, f, s.PK(), idem.StatusInProgress)
 }
 
-func testAbandonNeverExtendsTheLease(t *testing.T, newStore NewStoreFunc) {
-	t.Parallel()
-	ctx := context.Background()
-	f := setup(t, newStore)
+func testAbandonNeverExtendsTheLease(ctx context.Context, t *testing.T, f *fixture) {
 	s := scope()
 	late := mustAcquire(t, f, s, request("100"))
 	end := late.ExpiresAt()
@@ -276,10 +256,7 @@ func testAbandonNeverExtendsTheLease(t *testing.T, newStore NewStoreFunc) {
 	}
 }
 
-func testAbandonLetsARetryTakeOver(t *testing.T, newStore NewStoreFunc) {
-	t.Parallel()
-	ctx := context.Background()
-	f := setup(t, newStore)
+func testAbandonLetsARetryTakeOver(ctx context.Context, t *testing.T, f *fixture) {
 	s := scope()
 	first := mustAcquire(t, f, s, request("100"))
 	if err := first.Abandon(ctx); err != nil {
@@ -292,10 +269,7 @@ func testAbandonLetsARetryTakeOver(t *testing.T, newStore NewStoreFunc) {
 	}
 }
 
-func testConcurrentTakeOversOneWins(t *testing.T, newStore NewStoreFunc) {
-	t.Parallel()
-	ctx := context.Background()
-	f := setup(t, newStore)
+func testConcurrentTakeOversOneWins(ctx context.Context, t *testing.T, f *fixture) {
 	s := scope()
 	mustAcquire(t, f, s, request("100"))
 	f.clock.Advance(testLease + time.Millisecond)
@@ -305,10 +279,7 @@ func testConcurrentTakeOversOneWins(t *testing.T, newStore NewStoreFunc) {
 	}
 }
 
-func testConcurrentClaimsOneWins(t *testing.T, newStore NewStoreFunc) {
-	t.Parallel()
-	ctx := context.Background()
-	f := setup(t, newStore)
+func testConcurrentClaimsOneWins(ctx context.Context, t *testing.T, f *fixture) {
 	s := scope()
 	results := race(20, func() (idem.Claim, error) { return f.guard.Begin(ctx, s, request("100")) })
 	if got := countLeases(t, results); got != 1 {
@@ -316,10 +287,7 @@ func testConcurrentClaimsOneWins(t *testing.T, newStore NewStoreFunc) {
 	}
 }
 
-func testExpiredRecordIsAbsent(t *testing.T, newStore NewStoreFunc) {
-	t.Parallel()
-	ctx := context.Background()
-	f := setup(t, newStore)
+func testExpiredRecordIsAbsent(ctx context.Context, t *testing.T, f *fixture) {
 	done, stuck := scope(), scope()
 	old := mustAcquire(t, f, done, request("100"))
 	if err := old.Complete(ctx, created); err != nil {
@@ -336,10 +304,7 @@ func testExpiredRecordIsAbsent(t *testing.T, newStore NewStoreFunc) {
 	}
 }
 
-func testLeaseFromContextDeadline(t *testing.T, newStore NewStoreFunc) {
-	t.Parallel()
-	ctx := context.Background()
-	f := setup(t, newStore)
+func testLeaseFromContextDeadline(ctx context.Context, t *testing.T, f *fixture) {
 	deadline := f.clock.Now().Add(7 * time.Second)
 	dctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
@@ -355,10 +320,7 @@ func testLeaseFromContextDeadline(t *testing.T, newStore NewStoreFunc) {
 	}
 }
 
-func testCompleteDropsTheRequest(t *testing.T, newStore NewStoreFunc) {
-	t.Parallel()
-	ctx := context.Background()
-	f := setup(t, newStore)
+func testCompleteDropsTheRequest(ctx context.Context, t *testing.T, f *fixture) {
 	s := scope()
 	lease := mustAcquire(t, f, s, request("100"))
 	if rec := mustStatus(t, f, s.PK(), idem.StatusInProgress); len(rec.Request) == 0 {
@@ -379,10 +341,7 @@ func testCompleteDropsTheRequest(t *testing.T, newStore NewStoreFunc) {
 	}
 }
 
-func testTakeOverStaleForReconcile(t *testing.T, newStore NewStoreFunc) {
-	t.Parallel()
-	ctx := context.Background()
-	f := setup(t, newStore)
+func testTakeOverStaleForReconcile(ctx context.Context, t *testing.T, f *fixture) {
 	s := scope()
 	mustAcquire(t, f, s, request("100"))
 	if _, err := f.guard.TakeOverStale(ctx, s.PK(), 0); !errors.Is(err, idem.ErrLeaseLost) {
@@ -406,10 +365,7 @@ func testTakeOverStaleForReconcile(t *testing.T, newStore NewStoreFunc) {
 	}
 }
 
-func testListInFlightPagesByLeaseEnd(t *testing.T, newStore NewStoreFunc) {
-	t.Parallel()
-	ctx := context.Background()
-	f := setup(t, newStore)
+func testListInFlightPagesByLeaseEnd(ctx context.Context, t *testing.T, f *fixture) {
 	const shard = 7
 	var stale []string
 	for range 4 { // leases ending 1 s apart
@@ -477,10 +433,7 @@ func testListInFlightPagesByLeaseEnd(t *testing.T, newStore NewStoreFunc) {
 
 // testListInFlightPagesThroughEqualLeaseEnds: a storm claims many keys
 // in the same millisecond; paging through them lists each exactly once.
-func testListInFlightPagesThroughEqualLeaseEnds(t *testing.T, newStore NewStoreFunc) {
-	t.Parallel()
-	ctx := context.Background()
-	f := setup(t, newStore)
+func testListInFlightPagesThroughEqualLeaseEnds(ctx context.Context, t *testing.T, f *fixture) {
 	const shard, n = 3, 7
 	want := map[string]bool{}
 	for range n {
@@ -514,10 +467,7 @@ func testListInFlightPagesThroughEqualLeaseEnds(t *testing.T, newStore NewStoreF
 	}
 }
 
-func testFlagIsFenced(t *testing.T, newStore NewStoreFunc) {
-	t.Parallel()
-	ctx := context.Background()
-	f := setup(t, newStore)
+func testFlagIsFenced(ctx context.Context, t *testing.T, f *fixture) {
 	s := scope()
 	lease := mustAcquire(t, f, s, request("1"))
 	f.clock.Advance(2 * testLease)
@@ -581,10 +531,7 @@ func testFlagIsFenced(t *testing.T, newStore NewStoreFunc) {
 	}
 }
 
-func testBadInputWritesNothing(t *testing.T, newStore NewStoreFunc) {
-	t.Parallel()
-	ctx := context.Background()
-	f := setup(t, newStore)
+func testBadInputWritesNothing(ctx context.Context, t *testing.T, f *fixture) {
 	for _, s := range []idem.Scope{
 		{Operation: "charge", Account: "acct_1", Key: ""},
 		{Operation: "charge", Account: "acct_1", Key: "short"},
