@@ -61,6 +61,23 @@ func load(b *testing.B, n int, next func(i int) error) {
 	b.ReportMetric(0, "ns/op")
 }
 
+// benchStack starts the stack the benchmarks load: a table of its own,
+// two instances per function. It returns a token for an account of its
+// own and a prefix that keeps this run's keys apart.
+func benchStack(b *testing.B, name string) (*localapi.Stack, string, string) {
+	b.Helper()
+	s, err := localapi.StartStack(context.Background(), localapi.StackConfig{
+		RIE: rieBin, BinDir: binDir, TableName: fmt.Sprintf("%s-%d", name, time.Now().UnixNano()),
+		GatewayAddr: "127.0.0.1:0", SandboxAddr: "127.0.0.1:0", Trust: localapi.Trust{Secret: secret}, Instances: 2,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(s.Close)
+	token, _ := localapi.Trust{Secret: secret}.Token("acct_"+name, time.Hour)
+	return s, token, fmt.Sprint(time.Now().UnixNano())
+}
+
 func benchCharge(s *localapi.Stack, token, key string, want ...int) error {
 	req, _ := http.NewRequest(http.MethodPost, s.URL+"/v1/charges", strings.NewReader(visa))
 	req.Header.Set("Authorization", "Bearer "+token)
@@ -82,16 +99,7 @@ func benchCharge(s *localapi.Stack, token, key string, want ...int) error {
 // PutItem rate measured in the same run. First executions need 2 writes
 // (ceiling: half the raw rate); replays 1.
 func BenchmarkLocalAPI(b *testing.B) {
-	s, err := localapi.StartStack(context.Background(), localapi.StackConfig{
-		RIE: rieBin, BinDir: binDir, TableName: fmt.Sprintf("bench-%d", time.Now().UnixNano()),
-		GatewayAddr: "127.0.0.1:0", SandboxAddr: "127.0.0.1:0", Trust: localapi.Trust{Secret: secret}, Instances: 2,
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	token, _ := localapi.Trust{Secret: secret}.Token("acct_bench", time.Hour)
-	run := fmt.Sprint(time.Now().UnixNano())
+	s, token, run := benchStack(b, "bench")
 
 	b.Run("raw-conditional-put", func(b *testing.B) {
 		client := dynamotest.Client(b)

@@ -2,7 +2,6 @@ package systemtest_test
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"net/url"
 	"os"
@@ -11,8 +10,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/idempotent-payments/idempay/internal/localapi"
 )
 
 // clockTick is Linux's USER_HZ, the unit of utime and stime in /proc.
@@ -66,16 +63,7 @@ func dynamoDBLocal(tb testing.TB) int {
 // Lambda gives a function about 1/14 of a vCPU, so a CPU millisecond here
 // costs about 14 ms of wall time there (projected_128MB_ms).
 func BenchmarkFunctionCPU(b *testing.B) {
-	s, err := localapi.StartStack(context.Background(), localapi.StackConfig{
-		RIE: rieBin, BinDir: binDir, TableName: fmt.Sprintf("cpu-%d", time.Now().UnixNano()),
-		GatewayAddr: "127.0.0.1:0", SandboxAddr: "127.0.0.1:0", Trust: localapi.Trust{Secret: secret}, Instances: 2,
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	token, _ := localapi.Trust{Secret: secret}.Token("acct_cpu", time.Hour)
-	run := fmt.Sprint(time.Now().UnixNano())
+	s, token, run := benchStack(b, "cpu")
 	db := dynamoDBLocal(b)
 	const n = 400
 	for i := range 2 * benchClients { // both instances warm, their runtimes started
