@@ -148,7 +148,7 @@ func NewStack(scope constructs.Construct, id string, cfg Config, assets StackAss
 		}))
 	// The reconciler is the same code reading only the reconcile queue, so
 	// it takes reconcile commands only. Its role backs that up: it may put
-	// the ledger rows a completion adds, but no idempotency record, so the
+	// the ledger rows a completion writes first, but no idempotency record, so the
 	// claim path (a conditional PutItem) fails for it. It still updates and
 	// deletes records (take-over, completion, release), so the role alone
 	// does not prove it never starts a charge; the code's refusal does.

@@ -54,7 +54,7 @@ inline keyOf(k) {
 #endif
 }
 
-/* charge.Ledger.Record: PutItem if no row exists for the charge id. An
+/* charge.Ledger.Write: PutItem if no row exists for the charge id. An
  * existing row is this intent's, written by an earlier attempt from the
  * same authorization: it is taken as it is. No lease fence: a zombie's late
  * write finds the row and changes nothing. */
@@ -72,7 +72,9 @@ inline completeRecord(me, k) {
 		:: rec == INPROG && owner == me ->
 			assert(!stored);	/* a stored response never changes */
 			assert(authorized[k]);	/* it is the acquirer's outcome */
+#ifndef COMPLETE_FIRST
 			assert(ledger[k]);	/* the ledger row was written first */
+#endif
 			rec = COMPLETED; stored = true; storedKey = k; owner = 0
 		:: else -> skip	/* idem.ErrLeaseLost: the worker re-reads; answers from the record */
 		fi
@@ -84,12 +86,13 @@ inline completeRecord(me, k) {
  * reconciler, which find the row and reuse it). */
 inline finish(me, k) {
 #ifdef COMPLETE_FIRST
-	completeRecord(me, k);
-	if
-	:: goto done	/* crash between the writes */
-	:: skip
-	fi;
-	ledgerRow(k)
+	atomic {	/* with no crash, no state between the two writes is seen */
+		completeRecord(me, k);
+		if
+		:: goto done	/* crash between the writes: the only way to lose the row */
+		:: ledgerRow(k)
+		fi
+	}
 #else
 	ledgerRow(k);
 	if
@@ -238,7 +241,8 @@ end:	do
 active proctype Settled() {
 	timeout ->
 	assert(rec != INPROG);
-	assert(authorizations == 0 || (stored && authorized[storedKey]))
+	assert(authorizations == 0 || (stored && authorized[storedKey]));
+	assert(!stored || ledger[storedKey])	/* every completed record has its ledger row */
 }
 
 init {

@@ -245,7 +245,7 @@ func describe(ctx context.Context, ledger charge.Ledger, rec *idem.Record) view 
 		if !json.Valid(body) {
 			body, _ = json.Marshal(string(rec.Response.Body))
 		}
-		v.Response = &response{Status: rec.Response.StatusCode, Headers: rec.Response.Headers, Body: body}
+		v.Response = &response{Status: rec.Response.StatusCode, Headers: httpapi.Headers(*rec.Response), Body: body}
 		if ch, err := ledger.Get(ctx, charge.ChargeID(rec.DownstreamKey)); err == nil {
 			if json.Unmarshal(httpapi.Body(ch), &v.Ledger) == nil { // our own rendering: it parses
 				v.Ledger["account"] = ch.Account

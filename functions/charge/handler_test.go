@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
+	"maps"
 	"os"
 	"strconv"
 	"strings"
@@ -255,6 +257,33 @@ func TestEveryOutcomeHasAnAnswer(t *testing.T) {
 		_, inTable := problems[o]
 		if !inTable && o != charge.Executed && o != charge.Replayed && o != charge.Found {
 			t.Errorf("no answer for %s", o)
+		}
+	}
+}
+
+// TestReplayHeadersAreTheFirstAnswers: the record stores no headers; the
+// replay's are rebuilt and equal the first answer's, plus
+// Idempotent-Replay, for a captured and a declined charge, from the store
+// (no warm cache) as from the cache.
+func TestReplayHeadersAreTheFirstAnswers(t *testing.T) {
+	t.Parallel()
+	for _, cache := range []int{0, 100} {
+		sb := sandbox.New("")
+		acq, _ := acquirer.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
+		h := &Handler{Service: charge.NewService(idem.NewGuard(idemtest.NewMemoryStore(), idem.Config{CacheSize: cache}), chargetest.NewLedger(), acq, httpapi.Answer, charge.Config{}), AccountClaim: "sub"}
+		for i, body := range []string{
+			`{"amount": 100, "currency": "BRL", "order_id": "1", "payment_method": "pm_card_visa"}`,
+			`{"amount": 100, "currency": "BRL", "order_id": "1", "payment_method": "pm_card_declined"}`,
+		} {
+			ev := loadEvent(t, "create-charge.json")
+			ev.Body, ev.Headers["idempotency-key"] = body, fmt.Sprintf("replay-headers-%d", i)
+			first, _ := h.Handle(context.Background(), ev)
+			again, _ := h.Handle(context.Background(), ev)
+			want := maps.Clone(first.Headers)
+			want["Idempotent-Replay"] = "true"
+			if first.StatusCode != again.StatusCode || first.Body != again.Body || !maps.Equal(again.Headers, want) || first.Headers["Content-Type"] == "" {
+				t.Fatalf("cache %d, %d: first %d %v, replay %d %v", cache, first.StatusCode, first.StatusCode, first.Headers, again.StatusCode, again.Headers)
+			}
 		}
 	}
 }

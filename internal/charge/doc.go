@@ -4,8 +4,8 @@
 // point maps in its own table, the acquirer protocol of DESIGN §4
 // (claim, authorize within the lease, complete or release; after a
 // take-over, look up first), the reconciler's path (Service.Reconcile) and
-// the Ledger it keeps the charges in (a row written with each completion,
-// read by Service.Get). It knows nothing of HTTP, SQS or DynamoDB: the
+// the Ledger it keeps the charges in (a row written before each
+// completion, read by Service.Get). It knows nothing of HTTP, SQS or DynamoDB: the
 // stored answer is rendered by the Answer it is given, and the ledger's
 // rows are laid out by its implementation (dynamoledger on DynamoDB,
 // chargetest in memory).

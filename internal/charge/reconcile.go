@@ -75,6 +75,16 @@ func (s *Service) Reconcile(ctx context.Context, pk string) (Reconciled, error) 
 		}
 		return ReconciledCompleted, nil
 	case errors.Is(err, acquirer.ErrNotFound):
+		// A ledger row is written only from an authorization: if an attempt
+		// wrote one and died before completing, the charge exists whatever
+		// the acquirer's lookup says now, and the record completes from it.
+		if row, rowErr := s.ledger.Get(ctx, ChargeID(lease.DownstreamKey())); rowErr == nil {
+			s.cfg.Logger.ErrorContext(ctx, "the acquirer does not find a charge the ledger has; completing from the ledger row")
+			return s.completeFromRow(ctx, lease, pk, row)
+		} else if !errors.Is(rowErr, ErrNoCharge) {
+			_ = lease.Abandon(ctx)
+			return NothingToDo, fmt.Errorf("reconcile %s: ledger: %w", idem.Ref(pk), rowErr)
+		}
 		if err := lease.ReleaseReconciled(ctx); err != nil {
 			return NothingToDo, fmt.Errorf("reconcile %s: %w", idem.Ref(pk), err)
 		}
@@ -83,4 +93,13 @@ func (s *Service) Reconcile(ctx context.Context, pk string) (Reconciled, error) 
 		_ = lease.Abandon(ctx)
 		return NothingToDo, fmt.Errorf("reconcile %s: acquirer lookup: %w", idem.Ref(pk), err)
 	}
+}
+
+// completeFromRow completes the record with the answer of a ledger row
+// already written for it.
+func (s *Service) completeFromRow(ctx context.Context, lease *idem.Lease, pk string, row Charge) (Reconciled, error) {
+	if err := lease.Complete(ctx, s.answer(row)); err != nil {
+		return NothingToDo, fmt.Errorf("reconcile %s: %w", idem.Ref(pk), err)
+	}
+	return ReconciledCompleted, nil
 }

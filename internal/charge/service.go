@@ -61,8 +61,8 @@ type Config struct {
 }
 
 // Answer renders the stored answer of a charge the acquirer decided: what
-// the first request receives and every replay returns byte for byte,
-// whichever entry point executed it. The service stores it and never reads
+// the first request receives and every replay returns (the body byte for
+// byte), whichever entry point executed it. The service stores it and never reads
 // it; the HTTP API owns its shape (httpapi.Answer).
 type Answer func(Charge) idem.Response
 
@@ -423,15 +423,24 @@ func (s *Service) finish(ctx context.Context, lease *idem.Lease, req Request, au
 	ledgerCtx, span := s.cfg.Tracer.Start(ctx, "ledger.write")
 	stored, err := s.ledger.Write(ledgerCtx, ch)
 	endSpan(span, err)
+	if errors.Is(err, ErrUnreadableCharge) {
+		s.cfg.Logger.ErrorContext(ctx, "the ledger holds an unreadable row for this charge; the record stays in flight for an operator", "error", err)
+		return s.pending(ctx, lease)
+	}
 	if err != nil {
+		// The acquirer has answered and nothing is in transit: end the
+		// lease, so the client's retry takes over, finds the charge by its
+		// downstream key and writes the row.
 		s.cfg.Logger.ErrorContext(ctx, "ledger write failed; the record stays in flight", "error", err)
-		return s.outcomePending()
+		return s.pending(ctx, lease)
 	}
 	if !sameCharge(stored, ch) {
 		// The row is this intent's (its id comes from the downstream key),
 		// and the acquirer deduplicates by that key: a difference is an
 		// anomaly for an operator. The row was first and stays the answer.
-		s.cfg.Logger.ErrorContext(ctx, "the ledger row differs from this attempt's authorization; answering with the row")
+		s.cfg.Logger.ErrorContext(ctx, "the ledger row differs from this attempt's authorization; answering with the row",
+			"row_status", stored.Status, "status", ch.Status, "same_authorization", stored.AuthorizationID == ch.AuthorizationID,
+			"same_amount", stored.Amount == ch.Amount && stored.Currency == ch.Currency)
 	}
 	resp := s.answer(stored)
 	completeCtx, span := s.cfg.Tracer.Start(ctx, "idem.complete")

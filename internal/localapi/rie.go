@@ -229,7 +229,7 @@ func (in *instance) healthy() bool {
 	if !in.served {
 		return true
 	}
-	if in.runtime != 0 && processAlive(in.runtime) { // one read of /proc per invocation
+	if in.runtime != 0 && childAlive(in.runtime, cmd.Process.Pid) { // one read of /proc per invocation
 		return true
 	}
 	kids := children(cmd.Process.Pid)
@@ -253,7 +253,7 @@ func children(pid int) []int {
 			continue
 		}
 		for _, f := range bytes.Fields(b) {
-			if n, err := strconv.Atoi(string(f)); err == nil && processAlive(n) {
+			if n, err := strconv.Atoi(string(f)); err == nil && childAlive(n, pid) {
 				out = append(out, n)
 			}
 		}
@@ -261,16 +261,26 @@ func children(pid int) []int {
 	return out
 }
 
-// processAlive: a killed child stays listed, as a zombie, until its parent
-// reaps it.
-func processAlive(pid int) bool {
+// childAlive reports whether pid is a live child of parent: a killed child
+// stays listed, as a zombie, until its parent reaps it, and a pid seen
+// before may have been reused by then.
+func childAlive(pid, parent int) bool {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return false
 	}
-	// The state follows the command name, which is in parentheses.
+	// The state and the parent's pid follow the command name, which is in
+	// parentheses.
 	i := bytes.LastIndexByte(b, ')')
-	return i >= 0 && i+2 < len(b) && b[i+2] != 'Z' && b[i+2] != 'X'
+	if i < 0 {
+		return false
+	}
+	fields := bytes.Fields(b[i+1:])
+	if len(fields) < 2 || fields[0][0] == 'Z' || fields[0][0] == 'X' {
+		return false
+	}
+	ppid, err := strconv.Atoi(string(fields[1]))
+	return err == nil && ppid == parent
 }
 
 // Processes lists the pool's processes: each instance's emulator, and the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -179,6 +180,63 @@ func RunCompletionConformance(t *testing.T, newStores NewStoresFunc) {
 		w.mustMatchLedger(t, sb, "crash-reconcile-key", r)
 	})
 
+	t.Run("LedgerWriteFailureLeavesTheRecordInFlight", func(t *testing.T) {
+		t.Parallel()
+		w := newWorld(t, newStores)
+		down := &failingLedger{Ledger: w.ledger}
+		down.armed.Store(true)
+		w.ledger = down
+		sb, acq := sandboxAcquirer()
+		svc := w.service(acq)
+		if r := svc.Charge(ctx, input("ledger-down-key")); r.Outcome != charge.Pending {
+			t.Fatalf("with the ledger down: %s, want pending", r.Outcome)
+		}
+		rec, err := w.guard.Lookup(ctx, idem.Scope{Operation: charge.Operation, Account: "acct_c", Key: "ledger-down-key"}.PK())
+		if err != nil || rec.Status != idem.StatusInProgress {
+			t.Fatalf("record after a failed ledger write: %+v, %v", rec, err)
+		}
+		// The lease was ended: the client's retry, after Retry-After, takes
+		// over at once (well before the lease would have run out).
+		w.clock.Advance(2 * time.Second)
+		r := svc.Charge(ctx, input("ledger-down-key"))
+		if r.Outcome != charge.Executed || r.Attempt != 2 {
+			t.Fatalf("retry: %s attempt %d", r.Outcome, r.Attempt)
+		}
+		w.mustMatchLedger(t, sb, "ledger-down-key", r)
+	})
+
+	t.Run("ARowThatDiffersWins", func(t *testing.T) {
+		t.Parallel()
+		w := newWorld(t, newStores)
+		odd := &oddRow{Ledger: w.ledger}
+		w.ledger = odd
+		_, acq := sandboxAcquirer()
+		r := w.service(acq).Charge(ctx, input("odd-row-key"))
+		if r.Outcome != charge.Executed || !strings.Contains(string(r.Response.Body), `"authorization_id":"auth_written_first"`) {
+			t.Fatalf("answer %s %s: want the row written first", r.Outcome, r.Response.Body)
+		}
+	})
+
+	t.Run("ReconcilerCompletesFromARowTheAcquirerForgot", func(t *testing.T) {
+		t.Parallel()
+		w := newWorld(t, newStores)
+		sb, acq := sandboxAcquirer()
+		w.store.armed.Store(true)
+		if r := w.service(acq).Charge(ctx, input("forgotten-key")); r.Outcome != charge.Pending {
+			t.Fatalf("the attempt that died after the row: %s", r.Outcome)
+		}
+		w.clock.Advance(30*time.Second + 7*time.Second)
+		pk := idem.Scope{Operation: charge.Operation, Account: "acct_c", Key: "forgotten-key"}.PK()
+		if did, err := w.service(forgetful{acq}).Reconcile(ctx, pk); err != nil || did != charge.ReconciledCompleted {
+			t.Fatalf("Reconcile with an acquirer that finds nothing: %s, %v; want completed from the row", did, err)
+		}
+		r := w.service(acq).Charge(ctx, input("forgotten-key"))
+		if r.Outcome != charge.Replayed {
+			t.Fatalf("the client's retry: %s", r.Outcome)
+		}
+		w.mustMatchLedger(t, sb, "forgotten-key", r)
+	})
+
 	t.Run("ZombieLedgerWriteChangesNothing", func(t *testing.T) {
 		t.Parallel()
 		w := newWorld(t, newStores)
@@ -205,6 +263,42 @@ func RunCompletionConformance(t *testing.T, newStores NewStoresFunc) {
 			t.Fatalf("the zombie changed the ledger row: %+v, was %+v", after, row)
 		}
 	})
+}
+
+// failingLedger fails its next Write once armed.
+type failingLedger struct {
+	charge.Ledger
+	armed atomic.Bool
+}
+
+func (l *failingLedger) Write(ctx context.Context, c charge.Charge) (charge.Charge, error) {
+	if l.armed.CompareAndSwap(true, false) {
+		return charge.Charge{}, errors.New("the ledger is down")
+	}
+	return l.Ledger.Write(ctx, c)
+}
+
+// oddRow writes, before the first row it is given, a row for the same
+// charge under another authorization: a row that differs.
+type oddRow struct {
+	charge.Ledger
+	once sync.Once
+}
+
+func (l *oddRow) Write(ctx context.Context, c charge.Charge) (charge.Charge, error) {
+	l.once.Do(func() {
+		first := c
+		first.AuthorizationID, first.CreatedAt = "auth_written_first", c.CreatedAt.Add(-time.Hour)
+		_, _ = l.Ledger.Write(ctx, first)
+	})
+	return l.Ledger.Write(ctx, c)
+}
+
+// forgetful is an acquirer whose lookups find nothing.
+type forgetful struct{ charge.Acquirer }
+
+func (forgetful) Lookup(context.Context, string) (acquirer.Authorization, error) {
+	return acquirer.Authorization{}, acquirer.ErrNotFound
 }
 
 // held is an acquirer whose authorizations are processed at once but

@@ -104,6 +104,9 @@ func (l *Ledger) Write(ctx context.Context, c charge.Charge) (charge.Charge, err
 	})
 	var exists *types.ConditionalCheckFailedException
 	if errors.As(err, &exists) {
+		if exists.Item == nil { // ALL_OLD should have returned it: read it
+			return l.Get(ctx, c.ID)
+		}
 		return decode(c.ID, exists.Item)
 	}
 	if err != nil {
