@@ -155,6 +155,8 @@ func report(r map[string]metrics, lat []series) string {
 		n := "FunctionCPU/" + p[0]
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", p[0], get(n, "bootstrap_cpu_ms"), get(n, "projected_128MB_ms"), get(n, "rie_cpu_ms"), get(n, "dynamodb_cpu_ms"), get(n, "harness_cpu_ms"), get(p[1], "ns/op"))
 	}
+	fmt.Fprintf(&b, "\nThe charge service in process over DynamoDB Local with the real SDK client (getrusage, `BenchmarkChargeCPU`, steady enough for benchstat): first execution %s µs CPU and %s allocations, replay %s µs and %s allocations; one DynamoDB call is about 500 allocations inside the SDK.\n",
+		get("ChargeCPU/first-execution", "cpu_us/op"), get("ChargeCPU/first-execution", "allocs/op"), get("ChargeCPU/replay", "cpu_us/op"), get("ChargeCPU/replay", "allocs/op"))
 	b.WriteString("\n## DynamoDB round trips per engine path (counted on the wire)\n\nThe engine alone; a charge's first execution adds its ledger row, 3 in all (`TestChargeRoundTrips`).\n\n| path | round trips | design's minimum |\n|---|---|---|\n")
 	for _, p := range [][2]string{{"first-execution", "2"}, {"replay", "1"}, {"replay-warm-cache", "0"}, {"in-flight", "1"}, {"key-reused", "1"}} {
 		fmt.Fprintf(&b, "| %s | %s | %s |\n", p[0], get("RoundTrips/"+p[0], "trips/op"), p[1])

@@ -3,7 +3,9 @@ package dynamoledger_test
 import (
 	"context"
 	"fmt"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/charge"
@@ -117,4 +119,51 @@ func BenchmarkUnitsPerPath(b *testing.B) {
 			b.ReportMetric(0, "ns/op")
 		})
 	}
+}
+
+// BenchmarkChargeCPU: this process's CPU (getrusage) per first execution
+// and per replay of the charge service over DynamoDB Local with the real
+// SDK client, the sandbox acquirer in process: the function's own work
+// without the runtime API and the event decoding, steady enough to compare
+// with benchstat (-count 10).
+func BenchmarkChargeCPU(b *testing.B) {
+	ctx := context.Background()
+	client := dynamotest.Client(b)
+	table := dynamotest.NewTable(b, client)
+	sb := sandbox.New("")
+	acq, _ := acquirer.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
+	svc := charge.NewService(idem.NewGuard(dynamostore.New(client, table), idem.Config{}), dynamoledger.New(client, table), acq, httpapi.Answer, charge.Config{})
+	body := []byte(`{"amount": 25000, "currency": "BRL", "order_id": "order-123", "payment_method": "pm_card_visa", "description": "a typical description"}`)
+	run := fmt.Sprint(time.Now().UnixNano())
+	n := 0 // keys stay new across -count runs
+	for _, path := range []string{"first-execution", "replay"} {
+		b.Run(path, func(b *testing.B) {
+			ops := 0
+			if path == "replay" {
+				svc.Charge(ctx, charge.Input{Account: "acct_cpu", Keys: []string{"cpu-replay-" + run}, Body: body})
+			}
+			start := cpuTime(b)
+			for b.Loop() {
+				key := "cpu-replay-" + run
+				if path == "first-execution" {
+					key = fmt.Sprintf("cpu-first-%s-%d", run, n)
+				}
+				n++
+				ops++
+				if r := svc.Charge(ctx, charge.Input{Account: "acct_cpu", Keys: []string{key}, Body: body}); r.Outcome != charge.Executed && r.Outcome != charge.Replayed {
+					b.Fatal(r.Outcome)
+				}
+			}
+			b.ReportMetric(float64((cpuTime(b)-start).Microseconds())/float64(ops), "cpu_us/op")
+		})
+	}
+}
+
+// cpuTime is this process's user plus system CPU so far.
+func cpuTime(tb testing.TB) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		tb.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
