@@ -170,7 +170,7 @@ func report(r map[string]metrics, lat []series) string {
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", p, get("LocalAPI/"+p, "req/s"), get("LocalAPI/"+p, "p50_ms"), get("LocalAPI/"+p, "p99_ms"), ratio)
 	}
-	b.WriteString("\nFirst executions need two writes, so half the raw rate is their ceiling; replays need one (none from the warm cache).\n")
+	b.WriteString("\nFirst executions need three writes (the claim, the ledger row, the completion), so a third of the raw rate is their ceiling; replays need one (none from the warm cache).\n")
 	b.WriteString("\n![latency distribution](latency.png)\n")
 	b.WriteString("\n## Storms of 100 identical requests\n\n| implementation | duplicate authorizations per storm |\n|---|---|\n")
 	fmt.Fprintf(&b, "| idempay | %s |\n| check, then write (GetItem, then PutItem) | %s |\n", get("StormDuplicates/idempay", "duplicates/storm"), get("StormDuplicates/check-then-write", "duplicates/storm"))

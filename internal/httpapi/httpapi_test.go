@@ -30,6 +30,11 @@ func TestHeadersAreRebuilt(t *testing.T) {
 	if got := httpapi.Headers(httpapi.Answer(ch)); !maps.Equal(got, map[string]string{"Content-Type": problem.ContentType}) {
 		t.Fatalf("402 headers %v", got)
 	}
+	for body, id := range map[string]string{`{"object":"charge","id":"ch_x"}`: "ch_x", `{"id":"ch_\u0041"}`: "ch_A"} {
+		if got := httpapi.Headers(idem.Response{StatusCode: 201, Body: []byte(body)}); got["Location"] != route.Location(id) {
+			t.Fatalf("%s: Location %q, want %q", body, got["Location"], route.Location(id))
+		}
+	}
 	old := idem.Response{StatusCode: 201, Headers: map[string]string{"Content-Type": "application/json", "Location": "/v1/charges/x"}, Body: []byte(`{}`)}
 	if got := httpapi.Headers(old); !maps.Equal(got, old.Headers) {
 		t.Fatalf("stored headers not kept: %v", got)

@@ -96,8 +96,8 @@ func benchCharge(s *localapi.Stack, token, key string, want ...int) error {
 
 // BenchmarkLocalAPI: the charge API through the gateway, the RIE (two
 // instances) and DynamoDB Local, next to DynamoDB Local's raw conditional
-// PutItem rate measured in the same run. First executions need 2 writes
-// (ceiling: half the raw rate); replays 1.
+// PutItem rate measured in the same run. First executions need 3 writes
+// (ceiling: a third of the raw rate); replays 1.
 func BenchmarkLocalAPI(b *testing.B) {
 	s, token, run := benchStack(b, "bench")
 
