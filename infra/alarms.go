@@ -93,7 +93,7 @@ func watch(stack awscdk.Stack, cfg Config, w watched) awssns.Topic {
 	emf := func(function, name, statistic string, dims map[string]string) awscloudwatch.Metric {
 		// function is the EMF Function dimension: charge, sqsconsumer (both
 		// consumers), sweeper.
-		d := map[string]*string{"Function": jsii.String(function), "Environment": jsii.String(cfg.Name)}
+		d := map[string]*string{obs.DimensionFunction: jsii.String(function), obs.DimensionEnvironment: jsii.String(cfg.Name)}
 		for k, v := range dims {
 			d[k] = jsii.String(v)
 		}
@@ -102,7 +102,7 @@ func watch(stack awscdk.Stack, cfg Config, w watched) awssns.Topic {
 		})
 	}
 	outcome := func(function, o string) awscloudwatch.Metric {
-		return emf(function, obs.MetricRequests, "Sum", map[string]string{"Outcome": o})
+		return emf(function, obs.MetricRequests, "Sum", map[string]string{obs.DimensionOutcome: o})
 	}
 
 	// Dead letters.

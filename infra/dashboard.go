@@ -27,8 +27,9 @@ func newDashboard(stack awscdk.Stack, cfg Config, w watched,
 	}
 	byOutcome := func(function string) awscloudwatch.IMetric {
 		return awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
-			Expression: jsii.String(fmt.Sprintf(`SEARCH('{%s,Environment,Function,Outcome} MetricName="%s" Environment="%s" Function="%s"', 'Sum', 300)`,
-				obs.Namespace, obs.MetricRequests, cfg.Name, function)),
+			Expression: jsii.String(fmt.Sprintf(`SEARCH('{%s,%s,%s,%s} MetricName="%s" %s="%s" %s="%s"', 'Sum', 300)`,
+				obs.Namespace, obs.DimensionEnvironment, obs.DimensionFunction, obs.DimensionOutcome, obs.MetricRequests,
+				obs.DimensionEnvironment, cfg.Name, obs.DimensionFunction, function)),
 			Label: jsii.String(function), Period: five,
 		})
 	}

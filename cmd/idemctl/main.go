@@ -123,7 +123,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, 
 			return err
 		}
 		if *acquirerURL == "" {
-			return errors.New("--acquirer-url (or ACQUIRER_URL) is required: only the acquirer knows whether the card was charged")
+			return errors.New("--acquirer-url (or " + setup.EnvAcquirerURL + ") is required: only the acquirer knows whether the card was charged")
 		}
 		flags := map[string]string{setup.EnvTableName: *table, setup.EnvAcquirerURL: *acquirerURL}
 		cfg, err := setup.FromEnv(func(k string) string {

@@ -93,7 +93,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 			if h.Metrics != nil {
 				values := map[string]float64{obs.MetricLatencyMs: float64(time.Since(start).Microseconds()) / 1000, obs.MetricAcquirerErrors: float64(v.notSent + v.unknown)}
 				if v.rejectCode != "" && done {
-					values["DeadLettered"] = 1
+					values[obs.MetricDeadLettered] = 1
 				}
 				h.Metrics.Record(v.outcome, values)
 			}

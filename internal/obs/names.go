@@ -8,12 +8,21 @@ const (
 	FunctionSweeper  = "sweeper"
 )
 
+// The dimensions of every metric: Function and Environment on all, and
+// Outcome on MetricRequests.
+const (
+	DimensionFunction    = "Function"
+	DimensionEnvironment = "Environment"
+	DimensionOutcome     = "Outcome"
+)
+
 // The metric names the functions write and the alarms and dashboard read.
 const (
 	MetricRequests           = "Requests" // one per Record, by Outcome
 	MetricLatencyMs          = "LatencyMs"
 	MetricAcquirerLatencyMs  = "AcquirerLatencyMs"
 	MetricAcquirerErrors     = "AcquirerErrors"
+	MetricDeadLettered       = "DeadLettered"
 	MetricStaleFlagged       = "StaleFlagged"
 	MetricStaleFailing       = "StaleFailing"
 	MetricOldestStaleSeconds = "OldestStaleSeconds"

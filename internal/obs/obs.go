@@ -107,11 +107,11 @@ func (m *Metrics) Record(outcome string, values map[string]float64) {
 		Metrics    []metric   `json:"Metrics"`
 	}
 	doc := map[string]any{
-		"Function": m.function, "Environment": m.environment, "Outcome": outcome, MetricRequests: 1,
+		DimensionFunction: m.function, DimensionEnvironment: m.environment, DimensionOutcome: outcome, MetricRequests: 1,
 	}
-	directives := []directive{{Namespace: Namespace, Dimensions: [][]string{{"Function", "Environment", "Outcome"}}, Metrics: []metric{{Name: MetricRequests, Unit: "Count"}}}}
+	directives := []directive{{Namespace: Namespace, Dimensions: [][]string{{DimensionFunction, DimensionEnvironment, DimensionOutcome}}, Metrics: []metric{{Name: MetricRequests, Unit: "Count"}}}}
 	if len(values) > 0 {
-		d := directive{Namespace: Namespace, Dimensions: [][]string{{"Function", "Environment"}}}
+		d := directive{Namespace: Namespace, Dimensions: [][]string{{DimensionFunction, DimensionEnvironment}}}
 		for name, v := range values {
 			unit := "Count"
 			switch {

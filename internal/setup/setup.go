@@ -57,10 +57,10 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		Environment:    cmp.Or(getenv(EnvEnvironment), "local"),
 	}
 	if c.TableName == "" {
-		return Config{}, fmt.Errorf("TABLE_NAME is required")
+		return Config{}, fmt.Errorf("%s is required", EnvTableName)
 	}
 	if c.AcquirerURL == "" {
-		return Config{}, fmt.Errorf("ACQUIRER_URL is required")
+		return Config{}, fmt.Errorf("%s is required", EnvAcquirerURL)
 	}
 	days, err := positiveInt(getenv, EnvRetentionDays, 90)
 	if err != nil {
@@ -80,7 +80,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		return Config{}, err
 	}
 	if c.AcquirerTimeout >= c.InTransitBound {
-		return Config{}, fmt.Errorf("IN_TRANSIT_BOUND (%s) must exceed ACQUIRER_TIMEOUT (%s): the acquirer can finish after the client gave up", c.InTransitBound, c.AcquirerTimeout)
+		return Config{}, fmt.Errorf("%s (%s) must exceed %s (%s): the acquirer can finish after the client gave up", EnvInTransitBound, c.InTransitBound, EnvAcquirerTimeout, c.AcquirerTimeout)
 	}
 	size, err := positiveInt(getenv, EnvCacheSize, 10000)
 	if err != nil {
