@@ -313,7 +313,10 @@ func (p *Pool) KillIdleRuntimes() int {
 		}
 	}
 	for _, in := range idle {
-		for deadline := time.Now().Add(time.Second); in.healthy() && in.served && time.Now().Before(deadline); {
+		for range 200 { // up to a second for the runtime's exit to show
+			if !in.served || !in.healthy() {
+				break
+			}
 			time.Sleep(5 * time.Millisecond)
 		}
 		p.free <- in

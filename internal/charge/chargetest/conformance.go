@@ -102,6 +102,16 @@ func input(key string) charge.Input {
 	return charge.Input{Account: "acct_c", Keys: []string{key}, Body: []byte(body)}
 }
 
+// dieAfterTheRow runs a first attempt of key that writes its ledger row and
+// dies before completing the record, which stays in flight.
+func (w *world) dieAfterTheRow(t *testing.T, svc *charge.Service, key string) {
+	t.Helper()
+	w.store.armed.Store(true)
+	if r := svc.Charge(context.Background(), input(key)); r.Outcome != charge.Pending {
+		t.Fatalf("the attempt that died after the row: %s", r.Outcome)
+	}
+}
+
 // mustMatchLedger checks the invariant of a completed record: its answer
 // is its ledger row, the row is the acquirer's one authorization.
 func (w *world) mustMatchLedger(t *testing.T, sb *sandbox.Server, key string, res charge.Result) charge.Charge {
@@ -141,10 +151,7 @@ func RunCompletionConformance(t *testing.T, newStores NewStoresFunc) {
 		w := newWorld(t, newStores)
 		sb, acq := sandboxAcquirer()
 		svc := w.service(acq)
-		w.store.armed.Store(true)
-		if r := svc.Charge(ctx, input("crash-retry-key")); r.Outcome != charge.Pending {
-			t.Fatalf("the attempt that died after the row: %s", r.Outcome)
-		}
+		w.dieAfterTheRow(t, svc, "crash-retry-key")
 		w.clock.Advance(time.Minute) // its lease is over
 		r := svc.Charge(ctx, input("crash-retry-key"))
 		if r.Outcome != charge.Executed || r.Attempt != 2 {
@@ -164,10 +171,7 @@ func RunCompletionConformance(t *testing.T, newStores NewStoresFunc) {
 		w := newWorld(t, newStores)
 		sb, acq := sandboxAcquirer()
 		svc := w.service(acq)
-		w.store.armed.Store(true)
-		if r := svc.Charge(ctx, input("crash-reconcile-key")); r.Outcome != charge.Pending {
-			t.Fatalf("the attempt that died after the row: %s", r.Outcome)
-		}
+		w.dieAfterTheRow(t, svc, "crash-reconcile-key")
 		w.clock.Advance(30*time.Second + 7*time.Second) // lease over by more than T + skew
 		pk := idem.Scope{Operation: charge.Operation, Account: "acct_c", Key: "crash-reconcile-key"}.PK()
 		if did, err := svc.Reconcile(ctx, pk); err != nil || did != charge.ReconciledCompleted {
@@ -221,10 +225,7 @@ func RunCompletionConformance(t *testing.T, newStores NewStoresFunc) {
 		t.Parallel()
 		w := newWorld(t, newStores)
 		sb, acq := sandboxAcquirer()
-		w.store.armed.Store(true)
-		if r := w.service(acq).Charge(ctx, input("forgotten-key")); r.Outcome != charge.Pending {
-			t.Fatalf("the attempt that died after the row: %s", r.Outcome)
-		}
+		w.dieAfterTheRow(t, w.service(acq), "forgotten-key")
 		w.clock.Advance(30*time.Second + 7*time.Second)
 		pk := idem.Scope{Operation: charge.Operation, Account: "acct_c", Key: "forgotten-key"}.PK()
 		if did, err := w.service(forgetful{acq}).Reconcile(ctx, pk); err != nil || did != charge.ReconciledCompleted {

@@ -116,10 +116,25 @@ type hexBinary string
 
 // MarshalDynamoDBAttributeValue implements attributevalue.Marshaler.
 func (h hexBinary) MarshalDynamoDBAttributeValue() (types.AttributeValue, error) {
-	if b, err := hex.DecodeString(string(h)); err == nil && len(b) > 0 && hex.EncodeToString(b) == string(h) {
-		return &types.AttributeValueMemberB{Value: b}, nil
+	if lowerHex(string(h)) {
+		if b, err := hex.DecodeString(string(h)); err == nil {
+			return &types.AttributeValueMemberB{Value: b}, nil
+		}
 	}
 	return &types.AttributeValueMemberS{Value: string(h)}, nil
+}
+
+// lowerHex: a non-empty even run of 0-9a-f, which reads back as itself.
+func lowerHex(s string) bool {
+	if s == "" || len(s)%2 != 0 {
+		return false
+	}
+	for i := range len(s) {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // UnmarshalDynamoDBAttributeValue implements attributevalue.Unmarshaler.
