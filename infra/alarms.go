@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/command"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
 	"github.com/idempotent-payments/idempay/internal/obs"
@@ -133,9 +134,9 @@ func watch(stack awscdk.Stack, cfg Config, w watched) awssns.Topic {
 		id := map[string]string{obs.FunctionCharge: "Charge", obs.FunctionConsumer: "Consumer"}[fn]
 		alarm(id+"PendingAlarm", "Charges ended with the acquirer's outcome unknown (503 CHARGE_OUTCOME_PENDING): the acquirer times out or drops. "+
 			"They resolve on retry or by the reconciler; check the acquirer's health and AcquirerErrors",
-			outcome(fn, "pending"), float64(cfg.AlarmPendingPer5Min))
+			outcome(fn, charge.Pending.String()), float64(cfg.AlarmPendingPer5Min))
 		alarm(id+"UnavailableAlarm", "The table failed before anything was sent (503): check DynamoDB throttles and system errors",
-			outcome(fn, "unavailable"), 1)
+			outcome(fn, charge.Unavailable.String()), 1)
 	}
 	alarm("AcquirerErrorsAlarm", "Acquirer calls failed (nothing sent or outcome unknown), over HTTP or the queues: the acquirer is down, slow or refusing the credential",
 		sum("acq", emf(obs.FunctionCharge, obs.MetricAcquirerErrors, "Sum", nil), emf(obs.FunctionConsumer, obs.MetricAcquirerErrors, "Sum", nil)), float64(cfg.AlarmPendingPer5Min))

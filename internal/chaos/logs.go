@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"io"
 	"os"
+
+	"github.com/idempotent-payments/idempay/internal/charge"
 )
 
 // seen is what the functions' log lines say they saw.
@@ -63,7 +65,7 @@ func readLogs(path string, offset int64) (seen, error) {
 func (s seen) onlyInFlight(id string) bool {
 	outs := s.outcomes[id]
 	for _, o := range outs {
-		if o != "in_flight" {
+		if o != charge.InFlight.String() {
 			return false
 		}
 	}
