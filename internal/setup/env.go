@@ -32,8 +32,11 @@ const (
 	EnvCPUProfile        = "IDEMPAY_CPU_PROFILE"
 	EnvCPUProfileSeconds = "IDEMPAY_CPU_PROFILE_SECONDS"
 
-	// Names that others define: Lambda's advanced logging controls, and
-	// the OpenTelemetry exporter's endpoint (set with the collector layer).
+	// Names that others define: Lambda's advanced logging controls, the
+	// OpenTelemetry exporter's endpoint (set with the collector layer) and
+	// Go's runtime.
 	EnvLambdaLogLevel = "AWS_LAMBDA_LOG_LEVEL"
 	EnvOTLPEndpoint   = "OTEL_EXPORTER_OTLP_ENDPOINT"
+	// Go's own: how many threads run Go code at once (Processors).
+	EnvGOMAXPROCS = "GOMAXPROCS"
 )

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime"
 	"strconv"
 	"time"
 
@@ -209,10 +210,30 @@ func LogLevel(getenv func(string) string) string {
 	return cmp.Or(getenv(EnvLambdaLogLevel), cmp.Or(getenv(EnvLogLevel), "INFO"))
 }
 
-// Main is every function's main: the JSON logger at LogLevel, then run,
-// which builds the function and serves invocations; a start-up failure is
-// logged once and exits 1.
+// Processors is how many threads run Go code at once in a function
+// process: 1, or 0 (leave Go's reading alone) when the GOMAXPROCS variable
+// is set. An execution environment serves one invocation at a time, and
+// below 1,769 MB Lambda gives it less than one vCPU, so a function's work is
+// one goroutine's, waiting on the network. A second processor buys it no
+// parallelism, only the scheduler's spinning and futex wake-ups between the
+// handler, net/http's read and write loops and the poller: under
+// BenchmarkFunctionCPU (systemtest) GOMAXPROCS=1 took a first execution's
+// process CPU from 2.7–3.1 ms to 1.7–2.2 ms on a 2-vCPU machine. A
+// function given more memory and parallel work of its own sets the variable.
+func Processors(getenv func(string) string) int {
+	if getenv(EnvGOMAXPROCS) != "" {
+		return 0
+	}
+	return 1
+}
+
+// Main is every function's main: GOMAXPROCS at Processors, the JSON logger
+// at LogLevel, then run, which builds the function and serves invocations;
+// a start-up failure is logged once and exits 1.
 func Main(run func(logger *slog.Logger) error) {
+	if n := Processors(os.Getenv); n > 0 {
+		runtime.GOMAXPROCS(n)
+	}
 	logger := obs.NewLogger(os.Stdout, LogLevel(os.Getenv))
 	profileCPU(logger, os.Getenv)
 	if err := run(logger); err != nil {

@@ -37,3 +37,12 @@ func TestFromEnvRejectsBadValues(t *testing.T) {
 		}
 	}
 }
+
+func TestProcessors(t *testing.T) {
+	t.Parallel()
+	for env, want := range map[string]int{"": 1, "4": 0, "1": 0} {
+		if got := Processors(envOf(map[string]string{EnvGOMAXPROCS: env})); got != want {
+			t.Errorf("GOMAXPROCS=%q: Processors = %d, want %d", env, got, want)
+		}
+	}
+}
