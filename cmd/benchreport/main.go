@@ -149,11 +149,16 @@ func report(r map[string]metrics, lat []series) string {
 	}
 	b.WriteString("\nFor comparison, by the same rules: Powertools' idempotency utility writes 2 units per first execution (a conditional put and an update of a record under 1 KB), 3 with a ledger put of its own; this project wrote 7 (9 with a description of 70 characters or more) while the completion was a transaction.\n")
 	b.WriteString("\n## Process CPU per request under the RIE (what Lambda bills as duration)\n\n")
-	b.WriteString("utime + stime from `/proc/PID/stat` of the charge function's bootstraps, of their emulators and of DynamoDB Local, around 400 requests through the gateway and two instances; replays on keys of their own. At 128 MB Lambda gives about 1/14 of a vCPU: a CPU millisecond here is about 14 ms of duration there.\n\n")
-	b.WriteString("| path | bootstrap CPU ms | projected at 128 MB, ms | RIE CPU ms | DynamoDB Local CPU ms | gateway + sandbox + clients CPU ms | in-process handler (memory store) |\n|---|---|---|---|---|---|---|\n")
+	b.WriteString("utime + stime of each process of the local pipeline (`/proc/PID/stat`, or wait4 for the load's clients), around 400 requests through the gateway and two instances; replays on keys of their own. The sandbox acquirer and the load's clients run in processes of their own, so the gateway's column is the gateway alone (with the pools it drives). The floor is the yardstick function in the same run: a Go function on aws-lambda-go, under the same RIE, that makes the same number of plain HTTP round trips (4, or 1 for a replay), each answered after 2 ms, and nothing else. At 128 MB Lambda gives about 1/14 of a vCPU: a CPU millisecond here is about 14 ms of duration there.\n\n")
+	b.WriteString("| path | bootstrap CPU ms | floor ms | ÷ floor | projected at 128 MB, ms | RIE | DynamoDB Local | gateway | sandbox | clients | in-process handler (memory store) |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, p := range [][2]string{{"first-execution", "Handler/first"}, {"replay", "Handler/replay"}} {
-		n := "FunctionCPU/" + p[0]
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", p[0], get(n, "bootstrap_cpu_ms"), get(n, "projected_128MB_ms"), get(n, "rie_cpu_ms"), get(n, "dynamodb_cpu_ms"), get(n, "harness_cpu_ms"), get(p[1], "ns/op"))
+		n, floor := "FunctionCPU/"+p[0], "FunctionCPU/floor-"+p[0]
+		ratio := "—"
+		if f := r[floor]["bootstrap_cpu_ms"]; f > 0 {
+			ratio = fmt.Sprintf("%.2f", r[n]["bootstrap_cpu_ms"]/f)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", p[0], get(n, "bootstrap_cpu_ms"), get(floor, "bootstrap_cpu_ms"), ratio, get(n, "projected_128MB_ms"),
+			get(n, "rie_cpu_ms"), get(n, "dynamodb_cpu_ms"), get(n, "gateway_cpu_ms"), get(n, "sandbox_cpu_ms"), get(n, "clients_cpu_ms"), get(p[1], "ns/op"))
 	}
 	fmt.Fprintf(&b, "\nThe charge service in process over DynamoDB Local with the real SDK client (getrusage, `BenchmarkChargeCPU`, steady enough for benchstat): first execution %s µs CPU and %s allocations, replay %s µs and %s allocations; one DynamoDB call is about 500 allocations inside the SDK.\n",
 		get("ChargeCPU/first-execution", "cpu_us/op"), get("ChargeCPU/first-execution", "allocs/op"), get("ChargeCPU/replay", "cpu_us/op"), get("ChargeCPU/replay", "allocs/op"))

@@ -72,3 +72,15 @@ func TestChart(t *testing.T) {
 		t.Fatalf("report does not name the series:\n%s", r)
 	}
 }
+
+// TestReportDividesByTheFloor: the bootstrap's CPU is shown next to the
+// yardstick's of the same run, and divided by it.
+func TestReportDividesByTheFloor(t *testing.T) {
+	got := report(map[string]metrics{
+		"FunctionCPU/first-execution":       {"bootstrap_cpu_ms": 2, "gateway_cpu_ms": 0.5},
+		"FunctionCPU/floor-first-execution": {"bootstrap_cpu_ms": 0.8},
+	}, nil)
+	if want := "| first-execution | 2 | 0.80 | 2.50 | — | — | — | 0.50 |"; !strings.Contains(got, want) {
+		t.Fatalf("no row %q in:\n%s", want, got)
+	}
+}

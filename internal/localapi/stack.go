@@ -36,6 +36,10 @@ type StackConfig struct {
 	TableName   string
 	// GatewayAddr and SandboxAddr are listen addresses ("127.0.0.1:0" picks a port).
 	GatewayAddr, SandboxAddr string
+	// AcquirerURL, when set, is an acquirer already serving (such as the
+	// sandbox in a process of its own, so that its CPU is counted apart):
+	// the stack then starts no sandbox, and Stack.Sandbox is nil.
+	AcquirerURL string
 	// Trust is what the gateway checks bearer tokens against.
 	Trust Trust
 	// Instances per function (at least 2 for the charge function).
@@ -103,11 +107,14 @@ type Stack struct {
 }
 
 // StopSandbox closes the sandbox acquirer's listener and connections: from
-// then on the functions' acquirer calls are refused (nothing sent).
+// then on the functions' acquirer calls are refused (nothing sent). It does
+// nothing to an acquirer the stack did not start (AcquirerURL).
 func (s *Stack) StopSandbox() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_ = s.sandboxServer.Close()
+	if s.sandboxServer != nil {
+		_ = s.sandboxServer.Close()
+	}
 }
 
 // SandboxOutage takes the sandbox acquirer down for d: its listener and
@@ -115,8 +122,12 @@ func (s *Stack) StopSandbox() {
 // refused before a connection is made (nothing sent); calls under way when
 // it closes lose their connection (outcome unknown). Then it serves again,
 // with its authorizations, on the same address; it retries the listen for
-// 5 s should another process hold the port meanwhile.
+// 5 s should another process hold the port meanwhile. Only a sandbox the
+// stack started can have an outage.
 func (s *Stack) SandboxOutage(d time.Duration) error {
+	if s.Sandbox == nil {
+		return errors.New("sandbox outage: the acquirer at AcquirerURL is not the stack's")
+	}
 	s.StopSandbox()
 	time.Sleep(d)
 	s.mu.Lock()
@@ -164,13 +175,13 @@ func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
 	if err := dynamostore.CreateTable(ctx, s.DynamoDB, cfg.TableName); err != nil {
 		return nil, err
 	}
-	s.Sandbox = sandbox.New("")
-	sandboxURL, err := s.serve(cfg.SandboxAddr, s.Sandbox)
-	if err != nil {
-		return nil, err
+	if s.SandboxURL = cfg.AcquirerURL; s.SandboxURL == "" {
+		s.Sandbox = sandbox.New("")
+		if s.SandboxURL, err = s.serve(cfg.SandboxAddr, s.Sandbox); err != nil {
+			return nil, err
+		}
+		s.sandboxServer = s.servers[len(s.servers)-1] // no other goroutine yet
 	}
-	s.SandboxURL = sandboxURL
-	s.sandboxServer = s.servers[len(s.servers)-1] // no other goroutine yet
 	s.SQS = sqs.NewFromConfig(awsCfg)
 	if err := s.createQueues(ctx, cfg); err != nil {
 		s.Close()
@@ -190,7 +201,7 @@ func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
 		s.Close()
 		return nil, err
 	}
-	base := []string{setup.EnvTableName + "=" + cfg.TableName, setup.EnvAcquirerURL + "=" + sandboxURL}
+	base := []string{setup.EnvTableName + "=" + cfg.TableName, setup.EnvAcquirerURL + "=" + s.SandboxURL}
 	// start runs instances of the function built from functions/<binary>
 	// as name.
 	start := func(name, binary string, instances int, env ...string) (*Pool, error) {

@@ -2,7 +2,11 @@ package systemtest_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -10,6 +14,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/idempotent-payments/idempay/internal/localapi"
+	"github.com/idempotent-payments/idempay/internal/systemtest/yardstick"
 )
 
 // clockTick is Linux's USER_HZ, the unit of utime and stime in /proc.
@@ -57,15 +64,25 @@ func dynamoDBLocal(tb testing.TB) int {
 }
 
 // BenchmarkFunctionCPU: process CPU per request, as the bill counts it —
-// utime + stime of the charge function's bootstraps, of their emulators,
-// and of DynamoDB Local, around N first executions and, separately, N
-// replays of other keys, through the gateway and two instances; and of
-// this process, which runs the gateway, the sandbox acquirer and the
-// load's clients (harness_cpu_ms: the three together). At 128 MB
-// Lambda gives a function about 1/14 of a vCPU, so a CPU millisecond here
-// costs about 14 ms of wall time there (projected_128MB_ms).
+// utime + stime of each process of the pipeline, around N first executions
+// and, separately, N replays of other keys, through the gateway and two
+// instances: the charge function's bootstraps, their emulators (the RIE),
+// DynamoDB Local, this process (the gateway, with the pools it drives), the
+// sandbox acquirer and the load's clients, each of the last two a child
+// process of its own (childRole). At 128 MB Lambda gives a function about
+// 1/14 of a vCPU, so a CPU millisecond here costs about 14 ms of wall time
+// there (projected_128MB_ms).
+//
+// The floor-* runs are the yardstick, in the same run: the yardstick
+// function (a handler that makes the same number of plain HTTP round trips,
+// each answered after yardstickLatency, and nothing else) under the same
+// RIE, invoked directly. What the charge
+// bootstrap spends above it is the SDK's, the engine's and the handler's.
 func BenchmarkFunctionCPU(b *testing.B) {
-	s, token, run := benchStack(b, "cpu")
+	sandboxURL, sandboxPID := startSandbox(b)
+	s, token, run := benchStack(b, "cpu", func(c *localapi.StackConfig) {
+		c.AcquirerURL, c.SweepInterval, c.NoEventSourceMapping = sandboxURL, -1, true
+	})
 	db := dynamoDBLocal(b)
 	const n = 400
 	for i := range 2 * benchClients { // both instances warm, their runtimes started
@@ -76,31 +93,97 @@ func BenchmarkFunctionCPU(b *testing.B) {
 	for _, path := range []string{"first-execution", "replay"} {
 		b.Run(path, func(b *testing.B) {
 			for iter := 0; b.Loop(); iter++ {
-				replayKey := func(i int) string { return fmt.Sprintf("cpu-replay-%s-%d-%d", run, iter, i) }
+				prefix := fmt.Sprintf("cpu-%s-%s-%d-", path, run, iter)
 				if path == "replay" { // keys of their own, completed beforehand
 					for i := range n {
-						if err := benchCharge(s, token, replayKey(i), 201); err != nil {
+						if err := benchCharge(s, token, prefix+strconv.Itoa(i), 201); err != nil {
 							b.Fatal(err)
 						}
 					}
 				}
 				emulators, runtimes := s.Charge.Processes()
-				self := os.Getpid() // the gateway, the sandbox and the load's clients
-				fn0, rie0, db0, self0 := cpuOf(b, runtimes...), cpuOf(b, emulators...), cpuOf(b, db), cpuOf(b, self)
-				load(b, n, func(i int) error {
-					if path == "replay" {
-						return benchCharge(s, token, replayKey(i), 201)
-					}
-					return benchCharge(s, token, fmt.Sprintf("cpu-first-%s-%d-%d", run, iter, i), 201)
-				})
+				processes := [][]int{runtimes, emulators, {db}, {os.Getpid()}, {sandboxPID}}
+				before := make([]time.Duration, len(processes))
+				for i, p := range processes {
+					before[i] = cpuOf(b, p...)
+				}
+				clients, wall := runLoad(b, s.URL, token, prefix, n)
 				per := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / n }
-				fn := per(cpuOf(b, runtimes...) - fn0)
-				b.ReportMetric(fn, "bootstrap_cpu_ms")
-				b.ReportMetric(per(cpuOf(b, emulators...)-rie0), "rie_cpu_ms")
-				b.ReportMetric(per(cpuOf(b, db)-db0), "dynamodb_cpu_ms")
-				b.ReportMetric(per(cpuOf(b, self)-self0), "harness_cpu_ms")
-				b.ReportMetric(fn*14, "projected_128MB_ms")
+				for i, unit := range []string{"bootstrap_cpu_ms", "rie_cpu_ms", "dynamodb_cpu_ms", "gateway_cpu_ms", "sandbox_cpu_ms"} {
+					b.ReportMetric(per(cpuOf(b, processes[i]...)-before[i]), unit)
+				}
+				b.ReportMetric(per(clients), "clients_cpu_ms")
+				b.ReportMetric(per(cpuOf(b, runtimes...)-before[0])*14, "projected_128MB_ms")
+				b.ReportMetric(n/wall.Seconds(), "req/s")
+				b.ReportMetric(0, "ns/op")
 			}
 		})
 	}
+	floor := startYardstick(b)
+	for _, floorOf := range []struct {
+		path  string
+		calls int
+	}{{"floor-first-execution", 4}, {"floor-replay", 1}} {
+		b.Run(floorOf.path, func(b *testing.B) {
+			payload := yardstickEvent(floorOf.calls)
+			for b.Loop() {
+				emulators, runtimes := floor.Processes()
+				fn0, rie0 := cpuOf(b, runtimes...), cpuOf(b, emulators...)
+				load(b, n, func(int) error {
+					_, err := floor.Invoke(context.Background(), payload)
+					return err
+				})
+				per := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / n }
+				b.ReportMetric(per(cpuOf(b, runtimes...)-fn0), "bootstrap_cpu_ms")
+				b.ReportMetric(per(cpuOf(b, emulators...)-rie0), "rie_cpu_ms")
+			}
+		})
+	}
+}
+
+// yardstickLatency is how long the yardstick's round trips wait for their
+// answer: about what a DynamoDB Local write takes under the first
+// executions' load (an instance spends about 11 ms on one, most of it in
+// its 3 writes). Waiting is not free: each wait parks the goroutine and
+// idles the thread, and at once-answered round trips the same yardstick
+// spends about half as much CPU.
+const yardstickLatency = 2 * time.Millisecond
+
+// startYardstick builds the yardstick function and starts two instances of
+// it under the RIE, their round trips answered, after yardstickLatency, by
+// a server in this process with a body about the size of DynamoDB's answer
+// to a claim.
+func startYardstick(b *testing.B) *localapi.Pool {
+	b.Helper()
+	bootstrap := filepath.Join(binDir, "yardstick", "bootstrap")
+	if err := localapi.Build(context.Background(), bootstrap, "./internal/systemtest/yardstick/bootstrap"); err != nil {
+		b.Fatal(err)
+	}
+	answer := bytes.Repeat([]byte("y"), 300)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		time.Sleep(yardstickLatency)
+		_, _ = w.Write(answer)
+	}))
+	b.Cleanup(srv.Close)
+	p, err := localapi.StartPool(localapi.PoolConfig{
+		RIE: rieBin, Bootstrap: bootstrap, Name: "yardstick", Instances: 2, Timeout: 10 * time.Second,
+		Env: []string{yardstick.EnvURL + "=" + srv.URL},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(p.Close)
+	for range 2 * benchClients { // both instances warm, their runtimes started
+		if _, err := p.Invoke(context.Background(), yardstickEvent(1)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return p
+}
+
+// yardstickEvent is a charge's API Gateway event that asks the yardstick
+// for calls round trips.
+func yardstickEvent(calls int) []byte {
+	return fmt.Appendf(nil, `{"version":"2.0","routeKey":"POST /v1/charges","rawPath":"/v1/charges","headers":{%q:"%d"},"body":%q,"requestContext":{"http":{"method":"POST"}}}`, yardstick.CallsHeader, calls, visa)
 }
