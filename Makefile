@@ -35,7 +35,7 @@ test: $(RIE) spin
 	$(WITH_EMULATORS) go vet ./... && go test $(GO_TEST_FLAGS) -skip '^TestChaos$$' ./...
 	go vet -tags tracing ./internal/setup && go test -tags tracing -count=1 -run '^TestOTLPExport$$' ./internal/setup
 	cd infra && go vet ./... && go test -count=1 -timeout 20m ./...
-	$(WITH_EMULATORS) go test -count=1 -timeout 10m -run '^TestChaos$$' -v ./internal/chaos | grep -vE '^(START|END|REPORT) RequestId|^\{"time"|failed to get the next invoke|^SDK '
+	$(WITH_EMULATORS) go test -count=1 -timeout 10m -run '^TestChaos$$' -v ./internal/chaos | grep -vE '^(START|END|REPORT) RequestId|^\{"time"|failed to get the next invoke'
 	model/check.sh
 	$(MAKE) fuzz
 

@@ -192,6 +192,11 @@ func TestFunctionsQueuesAndTriggers(t *testing.T) {
 					t.Errorf("%s %s: variable %s looks like a credential; credentials come from Secrets Manager", env, prefix, name)
 				}
 			}
+			for _, local := range []string{setup.EnvSkipResponseCRC32, setup.EnvCPUProfile, setup.EnvAcquirerAPIKey} {
+				if vars[local] != nil {
+					t.Errorf("%s %s: %s is a local switch, yet set in AWS", env, prefix, local)
+				}
+			}
 		}
 		charge := props(byPrefix(t, fns, "Charge"))
 		if want := 100.0; charge["ReservedConcurrentExecutions"] != want {

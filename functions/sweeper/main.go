@@ -9,7 +9,6 @@ import (
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
@@ -33,7 +32,7 @@ func run(logger *slog.Logger) error {
 		return err
 	}
 	s := sweep.New(
-		dynamostore.New(dynamodb.NewFromConfig(awsCfg), cfg.TableName),
+		dynamostore.New(setup.DynamoDB(awsCfg, cfg.SkipResponseCRC32), cfg.TableName),
 		queue.New(sqs.NewFromConfig(awsCfg), cfg.QueueURL),
 		sweep.Config{InTransitBound: cfg.InTransitBound, ClockSkew: cfg.ClockSkew},
 	)

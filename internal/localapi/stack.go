@@ -47,7 +47,8 @@ type StackConfig struct {
 	// Timeout is the function timeout.
 	Timeout time.Duration
 	// Env is added to every function's environment (tuning such as
-	// IN_TRANSIT_BOUND); the stack adds TABLE_NAME and ACQUIRER_URL.
+	// IN_TRANSIT_BOUND); the stack adds TABLE_NAME, ACQUIRER_URL and
+	// DYNAMODB_SKIP_RESPONSE_CRC32 (its table is DynamoDB Local's).
 	Env []string
 	// Output receives the functions' logs (discarded when nil).
 	Output *os.File
@@ -171,7 +172,7 @@ func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load AWS config: %w", err)
 	}
-	s := &Stack{TableName: cfg.TableName, DynamoDB: dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) { o.DisableValidateResponseChecksum = true })}
+	s := &Stack{TableName: cfg.TableName, DynamoDB: setup.DynamoDB(awsCfg, true)}
 	if err := dynamostore.CreateTable(ctx, s.DynamoDB, cfg.TableName); err != nil {
 		return nil, err
 	}
@@ -201,7 +202,7 @@ func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
 		s.Close()
 		return nil, err
 	}
-	base := []string{setup.EnvTableName + "=" + cfg.TableName, setup.EnvAcquirerURL + "=" + s.SandboxURL}
+	base := []string{setup.EnvTableName + "=" + cfg.TableName, setup.EnvAcquirerURL + "=" + s.SandboxURL, setup.EnvSkipResponseCRC32 + "=true"}
 	// start runs instances of the function built from functions/<binary>
 	// as name.
 	start := func(name, binary string, instances int, env ...string) (*Pool, error) {

@@ -21,6 +21,10 @@ const (
 	EnvMaxAmount       = "MAX_AMOUNT"          // the largest charge, in minor units
 	EnvLogLevel        = "LOG_LEVEL"           // the log level outside Lambda's logging controls
 
+	// "true" when the table is DynamoDB Local (the local stack sets it; the
+	// CDK app never does): see DynamoDB.
+	EnvSkipResponseCRC32 = "DYNAMODB_SKIP_RESPONSE_CRC32"
+
 	// The queue wiring, named where its values are defined (command).
 	EnvCommandSources    = command.SourcesEnv
 	EnvReconcileQueueURL = command.ReconcileQueueEnv

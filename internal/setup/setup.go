@@ -44,6 +44,8 @@ type Config struct {
 	CacheSize       int           // CACHE_SIZE, default 10000 completed records
 	MaxAmount       int64         // MAX_AMOUNT, default charge.DefaultMaxAmount
 	Environment     string        // ENVIRONMENT: the metrics' Environment dimension, default "local"
+	// DYNAMODB_SKIP_RESPONSE_CRC32: the table is DynamoDB Local (DynamoDB)
+	SkipResponseCRC32 bool
 }
 
 // FromEnv reads Config with getenv (os.Getenv in production). Every bad
@@ -93,6 +95,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		return Config{}, err
 	}
 	c.MaxAmount = int64(maxAmount)
+	if c.SkipResponseCRC32, err = boolean(getenv, EnvSkipResponseCRC32); err != nil {
+		return Config{}, err
+	}
 	return c, nil
 }
 
@@ -104,6 +109,16 @@ func AWS(ctx context.Context) (aws.Config, error) {
 		return aws.Config{}, fmt.Errorf("load AWS config: %w", err)
 	}
 	return cfg, nil
+}
+
+// DynamoDB is the functions' DynamoDB client. With skipResponseCRC32
+// (EnvSkipResponseCRC32, for DynamoDB Local) it does not check the
+// x-amz-crc32 of answers: DynamoDB Local sends none that matches on an
+// error answer, and the SDK then writes a warning, outside the JSON log,
+// for every refused condition, that is for every replay. DynamoDB sends
+// it, and the deployed functions keep the check.
+func DynamoDB(awsCfg aws.Config, skipResponseCRC32 bool) *dynamodb.Client {
+	return dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) { o.DisableValidateResponseChecksum = skipResponseCRC32 })
 }
 
 // Require returns the value of the environment variable name, or an error
@@ -119,7 +134,7 @@ func Require(getenv func(string) string, name string) (string, error) {
 // ChargeService builds the charge service: DynamoDB, the guard, the
 // acquirer client.
 func ChargeService(ctx context.Context, awsCfg aws.Config, c Config, logger *slog.Logger, tracer trace.Tracer) (*charge.Service, error) {
-	ddb := dynamodb.NewFromConfig(awsCfg)
+	ddb := DynamoDB(awsCfg, c.SkipResponseCRC32)
 	guard := idem.NewGuard(dynamostore.New(ddb, c.TableName), idem.Config{
 		Retention: c.Retention, LeaseMargin: c.LeaseMargin, CacheSize: c.CacheSize,
 	})
@@ -163,6 +178,18 @@ func positiveInt(getenv func(string) string, name string, def int) (int, error) 
 	return n, nil
 }
 
+// boolean reads "true" or "false"; empty is false.
+func boolean(getenv func(string) string, name string) (bool, error) {
+	switch v := getenv(name); v {
+	case "", "false":
+		return false, nil
+	case "true":
+		return true, nil
+	default:
+		return false, fmt.Errorf("%s=%q: want true or false", name, v)
+	}
+}
+
 func duration(getenv func(string) string, name string, def time.Duration) (time.Duration, error) {
 	v := getenv(name)
 	if v == "" {
@@ -182,6 +209,8 @@ type SweeperConfig struct {
 	InTransitBound time.Duration // IN_TRANSIT_BOUND, as the charge functions'
 	ClockSkew      time.Duration // CLOCK_SKEW, as the charge functions'
 	Environment    string        // ENVIRONMENT, the metrics' dimension ("local")
+	// DYNAMODB_SKIP_RESPONSE_CRC32, as the charge functions'
+	SkipResponseCRC32 bool
 }
 
 // SweeperFromEnv reads SweeperConfig with getenv.
@@ -201,6 +230,9 @@ func SweeperFromEnv(getenv func(string) string) (SweeperConfig, error) {
 		return SweeperConfig{}, err
 	}
 	c.Environment = cmp.Or(getenv(EnvEnvironment), "local")
+	if c.SkipResponseCRC32, err = boolean(getenv, EnvSkipResponseCRC32); err != nil {
+		return SweeperConfig{}, err
+	}
 	return c, nil
 }
 
