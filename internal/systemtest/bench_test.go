@@ -22,18 +22,29 @@ import (
 	"github.com/idempotent-payments/idempay/internal/localapi"
 )
 
-const benchClients = 4
+// benchClients is how many clients the benchmarks' loads run; the
+// comparison with Powertools was measured at issueClients.
+const (
+	benchClients = 4
+	issueClients = 16
+)
 
 // load runs n requests from benchClients goroutines and reports requests/s
 // and latency percentiles. next(i) makes request i.
 func load(b *testing.B, n int, next func(i int) error) {
+	b.Helper()
+	loadFrom(b, benchClients, n, next)
+}
+
+// loadFrom is load from clients goroutines.
+func loadFrom(b *testing.B, clients, n int, next func(i int) error) {
 	b.Helper()
 	lat := make([]time.Duration, n)
 	var i atomic.Int64
 	var failed atomic.Value
 	start := time.Now()
 	var wg sync.WaitGroup
-	for range benchClients {
+	for range clients {
 		wg.Go(func() {
 			for {
 				k := int(i.Add(1)) - 1
@@ -91,7 +102,7 @@ func benchCharge(s *localapi.Stack, token, key string, want ...int) error {
 // idle connections per host, every request of the other goroutines would
 // open a connection of its own, and the gateway's CPU would count the
 // accepts.
-var benchClient = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: benchClients}}
+var benchClient = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: issueClients}}
 
 // chargeAt posts the visa charge under key to the gateway at url and
 // wants one of the statuses.
@@ -113,10 +124,19 @@ func chargeAt(url, token, key string, want ...int) error {
 
 // BenchmarkLocalAPI: the charge API through the gateway, the RIE (two
 // instances) and DynamoDB Local, next to DynamoDB Local's raw conditional
-// PutItem rate measured in the same run. First executions need 3 writes
-// (ceiling: a third of the raw rate); replays 1.
-func BenchmarkLocalAPI(b *testing.B) {
-	s, token, run := benchStack(b, "bench")
+// PutItem rate measured in the same run, from benchClients clients. First
+// executions need 3 writes (ceiling: a third of the raw rate); replays 1.
+func BenchmarkLocalAPI(b *testing.B) { localAPI(b, 2, benchClients) }
+
+// BenchmarkLocalAPIConcurrency16 is BenchmarkLocalAPI at the load the
+// comparison with Powertools' idempotency utility was measured at: 16
+// clients, and 8 instances.
+func BenchmarkLocalAPIConcurrency16(b *testing.B) { localAPI(b, 8, issueClients) }
+
+// localAPI loads a stack of instances per function from clients clients.
+func localAPI(b *testing.B, instances, clients int) {
+	s, token, run := benchStack(b, "bench", func(c *localapi.StackConfig) { c.Instances = instances })
+	load := func(b *testing.B, n int, next func(i int) error) { loadFrom(b, clients, n, next) }
 
 	b.Run("raw-conditional-put", func(b *testing.B) {
 		client := dynamotest.Client(b)
