@@ -192,7 +192,7 @@ func TestFunctionsQueuesAndTriggers(t *testing.T) {
 					t.Errorf("%s %s: variable %s looks like a credential; credentials come from Secrets Manager", env, prefix, name)
 				}
 			}
-			for _, local := range []string{setup.EnvSkipResponseCRC32, setup.EnvCPUProfile, setup.EnvAcquirerAPIKey} {
+			for _, local := range setup.LocalOnly {
 				if vars[local] != nil {
 					t.Errorf("%s %s: %s is a local switch, yet set in AWS", env, prefix, local)
 				}

@@ -34,7 +34,8 @@ type StackConfig struct {
 	// built for this machine.
 	RIE, BinDir string
 	TableName   string
-	// GatewayAddr and SandboxAddr are listen addresses ("127.0.0.1:0" picks a port).
+	// GatewayAddr and SandboxAddr are listen addresses ("127.0.0.1:0" picks
+	// a port); SandboxAddr is unused when AcquirerURL is set.
 	GatewayAddr, SandboxAddr string
 	// AcquirerURL, when set, is an acquirer already serving (such as the
 	// sandbox in a process of its own, so that its CPU is counted apart):
@@ -83,7 +84,9 @@ type Stack struct {
 	URL, SandboxURL string
 	// TableName is the stack's table.
 	TableName string
-	Sandbox   *sandbox.Server
+	// Sandbox is the stack's sandbox acquirer: nil when StackConfig.AcquirerURL
+	// named another.
+	Sandbox *sandbox.Server
 	// The functions' execution environments: the charge function, the
 	// consumer of the producers' queues, the consumer of the reconcile queue
 	// (the same binary, reading only that queue) and the sweeper.

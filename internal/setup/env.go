@@ -44,3 +44,6 @@ const (
 	// Go's own: how many threads run Go code at once (Processors).
 	EnvGOMAXPROCS = "GOMAXPROCS"
 )
+
+// LocalOnly are the variables only local runs set; the CDK app never does.
+var LocalOnly = []string{EnvAcquirerAPIKey, EnvSkipResponseCRC32, EnvCPUProfile, EnvCPUProfileSeconds}

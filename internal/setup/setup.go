@@ -116,9 +116,10 @@ func AWS(ctx context.Context) (aws.Config, error) {
 // x-amz-crc32 of answers: DynamoDB Local sends none that matches on an
 // error answer, and the SDK then writes a warning, outside the JSON log,
 // for every refused condition, that is for every replay. DynamoDB sends
-// it, and the deployed functions keep the check.
-func DynamoDB(awsCfg aws.Config, skipResponseCRC32 bool) *dynamodb.Client {
-	return dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) { o.DisableValidateResponseChecksum = skipResponseCRC32 })
+// it, and the deployed functions keep the check. optFns apply after.
+func DynamoDB(awsCfg aws.Config, skipResponseCRC32 bool, optFns ...func(*dynamodb.Options)) *dynamodb.Client {
+	skip := func(o *dynamodb.Options) { o.DisableValidateResponseChecksum = skipResponseCRC32 }
+	return dynamodb.NewFromConfig(awsCfg, append([]func(*dynamodb.Options){skip}, optFns...)...)
 }
 
 // Require returns the value of the environment variable name, or an error
@@ -248,9 +249,8 @@ func LogLevel(getenv func(string) string) string {
 // below 1,769 MB Lambda gives it less than one vCPU, so a function's work is
 // one goroutine's, waiting on the network. A second processor buys it no
 // parallelism, only the scheduler's spinning and futex wake-ups between the
-// handler, net/http's read and write loops and the poller: under
-// BenchmarkFunctionCPU (systemtest) GOMAXPROCS=1 took a first execution's
-// process CPU from 2.7–3.1 ms to 1.7–2.2 ms on a 2-vCPU machine. A
+// handler, net/http's read and write loops and the poller (the README's
+// "Cost per charge" has the figures, from BenchmarkFunctionCPU). A
 // function given more memory and parallel work of its own sets the variable.
 func Processors(getenv func(string) string) int {
 	if getenv(EnvGOMAXPROCS) != "" {

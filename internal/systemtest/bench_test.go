@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -102,7 +103,7 @@ func benchCharge(s *localapi.Stack, token, key string, want ...int) error {
 // idle connections per host, every request of the other goroutines would
 // open a connection of its own, and the gateway's CPU would count the
 // accepts.
-var benchClient = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: issueClients}}
+var benchClient = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: issueClients}, Timeout: time.Minute}
 
 // chargeAt posts the visa charge under key to the gateway at url and
 // wants one of the statuses.
@@ -139,7 +140,9 @@ func localAPI(b *testing.B, instances, clients int) {
 	load := func(b *testing.B, n int, next func(i int) error) { loadFrom(b, clients, n, next) }
 
 	b.Run("raw-conditional-put", func(b *testing.B) {
-		client := dynamotest.Client(b)
+		client := dynamotest.Client(b, func(o *dynamodb.Options) { // a connection per client, as benchClient keeps
+			o.HTTPClient = awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) { t.MaxIdleConnsPerHost = clients })
+		})
 		table := dynamotest.NewTable(b, client)
 		load(b, b.N, func(i int) error {
 			_, err := client.PutItem(context.Background(), &dynamodb.PutItemInput{

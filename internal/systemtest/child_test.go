@@ -2,6 +2,7 @@ package systemtest_test
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -22,8 +24,9 @@ import (
 //   - "sandbox" serves the sandbox acquirer on a loopback port, prints its
 //     URL on a line and serves until killed;
 //   - "load" sends childN charges (keys childKeys + 0…n-1, bearer
-//     childToken) to childURL from benchClients goroutines and exits 0
-//     when each got a 201.
+//     childToken) to childURL from benchClients goroutines, prints the CPU
+//     (getrusage) and wall nanoseconds the load took, and exits 0 when each
+//     got a 201.
 const (
 	childRole   = "SYSTEMTEST_CHILD"
 	childURL    = "SYSTEMTEST_URL"
@@ -48,7 +51,12 @@ func runChild(role string) int {
 		fmt.Fprintln(os.Stderr, srv.Serve(l))
 		return 1
 	case roleLoad:
-		n, _ := strconv.Atoi(os.Getenv(childN))
+		n, err := strconv.Atoi(os.Getenv(childN))
+		if err != nil || n <= 0 {
+			fmt.Fprintf(os.Stderr, "%s=%q: want a positive count\n", childN, os.Getenv(childN))
+			return 2
+		}
+		cpu0, start := selfCPU(), time.Now()
 		var next atomic.Int64
 		var failed atomic.Value
 		var wg sync.WaitGroup
@@ -66,17 +74,28 @@ func runChild(role string) int {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
+		fmt.Println(int64(selfCPU()-cpu0), int64(time.Since(start)))
 		return 0
 	}
 	fmt.Fprintf(os.Stderr, "%s=%q: no such role\n", childRole, role)
 	return 2
 }
 
-// child is this test binary started as role with env added.
-func child(role string, env ...string) *exec.Cmd {
-	cmd := exec.Command(os.Args[0])
+// selfCPU is this process's user plus system CPU so far.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// child is this test binary started as role with env added, killed when
+// ctx ends or when this process dies (so a benchmark that panics or times
+// out leaves no sandbox serving).
+func child(ctx context.Context, role string, env ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, os.Args[0])
 	cmd.Env = append(os.Environ(), append(env, childRole+"="+role)...)
 	cmd.Stderr = os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	return cmd
 }
 
@@ -84,7 +103,7 @@ func child(role string, env ...string) *exec.Cmd {
 // the end of b; it returns the acquirer's URL and the process id.
 func startSandbox(b *testing.B) (string, int) {
 	b.Helper()
-	cmd := child(roleSandbox)
+	cmd := child(context.Background(), roleSandbox)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		b.Fatal(err)
@@ -101,13 +120,21 @@ func startSandbox(b *testing.B) (string, int) {
 }
 
 // runLoad sends n charges of keys prefix+0…n-1 to url from a child process
-// and returns its CPU (user + system, from wait4) and the wall time.
+// and returns the CPU (user + system) and the wall time the child spent on
+// them, its start-up left out. The load has loadTimeout.
 func runLoad(b *testing.B, url, token, prefix string, n int) (cpu, wall time.Duration) {
 	b.Helper()
-	cmd := child(roleLoad, childURL+"="+url, childToken+"="+token, childKeys+"="+prefix, childN+"="+strconv.Itoa(n))
-	start := time.Now()
-	if err := cmd.Run(); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), loadTimeout)
+	defer cancel()
+	out, err := child(ctx, roleLoad, childURL+"="+url, childToken+"="+token, childKeys+"="+prefix, childN+"="+strconv.Itoa(n)).Output()
+	if err != nil {
 		b.Fatalf("load process: %v", err)
 	}
-	return cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), time.Since(start)
+	if _, err := fmt.Sscan(string(out), &cpu, &wall); err != nil {
+		b.Fatalf("load process printed %q: %v", out, err)
+	}
+	return cpu, wall
 }
+
+// loadTimeout bounds a child's load; benchClient bounds each request.
+const loadTimeout = 5 * time.Minute

@@ -19,6 +19,7 @@ import (
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
+	"github.com/idempotent-payments/idempay/internal/setup"
 )
 
 // Client returns a DynamoDB client for the emulator. It fails the test when
@@ -33,12 +34,7 @@ func Client(t testing.TB, optFns ...func(*dynamodb.Options)) *dynamodb.Client {
 	if err != nil {
 		t.Fatalf("load AWS config: %v", err)
 	}
-	optFns = append([]func(*dynamodb.Options){func(o *dynamodb.Options) {
-		// DynamoDB Local omits x-amz-crc32 on errors; without this the SDK
-		// logs a warning for every failed condition.
-		o.DisableValidateResponseChecksum = true
-	}}, optFns...)
-	return dynamodb.NewFromConfig(cfg, optFns...)
+	return setup.DynamoDB(cfg, true, optFns...) // the table is DynamoDB Local's
 }
 
 var tables atomic.Int64
