@@ -117,7 +117,24 @@ func StartPool(cfg PoolConfig) (*Pool, error) {
 	return p, nil
 }
 
+// errExitedAtStart: the emulator exited before it listened, as it does when
+// a port freeAddr found was taken by another process before the emulator
+// could bind it.
+var errExitedAtStart = errors.New("instance exited at start")
+
+// start starts the instance's emulator on fresh ports, trying new ports
+// when the emulator exits at start (up to 3 times).
 func (in *instance) start() error {
+	var err error
+	for range 3 {
+		if err = in.startOnce(); !errors.Is(err, errExitedAtStart) {
+			return err
+		}
+	}
+	return err
+}
+
+func (in *instance) startOnce() error {
 	addr, err := freeAddr()
 	if err != nil {
 		return err
@@ -154,7 +171,7 @@ func (in *instance) start() error {
 		}
 		select {
 		case <-done:
-			return fmt.Errorf("%s instance exited at start", cfg.Name)
+			return fmt.Errorf("%s: %w", cfg.Name, errExitedAtStart)
 		case <-time.After(20 * time.Millisecond):
 		}
 	}

@@ -1,0 +1,34 @@
+package systemtest_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/idempotent-payments/idempay/internal/localapi"
+)
+
+// TestPoolRetriesAnEmulatorThatExitsAtStart: an emulator that exits before
+// it listens (its port taken by another process between the pool's pick and
+// its bind) is started again on new ports, and the pool starts.
+func TestPoolRetriesAnEmulatorThatExitsAtStart(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	failed := filepath.Join(dir, "failed-once")
+	rie := filepath.Join(dir, "rie")
+	script := "#!/bin/sh\nif [ ! -e '" + failed + "' ]; then touch '" + failed + "'; exit 1; fi\nexec '" + rieBin + "' \"$@\"\n"
+	if err := os.WriteFile(rie, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p, err := localapi.StartPool(localapi.PoolConfig{
+		RIE: rie, Bootstrap: filepath.Join(binDir, "charge", "bootstrap"), Name: "charge", Instances: 1, Timeout: 10 * time.Second,
+	})
+	if err != nil {
+		t.Fatalf("the pool gave up after one emulator exited at start: %v", err)
+	}
+	p.Close()
+	if _, err := os.Stat(failed); err != nil {
+		t.Fatal("the emulator never exited at start: the test proves nothing")
+	}
+}
