@@ -34,11 +34,16 @@ var (
 	// ErrCredentialRefused: the acquirer answered 401 (the credential is
 	// not valid). Its contract (the sandbox's) is that the credential is
 	// checked before anything is processed, so an Authorize refused this
-	// way also wraps ErrNotSent. The credential has been re-read: a caller
-	// that may send again (charge.Service, after checking its lease) uses
-	// the new one. A 403 proves no such thing (a business rule, a proxy)
-	// and is ErrOutcomeUnknown, after the same re-read.
+	// way also wraps ErrNotSent. The credential has been re-read; when that
+	// found another key the error also wraps ErrCredentialChanged. A 403
+	// proves no such thing (a business rule, a proxy) and is
+	// ErrOutcomeUnknown, after the same re-read.
 	ErrCredentialRefused = errors.New("acquirer refused the credential")
+	// ErrCredentialChanged: with ErrCredentialRefused, the re-read found a
+	// key other than the refused one, so a caller that may send again
+	// (charge.Service, after checking its lease) sends once more with it.
+	// Without it the same key would be refused again: nothing to resend.
+	ErrCredentialChanged = errors.New("the credential has changed since")
 )
 
 // Statuses of an authorization.
@@ -101,7 +106,8 @@ func NewClientWithCredential(baseURL string, cred *Credential, httpClient *http.
 // acquirer deduplicates by key: every call with one key returns the first
 // authorization. The context bounds the call. Errors: ErrNotSent,
 // ErrOutcomeUnknown (both wrapped with the cause); a 401 also
-// ErrCredentialRefused, after the credential was re-read.
+// ErrCredentialRefused, after the credential was re-read, and
+// ErrCredentialChanged when the re-read found another key.
 //
 // One call is one send. Go's Transport resends a POST that carries an
 // Idempotency-Key on a fresh connection when a reused one fails; that
@@ -178,8 +184,11 @@ func (c *Client) do(ctx context.Context, resend bool, build func() (*http.Reques
 		}
 		next, changed := c.cred.Refused(ctx, apiKey)
 		if !resend || retried || !changed {
-			if status == http.StatusForbidden {
+			switch {
+			case status == http.StatusForbidden:
 				return 0, nil, fmt.Errorf("%w: status 403", ErrOutcomeUnknown)
+			case changed:
+				return 0, nil, fmt.Errorf("%w (%w): status %d", ErrCredentialRefused, ErrCredentialChanged, status)
 			}
 			return 0, nil, fmt.Errorf("%w: status %d", ErrCredentialRefused, status)
 		}

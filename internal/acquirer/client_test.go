@@ -71,7 +71,8 @@ func TestRefusals(t *testing.T) {
 		}, time.Hour, time.Nanosecond)
 		c, _ := acquirer.NewClientWithCredential(srv.URL, cred, nil)
 		_, err := c.Authorize(ctx, "refused-key-1", acquirer.Request{Amount: 1, Currency: "BRL", PaymentMethod: "pm_card_visa", OrderID: "1"})
-		if errors.Is(err, acquirer.ErrNotSent) != tc.notSent || errors.Is(err, acquirer.ErrOutcomeUnknown) == tc.notSent {
+		if errors.Is(err, acquirer.ErrNotSent) != tc.notSent || errors.Is(err, acquirer.ErrOutcomeUnknown) == tc.notSent ||
+			errors.Is(err, acquirer.ErrCredentialChanged) != tc.notSent { // the re-read gave another key
 			t.Errorf("%s: %v", tc.description, err)
 		}
 		if requests.Load() != 1 || reads.Load() != 2 {
@@ -82,5 +83,18 @@ func TestRefusals(t *testing.T) {
 			t.Errorf("%s lookup: %v after %d requests; want a failure after one resend", tc.description, err, requests.Load())
 		}
 		srv.Close()
+	}
+}
+
+// TestRefusedStaticCredential: a 401 to a key that no re-read can change
+// is refused, but not changed, so nobody resends it.
+func TestRefusedStaticCredential(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusUnauthorized) }))
+	defer srv.Close()
+	c, _ := acquirer.NewClient(srv.URL, "the-only-key", nil)
+	_, err := c.Authorize(context.Background(), "static-key-1", acquirer.Request{Amount: 1, Currency: "BRL", PaymentMethod: "pm_card_visa", OrderID: "1"})
+	if !errors.Is(err, acquirer.ErrCredentialRefused) || errors.Is(err, acquirer.ErrCredentialChanged) {
+		t.Fatalf("%v: want refused, not changed", err)
 	}
 }

@@ -64,9 +64,7 @@ func (s *Service) Reconcile(ctx context.Context, pk string) (Reconciled, error) 
 	if err != nil {
 		return NothingToDo, fmt.Errorf("reconcile %s: %w", idem.Ref(pk), err)
 	}
-	lookupCtx, cancel := context.WithTimeout(ctx, s.cfg.AcquirerTimeout)
-	auth, err := s.acquirer.Lookup(lookupCtx, lease.DownstreamKey())
-	cancel()
+	auth, err := s.lookup(ctx, lease)
 	switch {
 	case err == nil:
 		res := s.finish(ctx, lease, req, auth)

@@ -18,11 +18,13 @@ import (
 	"github.com/idempotent-payments/idempay/internal/sandbox"
 )
 
-// scripted is an acquirer whose answers the test sets, counting calls.
+// scripted is an acquirer whose answers the test sets, counting calls; it
+// keeps how long the last lookup was given.
 type scripted struct {
 	authorize  func() (acquirer.Authorization, error)
 	lookup     func() (acquirer.Authorization, error)
 	authorized atomic.Int64
+	lookupFor  atomic.Int64 // the last lookup's time to its deadline (ns); -1: none
 }
 
 func (s *scripted) Authorize(context.Context, string, acquirer.Request) (acquirer.Authorization, error) {
@@ -30,7 +32,13 @@ func (s *scripted) Authorize(context.Context, string, acquirer.Request) (acquire
 	return s.authorize()
 }
 
-func (s *scripted) Lookup(context.Context, string) (acquirer.Authorization, error) { return s.lookup() }
+func (s *scripted) Lookup(ctx context.Context, _ string) (acquirer.Authorization, error) {
+	s.lookupFor.Store(-1)
+	if deadline, ok := ctx.Deadline(); ok {
+		s.lookupFor.Store(int64(time.Until(deadline)))
+	}
+	return s.lookup()
+}
 
 var (
 	refused = func() (acquirer.Authorization, error) {
@@ -251,14 +259,15 @@ func TestCredentialRotation(t *testing.T) {
 
 // TestRefusedAfterTakeOverStaysInFlight: a retry that takes over, finds
 // nothing at the acquirer and has its authorization refused (401: not
-// processed) sends once more after its lease check, and when refused again
-// does not release (DESIGN §4 rule 2: the first attempt's request may
-// still be in transit): the record stays in flight.
+// processed, and the re-read found another credential) sends once more
+// after its lease check, and when refused again does not release (DESIGN §4
+// rule 2: the first attempt's request may still be in transit): the record
+// stays in flight.
 func TestRefusedAfterTakeOverStaysInFlight(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	acq := &scripted{lookup: absent, authorize: func() (acquirer.Authorization, error) {
-		return acquirer.Authorization{}, fmt.Errorf("%w: %w", acquirer.ErrNotSent, acquirer.ErrCredentialRefused)
+		return acquirer.Authorization{}, fmt.Errorf("%w: %w (%w)", acquirer.ErrNotSent, acquirer.ErrCredentialRefused, acquirer.ErrCredentialChanged)
 	}}
 	clock := idemtest.NewClock(time.Unix(1_800_000_000, 0))
 	store := idemtest.NewMemoryStore()
@@ -280,5 +289,47 @@ func TestRefusedAfterTakeOverStaysInFlight(t *testing.T) {
 	r = svc.Charge(ctx, charge.Input{Account: "acct_1", Keys: []string{"refused-first-attempt"}, Body: []byte(body)})
 	if st, _ := status(t, guard, "acct_1", "refused-first-attempt"); r.Outcome != charge.Released || st != "" {
 		t.Fatalf("first attempt: %s, record %q; want released", r.Outcome, st)
+	}
+}
+
+// TestTakeOverLookupIsCapped: the take-over's question to the acquirer has
+// AcquirerTimeout, as every acquirer call, even when the caller's context
+// has no deadline; and so has the reconciler's.
+func TestTakeOverLookupIsCapped(t *testing.T) {
+	t.Parallel()
+	clock := idemtest.NewClock(time.Unix(1_800_000_000, 0))
+	guard := idem.NewGuard(idemtest.NewMemoryStore(), idem.Config{Now: clock.Now, DefaultLease: 30 * time.Second})
+	acq := &scripted{authorize: func() (acquirer.Authorization, error) {
+		return acquirer.Authorization{}, fmt.Errorf("%w: timeout", acquirer.ErrOutcomeUnknown)
+	}, lookup: absent}
+	const timeout = 700 * time.Millisecond
+	svc := charge.NewService(guard, chargetest.NewLedger(), acq, httpapi.Answer, charge.Config{Now: clock.Now, AcquirerTimeout: timeout})
+	svc.Charge(context.Background(), input("acct", "capped-lookup", body)) // in flight, outcome unknown
+	clock.Advance(time.Millisecond)
+	svc.Charge(context.Background(), input("acct", "capped-lookup", body)) // takes over, asks first
+	if got := time.Duration(acq.lookupFor.Load()); got <= 0 || got > timeout {
+		t.Fatalf("take-over lookup given %v (-1ns: no deadline), want at most %v", got, timeout)
+	}
+	acq.lookupFor.Store(0)
+	pk := idem.Scope{Operation: charge.Operation, Account: "acct", Key: "capped-lookup"}.PK()
+	clock.Advance(time.Hour) // the lease long over: the reconciler may take over
+	_, _ = svc.Reconcile(context.Background(), pk)
+	if got := time.Duration(acq.lookupFor.Load()); got <= 0 || got > timeout {
+		t.Fatalf("reconciler lookup given %v, want at most %v", got, timeout)
+	}
+}
+
+// TestRefusedWithTheSameCredentialIsNotResent: a 401 whose re-read found
+// the same key is not sent again (it would be refused again): one
+// authorization, and the first attempt is released.
+func TestRefusedWithTheSameCredentialIsNotResent(t *testing.T) {
+	t.Parallel()
+	acq := &scripted{lookup: absent, authorize: func() (acquirer.Authorization, error) {
+		return acquirer.Authorization{}, fmt.Errorf("%w: %w", acquirer.ErrNotSent, acquirer.ErrCredentialRefused)
+	}}
+	guard := idem.NewGuard(idemtest.NewMemoryStore(), idem.Config{})
+	svc := charge.NewService(guard, chargetest.NewLedger(), acq, httpapi.Answer, charge.Config{})
+	if r := svc.Charge(context.Background(), input("acct", "same-credential", body)); r.Outcome != charge.Released || acq.authorized.Load() != 1 {
+		t.Fatalf("%s after %d authorizations; want released after 1", r.Outcome, acq.authorized.Load())
 	}
 }

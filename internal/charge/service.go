@@ -306,9 +306,7 @@ func (c *acquirerCalls) add(start time.Time, err error) {
 func (s *Service) execute(ctx context.Context, lease *idem.Lease, req Request, calls *acquirerCalls) Result {
 	if lease.TakenOver() {
 		start := time.Now()
-		lookupCtx, span := s.cfg.Tracer.Start(ctx, "acquirer.lookup", trace.WithSpanKind(trace.SpanKindClient))
-		auth, err := s.acquirer.Lookup(lookupCtx, lease.DownstreamKey())
-		endSpan(span, err)
+		auth, err := s.lookup(ctx, lease)
 		calls.add(start, err)
 		switch {
 		case err == nil:
@@ -319,9 +317,9 @@ func (s *Service) execute(ctx context.Context, lease *idem.Lease, req Request, c
 		}
 	}
 	auth, sent, err := s.authorize(ctx, lease, req, calls)
-	if errors.Is(err, acquirer.ErrCredentialRefused) && sent {
-		// Refused before processing, and the client has re-read the
-		// credential: send once more, through the same lease check.
+	if errors.Is(err, acquirer.ErrCredentialChanged) && sent {
+		// Refused before processing, and the client's re-read found
+		// another credential: send once more, through the same lease check.
 		auth, sent, err = s.authorize(ctx, lease, req, calls)
 	}
 	if !sent {
@@ -494,6 +492,18 @@ func (s *Service) Get(ctx context.Context, account, id string) Result {
 		return Result{Outcome: NotFound}
 	}
 	return Result{Outcome: Found, Charge: ch}
+}
+
+// lookup asks the acquirer what it knows of the lease's downstream key,
+// within AcquirerTimeout like every acquirer call: the take-over's question
+// and the reconciler's.
+func (s *Service) lookup(ctx context.Context, lease *idem.Lease) (acquirer.Authorization, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.AcquirerTimeout)
+	defer cancel()
+	ctx, span := s.cfg.Tracer.Start(ctx, "acquirer.lookup", trace.WithSpanKind(trace.SpanKindClient))
+	auth, err := s.acquirer.Lookup(ctx, lease.DownstreamKey())
+	endSpan(span, err)
+	return auth, err
 }
 
 func endSpan(span trace.Span, err error) {
