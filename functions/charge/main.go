@@ -19,29 +19,13 @@ func main() { setup.Main(run) }
 // run builds the handler from the environment and serves invocations; it
 // returns only when start-up fails.
 func run(logger *slog.Logger) error {
-	ctx := context.Background()
-	cfg, err := setup.FromEnv(os.Getenv)
+	c, err := setup.StartCharging(context.Background(), obs.FunctionCharge, os.Getenv, logger)
 	if err != nil {
 		return err
 	}
-	tracer, flush, err := setup.Tracing(ctx, obs.FunctionCharge, os.Getenv)
-	if err != nil {
-		return err
-	}
-	if tracer == nil {
-		logger.Info("tracing off", "exporter_built", setup.TracingBuilt)
-	}
-	awsCfg, err := setup.AWS(ctx)
-	if err != nil {
-		return err
-	}
-	svc, err := setup.ChargeService(ctx, awsCfg, cfg, logger, tracer)
-	if err != nil {
-		return err
-	}
-	h := &Handler{Service: svc, AccountClaim: cfg.AccountClaim, Log: logger, Metrics: obs.NewMetrics(os.Stdout, obs.FunctionCharge, cfg.Environment), Tracer: tracer}
+	h := &Handler{Service: c.Service, AccountClaim: c.Config.AccountClaim, Log: logger, Metrics: obs.NewMetrics(os.Stdout, obs.FunctionCharge, c.Config.Environment), Tracer: c.Tracer}
 	lambda.Start(func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-		defer flush(ctx) // Lambda freezes the process after the answer
+		defer c.Flush(ctx) // Lambda freezes the process after the answer
 		return h.Handle(ctx, ev)
 	})
 	return nil

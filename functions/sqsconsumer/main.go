@@ -26,10 +26,6 @@ func main() { setup.Main(run) }
 // run builds the handler from the environment and serves invocations; it
 // returns only when start-up fails.
 func run(logger *slog.Logger) error {
-	cfg, err := setup.FromEnv(os.Getenv)
-	if err != nil {
-		return err
-	}
 	sources, err := command.ParseSources(os.Getenv(setup.EnvCommandSources))
 	if err != nil {
 		return err
@@ -38,32 +34,21 @@ func run(logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	tracer, flush, err := setup.Tracing(context.Background(), obs.FunctionConsumer, os.Getenv)
+	c, err := setup.StartCharging(context.Background(), obs.FunctionConsumer, os.Getenv, logger)
 	if err != nil {
 		return err
 	}
-	if tracer == nil {
-		logger.Info("tracing off", "exporter_built", setup.TracingBuilt)
-	}
-	awsCfg, err := setup.AWS(context.Background())
-	if err != nil {
-		return err
-	}
-	svc, err := setup.ChargeService(context.Background(), awsCfg, cfg, logger, tracer)
-	if err != nil {
-		return err
-	}
-	sqsClient := sqs.NewFromConfig(awsCfg)
+	sqsClient := sqs.NewFromConfig(c.AWS)
 	bySource := map[string]Source{}
 	for _, src := range sources {
 		bySource[src.ARN] = Source{Source: src, Queue: queue.New(sqsClient, src.URL)}
 	}
 	h := &Handler{
-		Service: svc, Sources: bySource, DeadLetters: queue.New(sqsClient, rejectedURL),
-		Concurrency: 5, Logger: logger, Metrics: obs.NewMetrics(os.Stdout, obs.FunctionConsumer, cfg.Environment),
+		Service: c.Service, Sources: bySource, DeadLetters: queue.New(sqsClient, rejectedURL),
+		Concurrency: 5, Logger: logger, Metrics: obs.NewMetrics(os.Stdout, obs.FunctionConsumer, c.Config.Environment),
 	}
 	lambda.Start(func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-		defer flush(ctx)
+		defer c.Flush(ctx)
 		return h.Handle(ctx, ev)
 	})
 	return nil

@@ -132,6 +132,44 @@ func Require(getenv func(string) string, name string) (string, error) {
 	return v, nil
 }
 
+// Charging is what a function that charges (the charge API, the queue
+// consumer) builds at start-up.
+type Charging struct {
+	Config  Config
+	AWS     aws.Config
+	Service *charge.Service
+	// Tracer is nil when tracing is off; call Flush at the end of every
+	// invocation either way (Lambda freezes the process after the answer).
+	Tracer trace.Tracer
+	Flush  func(context.Context)
+}
+
+// StartCharging is the start-up both charging functions share, in one
+// order: the configuration from getenv, tracing as function, the AWS
+// configuration, the charge service.
+func StartCharging(ctx context.Context, function string, getenv func(string) string, logger *slog.Logger) (Charging, error) {
+	cfg, err := FromEnv(getenv)
+	if err != nil {
+		return Charging{}, err
+	}
+	tracer, flush, err := Tracing(ctx, function, getenv)
+	if err != nil {
+		return Charging{}, err
+	}
+	if tracer == nil {
+		logger.Info("tracing off", "exporter_built", TracingBuilt)
+	}
+	awsCfg, err := AWS(ctx)
+	if err != nil {
+		return Charging{}, err
+	}
+	svc, err := ChargeService(ctx, awsCfg, cfg, logger, tracer)
+	if err != nil {
+		return Charging{}, err
+	}
+	return Charging{Config: cfg, AWS: awsCfg, Service: svc, Tracer: tracer, Flush: flush}, nil
+}
+
 // ChargeService builds the charge service: DynamoDB, the guard, the
 // acquirer client.
 func ChargeService(ctx context.Context, awsCfg aws.Config, c Config, logger *slog.Logger, tracer trace.Tracer) (*charge.Service, error) {
@@ -246,12 +284,13 @@ func LogLevel(getenv func(string) string) string {
 // Processors is how many threads run Go code at once in a function
 // process: 1, or 0 (leave Go's reading alone) when the GOMAXPROCS variable
 // is set. An execution environment serves one invocation at a time, and
-// below 1,769 MB Lambda gives it less than one vCPU, so a function's work is
-// one goroutine's, waiting on the network. A second processor buys it no
-// parallelism, only the scheduler's spinning and futex wake-ups between the
-// handler, net/http's read and write loops and the poller (the README's
-// "Cost per charge" has the figures, from BenchmarkFunctionCPU). A
-// function given more memory and parallel work of its own sets the variable.
+// below 1,769 MB Lambda gives it less than one vCPU; its work, the
+// consumer's five concurrent messages too, waits on the network. A second
+// processor buys it no parallelism, only the scheduler's spinning and futex
+// wake-ups between the handler, net/http's read and write loops and the
+// poller (the README's "Cost per charge" has the figures, from
+// BenchmarkFunctionCPU). A function given more memory and parallel work of
+// its own sets the variable.
 func Processors(getenv func(string) string) int {
 	if getenv(EnvGOMAXPROCS) != "" {
 		return 0
