@@ -34,13 +34,15 @@ var (
 	// ErrCredentialRefused: the acquirer answered 401 (the credential is
 	// not valid). Its contract (the sandbox's) is that the credential is
 	// checked before anything is processed, so an Authorize refused this
-	// way also wraps ErrNotSent. The credential has been re-read; when that
-	// found another key the error also wraps ErrCredentialChanged. A 403
-	// proves no such thing (a business rule, a proxy) and is
-	// ErrOutcomeUnknown, after the same re-read.
+	// way also wraps ErrNotSent. The credential has been told
+	// (Credential.Refused, which re-reads its source at most every MinAge);
+	// when it now holds a key other than the refused one, the error also
+	// wraps ErrCredentialChanged. A 403 proves no such thing (a business
+	// rule, a proxy) and is ErrOutcomeUnknown, after the same telling.
 	ErrCredentialRefused = errors.New("acquirer refused the credential")
-	// ErrCredentialChanged: with ErrCredentialRefused, the re-read found a
-	// key other than the refused one, so a caller that may send again
+	// ErrCredentialChanged: with ErrCredentialRefused, the credential now
+	// holds a key other than the refused one (this call's re-read found it,
+	// or an earlier one did), so a caller that may send again
 	// (charge.Service, after checking its lease) sends once more with it.
 	// Without it the same key would be refused again: nothing to resend.
 	ErrCredentialChanged = errors.New("the credential has changed since")
@@ -106,8 +108,8 @@ func NewClientWithCredential(baseURL string, cred *Credential, httpClient *http.
 // acquirer deduplicates by key: every call with one key returns the first
 // authorization. The context bounds the call. Errors: ErrNotSent,
 // ErrOutcomeUnknown (both wrapped with the cause); a 401 also
-// ErrCredentialRefused, after the credential was re-read, and
-// ErrCredentialChanged when the re-read found another key.
+// ErrCredentialRefused, after the credential was told, and
+// ErrCredentialChanged when it now holds another key.
 //
 // One call is one send. Go's Transport resends a POST that carries an
 // Idempotency-Key on a fresh connection when a reused one fails; that

@@ -317,9 +317,9 @@ func (s *Service) execute(ctx context.Context, lease *idem.Lease, req Request, c
 		}
 	}
 	auth, sent, err := s.authorize(ctx, lease, req, calls)
-	if errors.Is(err, acquirer.ErrCredentialChanged) && sent {
-		// Refused before processing, and the client's re-read found
-		// another credential: send once more, through the same lease check.
+	if errors.Is(err, acquirer.ErrNotSent) && errors.Is(err, acquirer.ErrCredentialChanged) && sent {
+		// Refused before processing, and the client now holds another
+		// credential: send once more, through the same lease check.
 		auth, sent, err = s.authorize(ctx, lease, req, calls)
 	}
 	if !sent {

@@ -171,10 +171,11 @@ func (in *instance) startOnce() error {
 		}
 		select {
 		case <-done:
-			return fmt.Errorf("%s: %w", cfg.Name, errExitedAtStart)
+			return fmt.Errorf("%s: %w", cfg.Name, errExitedAtStart) // reaped; it starts the bootstrap only when invoked
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+	in.kill() // not left running where no pool can reach it
 	return fmt.Errorf("%s instance not listening on %s after 10 s", cfg.Name, addr)
 }
 

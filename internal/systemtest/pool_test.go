@@ -1,6 +1,7 @@
 package systemtest_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -23,11 +24,16 @@ func TestPoolRetriesAnEmulatorThatExitsAtStart(t *testing.T) {
 	}
 	p, err := localapi.StartPool(localapi.PoolConfig{
 		RIE: rie, Bootstrap: filepath.Join(binDir, "charge", "bootstrap"), Name: "charge", Instances: 1, Timeout: 10 * time.Second,
+		Env: []string{"TABLE_NAME=pool-retry", "ACQUIRER_URL=http://127.0.0.1:1"},
 	})
 	if err != nil {
 		t.Fatalf("the pool gave up after one emulator exited at start: %v", err)
 	}
-	p.Close()
+	defer p.Close()
+	get := []byte(`{"version":"2.0","routeKey":"GET /v1/charges/{id}","rawPath":"/v1/charges/ch_x","pathParameters":{"id":"ch_x"},"requestContext":{"authorizer":{"jwt":{"claims":{"sub":"a"}}},"http":{"method":"GET"}}}`)
+	if _, err := p.Invoke(context.Background(), get); err != nil {
+		t.Fatalf("the restarted instance does not serve: %v", err)
+	}
 	if _, err := os.Stat(failed); err != nil {
 		t.Fatal("the emulator never exited at start: the test proves nothing")
 	}
