@@ -174,7 +174,7 @@ func localAPI(b *testing.B, instances, clients int) {
 // (the RIE starts the bootstrap, which builds its clients) against a warm one.
 func BenchmarkColdStart(b *testing.B) {
 	cold, warm := time.Duration(0), time.Duration(0)
-	payload := []byte(`{"version":"2.0","routeKey":"GET /v1/charges/{id}","rawPath":"/v1/charges/ch_x","pathParameters":{"id":"ch_x"},"requestContext":{"authorizer":{"jwt":{"claims":{"sub":"a"}}},"http":{"method":"GET"}}}`)
+	payload := getEvent
 	for b.Loop() {
 		p, err := localapi.StartPool(localapi.PoolConfig{
 			RIE: rieBin, Bootstrap: filepath.Join(binDir, "charge", "bootstrap"), Name: "charge", Instances: 1, Timeout: 10 * time.Second,
