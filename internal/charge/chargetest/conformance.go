@@ -21,9 +21,16 @@ import (
 // NewStoresFunc returns a fresh store and the ledger beside it.
 type NewStoresFunc func(t *testing.T) (idem.Store, charge.Ledger)
 
+// seq numbers the charges of this process; each run has fresh stores, so
+// the number alone keeps ids apart.
 var seq atomic.Int64
 
-func newID() string { return fmt.Sprintf("ch_%040x", uint64(time.Now().UnixNano())+uint64(seq.Add(1))) }
+func newID() string { return fmt.Sprintf("ch_%040x", seq.Add(1)) }
+
+// epoch is when the suites' clocks start: a fixed instant, so nothing here
+// reads the wall clock (the engine and the ledger only compare the times
+// they are given).
+var epoch = time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC)
 
 // RunLedgerConformance runs what every charge.Ledger must do: a row
 // written reads back equal; a second write for the same charge changes
@@ -34,7 +41,7 @@ func RunLedgerConformance(t *testing.T, newStores NewStoresFunc) {
 	want := charge.Charge{
 		ID: newID(), Account: "acct_ledger", Status: acquirer.StatusCaptured, Amount: 123456789012, Currency: "BRL",
 		OrderID: "order-1", Description: "café ☕", AuthorizationID: "auth_1",
-		CreatedAt: time.Now().UTC().Truncate(time.Millisecond),
+		CreatedAt: epoch,
 	}
 	if got, err := ledger.Write(ctx, want); err != nil || got != want {
 		t.Fatalf("Write = %+v, %v; want %+v", got, err, want)
@@ -87,7 +94,7 @@ type world struct {
 
 func newWorld(t *testing.T, newStores NewStoresFunc) *world {
 	store, ledger := newStores(t)
-	w := &world{store: &failingCompletion{Store: store}, ledger: ledger, clock: idemtest.NewClock(time.Now().Truncate(time.Millisecond))}
+	w := &world{store: &failingCompletion{Store: store}, ledger: ledger, clock: idemtest.NewClock(epoch)}
 	w.guard = idem.NewGuard(w.store, idem.Config{Now: w.clock.Now, DefaultLease: 30 * time.Second})
 	return w
 }
