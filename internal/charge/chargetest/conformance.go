@@ -103,10 +103,21 @@ func (w *world) service(acq charge.Acquirer) *charge.Service {
 	return charge.NewService(w.guard, w.ledger, acq, httpapi.Answer, charge.Config{Now: w.clock.Now, InTransitBound: 5 * time.Second, ClockSkew: time.Second})
 }
 
-const body = `{"amount": 25000, "currency": "BRL", "order_id": "123", "payment_method": "pm_card_visa"}`
+const (
+	body    = `{"amount": 25000, "currency": "BRL", "order_id": "123", "payment_method": "pm_card_visa"}`
+	account = "acct_c"
+	// reconcilable is how long after a first attempt the reconciler may
+	// take over: the 30 s lease, then more than T + skew (5 s + 1 s).
+	reconcilable = 30*time.Second + 7*time.Second
+)
 
 func input(key string) charge.Input {
-	return charge.Input{Account: "acct_c", Keys: []string{key}, Body: []byte(body)}
+	return charge.Input{Account: account, Keys: []string{key}, Body: []byte(body)}
+}
+
+// pkOf is the record of key.
+func pkOf(key string) string {
+	return idem.Scope{Operation: charge.Operation, Account: account, Key: key}.PK()
 }
 
 // dieAfterTheRow runs a first attempt of key that writes its ledger row and
@@ -123,7 +134,7 @@ func (w *world) dieAfterTheRow(t *testing.T, svc *charge.Service, key string) {
 // is its ledger row, the row is the acquirer's one authorization.
 func (w *world) mustMatchLedger(t *testing.T, sb *sandbox.Server, key string, res charge.Result) charge.Charge {
 	t.Helper()
-	rec, err := w.guard.Lookup(context.Background(), idem.Scope{Operation: charge.Operation, Account: "acct_c", Key: key}.PK())
+	rec, err := w.guard.Lookup(context.Background(), pkOf(key))
 	if err != nil || rec.Status != idem.StatusCompleted {
 		t.Fatalf("record: %+v, %v", rec, err)
 	}
@@ -179,8 +190,8 @@ func RunCompletionConformance(t *testing.T, newStores NewStoresFunc) {
 		sb, acq := sandboxAcquirer()
 		svc := w.service(acq)
 		w.dieAfterTheRow(t, svc, "crash-reconcile-key")
-		w.clock.Advance(30*time.Second + 7*time.Second) // lease over by more than T + skew
-		pk := idem.Scope{Operation: charge.Operation, Account: "acct_c", Key: "crash-reconcile-key"}.PK()
+		w.clock.Advance(reconcilable)
+		pk := pkOf("crash-reconcile-key")
 		if did, err := svc.Reconcile(ctx, pk); err != nil || did != charge.ReconciledCompleted {
 			t.Fatalf("Reconcile: %s, %v", did, err)
 		}
@@ -202,7 +213,7 @@ func RunCompletionConformance(t *testing.T, newStores NewStoresFunc) {
 		if r := svc.Charge(ctx, input("ledger-down-key")); r.Outcome != charge.Pending {
 			t.Fatalf("with the ledger down: %s, want pending", r.Outcome)
 		}
-		rec, err := w.guard.Lookup(ctx, idem.Scope{Operation: charge.Operation, Account: "acct_c", Key: "ledger-down-key"}.PK())
+		rec, err := w.guard.Lookup(ctx, pkOf("ledger-down-key"))
 		if err != nil || rec.Status != idem.StatusInProgress {
 			t.Fatalf("record after a failed ledger write: %+v, %v", rec, err)
 		}
@@ -233,8 +244,8 @@ func RunCompletionConformance(t *testing.T, newStores NewStoresFunc) {
 		w := newWorld(t, newStores)
 		sb, acq := sandboxAcquirer()
 		w.dieAfterTheRow(t, w.service(acq), "forgotten-key")
-		w.clock.Advance(30*time.Second + 7*time.Second)
-		pk := idem.Scope{Operation: charge.Operation, Account: "acct_c", Key: "forgotten-key"}.PK()
+		w.clock.Advance(reconcilable)
+		pk := pkOf("forgotten-key")
 		if did, err := w.service(forgetful{acq}).Reconcile(ctx, pk); err != nil || did != charge.ReconciledCompleted {
 			t.Fatalf("Reconcile with an acquirer that finds nothing: %s, %v; want completed from the row", did, err)
 		}
