@@ -27,9 +27,8 @@ var seq atomic.Int64
 
 func newID() string { return fmt.Sprintf("ch_%040x", seq.Add(1)) }
 
-// epoch is when the suites' clocks start: a fixed instant, so nothing here
-// reads the wall clock (the engine and the ledger only compare the times
-// they are given).
+// epoch is the ledger rows' creation time: a fixed instant (the ledger
+// keeps rows without TTL and only stores the times it is given).
 var epoch = time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC)
 
 // RunLedgerConformance runs what every charge.Ledger must do: a row
@@ -94,10 +93,15 @@ type world struct {
 
 func newWorld(t *testing.T, newStores NewStoresFunc) *world {
 	store, ledger := newStores(t)
-	w := &world{store: &failingCompletion{Store: store}, ledger: ledger, clock: idemtest.NewClock(epoch)}
+	w := &world{store: &failingCompletion{Store: store}, ledger: ledger, clock: newClock()}
 	w.guard = idem.NewGuard(w.store, idem.Config{Now: w.clock.Now, DefaultLease: 30 * time.Second})
 	return w
 }
+
+// newClock is a test clock that starts at the wall clock's now, as the
+// engine's suites' do: the one place these suites read it, so the records
+// carry real-time expiries, as in production.
+func newClock() *idemtest.Clock { return idemtest.NewClock(time.Now().Truncate(time.Millisecond)) }
 
 func (w *world) service(acq charge.Acquirer) *charge.Service {
 	return charge.NewService(w.guard, w.ledger, acq, httpapi.Answer, charge.Config{Now: w.clock.Now, InTransitBound: 5 * time.Second, ClockSkew: time.Second})
