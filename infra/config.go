@@ -10,21 +10,25 @@ import (
 
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 
+	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/queue"
 )
 
 // Function timeouts, in seconds, and the protocol's times. A lease is the
 // invocation deadline plus LEASE_MARGIN, so a dead worker's key can be
-// taken over at most timeout + margin later.
+// taken over at most timeout + margin later. The times are the code's
+// compiled defaults, which an operator's tool (idemctl) uses where a
+// record carries none: TestProtocolDefaults holds the deployed values to
+// them.
 const (
 	chargeTimeout   = 10
 	consumerTimeout = 30 // command.ConsumerTimeout, which idemctl reads; TestRedriveArithmetic holds them equal
 	sweeperTimeout  = 55 // inside the 1-minute schedule
-	leaseMargin     = "10s"
-	inTransitBound  = "5s"
-	acquirerTimeout = "3s"
-	clockSkew       = "1s"
+	leaseMargin     = idem.DefaultLeaseMargin
+	inTransitBound  = idem.DefaultInTransitBound
+	acquirerTimeout = charge.DefaultAcquirerTimeout
+	clockSkew       = idem.DefaultClockSkew
 	tableName       = "idempay"
 )
 
@@ -68,6 +72,11 @@ type Config struct {
 	// AcquirerURL is the acquirer's base URL; its credential lives in
 	// Secrets Manager (the stack creates the secret; fill it after deploy).
 	AcquirerURL string
+	// AcquirerID is the acquirer's logical id, stored on every record and
+	// the same in every environment and region that talks to that acquirer
+	// (a test endpoint is another acquirer): only a function or an
+	// operator's tool configured with the record's id resolves it.
+	AcquirerID string
 	// LogRetentionDays of every log group (a value CloudWatch accepts).
 	LogRetentionDays int
 	// Retain keeps the table, queues, secret and logs when the stack is
@@ -151,7 +160,7 @@ func ConfigFor(name string, input func(key string) string) (Config, error) {
 	base := Config{
 		Name: name, RetentionDays: 90, AccountClaim: "sub",
 		JWTIssuer: input(InputJWTIssuer), JWTAudience: input(InputJWTAudience),
-		AcquirerURL: "https://sandbox.acquirer.example.com", LogRetentionDays: 14,
+		AcquirerURL: "https://sandbox.acquirer.example.com", AcquirerID: "example-acquirer-sandbox", LogRetentionDays: 14,
 		ConsumerMaxConcurrency: 5, ThrottleRate: 50, ThrottleBurst: 100, ChargeP99: chargeP99,
 		AlarmPendingPer5Min: 10, AlarmThrottlesPer5Min: 10,
 	}
@@ -164,7 +173,7 @@ func ConfigFor(name string, input func(key string) string) (Config, error) {
 		base.Producers = []Producer{{Name: "orders", Accounts: []string{"acct_staging_orders"}}}
 	case "prod":
 		base.Producers = []Producer{{Name: "orders", Accounts: []string{"acct_orders"}}, {Name: "billing", Accounts: []string{"acct_billing"}}}
-		base.AcquirerURL = "https://api.acquirer.example.com"
+		base.AcquirerURL, base.AcquirerID = "https://api.acquirer.example.com", "example-acquirer"
 		base.LogRetentionDays = 365
 		base.Retain = true
 		base.ConsumerMaxConcurrency = 20

@@ -98,11 +98,11 @@ func NewStack(scope constructs.Construct, id string, cfg Config, assets StackAss
 	})
 
 	common := map[string]*string{
-		setup.EnvTableName: table.Ref(), setup.EnvAcquirerURL: jsii.String(cfg.AcquirerURL),
+		setup.EnvTableName: table.Ref(), setup.EnvAcquirerURL: jsii.String(cfg.AcquirerURL), setup.EnvAcquirerID: jsii.String(cfg.AcquirerID),
 		setup.EnvAcquirerSecret: secret.SecretArn(), setup.EnvAccountClaim: jsii.String(cfg.AccountClaim),
-		setup.EnvRetentionDays: jsii.String(strconv.Itoa(cfg.RetentionDays)), setup.EnvLeaseMargin: jsii.String(leaseMargin),
-		setup.EnvInTransitBound: jsii.String(inTransitBound), setup.EnvAcquirerTimeout: jsii.String(acquirerTimeout),
-		setup.EnvClockSkew: jsii.String(clockSkew), setup.EnvEnvironment: jsii.String(cfg.Name),
+		setup.EnvRetentionDays: jsii.String(strconv.Itoa(cfg.RetentionDays)), setup.EnvLeaseMargin: jsii.String(leaseMargin.String()),
+		setup.EnvInTransitBound: jsii.String(inTransitBound.String()), setup.EnvAcquirerTimeout: jsii.String(acquirerTimeout.String()),
+		setup.EnvClockSkew: jsii.String(clockSkew.String()), setup.EnvEnvironment: jsii.String(cfg.Name),
 	}
 	with := func(extra map[string]*string) *map[string]*string {
 		env := map[string]*string{}
@@ -167,7 +167,7 @@ func NewStack(scope constructs.Construct, id string, cfg Config, assets StackAss
 	sweeper := newFunction(stack, "Sweeper", cfg, assets, removal, sweeperTimeout,
 		&map[string]*string{
 			setup.EnvTableName: table.Ref(), setup.EnvReconcileQueueURL: reconcileQueue.QueueUrl(), setup.EnvEnvironment: jsii.String(cfg.Name),
-			setup.EnvInTransitBound: jsii.String(inTransitBound), setup.EnvClockSkew: jsii.String(clockSkew),
+			setup.EnvInTransitBound: jsii.String(inTransitBound.String()), setup.EnvClockSkew: jsii.String(clockSkew.String()),
 		}, []statement{
 			{actions: []string{"dynamodb:Query"}, resources: []*string{indexArn}},
 			{actions: []string{"dynamodb:UpdateItem"}, resources: []*string{tableArn}, conditions: onlyRecords},

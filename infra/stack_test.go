@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/charge/dynamoledger"
 	"github.com/idempotent-payments/idempay/internal/command"
 	"github.com/idempotent-payments/idempay/internal/idem"
@@ -437,8 +438,8 @@ func TestRedriveArithmetic(t *testing.T) {
 	if consumerTimeout*time.Second != command.ConsumerTimeout {
 		t.Fatalf("the consumers' timeout %d s is not command.ConsumerTimeout %s, which bounds idemctl's leases", consumerTimeout, command.ConsumerTimeout)
 	}
-	lease := time.Duration(consumerTimeout)*time.Second + mustDuration(t, leaseMargin) // the longest lease
-	hide := lease + mustDuration(t, inTransitBound) + mustDuration(t, clockSkew)       // one in-flight receive
+	lease := time.Duration(consumerTimeout)*time.Second + leaseMargin // the longest lease
+	hide := lease + inTransitBound + clockSkew                        // one in-flight receive
 	if maxReceiveCount < queue.InFlightReceives+queue.ResolveReceives+1 || queue.TransientReceives < 1 || queue.InFlightReceives < 2 {
 		t.Fatalf("maxReceiveCount %d leaves no receive for a transient failure after %d in flight", maxReceiveCount, queue.InFlightReceives)
 	}
@@ -462,6 +463,31 @@ func mustDuration(t *testing.T, s string) time.Duration {
 		t.Fatal(err)
 	}
 	return d
+}
+
+// TestProtocolDefaults: every function of every environment is deployed
+// with the protocol's compiled defaults (T, the skew, the acquirer timeout,
+// the lease margin), which idemctl uses for records that carry none, and
+// with its environment's acquirer id.
+func TestProtocolDefaults(t *testing.T) {
+	for _, env := range Environments {
+		cfg, _ := ConfigFor(env, testInputs)
+		for id, fn := range resources(synth(t, env), "AWS::Lambda::Function") {
+			vars := props(fn)["Environment"].(map[string]any)["Variables"].(map[string]any)
+			want := map[string]time.Duration{setup.EnvInTransitBound: idem.DefaultInTransitBound, setup.EnvClockSkew: idem.DefaultClockSkew}
+			if !strings.HasPrefix(id, "Sweeper") {
+				want[setup.EnvAcquirerTimeout], want[setup.EnvLeaseMargin] = charge.DefaultAcquirerTimeout, idem.DefaultLeaseMargin
+				if vars[setup.EnvAcquirerID] != cfg.AcquirerID || cfg.AcquirerID == "" {
+					t.Errorf("%s %s: %s = %v, want %q", env, id, setup.EnvAcquirerID, vars[setup.EnvAcquirerID], cfg.AcquirerID)
+				}
+			}
+			for name, d := range want {
+				if s, _ := vars[name].(string); s == "" || mustDuration(t, s) != d {
+					t.Errorf("%s %s: %s = %v, want the compiled default %s", env, id, name, vars[name], d)
+				}
+			}
+		}
+	}
 }
 
 // TestProducersConfig: every environment lists its producers validly, and

@@ -22,7 +22,7 @@ verify() {
   states=$(sed -n 's/^ *\([0-9.e+]*\) states, stored.*/\1/p' <<<"$out" | head -1)
   local what
   what=$(grep -oE 'assertion violated[^(]*\(.*\)|acceptance cycle' <<<"$out" | head -1 || true)
-  printf '%-44s errors %s, %s states%s\n' "$name" "${errors:-?}" "${states:-?}" "${what:+  — $what}"
+  printf '%-52s errors %s, %s states%s\n' "$name" "${errors:-?}" "${states:-?}" "${what:+  — $what}"
   return "${errors:-1}"
 }
 
@@ -41,6 +41,12 @@ if verify "control: lookup before take-over (must fail)" "-DLOOKUP_FIRST" "-DNOC
 fi
 if verify "control: record before ledger row (must fail)" "-DCOMPLETE_FIRST" "" "-a -N ledgerFirst"; then
   echo "model: completing before the ledger row found no counterexample" >&2; fail=1
+fi
+if verify "control: a mismatch stored as the outcome (must fail)" "-DNO_HOLD" "-DNOCLAIM" ""; then
+  echo "model: storing a mismatch found no counterexample" >&2; fail=1
+fi
+if verify "control: void-confirmed without the wait (must fail)" "-DVOID_EARLY" "-DNOCLAIM" ""; then
+  echo "model: releasing a held record before T + skew found no counterexample" >&2; fail=1
 fi
 if verify "control: no reconciler, liveness (must fail)" "-DNO_RECONCILER" "-DNFAIR=4" "-a -f -N settles"; then
   echo "model: without the reconciler the liveness property still held" >&2; fail=1

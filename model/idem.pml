@@ -19,17 +19,35 @@
  *   -DCOMPLETE_FIRST a completion updates the record before it writes the
  *                 ledger row, so a crash between the two leaves a COMPLETED
  *                 record with no row (the property ledgerFirst)
+ *   -DNO_HOLD     a worker stores an answer that disagrees with the request
+ *                 as the charge's outcome
+ *   -DVOID_EARLY  the operator's void-confirmed releases a held record as
+ *                 soon as its lease ended, not T + skew later: a request of
+ *                 an earlier attempt, still in transit, lands after the void
+ *
+ * The acquirer's answer is evidence: an authorization may disagree with
+ * the request (other terms, or a body that contradicts its status), fixed
+ * per key when it is made (mismatch[k]). A worker or the reconciler that
+ * reads such an answer holds the record (idem.Lease.HoldForOperator): it
+ * stays in flight, is never taken over or reconciled, and only the
+ * operator settles it, by accept (complete with the acquirer's terms) or
+ * void-confirmed (the operator voided it at the acquirer; release). The
+ * model assumes nothing of the acquirer's memory of a voided key: a
+ * request that lands under it afterwards may charge again, which is why
+ * void-confirmed waits out the in-transit bound.
  */
 
 #define WORKERS 3
 #define NONE 255
+#define RECONCILER 4
+#define OPERATOR 5
 
 mtype = { ABSENT, INPROG, COMPLETED };	/* idem.Record.Status (ABSENT: no live record) */
 mtype = { LIVE, ENDED, STALE };		/* the lease against the clock */
 
 mtype rec = ABSENT;
 mtype lease = LIVE;
-byte owner = 0;		/* lease_token: 0 none, 1..3 a worker, 4 the reconciler */
+byte owner = 0;		/* lease_token: 0 none, 1..3 a worker, 4 the reconciler, 5 the operator */
 byte attempt = 0;	/* idem.Record.Attempt */
 byte gen = 0;		/* records claimed so far */
 
@@ -42,6 +60,10 @@ byte transit[WORKERS + 1];	/* the key each worker's request carries while in tra
 bool leaseHasTransit = false;	/* a request sent under the current lease has not landed */
 
 bool ledger[8];		/* the ledger rows, by downstream key (the charge id is derived from it) */
+bool mismatch[8];	/* the authorization under the key disagrees with the request */
+bool voided[8];		/* the operator voided the authorization under the key */
+bool held = false;	/* idem.Record.Held: the record is held for the operator */
+byte heldKey = NONE;
 bool stored = false;
 byte storedKey = NONE;
 byte reconcileFailures = 0;
@@ -72,11 +94,24 @@ inline completeRecord(me, k) {
 		:: rec == INPROG && owner == me ->
 			assert(!stored);	/* a stored response never changes */
 			assert(authorized[k]);	/* it is the acquirer's outcome */
+			assert(!mismatch[k] || me == OPERATOR);	/* a mismatch is reported as a charge only on the operator's accept */
+			assert(!held || me == OPERATOR);	/* a held record is settled only by the operator */
 #ifndef COMPLETE_FIRST
 			assert(ledger[k]);	/* the ledger row was written first */
 #endif
-			rec = COMPLETED; stored = true; storedKey = k; owner = 0
+			rec = COMPLETED; stored = true; storedKey = k; owner = 0; held = false
 		:: else -> skip	/* idem.ErrLeaseLost: the worker re-reads; answers from the record */
+		fi
+	}
+}
+
+/* charge.Service.hold, idem.Lease.HoldForOperator: the answer disagrees;
+ * the lease ends now, the record stays in flight, held. */
+inline hold(me, k) {
+	atomic {
+		if
+		:: rec == INPROG && owner == me -> held = true; heldKey = k; lease = ENDED
+		:: else -> skip	/* idem.ErrLeaseLost */
 		fi
 	}
 }
@@ -85,6 +120,12 @@ inline completeRecord(me, k) {
  * may crash between the two (the record stays in flight for a retry or the
  * reconciler, which find the row and reuse it). */
 inline finish(me, k) {
+#ifndef NO_HOLD
+	if
+	:: mismatch[k] -> hold(me, k); goto done	/* acquirer.CheckTerms, acquirer.ErrMismatch: no ledger row */
+	:: else -> skip
+	fi;
+#endif
 #ifdef COMPLETE_FIRST
 	atomic {	/* with no crash, no state between the two writes is seen */
 		completeRecord(me, k);
@@ -110,9 +151,10 @@ proctype Worker(byte me) {
 	atomic {
 		if
 		:: rec == ABSENT -> rec = INPROG; owner = me; attempt = 1; gen++; lease = LIVE; leaseHasTransit = false
-		:: rec == INPROG && lease != LIVE -> owner = me; attempt++; lease = LIVE; leaseHasTransit = false; takenOver = true
+		:: rec == INPROG && !held && lease != LIVE -> owner = me; attempt++; lease = LIVE; leaseHasTransit = false; takenOver = true
 		:: rec == COMPLETED -> goto done	/* replay of the stored response */
-		:: rec == INPROG && lease == LIVE -> goto done	/* 409 in flight: retryable */
+		:: rec == INPROG && !held && lease == LIVE -> goto done	/* 409 in flight: retryable */
+		:: rec == INPROG && held -> goto done	/* idem.ErrHeld: 503 pending, nothing sent */
 		fi
 	}
 	keyOf(k);
@@ -134,9 +176,9 @@ proctype Worker(byte me) {
 	:: atomic {	/* acquirer.ErrNotSent (also a 401 that stands, resent once through the same lease check) → charge.Service.notSent → idem.Lease.Release */
 		if
 #ifdef DROP_RULE2
-		:: rec == INPROG && owner == me -> rec = ABSENT; owner = 0
+		:: rec == INPROG && owner == me -> assert(!held); rec = ABSENT; owner = 0
 #else
-		:: rec == INPROG && owner == me && !takenOver -> rec = ABSENT; owner = 0
+		:: rec == INPROG && owner == me && !takenOver -> assert(!held); rec = ABSENT; owner = 0
 #endif
 		:: else -> skip	/* after a take-over the record stays in flight */
 		fi
@@ -160,8 +202,13 @@ end:	do
 		for (i : 1 .. WORKERS) {
 			if
 			:: transit[i] != NONE ->
+				assert(!voided[transit[i]]);	/* nothing lands under a key the operator voided */
 				if
-				:: !authorized[transit[i]] -> authorized[transit[i]] = true; authorizations++
+				:: !authorized[transit[i]] -> authorized[transit[i]] = true; authorizations++;
+					if
+					:: mismatch[transit[i]] = true	/* on terms nobody asked for */
+					:: skip
+					fi
 				:: else -> skip
 				fi;
 				transit[i] = NONE; inTransit--; break
@@ -200,12 +247,13 @@ active proctype Reconciler() {
 #ifdef LOOKUP_FIRST
 	bool seen;
 end:	do
-	:: atomic { rec == INPROG -> keyOf(k); seen = authorized[k] };	/* the acquirer says, then a person reads */
+	:: atomic { rec == INPROG && !held -> keyOf(k); seen = authorized[k] };	/* the acquirer says, then a person reads */
 	   if
-	   :: atomic { rec == INPROG && lease == STALE -> owner = 4; attempt++; lease = LIVE; leaseHasTransit = false };
+	   :: atomic { rec == INPROG && !held && lease == STALE -> owner = RECONCILER; attempt++; lease = LIVE; leaseHasTransit = false };
 	      if
-	      :: seen -> ledgerRow(k); completeRecord(4, k)
-	      :: atomic { !seen && rec == INPROG && owner == 4 -> rec = ABSENT; owner = 0 }	/* released on the old answer */
+	      :: seen && mismatch[k] -> hold(RECONCILER, k)
+	      :: seen && !mismatch[k] -> ledgerRow(k); completeRecord(RECONCILER, k)
+	      :: atomic { !seen && rec == INPROG && owner == RECONCILER -> rec = ABSENT; owner = 0 }	/* released on the old answer */
 	      :: else -> skip
 	      fi
 	   :: else -> skip
@@ -215,26 +263,55 @@ end:	do
 end:	do
 	:: atomic {
 #ifdef DROP_RULE3
-		rec == INPROG && lease != LIVE ->
+		rec == INPROG && !held && lease != LIVE ->
 #else
-		rec == INPROG && lease == STALE ->
+		rec == INPROG && !held && lease == STALE ->
 #endif
-		owner = 4; attempt++; lease = LIVE; leaseHasTransit = false; keyOf(k)
+		owner = RECONCILER; attempt++; lease = LIVE; leaseHasTransit = false; keyOf(k)
 	   };
 	   if
-	   :: authorized[k] -> ledgerRow(k);
+	   :: authorized[k] && mismatch[k] -> hold(RECONCILER, k)
+	   :: authorized[k] && !mismatch[k] -> ledgerRow(k);
 	      if
-	      :: completeRecord(4, k)
-	      :: atomic { reconcileFailures < 2 && rec == INPROG && owner == 4 -> reconcileFailures++; lease = ENDED }	/* the completion failed after the row */
+	      :: completeRecord(RECONCILER, k)
+	      :: atomic { reconcileFailures < 2 && rec == INPROG && owner == RECONCILER -> reconcileFailures++; lease = ENDED }	/* the completion failed after the row */
 	      fi
-	   :: atomic { !authorized[k] && rec == INPROG && owner == 4 -> rec = ABSENT; owner = 0 }
-	   :: atomic { reconcileFailures < 2 && rec == INPROG && owner == 4 -> reconcileFailures++; lease = ENDED }	/* lookup failed */
+	   :: atomic { !authorized[k] && rec == INPROG && owner == RECONCILER -> assert(!held); rec = ABSENT; owner = 0 }
+	   :: atomic { reconcileFailures < 2 && rec == INPROG && owner == RECONCILER -> reconcileFailures++; lease = ENDED }	/* lookup failed */
 	   :: else -> skip
 	   fi
 	od
 #endif
 }
 #endif
+
+/* idemctl void-confirmed and accept, charge.Service.Settle: the operator
+ * settles a held record, and nothing else does. Accept takes the held
+ * lease over (idem.Guard.TakeOverHeld) and completes with the acquirer's
+ * own terms (a fresh lookup: the authorization the hold was about).
+ * Void-confirmed voids the authorization at the acquirer and releases the
+ * record, once the lease ended more than T + skew ago (STALE: nothing in
+ * transit); -DVOID_EARLY releases as soon as the lease ended. */
+active proctype Operator() {
+	byte k;
+end:	do
+	:: atomic { held && rec == INPROG && lease != LIVE -> owner = OPERATOR; attempt++; lease = LIVE; leaseHasTransit = false; k = heldKey };
+	   ledgerRow(k); completeRecord(OPERATOR, k)	/* accept */
+	:: atomic {
+#ifdef VOID_EARLY
+		held && rec == INPROG && lease != LIVE ->
+#else
+		held && rec == INPROG && lease == STALE ->
+#endif
+		k = heldKey;
+		if
+		:: authorized[k] -> authorized[k] = false; authorizations--
+		:: else -> skip
+		fi;
+		voided[k] = true; rec = ABSENT; held = false; owner = 0	/* void-confirmed */
+	   }
+	od
+}
 
 /* When everything has stopped: nothing in flight, and no charge lost — an
  * authorization exists only as the stored response. */

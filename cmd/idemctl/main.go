@@ -1,12 +1,16 @@
 // Command idemctl is the operator's tool: it finds a record from the raw
-// account and key, lists records left in flight, and reconciles or
-// releases a stuck key. It works against AWS and against the local
-// emulators alike: the SDK's standard variables say where.
+// account and key, lists records left in flight and records held for an
+// operator, and reconciles, releases or settles one. It works against AWS
+// and against the local emulators alike: the SDK's standard variables say
+// where.
 //
-//	idemctl inspect   --account A --key K
-//	idemctl stale     [--older-than 6s]
-//	idemctl reconcile --account A --key K [--acquirer-url URL] [--yes]
-//	idemctl release   --account A --key K [--acquirer-url URL] [--yes]
+//	idemctl inspect        --account A --key K
+//	idemctl stale
+//	idemctl held
+//	idemctl reconcile      --account A --key K [--yes]
+//	idemctl release        --account A --key K [--yes]
+//	idemctl void-confirmed --account A --key K --by WHO [--yes]
+//	idemctl accept         --account A --key K --by WHO [--yes]
 //
 // reconcile and release run the reconciler's own code (charge.Reconcile):
 // after the person confirms, take the lease over (fenced, and only if it
@@ -14,11 +18,18 @@
 // with the acquirer's outcome or release the key. release is that path
 // with the policy "release only, or refuse": when the acquirer has the
 // charge it completes the record, says so and exits non-zero; it never
-// deletes a charged record.
+// deletes a charged record. void-confirmed and accept settle a held record
+// through charge.Settle.
 //
-// --table (TABLE_NAME, default idempay-local) names the table; ACQUIRER_URL
-// with ACQUIRER_SECRET_ARN (AWS) or ACQUIRER_API_KEY (local) the acquirer;
-// IN_TRANSIT_BOUND and CLOCK_SKEW are the functions' (5s and 1s).
+// The protocol's times are not the shell's: T, the skew and the acquirer
+// timeout are the record's where it carries them and the compiled defaults
+// otherwise, the larger of the two (idem.Protocol.WaitOut); no flag or
+// variable changes them. The acquirer is named twice, by its logical id
+// (--acquirer-id, ACQUIRER_ID) and its URL (--acquirer-url, ACQUIRER_URL):
+// a command refuses, writing nothing, when the id is not the one the record
+// was claimed with. --table (TABLE_NAME, default idempay-local) names the
+// table; ACQUIRER_SECRET_ARN (AWS) or ACQUIRER_API_KEY (local) is the
+// acquirer's credential.
 package main
 
 import (
@@ -47,27 +58,44 @@ import (
 )
 
 func main() {
-	if err := run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Getenv); err != nil {
+	sh := shell{stdin: os.Stdin, stdout: os.Stdout, getenv: os.Getenv, now: time.Now}
+	if err := run(context.Background(), os.Args[1:], sh); err != nil {
 		fmt.Fprintln(os.Stderr, "idemctl:", err)
 		os.Exit(1)
 	}
 }
 
-const usage = "usage: idemctl inspect|stale|reconcile|release [flags] (idemctl <command> -h)"
+const usage = "usage: idemctl inspect|stale|held|reconcile|release|void-confirmed|accept [flags] (idemctl <command> -h)"
 
-// run is the whole command, with its world passed in for the tests.
-func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, getenv func(string) string) error {
+// shell is the world a command runs in, passed in for the tests: the
+// person's terminal, the environment and the clock.
+type shell struct {
+	stdin  io.Reader
+	stdout io.Writer
+	getenv func(string) string
+	now    func() time.Time
+}
+
+// protocol is what idemctl runs under: the compiled defaults, which the
+// CDK app deploys (a test holds them equal); a record's larger values win.
+func protocol(acquirerID string) idem.Protocol {
+	return idem.Protocol{InTransitBound: idem.DefaultInTransitBound, ClockSkew: idem.DefaultClockSkew, Downstream: acquirerID}
+}
+
+// run is the whole command.
+func run(ctx context.Context, args []string, sh shell) error {
 	if len(args) == 0 {
 		return errors.New(usage)
 	}
 	cmd := args[0]
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
-	table := fs.String("table", cmp.Or(getenv(setup.EnvTableName), "idempay-local"), "the table")
+	table := fs.String("table", cmp.Or(sh.getenv(setup.EnvTableName), "idempay-local"), "the table")
 	account := fs.String("account", "", "the account (the JWT's account claim)")
 	key := fs.String("key", "", "the client's Idempotency-Key")
-	olderThan := fs.Duration("older-than", charge.DefaultInTransitBound+charge.DefaultClockSkew, "stale: lease ended at least this long ago (T + skew)")
-	acquirerURL := fs.String("acquirer-url", getenv(setup.EnvAcquirerURL), "reconcile/release: the acquirer")
-	yes := fs.Bool("yes", false, "reconcile/release: do not ask for confirmation")
+	acquirerURL := fs.String("acquirer-url", sh.getenv(setup.EnvAcquirerURL), "reconcile/release/accept: the acquirer's URL")
+	acquirerID := fs.String("acquirer-id", sh.getenv(setup.EnvAcquirerID), "every acting command: the acquirer's logical id, which must be the record's")
+	by := fs.String("by", "", "void-confirmed/accept: who decides (recorded)")
+	yes := fs.Bool("yes", false, "acting commands: do not ask for confirmation")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -78,7 +106,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, 
 	ddb := dynamodb.NewFromConfig(awsCfg)
 	store := dynamostore.New(ddb, *table)
 	ledger := dynamoledger.New(ddb, *table)
-	guard := idem.NewGuard(store, idem.Config{})
+	guard := idem.NewGuard(store, idem.Config{Now: sh.now, Protocol: protocol(*acquirerID)})
 	scope := idem.Scope{Operation: charge.Operation, Account: *account, Key: *key}
 	needScope := func() error {
 		if err := scope.Validate(); err != nil {
@@ -86,7 +114,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, 
 		}
 		return nil
 	}
-	out := json.NewEncoder(stdout)
+	out := json.NewEncoder(sh.stdout)
 	out.SetIndent("", "  ")
 
 	switch cmd {
@@ -101,108 +129,226 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer, 
 		if err != nil {
 			return err
 		}
-		return out.Encode(describe(ctx, ledger, rec))
+		return out.Encode(describe(ctx, ledger, rec, sh.now()))
 
 	case "stale":
-		cutoff := time.Now().Add(-*olderThan)
+		now := sh.now()
+		cutoff := now.Add(-protocol("").WaitOut(idem.Protocol{}))
 		for shard := range idem.Shards {
 			for page, err := range idem.EndedBefore(ctx, store, shard, cutoff) {
 				if err != nil {
 					return err
 				}
 				for _, e := range page {
-					fmt.Fprintf(stdout, "%s  lease ended %s ago  reconcile attempts %d  %s\n",
-						idem.Ref(e.PK), time.Since(e.LeaseExpiresAt).Round(time.Second), e.ReconcileAttempts, e.PK)
+					fmt.Fprintf(sh.stdout, "%s  lease ended %s ago  reconcile attempts %d  %s\n",
+						idem.Ref(e.PK), now.Sub(e.LeaseExpiresAt).Round(time.Second), e.ReconcileAttempts, e.PK)
 				}
 			}
 		}
 		return nil
 
-	case "reconcile", "release":
+	case "held":
+		for page, err := range idem.HeldRecords(ctx, store, sh.now().Add(time.Hour)) {
+			if err != nil {
+				return err
+			}
+			for _, e := range page {
+				rec, err := guard.Lookup(ctx, e.PK)
+				if err != nil {
+					return err
+				}
+				if err := out.Encode(describe(ctx, ledger, rec, sh.now())); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+
+	case "reconcile", "release", "void-confirmed", "accept":
 		if err := needScope(); err != nil {
 			return err
 		}
-		if *acquirerURL == "" {
+		if *acquirerID == "" {
+			return errors.New("--acquirer-id (or " + setup.EnvAcquirerID + ") is required: a record is resolved only by a tool configured for the acquirer it was claimed with")
+		}
+		if *acquirerURL == "" && cmd != "void-confirmed" {
 			return errors.New("--acquirer-url (or " + setup.EnvAcquirerURL + ") is required: only the acquirer knows whether the card was charged")
 		}
-		flags := map[string]string{setup.EnvTableName: *table, setup.EnvAcquirerURL: *acquirerURL}
-		cfg, err := setup.FromEnv(func(k string) string {
-			if v, ok := flags[k]; ok {
-				return v
-			}
-			return getenv(k)
-		})
+		if (cmd == "void-confirmed" || cmd == "accept") && !validBy(*by) {
+			return errors.New("--by is required: 1 to 128 visible characters naming who decides (it is recorded)")
+		}
+		svc, err := service(ctx, sh, *table, *acquirerURL, *acquirerID, guard)
 		if err != nil {
 			return err
 		}
-		svc, err := setup.ChargeService(ctx, awsCfg, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
-		if err != nil {
-			return err
+		op := operator{svc: svc, guard: guard, sh: sh, pk: scope.PK(), yes: *yes}
+		switch cmd {
+		case "void-confirmed", "accept":
+			return op.settle(ctx, cmd, *by)
 		}
-		return reconcile(ctx, svc, guard, scope.PK(), cmd == "release", *yes, stdin, stdout)
+		return op.reconcile(ctx, cmd == "release")
 	}
 	return errors.New(usage)
 }
 
-// reconcile resolves the stuck record pk through the reconciler's path,
-// after the person confirms (unless yes). releaseOnly makes any outcome but
-// a release an error, after saying what happened.
-func reconcile(ctx context.Context, svc *charge.Service, guard *idem.Guard, pk string, releaseOnly, yes bool, stdin io.Reader, stdout io.Writer) error {
-	ref := idem.Ref(pk)
-	rec, err := guard.Lookup(ctx, pk)
-	if errors.Is(err, idem.ErrNotFound) {
-		return fmt.Errorf("no live record %s: nothing to do", ref)
+// service is the charge service an operator's command runs, built as the
+// functions build theirs, but with the protocol's times compiled in: the
+// shell gives only where things are (the table, the acquirer) and the
+// acquirer's credential.
+func service(ctx context.Context, sh shell, table, acquirerURL, acquirerID string, guard *idem.Guard) (*charge.Service, error) {
+	if acquirerURL == "" {
+		acquirerURL = "http://acquirer.invalid" // void-confirmed asks the acquirer nothing
 	}
+	awsCfg, err := setup.AWS(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cfg := setup.Config{
+		TableName: table, AcquirerURL: acquirerURL, AcquirerID: acquirerID,
+		AcquirerAPIKey: sh.getenv(setup.EnvAcquirerAPIKey), AcquirerSecret: sh.getenv(setup.EnvAcquirerSecret),
+		AcquirerTimeout: charge.DefaultAcquirerTimeout, MaxAmount: charge.DefaultMaxAmount,
+	}
+	return setup.ChargeServiceWith(ctx, awsCfg, cfg, guard, slog.New(slog.NewTextHandler(io.Discard, nil)), sh.now)
+}
+
+func validBy(by string) bool {
+	if by == "" || len(by) > 128 {
+		return false
+	}
+	for _, c := range by {
+		if c <= ' ' || c > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+// operator is one acting command on the record pk.
+type operator struct {
+	svc   *charge.Service
+	guard *idem.Guard
+	sh    shell
+	pk    string
+	yes   bool
+}
+
+// confirm asks the person, unless yes, before anything is taken or asked:
+// what the acquirer says is read only after the take-over fences out every
+// other worker.
+func (o operator) confirm(question string) error {
+	if o.yes {
+		return nil
+	}
+	fmt.Fprint(o.sh.stdout, question+" Type yes: ")
+	answer, _ := bufio.NewReader(o.sh.stdin).ReadString('\n')
+	if strings.TrimSpace(answer) != "yes" {
+		return errors.New("nothing done")
+	}
+	return nil
+}
+
+func (o operator) record(ctx context.Context) (*idem.Record, error) {
+	rec, err := o.guard.Lookup(ctx, o.pk)
+	if errors.Is(err, idem.ErrNotFound) {
+		return nil, fmt.Errorf("no live record %s: nothing to do", idem.Ref(o.pk))
+	}
+	return rec, err
+}
+
+// reconcile resolves the stuck record through the reconciler's path.
+// releaseOnly makes any outcome but a release an error, after saying what
+// happened.
+func (o operator) reconcile(ctx context.Context, releaseOnly bool) error {
+	ref := idem.Ref(o.pk)
+	rec, err := o.record(ctx)
 	if err != nil {
 		return err
 	}
-	if rec.Status != idem.StatusInProgress {
+	switch {
+	case rec.Held():
+		return fmt.Errorf("record %s is held for an operator (%s): settle it with void-confirmed or accept", ref, rec.Hold.Reason)
+	case rec.Status != idem.StatusInProgress:
 		return fmt.Errorf("record %s is %s: nothing to do", ref, rec.Status)
 	}
-	if !yes {
-		// Before anything is taken or asked: what the acquirer says is read
-		// only after the take-over fences out every other worker.
-		fmt.Fprintf(stdout, "Record %s is in flight (attempt %d, %s). Take its lease over (only if it ended more than T + skew ago), "+
-			"ask the acquirer, then store the acquirer's outcome or release the key so the client's next retry charges anew? Type yes: ",
-			ref, rec.Attempt, leaseState(rec))
-		answer, _ := bufio.NewReader(stdin).ReadString('\n')
-		if strings.TrimSpace(answer) != "yes" {
-			return errors.New("nothing done")
-		}
+	if err := o.confirm(fmt.Sprintf("Record %s is in flight (attempt %d, %s). Take its lease over (only if it ended more than T + skew ago), "+
+		"ask the acquirer, then store the acquirer's outcome or release the key so the client's next retry charges anew?",
+		ref, rec.Attempt, leaseState(rec, o.sh.now()))); err != nil {
+		return err
 	}
 	// As long as a consumer's invocation, so the lease it takes is no longer
 	// than the consumer's (the redrive arithmetic counts on that).
 	ctx, cancel := context.WithTimeout(ctx, command.ConsumerTimeout)
 	defer cancel()
-	did, err := svc.Reconcile(ctx, pk)
+	did, err := o.svc.Reconcile(ctx, o.pk)
+	if errors.Is(err, idem.ErrOtherDownstream) {
+		return fmt.Errorf("refused, nothing written: %w", err)
+	}
 	if err != nil {
 		return fmt.Errorf("nothing is known yet; record %s stays in flight: %w", ref, err)
 	}
 	switch did {
 	case charge.ReconciledReleased:
-		fmt.Fprintf(stdout, "record %s released: the acquirer has no charge under it; the client's next retry charges anew\n", ref)
+		fmt.Fprintf(o.sh.stdout, "record %s released: the acquirer has no charge under it; the client's next retry charges anew\n", ref)
 		return nil
 	case charge.ReconciledCompleted:
 		auth := "?"
-		if rec, err := guard.Lookup(ctx, pk); err == nil {
-			if res := svc.Get(ctx, rec.Account, charge.ChargeID(rec.DownstreamKey)); res.Outcome == charge.Found {
+		if rec, err := o.guard.Lookup(ctx, o.pk); err == nil {
+			if res := o.svc.Get(ctx, rec.Account, charge.ChargeID(rec.DownstreamKey)); res.Outcome == charge.Found {
 				auth = res.Charge.AuthorizationID + " (" + res.Charge.Status + ")"
 			}
 		}
-		fmt.Fprintf(stdout, "record %s completed with the acquirer's outcome, authorization %s\n", ref, auth)
+		fmt.Fprintf(o.sh.stdout, "record %s completed with the acquirer's outcome, authorization %s\n", ref, auth)
 		if releaseOnly {
 			return fmt.Errorf("not released: the acquirer has the charge, so record %s now holds it", ref)
 		}
 		return nil
+	case charge.ReconciledHeld:
+		return fmt.Errorf("record %s is now held for an operator: the acquirer's answer disagrees with the request (idemctl inspect shows both)", ref)
 	}
 	return fmt.Errorf("nothing changed: record %s is gone or completed, or its lease is live or ended less than T + skew ago; try again later", ref)
 }
 
-func leaseState(rec *idem.Record) string {
-	if rec.LeaseExpiresAt.After(time.Now()) {
-		return "lease live for " + time.Until(rec.LeaseExpiresAt).Round(time.Second).String()
+// settle carries out an operator's decision on a held record.
+func (o operator) settle(ctx context.Context, cmd, by string) error {
+	ref := idem.Ref(o.pk)
+	rec, err := o.record(ctx)
+	if err != nil {
+		return err
 	}
-	return "lease ended " + time.Since(rec.LeaseExpiresAt).Round(time.Second).String() + " ago"
+	if !rec.Held() {
+		return fmt.Errorf("record %s is not held (%s): nothing to settle", ref, rec.Status)
+	}
+	action, question := idem.SettleAccept, fmt.Sprintf("Record %s is held (%s). Ask the acquirer again and complete it with the acquirer's own terms, as %s?", ref, rec.Hold.Reason, by)
+	if cmd == "void-confirmed" {
+		action = idem.SettleVoidConfirmed
+		question = fmt.Sprintf("Record %s is held (%s). You voided its charge at the acquirer: release the key, so the client's next retry charges anew, as %s?", ref, rec.Hold.Reason, by)
+	}
+	if err := o.confirm(question); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, command.ConsumerTimeout)
+	defer cancel()
+	ch, err := o.svc.Settle(ctx, o.pk, action, by)
+	if err != nil {
+		return fmt.Errorf("refused, record %s stays held: %w", ref, err)
+	}
+	if action == idem.SettleVoidConfirmed {
+		fmt.Fprintf(o.sh.stdout, "record %s released on %s's word that the charge was voided; the client's next retry charges anew\n", ref, by)
+		return nil
+	}
+	fmt.Fprintf(o.sh.stdout, "record %s completed with the acquirer's terms: %s %d %s, authorization %s (decided by %s)\n",
+		ref, ch.Status, ch.Amount, ch.Currency, ch.AuthorizationID, by)
+	return nil
+}
+
+func leaseState(rec *idem.Record, now time.Time) string {
+	switch {
+	case rec.Status == idem.StatusCompleted:
+		return "ended: the record is completed"
+	case rec.LeaseExpiresAt.After(now):
+		return "live for " + rec.LeaseExpiresAt.Sub(now).Round(time.Second).String()
+	}
+	return "ended " + now.Sub(rec.LeaseExpiresAt).Round(time.Second).String() + " ago"
 }
 
 // view is what inspect prints.
@@ -214,12 +360,29 @@ type view struct {
 	Lease             string         `json:"lease"`
 	LeaseExpiresAt    time.Time      `json:"lease_expires_at"`
 	DownstreamKey     string         `json:"downstream_key"`
+	Protocol          *protocolView  `json:"protocol,omitempty"`
+	Hold              *holdView      `json:"hold,omitempty"`
 	CreatedAt         time.Time      `json:"created_at"`
-	ExpiresAt         time.Time      `json:"expires_at"`
+	ExpiresAt         *time.Time     `json:"expires_at,omitempty"`
 	StaleAt           *time.Time     `json:"stale_at,omitempty"`
 	ReconcileAttempts int            `json:"reconcile_attempts"`
 	Response          *response      `json:"response,omitempty"`
 	Ledger            map[string]any `json:"ledger,omitempty"`
+}
+
+type protocolView struct {
+	InTransitBound string `json:"in_transit_bound"`
+	ClockSkew      string `json:"clock_skew"`
+	Acquirer       string `json:"acquirer"`
+}
+
+// holdView is a hold with both sides: what was asked and what the
+// acquirer said (the evidence), and the operator's decision once made.
+type holdView struct {
+	Reason     string           `json:"reason"`
+	At         time.Time        `json:"at"`
+	Evidence   json.RawMessage  `json:"evidence"`
+	Settlement *idem.Settlement `json:"settlement,omitempty"`
 }
 
 type response struct {
@@ -228,24 +391,26 @@ type response struct {
 	Body    json.RawMessage   `json:"body"`
 }
 
-func describe(ctx context.Context, ledger charge.Ledger, rec *idem.Record) view {
+func describe(ctx context.Context, ledger charge.Ledger, rec *idem.Record, now time.Time) view {
 	v := view{
 		Record: idem.Ref(rec.PK), PK: rec.PK, Status: rec.Status, Attempt: rec.Attempt,
 		LeaseExpiresAt: rec.LeaseExpiresAt, DownstreamKey: rec.DownstreamKey, CreatedAt: rec.CreatedAt,
-		ExpiresAt: rec.ExpiresAt, ReconcileAttempts: rec.ReconcileAttempts, Lease: "live",
+		ReconcileAttempts: rec.ReconcileAttempts, Lease: leaseState(rec, now),
+	}
+	if !rec.ExpiresAt.IsZero() {
+		v.ExpiresAt = &rec.ExpiresAt
+	}
+	if p := rec.Protocol; p != (idem.Protocol{}) {
+		v.Protocol = &protocolView{InTransitBound: p.InTransitBound.String(), ClockSkew: p.ClockSkew.String(), Acquirer: p.Downstream}
+	}
+	if h := rec.Hold; h != nil {
+		v.Hold = &holdView{Reason: h.Reason, At: h.At, Evidence: jsonOrString(h.Evidence), Settlement: h.Settlement}
 	}
 	if !rec.StaleAt.IsZero() {
 		v.StaleAt = &rec.StaleAt
 	}
-	if !rec.LeaseExpiresAt.After(time.Now()) {
-		v.Lease = "ended " + time.Since(rec.LeaseExpiresAt).Round(time.Second).String() + " ago"
-	}
 	if rec.Response != nil {
-		body := json.RawMessage(rec.Response.Body)
-		if !json.Valid(body) {
-			body, _ = json.Marshal(string(rec.Response.Body))
-		}
-		v.Response = &response{Status: rec.Response.StatusCode, Headers: httpapi.Headers(*rec.Response), Body: body}
+		v.Response = &response{Status: rec.Response.StatusCode, Headers: httpapi.Headers(*rec.Response), Body: jsonOrString(rec.Response.Body)}
 		if ch, err := ledger.Get(ctx, charge.ChargeID(rec.DownstreamKey)); err == nil {
 			if json.Unmarshal(httpapi.Body(ch), &v.Ledger) == nil { // our own rendering: it parses
 				v.Ledger["account"] = ch.Account
@@ -253,4 +418,13 @@ func describe(ctx context.Context, ledger charge.Ledger, rec *idem.Record) view 
 		}
 	}
 	return v
+}
+
+// jsonOrString is b as JSON when it is JSON, else as a JSON string.
+func jsonOrString(b []byte) json.RawMessage {
+	if json.Valid(b) {
+		return b
+	}
+	s, _ := json.Marshal(string(b))
+	return s
 }

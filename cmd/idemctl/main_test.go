@@ -24,21 +24,25 @@ import (
 )
 
 // TestOperatorCommands drives every command end to end against DynamoDB
-// Local and the sandbox acquirer, with T + skew = 1 s.
+// Local and the sandbox acquirer. idemctl waits T + skew of 6 s, the
+// compiled defaults: its clock runs ahead (later) instead of the test
+// sleeping.
 func TestOperatorCommands(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	w := newWorld(t)
 	store, acq := w.store, w.acq
-	env := map[string]string{"TABLE_NAME": w.table, "ACQUIRER_URL": w.acquirerURL, "IN_TRANSIT_BOUND": "800ms", "CLOCK_SKEW": "200ms", "ACQUIRER_TIMEOUT": "500ms"}
-	idemctl := func(stdin string, args ...string) (string, error) {
+	idemctlAt := func(ahead time.Duration, stdin string, args ...string) (string, error) {
 		var out bytes.Buffer
-		err := run(ctx, args, strings.NewReader(stdin), &out, func(k string) string { return env[k] })
+		err := run(ctx, args, w.shell(strings.NewReader(stdin), &out, ahead))
 		return out.String(), err
 	}
+	idemctl := func(stdin string, args ...string) (string, error) { return idemctlAt(0, stdin, args...) }
+	const later = 7 * time.Second // past idemctl's wait-out of T + skew
 
 	// A completed charge and a stale one, made by the real service.
-	guard := idem.NewGuard(store, idem.Config{DefaultLease: 200 * time.Millisecond}) // workers that die young
-	svc := charge.NewService(idem.NewGuard(store, idem.Config{}), w.ledger, acq, httpapi.Answer, charge.Config{})
+	guard := idem.NewGuard(store, idem.Config{DefaultLease: 200 * time.Millisecond, Protocol: w.protocol}) // workers that die young
+	svc := charge.NewService(idem.NewGuard(store, idem.Config{Protocol: w.protocol}), w.ledger, acq, httpapi.Answer, charge.Config{})
 	body := []byte(`{"amount": 100, "currency": "BRL", "order_id": "1", "payment_method": "pm_card_visa"}`)
 	if r := svc.Charge(ctx, charge.Input{Account: "acct_ops", Keys: []string{"ops-done-key"}, Body: body}); r.Outcome != charge.Executed || r.Response.StatusCode != 201 {
 		t.Fatalf("setup: %s %d %s", r.Outcome, r.Response.StatusCode, r.Response.Body)
@@ -51,7 +55,8 @@ func TestOperatorCommands(t *testing.T) {
 
 	out, err := idemctl("", "inspect", "--account", "acct_ops", "--key", "ops-done-key")
 	var v view
-	if err != nil || json.Unmarshal([]byte(out), &v) != nil || v.Status != idem.StatusCompleted || v.Response.Status != 201 || v.Ledger["status"] != "captured" {
+	if err != nil || json.Unmarshal([]byte(out), &v) != nil || v.Status != idem.StatusCompleted || v.Response.Status != 201 || v.Ledger["status"] != "captured" ||
+		v.Lease != "ended: the record is completed" || v.Protocol == nil || v.Protocol.Acquirer != w.protocol.Downstream {
 		t.Fatalf("inspect completed: %v\n%s", err, out)
 	}
 	if _, err := idemctl("", "inspect", "--account", "acct_ops", "--key", "no-such-key-1"); err == nil {
@@ -61,22 +66,33 @@ func TestOperatorCommands(t *testing.T) {
 		t.Fatal("inspect with a bad key succeeded")
 	}
 
-	// Too early: the lease ended less than T + skew (1 s here) ago.
+	// Too early: the lease ended less than T + skew (6 s) ago.
+	time.Sleep(300 * time.Millisecond)
 	if _, err := idemctl("yes\n", "release", "--account", "acct_ops", "--key", "ops-stuck-key"); err == nil || !strings.Contains(err.Error(), "nothing changed") {
 		t.Fatalf("released a lease that ended less than T + skew ago: %v", err)
 	}
-	time.Sleep(1300 * time.Millisecond)
-	out, err = idemctl("", "stale", "--older-than", "1s")
+	if out, err := idemctl("", "stale"); err != nil || strings.Contains(out, idem.Ref(stale.PK())) {
+		t.Fatalf("stale listed a lease that ended less than T + skew ago: %v\n%s", err, out)
+	}
+	out, err = idemctlAt(later, "", "stale")
 	if err != nil || !strings.Contains(out, idem.Ref(stale.PK())) || strings.Contains(out, "ops-done-key") {
 		t.Fatalf("stale: %v\n%s", err, out)
 	}
-	if _, err := idemctl("no\n", "release", "--account", "acct_ops", "--key", "ops-stuck-key"); err == nil {
+	if _, err := idemctlAt(later, "no\n", "release", "--account", "acct_ops", "--key", "ops-stuck-key"); err == nil {
 		t.Fatal("released without confirmation")
 	}
 	if rec, _ := guard.Lookup(ctx, stale.PK()); rec == nil || rec.Status != idem.StatusInProgress || rec.Attempt != 1 {
 		t.Fatal("the record changed without confirmation")
 	}
-	if out, err := idemctl("yes\n", "release", "--account", "acct_ops", "--key", "ops-stuck-key"); err != nil || !strings.Contains(out, "released") {
+	// Against another acquirer: refused, nothing written.
+	if _, err := idemctlAt(later, "", "release", "--account", "acct_ops", "--key", "ops-stuck-key", "--yes", "--acquirer-id", "another-acquirer",
+		"--acquirer-url", "http://127.0.0.1:1"); err == nil || !strings.Contains(err.Error(), "another downstream") {
+		t.Fatalf("release against another acquirer: %v", err)
+	}
+	if rec, _ := guard.Lookup(ctx, stale.PK()); rec == nil || rec.Status != idem.StatusInProgress || rec.Attempt != 1 {
+		t.Fatal("the refusal against another acquirer wrote")
+	}
+	if out, err := idemctlAt(later, "yes\n", "release", "--account", "acct_ops", "--key", "ops-stuck-key"); err != nil || !strings.Contains(out, "released") {
 		t.Fatalf("release: %v %s", err, out)
 	}
 	if _, err := guard.Lookup(ctx, stale.PK()); err == nil {
@@ -96,8 +112,7 @@ func TestOperatorCommands(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(1300 * time.Millisecond)
-		out, err := idemctl("", command, "--account", "acct_ops", "--key", key, "--yes")
+		out, err := idemctlAt(later, "", command, "--account", "acct_ops", "--key", key, "--yes")
 		if !strings.Contains(out, "completed with the acquirer's outcome, authorization "+auth.ID) || (err == nil) != (command == "reconcile") {
 			t.Fatalf("%s of a charged record: %v\n%s", command, err, out)
 		}
@@ -141,7 +156,9 @@ type world struct {
 	ledger             *dynamoledger.Ledger
 	sb                 *sandbox.Server
 	acq                *acquirer.Client
-	bound              time.Duration // T + skew, as world.env
+	// protocol is the functions' in this world: T 200 ms, skew 100 ms.
+	protocol idem.Protocol
+	bound    time.Duration // its wait-out
 }
 
 func newWorld(t *testing.T) world {
@@ -155,12 +172,22 @@ func newWorld(t *testing.T) world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return world{table: table, acquirerURL: srv.URL, store: dynamostore.New(ddb, table), ledger: dynamoledger.New(ddb, table), sb: sb, acq: acq, bound: 300 * time.Millisecond}
+	p := idem.Protocol{InTransitBound: 200 * time.Millisecond, ClockSkew: 100 * time.Millisecond, Downstream: "sandbox"}
+	return world{table: table, acquirerURL: srv.URL, store: dynamostore.New(ddb, table), ledger: dynamoledger.New(ddb, table), sb: sb, acq: acq,
+		protocol: p, bound: p.WaitOut(p)}
 }
 
-// env is the environment idemctl runs with in w: T 200 ms, skew 100 ms.
+// env is the environment idemctl runs with in w. Its T, skew and acquirer
+// timeout are short, as an operator's shell might set them: idemctl must
+// not read them.
 func (w world) env(k string) string {
-	return map[string]string{"TABLE_NAME": w.table, "ACQUIRER_URL": w.acquirerURL, "IN_TRANSIT_BOUND": "200ms", "CLOCK_SKEW": "100ms", "ACQUIRER_TIMEOUT": "150ms"}[k]
+	return map[string]string{"TABLE_NAME": w.table, "ACQUIRER_URL": w.acquirerURL, "ACQUIRER_ID": "sandbox",
+		"IN_TRANSIT_BOUND": "1ms", "CLOCK_SKEW": "1ms", "ACQUIRER_TIMEOUT": "1ms"}[k]
+}
+
+// shell is idemctl's world in w, its clock ahead of the wall clock by ahead.
+func (w world) shell(stdin io.Reader, stdout io.Writer, ahead time.Duration) shell {
+	return shell{stdin: stdin, stdout: stdout, getenv: w.env, now: func() time.Time { return time.Now().Add(ahead) }}
 }
 
 // releaseFn is an operator's release of record pk, with the person's stdin.
@@ -178,13 +205,13 @@ func lostCharge(t *testing.T, release releaseFn, key string) string {
 	ctx := context.Background()
 	w := newWorld(t)
 	store, acq, sb, bound := w.store, w.acq, w.sb, w.bound
-	cfg := charge.Config{InTransitBound: 200 * time.Millisecond, ClockSkew: 100 * time.Millisecond, AcquirerTimeout: 150 * time.Millisecond}
-	client := charge.NewService(idem.NewGuard(store, idem.Config{DefaultLease: 2 * time.Second}), w.ledger, losesAnswers{acq}, httpapi.Answer, cfg)
+	cfg := charge.Config{AcquirerTimeout: 150 * time.Millisecond}
+	client := charge.NewService(idem.NewGuard(store, idem.Config{DefaultLease: 2 * time.Second, Protocol: w.protocol}), w.ledger, losesAnswers{acq}, httpapi.Answer, cfg)
 
 	body := []byte(`{"amount": 100, "currency": "BRL", "order_id": "1", "payment_method": "pm_card_visa"}`)
 	req, _ := charge.ParseRequest(body, 0)
 	scope := idem.Scope{Operation: charge.Operation, Account: "acct_ops", Key: key}
-	dying := idem.NewGuard(store, idem.Config{DefaultLease: 100 * time.Millisecond})
+	dying := idem.NewGuard(store, idem.Config{DefaultLease: 100 * time.Millisecond, Protocol: w.protocol})
 	if _, err := dying.Begin(ctx, scope, req.Canonical()); err != nil {
 		t.Fatal(err)
 	}
@@ -219,12 +246,14 @@ func lostCharge(t *testing.T, release releaseFn, key string) string {
 
 // TestReleaseTakesOverFirst: idemctl release runs the reconciler's path,
 // so the interleaving ends with the record COMPLETED with the one
-// authorization, and release says so and refuses (issue 11, finding 3).
+// authorization, and release says so and refuses. idemctl's clock runs
+// past its wait-out of 6 s (the compiled T + skew).
 func TestReleaseTakesOverFirst(t *testing.T) {
+	t.Parallel()
 	var out bytes.Buffer
 	idemctl := func(ctx context.Context, w world, pk string, stdin io.Reader) error {
 		s, _ := idem.ParsePK(pk)
-		return run(ctx, []string{"release", "--account", s.Account, "--key", s.Key}, stdin, &out, w.env)
+		return run(ctx, []string{"release", "--account", s.Account, "--key", s.Key}, w.shell(stdin, &out, 7*time.Second))
 	}
 	if lost := lostCharge(t, idemctl, "interleaved-release-1"); lost != "" {
 		t.Fatalf("%s\n%s", lost, out.String())
@@ -239,8 +268,9 @@ func TestReleaseTakesOverFirst(t *testing.T) {
 // over and release, loses the charge. It proves lostCharge can see the
 // loss TestReleaseTakesOverFirst must not have.
 func TestReleaseInterleavingControl(t *testing.T) {
+	t.Parallel()
 	lookupFirst := func(ctx context.Context, w world, pk string, stdin io.Reader) error {
-		guard := idem.NewGuard(w.store, idem.Config{})
+		guard := idem.NewGuard(w.store, idem.Config{Protocol: w.protocol})
 		rec, err := guard.Lookup(ctx, pk)
 		if err != nil {
 			return err
@@ -251,7 +281,7 @@ func TestReleaseInterleavingControl(t *testing.T) {
 		if answer, _ := bufio.NewReader(stdin).ReadString('\n'); strings.TrimSpace(answer) != "yes" {
 			return errors.New("not released")
 		}
-		lease, err := guard.TakeOverStale(ctx, pk, w.bound)
+		lease, err := guard.TakeOverStale(ctx, pk)
 		if err != nil {
 			return err
 		}

@@ -120,6 +120,8 @@ var problems = map[charge.Outcome]struct {
 	charge.KeyReused:      {problem.IdempotencyKeyReused, "use a new Idempotency-Key for a different charge"},
 	charge.Released:       {problem.AcquirerUnavailable, "nothing was charged; retry with the same key"},
 	charge.Pending:        {problem.ChargeOutcomePending, "retry with the same key to learn the outcome"},
+	charge.Mismatch:       {problem.ChargeOutcomePending, "the charge is under review; retry with the same key to learn the outcome"},
+	charge.Held:           {problem.ChargeOutcomePending, "the charge is under review; retry with the same key to learn the outcome"},
 	charge.Unavailable:    {problem.ServiceUnavailable, "retry with the same key"},
 	charge.NotFound:       {problem.NotFound, "no such charge"},
 }

@@ -141,13 +141,13 @@ func (h *Handler) process(ctx context.Context, src Source, known bool, msg event
 	}
 	cmd, err := command.Decode(msg.Body)
 	if reqErr, inRequest := command.RequestError(err); inRequest {
-		// The request is not even well-formed JSON (a duplicate name,
-		// invalid UTF-8, a lone surrogate), so the envelope cannot be read
-		// past it: refused as the HTTP route refuses those bytes, before
-		// the key is looked at.
+		// The request is not even well-formed JSON (a syntax error, a
+		// duplicate name, invalid UTF-8, a lone surrogate), so the envelope
+		// cannot be read past it: refused as the HTTP route refuses those
+		// bytes (VALIDATION_FAILED), before the key is looked at.
 		v := verdicts[charge.RequestInvalid]
 		v.outcome = charge.RequestInvalid.String()
-		v.reason = (&charge.ValidationError{Errors: []charge.FieldError{{Field: reqErr.Field, Message: reqErr.Message}}}).Error()
+		v.reason = charge.DecodeError(reqErr).Error()
 		return v
 	}
 	if err != nil {
@@ -173,7 +173,10 @@ func (h *Handler) process(ctx context.Context, src Source, known bool, msg event
 			h.Logger.WarnContext(obs.WithAttrs(ctx, slog.String("record", record)), "reconcile failed; will retry", "error", err)
 			return verdict{outcome: "reconcile_failed", record: record, retry: true}
 		}
-		return verdict{outcome: "reconciled_" + outcome.String(), record: record}
+		if outcome == charge.ReconciledMismatch { // one outcome name for a mismatch, whoever met it: its alarm counts it
+			return verdict{outcome: charge.Mismatch.String(), record: record}
+		}
+		return verdict{outcome: "reconciled_" + outcome.String(), record: record} // held: deleted, left to its operator
 	}
 }
 
@@ -191,12 +194,17 @@ const (
 // rather than given one: SQS's message id covers redelivery of one message,
 // not a producer that sends the same intent twice.
 var verdicts = map[charge.Outcome]verdict{
-	charge.Executed:       {},
-	charge.Replayed:       {},
-	charge.InFlight:       {retry: true},
-	charge.Released:       {retry: true},
-	charge.Pending:        {retry: true},
-	charge.Unavailable:    {retry: true},
+	charge.Executed:    {},
+	charge.Replayed:    {},
+	charge.InFlight:    {retry: true},
+	charge.Released:    {retry: true},
+	charge.Pending:     {retry: true},
+	charge.Unavailable: {retry: true},
+	// Held for an operator: no receive can change that, so the message is
+	// deleted with its own verdict (its outcome), never retried into the
+	// DLQ; the operator's settlement decides the charge.
+	charge.Mismatch:       {},
+	charge.Held:           {},
 	charge.AccountInvalid: {rejectCode: string(problem.Unauthenticated)},
 	charge.KeyMissing:     {rejectCode: string(problem.IdempotencyKeyMissing)},
 	charge.KeyInvalid:     {rejectCode: string(problem.IdempotencyKeyInvalid)},

@@ -188,7 +188,7 @@ func TestInFlightHiddenUntilTheLeaseIsOver(t *testing.T) {
 	}
 	clock.Advance(15 * time.Second)
 	d := &delays{}
-	h := &Handler{Service: charge.NewService(guard, chargetest.NewLedger(), sandbox.New(""), httpapi.Answer, charge.Config{Now: clock.Now, InTransitBound: 5 * time.Second, ClockSkew: time.Second}),
+	h := &Handler{Service: charge.NewService(guard, chargetest.NewLedger(), sandbox.New(""), httpapi.Answer, charge.Config{Now: clock.Now}),
 		Sources:     map[string]Source{testQueue: {Source: command.Source{ARN: testQueue, URL: "u", Producer: "orders", Accounts: []string{"acct_7Hq2"}}, Queue: d}},
 		DeadLetters: &deadLetters{}, Concurrency: 1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	msg, _ := command.Charge("acct_7Hq2", "held-elsewhere", body).Encode()
@@ -246,7 +246,7 @@ func TestVerdicts(t *testing.T) {
 	t.Parallel()
 	const orders, reconcile = "arn:q:orders", "arn:q:reconcile"
 	captured := func() (acquirer.Authorization, error) {
-		return acquirer.Authorization{ID: "auth_1", Status: acquirer.StatusCaptured}, nil
+		return acquirer.Authorization{ID: "auth_1", Status: acquirer.StatusCaptured, Amount: 100, Currency: "BRL"}, nil
 	}
 	absent := func() (acquirer.Authorization, error) { return acquirer.Authorization{}, acquirer.ErrNotFound }
 	unknown := func() (acquirer.Authorization, error) {

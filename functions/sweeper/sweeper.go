@@ -16,7 +16,8 @@ type Handler struct {
 	Sweeper *sweep.Sweeper
 	Logger  *slog.Logger
 	// Metrics gets the run's counts as EMF (StaleFlagged, StaleFailing,
-	// OldestStaleSeconds): the stale-records alarms read them. Nil skips it.
+	// OldestStaleSeconds, HeldRecords, OldestHeldSeconds): the stale- and
+	// held-records alarms read them. Nil skips it.
 	Metrics *obs.Metrics
 }
 
@@ -25,7 +26,8 @@ type Handler struct {
 func (h *Handler) Handle(ctx context.Context, _ events.EventBridgeEvent) (sweep.Report, error) {
 	r, err := h.Sweeper.Run(ctx)
 	h.Logger.InfoContext(ctx, "sweep", "flagged", r.Flagged, "backed_off", r.BackedOff, "failing", r.Failing,
-		"oldest_stale_seconds", int(r.OldestStale.Seconds()), "complete", r.Complete, "error", err)
+		"oldest_stale_seconds", int(r.OldestStale.Seconds()), "held", r.Held, "oldest_held_seconds", int(r.OldestHeld.Seconds()),
+		"complete", r.Complete, "error", err)
 	if h.Metrics != nil {
 		outcome := sweep.OutcomeSwept
 		if err != nil {
@@ -33,6 +35,7 @@ func (h *Handler) Handle(ctx context.Context, _ events.EventBridgeEvent) (sweep.
 		}
 		h.Metrics.Record(outcome, map[string]float64{
 			obs.MetricStaleFlagged: float64(r.Flagged), obs.MetricStaleFailing: float64(r.Failing), obs.MetricOldestStaleSeconds: r.OldestStale.Seconds(),
+			obs.MetricHeldRecords: float64(r.Held), obs.MetricOldestHeldSeconds: r.OldestHeld.Seconds(),
 		})
 	}
 	return r, err

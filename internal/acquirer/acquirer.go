@@ -63,14 +63,18 @@ type Request struct {
 	Description   string `json:"description,omitempty"`
 }
 
-// Authorization is the acquirer's answer.
+// Authorization is the acquirer's answer: evidence to be checked
+// (CheckTerms) before it becomes an outcome.
 type Authorization struct {
-	ID          string    `json:"id"`
-	Status      string    `json:"status"`
-	DeclineCode string    `json:"decline_code,omitempty"`
-	Amount      int64     `json:"amount"`
-	Currency    string    `json:"currency"`
-	CreatedAt   time.Time `json:"created_at"`
+	ID          string `json:"id"`
+	Status      string `json:"status"`
+	DeclineCode string `json:"decline_code,omitempty"`
+	Amount      int64  `json:"amount"`
+	Currency    string `json:"currency"`
+	// IdempotencyKey is the key the acquirer says it was asked under,
+	// where it echoes it ("" when it does not).
+	IdempotencyKey string    `json:"idempotency_key,omitempty"`
+	CreatedAt      time.Time `json:"created_at"`
 }
 
 // Client talks to one acquirer base URL.
@@ -109,7 +113,9 @@ func NewClientWithCredential(baseURL string, cred *Credential, httpClient *http.
 // authorization. The context bounds the call. Errors: ErrNotSent,
 // ErrOutcomeUnknown (both wrapped with the cause); a 401 also
 // ErrCredentialRefused, after the credential was told, and
-// ErrCredentialChanged when it now holds another key.
+// ErrCredentialChanged when it now holds another key; a *MismatchError
+// when the HTTP status and the body disagree (evidence.go). The terms are
+// the caller's to check (CheckTerms).
 //
 // One call is one send. Go's Transport resends a POST that carries an
 // Idempotency-Key on a fresh connection when a reused one fails; that
@@ -138,15 +144,26 @@ func (c *Client) Authorize(ctx context.Context, key string, req Request) (Author
 	case err != nil:
 		return Authorization{}, err
 	}
-	switch status {
-	case http.StatusOK, http.StatusCreated, http.StatusPaymentRequired:
-		return decode(respBody)
-	}
-	return Authorization{}, fmt.Errorf("%w: status %d", ErrOutcomeUnknown, status)
+	return read(EndpointAuthorize, status, respBody)
 }
 
-// Lookup returns the authorization made under key, or ErrNotFound. Any
-// other failure is an error that proves nothing either way.
+// read decodes an answer of endpoint that carries an authorization and
+// checks its status against the body's.
+func read(endpoint string, status int, body []byte) (Authorization, error) {
+	if !carriesAuthorization(endpoint, status) {
+		return Authorization{}, fmt.Errorf("%w: status %d", ErrOutcomeUnknown, status)
+	}
+	a, err := decode(body)
+	if err != nil {
+		return Authorization{}, err
+	}
+	return a, checkPairing(endpoint, status, a)
+}
+
+// Lookup returns the authorization made under key, or ErrNotFound; a
+// *MismatchError when the HTTP status and the body disagree. Any other
+// failure is an error that proves nothing either way. The terms are the
+// caller's to check (CheckTerms).
 func (c *Client) Lookup(ctx context.Context, key string) (Authorization, error) {
 	status, body, err := c.do(ctx, true, func() (*http.Request, error) {
 		return http.NewRequestWithContext(ctx, http.MethodGet, c.base.JoinPath("v1", "authorizations", key).String(), nil)
@@ -154,13 +171,14 @@ func (c *Client) Lookup(ctx context.Context, key string) (Authorization, error) 
 	if err != nil {
 		return Authorization{}, fmt.Errorf("lookup: %w", err)
 	}
-	switch status {
-	case http.StatusOK:
-		return decode(body)
-	case http.StatusNotFound:
+	if status == http.StatusNotFound {
 		return Authorization{}, ErrNotFound
 	}
-	return Authorization{}, fmt.Errorf("lookup: %w: status %d", ErrOutcomeUnknown, status)
+	a, err := read(EndpointLookup, status, body)
+	if err != nil {
+		return a, fmt.Errorf("lookup: %w", err)
+	}
+	return a, nil
 }
 
 // do sends the request build makes, with the credential, and reads the

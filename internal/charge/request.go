@@ -97,7 +97,7 @@ func ParseRequest(body []byte, maxAmount int64) (Request, error) {
 	}
 	var w wire
 	if err := strictjson.Unmarshal(body, &w); err != nil {
-		return Request{}, decodeError(err)
+		return Request{}, DecodeError(err)
 	}
 
 	var errs []FieldError
@@ -190,9 +190,11 @@ func isBidiControl(r rune) bool {
 	return (r >= '\u202a' && r <= '\u202e') || (r >= '\u2066' && r <= '\u2069')
 }
 
-// decodeError turns a strict decoding error into a field error; the
-// document as a whole is the field "body".
-func decodeError(err error) *ValidationError {
+// DecodeError turns a strict decoding error of a charge request into the
+// field error ParseRequest returns; the document as a whole is the field
+// "body". The queue consumer answers a request the envelope's decoder
+// refused with it, so the same bytes get the same error on both doors.
+func DecodeError(err error) *ValidationError {
 	var e *strictjson.Error
 	if !errors.As(err, &e) {
 		return invalid("body", "invalid JSON")

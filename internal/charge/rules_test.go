@@ -46,7 +46,7 @@ var (
 	}
 	absent   = func() (acquirer.Authorization, error) { return acquirer.Authorization{}, acquirer.ErrNotFound }
 	captured = func() (acquirer.Authorization, error) {
-		return acquirer.Authorization{ID: "auth_1", Status: acquirer.StatusCaptured}, nil
+		return acquirer.Authorization{ID: "auth_1", Status: acquirer.StatusCaptured, Amount: 100, Currency: "BRL"}, nil
 	}
 )
 
@@ -134,7 +134,7 @@ func TestReconcile(t *testing.T) {
 	acq := &scripted{authorize: func() (acquirer.Authorization, error) {
 		return acquirer.Authorization{}, fmt.Errorf("%w: 500", acquirer.ErrOutcomeUnknown)
 	}}
-	svc := charge.NewService(guard, chargetest.NewLedger(), acq, httpapi.Answer, charge.Config{Now: clock.Now, InTransitBound: 5 * time.Second, ClockSkew: time.Second})
+	svc := charge.NewService(guard, chargetest.NewLedger(), acq, httpapi.Answer, charge.Config{Now: clock.Now})
 	pk := func(key string) string {
 		return idem.Scope{Operation: charge.Operation, Account: "acct", Key: key}.PK()
 	}
@@ -179,7 +179,7 @@ func TestInFlightWaitOut(t *testing.T) {
 	store := idemtest.NewMemoryStore()
 	guard := idem.NewGuard(store, idem.Config{Now: clock.Now, DefaultLease: 30 * time.Second})
 	svc := charge.NewService(guard, chargetest.NewLedger(), &scripted{authorize: captured, lookup: absent}, httpapi.Answer,
-		charge.Config{Now: clock.Now, InTransitBound: 5 * time.Second, ClockSkew: time.Second})
+		charge.Config{Now: clock.Now})
 	req, _ := charge.ParseRequest([]byte(body), 0)
 	scope := idem.Scope{Operation: charge.Operation, Account: "acct_1", Key: "wait-out-key"}
 	if _, err := guard.Begin(ctx, scope, req.Canonical()); err != nil { // an owner with a 30 s lease

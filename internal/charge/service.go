@@ -25,30 +25,29 @@ type Acquirer interface {
 	Lookup(ctx context.Context, key string) (acquirer.Authorization, error)
 }
 
-// Defaults for the zero fields of Config.
+// Defaults for the zero fields of Config. The in-transit bound T, the
+// skew and the acquirer's id are the guard's (idem.Config.Protocol), stored
+// on every record it claims.
 const (
-	DefaultInTransitBound  = 5 * time.Second
-	DefaultClockSkew       = time.Second
 	DefaultAcquirerTimeout = 3 * time.Second
 	DefaultStoreReserve    = time.Second
 	DefaultRetryAfter      = 2 * time.Second
+	DefaultHeldRetryAfter  = time.Minute
 )
 
 // Config tunes a Service; zero fields take the defaults above.
 type Config struct {
-	// InTransitBound (T) is the longest the acquirer may take to process a
-	// request it received. It must exceed AcquirerTimeout: the acquirer can
-	// finish after we gave up. DESIGN §4 rule 3.
-	InTransitBound time.Duration
-	// ClockSkew is the margin added to T for clocks that disagree.
-	ClockSkew time.Duration
-	// AcquirerTimeout caps one acquirer call.
+	// AcquirerTimeout caps one acquirer call. It must be below the guard's
+	// in-transit bound T: the acquirer can finish after we gave up.
 	AcquirerTimeout time.Duration
 	// StoreReserve is kept back from the invocation deadline to store the
 	// outcome after the acquirer answers.
 	StoreReserve time.Duration
-	// RetryAfter is the delay given with every 503.
+	// RetryAfter is the delay given with every 503 but Held's.
 	RetryAfter time.Duration
+	// HeldRetryAfter is the delay given with a held record's 503: only a
+	// person settles it, so retrying sooner learns nothing.
+	HeldRetryAfter time.Duration
 	// MaxAmount caps a charge, in minor units (DefaultMaxAmount).
 	MaxAmount int64
 	// Logger receives one line per anomaly; never card data or keys.
@@ -86,12 +85,6 @@ func NewService(guard *idem.Guard, ledger Ledger, acq Acquirer, answer Answer, c
 	if ledger == nil || answer == nil {
 		panic("charge.NewService: nil Ledger or Answer")
 	}
-	if cfg.InTransitBound <= 0 {
-		cfg.InTransitBound = DefaultInTransitBound
-	}
-	if cfg.ClockSkew <= 0 {
-		cfg.ClockSkew = DefaultClockSkew
-	}
 	if cfg.AcquirerTimeout <= 0 {
 		cfg.AcquirerTimeout = DefaultAcquirerTimeout
 	}
@@ -100,6 +93,9 @@ func NewService(guard *idem.Guard, ledger Ledger, acq Acquirer, answer Answer, c
 	}
 	if cfg.RetryAfter <= 0 {
 		cfg.RetryAfter = DefaultRetryAfter
+	}
+	if cfg.HeldRetryAfter <= 0 {
+		cfg.HeldRetryAfter = DefaultHeldRetryAfter
 	}
 	if cfg.MaxAmount <= 0 {
 		cfg.MaxAmount = DefaultMaxAmount
@@ -134,8 +130,8 @@ type Input struct {
 type Outcome int
 
 // The outcomes. Nothing is written for KeyMissing, KeyInvalid,
-// RequestInvalid and AccountInvalid; InFlight, Released, Pending and
-// Unavailable come with a RetryAfter.
+// RequestInvalid and AccountInvalid; InFlight, Released, Pending,
+// Unavailable, Mismatch and Held come with a RetryAfter.
 const (
 	// Executed: this call took the key, the acquirer decided (captured or
 	// declined) and Response is the stored answer.
@@ -167,6 +163,16 @@ const (
 	Found
 	// NotFound: Get found no such charge for the caller.
 	NotFound
+	// Mismatch: the acquirer answered, but its answer disagrees with the
+	// request or with itself (acquirer.ErrMismatch). Money may have moved on
+	// terms nobody asked for: nothing is stored as an outcome, no ledger row
+	// is written, and the record is held for an operator (Held from then
+	// on). An entry point answers as for Pending, never with a final code.
+	Mismatch
+	// Held: the key's record is held for an operator after a mismatch.
+	// Nothing was sent or written; only the operator's step (Settle)
+	// settles it.
+	Held
 
 	numOutcomes // one past the last: every outcome below has a name
 )
@@ -175,6 +181,7 @@ var outcomeNames = [numOutcomes]string{
 	Executed: "executed", Replayed: "replayed", AccountInvalid: "account_invalid", KeyMissing: "key_missing",
 	KeyInvalid: "key_invalid", RequestInvalid: "request_invalid", InFlight: "in_flight", KeyReused: "key_reused",
 	Released: "released", Pending: "pending", Unavailable: "unavailable", Found: "read", NotFound: "not_found",
+	Mismatch: "acquirer_mismatch", Held: "held",
 }
 
 // String is the outcome's stable name: the logs' outcome and the metrics'
@@ -196,11 +203,11 @@ type Result struct {
 	// Reason says why the key or the account was refused, without echoing it.
 	Reason string
 	// RetryAfter is when to retry with the same key (InFlight, Released,
-	// Pending, Unavailable).
+	// Pending, Unavailable, Mismatch, Held).
 	RetryAfter time.Duration
 	// WaitOut is how long until the attempt holding the key has finished or
 	// its record can be taken over: the lease's time left plus the in-transit
-	// bound and the skew margin (InFlight). A queue consumer hides the
+	// bound and the skew margin (InFlight; idem.InFlightError.WaitOut). A queue consumer hides the
 	// message this long, so waiting never uses up its receives; an HTTP
 	// client gets the shorter RetryAfter.
 	WaitOut time.Duration
@@ -263,10 +270,18 @@ func (s *Service) charge(ctx context.Context, scope idem.Scope, req Request) Res
 	var inFlight *idem.InFlightError
 	switch {
 	case errors.As(err, &inFlight):
-		waitOut := inFlight.LeaseExpiresAt.Sub(s.cfg.Now()) + s.cfg.InTransitBound + s.cfg.ClockSkew
-		return Result{Outcome: InFlight, RetryAfter: inFlight.RetryAfter, WaitOut: max(waitOut, inFlight.RetryAfter)}
+		return Result{Outcome: InFlight, RetryAfter: inFlight.RetryAfter, WaitOut: max(inFlight.WaitOut, inFlight.RetryAfter)}
 	case errors.Is(err, idem.ErrKeyReused):
 		return Result{Outcome: KeyReused}
+	case errors.Is(err, idem.ErrHeld):
+		return s.held()
+	case errors.Is(err, idem.ErrOtherDownstream):
+		// Configuration, not chance: this deployment talks to another
+		// acquirer than the one the record's attempts used, and cannot ask
+		// that one what it received. Nothing is sent; an operator must
+		// resolve the record with a tool configured for its acquirer.
+		s.cfg.Logger.ErrorContext(ctx, "the record was claimed for another acquirer; nothing sent", "error", err)
+		return s.outcomePending()
 	case err != nil:
 		// The claim may or may not have been written; either way nothing was
 		// sent, and a retry with the same key is safe (a written claim's lease
@@ -301,16 +316,19 @@ func (c *acquirerCalls) add(start time.Time, err error) {
 }
 
 // execute runs the owner's path: after a take-over, ask the acquirer first;
-// then authorize within the lease and store the outcome. The acquirer calls
-// are added up in calls.
+// then authorize within the lease and store the outcome. Every answer is
+// checked against the request first (acquirer.CheckTerms): one that
+// disagrees holds the record. The acquirer calls are added up in calls.
 func (s *Service) execute(ctx context.Context, lease *idem.Lease, req Request, calls *acquirerCalls) Result {
 	if lease.TakenOver() {
 		start := time.Now()
-		auth, err := s.lookup(ctx, lease)
+		auth, err := s.lookup(ctx, lease, req)
 		calls.add(start, err)
 		switch {
 		case err == nil:
 			return s.finish(ctx, lease, req, auth)
+		case errors.Is(err, acquirer.ErrMismatch):
+			return s.hold(ctx, lease, req, err)
 		case !errors.Is(err, acquirer.ErrNotFound):
 			s.cfg.Logger.WarnContext(ctx, "acquirer lookup failed", "attempt", lease.Attempt(), "error", err)
 			return s.pending(ctx, lease)
@@ -325,9 +343,14 @@ func (s *Service) execute(ctx context.Context, lease *idem.Lease, req Request, c
 	if !sent {
 		return s.notSent(ctx, lease)
 	}
+	if err == nil {
+		err = checkTerms(acquirer.EndpointAuthorize, auth, lease, req)
+	}
 	switch {
 	case err == nil:
 		return s.finish(ctx, lease, req, auth)
+	case errors.Is(err, acquirer.ErrMismatch):
+		return s.hold(ctx, lease, req, err)
 	case errors.Is(err, acquirer.ErrNotSent):
 		return s.notSent(ctx, lease)
 	default:
@@ -347,21 +370,37 @@ func (s *Service) authorize(ctx context.Context, lease *idem.Lease, req Request,
 	start := time.Now()
 	callCtx, span := s.cfg.Tracer.Start(callCtx, "acquirer.authorize", trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithAttributes(attribute.Int("idem.attempt", lease.Attempt())))
-	auth, err := s.acquirer.Authorize(callCtx, lease.DownstreamKey(), acquirer.Request{
-		Amount: req.Amount, Currency: req.Currency, PaymentMethod: req.PaymentMethod,
-		OrderID: req.OrderID, Description: req.Description,
-	})
+	auth, err := s.acquirer.Authorize(callCtx, lease.DownstreamKey(), acquirerRequest(req))
 	endSpan(span, err)
 	calls.add(start, err)
 	return auth, true, err
 }
 
+func acquirerRequest(req Request) acquirer.Request {
+	return acquirer.Request{
+		Amount: req.Amount, Currency: req.Currency, PaymentMethod: req.PaymentMethod,
+		OrderID: req.OrderID, Description: req.Description,
+	}
+}
+
+// checkTerms is acquirer.CheckTerms for the lease's downstream key,
+// naming the endpoint that answered.
+func checkTerms(endpoint string, auth acquirer.Authorization, lease *idem.Lease, req Request) error {
+	err := acquirer.CheckTerms(auth, lease.DownstreamKey(), acquirerRequest(req))
+	var m *acquirer.MismatchError
+	if errors.As(err, &m) {
+		m.Endpoint = endpoint
+	}
+	return err
+}
+
 // callContext bounds the acquirer call: the acquirer timeout, the invocation
 // deadline less the time to store the outcome, and the lease. It refuses
-// (ok false) when the lease has less than T plus the skew margin left
-// (DESIGN §4 rule 3) or no time is left for the call.
+// (ok false) when the lease has less than T plus the skew margin left,
+// the record's or the deployment's, whichever is larger (DESIGN §4 rule 3),
+// or no time is left for the call.
 func (s *Service) callContext(ctx context.Context, lease *idem.Lease) (context.Context, context.CancelFunc, bool) {
-	if lease.TimeLeft() < s.cfg.InTransitBound+s.cfg.ClockSkew {
+	if lease.TimeLeft() < lease.WaitOut() {
 		return nil, nil, false
 	}
 	now := s.cfg.Now()
@@ -405,19 +444,54 @@ func (s *Service) outcomePending() Result {
 	return Result{Outcome: Pending, RetryAfter: s.cfg.RetryAfter}
 }
 
-// finish stores the acquirer's outcome: the ledger row first, then the
-// record's answer, rendered from the row as stored (DESIGN §4). A crash or
-// a failure between the two leaves the record in flight; the next attempt
-// or the reconciler finds the row and answers from it. A lost lease means
-// another attempt resolved the key: answer with what it stored.
-func (s *Service) finish(ctx context.Context, lease *idem.Lease, req Request, auth acquirer.Authorization) Result {
-	ch := Charge{
+func (s *Service) held() Result {
+	return Result{Outcome: Held, RetryAfter: s.cfg.HeldRetryAfter}
+}
+
+// hold: the acquirer's answer (mismatch, an acquirer.ErrMismatch)
+// disagrees with req. Money may have moved on terms nobody asked for, and
+// the service cannot know which side is right: the record is held for an
+// operator with what was asked and what was answered, and nothing is
+// stored as an outcome. If the hold cannot be written, the record stays in
+// flight and the next attempt's lookup finds the same answer and holds it.
+func (s *Service) hold(ctx context.Context, lease *idem.Lease, req Request, mismatch error) Result {
+	var m *acquirer.MismatchError
+	errors.As(mismatch, &m)
+	s.cfg.Logger.ErrorContext(ctx, "the acquirer's answer disagrees with the request; the record is held for an operator",
+		"reason", m.Reason, "endpoint", m.Endpoint, "http_status", m.HTTPStatus, "acquirer_status", m.Answer.Status,
+		"acquirer_amount", m.Answer.Amount, "acquirer_currency", m.Answer.Currency, "amount", req.Amount, "currency", req.Currency,
+		"authorization_id", m.Answer.ID, "attempt", lease.Attempt())
+	if err := lease.HoldForOperator(ctx, m.Reason, m.Evidence(lease.DownstreamKey(), acquirerRequest(req))); err != nil {
+		s.cfg.Logger.ErrorContext(ctx, "hold failed; the record stays in flight and the next attempt holds it", "error", err)
+	}
+	return Result{Outcome: Mismatch, RetryAfter: s.cfg.HeldRetryAfter}
+}
+
+// chargeOf is the ledger row of an authorization the acquirer gave for
+// req: its terms are the acquirer's (checked equal to the request's, or
+// accepted by an operator), the rest the request's.
+func (s *Service) chargeOf(lease *idem.Lease, req Request, auth acquirer.Authorization) Charge {
+	return Charge{
 		ID: ChargeID(lease.DownstreamKey()), Account: lease.Record().Account,
-		Status: auth.Status, Amount: req.Amount, Currency: req.Currency,
+		Status: auth.Status, Amount: auth.Amount, Currency: auth.Currency,
 		OrderID: req.OrderID, Description: req.Description,
 		DeclineCode: auth.DeclineCode, AuthorizationID: auth.ID,
 		CreatedAt: s.cfg.Now().UTC().Truncate(time.Millisecond),
 	}
+}
+
+// finish stores the acquirer's outcome, checked: the ledger row first, then
+// the record's answer, rendered from the row as stored (DESIGN §4). A crash
+// or a failure between the two leaves the record in flight; the next
+// attempt or the reconciler finds the row and answers from it. A lost
+// lease means another attempt resolved the key: answer with what it stored.
+func (s *Service) finish(ctx context.Context, lease *idem.Lease, req Request, auth acquirer.Authorization) Result {
+	return s.store(ctx, lease, s.chargeOf(lease, req, auth), lease.Complete)
+}
+
+// store writes ch's ledger row, then completes the record with complete
+// (Lease.Complete, or an operator's Lease.Accept) and the row's answer.
+func (s *Service) store(ctx context.Context, lease *idem.Lease, ch Charge, complete func(context.Context, idem.Response) error) Result {
 	ledgerCtx, span := s.cfg.Tracer.Start(ctx, "ledger.write")
 	stored, err := s.ledger.Write(ledgerCtx, ch)
 	endSpan(span, err)
@@ -442,7 +516,7 @@ func (s *Service) finish(ctx context.Context, lease *idem.Lease, req Request, au
 	}
 	resp := s.answer(stored)
 	completeCtx, span := s.cfg.Tracer.Start(ctx, "idem.complete")
-	err = lease.Complete(completeCtx, resp)
+	err = complete(completeCtx, resp)
 	endSpan(span, err)
 	if err == nil {
 		return Result{Outcome: Executed, Response: resp}
@@ -496,8 +570,18 @@ func (s *Service) Get(ctx context.Context, account, id string) Result {
 
 // lookup asks the acquirer what it knows of the lease's downstream key,
 // within AcquirerTimeout like every acquirer call: the take-over's question
-// and the reconciler's.
-func (s *Service) lookup(ctx context.Context, lease *idem.Lease) (acquirer.Authorization, error) {
+// and the reconciler's. The answer is checked against req
+// (acquirer.CheckTerms: an acquirer.ErrMismatch when it disagrees).
+func (s *Service) lookup(ctx context.Context, lease *idem.Lease, req Request) (acquirer.Authorization, error) {
+	auth, err := s.ask(ctx, lease)
+	if err == nil {
+		err = checkTerms(acquirer.EndpointLookup, auth, lease, req)
+	}
+	return auth, err
+}
+
+// ask is the acquirer's lookup of the lease's downstream key, unchecked.
+func (s *Service) ask(ctx context.Context, lease *idem.Lease) (acquirer.Authorization, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.AcquirerTimeout)
 	defer cancel()
 	ctx, span := s.cfg.Tracer.Start(ctx, "acquirer.lookup", trace.WithSpanKind(trace.SpanKindClient))

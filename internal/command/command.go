@@ -151,15 +151,22 @@ func Decode(body string) (Command, error) {
 
 // RequestError reports whether err, from Decode, lies inside a charge
 // command's request, and returns it relative to the request ("amount"
-// rather than "request/amount"): the consumer answers it as an invalid
-// request, as the HTTP route answers the same bytes.
+// rather than "request/amount"; "" for the request as a whole): the
+// consumer answers it as an invalid request, as the HTTP route answers the
+// same bytes (VALIDATION_FAILED). The request is embedded raw, so a syntax
+// error the decoder met while inside its value ({not json}, a trailing
+// comma, "amount":01) is the request's; one in the envelope around it is
+// not.
 func RequestError(err error) (*strictjson.Error, bool) {
 	var e *strictjson.Error
 	if !errors.As(err, &e) {
 		return nil, false
 	}
 	if rest, in := strings.CutPrefix(e.Field, "request/"); in {
-		return &strictjson.Error{Field: rest, Message: e.Message}, true
+		return &strictjson.Error{Field: rest, Message: e.Message, Syntax: e.Syntax}, true
+	}
+	if e.Field == "request" && e.Syntax {
+		return &strictjson.Error{Message: e.Message, Syntax: true}, true
 	}
 	return nil, false
 }

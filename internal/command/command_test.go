@@ -91,12 +91,28 @@ func TestRequestError(t *testing.T) {
 	for _, tc := range []struct{ request, field, message string }{
 		{`{"amount":100,"amount":99999999}`, "amount", "duplicate member"},
 		{`{"amount":100,"currency":"\ud800"}`, "currency", "malformed JSON (a lone surrogate escape, an invalid character, or more than one value)"},
+		// Not well-formed at all: the request's, as over HTTP.
+		{`{not json}`, "", "malformed JSON (a lone surrogate escape, an invalid character, or more than one value)"},
+		{`{"amount":100,}`, "", "malformed JSON (a lone surrogate escape, an invalid character, or more than one value)"},
+		{`{"amount":01}`, "", "malformed JSON (a lone surrogate escape, an invalid character, or more than one value)"},
 	} {
 		body := `{"type":"charge","account":"acct_1","idempotency_key":"order-1-try1","request":` + tc.request + `}`
 		_, err := command.Decode(body)
 		e, in := command.RequestError(err)
 		if !in || e.Field != tc.field || e.Message != tc.message {
 			t.Errorf("Decode(%s) = %v; RequestError = %+v, %v; want %s: %s", body, err, e, in, tc.field, tc.message)
+		}
+	}
+	// A syntax error in the envelope around the request is not the request's.
+	for _, body := range []string{
+		`{"type":"charge","account":"a","request":{"amount":1},}`,
+		`{"type":"charge","account":"a","request":{"amount":1}`,
+		`{"type":"reconcile","pk":"IDEM#6:charge1:a8:key-1234","request":{}}`,
+	} {
+		if _, err := command.Decode(body); err == nil {
+			t.Errorf("Decode(%s) succeeded", body)
+		} else if _, in := command.RequestError(err); in {
+			t.Errorf("Decode(%s): %v reported inside the request", body, err)
 		}
 	}
 	// A request with a case variant decodes (it is a raw value here); the

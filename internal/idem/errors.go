@@ -32,6 +32,23 @@ var (
 	ErrReleaseRefused = errors.New("release refused after take-over")
 	// ErrNotFound: no live record under the key.
 	ErrNotFound = errors.New("not found")
+	// ErrHeld: the record is held for an operator (Record.Held). Nothing
+	// was written and nothing may be sent: only an operator's step settles
+	// it. A client retrying with the key keeps being told the outcome is
+	// pending.
+	ErrHeld = errors.New("record held for an operator")
+	// ErrNotHeld: an operator's step met a record that is not held.
+	// Nothing was written.
+	ErrNotHeld = errors.New("record not held")
+	// ErrOtherDownstream: the record was claimed for another downstream
+	// system than this guard's (Protocol.Downstream), which cannot say
+	// what that one received. Nothing was written.
+	ErrOtherDownstream = errors.New("record claimed for another downstream system")
+	// ErrTooEarly: an operator's release of a held record came before its
+	// last lease ended more than the wait-out (Protocol.WaitOut) ago; a
+	// request of an earlier attempt may still be in transit. Nothing was
+	// written.
+	ErrTooEarly = errors.New("too early: a request may still be in transit")
 )
 
 // InFlightError is returned by [Guard.Begin] when another attempt holds a
@@ -45,6 +62,10 @@ type InFlightError struct {
 	// then the end of a lease this caller would have taken, the same bound
 	// for workers of one function.
 	LeaseExpiresAt time.Time
+	// WaitOut is how long from now until the owner has finished or its
+	// record can be taken over: the lease's time left plus the record's
+	// wait-out (Protocol.WaitOut).
+	WaitOut time.Duration
 }
 
 func (e *InFlightError) Error() string {

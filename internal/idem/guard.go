@@ -11,12 +11,17 @@ import (
 	"time"
 )
 
-// Defaults for the zero fields of Config.
+// Defaults for the zero fields of Config. The CDK app deploys these
+// values (infra's TestProtocolDefaults holds them equal), and an operator's
+// tool, which takes none from its shell, uses them where a record carries
+// none.
 const (
-	DefaultRetention     = 90 * 24 * time.Hour
-	DefaultLeaseMargin   = 10 * time.Second
-	DefaultLease         = 60 * time.Second
-	DefaultMaxRetryAfter = 2 * time.Second
+	DefaultRetention      = 90 * 24 * time.Hour
+	DefaultLeaseMargin    = 10 * time.Second
+	DefaultLease          = 60 * time.Second
+	DefaultMaxRetryAfter  = 2 * time.Second
+	DefaultInTransitBound = 5 * time.Second
+	DefaultClockSkew      = time.Second
 )
 
 // Config tunes a Guard. The zero value is usable: every zero field takes the
@@ -39,6 +44,13 @@ type Config struct {
 	// CacheSize bounds the warm cache of completed records; 0 disables it.
 	// In-flight records are never cached.
 	CacheSize int
+	// Protocol is stamped on every record this guard claims. Its zero
+	// durations take DefaultInTransitBound and DefaultClockSkew. Wherever T
+	// and the skew decide something, the larger of the record's and this
+	// guard's is used (Protocol.WaitOut); a take-over needs the same
+	// Downstream as the record's (records without one are taken over by
+	// any guard).
+	Protocol Protocol
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 }
@@ -66,11 +78,20 @@ func NewGuard(store Store, cfg Config) *Guard {
 	if cfg.MaxRetryAfter <= 0 {
 		cfg.MaxRetryAfter = DefaultMaxRetryAfter
 	}
+	if cfg.Protocol.InTransitBound <= 0 {
+		cfg.Protocol.InTransitBound = DefaultInTransitBound
+	}
+	if cfg.Protocol.ClockSkew <= 0 {
+		cfg.Protocol.ClockSkew = DefaultClockSkew
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
 	return &Guard{store: store, cfg: cfg, cache: newCache(cfg.CacheSize)}
 }
+
+// Protocol is the protocol this guard claims records under, defaulted.
+func (g *Guard) Protocol() Protocol { return g.cfg.Protocol }
 
 // Claim is the successful outcome of Begin: exactly one of Lease and Replay
 // is set.
@@ -90,7 +111,9 @@ type Claim struct {
 // same request. Errors: ErrKeyInvalid, ErrKeyMissing or ErrAccountInvalid for
 // a bad scope (nothing written); ErrKeyReused when the key holds a different
 // request; an *InFlightError (errors.Is ErrInFlight) when another attempt
-// holds a live lease; otherwise a wrapped store error.
+// holds a live lease; ErrHeld when the record is held for an operator;
+// ErrOtherDownstream when its lease expired but it was claimed for another
+// downstream system; otherwise a wrapped store error. None of these writes.
 func (g *Guard) Begin(ctx context.Context, scope Scope, req Canonical) (Claim, error) {
 	if err := scope.Validate(); err != nil {
 		return Claim{}, err
@@ -115,6 +138,7 @@ func (g *Guard) Begin(ctx context.Context, scope Scope, req Canonical) (Claim, e
 		LeaseExpiresAt: g.leaseUntil(ctx, now),
 		Attempt:        1,
 		DownstreamKey:  downstreamKey(pk, now),
+		Protocol:       g.cfg.Protocol,
 		CreatedAt:      now,
 		ExpiresAt:      now.Add(g.cfg.Retention),
 	}
@@ -132,20 +156,35 @@ func (g *Guard) Begin(ctx context.Context, scope Scope, req Canonical) (Claim, e
 		g.cache.put(existing)
 		return Claim{Replay: existing.Response}, nil
 	}
+	if existing.Held() {
+		return Claim{}, fmt.Errorf("claim %s: %w", Ref(pk), ErrHeld)
+	}
 	if existing.LeaseExpiresAt.After(now) {
-		return Claim{}, &InFlightError{RetryAfter: g.retryAfter(existing.LeaseExpiresAt.Sub(now)), LeaseExpiresAt: existing.LeaseExpiresAt}
+		return Claim{}, g.inFlight(existing.LeaseExpiresAt, existing.Protocol, now)
 	}
 	return g.takeOver(ctx, existing, now)
+}
+
+func (g *Guard) inFlight(leaseEnd time.Time, rec Protocol, now time.Time) *InFlightError {
+	return &InFlightError{
+		RetryAfter: g.retryAfter(leaseEnd.Sub(now)), LeaseExpiresAt: leaseEnd,
+		WaitOut: leaseEnd.Sub(now) + g.cfg.Protocol.WaitOut(rec),
+	}
 }
 
 // takeOver takes the expired lease of rec. If another worker changed the
 // record first, the key is reported in flight: a retry a second later sees
 // whatever that worker did.
 func (g *Guard) takeOver(ctx context.Context, rec *Record, now time.Time) (Claim, error) {
+	if err := g.sameDownstream(rec); err != nil {
+		return Claim{}, err
+	}
 	until := g.leaseUntil(ctx, now)
 	taken, err := g.store.TakeOver(ctx, rec.PK, rec.LeaseToken, newToken(), until, now)
 	if errors.Is(err, ErrLeaseLost) {
-		return Claim{}, &InFlightError{RetryAfter: time.Second, LeaseExpiresAt: until}
+		e := g.inFlight(until, rec.Protocol, now)
+		e.RetryAfter = time.Second
+		return Claim{}, e
 	}
 	if err != nil {
 		return Claim{}, fmt.Errorf("take over %s: %w", Ref(rec.PK), err)
@@ -153,29 +192,78 @@ func (g *Guard) takeOver(ctx context.Context, rec *Record, now time.Time) (Claim
 	return Claim{Lease: &Lease{g: g, rec: *taken}}, nil
 }
 
+func (g *Guard) sameDownstream(rec *Record) error {
+	if rec.Protocol.Downstream != "" && rec.Protocol.Downstream != g.cfg.Protocol.Downstream {
+		return fmt.Errorf("take over %s (claimed for %q, this guard sends to %q): %w",
+			Ref(rec.PK), rec.Protocol.Downstream, g.cfg.Protocol.Downstream, ErrOtherDownstream)
+	}
+	return nil
+}
+
 // TakeOverStale takes the lease of the in-progress record under pk for a
 // reconciler, which has no client request: the record's own canonical
-// request is the one to finish. The lease must have ended more than
-// olderThan ago; pass the in-transit bound plus the clock-skew margin, so no
+// request is the one to finish. The lease must have ended more than the
+// wait-out ago (Protocol.WaitOut of this guard's and the record's), so no
 // request of an earlier attempt can still be in transit (DESIGN §4 rule 3)
 // and ReleaseReconciled is safe. It returns ErrNotFound when there is no live
 // record, ErrLeaseLost when the record is completed, its lease ended too
-// recently, or another worker took it first.
-func (g *Guard) TakeOverStale(ctx context.Context, pk string, olderThan time.Duration) (*Lease, error) {
+// recently, or another worker took it first; ErrHeld or ErrOtherDownstream
+// as Begin does. Only the take-over writes.
+func (g *Guard) TakeOverStale(ctx context.Context, pk string) (*Lease, error) {
 	now := g.cfg.Now()
 	rec, err := g.store.Get(ctx, pk, now)
 	if err != nil {
 		return nil, fmt.Errorf("take over %s: %w", Ref(pk), err)
 	}
-	// The token fence below keeps this check true until the write: a
-	// take-over changes the token, a completion the status, and Abandon only
-	// shortens a lease.
-	if rec.Status != StatusInProgress || !rec.LeaseExpiresAt.Add(olderThan).Before(now) {
+	// The token fence below keeps these checks true until the write: a
+	// take-over changes the token, a completion the status, a hold is
+	// refused by the store's condition, and Abandon only shortens a lease.
+	switch {
+	case rec.Held():
+		return nil, fmt.Errorf("take over %s: %w", Ref(pk), ErrHeld)
+	case rec.Status != StatusInProgress || !rec.LeaseExpiresAt.Add(g.cfg.Protocol.WaitOut(rec.Protocol)).Before(now):
 		return nil, fmt.Errorf("take over %s: %w", Ref(pk), ErrLeaseLost)
+	}
+	if err := g.sameDownstream(rec); err != nil {
+		return nil, err
 	}
 	taken, err := g.store.TakeOver(ctx, pk, rec.LeaseToken, newToken(), g.leaseUntil(ctx, now), now)
 	if err != nil {
 		return nil, fmt.Errorf("take over %s: %w", Ref(pk), err)
+	}
+	return &Lease{g: g, rec: *taken}, nil
+}
+
+// TakeOverHeld takes the lease of the held record under pk for an
+// operator's step: the lease must have ended, and with waitOut it must
+// have ended more than the wait-out ago (Protocol.WaitOut), as a release
+// needs (ErrTooEarly, with the time left). The record stays held; the
+// returned lease settles it with Accept or VoidConfirmed. Errors:
+// ErrNotFound, ErrNotHeld (a record that is not held), ErrTooEarly,
+// ErrOtherDownstream, ErrLeaseLost (another operator took it first). Only
+// the take-over writes.
+func (g *Guard) TakeOverHeld(ctx context.Context, pk string, waitOut bool) (*Lease, error) {
+	now := g.cfg.Now()
+	rec, err := g.store.Get(ctx, pk, now)
+	if err != nil {
+		return nil, fmt.Errorf("take over held %s: %w", Ref(pk), err)
+	}
+	if !rec.Held() {
+		return nil, fmt.Errorf("take over held %s: %w", Ref(pk), ErrNotHeld)
+	}
+	wait := time.Duration(0)
+	if waitOut {
+		wait = g.cfg.Protocol.WaitOut(rec.Protocol)
+	}
+	if left := rec.LeaseExpiresAt.Add(wait).Sub(now); left >= 0 {
+		return nil, fmt.Errorf("take over held %s: %w (%s left)", Ref(pk), ErrTooEarly, left.Round(time.Millisecond)+time.Millisecond)
+	}
+	if err := g.sameDownstream(rec); err != nil {
+		return nil, err
+	}
+	taken, err := g.store.TakeOverHeld(ctx, pk, rec.LeaseToken, newToken(), g.leaseUntil(ctx, now), now)
+	if err != nil {
+		return nil, fmt.Errorf("take over held %s: %w", Ref(pk), err)
 	}
 	return &Lease{g: g, rec: *taken}, nil
 }
@@ -269,22 +357,56 @@ func (l *Lease) Request() (Canonical, error) { return DecodeCanonical(l.rec.Requ
 func (l *Lease) ExpiresAt() time.Time { return l.rec.LeaseExpiresAt }
 
 // TimeLeft is how long the lease still runs. DESIGN §4 rule 3: send
-// downstream only while TimeLeft is at least the in-transit bound plus the
-// clock-skew margin.
+// downstream only while TimeLeft is at least WaitOut.
 func (l *Lease) TimeLeft() time.Duration { return l.rec.LeaseExpiresAt.Sub(l.g.cfg.Now()) }
+
+// WaitOut is the in-transit bound plus the skew margin that hold for this
+// record: the larger of the record's and the guard's (Protocol.WaitOut).
+func (l *Lease) WaitOut() time.Duration { return l.g.cfg.Protocol.WaitOut(l.rec.Protocol) }
 
 // Complete stores resp as the answer for the key in one fenced write.
 // Whatever else must exist first (a ledger row) the caller writes before.
-// Errors: ErrLeaseLost (the lease was taken over or the record resolved:
-// nothing written), or a store error.
+// Errors: ErrHeld on a held record's lease (Accept settles it), ErrLeaseLost
+// (the lease was taken over or the record resolved: nothing written), or a
+// store error.
 func (l *Lease) Complete(ctx context.Context, resp Response) error {
-	if err := l.g.store.Complete(ctx, l.rec.PK, l.rec.LeaseToken, resp); err != nil {
+	if l.rec.Held() {
+		return fmt.Errorf("complete %s: %w", Ref(l.rec.PK), ErrHeld)
+	}
+	return l.complete(ctx, resp, nil)
+}
+
+// Accept settles a held record as an operator decided: it completes it
+// with resp (built from downstream's own terms; whatever must exist first,
+// the caller writes before), records the settlement (SettleAccept, by, now)
+// and starts the record's retention again from now, so the key is
+// remembered for a whole retention after the decision. Errors: ErrNotHeld
+// (nothing written), ErrLeaseLost, or a store error.
+func (l *Lease) Accept(ctx context.Context, resp Response, by string) error {
+	if !l.rec.Held() {
+		return fmt.Errorf("accept %s: %w", Ref(l.rec.PK), ErrNotHeld)
+	}
+	now := l.g.cfg.Now()
+	return l.complete(ctx, resp, &Settlement{Action: SettleAccept, By: by, At: now})
+}
+
+func (l *Lease) complete(ctx context.Context, resp Response, settled *Settlement) error {
+	expiresAt := l.rec.ExpiresAt
+	if settled != nil {
+		expiresAt = settled.At.Add(l.g.cfg.Retention)
+	}
+	if err := l.g.store.Complete(ctx, l.rec.PK, l.rec.LeaseToken, resp, settled, expiresAt); err != nil {
 		return fmt.Errorf("complete %s: %w", Ref(l.rec.PK), err)
 	}
 	done := l.rec
 	done.Status = StatusCompleted
 	done.Response = &resp
 	done.Request = nil
+	if settled != nil {
+		h := *done.Hold
+		h.Settlement = settled
+		done.Hold, done.ExpiresAt = &h, expiresAt
+	}
 	l.rec = done
 	l.g.cache.put(&done)
 	return nil
@@ -303,10 +425,49 @@ func (l *Lease) Release(ctx context.Context) error {
 
 // ReleaseReconciled frees the key after a reconciler learned downstream that
 // no request for DownstreamKey exists. This is safe after a take-over only
-// because the reconciler acts on leases expired for longer than the in-transit
-// bound plus the clock-skew margin (DESIGN §4 rule 3), so nothing is still in
-// transit. Errors as for Release, never ErrReleaseRefused.
-func (l *Lease) ReleaseReconciled(ctx context.Context) error { return l.release(ctx) }
+// because the reconciler acts on leases expired for longer than WaitOut
+// (DESIGN §4 rule 3), so nothing is still in transit. Errors as for
+// Release, never ErrReleaseRefused; ErrHeld on a held record's lease.
+func (l *Lease) ReleaseReconciled(ctx context.Context) error {
+	if l.rec.Held() {
+		return fmt.Errorf("release %s: %w", Ref(l.rec.PK), ErrHeld)
+	}
+	return l.release(ctx)
+}
+
+// VoidConfirmed settles a held record on an operator's word that the
+// effect downstream was voided: it frees the key, so the client's retry
+// executes anew (under a new downstream key, since the claim time is in
+// it). It is the one release after a take-over that rule 2 allows, and
+// only because the lease came from TakeOverHeld with its wait-out: nothing
+// is in transit. Errors: ErrNotHeld (nothing written), ErrLeaseLost, or a
+// store error.
+func (l *Lease) VoidConfirmed(ctx context.Context) error {
+	if !l.rec.Held() {
+		return fmt.Errorf("void-confirmed %s: %w", Ref(l.rec.PK), ErrNotHeld)
+	}
+	return l.release(ctx)
+}
+
+// HoldForOperator holds the record: downstream answered, but the answer
+// disagrees with the request, and only a person can say which side is
+// right. The lease ends now; the record stays in flight, never expires,
+// is never taken over or reconciled, and leaves the in-flight listing for
+// the held one, until an operator settles it (Guard.TakeOverHeld). Errors:
+// ErrLeaseLost (nothing written), or a store error.
+func (l *Lease) HoldForOperator(ctx context.Context, reason string, evidence []byte) error {
+	now := l.g.cfg.Now()
+	end := now
+	if l.rec.LeaseExpiresAt.Before(end) { // as Abandon: never longer
+		end = l.rec.LeaseExpiresAt
+	}
+	hold := Hold{Reason: reason, Evidence: evidence, At: now}
+	if err := l.g.store.Hold(ctx, l.rec.PK, l.rec.LeaseToken, hold, end); err != nil {
+		return fmt.Errorf("hold %s: %w", Ref(l.rec.PK), err)
+	}
+	l.rec.Hold, l.rec.LeaseExpiresAt, l.rec.ExpiresAt = &hold, end, time.Time{}
+	return nil
+}
 
 func (l *Lease) release(ctx context.Context) error {
 	if err := l.g.store.Release(ctx, l.rec.PK, l.rec.LeaseToken); err != nil {

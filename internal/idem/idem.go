@@ -43,13 +43,21 @@ type Record struct {
 	Attempt int
 	// DownstreamKey is sent to the downstream system on every attempt.
 	DownstreamKey string
+	// Protocol is what the claim was made under: the in-transit bound, the
+	// skew and the downstream system's id. Zero in records written before
+	// records carried it.
+	Protocol Protocol
+	// Hold is set while the record is held for an operator, and kept with
+	// the operator's settlement once it is completed.
+	Hold *Hold
 
 	// Response is set once Status is StatusCompleted.
 	Response *Response
 
 	CreatedAt time.Time
 	// ExpiresAt is the logical end of retention. A record whose ExpiresAt has
-	// passed is treated as absent by every read and condition.
+	// passed is treated as absent by every read and condition. A held record
+	// has none: it never expires.
 	ExpiresAt time.Time
 
 	// StaleAt and ReconcileAttempts are set by the sweeper.
@@ -57,10 +65,73 @@ type Record struct {
 	ReconcileAttempts int
 }
 
-// Live reports whether the record is within retention at now.
+// Live reports whether the record is within retention at now. A held
+// record is always live.
 func (r *Record) Live(now time.Time) bool {
-	return now.Unix() <= r.ExpiresAt.Unix()
+	return r.Held() || now.Unix() <= r.ExpiresAt.Unix()
 }
+
+// Held reports whether the record is held for an operator: in progress
+// with a Hold. No claim, take-over or reconciliation touches it; only an
+// operator's step ([Guard.TakeOverHeld]) settles it.
+func (r *Record) Held() bool { return r.Status == StatusInProgress && r.Hold != nil }
+
+// Protocol is what the safety of a take-over depends on (DESIGN §4 rule
+// 3), stored on every record at its claim, so a deploy that changes it
+// cannot shorten the wait for records already in flight.
+type Protocol struct {
+	// InTransitBound (T) is the longest the downstream system may take to
+	// process a request it received.
+	InTransitBound time.Duration
+	// ClockSkew is the margin added to T for clocks that disagree.
+	ClockSkew time.Duration
+	// Downstream is the logical id of the downstream system the record's
+	// attempts send to (configured, the same wherever that system is
+	// reached; never a URL). Only a guard configured with the same id takes
+	// the record over: another system cannot say what this one received.
+	Downstream string
+}
+
+// WaitOut is how long after a lease ends a request sent under it may still
+// be in transit: the larger T of p and rec, plus the larger skew. A zero
+// field of rec (an older record) counts as p's.
+func (p Protocol) WaitOut(rec Protocol) time.Duration {
+	return max(p.InTransitBound, rec.InTransitBound) + max(p.ClockSkew, rec.ClockSkew)
+}
+
+// Hold is why a record is held for an operator: its downstream answer
+// disagreed with the request, so money may have moved on terms nobody
+// asked for and the engine cannot know which side is right.
+type Hold struct {
+	// Reason is a short machine-readable cause.
+	Reason string
+	// Evidence is what was asked and what downstream said, as the caller
+	// recorded it (JSON for charges).
+	Evidence []byte
+	// At is when the record was held.
+	At time.Time
+	// Settlement is the operator's decision, once one was made.
+	Settlement *Settlement
+}
+
+// Settlement is an operator's decision on a held record.
+type Settlement struct {
+	// Action names the decision (SettleAccept, SettleVoidConfirmed).
+	Action string
+	// By names who decided, as the operator gave it.
+	By string
+	// At is when.
+	At time.Time
+}
+
+// The operator's decisions on a held record.
+const (
+	// SettleAccept completes the record with downstream's own terms.
+	SettleAccept = "accept"
+	// SettleVoidConfirmed releases the record: the operator voided the
+	// effect downstream, and the client's retry executes anew.
+	SettleVoidConfirmed = "void_confirmed"
+)
 
 // Store persists records. Every method is one round trip to the database.
 // Conditions that compare times use the now the caller passes, so a store
@@ -75,16 +146,28 @@ type Store interface {
 	// TakeOver gives an in-progress record whose lease (token oldToken)
 	// expired before now to a new owner: token newToken until leaseExpiresAt,
 	// Attempt incremented. It returns the updated record, or ErrLeaseLost if
-	// the record is not in progress under oldToken with an expired lease.
+	// the record is not in progress under oldToken with an expired lease, or
+	// is held.
 	TakeOver(ctx context.Context, pk, oldToken, newToken string, leaseExpiresAt, now time.Time) (*Record, error)
+	// TakeOverHeld is TakeOver for an operator: the record must be held
+	// (and stays held). ErrLeaseLost otherwise.
+	TakeOverHeld(ctx context.Context, pk, oldToken, newToken string, leaseExpiresAt, now time.Time) (*Record, error)
+	// Hold marks the in-progress record held under token with hold: its
+	// lease ends at leaseExpiresAt, it loses its end of retention (it never
+	// expires), and it leaves the in-flight listing's shards for the held
+	// listing (InFlightQuery.Held). ErrLeaseLost if token does not hold it.
+	Hold(ctx context.Context, pk, token string, hold Hold, leaseExpiresAt time.Time) error
 	// SetLease moves the lease expiry of the in-progress record held under
 	// token, or returns ErrLeaseLost.
 	SetLease(ctx context.Context, pk, token string, leaseExpiresAt time.Time) error
 	// Complete stores resp and marks the record completed, leaving the
 	// in-flight listing, fenced on token and in-progress status
 	// (ErrLeaseLost). It also drops the stored canonical request, which
-	// only a reconciliation of an in-flight record needs.
-	Complete(ctx context.Context, pk, token string, resp Response) error
+	// only a reconciliation of an in-flight record needs. With settled (a
+	// held record an operator accepted), the settlement is stored on the
+	// hold and the record's retention ends at expiresAt; without, both are
+	// left as they are.
+	Complete(ctx context.Context, pk, token string, resp Response, settled *Settlement, expiresAt time.Time) error
 	// Release deletes the in-progress record held under token, or returns
 	// ErrLeaseLost. When a release is allowed is the Guard's rule, not the
 	// store's.

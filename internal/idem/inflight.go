@@ -32,10 +32,14 @@ type InFlight struct {
 	ReconcileAttempts int
 }
 
-// InFlightQuery selects one page of one shard's in-flight records.
+// InFlightQuery selects one page of one shard's in-flight records, or of
+// the held ones.
 type InFlightQuery struct {
 	// Shard is in [0, Shards).
 	Shard int
+	// Held lists the records held for an operator instead (Record.Held),
+	// which are in no shard; Shard must then be 0.
+	Held bool
 	// EndedBefore keeps the records whose lease ended before it.
 	EndedBefore time.Time
 	// Limit bounds the page, 1 to MaxPage.
@@ -51,8 +55,8 @@ const MaxPage = 1000
 // Validate reports a query no store runs: a shard out of range, or a
 // limit below 1 or above MaxPage.
 func (q InFlightQuery) Validate() error {
-	if q.Shard < 0 || q.Shard >= Shards || q.Limit < 1 || q.Limit > MaxPage {
-		return fmt.Errorf("in-flight query: shard %d of %d, limit %d of at most %d", q.Shard, Shards, q.Limit, MaxPage)
+	if q.Shard < 0 || q.Shard >= Shards || q.Limit < 1 || q.Limit > MaxPage || (q.Held && q.Shard != 0) {
+		return fmt.Errorf("in-flight query: shard %d of %d (held %t), limit %d of at most %d", q.Shard, Shards, q.Held, q.Limit, MaxPage)
 	}
 	return nil
 }
@@ -63,10 +67,19 @@ const PageSize = 100
 // EndedBefore pages through shard's in-progress records whose lease ended
 // before cutoff, oldest lease first, one store round trip per page. It
 // stops at the first error, which it yields. Breaking out of the loop stops
-// the reads.
+// the reads. Held records are not among them (HeldRecords lists those).
 func EndedBefore(ctx context.Context, store Store, shard int, cutoff time.Time) iter.Seq2[[]InFlight, error] {
+	return pages(ctx, store, InFlightQuery{Shard: shard, EndedBefore: cutoff, Limit: PageSize})
+}
+
+// HeldRecords pages through the records held for an operator whose lease
+// ended before cutoff, as EndedBefore does.
+func HeldRecords(ctx context.Context, store Store, cutoff time.Time) iter.Seq2[[]InFlight, error] {
+	return pages(ctx, store, InFlightQuery{Held: true, EndedBefore: cutoff, Limit: PageSize})
+}
+
+func pages(ctx context.Context, store Store, q InFlightQuery) iter.Seq2[[]InFlight, error] {
 	return func(yield func([]InFlight, error) bool) {
-		q := InFlightQuery{Shard: shard, EndedBefore: cutoff, Limit: PageSize}
 		for {
 			page, more, err := store.ListInFlight(ctx, q)
 			if err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/idempotent-payments/idempay/internal/command"
+	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
 	"github.com/idempotent-payments/idempay/internal/queue"
 	"github.com/idempotent-payments/idempay/internal/route"
@@ -38,9 +39,13 @@ type StackConfig struct {
 	// a port); SandboxAddr is unused when AcquirerURL is set.
 	GatewayAddr, SandboxAddr string
 	// AcquirerURL, when set, is an acquirer already serving (such as the
-	// sandbox in a process of its own, so that its CPU is counted apart):
-	// the stack then starts no sandbox, and Stack.Sandbox is nil.
-	AcquirerURL string
+	// sandbox in a process of its own, so that its CPU is counted apart, or
+	// an acquirer's test endpoint): the stack then starts no sandbox, and
+	// Stack.Sandbox is nil. AcquirerAPIKey is its credential.
+	AcquirerURL, AcquirerAPIKey string
+	// AcquirerID is the acquirer's logical id (ACQUIRER_ID), stored on
+	// every record: SandboxAcquirerID when empty.
+	AcquirerID string
 	// Trust is what the gateway checks bearer tokens against.
 	Trust Trust
 	// Instances per function (at least 2 for the charge function).
@@ -74,6 +79,10 @@ type Producer struct {
 	Accounts []string
 }
 
+// SandboxAcquirerID is the logical id of the sandbox acquirer, the
+// default of StackConfig.AcquirerID.
+const SandboxAcquirerID = "sandbox"
+
 // DefaultProducers is what `make run` and `make send-charge` use: one
 // producer, "local", that may charge the demo account.
 var DefaultProducers = []Producer{{Name: "local", Accounts: []string{"acct_demo"}}}
@@ -103,6 +112,9 @@ type Stack struct {
 	SQS                        *sqs.Client
 	// DynamoDB is a client for the stack's table, built like the functions' own.
 	DynamoDB *dynamodb.Client
+	// Protocol is what the functions claim records under (T, the skew and
+	// the acquirer's id), read from their environment as they read it.
+	Protocol idem.Protocol
 
 	mu            sync.Mutex // guards servers and sandboxServer
 	servers       []*http.Server
@@ -171,6 +183,9 @@ func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
 	if len(cfg.Producers) == 0 {
 		cfg.Producers = DefaultProducers
 	}
+	if cfg.AcquirerID == "" {
+		cfg.AcquirerID = SandboxAcquirerID
+	}
 	awsCfg, err := config.LoadDefaultConfig(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("load AWS config: %w", err)
@@ -205,7 +220,19 @@ func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
 		s.Close()
 		return nil, err
 	}
-	base := []string{setup.EnvTableName + "=" + cfg.TableName, setup.EnvAcquirerURL + "=" + s.SandboxURL, setup.EnvSkipResponseCRC32 + "=true"}
+	base := []string{
+		setup.EnvTableName + "=" + cfg.TableName, setup.EnvAcquirerURL + "=" + s.SandboxURL, setup.EnvAcquirerID + "=" + cfg.AcquirerID,
+		setup.EnvSkipResponseCRC32 + "=true",
+	}
+	if cfg.AcquirerAPIKey != "" {
+		base = append(base, setup.EnvAcquirerAPIKey+"="+cfg.AcquirerAPIKey)
+	}
+	functions, err := setup.FromEnv(envOf(slices.Concat(base, cfg.Env)))
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("the functions' environment: %w", err)
+	}
+	s.Protocol = idem.Protocol{InTransitBound: functions.InTransitBound, ClockSkew: functions.ClockSkew, Downstream: functions.AcquirerID}
 	// start runs instances of the function built from functions/<binary>
 	// as name.
 	start := func(name, binary string, instances int, env ...string) (*Pool, error) {
@@ -250,6 +277,17 @@ func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// envOf reads a list of NAME=value as getenv does; a later entry wins, as
+// in a process's environment built from it.
+func envOf(env []string) func(string) string {
+	m := map[string]string{}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		m[k] = v
+	}
+	return func(k string) string { return m[k] }
 }
 
 func (s *Stack) serve(addr string, h http.Handler) (string, error) {

@@ -26,4 +26,6 @@ const (
 	MetricStaleFlagged       = "StaleFlagged"
 	MetricStaleFailing       = "StaleFailing"
 	MetricOldestStaleSeconds = "OldestStaleSeconds"
+	MetricHeldRecords        = "HeldRecords" // records held for an operator, counted by the sweeper
+	MetricOldestHeldSeconds  = "OldestHeldSeconds"
 )

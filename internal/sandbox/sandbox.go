@@ -2,6 +2,9 @@
 // HTTP server that authorizes charges, deduplicates them by Idempotency-Key,
 // answers lookups, and injects faults on demand.
 //
+// Every authorization it answers echoes the Idempotency-Key it was made
+// under (idempotency_key), so the client's check of the echo is tested.
+//
 // Routes:
 //
 //	POST   /v1/authorizations        authorize (Idempotency-Key required)
@@ -232,11 +235,12 @@ func (s *Server) record(key string, req acquirer.Request) stored {
 	}
 	sum := sha256.Sum256([]byte(key))
 	auth := acquirer.Authorization{
-		ID:        "auth_" + hex.EncodeToString(sum[:12]),
-		Status:    acquirer.StatusCaptured,
-		Amount:    req.Amount,
-		Currency:  req.Currency,
-		CreatedAt: s.Now().UTC().Truncate(time.Millisecond),
+		ID:             "auth_" + hex.EncodeToString(sum[:12]),
+		Status:         acquirer.StatusCaptured,
+		Amount:         req.Amount,
+		Currency:       req.Currency,
+		IdempotencyKey: key,
+		CreatedAt:      s.Now().UTC().Truncate(time.Millisecond),
 	}
 	status := http.StatusCreated
 	switch req.PaymentMethod {

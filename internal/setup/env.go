@@ -8,6 +8,7 @@ import "github.com/idempotent-payments/idempay/internal/command"
 const (
 	EnvTableName       = "TABLE_NAME"          // the table (required)
 	EnvAcquirerURL     = "ACQUIRER_URL"        // the acquirer's base URL (required)
+	EnvAcquirerID      = "ACQUIRER_ID"         // the acquirer's logical id, stored on every record (required)
 	EnvAcquirerAPIKey  = "ACQUIRER_API_KEY"    // a static acquirer credential (local only)
 	EnvAcquirerSecret  = "ACQUIRER_SECRET_ARN" // the Secrets Manager secret holding the credential
 	EnvAccountClaim    = "ACCOUNT_CLAIM"       // the JWT claim naming the account ("sub")

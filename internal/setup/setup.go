@@ -33,13 +33,14 @@ import (
 type Config struct {
 	TableName       string        // TABLE_NAME (required)
 	AcquirerURL     string        // ACQUIRER_URL (required)
+	AcquirerID      string        // ACQUIRER_ID (required): idem.Protocol.Downstream
 	AcquirerAPIKey  string        // ACQUIRER_API_KEY (local runs only)
 	AcquirerSecret  string        // ACQUIRER_SECRET_ARN: the credential in Secrets Manager (AWS); wins over ACQUIRER_API_KEY
 	AccountClaim    string        // ACCOUNT_CLAIM, default "sub"
 	Retention       time.Duration // RETENTION_DAYS, default 90
 	LeaseMargin     time.Duration // LEASE_MARGIN, default idem.DefaultLeaseMargin
-	InTransitBound  time.Duration // IN_TRANSIT_BOUND, default charge.DefaultInTransitBound
-	ClockSkew       time.Duration // CLOCK_SKEW, default charge.DefaultClockSkew
+	InTransitBound  time.Duration // IN_TRANSIT_BOUND, default idem.DefaultInTransitBound
+	ClockSkew       time.Duration // CLOCK_SKEW, default idem.DefaultClockSkew
 	AcquirerTimeout time.Duration // ACQUIRER_TIMEOUT, default charge.DefaultAcquirerTimeout
 	CacheSize       int           // CACHE_SIZE, default 10000 completed records
 	MaxAmount       int64         // MAX_AMOUNT, default charge.DefaultMaxAmount
@@ -54,6 +55,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	c := Config{
 		TableName:      getenv(EnvTableName),
 		AcquirerURL:    getenv(EnvAcquirerURL),
+		AcquirerID:     getenv(EnvAcquirerID),
 		AcquirerAPIKey: getenv(EnvAcquirerAPIKey),
 		AcquirerSecret: getenv(EnvAcquirerSecret),
 		AccountClaim:   cmp.Or(getenv(EnvAccountClaim), "sub"),
@@ -65,6 +67,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	if c.AcquirerURL == "" {
 		return Config{}, fmt.Errorf("%s is required", EnvAcquirerURL)
 	}
+	if !validAcquirerID(c.AcquirerID) {
+		return Config{}, fmt.Errorf("%s=%q: want 1 to 64 lower-case letters, digits, dots and dashes, the same wherever that acquirer is reached (never a URL)", EnvAcquirerID, c.AcquirerID)
+	}
 	days, err := positiveInt(getenv, EnvRetentionDays, 90)
 	if err != nil {
 		return Config{}, err
@@ -73,10 +78,10 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	if c.LeaseMargin, err = duration(getenv, EnvLeaseMargin, idem.DefaultLeaseMargin); err != nil {
 		return Config{}, err
 	}
-	if c.InTransitBound, err = duration(getenv, EnvInTransitBound, charge.DefaultInTransitBound); err != nil {
+	if c.InTransitBound, err = duration(getenv, EnvInTransitBound, idem.DefaultInTransitBound); err != nil {
 		return Config{}, err
 	}
-	if c.ClockSkew, err = duration(getenv, EnvClockSkew, charge.DefaultClockSkew); err != nil {
+	if c.ClockSkew, err = duration(getenv, EnvClockSkew, idem.DefaultClockSkew); err != nil {
 		return Config{}, err
 	}
 	if c.AcquirerTimeout, err = duration(getenv, EnvAcquirerTimeout, charge.DefaultAcquirerTimeout); err != nil {
@@ -170,13 +175,25 @@ func StartCharging(ctx context.Context, function string, getenv func(string) str
 	return Charging{Config: cfg, AWS: awsCfg, Service: svc, Tracer: tracer, Flush: flush}, nil
 }
 
-// ChargeService builds the charge service: DynamoDB, the guard, the
-// acquirer client.
+// ChargeService builds the charge service: DynamoDB, the guard (with the
+// protocol of c: T, the skew and the acquirer's id), the acquirer client.
 func ChargeService(ctx context.Context, awsCfg aws.Config, c Config, logger *slog.Logger, tracer trace.Tracer) (*charge.Service, error) {
-	ddb := DynamoDB(awsCfg, c.SkipResponseCRC32)
-	guard := idem.NewGuard(dynamostore.New(ddb, c.TableName), idem.Config{
+	guard := idem.NewGuard(dynamostore.New(DynamoDB(awsCfg, c.SkipResponseCRC32), c.TableName), idem.Config{
 		Retention: c.Retention, LeaseMargin: c.LeaseMargin, CacheSize: c.CacheSize,
+		Protocol: idem.Protocol{InTransitBound: c.InTransitBound, ClockSkew: c.ClockSkew, Downstream: c.AcquirerID},
 	})
+	return chargeService(ctx, awsCfg, c, guard, logger, tracer, nil)
+}
+
+// ChargeServiceWith is ChargeService over a guard of the caller's (an
+// operator's tool, whose protocol and clock are its own) with now as the
+// service's clock; c's protocol fields are not read.
+func ChargeServiceWith(ctx context.Context, awsCfg aws.Config, c Config, guard *idem.Guard, logger *slog.Logger, now func() time.Time) (*charge.Service, error) {
+	return chargeService(ctx, awsCfg, c, guard, logger, nil, now)
+}
+
+func chargeService(ctx context.Context, awsCfg aws.Config, c Config, guard *idem.Guard, logger *slog.Logger, tracer trace.Tracer, now func() time.Time) (*charge.Service, error) {
+	ddb := DynamoDB(awsCfg, c.SkipResponseCRC32)
 	cred := acquirer.StaticCredential(c.AcquirerAPIKey)
 	if c.AcquirerSecret != "" {
 		// Read at start-up (a missing secret fails the start), then again
@@ -200,9 +217,21 @@ func ChargeService(ctx context.Context, awsCfg aws.Config, c Config, logger *slo
 		return nil, err
 	}
 	return charge.NewService(guard, dynamoledger.New(ddb, c.TableName), acq, httpapi.Answer, charge.Config{
-		InTransitBound: c.InTransitBound, ClockSkew: c.ClockSkew, AcquirerTimeout: c.AcquirerTimeout,
-		MaxAmount: c.MaxAmount, Logger: logger, Tracer: tracer,
+		AcquirerTimeout: c.AcquirerTimeout, MaxAmount: c.MaxAmount, Logger: logger, Tracer: tracer, Now: now,
 	}), nil
+}
+
+// validAcquirerID: a logical name, not an address.
+func validAcquirerID(id string) bool {
+	if id == "" || len(id) > 64 {
+		return false
+	}
+	for _, c := range id {
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '.' && c != '-' {
+			return false
+		}
+	}
+	return true
 }
 
 func positiveInt(getenv func(string) string, name string, def int) (int, error) {
@@ -262,10 +291,10 @@ func SweeperFromEnv(getenv func(string) string) (SweeperConfig, error) {
 	if c.QueueURL, err = Require(getenv, EnvReconcileQueueURL); err != nil {
 		return SweeperConfig{}, err
 	}
-	if c.InTransitBound, err = duration(getenv, EnvInTransitBound, charge.DefaultInTransitBound); err != nil {
+	if c.InTransitBound, err = duration(getenv, EnvInTransitBound, idem.DefaultInTransitBound); err != nil {
 		return SweeperConfig{}, err
 	}
-	if c.ClockSkew, err = duration(getenv, EnvClockSkew, charge.DefaultClockSkew); err != nil {
+	if c.ClockSkew, err = duration(getenv, EnvClockSkew, idem.DefaultClockSkew); err != nil {
 		return SweeperConfig{}, err
 	}
 	c.Environment = cmp.Or(getenv(EnvEnvironment), "local")

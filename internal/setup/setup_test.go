@@ -10,7 +10,7 @@ func envOf(m map[string]string) func(string) string { return func(k string) stri
 
 func TestFromEnvDefaults(t *testing.T) {
 	t.Parallel()
-	c, err := FromEnv(envOf(map[string]string{"TABLE_NAME": "t", "ACQUIRER_URL": "http://a"}))
+	c, err := FromEnv(envOf(map[string]string{"TABLE_NAME": "t", "ACQUIRER_URL": "http://a", "ACQUIRER_ID": "acq"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -22,11 +22,11 @@ func TestFromEnvDefaults(t *testing.T) {
 
 func TestFromEnvRejectsBadValues(t *testing.T) {
 	t.Parallel()
-	base := map[string]string{"TABLE_NAME": "t", "ACQUIRER_URL": "http://a"}
+	base := map[string]string{"TABLE_NAME": "t", "ACQUIRER_URL": "http://a", "ACQUIRER_ID": "acq"}
 	for name, value := range map[string]string{
 		"TABLE_NAME": "", "ACQUIRER_URL": "", "RETENTION_DAYS": "0", "LEASE_MARGIN": "soon",
 		"IN_TRANSIT_BOUND": "1s", "ACQUIRER_TIMEOUT": "-1s", "CACHE_SIZE": "x", "MAX_AMOUNT": "-5",
-		EnvSkipResponseCRC32: "yes",
+		EnvSkipResponseCRC32: "yes", EnvAcquirerID: "https://acquirer.example",
 	} {
 		env := map[string]string{}
 		for k, v := range base {
@@ -51,7 +51,7 @@ func TestProcessors(t *testing.T) {
 func TestSkipResponseCRC32(t *testing.T) {
 	t.Parallel()
 	for value, want := range map[string]bool{"": false, "false": false, "true": true} {
-		c, err := FromEnv(envOf(map[string]string{"TABLE_NAME": "t", "ACQUIRER_URL": "http://a", EnvSkipResponseCRC32: value}))
+		c, err := FromEnv(envOf(map[string]string{"TABLE_NAME": "t", "ACQUIRER_URL": "http://a", "ACQUIRER_ID": "acq", EnvSkipResponseCRC32: value}))
 		if err != nil || c.SkipResponseCRC32 != want {
 			t.Errorf("%s=%q: %v, %v; want %v", EnvSkipResponseCRC32, value, c.SkipResponseCRC32, err, want)
 		}

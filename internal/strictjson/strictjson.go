@@ -25,6 +25,10 @@ type Error struct {
 	Field string
 	// Message says what is wrong without echoing the document's values.
 	Message string
+	// Syntax is true when the document is not well-formed JSON (a syntax
+	// error, a duplicate name, invalid UTF-8) and Field is where the
+	// decoder stood: inside the value of that member.
+	Syntax bool
 }
 
 func (e *Error) Error() string {
@@ -96,16 +100,16 @@ func describe(err error, b []byte, v any) *Error {
 		field := fieldOf(syn.JSONPointer)
 		switch {
 		case errors.Is(syn.Err, jsontext.ErrDuplicateName):
-			return &Error{Field: field, Message: "duplicate member"}
+			return &Error{Field: field, Message: "duplicate member", Syntax: true}
 		case errors.Is(syn.Err, io.ErrUnexpectedEOF):
-			return &Error{Field: field, Message: "unexpected end of JSON"}
+			return &Error{Field: field, Message: "unexpected end of JSON", Syntax: true}
 		case !utf8.Valid(b):
-			return &Error{Field: field, Message: "invalid UTF-8"}
+			return &Error{Field: field, Message: "invalid UTF-8", Syntax: true}
 		}
 		// A lone surrogate escape, an invalid character or trailing data.
 		// The decoder's own text would quote the document, and an offset
 		// would differ between a body and the same body inside a message.
-		return &Error{Field: field, Message: "malformed JSON (a lone surrogate escape, an invalid character, or more than one value)"}
+		return &Error{Field: field, Message: "malformed JSON (a lone surrogate escape, an invalid character, or more than one value)", Syntax: true}
 	case errors.As(err, &sem):
 		field := fieldOf(sem.JSONPointer)
 		if errors.Is(sem.Err, json.ErrUnknownName) {

@@ -85,7 +85,8 @@ func New(store idem.Store, queue Queue, cfg Config) *Sweeper {
 // line; the heartbeat alarm counts it.
 const OutcomeSwept = "swept"
 
-// Report is what one run did. Failing and OldestStale feed the alarms.
+// Report is what one run did. Failing, OldestStale and Held feed the
+// alarms.
 type Report struct {
 	Flagged   int `json:"flagged"`
 	BackedOff int `json:"backed_off"`
@@ -93,6 +94,12 @@ type Report struct {
 	Failing int `json:"failing"`
 	// OldestStale is how long the oldest stale lease seen has been over.
 	OldestStale time.Duration `json:"oldest_stale_ns"`
+	// Held counts the records held for an operator (idem.Record.Held):
+	// they are in no shard, so they are never flagged, reconciled or
+	// counted as stale; only a person settles them.
+	Held int `json:"held"`
+	// OldestHeld is how long the oldest of them has been held.
+	OldestHeld time.Duration `json:"oldest_held_ns"`
 	// Complete is false when the run stopped at its deadline with shards left.
 	Complete bool `json:"complete"`
 }
@@ -101,7 +108,13 @@ type Report struct {
 // deadline less the stop margin; what is left waits for the next run. No
 // record is started after that point, and one started finishes (flag and
 // enqueue) within the margin, so a record is never flagged without its
-// command being sent.
+// command being sent. Then it counts the held records.
+//
+// The cutoff is the deployment's T + skew (Config), one for every shard,
+// even though a record may carry a longer T of its own: flagging early
+// only sends a reconcile command, and the reconciler checks the record's
+// values before it acts (idem.Guard.TakeOverStale), so an early command
+// changes nothing and the record is flagged again after the back-off.
 func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 	now := s.cfg.Now()
 	stopAt, stop := context.WithTimeout(ctx, DefaultRunTime)
@@ -137,7 +150,29 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 		})
 	}
 	wg.Wait()
+	held, oldest, err := s.countHeld(stopAt, now)
+	total.Held, total.OldestHeld = held, oldest
+	if err != nil {
+		errs = append(errs, err)
+	}
 	return total, errors.Join(errs...)
+}
+
+// countHeld counts the held records and the age of the oldest hold (its
+// lease ended when it was held). It only reads: a held record is left to
+// its operator.
+func (s *Sweeper) countHeld(ctx context.Context, now time.Time) (int, time.Duration, error) {
+	n, oldest := 0, time.Duration(0)
+	for page, err := range idem.HeldRecords(ctx, s.store, now.Add(time.Second)) {
+		if err != nil {
+			return n, oldest, fmt.Errorf("held records: %w", err)
+		}
+		for _, e := range page {
+			n++
+			oldest = max(oldest, now.Sub(e.LeaseExpiresAt))
+		}
+	}
+	return n, oldest, nil
 }
 
 // sweepShard sweeps one shard, one page at a time, sending the commands of

@@ -178,7 +178,7 @@ func BenchmarkColdStart(b *testing.B) {
 	for b.Loop() {
 		p, err := localapi.StartPool(localapi.PoolConfig{
 			RIE: rieBin, Bootstrap: filepath.Join(binDir, "charge", "bootstrap"), Name: "charge", Instances: 1, Timeout: 10 * time.Second,
-			Env: []string{"TABLE_NAME=cold-start", "ACQUIRER_URL=http://127.0.0.1:1"},
+			Env: []string{"TABLE_NAME=cold-start", "ACQUIRER_URL=http://127.0.0.1:1", "ACQUIRER_ID=sandbox"},
 		})
 		if err != nil {
 			b.Fatal(err)

@@ -24,7 +24,7 @@ func TestPoolRetriesAnEmulatorThatExitsAtStart(t *testing.T) {
 	}
 	p, err := localapi.StartPool(localapi.PoolConfig{
 		RIE: rie, Bootstrap: filepath.Join(binDir, "charge", "bootstrap"), Name: "charge", Instances: 1, Timeout: 10 * time.Second,
-		Env: []string{"TABLE_NAME=pool-retry", "ACQUIRER_URL=http://127.0.0.1:1"},
+		Env: []string{"TABLE_NAME=pool-retry", "ACQUIRER_URL=http://127.0.0.1:1", "ACQUIRER_ID=sandbox"},
 	})
 	if err != nil {
 		t.Fatalf("the pool gave up after one emulator exited at start: %v", err)

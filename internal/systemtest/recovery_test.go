@@ -68,7 +68,7 @@ func reconcileNow(t *testing.T, s *localapi.Stack, pk string) {
 // before it sent anything: in flight, lease ending after lease.
 func claimAndDie(t *testing.T, s *localapi.Stack, account, key string, lease time.Duration) string {
 	t.Helper()
-	guard := idem.NewGuard(dynamostore.New(s.DynamoDB, s.TableName), idem.Config{DefaultLease: lease})
+	guard := idem.NewGuard(dynamostore.New(s.DynamoDB, s.TableName), idem.Config{DefaultLease: lease, Protocol: s.Protocol})
 	scope := idem.Scope{Operation: "charge", Account: account, Key: key}
 	if _, err := guard.Begin(context.Background(), scope, canonicalOf(t, visa)); err != nil {
 		t.Fatal(err)
@@ -207,17 +207,23 @@ func TestRule3ReconcilerWaitsForInTransit(t *testing.T) {
 	sweepUntil(t, s, 15*time.Second)
 	waitForRecord(t, s, "acct_r", "in-transit-1", "COMPLETED", "the reconciliation")
 
-	// Control: the same path with the reconciler's bound dropped loses the charge.
+	// Control: the same path with the reconciler's bound dropped loses the
+	// charge. The engine will not take over before the record's wait-out,
+	// so the control writes to the store by hand: take over, ask, release.
 	before := authorizations(s)
 	pk, landed = zombie("in-transit-control")
-	lease, err := guard.TakeOverStale(ctx, pk, 0) // no bound: the rule dropped
+	store := dynamostore.New(s.DynamoDB, s.TableName)
+	rec, err := guard.Lookup(ctx, pk)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := acq.Lookup(ctx, lease.DownstreamKey()); !errors.Is(err, acquirer.ErrNotFound) {
+	if _, err := store.TakeOver(ctx, pk, rec.LeaseToken, "control", time.Now().Add(time.Minute), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := acq.Lookup(ctx, rec.DownstreamKey); !errors.Is(err, acquirer.ErrNotFound) {
 		t.Fatalf("control lookup: %v, want absent while in transit", err)
 	}
-	if err := lease.ReleaseReconciled(ctx); err != nil {
+	if err := store.Release(ctx, pk, "control"); err != nil {
 		t.Fatal(err)
 	}
 	<-landed

@@ -76,11 +76,11 @@ type failingCompletion struct {
 	armed atomic.Bool
 }
 
-func (s *failingCompletion) Complete(ctx context.Context, pk, token string, resp idem.Response) error {
+func (s *failingCompletion) Complete(ctx context.Context, pk, token string, resp idem.Response, settled *idem.Settlement, expiresAt time.Time) error {
 	if s.armed.CompareAndSwap(true, false) {
 		return errors.New("the worker died between the ledger row and the completion")
 	}
-	return s.Store.Complete(ctx, pk, token, resp)
+	return s.Store.Complete(ctx, pk, token, resp, settled, expiresAt)
 }
 
 // world is a charge service on a fresh store and ledger, with a test clock.
@@ -94,7 +94,7 @@ type world struct {
 func newWorld(t *testing.T, newStores NewStoresFunc) *world {
 	store, ledger := newStores(t)
 	w := &world{store: &failingCompletion{Store: store}, ledger: ledger, clock: newClock()}
-	w.guard = idem.NewGuard(w.store, idem.Config{Now: w.clock.Now, DefaultLease: 30 * time.Second})
+	w.guard = idem.NewGuard(w.store, idem.Config{Now: w.clock.Now, DefaultLease: 30 * time.Second, Protocol: protocol})
 	return w
 }
 
@@ -104,8 +104,11 @@ func newWorld(t *testing.T, newStores NewStoresFunc) *world {
 func newClock() *idemtest.Clock { return idemtest.NewClock(time.Now().Truncate(time.Millisecond)) }
 
 func (w *world) service(acq charge.Acquirer) *charge.Service {
-	return charge.NewService(w.guard, w.ledger, acq, httpapi.Answer, charge.Config{Now: w.clock.Now, InTransitBound: 5 * time.Second, ClockSkew: time.Second})
+	return charge.NewService(w.guard, w.ledger, acq, httpapi.Answer, charge.Config{Now: w.clock.Now})
 }
+
+// protocol is the suites' guards': T 5 s, skew 1 s, the sandbox acquirer.
+var protocol = idem.Protocol{InTransitBound: 5 * time.Second, ClockSkew: time.Second, Downstream: "sandbox"}
 
 const (
 	body    = `{"amount": 25000, "currency": "BRL", "order_id": "123", "payment_method": "pm_card_visa"}`

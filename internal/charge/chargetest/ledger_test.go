@@ -15,3 +15,4 @@ func memory(*testing.T) (idem.Store, charge.Ledger) {
 
 func TestMemoryLedgerConformance(t *testing.T)     { chargetest.RunLedgerConformance(t, memory) }
 func TestMemoryCompletionConformance(t *testing.T) { chargetest.RunCompletionConformance(t, memory) }
+func TestMemoryHoldConformance(t *testing.T)       { chargetest.RunHoldConformance(t, memory) }

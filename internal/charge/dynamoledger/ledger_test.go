@@ -40,6 +40,11 @@ func TestCompletionConformance(t *testing.T) {
 	chargetest.RunCompletionConformance(t, onDynamoDB)
 }
 
+func TestHoldConformance(t *testing.T) {
+	t.Parallel()
+	chargetest.RunHoldConformance(t, onDynamoDB)
+}
+
 // TestRowLayout: the amount is a DynamoDB number, so the table can be
 // summed without parsing strings; a row written before that, with the
 // amount as a decimal string, still reads; a row that is not a charge is

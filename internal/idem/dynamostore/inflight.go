@@ -25,6 +25,9 @@ func (s *Store) ListInFlight(ctx context.Context, q idem.InFlightQuery) ([]idem.
 		return nil, false, err
 	}
 	shard := shardKey(q.Shard)
+	if q.Held {
+		shard = heldShard
+	}
 	in := &dynamodb.QueryInput{
 		TableName:              aws.String(s.table),
 		IndexName:              aws.String(InflightIndex),
@@ -59,15 +62,16 @@ func (s *Store) ListInFlight(ctx context.Context, q idem.InFlightQuery) ([]idem.
 }
 
 // Flag implements idem.Store with one UpdateItem fenced on the lease token
-// and the stale_at that was listed.
+// and the stale_at that was listed; a record held since it was listed is
+// not flagged.
 func (s *Store) Flag(ctx context.Context, e idem.InFlight, now time.Time) error {
 	values := heldValues(e.LeaseToken)
 	values[":now"] = num(now.UnixMilli())
 	values[":one"] = num(1)
 	values[":zero"] = num(0)
-	cond := held + " AND attribute_not_exists(stale_at)"
+	cond := held + " AND attribute_not_exists(#hold) AND attribute_not_exists(stale_at)"
 	if !e.StaleAt.IsZero() {
-		cond = held + " AND stale_at = :prev"
+		cond = held + " AND attribute_not_exists(#hold) AND stale_at = :prev"
 		values[":prev"] = num(e.StaleAt.UnixMilli())
 	}
 	_, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
@@ -75,7 +79,7 @@ func (s *Store) Flag(ctx context.Context, e idem.InFlight, now time.Time) error 
 		Key:                       pkKey(e.PK),
 		UpdateExpression:          aws.String("SET stale_at = :now, reconcile_attempts = if_not_exists(reconcile_attempts, :zero) + :one"),
 		ConditionExpression:       aws.String(cond),
-		ExpressionAttributeNames:  statusName,
+		ExpressionAttributeNames:  map[string]string{"#status": "status", "#hold": "hold"},
 		ExpressionAttributeValues: values,
 	})
 	return fenceError(err)

@@ -53,15 +53,58 @@ type record struct {
 	LeaseExpiresAt    int64             `dynamodbav:"lease_expires_at"`
 	Attempt           int               `dynamodbav:"attempt"`
 	DownstreamKey     hexBinary         `dynamodbav:"downstream_key"`
+	InTransitBoundMs  int64             `dynamodbav:"in_transit_bound,omitempty"` // Protocol, in milliseconds; absent in older records
+	ClockSkewMs       int64             `dynamodbav:"clock_skew,omitempty"`
+	Downstream        string            `dynamodbav:"downstream,omitempty"`
+	Hold              *hold             `dynamodbav:"hold,omitempty"`
 	ResponseStatus    int               `dynamodbav:"response_status,omitempty"`
 	ResponseHeaders   map[string]string `dynamodbav:"response_headers,omitempty"`
 	ResponseBody      []byte            `dynamodbav:"response_body,omitempty"`
 	CreatedAt         int64             `dynamodbav:"created_at"`
-	ExpiresAt         int64             `dynamodbav:"expires_at"`
+	ExpiresAt         int64             `dynamodbav:"expires_at,omitempty"`     // absent while held: TTL never deletes it`
 	InflightShard     string            `dynamodbav:"inflight_shard,omitempty"` // set while in progress: the in-flight index's partition
 	StaleAt           int64             `dynamodbav:"stale_at,omitempty"`
 	ReconcileAttempts int               `dynamodbav:"reconcile_attempts,omitempty"`
 }
+
+// hold is idem.Hold as a map attribute; times in epoch milliseconds.
+type hold struct {
+	Reason     string      `dynamodbav:"reason"`
+	Evidence   []byte      `dynamodbav:"evidence,omitempty"`
+	At         int64       `dynamodbav:"at"`
+	Settlement *settlement `dynamodbav:"settlement,omitempty"`
+}
+
+type settlement struct {
+	Action string `dynamodbav:"action"`
+	By     string `dynamodbav:"by"`
+	At     int64  `dynamodbav:"at"`
+}
+
+func toHold(h idem.Hold) *hold {
+	out := &hold{Reason: h.Reason, Evidence: h.Evidence, At: h.At.UnixMilli()}
+	if h.Settlement != nil {
+		out.Settlement = toSettlement(*h.Settlement)
+	}
+	return out
+}
+
+func toSettlement(s idem.Settlement) *settlement {
+	return &settlement{Action: s.Action, By: s.By, At: s.At.UnixMilli()}
+}
+
+func (h *hold) idem() *idem.Hold {
+	out := &idem.Hold{Reason: h.Reason, Evidence: h.Evidence, At: time.UnixMilli(h.At)}
+	if s := h.Settlement; s != nil {
+		out.Settlement = &idem.Settlement{Action: s.Action, By: s.By, At: time.UnixMilli(s.At)}
+	}
+	return out
+}
+
+// heldShard is the in-flight index's partition of the held records, apart
+// from the shards the sweepers list (idem.InFlightQuery.Held). Holds are
+// rare, so one partition takes their writes.
+const heldShard = "held"
 
 func toItem(r idem.Record) record {
 	out := record{
@@ -69,10 +112,21 @@ func toItem(r idem.Record) record {
 		Status: string(r.Status), Fingerprint: hexBinary(r.Fingerprint), Request: r.Request,
 		LeaseToken: r.LeaseToken, LeaseExpiresAt: r.LeaseExpiresAt.UnixMilli(),
 		Attempt: r.Attempt, DownstreamKey: hexBinary(r.DownstreamKey),
-		CreatedAt: r.CreatedAt.UnixMilli(), ExpiresAt: r.ExpiresAt.Unix(),
+		InTransitBoundMs: r.Protocol.InTransitBound.Milliseconds(), ClockSkewMs: r.Protocol.ClockSkew.Milliseconds(),
+		Downstream:        r.Protocol.Downstream,
+		CreatedAt:         r.CreatedAt.UnixMilli(),
 		ReconcileAttempts: r.ReconcileAttempts,
 	}
-	if r.Status == idem.StatusInProgress {
+	if !r.ExpiresAt.IsZero() {
+		out.ExpiresAt = r.ExpiresAt.Unix()
+	}
+	if r.Hold != nil {
+		out.Hold = toHold(*r.Hold)
+	}
+	switch {
+	case r.Held():
+		out.InflightShard = heldShard
+	case r.Status == idem.StatusInProgress:
 		out.InflightShard = shardKey(idem.ShardOf(r.PK))
 	}
 	if !r.StaleAt.IsZero() {
@@ -96,8 +150,18 @@ func fromItem(av map[string]types.AttributeValue) (*idem.Record, error) {
 		Status: idem.Status(it.Status), Fingerprint: string(it.Fingerprint), Request: it.Request,
 		LeaseToken: it.LeaseToken, LeaseExpiresAt: time.UnixMilli(it.LeaseExpiresAt),
 		Attempt: it.Attempt, DownstreamKey: string(it.DownstreamKey),
-		CreatedAt: time.UnixMilli(it.CreatedAt), ExpiresAt: time.Unix(it.ExpiresAt, 0),
+		Protocol: idem.Protocol{
+			InTransitBound: time.Duration(it.InTransitBoundMs) * time.Millisecond,
+			ClockSkew:      time.Duration(it.ClockSkewMs) * time.Millisecond, Downstream: it.Downstream,
+		},
+		CreatedAt:         time.UnixMilli(it.CreatedAt),
 		ReconcileAttempts: it.ReconcileAttempts,
+	}
+	if it.ExpiresAt != 0 {
+		r.ExpiresAt = time.Unix(it.ExpiresAt, 0)
+	}
+	if it.Hold != nil {
+		r.Hold = it.Hold.idem()
 	}
 	if it.StaleAt != 0 {
 		r.StaleAt = time.UnixMilli(it.StaleAt)
@@ -225,20 +289,33 @@ func (s *Store) Get(ctx context.Context, pk string, now time.Time) (*idem.Record
 }
 
 // TakeOver implements idem.Store with one UpdateItem fenced on the old token,
-// the in-progress status, an expired lease and retention.
+// the in-progress status, an expired lease, no hold and retention.
 func (s *Store) TakeOver(ctx context.Context, pk, oldToken, newToken string, leaseExpiresAt, now time.Time) (*idem.Record, error) {
+	return s.takeOver(ctx, pk, oldToken, newToken, leaseExpiresAt, now, false)
+}
+
+// TakeOverHeld implements idem.Store as TakeOver does, on a held record.
+func (s *Store) TakeOverHeld(ctx context.Context, pk, oldToken, newToken string, leaseExpiresAt, now time.Time) (*idem.Record, error) {
+	return s.takeOver(ctx, pk, oldToken, newToken, leaseExpiresAt, now, true)
+}
+
+func (s *Store) takeOver(ctx context.Context, pk, oldToken, newToken string, leaseExpiresAt, now time.Time, onHold bool) (*idem.Record, error) {
 	values := heldValues(oldToken)
+	cond := held + " AND lease_expires_at < :nowms AND attribute_exists(#hold)"
+	if !onHold {
+		cond = held + " AND lease_expires_at < :nowms AND attribute_not_exists(#hold) AND expires_at >= :now"
+		values[":now"] = num(now.Unix())
+	}
 	values[":new"] = str(newToken)
 	values[":lease"] = num(leaseExpiresAt.UnixMilli())
 	values[":nowms"] = num(now.UnixMilli())
-	values[":now"] = num(now.Unix())
 	values[":one"] = num(1)
 	out, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.table),
 		Key:                       pkKey(pk),
 		UpdateExpression:          aws.String("SET lease_token = :new, lease_expires_at = :lease, attempt = attempt + :one"),
-		ConditionExpression:       aws.String(held + " AND lease_expires_at < :nowms AND expires_at >= :now"),
-		ExpressionAttributeNames:  statusName,
+		ConditionExpression:       aws.String(cond),
+		ExpressionAttributeNames:  map[string]string{"#status": "status", "#hold": "hold"},
 		ExpressionAttributeValues: values,
 		ReturnValues:              types.ReturnValueAllNew,
 	})
@@ -263,14 +340,49 @@ func (s *Store) SetLease(ctx context.Context, pk, token string, leaseExpiresAt t
 	return fenceError(err)
 }
 
+// Hold implements idem.Store with one UpdateItem fenced on the lease: it
+// sets the hold, ends the lease, removes expires_at (so neither TTL nor a
+// claim's condition can take the record) and moves its index entry to the
+// held partition.
+func (s *Store) Hold(ctx context.Context, pk, token string, h idem.Hold, leaseExpiresAt time.Time) error {
+	av, err := attributevalue.Marshal(toHold(h))
+	if err != nil {
+		return fmt.Errorf("encode hold: %w", err)
+	}
+	values := heldValues(token)
+	values[":hold"] = av
+	values[":lease"] = num(leaseExpiresAt.UnixMilli())
+	values[":held"] = str(heldShard)
+	_, err = s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       pkKey(pk),
+		UpdateExpression:          aws.String("SET #hold = :hold, lease_expires_at = :lease, inflight_shard = :held REMOVE expires_at"),
+		ConditionExpression:       aws.String(held),
+		ExpressionAttributeNames:  map[string]string{"#status": "status", "#hold": "hold"},
+		ExpressionAttributeValues: values,
+	})
+	return fenceError(err)
+}
+
 // Complete implements idem.Store with one UpdateItem fenced on the lease:
 // it stores the response, leaves the in-flight index (REMOVE
-// inflight_shard) and drops the canonical request.
-func (s *Store) Complete(ctx context.Context, pk, token string, resp idem.Response) error {
+// inflight_shard) and drops the canonical request; with settled, it also
+// stores the settlement on the hold and the new expires_at.
+func (s *Store) Complete(ctx context.Context, pk, token string, resp idem.Response, settled *idem.Settlement, expiresAt time.Time) error {
 	values := heldValues(token)
 	values[":completed"] = str(string(idem.StatusCompleted))
 	values[":code"] = num(int64(resp.StatusCode))
+	names := map[string]string{"#status": "status", "#request": "request"}
 	set := "SET #status = :completed, response_status = :code, response_body = :body"
+	if settled != nil {
+		av, err := attributevalue.Marshal(toSettlement(*settled))
+		if err != nil {
+			return fmt.Errorf("encode settlement: %w", err)
+		}
+		values[":settlement"], values[":expires"] = av, num(expiresAt.Unix())
+		names["#hold"] = "hold"
+		set += ", #hold.settlement = :settlement, expires_at = :expires"
+	}
 	if len(resp.Headers) > 0 { // answers that rebuild their headers store none
 		headers, err := attributevalue.Marshal(resp.Headers)
 		if err != nil {
@@ -289,7 +401,7 @@ func (s *Store) Complete(ctx context.Context, pk, token string, resp idem.Respon
 		Key:                       pkKey(pk),
 		UpdateExpression:          aws.String(set + " REMOVE inflight_shard, #request"),
 		ConditionExpression:       aws.String(held),
-		ExpressionAttributeNames:  map[string]string{"#status": "status", "#request": "request"},
+		ExpressionAttributeNames:  names,
 		ExpressionAttributeValues: values,
 	})
 	return fenceError(err)

@@ -25,10 +25,13 @@ type fixture struct {
 
 const testLease = time.Minute
 
+// testProtocol is the suite's guard's: a wait-out of 3 s.
+var testProtocol = idem.Protocol{InTransitBound: 2 * time.Second, ClockSkew: time.Second, Downstream: "acquirer-test"}
+
 func setup(t *testing.T, newStore NewStoreFunc) *fixture {
 	t.Helper()
 	f := &fixture{store: newStore(t), clock: NewClock(time.Now().Truncate(time.Millisecond))}
-	f.guard = idem.NewGuard(f.store, idem.Config{Now: f.clock.Now, DefaultLease: testLease, LeaseMargin: 5 * time.Second})
+	f.guard = idem.NewGuard(f.store, idem.Config{Now: f.clock.Now, DefaultLease: testLease, LeaseMargin: 5 * time.Second, Protocol: testProtocol})
 	return f
 }
 
@@ -112,6 +115,11 @@ var conformance = []struct {
 	{"ListInFlightPagesThroughEqualLeaseEnds", testListInFlightPagesThroughEqualLeaseEnds},
 	{"FlagIsFenced", testFlagIsFenced},
 	{"BadInputWritesNothing", testBadInputWritesNothing},
+	{"ProtocolIsStampedAndTheLargerWins", testProtocolIsStampedAndTheLargerWins},
+	{"OtherDownstreamIsNotTakenOver", testOtherDownstreamIsNotTakenOver},
+	{"HeldRecordIsNeverTakenOverOrExpired", testHeldRecordIsNeverTakenOverOrExpired},
+	{"VoidConfirmedWaitsOutThenReleases", testVoidConfirmedWaitsOutThenReleases},
+	{"AcceptSettlesWithTheDecision", testAcceptSettlesWithTheDecision},
 }
 
 func testFirstExecutionThenReplay(ctx context.Context, t *testing.T, f *fixture) {
@@ -344,15 +352,15 @@ func testCompleteDropsTheRequest(ctx context.Context, t *testing.T, f *fixture) 
 func testTakeOverStaleForReconcile(ctx context.Context, t *testing.T, f *fixture) {
 	s := scope()
 	mustAcquire(t, f, s, request("100"))
-	if _, err := f.guard.TakeOverStale(ctx, s.PK(), 0); !errors.Is(err, idem.ErrLeaseLost) {
+	if _, err := f.guard.TakeOverStale(ctx, s.PK()); !errors.Is(err, idem.ErrLeaseLost) {
 		t.Fatalf("TakeOverStale of a live lease: err = %v, want ErrLeaseLost", err)
 	}
 	f.clock.Advance(testLease + time.Millisecond)
-	if _, err := f.guard.TakeOverStale(ctx, s.PK(), 3*time.Second); !errors.Is(err, idem.ErrLeaseLost) {
-		t.Fatalf("TakeOverStale of a lease ended less than the bound ago: err = %v, want ErrLeaseLost", err)
+	if _, err := f.guard.TakeOverStale(ctx, s.PK()); !errors.Is(err, idem.ErrLeaseLost) {
+		t.Fatalf("TakeOverStale of a lease ended less than the wait-out ago: err = %v, want ErrLeaseLost", err)
 	}
 	f.clock.Advance(3 * time.Second)
-	lease, err := f.guard.TakeOverStale(ctx, s.PK(), 3*time.Second)
+	lease, err := f.guard.TakeOverStale(ctx, s.PK())
 	if err != nil || lease.Attempt() != 2 {
 		t.Fatalf("TakeOverStale: %v", err)
 	}
@@ -360,7 +368,7 @@ func testTakeOverStaleForReconcile(ctx context.Context, t *testing.T, f *fixture
 		t.Fatalf("ReleaseReconciled: %v", err)
 	}
 	mustBeAbsent(t, f, s.PK())
-	if _, err := f.guard.TakeOverStale(ctx, s.PK(), 0); !errors.Is(err, idem.ErrNotFound) {
+	if _, err := f.guard.TakeOverStale(ctx, s.PK()); !errors.Is(err, idem.ErrNotFound) {
 		t.Fatalf("TakeOverStale of an absent record: err = %v", err)
 	}
 }
@@ -509,7 +517,7 @@ func testFlagIsFenced(ctx context.Context, t *testing.T, f *fixture) {
 	if e := entry(); e.ReconcileAttempts != 2 {
 		t.Fatalf("after two flags: %+v", e)
 	}
-	taken, err := f.guard.TakeOverStale(ctx, s.PK(), time.Second)
+	taken, err := f.guard.TakeOverStale(ctx, s.PK())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -609,4 +617,180 @@ func countLeases(t *testing.T, results []result) int {
 		}
 	}
 	return n
+}
+
+// guardWith is a guard on f's store and clock under another protocol: the
+// same functions after a deploy that changed T, or an operator's tool.
+func guardWith(f *fixture, p idem.Protocol) *idem.Guard {
+	return idem.NewGuard(f.store, idem.Config{Now: f.clock.Now, DefaultLease: testLease, LeaseMargin: 5 * time.Second, Protocol: p})
+}
+
+func testProtocolIsStampedAndTheLargerWins(ctx context.Context, t *testing.T, f *fixture) {
+	s := scope()
+	mustAcquire(t, f, s, request("1"))
+	if rec := mustStatus(t, f, s.PK(), idem.StatusInProgress); rec.Protocol != testProtocol {
+		t.Fatalf("record's protocol %+v, want the claim's %+v", rec.Protocol, testProtocol)
+	}
+	// A deploy shortened T to 100 ms: the record's 3 s still hold.
+	shorter := guardWith(f, idem.Protocol{InTransitBound: 100 * time.Millisecond, ClockSkew: time.Millisecond, Downstream: testProtocol.Downstream})
+	f.clock.Advance(testLease + time.Second)
+	if _, err := shorter.TakeOverStale(ctx, s.PK()); !errors.Is(err, idem.ErrLeaseLost) {
+		t.Fatalf("a shorter deployed T took over before the record's wait-out: %v", err)
+	}
+	if _, err := f.guard.Begin(ctx, scope(), request("1")); err != nil { // a claim under the short T is fine
+		t.Fatal(err)
+	}
+	// A deploy lengthened T to 10 s: its own 11 s hold for the older record.
+	longer := guardWith(f, idem.Protocol{InTransitBound: 10 * time.Second, ClockSkew: time.Second, Downstream: testProtocol.Downstream})
+	f.clock.Advance(3 * time.Second)
+	if _, err := longer.TakeOverStale(ctx, s.PK()); !errors.Is(err, idem.ErrLeaseLost) {
+		t.Fatalf("a longer deployed T was cut to the record's: %v", err)
+	}
+	if _, err := shorter.TakeOverStale(ctx, s.PK()); err != nil {
+		t.Fatalf("after the record's wait-out: %v", err)
+	}
+}
+
+func testOtherDownstreamIsNotTakenOver(ctx context.Context, t *testing.T, f *fixture) {
+	s := scope()
+	mustAcquire(t, f, s, request("1"))
+	f.clock.Advance(testLease + time.Minute)
+	other := guardWith(f, idem.Protocol{InTransitBound: testProtocol.InTransitBound, ClockSkew: testProtocol.ClockSkew, Downstream: "another-acquirer"})
+	if _, err := other.Begin(ctx, s, request("1")); !errors.Is(err, idem.ErrOtherDownstream) {
+		t.Fatalf("a retry sending elsewhere: %v, want ErrOtherDownstream", err)
+	}
+	if _, err := other.TakeOverStale(ctx, s.PK()); !errors.Is(err, idem.ErrOtherDownstream) {
+		t.Fatalf("a reconciler asking elsewhere: %v, want ErrOtherDownstream", err)
+	}
+	if rec := mustStatus(t, f, s.PK(), idem.StatusInProgress); rec.Attempt != 1 {
+		t.Fatalf("the refusals wrote: attempt %d", rec.Attempt)
+	}
+	if lease := mustAcquire(t, f, s, request("1")); lease.Attempt() != 2 {
+		t.Fatalf("the record's own downstream: attempt %d", lease.Attempt())
+	}
+}
+
+// holdOne claims a fresh key and holds it, returning its scope.
+func holdOne(ctx context.Context, t *testing.T, f *fixture) idem.Scope {
+	t.Helper()
+	s := scope()
+	lease := mustAcquire(t, f, s, request("100"))
+	if err := lease.HoldForOperator(ctx, "amount_differs", []byte(`{"asked":100,"answered":1000}`)); err != nil {
+		t.Fatalf("HoldForOperator: %v", err)
+	}
+	if err := lease.Complete(ctx, created); !errors.Is(err, idem.ErrHeld) {
+		t.Fatalf("Complete of a held lease: %v, want ErrHeld", err)
+	}
+	return s
+}
+
+func testHeldRecordIsNeverTakenOverOrExpired(ctx context.Context, t *testing.T, f *fixture) {
+	s := holdOne(ctx, t, f)
+	entryBefore := idem.InFlight{}
+	rec := mustStatus(t, f, s.PK(), idem.StatusInProgress)
+	if !rec.Held() || rec.Hold.Reason != "amount_differs" || string(rec.Hold.Evidence) != `{"asked":100,"answered":1000}` ||
+		!rec.ExpiresAt.IsZero() || rec.LeaseExpiresAt.After(f.clock.Now()) {
+		t.Fatalf("held record: %+v hold %+v", rec, rec.Hold)
+	}
+	entryBefore = idem.InFlight{PK: rec.PK, LeaseToken: rec.LeaseToken, LeaseExpiresAt: rec.LeaseExpiresAt}
+	f.clock.Advance(idem.DefaultRetention + time.Hour) // past retention
+	for i := range 2 {
+		if _, err := f.guard.Begin(ctx, s, request("100")); !errors.Is(err, idem.ErrHeld) {
+			t.Fatalf("Begin %d of a held record past retention: %v, want ErrHeld", i, err)
+		}
+	}
+	if _, err := f.guard.Begin(ctx, s, request("999")); !errors.Is(err, idem.ErrKeyReused) {
+		t.Fatalf("another request on a held key: %v, want ErrKeyReused", err)
+	}
+	if _, err := f.guard.TakeOverStale(ctx, s.PK()); !errors.Is(err, idem.ErrHeld) {
+		t.Fatalf("TakeOverStale of a held record: %v, want ErrHeld", err)
+	}
+	if _, err := f.store.TakeOver(ctx, s.PK(), rec.LeaseToken, "another", f.clock.Now().Add(time.Minute), f.clock.Now()); !errors.Is(err, idem.ErrLeaseLost) {
+		t.Fatalf("the store took a held record over: %v", err)
+	}
+	if err := f.store.Flag(ctx, entryBefore, f.clock.Now()); !errors.Is(err, idem.ErrLeaseLost) {
+		t.Fatalf("the store flagged a held record: %v", err)
+	}
+	if listed(t, f, s.PK()) {
+		t.Fatal("a held record is listed among the shards' in-flight records")
+	}
+	var held []string
+	for page, err := range idem.HeldRecords(ctx, f.store, f.clock.Now()) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range page {
+			held = append(held, e.PK)
+		}
+	}
+	if !slices.Contains(held, s.PK()) {
+		t.Fatalf("held listing %v lacks the record", held)
+	}
+	if rec := mustStatus(t, f, s.PK(), idem.StatusInProgress); rec.Attempt != 1 || !rec.Held() {
+		t.Fatalf("after every refusal: %+v", rec)
+	}
+}
+
+func testVoidConfirmedWaitsOutThenReleases(ctx context.Context, t *testing.T, f *fixture) {
+	s := holdOne(ctx, t, f)
+	first := mustStatus(t, f, s.PK(), idem.StatusInProgress)
+	f.clock.Advance(2 * time.Second) // less than the 3 s wait-out
+	if _, err := f.guard.TakeOverHeld(ctx, s.PK(), true); !errors.Is(err, idem.ErrTooEarly) {
+		t.Fatalf("void-confirmed before the wait-out: %v, want ErrTooEarly", err)
+	}
+	short := guardWith(f, idem.Protocol{InTransitBound: time.Millisecond, ClockSkew: time.Millisecond, Downstream: testProtocol.Downstream})
+	if _, err := short.TakeOverHeld(ctx, s.PK(), true); !errors.Is(err, idem.ErrTooEarly) {
+		t.Fatalf("a tool with a short T skipped the record's wait-out: %v, want ErrTooEarly", err)
+	}
+	if _, err := f.guard.TakeOverHeld(ctx, scope().PK(), true); !errors.Is(err, idem.ErrNotFound) {
+		t.Fatalf("TakeOverHeld of an absent record: %v", err)
+	}
+	f.clock.Advance(2 * time.Second)
+	lease, err := f.guard.TakeOverHeld(ctx, s.PK(), true)
+	if err != nil {
+		t.Fatalf("TakeOverHeld after the wait-out: %v", err)
+	}
+	if err := lease.Release(ctx); !errors.Is(err, idem.ErrReleaseRefused) {
+		t.Fatalf("an ordinary release of a held record: %v", err)
+	}
+	if err := lease.VoidConfirmed(ctx); err != nil {
+		t.Fatalf("VoidConfirmed: %v", err)
+	}
+	mustBeAbsent(t, f, s.PK())
+	again := mustAcquire(t, f, s, request("100"))
+	if again.Attempt() != 1 || again.DownstreamKey() == first.DownstreamKey {
+		t.Fatalf("the retry after void-confirmed: attempt %d, same downstream key %v", again.Attempt(), again.DownstreamKey() == first.DownstreamKey)
+	}
+	if _, err := f.guard.TakeOverHeld(ctx, s.PK(), false); !errors.Is(err, idem.ErrNotHeld) {
+		t.Fatalf("TakeOverHeld of a record that is not held: %v, want ErrNotHeld", err)
+	}
+}
+
+func testAcceptSettlesWithTheDecision(ctx context.Context, t *testing.T, f *fixture) {
+	s := holdOne(ctx, t, f)
+	f.clock.Advance(idem.DefaultRetention) // decided long after the claim
+	lease, err := f.guard.TakeOverHeld(ctx, s.PK(), false)
+	if err != nil {
+		t.Fatalf("TakeOverHeld: %v", err)
+	}
+	if _, err := f.guard.TakeOverHeld(ctx, s.PK(), false); !errors.Is(err, idem.ErrTooEarly) {
+		t.Fatalf("a second operator while the first holds the lease: %v, want ErrTooEarly", err)
+	}
+	if err := lease.Accept(ctx, created, "ops:ana"); err != nil {
+		t.Fatalf("Accept: %v", err)
+	}
+	rec := mustStatus(t, f, s.PK(), idem.StatusCompleted)
+	st := rec.Hold.Settlement
+	if rec.Held() || st == nil || st.Action != idem.SettleAccept || st.By != "ops:ana" || st.At.UnixMilli() != f.clock.Now().UnixMilli() ||
+		rec.ExpiresAt.Unix() != f.clock.Now().Add(idem.DefaultRetention).Unix() || rec.Hold.Reason != "amount_differs" {
+		t.Fatalf("settled record: %+v, hold %+v, settlement %+v", rec, rec.Hold, st)
+	}
+	f.clock.Advance(time.Hour)
+	c, err := f.guard.Begin(ctx, s, request("100"))
+	if err != nil || c.Replay == nil || string(c.Replay.Body) != string(created.Body) {
+		t.Fatalf("replay after accept: %+v, %v", c, err)
+	}
+	if err := lease.Accept(ctx, created, "ops:ana"); !errors.Is(err, idem.ErrNotHeld) {
+		t.Fatalf("a second Accept: %v", err)
+	}
 }

@@ -51,14 +51,43 @@ func (m *MemoryStore) TakeOver(_ context.Context, pk, oldToken, newToken string,
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	rec, ok := m.held(pk, oldToken)
-	if !ok || !rec.LeaseExpiresAt.Before(now) || !rec.Live(now) {
+	if !ok || rec.Hold != nil || !rec.LeaseExpiresAt.Before(now) || !rec.Live(now) {
 		return nil, idem.ErrLeaseLost
 	}
+	return m.takeOver(rec, newToken, leaseExpiresAt), nil
+}
+
+// TakeOverHeld implements idem.Store.
+func (m *MemoryStore) TakeOverHeld(_ context.Context, pk, oldToken, newToken string, leaseExpiresAt, now time.Time) (*idem.Record, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	rec, ok := m.held(pk, oldToken)
+	if !ok || rec.Hold == nil || !rec.LeaseExpiresAt.Before(now) {
+		return nil, idem.ErrLeaseLost
+	}
+	return m.takeOver(rec, newToken, leaseExpiresAt), nil
+}
+
+func (m *MemoryStore) takeOver(rec idem.Record, newToken string, leaseExpiresAt time.Time) *idem.Record {
 	rec.LeaseToken = newToken
 	rec.LeaseExpiresAt = leaseExpiresAt
 	rec.Attempt++
+	m.records[rec.PK] = rec
+	return clone(rec)
+}
+
+// Hold implements idem.Store.
+func (m *MemoryStore) Hold(_ context.Context, pk, token string, hold idem.Hold, leaseExpiresAt time.Time) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	rec, ok := m.held(pk, token)
+	if !ok {
+		return idem.ErrLeaseLost
+	}
+	hold.Evidence = slices.Clone(hold.Evidence)
+	rec.Hold, rec.LeaseExpiresAt, rec.ExpiresAt = &hold, leaseExpiresAt, time.Time{}
 	m.records[pk] = rec
-	return clone(rec), nil
+	return nil
 }
 
 // SetLease implements idem.Store.
@@ -75,12 +104,18 @@ func (m *MemoryStore) SetLease(_ context.Context, pk, token string, leaseExpires
 }
 
 // Complete implements idem.Store.
-func (m *MemoryStore) Complete(_ context.Context, pk, token string, resp idem.Response) error {
+func (m *MemoryStore) Complete(_ context.Context, pk, token string, resp idem.Response, settled *idem.Settlement, expiresAt time.Time) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	rec, ok := m.held(pk, token)
 	if !ok {
 		return idem.ErrLeaseLost
+	}
+	if settled != nil && rec.Hold != nil {
+		h := *rec.Hold
+		s := *settled
+		h.Settlement = &s
+		rec.Hold, rec.ExpiresAt = &h, expiresAt
 	}
 	rec.Status = idem.StatusCompleted
 	rec.Response = &idem.Response{StatusCode: resp.StatusCode, Headers: maps.Clone(resp.Headers), Body: slices.Clone(resp.Body)}
@@ -110,7 +145,8 @@ func (m *MemoryStore) ListInFlight(_ context.Context, q idem.InFlightQuery) ([]i
 	defer m.mu.Unlock()
 	var all []idem.InFlight
 	for _, rec := range m.records {
-		if rec.Status != idem.StatusInProgress || idem.ShardOf(rec.PK) != q.Shard || rec.LeaseExpiresAt.UnixMilli() >= q.EndedBefore.UnixMilli() {
+		if rec.Status != idem.StatusInProgress || rec.LeaseExpiresAt.UnixMilli() >= q.EndedBefore.UnixMilli() ||
+			(q.Held != (rec.Hold != nil)) || (!q.Held && idem.ShardOf(rec.PK) != q.Shard) {
 			continue
 		}
 		e := idem.InFlight{PK: rec.PK, LeaseToken: rec.LeaseToken, LeaseExpiresAt: rec.LeaseExpiresAt, StaleAt: rec.StaleAt, ReconcileAttempts: rec.ReconcileAttempts}
@@ -143,7 +179,7 @@ func (m *MemoryStore) Flag(_ context.Context, e idem.InFlight, now time.Time) er
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	rec, ok := m.held(e.PK, e.LeaseToken)
-	if !ok || rec.StaleAt.IsZero() != e.StaleAt.IsZero() || rec.StaleAt.UnixMilli() != e.StaleAt.UnixMilli() {
+	if !ok || rec.Hold != nil || rec.StaleAt.IsZero() != e.StaleAt.IsZero() || rec.StaleAt.UnixMilli() != e.StaleAt.UnixMilli() {
 		return idem.ErrLeaseLost
 	}
 	rec.StaleAt = time.UnixMilli(now.UnixMilli())
@@ -181,6 +217,15 @@ func (m *MemoryStore) held(pk, token string) (idem.Record, bool) {
 
 func clone(rec idem.Record) *idem.Record {
 	rec.Request = slices.Clone(rec.Request)
+	if rec.Hold != nil {
+		h := *rec.Hold
+		h.Evidence = slices.Clone(h.Evidence)
+		if h.Settlement != nil {
+			s := *h.Settlement
+			h.Settlement = &s
+		}
+		rec.Hold = &h
+	}
 	if rec.Response != nil {
 		r := *rec.Response
 		r.Headers = maps.Clone(r.Headers)

@@ -1,0 +1,164 @@
+package acquirer
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+)
+
+// An answer of the acquirer is evidence, not an outcome: before anything is
+// stored, it is compared with what was asked and with itself. This file is
+// the one place those comparisons are written.
+//
+// The HTTP status and the body's status must pair as the endpoint's table
+// says (answerTable):
+//
+//	authorize  POST /v1/authorizations        200 or 201 with "captured"; 402 with "declined"
+//	lookup     GET  /v1/authorizations/{key}  200 with "captured" or "declined"; 404 is "not found"
+//
+// Any other pairing of a known status with a known body status is a
+// mismatch. An HTTP status the table does not name for the endpoint, or a
+// body status other than captured and declined, proves nothing and stays
+// ErrOutcomeUnknown, to be looked up again.
+//
+// The terms (CheckTerms) must be the ones asked: the amount in minor units,
+// exactly, and the currency as the ISO 4217 alpha-3 code that was sent,
+// compared byte for byte with no case folding ("brl" is not "BRL": an
+// acquirer that answers in another spelling is read as saying something
+// else). Every answer states them, a decline included: a decline that omits
+// the amount or the currency is a mismatch, so no ledger row ever states
+// terms the acquirer did not report. Where the acquirer echoes the
+// idempotency key it was sent (the sandbox does), the echo must be that key;
+// an answer without an echo is not checked for it.
+
+// ErrMismatch: the acquirer answered, but the answer disagrees with what was
+// asked (amount, currency, key) or with itself (its HTTP status against its
+// body). Money may have moved on terms nobody asked for, and the caller
+// cannot know which side is right: nothing is to be stored as an outcome,
+// and a person must decide. Errors wrapping it are *MismatchError.
+var ErrMismatch = errors.New("the acquirer's answer disagrees with the request")
+
+// MismatchError is an answer that disagrees, with what it said.
+type MismatchError struct {
+	// Reason names the first disagreement found (the Reason constants).
+	Reason string
+	// Endpoint is EndpointAuthorize or EndpointLookup.
+	Endpoint string
+	// HTTPStatus is the answer's status code.
+	HTTPStatus int
+	// Answer is the authorization as the acquirer stated it.
+	Answer Authorization
+}
+
+func (e *MismatchError) Error() string {
+	return fmt.Sprintf("%s: %s (%s answered %d %s)", ErrMismatch, e.Reason, e.Endpoint, e.HTTPStatus, e.Answer.Status)
+}
+
+// Is makes errors.Is(err, ErrMismatch) true.
+func (e *MismatchError) Is(target error) bool { return target == ErrMismatch }
+
+// The reasons of a MismatchError.
+const (
+	ReasonStatusPairing = "http_status_disagrees_with_body"
+	ReasonAmount        = "amount_differs"
+	ReasonCurrency      = "currency_differs"
+	ReasonTermsMissing  = "terms_missing"
+	ReasonKey           = "idempotency_key_differs"
+)
+
+// The endpoints, as a MismatchError names them.
+const (
+	EndpointAuthorize = "authorize"
+	EndpointLookup    = "lookup"
+)
+
+// answerTable: for each endpoint, the HTTP statuses that carry an
+// authorization and the body statuses each may carry.
+var answerTable = map[string]map[int][]string{
+	EndpointAuthorize: {
+		http.StatusOK:              {StatusCaptured},
+		http.StatusCreated:         {StatusCaptured},
+		http.StatusPaymentRequired: {StatusDeclined},
+	},
+	EndpointLookup: {
+		http.StatusOK: {StatusCaptured, StatusDeclined},
+	},
+}
+
+// carriesAuthorization reports whether status, on endpoint, is an answer
+// with an authorization in its body.
+func carriesAuthorization(endpoint string, status int) bool {
+	_, ok := answerTable[endpoint][status]
+	return ok
+}
+
+// checkPairing: the body's status is one the HTTP status may carry. a has
+// a known body status (decode refuses any other).
+func checkPairing(endpoint string, status int, a Authorization) error {
+	if !slices.Contains(answerTable[endpoint][status], a.Status) {
+		return &MismatchError{Reason: ReasonStatusPairing, Endpoint: endpoint, HTTPStatus: status, Answer: a}
+	}
+	return nil
+}
+
+// CheckTerms compares an authorization with what was asked under key: the
+// amount and the currency, and the echoed key where there is one (see the
+// rules at the top of this file). It returns nil or a *MismatchError whose
+// Endpoint and HTTPStatus are the caller's to fill (an in-process acquirer
+// has none). Every path that reads an authorization calls it: authorize,
+// the take-over's lookup, the reconciler's; an operator's accept calls
+// CheckSelf instead.
+func CheckTerms(a Authorization, key string, asked Request) error {
+	if err := CheckSelf(a, key); err != nil {
+		return err
+	}
+	reason := ""
+	switch {
+	case a.Amount != asked.Amount:
+		reason = ReasonAmount
+	case a.Currency != asked.Currency:
+		reason = ReasonCurrency
+	default:
+		return nil
+	}
+	return &MismatchError{Reason: reason, Answer: a}
+}
+
+// CheckSelf is what an authorization must say whatever was asked: its
+// terms (an amount and a currency), and the key it was asked under where
+// it echoes one. An operator who accepts the acquirer's terms over the
+// request's still needs an answer that agrees with itself.
+func CheckSelf(a Authorization, key string) error {
+	switch {
+	case a.IdempotencyKey != "" && a.IdempotencyKey != key:
+		return &MismatchError{Reason: ReasonKey, Answer: a}
+	case a.Amount <= 0 || a.Currency == "":
+		return &MismatchError{Reason: ReasonTermsMissing, Answer: a}
+	}
+	return nil
+}
+
+// Evidence is a mismatch as it is kept for an operator: what was asked
+// and what the acquirer said, as JSON. It holds no card data: the payment
+// method is not in it.
+func (e *MismatchError) Evidence(key string, asked Request) []byte {
+	b, err := json.Marshal(struct {
+		Reason     string        `json:"reason"`
+		Endpoint   string        `json:"endpoint,omitempty"`
+		HTTPStatus int           `json:"http_status,omitempty"`
+		Asked      askedTerms    `json:"asked"`
+		Answer     Authorization `json:"answer"`
+	}{e.Reason, e.Endpoint, e.HTTPStatus, askedTerms{asked.Amount, asked.Currency, key}, e.Answer})
+	if err != nil { // strings, numbers and a time
+		panic(err)
+	}
+	return b
+}
+
+type askedTerms struct {
+	Amount         int64  `json:"amount"`
+	Currency       string `json:"currency"`
+	IdempotencyKey string `json:"idempotency_key"`
+}

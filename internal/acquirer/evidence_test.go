@@ -1,0 +1,113 @@
+package acquirer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+)
+
+// TestAnswerTable: each endpoint's pairings of HTTP status and body status
+// (evidence.go), as the client reads them: an outcome, a mismatch, or
+// unknown.
+func TestAnswerTable(t *testing.T) {
+	t.Parallel()
+	const (
+		ok       = "outcome"
+		mismatch = "mismatch"
+		unknown  = "unknown"
+	)
+	body := func(status string) string {
+		return fmt.Sprintf(`{"id":"auth_1","status":%q,"amount":100,"currency":"BRL","idempotency_key":"k-1"}`, status)
+	}
+	for _, c := range []struct {
+		endpoint, answer string
+		status           int
+		want             string
+	}{
+		{EndpointAuthorize, body(StatusCaptured), 201, ok},
+		{EndpointAuthorize, body(StatusCaptured), 200, ok},
+		{EndpointAuthorize, body(StatusDeclined), 402, ok},
+		{EndpointAuthorize, body(StatusDeclined), 201, mismatch},
+		{EndpointAuthorize, body(StatusDeclined), 200, mismatch},
+		{EndpointAuthorize, body(StatusCaptured), 402, mismatch},
+		{EndpointAuthorize, body("pending"), 201, unknown},
+		{EndpointAuthorize, body(StatusCaptured), 202, unknown},
+		{EndpointAuthorize, body(StatusCaptured), 500, unknown},
+		{EndpointLookup, body(StatusCaptured), 200, ok},
+		{EndpointLookup, body(StatusDeclined), 200, ok},
+		{EndpointLookup, body(StatusCaptured), 201, unknown},
+		{EndpointLookup, body(StatusDeclined), 402, unknown},
+		{EndpointLookup, body("refunded"), 200, unknown},
+	} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(c.status)
+			fmt.Fprint(w, c.answer)
+		}))
+		client, err := NewClient(srv.URL, "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var a Authorization
+		if c.endpoint == EndpointAuthorize {
+			a, err = client.Authorize(context.Background(), "k-1", Request{Amount: 100, Currency: "BRL"})
+		} else {
+			a, err = client.Lookup(context.Background(), "k-1")
+		}
+		srv.Close()
+		var m *MismatchError
+		got := ok
+		switch {
+		case errors.As(err, &m):
+			got = mismatch
+			if !errors.Is(err, ErrMismatch) || m.Endpoint != c.endpoint || m.HTTPStatus != c.status || m.Reason != ReasonStatusPairing || m.Answer.ID != "auth_1" {
+				t.Errorf("%s %d %s: mismatch %+v", c.endpoint, c.status, c.answer, m)
+			}
+		case errors.Is(err, ErrOutcomeUnknown):
+			got = unknown
+		case err != nil:
+			got = err.Error()
+		}
+		if got != c.want || (got == ok && a.ID != "auth_1") {
+			t.Errorf("%s answered %d %s: %s (%v), want %s", c.endpoint, c.status, c.answer, got, err, c.want)
+		}
+	}
+}
+
+// TestCheckTerms: the terms must be the ones asked, byte for byte, every
+// answer states them, and an echoed key must be the one sent.
+func TestCheckTerms(t *testing.T) {
+	t.Parallel()
+	asked := Request{Amount: 1000, Currency: "BRL"}
+	good := Authorization{ID: "auth_1", Status: StatusCaptured, Amount: 1000, Currency: "BRL", IdempotencyKey: "k-1"}
+	for _, c := range []struct {
+		name   string
+		change func(*Authorization)
+		reason string
+	}{
+		{"agrees", func(*Authorization) {}, ""},
+		{"no echo", func(a *Authorization) { a.IdempotencyKey = "" }, ""},
+		{"a decline with its terms", func(a *Authorization) { a.Status, a.DeclineCode = StatusDeclined, "card_declined" }, ""},
+		{"10x", func(a *Authorization) { a.Amount = 10000 }, ReasonAmount},
+		{"another currency", func(a *Authorization) { a.Currency = "JPY" }, ReasonCurrency},
+		{"lower case", func(a *Authorization) { a.Currency = "brl" }, ReasonCurrency},
+		{"another key", func(a *Authorization) { a.IdempotencyKey = "k-2" }, ReasonKey},
+		{"a decline without an amount", func(a *Authorization) { a.Status, a.Amount = StatusDeclined, 0 }, ReasonTermsMissing},
+		{"no currency", func(a *Authorization) { a.Currency = "" }, ReasonTermsMissing},
+		{"a negative amount", func(a *Authorization) { a.Amount = -1000 }, ReasonTermsMissing},
+	} {
+		a := good
+		c.change(&a)
+		err := CheckTerms(a, "k-1", asked)
+		var m *MismatchError
+		switch {
+		case c.reason == "" && err != nil:
+			t.Errorf("%s: %v, want agreement", c.name, err)
+		case c.reason != "" && (!errors.As(err, &m) || m.Reason != c.reason || !errors.Is(err, ErrMismatch)):
+			t.Errorf("%s: %v, want a mismatch for %s", c.name, err, c.reason)
+		}
+	}
+}

@@ -1,0 +1,250 @@
+package chargetest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/idempotent-payments/idempay/internal/acquirer"
+	"github.com/idempotent-payments/idempay/internal/charge"
+	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/sandbox"
+)
+
+// liar is the sandbox in process whose answers say something else: each
+// authorization the sandbox gives passes through authorize (or lookup)
+// before the service reads it. It counts the calls that reach it.
+type liar struct {
+	sb                *sandbox.Server
+	authorize, lookup func(acquirer.Authorization) acquirer.Authorization
+	calls             atomic.Int64
+}
+
+func (l *liar) Authorize(ctx context.Context, key string, req acquirer.Request) (acquirer.Authorization, error) {
+	l.calls.Add(1)
+	a, err := l.sb.Authorize(ctx, key, req)
+	if err == nil && l.authorize != nil {
+		a = l.authorize(a)
+	}
+	return a, err
+}
+
+func (l *liar) Lookup(ctx context.Context, key string) (acquirer.Authorization, error) {
+	l.calls.Add(1)
+	a, err := l.sb.Lookup(ctx, key)
+	if err == nil && l.lookup != nil {
+		a = l.lookup(a)
+	}
+	return a, err
+}
+
+// Ways an answer can disagree with the request of the suites' body (25000
+// BRL).
+var (
+	tenTimes      = func(a acquirer.Authorization) acquirer.Authorization { a.Amount *= 10; return a }
+	otherCurrency = func(a acquirer.Authorization) acquirer.Authorization { a.Currency = "JPY"; return a }
+	lowerCase     = func(a acquirer.Authorization) acquirer.Authorization { a.Currency = "brl"; return a }
+	otherKey      = func(a acquirer.Authorization) acquirer.Authorization {
+		a.IdempotencyKey = "someone-elses-key"
+		return a
+	}
+	noTerms = func(a acquirer.Authorization) acquirer.Authorization {
+		a.Status, a.DeclineCode, a.Amount, a.Currency = acquirer.StatusDeclined, "card_declined", 0, ""
+		return a
+	}
+)
+
+// RunHoldConformance runs the acquirer's answer as evidence over a store
+// and its ledger: an answer that disagrees with the request holds the
+// record (no ledger row, no answer the acquirer did not give), a held
+// record is never taken over, reconciled or expired, and only an
+// operator's step settles it.
+func RunHoldConformance(t *testing.T, newStores NewStoresFunc) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name           string
+		authorize      func(acquirer.Authorization) acquirer.Authorization
+		reason         string
+		acquirerAmount int64
+	}{
+		{"TenTimesTheAmount", tenTimes, acquirer.ReasonAmount, 250000},
+		{"AnotherCurrency", otherCurrency, acquirer.ReasonCurrency, 25000},
+		{"TheCurrencyInLowerCase", lowerCase, acquirer.ReasonCurrency, 25000},
+		{"AnotherKeysAuthorization", otherKey, acquirer.ReasonKey, 25000},
+		{"ADeclineWithoutTerms", noTerms, acquirer.ReasonTermsMissing, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			w := newWorld(t, newStores)
+			acq := &liar{sb: sandbox.New(""), authorize: c.authorize}
+			svc := w.service(acq)
+			r := svc.Charge(ctx, input("mismatch-key"))
+			if r.Outcome != charge.Mismatch || r.RetryAfter <= 0 {
+				t.Fatalf("first attempt: %s, want %s", r.Outcome, charge.Mismatch)
+			}
+			rec := w.mustBeHeld(t, "mismatch-key", c.reason)
+			var evidence struct {
+				Answer acquirer.Authorization `json:"answer"`
+				Asked  struct{ Amount int64 } `json:"asked"`
+			}
+			if err := json.Unmarshal(rec.Hold.Evidence, &evidence); err != nil || evidence.Answer.Amount != c.acquirerAmount || evidence.Asked.Amount != 25000 {
+				t.Fatalf("evidence %s (%v): want both sides", rec.Hold.Evidence, err)
+			}
+			w.mustHaveNoRow(t, rec)
+			w.mustNotTouch(t, svc, acq, "mismatch-key")
+		})
+	}
+
+	t.Run("ALookupThatClaimsTenTimes", func(t *testing.T) {
+		t.Parallel()
+		w := newWorld(t, newStores)
+		acq := &liar{sb: sandbox.New(""), lookup: tenTimes}
+		w.dieAfterTheRowless(t, acq, "lookup-lies-key")
+		w.clock.Advance(time.Minute)
+		if r := w.service(acq).Charge(ctx, input("lookup-lies-key")); r.Outcome != charge.Mismatch || r.Attempt != 2 {
+			t.Fatalf("the take-over: %s attempt %d, want %s", r.Outcome, r.Attempt, charge.Mismatch)
+		}
+		rec := w.mustBeHeld(t, "lookup-lies-key", acquirer.ReasonAmount)
+		w.mustHaveNoRow(t, rec)
+		w.mustNotTouch(t, w.service(acq), acq, "lookup-lies-key")
+	})
+
+	t.Run("TheReconcilersLookupThatClaimsTenTimes", func(t *testing.T) {
+		t.Parallel()
+		w := newWorld(t, newStores)
+		acq := &liar{sb: sandbox.New(""), lookup: tenTimes}
+		w.dieAfterTheRowless(t, acq, "reconciler-lies-key")
+		w.clock.Advance(reconcilable)
+		if did, err := w.service(acq).Reconcile(ctx, pkOf("reconciler-lies-key")); err != nil || did != charge.ReconciledMismatch {
+			t.Fatalf("Reconcile: %s, %v; want a mismatch", did, err)
+		}
+		w.mustHaveNoRow(t, w.mustBeHeld(t, "reconciler-lies-key", acquirer.ReasonAmount))
+	})
+
+	t.Run("VoidConfirmedWaitsOutThenTheRetryChargesOnce", func(t *testing.T) {
+		t.Parallel()
+		w := newWorld(t, newStores)
+		sb := sandbox.New("")
+		acq := &liar{sb: sb, authorize: tenTimes}
+		svc := w.service(acq)
+		svc.Charge(ctx, input("void-key"))
+		first := w.mustBeHeld(t, "void-key", acquirer.ReasonAmount)
+		w.clock.Advance(5 * time.Second) // less than T + skew (6 s) after the hold ended the lease
+		if _, err := svc.Settle(ctx, pkOf("void-key"), idem.SettleVoidConfirmed, "ops:ana"); !errors.Is(err, idem.ErrTooEarly) {
+			t.Fatalf("void-confirmed before T + skew: %v, want ErrTooEarly", err)
+		}
+		w.mustBeHeld(t, "void-key", acquirer.ReasonAmount)
+		w.clock.Advance(2 * time.Second)
+		if _, err := svc.Settle(ctx, pkOf("void-key"), idem.SettleVoidConfirmed, "ops:ana"); err != nil {
+			t.Fatalf("void-confirmed: %v", err)
+		}
+		acq.authorize = nil // the acquirer answers truly now
+		r := svc.Charge(ctx, input("void-key"))
+		if r.Outcome != charge.Executed || r.Attempt != 1 {
+			t.Fatalf("the retry after void-confirmed: %s attempt %d", r.Outcome, r.Attempt)
+		}
+		rec, _ := w.guard.Lookup(ctx, pkOf("void-key"))
+		if rec.DownstreamKey == first.DownstreamKey || len(sb.ByKey()) != 2 {
+			t.Fatalf("the retry charged under the voided key, or more than once: %d authorizations", len(sb.ByKey()))
+		}
+		if again := svc.Charge(ctx, input("void-key")); again.Outcome != charge.Replayed || len(sb.ByKey()) != 2 {
+			t.Fatalf("a second retry: %s, %d authorizations", again.Outcome, len(sb.ByKey()))
+		}
+	})
+
+	t.Run("AcceptCompletesWithTheFreshLookupsTerms", func(t *testing.T) {
+		t.Parallel()
+		w := newWorld(t, newStores)
+		sb := sandbox.New("")
+		acq := &liar{sb: sb, authorize: otherCurrency, lookup: otherCurrency}
+		svc := w.service(acq)
+		svc.Charge(ctx, input("accept-key"))
+		w.mustBeHeld(t, "accept-key", acquirer.ReasonCurrency)
+		w.clock.Advance(time.Millisecond) // the hold ended the lease
+		acq.lookup = func(a acquirer.Authorization) acquirer.Authorization { a = otherCurrency(a); return otherKey(a) }
+		if _, err := svc.Settle(ctx, pkOf("accept-key"), idem.SettleAccept, "ops:ana"); !errors.Is(err, acquirer.ErrMismatch) {
+			t.Fatalf("accept of a lookup that disagrees with itself: %v, want a mismatch (the operator chooses)", err)
+		}
+		w.mustBeHeld(t, "accept-key", acquirer.ReasonCurrency)
+		acq.lookup = otherCurrency
+		w.clock.Advance(time.Second)
+		ch, err := svc.Settle(ctx, pkOf("accept-key"), idem.SettleAccept, "ops:ana")
+		if err != nil || ch.Currency != "JPY" || ch.Amount != 25000 || ch.AuthorizationID == "" {
+			t.Fatalf("accept: %+v, %v; want the acquirer's terms (25000 JPY)", ch, err)
+		}
+		rec, err := w.guard.Lookup(ctx, pkOf("accept-key"))
+		if err != nil || rec.Status != idem.StatusCompleted || rec.Hold.Settlement == nil || rec.Hold.Settlement.By != "ops:ana" ||
+			rec.Hold.Settlement.Action != idem.SettleAccept || !rec.Hold.Settlement.At.Equal(w.clock.Now()) {
+			t.Fatalf("accepted record: %+v, %v", rec, err)
+		}
+		if row, err := w.ledger.Get(ctx, charge.ChargeID(rec.DownstreamKey)); err != nil || row.Currency != "JPY" {
+			t.Fatalf("ledger row %+v, %v; want the acquirer's terms", row, err)
+		}
+		if r := svc.Charge(ctx, input("accept-key")); r.Outcome != charge.Replayed || len(sb.ByKey()) != 1 {
+			t.Fatalf("the client's retry: %s, %d authorizations", r.Outcome, len(sb.ByKey()))
+		}
+	})
+}
+
+// dieAfterTheRowless runs a first attempt of key whose acquirer
+// authorizes but whose answer is lost: the record stays in flight, its
+// lease ended, with the authorization at the acquirer.
+func (w *world) dieAfterTheRowless(t *testing.T, acq *liar, key string) {
+	t.Helper()
+	lost := &loses{liar: acq}
+	if r := w.service(lost).Charge(context.Background(), input(key)); r.Outcome != charge.Pending {
+		t.Fatalf("the attempt whose answer was lost: %s", r.Outcome)
+	}
+}
+
+// loses makes the authorization, then loses its answer.
+type loses struct{ *liar }
+
+func (l *loses) Authorize(ctx context.Context, key string, req acquirer.Request) (acquirer.Authorization, error) {
+	if _, err := l.sb.Authorize(ctx, key, req); err != nil {
+		return acquirer.Authorization{}, err
+	}
+	return acquirer.Authorization{}, acquirer.ErrOutcomeUnknown
+}
+
+// mustBeHeld: key's record is held, for reason, with no end of retention.
+func (w *world) mustBeHeld(t *testing.T, key, reason string) *idem.Record {
+	t.Helper()
+	rec, err := w.guard.Lookup(context.Background(), pkOf(key))
+	if err != nil || !rec.Held() || rec.Hold.Reason != reason || !rec.ExpiresAt.IsZero() {
+		t.Fatalf("record %+v (%v): want held for %s", rec, err, reason)
+	}
+	return rec
+}
+
+// mustHaveNoRow: no ledger row states terms for rec.
+func (w *world) mustHaveNoRow(t *testing.T, rec *idem.Record) {
+	t.Helper()
+	if row, err := w.ledger.Get(context.Background(), charge.ChargeID(rec.DownstreamKey)); !errors.Is(err, charge.ErrNoCharge) {
+		t.Fatalf("a held record has a ledger row %+v (%v)", row, err)
+	}
+}
+
+// mustNotTouch: a client's retry and a reconciliation of key's held
+// record, past its retention, answer held without asking the acquirer.
+func (w *world) mustNotTouch(t *testing.T, svc *charge.Service, acq *liar, key string) {
+	t.Helper()
+	ctx := context.Background()
+	calls := acq.calls.Load()
+	w.clock.Advance(idem.DefaultRetention + reconcilable)
+	if r := svc.Charge(ctx, input(key)); r.Outcome != charge.Held || r.RetryAfter <= 0 {
+		t.Fatalf("a retry of a held record past its retention: %s", r.Outcome)
+	}
+	if did, err := svc.Reconcile(ctx, pkOf(key)); err != nil || did != charge.ReconciledHeld {
+		t.Fatalf("Reconcile of a held record: %s, %v", did, err)
+	}
+	if n := acq.calls.Load() - calls; n != 0 {
+		t.Fatalf("a held record reached the acquirer %d times", n)
+	}
+	if rec, err := w.guard.Lookup(ctx, pkOf(key)); err != nil || !rec.Held() || rec.Attempt > 2 {
+		t.Fatalf("after the retry and the reconciliation: %+v, %v", rec, err)
+	}
+}
