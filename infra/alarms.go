@@ -76,8 +76,7 @@ func watch(stack awscdk.Stack, cfg Config, w watched) awssns.Topic {
 	}
 	five := awscdk.Duration_Minutes(jsii.Number(5))
 	// alarm fires when metric reaches threshold in one 5-minute period (no
-	// data: not breaching); below fires when it falls under threshold (no
-	// data: breaching, as for a heartbeat).
+	// data: not breaching).
 	add := func(id, description string, metric awscloudwatch.IMetric, threshold float64, op awscloudwatch.ComparisonOperator, missing awscloudwatch.TreatMissingData) {
 		a := awscloudwatch.NewAlarm(stack, jsii.String(id), &awscloudwatch.AlarmProps{
 			AlarmDescription: jsii.String(description), Metric: metric, Threshold: jsii.Number(threshold),
@@ -87,9 +86,6 @@ func watch(stack awscdk.Stack, cfg Config, w watched) awssns.Topic {
 	}
 	alarm := func(id, description string, metric awscloudwatch.IMetric, threshold float64) {
 		add(id, description, metric, threshold, awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD, awscloudwatch.TreatMissingData_NOT_BREACHING)
-	}
-	below := func(id, description string, metric awscloudwatch.IMetric, threshold float64) {
-		add(id, description, metric, threshold, awscloudwatch.ComparisonOperator_LESS_THAN_THRESHOLD, awscloudwatch.TreatMissingData_BREACHING)
 	}
 	emf := func(function, name, statistic string, dims map[string]string) awscloudwatch.Metric {
 		// function is the EMF Function dimension: charge, sqsconsumer (both
@@ -165,16 +161,31 @@ func watch(stack awscdk.Stack, cfg Config, w watched) awssns.Topic {
 			f.fn.fn.MetricDuration(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("p99")}), 0.8*f.timeout*1000)
 	}
 
-	// The sweeper: a heartbeat, and what it finds.
-	below("SweeperHeartbeatAlarm", "No successful sweep in 5 minutes: stale records are not being reconciled. Check the schedule rule and the sweeper's errors",
-		awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
-			Expression: jsii.String("FILL(swept, 0)"), UsingMetrics: &map[string]awscloudwatch.IMetric{"swept": outcome(obs.FunctionSweeper, sweep.OutcomeSwept)},
-			Label: jsii.String("sweeps"), Period: five,
-		}), 1)
-	alarm("StaleRecordsAlarm", "The sweeper found records left in flight and asked for their reconciliation: workers die or the acquirer drops; "+
+	// The sweeper: a heartbeat, and what it finds. The heartbeat treats
+	// missing data as missing: a new alarm starts in INSUFFICIENT_DATA and
+	// acts only on a change of state, so the first deploy does not page
+	// before the first sweep; afterwards, 5 minutes without a successful
+	// sweep turn it to INSUFFICIENT_DATA, which pages like ALARM.
+	heartbeat := awscloudwatch.NewAlarm(stack, jsii.String("SweeperHeartbeatAlarm"), &awscloudwatch.AlarmProps{
+		AlarmDescription: jsii.String("No successful sweep in 5 minutes (the alarm has no data): stale records are not being reconciled and held records not counted. " +
+			"Check the schedule rule and the sweeper's errors"),
+		Metric: outcome(obs.FunctionSweeper, sweep.OutcomeSwept), Threshold: jsii.Number(1), EvaluationPeriods: jsii.Number(1),
+		ComparisonOperator: awscloudwatch.ComparisonOperator_LESS_THAN_THRESHOLD, TreatMissingData: awscloudwatch.TreatMissingData_MISSING,
+	})
+	heartbeat.AddAlarmAction(awscloudwatchactions.NewSnsAction(topic))
+	heartbeat.AddInsufficientDataAction(awscloudwatchactions.NewSnsAction(topic))
+	alarm("StaleRecordsAlarm", "The sweeper found records left in flight and asked for their reconciliation (held records are not among them): workers die or the acquirer drops; "+
 		"usually self-healing, watch StaleFailing", emf(obs.FunctionSweeper, obs.MetricStaleFlagged, "Maximum", nil), 1)
 	alarm("StaleFailingAlarm", "Records stay in flight after 3 reconciliations: the acquirer's lookups keep failing. Check the acquirer; "+
 		"idemctl inspect / reconcile a record by hand", emf(obs.FunctionSweeper, obs.MetricStaleFailing, "Maximum", nil), 1)
+	// Held records: an acquirer's answer disagreed with the request. The
+	// first one pages, from the request that met it and from the sweeper's
+	// count; they are in none of the stale counts above.
+	alarm("AcquirerMismatchAlarm", "The acquirer answered on terms that were not asked (amount, currency, key, or a status that contradicts its body): "+
+		"the record is held, its client gets 503 pending. Run idemctl held, compare both sides with the acquirer's dashboard, then void-confirmed or accept",
+		sum("mm", outcome(obs.FunctionCharge, charge.Mismatch.String()), outcome(obs.FunctionConsumer, charge.Mismatch.String())), 1)
+	alarm("HeldRecordsAlarm", "Records are held for an operator (the sweeper counts them every minute): none settles by itself. "+
+		"Run idemctl held and settle each with void-confirmed or accept", emf(obs.FunctionSweeper, obs.MetricHeldRecords, "Maximum", nil), 1)
 	alarm("OldestStaleAlarm", fmt.Sprintf("A record has been stale for more than %d minutes since its last reconcile attempt (its back-off "+
 		"reached 16 minutes): reconcile it with idemctl and find why the reconciler cannot", staleHorizon/60), emf(obs.FunctionSweeper, obs.MetricOldestStaleSeconds, "Maximum", nil), staleHorizon)
 

@@ -529,7 +529,7 @@ func TestAlarms(t *testing.T) {
 	alarms := resources(tmpl, "AWS::CloudWatch::Alarm")
 	want := []string{"DeadLettersAlarm", "RejectedCommandsAlarm", "ProducerNotAllowedAlarm", "Api5xxRateAlarm", "ChargePendingAlarm", "ConsumerPendingAlarm",
 		"ChargeUnavailableAlarm", "ConsumerUnavailableAlarm", "AcquirerErrorsAlarm", "SweeperHeartbeatAlarm", "StaleRecordsAlarm",
-		"StaleFailingAlarm", "OldestStaleAlarm", "TableThrottlesAlarm", "IndexThrottlesAlarm", "TableSystemErrorsAlarm", "QueueAgeAlarmreconcile"}
+		"StaleFailingAlarm", "OldestStaleAlarm", "AcquirerMismatchAlarm", "HeldRecordsAlarm", "TableThrottlesAlarm", "IndexThrottlesAlarm", "TableSystemErrorsAlarm", "QueueAgeAlarmreconcile"}
 	for _, p := range cfg.Producers {
 		want = append(want, "QueueAgeAlarm"+p.Name)
 	}
@@ -548,9 +548,15 @@ func TestAlarms(t *testing.T) {
 			t.Errorf("alarm %s does not say what to do: %q", id, d)
 		}
 	}
+	// The heartbeat pages on silence (no data: INSUFFICIENT_DATA), not on
+	// the first deploy (a new alarm starts there and acts only on a change).
 	hb := props(byPrefix(t, alarms, "SweeperHeartbeatAlarm"))
-	if hb["ComparisonOperator"] != "LessThanThreshold" || hb["TreatMissingData"] != "breaching" || hb["Threshold"] != 1.0 {
+	if hb["ComparisonOperator"] != "LessThanThreshold" || hb["TreatMissingData"] != "missing" || hb["Threshold"] != 1.0 ||
+		len(list(hb["InsufficientDataActions"])) != 1 || strings.Contains(asJSON(hb), "FILL") {
 		t.Errorf("heartbeat %s", asJSON(hb))
+	}
+	if a := asJSON(props(byPrefix(t, alarms, "AcquirerMismatchAlarm"))); !strings.Contains(a, `"Value":"`+charge.Mismatch.String()+`"`) || !strings.Contains(a, `"Threshold":1`) {
+		t.Errorf("the mismatch alarm: %s", a)
 	}
 	for fn, timeout := range map[string]float64{"Charge": chargeTimeout, "Consumer": consumerTimeout, "Sweeper": sweeperTimeout} {
 		if d := props(byPrefix(t, alarms, fn+"DurationAlarm")); d["Threshold"] != 0.8*timeout*1000 || d["ExtendedStatistic"] != "p99" {

@@ -13,6 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/charge/dynamoledger"
@@ -152,6 +156,7 @@ func (d *duringConfirmation) Read(p []byte) (int, error) {
 // DynamoDB Local and a sandbox acquirer.
 type world struct {
 	table, acquirerURL string
+	ddb                *dynamodb.Client
 	store              *dynamostore.Store
 	ledger             *dynamoledger.Ledger
 	sb                 *sandbox.Server
@@ -173,7 +178,7 @@ func newWorld(t *testing.T) world {
 		t.Fatal(err)
 	}
 	p := idem.Protocol{InTransitBound: 200 * time.Millisecond, ClockSkew: 100 * time.Millisecond, Downstream: "sandbox"}
-	return world{table: table, acquirerURL: srv.URL, store: dynamostore.New(ddb, table), ledger: dynamoledger.New(ddb, table), sb: sb, acq: acq,
+	return world{table: table, acquirerURL: srv.URL, ddb: ddb, store: dynamostore.New(ddb, table), ledger: dynamoledger.New(ddb, table), sb: sb, acq: acq,
 		protocol: p, bound: p.WaitOut(p)}
 }
 
@@ -289,5 +294,172 @@ func TestReleaseInterleavingControl(t *testing.T) {
 	}
 	if lost := lostCharge(t, lookupFirst, "interleaved-control-1"); !strings.Contains(lost, "released") {
 		t.Fatalf("the old order lost no charge (%q): lostCharge cannot tell", lost)
+	}
+}
+
+// inflates is an acquirer that records ten times the amount asked: the
+// sandbox charges 10x and says so.
+type inflates struct{ *acquirer.Client }
+
+func (a inflates) Authorize(ctx context.Context, key string, req acquirer.Request) (acquirer.Authorization, error) {
+	req.Amount *= 10
+	return a.Client.Authorize(ctx, key, req)
+}
+
+// TestSettleHeld: a record held after the acquirer charged 10x is listed
+// with both sides; void-confirmed refuses before T + skew and then
+// releases, so the retry charges once; accept completes another with the
+// fresh lookup's terms and records who decided.
+func TestSettleHeld(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	w := newWorld(t)
+	idemctlAt := func(ahead time.Duration, args ...string) (string, error) {
+		var out bytes.Buffer
+		err := run(ctx, args, w.shell(strings.NewReader(""), &out, ahead))
+		return out.String(), err
+	}
+	guard := idem.NewGuard(w.store, idem.Config{Protocol: w.protocol})
+	lying := charge.NewService(guard, w.ledger, inflates{w.acq}, httpapi.Answer, charge.Config{})
+	truthful := charge.NewService(guard, w.ledger, w.acq, httpapi.Answer, charge.Config{})
+	body := []byte(`{"amount": 100, "currency": "BRL", "order_id": "1", "payment_method": "pm_card_visa"}`)
+	in := func(key string) charge.Input {
+		return charge.Input{Account: "acct_ops", Keys: []string{key}, Body: body}
+	}
+	for _, key := range []string{"held-void-key", "held-accept-key"} {
+		if r := lying.Charge(ctx, in(key)); r.Outcome != charge.Mismatch {
+			t.Fatalf("%s: %s, want a mismatch", key, r.Outcome)
+		}
+	}
+
+	out, err := idemctlAt(0, "held")
+	if err != nil || strings.Count(out, `"record": `) != 2 || !strings.Contains(out, `"reason": "amount_differs"`) || !strings.Contains(out, `"amount": 1000`) || !strings.Contains(out, `"amount": 100,`) {
+		t.Fatalf("held: %v\n%s", err, out)
+	}
+	if _, err := idemctlAt(7*time.Second, "reconcile", "--account", "acct_ops", "--key", "held-void-key", "--yes"); err == nil || !strings.Contains(err.Error(), "held") {
+		t.Fatalf("reconcile of a held record: %v", err)
+	}
+	if _, err := idemctlAt(7*time.Second, "void-confirmed", "--account", "acct_ops", "--key", "held-void-key", "--yes"); err == nil || !strings.Contains(err.Error(), "--by") {
+		t.Fatalf("void-confirmed without --by: %v", err)
+	}
+	if _, err := idemctlAt(0, "void-confirmed", "--account", "acct_ops", "--key", "held-void-key", "--by", "ops:ana", "--yes"); err == nil || !strings.Contains(err.Error(), "too early") {
+		t.Fatalf("void-confirmed before T + skew: %v", err)
+	}
+	if r := truthful.Charge(ctx, in("held-void-key")); r.Outcome != charge.Held {
+		t.Fatalf("the retry while held: %s", r.Outcome)
+	}
+	out, err = idemctlAt(7*time.Second, "void-confirmed", "--account", "acct_ops", "--key", "held-void-key", "--by", "ops:ana", "--yes")
+	if err != nil || !strings.Contains(out, "released") {
+		t.Fatalf("void-confirmed: %v\n%s", err, out)
+	}
+	before := len(w.sb.Authorizations())
+	if r := truthful.Charge(ctx, in("held-void-key")); r.Outcome != charge.Executed || r.Attempt != 1 {
+		t.Fatalf("the retry after void-confirmed: %s attempt %d", r.Outcome, r.Attempt)
+	}
+	if r := truthful.Charge(ctx, in("held-void-key")); r.Outcome != charge.Replayed || len(w.sb.Authorizations()) != before+1 {
+		t.Fatalf("after the retry: %s, %d new authorizations; want one", r.Outcome, len(w.sb.Authorizations())-before)
+	}
+
+	out, err = idemctlAt(time.Second, "accept", "--account", "acct_ops", "--key", "held-accept-key", "--by", "ops:bruno", "--yes")
+	if err != nil || !strings.Contains(out, "captured 1000 BRL") {
+		t.Fatalf("accept: %v\n%s", err, out)
+	}
+	out, err = idemctlAt(0, "inspect", "--account", "acct_ops", "--key", "held-accept-key")
+	var v view
+	if err != nil || json.Unmarshal([]byte(out), &v) != nil || v.Status != idem.StatusCompleted || v.Hold == nil || v.Hold.Settlement == nil ||
+		v.Hold.Settlement.By != "ops:bruno" || v.Hold.Settlement.Action != idem.SettleAccept || v.Ledger["amount"] != 1000.0 {
+		t.Fatalf("inspect after accept: %v\n%s", err, out)
+	}
+	if r := truthful.Charge(ctx, in("held-accept-key")); r.Outcome != charge.Replayed || !strings.Contains(string(r.Response.Body), `"amount":1000`) {
+		t.Fatalf("the client's retry after accept: %s %s", r.Outcome, r.Response.Body)
+	}
+}
+
+// TestShellTimesAreNotIdemctls: the interleaving where an operator's shell
+// says T is 1 s while the functions' is 5 s. The first attempt's request
+// hangs at the acquirer for 4.9 s; the client gives up at 3 s (pending);
+// 1.15 s later the operator runs release with short values in the
+// environment. idemctl still waits the record's T + skew and releases
+// nothing; the hung request lands, and the client's retry completes with
+// that one authorization.
+func TestShellTimesAreNotIdemctls(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	w := newWorld(t)
+	functions := idem.Protocol{InTransitBound: 5 * time.Second, ClockSkew: time.Second, Downstream: "sandbox"}
+	svc := charge.NewService(idem.NewGuard(w.store, idem.Config{Protocol: functions}), w.ledger, w.acq, httpapi.Answer, charge.Config{AcquirerTimeout: 3 * time.Second})
+	w.sb.SetFaults(sandbox.Faults{HangRate: 1, HangMS: 4900})
+	body := []byte(`{"amount": 100, "currency": "BRL", "order_id": "1", "payment_method": "pm_card_visa"}`)
+	in := charge.Input{Account: "acct_ops", Keys: []string{"shell-times-key"}, Body: body}
+	fnCtx, cancel := context.WithTimeout(ctx, 10*time.Second) // the charge function's invocation
+	r := svc.Charge(fnCtx, in)
+	cancel()
+	if r.Outcome != charge.Pending {
+		t.Fatalf("the first attempt: %s, want pending", r.Outcome)
+	}
+	time.Sleep(1150 * time.Millisecond)
+	var out bytes.Buffer
+	err := run(ctx, []string{"release", "--account", "acct_ops", "--key", "shell-times-key", "--yes"}, w.shell(strings.NewReader(""), &out, 0))
+	if err == nil || !strings.Contains(err.Error(), "nothing changed") {
+		t.Fatalf("release 1.15 s after the lease ended: %v\n%s; want a refusal", err, out.String())
+	}
+	w.sb.SetFaults(sandbox.Faults{})
+	deadline := time.Now().Add(10 * time.Second)
+	for len(w.sb.Authorizations()) == 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	fnCtx, cancel = context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if r := svc.Charge(fnCtx, in); r.Outcome != charge.Executed || r.Attempt != 2 {
+		t.Fatalf("the client's retry: %s attempt %d", r.Outcome, r.Attempt)
+	}
+	if n := len(w.sb.Authorizations()); n != 1 {
+		t.Fatalf("%d authorizations, want the hung request's one", n)
+	}
+}
+
+// TestOlderRecords: a record claimed before records carried their
+// protocol is waited out by idemctl with the compiled defaults (6 s), and
+// by the functions with their own.
+func TestOlderRecords(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	w := newWorld(t)
+	req, _ := charge.ParseRequest([]byte(`{"amount": 100, "currency": "BRL", "order_id": "1", "payment_method": "pm_card_visa"}`), 0)
+	for _, key := range []string{"older-idemctl-key", "older-function-key"} {
+		scope := idem.Scope{Operation: charge.Operation, Account: "acct_ops", Key: key}
+		if _, err := idem.NewGuard(w.store, idem.Config{DefaultLease: 100 * time.Millisecond}).Begin(ctx, scope, req.Canonical()); err != nil {
+			t.Fatal(err)
+		}
+		w.forgetProtocol(t, scope.PK())
+		if rec, err := w.store.Get(ctx, scope.PK(), time.Now()); err != nil || rec.Protocol != (idem.Protocol{}) {
+			t.Fatalf("the older record: %+v, %v", rec, err)
+		}
+	}
+	time.Sleep(500 * time.Millisecond) // past the functions' 300 ms wait-out
+	var out bytes.Buffer
+	release := []string{"release", "--account", "acct_ops", "--key", "older-idemctl-key", "--yes"}
+	if err := run(ctx, release, w.shell(strings.NewReader(""), &out, 0)); err == nil || !strings.Contains(err.Error(), "nothing changed") {
+		t.Fatalf("release of an older record 0.5 s after its lease: %v; want the compiled 6 s waited", err)
+	}
+	if err := run(ctx, release, w.shell(strings.NewReader(""), &out, 7*time.Second)); err != nil || !strings.Contains(out.String(), "released") {
+		t.Fatalf("release after the compiled wait-out: %v\n%s", err, out.String())
+	}
+	lease, err := idem.NewGuard(w.store, idem.Config{Protocol: w.protocol}).TakeOverStale(ctx, idem.Scope{Operation: charge.Operation, Account: "acct_ops", Key: "older-function-key"}.PK())
+	if err != nil || lease.WaitOut() != w.bound {
+		t.Fatalf("the functions' take-over of an older record: %v; want their own wait-out", err)
+	}
+}
+
+// forgetProtocol removes what a claim now stores of its protocol: the
+// record as written before records carried it.
+func (w world) forgetProtocol(t *testing.T, pk string) {
+	t.Helper()
+	_, err := w.ddb.UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
+		TableName: aws.String(w.table), Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: pk}},
+		UpdateExpression: aws.String("REMOVE in_transit_bound, clock_skew, downstream"),
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

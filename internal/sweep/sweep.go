@@ -108,7 +108,8 @@ type Report struct {
 // deadline less the stop margin; what is left waits for the next run. No
 // record is started after that point, and one started finishes (flag and
 // enqueue) within the margin, so a record is never flagged without its
-// command being sent. Then it counts the held records.
+// command being sent. Then, if there is time left, it counts the held
+// records (Complete is false when there was not).
 //
 // The cutoff is the deployment's T + skew (Config), one for every shard,
 // even though a record may carry a longer T of its own: flagging early
@@ -150,10 +151,14 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 		})
 	}
 	wg.Wait()
-	held, oldest, err := s.countHeld(stopAt, now)
-	total.Held, total.OldestHeld = held, oldest
-	if err != nil {
-		errs = append(errs, err)
+	if stopAt.Err() == nil { // held records are few: one page, within the margin
+		held, oldest, err := s.countHeld(ctx, now)
+		total.Held, total.OldestHeld = held, oldest
+		if err != nil {
+			errs = append(errs, err)
+		}
+	} else {
+		total.Complete = false
 	}
 	return total, errors.Join(errs...)
 }

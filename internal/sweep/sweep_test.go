@@ -358,3 +358,31 @@ func TestFailedSendStrandsAtMostABatch(t *testing.T) {
 		t.Fatalf("%d flagged without a command (report %d), want at most %d", stranded, r.Flagged, idem.Shards*10)
 	}
 }
+
+// TestHeldRecordsAreCountedNotFlagged: a record held for an operator is
+// counted, with the age of its hold, and never flagged or sent for
+// reconciliation, however long it has been stale.
+func TestHeldRecordsAreCountedNotFlagged(t *testing.T) {
+	eachStore(t, func(t *testing.T, f *fixture) {
+		ctx := context.Background()
+		s := idem.Scope{Operation: "charge", Account: "acct_s", Key: "held-key-0001"}
+		c, err := f.guard.Begin(ctx, s, idem.Canonical{{Name: "amount", Value: "1"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Lease.HoldForOperator(ctx, "amount_differs", []byte(`{}`)); err != nil {
+			t.Fatal(err)
+		}
+		f.claim(t, "stale", 2)
+		f.clock.Advance(time.Hour)
+		r, err := f.sweeper(sweep.Config{}).Run(ctx)
+		if err != nil || r.Held != 1 || r.OldestHeld < time.Hour || r.Flagged != 2 || !r.Complete {
+			t.Fatalf("run: %+v, %v; want 1 held (an hour old) and the 2 stale flagged", r, err)
+		}
+		for _, body := range f.drain(t) {
+			if cmd, _ := command.Decode(body); cmd.PK == s.PK() {
+				t.Fatal("a held record was sent for reconciliation")
+			}
+		}
+	})
+}
