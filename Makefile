@@ -101,15 +101,25 @@ build:
 	  echo "dist/$$fn/bootstrap"; \
 	done
 
-# The deployer's inputs, required in every environment (infra/config.go):
-# the IdP whose RS256 tokens the JWT authorizer verifies, and their audience.
+# The deployer's inputs (infra/config.go): the IdP whose RS256 tokens the
+# JWT authorizer verifies and their audience, in every environment; where
+# the stack goes (AWS_ACCOUNT, AWS_REGION: the cdk CLI's defaults from the
+# shell's credentials when empty); who may assume each producer's role
+# (PRODUCER_PRINCIPALS="orders=arn:aws:iam::...:role/orders ...", required in
+# staging and prod); with TRACING=1 outside CDK's table of regions, the
+# collector layer's ARN.
 JWT_ISSUER ?=
 JWT_AUDIENCE ?=
+AWS_ACCOUNT ?=
+PRODUCER_PRINCIPALS ?=
+COLLECTOR_LAYER_ARN ?=
 CDK_INPUTS = -c env=$(ENV) -c jwtIssuer=$(JWT_ISSUER) -c jwtAudience=$(JWT_AUDIENCE) \
   -c "alarmEmails=$(ALARM_EMAILS)" -c reservedConcurrency=$(RESERVED_CONCURRENCY) \
-  -c throttleRate=$(THROTTLE_RATE) -c throttleBurst=$(THROTTLE_BURST) -c tracing=$(if $(filter 1,$(TRACING)),1)
+  -c throttleRate=$(THROTTLE_RATE) -c throttleBurst=$(THROTTLE_BURST) -c tracing=$(if $(filter 1,$(TRACING)),1) \
+  $(if $(AWS_ACCOUNT),-c account=$(AWS_ACCOUNT)) $(if $(AWS_REGION),-c region=$(AWS_REGION)) \
+  $(foreach p,$(PRODUCER_PRINCIPALS),-c producerPrincipal.$(p)) $(if $(COLLECTOR_LAYER_ARN),-c collectorLayerArn=$(COLLECTOR_LAYER_ARN))
 
-## synth: the CloudFormation template of ENV (dev, staging, prod) into infra/cdk.out; JWT_ISSUER and JWT_AUDIENCE are required, and in staging and prod ALARM_EMAILS, RESERVED_CONCURRENCY, THROTTLE_RATE, THROTTLE_BURST
+## synth: the CloudFormation template of ENV (dev, staging, prod) into infra/cdk.out; JWT_ISSUER, JWT_AUDIENCE and (without credentials) AWS_ACCOUNT and AWS_REGION are required, and in staging and prod ALARM_EMAILS, RESERVED_CONCURRENCY, THROTTLE_RATE, THROTTLE_BURST, PRODUCER_PRINCIPALS
 synth: build $(CDK)
 	cd infra && _cdk/node_modules/.bin/cdk synth $(CDK_INPUTS) --quiet && echo "infra/cdk.out/idempay-$(ENV).template.json"
 

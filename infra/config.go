@@ -2,13 +2,16 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/regioninfo"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/jsii-runtime-go"
 
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/idem"
@@ -48,10 +51,12 @@ type Producer struct {
 	// the role.
 	Name     string
 	Accounts []string
-	// AssumedBy is the ARN of the principal (a role, in this or another AWS
-	// account) that may assume the producer's role. Empty: any principal of
-	// the deploying account whose own policy allows sts:AssumeRole on it.
-	// Set it in every real environment.
+	// AssumedBy is the ARN of the IAM role or user (in this or another AWS
+	// account) that may assume the producer's role: the input
+	// producerPrincipals. Required in staging and prod, where an account's
+	// root is refused. Empty, in dev only: the deploying account's root,
+	// that is any principal of that account whose own policy allows
+	// sts:AssumeRole on the role (synthesis warns).
 	AssumedBy string
 }
 
@@ -60,6 +65,11 @@ type Producer struct {
 type Config struct {
 	// Name is the environment: dev, staging or prod.
 	Name string
+	// Account and Region are where the stack deploys, explicit so that
+	// region-dependent lookups (the collector layer) resolve at synthesis:
+	// the inputs account and region, or the CDK CLI's CDK_DEFAULT_ACCOUNT
+	// and CDK_DEFAULT_REGION (the deploying shell's credentials).
+	Account, Region string
 	// RetentionDays is how long an idempotency key is remembered.
 	RetentionDays int
 	// JWTIssuer and JWTAudience configure the API's JWT authorizer: the
@@ -105,14 +115,14 @@ type Config struct {
 	AlarmEmails []string
 	// TableWarmWrites and IndexWarmWrites pre-warm the on-demand table and
 	// its in-flight index (write units per second; 0: DynamoDB's default,
-	// 4,000 for a new table). A charge writes 3 units to the table (the
-	// claim, the ledger row, the completion; each item under 1 KB) and 2 to
-	// the index (the entry in, the entry out), so the design's 5,000
-	// charges/s need 15,000 and 10,000; prod pre-warms the table to 25,000,
-	// headroom for retries and storms of replays (1 unit each). (Serving
-	// that rate takes a reservation of 2,500 at a p99 of 0.5 s: the
-	// throttle rule.)
+	// 4,000 for a new table). Prod derives them from its capacity inputs
+	// (warmWrites), never below what it already deploys (deployedWarm).
 	TableWarmWrites, IndexWarmWrites int
+	// CollectorLayerARN is the tracing collector layer for Region: CDK's
+	// table of the ADOT layer's ARNs (collectorLayer), or the input
+	// collectorLayerArn. Synthesis with tracing fails in a region that has
+	// neither.
+	CollectorLayerARN string
 	// Tracing deploys the functions' spans: the ADOT collector layer (its
 	// ARN per region from CDK's table, pinned to collectorLayer), an OTLP
 	// endpoint on it, X-Ray. It must match the build: `make deploy
@@ -140,12 +150,42 @@ const (
 	InputThrottleRate        = "throttleRate"
 	InputThrottleBurst       = "throttleBurst"
 	InputTracing             = "tracing" // "1": the build has the OTLP exporter (TRACING=1)
+	// InputAccount and InputRegion place the stack (CDK_DEFAULT_ACCOUNT and
+	// CDK_DEFAULT_REGION when absent).
+	InputAccount = "account"
+	InputRegion  = "region"
+	// InputProducerPrincipal plus a producer's name is the principal that
+	// may assume that producer's role, an IAM role or user:
+	// -c producerPrincipal.orders=arn:aws:iam::111122223333:role/orders
+	// (make synth PRODUCER_PRINCIPALS="orders=arn:...").
+	InputProducerPrincipal = "producerPrincipal."
+	// InputCollectorLayerARN is the tracing collector layer's ARN, for a
+	// region CDK's table does not have.
+	InputCollectorLayerARN = "collectorLayerArn"
 )
 
-// collectorLayer is the tracing build's collector: the ADOT collector
-// Lambda layer at this version; CDK resolves its ARN for the stack's region
-// and arm64.
-var collectorLayer = awslambda.AdotLambdaLayerGenericVersion_V0_115_0()
+// collectorLayer is the tracing build's collector, the ADOT collector
+// Lambda layer at this version for arm64, as CDK's table of facts per
+// region names it (regioninfo).
+var collectorLayer = regioninfo.FactName_AdotLambdaLayer(jsii.String("GENERIC"), jsii.String("0.115.0"), jsii.String("arm64"))
+
+// Prod's pre-warmed write throughput (warmWrites): a charge writes 3 units
+// to the table (the claim, the ledger row, the completion; each item under
+// 1 KB) and 2 to its in-flight index (the entry in, the entry out), at the
+// most the HTTP stage throttle lets through plus what the queue consumers
+// can take (ConsumerMaxConcurrency batches of 10 per ChargeP99), twice
+// over for retries and storms of replays (1 unit each).
+const (
+	tableUnitsPerCharge = 3
+	indexUnitsPerCharge = 2
+	warmHeadroom        = 2
+	consumerBatch       = 10
+)
+
+// deployedWarm is the warm throughput each environment deploys today.
+// DynamoDB refuses a decrease of a table's warm throughput, so a derived
+// value below it keeps it; after a deploy raises it, raise it here.
+var deployedWarm = map[string]struct{ table, index int }{"prod": {25000, 10000}}
 
 // chargeP99 is the charge function's p99 duration the throttle is sized
 // for: an assumption until measured (the function's Duration p99 in
@@ -177,7 +217,6 @@ func ConfigFor(name string, input func(key string) string) (Config, error) {
 		base.LogRetentionDays = 365
 		base.Retain = true
 		base.ConsumerMaxConcurrency = 20
-		base.TableWarmWrites, base.IndexWarmWrites = 25000, 10000
 		base.AlarmPendingPer5Min, base.AlarmThrottlesPer5Min = 5, 1
 	default:
 		return Config{}, fmt.Errorf("environment %q: want one of %v", name, Environments)
@@ -199,7 +238,72 @@ func ConfigFor(name string, input func(key string) string) (Config, error) {
 	if err := base.readCapacity(input, name != "dev"); err != nil {
 		return Config{}, fmt.Errorf("environment %s: %w", name, err)
 	}
+	if name == "prod" {
+		base.warmWrites()
+	}
+	if err := base.readPlacement(input); err != nil {
+		return Config{}, fmt.Errorf("environment %s: %w", name, err)
+	}
+	if err := base.readPrincipals(input, name != "dev"); err != nil {
+		return Config{}, fmt.Errorf("environment %s: %w", name, err)
+	}
 	return base, nil
+}
+
+// warmWrites derives the pre-warmed write throughput from the capacity
+// inputs, never below what is deployed (deployedWarm).
+func (c *Config) warmWrites() {
+	rate := c.ThrottleRate + float64(c.ConsumerMaxConcurrency*consumerBatch)/c.ChargeP99.Seconds()
+	floor := deployedWarm[c.Name]
+	c.TableWarmWrites = max(floor.table, int(math.Ceil(rate*tableUnitsPerCharge*warmHeadroom)))
+	c.IndexWarmWrites = max(floor.index, int(math.Ceil(rate*indexUnitsPerCharge*warmHeadroom)))
+}
+
+var (
+	awsAccount = regexp.MustCompile(`^[0-9]{12}$`)
+	awsRegion  = regexp.MustCompile(`^[a-z]{2}(-[a-z]+)+-[0-9]$`)
+	// principalARN is an IAM role or user, never an account's root.
+	principalARN = regexp.MustCompile(`^arn:aws[a-z-]*:iam::[0-9]{12}:(role|user)/[A-Za-z0-9+=,.@_/-]+$`)
+)
+
+// readPlacement reads the account and region (required) and, with
+// tracing, finds the collector layer for the region.
+func (c *Config) readPlacement(input func(string) string) error {
+	c.Account, c.Region = input(InputAccount), input(InputRegion)
+	if !awsAccount.MatchString(c.Account) {
+		return fmt.Errorf("input %s=%q: want the 12-digit AWS account (or CDK_DEFAULT_ACCOUNT, which the cdk CLI sets from the credentials)", InputAccount, c.Account)
+	}
+	if !awsRegion.MatchString(c.Region) {
+		return fmt.Errorf("input %s=%q: want an AWS region such as sa-east-1 (or CDK_DEFAULT_REGION)", InputRegion, c.Region)
+	}
+	if !c.Tracing {
+		return nil
+	}
+	c.CollectorLayerARN = input(InputCollectorLayerARN)
+	if c.CollectorLayerARN == "" {
+		c.CollectorLayerARN = aws.ToString(regioninfo.Fact_Find(jsii.String(c.Region), collectorLayer))
+	}
+	if !strings.HasPrefix(c.CollectorLayerARN, "arn:aws") || !strings.Contains(c.CollectorLayerARN, ":layer:") {
+		return fmt.Errorf("tracing: no collector layer for region %s in CDK's table; give its ARN as input %s", c.Region, InputCollectorLayerARN)
+	}
+	return nil
+}
+
+// readPrincipals reads who may assume each producer's role: required for
+// every producer when required, and never an account's root.
+func (c *Config) readPrincipals(input func(string) string, required bool) error {
+	for i, p := range c.Producers {
+		key := InputProducerPrincipal + p.Name
+		switch arn := input(key); {
+		case arn != "" && !principalARN.MatchString(arn):
+			return fmt.Errorf("input %s=%q: want arn:aws:iam::<account>:role/<name> (a role or user, never an account's root)", key, arn)
+		case arn != "":
+			c.Producers[i].AssumedBy = arn
+		case required && p.AssumedBy == "":
+			return fmt.Errorf("producer %s has no principal that may assume its role (input %s); the account's root is never trusted here", p.Name, key)
+		}
+	}
+	return nil
 }
 
 func (c Config) checkJWT() error {
@@ -234,8 +338,8 @@ func (c Config) checkProducers() error {
 			return fmt.Errorf("producer %q listed twice", p.Name)
 		case len(p.Accounts) == 0:
 			return fmt.Errorf("producer %s may charge no account", p.Name)
-		case p.AssumedBy != "" && !strings.HasPrefix(p.AssumedBy, "arn:"):
-			return fmt.Errorf("producer %s: AssumedBy %q is not an ARN", p.Name, p.AssumedBy)
+		case p.AssumedBy != "" && !principalARN.MatchString(p.AssumedBy):
+			return fmt.Errorf("producer %s: AssumedBy %q is not the ARN of a role or user", p.Name, p.AssumedBy)
 		}
 		for _, a := range p.Accounts {
 			if err := idem.ValidateAccount(a); err != nil {

@@ -10,6 +10,10 @@ import (
 	"github.com/aws/jsii-runtime-go"
 )
 
+// cliDefaults: the inputs the cdk CLI can supply from the deploying
+// shell's credentials when the context does not.
+var cliDefaults = map[string]string{InputAccount: "CDK_DEFAULT_ACCOUNT", InputRegion: "CDK_DEFAULT_REGION"}
+
 func main() {
 	defer jsii.Close()
 	app := awscdk.NewApp(nil)
@@ -19,6 +23,9 @@ func main() {
 	}
 	cfg, err := ConfigFor(env, func(key string) string {
 		v, _ := app.Node().TryGetContext(jsii.String(key)).(string)
+		if fallback, ok := cliDefaults[key]; ok && v == "" {
+			v = os.Getenv(fallback)
+		}
 		return v
 	})
 	if err != nil {

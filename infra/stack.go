@@ -27,6 +27,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/command"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
+	"github.com/idempotent-payments/idempay/internal/queue"
 	"github.com/idempotent-payments/idempay/internal/route"
 	"github.com/idempotent-payments/idempay/internal/setup"
 )
@@ -38,6 +39,7 @@ type StackAssets struct{ Dir string }
 func NewStack(scope constructs.Construct, id string, cfg Config, assets StackAssets) awscdk.Stack {
 	stack := awscdk.NewStack(scope, jsii.String(id), &awscdk.StackProps{
 		Description: jsii.String("idempay " + cfg.Name + ": idempotent charges on API Gateway, Lambda, SQS and DynamoDB"),
+		Env:         &awscdk.Environment{Account: jsii.String(cfg.Account), Region: jsii.String(cfg.Region)},
 	})
 	removal := awscdk.RemovalPolicy_DESTROY
 	if cfg.Retain {
@@ -45,19 +47,43 @@ func NewStack(scope constructs.Construct, id string, cfg Config, assets StackAss
 	}
 
 	table := newTable(stack, cfg, removal)
+	// The queues are named (queue.Names, as the local stack's), so the DLQ
+	// can name the queues it takes dead letters from without a cycle.
+	names := queue.Names{Prefix: id}
+	arnOf := func(name string) *string {
+		return awscdk.Fn_Sub(jsii.String("arn:${AWS::Partition}:sqs:${AWS::Region}:${AWS::AccountId}:"+name), nil)
+	}
+	var sourceNames []string
+	for _, p := range cfg.Producers {
+		sourceNames = append(sourceNames, names.Charges(p.Name))
+	}
+	sourceNames = append(sourceNames, names.Reconcile())
+	var sourceARNs []*string
+	for _, n := range sourceNames {
+		sourceARNs = append(sourceARNs, arnOf(n))
+	}
 	dlq := awssqs.NewQueue(stack, jsii.String("ChargeCommandsDLQ"), &awssqs.QueueProps{
+		QueueName:  jsii.String(names.DLQ()),
 		Encryption: awssqs.QueueEncryption_SQS_MANAGED, EnforceSSL: jsii.Bool(true),
 		RetentionPeriod: awscdk.Duration_Days(jsii.Number(14)), RemovalPolicy: removal,
+	})
+	// Only the command queues may use it as their DLQ. CDK's
+	// RedriveAllowPolicy takes queue constructs, which would be a cycle
+	// (each refers to the DLQ): the named ARNs go in by an override.
+	dlq.Node().DefaultChild().(awssqs.CfnQueue).AddPropertyOverride(jsii.String("RedriveAllowPolicy"), map[string]any{
+		"redrivePermission": "byQueue", "sourceQueueArns": sourceARNs,
 	})
 	// The consumers' refusals, each with reject_code and reject_reason: kept
 	// apart from the DLQ so a refusal (tell the producer) and a command that
 	// ran out of receives (a real failure) alarm apart.
 	rejected := awssqs.NewQueue(stack, jsii.String("RejectedCommands"), &awssqs.QueueProps{
+		QueueName:  jsii.String(names.Rejected()),
 		Encryption: awssqs.QueueEncryption_SQS_MANAGED, EnforceSSL: jsii.Bool(true),
 		RetentionPeriod: awscdk.Duration_Days(jsii.Number(14)), RemovalPolicy: removal,
 	})
-	commandQueue := func(id string) awssqs.Queue {
+	commandQueue := func(id, name string) awssqs.Queue {
 		return awssqs.NewQueue(stack, jsii.String(id), &awssqs.QueueProps{
+			QueueName:  jsii.String(name),
 			Encryption: awssqs.QueueEncryption_SQS_MANAGED, EnforceSSL: jsii.Bool(true),
 			VisibilityTimeout: awscdk.Duration_Seconds(jsii.Number(visibilityTimeout)),
 			DeadLetterQueue:   &awssqs.DeadLetterQueue{Queue: dlq, MaxReceiveCount: jsii.Number(maxReceiveCount)},
@@ -73,10 +99,14 @@ func NewStack(scope constructs.Construct, id string, cfg Config, assets StackAss
 	}
 	var producers []producerQueue
 	for _, p := range cfg.Producers {
-		q := commandQueue("ChargeCommands-" + p.Name)
+		q := commandQueue("ChargeCommands-"+p.Name, names.Charges(p.Name))
 		var assumedBy awsiam.IPrincipal = awsiam.NewAccountRootPrincipal()
 		if p.AssumedBy != "" {
 			assumedBy = awsiam.NewArnPrincipal(jsii.String(p.AssumedBy))
+		} else { // dev only: ConfigFor requires a principal elsewhere
+			awscdk.Annotations_Of(stack).AddWarningV2(jsii.String("idempay:producer-trusts-account"), jsii.String(
+				"producer "+p.Name+"'s role trusts the whole account "+cfg.Account+": any principal allowed sts:AssumeRole on it can charge its accounts. "+
+					"Name its principal with -c "+InputProducerPrincipal+p.Name+"=arn:aws:iam::...:role/... (required in staging and prod)"), nil)
 		}
 		role := awsiam.NewRole(stack, jsii.String("Producer-"+p.Name+"-Role"), &awsiam.RoleProps{
 			AssumedBy:   assumedBy,
@@ -91,7 +121,7 @@ func NewStack(scope constructs.Construct, id string, cfg Config, assets StackAss
 		onlySender(q, role)
 		producers = append(producers, producerQueue{Producer: p, queue: q, role: role})
 	}
-	reconcileQueue := commandQueue("ReconcileCommands")
+	reconcileQueue := commandQueue("ReconcileCommands", names.Reconcile())
 	secret := awssecretsmanager.NewSecret(stack, jsii.String("AcquirerCredential"), &awssecretsmanager.SecretProps{
 		Description:   jsii.String("The acquirer API credential of idempay " + cfg.Name + ". Put the real value after the first deploy."),
 		RemovalPolicy: removal,
@@ -116,14 +146,17 @@ func NewStack(scope constructs.Construct, id string, cfg Config, assets StackAss
 	}
 	tableArn := table.AttrArn()
 	indexArn := jsii.String(*tableArn + "/index/" + dynamostore.InflightIndex)
-	// Rows by prefix: a role may change only the rows it owns. Claims and
-	// completions put records and ledger rows; take-overs, completions and
-	// releases update and delete records; nothing updates or deletes a
-	// ledger row once written.
+	// Rows by prefix: a role may touch only the rows it owns. Claims and
+	// completions put (and read) records and ledger rows, and nothing else;
+	// take-overs, completions and releases update and delete records;
+	// nothing updates or deletes a ledger row once written. IAM cannot
+	// require attribute_not_exists, so a role that may put ledger rows
+	// could overwrite one: the code's conditional write is what prevents it.
 	onlyRecords := leadingKeys(idem.RecordPrefix)
 	onlyLedger := leadingKeys(dynamoledger.Prefix)
+	recordsAndLedger := leadingKeys(idem.RecordPrefix, dynamoledger.Prefix)
 	recordStatements := []statement{
-		{actions: []string{"dynamodb:PutItem", "dynamodb:GetItem"}, resources: []*string{tableArn}},
+		{actions: []string{"dynamodb:PutItem", "dynamodb:GetItem"}, resources: []*string{tableArn}, conditions: recordsAndLedger},
 		{actions: []string{"dynamodb:UpdateItem", "dynamodb:DeleteItem"}, resources: []*string{tableArn}, conditions: onlyRecords},
 	}
 	consumeActions := []string{"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ChangeMessageVisibility"}
@@ -157,7 +190,7 @@ func NewStack(scope constructs.Construct, id string, cfg Config, assets StackAss
 			setup.EnvCommandSources:   encodeSources([]command.Source{{ARN: *reconcileQueue.QueueArn(), URL: *reconcileQueue.QueueUrl(), Reconcile: true}}),
 			setup.EnvRejectedQueueURL: rejected.QueueUrl(),
 		}), []statement{
-			{actions: []string{"dynamodb:GetItem"}, resources: []*string{tableArn}},
+			{actions: []string{"dynamodb:GetItem"}, resources: []*string{tableArn}, conditions: recordsAndLedger},
 			{actions: []string{"dynamodb:UpdateItem", "dynamodb:DeleteItem"}, resources: []*string{tableArn}, conditions: onlyRecords},
 			{actions: []string{"dynamodb:PutItem"}, resources: []*string{tableArn}, conditions: onlyLedger},
 			{actions: []string{"secretsmanager:GetSecretValue"}, resources: []*string{secret.SecretArn()}},
@@ -316,9 +349,13 @@ func onlySender(q awssqs.Queue, sender awsiam.Role) {
 }
 
 // leadingKeys confines a statement to the items whose partition key
-// begins with prefix.
-func leadingKeys(prefix string) map[string]any {
-	return map[string]any{"ForAllValues:StringLike": map[string]any{"dynamodb:LeadingKeys": []string{prefix + "*"}}}
+// begins with one of prefixes.
+func leadingKeys(prefixes ...string) map[string]any {
+	var like []string
+	for _, p := range prefixes {
+		like = append(like, p+"*")
+	}
+	return map[string]any{"ForAllValues:StringLike": map[string]any{"dynamodb:LeadingKeys": like}}
 }
 
 // encodeSources writes a consumer's COMMAND_SOURCES; the ARNs and URLs are
@@ -360,8 +397,7 @@ func newFunction(stack awscdk.Stack, name string, cfg Config, assets StackAssets
 	if cfg.Tracing {
 		// The collector runs as an extension and forwards OTLP to X-Ray with
 		// the role's X-Ray permissions; the functions export to it.
-		layers = append(layers, awslambda.LayerVersion_FromLayerVersionArn(stack, jsii.String(name+"Collector"),
-			collectorLayer.LayerArn(stack, awslambda.Architecture_ARM_64())))
+		layers = append(layers, awslambda.LayerVersion_FromLayerVersionArn(stack, jsii.String(name+"Collector"), jsii.String(cfg.CollectorLayerARN)))
 		(*env)[setup.EnvOTLPEndpoint] = jsii.String(collectorEndpoint)
 	}
 	fn := awslambda.NewFunction(stack, jsii.String(name), &awslambda.FunctionProps{
@@ -375,6 +411,12 @@ func newFunction(stack awscdk.Stack, name string, cfg Config, assets StackAssets
 		Environment:  env,
 		Role:         role,
 		LogGroup:     logs,
+		// Lambda's JSON log format: its own lines are JSON too, and the
+		// application level reaches the functions as AWS_LAMBDA_LOG_LEVEL
+		// (setup.LogLevel).
+		LoggingFormat:         awslambda.LoggingFormat_JSON,
+		ApplicationLogLevelV2: awslambda.ApplicationLogLevel_INFO,
+		SystemLogLevelV2:      awslambda.SystemLogLevel_WARN,
 	})
 	fn.Node().DefaultChild().(awslambda.CfnFunction).SetTracingConfig(&awslambda.CfnFunction_TracingConfigProperty{Mode: jsii.String("Active")})
 	fn.Node().AddDependency(policy)

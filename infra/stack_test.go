@@ -333,15 +333,17 @@ func TestLeastPrivilege(t *testing.T) {
 	if strings.Contains(asJSON(tmpl), `"dynamodb:Scan"`) {
 		t.Error("something may Scan")
 	}
-	// Rows by prefix: no role updates or deletes a ledger row, the sweeper
-	// touches records only, and the reconciler puts ledger rows only (never
-	// an idempotency record: the claim path fails for it).
+	// Rows by prefix: every item action names the prefixes it may touch; no
+	// role updates or deletes a ledger row, the sweeper touches records
+	// only, and the reconciler puts ledger rows only (never an idempotency
+	// record: the claim path fails for it).
 	records := `{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["` + idem.RecordPrefix + `*"]}}`
 	ledger := `{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["` + dynamoledger.Prefix + `*"]}}`
+	both := `{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["` + idem.RecordPrefix + `*","` + dynamoledger.Prefix + `*"]}}`
 	for prefix, want := range map[string]map[string]string{ // action → the condition it must carry ("" none)
-		"ChargePolicy":      {"dynamodb:PutItem": "", "dynamodb:GetItem": "", "dynamodb:UpdateItem": records, "dynamodb:DeleteItem": records},
-		"SqsConsumerPolicy": {"dynamodb:PutItem": "", "dynamodb:GetItem": "", "dynamodb:UpdateItem": records, "dynamodb:DeleteItem": records},
-		"ReconcilerPolicy":  {"dynamodb:PutItem": ledger, "dynamodb:GetItem": "", "dynamodb:UpdateItem": records, "dynamodb:DeleteItem": records},
+		"ChargePolicy":      {"dynamodb:PutItem": both, "dynamodb:GetItem": both, "dynamodb:UpdateItem": records, "dynamodb:DeleteItem": records},
+		"SqsConsumerPolicy": {"dynamodb:PutItem": both, "dynamodb:GetItem": both, "dynamodb:UpdateItem": records, "dynamodb:DeleteItem": records},
+		"ReconcilerPolicy":  {"dynamodb:PutItem": ledger, "dynamodb:GetItem": both, "dynamodb:UpdateItem": records, "dynamodb:DeleteItem": records},
 		"SweeperPolicy":     {"dynamodb:UpdateItem": records, "dynamodb:Query": ""},
 	} {
 		for _, st := range props(byPrefix(t, policies, prefix))["PolicyDocument"].(map[string]any)["Statement"].([]any) {
@@ -603,7 +605,9 @@ func testInputs(key string) string {
 	return map[string]string{
 		InputJWTIssuer: "https://idp.test.invalid/", InputJWTAudience: "test-audience",
 		InputAlarmEmails: "oncall@example.com, payments@example.com", InputReservedConcurrency: "100",
-		InputThrottleRate: "200", InputThrottleBurst: "100",
+		InputThrottleRate: "200", InputThrottleBurst: "100", InputAccount: "111122223333", InputRegion: "sa-east-1",
+		InputProducerPrincipal + "orders":  "arn:aws:iam::444455556666:role/orders-service",
+		InputProducerPrincipal + "billing": "arn:aws:iam::444455556666:role/billing-service",
 	}[key]
 }
 
@@ -664,7 +668,7 @@ func TestValidationIsStrict(t *testing.T) {
 // ≤ reserved), so overload is a 429 before it is a Lambda throttle.
 func TestCapacityInputs(t *testing.T) {
 	jwtOnly := func(k string) string {
-		return map[string]string{InputJWTIssuer: "https://idp.test.invalid/", InputJWTAudience: "test-audience"}[k]
+		return map[string]string{InputJWTIssuer: "https://idp.test.invalid/", InputJWTAudience: "test-audience", InputAccount: "111122223333", InputRegion: "sa-east-1"}[k]
 	}
 	dev, err := ConfigFor("dev", jwtOnly)
 	if err != nil || dev.ChargeReservedConcurrency != 0 || dev.ThrottleRate != 50 || dev.ThrottleBurst != 100 || len(dev.AlarmEmails) != 0 {
@@ -736,8 +740,8 @@ func TestTracing(t *testing.T) {
 				}
 				continue
 			}
-			if vars[setup.EnvOTLPEndpoint] != collectorEndpoint || !strings.Contains(layers, "aws-otel-collector-arm64-ver-0-115-0") || !strings.Contains(layers, `{"Ref":"AWS::Region"}`) {
-				t.Errorf("%s: layers %s, endpoint %v", id, layers, vars[setup.EnvOTLPEndpoint])
+			if want := `["arn:aws:lambda:sa-east-1:901920570463:layer:aws-otel-collector-arm64-ver-0-115-0:2"]`; vars[setup.EnvOTLPEndpoint] != collectorEndpoint || layers != want {
+				t.Errorf("%s: layers %s, endpoint %v; want %s", id, layers, vars[setup.EnvOTLPEndpoint], want)
 			}
 		}
 		bad := map[string]string{InputTracing: "yes"}
@@ -748,6 +752,154 @@ func TestTracing(t *testing.T) {
 			return testInputs(k)
 		}); err == nil {
 			t.Error("tracing=yes accepted")
+		}
+	}
+	// A region outside CDK's table of the layer: refused, unless its ARN
+	// is given.
+	elsewhere := over(map[string]string{InputTracing: "1", InputRegion: "mx-central-1"})
+	if _, err := ConfigFor("staging", elsewhere); err == nil || !strings.Contains(err.Error(), InputCollectorLayerARN) {
+		t.Errorf("tracing in a region without a collector layer: %v", err)
+	}
+	given := "arn:aws:lambda:mx-central-1:111122223333:layer:collector:1"
+	if c, err := ConfigFor("staging", over(map[string]string{InputTracing: "1", InputRegion: "mx-central-1", InputCollectorLayerARN: given})); err != nil || c.CollectorLayerARN != given {
+		t.Errorf("a given collector layer: %+v, %v", c.CollectorLayerARN, err)
+	}
+}
+
+// over is testInputs with some inputs replaced.
+func over(m map[string]string) func(string) string {
+	return func(k string) string {
+		if v, ok := m[k]; ok {
+			return v
+		}
+		return testInputs(k)
+	}
+}
+
+// TestPlacement: every stack names its account and region (the inputs;
+// main falls back to the cdk CLI's defaults); a stack without them does
+// not synthesize. TestTracing shows a region-dependent lookup resolved.
+func TestPlacement(t *testing.T) {
+	for _, env := range Environments {
+		cfg, _ := ConfigFor(env, testInputs)
+		if cfg.Account != "111122223333" || cfg.Region != "sa-east-1" {
+			t.Errorf("%s: placed in %s/%s", env, cfg.Account, cfg.Region)
+		}
+		for key, bad := range map[string]string{InputAccount: "", InputRegion: ""} {
+			if _, err := ConfigFor(env, over(map[string]string{key: bad})); err == nil || !strings.Contains(err.Error(), key) {
+				t.Errorf("%s without %s: %v", env, key, err)
+			}
+		}
+		for key, bad := range map[string]string{InputAccount: "1111-2222-3333", InputRegion: "Sao Paulo"} {
+			if _, err := ConfigFor(env, over(map[string]string{key: bad})); err == nil {
+				t.Errorf("%s with %s=%q: accepted", env, key, bad)
+			}
+		}
+	}
+	app := awscdk.NewApp(nil)
+	cfg, _ := ConfigFor("dev", testInputs)
+	stack := NewStack(app, "placed", cfg, StackAssets{Dir: testAssets(t)})
+	if aws := *stack.Account() + "/" + *stack.Region(); aws != "111122223333/sa-east-1" {
+		t.Errorf("the stack is placed in %s, want explicit 111122223333/sa-east-1", aws)
+	}
+}
+
+// TestProducerPrincipals: staging and prod do not synthesize a producer
+// without the principal that may assume its role, nor one that names an
+// account's root; dev may, and says so at synthesis.
+func TestProducerPrincipals(t *testing.T) {
+	for _, env := range []string{"staging", "prod"} {
+		if _, err := ConfigFor(env, over(map[string]string{InputProducerPrincipal + "orders": ""})); err == nil || !strings.Contains(err.Error(), "orders") {
+			t.Errorf("%s without the orders principal: %v", env, err)
+		}
+		for _, root := range []string{"arn:aws:iam::444455556666:root", "444455556666", "*"} {
+			if _, err := ConfigFor(env, over(map[string]string{InputProducerPrincipal + "orders": root})); err == nil {
+				t.Errorf("%s with the orders principal %q: accepted", env, root)
+			}
+		}
+		cfg, _ := ConfigFor(env, testInputs)
+		tmpl := synthConfig(t, "principals-"+env, cfg)
+		for id, role := range resources(tmpl, "AWS::IAM::Role") {
+			if !strings.HasPrefix(id, "Producer") {
+				continue
+			}
+			trust := asJSON(props(role)["AssumeRolePolicyDocument"])
+			if strings.Contains(trust, ":root") || !strings.Contains(trust, "arn:aws:iam::444455556666:role/") {
+				t.Errorf("%s %s trusts %s", env, id, trust)
+			}
+		}
+	}
+	cfg, err := ConfigFor("dev", over(map[string]string{InputProducerPrincipal + "orders": ""}))
+	if err != nil || cfg.Producers[0].AssumedBy != "" {
+		t.Fatalf("dev without a principal: %+v, %v", cfg.Producers, err)
+	}
+	app := awscdk.NewApp(nil)
+	stack := NewStack(app, "dev-root", cfg, StackAssets{Dir: testAssets(t)})
+	warnings := assertions.Annotations_FromStack(stack).FindWarning(jsii.String("*"), assertions.Match_StringLikeRegexp(jsii.String("trusts the whole account")))
+	if len(*warnings) != 1 {
+		t.Errorf("dev's producer trusts the account root without a warning at synthesis: %d warnings", len(*warnings))
+	}
+}
+
+// TestLogging: every function logs in Lambda's JSON format with an
+// application log level, which reaches the code as AWS_LAMBDA_LOG_LEVEL.
+func TestLogging(t *testing.T) {
+	for id, fn := range resources(synth(t, "prod"), "AWS::Lambda::Function") {
+		if got := asJSON(props(fn)["LoggingConfig"]); !strings.Contains(got, `"LogFormat":"JSON"`) || !strings.Contains(got, `"ApplicationLogLevel":"INFO"`) ||
+			!strings.Contains(got, `"SystemLogLevel":"WARN"`) {
+			t.Errorf("%s logs as %s", id, got)
+		}
+	}
+}
+
+// TestWarmThroughput: prod pre-warms the table and its index for what its
+// capacity inputs let in (3 and 2 units per charge, twice over), never
+// below what it deploys today (DynamoDB refuses a decrease); the other
+// environments keep DynamoDB's default.
+func TestWarmThroughput(t *testing.T) {
+	low, _ := ConfigFor("prod", testInputs) // 200/s at the stage + 400/s from the queues
+	if low.TableWarmWrites != deployedWarm["prod"].table || low.IndexWarmWrites != deployedWarm["prod"].index {
+		t.Errorf("prod at 600 charges/s: %d/%d, want the deployed floor %+v", low.TableWarmWrites, low.IndexWarmWrites, deployedWarm["prod"])
+	}
+	high, err := ConfigFor("prod", over(map[string]string{InputReservedConcurrency: "5000", InputThrottleRate: "9600", InputThrottleBurst: "5000"}))
+	if err != nil || high.TableWarmWrites != 60000 || high.IndexWarmWrites != 40000 { // (9,600 + 400) × 3 × 2 and × 2 × 2
+		t.Errorf("prod at 10,000 charges/s: %d/%d, %v; want 60000/40000", high.TableWarmWrites, high.IndexWarmWrites, err)
+	}
+	tmpl := synthConfig(t, "warm", high)
+	table := asJSON(props(only(t, tmpl, "AWS::DynamoDB::Table")))
+	if !strings.Contains(table, `"WarmThroughput":{"WriteUnitsPerSecond":60000}`) || !strings.Contains(table, `"WarmThroughput":{"WriteUnitsPerSecond":40000}`) {
+		t.Errorf("the table's warm throughput: %s", table)
+	}
+	for _, env := range []string{"dev", "staging"} {
+		if c, _ := ConfigFor(env, testInputs); c.TableWarmWrites != 0 || c.IndexWarmWrites != 0 {
+			t.Errorf("%s pre-warms: %d/%d", env, c.TableWarmWrites, c.IndexWarmWrites)
+		}
+	}
+}
+
+// TestDLQRedriveAllow: only the stack's command queues may use its DLQ,
+// named as the local stack names them.
+func TestDLQRedriveAllow(t *testing.T) {
+	cfg, _ := ConfigFor("prod", testInputs)
+	tmpl := synth(t, "prod")
+	names := queue.Names{Prefix: "idempay-prod"}
+	dlq := props(byPrefix(t, resources(tmpl, "AWS::SQS::Queue"), "ChargeCommandsDLQ"))
+	policy := asJSON(dlq["RedriveAllowPolicy"])
+	want := []string{names.Reconcile()}
+	for _, p := range cfg.Producers {
+		want = append(want, names.Charges(p.Name))
+	}
+	if dlq["QueueName"] != names.DLQ() || !strings.Contains(policy, `"redrivePermission":"byQueue"`) || strings.Count(policy, ":sqs:") != len(want) {
+		t.Fatalf("DLQ %s, redrive-allow %s", dlq["QueueName"], policy)
+	}
+	for _, name := range want {
+		if !strings.Contains(policy, ":"+name+`"`) {
+			t.Errorf("the DLQ does not allow %s: %s", name, policy)
+		}
+	}
+	for id, q := range resources(tmpl, "AWS::SQS::Queue") {
+		if n, _ := props(q)["QueueName"].(string); !strings.HasPrefix(n, "idempay-prod-") {
+			t.Errorf("queue %s is named %q", id, n)
 		}
 	}
 }

@@ -317,17 +317,18 @@ func (s *Stack) serveLocked(addr string, h http.Handler) (string, error) {
 // binding rests on each queue's eventSourceARN alone, which the local event
 // source mapping sets as Lambda's does (the CDK app adds the policies).
 func (s *Stack) createQueues(ctx context.Context, cfg StackConfig) error {
-	dlqURL, dlqARN, err := createQueue(ctx, s.SQS, cfg.TableName+"-dlq", cfg.VisibilityTimeout, "", 0)
+	names := queue.Names{Prefix: cfg.TableName}
+	dlqURL, dlqARN, err := createQueue(ctx, s.SQS, names.DLQ(), cfg.VisibilityTimeout, "", 0)
 	if err != nil {
 		return err
 	}
 	s.DLQURL = dlqURL
-	if s.RejectedURL, _, err = createQueue(ctx, s.SQS, cfg.TableName+"-rejected", cfg.VisibilityTimeout, "", 0); err != nil {
+	if s.RejectedURL, _, err = createQueue(ctx, s.SQS, names.Rejected(), cfg.VisibilityTimeout, "", 0); err != nil {
 		return err
 	}
 	s.Queues = map[string]command.Source{}
 	for i, p := range cfg.Producers {
-		url, arn, err := createQueue(ctx, s.SQS, QueueName(cfg.TableName, p.Name), cfg.VisibilityTimeout, dlqARN, cfg.MaxReceives)
+		url, arn, err := createQueue(ctx, s.SQS, names.Charges(p.Name), cfg.VisibilityTimeout, dlqARN, cfg.MaxReceives)
 		if err != nil {
 			return err
 		}
@@ -336,12 +337,12 @@ func (s *Stack) createQueues(ctx context.Context, cfg StackConfig) error {
 			s.QueueURL, s.QueueARN = url, arn
 		}
 	}
-	s.ReconcileURL, s.ReconcileARN, err = createQueue(ctx, s.SQS, cfg.TableName+"-reconcile", cfg.VisibilityTimeout, dlqARN, cfg.MaxReceives)
+	s.ReconcileURL, s.ReconcileARN, err = createQueue(ctx, s.SQS, names.Reconcile(), cfg.VisibilityTimeout, dlqARN, cfg.MaxReceives)
 	return err
 }
 
 // QueueName is producer's charge-commands queue in the stack on table.
-func QueueName(table, producer string) string { return table + "-charges-" + producer }
+func QueueName(table, producer string) string { return queue.Names{Prefix: table}.Charges(producer) }
 
 // Sweep invokes the sweeper once, now, and returns its report.
 func (s *Stack) Sweep(ctx context.Context) (sweep.Report, error) {

@@ -104,3 +104,21 @@ func (q *Queue) Delay(ctx context.Context, receiptHandle string, d time.Duration
 	}
 	return nil
 }
+
+// Names are the queues of one deployment, named from its prefix (the
+// deployed stack's idempay-<env>, the local stack's table name): the CDK
+// app and the local stack both name their queues here.
+type Names struct{ Prefix string }
+
+// Charges is producer's charge-commands queue.
+func (n Names) Charges(producer string) string { return n.Prefix + "-charges-" + producer }
+
+// Reconcile is the sweeper's reconcile-commands queue.
+func (n Names) Reconcile() string { return n.Prefix + "-reconcile" }
+
+// DLQ is the dead-letter queue of the command queues: what ran out of
+// receives.
+func (n Names) DLQ() string { return n.Prefix + "-dlq" }
+
+// Rejected is where the consumers put what they refuse.
+func (n Names) Rejected() string { return n.Prefix + "-rejected" }
