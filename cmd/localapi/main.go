@@ -8,6 +8,11 @@
 // LOCAL_JWT_SECRET (local-dev-secret), LOCAL_JWT_ISSUER (idempay-local),
 // LOCAL_JWT_AUDIENCE (idempay-api), TABLE_NAME (idempay-local),
 // AWS_LAMBDA_RIE (bin/aws-lambda-rie), LOCAL_INSTANCES (2).
+//
+// Another acquirer: ACQUIRER_URL names one this command does not start (a
+// scripted acquirer, an acquirer's test endpoint speaking the same API),
+// with ACQUIRER_ID, its logical id (required then: it is not the
+// sandbox), and ACQUIRER_API_KEY, its bearer credential; no sandbox runs.
 package main
 
 import (
@@ -40,19 +45,22 @@ func run() error {
 	if err != nil || instances < 1 {
 		return fmt.Errorf("LOCAL_INSTANCES=%q: want a positive integer", os.Getenv("LOCAL_INSTANCES"))
 	}
-	binDir := filepath.Join("dist", "local")
-	fmt.Println("building the functions for this machine ...")
-	if err := localapi.BuildFunctions(ctx, binDir, "charge", "sqsconsumer", "sweeper"); err != nil {
-		return err
-	}
-	stack, err := localapi.StartStack(ctx, localapi.StackConfig{
-		RIE: cmp.Or(os.Getenv("AWS_LAMBDA_RIE"), filepath.Join("bin", "aws-lambda-rie")), BinDir: binDir,
-		TableName:   cmp.Or(os.Getenv(setup.EnvTableName), "idempay-local"),
-		GatewayAddr: cmp.Or(os.Getenv("LOCAL_API_ADDR"), "127.0.0.1:8080"), SandboxAddr: cmp.Or(os.Getenv("SANDBOX_ADDR"), "127.0.0.1:8081"),
-		Trust: trust, Instances: instances, Output: os.Stdout,
-	})
+	cfg, err := stackConfig(os.Getenv)
 	if err != nil {
 		return err
+	}
+	cfg.Trust, cfg.Instances, cfg.Output = trust, instances, os.Stdout
+	fmt.Println("building the functions for this machine ...")
+	if err := localapi.BuildFunctions(ctx, cfg.BinDir, "charge", "sqsconsumer", "sweeper"); err != nil {
+		return err
+	}
+	stack, err := localapi.StartStack(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	acquirerLine := "sandbox acquirer on " + stack.SandboxURL
+	if stack.Sandbox == nil {
+		acquirerLine = "acquirer " + cfg.AcquirerID + " at " + stack.SandboxURL + ", not started here"
 	}
 	defer stack.Close()
 	token, err := trust.Token("acct_demo", 24*time.Hour)
@@ -60,7 +68,7 @@ func run() error {
 		return err
 	}
 	fmt.Printf(`
-The charge API is up on %s (sandbox acquirer on %s, %d charge instances under the RIE).
+The charge API is up on %s (%s, %d charge instances under the RIE).
 Tokens: HS256, iss %q, aud %q (the deployed authorizer checks the IdP's RS256 tokens).
 Charge a card; paste it twice to see the replay (Idempotent-Replay: true):
 
@@ -77,9 +85,26 @@ and prints the GET that reads the charge. The sweeper runs every minute and
 sends reconcile commands to a queue of their own.
 
 Ctrl-C stops everything this command started.
-`, stack.URL, stack.SandboxURL, instances, trust.Issuer, trust.Audience, stack.URL, token,
+`, stack.URL, acquirerLine, instances, trust.Issuer, trust.Audience, stack.URL, token,
 		localapi.DefaultProducers[0].Name, stack.QueueURL, localapi.DefaultProducers[0].Accounts)
 	<-ctx.Done()
 	fmt.Println("\nstopping")
 	return nil
+}
+
+// stackConfig reads the stack's places and its acquirer from getenv.
+func stackConfig(getenv func(string) string) (localapi.StackConfig, error) {
+	cfg := localapi.StackConfig{
+		RIE: cmp.Or(getenv("AWS_LAMBDA_RIE"), filepath.Join("bin", "aws-lambda-rie")), BinDir: filepath.Join("dist", "local"),
+		TableName:   cmp.Or(getenv(setup.EnvTableName), "idempay-local"),
+		GatewayAddr: cmp.Or(getenv("LOCAL_API_ADDR"), "127.0.0.1:8080"), SandboxAddr: cmp.Or(getenv("SANDBOX_ADDR"), "127.0.0.1:8081"),
+		AcquirerURL: getenv(setup.EnvAcquirerURL), AcquirerAPIKey: getenv(setup.EnvAcquirerAPIKey), AcquirerID: getenv(setup.EnvAcquirerID),
+	}
+	switch {
+	case cfg.AcquirerURL == "" && (cfg.AcquirerID != "" || cfg.AcquirerAPIKey != ""):
+		return cfg, fmt.Errorf("%s and %s are for an acquirer at %s; without it the sandbox runs as %q", setup.EnvAcquirerID, setup.EnvAcquirerAPIKey, setup.EnvAcquirerURL, localapi.SandboxAcquirerID)
+	case cfg.AcquirerURL != "" && (cfg.AcquirerID == "" || cfg.AcquirerID == localapi.SandboxAcquirerID):
+		return cfg, fmt.Errorf("%s=%s needs %s, that acquirer's own logical id (not %q): records remember which acquirer they asked", setup.EnvAcquirerURL, cfg.AcquirerURL, setup.EnvAcquirerID, localapi.SandboxAcquirerID)
+	}
+	return cfg, nil
 }

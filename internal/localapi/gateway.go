@@ -6,8 +6,10 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"path"
 	"slices"
@@ -45,11 +47,22 @@ type Route struct {
 // authorizer: it verifies the bearer token as Trust says, copies its claims
 // into the authorizer context, and invokes the route's function with the
 // payload v2 event it would receive in AWS.
+//
+// What it refuses before any invocation: a body over MaxBody (413), a body
+// shorter than its Content-Length (400), a body that has not arrived
+// within BodyTimeout (408), and an event over MaxInvokePayload, Lambda's
+// limit for a synchronous invocation (413). In AWS the first is API
+// Gateway's own 413; the last reaches Lambda, which refuses the invocation,
+// and API Gateway answers a 5xx of its own (README, "The retry rule").
 type Gateway struct {
 	Routes []Route
 	Trust  Trust
 	// MaxBody bounds a request body, as API Gateway does (1 MiB here).
 	MaxBody int64
+	// BodyTimeout bounds the time a request's body takes to arrive, from
+	// the end of its headers (DefaultBodyTimeout): a client that sends part
+	// of a body and stalls gets 408 and its connection closed.
+	BodyTimeout time.Duration
 	// InvokeTimeout bounds one invocation (60 s). A client that hangs up
 	// does not cancel its invocation, as in AWS.
 	InvokeTimeout time.Duration
@@ -116,17 +129,17 @@ func (g *Gateway) invoke(w http.ResponseWriter, r *http.Request, route Route) {
 		gatewayError(w, http.StatusForbidden, "Forbidden")
 		return
 	}
-	maxBody := g.MaxBody
-	if maxBody <= 0 {
-		maxBody = 1 << 20
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
-	if err != nil {
-		gatewayError(w, http.StatusRequestEntityTooLarge, "Request Entity Too Large")
+	body, status := g.readBody(w, r)
+	if status != 0 {
+		gatewayError(w, status, http.StatusText(status))
 		return
 	}
 	event := buildEvent(r, route.Key, pathParameters(r, route.Key), caller.claims, body, g.Trust.withDefaults().Now())
 	payload, _ := json.Marshal(event)
+	if len(payload) > MaxInvokePayload { // the escapes of JSON can make an event 6 times its body
+		gatewayError(w, http.StatusRequestEntityTooLarge, http.StatusText(http.StatusRequestEntityTooLarge))
+		return
+	}
 	timeout := g.InvokeTimeout
 	if timeout <= 0 {
 		timeout = time.Minute
@@ -156,6 +169,44 @@ func (g *Gateway) invoke(w http.ResponseWriter, r *http.Request, route Route) {
 	w.Header().Set("Apigw-Requestid", event.RequestContext.RequestID)
 	w.WriteHeader(resp.StatusCode)
 	_, _ = w.Write(respBody)
+}
+
+// MaxInvokePayload is Lambda's limit of a synchronous invocation's
+// payload, 6 MB (6,291,456 bytes).
+const MaxInvokePayload = 6 << 20
+
+// DefaultBodyTimeout is Gateway.BodyTimeout's default.
+const DefaultBodyTimeout = 10 * time.Second
+
+// readBody reads r's body within MaxBody and BodyTimeout, or says which
+// status refuses it: 413 over MaxBody, 408 late (the connection is then
+// closed), 400 shorter than its Content-Length.
+func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request) ([]byte, int) {
+	maxBody, timeout := g.MaxBody, g.BodyTimeout
+	if maxBody <= 0 {
+		maxBody = 1 << 20
+	}
+	if timeout <= 0 {
+		timeout = DefaultBodyTimeout
+	}
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(timeout))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	if err == nil {
+		_ = rc.SetReadDeadline(time.Time{}) // the invocation may take longer than the body did
+	}
+	var tooLarge *http.MaxBytesError
+	var netErr net.Error
+	switch {
+	case err == nil:
+		return body, 0
+	case errors.As(err, &tooLarge):
+		return nil, http.StatusRequestEntityTooLarge
+	case errors.As(err, &netErr) && netErr.Timeout():
+		w.Header().Set("Connection", "close")
+		return nil, http.StatusRequestTimeout
+	}
+	return nil, http.StatusBadRequest // ended before its Content-Length
 }
 
 // pathParameters are the request's values of key's {name} wildcards, as

@@ -7,6 +7,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -284,5 +286,69 @@ func TestGatewayRoutesAsAPIGateway(t *testing.T) {
 	}
 	if rec := serve(g, "POST", "/v1/charges", "Bearer "+tok, "{}"); rec.Code != 200 || fn.last.RouteKey != route.Create || fn.last.PathParameters != nil {
 		t.Fatalf("POST: %d, event %+v", rec.Code, fn.last)
+	}
+}
+
+// counting is an echo that counts its invocations.
+type counting struct {
+	echo
+	calls int
+}
+
+func (c *counting) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	c.calls++
+	return c.echo.Invoke(ctx, payload)
+}
+
+// TestGatewayRefusesBodiesAsAPIGateway: a body shorter than its
+// Content-Length is 400, one whose event would pass Lambda's 6 MB
+// invocation limit is 413, and one that does not arrive within the body
+// timeout is 408 with the connection closed; none reaches the function.
+func TestGatewayRefusesBodiesAsAPIGateway(t *testing.T) {
+	t.Parallel()
+	fn := &counting{}
+	g := &Gateway{Trust: Trust{Secret: []byte("s3cret")}, BodyTimeout: 300 * time.Millisecond}
+	for _, key := range route.All {
+		g.Routes = append(g.Routes, Route{Key: key, Target: fn, Scope: route.Scopes[key]})
+	}
+	srv := httptest.NewServer(g)
+	t.Cleanup(srv.Close)
+	tok, _ := g.Trust.Token("acct_1", time.Minute)
+	raw := func(contentLength int, body string, closeWrite bool) (string, time.Duration) {
+		t.Helper()
+		conn, err := net.Dial("tcp", strings.TrimPrefix(srv.URL, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		fmt.Fprintf(conn, "POST /v1/charges HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", tok, contentLength, body)
+		if closeWrite {
+			conn.(*net.TCPConn).CloseWrite()
+		}
+		start := time.Now()
+		_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		b, _ := io.ReadAll(conn) // to the end: the gateway closes
+		return string(b), time.Since(start)
+	}
+	if out, _ := raw(100, `{"amount": 1`, true); !strings.HasPrefix(out, "HTTP/1.1 400 ") {
+		t.Errorf("a body shorter than its Content-Length: %.60q, want 400", out)
+	}
+	out, took := raw(100, `{"amount": 1`, false)
+	if !strings.HasPrefix(out, "HTTP/1.1 408 ") || took > 2*time.Second {
+		t.Errorf("a body that stalls: %.60q after %s, want 408 after the 300 ms timeout, and the connection closed", out, took)
+	}
+	escapes := strings.Repeat("\x01", 1<<20-100) // 1 MiB that the event writes as \u0001, 6 bytes each
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1/charges", strings.NewReader(escapes))
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Errorf("a body whose event exceeds 6 MB: %d, want 413", resp.StatusCode)
+	}
+	if fn.calls != 0 {
+		t.Fatalf("%d refused bodies reached the function", fn.calls)
 	}
 }
