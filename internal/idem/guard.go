@@ -224,12 +224,20 @@ func (g *Guard) TakeOverStale(ctx context.Context, pk string) (*Lease, error) {
 	case rec.Status != StatusInProgress || !rec.LeaseExpiresAt.Add(g.cfg.Protocol.WaitOut(rec.Protocol)).Before(now):
 		return nil, fmt.Errorf("take over %s: %w", Ref(pk), ErrLeaseLost)
 	}
+	return g.take(ctx, rec, now, "take over", g.store.TakeOver)
+}
+
+// take gives rec's lease to this guard with takeOver (the store's
+// TakeOver or TakeOverHeld, fenced on rec's token), once the record's
+// downstream system is this guard's.
+func (g *Guard) take(ctx context.Context, rec *Record, now time.Time, what string,
+	takeOver func(ctx context.Context, pk, oldToken, newToken string, leaseExpiresAt, now time.Time) (*Record, error)) (*Lease, error) {
 	if err := g.sameDownstream(rec); err != nil {
 		return nil, err
 	}
-	taken, err := g.store.TakeOver(ctx, pk, rec.LeaseToken, newToken(), g.leaseUntil(ctx, now), now)
+	taken, err := takeOver(ctx, rec.PK, rec.LeaseToken, newToken(), g.leaseUntil(ctx, now), now)
 	if err != nil {
-		return nil, fmt.Errorf("take over %s: %w", Ref(pk), err)
+		return nil, fmt.Errorf("%s %s: %w", what, Ref(rec.PK), err)
 	}
 	return &Lease{g: g, rec: *taken}, nil
 }
@@ -258,14 +266,7 @@ func (g *Guard) TakeOverHeld(ctx context.Context, pk string, waitOut bool) (*Lea
 	if left := rec.LeaseExpiresAt.Add(wait).Sub(now); left >= 0 {
 		return nil, fmt.Errorf("take over held %s: %w (%s left)", Ref(pk), ErrTooEarly, left.Round(time.Millisecond)+time.Millisecond)
 	}
-	if err := g.sameDownstream(rec); err != nil {
-		return nil, err
-	}
-	taken, err := g.store.TakeOverHeld(ctx, pk, rec.LeaseToken, newToken(), g.leaseUntil(ctx, now), now)
-	if err != nil {
-		return nil, fmt.Errorf("take over held %s: %w", Ref(pk), err)
-	}
-	return &Lease{g: g, rec: *taken}, nil
+	return g.take(ctx, rec, now, "take over held", g.store.TakeOverHeld)
 }
 
 // Lookup returns the live record under pk (ErrNotFound if none): what a worker

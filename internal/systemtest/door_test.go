@@ -2,7 +2,6 @@ package systemtest_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -117,15 +116,7 @@ func TestOneDoorBothEntryPoints(t *testing.T) {
 		want[id] = tc
 		batch.Records = append(batch.Records, events.SQSMessage{MessageId: id, ReceiptHandle: "rh-" + id, Body: body, EventSource: "aws:sqs", EventSourceARN: s.QueueARN})
 	}
-	payload, _ := json.Marshal(batch)
-	out, err := s.Consumer.Invoke(context.Background(), payload)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var resp events.SQSEventResponse
-	if err := json.Unmarshal(out, &resp); err != nil || len(resp.BatchItemFailures) != 0 {
-		t.Fatalf("consumer answered %s: every message is final, none retried", out)
-	}
+	deliverAllDone(t, s, batch, "every message is final, none retried")
 	refused := 0
 	for _, tc := range want {
 		if tc.code != "" {

@@ -174,15 +174,7 @@ func TestAcquirerAnswersAreEvidence(t *testing.T) {
 		batch.Records = append(batch.Records, events.SQSMessage{MessageId: fmt.Sprintf("held-%d", i), Body: msg, EventSource: "aws:sqs", EventSourceARN: s.QueueARN})
 		reconcileNow(t, s, idem.Scope{Operation: charge.Operation, Account: "acct_q", Key: key}.PK())
 	}
-	payload, _ := json.Marshal(batch)
-	out, err := s.Consumer.Invoke(context.Background(), payload)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var resp events.SQSEventResponse
-	if err := json.Unmarshal(out, &resp); err != nil || len(resp.BatchItemFailures) != 0 {
-		t.Fatalf("the consumer answered %s: a command on a held record is done, never retried into the DLQ", out)
-	}
+	deliverAllDone(t, s, batch, "a command on a held record is done, never retried into the DLQ")
 	if n := acq.calls.Load() - calls; n != 0 {
 		t.Fatalf("held records reached the acquirer %d more times", n)
 	}

@@ -45,6 +45,22 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool)
 	}
 }
 
+// deliverAllDone hands batch to the stack's consumer and fails the test
+// unless every message is done (no batch item failure); why says what that
+// means for the test.
+func deliverAllDone(t *testing.T, s *localapi.Stack, batch events.SQSEvent, why string) {
+	t.Helper()
+	payload, _ := json.Marshal(batch)
+	out, err := s.Consumer.Invoke(context.Background(), payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var resp events.SQSEventResponse
+	if err := json.Unmarshal(out, &resp); err != nil || len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("the consumer answered %s: %s", out, why)
+	}
+}
+
 func queueEmpty(t *testing.T, s *localapi.Stack, url string) bool {
 	t.Helper()
 	out, err := s.SQS.GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{
