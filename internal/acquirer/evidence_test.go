@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"testing"
 )
 
@@ -111,3 +112,38 @@ func TestCheckTerms(t *testing.T) {
 		}
 	}
 }
+
+// FuzzAnswer: whatever the acquirer answers, reading it never panics; an
+// answer read as an outcome pairs its status as the table says and, once
+// CheckTerms passes, states exactly the terms asked; anything else is a
+// mismatch or unknown, never a guess.
+func FuzzAnswer(f *testing.F) {
+	f.Add(true, 201, `{"id":"auth_1","status":"captured","amount":100,"currency":"BRL","idempotency_key":"k-1"}`)
+	f.Add(true, 201, `{"id":"auth_1","status":"declined","amount":100,"currency":"BRL"}`)
+	f.Add(false, 200, `{"id":"auth_1","status":"declined","decline_code":"card_declined","amount":100,"currency":"brl"}`)
+	f.Add(true, 402, `{"id":"auth_1","status":"captured","status":"declined"}`)
+	f.Fuzz(func(t *testing.T, authorize bool, status int, body string) {
+		endpoint := EndpointLookup
+		if authorize {
+			endpoint = EndpointAuthorize
+		}
+		a, err := read(endpoint, status, []byte(body))
+		var m *MismatchError
+		switch {
+		case err == nil:
+			if a.ID == "" || !slices.Contains(answerTable[endpoint][status], a.Status) {
+				t.Fatalf("%s %d %q read as %+v", endpoint, status, body, a)
+			}
+			if CheckTerms(a, "k-1", Request{Amount: 100, Currency: "BRL"}) == nil && (a.Amount != 100 || a.Currency != "BRL" || (a.IdempotencyKey != "" && a.IdempotencyKey != "k-1")) {
+				t.Fatalf("terms %+v agreed with 100 BRL under k-1", a)
+			}
+		case errors.As(err, &m):
+			if m.Reason != ReasonStatusPairing || !carriesAuthorization(endpoint, status) {
+				t.Fatalf("mismatch %+v for %d", m, status)
+			}
+		case !errors.Is(err, ErrOutcomeUnknown):
+			t.Fatalf("an answer read as neither outcome, mismatch nor unknown: %v", err)
+		}
+	})
+}
+
