@@ -173,8 +173,9 @@ var collectorLayer = regioninfo.FactName_AdotLambdaLayer(jsii.String("GENERIC"),
 // to the table (the claim, the ledger row, the completion; each item under
 // 1 KB) and 2 to its in-flight index (the entry in, the entry out), at the
 // most the HTTP stage throttle lets through plus what the queue consumers
-// can take (ConsumerMaxConcurrency batches of 10 per ChargeP99), twice
-// over for retries and storms of replays (1 unit each).
+// can take (each producer's mapping: ConsumerMaxConcurrency batches of 10
+// per ChargeP99), twice over for retries and storms of replays (1 unit
+// each).
 const (
 	tableUnitsPerCharge = 3
 	indexUnitsPerCharge = 2
@@ -253,7 +254,7 @@ func ConfigFor(name string, input func(key string) string) (Config, error) {
 // warmWrites derives the pre-warmed write throughput from the capacity
 // inputs, never below what is deployed (deployedWarm).
 func (c *Config) warmWrites() {
-	rate := c.ThrottleRate + float64(c.ConsumerMaxConcurrency*consumerBatch)/c.ChargeP99.Seconds()
+	rate := c.ThrottleRate + float64(len(c.Producers)*c.ConsumerMaxConcurrency*consumerBatch)/c.ChargeP99.Seconds()
 	floor := deployedWarm[c.Name]
 	c.TableWarmWrites = max(floor.table, int(math.Ceil(rate*tableUnitsPerCharge*warmHeadroom)))
 	c.IndexWarmWrites = max(floor.index, int(math.Ceil(rate*indexUnitsPerCharge*warmHeadroom)))
@@ -323,11 +324,18 @@ func (c Config) checkJWT() error {
 
 var producerName = regexp.MustCompile(`^[a-z][a-z0-9-]{0,31}$`)
 
-// checkProducers: at least one, each named once and validly, each with at
-// least one valid account.
+// maxProducers: the DLQ's redrive-allow policy names at most 10 source
+// queues, the producers' and the reconcile queue.
+const maxProducers = 9
+
+// checkProducers: at least one and at most maxProducers, each named once
+// and validly, each with at least one valid account.
 func (c Config) checkProducers() error {
 	if len(c.Producers) == 0 {
 		return fmt.Errorf("no producer: the queue path needs at least one")
+	}
+	if len(c.Producers) > maxProducers {
+		return fmt.Errorf("%d producers: the DLQ's redrive-allow policy names at most 10 queues, the reconcile queue and %d producers'", len(c.Producers), maxProducers)
 	}
 	seen := map[string]bool{}
 	for _, p := range c.Producers {

@@ -413,10 +413,11 @@ func newFunction(stack awscdk.Stack, name string, cfg Config, assets StackAssets
 		LogGroup:     logs,
 		// Lambda's JSON log format: its own lines are JSON too, and the
 		// application level reaches the functions as AWS_LAMBDA_LOG_LEVEL
-		// (setup.LogLevel).
+		// (setup.LogLevel). The system level INFO keeps Lambda's report
+		// lines (duration, memory, init duration).
 		LoggingFormat:         awslambda.LoggingFormat_JSON,
 		ApplicationLogLevelV2: awslambda.ApplicationLogLevel_INFO,
-		SystemLogLevelV2:      awslambda.SystemLogLevel_WARN,
+		SystemLogLevelV2:      awslambda.SystemLogLevel_INFO,
 	})
 	fn.Node().DefaultChild().(awslambda.CfnFunction).SetTracingConfig(&awslambda.CfnFunction_TracingConfigProperty{Mode: jsii.String("Active")})
 	fn.Node().AddDependency(policy)

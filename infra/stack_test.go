@@ -514,11 +514,23 @@ func TestProducersConfig(t *testing.T) {
 		"no accounts": {{Name: "orders"}},
 		"bad account": {{Name: "orders", Accounts: []string{""}}},
 		"bad trust":   {{Name: "orders", Accounts: []string{"acct_1"}, AssumedBy: "orders-service"}},
+		"root trust":  {{Name: "orders", Accounts: []string{"acct_1"}, AssumedBy: "arn:aws:iam::111122223333:root"}},
+		"ten":         tenProducers(),
 	} {
 		if err := (Config{Producers: ps}).checkProducers(); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}
+}
+
+// tenProducers is one producer more than the DLQ's redrive-allow policy
+// can name besides the reconcile queue.
+func tenProducers() []Producer {
+	var ps []Producer
+	for i := range maxProducers + 1 {
+		ps = append(ps, Producer{Name: fmt.Sprintf("p%d", i), Accounts: []string{"acct_1"}})
+	}
+	return ps
 }
 
 // TestAlarms: every alarm an on-call engineer needs exists, says what to
@@ -846,7 +858,7 @@ func TestProducerPrincipals(t *testing.T) {
 func TestLogging(t *testing.T) {
 	for id, fn := range resources(synth(t, "prod"), "AWS::Lambda::Function") {
 		if got := asJSON(props(fn)["LoggingConfig"]); !strings.Contains(got, `"LogFormat":"JSON"`) || !strings.Contains(got, `"ApplicationLogLevel":"INFO"`) ||
-			!strings.Contains(got, `"SystemLogLevel":"WARN"`) {
+			!strings.Contains(got, `"SystemLogLevel":"INFO"`) {
 			t.Errorf("%s logs as %s", id, got)
 		}
 	}
@@ -857,12 +869,12 @@ func TestLogging(t *testing.T) {
 // below what it deploys today (DynamoDB refuses a decrease); the other
 // environments keep DynamoDB's default.
 func TestWarmThroughput(t *testing.T) {
-	low, _ := ConfigFor("prod", testInputs) // 200/s at the stage + 400/s from the queues
+	low, _ := ConfigFor("prod", testInputs) // 200/s at the stage + 2 producers × 400/s from the queues
 	if low.TableWarmWrites != deployedWarm["prod"].table || low.IndexWarmWrites != deployedWarm["prod"].index {
-		t.Errorf("prod at 600 charges/s: %d/%d, want the deployed floor %+v", low.TableWarmWrites, low.IndexWarmWrites, deployedWarm["prod"])
+		t.Errorf("prod at 1,000 charges/s: %d/%d, want the deployed floor %+v", low.TableWarmWrites, low.IndexWarmWrites, deployedWarm["prod"])
 	}
-	high, err := ConfigFor("prod", over(map[string]string{InputReservedConcurrency: "5000", InputThrottleRate: "9600", InputThrottleBurst: "5000"}))
-	if err != nil || high.TableWarmWrites != 60000 || high.IndexWarmWrites != 40000 { // (9,600 + 400) × 3 × 2 and × 2 × 2
+	high, err := ConfigFor("prod", over(map[string]string{InputReservedConcurrency: "5000", InputThrottleRate: "9200", InputThrottleBurst: "5000"}))
+	if err != nil || high.TableWarmWrites != 60000 || high.IndexWarmWrites != 40000 { // (9,200 + 2 × 400) × 3 × 2 and × 2 × 2
 		t.Errorf("prod at 10,000 charges/s: %d/%d, %v; want 60000/40000", high.TableWarmWrites, high.IndexWarmWrites, err)
 	}
 	tmpl := synthConfig(t, "warm", high)

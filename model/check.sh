@@ -31,6 +31,7 @@ verify "safety: assertions, end states"           ""                 "-DNOCLAIM"
 verify "LTL [] authorizations <= 1"                ""                 ""          "-a -N atMostOne" || fail=1
 verify "LTL in flight -> <> settled (weak fair)"   ""                 "-DNFAIR=4" "-a -f -N settles" || fail=1
 verify "LTL completed -> its ledger row"            ""                 ""          "-a -N ledgerFirst" || fail=1
+verify "safety with lying lookups (2 workers)"      "-DLYING_LOOKUPS -DWORKERS=2" "-DNOCLAIM" "" || fail=1
 for rule in 1 2 3; do
   if verify "control: rule $rule dropped (must fail)" "-DDROP_RULE$rule" "-DNOCLAIM" ""; then
     echo "model: dropping rule $rule found no counterexample" >&2; fail=1
@@ -47,6 +48,12 @@ if verify "control: a mismatch stored as the outcome (must fail)" "-DNO_HOLD" "-
 fi
 if verify "control: void-confirmed without the wait (must fail)" "-DVOID_EARLY" "-DNOCLAIM" ""; then
   echo "model: releasing a held record before T + skew found no counterexample" >&2; fail=1
+fi
+if verify "control: void-confirmed with a ledger row (must fail)" "-DLYING_LOOKUPS -DWORKERS=2 -DVOID_WITH_ROW" "-DNOCLAIM" ""; then
+  echo "model: releasing a held record that has its row found no counterexample" >&2; fail=1
+fi
+if verify "control: rows written after the lease margin (must fail)" "-DLYING_LOOKUPS -DWORKERS=2 -DNO_GONE" "-DNOCLAIM" ""; then
+  echo "model: a holder that outlives its lease found no counterexample" >&2; fail=1
 fi
 if verify "control: no reconciler, liveness (must fail)" "-DNO_RECONCILER" "-DNFAIR=4" "-a -f -N settles"; then
   echo "model: without the reconciler the liveness property still held" >&2; fail=1

@@ -24,10 +24,20 @@
  *   -DVOID_EARLY  the operator's void-confirmed releases a held record as
  *                 soon as its lease ended, not T + skew later: a request of
  *                 an earlier attempt, still in transit, lands after the void
+ *   -DVOID_WITH_ROW void-confirmed releases a held record that already has
+ *                 its ledger row (an earlier attempt's answer agreed): the
+ *                 retry writes a second row for the same intent
+ *   -DNO_GONE     a worker may still write its ledger row long after its
+ *                 lease ended (no LeaseMargin): a row lands for a charge
+ *                 the operator voided
  *
  * The acquirer's answer is evidence: an authorization may disagree with
  * the request (other terms, or a body that contradicts its status), fixed
- * per key when it is made (mismatch[k]). A worker or the reconciler that
+ * per key when it is made (mismatch[k]). With -DLYING_LOOKUPS (checked with
+ * two workers, to keep the state space small) a lookup may also disagree
+ * on its own after an earlier attempt's answer agreed and its ledger row
+ * was written: a record held with a row, which void-confirmed must refuse,
+ * and a zombie's late row, which gone[] bounds. A worker or the reconciler that
  * reads such an answer holds the record (idem.Lease.HoldForOperator): it
  * stays in flight, is never taken over or reconciled, and only the
  * operator settles it, by accept (complete with the acquirer's terms) or
@@ -37,13 +47,19 @@
  * void-confirmed waits out the in-transit bound.
  */
 
+#ifndef WORKERS
 #define WORKERS 3
+#endif
 #define NONE 255
 #define RECONCILER 4
 #define OPERATOR 5
 
 mtype = { ABSENT, INPROG, COMPLETED };	/* idem.Record.Status (ABSENT: no live record) */
 mtype = { LIVE, ENDED, STALE };		/* the lease against the clock */
+#define AGREES 1
+#define DISAGREES 2
+#define NOTFOUND 3
+#define FAILED 4
 
 mtype rec = ABSENT;
 mtype lease = LIVE;
@@ -61,6 +77,14 @@ bool leaseHasTransit = false;	/* a request sent under the current lease has not 
 
 bool ledger[8];		/* the ledger rows, by downstream key (the charge id is derived from it) */
 bool mismatch[8];	/* the authorization under the key disagrees with the request */
+byte rows = 0;		/* ledger rows written, over every key */
+/* gone[w]: worker w held an earlier lease, and the record's lease has gone
+ * STALE since, so that earlier lease ended more than T + skew ago:
+ * LeaseMargin puts a lease's end after its holder's deadline, so such a
+ * worker does nothing more. It bounds the one write no lease fences, the
+ * ledger row. (The reconciler and the operator write their row in the
+ * step that takes the lease and asks the acquirer: one invocation.) */
+bool gone[WORKERS + 1];
 bool voided[8];		/* the operator voided the authorization under the key */
 bool held = false;	/* idem.Record.Held: the record is held for the operator */
 byte heldKey = NONE;
@@ -79,11 +103,16 @@ inline keyOf(k) {
 /* charge.Ledger.Write: PutItem if no row exists for the charge id. An
  * existing row is this intent's, written by an earlier attempt from the
  * same authorization: it is taken as it is. No lease fence: a zombie's late
- * write finds the row and changes nothing. */
+ * write finds the row and changes nothing; the holder must not be gone
+ * (the caller's guard). */
 inline ledgerRow(k) {
 	atomic {
 		assert(authorized[k]);	/* no ledger row without an authorization behind it */
-		ledger[k] = true
+		if
+		:: !ledger[k] -> ledger[k] = true; rows++
+		:: else -> skip
+		fi;
+		assert(rows <= 1)	/* one intent, one ledger row */
 	}
 }
 
@@ -123,7 +152,7 @@ inline finish(me, k) {
 #ifndef NO_HOLD
 	if
 	:: mismatch[k] -> hold(me, k); goto done	/* acquirer.CheckTerms, acquirer.ErrMismatch: no ledger row */
-	:: else -> skip
+	:: !mismatch[k] -> skip
 	fi;
 #endif
 #ifdef COMPLETE_FIRST
@@ -131,11 +160,15 @@ inline finish(me, k) {
 		completeRecord(me, k);
 		if
 		:: goto done	/* crash between the writes: the only way to lose the row */
-		:: ledgerRow(k)
+		:: !gone[me] -> ledgerRow(k)
+		:: gone[me] -> goto done
 		fi
 	}
 #else
-	ledgerRow(k);
+	if
+	:: atomic { !gone[me] -> ledgerRow(k) }
+	:: gone[me] -> goto done	/* its invocation ended long ago */
+	fi;
 	if
 	:: goto done	/* crash between the writes */
 	:: skip
@@ -150,8 +183,8 @@ proctype Worker(byte me) {
 	/* idem.Guard.Begin: the conditional PutItem, or the fenced take-over. */
 	atomic {
 		if
-		:: rec == ABSENT -> rec = INPROG; owner = me; attempt = 1; gen++; lease = LIVE; leaseHasTransit = false
-		:: rec == INPROG && !held && lease != LIVE -> owner = me; attempt++; lease = LIVE; leaseHasTransit = false; takenOver = true
+		:: rec == ABSENT -> rec = INPROG; owner = me; attempt = 1; gen++; lease = LIVE; leaseHasTransit = false; gone[me] = false
+		:: rec == INPROG && !held && lease != LIVE -> owner = me; attempt++; lease = LIVE; leaseHasTransit = false; takenOver = true; gone[me] = false
 		:: rec == COMPLETED -> goto done	/* replay of the stored response */
 		:: rec == INPROG && !held && lease == LIVE -> goto done	/* 409 in flight: retryable */
 		:: rec == INPROG && held -> goto done	/* idem.ErrHeld: 503 pending, nothing sent */
@@ -190,7 +223,7 @@ proctype Worker(byte me) {
 	:: atomic { rec == INPROG && owner == me -> lease = ENDED }	/* unknown: idem.Lease.Abandon */
 	:: goto done	/* crash while waiting */
 	fi;
-done:	skip
+done:	gone[me] = false	/* nothing more of it: the flag no longer matters */
 }
 
 /* sandbox.Server.record: a request in transit lands; one authorization per key. */
@@ -227,13 +260,23 @@ end:	do
  * lease ends, and a lease turns STALE T + skew after its end, when nothing
  * can be in transit any more. */
 active proctype Clock() {
+	byte i;
 end:	do
 #ifdef DROP_RULE3
 	:: atomic { rec == INPROG && lease == LIVE -> lease = ENDED }
 #else
 	:: atomic { rec == INPROG && lease == LIVE && !leaseHasTransit -> lease = ENDED }
 #endif
-	:: atomic { rec == INPROG && lease == ENDED && inTransit == 0 -> lease = STALE }
+	:: atomic { rec == INPROG && lease == ENDED && inTransit == 0 -> lease = STALE;
+#if defined(LYING_LOOKUPS) && !defined(NO_GONE)
+		for (i : 1 .. WORKERS) {	/* every earlier lease ended more than T + skew ago */
+			if
+			:: i != owner -> gone[i] = true
+			:: else -> skip
+			fi
+		}
+#endif
+	   }
 	od
 }
 
@@ -244,6 +287,7 @@ end:	do
 #ifndef NO_RECONCILER
 active proctype Reconciler() {
 	byte k;
+	byte answer = NONE;
 #ifdef LOOKUP_FIRST
 	bool seen;
 end:	do
@@ -267,19 +311,29 @@ end:	do
 #else
 		rec == INPROG && !held && lease == STALE ->
 #endif
-		owner = RECONCILER; attempt++; lease = LIVE; leaseHasTransit = false; keyOf(k)
+		owner = RECONCILER; attempt++; lease = LIVE; leaseHasTransit = false; keyOf(k);
+		if	/* the lookup's answer, and the row of one that agrees */
+		:: authorized[k] && !mismatch[k] -> answer = AGREES; ledgerRow(k)
+		:: authorized[k] && mismatch[k] -> answer = DISAGREES
+#ifdef LYING_LOOKUPS
+		:: authorized[k] && !mismatch[k] -> answer = DISAGREES	/* this lookup alone disagrees (a worker's take-over lookup is the same case) */
+#endif
+		:: !authorized[k] -> answer = NOTFOUND
+		:: reconcileFailures < 2 -> answer = FAILED
+		fi
 	   };
 	   if
-	   :: authorized[k] && mismatch[k] -> hold(RECONCILER, k)
-	   :: authorized[k] && !mismatch[k] -> ledgerRow(k);
+	   :: answer == AGREES ->
 	      if
 	      :: completeRecord(RECONCILER, k)
 	      :: atomic { reconcileFailures < 2 && rec == INPROG && owner == RECONCILER -> reconcileFailures++; lease = ENDED }	/* the completion failed after the row */
 	      fi
-	   :: atomic { !authorized[k] && rec == INPROG && owner == RECONCILER -> assert(!held); rec = ABSENT; owner = 0 }
-	   :: atomic { reconcileFailures < 2 && rec == INPROG && owner == RECONCILER -> reconcileFailures++; lease = ENDED }	/* lookup failed */
+	   :: answer == DISAGREES -> hold(RECONCILER, k)
+	   :: atomic { answer == NOTFOUND && rec == INPROG && owner == RECONCILER -> assert(!held); rec = ABSENT; owner = 0 }
+	   :: atomic { answer == FAILED && rec == INPROG && owner == RECONCILER -> reconcileFailures++; lease = ENDED }	/* lookup failed */
 	   :: else -> skip
-	   fi
+	   fi;
+	   answer = NONE
 	od
 #endif
 }
@@ -295,13 +349,15 @@ end:	do
 active proctype Operator() {
 	byte k;
 end:	do
-	:: atomic { held && rec == INPROG && lease != LIVE -> owner = OPERATOR; attempt++; lease = LIVE; leaseHasTransit = false; k = heldKey };
-	   ledgerRow(k); completeRecord(OPERATOR, k)	/* accept */
+	:: atomic { held && rec == INPROG && lease != LIVE -> owner = OPERATOR; attempt++; lease = LIVE; leaseHasTransit = false; k = heldKey; ledgerRow(k) };
+	   completeRecord(OPERATOR, k)	/* accept: the lookup and the row in the take-over's step */
 	:: atomic {
 #ifdef VOID_EARLY
 		held && rec == INPROG && lease != LIVE ->
-#else
+#elif defined(VOID_WITH_ROW)
 		held && rec == INPROG && lease == STALE ->
+#else
+		held && rec == INPROG && lease == STALE && !ledger[heldKey] ->	/* charge.ErrLedgerRowExists */
 #endif
 		k = heldKey;
 		if

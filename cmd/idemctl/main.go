@@ -19,12 +19,14 @@
 // with the policy "release only, or refuse": when the acquirer has the
 // charge it completes the record, says so and exits non-zero; it never
 // deletes a charged record. void-confirmed and accept settle a held record
-// through charge.Settle.
+// through charge.Service.Settle; accept first shows what the acquirer says
+// now (charge.Service.Peek) and writes only if the lookup after its
+// take-over says the same.
 //
-// The protocol's times are not the shell's: T, the skew and the acquirer
-// timeout are the record's where it carries them and the compiled defaults
-// otherwise, the larger of the two (idem.Protocol.WaitOut); no flag or
-// variable changes them. The acquirer is named twice, by its logical id
+// The protocol's times are not the shell's: T and the skew are the larger
+// of the record's (stored at its claim and raised by every take-over) and
+// the compiled defaults (idem.Protocol.WaitOut), the acquirer timeout is
+// the compiled default, and no flag or variable changes them. The acquirer is named twice, by its logical id
 // (--acquirer-id, ACQUIRER_ID) and its URL (--acquirer-url, ACQUIRER_URL):
 // a command refuses, writing nothing, when the id is not the one the record
 // was claimed with. --table (TABLE_NAME, default idempay-local) names the
@@ -41,7 +43,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"strings"
 	"time"
@@ -54,11 +55,12 @@ import (
 	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
+	"github.com/idempotent-payments/idempay/internal/obs"
 	"github.com/idempotent-payments/idempay/internal/setup"
 )
 
 func main() {
-	sh := shell{stdin: os.Stdin, stdout: os.Stdout, getenv: os.Getenv, now: time.Now}
+	sh := shell{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, now: time.Now}
 	if err := run(context.Background(), os.Args[1:], sh); err != nil {
 		fmt.Fprintln(os.Stderr, "idemctl:", err)
 		os.Exit(1)
@@ -68,12 +70,14 @@ func main() {
 const usage = "usage: idemctl inspect|stale|held|reconcile|release|void-confirmed|accept [flags] (idemctl <command> -h)"
 
 // shell is the world a command runs in, passed in for the tests: the
-// person's terminal, the environment and the clock.
+// person's terminal, the environment and the clock. The service's own log
+// lines (JSON, as the functions write them: the decisions with who made
+// them) go to stderr.
 type shell struct {
-	stdin  io.Reader
-	stdout io.Writer
-	getenv func(string) string
-	now    func() time.Time
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	getenv         func(string) string
+	now            func() time.Time
 }
 
 // protocol is what idemctl runs under: the compiled defaults, which the
@@ -208,7 +212,11 @@ func service(ctx context.Context, sh shell, table, acquirerURL, acquirerID strin
 		AcquirerAPIKey: sh.getenv(setup.EnvAcquirerAPIKey), AcquirerSecret: sh.getenv(setup.EnvAcquirerSecret),
 		AcquirerTimeout: charge.DefaultAcquirerTimeout, MaxAmount: charge.DefaultMaxAmount,
 	}
-	return setup.ChargeServiceWith(ctx, awsCfg, cfg, guard, slog.New(slog.NewTextHandler(io.Discard, nil)), sh.now)
+	logs := sh.stderr
+	if logs == nil {
+		logs = io.Discard
+	}
+	return setup.ChargeServiceWith(ctx, awsCfg, cfg, guard, obs.NewLogger(logs, "INFO"), sh.now)
 }
 
 func validBy(by string) bool {
@@ -302,8 +310,10 @@ func (o operator) reconcile(ctx context.Context, releaseOnly bool) error {
 			return fmt.Errorf("not released: the acquirer has the charge, so record %s now holds it", ref)
 		}
 		return nil
+	case charge.ReconciledMismatch:
+		return fmt.Errorf("record %s is now held for an operator: the acquirer's answer disagrees with the request (idemctl held shows both sides)", ref)
 	case charge.ReconciledHeld:
-		return fmt.Errorf("record %s is now held for an operator: the acquirer's answer disagrees with the request (idemctl inspect shows both)", ref)
+		return fmt.Errorf("record %s was held for an operator meanwhile: settle it with void-confirmed or accept", ref)
 	}
 	return fmt.Errorf("nothing changed: record %s is gone or completed, or its lease is live or ended less than T + skew ago; try again later", ref)
 }
@@ -318,20 +328,30 @@ func (o operator) settle(ctx context.Context, cmd, by string) error {
 	if !rec.Held() {
 		return fmt.Errorf("record %s is not held (%s): nothing to settle", ref, rec.Status)
 	}
-	action, question := idem.SettleAccept, fmt.Sprintf("Record %s is held (%s). Ask the acquirer again and complete it with the acquirer's own terms, as %s?", ref, rec.Hold.Reason, by)
-	if cmd == "void-confirmed" {
-		action = idem.SettleVoidConfirmed
-		question = fmt.Sprintf("Record %s is held (%s). You voided its charge at the acquirer: release the key, so the client's next retry charges anew, as %s?", ref, rec.Hold.Reason, by)
+	ctx, cancel := context.WithTimeout(ctx, command.ConsumerTimeout)
+	defer cancel()
+	d := charge.Decision{PK: o.pk, Action: idem.SettleVoidConfirmed, By: by}
+	question := fmt.Sprintf("Record %s is held (%s). You voided its charge at the acquirer: release the key, so the client's next retry charges anew, as %s?", ref, rec.Hold.Reason, by)
+	if cmd == "accept" {
+		// What the acquirer says now, asked without taking anything over:
+		// the person accepts these terms, and the accept writes only if
+		// the lookup after its take-over states the same.
+		terms, err := o.svc.Peek(ctx, o.pk)
+		if err != nil {
+			return fmt.Errorf("nothing done, record %s stays held: %w", ref, err)
+		}
+		d.Action, d.Terms = idem.SettleAccept, terms
+		question = fmt.Sprintf("Record %s is held (%s). The acquirer now says: %s %d %s, authorization %s. Complete the record with these terms, as %s?",
+			ref, rec.Hold.Reason, terms.Status, terms.Amount, terms.Currency, terms.ID, by)
 	}
 	if err := o.confirm(question); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, command.ConsumerTimeout)
-	defer cancel()
-	ch, err := o.svc.Settle(ctx, o.pk, action, by)
+	ch, err := o.svc.Settle(ctx, d)
 	if err != nil {
 		return fmt.Errorf("refused, record %s stays held: %w", ref, err)
 	}
+	action := d.Action
 	if action == idem.SettleVoidConfirmed {
 		fmt.Fprintf(o.sh.stdout, "record %s released on %s's word that the charge was voided; the client's next retry charges anew\n", ref, by)
 		return nil
@@ -411,10 +431,12 @@ func describe(ctx context.Context, ledger charge.Ledger, rec *idem.Record, now t
 	}
 	if rec.Response != nil {
 		v.Response = &response{Status: rec.Response.StatusCode, Headers: httpapi.Headers(*rec.Response), Body: jsonOrString(rec.Response.Body)}
-		if ch, err := ledger.Get(ctx, charge.ChargeID(rec.DownstreamKey)); err == nil {
-			if json.Unmarshal(httpapi.Body(ch), &v.Ledger) == nil { // our own rendering: it parses
-				v.Ledger["account"] = ch.Account
-			}
+	}
+	// The ledger row, whatever the record's state: an in-flight or held
+	// record may have one already.
+	if ch, err := ledger.Get(ctx, charge.ChargeID(rec.DownstreamKey)); err == nil {
+		if json.Unmarshal(httpapi.Body(ch), &v.Ledger) == nil { // our own rendering: it parses
+			v.Ledger["account"] = ch.Account
 		}
 	}
 	return v

@@ -314,9 +314,12 @@ func TestSettleHeld(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	w := newWorld(t)
+	var logs bytes.Buffer
 	idemctlAt := func(ahead time.Duration, args ...string) (string, error) {
 		var out bytes.Buffer
-		err := run(ctx, args, w.shell(strings.NewReader(""), &out, ahead))
+		sh := w.shell(strings.NewReader(""), &out, ahead)
+		sh.stderr = &logs
+		err := run(ctx, args, sh)
 		return out.String(), err
 	}
 	guard := idem.NewGuard(w.store, idem.Config{Protocol: w.protocol})
@@ -351,6 +354,9 @@ func TestSettleHeld(t *testing.T) {
 	out, err = idemctlAt(7*time.Second, "void-confirmed", "--account", "acct_ops", "--key", "held-void-key", "--by", "ops:ana", "--yes")
 	if err != nil || !strings.Contains(out, "released") {
 		t.Fatalf("void-confirmed: %v\n%s", err, out)
+	}
+	if !strings.Contains(logs.String(), `"by":"ops:ana"`) || !strings.Contains(logs.String(), `"level":"WARN"`) {
+		t.Fatalf("the decision is not in idemctl's log lines:\n%s", logs.String())
 	}
 	before := len(w.sb.Authorizations())
 	if r := truthful.Charge(ctx, in("held-void-key")); r.Outcome != charge.Executed || r.Attempt != 1 {
@@ -415,6 +421,27 @@ func TestShellTimesAreNotIdemctls(t *testing.T) {
 	}
 	if n := len(w.sb.Authorizations()); n != 1 {
 		t.Fatalf("%d authorizations, want the hung request's one", n)
+	}
+}
+
+// TestIdemctlIgnoresItsShell: the record carries the functions' T of
+// 200 ms and the shell says 1 ms; a second after the lease ended, release
+// still refuses, because idemctl waits the larger of the record's and the
+// compiled defaults (6 s), whatever the shell says.
+func TestIdemctlIgnoresItsShell(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	w := newWorld(t)
+	req, _ := charge.ParseRequest([]byte(`{"amount": 100, "currency": "BRL", "order_id": "1", "payment_method": "pm_card_visa"}`), 0)
+	scope := idem.Scope{Operation: charge.Operation, Account: "acct_ops", Key: "shell-ignored-key"}
+	if _, err := idem.NewGuard(w.store, idem.Config{DefaultLease: 100 * time.Millisecond, Protocol: w.protocol}).Begin(ctx, scope, req.Canonical()); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second) // past the record's 300 ms and the shell's 2 ms
+	var out bytes.Buffer
+	err := run(ctx, []string{"release", "--account", "acct_ops", "--key", "shell-ignored-key", "--yes"}, w.shell(strings.NewReader(""), &out, 0))
+	if err == nil || !strings.Contains(err.Error(), "nothing changed") {
+		t.Fatalf("release a second after the lease ended: %v\n%s; want the compiled 6 s waited", err, out.String())
 	}
 }
 

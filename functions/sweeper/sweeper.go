@@ -33,10 +33,13 @@ func (h *Handler) Handle(ctx context.Context, _ events.EventBridgeEvent) (sweep.
 		if err != nil {
 			outcome = "sweep_failed"
 		}
-		h.Metrics.Record(outcome, map[string]float64{
+		values := map[string]float64{
 			obs.MetricStaleFlagged: float64(r.Flagged), obs.MetricStaleFailing: float64(r.Failing), obs.MetricOldestStaleSeconds: r.OldestStale.Seconds(),
-			obs.MetricHeldRecords: float64(r.Held), obs.MetricOldestHeldSeconds: r.OldestHeld.Seconds(),
-		})
+		}
+		if r.HeldCounted { // a run that could not count them says nothing of them
+			values[obs.MetricHeldRecords], values[obs.MetricOldestHeldSeconds] = float64(r.Held), r.OldestHeld.Seconds()
+		}
+		h.Metrics.Record(outcome, values)
 	}
 	return r, err
 }

@@ -452,8 +452,12 @@ func (s *Service) held() Result {
 // disagrees with req. Money may have moved on terms nobody asked for, and
 // the service cannot know which side is right: the record is held for an
 // operator with what was asked and what was answered, and nothing is
-// stored as an outcome. If the hold cannot be written, the record stays in
-// flight and the next attempt's lookup finds the same answer and holds it.
+// stored as an outcome. The ERROR line and the Mismatch outcome (its
+// alarm) say so whether or not the hold is written. If it is not, the
+// record stays in flight until its lease runs out, and the next attempt
+// asks the acquirer again: its lookup may find the same answer and hold
+// the record, or agree. If another attempt resolved the key meanwhile,
+// the answer is what it stored.
 func (s *Service) hold(ctx context.Context, lease *idem.Lease, req Request, mismatch error) Result {
 	var m *acquirer.MismatchError
 	errors.As(mismatch, &m)
@@ -461,8 +465,14 @@ func (s *Service) hold(ctx context.Context, lease *idem.Lease, req Request, mism
 		"reason", m.Reason, "endpoint", m.Endpoint, "http_status", m.HTTPStatus, "acquirer_status", m.Answer.Status,
 		"acquirer_amount", m.Answer.Amount, "acquirer_currency", m.Answer.Currency, "amount", req.Amount, "currency", req.Currency,
 		"authorization_id", m.Answer.ID, "attempt", lease.Attempt())
-	if err := lease.HoldForOperator(ctx, m.Reason, m.Evidence(lease.DownstreamKey(), acquirerRequest(req))); err != nil {
-		s.cfg.Logger.ErrorContext(ctx, "hold failed; the record stays in flight and the next attempt holds it", "error", err)
+	err := lease.HoldForOperator(ctx, m.Reason, m.Evidence(lease.DownstreamKey(), acquirerRequest(req)))
+	if errors.Is(err, idem.ErrLeaseLost) {
+		if rec, lookupErr := s.guard.Lookup(ctx, lease.PK()); lookupErr == nil && rec.Status == idem.StatusCompleted {
+			return Result{Outcome: Replayed, Response: *rec.Response}
+		}
+	}
+	if err != nil {
+		s.cfg.Logger.ErrorContext(ctx, "hold failed; the record stays in flight until its lease ends", "error", err)
 	}
 	return Result{Outcome: Mismatch, RetryAfter: s.cfg.HeldRetryAfter}
 }
@@ -573,19 +583,19 @@ func (s *Service) Get(ctx context.Context, account, id string) Result {
 // and the reconciler's. The answer is checked against req
 // (acquirer.CheckTerms: an acquirer.ErrMismatch when it disagrees).
 func (s *Service) lookup(ctx context.Context, lease *idem.Lease, req Request) (acquirer.Authorization, error) {
-	auth, err := s.ask(ctx, lease)
+	auth, err := s.ask(ctx, lease.DownstreamKey())
 	if err == nil {
 		err = checkTerms(acquirer.EndpointLookup, auth, lease, req)
 	}
 	return auth, err
 }
 
-// ask is the acquirer's lookup of the lease's downstream key, unchecked.
-func (s *Service) ask(ctx context.Context, lease *idem.Lease) (acquirer.Authorization, error) {
+// ask is the acquirer's lookup of downstreamKey, unchecked.
+func (s *Service) ask(ctx context.Context, downstreamKey string) (acquirer.Authorization, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.AcquirerTimeout)
 	defer cancel()
 	ctx, span := s.cfg.Tracer.Start(ctx, "acquirer.lookup", trace.WithSpanKind(trace.SpanKindClient))
-	auth, err := s.acquirer.Lookup(ctx, lease.DownstreamKey())
+	auth, err := s.acquirer.Lookup(ctx, downstreamKey)
 	endSpan(span, err)
 	return auth, err
 }

@@ -180,7 +180,7 @@ func (g *Guard) takeOver(ctx context.Context, rec *Record, now time.Time) (Claim
 		return Claim{}, err
 	}
 	until := g.leaseUntil(ctx, now)
-	taken, err := g.store.TakeOver(ctx, rec.PK, rec.LeaseToken, newToken(), until, now)
+	taken, err := g.store.TakeOver(ctx, g.handover(rec, until, now))
 	if errors.Is(err, ErrLeaseLost) {
 		e := g.inFlight(until, rec.Protocol, now)
 		e.RetryAfter = time.Second
@@ -231,15 +231,21 @@ func (g *Guard) TakeOverStale(ctx context.Context, pk string) (*Lease, error) {
 // TakeOver or TakeOverHeld, fenced on rec's token), once the record's
 // downstream system is this guard's.
 func (g *Guard) take(ctx context.Context, rec *Record, now time.Time, what string,
-	takeOver func(ctx context.Context, pk, oldToken, newToken string, leaseExpiresAt, now time.Time) (*Record, error)) (*Lease, error) {
+	takeOver func(context.Context, Handover) (*Record, error)) (*Lease, error) {
 	if err := g.sameDownstream(rec); err != nil {
 		return nil, err
 	}
-	taken, err := takeOver(ctx, rec.PK, rec.LeaseToken, newToken(), g.leaseUntil(ctx, now), now)
+	taken, err := takeOver(ctx, g.handover(rec, g.leaseUntil(ctx, now), now))
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", what, Ref(rec.PK), err)
 	}
 	return &Lease{g: g, rec: *taken}, nil
+}
+
+// handover is this guard's take-over of rec: a fresh token, the lease until
+// until, and the protocol merged with its own.
+func (g *Guard) handover(rec *Record, until, now time.Time) Handover {
+	return Handover{PK: rec.PK, OldToken: rec.LeaseToken, NewToken: newToken(), LeaseExpiresAt: until, Now: now, Protocol: g.cfg.Protocol.Merge(rec.Protocol)}
 }
 
 // TakeOverHeld takes the lease of the held record under pk for an
@@ -266,7 +272,12 @@ func (g *Guard) TakeOverHeld(ctx context.Context, pk string, waitOut bool) (*Lea
 	if left := rec.LeaseExpiresAt.Add(wait).Sub(now); left >= 0 {
 		return nil, fmt.Errorf("take over held %s: %w (%s left)", Ref(pk), ErrTooEarly, left.Round(time.Millisecond)+time.Millisecond)
 	}
-	return g.take(ctx, rec, now, "take over held", g.store.TakeOverHeld)
+	lease, err := g.take(ctx, rec, now, "take over held", g.store.TakeOverHeld)
+	if err != nil {
+		return nil, err
+	}
+	lease.waitedOut = waitOut
+	return lease, nil
 }
 
 // Lookup returns the live record under pk (ErrNotFound if none): what a worker
@@ -333,6 +344,9 @@ func newToken() string {
 type Lease struct {
 	g   *Guard
 	rec Record
+	// waitedOut: the lease came from TakeOverHeld with the wait-out, as
+	// VoidConfirmed needs.
+	waitedOut bool
 }
 
 // Record returns a copy of the record as this lease last wrote it.
@@ -418,6 +432,9 @@ func (l *Lease) complete(ctx context.Context, resp Response, settled *Settlement
 // writing after a take-over (DESIGN §4 rule 2), ErrLeaseLost if the lease is
 // no longer this one's.
 func (l *Lease) Release(ctx context.Context) error {
+	if l.rec.Held() {
+		return fmt.Errorf("release %s: %w", Ref(l.rec.PK), ErrHeld)
+	}
 	if l.TakenOver() {
 		return fmt.Errorf("release %s (attempt %d): %w", Ref(l.rec.PK), l.rec.Attempt, ErrReleaseRefused)
 	}
@@ -441,21 +458,26 @@ func (l *Lease) ReleaseReconciled(ctx context.Context) error {
 // executes anew (under a new downstream key, since the claim time is in
 // it). It is the one release after a take-over that rule 2 allows, and
 // only because the lease came from TakeOverHeld with its wait-out: nothing
-// is in transit. Errors: ErrNotHeld (nothing written), ErrLeaseLost, or a
-// store error.
+// is in transit. Errors: ErrNotHeld or ErrTooEarly (a lease taken without
+// the wait-out; nothing written), ErrLeaseLost, or a store error.
 func (l *Lease) VoidConfirmed(ctx context.Context) error {
-	if !l.rec.Held() {
+	switch {
+	case !l.rec.Held():
 		return fmt.Errorf("void-confirmed %s: %w", Ref(l.rec.PK), ErrNotHeld)
+	case !l.waitedOut:
+		return fmt.Errorf("void-confirmed %s: %w (the lease was taken without the wait-out)", Ref(l.rec.PK), ErrTooEarly)
 	}
 	return l.release(ctx)
 }
 
 // HoldForOperator holds the record: downstream answered, but the answer
 // disagrees with the request, and only a person can say which side is
-// right. The lease ends now; the record stays in flight, never expires,
-// is never taken over or reconciled, and leaves the in-flight listing for
-// the held one, until an operator settles it (Guard.TakeOverHeld). Errors:
-// ErrLeaseLost (nothing written), or a store error.
+// right. The lease ends now and this Lease can write nothing more (the
+// record's token changes to one no lease knows); the record stays in
+// flight, never expires, is never taken over or reconciled, and leaves the
+// in-flight listing for the held one, until an operator settles it
+// (Guard.TakeOverHeld). Errors: ErrLeaseLost (nothing written), or a store
+// error.
 func (l *Lease) HoldForOperator(ctx context.Context, reason string, evidence []byte) error {
 	now := l.g.cfg.Now()
 	end := now
@@ -463,10 +485,10 @@ func (l *Lease) HoldForOperator(ctx context.Context, reason string, evidence []b
 		end = l.rec.LeaseExpiresAt
 	}
 	hold := Hold{Reason: reason, Evidence: evidence, At: now}
-	if err := l.g.store.Hold(ctx, l.rec.PK, l.rec.LeaseToken, hold, end); err != nil {
+	if err := l.g.store.Hold(ctx, l.rec.PK, l.rec.LeaseToken, newToken(), hold, end); err != nil {
 		return fmt.Errorf("hold %s: %w", Ref(l.rec.PK), err)
 	}
-	l.rec.Hold, l.rec.LeaseExpiresAt, l.rec.ExpiresAt = &hold, end, time.Time{}
+	l.rec.Hold, l.rec.LeaseExpiresAt, l.rec.ExpiresAt, l.rec.LeaseToken = &hold, end, time.Time{}, ""
 	return nil
 }
 

@@ -76,6 +76,16 @@ func (r *Record) Live(now time.Time) bool {
 // operator's step ([Guard.TakeOverHeld]) settles it.
 func (r *Record) Held() bool { return r.Status == StatusInProgress && r.Hold != nil }
 
+// Handover is one take-over as a store writes it.
+type Handover struct {
+	PK, OldToken, NewToken string
+	LeaseExpiresAt, Now    time.Time
+	// Protocol replaces the record's: the larger T and skew of the
+	// record's and the taker's (Protocol.Merge), since the taker's
+	// requests are bounded by its own.
+	Protocol Protocol
+}
+
 // Protocol is what the safety of a take-over depends on (DESIGN §4 rule
 // 3), stored on every record at its claim, so a deploy that changes it
 // cannot shorten the wait for records already in flight.
@@ -96,7 +106,19 @@ type Protocol struct {
 // be in transit: the larger T of p and rec, plus the larger skew. A zero
 // field of rec (an older record) counts as p's.
 func (p Protocol) WaitOut(rec Protocol) time.Duration {
-	return max(p.InTransitBound, rec.InTransitBound) + max(p.ClockSkew, rec.ClockSkew)
+	m := p.Merge(rec)
+	return m.InTransitBound + m.ClockSkew
+}
+
+// Merge is the protocol a record has once p's holder takes it over from
+// rec: the larger T and skew of the two, and rec's downstream system (p's
+// for an older record that names none).
+func (p Protocol) Merge(rec Protocol) Protocol {
+	m := Protocol{InTransitBound: max(p.InTransitBound, rec.InTransitBound), ClockSkew: max(p.ClockSkew, rec.ClockSkew), Downstream: rec.Downstream}
+	if m.Downstream == "" {
+		m.Downstream = p.Downstream
+	}
+	return m
 }
 
 // Hold is why a record is held for an operator: its downstream answer
@@ -143,30 +165,32 @@ type Store interface {
 	Claim(ctx context.Context, rec Record, now time.Time) (existing *Record, ok bool, err error)
 	// Get returns the live record under pk, or ErrNotFound.
 	Get(ctx context.Context, pk string, now time.Time) (*Record, error)
-	// TakeOver gives an in-progress record whose lease (token oldToken)
-	// expired before now to a new owner: token newToken until leaseExpiresAt,
-	// Attempt incremented. It returns the updated record, or ErrLeaseLost if
-	// the record is not in progress under oldToken with an expired lease, or
-	// is held.
-	TakeOver(ctx context.Context, pk, oldToken, newToken string, leaseExpiresAt, now time.Time) (*Record, error)
+	// TakeOver gives an in-progress record whose lease (h.OldToken) expired
+	// before h.Now to a new owner: token h.NewToken until h.LeaseExpiresAt,
+	// Attempt incremented, its protocol set to h.Protocol. It returns the
+	// updated record, or ErrLeaseLost if the record is not in progress
+	// under h.OldToken with an expired lease, or is held.
+	TakeOver(ctx context.Context, h Handover) (*Record, error)
 	// TakeOverHeld is TakeOver for an operator: the record must be held
 	// (and stays held). ErrLeaseLost otherwise.
-	TakeOverHeld(ctx context.Context, pk, oldToken, newToken string, leaseExpiresAt, now time.Time) (*Record, error)
+	TakeOverHeld(ctx context.Context, h Handover) (*Record, error)
 	// Hold marks the in-progress record held under token with hold: its
-	// lease ends at leaseExpiresAt, it loses its end of retention (it never
-	// expires), and it leaves the in-flight listing's shards for the held
-	// listing (InFlightQuery.Held). ErrLeaseLost if token does not hold it.
-	Hold(ctx context.Context, pk, token string, hold Hold, leaseExpiresAt time.Time) error
+	// lease ends at leaseExpiresAt and its token becomes heldToken, which no
+	// lease knows (only TakeOverHeld gives the record a writer again); it
+	// loses its end of retention (it never expires), and it leaves the
+	// in-flight listing's shards for the held listing (InFlightQuery.Held).
+	// ErrLeaseLost if token does not hold it.
+	Hold(ctx context.Context, pk, token, heldToken string, hold Hold, leaseExpiresAt time.Time) error
 	// SetLease moves the lease expiry of the in-progress record held under
 	// token, or returns ErrLeaseLost.
 	SetLease(ctx context.Context, pk, token string, leaseExpiresAt time.Time) error
 	// Complete stores resp and marks the record completed, leaving the
 	// in-flight listing, fenced on token and in-progress status
 	// (ErrLeaseLost). It also drops the stored canonical request, which
-	// only a reconciliation of an in-flight record needs. With settled (a
-	// held record an operator accepted), the settlement is stored on the
-	// hold and the record's retention ends at expiresAt; without, both are
-	// left as they are.
+	// only a reconciliation of an in-flight record needs. Without settled
+	// the record must not be held; with settled (an operator's accept) it
+	// must be, the settlement is stored on the hold and the record's
+	// retention ends at expiresAt. Either way ErrLeaseLost otherwise.
 	Complete(ctx context.Context, pk, token string, resp Response, settled *Settlement, expiresAt time.Time) error
 	// Release deletes the in-progress record held under token, or returns
 	// ErrLeaseLost. When a release is allowed is the Guard's rule, not the

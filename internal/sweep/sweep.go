@@ -100,6 +100,9 @@ type Report struct {
 	Held int `json:"held"`
 	// OldestHeld is how long the oldest of them has been held.
 	OldestHeld time.Duration `json:"oldest_held_ns"`
+	// HeldCounted is false when the run had no time left to count them:
+	// Held and OldestHeld then say nothing.
+	HeldCounted bool `json:"held_counted"`
 	// Complete is false when the run stopped at its deadline with shards left.
 	Complete bool `json:"complete"`
 }
@@ -153,7 +156,7 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 	wg.Wait()
 	if stopAt.Err() == nil { // held records are few: one page, within the margin
 		held, oldest, err := s.countHeld(ctx, now)
-		total.Held, total.OldestHeld = held, oldest
+		total.Held, total.OldestHeld, total.HeldCounted = held, oldest, err == nil
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -163,18 +166,18 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 	return total, errors.Join(errs...)
 }
 
-// countHeld counts the held records and the age of the oldest hold (its
-// lease ended when it was held). It only reads: a held record is left to
-// its operator.
+// countHeld counts the held records, those under an operator's lease
+// too, and the age of the oldest hold (its lease ended when it was held).
+// It only reads: a held record is left to its operator.
 func (s *Sweeper) countHeld(ctx context.Context, now time.Time) (int, time.Duration, error) {
 	n, oldest := 0, time.Duration(0)
-	for page, err := range idem.HeldRecords(ctx, s.store, now.Add(time.Second)) {
+	for page, err := range idem.HeldRecords(ctx, s.store, now.Add(24*time.Hour)) {
 		if err != nil {
 			return n, oldest, fmt.Errorf("held records: %w", err)
 		}
 		for _, e := range page {
 			n++
-			oldest = max(oldest, now.Sub(e.LeaseExpiresAt))
+			oldest = max(oldest, max(0, now.Sub(e.LeaseExpiresAt)))
 		}
 	}
 	return n, oldest, nil

@@ -133,12 +133,13 @@ func RunHoldConformance(t *testing.T, newStores NewStoresFunc) {
 		svc.Charge(ctx, input("void-key"))
 		first := w.mustBeHeld(t, "void-key", acquirer.ReasonAmount)
 		w.clock.Advance(5 * time.Second) // less than T + skew (6 s) after the hold ended the lease
-		if _, err := svc.Settle(ctx, pkOf("void-key"), idem.SettleVoidConfirmed, "ops:ana"); !errors.Is(err, idem.ErrTooEarly) {
+		void := charge.Decision{PK: pkOf("void-key"), Action: idem.SettleVoidConfirmed, By: "ops:ana"}
+		if _, err := svc.Settle(ctx, void); !errors.Is(err, idem.ErrTooEarly) {
 			t.Fatalf("void-confirmed before T + skew: %v, want ErrTooEarly", err)
 		}
 		w.mustBeHeld(t, "void-key", acquirer.ReasonAmount)
 		w.clock.Advance(2 * time.Second)
-		if _, err := svc.Settle(ctx, pkOf("void-key"), idem.SettleVoidConfirmed, "ops:ana"); err != nil {
+		if _, err := svc.Settle(ctx, void); err != nil {
 			t.Fatalf("void-confirmed: %v", err)
 		}
 		acq.authorize = nil // the acquirer answers truly now
@@ -155,6 +156,11 @@ func RunHoldConformance(t *testing.T, newStores NewStoresFunc) {
 		}
 	})
 
+	t.Run("AHeldRecordWithALedgerRow", func(t *testing.T) {
+		t.Parallel()
+		runHeldWithARow(t, newStores)
+	})
+
 	t.Run("AcceptCompletesWithTheFreshLookupsTerms", func(t *testing.T) {
 		t.Parallel()
 		w := newWorld(t, newStores)
@@ -164,14 +170,25 @@ func RunHoldConformance(t *testing.T, newStores NewStoresFunc) {
 		svc.Charge(ctx, input("accept-key"))
 		w.mustBeHeld(t, "accept-key", acquirer.ReasonCurrency)
 		w.clock.Advance(time.Millisecond) // the hold ended the lease
+		shown, err := svc.Peek(ctx, pkOf("accept-key"))
+		if err != nil || shown.Currency != "JPY" {
+			t.Fatalf("Peek: %+v, %v", shown, err)
+		}
+		accept := charge.Decision{PK: pkOf("accept-key"), Action: idem.SettleAccept, By: "ops:ana", Terms: shown}
 		acq.lookup = func(a acquirer.Authorization) acquirer.Authorization { a = otherCurrency(a); return otherKey(a) }
-		if _, err := svc.Settle(ctx, pkOf("accept-key"), idem.SettleAccept, "ops:ana"); !errors.Is(err, acquirer.ErrMismatch) {
+		if _, err := svc.Settle(ctx, accept); !errors.Is(err, acquirer.ErrMismatch) {
 			t.Fatalf("accept of a lookup that disagrees with itself: %v, want a mismatch (the operator chooses)", err)
+		}
+		w.mustBeHeld(t, "accept-key", acquirer.ReasonCurrency)
+		acq.lookup = func(a acquirer.Authorization) acquirer.Authorization { return tenTimes(otherCurrency(a)) }
+		w.clock.Advance(time.Second)
+		if _, err := svc.Settle(ctx, accept); !errors.Is(err, charge.ErrTermsChanged) {
+			t.Fatalf("accept when the terms changed since they were shown: %v, want ErrTermsChanged", err)
 		}
 		w.mustBeHeld(t, "accept-key", acquirer.ReasonCurrency)
 		acq.lookup = otherCurrency
 		w.clock.Advance(time.Second)
-		ch, err := svc.Settle(ctx, pkOf("accept-key"), idem.SettleAccept, "ops:ana")
+		ch, err := svc.Settle(ctx, accept)
 		if err != nil || ch.Currency != "JPY" || ch.Amount != 25000 || ch.AuthorizationID == "" {
 			t.Fatalf("accept: %+v, %v; want the acquirer's terms (25000 JPY)", ch, err)
 		}
@@ -187,6 +204,55 @@ func RunHoldConformance(t *testing.T, newStores NewStoresFunc) {
 			t.Fatalf("the client's retry: %s, %d authorizations", r.Outcome, len(sb.ByKey()))
 		}
 	})
+}
+
+// runHeldWithARow: an attempt's answer agreed and its ledger row was
+// written, but the attempt died before completing; the take-over's lookup
+// disagrees, so the record is held with a row. Void-confirmed is refused
+// (the row records a charge), accept refuses terms the row does not state,
+// and accept with the row's terms completes from the row.
+func runHeldWithARow(t *testing.T, newStores NewStoresFunc) {
+	ctx := context.Background()
+	w := newWorld(t, newStores)
+	sb := sandbox.New("")
+	acq := &liar{sb: sb}
+	svc := w.service(acq)
+	w.dieAfterTheRow(t, svc, "held-row-key")
+	acq.lookup = tenTimes
+	w.clock.Advance(time.Minute)
+	if r := svc.Charge(ctx, input("held-row-key")); r.Outcome != charge.Mismatch {
+		t.Fatalf("the take-over whose lookup disagrees: %s", r.Outcome)
+	}
+	rec := w.mustBeHeld(t, "held-row-key", acquirer.ReasonAmount)
+	row, err := w.ledger.Get(ctx, charge.ChargeID(rec.DownstreamKey))
+	if err != nil {
+		t.Fatalf("the row written before the hold: %v", err)
+	}
+	w.clock.Advance(time.Minute)
+	if _, err := svc.Settle(ctx, charge.Decision{PK: pkOf("held-row-key"), Action: idem.SettleVoidConfirmed, By: "ops:ana"}); !errors.Is(err, charge.ErrLedgerRowExists) {
+		t.Fatalf("void-confirmed of a held record with a ledger row: %v, want ErrLedgerRowExists", err)
+	}
+	w.clock.Advance(time.Second)
+	shown, err := svc.Peek(ctx, pkOf("held-row-key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Settle(ctx, charge.Decision{PK: pkOf("held-row-key"), Action: idem.SettleAccept, By: "ops:ana", Terms: shown}); !errors.Is(err, charge.ErrLedgerDisagrees) {
+		t.Fatalf("accept of terms the row does not state: %v, want ErrLedgerDisagrees", err)
+	}
+	w.mustBeHeld(t, "held-row-key", acquirer.ReasonAmount)
+	acq.lookup = nil
+	w.clock.Advance(time.Second)
+	if shown, err = svc.Peek(ctx, pkOf("held-row-key")); err != nil {
+		t.Fatal(err)
+	}
+	ch, err := svc.Settle(ctx, charge.Decision{PK: pkOf("held-row-key"), Action: idem.SettleAccept, By: "ops:ana", Terms: shown})
+	if err != nil || ch != row {
+		t.Fatalf("accept of the row's terms: %+v, %v; want the row %+v", ch, err, row)
+	}
+	if r := svc.Charge(ctx, input("held-row-key")); r.Outcome != charge.Replayed || len(sb.ByKey()) != 1 {
+		t.Fatalf("the client's retry: %s, %d authorizations", r.Outcome, len(sb.ByKey()))
+	}
 }
 
 // dieAfterTheRowless runs a first attempt of key whose acquirer

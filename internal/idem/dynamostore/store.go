@@ -290,30 +290,37 @@ func (s *Store) Get(ctx context.Context, pk string, now time.Time) (*idem.Record
 
 // TakeOver implements idem.Store with one UpdateItem fenced on the old token,
 // the in-progress status, an expired lease, no hold and retention.
-func (s *Store) TakeOver(ctx context.Context, pk, oldToken, newToken string, leaseExpiresAt, now time.Time) (*idem.Record, error) {
-	return s.takeOver(ctx, pk, oldToken, newToken, leaseExpiresAt, now, false)
+func (s *Store) TakeOver(ctx context.Context, h idem.Handover) (*idem.Record, error) {
+	return s.takeOver(ctx, h, false)
 }
 
 // TakeOverHeld implements idem.Store as TakeOver does, on a held record.
-func (s *Store) TakeOverHeld(ctx context.Context, pk, oldToken, newToken string, leaseExpiresAt, now time.Time) (*idem.Record, error) {
-	return s.takeOver(ctx, pk, oldToken, newToken, leaseExpiresAt, now, true)
+func (s *Store) TakeOverHeld(ctx context.Context, h idem.Handover) (*idem.Record, error) {
+	return s.takeOver(ctx, h, true)
 }
 
-func (s *Store) takeOver(ctx context.Context, pk, oldToken, newToken string, leaseExpiresAt, now time.Time, onHold bool) (*idem.Record, error) {
-	values := heldValues(oldToken)
+func (s *Store) takeOver(ctx context.Context, h idem.Handover, onHold bool) (*idem.Record, error) {
+	values := heldValues(h.OldToken)
 	cond := held + " AND lease_expires_at < :nowms AND attribute_exists(#hold)"
 	if !onHold {
 		cond = held + " AND lease_expires_at < :nowms AND attribute_not_exists(#hold) AND expires_at >= :now"
-		values[":now"] = num(now.Unix())
+		values[":now"] = num(h.Now.Unix())
 	}
-	values[":new"] = str(newToken)
-	values[":lease"] = num(leaseExpiresAt.UnixMilli())
-	values[":nowms"] = num(now.UnixMilli())
+	values[":new"] = str(h.NewToken)
+	values[":lease"] = num(h.LeaseExpiresAt.UnixMilli())
+	values[":nowms"] = num(h.Now.UnixMilli())
 	values[":one"] = num(1)
+	values[":t"] = num(h.Protocol.InTransitBound.Milliseconds())
+	values[":skew"] = num(h.Protocol.ClockSkew.Milliseconds())
+	set := "SET lease_token = :new, lease_expires_at = :lease, attempt = attempt + :one, in_transit_bound = :t, clock_skew = :skew"
+	if h.Protocol.Downstream != "" {
+		values[":downstream"] = str(h.Protocol.Downstream)
+		set += ", downstream = :downstream"
+	}
 	out, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.table),
-		Key:                       pkKey(pk),
-		UpdateExpression:          aws.String("SET lease_token = :new, lease_expires_at = :lease, attempt = attempt + :one"),
+		Key:                       pkKey(h.PK),
+		UpdateExpression:          aws.String(set),
 		ConditionExpression:       aws.String(cond),
 		ExpressionAttributeNames:  map[string]string{"#status": "status", "#hold": "hold"},
 		ExpressionAttributeValues: values,
@@ -341,10 +348,10 @@ func (s *Store) SetLease(ctx context.Context, pk, token string, leaseExpiresAt t
 }
 
 // Hold implements idem.Store with one UpdateItem fenced on the lease: it
-// sets the hold, ends the lease, removes expires_at (so neither TTL nor a
-// claim's condition can take the record) and moves its index entry to the
-// held partition.
-func (s *Store) Hold(ctx context.Context, pk, token string, h idem.Hold, leaseExpiresAt time.Time) error {
+// sets the hold and the held token, ends the lease, removes expires_at (so
+// neither TTL nor a claim's condition can take the record) and moves its
+// index entry to the held partition.
+func (s *Store) Hold(ctx context.Context, pk, token, heldToken string, h idem.Hold, leaseExpiresAt time.Time) error {
 	av, err := attributevalue.Marshal(toHold(h))
 	if err != nil {
 		return fmt.Errorf("encode hold: %w", err)
@@ -353,11 +360,12 @@ func (s *Store) Hold(ctx context.Context, pk, token string, h idem.Hold, leaseEx
 	values[":hold"] = av
 	values[":lease"] = num(leaseExpiresAt.UnixMilli())
 	values[":held"] = str(heldShard)
+	values[":heldtoken"] = str(heldToken)
 	_, err = s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.table),
 		Key:                       pkKey(pk),
-		UpdateExpression:          aws.String("SET #hold = :hold, lease_expires_at = :lease, inflight_shard = :held REMOVE expires_at"),
-		ConditionExpression:       aws.String(held),
+		UpdateExpression:          aws.String("SET #hold = :hold, lease_token = :heldtoken, lease_expires_at = :lease, inflight_shard = :held REMOVE expires_at"),
+		ConditionExpression:       aws.String(held + " AND attribute_not_exists(#hold)"),
 		ExpressionAttributeNames:  map[string]string{"#status": "status", "#hold": "hold"},
 		ExpressionAttributeValues: values,
 	})
@@ -372,15 +380,16 @@ func (s *Store) Complete(ctx context.Context, pk, token string, resp idem.Respon
 	values := heldValues(token)
 	values[":completed"] = str(string(idem.StatusCompleted))
 	values[":code"] = num(int64(resp.StatusCode))
-	names := map[string]string{"#status": "status", "#request": "request"}
+	names := map[string]string{"#status": "status", "#request": "request", "#hold": "hold"}
 	set := "SET #status = :completed, response_status = :code, response_body = :body"
+	cond := held + " AND attribute_not_exists(#hold)"
 	if settled != nil {
+		cond = held + " AND attribute_exists(#hold)"
 		av, err := attributevalue.Marshal(toSettlement(*settled))
 		if err != nil {
 			return fmt.Errorf("encode settlement: %w", err)
 		}
 		values[":settlement"], values[":expires"] = av, num(expiresAt.Unix())
-		names["#hold"] = "hold"
 		set += ", #hold.settlement = :settlement, expires_at = :expires"
 	}
 	if len(resp.Headers) > 0 { // answers that rebuild their headers store none
@@ -400,7 +409,7 @@ func (s *Store) Complete(ctx context.Context, pk, token string, resp idem.Respon
 		TableName:                 aws.String(s.table),
 		Key:                       pkKey(pk),
 		UpdateExpression:          aws.String(set + " REMOVE inflight_shard, #request"),
-		ConditionExpression:       aws.String(held),
+		ConditionExpression:       aws.String(cond),
 		ExpressionAttributeNames:  names,
 		ExpressionAttributeValues: values,
 	})

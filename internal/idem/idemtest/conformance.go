@@ -117,6 +117,7 @@ var conformance = []struct {
 	{"BadInputWritesNothing", testBadInputWritesNothing},
 	{"ProtocolIsStampedAndTheLargerWins", testProtocolIsStampedAndTheLargerWins},
 	{"OtherDownstreamIsNotTakenOver", testOtherDownstreamIsNotTakenOver},
+	{"TakeOverRaisesTheRecordsProtocol", testTakeOverRaisesTheRecordsProtocol},
 	{"HeldRecordIsNeverTakenOverOrExpired", testHeldRecordIsNeverTakenOverOrExpired},
 	{"VoidConfirmedWaitsOutThenReleases", testVoidConfirmedWaitsOutThenReleases},
 	{"AcceptSettlesWithTheDecision", testAcceptSettlesWithTheDecision},
@@ -651,6 +652,35 @@ func testProtocolIsStampedAndTheLargerWins(ctx context.Context, t *testing.T, f 
 	}
 }
 
+// testTakeOverRaisesTheRecordsProtocol: a worker of a deploy with a
+// longer T takes a record over; its requests are bounded by its own T, so
+// the record keeps the larger one, and a worker of the shorter T waits it
+// out.
+func testTakeOverRaisesTheRecordsProtocol(ctx context.Context, t *testing.T, f *fixture) {
+	s := scope()
+	mustAcquire(t, f, s, request("1"))
+	f.clock.Advance(testLease + time.Minute)
+	longer := guardWith(f, idem.Protocol{InTransitBound: 10 * time.Second, ClockSkew: 2 * time.Second, Downstream: testProtocol.Downstream})
+	c, err := longer.Begin(ctx, s, request("1"))
+	if err != nil || c.Lease == nil || c.Lease.Attempt() != 2 {
+		t.Fatalf("the longer deploy's take-over: %+v, %v", c, err)
+	}
+	if p := mustStatus(t, f, s.PK(), idem.StatusInProgress).Protocol; p.InTransitBound != 10*time.Second || p.ClockSkew != 2*time.Second || p.Downstream != testProtocol.Downstream {
+		t.Fatalf("after the take-over the record's protocol is %+v, want 10 s, 2 s", p)
+	}
+	if err := c.Lease.Abandon(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Advance(5 * time.Second) // past the claim's 3 s, within the taker's 12 s
+	if _, err := f.guard.TakeOverStale(ctx, s.PK()); !errors.Is(err, idem.ErrLeaseLost) {
+		t.Fatalf("the shorter deploy took over within the taker's T: %v", err)
+	}
+	f.clock.Advance(8 * time.Second)
+	if _, err := f.guard.TakeOverStale(ctx, s.PK()); err != nil {
+		t.Fatalf("after the taker's wait-out: %v", err)
+	}
+}
+
 func testOtherDownstreamIsNotTakenOver(ctx context.Context, t *testing.T, f *fixture) {
 	s := scope()
 	mustAcquire(t, f, s, request("1"))
@@ -670,22 +700,30 @@ func testOtherDownstreamIsNotTakenOver(ctx context.Context, t *testing.T, f *fix
 	}
 }
 
-// holdOne claims a fresh key and holds it, returning its scope.
-func holdOne(ctx context.Context, t *testing.T, f *fixture) idem.Scope {
+// holdOne claims a fresh key and holds it, returning its scope and the
+// token its lease had.
+func holdOne(ctx context.Context, t *testing.T, f *fixture) (idem.Scope, string) {
 	t.Helper()
 	s := scope()
 	lease := mustAcquire(t, f, s, request("100"))
+	token := mustStatus(t, f, s.PK(), idem.StatusInProgress).LeaseToken
 	if err := lease.HoldForOperator(ctx, "amount_differs", []byte(`{"asked":100,"answered":1000}`)); err != nil {
 		t.Fatalf("HoldForOperator: %v", err)
 	}
 	if err := lease.Complete(ctx, created); !errors.Is(err, idem.ErrHeld) {
 		t.Fatalf("Complete of a held lease: %v, want ErrHeld", err)
 	}
-	return s
+	if err := lease.Release(ctx); !errors.Is(err, idem.ErrHeld) {
+		t.Fatalf("Release of a held lease: %v, want ErrHeld", err)
+	}
+	if err := lease.Abandon(ctx); !errors.Is(err, idem.ErrLeaseLost) {
+		t.Fatalf("the holding lease still writes: Abandon %v, want ErrLeaseLost", err)
+	}
+	return s, token
 }
 
 func testHeldRecordIsNeverTakenOverOrExpired(ctx context.Context, t *testing.T, f *fixture) {
-	s := holdOne(ctx, t, f)
+	s, holder := holdOne(ctx, t, f)
 	entryBefore := idem.InFlight{}
 	rec := mustStatus(t, f, s.PK(), idem.StatusInProgress)
 	if !rec.Held() || rec.Hold.Reason != "amount_differs" || string(rec.Hold.Evidence) != `{"asked":100,"answered":1000}` ||
@@ -705,7 +743,7 @@ func testHeldRecordIsNeverTakenOverOrExpired(ctx context.Context, t *testing.T, 
 	if _, err := f.guard.TakeOverStale(ctx, s.PK()); !errors.Is(err, idem.ErrHeld) {
 		t.Fatalf("TakeOverStale of a held record: %v, want ErrHeld", err)
 	}
-	if _, err := f.store.TakeOver(ctx, s.PK(), rec.LeaseToken, "another", f.clock.Now().Add(time.Minute), f.clock.Now()); !errors.Is(err, idem.ErrLeaseLost) {
+	if _, err := f.store.TakeOver(ctx, idem.Handover{PK: s.PK(), OldToken: rec.LeaseToken, NewToken: "another", LeaseExpiresAt: f.clock.Now().Add(time.Minute), Now: f.clock.Now()}); !errors.Is(err, idem.ErrLeaseLost) {
 		t.Fatalf("the store took a held record over: %v", err)
 	}
 	if err := f.store.Flag(ctx, entryBefore, f.clock.Now()); !errors.Is(err, idem.ErrLeaseLost) {
@@ -729,10 +767,33 @@ func testHeldRecordIsNeverTakenOverOrExpired(ctx context.Context, t *testing.T, 
 	if rec := mustStatus(t, f, s.PK(), idem.StatusInProgress); rec.Attempt != 1 || !rec.Held() {
 		t.Fatalf("after every refusal: %+v", rec)
 	}
+	// The store itself refuses what the Lease refuses: the holder's token
+	// no longer holds the record, and no write completes a held record
+	// without a settlement.
+	for name, write := range map[string]func() error{
+		"Complete": func() error { return f.store.Complete(ctx, s.PK(), holder, created, nil, time.Time{}) },
+		"Release":  func() error { return f.store.Release(ctx, s.PK(), holder) },
+		"SetLease": func() error { return f.store.SetLease(ctx, s.PK(), holder, f.clock.Now()) },
+		"Hold": func() error {
+			return f.store.Hold(ctx, s.PK(), holder, "again", idem.Hold{Reason: "again"}, f.clock.Now())
+		},
+		"TakeOver": func() error {
+			_, err := f.store.TakeOver(ctx, idem.Handover{PK: s.PK(), OldToken: holder, NewToken: "x", LeaseExpiresAt: f.clock.Now().Add(time.Minute), Now: f.clock.Now()})
+			return err
+		},
+	} {
+		if err := write(); !errors.Is(err, idem.ErrLeaseLost) {
+			t.Fatalf("the store let the holder's old token %s a held record: %v", name, err)
+		}
+	}
+	current := mustStatus(t, f, s.PK(), idem.StatusInProgress)
+	if err := f.store.Complete(ctx, s.PK(), current.LeaseToken, created, nil, time.Time{}); !errors.Is(err, idem.ErrLeaseLost) {
+		t.Fatalf("a completion without a settlement of a held record: %v", err)
+	}
 }
 
 func testVoidConfirmedWaitsOutThenReleases(ctx context.Context, t *testing.T, f *fixture) {
-	s := holdOne(ctx, t, f)
+	s, _ := holdOne(ctx, t, f)
 	first := mustStatus(t, f, s.PK(), idem.StatusInProgress)
 	f.clock.Advance(2 * time.Second) // less than the 3 s wait-out
 	if _, err := f.guard.TakeOverHeld(ctx, s.PK(), true); !errors.Is(err, idem.ErrTooEarly) {
@@ -750,7 +811,7 @@ func testVoidConfirmedWaitsOutThenReleases(ctx context.Context, t *testing.T, f 
 	if err != nil {
 		t.Fatalf("TakeOverHeld after the wait-out: %v", err)
 	}
-	if err := lease.Release(ctx); !errors.Is(err, idem.ErrReleaseRefused) {
+	if err := lease.Release(ctx); !errors.Is(err, idem.ErrHeld) {
 		t.Fatalf("an ordinary release of a held record: %v", err)
 	}
 	if err := lease.VoidConfirmed(ctx); err != nil {
@@ -767,11 +828,14 @@ func testVoidConfirmedWaitsOutThenReleases(ctx context.Context, t *testing.T, f 
 }
 
 func testAcceptSettlesWithTheDecision(ctx context.Context, t *testing.T, f *fixture) {
-	s := holdOne(ctx, t, f)
+	s, _ := holdOne(ctx, t, f)
 	f.clock.Advance(idem.DefaultRetention) // decided long after the claim
 	lease, err := f.guard.TakeOverHeld(ctx, s.PK(), false)
 	if err != nil {
 		t.Fatalf("TakeOverHeld: %v", err)
+	}
+	if err := lease.VoidConfirmed(ctx); !errors.Is(err, idem.ErrTooEarly) {
+		t.Fatalf("void-confirmed on a lease taken without the wait-out: %v, want ErrTooEarly", err)
 	}
 	if _, err := f.guard.TakeOverHeld(ctx, s.PK(), false); !errors.Is(err, idem.ErrTooEarly) {
 		t.Fatalf("a second operator while the first holds the lease: %v, want ErrTooEarly", err)

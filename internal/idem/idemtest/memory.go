@@ -47,45 +47,46 @@ func (m *MemoryStore) Get(_ context.Context, pk string, now time.Time) (*idem.Re
 }
 
 // TakeOver implements idem.Store.
-func (m *MemoryStore) TakeOver(_ context.Context, pk, oldToken, newToken string, leaseExpiresAt, now time.Time) (*idem.Record, error) {
+func (m *MemoryStore) TakeOver(_ context.Context, h idem.Handover) (*idem.Record, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	rec, ok := m.held(pk, oldToken)
-	if !ok || rec.Hold != nil || !rec.LeaseExpiresAt.Before(now) || !rec.Live(now) {
+	rec, ok := m.held(h.PK, h.OldToken)
+	if !ok || rec.Hold != nil || !rec.LeaseExpiresAt.Before(h.Now) || !rec.Live(h.Now) {
 		return nil, idem.ErrLeaseLost
 	}
-	return m.takeOver(rec, newToken, leaseExpiresAt), nil
+	return m.takeOver(rec, h), nil
 }
 
 // TakeOverHeld implements idem.Store.
-func (m *MemoryStore) TakeOverHeld(_ context.Context, pk, oldToken, newToken string, leaseExpiresAt, now time.Time) (*idem.Record, error) {
+func (m *MemoryStore) TakeOverHeld(_ context.Context, h idem.Handover) (*idem.Record, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	rec, ok := m.held(pk, oldToken)
-	if !ok || rec.Hold == nil || !rec.LeaseExpiresAt.Before(now) {
+	rec, ok := m.held(h.PK, h.OldToken)
+	if !ok || rec.Hold == nil || !rec.LeaseExpiresAt.Before(h.Now) {
 		return nil, idem.ErrLeaseLost
 	}
-	return m.takeOver(rec, newToken, leaseExpiresAt), nil
+	return m.takeOver(rec, h), nil
 }
 
-func (m *MemoryStore) takeOver(rec idem.Record, newToken string, leaseExpiresAt time.Time) *idem.Record {
-	rec.LeaseToken = newToken
-	rec.LeaseExpiresAt = leaseExpiresAt
+func (m *MemoryStore) takeOver(rec idem.Record, h idem.Handover) *idem.Record {
+	rec.LeaseToken = h.NewToken
+	rec.LeaseExpiresAt = h.LeaseExpiresAt
+	rec.Protocol = h.Protocol
 	rec.Attempt++
 	m.records[rec.PK] = rec
 	return clone(rec)
 }
 
 // Hold implements idem.Store.
-func (m *MemoryStore) Hold(_ context.Context, pk, token string, hold idem.Hold, leaseExpiresAt time.Time) error {
+func (m *MemoryStore) Hold(_ context.Context, pk, token, heldToken string, hold idem.Hold, leaseExpiresAt time.Time) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	rec, ok := m.held(pk, token)
-	if !ok {
+	if !ok || rec.Hold != nil {
 		return idem.ErrLeaseLost
 	}
 	hold.Evidence = slices.Clone(hold.Evidence)
-	rec.Hold, rec.LeaseExpiresAt, rec.ExpiresAt = &hold, leaseExpiresAt, time.Time{}
+	rec.Hold, rec.LeaseExpiresAt, rec.ExpiresAt, rec.LeaseToken = &hold, leaseExpiresAt, time.Time{}, heldToken
 	m.records[pk] = rec
 	return nil
 }
@@ -108,10 +109,10 @@ func (m *MemoryStore) Complete(_ context.Context, pk, token string, resp idem.Re
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	rec, ok := m.held(pk, token)
-	if !ok {
+	if !ok || (settled != nil) != (rec.Hold != nil) {
 		return idem.ErrLeaseLost
 	}
-	if settled != nil && rec.Hold != nil {
+	if settled != nil {
 		h := *rec.Hold
 		s := *settled
 		h.Settlement = &s
