@@ -146,4 +146,3 @@ func FuzzAnswer(f *testing.F) {
 		}
 	})
 }
-
