@@ -173,9 +173,9 @@ var collectorLayer = regioninfo.FactName_AdotLambdaLayer(jsii.String("GENERIC"),
 // to the table (the claim, the ledger row, the completion; each item under
 // 1 KB) and 2 to its in-flight index (the entry in, the entry out), at the
 // most the HTTP stage throttle lets through plus what the queue consumers
-// can take (each producer's mapping: ConsumerMaxConcurrency batches of 10
-// per ChargeP99), twice over for retries and storms of replays (1 unit
-// each).
+// can take (each producer's mapping and the reconcile queue's:
+// ConsumerMaxConcurrency batches of 10 per ChargeP99), twice over for
+// retries and storms of replays (1 unit each).
 const (
 	tableUnitsPerCharge = 3
 	indexUnitsPerCharge = 2
@@ -254,7 +254,8 @@ func ConfigFor(name string, input func(key string) string) (Config, error) {
 // warmWrites derives the pre-warmed write throughput from the capacity
 // inputs, never below what is deployed (deployedWarm).
 func (c *Config) warmWrites() {
-	rate := c.ThrottleRate + float64(len(c.Producers)*c.ConsumerMaxConcurrency*consumerBatch)/c.ChargeP99.Seconds()
+	mappings := len(c.Producers) + 1
+	rate := c.ThrottleRate + float64(mappings*c.ConsumerMaxConcurrency*consumerBatch)/c.ChargeP99.Seconds()
 	floor := deployedWarm[c.Name]
 	c.TableWarmWrites = max(floor.table, int(math.Ceil(rate*tableUnitsPerCharge*warmHeadroom)))
 	c.IndexWarmWrites = max(floor.index, int(math.Ceil(rate*indexUnitsPerCharge*warmHeadroom)))

@@ -869,12 +869,12 @@ func TestLogging(t *testing.T) {
 // below what it deploys today (DynamoDB refuses a decrease); the other
 // environments keep DynamoDB's default.
 func TestWarmThroughput(t *testing.T) {
-	low, _ := ConfigFor("prod", testInputs) // 200/s at the stage + 2 producers × 400/s from the queues
+	low, _ := ConfigFor("prod", testInputs) // 200/s at the stage + 3 mappings × 400/s from the queues
 	if low.TableWarmWrites != deployedWarm["prod"].table || low.IndexWarmWrites != deployedWarm["prod"].index {
-		t.Errorf("prod at 1,000 charges/s: %d/%d, want the deployed floor %+v", low.TableWarmWrites, low.IndexWarmWrites, deployedWarm["prod"])
+		t.Errorf("prod at 1,400 charges/s: %d/%d, want the deployed floor %+v", low.TableWarmWrites, low.IndexWarmWrites, deployedWarm["prod"])
 	}
-	high, err := ConfigFor("prod", over(map[string]string{InputReservedConcurrency: "5000", InputThrottleRate: "9200", InputThrottleBurst: "5000"}))
-	if err != nil || high.TableWarmWrites != 60000 || high.IndexWarmWrites != 40000 { // (9,200 + 2 × 400) × 3 × 2 and × 2 × 2
+	high, err := ConfigFor("prod", over(map[string]string{InputReservedConcurrency: "5000", InputThrottleRate: "8800", InputThrottleBurst: "5000"}))
+	if err != nil || high.TableWarmWrites != 60000 || high.IndexWarmWrites != 40000 { // (8,800 + 3 × 400) × 3 × 2 and × 2 × 2
 		t.Errorf("prod at 10,000 charges/s: %d/%d, %v; want 60000/40000", high.TableWarmWrites, high.IndexWarmWrites, err)
 	}
 	tmpl := synthConfig(t, "warm", high)

@@ -316,7 +316,7 @@ end:	do
 		:: authorized[k] && !mismatch[k] -> answer = AGREES; ledgerRow(k)
 		:: authorized[k] && mismatch[k] -> answer = DISAGREES
 #ifdef LYING_LOOKUPS
-		:: authorized[k] && !mismatch[k] -> answer = DISAGREES	/* this lookup alone disagrees (a worker's take-over lookup is the same case) */
+		:: authorized[k] && !mismatch[k] -> answer = DISAGREES	/* this lookup alone disagrees; a worker's take-over lookup that does is not modelled (chargetest's AHeldRecordWithALedgerRow plays it) */
 #endif
 		:: !authorized[k] -> answer = NOTFOUND
 		:: reconcileFailures < 2 -> answer = FAILED

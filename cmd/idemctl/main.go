@@ -240,9 +240,10 @@ type operator struct {
 	yes   bool
 }
 
-// confirm asks the person, unless yes, before anything is taken or asked:
-// what the acquirer says is read only after the take-over fences out every
-// other worker.
+// confirm asks the person, unless yes, before anything is taken: what the
+// acquirer says is acted on only after the take-over fences out every
+// other worker (accept shows an answer first, and writes only if the one
+// after its take-over is the same).
 func (o operator) confirm(question string) error {
 	if o.yes {
 		return nil
@@ -288,6 +289,9 @@ func (o operator) reconcile(ctx context.Context, releaseOnly bool) error {
 	ctx, cancel := context.WithTimeout(ctx, command.ConsumerTimeout)
 	defer cancel()
 	did, err := o.svc.Reconcile(ctx, o.pk)
+	if did == charge.ReconciledMismatch && err != nil {
+		return fmt.Errorf("record %s: the acquirer's answer disagrees with the request, and holding the record failed; it stays in flight: %w", ref, err)
+	}
 	if errors.Is(err, idem.ErrOtherDownstream) {
 		return fmt.Errorf("refused, nothing written: %w", err)
 	}
@@ -328,8 +332,6 @@ func (o operator) settle(ctx context.Context, cmd, by string) error {
 	if !rec.Held() {
 		return fmt.Errorf("record %s is not held (%s): nothing to settle", ref, rec.Status)
 	}
-	ctx, cancel := context.WithTimeout(ctx, command.ConsumerTimeout)
-	defer cancel()
 	d := charge.Decision{PK: o.pk, Action: idem.SettleVoidConfirmed, By: by}
 	question := fmt.Sprintf("Record %s is held (%s). You voided its charge at the acquirer: release the key, so the client's next retry charges anew, as %s?", ref, rec.Hold.Reason, by)
 	if cmd == "accept" {
@@ -347,6 +349,9 @@ func (o operator) settle(ctx context.Context, cmd, by string) error {
 	if err := o.confirm(question); err != nil {
 		return err
 	}
+	// As long as a consumer's invocation, from the person's yes.
+	ctx, cancel := context.WithTimeout(ctx, command.ConsumerTimeout)
+	defer cancel()
 	ch, err := o.svc.Settle(ctx, d)
 	if err != nil {
 		return fmt.Errorf("refused, record %s stays held: %w", ref, err)

@@ -166,15 +166,15 @@ func (h *Handler) process(ctx context.Context, src Source, known bool, msg event
 	default: // command.TypeReconcile: Decode knows no other
 		record := idem.Ref(cmd.PK)
 		outcome, err := h.Service.Reconcile(ctx, cmd.PK)
+		if outcome == charge.ReconciledMismatch { // one outcome name for a mismatch, whoever met it: its alarm counts it
+			return verdict{outcome: charge.Mismatch.String(), record: record, retry: err != nil}
+		}
 		if errors.Is(err, charge.ErrNotAChargeRecord) {
 			return verdict{outcome: "malformed", rejectCode: rejectMalformed, reason: err.Error()}
 		}
 		if err != nil {
 			h.Logger.WarnContext(obs.WithAttrs(ctx, slog.String("record", record)), "reconcile failed; will retry", "error", err)
 			return verdict{outcome: "reconcile_failed", record: record, retry: true}
-		}
-		if outcome == charge.ReconciledMismatch { // one outcome name for a mismatch, whoever met it: its alarm counts it
-			return verdict{outcome: charge.Mismatch.String(), record: record}
 		}
 		return verdict{outcome: "reconciled_" + outcome.String(), record: record} // held: deleted, left to its operator
 	}

@@ -28,7 +28,8 @@ const (
 	ReconciledHeld
 	// ReconciledMismatch: the acquirer's answer disagreed with the request
 	// (acquirer.ErrMismatch) and the record is now held, as a charge's
-	// Mismatch outcome holds it.
+	// Mismatch outcome holds it; if the hold could not be written, Reconcile
+	// returns it with an error, the record still in flight.
 	ReconciledMismatch
 )
 
@@ -81,7 +82,9 @@ func (s *Service) Reconcile(ctx context.Context, pk string) (Reconciled, error) 
 	auth, err := s.lookup(ctx, lease, req)
 	switch {
 	case errors.Is(err, acquirer.ErrMismatch):
-		s.hold(ctx, lease, req, err)
+		if _, held := s.hold(ctx, lease, req, err); !held {
+			return ReconciledMismatch, fmt.Errorf("reconcile %s: the acquirer's answer disagrees, and the hold was not written", idem.Ref(pk))
+		}
 		return ReconciledMismatch, nil
 	case err == nil:
 		res := s.finish(ctx, lease, req, auth)

@@ -328,7 +328,8 @@ func (s *Service) execute(ctx context.Context, lease *idem.Lease, req Request, c
 		case err == nil:
 			return s.finish(ctx, lease, req, auth)
 		case errors.Is(err, acquirer.ErrMismatch):
-			return s.hold(ctx, lease, req, err)
+			res, _ := s.hold(ctx, lease, req, err)
+			return res
 		case !errors.Is(err, acquirer.ErrNotFound):
 			s.cfg.Logger.WarnContext(ctx, "acquirer lookup failed", "attempt", lease.Attempt(), "error", err)
 			return s.pending(ctx, lease)
@@ -350,7 +351,8 @@ func (s *Service) execute(ctx context.Context, lease *idem.Lease, req Request, c
 	case err == nil:
 		return s.finish(ctx, lease, req, auth)
 	case errors.Is(err, acquirer.ErrMismatch):
-		return s.hold(ctx, lease, req, err)
+		res, _ := s.hold(ctx, lease, req, err)
+		return res
 	case errors.Is(err, acquirer.ErrNotSent):
 		return s.notSent(ctx, lease)
 	default:
@@ -453,12 +455,11 @@ func (s *Service) held() Result {
 // the service cannot know which side is right: the record is held for an
 // operator with what was asked and what was answered, and nothing is
 // stored as an outcome. The ERROR line and the Mismatch outcome (its
-// alarm) say so whether or not the hold is written. If it is not, the
-// record stays in flight until its lease runs out, and the next attempt
-// asks the acquirer again: its lookup may find the same answer and hold
-// the record, or agree. If another attempt resolved the key meanwhile,
-// the answer is what it stored.
-func (s *Service) hold(ctx context.Context, lease *idem.Lease, req Request, mismatch error) Result {
+// alarm) say so whether or not the hold is written (held false). If it is
+// not, the record stays in flight until its lease runs out, and the next
+// attempt asks the acquirer again: its lookup may find the same answer and
+// hold the record, or agree, or find what another attempt stored meanwhile.
+func (s *Service) hold(ctx context.Context, lease *idem.Lease, req Request, mismatch error) (res Result, held bool) {
 	var m *acquirer.MismatchError
 	errors.As(mismatch, &m)
 	s.cfg.Logger.ErrorContext(ctx, "the acquirer's answer disagrees with the request; the record is held for an operator",
@@ -466,15 +467,10 @@ func (s *Service) hold(ctx context.Context, lease *idem.Lease, req Request, mism
 		"acquirer_amount", m.Answer.Amount, "acquirer_currency", m.Answer.Currency, "amount", req.Amount, "currency", req.Currency,
 		"authorization_id", m.Answer.ID, "attempt", lease.Attempt())
 	err := lease.HoldForOperator(ctx, m.Reason, m.Evidence(lease.DownstreamKey(), acquirerRequest(req)))
-	if errors.Is(err, idem.ErrLeaseLost) {
-		if rec, lookupErr := s.guard.Lookup(ctx, lease.PK()); lookupErr == nil && rec.Status == idem.StatusCompleted {
-			return Result{Outcome: Replayed, Response: *rec.Response}
-		}
-	}
 	if err != nil {
 		s.cfg.Logger.ErrorContext(ctx, "hold failed; the record stays in flight until its lease ends", "error", err)
 	}
-	return Result{Outcome: Mismatch, RetryAfter: s.cfg.HeldRetryAfter}
+	return Result{Outcome: Mismatch, RetryAfter: s.cfg.HeldRetryAfter}, err == nil
 }
 
 // chargeOf is the ledger row of an authorization the acquirer gave for

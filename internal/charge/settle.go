@@ -11,7 +11,8 @@ import (
 	"github.com/idempotent-payments/idempay/internal/obs"
 )
 
-// Errors of an operator's settlement; none writes anything.
+// Errors of an operator's settlement; none writes anything but the
+// take-over of the lease, which is ended again.
 var (
 	// ErrNoAuthorization: an accept found no authorization at the acquirer
 	// under the record's downstream key: there are no terms to accept.
@@ -124,13 +125,14 @@ func (s *Service) voidConfirmed(ctx context.Context, d Decision) error {
 	}
 	switch _, err := s.ledger.Get(ctx, ChargeID(lease.DownstreamKey())); {
 	case err == nil:
-		_ = lease.Abandon(ctx)
+		_ = lease.Abandon(context.WithoutCancel(ctx))
 		return fmt.Errorf("void-confirmed %s: %w: it records a charge under this key; accept it, or reconcile the ledger by hand", idem.Ref(d.PK), ErrLedgerRowExists)
 	case !errors.Is(err, ErrNoCharge):
-		_ = lease.Abandon(ctx)
+		_ = lease.Abandon(context.WithoutCancel(ctx))
 		return fmt.Errorf("void-confirmed %s: ledger: %w", idem.Ref(d.PK), err)
 	}
 	if err := lease.VoidConfirmed(ctx); err != nil {
+		_ = lease.Abandon(context.WithoutCancel(ctx))
 		return err
 	}
 	s.cfg.Logger.WarnContext(ctx, "held record released: the operator confirmed the charge was voided at the acquirer", "by", d.By)
@@ -143,7 +145,7 @@ func (s *Service) accept(ctx context.Context, d Decision) (Charge, error) {
 		return Charge{}, err
 	}
 	giveBack := func(err error) (Charge, error) {
-		_ = lease.Abandon(ctx) // the record stays held; end this lease
+		_ = lease.Abandon(context.WithoutCancel(ctx)) // the record stays held; end this lease, even past the deadline
 		return Charge{}, fmt.Errorf("accept %s: %w", idem.Ref(d.PK), err)
 	}
 	canonical, err := lease.Request()
@@ -170,7 +172,12 @@ func (s *Service) accept(ctx context.Context, d Decision) (Charge, error) {
 		return giveBack(fmt.Errorf("ledger: %w", err))
 	}
 	accept := func(ctx context.Context, resp idem.Response) error { return lease.Accept(ctx, resp, d.By) }
-	if res := s.store(ctx, lease, ch, accept); res.Outcome != Executed {
+	switch res := s.store(ctx, lease, ch, accept); res.Outcome {
+	case Executed:
+	case Replayed: // another operator's accept completed it first
+		return Charge{}, fmt.Errorf("accept %s: another decision completed the record first (idemctl inspect)", idem.Ref(d.PK))
+	default:
+		_ = lease.Abandon(context.WithoutCancel(ctx))
 		return Charge{}, fmt.Errorf("accept %s: the completion did not land (%s); the record stays held, and accepting again completes it from its ledger row", idem.Ref(d.PK), res.Outcome)
 	}
 	s.cfg.Logger.WarnContext(ctx, "held record accepted with the acquirer's terms", "by", d.By,

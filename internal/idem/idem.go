@@ -167,7 +167,9 @@ type Store interface {
 	Get(ctx context.Context, pk string, now time.Time) (*Record, error)
 	// TakeOver gives an in-progress record whose lease (h.OldToken) expired
 	// before h.Now to a new owner: token h.NewToken until h.LeaseExpiresAt,
-	// Attempt incremented, its protocol set to h.Protocol. It returns the
+	// Attempt incremented, its T and skew set to h.Protocol's (and its
+	// downstream system, when h.Protocol names one). The caller gives the
+	// merged protocol (Protocol.Merge), never a lower one. It returns the
 	// updated record, or ErrLeaseLost if the record is not in progress
 	// under h.OldToken with an expired lease, or is held.
 	TakeOver(ctx context.Context, h Handover) (*Record, error)
@@ -179,7 +181,7 @@ type Store interface {
 	// lease knows (only TakeOverHeld gives the record a writer again); it
 	// loses its end of retention (it never expires), and it leaves the
 	// in-flight listing's shards for the held listing (InFlightQuery.Held).
-	// ErrLeaseLost if token does not hold it.
+	// ErrLeaseLost if token does not hold it, or it is held already.
 	Hold(ctx context.Context, pk, token, heldToken string, hold Hold, leaseExpiresAt time.Time) error
 	// SetLease moves the lease expiry of the in-progress record held under
 	// token, or returns ErrLeaseLost.

@@ -167,8 +167,9 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 }
 
 // countHeld counts the held records, those under an operator's lease
-// too, and the age of the oldest hold (its lease ended when it was held).
-// It only reads: a held record is left to its operator.
+// too, and the age of the oldest hold, read from each record (the listing
+// does not carry it; held records are few, so one read each). It only
+// reads: a held record is left to its operator.
 func (s *Sweeper) countHeld(ctx context.Context, now time.Time) (int, time.Duration, error) {
 	n, oldest := 0, time.Duration(0)
 	for page, err := range idem.HeldRecords(ctx, s.store, now.Add(24*time.Hour)) {
@@ -176,8 +177,17 @@ func (s *Sweeper) countHeld(ctx context.Context, now time.Time) (int, time.Durat
 			return n, oldest, fmt.Errorf("held records: %w", err)
 		}
 		for _, e := range page {
-			n++
-			oldest = max(oldest, max(0, now.Sub(e.LeaseExpiresAt)))
+			rec, err := s.store.Get(ctx, e.PK, now)
+			if errors.Is(err, idem.ErrNotFound) {
+				continue // settled since it was listed
+			}
+			if err != nil {
+				return n, oldest, fmt.Errorf("held record %s: %w", idem.Ref(e.PK), err)
+			}
+			if rec.Held() {
+				n++
+				oldest = max(oldest, now.Sub(rec.Hold.At))
+			}
 		}
 	}
 	return n, oldest, nil

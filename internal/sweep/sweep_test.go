@@ -375,6 +375,14 @@ func TestHeldRecordsAreCountedNotFlagged(t *testing.T) {
 		}
 		f.claim(t, "stale", 2)
 		f.clock.Advance(time.Hour)
+		// An operator's refused step ends its lease now: the hold's age stays.
+		lease, err := f.guard.TakeOverHeld(ctx, s.PK(), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := lease.Abandon(ctx); err != nil {
+			t.Fatal(err)
+		}
 		r, err := f.sweeper(sweep.Config{}).Run(ctx)
 		if err != nil || r.Held != 1 || !r.HeldCounted || r.OldestHeld < time.Hour || r.Flagged != 2 || !r.Complete {
 			t.Fatalf("run: %+v, %v; want 1 held (an hour old) and the 2 stale flagged", r, err)

@@ -217,7 +217,7 @@ func TestRule3ReconcilerWaitsForInTransit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.TakeOver(ctx, idem.Handover{PK: pk, OldToken: rec.LeaseToken, NewToken: "control", LeaseExpiresAt: time.Now().Add(time.Minute), Now: time.Now()}); err != nil {
+	if _, err := store.TakeOver(ctx, idem.Handover{PK: pk, OldToken: rec.LeaseToken, NewToken: "control", LeaseExpiresAt: time.Now().Add(time.Minute), Now: time.Now(), Protocol: rec.Protocol}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := acq.Lookup(ctx, rec.DownstreamKey); !errors.Is(err, acquirer.ErrNotFound) {

@@ -790,6 +790,16 @@ func testHeldRecordIsNeverTakenOverOrExpired(ctx context.Context, t *testing.T, 
 	if err := f.store.Complete(ctx, s.PK(), current.LeaseToken, created, nil, time.Time{}); !errors.Is(err, idem.ErrLeaseLost) {
 		t.Fatalf("a completion without a settlement of a held record: %v", err)
 	}
+	if err := f.store.Hold(ctx, s.PK(), current.LeaseToken, "again", idem.Hold{Reason: "again"}, f.clock.Now()); !errors.Is(err, idem.ErrLeaseLost) {
+		t.Fatalf("a second hold with the held token: %v", err)
+	}
+	other := scope()
+	mustAcquire(t, f, other, request("100"))
+	token := mustStatus(t, f, other.PK(), idem.StatusInProgress).LeaseToken
+	settled := &idem.Settlement{Action: idem.SettleAccept, By: "ops", At: f.clock.Now()}
+	if err := f.store.Complete(ctx, other.PK(), token, created, settled, f.clock.Now().Add(time.Hour)); !errors.Is(err, idem.ErrLeaseLost) {
+		t.Fatalf("a settlement of a record that is not held: %v", err)
+	}
 }
 
 func testVoidConfirmedWaitsOutThenReleases(ctx context.Context, t *testing.T, f *fixture) {

@@ -71,7 +71,11 @@ func (m *MemoryStore) TakeOverHeld(_ context.Context, h idem.Handover) (*idem.Re
 func (m *MemoryStore) takeOver(rec idem.Record, h idem.Handover) *idem.Record {
 	rec.LeaseToken = h.NewToken
 	rec.LeaseExpiresAt = h.LeaseExpiresAt
+	downstream := rec.Protocol.Downstream
 	rec.Protocol = h.Protocol
+	if rec.Protocol.Downstream == "" { // as DynamoDB's SET, which writes it only when given
+		rec.Protocol.Downstream = downstream
+	}
 	rec.Attempt++
 	m.records[rec.PK] = rec
 	return clone(rec)
