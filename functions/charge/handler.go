@@ -96,7 +96,7 @@ func (h *Handler) serve(ctx context.Context, ev events.APIGatewayV2HTTPRequest) 
 			return refusal(problem.ValidationFailed, "body: not valid base64", charge.RequestInvalid.String())
 		}
 		return respond(h.Service.Charge(ctx, charge.Input{
-			Account: h.account(ev), Keys: headerValues(ev.Headers, "Idempotency-Key"), Body: body,
+			Account: h.account(ev), Keys: headerValues(ev.Headers, "Idempotency-Key"), Body: body, Source: charge.SourceHTTP,
 		}))
 	case route.Get:
 		return respond(h.Service.Get(ctx, h.account(ev), id))

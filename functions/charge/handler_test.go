@@ -71,6 +71,11 @@ func TestHandleAPIGatewayEvent(t *testing.T) {
 	if n := len(sb.Authorizations()); n != 1 {
 		t.Fatalf("%d authorizations", n)
 	}
+	// The ledger row says the charge came over HTTP, with the client's key.
+	res := h.Service.Get(context.Background(), "acct_7Hq2", strings.TrimPrefix(first.Headers["Location"], "/v1/charges/"))
+	if res.Outcome != charge.Found || res.Charge.Source != charge.SourceHTTP || res.Charge.IdempotencyKey != ev.Headers["idempotency-key"] {
+		t.Fatalf("the row: %s %+v; want source %s and the request's key", res.Outcome, res.Charge, charge.SourceHTTP)
+	}
 }
 
 func TestHandleRouting(t *testing.T) {

@@ -162,7 +162,7 @@ func (h *Handler) process(ctx context.Context, src Source, known bool, msg event
 		if cmd.IdempotencyKey != "" {
 			keys = []string{cmd.IdempotencyKey}
 		}
-		return verdictOf(h.Service.Charge(ctx, charge.Input{Account: cmd.Account, Keys: keys, Body: cmd.Request}))
+		return verdictOf(h.Service.Charge(ctx, charge.Input{Account: cmd.Account, Keys: keys, Body: cmd.Request, Source: charge.SourceQueue(src.Producer)}))
 	default: // command.TypeReconcile: Decode knows no other
 		record := idem.Ref(cmd.PK)
 		outcome, err := h.Service.Reconcile(ctx, cmd.PK)

@@ -62,7 +62,8 @@ func TestHandleSQSEvent(t *testing.T) {
 	store := idemtest.NewMemoryStore()
 	guard := idem.NewGuard(store, idem.Config{})
 	dl := &deadLetters{}
-	h := &Handler{Service: charge.NewService(guard, chargetest.NewLedger(), sb, httpapi.Answer, charge.Config{}), DeadLetters: dl,
+	ledger := chargetest.NewLedger()
+	h := &Handler{Service: charge.NewService(guard, ledger, sb, httpapi.Answer, charge.Config{}), DeadLetters: dl,
 		Sources:     map[string]Source{testQueue: {Source: command.Source{ARN: testQueue, URL: "u", Producer: "orders", Accounts: []string{"acct_7Hq2"}}, Queue: noDelay{}}},
 		Concurrency: 2, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	resp, err := h.Handle(context.Background(), ev)
@@ -74,6 +75,9 @@ func TestHandleSQSEvent(t *testing.T) {
 	}
 	if len(dl.codes) != 2 {
 		t.Fatalf("dead letters %v; want the keyless command and the malformed one", dl.codes)
+	}
+	if rows := ledger.Rows(); len(rows) != 1 || rows[0].Source != charge.SourceQueue("orders") || rows[0].IdempotencyKey != "order-123-attempt" {
+		t.Fatalf("ledger rows %+v; want the command's, from the orders queue, with its key", rows)
 	}
 	// Redelivery of the same batch: a replay, nothing new.
 	if resp, _ := h.Handle(context.Background(), ev); len(resp.BatchItemFailures) != 0 || len(sb.Authorizations()) != 1 {

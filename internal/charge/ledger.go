@@ -37,8 +37,13 @@ var (
 // Charge is the ledger row of one charge. Its public JSON is the HTTP API's
 // (httpapi.Body).
 type Charge struct {
-	ID              string
-	Account         string
+	ID      string
+	Account string
+	// IdempotencyKey and Source are who asked: the client's key and the
+	// entry point (Input.Source) its record was claimed with. Rows written
+	// before they were kept have neither.
+	IdempotencyKey  string
+	Source          string
 	Status          string
 	Amount          int64
 	Currency        string

@@ -122,7 +122,20 @@ type Input struct {
 	Keys []string
 	// Body is the charge request JSON as received.
 	Body []byte
+	// Source is the entry point: SourceHTTP, or SourceQueue of the
+	// producer whose queue the command came on. The record keeps it from
+	// the claim and the ledger row carries it, so whoever completes the
+	// charge (a retry, the reconciler) keeps where it came from.
+	Source string
 }
+
+// SourceHTTP is the Source of a charge requested over the HTTP API.
+const SourceHTTP = "http"
+
+// SourceQueue is the Source of a charge command from producer's queue.
+// Producer names are lower-case letters, digits and dashes, so the prefix
+// keeps a producer named "http" apart from the HTTP API.
+func SourceQueue(producer string) string { return "queue:" + producer }
 
 // Outcome is what one call came to. The entry points map every outcome in a
 // table of their own (an HTTP response, a queue verdict); the service knows
@@ -247,7 +260,7 @@ func (s *Service) Charge(ctx context.Context, in Input) Result {
 	if err != nil {
 		return Result{Outcome: RequestInvalid, Errors: fieldErrors(err)}
 	}
-	scope := idem.Scope{Operation: Operation, Account: in.Account, Key: key}
+	scope := idem.Scope{Operation: Operation, Account: in.Account, Key: key, Source: in.Source}
 	record := idem.Ref(scope.PK())
 	res := s.charge(obs.WithAttrs(ctx, slog.String("record", record)), scope, req)
 	res.Record = record
@@ -475,10 +488,12 @@ func (s *Service) hold(ctx context.Context, lease *idem.Lease, req Request, mism
 
 // chargeOf is the ledger row of an authorization the acquirer gave for
 // req: its terms are the acquirer's (checked equal to the request's, or
-// accepted by an operator), the rest the request's.
+// accepted by an operator), the rest the request's, and the client's key
+// and the source the record kept from its claim.
 func (s *Service) chargeOf(lease *idem.Lease, req Request, auth acquirer.Authorization) Charge {
+	rec := lease.Record()
 	return Charge{
-		ID: ChargeID(lease.DownstreamKey()), Account: lease.Record().Account,
+		ID: ChargeID(lease.DownstreamKey()), Account: rec.Account, IdempotencyKey: rec.Key, Source: rec.Source,
 		Status: auth.Status, Amount: auth.Amount, Currency: auth.Currency,
 		OrderID: req.OrderID, Description: req.Description,
 		DeclineCode: auth.DeclineCode, AuthorizationID: auth.ID,
@@ -539,9 +554,10 @@ func (s *Service) store(ctx context.Context, lease *idem.Lease, ch Charge, compl
 }
 
 // sameCharge reports whether two rows record the same charge: everything
-// but the time each attempt would have stamped it with.
+// but the time each attempt would have stamped it with, and who asked
+// (the key and the source, which rows written before they were kept lack).
 func sameCharge(a, b Charge) bool {
-	a.CreatedAt = b.CreatedAt
+	a.CreatedAt, a.IdempotencyKey, a.Source = b.CreatedAt, b.IdempotencyKey, b.Source
 	return a == b
 }
 

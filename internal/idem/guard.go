@@ -131,6 +131,7 @@ func (g *Guard) Begin(ctx context.Context, scope Scope, req Canonical) (Claim, e
 		Operation:      scope.Operation,
 		Account:        scope.Account,
 		Key:            scope.Key,
+		Source:         scope.Source,
 		Status:         StatusInProgress,
 		Fingerprint:    fp,
 		Request:        encoded,

@@ -30,6 +30,9 @@ type Record struct {
 	Operation string
 	Account   string
 	Key       string
+	// Source is the claim's Scope.Source: where the request that claimed
+	// the key came from. A take-over does not change it.
+	Source string
 
 	Status      Status
 	Fingerprint string

@@ -127,6 +127,11 @@ type Scope struct {
 	Account string
 	// Key is the client's idempotency key, as returned by ParseKey.
 	Key string
+	// Source says where the request came from (the caller's own name for
+	// an entry point). It is stored on the record at claim (Record.Source)
+	// and is not part of the key's identity: PK ignores it, so every entry
+	// point of one operation shares one key space.
+	Source string
 }
 
 // Validate checks the account and the parsed key (see ValidateAccount and

@@ -38,7 +38,8 @@ func RunLedgerConformance(t *testing.T, newStores NewStoresFunc) {
 	ctx := context.Background()
 	_, ledger := newStores(t)
 	want := charge.Charge{
-		ID: newID(), Account: "acct_ledger", Status: acquirer.StatusCaptured, Amount: 123456789012, Currency: "BRL",
+		ID: newID(), Account: "acct_ledger", IdempotencyKey: "order-1-attempt-1", Source: charge.SourceQueue("orders"),
+		Status: acquirer.StatusCaptured, Amount: 123456789012, Currency: "BRL",
 		OrderID: "order-1", Description: "café ☕", AuthorizationID: "auth_1",
 		CreatedAt: epoch,
 	}
@@ -49,7 +50,7 @@ func RunLedgerConformance(t *testing.T, newStores NewStoresFunc) {
 		t.Fatalf("Get = %+v, %v; want %+v", got, err, want)
 	}
 	late := want
-	late.CreatedAt, late.Description = want.CreatedAt.Add(time.Minute), "a late attempt's"
+	late.CreatedAt, late.Description, late.Source = want.CreatedAt.Add(time.Minute), "a late attempt's", charge.SourceHTTP
 	if got, err := ledger.Write(ctx, late); err != nil || got != want {
 		t.Fatalf("a second Write = %+v, %v; want the first row %+v", got, err, want)
 	}
@@ -246,6 +247,42 @@ func RunCompletionConformance(t *testing.T, newStores NewStoresFunc) {
 		}
 	})
 
+	t.Run("TheRowSaysWhoAsked", func(t *testing.T) {
+		t.Parallel()
+		w := newWorld(t, newStores)
+		sb, acq := sandboxAcquirer()
+		// Over HTTP, completed by the reconciler: still from HTTP, with the
+		// client's key; from a producer's queue, from that queue.
+		in := input("who-asked-http-key")
+		in.Source = charge.SourceHTTP
+		lost := &losesAnswer{Acquirer: acq}
+		if r := w.service(lost).Charge(ctx, in); r.Outcome != charge.Pending {
+			t.Fatalf("the attempt whose answer was lost: %s", r.Outcome)
+		}
+		w.clock.Advance(reconcilable)
+		if did, err := w.service(acq).Reconcile(ctx, pkOf("who-asked-http-key")); err != nil || did != charge.ReconciledCompleted {
+			t.Fatalf("Reconcile: %s, %v", did, err)
+		}
+		queued := input("who-asked-queue-key")
+		queued.Source = charge.SourceQueue("orders")
+		if r := w.service(acq).Charge(ctx, queued); r.Outcome != charge.Executed {
+			t.Fatalf("the queued charge: %s", r.Outcome)
+		}
+		for key, source := range map[string]string{"who-asked-http-key": charge.SourceHTTP, "who-asked-queue-key": charge.SourceQueue("orders")} {
+			rec, err := w.guard.Lookup(ctx, pkOf(key))
+			if err != nil {
+				t.Fatal(err)
+			}
+			row, err := w.ledger.Get(ctx, charge.ChargeID(rec.DownstreamKey))
+			if err != nil || row.IdempotencyKey != key || row.Source != source {
+				t.Fatalf("the row of %s: %+v, %v; want its key and source %s", key, row, err, source)
+			}
+		}
+		if n := len(sb.ByKey()); n != 2 {
+			t.Fatalf("%d authorizations", n)
+		}
+	})
+
 	t.Run("ReconcilerCompletesFromARowTheAcquirerForgot", func(t *testing.T) {
 		t.Parallel()
 		w := newWorld(t, newStores)
@@ -318,6 +355,16 @@ func (l *oddRow) Write(ctx context.Context, c charge.Charge) (charge.Charge, err
 		_, _ = l.Ledger.Write(ctx, first)
 	})
 	return l.Ledger.Write(ctx, c)
+}
+
+// losesAnswer authorizes, then loses the answer: outcome unknown.
+type losesAnswer struct{ charge.Acquirer }
+
+func (l *losesAnswer) Authorize(ctx context.Context, key string, req acquirer.Request) (acquirer.Authorization, error) {
+	if _, err := l.Acquirer.Authorize(ctx, key, req); err != nil {
+		return acquirer.Authorization{}, err
+	}
+	return acquirer.Authorization{}, acquirer.ErrOutcomeUnknown
 }
 
 // forgetful is an acquirer whose lookups find nothing.

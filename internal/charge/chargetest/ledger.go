@@ -29,6 +29,17 @@ func (l *Ledger) Write(_ context.Context, c charge.Charge) (charge.Charge, error
 	return c, nil
 }
 
+// Rows returns every row, in no order.
+func (l *Ledger) Rows() []charge.Charge {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]charge.Charge, 0, len(l.rows))
+	for _, c := range l.rows {
+		out = append(out, c)
+	}
+	return out
+}
+
 // Get implements charge.Ledger.
 func (l *Ledger) Get(_ context.Context, id string) (charge.Charge, error) {
 	l.mu.Lock()

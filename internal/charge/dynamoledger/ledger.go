@@ -32,6 +32,8 @@ type row struct {
 	Type            string `dynamodbav:"type"`
 	ID              string `dynamodbav:"id"`
 	Account         string `dynamodbav:"account"`
+	IdempotencyKey  string `dynamodbav:"idempotency_key,omitempty"`
+	Source          string `dynamodbav:"source,omitempty"`
 	Status          string `dynamodbav:"status"`
 	Amount          amount `dynamodbav:"amount"`
 	Currency        string `dynamodbav:"currency"`
@@ -88,7 +90,7 @@ func Key(id string) string { return Prefix + id }
 // (ReturnValuesOnConditionCheckFailure ALL_OLD).
 func (l *Ledger) Write(ctx context.Context, c charge.Charge) (charge.Charge, error) {
 	av, err := attributevalue.MarshalMap(row{
-		PK: Key(c.ID), Type: rowType, ID: c.ID, Account: c.Account, Status: c.Status,
+		PK: Key(c.ID), Type: rowType, ID: c.ID, Account: c.Account, IdempotencyKey: c.IdempotencyKey, Source: c.Source, Status: c.Status,
 		Amount: amount(c.Amount), Currency: c.Currency, OrderID: c.OrderID, Description: c.Description,
 		DeclineCode: c.DeclineCode, AuthorizationID: c.AuthorizationID,
 		CreatedAt: c.CreatedAt.UTC().Format(time.RFC3339Nano),
@@ -145,7 +147,7 @@ func decode(id string, item map[string]types.AttributeValue) (charge.Charge, err
 		return charge.Charge{}, fmt.Errorf("charge %s: %w: created_at: %w", idem.Ref(id), charge.ErrUnreadableCharge, err)
 	}
 	return charge.Charge{
-		ID: r.ID, Account: r.Account, Status: r.Status, Amount: int64(r.Amount), Currency: r.Currency,
+		ID: r.ID, Account: r.Account, IdempotencyKey: r.IdempotencyKey, Source: r.Source, Status: r.Status, Amount: int64(r.Amount), Currency: r.Currency,
 		OrderID: r.OrderID, Description: r.Description, DeclineCode: r.DeclineCode,
 		AuthorizationID: r.AuthorizationID, CreatedAt: created,
 	}, nil

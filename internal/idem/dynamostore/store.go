@@ -46,6 +46,7 @@ type record struct {
 	Operation         string            `dynamodbav:"operation"`
 	Account           string            `dynamodbav:"account"`
 	Key               string            `dynamodbav:"idempotency_key"`
+	Source            string            `dynamodbav:"source,omitempty"`
 	Status            string            `dynamodbav:"status"`
 	Fingerprint       hexBinary         `dynamodbav:"fingerprint"`
 	Request           []byte            `dynamodbav:"request"`
@@ -108,7 +109,7 @@ const heldShard = "held"
 
 func toItem(r idem.Record) record {
 	out := record{
-		PK: r.PK, Operation: r.Operation, Account: r.Account, Key: r.Key,
+		PK: r.PK, Operation: r.Operation, Account: r.Account, Key: r.Key, Source: r.Source,
 		Status: string(r.Status), Fingerprint: hexBinary(r.Fingerprint), Request: r.Request,
 		LeaseToken: r.LeaseToken, LeaseExpiresAt: r.LeaseExpiresAt.UnixMilli(),
 		Attempt: r.Attempt, DownstreamKey: hexBinary(r.DownstreamKey),
@@ -146,7 +147,7 @@ func fromItem(av map[string]types.AttributeValue) (*idem.Record, error) {
 		return nil, fmt.Errorf("decode record: %w", err)
 	}
 	r := &idem.Record{
-		PK: it.PK, Operation: it.Operation, Account: it.Account, Key: it.Key,
+		PK: it.PK, Operation: it.Operation, Account: it.Account, Key: it.Key, Source: it.Source,
 		Status: idem.Status(it.Status), Fingerprint: string(it.Fingerprint), Request: it.Request,
 		LeaseToken: it.LeaseToken, LeaseExpiresAt: time.UnixMilli(it.LeaseExpiresAt),
 		Attempt: it.Attempt, DownstreamKey: string(it.DownstreamKey),
