@@ -1,0 +1,178 @@
+// Package event is the schema of the charge outcome events, version 1:
+// what a producer or a merchant backend receives when a charge is
+// captured, declined, held for an operator or released by one, or when a
+// queue command is rejected. Publishers build events with the constructors
+// here and encode them with Encode; nothing else spells the format, which
+// docs/events.schema.json describes (a test holds them equal).
+//
+// Delivery is at least once and unordered: an event may arrive twice, and
+// a charge's held event may arrive after its captured one. Every event has
+// an id that is the same on every delivery of it and differs between any
+// two events, so a consumer deduplicates by ID, and orders by what it
+// already has (a charge that is captured or declined stays so).
+package event
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/idempotent-payments/idempay/internal/charge"
+)
+
+// Version is the schema's version, carried by every event. A change that
+// a consumer could misread is a new version.
+const Version = 1
+
+// Type names what happened.
+type Type string
+
+// The event types.
+const (
+	// Captured: the acquirer captured the charge (its ledger row).
+	Captured Type = "charge.captured"
+	// Declined: the acquirer declined it (its ledger row).
+	Declined Type = "charge.declined"
+	// Held: the acquirer's answer disagreed with the request; the charge is
+	// held for an operator (Reason says why). Its outcome follows as
+	// captured (the operator accepted it) or released.
+	Held Type = "charge.held"
+	// Released: an operator voided a held charge at the acquirer and
+	// released its key: nothing was charged, and the producer sends the
+	// command again to charge.
+	Released Type = "charge.released"
+	// Rejected: the consumer refused a queue command (Reason is its code);
+	// nothing was charged or written. Sent to that queue's producer only.
+	Rejected Type = "charge.rejected"
+)
+
+// ProducerHTTP is the Producer of a charge requested over the HTTP API:
+// a merchant backend subscribes for it.
+const ProducerHTTP = "http"
+
+// Event is one outcome.
+type Event struct {
+	// ID is stable: the same on every delivery, different for every event.
+	// It names the charge and the type (a rejection: the queue message).
+	ID      string `json:"id"`
+	Type    Type   `json:"type"`
+	Version int    `json:"version"`
+	// Producer is the producer whose queue the command came on, or
+	// ProducerHTTP; Source is where the request came from: charge.SourceHTTP
+	// or charge.SourceQueue(Producer).
+	Producer string `json:"producer"`
+	Source   string `json:"source"`
+	// Account and IdempotencyKey are the caller's, as it sent them (the key
+	// is empty for a rejected command that had none, or for a charge whose
+	// ledger row predates keys on rows).
+	Account        string `json:"account"`
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
+	// Charge is the charge, for every type but Rejected.
+	Charge *Charge `json:"charge,omitempty"`
+	// Reason is why a charge was held (the mismatch's reason) or a command
+	// rejected (its reject code).
+	Reason string `json:"reason,omitempty"`
+	// CreatedAt is when it happened: the ledger row's, the hold's or the
+	// settlement's time, or the rejection's.
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// Charge is the charge an event is about, with the acquirer's terms.
+type Charge struct {
+	ID              string `json:"id"`
+	Status          string `json:"status"`
+	Amount          int64  `json:"amount,omitempty"`
+	Currency        string `json:"currency,omitempty"`
+	AuthorizationID string `json:"authorization_id,omitempty"`
+	DeclineCode     string `json:"decline_code,omitempty"`
+}
+
+// The statuses of Charge.Status beyond the acquirer's.
+const (
+	StatusHeld     = "held"
+	StatusReleased = "released"
+)
+
+// id derives an event's id from its type and what it is about.
+func id(t Type, about string) string {
+	sum := sha256.Sum256([]byte("event/v1\n" + string(t) + "\n" + about))
+	return "evt_" + hex.EncodeToString(sum[:16])
+}
+
+// producerOf is the producer a source names.
+func producerOf(source string) string {
+	if p, ok := strings.CutPrefix(source, "queue:"); ok {
+		return p
+	}
+	return ProducerHTTP
+}
+
+// OfRow is the event of a ledger row: Captured or Declined, with the row's
+// terms. A row without a source (written before rows kept it) is an HTTP
+// charge's.
+func OfRow(c charge.Charge) (Event, error) {
+	t := Captured
+	switch c.Status {
+	case "captured":
+	case "declined":
+		t = Declined
+	default:
+		return Event{}, fmt.Errorf("ledger row %s: status %q is neither captured nor declined", c.ID, c.Status)
+	}
+	source := c.Source
+	if source == "" {
+		source = charge.SourceHTTP
+	}
+	return Event{
+		ID: id(t, c.ID), Type: t, Version: Version, Producer: producerOf(source), Source: source,
+		Account: c.Account, IdempotencyKey: c.IdempotencyKey, CreatedAt: c.CreatedAt.UTC(),
+		Charge: &Charge{ID: c.ID, Status: c.Status, Amount: c.Amount, Currency: c.Currency, AuthorizationID: c.AuthorizationID, DeclineCode: c.DeclineCode},
+	}, nil
+}
+
+// Hold is what the held and released events say of a record: whose it is
+// and why it was held.
+type Hold struct {
+	ChargeID, Account, IdempotencyKey, Source, Reason string
+	// At is the hold's time (Held) or the settlement's (Released).
+	At time.Time
+}
+
+// OfHold is the Held event of a record that was just held.
+func OfHold(h Hold) Event { return ofHold(Held, StatusHeld, h) }
+
+// OfRelease is the Released event of a held record an operator released.
+func OfRelease(h Hold) Event { return ofHold(Released, StatusReleased, h) }
+
+func ofHold(t Type, status string, h Hold) Event {
+	source := h.Source
+	if source == "" {
+		source = charge.SourceHTTP
+	}
+	return Event{
+		ID: id(t, h.ChargeID), Type: t, Version: Version, Producer: producerOf(source), Source: source,
+		Account: h.Account, IdempotencyKey: h.IdempotencyKey, Reason: h.Reason, CreatedAt: h.At.UTC(),
+		Charge: &Charge{ID: h.ChargeID, Status: status},
+	}
+}
+
+// OfRejection is the Rejected event of the queue message messageID from
+// producer's queue, refused with code.
+func OfRejection(messageID, producer, account, idempotencyKey, code string, at time.Time) Event {
+	return Event{
+		ID: id(Rejected, messageID), Type: Rejected, Version: Version, Producer: producer, Source: charge.SourceQueue(producer),
+		Account: account, IdempotencyKey: idempotencyKey, Reason: code, CreatedAt: at.UTC(),
+	}
+}
+
+// Encode is the event's JSON, as published.
+func (e Event) Encode() ([]byte, error) {
+	b, err := json.Marshal(e)
+	if err != nil {
+		return nil, fmt.Errorf("encode event %s: %w", e.ID, err)
+	}
+	return b, nil
+}

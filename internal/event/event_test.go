@@ -1,0 +1,121 @@
+package event_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/idempotent-payments/idempay/internal/charge"
+	"github.com/idempotent-payments/idempay/internal/event"
+)
+
+// Schema compiles docs/events.schema.json, the events' documented schema.
+func Schema(t *testing.T) *jsonschema.Schema {
+	t.Helper()
+	b, err := os.ReadFile("../../docs/events.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	c.AssertFormat()
+	if err := c.AddResource("events.schema.json", doc); err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.Compile("events.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func validate(t *testing.T, s *jsonschema.Schema, b []byte) error {
+	t.Helper()
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.Validate(v)
+}
+
+var at = time.Date(2026, 12, 1, 12, 0, 0, 123e6, time.UTC)
+
+const chargeID = "ch_0123456789abcdef0123456789abcdef01234567"
+
+func examples(t *testing.T) []event.Event {
+	t.Helper()
+	row := charge.Charge{ID: chargeID, Account: "acct_1", IdempotencyKey: "order-1-try-1", Source: charge.SourceQueue("orders"),
+		Status: "captured", Amount: 25000, Currency: "BRL", AuthorizationID: "auth_1", CreatedAt: at}
+	captured, err := event.OfRow(row)
+	if err != nil {
+		t.Fatal(err)
+	}
+	row.Status, row.DeclineCode, row.Source = "declined", "card_declined", charge.SourceHTTP
+	declined, err := event.OfRow(row)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := event.Hold{ChargeID: chargeID, Account: "acct_1", IdempotencyKey: "order-1-try-1", Source: charge.SourceQueue("orders"), Reason: "amount_differs", At: at}
+	return []event.Event{captured, declined, event.OfHold(h), event.OfRelease(h),
+		event.OfRejection("059f36b4-87a3-44ab-83d2-661975830a7d", "orders", "acct_1", "", "PRODUCER_NOT_ALLOWED", at)}
+}
+
+// TestEventsMatchTheirSchema: every type, as encoded, is valid against
+// docs/events.schema.json, which refuses a member it does not name.
+func TestEventsMatchTheirSchema(t *testing.T) {
+	t.Parallel()
+	s := Schema(t)
+	for _, e := range examples(t) {
+		b, err := e.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := validate(t, s, b); err != nil {
+			t.Errorf("%s: %s\n%v", e.Type, b, err)
+		}
+	}
+	for name, bad := range map[string]string{
+		"an unknown member":              `{"id":"evt_0123456789abcdef0123456789abcdef","type":"charge.rejected","version":1,"producer":"orders","source":"queue:orders","account":"a","reason":"X","created_at":"2026-12-01T12:00:00Z","extra":1}`,
+		"a captured event without terms": `{"id":"evt_0123456789abcdef0123456789abcdef","type":"charge.captured","version":1,"producer":"http","source":"http","account":"a","charge":{"id":"` + chargeID + `","status":"captured"},"created_at":"2026-12-01T12:00:00Z"}`,
+		"another version":                `{"id":"evt_0123456789abcdef0123456789abcdef","type":"charge.rejected","version":2,"producer":"orders","source":"queue:orders","account":"a","reason":"X","created_at":"2026-12-01T12:00:00Z"}`,
+	} {
+		if err := validate(t, s, []byte(bad)); err == nil {
+			t.Errorf("the schema accepts %s", name)
+		}
+	}
+}
+
+// TestEventIDs: an id names the charge and the type, so a redelivery has
+// the same one and a charge's held and captured events differ.
+func TestEventIDs(t *testing.T) {
+	t.Parallel()
+	seen := map[string]event.Type{}
+	for _, e := range examples(t) {
+		if prev, ok := seen[e.ID]; ok {
+			t.Fatalf("%s and %s share the id %s", prev, e.Type, e.ID)
+		}
+		seen[e.ID] = e.Type
+	}
+	again := examples(t)
+	for i, e := range examples(t) {
+		if again[i].ID != e.ID {
+			t.Fatalf("%s: the id changed between two builds of the same event", e.Type)
+		}
+	}
+	b, _ := examples(t)[0].Encode()
+	var m map[string]any
+	if json.Unmarshal(b, &m) != nil || m["producer"] != "orders" || !strings.HasPrefix(m["id"].(string), "evt_") {
+		t.Fatalf("captured event %s", b)
+	}
+	if _, err := event.OfRow(charge.Charge{ID: chargeID, Status: "pending"}); err == nil {
+		t.Fatal("a row that is neither captured nor declined made an event")
+	}
+}
