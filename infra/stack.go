@@ -293,6 +293,7 @@ func newTable(stack awscdk.Stack, cfg Config, removal awscdk.RemovalPolicy) awsd
 		GlobalSecondaryIndexes:           &gsis,
 		WarmThroughput:                   warm(cfg.TableWarmWrites),
 		TimeToLiveSpecification:          &awsdynamodb.CfnTable_TimeToLiveSpecificationProperty{AttributeName: jsii.String(dynamostore.TTLAttribute), Enabled: jsii.Bool(true)},
+		StreamSpecification:              &awsdynamodb.CfnTable_StreamSpecificationProperty{StreamViewType: jsii.String(string(in.StreamSpecification.StreamViewType))},
 		PointInTimeRecoverySpecification: &awsdynamodb.CfnTable_PointInTimeRecoverySpecificationProperty{PointInTimeRecoveryEnabled: jsii.Bool(true)},
 		SseSpecification:                 &awsdynamodb.CfnTable_SSESpecificationProperty{SseEnabled: jsii.Bool(true)},
 		DeletionProtectionEnabled:        jsii.Bool(cfg.Retain),

@@ -149,6 +149,7 @@ func TestTableMatchesTheCode(t *testing.T) {
 			"GlobalSecondaryIndexes":  {asJSON(withoutWarm(p["GlobalSecondaryIndexes"])), asJSON(wantGSI)},
 			"BillingMode":             {asJSON(p["BillingMode"]), asJSON(string(in.BillingMode))},
 			"TimeToLiveSpecification": {asJSON(p["TimeToLiveSpecification"]), `{"AttributeName":"expires_at","Enabled":true}`},
+			"StreamSpecification":     {asJSON(p["StreamSpecification"]), `{"StreamViewType":"` + string(in.StreamSpecification.StreamViewType) + `"}`},
 			"PointInTimeRecovery":     {asJSON(p["PointInTimeRecoverySpecification"]), `{"PointInTimeRecoveryEnabled":true}`},
 			"SseSpecification":        {asJSON(p["SSESpecification"]), `{"SSEEnabled":true}`},
 		} {

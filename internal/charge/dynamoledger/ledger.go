@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"strconv"
 	"time"
 
@@ -131,6 +132,16 @@ func (l *Ledger) Get(ctx context.Context, id string) (charge.Charge, error) {
 		return charge.Charge{}, charge.ErrNoCharge
 	}
 	return decode(id, out.Item)
+}
+
+// DecodeRow reads a ledger row from its item as the table holds it (a
+// stream's image, say): ErrUnreadableCharge for an item that is not one.
+func DecodeRow(item map[string]types.AttributeValue) (charge.Charge, error) {
+	pk, _ := item["pk"].(*types.AttributeValueMemberS)
+	if pk == nil || !strings.HasPrefix(pk.Value, Prefix) {
+		return charge.Charge{}, fmt.Errorf("%w: not a ledger row", charge.ErrUnreadableCharge)
+	}
+	return decode(strings.TrimPrefix(pk.Value, Prefix), item)
 }
 
 // decode reads charge id's row; anything else is ErrUnreadableCharge.

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -439,4 +440,15 @@ func fenceError(err error) error {
 		return fmt.Errorf("write: %w", err)
 	}
 	return nil
+}
+
+// DecodeRecord reads an idempotency record from its item as the table
+// holds it (a stream's image, say); an item that is not one (a ledger
+// row) is an error. It checks nothing of retention.
+func DecodeRecord(item map[string]types.AttributeValue) (*idem.Record, error) {
+	pk, _ := item["pk"].(*types.AttributeValueMemberS)
+	if pk == nil || !strings.HasPrefix(pk.Value, idem.RecordPrefix) {
+		return nil, errors.New("decode record: not an idempotency record")
+	}
+	return fromItem(item)
 }

@@ -18,13 +18,18 @@ const (
 )
 
 // TableInput is the one definition of the table: partition key pk, on demand,
-// and the sparse in-flight index (partition inflight_shard, sort
-// lease_expires_at) that only in-progress records appear in. TTL on
-// expires_at is set separately (EnableTTL), as DynamoDB requires.
+// the sparse in-flight index (partition inflight_shard, sort
+// lease_expires_at) that only in-progress records appear in, and a stream
+// of new and old images, the outbox the outcome events are published from
+// (a hold is a change that needs the old image). TTL on expires_at is set
+// separately (EnableTTL), as DynamoDB requires.
 func TableInput(name string) *dynamodb.CreateTableInput {
 	return &dynamodb.CreateTableInput{
 		TableName:   aws.String(name),
 		BillingMode: types.BillingModePayPerRequest,
+		StreamSpecification: &types.StreamSpecification{
+			StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewTypeNewAndOldImages,
+		},
 		AttributeDefinitions: []types.AttributeDefinition{
 			{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS},
 			{AttributeName: aws.String("inflight_shard"), AttributeType: types.ScalarAttributeTypeS},
