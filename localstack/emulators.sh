@@ -76,7 +76,9 @@ status() {
 env_vars() {
   cat <<EOV
 export AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:$ddb_port
+export AWS_ENDPOINT_URL_DYNAMODB_STREAMS=http://127.0.0.1:$ddb_port
 export AWS_ENDPOINT_URL_SQS=http://127.0.0.1:$sqs_port
+export AWS_ENDPOINT_URL_SNS=http://127.0.0.1:$sqs_port
 export AWS_REGION=\${AWS_REGION:-us-east-1}
 export AWS_ACCESS_KEY_ID=\${AWS_ACCESS_KEY_ID:-local}
 export AWS_SECRET_ACCESS_KEY=\${AWS_SECRET_ACCESS_KEY:-local}

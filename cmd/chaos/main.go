@@ -36,7 +36,7 @@ func main() {
 	cfg.Faults.Seed = cfg.Seed
 
 	bin := filepath.Join("dist", "local")
-	if err := localapi.BuildFunctions(context.Background(), bin, "charge", "sqsconsumer", "sweeper"); err != nil {
+	if err := localapi.BuildFunctions(context.Background(), bin, localapi.Functions...); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}

@@ -51,7 +51,7 @@ func run() error {
 	}
 	cfg.Trust, cfg.Instances, cfg.Output = trust, instances, os.Stdout
 	fmt.Println("building the functions for this machine ...")
-	if err := localapi.BuildFunctions(ctx, cfg.BinDir, "charge", "sqsconsumer", "sweeper"); err != nil {
+	if err := localapi.BuildFunctions(ctx, cfg.BinDir, localapi.Functions...); err != nil {
 		return err
 	}
 	stack, err := localapi.StartStack(ctx, cfg)

@@ -23,7 +23,7 @@ func TestChaos(t *testing.T) {
 		rie = filepath.Join(moduleRoot(), "bin", "aws-lambda-rie")
 	}
 	bin := t.TempDir()
-	if err := localapi.BuildFunctions(context.Background(), bin, "charge", "sqsconsumer", "sweeper"); err != nil {
+	if err := localapi.BuildFunctions(context.Background(), bin, localapi.Functions...); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", "") // Run points this process at its own database

@@ -9,6 +9,10 @@ import (
 	"runtime"
 )
 
+// Functions are the stack's functions (functions/<name>), as the
+// Makefile's FUNCTIONS lists them for AWS (a test holds the two equal).
+var Functions = []string{"charge", "sqsconsumer", "sweeper", "publisher"}
+
 // BuildFunctions builds each named function (functions/<name>) for this
 // machine into dir/<name>/bootstrap.
 func BuildFunctions(ctx context.Context, dir string, names ...string) error {

@@ -14,11 +14,15 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/idempotent-payments/idempay/internal/command"
+	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
 	"github.com/idempotent-payments/idempay/internal/queue"
@@ -26,6 +30,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/sandbox"
 	"github.com/idempotent-payments/idempay/internal/setup"
 	"github.com/idempotent-payments/idempay/internal/sweep"
+	"github.com/idempotent-payments/idempay/internal/topic"
 )
 
 // StackConfig describes a local stack: the table, the sandbox acquirer, the
@@ -98,8 +103,14 @@ type Stack struct {
 	Sandbox *sandbox.Server
 	// The functions' execution environments: the charge function, the
 	// consumer of the producers' queues, the consumer of the reconcile queue
-	// (the same binary, reading only that queue) and the sweeper.
-	Charge, Consumer, Reconciler, Sweeper *Pool
+	// (the same binary, reading only that queue), the sweeper and the
+	// publisher of the outcome events (on the table's stream).
+	Charge, Consumer, Reconciler, Sweeper, Publisher *Pool
+	// OutcomeTopicARN is the outcome events' topic; OutcomeQueues the queue
+	// subscribed for each producer (filtered on its name), and for
+	// event.ProducerHTTP, a merchant backend's.
+	OutcomeTopicARN string
+	OutcomeQueues   map[string]string
 	// Queues are the producers' charge-commands queues by producer name;
 	// QueueURL and QueueARN are the first producer's.
 	Queues             map[string]command.Source
@@ -110,6 +121,7 @@ type Stack struct {
 	ReconcileURL, ReconcileARN string
 	DLQURL, RejectedURL        string
 	SQS                        *sqs.Client
+	SNS                        *sns.Client
 	// DynamoDB is a client for the stack's table, built like the functions' own.
 	DynamoDB *dynamodb.Client
 	// Protocol is what the functions claim records under (T, the skew and
@@ -201,8 +213,17 @@ func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
 		}
 		s.sandboxServer = s.servers[len(s.servers)-1] // no other goroutine yet
 	}
-	s.SQS = sqs.NewFromConfig(awsCfg)
+	s.SQS, s.SNS = sqs.NewFromConfig(awsCfg), sns.NewFromConfig(awsCfg)
 	if err := s.createQueues(ctx, cfg); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if err := s.createOutcomes(ctx, cfg); err != nil {
+		s.Close()
+		return nil, err
+	}
+	streamARN, err := tableStream(ctx, s.DynamoDB, cfg.TableName)
+	if err != nil {
 		s.Close()
 		return nil, err
 	}
@@ -222,7 +243,7 @@ func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
 	}
 	base := []string{
 		setup.EnvTableName + "=" + cfg.TableName, setup.EnvAcquirerURL + "=" + s.SandboxURL, setup.EnvAcquirerID + "=" + cfg.AcquirerID,
-		setup.EnvSkipResponseCRC32 + "=true",
+		setup.EnvSkipResponseCRC32 + "=true", setup.EnvOutcomeTopicARN + "=" + s.OutcomeTopicARN,
 	}
 	if cfg.AcquirerAPIKey != "" {
 		base = append(base, setup.EnvAcquirerAPIKey+"="+cfg.AcquirerAPIKey)
@@ -257,6 +278,10 @@ func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
 		s.Close()
 		return nil, err
 	}
+	if s.Publisher, err = start("publisher", "publisher", 1); err != nil {
+		s.Close()
+		return nil, err
+	}
 	triggers, stop := context.WithCancel(context.Background())
 	s.stopTriggers = stop
 	if !cfg.NoEventSourceMapping {
@@ -264,6 +289,7 @@ func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
 			go eventSourceMapping(triggers, s.SQS, q.URL, q.ARN, s.Consumer)
 		}
 		go eventSourceMapping(triggers, s.SQS, s.ReconcileURL, s.ReconcileARN, s.Reconciler)
+		go streamMapping(triggers, dynamodbstreams.NewFromConfig(awsCfg), streamARN, s.Publisher)
 	}
 	if cfg.SweepInterval > 0 {
 		go schedule(triggers, cfg.SweepInterval, s.Sweeper)
@@ -341,6 +367,56 @@ func (s *Stack) createQueues(ctx context.Context, cfg StackConfig) error {
 	return err
 }
 
+// createOutcomes makes the outcome topic and, for each producer and for
+// event.ProducerHTTP, an outcome queue subscribed to it with the filter
+// policy the CDK app deploys (topic.FilterPolicy) and raw delivery, so a
+// queue's message is the event itself. fauxqs honours the policy; it
+// enforces no queue policy (the CDK app adds those).
+func (s *Stack) createOutcomes(ctx context.Context, cfg StackConfig) error {
+	names := queue.Names{Prefix: cfg.TableName}
+	t, err := s.SNS.CreateTopic(ctx, &sns.CreateTopicInput{Name: aws.String(names.Outcomes())})
+	if err != nil {
+		return fmt.Errorf("create topic %s: %w", names.Outcomes(), err)
+	}
+	s.OutcomeTopicARN = aws.ToString(t.TopicArn)
+	s.OutcomeQueues = map[string]string{}
+	subscribers := []string{event.ProducerHTTP}
+	for _, p := range cfg.Producers {
+		subscribers = append(subscribers, p.Name)
+	}
+	for _, p := range subscribers {
+		url, arn, err := createQueue(ctx, s.SQS, names.Outcome(p), cfg.VisibilityTimeout, "", 0)
+		if err != nil {
+			return err
+		}
+		if _, err := s.SNS.Subscribe(ctx, &sns.SubscribeInput{
+			TopicArn: t.TopicArn, Protocol: aws.String("sqs"), Endpoint: aws.String(arn), ReturnSubscriptionArn: true,
+			Attributes: map[string]string{"FilterPolicy": topic.FilterPolicy(p), "RawMessageDelivery": "true"},
+		}); err != nil {
+			return fmt.Errorf("subscribe %s: %w", names.Outcome(p), err)
+		}
+		s.OutcomeQueues[p] = url
+	}
+	return nil
+}
+
+// tableStream is the table's stream ARN; a table created before it had
+// one gets it.
+func tableStream(ctx context.Context, ddb *dynamodb.Client, table string) (string, error) {
+	d, err := ddb.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
+	if err != nil {
+		return "", fmt.Errorf("describe table %s: %w", table, err)
+	}
+	if d.Table.StreamSpecification == nil || !aws.ToBool(d.Table.StreamSpecification.StreamEnabled) {
+		u, err := ddb.UpdateTable(ctx, &dynamodb.UpdateTableInput{TableName: aws.String(table), StreamSpecification: dynamostore.TableInput(table).StreamSpecification})
+		if err != nil {
+			return "", fmt.Errorf("enable the stream of %s: %w", table, err)
+		}
+		return aws.ToString(u.TableDescription.LatestStreamArn), nil
+	}
+	return aws.ToString(d.Table.LatestStreamArn), nil
+}
+
 // QueueName is producer's charge-commands queue in the stack on table.
 func QueueName(table, producer string) string { return queue.Names{Prefix: table}.Charges(producer) }
 
@@ -367,7 +443,7 @@ func (s *Stack) Close() {
 	for _, srv := range s.servers {
 		_ = srv.Close()
 	}
-	for _, p := range []*Pool{s.Charge, s.Consumer, s.Reconciler, s.Sweeper} {
+	for _, p := range []*Pool{s.Charge, s.Consumer, s.Reconciler, s.Sweeper, s.Publisher} {
 		if p != nil {
 			p.Close()
 		}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 )
@@ -125,4 +127,139 @@ func sleep(ctx context.Context, d time.Duration) {
 	case <-ctx.Done():
 	case <-time.After(d):
 	}
+}
+
+// streamMapping is the local stand-in for Lambda's DynamoDB stream event
+// source mapping: it reads every shard of the table's stream from its
+// start, delivers the records in batches of up to 100, in order, and on a
+// batch item failure delivers again from the failed record after a pause.
+// Unlike the deployed mapping it has no filter: every change reaches the
+// publisher, which publishes only what makes an event (outbox.Events).
+func streamMapping(ctx context.Context, client *dynamodbstreams.Client, streamARN string, target Invoker) {
+	iterators := map[string]*string{} // by shard
+	pending := map[string][]streamtypes.Record{}
+	for ctx.Err() == nil {
+		desc, err := client.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(streamARN)})
+		if err != nil {
+			sleep(ctx, 200*time.Millisecond)
+			continue
+		}
+		for _, sh := range desc.StreamDescription.Shards {
+			id := aws.ToString(sh.ShardId)
+			if _, ok := iterators[id]; !ok {
+				it, err := client.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{
+					StreamArn: aws.String(streamARN), ShardId: sh.ShardId, ShardIteratorType: streamtypes.ShardIteratorTypeTrimHorizon,
+				})
+				if err != nil {
+					continue
+				}
+				iterators[id] = it.ShardIterator
+			}
+		}
+		idle := true
+		for id, it := range iterators {
+			if it == nil && len(pending[id]) == 0 {
+				continue // a closed shard, read to its end
+			}
+			if len(pending[id]) == 0 {
+				out, err := client.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: it, Limit: aws.Int32(100)})
+				if err != nil {
+					continue
+				}
+				iterators[id], pending[id] = out.NextShardIterator, out.Records
+			}
+			if len(pending[id]) == 0 {
+				continue
+			}
+			idle = false
+			pending[id] = deliverStream(ctx, pending[id], streamARN, target)
+		}
+		if idle {
+			sleep(ctx, 100*time.Millisecond)
+		}
+	}
+}
+
+// deliverStream invokes target with records and returns those to deliver
+// again: from the reported failure on, or all after a failed invocation
+// (each after a pause).
+func deliverStream(ctx context.Context, records []streamtypes.Record, streamARN string, target Invoker) []streamtypes.Record {
+	ev := events.DynamoDBEvent{}
+	for _, r := range records {
+		ev.Records = append(ev.Records, StreamRecord(r, streamARN))
+	}
+	payload, _ := json.Marshal(ev)
+	out, err := target.Invoke(ctx, payload)
+	var resp events.DynamoDBEventResponse
+	if err == nil && json.Unmarshal(out, &resp) == nil && len(resp.BatchItemFailures) == 0 {
+		return nil
+	}
+	sleep(ctx, 500*time.Millisecond)
+	if err != nil || len(resp.BatchItemFailures) == 0 {
+		return records
+	}
+	for i, r := range records {
+		if aws.ToString(r.Dynamodb.SequenceNumber) == resp.BatchItemFailures[0].ItemIdentifier {
+			return records[i:]
+		}
+	}
+	return records
+}
+
+// StreamRecord is r as Lambda gives a stream record to a function.
+func StreamRecord(r streamtypes.Record, streamARN string) events.DynamoDBEventRecord {
+	c := r.Dynamodb
+	rec := events.DynamoDBEventRecord{
+		AWSRegion: "us-east-1", EventID: aws.ToString(r.EventID), EventName: string(r.EventName), EventSource: "aws:dynamodb",
+		EventVersion: aws.ToString(r.EventVersion), EventSourceArn: streamARN,
+		Change: events.DynamoDBStreamRecord{
+			Keys: image(c.Keys), NewImage: image(c.NewImage), OldImage: image(c.OldImage),
+			SequenceNumber: aws.ToString(c.SequenceNumber), SizeBytes: aws.ToInt64(c.SizeBytes), StreamViewType: string(c.StreamViewType),
+		},
+	}
+	if c.ApproximateCreationDateTime != nil {
+		rec.Change.ApproximateCreationDateTime = events.SecondsEpochTime{Time: *c.ApproximateCreationDateTime}
+	}
+	return rec
+}
+
+func image(item map[string]streamtypes.AttributeValue) map[string]events.DynamoDBAttributeValue {
+	if item == nil {
+		return nil
+	}
+	out := make(map[string]events.DynamoDBAttributeValue, len(item))
+	for k, v := range item {
+		out[k] = streamAttribute(v)
+	}
+	return out
+}
+
+func streamAttribute(v streamtypes.AttributeValue) events.DynamoDBAttributeValue {
+	switch v := v.(type) {
+	case *streamtypes.AttributeValueMemberS:
+		return events.NewStringAttribute(v.Value)
+	case *streamtypes.AttributeValueMemberN:
+		return events.NewNumberAttribute(v.Value)
+	case *streamtypes.AttributeValueMemberB:
+		return events.NewBinaryAttribute(v.Value)
+	case *streamtypes.AttributeValueMemberBOOL:
+		return events.NewBooleanAttribute(v.Value)
+	case *streamtypes.AttributeValueMemberNULL:
+		return events.NewNullAttribute()
+	case *streamtypes.AttributeValueMemberSS:
+		return events.NewStringSetAttribute(v.Value)
+	case *streamtypes.AttributeValueMemberNS:
+		return events.NewNumberSetAttribute(v.Value)
+	case *streamtypes.AttributeValueMemberBS:
+		return events.NewBinarySetAttribute(v.Value)
+	case *streamtypes.AttributeValueMemberL:
+		var l []events.DynamoDBAttributeValue
+		for _, e := range v.Value {
+			l = append(l, streamAttribute(e))
+		}
+		return events.NewListAttribute(l)
+	case *streamtypes.AttributeValueMemberM:
+		return events.NewMapAttribute(image(v.Value))
+	}
+	panic(fmt.Sprintf("stream attribute %T", v))
 }

@@ -3,9 +3,10 @@ package obs
 // The Function dimension of each function's metrics (NewMetrics), which
 // the CDK app's alarms and dashboard select on.
 const (
-	FunctionCharge   = "charge"
-	FunctionConsumer = "sqsconsumer" // both consumers: the producers' queues and the reconciler's
-	FunctionSweeper  = "sweeper"
+	FunctionCharge    = "charge"
+	FunctionConsumer  = "sqsconsumer" // both consumers: the producers' queues and the reconciler's
+	FunctionSweeper   = "sweeper"
+	FunctionPublisher = "publisher"
 )
 
 // The dimensions of every metric: Function and Environment on all, and
@@ -28,4 +29,6 @@ const (
 	MetricOldestStaleSeconds = "OldestStaleSeconds"
 	MetricHeldRecords        = "HeldRecords" // records held for an operator, counted by the sweeper
 	MetricOldestHeldSeconds  = "OldestHeldSeconds"
+	MetricEventsPublished    = "EventsPublished"   // the publisher's, per invocation
+	MetricStreamUndecodable  = "StreamUndecodable" // stream records the publisher skipped
 )

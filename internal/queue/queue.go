@@ -122,3 +122,10 @@ func (n Names) DLQ() string { return n.Prefix + "-dlq" }
 
 // Rejected is where the consumers put what they refuse.
 func (n Names) Rejected() string { return n.Prefix + "-rejected" }
+
+// Outcomes is the topic of the charge outcome events.
+func (n Names) Outcomes() string { return n.Prefix + "-outcomes" }
+
+// Outcome is the queue subscriber's outcome events arrive on (a
+// producer's name, or event.ProducerHTTP for a merchant backend).
+func (n Names) Outcome(subscriber string) string { return n.Prefix + "-outcomes-" + subscriber }

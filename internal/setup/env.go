@@ -30,6 +30,9 @@ const (
 	EnvCommandSources    = command.SourcesEnv
 	EnvReconcileQueueURL = command.ReconcileQueueEnv
 	EnvRejectedQueueURL  = command.RejectedQueueEnv
+	// The outcome events' topic (the publisher's, and the consumer's for
+	// its rejections).
+	EnvOutcomeTopicARN = "OUTCOME_TOPIC_ARN"
 
 	// A local switch: CPU profiles of each function process, written to
 	// this path plus its process id and a window number, one per window

@@ -59,7 +59,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		AcquirerAPIKey: getenv(EnvAcquirerAPIKey),
 		AcquirerSecret: getenv(EnvAcquirerSecret),
 		AccountClaim:   cmp.Or(getenv(EnvAccountClaim), "sub"),
-		Environment:    cmp.Or(getenv(EnvEnvironment), "local"),
+		Environment:    EnvironmentOf(getenv),
 	}
 	if c.TableName == "" {
 		return Config{}, fmt.Errorf("%s is required", EnvTableName)
@@ -297,12 +297,16 @@ func SweeperFromEnv(getenv func(string) string) (SweeperConfig, error) {
 	if c.ClockSkew, err = duration(getenv, EnvClockSkew, idem.DefaultClockSkew); err != nil {
 		return SweeperConfig{}, err
 	}
-	c.Environment = cmp.Or(getenv(EnvEnvironment), "local")
+	c.Environment = EnvironmentOf(getenv)
 	if c.SkipResponseCRC32, err = boolean(getenv, EnvSkipResponseCRC32); err != nil {
 		return SweeperConfig{}, err
 	}
 	return c, nil
 }
+
+// EnvironmentOf is ENVIRONMENT, the metrics' Environment dimension
+// ("local" when unset).
+func EnvironmentOf(getenv func(string) string) string { return cmp.Or(getenv(EnvEnvironment), "local") }
 
 // LogLevel is Lambda's AWS_LAMBDA_LOG_LEVEL (set by its advanced logging
 // controls), else LOG_LEVEL, else INFO.

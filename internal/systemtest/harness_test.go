@@ -44,7 +44,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binDir = dir
-	if err := localapi.BuildFunctions(context.Background(), dir, "charge", "sqsconsumer", "sweeper"); err != nil {
+	if err := localapi.BuildFunctions(context.Background(), dir, localapi.Functions...); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/idempotent-payments/idempay/internal/charge/dynamoledger"
+	"github.com/idempotent-payments/idempay/internal/event"
+	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
+	"github.com/idempotent-payments/idempay/internal/obs"
+	"github.com/idempotent-payments/idempay/internal/outbox"
+)
+
+// Topic is where the events go.
+type Topic interface {
+	Publish(ctx context.Context, e event.Event) error
+}
+
+// Handler publishes the events of a batch of the table's stream records
+// (outbox.Events), in order, and reports the first record it could not
+// publish as the batch's failure, so the stream redelivers from there:
+// what was published before it is published again, and the events' ids
+// make that the same events. A record that cannot be decoded would fail
+// on every redelivery: it is logged (ERROR) and skipped, and its charge
+// can be republished from the ledger.
+type Handler struct {
+	Topic  Topic
+	Logger *slog.Logger
+	// Metrics gets one EMF line per invocation; nil skips it.
+	Metrics *obs.Metrics
+}
+
+// The publisher's outcomes, in its EMF line.
+const (
+	OutcomePublished = "published"
+	OutcomeRetry     = "publish_failed"
+)
+
+// Handle publishes ev's records' events.
+func (h *Handler) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+	published, undecodable := 0, 0
+	resp := events.DynamoDBEventResponse{}
+	for _, r := range ev.Records {
+		change, err := changeOf(r)
+		if err != nil {
+			undecodable++
+			h.Logger.ErrorContext(obs.WithAttrs(ctx, slog.String("record", refOf(r)), slog.String("messageId", r.Change.SequenceNumber)),
+				"a stream record does not decode; skipped: republish its charge from the ledger", "error", err)
+			continue
+		}
+		evs, err := outbox.Events(change)
+		if err == nil {
+			for _, e := range evs {
+				if err = h.Topic.Publish(ctx, e); err != nil {
+					break
+				}
+				published++
+			}
+		}
+		if err != nil {
+			h.Logger.WarnContext(obs.WithAttrs(ctx, slog.String("record", refOf(r)), slog.String("messageId", r.Change.SequenceNumber)),
+				"publish failed; the stream redelivers from this record", "error", err)
+			resp.BatchItemFailures = []events.DynamoDBBatchItemFailure{{ItemIdentifier: r.Change.SequenceNumber}}
+			break
+		}
+	}
+	if h.Metrics != nil {
+		outcome := OutcomePublished
+		if len(resp.BatchItemFailures) > 0 {
+			outcome = OutcomeRetry
+		}
+		h.Metrics.Record(outcome, map[string]float64{obs.MetricEventsPublished: float64(published), obs.MetricStreamUndecodable: float64(undecodable)})
+	}
+	return resp, nil
+}
+
+// changeOf decodes a stream record: an idempotency record before and
+// after, or the ledger row inserted.
+func changeOf(r events.DynamoDBEventRecord) (outbox.Change, error) {
+	c := outbox.Change{At: r.Change.ApproximateCreationDateTime.Time}
+	pk := r.Change.Keys["pk"]
+	if pk.DataType() != events.DataTypeString {
+		return c, errors.New("no pk")
+	}
+	switch {
+	case strings.HasPrefix(pk.String(), dynamoledger.Prefix):
+		if r.EventName != string(events.DynamoDBOperationTypeInsert) {
+			return c, nil // rows are written once; nothing else makes an event
+		}
+		row, err := dynamoledger.DecodeRow(item(r.Change.NewImage))
+		if err != nil {
+			return c, err
+		}
+		c.InsertedRow = &row
+	case strings.HasPrefix(pk.String(), idem.RecordPrefix):
+		var err error
+		if c.OldRecord, err = record(r.Change.OldImage); err != nil {
+			return c, err
+		}
+		if c.NewRecord, err = record(r.Change.NewImage); err != nil {
+			return c, err
+		}
+	}
+	return c, nil
+}
+
+func record(image map[string]events.DynamoDBAttributeValue) (*idem.Record, error) {
+	if len(image) == 0 {
+		return nil, nil
+	}
+	return dynamostore.DecodeRecord(item(image))
+}
+
+// refOf names the record a stream record is about, never by its key.
+func refOf(r events.DynamoDBEventRecord) string {
+	if pk := r.Change.Keys["pk"]; pk.DataType() == events.DataTypeString {
+		return idem.Ref(pk.String())
+	}
+	return ""
+}
+
+// item is an image in the SDK's types, which the stores decode.
+func item(image map[string]events.DynamoDBAttributeValue) map[string]types.AttributeValue {
+	out := make(map[string]types.AttributeValue, len(image))
+	for k, v := range image {
+		out[k] = attribute(v)
+	}
+	return out
+}
+
+func attribute(v events.DynamoDBAttributeValue) types.AttributeValue {
+	switch v.DataType() {
+	case events.DataTypeString:
+		return &types.AttributeValueMemberS{Value: v.String()}
+	case events.DataTypeNumber:
+		return &types.AttributeValueMemberN{Value: v.Number()}
+	case events.DataTypeBinary:
+		return &types.AttributeValueMemberB{Value: v.Binary()}
+	case events.DataTypeBoolean:
+		return &types.AttributeValueMemberBOOL{Value: v.Boolean()}
+	case events.DataTypeNull:
+		return &types.AttributeValueMemberNULL{Value: true}
+	case events.DataTypeStringSet:
+		return &types.AttributeValueMemberSS{Value: v.StringSet()}
+	case events.DataTypeNumberSet:
+		return &types.AttributeValueMemberNS{Value: v.NumberSet()}
+	case events.DataTypeBinarySet:
+		return &types.AttributeValueMemberBS{Value: v.BinarySet()}
+	case events.DataTypeList:
+		var l []types.AttributeValue
+		for _, e := range v.List() {
+			l = append(l, attribute(e))
+		}
+		return &types.AttributeValueMemberL{Value: l}
+	case events.DataTypeMap:
+		return &types.AttributeValueMemberM{Value: item(v.Map())}
+	}
+	panic(fmt.Sprintf("attribute of data type %v", v.DataType()))
+}

@@ -1,0 +1,147 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+
+	"github.com/idempotent-payments/idempay/internal/charge"
+	"github.com/idempotent-payments/idempay/internal/charge/dynamoledger"
+	"github.com/idempotent-payments/idempay/internal/event"
+	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
+	"github.com/idempotent-payments/idempay/internal/idem/dynamostore/dynamotest"
+	"github.com/idempotent-payments/idempay/internal/localapi"
+)
+
+// topicFunc is a Topic that the test scripts.
+type topicFunc func(event.Event) error
+
+func (f topicFunc) Publish(_ context.Context, e event.Event) error { return f(e) }
+
+// streamOf makes, on a fresh DynamoDB Local table, a ledger row, a hold
+// and a void-confirmed release, and returns the table's stream records as
+// Lambda delivers them.
+func streamOf(t *testing.T) events.DynamoDBEvent {
+	t.Helper()
+	ctx := context.Background()
+	ddb := dynamotest.Client(t)
+	table := dynamotest.NewTable(t, ddb)
+	row := charge.Charge{ID: charge.ChargeID("0123456789abcdef0123456789abcdef01234567"), Account: "acct_p", IdempotencyKey: "publish-key-1",
+		Source: charge.SourceQueue("orders"), Status: "captured", Amount: 100, Currency: "BRL", AuthorizationID: "auth_1", CreatedAt: time.Now().UTC()}
+	if _, err := dynamoledger.New(ddb, table).Write(ctx, row); err != nil {
+		t.Fatal(err)
+	}
+	guard := idem.NewGuard(dynamostore.New(ddb, table), idem.Config{DefaultLease: time.Millisecond, Protocol: idem.Protocol{InTransitBound: time.Millisecond, ClockSkew: time.Millisecond}})
+	scope := idem.Scope{Operation: "charge", Account: "acct_p", Key: "publish-key-2", Source: charge.SourceHTTP}
+	c, err := guard.Begin(ctx, scope, idem.Canonical{{Name: "amount", Value: "100"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Lease.HoldForOperator(ctx, "amount_differs", []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond)
+	lease, err := guard.TakeOverHeld(ctx, scope.PK(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lease.VoidConfirmed(ctx); err != nil {
+		t.Fatal(err)
+	}
+	d, err := ddb.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ := config.LoadDefaultConfig(ctx)
+	st := dynamodbstreams.NewFromConfig(cfg)
+	desc, err := st.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: d.Table.LatestStreamArn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev events.DynamoDBEvent
+	for _, sh := range desc.StreamDescription.Shards {
+		it, err := st.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{StreamArn: d.Table.LatestStreamArn, ShardId: sh.ShardId, ShardIteratorType: streamtypes.ShardIteratorTypeTrimHorizon})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := st.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: it.ShardIterator})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range out.Records {
+			ev.Records = append(ev.Records, localapi.StreamRecord(r, aws.ToString(d.Table.LatestStreamArn)))
+		}
+	}
+	return ev
+}
+
+// TestPublishesTheStreamsEvents: of a row's insert, a claim, a hold, the
+// operator's take-over and a release, the publisher publishes captured,
+// held and released, in order; a failed publish reports its record, and a
+// record that does not decode is skipped.
+func TestPublishesTheStreamsEvents(t *testing.T) {
+	t.Parallel()
+	ev := streamOf(t)
+	var got []event.Event
+	h := &Handler{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Topic: topicFunc(func(e event.Event) error { got = append(got, e); return nil })}
+	resp, err := h.Handle(context.Background(), ev)
+	if err != nil || len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("Handle: %+v, %v", resp, err)
+	}
+	want := []event.Type{event.Captured, event.Held, event.Released}
+	if len(got) != len(want) {
+		t.Fatalf("published %+v from %d records, want %v", got, len(ev.Records), want)
+	}
+	for i, e := range got {
+		if e.Type != want[i] {
+			t.Fatalf("event %d is %s, want %s", i, e.Type, want[i])
+		}
+	}
+	if got[0].Producer != "orders" || got[0].IdempotencyKey != "publish-key-1" || got[1].Producer != event.ProducerHTTP || got[1].Reason != "amount_differs" ||
+		got[1].Charge.ID != got[2].Charge.ID || got[1].ID == got[2].ID {
+		t.Fatalf("events %+v", got)
+	}
+
+	// The topic fails on the hold: the batch's failure is the hold's record.
+	published := 0
+	h.Topic = topicFunc(func(e event.Event) error {
+		if e.Type == event.Held {
+			return errors.New("topic down")
+		}
+		published++
+		return nil
+	})
+	resp, _ = h.Handle(context.Background(), ev)
+	var holdSeq string
+	for _, r := range ev.Records {
+		if c, _ := changeOf(r); c.NewRecord != nil && c.NewRecord.Held() && (c.OldRecord == nil || !c.OldRecord.Held()) {
+			holdSeq = r.Change.SequenceNumber
+		}
+	}
+	if len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != holdSeq || published != 1 {
+		t.Fatalf("with the topic failing on the hold: %+v (hold %s), %d published before", resp, holdSeq, published)
+	}
+
+	// A record that does not decode is skipped; the rest is published.
+	bad := ev
+	bad.Records = append([]events.DynamoDBEventRecord{{EventName: "INSERT", Change: events.DynamoDBStreamRecord{
+		Keys: map[string]events.DynamoDBAttributeValue{"pk": events.NewStringAttribute(dynamoledger.Prefix + "ch_x")},
+		NewImage: map[string]events.DynamoDBAttributeValue{"pk": events.NewStringAttribute(dynamoledger.Prefix + "ch_x"), "type": events.NewStringAttribute("other")},
+		SequenceNumber: "0"}}}, ev.Records...)
+	got = nil
+	h.Topic = topicFunc(func(e event.Event) error { got = append(got, e); return nil })
+	if resp, _ := h.Handle(context.Background(), bad); len(resp.BatchItemFailures) != 0 || len(got) != 3 {
+		t.Fatalf("with an undecodable record first: %+v, %d published", resp, len(got))
+	}
+}
