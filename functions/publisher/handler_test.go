@@ -136,8 +136,8 @@ func TestPublishesTheStreamsEvents(t *testing.T) {
 	// A record that does not decode is skipped; the rest is published.
 	bad := ev
 	bad.Records = append([]events.DynamoDBEventRecord{{EventName: "INSERT", Change: events.DynamoDBStreamRecord{
-		Keys: map[string]events.DynamoDBAttributeValue{"pk": events.NewStringAttribute(dynamoledger.Prefix + "ch_x")},
-		NewImage: map[string]events.DynamoDBAttributeValue{"pk": events.NewStringAttribute(dynamoledger.Prefix + "ch_x"), "type": events.NewStringAttribute("other")},
+		Keys:           map[string]events.DynamoDBAttributeValue{"pk": events.NewStringAttribute(dynamoledger.Prefix + "ch_x")},
+		NewImage:       map[string]events.DynamoDBAttributeValue{"pk": events.NewStringAttribute(dynamoledger.Prefix + "ch_x"), "type": events.NewStringAttribute("other")},
 		SequenceNumber: "0"}}}, ev.Records...)
 	got = nil
 	h.Topic = topicFunc(func(e event.Event) error { got = append(got, e); return nil })
