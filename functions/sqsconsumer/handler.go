@@ -11,6 +11,7 @@ import (
 
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/command"
+	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/obs"
 	"github.com/idempotent-payments/idempay/internal/problem"
@@ -42,6 +43,19 @@ type Handler struct {
 	Logger      *slog.Logger
 	// Metrics gets one EMF line per message; nil skips it.
 	Metrics *obs.Metrics
+	// Outcomes, when set, gets a charge.rejected event for every command a
+	// producer's queue brought that is refused, before the message is
+	// dead-lettered and deleted: a refusal writes nothing to the table, so
+	// no change publishes it. A message from a queue of no producer has
+	// nobody to tell.
+	Outcomes Outcomes
+	// Now is the clock of the rejections' time (time.Now when nil).
+	Now func() time.Time
+}
+
+// Outcomes is where the consumer's rejections are published.
+type Outcomes interface {
+	Publish(ctx context.Context, e event.Event) error
 }
 
 // Source is one queue the handler reads: what it admits, and the queue
@@ -60,6 +74,8 @@ type verdict struct {
 	delay      time.Duration // and, when positive, redeliver after this
 	rejectCode string        // dead-letter with this code (and success)
 	reason     string
+	// account and key are the command's, as it named them ("" before it decoded)
+	account, key string
 	// acquirer calls that proved nothing sent, and that left the outcome unknown
 	notSent, unknown int
 }
@@ -112,6 +128,16 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 func (h *Handler) settle(ctx context.Context, src Source, msg events.SQSMessage, v verdict) bool {
 	switch {
 	case v.rejectCode != "":
+		if h.Outcomes != nil && src.Producer != "" {
+			now := time.Now
+			if h.Now != nil {
+				now = h.Now
+			}
+			if err := h.Outcomes.Publish(ctx, event.OfRejection(msg.MessageId, src.Producer, v.account, v.key, v.rejectCode, now())); err != nil {
+				h.Logger.WarnContext(ctx, "publishing the rejection failed; the message will be retried", "reject_code", v.rejectCode, "error", err)
+				return false
+			}
+		}
 		err := h.DeadLetters.Send(ctx, msg.Body, map[string]string{
 			"reject_code": v.rejectCode, "reject_reason": v.reason, "source_message_id": msg.MessageId,
 			"source_queue": msg.EventSourceARN,
@@ -154,7 +180,7 @@ func (h *Handler) process(ctx context.Context, src Source, known bool, msg event
 		return verdict{outcome: "malformed", rejectCode: rejectMalformed, reason: err.Error()}
 	}
 	if ok, why := src.Admits(cmd); !ok {
-		return verdict{outcome: outcomeNotAllowed, rejectCode: rejectNotAllowed, reason: why}
+		return verdict{outcome: outcomeNotAllowed, rejectCode: rejectNotAllowed, reason: why, account: cmd.Account, key: cmd.IdempotencyKey}
 	}
 	switch cmd.Type {
 	case command.TypeCharge:
@@ -162,7 +188,9 @@ func (h *Handler) process(ctx context.Context, src Source, known bool, msg event
 		if cmd.IdempotencyKey != "" {
 			keys = []string{cmd.IdempotencyKey}
 		}
-		return verdictOf(h.Service.Charge(ctx, charge.Input{Account: cmd.Account, Keys: keys, Body: cmd.Request, Source: charge.SourceQueue(src.Producer)}))
+		v := verdictOf(h.Service.Charge(ctx, charge.Input{Account: cmd.Account, Keys: keys, Body: cmd.Request, Source: charge.SourceQueue(src.Producer)}))
+		v.account, v.key = cmd.Account, cmd.IdempotencyKey
+		return v
 	default: // command.TypeReconcile: Decode knows no other
 		record := idem.Ref(cmd.PK)
 		outcome, err := h.Service.Reconcile(ctx, cmd.PK)

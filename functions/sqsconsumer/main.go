@@ -13,12 +13,14 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/idempotent-payments/idempay/internal/command"
 	"github.com/idempotent-payments/idempay/internal/obs"
 	"github.com/idempotent-payments/idempay/internal/queue"
 	"github.com/idempotent-payments/idempay/internal/setup"
+	"github.com/idempotent-payments/idempay/internal/topic"
 )
 
 func main() { setup.Main(run) }
@@ -46,6 +48,9 @@ func run(logger *slog.Logger) error {
 	h := &Handler{
 		Service: c.Service, Sources: bySource, DeadLetters: queue.New(sqsClient, rejectedURL),
 		Concurrency: 5, Logger: logger, Metrics: obs.NewMetrics(os.Stdout, obs.FunctionConsumer, c.Config.Environment),
+	}
+	if arn := os.Getenv(setup.EnvOutcomeTopicARN); arn != "" {
+		h.Outcomes = topic.New(sns.NewFromConfig(c.AWS), arn)
 	}
 	lambda.Start(func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 		defer c.Flush(ctx)

@@ -65,10 +65,10 @@ type Event struct {
 	// or charge.SourceQueue(Producer).
 	Producer string `json:"producer"`
 	Source   string `json:"source"`
-	// Account and IdempotencyKey are the caller's, as it sent them (the key
-	// is empty for a rejected command that had none, or for a charge whose
-	// ledger row predates keys on rows).
-	Account        string `json:"account"`
+	// Account and IdempotencyKey are the caller's, as it sent them (empty
+	// for a rejected command that did not name them; the key is empty too
+	// for a charge whose ledger row predates keys on rows).
+	Account        string `json:"account,omitempty"`
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
 	// Charge is the charge, for every type but Rejected.
 	Charge *Charge `json:"charge,omitempty"`

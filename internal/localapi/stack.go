@@ -71,7 +71,8 @@ type StackConfig struct {
 	VisibilityTimeout time.Duration
 	MaxReceives       int
 	// NoEventSourceMapping leaves the command queues unpolled, for a test
-	// that receives and delivers batches itself.
+	// that receives and delivers batches itself (the table's stream is
+	// always read).
 	NoEventSourceMapping bool
 	// Producers each get a charge-commands queue of their own, and may
 	// charge only their Accounts (DefaultProducers when empty).
@@ -289,8 +290,8 @@ func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
 			go eventSourceMapping(triggers, s.SQS, q.URL, q.ARN, s.Consumer)
 		}
 		go eventSourceMapping(triggers, s.SQS, s.ReconcileURL, s.ReconcileARN, s.Reconciler)
-		go streamMapping(triggers, dynamodbstreams.NewFromConfig(awsCfg), streamARN, s.Publisher)
 	}
+	go streamMapping(triggers, dynamodbstreams.NewFromConfig(awsCfg), streamARN, s.Publisher)
 	if cfg.SweepInterval > 0 {
 		go schedule(triggers, cfg.SweepInterval, s.Sweeper)
 	}

@@ -133,46 +133,66 @@ func sleep(ctx context.Context, d time.Duration) {
 // source mapping: it reads every shard of the table's stream from its
 // start, delivers the records in batches of up to 100, in order, and on a
 // batch item failure delivers again from the failed record after a pause.
-// Unlike the deployed mapping it has no filter: every change reaches the
-// publisher, which publishes only what makes an event (outbox.Events).
+// An iterator DynamoDB Local refuses (it trims and expires them) is taken
+// again after the last record delivered. Unlike the deployed mapping it
+// has no filter: every change reaches the publisher, which publishes only
+// what makes an event (outbox.Events).
 func streamMapping(ctx context.Context, client *dynamodbstreams.Client, streamARN string, target Invoker) {
-	iterators := map[string]*string{} // by shard
-	pending := map[string][]streamtypes.Record{}
+	type shard struct {
+		iterator *string
+		last     string // the sequence number of the last record delivered
+		pending  []streamtypes.Record
+		closed   bool
+	}
+	shards := map[string]*shard{}
+	iterator := func(id string, sh *shard) {
+		in := &dynamodbstreams.GetShardIteratorInput{StreamArn: aws.String(streamARN), ShardId: aws.String(id), ShardIteratorType: streamtypes.ShardIteratorTypeTrimHorizon}
+		if sh.last != "" {
+			in.ShardIteratorType, in.SequenceNumber = streamtypes.ShardIteratorTypeAfterSequenceNumber, aws.String(sh.last)
+		}
+		if it, err := client.GetShardIterator(ctx, in); err == nil {
+			sh.iterator = it.ShardIterator
+		}
+	}
 	for ctx.Err() == nil {
 		desc, err := client.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(streamARN)})
 		if err != nil {
 			sleep(ctx, 200*time.Millisecond)
 			continue
 		}
-		for _, sh := range desc.StreamDescription.Shards {
-			id := aws.ToString(sh.ShardId)
-			if _, ok := iterators[id]; !ok {
-				it, err := client.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{
-					StreamArn: aws.String(streamARN), ShardId: sh.ShardId, ShardIteratorType: streamtypes.ShardIteratorTypeTrimHorizon,
-				})
-				if err != nil {
-					continue
-				}
-				iterators[id] = it.ShardIterator
+		for _, s := range desc.StreamDescription.Shards {
+			if id := aws.ToString(s.ShardId); shards[id] == nil {
+				shards[id] = &shard{}
 			}
 		}
 		idle := true
-		for id, it := range iterators {
-			if it == nil && len(pending[id]) == 0 {
-				continue // a closed shard, read to its end
+		for id, sh := range shards {
+			if sh.closed && len(sh.pending) == 0 {
+				continue
 			}
-			if len(pending[id]) == 0 {
-				out, err := client.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: it, Limit: aws.Int32(100)})
-				if err != nil {
+			if len(sh.pending) == 0 {
+				if sh.iterator == nil {
+					iterator(id, sh)
+				}
+				if sh.iterator == nil {
 					continue
 				}
-				iterators[id], pending[id] = out.NextShardIterator, out.Records
+				out, err := client.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: sh.iterator, Limit: aws.Int32(100)})
+				if err != nil {
+					sh.iterator = nil // taken again, after the last record delivered
+					continue
+				}
+				sh.iterator, sh.pending, sh.closed = out.NextShardIterator, out.Records, out.NextShardIterator == nil
 			}
-			if len(pending[id]) == 0 {
+			if len(sh.pending) == 0 {
 				continue
 			}
 			idle = false
-			pending[id] = deliverStream(ctx, pending[id], streamARN, target)
+			batch := sh.pending
+			sh.pending = deliverStream(ctx, batch, streamARN, target)
+			if delivered := len(batch) - len(sh.pending); delivered > 0 {
+				sh.last = aws.ToString(batch[delivered-1].Dynamodb.SequenceNumber)
+			}
 		}
 		if idle {
 			sleep(ctx, 100*time.Millisecond)

@@ -23,6 +23,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/charge/dynamoledger"
 	"github.com/idempotent-payments/idempay/internal/command"
+	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
 	"github.com/idempotent-payments/idempay/internal/localapi"
@@ -199,6 +200,17 @@ func TestAcquirerAnswersAreEvidence(t *testing.T) {
 	}
 	if n := emfOutcomes(t, logs.Name(), charge.Mismatch.String()); n != len(cases) {
 		t.Fatalf("%d EMF lines with outcome %s, want %d", n, charge.Mismatch, len(cases))
+	}
+
+	// Each hold is one held event, to the HTTP subscriber, once.
+	held := distinctEvents(t, s, eventSchema(t), event.ProducerHTTP, len(cases), 30*time.Second)
+	for _, e := range held {
+		if e.Type != event.Held || e.Reason == "" {
+			t.Fatalf("held events %+v", held)
+		}
+	}
+	if len(held) != len(cases) {
+		t.Fatalf("%d distinct held events, want %d: %+v", len(held), len(cases), held)
 	}
 }
 
