@@ -13,7 +13,9 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idempotent-payments/idempay/internal/acquirer"
+	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/command"
+	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
 	"github.com/idempotent-payments/idempay/internal/localapi"
@@ -107,6 +109,13 @@ func TestCrashAfterAuthorization(t *testing.T) {
 	_ = json.Unmarshal(r.body, &ch)
 	if auths := s.Sandbox.Authorizations(); len(auths) != 1 || ch["authorization_id"] != auths[0].ID {
 		t.Fatalf("replay %v is not the acquirer's authorization %+v", ch, auths)
+	}
+	// The reconciler settled a charge asked over HTTP: one captured event,
+	// to the HTTP subscriber, with the client's key.
+	got := distinctEvents(t, s, eventSchema(t), event.ProducerHTTP, 1, 20*time.Second)
+	if len(got) != 1 || got[0].Type != event.Captured || got[0].IdempotencyKey != "crash-after-auth-1" || got[0].Source != charge.SourceHTTP ||
+		got[0].Charge.AuthorizationID != ch["authorization_id"] {
+		t.Fatalf("events %+v", got)
 	}
 }
 
