@@ -85,7 +85,14 @@ type Summary struct {
 	// DeadLettersInFlight counts dead letters of commands that every
 	// receive found in flight: intents that did nothing wrong.
 	DeadLettersInFlight int
-	Drain, Total        time.Duration
+	// Events counts the distinct captured and declined events delivered,
+	// Rejections the distinct rejected ones. EventsMissing counts ledger
+	// rows without their event, EventsExtra charges with more than one
+	// distinct outcome event or with one but no ledger row, EventsMisrouted
+	// events on another subscriber's queue than their charge's source's.
+	Events, Rejections                          int
+	EventsMissing, EventsExtra, EventsMisrouted int
+	Drain, Total                                time.Duration
 }
 
 // Violations lists every broken promise; empty means the run passed.
@@ -95,8 +102,11 @@ func (s Summary) Violations() []string {
 		"duplicate authorizations": s.Duplicates, "lost charges": s.Lost, "divergent answers": s.Divergent,
 		"unanswered clients": s.Unanswered, "answers not matching the record": s.Mismatched,
 		"records left in flight": s.InFlight, "dead letters without a reason": s.DeadLettersNoReason,
-		"dead letters of commands only ever in flight":          s.DeadLettersInFlight,
-		"dropped requests resent before the functions saw them": s.Resent,
+		"dead letters of commands only ever in flight":                     s.DeadLettersInFlight,
+		"dropped requests resent before the functions saw them":            s.Resent,
+		"ledger rows without their outcome event":                          s.EventsMissing,
+		"outcome events more than one per charge, or without a ledger row": s.EventsExtra,
+		"outcome events to another subscriber":                             s.EventsMisrouted,
 	} {
 		if n > 0 {
 			v = append(v, fmt.Sprintf("%d %s", n, name))
@@ -126,7 +136,8 @@ func (s Summary) Table() string {
 		{"resent", s.Resent}, {"outages", s.Outages}, {"notsent", s.NotSent}, {"unknown", s.Unknown},
 		{"authorizations", s.Authorizations}, {"duplicates", s.Duplicates}, {"lost", s.Lost}, {"divergent", s.Divergent},
 		{"unanswered", s.Unanswered}, {"mismatched", s.Mismatched}, {"inflight", s.InFlight}, {"deadletters", s.DeadLetters},
-		{"dlqInFlight", s.DeadLettersInFlight},
+		{"dlqInFlight", s.DeadLettersInFlight}, {"events", s.Events}, {"rejections", s.Rejections},
+		{"eventsMissing", s.EventsMissing}, {"eventsExtra", s.EventsExtra}, {"misrouted", s.EventsMisrouted},
 		{"drain", s.Drain.Round(100 * time.Millisecond)}, {"total", s.Total.Round(100 * time.Millisecond)},
 	}
 	var head, vals strings.Builder
@@ -171,11 +182,12 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	// The stack and its functions reach this run's database through the
 	// SDK's standard variable.
 	os.Setenv("AWS_ENDPOINT_URL_DYNAMODB", "http://"+db.Addr)
+	os.Setenv("AWS_ENDPOINT_URL_DYNAMODB_STREAMS", "http://"+db.Addr)
 	secret := []byte("chaos-secret")
 	stack, err := localapi.StartStack(ctx, localapi.StackConfig{
 		RIE: cfg.RIE, BinDir: cfg.BinDir, TableName: fmt.Sprintf("chaos-%d", time.Now().UnixNano()),
 		GatewayAddr: "127.0.0.1:0", SandboxAddr: "127.0.0.1:0", Trust: localapi.Trust{Secret: secret},
-		Instances: cfg.Instances, Timeout: 3 * time.Second, Env: append(chaosEnv, "AWS_ENDPOINT_URL_DYNAMODB=http://"+db.Addr),
+		Instances: cfg.Instances, Timeout: 3 * time.Second, Env: append(chaosEnv, "AWS_ENDPOINT_URL_DYNAMODB=http://"+db.Addr, "AWS_ENDPOINT_URL_DYNAMODB_STREAMS=http://"+db.Addr),
 		SweepInterval: 2 * time.Second, VisibilityTimeout: 2 * time.Second, Output: logs,
 		Producers: []localapi.Producer{{Name: "chaos", Accounts: []string{account}}},
 	})

@@ -27,6 +27,7 @@ func TestChaos(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", "") // Run points this process at its own database
+	t.Setenv("AWS_ENDPOINT_URL_DYNAMODB_STREAMS", "")
 	sum, err := Run(context.Background(), Config{
 		Intents: 120, Clients: 3, Parallel: 20, Instances: 3, SQSShare: 0.2,
 		KillEvery: time.Second, StallEvery: 2 * time.Second, OutageEvery: 3 * time.Second, OutageFor: time.Second,

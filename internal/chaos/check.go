@@ -5,8 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -15,6 +18,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/charge/dynamoledger"
+	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
 	"github.com/idempotent-payments/idempay/internal/localapi"
@@ -86,6 +90,10 @@ func check(ctx context.Context, s *localapi.Stack, intents []intent, logs seen, 
 		}
 	}
 
+	if err := checkEvents(ctx, s, records, charged, sum); err != nil {
+		return err
+	}
+
 	// Dead letters: the consumers' refusals (each with its reject_code) and
 	// what ran out of receives (the DLQ proper).
 	for _, url := range []string{s.RejectedURL, s.DLQURL} {
@@ -114,6 +122,71 @@ func check(ctx context.Context, s *localapi.Stack, intents []intent, logs seen, 
 			}
 		}
 	}
+	return nil
+}
+
+// checkEvents drains the outcome queues: every ledger row must have
+// exactly one distinct captured-or-declined event, on the queue of the
+// subscriber its charge came from, and no such event may exist without a
+// row. Rejections are counted apart. It waits up to a minute for the
+// events of every row.
+func checkEvents(ctx context.Context, s *localapi.Stack, records []*idem.Record, charged []bool, sum *Summary) error {
+	want := map[string]string{} // charge id → the subscriber of its source
+	for i, rec := range records {
+		if rec != nil && charged[i] {
+			subscriber := event.ProducerHTTP
+			if p, ok := strings.CutPrefix(rec.Source, "queue:"); ok {
+				subscriber = p
+			}
+			want[charge.ChargeID(rec.DownstreamKey)] = subscriber
+		}
+	}
+	outcomes := map[string]map[string]bool{} // charge id → distinct event ids
+	rejections := map[string]bool{}
+	for deadline, quiet := time.Now().Add(time.Minute), 0; time.Now().Before(deadline) && (len(outcomes) < len(want) || quiet < 2); {
+		got := 0
+		for subscriber, url := range s.OutcomeQueues {
+			out, err := s.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
+			if err != nil {
+				return err
+			}
+			for _, m := range out.Messages {
+				got++
+				var e event.Event
+				if err := json.Unmarshal([]byte(aws.ToString(m.Body)), &e); err != nil {
+					return fmt.Errorf("an outcome queue holds %q: %w", aws.ToString(m.Body), err)
+				}
+				switch {
+				case e.Type == event.Rejected:
+					rejections[e.ID] = true
+				case e.Type == event.Captured || e.Type == event.Declined:
+					if outcomes[e.Charge.ID] == nil {
+						outcomes[e.Charge.ID] = map[string]bool{}
+					}
+					if !outcomes[e.Charge.ID][e.ID] && want[e.Charge.ID] != "" && want[e.Charge.ID] != subscriber {
+						sum.EventsMisrouted++
+					}
+					outcomes[e.Charge.ID][e.ID] = true
+				}
+				_, _ = s.SQS.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(url), ReceiptHandle: m.ReceiptHandle})
+			}
+		}
+		if quiet++; got > 0 {
+			quiet = 0
+		}
+	}
+	for id := range want {
+		if len(outcomes[id]) == 0 {
+			sum.EventsMissing++
+		}
+	}
+	for id, ids := range outcomes {
+		sum.Events += len(ids)
+		if _, ok := want[id]; !ok || len(ids) > 1 {
+			sum.EventsExtra++
+		}
+	}
+	sum.Rejections = len(rejections)
 	return nil
 }
 
