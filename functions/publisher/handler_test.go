@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -22,6 +23,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore/dynamotest"
 	"github.com/idempotent-payments/idempay/internal/localapi"
+	"github.com/idempotent-payments/idempay/internal/outbox"
 )
 
 // topicFunc is a Topic that the test scripts.
@@ -84,6 +86,39 @@ func streamOf(t *testing.T) events.DynamoDBEvent {
 		}
 	}
 	return ev
+}
+
+// TestFiltersPassWhatMakesAnEvent: of the real stream records of a row's
+// insert, a claim, a hold, the operator's take-over and a release, the
+// trigger's filters (outbox.Filters, deployed and applied locally) pass
+// exactly those that make an event.
+func TestFiltersPassWhatMakesAnEvent(t *testing.T) {
+	t.Parallel()
+	passed := 0
+	for _, r := range streamOf(t).Records {
+		c, err := changeOf(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs, err := outbox.Events(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(r)
+		ok, err := outbox.Match(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok != (len(evs) > 0) {
+			t.Errorf("%s of %s: filter %v, events %d", r.EventName, r.Change.Keys["pk"].String(), ok, len(evs))
+		}
+		if ok {
+			passed++
+		}
+	}
+	if passed != 3 {
+		t.Fatalf("%d records passed, want the row, the hold and the release", passed)
+	}
 }
 
 // TestPublishesTheStreamsEvents: of a row's insert, a claim, a hold, the

@@ -11,6 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+
+	"github.com/idempotent-payments/idempay/internal/outbox"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 )
@@ -134,9 +136,8 @@ func sleep(ctx context.Context, d time.Duration) {
 // start, delivers the records in batches of up to 100, in order, and on a
 // batch item failure delivers again from the failed record after a pause.
 // An iterator DynamoDB Local refuses (it trims and expires them) is taken
-// again after the last record delivered. Unlike the deployed mapping it
-// has no filter: every change reaches the publisher, which publishes only
-// what makes an event (outbox.Events).
+// again after the last record delivered. As the deployed mapping, it
+// delivers only the records that match the filters (outbox.Filters).
 func streamMapping(ctx context.Context, client *dynamodbstreams.Client, streamARN string, target Invoker) {
 	type shard struct {
 		iterator *string
@@ -200,13 +201,21 @@ func streamMapping(ctx context.Context, client *dynamodbstreams.Client, streamAR
 	}
 }
 
-// deliverStream invokes target with records and returns those to deliver
-// again: from the reported failure on, or all after a failed invocation
-// (each after a pause).
+// deliverStream invokes target with the records that pass the stream
+// trigger's filters (outbox.Filters, as deployed) and returns those to
+// deliver again: from the reported failure on, or all after a failed
+// invocation (each after a pause).
 func deliverStream(ctx context.Context, records []streamtypes.Record, streamARN string, target Invoker) []streamtypes.Record {
 	ev := events.DynamoDBEvent{}
 	for _, r := range records {
-		ev.Records = append(ev.Records, StreamRecord(r, streamARN))
+		rec := StreamRecord(r, streamARN)
+		b, _ := json.Marshal(rec)
+		if ok, err := outbox.Match(b); err != nil || ok {
+			ev.Records = append(ev.Records, rec)
+		}
+	}
+	if len(ev.Records) == 0 {
+		return nil
 	}
 	payload, _ := json.Marshal(ev)
 	out, err := target.Invoke(ctx, payload)

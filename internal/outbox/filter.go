@@ -1,0 +1,122 @@
+package outbox
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/idempotent-payments/idempay/internal/charge/dynamoledger"
+	"github.com/idempotent-payments/idempay/internal/idem"
+)
+
+// Filters are the stream trigger's filter criteria, Lambda's event
+// filtering patterns over a stream record: the changes that may make an
+// event (Events), and no other, so the publisher is not invoked for the
+// claims, completions and take-overs that make none. A record that
+// matches any pattern is delivered. The CDK app deploys them, and the
+// local stack's stream reader applies them with Match, so both deliver the
+// same records.
+var Filters = []string{
+	// a ledger row inserted
+	fmt.Sprintf(`{"eventName":["INSERT"],"dynamodb":{"Keys":{"pk":{"S":[{"prefix":%q}]}}}}`, dynamoledger.Prefix),
+	// a record that becomes held
+	fmt.Sprintf(`{"eventName":["INSERT","MODIFY"],"dynamodb":{"Keys":{"pk":{"S":[{"prefix":%q}]}},`+
+		`"NewImage":{"hold":{"M":{"reason":{"S":[{"exists":true}]}}}},"OldImage":{"hold":{"M":{"reason":{"S":[{"exists":false}]}}}}}}`, idem.RecordPrefix),
+	// a held record deleted
+	fmt.Sprintf(`{"eventName":["REMOVE"],"dynamodb":{"Keys":{"pk":{"S":[{"prefix":%q}]}},"OldImage":{"hold":{"M":{"reason":{"S":[{"exists":true}]}}}}}}`, idem.RecordPrefix),
+}
+
+// Match reports whether record, a stream record as JSON (Lambda's
+// DynamoDBEventRecord), matches any of Filters. It implements the part of
+// Lambda's filter syntax that Filters use: a list of exact strings,
+// {"prefix": s} and {"exists": b} at a leaf, objects matched member by
+// member; an error for anything else, so a pattern that outgrows it fails
+// its test rather than filtering otherwise than Lambda.
+func Match(record []byte) (bool, error) {
+	var doc any
+	if err := json.Unmarshal(record, &doc); err != nil {
+		return false, fmt.Errorf("stream record: %w", err)
+	}
+	for _, f := range Filters {
+		var pattern map[string]any
+		if err := json.Unmarshal([]byte(f), &pattern); err != nil {
+			return false, fmt.Errorf("filter %s: %w", f, err)
+		}
+		ok, err := matchObject(pattern, doc)
+		if err != nil {
+			return false, fmt.Errorf("filter %s: %w", f, err)
+		}
+		if ok {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+func matchObject(pattern map[string]any, doc any) (bool, error) {
+	obj, _ := doc.(map[string]any)
+	for name, p := range pattern {
+		var value any
+		present := false
+		if obj != nil {
+			value, present = obj[name]
+		}
+		switch p := p.(type) {
+		case map[string]any:
+			ok, err := matchObject(p, value)
+			if err != nil || !ok {
+				return false, err
+			}
+		case []any:
+			ok, err := matchLeaf(p, value, present)
+			if err != nil || !ok {
+				return false, err
+			}
+		default:
+			return false, fmt.Errorf("member %q: want an object or a list", name)
+		}
+	}
+	return true, nil
+}
+
+// matchLeaf: any of the alternatives matches the value.
+func matchLeaf(alternatives []any, value any, present bool) (bool, error) {
+	for _, a := range alternatives {
+		switch a := a.(type) {
+		case string:
+			if s, ok := value.(string); ok && s == a {
+				return true, nil
+			}
+		case map[string]any:
+			if len(a) != 1 {
+				return false, fmt.Errorf("a rule of %d members", len(a))
+			}
+			for op, arg := range a {
+				switch op {
+				case "prefix":
+					s, ok := value.(string)
+					p, isString := arg.(string)
+					if !isString {
+						return false, fmt.Errorf("prefix %v", arg)
+					}
+					if ok && strings.HasPrefix(s, p) {
+						return true, nil
+					}
+				case "exists":
+					want, ok := arg.(bool)
+					if !ok {
+						return false, fmt.Errorf("exists %v", arg)
+					}
+					if present == want {
+						return true, nil
+					}
+				default:
+					return false, fmt.Errorf("rule %q is not implemented here", op)
+				}
+			}
+		default:
+			return false, fmt.Errorf("alternative %v", a)
+		}
+	}
+	return false, nil
+}
