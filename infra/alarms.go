@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -31,6 +33,11 @@ type watched struct {
 	api       awsapigatewayv2.HttpApi
 	table     awsdynamodb.CfnTable
 	functions []watchedFunction
+	// outcomes, publisher and publisherFailures: the outcome events' topic,
+	// their publisher and its trigger's on-failure destination.
+	outcomes          outcomeTopic
+	publisher         function
+	publisherFailures awssqs.Queue
 }
 
 type watchedFunction struct {
@@ -52,6 +59,12 @@ const (
 	// pending) stay under it; a broken deploy does not.
 	api5xxPercent     = 5
 	api5xxMinRequests = 20
+	// publisherLagAlarm, in seconds: an hour behind the stream pages, 23
+	// hours before its records age out.
+	publisherLagAlarm = 60 * 60
+	// outcomeUnreadAlarm, in seconds: an event has waited a week on its
+	// outcome queue, half the queue's retention.
+	outcomeUnreadAlarm = 7 * 24 * 60 * 60
 )
 
 // watch makes the alarms, all to the environment's topic, and the
@@ -188,6 +201,25 @@ func watch(stack awscdk.Stack, cfg Config, w watched) awssns.Topic {
 		"Run idemctl held and settle each with void-confirmed or accept", emf(obs.FunctionSweeper, obs.MetricHeldRecords, "Maximum", nil), 1)
 	alarm("OldestStaleAlarm", fmt.Sprintf("A record has been stale for more than %d minutes since its last reconcile attempt (its back-off "+
 		"reached 16 minutes): reconcile it with idemctl and find why the reconciler cannot", staleHorizon/60), emf(obs.FunctionSweeper, obs.MetricOldestStaleSeconds, "Maximum", nil), staleHorizon)
+
+	// The outcome events: the publisher keeps up with the stream, whose
+	// records age out after 24 hours.
+	alarm("PublisherIteratorAgeAlarm", fmt.Sprintf("The publisher of the outcome events is more than %d minutes behind the table's stream, whose records age out "+
+		"after 24 hours: check its errors and the topic; what ages out must be republished from the ledger", publisherLagAlarm/60),
+		w.publisher.fn.Metric(jsii.String("IteratorAge"), &awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Maximum")}), publisherLagAlarm*1000)
+	alarm("PublisherFailuresAlarm", "Stream records aged out before they were published: the failure queue holds their shard and sequence range. "+
+		"Republish those charges from the ledger",
+		w.publisherFailures.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Maximum")}), 1)
+	alarm("StreamUndecodableAlarm", "The publisher skipped a stream record it could not decode (its ERROR line names the record): republish that charge from the ledger",
+		emf(obs.FunctionPublisher, obs.MetricStreamUndecodable, "Sum", nil), 1)
+	alarm("UndeliveredOutcomesAlarm", "SNS could not deliver outcome events to an outcome queue (its policy or the queue is broken): fix the queue, "+
+		"then move the events from the undelivered-outcomes queue to it",
+		w.outcomes.undelivered.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Maximum")}), 1)
+	for _, s := range slices.Sorted(maps.Keys(w.outcomes.queues)) {
+		alarm("OutcomesUnreadAlarm"+s, fmt.Sprintf("An outcome event has waited %d days on subscriber %s's queue, which keeps them %d: the subscriber has stopped reading; "+
+			"tell it before its events expire", outcomeUnreadAlarm/86400, s, int(*outcomeRetention.ToDays(nil))),
+			w.outcomes.queues[s].MetricApproximateAgeOfOldestMessage(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Maximum")}), outcomeUnreadAlarm)
+	}
 
 	// The table and its in-flight index.
 	ddb := func(name string, dims map[string]string) awscloudwatch.Metric {

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/idempotent-payments/idempay/internal/charge"
+	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/queue"
 )
@@ -345,6 +346,8 @@ func (c Config) checkProducers() error {
 			return fmt.Errorf("producer %q: want lower-case letters, digits and dashes, starting with a letter", p.Name)
 		case seen[p.Name]:
 			return fmt.Errorf("producer %q listed twice", p.Name)
+		case p.Name == event.ProducerHTTP:
+			return fmt.Errorf("producer %q: the name is the HTTP API's outcome subscriber", p.Name)
 		case len(p.Accounts) == 0:
 			return fmt.Errorf("producer %s may charge no account", p.Name)
 		case p.AssumedBy != "" && !principalARN.MatchString(p.AssumedBy):

@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -14,7 +16,8 @@ import (
 
 // newDashboard is the environment's one page: requests by outcome, latency
 // p50/p99, the acquirer's latency and errors, queue depth and age, stale
-// and failing records, throttles, and the write units the table consumes.
+// and failing records, throttles, the outcome events, and the write units
+// the table consumes.
 func newDashboard(stack awscdk.Stack, cfg Config, w watched,
 	emf func(function, name, statistic string, dims map[string]string) awscloudwatch.Metric,
 	ddb func(name string, dims map[string]string) awscloudwatch.Metric,
@@ -54,6 +57,10 @@ func newDashboard(stack awscdk.Stack, cfg Config, w watched,
 	depth = append(depth,
 		w.dlq.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Maximum"), Label: jsii.String("DLQ")}),
 		w.rejected.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Maximum"), Label: jsii.String("rejected")}))
+	var unread []awscloudwatch.IMetric
+	for _, s := range slices.Sorted(maps.Keys(w.outcomes.queues)) {
+		unread = append(unread, w.outcomes.queues[s].MetricApproximateAgeOfOldestMessage(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Maximum"), Label: jsii.String(s)}))
+	}
 	index := map[string]string{"GlobalSecondaryIndexName": dynamostore.InflightIndex}
 	awscloudwatch.NewDashboard(stack, jsii.String("Dashboard"), &awscloudwatch.DashboardProps{
 		DashboardName: jsii.String("idempay-" + cfg.Name),
@@ -64,6 +71,9 @@ func newDashboard(stack awscdk.Stack, cfg Config, w watched,
 			{graph("Queue depth", depth...), graph("Oldest message age (s)", age...)},
 			{graph("Stale and failing records", emf(obs.FunctionSweeper, obs.MetricStaleFlagged, "Maximum", nil), emf(obs.FunctionSweeper, obs.MetricStaleFailing, "Maximum", nil),
 				emf(obs.FunctionSweeper, obs.MetricOldestStaleSeconds, "Maximum", nil)), graph("Throttles", throttles...)},
+			{graph("Outcome events published, and the publisher's lag (ms)", emf(obs.FunctionPublisher, obs.MetricEventsPublished, "Sum", nil),
+				w.publisher.fn.Metric(jsii.String("IteratorAge"), &awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Maximum")})),
+				graph("Unread outcome events: oldest age (s)", unread...)},
 			{graph("Write units consumed (table, in-flight index)", ddb("ConsumedWriteCapacityUnits", nil), ddb("ConsumedWriteCapacityUnits", index)),
 				graph("DynamoDB throttles", ddb("WriteThrottleEvents", nil), ddb("ReadThrottleEvents", nil), ddb("WriteThrottleEvents", index))},
 		},

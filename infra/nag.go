@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/constructs-go/constructs/v10"
@@ -21,6 +23,8 @@ func suppressFunction(name string, fn awslambda.Function, policy awsiam.Policy) 
 		"Reconciler": "invoked by the SQS event source mapping of the reconcile queue: a command that keeps failing goes to the DLQ by its redrive policy",
 		"Sweeper": "invoked every minute by the schedule: a failed sweep is neither retried nor kept (the next run redoes it), " +
 			"and the SweeperErrors and SweeperHeartbeat alarms report failures",
+		"Publisher": "invoked by the DynamoDB stream's event source mapping, which retries a failing batch while its records are in the stream " +
+			"and then sends the batch's metadata to the publisher-failures queue, its on-failure destination",
 	}[name]
 	suppress(fn, "Serverless-LambdaDLQ", reason)
 }
@@ -38,6 +42,21 @@ func suppressStack(mappings []awslambda.EventSourceMapping, dlq, rejected, secre
 		"every 5 minutes and on the acquirer's first refusal (acquirer.Credential)")
 	suppress(schedule, "Serverless-EventBusDLQ", "a missed scheduled event needs no replay: the next one a minute later sweeps the same records; the heartbeat alarm fires after 5 minutes without a sweep")
 	suppress(topic, "Serverless-SNSRedrivePolicy", "alarm e-mails SNS cannot deliver are retried by SNS; a queue of undelivered alarms would itself need an alarm, and the alarm states stay in CloudWatch")
+}
+
+// suppressOutcomes: the outcome queues are the subscribers' inboxes, and
+// the other two are dead letters.
+func suppressOutcomes(o outcomeTopic, publisherFailures constructs.IConstruct) {
+	for _, q := range o.queues {
+		reason := fmt.Sprintf("a subscriber's inbox: an event stays until the subscriber deletes it, for %d days; a redrive would move the events it fails on out of its sight, "+
+			"and the OutcomesUnread alarm fires when one has waited %d days", int(*outcomeRetention.ToDays(nil)), outcomeUnreadAlarm/86400)
+		suppress(q, "Serverless-SQSRedrivePolicy", reason)
+		suppress(q, "AwsSolutions-SQS3", reason)
+	}
+	suppress(o.undelivered, "Serverless-SQSRedrivePolicy", "the dead-letter queue of the outcome subscriptions: an operator moves its events back once their queue is fixed")
+	suppress(o.undelivered, "AwsSolutions-SQS3", "the dead-letter queue of the outcome subscriptions (their redrive policy names it), which cdk-nag does not recognize as one")
+	suppress(publisherFailures, "Serverless-SQSRedrivePolicy", "the on-failure destination of the publisher's trigger: an operator republishes the charges it names")
+	suppress(publisherFailures, "AwsSolutions-SQS3", "a dead-letter queue in all but the redrive: the stream trigger writes the metadata of each batch it gave up on to it")
 }
 
 func suppress(c constructs.IConstruct, id, reason string, appliesTo ...string) {

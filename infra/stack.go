@@ -32,6 +32,13 @@ import (
 	"github.com/idempotent-payments/idempay/internal/setup"
 )
 
+// producerQueue is a producer with its charge-commands queue and its role.
+type producerQueue struct {
+	Producer
+	queue awssqs.Queue
+	role  awsiam.Role
+}
+
 // StackAssets says where the built bootstraps are: Dir/<function>/bootstrap.
 type StackAssets struct{ Dir string }
 
@@ -92,11 +99,6 @@ func NewStack(scope constructs.Construct, id string, cfg Config, assets StackAss
 	}
 	// One queue per producer, which only its role may send to: the queue a
 	// command arrives on is its producer (command.Source).
-	type producerQueue struct {
-		Producer
-		queue awssqs.Queue
-		role  awsiam.Role
-	}
 	var producers []producerQueue
 	for _, p := range cfg.Producers {
 		q := commandQueue("ChargeCommands-"+p.Name, names.Charges(p.Name))
@@ -122,6 +124,12 @@ func NewStack(scope constructs.Construct, id string, cfg Config, assets StackAss
 		producers = append(producers, producerQueue{Producer: p, queue: q, role: role})
 	}
 	reconcileQueue := commandQueue("ReconcileCommands", names.Reconcile())
+	outcomes := outcomesTopic(stack, names, removal, subscribersOf(cfg))
+	grantOutcomes(stack, producers, outcomes.queues)
+	publisherFailures := awssqs.NewQueue(stack, jsii.String("PublisherFailures"), &awssqs.QueueProps{
+		QueueName: jsii.String(names.PublisherFailures()), Encryption: awssqs.QueueEncryption_SQS_MANAGED, EnforceSSL: jsii.Bool(true),
+		RetentionPeriod: outcomeRetention, RemovalPolicy: removal,
+	})
 	secret := awssecretsmanager.NewSecret(stack, jsii.String("AcquirerCredential"), &awssecretsmanager.SecretProps{
 		Description:   jsii.String("The acquirer API credential of idempay " + cfg.Name + ". Put the real value after the first deploy."),
 		RemovalPolicy: removal,
@@ -174,10 +182,12 @@ func NewStack(scope constructs.Construct, id string, cfg Config, assets StackAss
 		producerARNs = append(producerARNs, p.queue.QueueArn())
 	}
 	consumer := newFunction(stack, "SqsConsumer", cfg, assets, removal, consumerTimeout,
-		with(map[string]*string{setup.EnvCommandSources: encodeSources(sources), setup.EnvRejectedQueueURL: rejected.QueueUrl()}), slices.Concat(recordStatements, []statement{
+		with(map[string]*string{setup.EnvCommandSources: encodeSources(sources), setup.EnvRejectedQueueURL: rejected.QueueUrl(), setup.EnvOutcomeTopicARN: outcomes.topic.TopicArn()}),
+		slices.Concat(recordStatements, []statement{
 			{actions: []string{"secretsmanager:GetSecretValue"}, resources: []*string{secret.SecretArn()}},
 			{actions: consumeActions, resources: producerARNs},
 			{actions: []string{"sqs:SendMessage"}, resources: []*string{rejected.QueueArn()}},
+			{actions: []string{"sns:Publish"}, resources: []*string{outcomes.topic.TopicArn()}}, // its rejections
 		}))
 	// The reconciler is the same code reading only the reconcile queue, so
 	// it takes reconcile commands only. Its role backs that up: it may put
@@ -207,6 +217,13 @@ func NewStack(scope constructs.Construct, id string, cfg Config, assets StackAss
 			{actions: []string{"sqs:SendMessage"}, resources: []*string{reconcileQueue.QueueArn()}},
 		})
 	onlySender(reconcileQueue, sweeper.role)
+	publisher := newFunction(stack, "Publisher", cfg, assets, removal, publisherTimeout,
+		&map[string]*string{setup.EnvOutcomeTopicARN: outcomes.topic.TopicArn(), setup.EnvEnvironment: jsii.String(cfg.Name)}, []statement{
+			{actions: streamActions, resources: []*string{table.AttrStreamArn()}},
+			{actions: []string{"sns:Publish"}, resources: []*string{outcomes.topic.TopicArn()}},
+			{actions: []string{"sqs:SendMessage"}, resources: []*string{publisherFailures.QueueArn()}}, // the trigger's on-failure destination
+		})
+	publisherTrigger(stack, table, publisher, publisherFailures)
 
 	// The consumers' triggers; plain mappings, since SqsEventSource's grant
 	// would add sqs:GetQueueUrl, which nothing calls.
@@ -247,9 +264,12 @@ func NewStack(scope constructs.Construct, id string, cfg Config, assets StackAss
 		functions: []watchedFunction{
 			{"charge", charge, chargeTimeout}, {"consumer", consumer, consumerTimeout},
 			{"reconciler", reconciler, consumerTimeout}, {"sweeper", sweeper, sweeperTimeout},
+			{"publisher", publisher, publisherTimeout},
 		},
+		outcomes: outcomes, publisher: publisher, publisherFailures: publisherFailures,
 	})
 	suppressStack(mappings, dlq, rejected, secret, schedule, topic, sweeper.fn.Node().FindChild(jsii.String("EventInvokeConfig")))
+	suppressOutcomes(outcomes, publisherFailures)
 
 	awscdk.NewCfnOutput(stack, jsii.String("ApiUrl"), &awscdk.CfnOutputProps{Value: api.ApiEndpoint(), Description: jsii.String("Base URL of the charges API")})
 	for _, p := range producers {
@@ -257,6 +277,10 @@ func NewStack(scope constructs.Construct, id string, cfg Config, assets StackAss
 		awscdk.NewCfnOutput(stack, jsii.String("ProducerRoleArn-"+p.Name), &awscdk.CfnOutputProps{Value: p.role.RoleArn(), Description: jsii.String("The only role that may send to producer " + p.Name + "'s queue")})
 	}
 	awscdk.NewCfnOutput(stack, jsii.String("AcquirerSecretArn"), &awscdk.CfnOutputProps{Value: secret.SecretArn()})
+	awscdk.NewCfnOutput(stack, jsii.String("OutcomeTopicArn"), &awscdk.CfnOutputProps{Value: outcomes.topic.TopicArn(), Description: jsii.String("The charge outcome events")})
+	for s, q := range outcomes.queues {
+		awscdk.NewCfnOutput(stack, jsii.String("OutcomeQueueUrl-"+s), &awscdk.CfnOutputProps{Value: q.QueueUrl(), Description: jsii.String("Subscriber " + s + " receives its outcome events here")})
+	}
 	awscdk.NewCfnOutput(stack, jsii.String("TableName"), &awscdk.CfnOutputProps{Value: table.Ref()})
 	return stack
 }
@@ -372,7 +396,7 @@ func encodeSources(sources []command.Source) *string {
 // newFunction makes one function (provided.al2023, arm64) with a role that
 // may do exactly the statements given, plus write its own log group.
 func newFunction(stack awscdk.Stack, name string, cfg Config, assets StackAssets, removal awscdk.RemovalPolicy, timeout float64, env *map[string]*string, statements []statement) function {
-	dir := map[string]string{"Charge": "charge", "SqsConsumer": "sqsconsumer", "Reconciler": "sqsconsumer", "Sweeper": "sweeper"}[name]
+	dir := map[string]string{"Charge": "charge", "SqsConsumer": "sqsconsumer", "Reconciler": "sqsconsumer", "Sweeper": "sweeper", "Publisher": "publisher"}[name]
 	logs := awslogs.NewLogGroup(stack, jsii.String(name+"Logs"), &awslogs.LogGroupProps{
 		Retention: retention(cfg.LogRetentionDays), RemovalPolicy: removal,
 	})

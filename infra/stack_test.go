@@ -19,6 +19,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/charge/dynamoledger"
 	"github.com/idempotent-payments/idempay/internal/command"
+	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
 	"github.com/idempotent-payments/idempay/internal/queue"
@@ -56,7 +57,7 @@ func synthConfig(t *testing.T, id string, cfg Config) map[string]any {
 func testAssets(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	for _, fn := range []string{"charge", "sqsconsumer", "sweeper"} {
+	for _, fn := range []string{"charge", "sqsconsumer", "sweeper", "publisher"} {
 		if err := os.MkdirAll(filepath.Join(dir, fn), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -177,10 +178,11 @@ func TestFunctionsQueuesAndTriggers(t *testing.T) {
 	for _, env := range Environments {
 		tmpl := synth(t, env)
 		fns := resources(tmpl, "AWS::Lambda::Function")
-		if len(fns) != 4 {
+		if len(fns) != 5 {
 			t.Fatalf("%s: %d functions", env, len(fns))
 		}
-		for prefix, timeout := range map[string]float64{"Charge": chargeTimeout, "SqsConsumer": consumerTimeout, "Reconciler": consumerTimeout, "Sweeper": sweeperTimeout} {
+		for prefix, timeout := range map[string]float64{"Charge": chargeTimeout, "SqsConsumer": consumerTimeout, "Reconciler": consumerTimeout, "Sweeper": sweeperTimeout,
+			"Publisher": publisherTimeout} {
 			p := props(byPrefix(t, fns, prefix))
 			if asJSON(p["TracingConfig"]) != `{"Mode":"Active"}` {
 				t.Errorf("%s %s: tracing %s, want active", env, prefix, asJSON(p["TracingConfig"]))
@@ -206,8 +208,9 @@ func TestFunctionsQueuesAndTriggers(t *testing.T) {
 		}
 		cfg, _ := ConfigFor(env, testInputs)
 		queues := resources(tmpl, "AWS::SQS::Queue")
-		if len(queues) != len(cfg.Producers)+3 {
-			t.Fatalf("%s: %d queues, want one per producer, the reconcile queue, the DLQ and the rejected queue", env, len(queues))
+		if len(queues) != len(cfg.Producers)+3+len(subscribersOf(cfg))+2 {
+			t.Fatalf("%s: %d queues, want one per producer, the reconcile queue, the DLQ, the rejected queue, "+
+				"an outcome queue per subscriber, the undelivered outcomes and the publisher's failures", env, len(queues))
 		}
 		for id, q := range queues {
 			p := props(q)
@@ -217,15 +220,24 @@ func TestFunctionsQueuesAndTriggers(t *testing.T) {
 			if strings.Contains(id, "DLQ") || strings.HasPrefix(id, "RejectedCommands") {
 				continue
 			}
+			if strings.Contains(id, "Outcomes") || strings.HasPrefix(id, "PublisherFailures") {
+				if p["MessageRetentionPeriod"] != 14*86400.0 {
+					t.Errorf("%s %s: retention %v, want 14 days", env, id, p["MessageRetentionPeriod"])
+				}
+				continue
+			}
 			if p["VisibilityTimeout"] != 6.0*consumerTimeout || !strings.Contains(asJSON(p["RedrivePolicy"]), fmt.Sprintf(`"maxReceiveCount":%d`, maxReceiveCount)) {
 				t.Errorf("%s %s: visibility %v redrive %v", env, id, p["VisibilityTimeout"], asJSON(p["RedrivePolicy"]))
 			}
 		}
 		mappings := resources(tmpl, "AWS::Lambda::EventSourceMapping")
-		if len(mappings) != len(cfg.Producers)+1 {
-			t.Fatalf("%s: %d mappings, want one per producer queue and the reconcile queue's", env, len(mappings))
+		if len(mappings) != len(cfg.Producers)+2 {
+			t.Fatalf("%s: %d mappings, want one per producer queue, the reconcile queue's and the stream's", env, len(mappings))
 		}
 		for id, m := range mappings {
+			if strings.HasPrefix(id, "PublisherMapping") {
+				continue // TestOutcomeEvents
+			}
 			m := props(m)
 			if asJSON(m["FunctionResponseTypes"]) != `["ReportBatchItemFailures"]` || m["BatchSize"] != 10.0 || m["ScalingConfig"] == nil {
 				t.Errorf("%s %s: mapping %s", env, id, asJSON(m))
@@ -287,14 +299,18 @@ func TestLeastPrivilege(t *testing.T) {
 		"ChargePolicy": {"dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "logs:CreateLogStream", "logs:PutLogEvents", "secretsmanager:GetSecretValue",
 			"xray:PutTelemetryRecords", "xray:PutTraceSegments"},
 		"SqsConsumerPolicy": {"dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "logs:CreateLogStream", "logs:PutLogEvents",
-			"secretsmanager:GetSecretValue", "sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ReceiveMessage", "sqs:SendMessage",
+			"secretsmanager:GetSecretValue", "sns:Publish", "sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ReceiveMessage", "sqs:SendMessage",
 			"xray:PutTelemetryRecords", "xray:PutTraceSegments"},
 		"ReconcilerPolicy": {"dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "logs:CreateLogStream", "logs:PutLogEvents",
 			"secretsmanager:GetSecretValue", "sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ReceiveMessage", "sqs:SendMessage",
 			"xray:PutTelemetryRecords", "xray:PutTraceSegments"},
-		"SweeperPolicy":         {"dynamodb:Query", "dynamodb:UpdateItem", "logs:CreateLogStream", "logs:PutLogEvents", "sqs:SendMessage", "xray:PutTelemetryRecords", "xray:PutTraceSegments"},
-		"ProducerordersPolicy":  {"sqs:SendMessage"},
-		"ProducerbillingPolicy": {"sqs:SendMessage"},
+		"SweeperPolicy": {"dynamodb:Query", "dynamodb:UpdateItem", "logs:CreateLogStream", "logs:PutLogEvents", "sqs:SendMessage", "xray:PutTelemetryRecords", "xray:PutTraceSegments"},
+		"PublisherPolicy": {"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:ListStreams", "logs:CreateLogStream", "logs:PutLogEvents",
+			"sns:Publish", "sqs:SendMessage", "xray:PutTelemetryRecords", "xray:PutTraceSegments"},
+		"ProducerordersPolicy":    {"sqs:SendMessage"},
+		"ProducerbillingPolicy":   {"sqs:SendMessage"},
+		"ProducerordersOutcomes":  slices.Sorted(slices.Values(outcomeReadActions)),
+		"ProducerbillingOutcomes": slices.Sorted(slices.Values(outcomeReadActions)),
 	}
 	policies := resources(tmpl, "AWS::IAM::Policy")
 	if len(policies) != len(want) {
@@ -377,8 +393,11 @@ func TestQueuePolicies(t *testing.T) {
 		senders["ReconcileCommands"] = "SweeperRole"
 		for _, qp := range resources(tmpl, "AWS::SQS::QueuePolicy") {
 			q := asJSON(props(qp)["Queues"])
-			if strings.Contains(q, "DLQ") || strings.Contains(q, "RejectedCommands") {
-				continue // written by the consumers' own policies (TestLeastPrivilege)
+			if strings.Contains(q, "DLQ") || strings.Contains(q, "RejectedCommands") || strings.Contains(q, "PublisherFailures") {
+				continue // written by the functions' own policies (TestLeastPrivilege)
+			}
+			if strings.Contains(q, "Outcomes") {
+				continue // the topic's (TestOutcomeEvents)
 			}
 			var queueID string
 			for id := range senders {
@@ -478,6 +497,9 @@ func TestProtocolDefaults(t *testing.T) {
 		for id, fn := range resources(synth(t, env), "AWS::Lambda::Function") {
 			vars := props(fn)["Environment"].(map[string]any)["Variables"].(map[string]any)
 			want := map[string]time.Duration{setup.EnvInTransitBound: idem.DefaultInTransitBound, setup.EnvClockSkew: idem.DefaultClockSkew}
+			if strings.HasPrefix(id, "Publisher") {
+				continue // it takes no protocol setting: it only publishes what the table says
+			}
 			if !strings.HasPrefix(id, "Sweeper") {
 				want[setup.EnvAcquirerTimeout], want[setup.EnvLeaseMargin] = charge.DefaultAcquirerTimeout, idem.DefaultLeaseMargin
 				if vars[setup.EnvAcquirerID] != cfg.AcquirerID || cfg.AcquirerID == "" {
@@ -512,6 +534,7 @@ func TestProducersConfig(t *testing.T) {
 		"none":        nil,
 		"bad name":    {{Name: "Orders", Accounts: []string{"acct_1"}}},
 		"twice":       {{Name: "orders", Accounts: []string{"acct_1"}}, {Name: "orders", Accounts: []string{"acct_2"}}},
+		"http":        {{Name: event.ProducerHTTP, Accounts: []string{"acct_1"}}},
 		"no accounts": {{Name: "orders"}},
 		"bad account": {{Name: "orders", Accounts: []string{""}}},
 		"bad trust":   {{Name: "orders", Accounts: []string{"acct_1"}, AssumedBy: "orders-service"}},
@@ -544,11 +567,15 @@ func TestAlarms(t *testing.T) {
 	alarms := resources(tmpl, "AWS::CloudWatch::Alarm")
 	want := []string{"DeadLettersAlarm", "RejectedCommandsAlarm", "ProducerNotAllowedAlarm", "Api5xxRateAlarm", "ChargePendingAlarm", "ConsumerPendingAlarm",
 		"ChargeUnavailableAlarm", "ConsumerUnavailableAlarm", "AcquirerErrorsAlarm", "SweeperHeartbeatAlarm", "StaleRecordsAlarm",
-		"StaleFailingAlarm", "OldestStaleAlarm", "AcquirerMismatchAlarm", "HeldRecordsAlarm", "TableThrottlesAlarm", "IndexThrottlesAlarm", "TableSystemErrorsAlarm", "QueueAgeAlarmreconcile"}
+		"StaleFailingAlarm", "OldestStaleAlarm", "AcquirerMismatchAlarm", "HeldRecordsAlarm", "TableThrottlesAlarm", "IndexThrottlesAlarm", "TableSystemErrorsAlarm", "QueueAgeAlarmreconcile",
+		"PublisherIteratorAgeAlarm", "PublisherFailuresAlarm", "StreamUndecodableAlarm", "UndeliveredOutcomesAlarm"}
 	for _, p := range cfg.Producers {
 		want = append(want, "QueueAgeAlarm"+p.Name)
 	}
-	for _, fn := range []string{"Charge", "Consumer", "Reconciler", "Sweeper"} {
+	for _, s := range subscribersOf(cfg) {
+		want = append(want, "OutcomesUnreadAlarm"+s)
+	}
+	for _, fn := range []string{"Charge", "Consumer", "Reconciler", "Sweeper", "Publisher"} {
 		want = append(want, fn+"ErrorsAlarm", fn+"ThrottlesAlarm", fn+"DurationAlarm")
 	}
 	if len(alarms) != len(want) {
@@ -573,7 +600,7 @@ func TestAlarms(t *testing.T) {
 	if a := asJSON(props(byPrefix(t, alarms, "AcquirerMismatchAlarm"))); !strings.Contains(a, `"Value":"`+charge.Mismatch.String()+`"`) || !strings.Contains(a, `"Threshold":1`) {
 		t.Errorf("the mismatch alarm: %s", a)
 	}
-	for fn, timeout := range map[string]float64{"Charge": chargeTimeout, "Consumer": consumerTimeout, "Sweeper": sweeperTimeout} {
+	for fn, timeout := range map[string]float64{"Charge": chargeTimeout, "Consumer": consumerTimeout, "Sweeper": sweeperTimeout, "Publisher": publisherTimeout} {
 		if d := props(byPrefix(t, alarms, fn+"DurationAlarm")); d["Threshold"] != 0.8*timeout*1000 || d["ExtendedStatistic"] != "p99" {
 			t.Errorf("%s duration alarm %s", fn, asJSON(d))
 		}
@@ -584,10 +611,7 @@ func TestAlarms(t *testing.T) {
 	if a := props(byPrefix(t, alarms, "ProducerNotAllowedAlarm")); !strings.Contains(asJSON(a["Dimensions"]), `"Value":"producer_not_allowed"`) {
 		t.Errorf("the PRODUCER_NOT_ALLOWED alarm watches %s", asJSON(a["Dimensions"]))
 	}
-	if n := len(resources(tmpl, "AWS::SNS::Topic")); n != 1 {
-		t.Errorf("%d topics", n)
-	}
-	tp := asJSON(props(only(t, tmpl, "AWS::SNS::TopicPolicy")))
+	tp := asJSON(props(byPrefix(t, resources(tmpl, "AWS::SNS::TopicPolicy"), "AlarmsPolicy")))
 	if !strings.Contains(tp, `"aws:SecureTransport":"false"`) {
 		t.Errorf("the topic takes plain HTTP: %s", tp)
 	}
@@ -606,7 +630,7 @@ func TestAlarms(t *testing.T) {
 	}
 	body := asJSON(props(only(t, tmpl, "AWS::CloudWatch::Dashboard"))["DashboardBody"])
 	for _, w := range []string{"Charges by outcome", "Duration p50 / p99", "Acquirer latency", "Queue depth", "Oldest message age",
-		"Stale and failing", "Throttles", "Write units consumed"} {
+		"Stale and failing", "Throttles", "Outcome events published", "Unread outcome events", "Write units consumed"} {
 		if !strings.Contains(body, w) {
 			t.Errorf("the dashboard has no %q", w)
 		}

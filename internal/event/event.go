@@ -53,6 +53,22 @@ const (
 // a merchant backend subscribes for it.
 const ProducerHTTP = "http"
 
+// The message attributes every published event carries, which
+// subscription filter policies select on: each subscriber's outcome queue
+// on AttrProducer (a producer's name, or ProducerHTTP).
+const (
+	AttrProducer = "producer"
+	AttrType     = "type"
+)
+
+// FilterPolicy is the subscription filter policy of subscriber's outcome
+// queue: the events whose AttrProducer is subscriber. One value per
+// policy, far inside SNS's limit of 150 value combinations, whatever the
+// accounts.
+func FilterPolicy(subscriber string) string {
+	return fmt.Sprintf(`{%q:[%q]}`, AttrProducer, subscriber)
+}
+
 // Event is one outcome.
 type Event struct {
 	// ID is stable: the same on every delivery, different for every event.

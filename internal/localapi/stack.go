@@ -30,7 +30,6 @@ import (
 	"github.com/idempotent-payments/idempay/internal/sandbox"
 	"github.com/idempotent-payments/idempay/internal/setup"
 	"github.com/idempotent-payments/idempay/internal/sweep"
-	"github.com/idempotent-payments/idempay/internal/topic"
 )
 
 // StackConfig describes a local stack: the table, the sandbox acquirer, the
@@ -370,7 +369,7 @@ func (s *Stack) createQueues(ctx context.Context, cfg StackConfig) error {
 
 // createOutcomes makes the outcome topic and, for each producer and for
 // event.ProducerHTTP, an outcome queue subscribed to it with the filter
-// policy the CDK app deploys (topic.FilterPolicy) and raw delivery, so a
+// policy the CDK app deploys (event.FilterPolicy) and raw delivery, so a
 // queue's message is the event itself. fauxqs honours the policy; it
 // enforces no queue policy (the CDK app adds those).
 func (s *Stack) createOutcomes(ctx context.Context, cfg StackConfig) error {
@@ -392,7 +391,7 @@ func (s *Stack) createOutcomes(ctx context.Context, cfg StackConfig) error {
 		}
 		if _, err := s.SNS.Subscribe(ctx, &sns.SubscribeInput{
 			TopicArn: t.TopicArn, Protocol: aws.String("sqs"), Endpoint: aws.String(arn), ReturnSubscriptionArn: true,
-			Attributes: map[string]string{"FilterPolicy": topic.FilterPolicy(p), "RawMessageDelivery": "true"},
+			Attributes: map[string]string{"FilterPolicy": event.FilterPolicy(p), "RawMessageDelivery": "true"},
 		}); err != nil {
 			return fmt.Errorf("subscribe %s: %w", names.Outcome(p), err)
 		}

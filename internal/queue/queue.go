@@ -129,3 +129,12 @@ func (n Names) Outcomes() string { return n.Prefix + "-outcomes" }
 // Outcome is the queue subscriber's outcome events arrive on (a
 // producer's name, or event.ProducerHTTP for a merchant backend).
 func (n Names) Outcome(subscriber string) string { return n.Prefix + "-outcomes-" + subscriber }
+
+// UndeliveredOutcomes is the dead-letter queue of the topic's
+// subscriptions: the events SNS could not deliver to an outcome queue.
+func (n Names) UndeliveredOutcomes() string { return n.Prefix + "-undelivered-outcomes" }
+
+// PublisherFailures is the on-failure destination of the publisher's
+// trigger: the shard and sequence range of stream records that aged out
+// unpublished.
+func (n Names) PublisherFailures() string { return n.Prefix + "-publisher-failures" }

@@ -13,14 +13,6 @@ import (
 	"github.com/idempotent-payments/idempay/internal/event"
 )
 
-// The message attributes of every event, which subscription filter
-// policies select on: each producer's outcome queue on AttrProducer
-// (its own name, or event.ProducerHTTP for a merchant backend).
-const (
-	AttrProducer = "producer"
-	AttrType     = "type"
-)
-
 // API is the part of the SNS client the topic calls.
 type API interface {
 	Publish(context.Context, *sns.PublishInput, ...func(*sns.Options)) (*sns.PublishOutput, error)
@@ -46,19 +38,12 @@ func (t *Topic) Publish(ctx context.Context, e event.Event) error {
 	_, err = t.api.Publish(ctx, &sns.PublishInput{
 		TopicArn: aws.String(t.arn), Message: aws.String(string(body)),
 		MessageAttributes: map[string]types.MessageAttributeValue{
-			AttrProducer: {DataType: aws.String("String"), StringValue: aws.String(e.Producer)},
-			AttrType:     {DataType: aws.String("String"), StringValue: aws.String(string(e.Type))},
+			event.AttrProducer: {DataType: aws.String("String"), StringValue: aws.String(e.Producer)},
+			event.AttrType:     {DataType: aws.String("String"), StringValue: aws.String(string(e.Type))},
 		},
 	})
 	if err != nil {
 		return fmt.Errorf("publish %s %s: %w", e.Type, e.ID, err)
 	}
 	return nil
-}
-
-// FilterPolicy is the subscription filter policy of producer's outcome
-// queue: the events whose AttrProducer is producer. One value per policy,
-// far inside SNS's limit of 150 value combinations, whatever the accounts.
-func FilterPolicy(producer string) string {
-	return fmt.Sprintf(`{%q:[%q]}`, AttrProducer, producer)
 }

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"encoding/json"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssnssubscriptions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/idempotent-payments/idempay/internal/event"
+	"github.com/idempotent-payments/idempay/internal/outbox"
+	"github.com/idempotent-payments/idempay/internal/queue"
+)
+
+// publisherTimeout, in seconds: a batch of 100 stream records, each a
+// publish or none.
+const publisherTimeout = 30
+
+// outcomeRetention of the outcome queues and the publisher's failures.
+var outcomeRetention = awscdk.Duration_Days(jsii.Number(14))
+
+// outcomeTopic is the topic of the charge outcome events and what it
+// delivers to.
+type outcomeTopic struct {
+	topic       awssns.Topic
+	queues      map[string]awssqs.Queue // by subscriber
+	undelivered awssqs.Queue            // the subscriptions' dead-letter queue
+}
+
+// outcomesTopic makes the topic, encrypted with SNS's AWS-managed key
+// (whose key policy lets the account's principals use it through SNS, so
+// the publishers need no KMS permission), TLS only. Each subscriber (a producer, or event.ProducerHTTP for a merchant
+// backend) gets an outcome queue subscribed with its filter policy
+// (event.FilterPolicy: the producer attribute is its name) and raw
+// delivery, so a message is the event. The queue policy CDK writes for the
+// subscription admits only the topic. What SNS cannot deliver to a queue
+// (its policy or the queue broken) goes to the undelivered queue.
+func outcomesTopic(stack awscdk.Stack, names queue.Names, removal awscdk.RemovalPolicy, subscribers []string) outcomeTopic {
+	o := outcomeTopic{queues: map[string]awssqs.Queue{}}
+	o.undelivered = awssqs.NewQueue(stack, jsii.String("UndeliveredOutcomes"), &awssqs.QueueProps{
+		QueueName: jsii.String(names.UndeliveredOutcomes()), Encryption: awssqs.QueueEncryption_SQS_MANAGED, EnforceSSL: jsii.Bool(true),
+		RetentionPeriod: outcomeRetention, RemovalPolicy: removal,
+	})
+	o.topic = awssns.NewTopic(stack, jsii.String("Outcomes"), &awssns.TopicProps{
+		TopicName: jsii.String(names.Outcomes()), EnforceSSL: jsii.Bool(true),
+		MasterKey: awskms.Alias_FromAliasName(stack, jsii.String("OutcomesKey"), jsii.String("alias/aws/sns")),
+	})
+	for _, s := range subscribers {
+		q := awssqs.NewQueue(stack, jsii.String("Outcomes-"+s), &awssqs.QueueProps{
+			QueueName: jsii.String(names.Outcome(s)), Encryption: awssqs.QueueEncryption_SQS_MANAGED, EnforceSSL: jsii.Bool(true),
+			RetentionPeriod: outcomeRetention, RemovalPolicy: removal,
+		})
+		o.topic.AddSubscription(awssnssubscriptions.NewSqsSubscription(q, &awssnssubscriptions.SqsSubscriptionProps{
+			RawMessageDelivery: jsii.Bool(true), DeadLetterQueue: o.undelivered,
+			FilterPolicy: &map[string]awssns.SubscriptionFilter{
+				event.AttrProducer: awssns.SubscriptionFilter_StringFilter(&awssns.StringConditions{Allowlist: jsii.Strings(s)}),
+			},
+		}))
+		o.queues[s] = q
+	}
+	return o
+}
+
+// publisherTrigger is the publisher's event source mapping on the table's
+// stream: filtered (outbox.Filters), in order, from the stream's start,
+// bisecting a failing batch and retrying until the records age out of the
+// stream (24 hours; no retry limit, no maximum age), then the batch's
+// metadata to failures.
+func publisherTrigger(stack awscdk.Stack, table awsdynamodb.CfnTable, publisher function, failures awssqs.Queue) awslambda.EventSourceMapping {
+	var filters []*map[string]interface{}
+	for _, f := range outbox.Filters {
+		var pattern map[string]interface{}
+		if err := json.Unmarshal([]byte(f), &pattern); err != nil {
+			panic(err) // the filters are the code's own: a bug
+		}
+		filters = append(filters, awslambda.FilterCriteria_Filter(&pattern))
+	}
+	m := awslambda.NewEventSourceMapping(stack, jsii.String("PublisherMapping"), &awslambda.EventSourceMappingProps{
+		Target: publisher.fn, EventSourceArn: table.AttrStreamArn(), StartingPosition: awslambda.StartingPosition_TRIM_HORIZON,
+		BatchSize: jsii.Number(100), BisectBatchOnError: jsii.Bool(true), ReportBatchItemFailures: jsii.Bool(true),
+		ParallelizationFactor: jsii.Number(1), Filters: &filters,
+	})
+	// The destination is set on the resource, not as OnFailure, whose
+	// grant would add sqs:GetQueueAttributes and sqs:GetQueueUrl, which
+	// nothing calls: the publisher's policy has sqs:SendMessage on it.
+	m.Node().DefaultChild().(awslambda.CfnEventSourceMapping).SetDestinationConfig(&awslambda.CfnEventSourceMapping_DestinationConfigProperty{
+		OnFailure: &awslambda.CfnEventSourceMapping_OnFailureProperty{Destination: failures.QueueArn()},
+	})
+	m.Node().AddDependency(publisher.policy)
+	return m
+}
+
+// streamActions are what the publisher's trigger reads the stream with.
+var streamActions = []string{"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:ListStreams"}
+
+// outcomeReadActions are what a producer's role may do on its outcome queue.
+var outcomeReadActions = []string{"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueAttributes"}
+
+// grantOutcomes lets each producer's role read its own outcome queue.
+func grantOutcomes(stack awscdk.Stack, producers []producerQueue, outcomes map[string]awssqs.Queue) {
+	for _, p := range producers {
+		awsiam.NewPolicy(stack, jsii.String("Producer-"+p.Name+"-Outcomes"), &awsiam.PolicyProps{
+			Roles: &[]awsiam.IRole{p.role},
+			Statements: &[]awsiam.PolicyStatement{awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+				Actions: jsii.Strings(outcomeReadActions...), Resources: &[]*string{outcomes[p.Name].QueueArn()},
+			})},
+		})
+	}
+}
+
+// subscribersOf are the outcome topic's subscribers: the HTTP API's
+// (a merchant backend) and every producer.
+func subscribersOf(cfg Config) []string {
+	s := []string{event.ProducerHTTP}
+	for _, p := range cfg.Producers {
+		s = append(s, p.Name)
+	}
+	return s
+}
