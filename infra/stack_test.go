@@ -276,7 +276,7 @@ func TestAPI(t *testing.T) {
 		}
 	}
 	sort.Strings(keys)
-	if !slices.Equal(keys, []string{"GET /v1/charges/{id}", "POST /v1/charges"}) {
+	if !slices.Equal(keys, []string{"GET /v1/charges", "GET /v1/charges/{id}", "POST /v1/charges"}) {
 		t.Errorf("routes %v", keys)
 	}
 	stage := props(only(t, tmpl, "AWS::ApiGatewayV2::Stage"))

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"log/slog"
 	"mime"
@@ -100,6 +101,15 @@ func (h *Handler) serve(ctx context.Context, ev events.APIGatewayV2HTTPRequest) 
 		}))
 	case route.Get:
 		return respond(h.Service.Get(ctx, h.account(ev), id))
+	case route.Lookup:
+		key, err := httpapi.LookupKey(ev.RawQueryString)
+		switch {
+		case errors.Is(err, httpapi.ErrNoKeyParameter):
+			return refusal(problem.IdempotencyKeyMissing, "send the key as the query parameter "+route.LookupParameter+", percent-encoded", charge.KeyMissing.String())
+		case err != nil:
+			return refusal(problem.ValidationFailed, err.Error(), charge.RequestInvalid.String())
+		}
+		return respond(h.Service.ByKey(ctx, h.account(ev), key))
 	}
 	return refusal(problem.NotFound, "no such route", "no_route")
 }

@@ -114,6 +114,65 @@ func TestHandleRouting(t *testing.T) {
 	}
 }
 
+// TestLookupRoute: GET /v1/charges?idempotency_key=K answers the caller's
+// charge for K, the key percent-encoded in the raw query string, as the
+// client sent it in its Idempotency-Key header (a quoted header's key
+// unquoted); another account's key is 404; a query that could mean two
+// keys is 400 and reads nothing.
+func TestLookupRoute(t *testing.T) {
+	t.Parallel()
+	h, _ := newHandler(t)
+	ctx := context.Background()
+	post := func(header string) events.APIGatewayV2HTTPResponse {
+		ev := loadEvent(t, "create-charge.json")
+		ev.Headers["idempotency-key"] = header
+		resp, _ := h.Handle(ctx, ev)
+		if resp.StatusCode != 201 {
+			t.Fatalf("POST with key %s: %d %s", header, resp.StatusCode, resp.Body)
+		}
+		return resp
+	}
+	lookup := func(account, rawQuery string) events.APIGatewayV2HTTPResponse {
+		ev := loadEvent(t, "create-charge.json")
+		ev.RouteKey, ev.RawPath, ev.RawQueryString, ev.RequestContext.HTTP.Method, ev.Body = route.Lookup, route.ChargesPath, rawQuery, "GET", ""
+		ev.RequestContext.Authorizer.JWT.Claims["sub"] = account
+		resp, _ := h.Handle(ctx, ev)
+		return resp
+	}
+	plain := post("lookup-plain-1")
+	odd := post(`"a&b+c%d,e=f"`) // a quoted key with a comma
+	for query, want := range map[string]events.APIGatewayV2HTTPResponse{
+		"idempotency_key=lookup-plain-1":        plain,
+		"idempotency_key=a%26b%2Bc%25d%2Ce%3Df": odd,
+		"idempotency_key=a%26b+c%25d,e=f":       odd, // + and , stand for themselves
+		"idempotency_key=%6cookup-plain-1":      plain,
+		"idempotency%5Fkey=lookup-plain-1":      plain,
+	} {
+		got := lookup("acct_7Hq2", query)
+		if got.StatusCode != 200 || got.Body != want.Body {
+			t.Errorf("%s: %d %s, want 200 %s", query, got.StatusCode, got.Body, want.Body)
+		}
+	}
+	for query, status := range map[string]int{
+		"":                      400, // IDEMPOTENCY_KEY_MISSING
+		"idempotency_key=":      400,
+		"idempotency_key=short": 400,
+		"idempotency_key=lookup-plain-1&idempotency_key=lookup-plain-1": 400,
+		"idempotency_key=lookup-plain-1&idempotency_key=other-key-2":    400,
+		"Idempotency_Key=lookup-plain-1":                                400,
+		"idempotency_key=lookup-plain-1&expand=true":                    400,
+		"idempotency_key=lookup%zzplain":                                400,
+		"idempotency_key=never-used-key":                                404,
+	} {
+		if got := lookup("acct_7Hq2", query); got.StatusCode != status {
+			t.Errorf("%q: %d %s, want %d", query, got.StatusCode, got.Body, status)
+		}
+	}
+	if got := lookup("acct_other", "idempotency_key=lookup-plain-1"); got.StatusCode != 404 {
+		t.Errorf("another account's key: %d %s, want 404", got.StatusCode, got.Body)
+	}
+}
+
 // TestMediaTypes: a body is read only when it is announced as JSON, once,
 // and not encoded (issue 10, defect 5). Refusals write nothing.
 func TestMediaTypes(t *testing.T) {
@@ -227,20 +286,22 @@ func TestDecodedBodySizeLimit(t *testing.T) {
 // FuzzHandle: whatever the client controls (key, body, path, claims), the
 // handler never panics, never errors and never answers 5xx.
 func FuzzHandle(f *testing.F) {
-	f.Add("order-123-attempt", `{"amount": 25000, "currency": "BRL", "order_id": "123", "payment_method": "pm_card_visa"}`, "POST", "/v1/charges", "acct_1", false, "application/json")
-	f.Add(`"quoted\"key-1"`, `{"amount": 1, "currency": "JPY", "order_id": "1", "payment_method": "pm_card_declined"}`, "POST", "/v1/charges", "acct_2", false, "application/json; charset=utf-8")
-	f.Add("", "{", "GET", "/v1/charges/ch_1", "", true, "")
-	f.Add("order-1-try1,order-1-try1", `{"amount": 1, "AMOUNT": 2}`, "POST", "/v1/charges", "acct_3", false, "application/json; charset=latin1")
+	f.Add("order-123-attempt", `{"amount": 25000, "currency": "BRL", "order_id": "123", "payment_method": "pm_card_visa"}`, "POST", "/v1/charges", "", "acct_1", false, "application/json")
+	f.Add(`"quoted\"key-1"`, `{"amount": 1, "currency": "JPY", "order_id": "1", "payment_method": "pm_card_declined"}`, "POST", "/v1/charges", "", "acct_2", false, "application/json; charset=utf-8")
+	f.Add("", "{", "GET", "/v1/charges/ch_1", "", "", true, "")
+	f.Add("order-1-try1,order-1-try1", `{"amount": 1, "AMOUNT": 2}`, "POST", "/v1/charges", "", "acct_3", false, "application/json; charset=latin1")
+	f.Add("", "", "GET", "/v1/charges", "idempotency_key=order-123-attempt", "acct_1", false, "")
+	f.Add("", "", "GET", "/v1/charges", "idempotency_key=a%26b&idempotency_key=c", "acct_1", false, "")
 	h, _ := newHandler(f)
-	f.Fuzz(func(t *testing.T, key, body, method, path, account string, b64 bool, contentType string) {
+	f.Fuzz(func(t *testing.T, key, body, method, path, query, account string, b64 bool, contentType string) {
 		// As API Gateway matches: POST /v1/charges, GET /v1/charges/{id},
-		// or a key the handler does not know.
+		// GET /v1/charges, or a key the handler does not know.
 		routeKey, params := method+" "+path, map[string]string(nil)
 		if id, ok := strings.CutPrefix(path, route.ChargesPath+"/"); ok && method == "GET" {
 			routeKey, params = route.Get, map[string]string{"id": id}
 		}
 		ev := events.APIGatewayV2HTTPRequest{
-			RouteKey: routeKey, PathParameters: params, RawPath: path, Body: body, IsBase64Encoded: b64,
+			RouteKey: routeKey, PathParameters: params, RawPath: path, RawQueryString: query, Body: body, IsBase64Encoded: b64,
 			Headers: map[string]string{"idempotency-key": key, "content-type": contentType},
 			RequestContext: events.APIGatewayV2HTTPRequestContext{
 				HTTP:       events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: method, Path: path},
@@ -249,7 +310,7 @@ func FuzzHandle(f *testing.F) {
 		}
 		resp, err := h.Handle(context.Background(), ev)
 		if err != nil || resp.StatusCode >= 500 || resp.StatusCode < 200 {
-			t.Fatalf("Handle(key %q, body %q, %s %s, account %q, %q) = %d %s, %v", key, body, method, path, account, contentType, resp.StatusCode, resp.Body, err)
+			t.Fatalf("Handle(key %q, body %q, %s %s?%s, account %q, %q) = %d %s, %v", key, body, method, path, query, account, contentType, resp.StatusCode, resp.Body, err)
 		}
 	})
 }

@@ -1,5 +1,6 @@
-// Command charge is the Lambda function behind POST /v1/charges and
-// GET /v1/charges/{id} (API Gateway HTTP API, payload v2).
+// Command charge is the Lambda function behind POST /v1/charges,
+// GET /v1/charges/{id} and GET /v1/charges?idempotency_key=K (API Gateway
+// HTTP API, payload v2).
 package main
 
 import (

@@ -79,6 +79,7 @@ func (c *contract) exchange(ev events.APIGatewayV2HTTPRequest, resp events.APIGa
 	if err != nil {
 		return err
 	}
+	req.URL.RawQuery = ev.RawQueryString
 	for name, value := range ev.Headers {
 		req.Header.Set(name, value)
 	}
@@ -153,12 +154,29 @@ func TestOpenAPIMatchesHandler(t *testing.T) {
 		resp, _ := h.Handle(ctx, ev)
 		check(ev, resp)
 	}
+	lookup := func(rawQuery string, want int) {
+		ev := loadEvent(t, "create-charge.json")
+		ev.RouteKey, ev.Body, ev.RawPath, ev.RawQueryString, ev.RequestContext.HTTP.Method = route.Lookup, "", route.ChargesPath, rawQuery, http.MethodGet
+		for _, name := range []string{"content-type", "content-length", "idempotency-key"} {
+			delete(ev.Headers, name)
+		}
+		resp, _ := h.Handle(ctx, ev)
+		check(ev, resp)
+		if resp.StatusCode != want {
+			t.Fatalf("lookup %q: %d %s, want %d", rawQuery, resp.StatusCode, resp.Body, want)
+		}
+	}
 	visa := `{"amount": 25000, "currency": "BRL", "order_id": "123", "payment_method": "pm_card_visa", "description": "x"}`
 	created := post(h, "spec-created-1", visa)
 	post(h, "spec-created-1", visa) // replay
 	get(strings.TrimPrefix(created.Headers["Location"], "/v1/charges/"), "acct_7Hq2")
 	get(strings.TrimPrefix(created.Headers["Location"], "/v1/charges/"), "someone_else")
 	post(h, "spec-declined-1", `{"amount": 1, "currency": "USD", "order_id": "1", "payment_method": "pm_card_declined"}`)
+	lookup("idempotency_key=spec-created-1", 200)
+	lookup("idempotency_key=spec-declined-1", 200)
+	lookup("idempotency_key=spec-unknown-1", 404)
+	lookup("", 400)
+	lookup("idempotency_key=short", 400)
 	post(h, "", visa)
 	post(h, "short", visa)
 	post(h, "spec-invalid-1", `{"amount": -5}`)
@@ -173,6 +191,7 @@ func TestOpenAPIMatchesHandler(t *testing.T) {
 	if r := post(h, "spec-inflight-1", visa); r.StatusCode != 409 {
 		t.Fatalf("want a 409 while the first is in flight, got %d", r.StatusCode)
 	}
+	lookup("idempotency_key=spec-inflight-1", 409)
 	wg.Wait()
 	noAccount := loadEvent(t, "create-charge.json")
 	noAccount.RequestContext.Authorizer = nil

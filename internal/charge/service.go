@@ -172,9 +172,9 @@ const (
 	Pending
 	// Unavailable: the store failed before anything was sent.
 	Unavailable
-	// Found: Get found the caller's charge (Charge).
+	// Found: Get or ByKey found the caller's charge (Charge).
 	Found
-	// NotFound: Get found no such charge for the caller.
+	// NotFound: Get or ByKey found no such charge for the caller.
 	NotFound
 	// Mismatch: the acquirer answered, but its answer disagrees with the
 	// request or with itself (acquirer.ErrMismatch). Money may have moved on
@@ -588,6 +588,44 @@ func (s *Service) Get(ctx context.Context, account, id string) Result {
 		return Result{Outcome: NotFound}
 	}
 	return Result{Outcome: Found, Charge: ch}
+}
+
+// ByKey finds account's charge by the client's idempotency key, as a
+// client that missed its answer or its event asks: the key's record (no
+// read when the warm cache holds it completed), then the ledger row its
+// downstream key names, so one or two reads, and nothing written or sent.
+// Found with the charge, captured or declined; NotFound when the key has
+// no live record (none, expired, or another account's: keys are scoped per
+// account) or its row is not there; while the key is in flight, InFlight
+// as a POST would answer; Held for a record held for an operator; and
+// AccountInvalid, KeyMissing or KeyInvalid as Charge refuses them. A key's
+// event can arrive before its record completes (the row is written
+// first): a lookup just after it may still answer InFlight.
+func (s *Service) ByKey(ctx context.Context, account, key string) Result {
+	if err := idem.ValidateAccount(account); err != nil {
+		return Result{Outcome: AccountInvalid, Reason: err.Error()}
+	}
+	scope := idem.Scope{Operation: Operation, Account: account, Key: key}
+	rec, err := s.guard.Find(ctx, scope)
+	var inFlight *idem.InFlightError
+	switch {
+	case errors.Is(err, idem.ErrKeyMissing):
+		return Result{Outcome: KeyMissing}
+	case errors.Is(err, idem.ErrKeyInvalid):
+		return Result{Outcome: KeyInvalid, Reason: err.Error()}
+	case errors.Is(err, idem.ErrNotFound):
+		return Result{Outcome: NotFound}
+	case errors.As(err, &inFlight):
+		return Result{Outcome: InFlight, RetryAfter: inFlight.RetryAfter, WaitOut: max(inFlight.WaitOut, inFlight.RetryAfter)}
+	case errors.Is(err, idem.ErrHeld):
+		return s.held()
+	case err != nil:
+		s.cfg.Logger.ErrorContext(ctx, "lookup by key failed", "error", err)
+		return Result{Outcome: Unavailable, RetryAfter: s.cfg.RetryAfter}
+	}
+	res := s.Get(obs.WithAttrs(ctx, slog.String("record", idem.Ref(rec.PK))), account, ChargeID(rec.DownstreamKey))
+	res.Record = idem.Ref(rec.PK)
+	return res
 }
 
 // lookup asks the acquirer what it knows of the lease's downstream key,

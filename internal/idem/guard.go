@@ -291,6 +291,36 @@ func (g *Guard) Lookup(ctx context.Context, pk string) (*Record, error) {
 	return rec, nil
 }
 
+// Find reads scope's record without claiming or changing it, for a caller
+// that lost track of its request (a lookup by key): the completed record;
+// an *InFlightError while its lease is live, or once it has ended and no
+// attempt has taken it over yet (the client's retry with the request, or
+// the reconciler, resolves it; Find only reports); ErrHeld for a record
+// held for an operator; ErrNotFound when the key has no live record (none,
+// or expired: Begin would claim it afresh). It validates scope as Begin
+// does, and reads nothing when the warm cache holds the completed record.
+func (g *Guard) Find(ctx context.Context, scope Scope) (*Record, error) {
+	if err := scope.Validate(); err != nil {
+		return nil, err
+	}
+	pk := scope.PK()
+	now := g.cfg.Now()
+	if rec := g.cache.get(pk); rec != nil && rec.Live(now) {
+		return rec, nil
+	}
+	rec, err := g.Lookup(ctx, pk)
+	switch {
+	case err != nil:
+		return nil, err
+	case rec.Status == StatusCompleted:
+		g.cache.put(rec)
+		return rec, nil
+	case rec.Held():
+		return nil, fmt.Errorf("find %s: %w", Ref(pk), ErrHeld)
+	}
+	return nil, g.inFlight(rec.LeaseExpiresAt, rec.Protocol, now)
+}
+
 func answerCompleted(rec *Record, fp string) (Claim, error) {
 	if rec.Fingerprint != fp {
 		return Claim{}, ErrKeyReused

@@ -43,7 +43,7 @@ func newGateway() (*Gateway, *echo) {
 
 func serve(g *Gateway, method, path, authorization, body string) *httptest.ResponseRecorder {
 	req := httptest.NewRequest(method, "/", strings.NewReader(body))
-	req.URL.Path = path // set after parsing: the fuzzer's paths need not parse
+	req.URL.Path, req.URL.RawQuery, _ = strings.Cut(path, "?") // set after parsing: the fuzzer's paths need not parse
 	if authorization != "" {
 		req.Header.Set("Authorization", authorization)
 	}
@@ -277,7 +277,7 @@ func TestGatewayRoutesAsAPIGateway(t *testing.T) {
 	tok, _ := g.Trust.Token("acct_1", time.Minute)
 	for _, tc := range []struct{ method, path string }{
 		{"HEAD", "/v1/charges/ch_abc"}, {"PUT", "/v1/charges"}, {"POST", "/v1/charges/ch_abc"},
-		{"GET", "/v1/charges"}, {"GET", "/v1/charges/"}, {"POST", "/v1//charges"}, {"GET", "/v1/charges/a/b"},
+		{"HEAD", "/v1/charges"}, {"GET", "/v1/charges/"}, {"POST", "/v1//charges"}, {"GET", "/v1/charges/a/b"},
 		{"POST", "/v1/charges/../charges"}, {"GET", "/"}, {"POST", "//"},
 	} {
 		if rec := serve(g, tc.method, tc.path, "Bearer "+tok, ""); rec.Code != 404 || !strings.Contains(rec.Body.String(), "Not Found") {
@@ -286,6 +286,11 @@ func TestGatewayRoutesAsAPIGateway(t *testing.T) {
 	}
 	if rec := serve(g, "POST", "/v1/charges", "Bearer "+tok, "{}"); rec.Code != 200 || fn.last.RouteKey != route.Create || fn.last.PathParameters != nil {
 		t.Fatalf("POST: %d, event %+v", rec.Code, fn.last)
+	}
+	// The lookup's raw query reaches the event as sent.
+	const raw = "idempotency_key=a%26b+c&idempotency_key=d"
+	if rec := serve(g, "GET", "/v1/charges?"+raw, "Bearer "+tok, ""); rec.Code != 200 || fn.last.RouteKey != route.Lookup || fn.last.RawQueryString != raw {
+		t.Fatalf("GET ?%s: %d, event %+v", raw, rec.Code, fn.last)
 	}
 }
 

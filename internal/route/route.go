@@ -8,15 +8,22 @@ const (
 	ChargesPath = "/v1/charges"
 	Create      = "POST " + ChargesPath
 	Get         = "GET " + ChargesPath + "/{id}"
+	// Lookup finds the caller's charge by its idempotency key, the query
+	// parameter LookupParameter.
+	Lookup = "GET " + ChargesPath
 )
 
+// LookupParameter is Lookup's one query parameter: the client's
+// idempotency key.
+const LookupParameter = "idempotency_key"
+
 // All are every route of the API.
-var All = []string{Create, Get}
+var All = []string{Create, Get, Lookup}
 
 // Scopes are the OAuth scopes a token must carry for each route: the
 // deployed JWT authorizer and the local gateway both refuse a token without
 // its route's scope (403).
-var Scopes = map[string]string{Create: "charges:write", Get: "charges:read"}
+var Scopes = map[string]string{Create: "charges:write", Get: "charges:read", Lookup: "charges:read"}
 
 // Location is where the charge id is read (Get).
 func Location(id string) string { return ChargesPath + "/" + id }

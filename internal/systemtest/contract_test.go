@@ -15,6 +15,7 @@ import (
 
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/localapi"
+	"github.com/idempotent-payments/idempay/internal/route"
 )
 
 // One test per row of DESIGN §3's table, over HTTP through the local gateway
@@ -314,5 +315,55 @@ func TestStorm(t *testing.T) {
 	}
 	if n := authorizations(s); n != 1 {
 		t.Fatalf("%d authorizations for one intent, want 1", n)
+	}
+}
+
+// TestLookupByKey over the stack: GET /v1/charges?idempotency_key=K
+// through the gateway, the function under the RIE and DynamoDB Local
+// answers the account's own charge for K, byte for byte its GET, a key
+// holding &, +, %, = and a comma included (sent quoted in the header,
+// percent-encoded in the query); another account's key is 404, a
+// repeated parameter 400; a key in flight is 409 as for POST; nothing
+// the lookups answer writes an item.
+func TestLookupByKey(t *testing.T) {
+	t.Parallel()
+	s := newStack(t)
+	for header, query := range map[string]string{
+		"lookup-key-1":   "lookup-key-1",
+		`"a&b+c%d=e,f"`:  "a%26b+c%25d%3De%2Cf",
+		`"g,h&i=j%2Bkl"`: "g%2Ch%26i%3Dj%252Bkl",
+	} {
+		created := postCharge(t, s, "acct_look", header, visa)
+		if created.status != 201 {
+			t.Fatalf("POST %s: %d %s", header, created.status, created.body)
+		}
+		got := call(t, s, http.MethodGet, route.ChargesPath+"?"+route.LookupParameter+"="+query, "acct_look", nil, "")
+		byID := call(t, s, http.MethodGet, created.header.Get("Location"), "acct_look", nil, "")
+		if got.status != 200 || string(got.body) != string(byID.body) {
+			t.Errorf("lookup of %s as %s: %d %s, want its charge %s", header, query, got.status, got.body, byID.body)
+		}
+	}
+	before := items(t, s)
+	for path, want := range map[string]int{
+		route.ChargesPath + "?idempotency_key=lookup-key-1":                              404, // another account's key
+		route.ChargesPath + "?idempotency_key=lookup-key-1&idempotency_key=lookup-key-1": 400,
+		route.ChargesPath: 400,
+	} {
+		if r := call(t, s, http.MethodGet, path, "acct_other", nil, ""); r.status != want {
+			t.Errorf("%s: %d %s, want %d", path, r.status, r.body, want)
+		}
+	}
+	setFaults(t, s, `{"latency_ms": 1500}`)
+	done := make(chan reply, 1)
+	go func() { done <- postCharge(t, s, "acct_look", "lookup-in-flight", visa) }()
+	time.Sleep(500 * time.Millisecond)
+	if r := call(t, s, http.MethodGet, route.ChargesPath+"?idempotency_key=lookup-in-flight", "acct_look", nil, ""); r.status != 409 || r.header.Get("Retry-After") == "" {
+		t.Errorf("in flight: %d %s, want 409 with Retry-After", r.status, r.body)
+	}
+	if r := <-done; r.status != 201 {
+		t.Fatalf("the slow charge: %d %s", r.status, r.body)
+	}
+	if n := items(t, s); n != before+2 { // the slow charge's record and row
+		t.Errorf("%d items after the lookups, want %d", n, before+2)
 	}
 }

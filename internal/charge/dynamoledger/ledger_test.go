@@ -170,3 +170,110 @@ func TestItemSizes(t *testing.T) {
 		}
 	}
 }
+
+// TestLookupByKey: the lookup by idempotency key on DynamoDB Local answers
+// the caller's own charge, captured or declined, in two reads (one when the
+// warm cache holds the record); another account's key, an unknown key and
+// an expired record are NotFound; a key in flight (its lease live or
+// ended) is InFlight as for a POST, a held one Held; a bad account or key
+// is refused. Nothing it answers writes.
+func TestLookupByKey(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	var trips dynamotest.RoundTrips
+	client := dynamotest.Client(t, trips.Option)
+	table := dynamotest.NewTable(t, client)
+	store, ledger := dynamostore.New(client, table), dynamoledger.New(client, table)
+	sb := sandbox.New("")
+	acq, _ := acquirer.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
+	service := func(cfg idem.Config) *charge.Service {
+		return charge.NewService(idem.NewGuard(store, cfg), ledger, acq, httpapi.Answer, charge.Config{})
+	}
+	charger := service(idem.Config{})
+	body := func(pm string) []byte {
+		return []byte(`{"amount": 1990, "currency": "BRL", "order_id": "o-1", "payment_method": "` + pm + `"}`)
+	}
+	if r := charger.Charge(ctx, charge.Input{Account: "acct_a", Keys: []string{"lookup-captured"}, Body: body("pm_card_visa")}); r.Outcome != charge.Executed {
+		t.Fatalf("charge: %s", r.Outcome)
+	}
+	if r := charger.Charge(ctx, charge.Input{Account: "acct_a", Keys: []string{"lookup-declined"}, Body: body("pm_card_declined")}); r.Outcome != charge.Executed {
+		t.Fatalf("decline: %s", r.Outcome)
+	}
+
+	lookup := service(idem.Config{CacheSize: 16}) // another instance: a cold cache
+	trips.Take()
+	got := lookup.ByKey(ctx, "acct_a", "lookup-captured")
+	if n := trips.Take(); got.Outcome != charge.Found || got.Charge.Status != acquirer.StatusCaptured || got.Charge.IdempotencyKey != "lookup-captured" ||
+		got.Charge.Account != "acct_a" || !maps.Equal(n, map[string]int{"GetItem": 2}) {
+		t.Fatalf("own charge: %s %+v, round trips %v; want Found, captured, two reads", got.Outcome, got.Charge, n)
+	}
+	again := lookup.ByKey(ctx, "acct_a", "lookup-captured")
+	if n := trips.Take(); again.Outcome != charge.Found || again.Charge.ID != got.Charge.ID || !maps.Equal(n, map[string]int{"GetItem": 1}) {
+		t.Fatalf("warm: %s, round trips %v; want Found from the cached record and one read", again.Outcome, n)
+	}
+	if d := lookup.ByKey(ctx, "acct_a", "lookup-declined"); d.Outcome != charge.Found || d.Charge.Status != acquirer.StatusDeclined || d.Charge.DeclineCode == "" {
+		t.Fatalf("decline: %s %+v, want Found with the declined charge", d.Outcome, d.Charge)
+	}
+	for name, r := range map[string]charge.Result{
+		"another account's key": lookup.ByKey(ctx, "acct_b", "lookup-captured"),
+		"an unknown key":        lookup.ByKey(ctx, "acct_a", "lookup-never-sent"),
+		"an expired record": service(idem.Config{Now: func() time.Time { return time.Now().Add(idem.DefaultRetention + time.Hour) }}).
+			ByKey(ctx, "acct_a", "lookup-captured"),
+	} {
+		if r.Outcome != charge.NotFound {
+			t.Errorf("%s: %s, want NotFound", name, r.Outcome)
+		}
+	}
+
+	// In flight: a claim whose owner has not finished, its lease live and
+	// then ended; held: a record held for an operator.
+	guard := idem.NewGuard(store, idem.Config{})
+	claim := func(key string, lease time.Duration) *idem.Lease {
+		cctx, cancel := context.WithTimeout(ctx, lease)
+		defer cancel()
+		req, err := charge.ParseRequest(body("pm_card_visa"), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := guard.Begin(cctx, idem.Scope{Operation: charge.Operation, Account: "acct_a", Key: key, Source: charge.SourceHTTP}, req.Canonical())
+		if err != nil || c.Lease == nil {
+			t.Fatalf("claim %s: %+v, %v", key, c, err)
+		}
+		return c.Lease
+	}
+	trips.Take()
+	claim("lookup-in-flight", time.Minute)
+	if r := lookup.ByKey(ctx, "acct_a", "lookup-in-flight"); r.Outcome != charge.InFlight || r.RetryAfter < time.Second {
+		t.Errorf("in flight: %s, Retry-After %s; want InFlight as for a POST", r.Outcome, r.RetryAfter)
+	}
+	held := claim("lookup-held", time.Minute)
+	if err := held.HoldForOperator(ctx, "acquirer_mismatch", []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	if r := lookup.ByKey(ctx, "acct_a", "lookup-held"); r.Outcome != charge.Held || r.RetryAfter <= 0 {
+		t.Errorf("held: %s, want Held", r.Outcome)
+	}
+	ended := service(idem.Config{Now: func() time.Time { return time.Now().Add(2 * time.Hour) }})
+	if r := ended.ByKey(ctx, "acct_a", "lookup-in-flight"); r.Outcome != charge.InFlight {
+		t.Errorf("in flight, its lease ended: %s, want InFlight (the retry or the reconciler resolves it)", r.Outcome)
+	}
+
+	for name, r := range map[string]struct {
+		res  charge.Result
+		want charge.Outcome
+	}{
+		"no account": {lookup.ByKey(ctx, "", "lookup-captured"), charge.AccountInvalid},
+		"no key":     {lookup.ByKey(ctx, "acct_a", ""), charge.KeyMissing},
+		"short key":  {lookup.ByKey(ctx, "acct_a", "short"), charge.KeyInvalid},
+		"bad byte":   {lookup.ByKey(ctx, "acct_a", "lookup-\x7f-key"), charge.KeyInvalid},
+	} {
+		if r.res.Outcome != r.want {
+			t.Errorf("%s: %s, want %s", name, r.res.Outcome, r.want)
+		}
+	}
+	n := trips.Take()
+	delete(n, "GetItem")
+	if !maps.Equal(n, map[string]int{"PutItem": 2, "UpdateItem": 1}) { // the two claims and the hold
+		t.Errorf("writes %v: a lookup wrote", n)
+	}
+}
