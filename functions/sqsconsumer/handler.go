@@ -47,7 +47,11 @@ type Handler struct {
 	// producer's queue brought that is refused, before the message is
 	// dead-lettered and deleted: a refusal writes nothing to the table, so
 	// no change publishes it. A message from a queue of no producer has
-	// nobody to tell.
+	// nobody to tell. It also gets the charge's captured or declined event
+	// again, the same id, when a producer's command is a replay: a producer
+	// that missed its event sends the same command again and receives it
+	// (its lookup by key; HTTP callers have GET /v1/charges?idempotency_key).
+	// The event goes where the ledger row says, to the charge's first asker.
 	Outcomes Outcomes
 	// Now is the clock of the rejections' time (time.Now when nil).
 	Now func() time.Time
@@ -74,6 +78,7 @@ type verdict struct {
 	delay      time.Duration // and, when positive, redeliver after this
 	rejectCode string        // dead-letter with this code (and success)
 	reason     string
+	republish  bool // a replay: publish the charge's event again
 	// account and key are the command's, as it named them ("" before it decoded)
 	account, key string
 	// acquirer calls that proved nothing sent, and that left the outcome unknown
@@ -148,12 +153,35 @@ func (h *Handler) settle(ctx context.Context, src Source, msg events.SQSMessage,
 		}
 		h.Logger.WarnContext(ctx, "message rejected", "reject_code", v.rejectCode)
 		return true
+	case v.republish && h.Outcomes != nil && src.Producer != "":
+		return h.republish(ctx, v)
 	case v.retry:
 		if v.delay > 0 && src.Queue != nil { // only a known source's messages are delayed
 			if err := src.Queue.Delay(ctx, msg.ReceiptHandle, v.delay); err != nil {
 				h.Logger.WarnContext(ctx, "delay failed; the queue's visibility timeout applies", "error", err)
 			}
 		}
+		return false
+	}
+	return true
+}
+
+// republish publishes again the event of the charge a replayed command
+// names, read through the service's lookup by key, and reports whether
+// the message is done: a failed read or publish keeps it for a retry,
+// which replays again.
+func (h *Handler) republish(ctx context.Context, v verdict) bool {
+	res := h.Service.ByKey(ctx, v.account, v.key)
+	if res.Outcome != charge.Found {
+		h.Logger.WarnContext(ctx, "a replayed command's charge was not found to republish its event; the message will be retried", "lookup", res.Outcome.String())
+		return false
+	}
+	e, err := event.OfRow(res.Charge)
+	if err == nil {
+		err = h.Outcomes.Publish(ctx, e)
+	}
+	if err != nil {
+		h.Logger.WarnContext(ctx, "republishing a replayed command's event failed; the message will be retried", "error", err)
 		return false
 	}
 	return true
@@ -223,7 +251,7 @@ const (
 // not a producer that sends the same intent twice.
 var verdicts = map[charge.Outcome]verdict{
 	charge.Executed:    {},
-	charge.Replayed:    {},
+	charge.Replayed:    {republish: true},
 	charge.InFlight:    {retry: true},
 	charge.Released:    {retry: true},
 	charge.Pending:     {retry: true},

@@ -144,6 +144,38 @@ func TestOutcomeEvents(t *testing.T) {
 	}
 }
 
+// TestResentCommandRepublishes: the queue path's lookup by key. A
+// producer that missed its event sends the same command again: the replay
+// charges nothing and its outcome queue receives the same event again,
+// the same id and content, read from the ledger.
+func TestResentCommandRepublishes(t *testing.T) {
+	t.Parallel()
+	s := newStack(t)
+	schema := eventSchema(t)
+	body, err := command.Charge("acct_q", "events-resent-key", []byte(visa)).Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	send := func() {
+		if _, err := s.SQS.SendMessage(t.Context(), &sqs.SendMessageInput{QueueUrl: aws.String(s.QueueURL), MessageBody: aws.String(body)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send()
+	first := receiveEvents(t, s, schema, testProducer.Name, 1, 20*time.Second)
+	if len(first) != 1 || first[0].Type != event.Captured {
+		t.Fatalf("the first event: %+v", first)
+	}
+	send()
+	again := receiveEvents(t, s, schema, testProducer.Name, 1, 20*time.Second)
+	if len(again) != 1 || again[0].ID != first[0].ID || *again[0].Charge != *first[0].Charge || !again[0].CreatedAt.Equal(first[0].CreatedAt) {
+		t.Fatalf("the resent command's event %+v, want the first again %+v", again, first)
+	}
+	if n := authorizations(s); n != 1 {
+		t.Fatalf("%d authorizations, want 1", n)
+	}
+}
+
 // TestOutcomeFilters: with two producers, each outcome queue gets its own
 // producer's events and no other's, whatever the accounts.
 func TestOutcomeFilters(t *testing.T) {
