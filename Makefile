@@ -76,7 +76,7 @@ down:
 run: $(RIE)
 	$(WITH_EMULATORS) go run ./cmd/localapi
 
-## send-charge: put a charge command on the queue of a running `make run`, wait for it, print the GET
+## send-charge: put a charge command on a producer's queue of a running `make run`, print the outcome event its outcome queue receives and the lookup by key
 send-charge:
 	eval "$$($(EMULATORS) env)" && go run ./cmd/sendcharge
 

@@ -80,8 +80,8 @@ curl -i %s/v1/charges \
 
 The SQS path: in another terminal, make send-charge puts a charge command on
 the queue of producer %q (%s), which may charge %v; the consumer
-refuses any other account (PRODUCER_NOT_ALLOWED). It waits for the consumer
-and prints the GET that reads the charge. The sweeper runs every minute and
+refuses any other account (PRODUCER_NOT_ALLOWED). It prints the outcome
+event the producer's outcome queue receives, and the lookup by key. The sweeper runs every minute and
 sends reconcile commands to a queue of their own.
 
 Ctrl-C stops everything this command started.

@@ -1,6 +1,9 @@
 // Command sendcharge is `make send-charge`: it puts one charge command on
-// a producer's charge-commands queue (the stack `make run` serves), waits until
-// the consumer has processed it, and prints the GET that reads the charge.
+// a producer's charge-commands queue (the stack `make run` serves), waits
+// for the command's outcome event on that producer's outcome queue, as a
+// producer in AWS does, prints it, and prints the lookup by key that reads
+// the charge over HTTP. A refused command's event is charge.rejected: it
+// is printed and the command exits 1.
 //
 // Environment: ACCOUNT (acct_demo), KEY (a new one each run), PRODUCER
 // (local: the producer whose queue it sends on), TABLE_NAME (idempay-local), LOCAL_API_ADDR, LOCAL_JWT_SECRET, LOCAL_JWT_ISSUER and LOCAL_JWT_AUDIENCE as for `make run`.
@@ -10,19 +13,21 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/command"
-	"github.com/idempotent-payments/idempay/internal/idem"
-	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
+	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/localapi"
+	"github.com/idempotent-payments/idempay/internal/queue"
+	"github.com/idempotent-payments/idempay/internal/route"
 	"github.com/idempotent-payments/idempay/internal/setup"
 )
 
@@ -37,48 +42,67 @@ func run() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	account, key := cmp.Or(os.Getenv("ACCOUNT"), "acct_demo"), cmp.Or(os.Getenv("KEY"), fmt.Sprintf("sqs-demo-%d", time.Now().Unix()))
-	table := cmp.Or(os.Getenv(setup.EnvTableName), "idempay-local")
+	names := queue.Names{Prefix: cmp.Or(os.Getenv(setup.EnvTableName), "idempay-local")}
 	awsCfg, err := setup.AWS(ctx)
 	if err != nil {
 		return err
 	}
 	client := sqs.NewFromConfig(awsCfg)
 	producer := cmp.Or(os.Getenv("PRODUCER"), localapi.DefaultProducers[0].Name)
-	q, err := client.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(localapi.QueueName(table, producer))})
+	commands, err := client.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(names.Charges(producer))})
 	if err != nil {
 		return fmt.Errorf("the queue of `make run` (is it running?): %w", err)
+	}
+	outcomes, err := client.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(names.Outcome(producer))})
+	if err != nil {
+		return fmt.Errorf("producer %s's outcome queue: %w", producer, err)
 	}
 	request := charge.Request{Amount: 4200, Currency: "BRL", OrderID: "sqs-1", PaymentMethod: "pm_card_visa"}
 	body, err := command.Charge(account, key, request.JSON()).Encode()
 	if err != nil {
 		return err
 	}
-	if _, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: q.QueueUrl, MessageBody: aws.String(body)}); err != nil {
+	if _, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: commands.QueueUrl, MessageBody: aws.String(body)}); err != nil {
 		return err
 	}
-	fmt.Printf("sent a charge command as producer %s: account %s, Idempotency-Key %s\n", producer, account, key)
+	fmt.Printf("sent a charge command as producer %s: account %s, Idempotency-Key %s\nwaiting for its event on %s\n", producer, account, key, names.Outcome(producer))
 
-	guard := idem.NewGuard(dynamostore.New(dynamodb.NewFromConfig(awsCfg), table), idem.Config{})
-	pk := idem.Scope{Operation: charge.Operation, Account: account, Key: key}.PK()
+	e, raw, err := awaitEvent(ctx, client, aws.ToString(outcomes.QueueUrl), account, key)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("received %s:\n%s\n", e.Type, raw)
+	if e.Type == event.Rejected {
+		return fmt.Errorf("the command was refused: %s", e.Reason)
+	}
+	token, err := localapi.TrustFromEnv(os.Getenv).Token(account, time.Hour)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("\nlook the charge up by its key:\n\ncurl -i 'http://%s%s?%s=%s' -H 'Authorization: Bearer %s'\n",
+		cmp.Or(os.Getenv("LOCAL_API_ADDR"), "127.0.0.1:8080"), route.ChargesPath, route.LookupParameter, url.QueryEscape(key), token)
+	return nil
+}
+
+// awaitEvent receives from the outcome queue until the event of (account,
+// key) arrives, deletes it and returns it with its message body. Other
+// events are left on the queue, visible again at once.
+func awaitEvent(ctx context.Context, client *sqs.Client, queueURL, account, key string) (event.Event, string, error) {
 	for {
-		rec, err := guard.Lookup(ctx, pk)
-		if err == nil && rec.Status == idem.StatusCompleted {
-			var ch struct {
-				ID string `json:"id"`
-			}
-			_ = json.Unmarshal(rec.Response.Body, &ch)
-			token, err := localapi.TrustFromEnv(os.Getenv).Token(account, time.Hour)
-			if err != nil {
-				return err
-			}
-			fmt.Printf("processed: %d %s\nread it back:\n\ncurl -i http://%s/v1/charges/%s -H 'Authorization: Bearer %s'\n",
-				rec.Response.StatusCode, rec.Response.Body, cmp.Or(os.Getenv("LOCAL_API_ADDR"), "127.0.0.1:8080"), ch.ID, token)
-			return nil
+		out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(queueURL), MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return event.Event{}, "", fmt.Errorf("no event within 30 s: is `make run` running? (a command it cannot decode is in the DLQ)")
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("not processed within 30 s (a refused command is in the DLQ with its reject_code, e.g. PRODUCER_NOT_ALLOWED for an account producer %s may not charge)", producer)
-		case <-time.After(200 * time.Millisecond):
+		if err != nil {
+			return event.Event{}, "", err
+		}
+		for _, m := range out.Messages {
+			var e event.Event
+			if json.Unmarshal([]byte(aws.ToString(m.Body)), &e) == nil && e.Account == account && e.IdempotencyKey == key {
+				_, _ = client.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(queueURL), ReceiptHandle: m.ReceiptHandle})
+				return e, aws.ToString(m.Body), nil
+			}
+			_, _ = client.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: aws.String(queueURL), ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: 0})
 		}
 	}
 }

@@ -430,7 +430,9 @@ func (t Trust) withDefaults() Trust {
 func (t Trust) Token(account string, ttl time.Duration) (string, error) {
 	var scopes []string
 	for _, r := range route.All {
-		scopes = append(scopes, route.Scopes[r])
+		if !slices.Contains(scopes, route.Scopes[r]) {
+			scopes = append(scopes, route.Scopes[r])
+		}
 	}
 	return t.TokenWithScopes(account, ttl, scopes...)
 }

@@ -417,9 +417,6 @@ func tableStream(ctx context.Context, ddb *dynamodb.Client, table string) (strin
 	return aws.ToString(d.Table.LatestStreamArn), nil
 }
 
-// QueueName is producer's charge-commands queue in the stack on table.
-func QueueName(table, producer string) string { return queue.Names{Prefix: table}.Charges(producer) }
-
 // Sweep invokes the sweeper once, now, and returns its report.
 func (s *Stack) Sweep(ctx context.Context) (sweep.Report, error) {
 	out, err := s.Sweeper.Invoke(ctx, scheduledEvent())
