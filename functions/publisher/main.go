@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 
 	"github.com/idempotent-payments/idempay/internal/obs"
+	"github.com/idempotent-payments/idempay/internal/publish"
 	"github.com/idempotent-payments/idempay/internal/setup"
 	"github.com/idempotent-payments/idempay/internal/topic"
 )
@@ -30,7 +31,7 @@ func run(logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	h := &Handler{
+	h := &publish.Handler{
 		Topic: topic.New(sns.NewFromConfig(awsCfg), arn), Logger: logger,
 		Metrics: obs.NewMetrics(os.Stdout, obs.FunctionPublisher, setup.EnvironmentOf(os.Getenv)),
 	}

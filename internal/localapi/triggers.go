@@ -14,7 +14,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
-	"github.com/idempotent-payments/idempay/internal/outbox"
+	"github.com/idempotent-payments/idempay/internal/publish"
 )
 
 // createQueue makes the queue name; with a DLQ ARN, with the redrive
@@ -206,14 +206,7 @@ func streamMapping(ctx context.Context, client *dynamodbstreams.Client, streamAR
 // deliver again: from the reported failure on, or all after a failed
 // invocation (each after a pause).
 func deliverStream(ctx context.Context, records []streamtypes.Record, streamARN string, target Invoker) []streamtypes.Record {
-	ev := events.DynamoDBEvent{}
-	for _, r := range records {
-		rec := StreamRecord(r, streamARN)
-		b, _ := json.Marshal(rec)
-		if ok, err := outbox.Match(b); err != nil || ok {
-			ev.Records = append(ev.Records, rec)
-		}
-	}
+	ev := events.DynamoDBEvent{Records: publish.Deliverable(records, streamARN)}
 	if len(ev.Records) == 0 {
 		return nil
 	}
@@ -235,60 +228,3 @@ func deliverStream(ctx context.Context, records []streamtypes.Record, streamARN 
 	return records
 }
 
-// StreamRecord is r as Lambda gives a stream record to a function.
-func StreamRecord(r streamtypes.Record, streamARN string) events.DynamoDBEventRecord {
-	c := r.Dynamodb
-	rec := events.DynamoDBEventRecord{
-		AWSRegion: "us-east-1", EventID: aws.ToString(r.EventID), EventName: string(r.EventName), EventSource: "aws:dynamodb",
-		EventVersion: aws.ToString(r.EventVersion), EventSourceArn: streamARN,
-		Change: events.DynamoDBStreamRecord{
-			Keys: image(c.Keys), NewImage: image(c.NewImage), OldImage: image(c.OldImage),
-			SequenceNumber: aws.ToString(c.SequenceNumber), SizeBytes: aws.ToInt64(c.SizeBytes), StreamViewType: string(c.StreamViewType),
-		},
-	}
-	if c.ApproximateCreationDateTime != nil {
-		rec.Change.ApproximateCreationDateTime = events.SecondsEpochTime{Time: *c.ApproximateCreationDateTime}
-	}
-	return rec
-}
-
-func image(item map[string]streamtypes.AttributeValue) map[string]events.DynamoDBAttributeValue {
-	if item == nil {
-		return nil
-	}
-	out := make(map[string]events.DynamoDBAttributeValue, len(item))
-	for k, v := range item {
-		out[k] = streamAttribute(v)
-	}
-	return out
-}
-
-func streamAttribute(v streamtypes.AttributeValue) events.DynamoDBAttributeValue {
-	switch v := v.(type) {
-	case *streamtypes.AttributeValueMemberS:
-		return events.NewStringAttribute(v.Value)
-	case *streamtypes.AttributeValueMemberN:
-		return events.NewNumberAttribute(v.Value)
-	case *streamtypes.AttributeValueMemberB:
-		return events.NewBinaryAttribute(v.Value)
-	case *streamtypes.AttributeValueMemberBOOL:
-		return events.NewBooleanAttribute(v.Value)
-	case *streamtypes.AttributeValueMemberNULL:
-		return events.NewNullAttribute()
-	case *streamtypes.AttributeValueMemberSS:
-		return events.NewStringSetAttribute(v.Value)
-	case *streamtypes.AttributeValueMemberNS:
-		return events.NewNumberSetAttribute(v.Value)
-	case *streamtypes.AttributeValueMemberBS:
-		return events.NewBinarySetAttribute(v.Value)
-	case *streamtypes.AttributeValueMemberL:
-		var l []events.DynamoDBAttributeValue
-		for _, e := range v.Value {
-			l = append(l, streamAttribute(e))
-		}
-		return events.NewListAttribute(l)
-	case *streamtypes.AttributeValueMemberM:
-		return events.NewMapAttribute(image(v.Value))
-	}
-	panic(fmt.Sprintf("stream attribute %T", v))
-}

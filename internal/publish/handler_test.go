@@ -1,4 +1,4 @@
-package main
+package publish
 
 import (
 	"context"
@@ -22,7 +22,6 @@ import (
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore/dynamotest"
-	"github.com/idempotent-payments/idempay/internal/localapi"
 	"github.com/idempotent-payments/idempay/internal/outbox"
 )
 
@@ -82,7 +81,7 @@ func streamOf(t *testing.T) events.DynamoDBEvent {
 			t.Fatal(err)
 		}
 		for _, r := range out.Records {
-			ev.Records = append(ev.Records, localapi.StreamRecord(r, aws.ToString(d.Table.LatestStreamArn)))
+			ev.Records = append(ev.Records, StreamRecord(r, aws.ToString(d.Table.LatestStreamArn)))
 		}
 	}
 	return ev

@@ -1,4 +1,8 @@
-package main
+// Package publish turns the table's stream records into the charge outcome
+// events (package outbox decides which) and publishes them: the publisher
+// function's handler, and the operator's republish of a stream range,
+// which runs the same handler.
+package publish
 
 import (
 	"context"
