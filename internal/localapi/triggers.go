@@ -227,4 +227,3 @@ func deliverStream(ctx context.Context, records []streamtypes.Record, streamARN 
 	}
 	return records
 }
-
