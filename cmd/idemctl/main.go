@@ -11,6 +11,7 @@
 //	idemctl release        --account A --key K [--yes]
 //	idemctl void-confirmed --account A --key K --by WHO [--yes]
 //	idemctl accept         --account A --key K --by WHO [--yes]
+//	idemctl republish      --charge ID [--charge ID ...] | --failures-queue URL [--topic ARN]
 //
 // reconcile and release run the reconciler's own code (charge.Reconcile):
 // after the person confirms, take the lease over (fenced, and only if it
@@ -22,6 +23,13 @@
 // through charge.Service.Settle; accept first shows what the acquirer says
 // now (charge.Service.Peek) and writes only if the lookup after its
 // take-over says the same.
+//
+// republish publishes outcome events again, through the publisher's own
+// code: from the ledger rows of the charges named, or, draining the
+// publisher's failures queue, from the stream records of each batch the
+// stream trigger gave up on while the stream still holds them (24 hours).
+// A subscriber deduplicates by the event's id, the same on every
+// publication. --topic (OUTCOME_TOPIC_ARN) is the outcome topic.
 //
 // The protocol's times are not the shell's: T and the skew are the larger
 // of the record's (stored at its claim and raised by every take-over) and
@@ -67,7 +75,7 @@ func main() {
 	}
 }
 
-const usage = "usage: idemctl inspect|stale|held|reconcile|release|void-confirmed|accept [flags] (idemctl <command> -h)"
+const usage = "usage: idemctl inspect|stale|held|reconcile|release|void-confirmed|accept|republish [flags] (idemctl <command> -h)"
 
 // shell is the world a command runs in, passed in for the tests: the
 // person's terminal, the environment and the clock. The service's own log
@@ -100,8 +108,15 @@ func run(ctx context.Context, args []string, sh shell) error {
 	acquirerID := fs.String("acquirer-id", sh.getenv(setup.EnvAcquirerID), "every acting command: the acquirer's logical id, which must be the record's")
 	by := fs.String("by", "", "void-confirmed/accept: who decides (recorded)")
 	yes := fs.Bool("yes", false, "acting commands: do not ask for confirmation")
+	var charges chargeIDs
+	fs.Var(&charges, "charge", "republish: a charge id whose event to publish again (repeatable)")
+	failuresQueue := fs.String("failures-queue", "", "republish: the URL of the publisher's failures queue, to drain")
+	topicARN := fs.String("topic", sh.getenv(setup.EnvOutcomeTopicARN), "republish: the outcome topic's ARN")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q: every value is a flag's", fs.Args())
 	}
 	awsCfg, err := setup.AWS(ctx)
 	if err != nil {
@@ -168,6 +183,19 @@ func run(ctx context.Context, args []string, sh shell) error {
 		}
 		return nil
 
+	case "republish":
+		if (len(charges) > 0) == (*failuresQueue != "") {
+			return errors.New("republish takes --charge ID (repeatable) or --failures-queue URL, one of the two")
+		}
+		r, err := newRepublisher(ctx, sh, *topicARN)
+		if err != nil {
+			return err
+		}
+		if *failuresQueue != "" {
+			return republishFailures(ctx, r, *failuresQueue)
+		}
+		return republishCharges(ctx, ledger, r, charges)
+
 	case "reconcile", "release", "void-confirmed", "accept":
 		if err := needScope(); err != nil {
 			return err
@@ -212,11 +240,15 @@ func service(ctx context.Context, sh shell, table, acquirerURL, acquirerID strin
 		AcquirerAPIKey: sh.getenv(setup.EnvAcquirerAPIKey), AcquirerSecret: sh.getenv(setup.EnvAcquirerSecret),
 		AcquirerTimeout: charge.DefaultAcquirerTimeout, MaxAmount: charge.DefaultMaxAmount,
 	}
-	logs := sh.stderr
-	if logs == nil {
-		logs = io.Discard
+	return setup.ChargeServiceWith(ctx, awsCfg, cfg, guard, obs.NewLogger(sh.stderrOrDiscard(), "INFO"), sh.now)
+}
+
+// stderrOrDiscard is where the service's log lines go.
+func (sh shell) stderrOrDiscard() io.Writer {
+	if sh.stderr == nil {
+		return io.Discard
 	}
-	return setup.ChargeServiceWith(ctx, awsCfg, cfg, guard, obs.NewLogger(logs, "INFO"), sh.now)
+	return sh.stderr
 }
 
 func validBy(by string) bool {

@@ -1,0 +1,147 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/idempotent-payments/idempay/internal/charge"
+	"github.com/idempotent-payments/idempay/internal/event"
+	"github.com/idempotent-payments/idempay/internal/obs"
+	"github.com/idempotent-payments/idempay/internal/outbox"
+	"github.com/idempotent-payments/idempay/internal/publish"
+	"github.com/idempotent-payments/idempay/internal/setup"
+	"github.com/idempotent-payments/idempay/internal/topic"
+)
+
+// chargeIDs is a repeatable --charge flag.
+type chargeIDs []string
+
+func (c *chargeIDs) String() string { return strings.Join(*c, ",") }
+func (c *chargeIDs) Set(id string) error {
+	*c = append(*c, id)
+	return nil
+}
+
+// republisher publishes outcome events again: an event's id is the same on
+// every publication, so a subscriber that has it drops the repeat.
+type republisher struct {
+	topic *topic.Topic
+	sh    shell
+}
+
+// Publish publishes e and says so.
+func (r republisher) Publish(ctx context.Context, e event.Event) error {
+	if err := r.topic.Publish(ctx, e); err != nil {
+		return err
+	}
+	fmt.Fprintf(r.sh.stdout, "published %s (%s) to %s\n", e.ID, e.Type, e.Producer)
+	return nil
+}
+
+func newRepublisher(ctx context.Context, sh shell, topicARN string) (republisher, error) {
+	if topicARN == "" {
+		return republisher{}, errors.New("--topic (or " + setup.EnvOutcomeTopicARN + ") is required: the outcome topic's ARN (the stack's OutcomeTopicArn output)")
+	}
+	awsCfg, err := setup.AWS(ctx)
+	if err != nil {
+		return republisher{}, err
+	}
+	return republisher{topic: topic.New(sns.NewFromConfig(awsCfg), topicARN), sh: sh}, nil
+}
+
+// republishCharges publishes again the captured or declined event of each
+// charge, from its ledger row, as the publisher makes it from the row's
+// insert (outbox.Events): the path once the stream no longer holds the
+// row. Every id is tried; the error names those that failed.
+func republishCharges(ctx context.Context, ledger charge.Ledger, r republisher, ids []string) error {
+	var failed []string
+	for _, id := range ids {
+		row, err := ledger.Get(ctx, id)
+		if err == nil {
+			var evs []event.Event
+			if evs, err = outbox.Events(outbox.Change{InsertedRow: &row}); err == nil {
+				for _, e := range evs {
+					if err = r.Publish(ctx, e); err != nil {
+						break
+					}
+				}
+			}
+		}
+		if err != nil {
+			fmt.Fprintf(r.sh.stdout, "%s: %v\n", id, err)
+			failed = append(failed, id)
+		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("%d of %d charges not republished: %s", len(failed), len(ids), strings.Join(failed, " "))
+	}
+	return nil
+}
+
+// republishFailures drains the publisher's failures queue: each message
+// names a batch the stream trigger gave up on (publish.ParseFailure); its
+// records are read back from the stream and given to the publisher's own
+// handler, and the message is deleted once they are published. A batch
+// the stream no longer holds, or a message that does not parse, stays on
+// the queue and is reported: its charges are republished from the ledger
+// (--charge), found by the time window it gives.
+func republishFailures(ctx context.Context, r republisher, queueURL string) error {
+	awsCfg, err := setup.AWS(ctx)
+	if err != nil {
+		return err
+	}
+	queue, streams := sqs.NewFromConfig(awsCfg), dynamodbstreams.NewFromConfig(awsCfg)
+	handler := &publish.Handler{Topic: r, Logger: obs.NewLogger(r.sh.stderrOrDiscard(), "INFO")}
+	left := 0
+	for {
+		out, err := queue.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(queueURL), MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
+		if err != nil {
+			return err
+		}
+		if len(out.Messages) == 0 {
+			break
+		}
+		for _, m := range out.Messages {
+			id := aws.ToString(m.MessageId)
+			f, err := publish.ParseFailure([]byte(aws.ToString(m.Body)))
+			if err != nil {
+				fmt.Fprintf(r.sh.stdout, "message %s left on the queue: %v\n", id, err)
+				left++
+				continue
+			}
+			records, err := publish.Range(ctx, streams, f)
+			if errors.Is(err, publish.ErrAgedOut) {
+				fmt.Fprintf(r.sh.stdout, "message %s left on the queue: shard %s, %s to %s: %v; republish the charges written from %s to %s with --charge\n",
+					id, f.ShardID, f.Start, f.End, err, f.FirstArrival, f.LastArrival)
+				left++
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("message %s: %w", id, err)
+			}
+			resp, err := handler.Handle(ctx, events.DynamoDBEvent{Records: records})
+			if err == nil && len(resp.BatchItemFailures) > 0 {
+				err = fmt.Errorf("publishing failed from record %s", resp.BatchItemFailures[0].ItemIdentifier)
+			}
+			if err != nil {
+				return fmt.Errorf("message %s: %w; it stays on the queue", id, err)
+			}
+			if _, err := queue.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(queueURL), ReceiptHandle: m.ReceiptHandle}); err != nil {
+				return fmt.Errorf("message %s republished, but not deleted: %w", id, err)
+			}
+			fmt.Fprintf(r.sh.stdout, "message %s done: shard %s, %s to %s, %d records delivered\n", id, f.ShardID, f.Start, f.End, len(records))
+		}
+	}
+	if left > 0 {
+		return fmt.Errorf("%d messages left on the queue", left)
+	}
+	return nil
+}
