@@ -204,11 +204,12 @@ func watch(stack awscdk.Stack, cfg Config, w watched) awssns.Topic {
 
 	// The outcome events: the publisher keeps up with the stream, whose
 	// records age out after 24 hours.
-	alarm("PublisherIteratorAgeAlarm", fmt.Sprintf("The publisher of the outcome events is more than %d minutes behind the table's stream, whose records age out "+
-		"after 24 hours: check its errors and the topic; what ages out must be republished from the ledger", publisherLagAlarm/60),
+	alarm("PublisherIteratorAgeAlarm", fmt.Sprintf("The publisher of the outcome events is more than %d minutes behind the table's stream: check its WARN lines "+
+		"and the topic. At %d hours its trigger gives the batch up (PublisherFailures)", publisherLagAlarm/60, int(*publisherMaxRecordAge.ToHours(nil))),
 		w.publisher.fn.Metric(jsii.String("IteratorAge"), &awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Maximum")}), publisherLagAlarm*1000)
-	alarm("PublisherFailuresAlarm", "Stream records aged out before they were published: the failure queue holds their shard and sequence range. "+
-		"Republish those charges from the ledger",
+	alarm("PublisherFailuresAlarm", fmt.Sprintf("The publisher's trigger gave up on stream records it could not publish: the publisher-failures queue holds their shard and "+
+		"sequence range. Within %d hours, while the stream holds them, idemctl republish --failures-queue; after that, republish the charges from the ledger (--charge)",
+		streamRetentionHours-int(*publisherMaxRecordAge.ToHours(nil))),
 		w.publisherFailures.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Maximum")}), 1)
 	alarm("StreamUndecodableAlarm", "The publisher skipped a stream record it could not decode (its ERROR line names the record): republish that charge from the ledger",
 		emf(obs.FunctionPublisher, obs.MetricStreamUndecodable, "Sum", nil), 1)

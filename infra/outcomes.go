@@ -67,11 +67,20 @@ func outcomesTopic(stack awscdk.Stack, names queue.Names, removal awscdk.Removal
 	return o
 }
 
+// publisherMaxRecordAge: the trigger gives a failing batch up when its
+// records are this old and sends its place in the stream to the failures
+// queue, while the stream still holds the records for 18 hours more (it
+// keeps them 24): time to republish them from the stream.
+var publisherMaxRecordAge = awscdk.Duration_Hours(jsii.Number(6))
+
+// streamRetentionHours is how long DynamoDB Streams keeps a record.
+const streamRetentionHours = 24
+
 // publisherTrigger is the publisher's event source mapping on the table's
 // stream: filtered (outbox.Filters), in order, from the stream's start,
-// bisecting a failing batch and retrying until the records age out of the
-// stream (24 hours; no retry limit, no maximum age), then the batch's
-// metadata to failures.
+// bisecting a failing batch and retrying it without a retry limit until
+// its records are publisherMaxRecordAge old, then the batch's metadata to
+// failures.
 func publisherTrigger(stack awscdk.Stack, table awsdynamodb.CfnTable, publisher function, failures awssqs.Queue) awslambda.EventSourceMapping {
 	var filters []*map[string]interface{}
 	for _, f := range outbox.Filters {
@@ -84,7 +93,7 @@ func publisherTrigger(stack awscdk.Stack, table awsdynamodb.CfnTable, publisher 
 	m := awslambda.NewEventSourceMapping(stack, jsii.String("PublisherMapping"), &awslambda.EventSourceMappingProps{
 		Target: publisher.fn, EventSourceArn: table.AttrStreamArn(), StartingPosition: awslambda.StartingPosition_TRIM_HORIZON,
 		BatchSize: jsii.Number(100), BisectBatchOnError: jsii.Bool(true), ReportBatchItemFailures: jsii.Bool(true),
-		ParallelizationFactor: jsii.Number(1), Filters: &filters,
+		ParallelizationFactor: jsii.Number(1), Filters: &filters, MaxRecordAge: publisherMaxRecordAge,
 	})
 	// The destination is set on the resource, not as OnFailure, whose
 	// grant would add sqs:GetQueueAttributes and sqs:GetQueueUrl, which

@@ -30,8 +30,9 @@ func sameJSON(t *testing.T, a, b string) bool {
 // undelivered queue as its dead-letter queue, which only the topic may
 // send to; each producer's role may read its own outcome queue and no
 // other; the publisher's trigger reads the table's stream from its start
-// with the code's filters, bisects, reports item failures and sends what
-// ages out to the failures queue; the publisher and the consumer are told
+// with the code's filters, bisects, reports item failures and sends a
+// batch 6 hours old to the failures queue, 18 hours before the stream
+// drops its records; the publisher and the consumer are told
 // the topic.
 func TestOutcomeEvents(t *testing.T) {
 	for _, env := range Environments {
@@ -125,7 +126,7 @@ func TestOutcomeEvents(t *testing.T) {
 		}
 		if asJSON(m["EventSourceArn"]) != `{"Fn::GetAtt":["Table","StreamArn"]}` || m["StartingPosition"] != "TRIM_HORIZON" || m["BatchSize"] != 100.0 ||
 			m["BisectBatchOnFunctionError"] != true || asJSON(m["FunctionResponseTypes"]) != `["ReportBatchItemFailures"]` || m["ParallelizationFactor"] != 1.0 ||
-			m["MaximumRetryAttempts"] != nil || m["MaximumRecordAgeInSeconds"] != nil ||
+			m["MaximumRetryAttempts"] != nil || m["MaximumRecordAgeInSeconds"] != 6*3600.0 ||
 			asJSON(m["DestinationConfig"]) != `{"OnFailure":{"Destination":{"Fn::GetAtt":["`+queueID("PublisherFailures")+`","Arn"]}}}` {
 			t.Errorf("%s: the publisher's trigger %s", env, asJSON(m))
 		}

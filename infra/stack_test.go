@@ -953,3 +953,32 @@ func asJSONMap(t *testing.T, v any) map[string]any {
 	}
 	return out
 }
+
+// TestRunbookNamesEveryAlarm: the README's runbook has a row for every
+// alarm the stack makes: its name, or its family (`<Function>Errors`,
+// `QueueAge-<queue>`, `OutcomesUnread-<subscriber>`).
+func TestRunbookNamesEveryAlarm(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	functions := []string{"Charge", "Consumer", "Reconciler", "Sweeper", "Publisher"}
+	for id := range resources(synth(t, "prod"), "AWS::CloudWatch::Alarm") {
+		name, per, ok := strings.Cut(id, "Alarm")
+		if !ok {
+			t.Fatalf("alarm %s", id)
+		}
+		want := "`" + name + "`"
+		if len(per) > 8 { // a per-queue or per-subscriber alarm: its name, then the hash
+			want = "`" + name + "-<"
+		}
+		for _, fn := range functions {
+			if rest, ok := strings.CutPrefix(name, fn); ok && slices.Contains([]string{"Errors", "Throttles", "Duration"}, rest) {
+				want = "`<Function>" + rest + "`"
+			}
+		}
+		if !strings.Contains(string(readme), want) {
+			t.Errorf("alarm %s: the README's runbook has no row %s", id, want)
+		}
+	}
+}
