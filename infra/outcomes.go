@@ -123,12 +123,12 @@ func grantOutcomes(stack awscdk.Stack, producers []producerQueue, outcomes map[s
 	}
 }
 
-// subscribersOf are the outcome topic's subscribers: the HTTP API's
-// (a merchant backend) and every producer.
+// subscribersOf are the outcome topic's subscribers in cfg
+// (event.Subscribers).
 func subscribersOf(cfg Config) []string {
-	s := []string{event.ProducerHTTP}
+	var producers []string
 	for _, p := range cfg.Producers {
-		s = append(s, p.Name)
+		producers = append(producers, p.Name)
 	}
-	return s
+	return event.Subscribers(producers...)
 }

@@ -53,6 +53,13 @@ const (
 // a merchant backend subscribes for it.
 const ProducerHTTP = "http"
 
+// Subscribers are the outcome topic's subscribers, each with an outcome
+// queue of its own: ProducerHTTP's (a merchant backend's), then each
+// producer's.
+func Subscribers(producers ...string) []string {
+	return append([]string{ProducerHTTP}, producers...)
+}
+
 // The message attributes every published event carries, which
 // subscription filter policies select on: each subscriber's outcome queue
 // on AttrProducer (a producer's name, or ProducerHTTP).

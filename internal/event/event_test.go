@@ -3,7 +3,6 @@ package event_test
 import (
 	"bytes"
 	"encoding/json"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -12,30 +11,8 @@ import (
 
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/event"
+	"github.com/idempotent-payments/idempay/internal/event/eventtest"
 )
-
-// Schema compiles docs/events.schema.json, the events' documented schema.
-func Schema(t *testing.T) *jsonschema.Schema {
-	t.Helper()
-	b, err := os.ReadFile("../../docs/events.schema.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := jsonschema.NewCompiler()
-	c.AssertFormat()
-	if err := c.AddResource("events.schema.json", doc); err != nil {
-		t.Fatal(err)
-	}
-	s, err := c.Compile("events.schema.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
 
 func validate(t *testing.T, s *jsonschema.Schema, b []byte) error {
 	t.Helper()
@@ -72,7 +49,7 @@ func examples(t *testing.T) []event.Event {
 // docs/events.schema.json, which refuses a member it does not name.
 func TestEventsMatchTheirSchema(t *testing.T) {
 	t.Parallel()
-	s := Schema(t)
+	s := eventtest.Schema(t)
 	for _, e := range examples(t) {
 		b, err := e.Encode()
 		if err != nil {

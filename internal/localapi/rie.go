@@ -26,6 +26,9 @@ import (
 // ErrNoInstance: every instance stayed busy for the whole wait.
 var ErrNoInstance = errors.New("no free function instance")
 
+// ErrPoolClosed: the pool was closed; it starts no instance again.
+var ErrPoolClosed = errors.New("function pool closed")
+
 // FunctionError is an invocation that failed inside the runtime (a crash, a
 // timeout): what API Gateway answers 5xx for.
 type FunctionError struct {
@@ -67,6 +70,7 @@ type Pool struct {
 	all      []*instance
 	http     *http.Client
 	replaced atomic.Int64
+	closed   atomic.Bool
 }
 
 // Replaced counts the instances replaced before an invocation because
@@ -199,6 +203,9 @@ func (in *instance) kill() {
 // (an RIE cannot take a second invocation while the first runs): callers
 // that must not kill pass a context that outlives the function timeout.
 func (p *Pool) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	if p.closed.Load() {
+		return nil, ErrPoolClosed
+	}
 	var in *instance
 	select {
 	case in = <-p.free:
@@ -214,6 +221,9 @@ func (p *Pool) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 		p.replaced.Add(1)
 	}
 	if in.broken {
+		if p.closed.Load() {
+			return nil, ErrPoolClosed
+		}
 		if err := in.start(); err != nil {
 			return nil, fmt.Errorf("restart %s: %w", p.cfg.Name, err)
 		}
@@ -224,7 +234,7 @@ func (p *Pool) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 	if err != nil {
 		in.kill()
 		in.served, in.runtime = false, 0
-		if restartErr := in.start(); restartErr != nil {
+		if p.closed.Load() || in.start() != nil {
 			in.broken = true // the next invocation tries again
 		}
 	}
@@ -401,9 +411,20 @@ func (p *Pool) KillBusy() int {
 	return killed
 }
 
-// Close stops every instance.
+// Close stops every instance and returns once none runs: it kills them
+// all, which ends the invocations under way, then waits for each to be
+// given back and kills it again, in case its invocation restarted it
+// before seeing the pool closed. No instance starts after Close, so none
+// writes to Output once it returns. A second Close does nothing.
 func (p *Pool) Close() {
+	if p.closed.Swap(true) {
+		return // closed already
+	}
 	for _, in := range p.all {
+		in.kill()
+	}
+	for range p.all {
+		in := <-p.free
 		in.kill()
 	}
 }

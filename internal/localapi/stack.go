@@ -132,6 +132,7 @@ type Stack struct {
 	servers       []*http.Server
 	sandboxServer *http.Server
 	stopTriggers  context.CancelFunc
+	triggers      sync.WaitGroup // the event source mappings, the stream's and the schedule
 }
 
 // StopSandbox closes the sandbox acquirer's listener and connections: from
@@ -286,13 +287,14 @@ func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
 	s.stopTriggers = stop
 	if !cfg.NoEventSourceMapping {
 		for _, q := range producers {
-			go eventSourceMapping(triggers, s.SQS, q.URL, q.ARN, s.Consumer)
+			s.triggers.Go(func() { eventSourceMapping(triggers, s.SQS, q.URL, q.ARN, s.Consumer) })
 		}
-		go eventSourceMapping(triggers, s.SQS, s.ReconcileURL, s.ReconcileARN, s.Reconciler)
+		s.triggers.Go(func() { eventSourceMapping(triggers, s.SQS, s.ReconcileURL, s.ReconcileARN, s.Reconciler) })
 	}
-	go streamMapping(triggers, dynamodbstreams.NewFromConfig(awsCfg), streamARN, s.Publisher)
+	streams := dynamodbstreams.NewFromConfig(awsCfg)
+	s.triggers.Go(func() { streamMapping(triggers, streams, streamARN, s.Publisher) })
 	if cfg.SweepInterval > 0 {
-		go schedule(triggers, cfg.SweepInterval, s.Sweeper)
+		s.triggers.Go(func() { schedule(triggers, cfg.SweepInterval, s.Sweeper) })
 	}
 	gw := &Gateway{Trust: cfg.Trust}
 	for _, key := range route.All {
@@ -380,11 +382,11 @@ func (s *Stack) createOutcomes(ctx context.Context, cfg StackConfig) error {
 	}
 	s.OutcomeTopicARN = aws.ToString(t.TopicArn)
 	s.OutcomeQueues = map[string]string{}
-	subscribers := []string{event.ProducerHTTP}
+	var producers []string
 	for _, p := range cfg.Producers {
-		subscribers = append(subscribers, p.Name)
+		producers = append(producers, p.Name)
 	}
-	for _, p := range subscribers {
+	for _, p := range event.Subscribers(producers...) {
 		url, arn, err := createQueue(ctx, s.SQS, names.Outcome(p), cfg.VisibilityTimeout, "", 0)
 		if err != nil {
 			return err
@@ -430,13 +432,13 @@ func (s *Stack) Sweep(ctx context.Context) (sweep.Report, error) {
 	return r, nil
 }
 
-// Close stops the triggers, the gateway, the functions and the sandbox.
+// Close stops the triggers, the gateway, the functions and the sandbox,
+// and returns once none of them runs.
 func (s *Stack) Close() {
 	if s.stopTriggers != nil {
 		s.stopTriggers()
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	for _, srv := range s.servers {
 		_ = srv.Close()
 	}
@@ -445,4 +447,6 @@ func (s *Stack) Close() {
 			p.Close()
 		}
 	}
+	s.mu.Unlock()
+	s.triggers.Wait()
 }

@@ -218,14 +218,19 @@ func TestSweepUnderDeadline(t *testing.T) {
 		stale := f.claim(t, "deadline", n)
 		f.store = slowFlags{f.store} // as slow as a network, in memory too
 		f.clock.Advance(time.Minute)
-		s := f.sweeper(sweep.Config{StopMargin: 100 * time.Millisecond, Parallelism: 2})
+		// 400 flags of at least 5 ms, two at a time, take at least 1 s:
+		// more than the 500 ms before the stop point. The margin is wide
+		// enough for the two writes under way there, on a loaded machine
+		// too (DynamoDB Local then takes over 100 ms for one).
+		const deadline, margin = time.Second, 500 * time.Millisecond
+		s := f.sweeper(sweep.Config{StopMargin: margin, Parallelism: 2})
 
-		ctx, cancel := context.WithTimeout(context.Background(), 250*time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), deadline)
 		start := time.Now()
 		first, err := s.Run(ctx)
 		cancel()
-		if elapsed := time.Since(start); elapsed > 450*time.Millisecond {
-			t.Fatalf("run with a 250 ms deadline took %s", elapsed)
+		if elapsed := time.Since(start); elapsed > deadline {
+			t.Fatalf("run with a %s deadline took %s", deadline, elapsed)
 		}
 		if err != nil || first.Complete || first.HeldCounted || first.Flagged == 0 || first.Flagged >= n {
 			t.Fatalf("short run: %+v, %v; want a partial run that says nothing of held records", first, err)
@@ -267,11 +272,11 @@ func TestSweepUnderDeadline(t *testing.T) {
 	})
 }
 
-// slowFlags takes at least 2 ms per flag.
+// slowFlags takes at least 5 ms per flag.
 type slowFlags struct{ idem.Store }
 
 func (s slowFlags) Flag(ctx context.Context, e idem.InFlight, now time.Time) error {
-	time.Sleep(2 * time.Millisecond)
+	time.Sleep(5 * time.Millisecond)
 	return s.Store.Flag(ctx, e, now)
 }
 

@@ -19,31 +19,9 @@ import (
 
 	"github.com/idempotent-payments/idempay/internal/command"
 	"github.com/idempotent-payments/idempay/internal/event"
+	"github.com/idempotent-payments/idempay/internal/event/eventtest"
 	"github.com/idempotent-payments/idempay/internal/localapi"
 )
-
-// eventSchema is docs/events.schema.json, compiled.
-func eventSchema(t *testing.T) *jsonschema.Schema {
-	t.Helper()
-	b, err := os.ReadFile("../../docs/events.schema.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := jsonschema.NewCompiler()
-	c.AssertFormat()
-	if err := c.AddResource("events.schema.json", doc); err != nil {
-		t.Fatal(err)
-	}
-	s, err := c.Compile("events.schema.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
 
 // distinctEvents reads subscriber's outcome queue until it has want
 // distinct events (by id: delivery is at least once, and a repeat is the
@@ -108,7 +86,7 @@ func receiveEvents(t *testing.T, s *localapi.Stack, schema *jsonschema.Schema, s
 func TestOutcomeEvents(t *testing.T) {
 	t.Parallel()
 	s := newStack(t)
-	schema := eventSchema(t)
+	schema := eventtest.Schema(t)
 	expect(t, postCharge(t, s, "acct_e", "events-http-key", visa), 201, "")
 	r := postCharge(t, s, "acct_e", "events-decline-key", `{"amount": 100, "currency": "BRL", "order_id": "2", "payment_method": "pm_card_declined"}`)
 	expect(t, r, 402, "CHARGE_DECLINED")
@@ -151,7 +129,7 @@ func TestOutcomeEvents(t *testing.T) {
 func TestResentCommandRepublishes(t *testing.T) {
 	t.Parallel()
 	s := newStack(t)
-	schema := eventSchema(t)
+	schema := eventtest.Schema(t)
 	body, err := command.Charge("acct_q", "events-resent-key", []byte(visa)).Encode()
 	if err != nil {
 		t.Fatal(err)
@@ -182,7 +160,7 @@ func TestOutcomeFilters(t *testing.T) {
 	t.Parallel()
 	billing := localapi.Producer{Name: "billing", Accounts: []string{"acct_b"}}
 	s := newStackWith(t, localapi.StackConfig{Producers: []localapi.Producer{testProducer, billing}})
-	schema := eventSchema(t)
+	schema := eventtest.Schema(t)
 	for producer, account := range map[string]string{testProducer.Name: "acct_q", billing.Name: "acct_b"} {
 		for i := range 2 {
 			body, err := command.Charge(account, fmt.Sprintf("filter-%s-%d-key", producer, i), []byte(visa)).Encode()
@@ -244,7 +222,7 @@ func TestEventsSurviveAnOutageAndACrash(t *testing.T) {
 	srv := httptest.NewServer(proxy)
 	t.Cleanup(srv.Close)
 	s := newStackWith(t, localapi.StackConfig{Env: []string{"AWS_ENDPOINT_URL_SNS=" + srv.URL}})
-	schema := eventSchema(t)
+	schema := eventtest.Schema(t)
 
 	proxy.mode.Store(1) // the topic is down
 	for i := range 3 {

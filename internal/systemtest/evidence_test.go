@@ -24,6 +24,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/charge/dynamoledger"
 	"github.com/idempotent-payments/idempay/internal/command"
 	"github.com/idempotent-payments/idempay/internal/event"
+	"github.com/idempotent-payments/idempay/internal/event/eventtest"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
 	"github.com/idempotent-payments/idempay/internal/localapi"
@@ -203,7 +204,7 @@ func TestAcquirerAnswersAreEvidence(t *testing.T) {
 	}
 
 	// Each hold is one held event, to the HTTP subscriber, once.
-	held := distinctEvents(t, s, eventSchema(t), event.ProducerHTTP, len(cases), 30*time.Second)
+	held := distinctEvents(t, s, eventtest.Schema(t), event.ProducerHTTP, len(cases), 30*time.Second)
 	for _, e := range held {
 		if e.Type != event.Held || e.Reason == "" {
 			t.Fatalf("held events %+v", held)
