@@ -1,4 +1,4 @@
-# The README's commands. `make test` is what CI runs (.ci/run).
+# The commands of the README and docs/. `make test` is what CI runs (.ci/run).
 SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
 
@@ -22,7 +22,7 @@ FUZZTIME ?= 100000x
 # which nothing is fuzzed: with 10 s per fuzzer that was most of the time.
 FUZZMINIMIZE ?= 2s
 
-.PHONY: test chaos model spin fuzz bench up down run build send-charge synth deploy destroy localstack-up localstack-down run-localstack test-localstack
+.PHONY: test fast chaos model spin fuzz bench up down run build send-charge synth deploy destroy localstack-up localstack-down run-localstack test-localstack
 
 # The CDK app runs its constructs in node through jsii.
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
@@ -38,6 +38,14 @@ test: $(RIE) spin
 	$(WITH_EMULATORS) go test -count=1 -timeout 10m -run '^TestChaos$$' -v ./internal/chaos | grep -vE '^(START|END|REPORT) RequestId|^\{"time"|failed to get the next invoke'
 	model/check.sh
 	$(MAKE) fuzz
+
+## fast: the packages that need no emulator, in seconds (memory stores, the sandbox in process)
+FAST_PACKAGES := ./internal/idem/ ./internal/idem/idemtest/ ./internal/charge/ ./internal/charge/chargetest/ \
+	./internal/httpapi/ ./internal/strictjson/ ./internal/command/ ./internal/event/ ./internal/outbox/ \
+	./internal/acquirer/ ./internal/sandbox/ ./internal/obs/ ./internal/setup/ ./internal/localapi/ ./internal/archtest/ \
+	./functions/charge/ ./functions/sqsconsumer/ ./functions/sweeper/ ./cmd/localapi/ ./cmd/benchreport/
+fast:
+	go test -count=1 $(FAST_PACKAGES)
 
 ## chaos: the chaos run (ARGS="-intents 5000 -seed 3" to change it); exits 1 on any violation
 chaos: $(RIE)

@@ -46,7 +46,7 @@ type watchedFunction struct {
 	timeout float64 // seconds
 }
 
-// Alarm thresholds the README's runbook names.
+// Alarm thresholds the runbook (docs/operating.md) names.
 const (
 	// queueAgeAlarm: older than the redrive's worst path (14 min 32 s), a
 	// command is stuck, not waiting.
@@ -68,8 +68,8 @@ const (
 )
 
 // watch makes the alarms, all to the environment's topic, and the
-// dashboard. Each alarm's description says what to do; the README's
-// runbook has a line for each. It returns the alarms' topic.
+// dashboard. Each alarm's description says what to do; the runbook
+// (docs/operating.md) has a line for each. It returns the alarms' topic.
 func watch(stack awscdk.Stack, cfg Config, w watched) awssns.Topic {
 	topic := awssns.NewTopic(stack, jsii.String("Alarms"), &awssns.TopicProps{
 		DisplayName: jsii.String("idempay " + cfg.Name + " alarms"), EnforceSSL: jsii.Bool(true),
@@ -234,7 +234,7 @@ func watch(stack awscdk.Stack, cfg Config, w watched) awssns.Topic {
 	}
 	index := map[string]string{"GlobalSecondaryIndexName": dynamostore.InflightIndex}
 	alarm("TableThrottlesAlarm", "DynamoDB throttled the table: a new on-demand table starts at 4,000 WRU/s; pre-warm it or request a higher "+
-		"throughput (README, capacity)", sum("ddb", ddb("ReadThrottleEvents", nil), ddb("WriteThrottleEvents", nil)), 1)
+		"throughput (docs/deploying.md, capacity)", sum("ddb", ddb("ReadThrottleEvents", nil), ddb("WriteThrottleEvents", nil)), 1)
 	alarm("IndexThrottlesAlarm", "DynamoDB throttled the in-flight index: its writes back-pressure the table's; check the shard spread",
 		sum("ddb", ddb("ReadThrottleEvents", index), ddb("WriteThrottleEvents", index)), 1)
 	var systemErrors []awscloudwatch.IMetric

@@ -36,7 +36,7 @@ const (
 	tableName       = "idempay"
 )
 
-// Redrive (queue.MaxReceiveCount and its parts, README "Redrive") and the
+// Redrive (queue.MaxReceiveCount and its parts, docs/queues.md, "Redrive") and the
 // queues' visibility timeout.
 const (
 	maxReceiveCount = queue.MaxReceiveCount

@@ -452,7 +452,7 @@ func TestQueuePolicies(t *testing.T) {
 	}
 }
 
-// TestRedriveArithmetic holds the README's redrive numbers: a command can
+// TestRedriveArithmetic holds the redrive numbers of docs/queues.md: a command can
 // wait out the owner's lease and one reconcile cycle, resolve, and still
 // have receives for transient failures; each wait fits in SQS's visibility
 // limit; and the whole of it fits in the queue's retention.
@@ -474,7 +474,7 @@ func TestRedriveArithmetic(t *testing.T) {
 		t.Fatalf("a command may need %s, past the queue's retention %s", worst, retention)
 	}
 	if hide != 46*time.Second || maxReceiveCount != 6 || worst != 14*time.Minute+32*time.Second {
-		t.Fatalf("hide %s, %d receives, worst %s: update the README's redrive arithmetic", hide, maxReceiveCount, worst)
+		t.Fatalf("hide %s, %d receives, worst %s: update the redrive arithmetic in docs/queues.md", hide, maxReceiveCount, worst)
 	}
 }
 
@@ -954,11 +954,11 @@ func asJSONMap(t *testing.T, v any) map[string]any {
 	return out
 }
 
-// TestRunbookNamesEveryAlarm: the README's runbook has a row for every
+// TestRunbookNamesEveryAlarm: the runbook (docs/operating.md) has a row for every
 // alarm the stack makes: its name, or its family (`<Function>Errors`,
 // `QueueAge-<queue>`, `OutcomesUnread-<subscriber>`).
 func TestRunbookNamesEveryAlarm(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
+	readme, err := os.ReadFile("../docs/operating.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -978,7 +978,7 @@ func TestRunbookNamesEveryAlarm(t *testing.T) {
 			}
 		}
 		if !strings.Contains(string(readme), want) {
-			t.Errorf("alarm %s: the README's runbook has no row %s", id, want)
+			t.Errorf("alarm %s: the runbook (docs/operating.md) has no row %s", id, want)
 		}
 	}
 }

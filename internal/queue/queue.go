@@ -30,7 +30,7 @@ type Queue struct {
 func New(api API, url string) *Queue { return &Queue{api: api, url: url} }
 
 // Redrive: how many receives a command gets before its queue moves it to
-// the DLQ (README, "Redrive"). A command that finds its key in flight is
+// the DLQ (docs/queues.md, "Redrive"). A command that finds its key in flight is
 // hidden until that lease has ended plus T + skew, so each lease it meets
 // costs one receive, however long the lease: the owner's, then, if the
 // sweeper's reconciliation got there first, the reconciler's. The receive

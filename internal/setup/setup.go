@@ -321,7 +321,7 @@ func LogLevel(getenv func(string) string) string {
 // consumer's five concurrent messages too, waits on the network. A second
 // processor buys it no parallelism, only the scheduler's spinning and futex
 // wake-ups between the handler, net/http's read and write loops and the
-// poller (the README's "Cost per charge" has the figures, from
+// poller (docs/measurements.md has the figures, from
 // BenchmarkFunctionCPU). A function given more memory and parallel work of
 // its own sets the variable.
 func Processors(getenv func(string) string) int {

@@ -1,0 +1,50 @@
+package archtest
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestReadmeLayout holds the README's layout equal to the repository: every
+// path it lists exists, and every package of the module is listed on a
+// line of its own.
+func TestReadmeLayout(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(readme), "\n## Layout\n")
+	if !ok {
+		t.Fatal("the README has no Layout section")
+	}
+	_, block, _ := strings.Cut(section, "```\n")
+	block, _, _ = strings.Cut(block, "```")
+	listed := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(block), "\n") {
+		path := strings.TrimSuffix(strings.Fields(line)[0], "/")
+		listed[path] = true
+		if _, err := os.Stat(filepath.Join("../..", path)); err != nil {
+			t.Errorf("the layout lists %s, which does not exist", path)
+		}
+	}
+	out, err := exec.Command("go", "list", "-f", "{{.Dir}}", "../../...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range strings.Fields(string(out)) {
+		rel, err := filepath.Rel(root, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rel != "." && !listed[filepath.ToSlash(rel)] {
+			t.Errorf("package %s is not in the README's layout", rel)
+		}
+	}
+}
