@@ -97,8 +97,10 @@ func watch(stack awscdk.Stack, cfg Config, w watched) awssns.Topic {
 		})
 		a.AddAlarmAction(awscloudwatchactions.NewSnsAction(topic))
 	}
-	alarm := func(id, description string, metric awscloudwatch.IMetric, threshold float64) {
-		add(id, description, metric, threshold, awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD, awscloudwatch.TreatMissingData_NOT_BREACHING)
+	// alarm's description is its runbook row's (runbook), naming subject
+	// for a family's member.
+	alarm := func(id, row, subject string, metric awscloudwatch.IMetric, threshold float64) {
+		add(id, specOf(cfg, row).description(subject), metric, threshold, awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD, awscloudwatch.TreatMissingData_NOT_BREACHING)
 	}
 	emf := func(function, name, statistic string, dims map[string]string) awscloudwatch.Metric {
 		// function is the EMF Function dimension: charge, sqsconsumer (both
@@ -116,14 +118,11 @@ func watch(stack awscdk.Stack, cfg Config, w watched) awssns.Topic {
 	}
 
 	// Dead letters.
-	alarm("DeadLettersAlarm", "Commands ran out of receives and reached the DLQ: a real failure (the acquirer or the table kept failing). "+
-		"Check both, then have the producer resend them (same key: a replay if they were charged)",
+	alarm("DeadLettersAlarm", "DeadLetters", "",
 		w.dlq.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Maximum")}), 1)
-	alarm("RejectedCommandsAlarm", "The consumers refused commands (a bad key or request, a reused key, PRODUCER_NOT_ALLOWED): final, never retried. "+
-		"Read reject_code and reject_reason on the rejected-commands queue and tell the producer",
+	alarm("RejectedCommandsAlarm", "RejectedCommands", "",
 		w.rejected.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Maximum")}), 1)
-	alarm("ProducerNotAllowedAlarm", "A command came from an unknown queue, for an account its producer may not charge, or of the wrong type: "+
-		"PRODUCER_NOT_ALLOWED on the rejected-commands queue. A producer is misconfigured or something is forging commands: find source_queue",
+	alarm("ProducerNotAllowedAlarm", "ProducerNotAllowed", "",
 		outcome(obs.FunctionConsumer, command.OutcomeProducerNotAllowed), 1)
 	// The two queue alarms stay in ALARM while their queue holds a message:
 	// drain it to re-arm them.
@@ -137,17 +136,13 @@ func watch(stack awscdk.Stack, cfg Config, w watched) awssns.Topic {
 		},
 		Label: jsii.String("5xx %"), Period: five,
 	})
-	alarm("Api5xxRateAlarm", fmt.Sprintf("More than %d%% of the API's answers were 5xx over 5 minutes, the deliberate 503s included: "+
-		"with the pending or unavailable alarms, the acquirer or the table is failing; alone, check the charge function's errors", api5xxPercent), api5xx, api5xxPercent)
+	alarm("Api5xxRateAlarm", "Api5xxRate", "", api5xx, api5xxPercent)
 	for _, fn := range []string{obs.FunctionCharge, obs.FunctionConsumer} {
 		id := map[string]string{obs.FunctionCharge: "Charge", obs.FunctionConsumer: "Consumer"}[fn]
-		alarm(id+"PendingAlarm", "Charges ended with the acquirer's outcome unknown (503 CHARGE_OUTCOME_PENDING): the acquirer times out or drops. "+
-			"They resolve on retry or by the reconciler; check the acquirer's health and AcquirerErrors",
-			outcome(fn, charge.Pending.String()), float64(cfg.AlarmPendingPer5Min))
-		alarm(id+"UnavailableAlarm", "The table failed before anything was sent (503): check DynamoDB throttles and system errors",
-			outcome(fn, charge.Unavailable.String()), 1)
+		alarm(id+"PendingAlarm", "<Entry>Pending", id, outcome(fn, charge.Pending.String()), float64(cfg.AlarmPendingPer5Min))
+		alarm(id+"UnavailableAlarm", "<Entry>Unavailable", id, outcome(fn, charge.Unavailable.String()), 1)
 	}
-	alarm("AcquirerErrorsAlarm", "Acquirer calls failed (nothing sent or outcome unknown), over HTTP or the queues: the acquirer is down, slow or refusing the credential",
+	alarm("AcquirerErrorsAlarm", "AcquirerErrors", "",
 		sum("acq", emf(obs.FunctionCharge, obs.MetricAcquirerErrors, "Sum", nil), emf(obs.FunctionConsumer, obs.MetricAcquirerErrors, "Sum", nil)), float64(cfg.AlarmPendingPer5Min))
 
 	// The queues: a command older than the redrive's worst path is stuck.
@@ -157,20 +152,18 @@ func watch(stack awscdk.Stack, cfg Config, w watched) awssns.Topic {
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		alarm("QueueAgeAlarm-"+name, fmt.Sprintf("A command on the %s queue is older than %d minutes: its consumer is failing, throttled or "+
-			"disabled. Check the consumer's errors and its event source mapping", name, queueAgeAlarm/60),
+		alarm("QueueAgeAlarm-"+name, "QueueAge-<queue>", "queue "+name,
 			w.queues[name].MetricApproximateAgeOfOldestMessage(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Maximum")}), queueAgeAlarm)
 	}
 
 	// Every function: errors, throttles, and a p99 near its timeout.
 	for _, f := range w.functions {
 		id := strings.ToUpper(f.name[:1]) + f.name[1:]
-		alarm(id+"ErrorsAlarm", "The "+f.name+" function failed invocations: read its ERROR lines (requestId or messageId, record)",
+		alarm(id+"ErrorsAlarm", "<Function>Errors", "function "+f.name,
 			f.fn.fn.MetricErrors(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Sum")}), 1)
-		alarm(id+"ThrottlesAlarm", "The "+f.name+" function was throttled: raise its reservation or the account's quota, or lower the stage throttle",
+		alarm(id+"ThrottlesAlarm", "<Function>Throttles", "function "+f.name,
 			f.fn.fn.MetricThrottles(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Sum")}), float64(cfg.AlarmThrottlesPer5Min))
-		alarm(id+"DurationAlarm", fmt.Sprintf("The %s function's p99 duration is above 80%% of its %g s timeout: the acquirer or the table is slow; "+
-			"leases and the in-transit bound assume it finishes in time", f.name, f.timeout),
+		alarm(id+"DurationAlarm", "<Function>Duration", fmt.Sprintf("function %s, timeout %g s", f.name, f.timeout),
 			f.fn.fn.MetricDuration(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("p99")}), 0.8*f.timeout*1000)
 	}
 
@@ -180,45 +173,34 @@ func watch(stack awscdk.Stack, cfg Config, w watched) awssns.Topic {
 	// before the first sweep; afterwards, 5 minutes without a successful
 	// sweep turn it to INSUFFICIENT_DATA, which pages like ALARM.
 	heartbeat := awscloudwatch.NewAlarm(stack, jsii.String("SweeperHeartbeatAlarm"), &awscloudwatch.AlarmProps{
-		AlarmDescription: jsii.String("No successful sweep in 5 minutes (the alarm has no data): stale records are not being reconciled and held records not counted. " +
-			"Check the schedule rule and the sweeper's errors"),
-		Metric: outcome(obs.FunctionSweeper, sweep.OutcomeSwept), Threshold: jsii.Number(1), EvaluationPeriods: jsii.Number(1),
+		AlarmDescription: jsii.String(specOf(cfg, "SweeperHeartbeat").description("")),
+		Metric:           outcome(obs.FunctionSweeper, sweep.OutcomeSwept), Threshold: jsii.Number(1), EvaluationPeriods: jsii.Number(1),
 		ComparisonOperator: awscloudwatch.ComparisonOperator_LESS_THAN_THRESHOLD, TreatMissingData: awscloudwatch.TreatMissingData_MISSING,
 	})
 	heartbeat.AddAlarmAction(awscloudwatchactions.NewSnsAction(topic))
 	heartbeat.AddInsufficientDataAction(awscloudwatchactions.NewSnsAction(topic))
-	alarm("StaleRecordsAlarm", "The sweeper found records left in flight and asked for their reconciliation (held records are not among them): workers die or the acquirer drops; "+
-		"usually self-healing, watch StaleFailing", emf(obs.FunctionSweeper, obs.MetricStaleFlagged, "Maximum", nil), 1)
-	alarm("StaleFailingAlarm", "Records stay in flight after 3 reconciliations: the acquirer's lookups keep failing. Check the acquirer; "+
-		"idemctl inspect / reconcile a record by hand", emf(obs.FunctionSweeper, obs.MetricStaleFailing, "Maximum", nil), 1)
+	alarm("StaleRecordsAlarm", "StaleRecords", "", emf(obs.FunctionSweeper, obs.MetricStaleFlagged, "Maximum", nil), 1)
+	alarm("StaleFailingAlarm", "StaleFailing", "", emf(obs.FunctionSweeper, obs.MetricStaleFailing, "Maximum", nil), 1)
 	// Held records: an acquirer's answer disagreed with the request. The
 	// first one pages, from the request that met it and from the sweeper's
 	// count; they are in none of the stale counts above.
-	alarm("AcquirerMismatchAlarm", "The acquirer answered on terms that were not asked (amount, currency, key, or a status that contradicts its body): "+
-		"the record is held, its client gets 503 pending. Run idemctl held, compare both sides with the acquirer's dashboard, then void-confirmed or accept",
+	alarm("AcquirerMismatchAlarm", "AcquirerMismatch", "",
 		sum("mm", outcome(obs.FunctionCharge, charge.Mismatch.String()), outcome(obs.FunctionConsumer, charge.Mismatch.String())), 1)
-	alarm("HeldRecordsAlarm", "Records are held for an operator (the sweeper counts them every minute): none settles by itself. "+
-		"Run idemctl held and settle each with void-confirmed or accept", emf(obs.FunctionSweeper, obs.MetricHeldRecords, "Maximum", nil), 1)
-	alarm("OldestStaleAlarm", fmt.Sprintf("A record has been stale for more than %d minutes since its last reconcile attempt (its back-off "+
-		"reached 16 minutes): reconcile it with idemctl and find why the reconciler cannot", staleHorizon/60), emf(obs.FunctionSweeper, obs.MetricOldestStaleSeconds, "Maximum", nil), staleHorizon)
+	alarm("HeldRecordsAlarm", "HeldRecords", "", emf(obs.FunctionSweeper, obs.MetricHeldRecords, "Maximum", nil), 1)
+	alarm("OldestStaleAlarm", "OldestStale", "", emf(obs.FunctionSweeper, obs.MetricOldestStaleSeconds, "Maximum", nil), staleHorizon)
 
 	// The outcome events: the publisher keeps up with the stream, whose
 	// records age out after 24 hours.
-	alarm("PublisherIteratorAgeAlarm", fmt.Sprintf("The publisher of the outcome events is more than %d minutes behind the table's stream: check its WARN lines "+
-		"and the topic. At %d hours its trigger gives the batch up (PublisherFailures)", publisherLagAlarm/60, int(*publisherMaxRecordAge.ToHours(nil))),
+	alarm("PublisherIteratorAgeAlarm", "PublisherIteratorAge", "",
 		w.publisher.fn.Metric(jsii.String("IteratorAge"), &awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Maximum")}), publisherLagAlarm*1000)
-	alarm("PublisherFailuresAlarm", fmt.Sprintf("The publisher's trigger gave up on stream records it could not publish: the publisher-failures queue holds their shard and "+
-		"sequence range. Within %d hours, while the stream holds them, idemctl republish --failures-queue; after that, republish the charges from the ledger (--charge)",
-		streamRetentionHours-int(*publisherMaxRecordAge.ToHours(nil))),
+	alarm("PublisherFailuresAlarm", "PublisherFailures", "",
 		w.publisherFailures.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Maximum")}), 1)
-	alarm("StreamUndecodableAlarm", "The publisher skipped a stream record it could not decode (its ERROR line names the record): republish that charge from the ledger",
+	alarm("StreamUndecodableAlarm", "StreamUndecodable", "",
 		emf(obs.FunctionPublisher, obs.MetricStreamUndecodable, "Sum", nil), 1)
-	alarm("UndeliveredOutcomesAlarm", "SNS could not deliver outcome events to an outcome queue (its policy or the queue is broken): fix the queue, "+
-		"then move the events from the undelivered-outcomes queue to it",
+	alarm("UndeliveredOutcomesAlarm", "UndeliveredOutcomes", "",
 		w.outcomes.undelivered.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Maximum")}), 1)
 	for _, s := range slices.Sorted(maps.Keys(w.outcomes.queues)) {
-		alarm("OutcomesUnreadAlarm"+s, fmt.Sprintf("An outcome event has waited %d days on subscriber %s's queue, which keeps them %d: the subscriber has stopped reading; "+
-			"tell it before its events expire", outcomeUnreadAlarm/86400, s, int(*outcomeRetention.ToDays(nil))),
+		alarm("OutcomesUnreadAlarm"+s, "OutcomesUnread-<subscriber>", "subscriber "+s,
 			w.outcomes.queues[s].MetricApproximateAgeOfOldestMessage(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Maximum")}), outcomeUnreadAlarm)
 	}
 
@@ -233,15 +215,14 @@ func watch(stack awscdk.Stack, cfg Config, w watched) awssns.Topic {
 		})
 	}
 	index := map[string]string{"GlobalSecondaryIndexName": dynamostore.InflightIndex}
-	alarm("TableThrottlesAlarm", "DynamoDB throttled the table: a new on-demand table starts at 4,000 WRU/s; pre-warm it or request a higher "+
-		"throughput (docs/deploying.md, capacity)", sum("ddb", ddb("ReadThrottleEvents", nil), ddb("WriteThrottleEvents", nil)), 1)
-	alarm("IndexThrottlesAlarm", "DynamoDB throttled the in-flight index: its writes back-pressure the table's; check the shard spread",
+	alarm("TableThrottlesAlarm", "TableThrottles", "", sum("ddb", ddb("ReadThrottleEvents", nil), ddb("WriteThrottleEvents", nil)), 1)
+	alarm("IndexThrottlesAlarm", "IndexThrottles", "",
 		sum("ddb", ddb("ReadThrottleEvents", index), ddb("WriteThrottleEvents", index)), 1)
 	var systemErrors []awscloudwatch.IMetric
 	for _, op := range []string{"GetItem", "PutItem", "UpdateItem", "DeleteItem", "Query"} {
 		systemErrors = append(systemErrors, ddb("SystemErrors", map[string]string{"Operation": op}))
 	}
-	alarm("TableSystemErrorsAlarm", "DynamoDB answered 5xx: the functions retry and answer 503; check the AWS Health Dashboard",
+	alarm("TableSystemErrorsAlarm", "TableSystemErrors", "",
 		sum("ddb", systemErrors...), 1)
 
 	newDashboard(stack, cfg, w, emf, ddb)

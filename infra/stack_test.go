@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -954,31 +955,86 @@ func asJSONMap(t *testing.T, v any) map[string]any {
 	return out
 }
 
-// TestRunbookNamesEveryAlarm: the runbook (docs/operating.md) has a row for every
-// alarm the stack makes: its name, or its family (`<Function>Errors`,
-// `QueueAge-<queue>`, `OutcomesUnread-<subscriber>`).
+// TestRunbookNamesEveryAlarm: every alarm the stack makes has its row in
+// the runbook (runbook, from which docs/operating.md is generated): its
+// name, or its family (`<Function>Errors`, `<Entry>Pending`,
+// `QueueAge-<queue>`, `OutcomesUnread-<subscriber>`), and its description
+// is that row's.
 func TestRunbookNamesEveryAlarm(t *testing.T) {
-	readme, err := os.ReadFile("../docs/operating.md")
-	if err != nil {
-		t.Fatal(err)
+	prod, _ := ConfigFor("prod", testInputs)
+	rows := map[string]alarmSpec{}
+	for _, s := range runbook(prod) {
+		rows[s.name] = s
 	}
 	functions := []string{"Charge", "Consumer", "Reconciler", "Sweeper", "Publisher"}
-	for id := range resources(synth(t, "prod"), "AWS::CloudWatch::Alarm") {
+	for id, a := range resources(synth(t, "prod"), "AWS::CloudWatch::Alarm") {
 		name, per, ok := strings.Cut(id, "Alarm")
 		if !ok {
 			t.Fatalf("alarm %s", id)
 		}
-		want := "`" + name + "`"
+		want := name
 		if len(per) > 8 { // a per-queue or per-subscriber alarm: its name, then the hash
-			want = "`" + name + "-<"
+			for row := range rows {
+				if strings.HasPrefix(row, name+"-<") {
+					want = row
+				}
+			}
 		}
 		for _, fn := range functions {
 			if rest, ok := strings.CutPrefix(name, fn); ok && slices.Contains([]string{"Errors", "Throttles", "Duration"}, rest) {
-				want = "`<Function>" + rest + "`"
+				want = "<Function>" + rest
 			}
 		}
-		if !strings.Contains(string(readme), want) {
-			t.Errorf("alarm %s: the runbook (docs/operating.md) has no row %s", id, want)
+		for _, entry := range []string{"Charge", "Consumer"} {
+			if rest, ok := strings.CutPrefix(name, entry); ok && slices.Contains([]string{"Pending", "Unavailable"}, rest) {
+				want = "<Entry>" + rest
+			}
+		}
+		row, ok := rows[want]
+		if !ok {
+			t.Errorf("alarm %s: the runbook has no row %s", id, want)
+			continue
+		}
+		if d, _ := a["Properties"].(map[string]any)["AlarmDescription"].(string); !strings.HasPrefix(d, capitalize(row.when)) || !strings.HasSuffix(d, row.do) {
+			t.Errorf("alarm %s: description %q is not its row's (%s)", id, d, want)
+		}
+	}
+}
+
+var updateRunbook = flag.Bool("update", false, "rewrite docs/operating.md's runbook from the alarm specs")
+
+// TestRunbookIsGenerated: the runbook in docs/operating.md is what the
+// alarm specs generate (renderRunbook, prod's thresholds); -update
+// rewrites it. Every spec names alarms the stack makes: each alarm's
+// description is its row's.
+func TestRunbookIsGenerated(t *testing.T) {
+	const path, begin, end = "../docs/operating.md", "<!-- runbook: generated from infra/runbook.go; (cd infra && go test -run TestRunbookIsGenerated -update .) -->\n", "<!-- end of runbook -->"
+	doc, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, rest, ok1 := strings.Cut(string(doc), begin)
+	table, after, ok2 := strings.Cut(rest, end)
+	if !ok1 || !ok2 {
+		t.Fatalf("%s has no generated runbook between %q and %q", path, begin, end)
+	}
+	prod, _ := ConfigFor("prod", testInputs)
+	want := renderRunbook(prod)
+	if *updateRunbook {
+		if err := os.WriteFile(path, []byte(before+begin+want+end+after), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	} else if table != want {
+		t.Errorf("%s's runbook differs from the alarm specs: (cd infra && go test -run TestRunbookIsGenerated -update .)", path)
+	}
+	var descriptions []string
+	for _, a := range resources(synth(t, "prod"), "AWS::CloudWatch::Alarm") {
+		d, _ := a["Properties"].(map[string]any)["AlarmDescription"].(string)
+		descriptions = append(descriptions, d)
+	}
+	for _, s := range runbook(prod) {
+		if !slices.ContainsFunc(descriptions, func(d string) bool { return strings.HasPrefix(d, capitalize(s.when)) }) {
+			t.Errorf("runbook row %s: no alarm of the stack has its description", s.name)
 		}
 	}
 }
