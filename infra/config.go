@@ -13,37 +13,22 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/idempotent-payments/idempay/internal/charge"
+	"github.com/idempotent-payments/idempay/internal/deploy"
 	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/idem"
-	"github.com/idempotent-payments/idempay/internal/queue"
 )
 
-// Function timeouts, in seconds, and the protocol's times. A lease is the
-// invocation deadline plus LEASE_MARGIN, so a dead worker's key can be
-// taken over at most timeout + margin later. The times are the code's
-// compiled defaults, which an operator's tool (idemctl) uses where a
-// record carries none: TestProtocolDefaults holds the deployed values to
-// them.
-const (
-	chargeTimeout   = 10
-	consumerTimeout = 30 // command.ConsumerTimeout, which idemctl reads; TestRedriveArithmetic holds them equal
-	sweeperTimeout  = 55 // inside the 1-minute schedule
-	leaseMargin     = idem.DefaultLeaseMargin
-	inTransitBound  = idem.DefaultInTransitBound
-	acquirerTimeout = charge.DefaultAcquirerTimeout
-	clockSkew       = idem.DefaultClockSkew
-	tableName       = "idempay"
-)
+// deployed is the system as every environment deploys it
+// (internal/deploy): its functions and their timeouts, its queues' times
+// and the protocol's times, the compiled defaults an operator's tool uses
+// where a record carries none (TestProtocolDefaults).
+var deployed = deploy.Deployed()
 
-// Redrive (queue.MaxReceiveCount and its parts, docs/queues.md, "Redrive") and the
-// queues' visibility timeout.
-const (
-	maxReceiveCount = queue.MaxReceiveCount
-	// visibilityTimeout is AWS's rule for SQS event sources: at least 6 ×
-	// the consumer's timeout.
-	visibilityTimeout = 6 * consumerTimeout
-)
+// timeoutOf is the timeout of the function named name, in seconds.
+func timeoutOf(name string) float64 { return deployed.Function(name).Timeout.Seconds() }
+
+// tableName is the table's name in every environment, less its prefix.
+const tableName = "idempay"
 
 // Producer is one sender of charge commands: it gets a queue of its own,
 // which only its role may send to, and may charge only Accounts.

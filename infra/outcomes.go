@@ -18,10 +18,6 @@ import (
 	"github.com/idempotent-payments/idempay/internal/queue"
 )
 
-// publisherTimeout, in seconds: a batch of 100 stream records, each a
-// publish or none.
-const publisherTimeout = 30
-
 // outcomeRetention of the outcome queues and the publisher's failures.
 var outcomeRetention = awscdk.Duration_Days(jsii.Number(14))
 
@@ -92,7 +88,7 @@ func publisherTrigger(stack awscdk.Stack, table awsdynamodb.CfnTable, publisher 
 	}
 	m := awslambda.NewEventSourceMapping(stack, jsii.String("PublisherMapping"), &awslambda.EventSourceMappingProps{
 		Target: publisher.fn, EventSourceArn: table.AttrStreamArn(), StartingPosition: awslambda.StartingPosition_TRIM_HORIZON,
-		BatchSize: jsii.Number(100), BisectBatchOnError: jsii.Bool(true), ReportBatchItemFailures: jsii.Bool(true),
+		BatchSize: jsii.Number(float64(deployed.StreamBatchSize)), BisectBatchOnError: jsii.Bool(true), ReportBatchItemFailures: jsii.Bool(true),
 		ParallelizationFactor: jsii.Number(1), Filters: &filters, MaxRecordAge: publisherMaxRecordAge,
 	})
 	// The destination is set on the resource, not as OnFailure, whose

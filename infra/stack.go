@@ -25,6 +25,7 @@ import (
 
 	"github.com/idempotent-payments/idempay/internal/charge/dynamoledger"
 	"github.com/idempotent-payments/idempay/internal/command"
+	"github.com/idempotent-payments/idempay/internal/deploy"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
 	"github.com/idempotent-payments/idempay/internal/queue"
@@ -92,8 +93,8 @@ func NewStack(scope constructs.Construct, id string, cfg Config, assets StackAss
 		return awssqs.NewQueue(stack, jsii.String(id), &awssqs.QueueProps{
 			QueueName:  jsii.String(name),
 			Encryption: awssqs.QueueEncryption_SQS_MANAGED, EnforceSSL: jsii.Bool(true),
-			VisibilityTimeout: awscdk.Duration_Seconds(jsii.Number(visibilityTimeout)),
-			DeadLetterQueue:   &awssqs.DeadLetterQueue{Queue: dlq, MaxReceiveCount: jsii.Number(maxReceiveCount)},
+			VisibilityTimeout: awscdk.Duration_Seconds(jsii.Number(deployed.Queues.Visibility.Seconds())),
+			DeadLetterQueue:   &awssqs.DeadLetterQueue{Queue: dlq, MaxReceiveCount: jsii.Number(float64(deployed.Queues.MaxReceives))},
 			RemovalPolicy:     removal,
 		})
 	}
@@ -138,9 +139,9 @@ func NewStack(scope constructs.Construct, id string, cfg Config, assets StackAss
 	common := map[string]*string{
 		setup.EnvTableName: table.Ref(), setup.EnvAcquirerURL: jsii.String(cfg.AcquirerURL), setup.EnvAcquirerID: jsii.String(cfg.AcquirerID),
 		setup.EnvAcquirerSecret: secret.SecretArn(), setup.EnvAccountClaim: jsii.String(cfg.AccountClaim),
-		setup.EnvRetentionDays: jsii.String(strconv.Itoa(cfg.RetentionDays)), setup.EnvLeaseMargin: jsii.String(leaseMargin.String()),
-		setup.EnvInTransitBound: jsii.String(inTransitBound.String()), setup.EnvAcquirerTimeout: jsii.String(acquirerTimeout.String()),
-		setup.EnvClockSkew: jsii.String(clockSkew.String()), setup.EnvEnvironment: jsii.String(cfg.Name),
+		setup.EnvRetentionDays: jsii.String(strconv.Itoa(cfg.RetentionDays)), setup.EnvLeaseMargin: jsii.String(deployed.Protocol.LeaseMargin.String()),
+		setup.EnvInTransitBound: jsii.String(deployed.Protocol.InTransitBound.String()), setup.EnvAcquirerTimeout: jsii.String(deployed.Protocol.AcquirerTimeout.String()),
+		setup.EnvClockSkew: jsii.String(deployed.Protocol.ClockSkew.String()), setup.EnvEnvironment: jsii.String(cfg.Name),
 	}
 	with := func(extra map[string]*string) *map[string]*string {
 		env := map[string]*string{}
@@ -169,7 +170,7 @@ func NewStack(scope constructs.Construct, id string, cfg Config, assets StackAss
 	}
 	consumeActions := []string{"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ChangeMessageVisibility"}
 
-	charge := newFunction(stack, "Charge", cfg, assets, removal, chargeTimeout, with(nil), slices.Concat(recordStatements, []statement{
+	charge := newFunction(stack, "Charge", cfg, assets, removal, timeoutOf(deploy.FunctionCharge), with(nil), slices.Concat(recordStatements, []statement{
 		{actions: []string{"secretsmanager:GetSecretValue"}, resources: []*string{secret.SecretArn()}},
 	}))
 	if cfg.ChargeReservedConcurrency > 0 {
@@ -181,7 +182,7 @@ func NewStack(scope constructs.Construct, id string, cfg Config, assets StackAss
 		sources = append(sources, command.Source{ARN: *p.queue.QueueArn(), URL: *p.queue.QueueUrl(), Producer: p.Name, Accounts: p.Accounts})
 		producerARNs = append(producerARNs, p.queue.QueueArn())
 	}
-	consumer := newFunction(stack, "SqsConsumer", cfg, assets, removal, consumerTimeout,
+	consumer := newFunction(stack, "SqsConsumer", cfg, assets, removal, timeoutOf(deploy.FunctionConsumer),
 		with(map[string]*string{setup.EnvCommandSources: encodeSources(sources), setup.EnvRejectedQueueURL: rejected.QueueUrl(), setup.EnvOutcomeTopicARN: outcomes.topic.TopicArn()}),
 		slices.Concat(recordStatements, []statement{
 			{actions: []string{"secretsmanager:GetSecretValue"}, resources: []*string{secret.SecretArn()}},
@@ -195,7 +196,7 @@ func NewStack(scope constructs.Construct, id string, cfg Config, assets StackAss
 	// claim path (a conditional PutItem) fails for it. It still updates and
 	// deletes records (take-over, completion, release), so the role alone
 	// does not prove it never starts a charge; the code's refusal does.
-	reconciler := newFunction(stack, "Reconciler", cfg, assets, removal, consumerTimeout,
+	reconciler := newFunction(stack, "Reconciler", cfg, assets, removal, timeoutOf(deploy.FunctionReconciler),
 		with(map[string]*string{
 			setup.EnvCommandSources:   encodeSources([]command.Source{{ARN: *reconcileQueue.QueueArn(), URL: *reconcileQueue.QueueUrl(), Reconcile: true}}),
 			setup.EnvRejectedQueueURL: rejected.QueueUrl(),
@@ -207,17 +208,17 @@ func NewStack(scope constructs.Construct, id string, cfg Config, assets StackAss
 			{actions: consumeActions, resources: []*string{reconcileQueue.QueueArn()}},
 			{actions: []string{"sqs:SendMessage"}, resources: []*string{rejected.QueueArn()}},
 		})
-	sweeper := newFunction(stack, "Sweeper", cfg, assets, removal, sweeperTimeout,
+	sweeper := newFunction(stack, "Sweeper", cfg, assets, removal, timeoutOf(deploy.FunctionSweeper),
 		&map[string]*string{
 			setup.EnvTableName: table.Ref(), setup.EnvReconcileQueueURL: reconcileQueue.QueueUrl(), setup.EnvEnvironment: jsii.String(cfg.Name),
-			setup.EnvInTransitBound: jsii.String(inTransitBound.String()), setup.EnvClockSkew: jsii.String(clockSkew.String()),
+			setup.EnvInTransitBound: jsii.String(deployed.Protocol.InTransitBound.String()), setup.EnvClockSkew: jsii.String(deployed.Protocol.ClockSkew.String()),
 		}, []statement{
 			{actions: []string{"dynamodb:Query"}, resources: []*string{indexArn}},
 			{actions: []string{"dynamodb:UpdateItem"}, resources: []*string{tableArn}, conditions: onlyRecords},
 			{actions: []string{"sqs:SendMessage"}, resources: []*string{reconcileQueue.QueueArn()}},
 		})
 	onlySender(reconcileQueue, sweeper.role)
-	publisher := newFunction(stack, "Publisher", cfg, assets, removal, publisherTimeout,
+	publisher := newFunction(stack, "Publisher", cfg, assets, removal, timeoutOf(deploy.FunctionPublisher),
 		&map[string]*string{setup.EnvOutcomeTopicARN: outcomes.topic.TopicArn(), setup.EnvEnvironment: jsii.String(cfg.Name)}, []statement{
 			{actions: streamActions, resources: []*string{table.AttrStreamArn()}},
 			{actions: []string{"sns:Publish"}, resources: []*string{outcomes.topic.TopicArn()}},
@@ -230,14 +231,14 @@ func NewStack(scope constructs.Construct, id string, cfg Config, assets StackAss
 	var mappings []awslambda.EventSourceMapping
 	for _, p := range producers {
 		mapping := awslambda.NewEventSourceMapping(stack, jsii.String("ChargeCommandsMapping-"+p.Name), &awslambda.EventSourceMappingProps{
-			Target: consumer.fn, EventSourceArn: p.queue.QueueArn(), BatchSize: jsii.Number(10),
+			Target: consumer.fn, EventSourceArn: p.queue.QueueArn(), BatchSize: jsii.Number(float64(deployed.Queues.BatchSize)),
 			ReportBatchItemFailures: jsii.Bool(true), MaxConcurrency: jsii.Number(float64(cfg.ConsumerMaxConcurrency)),
 		})
 		mapping.Node().AddDependency(consumer.policy)
 		mappings = append(mappings, mapping)
 	}
 	mapping := awslambda.NewEventSourceMapping(stack, jsii.String("ReconcileCommandsMapping"), &awslambda.EventSourceMappingProps{
-		Target: reconciler.fn, EventSourceArn: reconcileQueue.QueueArn(), BatchSize: jsii.Number(10),
+		Target: reconciler.fn, EventSourceArn: reconcileQueue.QueueArn(), BatchSize: jsii.Number(float64(deployed.Queues.BatchSize)),
 		ReportBatchItemFailures: jsii.Bool(true), MaxConcurrency: jsii.Number(float64(cfg.ConsumerMaxConcurrency)),
 	})
 	mapping.Node().AddDependency(reconciler.policy)
@@ -250,7 +251,7 @@ func NewStack(scope constructs.Construct, id string, cfg Config, assets StackAss
 	})
 	schedule := awsevents.NewRule(stack, jsii.String("SweeperSchedule"), &awsevents.RuleProps{
 		Description: jsii.String("Sweep stale in-flight records every minute"),
-		Schedule:    awsevents.Schedule_Rate(awscdk.Duration_Minutes(jsii.Number(1))),
+		Schedule:    awsevents.Schedule_Rate(awscdk.Duration_Seconds(jsii.Number(deployed.SweepInterval.Seconds()))),
 		Targets:     &[]awsevents.IRuleTarget{awseventstargets.NewLambdaFunction(sweeper.fn, &awseventstargets.LambdaFunctionProps{RetryAttempts: jsii.Number(0)})},
 	})
 
@@ -262,9 +263,9 @@ func NewStack(scope constructs.Construct, id string, cfg Config, assets StackAss
 	topic := watch(stack, cfg, watched{
 		dlq: dlq, rejected: rejected, queues: queues, api: api, table: table,
 		functions: []watchedFunction{
-			{"charge", charge, chargeTimeout}, {"consumer", consumer, consumerTimeout},
-			{"reconciler", reconciler, consumerTimeout}, {"sweeper", sweeper, sweeperTimeout},
-			{"publisher", publisher, publisherTimeout},
+			{deploy.FunctionCharge, charge, timeoutOf(deploy.FunctionCharge)}, {deploy.FunctionConsumer, consumer, timeoutOf(deploy.FunctionConsumer)},
+			{deploy.FunctionReconciler, reconciler, timeoutOf(deploy.FunctionReconciler)}, {deploy.FunctionSweeper, sweeper, timeoutOf(deploy.FunctionSweeper)},
+			{deploy.FunctionPublisher, publisher, timeoutOf(deploy.FunctionPublisher)},
 		},
 		outcomes: outcomes, publisher: publisher, publisherFailures: publisherFailures,
 	})

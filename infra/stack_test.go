@@ -19,7 +19,7 @@ import (
 
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/charge/dynamoledger"
-	"github.com/idempotent-payments/idempay/internal/command"
+	"github.com/idempotent-payments/idempay/internal/deploy"
 	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
@@ -182,8 +182,8 @@ func TestFunctionsQueuesAndTriggers(t *testing.T) {
 		if len(fns) != 5 {
 			t.Fatalf("%s: %d functions", env, len(fns))
 		}
-		for prefix, timeout := range map[string]float64{"Charge": chargeTimeout, "SqsConsumer": consumerTimeout, "Reconciler": consumerTimeout, "Sweeper": sweeperTimeout,
-			"Publisher": publisherTimeout} {
+		for prefix, timeout := range map[string]float64{"Charge": timeoutOf(deploy.FunctionCharge), "SqsConsumer": timeoutOf(deploy.FunctionConsumer), "Reconciler": timeoutOf(deploy.FunctionReconciler), "Sweeper": timeoutOf(deploy.FunctionSweeper),
+			"Publisher": timeoutOf(deploy.FunctionPublisher)} {
 			p := props(byPrefix(t, fns, prefix))
 			if asJSON(p["TracingConfig"]) != `{"Mode":"Active"}` {
 				t.Errorf("%s %s: tracing %s, want active", env, prefix, asJSON(p["TracingConfig"]))
@@ -227,7 +227,7 @@ func TestFunctionsQueuesAndTriggers(t *testing.T) {
 				}
 				continue
 			}
-			if p["VisibilityTimeout"] != 6.0*consumerTimeout || !strings.Contains(asJSON(p["RedrivePolicy"]), fmt.Sprintf(`"maxReceiveCount":%d`, maxReceiveCount)) {
+			if p["VisibilityTimeout"] != 6.0*timeoutOf(deploy.FunctionConsumer) || !strings.Contains(asJSON(p["RedrivePolicy"]), fmt.Sprintf(`"maxReceiveCount":%d`, deploy.MaxReceiveCount)) {
 				t.Errorf("%s %s: visibility %v redrive %v", env, id, p["VisibilityTimeout"], asJSON(p["RedrivePolicy"]))
 			}
 		}
@@ -453,32 +453,6 @@ func TestQueuePolicies(t *testing.T) {
 	}
 }
 
-// TestRedriveArithmetic holds the redrive numbers of docs/queues.md: a command can
-// wait out the owner's lease and one reconcile cycle, resolve, and still
-// have receives for transient failures; each wait fits in SQS's visibility
-// limit; and the whole of it fits in the queue's retention.
-func TestRedriveArithmetic(t *testing.T) {
-	if consumerTimeout*time.Second != command.ConsumerTimeout {
-		t.Fatalf("the consumers' timeout %d s is not command.ConsumerTimeout %s, which bounds idemctl's leases", consumerTimeout, command.ConsumerTimeout)
-	}
-	lease := time.Duration(consumerTimeout)*time.Second + leaseMargin // the longest lease
-	hide := lease + inTransitBound + clockSkew                        // one in-flight receive
-	if maxReceiveCount < queue.InFlightReceives+queue.ResolveReceives+1 || queue.TransientReceives < 1 || queue.InFlightReceives < 2 {
-		t.Fatalf("maxReceiveCount %d leaves no receive for a transient failure after %d in flight", maxReceiveCount, queue.InFlightReceives)
-	}
-	if hide > queue.MaxDelay {
-		t.Fatalf("an in-flight command is hidden %s, past the %s SQS allows", hide, queue.MaxDelay)
-	}
-	worst := time.Duration(queue.InFlightReceives)*hide + time.Minute /* the sweeper's schedule */ +
-		time.Duration(queue.TransientReceives+queue.ResolveReceives)*visibilityTimeout*time.Second
-	if retention := 4 * 24 * time.Hour; worst > retention { // SQS's default, which the queues keep
-		t.Fatalf("a command may need %s, past the queue's retention %s", worst, retention)
-	}
-	if hide != 46*time.Second || maxReceiveCount != 6 || worst != 14*time.Minute+32*time.Second {
-		t.Fatalf("hide %s, %d receives, worst %s: update the redrive arithmetic in docs/queues.md", hide, maxReceiveCount, worst)
-	}
-}
-
 func mustDuration(t *testing.T, s string) time.Duration {
 	t.Helper()
 	d, err := time.ParseDuration(s)
@@ -601,7 +575,7 @@ func TestAlarms(t *testing.T) {
 	if a := asJSON(props(byPrefix(t, alarms, "AcquirerMismatchAlarm"))); !strings.Contains(a, `"Value":"`+charge.Mismatch.String()+`"`) || !strings.Contains(a, `"Threshold":1`) {
 		t.Errorf("the mismatch alarm: %s", a)
 	}
-	for fn, timeout := range map[string]float64{"Charge": chargeTimeout, "Consumer": consumerTimeout, "Sweeper": sweeperTimeout, "Publisher": publisherTimeout} {
+	for fn, timeout := range map[string]float64{"Charge": timeoutOf(deploy.FunctionCharge), "Consumer": timeoutOf(deploy.FunctionConsumer), "Sweeper": timeoutOf(deploy.FunctionSweeper), "Publisher": timeoutOf(deploy.FunctionPublisher)} {
 		if d := props(byPrefix(t, alarms, fn+"DurationAlarm")); d["Threshold"] != 0.8*timeout*1000 || d["ExtendedStatistic"] != "p99" {
 			t.Errorf("%s duration alarm %s", fn, asJSON(d))
 		}

@@ -59,7 +59,7 @@ import (
 
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/charge/dynamoledger"
-	"github.com/idempotent-payments/idempay/internal/command"
+	"github.com/idempotent-payments/idempay/internal/deploy"
 	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
@@ -318,7 +318,7 @@ func (o operator) reconcile(ctx context.Context, releaseOnly bool) error {
 	}
 	// As long as a consumer's invocation, so the lease it takes is no longer
 	// than the consumer's (the redrive arithmetic counts on that).
-	ctx, cancel := context.WithTimeout(ctx, command.ConsumerTimeout)
+	ctx, cancel := context.WithTimeout(ctx, deploy.Deployed().Function(deploy.FunctionConsumer).Timeout)
 	defer cancel()
 	did, err := o.svc.Reconcile(ctx, o.pk)
 	if did == charge.ReconciledMismatch && err != nil {
@@ -382,7 +382,7 @@ func (o operator) settle(ctx context.Context, cmd, by string) error {
 		return err
 	}
 	// As long as a consumer's invocation, from the person's yes.
-	ctx, cancel := context.WithTimeout(ctx, command.ConsumerTimeout)
+	ctx, cancel := context.WithTimeout(ctx, deploy.Deployed().Function(deploy.FunctionConsumer).Timeout)
 	defer cancel()
 	ch, err := o.svc.Settle(ctx, d)
 	if err != nil {

@@ -21,6 +21,7 @@ var rules = []struct {
 		"the charge domain knows neither HTTP problems nor queues nor AWS: each entry point maps its outcomes"},
 	{"internal/command", []string{"internal/charge", "github.com/aws/"}, "the message format is a leaf above the engine"},
 	{"internal/route", []string{"internal/", "github.com/"}, "the routes import nothing, so the CDK app can"},
+	{"internal/deploy", []string{"internal/", "github.com/"}, "the system's description imports nothing, so the CDK app, the local stack and idemctl can"},
 	{"internal/strictjson", []string{"internal/"}, "the strict decoder is a leaf"},
 	{"internal/acquirer", []string{"internal/idem", "internal/charge"}, "the acquirer client knows no idempotency"},
 	{"internal/sweep", []string{"internal/charge", "internal/acquirer"}, "the sweeper never calls the acquirer"},

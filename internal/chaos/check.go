@@ -18,11 +18,11 @@ import (
 	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/charge/dynamoledger"
+	"github.com/idempotent-payments/idempay/internal/deploy"
 	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
 	"github.com/idempotent-payments/idempay/internal/localapi"
-	"github.com/idempotent-payments/idempay/internal/queue"
 )
 
 // check compares the acquirer's authorizations, each intent's record and
@@ -112,7 +112,7 @@ func check(ctx context.Context, s *localapi.Stack, intents []intent, logs seen, 
 				sum.DeadLetters++
 				_, rejected := m.MessageAttributes["reject_code"]
 				receives, _ := strconv.Atoi(m.Attributes[string(sqstypes.MessageSystemAttributeNameApproximateReceiveCount)])
-				if !rejected && receives < queue.MaxReceiveCount {
+				if !rejected && receives < deploy.MaxReceiveCount {
 					sum.DeadLettersNoReason++
 				}
 				if !rejected && logs.onlyInFlight(aws.ToString(m.MessageId)) {

@@ -3,7 +3,6 @@ package command
 import (
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/go-json-experiment/json"
 
@@ -24,11 +23,6 @@ const (
 	// so a refusal and a real failure alarm apart.
 	RejectedQueueEnv = "REJECTED_URL"
 )
-
-// ConsumerTimeout is the timeout of the functions that consume the queues
-// (the CDK app deploys both with it) and the bound of an operator's
-// reconciliation, so no reconcile lease outlasts a consumer's.
-const ConsumerTimeout = 30 * time.Second
 
 // The dead-letter codes of the queue path alone (a refused charge command
 // otherwise carries the code the HTTP route answers it with): a message that

@@ -7,11 +7,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+
+	"github.com/idempotent-payments/idempay/internal/deploy"
 )
 
-// Functions are the stack's functions (functions/<name>), as the
-// Makefile's FUNCTIONS lists them for AWS (a test holds the two equal).
-var Functions = []string{"charge", "sqsconsumer", "sweeper", "publisher"}
+// Functions are the binaries of the stack's functions (functions/<name>,
+// deploy's Binaries), as the Makefile's FUNCTIONS lists them for AWS (a
+// test holds the two equal).
+var Functions = deploy.Local().Binaries()
 
 // BuildFunctions builds each named function (functions/<name>) for this
 // machine into dir/<name>/bootstrap.

@@ -1,6 +1,7 @@
 package localapi
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -22,6 +23,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/idempotent-payments/idempay/internal/command"
+	"github.com/idempotent-payments/idempay/internal/deploy"
 	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
@@ -54,7 +56,8 @@ type StackConfig struct {
 	Trust Trust
 	// Instances per function (at least 2 for the charge function).
 	Instances int
-	// Timeout is the function timeout.
+	// Timeout, when set, is every function's timeout; otherwise each has
+	// its own (deploy.Local).
 	Timeout time.Duration
 	// Env is added to every function's environment (tuning such as
 	// IN_TRANSIT_BOUND); the stack adds TABLE_NAME, ACQUIRER_URL and
@@ -62,11 +65,11 @@ type StackConfig struct {
 	Env []string
 	// Output receives the functions' logs (discarded when nil).
 	Output *os.File
-	// SweepInterval is how often the sweeper runs (60 s); negative: never
-	// on its own (tests call Stack.Sweep).
+	// SweepInterval is how often the sweeper runs (deploy.Local's when
+	// zero); negative: never on its own (tests call Stack.Sweep).
 	SweepInterval time.Duration
-	// VisibilityTimeout of the command queues (30 s); MaxReceives before the
-	// DLQ (queue.MaxReceiveCount, as deployed).
+	// VisibilityTimeout of the command queues and MaxReceives before the
+	// DLQ: deploy.Local's when zero.
 	VisibilityTimeout time.Duration
 	MaxReceives       int
 	// NoEventSourceMapping leaves the command queues unpolled, for a test
@@ -177,21 +180,19 @@ func (s *Stack) SandboxOutage(d time.Duration) error {
 
 // StartStack creates the table (if missing) and starts everything. The
 // DynamoDB endpoint comes from the SDK's standard variables.
-func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
+func StartStack(ctx context.Context, cfg StackConfig) (_ *Stack, err error) {
+	local := deploy.Local()
 	if cfg.Instances < 2 {
 		cfg.Instances = 2
 	}
-	if cfg.Timeout <= 0 {
-		cfg.Timeout = 10 * time.Second
-	}
 	if cfg.SweepInterval == 0 {
-		cfg.SweepInterval = time.Minute
+		cfg.SweepInterval = local.SweepInterval
 	}
 	if cfg.VisibilityTimeout <= 0 {
-		cfg.VisibilityTimeout = 30 * time.Second
+		cfg.VisibilityTimeout = local.Queues.Visibility
 	}
 	if cfg.MaxReceives <= 0 {
-		cfg.MaxReceives = queue.MaxReceiveCount
+		cfg.MaxReceives = local.Queues.MaxReceives
 	}
 	if len(cfg.Producers) == 0 {
 		cfg.Producers = DefaultProducers
@@ -204,6 +205,11 @@ func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
 		return nil, fmt.Errorf("load AWS config: %w", err)
 	}
 	s := &Stack{TableName: cfg.TableName, DynamoDB: setup.DynamoDB(awsCfg, true)}
+	defer func() { // whatever started is stopped when the rest could not start
+		if err != nil {
+			s.Close()
+		}
+	}()
 	if err := dynamostore.CreateTable(ctx, s.DynamoDB, cfg.TableName); err != nil {
 		return nil, err
 	}
@@ -216,16 +222,13 @@ func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
 	}
 	s.SQS, s.SNS = sqs.NewFromConfig(awsCfg), sns.NewFromConfig(awsCfg)
 	if err := s.createQueues(ctx, cfg); err != nil {
-		s.Close()
 		return nil, err
 	}
 	if err := s.createOutcomes(ctx, cfg); err != nil {
-		s.Close()
 		return nil, err
 	}
 	streamARN, err := tableStream(ctx, s.DynamoDB, cfg.TableName)
 	if err != nil {
-		s.Close()
 		return nil, err
 	}
 	var producers []command.Source
@@ -234,12 +237,10 @@ func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
 	}
 	consumerSources, err := command.EncodeSources(producers)
 	if err != nil {
-		s.Close()
 		return nil, err
 	}
 	reconcileSources, err := command.EncodeSources([]command.Source{{ARN: s.ReconcileARN, URL: s.ReconcileURL, Reconcile: true}})
 	if err != nil {
-		s.Close()
 		return nil, err
 	}
 	base := []string{
@@ -251,36 +252,31 @@ func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
 	}
 	functions, err := setup.FromEnv(envOf(slices.Concat(base, cfg.Env)))
 	if err != nil {
-		s.Close()
 		return nil, fmt.Errorf("the functions' environment: %w", err)
 	}
 	s.Protocol = idem.Protocol{InTransitBound: functions.InTransitBound, ClockSkew: functions.ClockSkew, Downstream: functions.AcquirerID}
-	// start runs instances of the function built from functions/<binary>
-	// as name.
-	start := func(name, binary string, instances int, env ...string) (*Pool, error) {
+	// start runs instances of the function named name (deploy.Local),
+	// with its timeout unless cfg sets one for every function.
+	start := func(name string, instances int, env ...string) (*Pool, error) {
+		fn := local.Function(name)
 		return StartPool(PoolConfig{
-			RIE: cfg.RIE, Bootstrap: filepath.Join(cfg.BinDir, binary, "bootstrap"), Name: name,
-			Instances: instances, Timeout: cfg.Timeout, Env: slices.Concat(base, env, cfg.Env), Output: cfg.Output,
+			RIE: cfg.RIE, Bootstrap: filepath.Join(cfg.BinDir, fn.Binary, "bootstrap"), Name: fn.Name,
+			Instances: instances, Timeout: cmp.Or(cfg.Timeout, fn.Timeout), Env: slices.Concat(base, env, cfg.Env), Output: cfg.Output,
 		})
 	}
-	if s.Charge, err = start("charge", "charge", cfg.Instances); err != nil {
-		s.Close()
+	if s.Charge, err = start(deploy.FunctionCharge, cfg.Instances); err != nil {
 		return nil, err
 	}
-	if s.Consumer, err = start("sqsconsumer", "sqsconsumer", cfg.Instances, setup.EnvCommandSources+"="+consumerSources, setup.EnvRejectedQueueURL+"="+s.RejectedURL); err != nil {
-		s.Close()
+	if s.Consumer, err = start(deploy.FunctionConsumer, cfg.Instances, setup.EnvCommandSources+"="+consumerSources, setup.EnvRejectedQueueURL+"="+s.RejectedURL); err != nil {
 		return nil, err
 	}
-	if s.Reconciler, err = start("reconciler", "sqsconsumer", cfg.Instances, setup.EnvCommandSources+"="+reconcileSources, setup.EnvRejectedQueueURL+"="+s.RejectedURL); err != nil {
-		s.Close()
+	if s.Reconciler, err = start(deploy.FunctionReconciler, cfg.Instances, setup.EnvCommandSources+"="+reconcileSources, setup.EnvRejectedQueueURL+"="+s.RejectedURL); err != nil {
 		return nil, err
 	}
-	if s.Sweeper, err = start("sweeper", "sweeper", 1, setup.EnvReconcileQueueURL+"="+s.ReconcileURL); err != nil {
-		s.Close()
+	if s.Sweeper, err = start(deploy.FunctionSweeper, 1, setup.EnvReconcileQueueURL+"="+s.ReconcileURL); err != nil {
 		return nil, err
 	}
-	if s.Publisher, err = start("publisher", "publisher", 1); err != nil {
-		s.Close()
+	if s.Publisher, err = start(deploy.FunctionPublisher, 1); err != nil {
 		return nil, err
 	}
 	triggers, stop := context.WithCancel(context.Background())
@@ -301,7 +297,6 @@ func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
 		gw.Routes = append(gw.Routes, Route{Key: key, Target: s.Charge, Scope: route.Scopes[key]})
 	}
 	if s.URL, err = s.serve(cfg.GatewayAddr, gw); err != nil {
-		s.Close()
 		return nil, err
 	}
 	return s, nil

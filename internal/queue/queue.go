@@ -29,22 +29,6 @@ type Queue struct {
 // New returns the queue at url.
 func New(api API, url string) *Queue { return &Queue{api: api, url: url} }
 
-// Redrive: how many receives a command gets before its queue moves it to
-// the DLQ (docs/queues.md, "Redrive"). A command that finds its key in flight is
-// hidden until that lease has ended plus T + skew, so each lease it meets
-// costs one receive, however long the lease: the owner's, then, if the
-// sweeper's reconciliation got there first, the reconciler's. The receive
-// after those executes or replays. What is left is for real transient
-// failures (the store or the acquirer failing), each retried after the
-// queue's visibility timeout. The CDK app and the local stack use
-// MaxReceiveCount; the infra tests hold the arithmetic.
-const (
-	InFlightReceives  = 2 // the owner's lease, then one reconcile cycle
-	ResolveReceives   = 1 // the receive that executes or replays
-	TransientReceives = 3
-	MaxReceiveCount   = InFlightReceives + ResolveReceives + TransientReceives
-)
-
 // MaxBatch is SQS's limit of messages per batch call.
 const MaxBatch = 10
 

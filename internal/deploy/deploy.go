@@ -1,0 +1,198 @@
+// Package deploy describes the system once: its functions and what
+// triggers each, its queues with the times derived from the protocol's,
+// and the protocol's times themselves. The CDK app builds the deployment
+// from Deployed and the local stack from Local, which differs from it only
+// by named overrides, each with its reason. It imports nothing, so the
+// CDK app, the local stack and the operator's tool can all read it.
+package deploy
+
+import (
+	"fmt"
+	"slices"
+	"time"
+)
+
+// A Trigger is what invokes a function.
+type Trigger string
+
+// The triggers.
+const (
+	TriggerAPI            Trigger = "the HTTP API's routes"
+	TriggerProducerQueues Trigger = "each producer's charge-commands queue"
+	TriggerReconcileQueue Trigger = "the reconcile-commands queue"
+	TriggerSchedule       Trigger = "a schedule"
+	TriggerStream         Trigger = "the table's stream"
+)
+
+// A Function is one Lambda function of the system.
+type Function struct {
+	// Name names the function, its log lines and its alarms.
+	Name string
+	// Binary is the package under functions/ it is built from: the
+	// consumer and the reconciler are one binary, deployed twice.
+	Binary  string
+	Timeout time.Duration
+	Trigger Trigger
+}
+
+// Protocol is the protocol's times (docs/design.md §4): the defaults every
+// environment deploys, and those an operator's tool uses for a record that
+// carries none. The engine's and the charge service's compiled defaults
+// are the same values (TestProtocolIsTheCodes).
+type Protocol struct {
+	// InTransitBound is T: the longest the acquirer may take to act on a
+	// request it received.
+	InTransitBound time.Duration
+	// ClockSkew is the margin for clocks that disagree.
+	ClockSkew time.Duration
+	// AcquirerTimeout bounds one acquirer call; it is below T.
+	AcquirerTimeout time.Duration
+	// LeaseMargin is added to an invocation's deadline to make its lease.
+	LeaseMargin time.Duration
+	// Retention is how long a key is remembered.
+	Retention time.Duration
+}
+
+// Redrive: how many receives a command gets before its queue moves it to
+// the dead-letter queue (docs/queues.md, "Redrive"). A command that finds
+// its key in flight is hidden until that lease has ended plus T + skew, so
+// each lease it meets costs one receive, however long the lease: the
+// owner's, then, if the sweeper's reconciliation got there first, the
+// reconciler's. The receive after those executes or replays. What is left
+// is for real transient failures, each retried after the queue's
+// visibility timeout.
+const (
+	InFlightReceives  = 2 // the owner's lease, then one reconcile cycle
+	ResolveReceives   = 1 // the receive that executes or replays
+	TransientReceives = 3
+	MaxReceiveCount   = InFlightReceives + ResolveReceives + TransientReceives
+)
+
+// Queues is how the command queues and their triggers behave.
+type Queues struct {
+	// Visibility is every command queue's visibility timeout: a transient
+	// failure is retried after it.
+	Visibility time.Duration
+	// MaxReceives is how many receives a command gets before the
+	// dead-letter queue.
+	MaxReceives int
+	// BatchSize is the most commands one consumer invocation takes.
+	BatchSize int
+}
+
+// An Override is one way a description differs from Deployed, and why.
+type Override struct {
+	What, Why string
+}
+
+// A Description is the system as one place runs it.
+type Description struct {
+	Functions []Function
+	Queues    Queues
+	// StreamBatchSize is the most stream records one publisher invocation
+	// takes.
+	StreamBatchSize int
+	// SweepInterval is how often the sweeper runs.
+	SweepInterval time.Duration
+	Protocol      Protocol
+	// Overrides say how the description differs from Deployed; Deployed
+	// has none.
+	Overrides []Override
+}
+
+// The functions' names.
+const (
+	FunctionCharge     = "charge"
+	FunctionConsumer   = "consumer"
+	FunctionReconciler = "reconciler"
+	FunctionSweeper    = "sweeper"
+	FunctionPublisher  = "publisher"
+)
+
+// consumerTimeout is the consumers' timeout in AWS: a batch of ten
+// commands, each at most a few acquirer calls.
+const consumerTimeout = 30 * time.Second
+
+// Deployed is the system as the CDK app deploys it, in every environment.
+func Deployed() Description {
+	return Description{
+		Functions: []Function{
+			{Name: FunctionCharge, Binary: "charge", Timeout: 10 * time.Second, Trigger: TriggerAPI},
+			{Name: FunctionConsumer, Binary: "sqsconsumer", Timeout: consumerTimeout, Trigger: TriggerProducerQueues},
+			{Name: FunctionReconciler, Binary: "sqsconsumer", Timeout: consumerTimeout, Trigger: TriggerReconcileQueue},
+			// Inside its 1-minute schedule, so two sweeps never overlap.
+			{Name: FunctionSweeper, Binary: "sweeper", Timeout: 55 * time.Second, Trigger: TriggerSchedule},
+			// A batch of 100 stream records, each one publish.
+			{Name: FunctionPublisher, Binary: "publisher", Timeout: 30 * time.Second, Trigger: TriggerStream},
+		},
+		// AWS requires an SQS event source's visibility timeout to be at
+		// least 6 × its function's timeout.
+		Queues:          Queues{Visibility: 6 * consumerTimeout, MaxReceives: MaxReceiveCount, BatchSize: 10},
+		StreamBatchSize: 100,
+		SweepInterval:   time.Minute,
+		Protocol: Protocol{
+			InTransitBound: 5 * time.Second, ClockSkew: time.Second, AcquirerTimeout: 3 * time.Second,
+			LeaseMargin: 10 * time.Second, Retention: 90 * 24 * time.Hour,
+		},
+	}
+}
+
+// localTimeout is every function's timeout in the local stack.
+const localTimeout = 10 * time.Second
+
+// Local is the system as `make run` and the system tests run it: Deployed
+// with the overrides it lists.
+func Local() Description {
+	d := Deployed()
+	for i := range d.Functions {
+		d.Functions[i].Timeout = localTimeout
+	}
+	d.Queues.Visibility = 30 * time.Second
+	d.Overrides = []Override{
+		{What: fmt.Sprintf("every function's timeout is %s", localTimeout),
+			Why: "a lease is an invocation's deadline plus the margin, and the system tests wait leases out (crashes, take-overs); " +
+				"the code reads its deadline, so nothing else changes"},
+		{What: fmt.Sprintf("the command queues' visibility timeout is %s", d.Queues.Visibility),
+			Why: "a transient failure's retry waits it out, and a shorter one keeps the redrive tests short; " +
+				"AWS's rule of 6 × the consumer's timeout binds event source mappings, which the local stack plays itself"},
+	}
+	return d
+}
+
+// Function is the function named name; a name the description lacks is a
+// programming error.
+func (d Description) Function(name string) Function {
+	for _, f := range d.Functions {
+		if f.Name == name {
+			return f
+		}
+	}
+	panic("deploy: no function " + name)
+}
+
+// HiddenInFlight is how long a command that meets a key in flight is
+// hidden: until the longest lease of a consumer has ended plus T and the
+// skew.
+func (d Description) HiddenInFlight() time.Duration {
+	return d.Function(FunctionConsumer).Timeout + d.Protocol.LeaseMargin + d.Protocol.InTransitBound + d.Protocol.ClockSkew
+}
+
+// WorstRedrive is the longest a command may take through its queue
+// before the dead-letter queue: hidden once per lease it meets, a sweep,
+// then a visibility timeout per remaining receive.
+func (d Description) WorstRedrive() time.Duration {
+	return time.Duration(InFlightReceives)*d.HiddenInFlight() + d.SweepInterval +
+		time.Duration(d.Queues.MaxReceives-InFlightReceives)*d.Queues.Visibility
+}
+
+// Binaries are the packages under functions/ the functions are built from,
+// each once, in the order of Functions.
+func (d Description) Binaries() []string {
+	var out []string
+	for _, f := range d.Functions {
+		if !slices.Contains(out, f.Binary) {
+			out = append(out, f.Binary)
+		}
+	}
+	return out
+}

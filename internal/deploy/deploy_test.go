@@ -1,0 +1,78 @@
+package deploy_test
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/idempotent-payments/idempay/internal/charge"
+	"github.com/idempotent-payments/idempay/internal/deploy"
+	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/queue"
+)
+
+// TestProtocolIsTheCodes: the deployed protocol times are the engine's
+// and the charge service's compiled defaults, which they use when a
+// setting is absent.
+func TestProtocolIsTheCodes(t *testing.T) {
+	got := deploy.Deployed().Protocol
+	want := deploy.Protocol{
+		InTransitBound: idem.DefaultInTransitBound, ClockSkew: idem.DefaultClockSkew, AcquirerTimeout: charge.DefaultAcquirerTimeout,
+		LeaseMargin: idem.DefaultLeaseMargin, Retention: idem.DefaultRetention,
+	}
+	if got != want {
+		t.Fatalf("deployed protocol %+v, the code's defaults %+v", got, want)
+	}
+	if got.AcquirerTimeout >= got.InTransitBound {
+		t.Fatalf("the acquirer timeout %s must be below T %s", got.AcquirerTimeout, got.InTransitBound)
+	}
+}
+
+// TestRedriveArithmetic holds the redrive of docs/queues.md, deployed and
+// local: a command can wait out the owner's lease and one reconcile cycle,
+// resolve, and still have receives for transient failures; each wait fits
+// in SQS's visibility limit; and the whole of it fits in the queue's
+// retention.
+func TestRedriveArithmetic(t *testing.T) {
+	for name, c := range map[string]struct {
+		d           deploy.Description
+		hide, worst time.Duration
+	}{
+		"deployed": {deploy.Deployed(), 46 * time.Second, 14*time.Minute + 32*time.Second},
+		"local":    {deploy.Local(), 26 * time.Second, 3*time.Minute + 52*time.Second},
+	} {
+		d := c.d
+		if d.Queues.MaxReceives < deploy.InFlightReceives+deploy.ResolveReceives+1 || deploy.TransientReceives < 1 || deploy.InFlightReceives < 2 {
+			t.Fatalf("%s: %d receives leave none for a transient failure after %d in flight", name, d.Queues.MaxReceives, deploy.InFlightReceives)
+		}
+		if hide := d.HiddenInFlight(); hide > queue.MaxDelay {
+			t.Fatalf("%s: an in-flight command is hidden %s, past the %s SQS allows", name, hide, queue.MaxDelay)
+		}
+		if retention := 4 * 24 * time.Hour; d.WorstRedrive() > retention { // SQS's default, which the queues keep
+			t.Fatalf("%s: a command may need %s, past the queue's retention %s", name, d.WorstRedrive(), retention)
+		}
+		if d.HiddenInFlight() != c.hide || d.Queues.MaxReceives != 6 || d.WorstRedrive() != c.worst {
+			t.Fatalf("%s: hidden %s, %d receives, worst %s: update the redrive arithmetic in docs/queues.md", name, d.HiddenInFlight(), d.Queues.MaxReceives, d.WorstRedrive())
+		}
+	}
+}
+
+// TestLocalDiffersOnlyByItsOverrides: Local is Deployed but for the
+// function timeouts and the queues' visibility, the two overrides it
+// names.
+func TestLocalDiffersOnlyByItsOverrides(t *testing.T) {
+	local, deployed := deploy.Local(), deploy.Deployed()
+	if len(deployed.Overrides) != 0 || len(local.Overrides) != 2 {
+		t.Fatalf("overrides: deployed %v, local %v", deployed.Overrides, local.Overrides)
+	}
+	for i := range local.Functions {
+		if local.Functions[i].Timeout != 10*time.Second {
+			t.Fatalf("local %s timeout %s", local.Functions[i].Name, local.Functions[i].Timeout)
+		}
+		local.Functions[i].Timeout = deployed.Functions[i].Timeout
+	}
+	local.Queues.Visibility, local.Overrides = deployed.Queues.Visibility, nil
+	if !reflect.DeepEqual(local, deployed) {
+		t.Fatalf("local differs from deployed beyond its overrides:\n%+v\n%+v", local, deployed)
+	}
+}
