@@ -114,26 +114,23 @@ func (h *Handler) serve(ctx context.Context, ev events.APIGatewayV2HTTPRequest) 
 	return refusal(problem.NotFound, "no such route", "no_route")
 }
 
-// problems is the one table from the service's outcomes to HTTP problems
-// (problem.Render gives each code its status). Executed, Replayed and Found
-// are answered by respond itself.
-var problems = map[charge.Outcome]struct {
-	code   problem.Code
-	detail string
-}{
-	charge.AccountInvalid: {problem.Unauthenticated, "a bearer token naming a usable account is required"},
-	charge.KeyMissing:     {problem.IdempotencyKeyMissing, "send an Idempotency-Key header, the same on every retry of this charge"},
-	charge.KeyInvalid: {problem.IdempotencyKeyInvalid, fmt.Sprintf("send one Idempotency-Key header of %d to %d visible ASCII characters, quoted if it holds a comma",
-		idem.MinKeyLen, idem.MaxKeyLen)},
-	charge.RequestInvalid: {problem.ValidationFailed, ""},
-	charge.InFlight:       {problem.IdempotencyInFlight, "retry with the same key after Retry-After"},
-	charge.KeyReused:      {problem.IdempotencyKeyReused, "use a new Idempotency-Key for a different charge"},
-	charge.Released:       {problem.AcquirerUnavailable, "nothing was charged; retry with the same key"},
-	charge.Pending:        {problem.ChargeOutcomePending, "retry with the same key to learn the outcome"},
-	charge.Mismatch:       {problem.ChargeOutcomePending, "the charge is under review; retry with the same key to learn the outcome"},
-	charge.Held:           {problem.ChargeOutcomePending, "the charge is under review; retry with the same key to learn the outcome"},
-	charge.Unavailable:    {problem.ServiceUnavailable, "retry with the same key"},
-	charge.NotFound:       {problem.NotFound, "no such charge"},
+// details says what to do about each outcome a problem answers; its code
+// is the outcome's (Outcome.Code), and problem.Render gives the code its
+// status. Executed, Replayed and Found are answered by respond itself.
+var details = map[charge.Outcome]string{
+	charge.AccountInvalid: "a bearer token naming a usable account is required",
+	charge.KeyMissing:     "send an Idempotency-Key header, the same on every retry of this charge",
+	charge.KeyInvalid: fmt.Sprintf("send one Idempotency-Key header of %d to %d visible ASCII characters, quoted if it holds a comma",
+		idem.MinKeyLen, idem.MaxKeyLen),
+	charge.RequestInvalid: "",
+	charge.InFlight:       "retry with the same key after Retry-After",
+	charge.KeyReused:      "use a new Idempotency-Key for a different charge",
+	charge.Released:       "nothing was charged; retry with the same key",
+	charge.Pending:        "retry with the same key to learn the outcome",
+	charge.Mismatch:       "the charge is under review; retry with the same key to learn the outcome",
+	charge.Held:           "the charge is under review; retry with the same key to learn the outcome",
+	charge.Unavailable:    "retry with the same key",
+	charge.NotFound:       "no such charge",
 }
 
 // respond renders a result of the service.
@@ -152,17 +149,18 @@ func respond(res charge.Result) answer {
 		a.Response = idem.Response{StatusCode: 200, Headers: map[string]string{"Content-Type": "application/json"}, Body: httpapi.Body(res.Charge)}
 		return a
 	}
-	p, ok := problems[res.Outcome]
-	if !ok {
-		p.code = problem.Internal
+	detail := details[res.Outcome]
+	code := problem.Code(res.Outcome.Code())
+	if code == "" {
+		code = problem.Internal
 	}
-	d := problem.Details{Code: p.code, Detail: p.detail, RetryAfter: res.RetryAfter}
+	d := problem.Details{Code: code, Detail: detail, RetryAfter: res.RetryAfter}
 	switch {
 	case res.Outcome == charge.RequestInvalid:
 		d.Detail = (&charge.ValidationError{Errors: res.Errors}).Error()
 		d.Extensions = map[string]any{"errors": res.Errors}
 	case res.Reason != "":
-		d.Detail = res.Reason + "; " + p.detail
+		d.Detail = res.Reason + "; " + detail
 	}
 	status, headers, body := problem.Render(d)
 	a.Response = idem.Response{StatusCode: status, Headers: headers, Body: body}

@@ -19,6 +19,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/idemtest"
+	"github.com/idempotent-payments/idempay/internal/problem"
 	"github.com/idempotent-payments/idempay/internal/route"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
 )
@@ -316,13 +317,26 @@ func FuzzHandle(f *testing.F) {
 }
 
 // TestEveryOutcomeHasAnAnswer: respond renders every outcome of the service
-// as a stored answer, a charge or a problem of the table — never INTERNAL.
+// as a stored answer, a charge or a problem with the outcome's own code
+// (Outcome.Code), which the problem table knows — never INTERNAL — and a
+// detail of what to do.
 func TestEveryOutcomeHasAnAnswer(t *testing.T) {
 	t.Parallel()
-	for o := charge.Outcome(1); o.String() != "unknown"; o++ {
-		_, inTable := problems[o]
-		if !inTable && o != charge.Executed && o != charge.Replayed && o != charge.Found {
-			t.Errorf("no answer for %s", o)
+	for _, o := range charge.Outcomes() {
+		if o == charge.Executed || o == charge.Replayed || o == charge.Found {
+			if o.Code() != "" {
+				t.Errorf("%s is an answer, with code %q", o, o.Code())
+			}
+			continue
+		}
+		a := respond(charge.Result{Outcome: o})
+		var p struct{ Code string }
+		if err := json.Unmarshal(a.Response.Body, &p); err != nil || p.Code != o.Code() || problem.Status(problem.Code(o.Code())) != a.Response.StatusCode ||
+			a.Response.StatusCode == 500 {
+			t.Errorf("%s: %d %s, want code %q", o, a.Response.StatusCode, a.Response.Body, o.Code())
+		}
+		if _, ok := details[o]; !ok {
+			t.Errorf("%s: no detail", o)
 		}
 	}
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/obs"
-	"github.com/idempotent-payments/idempay/internal/problem"
 )
 
 // Delayer changes when a received message is delivered again.
@@ -261,11 +260,11 @@ var verdicts = map[charge.Outcome]verdict{
 	// DLQ; the operator's settlement decides the charge.
 	charge.Mismatch:       {},
 	charge.Held:           {},
-	charge.AccountInvalid: {rejectCode: string(problem.Unauthenticated)},
-	charge.KeyMissing:     {rejectCode: string(problem.IdempotencyKeyMissing)},
-	charge.KeyInvalid:     {rejectCode: string(problem.IdempotencyKeyInvalid)},
-	charge.RequestInvalid: {rejectCode: string(problem.ValidationFailed)},
-	charge.KeyReused:      {rejectCode: string(problem.IdempotencyKeyReused)},
+	charge.AccountInvalid: {rejectCode: charge.AccountInvalid.Code()},
+	charge.KeyMissing:     {rejectCode: charge.KeyMissing.Code()},
+	charge.KeyInvalid:     {rejectCode: charge.KeyInvalid.Code()},
+	charge.RequestInvalid: {rejectCode: charge.RequestInvalid.Code()},
+	charge.KeyReused:      {rejectCode: charge.KeyReused.Code()},
 }
 
 // verdictOf looks a charge result up in verdicts. An in-flight message is

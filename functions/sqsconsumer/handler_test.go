@@ -86,12 +86,17 @@ func TestHandleSQSEvent(t *testing.T) {
 }
 
 // TestEveryOutcomeHasAVerdict: the table knows every outcome of the door
-// (Get's Found and NotFound are not the door's).
+// (Get's Found and NotFound are not the door's), and refuses exactly the
+// final refusals, each with the outcome's code, which HTTP answers too.
 func TestEveryOutcomeHasAVerdict(t *testing.T) {
 	t.Parallel()
-	for o := charge.Outcome(1); o.String() != "unknown"; o++ {
-		if _, ok := verdicts[o]; !ok && o != charge.Found && o != charge.NotFound {
+	for _, o := range charge.Outcomes() {
+		v, ok := verdicts[o]
+		if !ok && o != charge.Found && o != charge.NotFound {
 			t.Errorf("no verdict for %s", o)
+		}
+		if o.Refused() && v.rejectCode != o.Code() || !o.Refused() && v.rejectCode != "" {
+			t.Errorf("%s: reject code %q, its code %q, refused %v", o, v.rejectCode, o.Code(), o.Refused())
 		}
 	}
 }

@@ -193,7 +193,7 @@ const (
 var outcomeNames = [numOutcomes]string{
 	Executed: "executed", Replayed: "replayed", AccountInvalid: "account_invalid", KeyMissing: "key_missing",
 	KeyInvalid: "key_invalid", RequestInvalid: "request_invalid", InFlight: "in_flight", KeyReused: "key_reused",
-	Released: "released", Pending: "pending", Unavailable: "unavailable", Found: "read", NotFound: "not_found",
+	Released: "released", Pending: "pending", Unavailable: "unavailable", Found: "found", NotFound: "not_found",
 	Mismatch: "acquirer_mismatch", Held: "held",
 }
 
@@ -204,6 +204,48 @@ func (o Outcome) String() string {
 		return outcomeNames[o]
 	}
 	return "unknown"
+}
+
+// outcomeCodes are the stable codes of the outcomes that are not an answer
+// of their own: the refusals, which are final, and those retried with the
+// same key.
+var outcomeCodes = [numOutcomes]string{
+	AccountInvalid: "UNAUTHENTICATED", KeyMissing: "IDEMPOTENCY_KEY_MISSING", KeyInvalid: "IDEMPOTENCY_KEY_INVALID",
+	RequestInvalid: "VALIDATION_FAILED", KeyReused: "IDEMPOTENCY_KEY_REUSED",
+	InFlight: "IDEMPOTENCY_IN_FLIGHT", Released: "ACQUIRER_UNAVAILABLE", Pending: "CHARGE_OUTCOME_PENDING",
+	Mismatch: "CHARGE_OUTCOME_PENDING", Held: "CHARGE_OUTCOME_PENDING", Unavailable: "SERVICE_UNAVAILABLE",
+	NotFound: "NOT_FOUND",
+}
+
+// Code is the stable code each entry point renders the outcome with: the
+// problem's code over HTTP, the reject_code of a refused queue command.
+// It is empty for the outcomes that are an answer (Executed, Replayed,
+// Found). A mismatch and a held record answer as a pending charge does:
+// the client learns the outcome by retrying.
+func (o Outcome) Code() string {
+	if o > 0 && o < numOutcomes {
+		return outcomeCodes[o]
+	}
+	return ""
+}
+
+// Refused reports whether the outcome is a final refusal of the input,
+// which a retry with the same key and input meets again.
+func (o Outcome) Refused() bool {
+	switch o {
+	case AccountInvalid, KeyMissing, KeyInvalid, RequestInvalid, KeyReused:
+		return true
+	}
+	return false
+}
+
+// Outcomes are every outcome, in order.
+func Outcomes() []Outcome {
+	out := make([]Outcome, 0, numOutcomes-1)
+	for o := Executed; o < numOutcomes; o++ {
+		out = append(out, o)
+	}
+	return out
 }
 
 // Result is what one call came to; Outcome says which fields are set.
