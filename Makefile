@@ -35,6 +35,7 @@ test: $(RIE) spin
 	$(WITH_EMULATORS) go vet ./... && go test $(GO_TEST_FLAGS) -skip '^TestChaos$$' ./...
 	go vet -tags tracing ./internal/setup && go test -tags tracing -count=1 -run '^TestOTLPExport$$' ./internal/setup
 	cd infra && go vet ./... && go test -count=1 -timeout 20m ./...
+	cd cmd/benchreport && go vet ./... && go test -count=1 ./...
 	$(WITH_EMULATORS) go test -count=1 -timeout 10m -run '^TestChaos$$' -v ./internal/chaos | grep -vE '^(START|END|REPORT) RequestId|^\{"time"|failed to get the next invoke'
 	model/check.sh
 	$(MAKE) fuzz
@@ -43,9 +44,10 @@ test: $(RIE) spin
 FAST_PACKAGES := ./internal/idem/ ./internal/idem/idemtest/ ./internal/charge/ ./internal/charge/chargetest/ \
 	./internal/httpapi/ ./internal/strictjson/ ./internal/command/ ./internal/event/ ./internal/outbox/ \
 	./internal/acquirer/ ./internal/sandbox/ ./internal/obs/ ./internal/setup/ ./internal/localapi/ ./internal/archtest/ \
-	./functions/charge/ ./functions/sqsconsumer/ ./functions/sweeper/ ./cmd/localapi/ ./cmd/benchreport/
+	./functions/charge/ ./functions/sqsconsumer/ ./functions/sweeper/ ./cmd/localapi/
 fast:
 	go test -count=1 $(FAST_PACKAGES)
+	cd cmd/benchreport && go test -count=1 ./...
 
 ## chaos: the chaos run (ARGS="-intents 5000 -seed 3" to change it); exits 1 on any violation
 chaos: $(RIE)
@@ -72,7 +74,7 @@ fuzz:
 bench: $(RIE)
 	mkdir -p results && rm -f results/latency-*.txt
 	$(WITH_EMULATORS) BENCH_RESULTS=$(CURDIR)/results go test -run='^$$' -bench=. -benchmem -count=1 -timeout 30m ./... | tee results/bench.txt
-	go run ./cmd/benchreport results/bench.txt results
+	cd cmd/benchreport && go run . $(CURDIR)/results/bench.txt $(CURDIR)/results
 
 ## up / down: start / stop the docker-free emulators
 up:
