@@ -89,7 +89,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.D
 // after, or the ledger row inserted.
 func changeOf(r events.DynamoDBEventRecord) (outbox.Change, error) {
 	c := outbox.Change{At: r.Change.ApproximateCreationDateTime.Time}
-	pk := r.Change.Keys["pk"]
+	pk := r.Change.Keys[dynamostore.KeyAttribute]
 	if pk.DataType() != events.DataTypeString {
 		return c, errors.New("no pk")
 	}
@@ -124,7 +124,7 @@ func record(image map[string]events.DynamoDBAttributeValue) (*idem.Record, error
 
 // refOf names the record a stream record is about, never by its key.
 func refOf(r events.DynamoDBEventRecord) string {
-	if pk := r.Change.Keys["pk"]; pk.DataType() == events.DataTypeString {
+	if pk := r.Change.Keys[dynamostore.KeyAttribute]; pk.DataType() == events.DataTypeString {
 		return idem.Ref(pk.String())
 	}
 	return ""

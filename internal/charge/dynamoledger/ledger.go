@@ -18,6 +18,7 @@ import (
 
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
 )
 
 // Prefix begins the key of every ledger row; nothing else is written under
@@ -122,7 +123,7 @@ func (l *Ledger) Write(ctx context.Context, c charge.Charge) (charge.Charge, err
 func (l *Ledger) Get(ctx context.Context, id string) (charge.Charge, error) {
 	out, err := l.api.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      aws.String(l.table),
-		Key:            map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: Key(id)}},
+		Key:            map[string]types.AttributeValue{dynamostore.KeyAttribute: &types.AttributeValueMemberS{Value: Key(id)}},
 		ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
@@ -137,7 +138,7 @@ func (l *Ledger) Get(ctx context.Context, id string) (charge.Charge, error) {
 // DecodeRow reads a ledger row from its item as the table holds it (a
 // stream's image, say): ErrUnreadableCharge for an item that is not one.
 func DecodeRow(item map[string]types.AttributeValue) (charge.Charge, error) {
-	pk, _ := item["pk"].(*types.AttributeValueMemberS)
+	pk, _ := item[dynamostore.KeyAttribute].(*types.AttributeValueMemberS)
 	if pk == nil || !strings.HasPrefix(pk.Value, Prefix) {
 		return charge.Charge{}, fmt.Errorf("%w: not a ledger row", charge.ErrUnreadableCharge)
 	}

@@ -39,7 +39,7 @@ func (s *Store) ListInFlight(ctx context.Context, q idem.InFlightQuery) ([]idem.
 	}
 	if q.After != nil {
 		in.ExclusiveStartKey = map[string]types.AttributeValue{
-			"pk": str(q.After.PK), "inflight_shard": str(shard), "lease_expires_at": num(q.After.LeaseExpiresAt.UnixMilli()),
+			KeyAttribute: str(q.After.PK), "inflight_shard": str(shard), "lease_expires_at": num(q.After.LeaseExpiresAt.UnixMilli()),
 		}
 	}
 	out, err := s.api.Query(ctx, in)

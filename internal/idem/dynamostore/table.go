@@ -11,10 +11,14 @@ import (
 )
 
 // Attribute and index names of the table. The CDK app builds the table from
-// TableInput, so tests, `make run` and AWS use one definition.
+// TableInput, so tests, `make run` and AWS use one definition. The item
+// layouts' struct tags spell the two attributes too (TestAttributeNames).
 const (
+	// KeyAttribute is every item's partition key: a record's, a ledger row's.
+	KeyAttribute  = "pk"
 	InflightIndex = "inflight"
-	TTLAttribute  = "expires_at"
+	// TTLAttribute is a record's logical expiry, in epoch seconds.
+	TTLAttribute = "expires_at"
 )
 
 // TableInput is the one definition of the table: partition key pk, on demand,
@@ -31,12 +35,12 @@ func TableInput(name string) *dynamodb.CreateTableInput {
 			StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewTypeNewAndOldImages,
 		},
 		AttributeDefinitions: []types.AttributeDefinition{
-			{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String(KeyAttribute), AttributeType: types.ScalarAttributeTypeS},
 			{AttributeName: aws.String("inflight_shard"), AttributeType: types.ScalarAttributeTypeS},
 			{AttributeName: aws.String("lease_expires_at"), AttributeType: types.ScalarAttributeTypeN},
 		},
 		KeySchema: []types.KeySchemaElement{
-			{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash},
+			{AttributeName: aws.String(KeyAttribute), KeyType: types.KeyTypeHash},
 		},
 		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{{
 			IndexName: aws.String(InflightIndex),

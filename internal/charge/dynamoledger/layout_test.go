@@ -1,0 +1,15 @@
+package dynamoledger
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
+)
+
+// TestKeyAttribute: a ledger row's key is the table's partition key.
+func TestKeyAttribute(t *testing.T) {
+	if f, ok := reflect.TypeFor[row]().FieldByName("PK"); !ok || f.Tag.Get("dynamodbav") != dynamostore.KeyAttribute {
+		t.Fatalf("row.PK is stored as %q, the table's key is %q", f.Tag.Get("dynamodbav"), dynamostore.KeyAttribute)
+	}
+}
