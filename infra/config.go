@@ -185,7 +185,7 @@ const chargeP99 = 500 * time.Millisecond
 // an authorizer that trusts a placeholder and answers 401 to everyone.
 func ConfigFor(name string, input func(key string) string) (Config, error) {
 	base := Config{
-		Name: name, RetentionDays: 90, AccountClaim: "sub",
+		Name: name, RetentionDays: int(deployed.Protocol.Retention / (24 * time.Hour)), AccountClaim: deploy.DefaultAccountClaim,
 		JWTIssuer: input(InputJWTIssuer), JWTAudience: input(InputJWTAudience),
 		AcquirerURL: "https://sandbox.acquirer.example.com", AcquirerID: "example-acquirer-sandbox", LogRetentionDays: 14,
 		ConsumerMaxConcurrency: 5, ThrottleRate: 50, ThrottleBurst: 100, ChargeP99: chargeP99,

@@ -58,6 +58,11 @@ type Charge struct {
 // for every attempt of one intent.
 func ChargeID(downstreamKey string) string { return "ch_" + downstreamKey }
 
+// ChargeIDPattern is the shape of a charge id, as api/openapi.yaml and
+// docs/events.schema.json state it (TestChargeIDPattern holds them equal).
+const ChargeIDPattern = "^ch_[0-9a-f]{40}$"
+
+// validChargeID reports whether id has ChargeIDPattern's shape.
 func validChargeID(id string) bool {
 	if len(id) != 3+40 || id[:3] != "ch_" {
 		return false

@@ -109,6 +109,10 @@ const (
 	FunctionPublisher  = "publisher"
 )
 
+// DefaultAccountClaim is the JWT claim that names the account, unless an
+// environment names another (ACCOUNT_CLAIM).
+const DefaultAccountClaim = "sub"
+
 // consumerTimeout is the consumers' timeout in AWS: a batch of ten
 // commands, each at most a few acquirer calls.
 const consumerTimeout = 30 * time.Second

@@ -22,6 +22,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/idempotent-payments/idempay/internal/deploy"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/route"
 	"github.com/idempotent-payments/idempay/internal/setup"
@@ -416,7 +417,7 @@ func (t Trust) withDefaults() Trust {
 		t.Audience = DefaultAudience
 	}
 	if t.AccountClaim == "" {
-		t.AccountClaim = "sub"
+		t.AccountClaim = deploy.DefaultAccountClaim
 	}
 	if t.Now == nil {
 		t.Now = time.Now

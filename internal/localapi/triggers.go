@@ -14,6 +14,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/idempotent-payments/idempay/internal/deploy"
 	"github.com/idempotent-payments/idempay/internal/publish"
 )
 
@@ -53,7 +54,7 @@ func queueArn(ctx context.Context, client *sqs.Client, url string) (string, erro
 func eventSourceMapping(ctx context.Context, client *sqs.Client, url, arn string, target Invoker) {
 	for ctx.Err() == nil {
 		out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
-			QueueUrl: aws.String(url), MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
+			QueueUrl: aws.String(url), MaxNumberOfMessages: int32(deploy.Local().Queues.BatchSize), WaitTimeSeconds: 1,
 			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
 			MessageAttributeNames:       []string{"All"},
 		})
@@ -133,8 +134,9 @@ func sleep(ctx context.Context, d time.Duration) {
 
 // streamMapping is the local stand-in for Lambda's DynamoDB stream event
 // source mapping: it reads every shard of the table's stream from its
-// start, delivers the records in batches of up to 100, in order, and on a
-// batch item failure delivers again from the failed record after a pause.
+// start, delivers the records in batches of up to deploy.Local's
+// StreamBatchSize, in order, and on a batch item failure delivers again
+// from the failed record after a pause.
 // An iterator DynamoDB Local refuses (it trims and expires them) is taken
 // again after the last record delivered. As the deployed mapping, it
 // delivers only the records that match the filters (outbox.Filters).
@@ -178,7 +180,7 @@ func streamMapping(ctx context.Context, client *dynamodbstreams.Client, streamAR
 				if sh.iterator == nil {
 					continue
 				}
-				out, err := client.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: sh.iterator, Limit: aws.Int32(100)})
+				out, err := client.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: sh.iterator, Limit: aws.Int32(int32(deploy.Local().StreamBatchSize))})
 				if err != nil {
 					sh.iterator = nil // taken again, after the last record delivered
 					continue

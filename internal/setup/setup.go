@@ -23,11 +23,16 @@ import (
 	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/charge/dynamoledger"
+	"github.com/idempotent-payments/idempay/internal/deploy"
 	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
 	"github.com/idempotent-payments/idempay/internal/obs"
 )
+
+// DefaultCacheSize is how many completed records a warm execution
+// environment keeps, unless CACHE_SIZE says otherwise.
+const DefaultCacheSize = 10000
 
 // Config is everything a function reads from its environment.
 type Config struct {
@@ -36,13 +41,13 @@ type Config struct {
 	AcquirerID      string        // ACQUIRER_ID (required): idem.Protocol.Downstream
 	AcquirerAPIKey  string        // ACQUIRER_API_KEY (local runs only)
 	AcquirerSecret  string        // ACQUIRER_SECRET_ARN: the credential in Secrets Manager (AWS); wins over ACQUIRER_API_KEY
-	AccountClaim    string        // ACCOUNT_CLAIM, default "sub"
-	Retention       time.Duration // RETENTION_DAYS, default 90
+	AccountClaim    string        // ACCOUNT_CLAIM, default deploy.DefaultAccountClaim
+	Retention       time.Duration // RETENTION_DAYS, default idem.DefaultRetention
 	LeaseMargin     time.Duration // LEASE_MARGIN, default idem.DefaultLeaseMargin
 	InTransitBound  time.Duration // IN_TRANSIT_BOUND, default idem.DefaultInTransitBound
 	ClockSkew       time.Duration // CLOCK_SKEW, default idem.DefaultClockSkew
 	AcquirerTimeout time.Duration // ACQUIRER_TIMEOUT, default charge.DefaultAcquirerTimeout
-	CacheSize       int           // CACHE_SIZE, default 10000 completed records
+	CacheSize       int           // CACHE_SIZE, default DefaultCacheSize completed records
 	MaxAmount       int64         // MAX_AMOUNT, default charge.DefaultMaxAmount
 	Environment     string        // ENVIRONMENT: the metrics' Environment dimension, default "local"
 	// DYNAMODB_SKIP_RESPONSE_CRC32: the table is DynamoDB Local (DynamoDB)
@@ -58,7 +63,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		AcquirerID:     getenv(EnvAcquirerID),
 		AcquirerAPIKey: getenv(EnvAcquirerAPIKey),
 		AcquirerSecret: getenv(EnvAcquirerSecret),
-		AccountClaim:   cmp.Or(getenv(EnvAccountClaim), "sub"),
+		AccountClaim:   cmp.Or(getenv(EnvAccountClaim), deploy.DefaultAccountClaim),
 		Environment:    EnvironmentOf(getenv),
 	}
 	if c.TableName == "" {
@@ -70,7 +75,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	if !validAcquirerID(c.AcquirerID) {
 		return Config{}, fmt.Errorf("%s=%q: want 1 to 64 lower-case letters, digits, dots and dashes, the same wherever that acquirer is reached (never a URL)", EnvAcquirerID, c.AcquirerID)
 	}
-	days, err := positiveInt(getenv, EnvRetentionDays, 90)
+	days, err := positiveInt(getenv, EnvRetentionDays, int(idem.DefaultRetention/(24*time.Hour)))
 	if err != nil {
 		return Config{}, err
 	}
@@ -90,7 +95,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	if c.AcquirerTimeout >= c.InTransitBound {
 		return Config{}, fmt.Errorf("%s (%s) must exceed %s (%s): the acquirer can finish after the client gave up", EnvInTransitBound, c.InTransitBound, EnvAcquirerTimeout, c.AcquirerTimeout)
 	}
-	size, err := positiveInt(getenv, EnvCacheSize, 10000)
+	size, err := positiveInt(getenv, EnvCacheSize, DefaultCacheSize)
 	if err != nil {
 		return Config{}, err
 	}

@@ -3,7 +3,9 @@ package setup
 import (
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/idempotent-payments/idempay/internal/charge"
+	"github.com/idempotent-payments/idempay/internal/deploy"
 )
 
 func envOf(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -14,9 +16,11 @@ func TestFromEnvDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.AccountClaim != "sub" || c.Retention != 90*24*time.Hour || c.InTransitBound != 5*time.Second ||
-		c.AcquirerTimeout != 3*time.Second || c.CacheSize != 10000 || c.MaxAmount != 100_000_000 {
-		t.Fatalf("defaults: %+v", c)
+	p := deploy.Deployed().Protocol
+	if c.AccountClaim != deploy.DefaultAccountClaim || c.Retention != p.Retention || c.InTransitBound != p.InTransitBound ||
+		c.ClockSkew != p.ClockSkew || c.LeaseMargin != p.LeaseMargin || c.AcquirerTimeout != p.AcquirerTimeout ||
+		c.CacheSize != DefaultCacheSize || c.MaxAmount != charge.DefaultMaxAmount {
+		t.Fatalf("defaults: %+v, want the deployed protocol %+v", c, p)
 	}
 }
 
