@@ -198,7 +198,7 @@ func (w world) shell(stdin io.Reader, stdout io.Writer, ahead time.Duration) she
 // releaseFn is an operator's release of record pk, with the person's stdin.
 type releaseFn func(ctx context.Context, w world, pk string, stdin io.Reader) error
 
-// lostCharge plays issue 11's interleaving against release and reports the
+// lostCharge plays a lost charge's interleaving against release and reports the
 // charge it loses ("" when none): an owner claims and dies before sending;
 // once its lease ended more than T + skew ago the operator starts a
 // release and, while the person reads the prompt, a client's retry takes

@@ -175,7 +175,7 @@ func TestLookupRoute(t *testing.T) {
 }
 
 // TestMediaTypes: a body is read only when it is announced as JSON, once,
-// and not encoded (issue 10, defect 5). Refusals write nothing.
+// and not encoded. Refusals write nothing.
 func TestMediaTypes(t *testing.T) {
 	t.Parallel()
 	h, sb := newHandler(t)
@@ -218,8 +218,8 @@ func TestMediaTypes(t *testing.T) {
 }
 
 // TestKeyHeaderOnce: a key sent twice is refused however the event carries
-// it: joined by API Gateway, or as two spellings of the name (issue 10,
-// defect 1). The quoted form still works.
+// it: joined by API Gateway, or as two spellings of the name. The
+// quoted form still works.
 func TestKeyHeaderOnce(t *testing.T) {
 	t.Parallel()
 	h, sb := newHandler(t)

@@ -103,7 +103,7 @@ func TestEveryOutcomeHasAVerdict(t *testing.T) {
 
 // TestProducerBinding: a command is taken only from a queue the consumer
 // reads, only of the type that queue carries, and only for an account its
-// producer may charge (issue 11, finding 1). Every refusal is dead-lettered
+// producer may charge. Every refusal is dead-lettered
 // with PRODUCER_NOT_ALLOWED and charges nothing; the permitted command
 // charges.
 func TestProducerBinding(t *testing.T) {
@@ -184,7 +184,7 @@ func (d *delays) Delay(_ context.Context, _ string, by time.Duration) error {
 
 // TestInFlightHiddenUntilTheLeaseIsOver: a command whose key another
 // attempt holds is kept, and hidden for the lease's time left plus T and
-// the skew, not for the client's Retry-After (issue 11, finding 2).
+// the skew, not for the client's Retry-After.
 func TestInFlightHiddenUntilTheLeaseIsOver(t *testing.T) {
 	t.Parallel()
 	clock := idemtest.NewClock(time.Unix(1_800_000_000, 0))
@@ -209,7 +209,7 @@ func TestInFlightHiddenUntilTheLeaseIsOver(t *testing.T) {
 
 // TestReconcileWithoutARecordIsMalformed: a reconcile command without a pk,
 // or with one that is not an idempotency record's, is dead-lettered at once
-// as MALFORMED, never retried (issue 11, finding 4).
+// as MALFORMED, never retried.
 func TestReconcileWithoutARecordIsMalformed(t *testing.T) {
 	t.Parallel()
 	const reconcile = "arn:q:reconcile"

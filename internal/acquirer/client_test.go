@@ -17,7 +17,7 @@ import (
 // TestOneCallOneSend: a connection dropped after the acquirer processed the
 // request reaches the caller as "outcome unknown", even on a reused
 // connection, where Go's Transport would otherwise resend a POST with an
-// Idempotency-Key and hand back the deduplicated answer (issue 11, chaos).
+// Idempotency-Key and hand back the deduplicated answer.
 func TestOneCallOneSend(t *testing.T) {
 	t.Parallel()
 	sb := sandbox.New("")

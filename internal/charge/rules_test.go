@@ -171,7 +171,7 @@ func input(account, key, body string) charge.Input {
 
 // TestInFlightWaitOut: a request that finds the key in flight learns how
 // long the owner may still take: its lease's time left plus T and the skew
-// (issue 11, finding 2). An HTTP client still gets the short Retry-After.
+//. An HTTP client still gets the short Retry-After.
 func TestInFlightWaitOut(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -198,7 +198,7 @@ func TestInFlightWaitOut(t *testing.T) {
 // acquirer refuses a key the secret does not have yet, the refusal is
 // "nothing sent" (the sandbox checks the credential before anything else):
 // the key is released and a retry, once the secret has the new value,
-// executes once (issue 12, the credential).
+// executes once.
 func TestCredentialRotation(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

@@ -50,7 +50,7 @@ func TestEncodeRefuses(t *testing.T) {
 }
 
 // TestDecodeRefuses: every envelope that could mean two things, or is not
-// a command, is refused at its member (issue 10, defect 2, the queue's half).
+// a command, is refused at its member.
 func TestDecodeRefuses(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct{ body, field, message string }{
@@ -63,7 +63,7 @@ func TestDecodeRefuses(t *testing.T) {
 		{`{"type":"charge","account":"acct_1","idempotency_key":"order-1-try1"}`, "request", "required"},
 		{`{"type":"reconcile","pk":"IDEM#x","account":"acct_1"}`, "account", "not a member of a reconcile command"},
 		{`{"type":"reconcile","pk":""}`, "pk", "required"},
-		// Issue 11, finding 4: a pk that is not an idempotency record's is
+		// A pk that is not an idempotency record's is
 		// refused here, so it is dead-lettered at once as MALFORMED.
 		{`{"type":"reconcile","pk":"IDEM#x"}`, "pk", "not an idempotency record's key: part 1 has no valid length"},
 		{`{"type":"reconcile","pk":"CHARGE#ch_0123456789abcdef0123456789abcdef01234567"}`, "pk", "not an idempotency record's key: no IDEM# prefix"},

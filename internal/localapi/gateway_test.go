@@ -82,7 +82,7 @@ func TestGatewayEvent(t *testing.T) {
 
 // TestGatewayRejectsBadTokens: every token the deployed JWT authorizer
 // would refuse, and every account claim that could name two accounts, is a
-// 401 before the function runs (issue 10, defect 7).
+// 401 before the function runs.
 func TestGatewayRejectsBadTokens(t *testing.T) {
 	t.Parallel()
 	g, fn := newGateway()

@@ -27,7 +27,7 @@ import (
 // TestOTLPExport runs the tracing build's exporter against an OTLP/HTTP
 // receiver that decodes what arrives (the protobuf the ADOT collector
 // reads): one charge's claim, authorize and complete spans reach it, each
-// with the invocation's span as parent and one trace id (issue 12).
+// with the invocation's span as parent and one trace id.
 func TestOTLPExport(t *testing.T) {
 	var mu sync.Mutex
 	spans := map[string]*struct{ parent, trace []byte }{} // by name

@@ -31,7 +31,7 @@ type doorCase struct {
 
 const doorMaxAmount = 5000
 
-// doorCases are the inputs of issue 10's defects 1–6, each refused (or
+// doorCases are the inputs that could mean two things, each refused (or
 // accepted) for the same reason on both paths. The functions run with
 // MAX_AMOUNT=5000.
 func doorCases() []doorCase {
@@ -145,11 +145,11 @@ func TestOneDoorBothEntryPoints(t *testing.T) {
 	}
 }
 
-// TestDefectsRefusedOverTheStack replays each defect of issue 10 against the
+// TestDefectsRefusedOverTheStack replays each door case against the
 // stack `make run` serves: each is a refusal with the right status and
 // code, and the sandbox's authorization list is unchanged afterwards.
-// Defect 6 (the two paths' limits) is TestOneDoorBothEntryPoints; defect 8
-// (warnings without request and record) is the log scan in TestMain.
+// The two paths' limits are TestOneDoorBothEntryPoints'; warnings without
+// request and record are the log scan's, in TestMain.
 func TestDefectsRefusedOverTheStack(t *testing.T) {
 	t.Parallel()
 	s := newStack(t)

@@ -14,9 +14,8 @@ import (
 // a 30 s lease and takes 7 s at the acquirer; a command with the same key
 // arrives meanwhile. The command is hidden until the lease has ended plus
 // T + skew, so it is never dead-lettered, and it ends as a replay: one
-// authorization (issue 11, finding 2). With the old 2 s delays and 3
-// receives the command reached the DLQ after about 6 s, before the owner
-// finished.
+// authorization. With short fixed delays and few receives the command would
+// reach the DLQ before the owner finished.
 func TestInFlightCommandWaitsOutTheLease(t *testing.T) {
 	t.Parallel()
 	// Leases: the 10 s function timeout plus a 20 s margin = 30 s.

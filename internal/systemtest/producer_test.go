@@ -13,7 +13,7 @@ import (
 )
 
 // TestProducersChargeOnlyTheirAccounts runs the binding over the real
-// queues (issue 11, finding 1): two producers, each with its own queue.
+// queues: two producers, each with its own queue.
 // A command for an account its producer may not charge, a charge command
 // put on the reconcile queue (the one queue the sweeper can reach), and a
 // message from a queue the consumer does not read are all refused with
