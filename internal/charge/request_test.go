@@ -32,8 +32,8 @@ func TestParseRequest(t *testing.T) {
 	}
 }
 
-// TestParseRequestStrict: each input could mean two charges to two readers
-//; each is refused at the field that carries it.
+// TestParseRequestStrict: each input could mean two charges to two readers;
+// each is refused at the field that carries it.
 func TestParseRequestStrict(t *testing.T) {
 	t.Parallel()
 	const rest = `"currency": "BRL", "order_id": "1", "payment_method": "pm_card_visa"`

@@ -170,8 +170,8 @@ func input(account, key, body string) charge.Input {
 }
 
 // TestInFlightWaitOut: a request that finds the key in flight learns how
-// long the owner may still take: its lease's time left plus T and the skew
-//. An HTTP client still gets the short Retry-After.
+// long the owner may still take: its lease's time left plus T and the skew.
+// An HTTP client still gets the short Retry-After.
 func TestInFlightWaitOut(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
