@@ -381,7 +381,8 @@ func TestLeastPrivilege(t *testing.T) {
 
 // TestQueuePolicies: each producer's queue admits only that producer's
 // role, the reconcile queue only the sweeper's, and the sweeper's own
-// policy can send to the reconcile queue and nowhere else. The consumers' and the sweeper's roles are not producers.
+// policy can send to the reconcile queue and nowhere else. The consumers'
+// and the sweeper's roles are not producers.
 func TestQueuePolicies(t *testing.T) {
 	for _, env := range Environments {
 		tmpl := synth(t, env)
