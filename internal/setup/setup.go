@@ -1,6 +1,8 @@
 // Package setup reads a function's configuration from its environment once,
-// at start-up, and builds the clients and services from it. Functions'
-// main.go files call it and nothing else does.
+// at start-up, and builds the clients and services from it. Its Env*
+// constants name the variables. The functions' main.go files build
+// themselves with it; the local stack, the CDK app and the tools read the
+// variables' names and build the same clients (DynamoDB) through it.
 package setup
 
 import (
