@@ -154,7 +154,7 @@ func run(ctx context.Context, args []string, sh shell) error {
 		now := sh.now()
 		cutoff := now.Add(-protocol("").WaitOut(idem.Protocol{}))
 		for shard := range idem.Shards {
-			for page, err := range idem.EndedBefore(ctx, store, shard, cutoff) {
+			for page, err := range idem.ListEndedBefore(ctx, store, shard, cutoff) {
 				if err != nil {
 					return err
 				}

@@ -18,7 +18,7 @@ import (
 func BenchmarkHandler(b *testing.B) {
 	store := idemtest.NewMemoryStore()
 	guard := idem.NewGuard(store, idem.Config{CacheSize: 10000})
-	h := &Handler{Service: charge.NewService(guard, chargetest.NewLedger(), sandbox.New(""), httpapi.Answer, charge.Config{}), AccountClaim: "sub"}
+	h := &Handler{Service: charge.NewService(guard, chargetest.NewLedger(), sandbox.New(""), httpapi.Render, charge.Config{}), AccountClaim: "sub"}
 	ctx := context.Background()
 	ev := loadEvent(b, "create-charge.json")
 

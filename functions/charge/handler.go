@@ -60,8 +60,8 @@ func (c headerCarrier) Keys() []string {
 	return keys
 }
 
-// answer is one HTTP answer and the outcome that produced it.
-type answer struct {
+// reply is one HTTP answer and the outcome that produced it.
+type reply struct {
 	idem.Response
 	replay  bool
 	outcome string
@@ -86,7 +86,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.APIGatewayV2HTTPRequest)
 	return render(a), nil
 }
 
-func (h *Handler) serve(ctx context.Context, ev events.APIGatewayV2HTTPRequest) answer {
+func (h *Handler) serve(ctx context.Context, ev events.APIGatewayV2HTTPRequest) reply {
 	switch key, id := routeOf(ev); key {
 	case route.Create:
 		if detail, ok := jsonBody(ev.Headers); !ok {
@@ -134,8 +134,8 @@ var details = map[charge.Outcome]string{
 }
 
 // respond renders a result of the service.
-func respond(res charge.Result) answer {
-	a := answer{outcome: res.Outcome.String(), result: res}
+func respond(res charge.Result) reply {
+	a := reply{outcome: res.Outcome.String(), result: res}
 	switch res.Outcome {
 	case charge.Executed:
 		a.Response = res.Response
@@ -168,9 +168,9 @@ func respond(res charge.Result) answer {
 }
 
 // refusal is an answer of the handler's own, before the service is asked.
-func refusal(code problem.Code, detail, outcome string) answer {
+func refusal(code problem.Code, detail, outcome string) reply {
 	status, headers, body := problem.Render(problem.Details{Code: code, Detail: detail})
-	return answer{Response: idem.Response{StatusCode: status, Headers: headers, Body: body}, outcome: outcome}
+	return reply{Response: idem.Response{StatusCode: status, Headers: headers, Body: body}, outcome: outcome}
 }
 
 // jsonBody reports whether the headers announce a body the service reads:
@@ -202,7 +202,7 @@ func jsonBody(headers map[string]string) (detail string, ok bool) {
 // observe writes the request's log line and metrics. The record is named by
 // its reference (a hash of operation, account and key), never by the raw
 // account, key, token or payment method; the request id comes with ctx.
-func (h *Handler) observe(ctx context.Context, ev events.APIGatewayV2HTTPRequest, a answer, took time.Duration) {
+func (h *Handler) observe(ctx context.Context, ev events.APIGatewayV2HTTPRequest, a reply, took time.Duration) {
 	res := a.result
 	if h.Log != nil {
 		h.Log.InfoContext(ctx, "request", "route", ev.RouteKey,
@@ -262,7 +262,7 @@ func decodeBody(ev events.APIGatewayV2HTTPRequest) ([]byte, bool) {
 	return b, err == nil
 }
 
-func render(a answer) events.APIGatewayV2HTTPResponse {
+func render(a reply) events.APIGatewayV2HTTPResponse {
 	headers := make(map[string]string, len(a.Headers)+1)
 	for k, v := range a.Headers {
 		headers[k] = v

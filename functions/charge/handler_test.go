@@ -35,7 +35,7 @@ func newHandler(t testing.TB) (*Handler, *sandbox.Server) {
 	}
 	store := idemtest.NewMemoryStore()
 	guard := idem.NewGuard(store, idem.Config{CacheSize: 100})
-	return &Handler{Service: charge.NewService(guard, chargetest.NewLedger(), acq, httpapi.Answer, charge.Config{}), AccountClaim: "sub"}, sb
+	return &Handler{Service: charge.NewService(guard, chargetest.NewLedger(), acq, httpapi.Render, charge.Config{}), AccountClaim: "sub"}, sb
 }
 
 func loadEvent(t testing.TB, name string) events.APIGatewayV2HTTPRequest {
@@ -350,7 +350,7 @@ func TestReplayHeadersAreTheFirstAnswers(t *testing.T) {
 	for _, cache := range []int{0, 100} {
 		sb := sandbox.New("")
 		acq, _ := acquirer.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
-		h := &Handler{Service: charge.NewService(idem.NewGuard(idemtest.NewMemoryStore(), idem.Config{CacheSize: cache}), chargetest.NewLedger(), acq, httpapi.Answer, charge.Config{}), AccountClaim: "sub"}
+		h := &Handler{Service: charge.NewService(idem.NewGuard(idemtest.NewMemoryStore(), idem.Config{CacheSize: cache}), chargetest.NewLedger(), acq, httpapi.Render, charge.Config{}), AccountClaim: "sub"}
 		for i, body := range []string{
 			`{"amount": 100, "currency": "BRL", "order_id": "1", "payment_method": "pm_card_visa"}`,
 			`{"amount": 100, "currency": "BRL", "order_id": "1", "payment_method": "pm_card_declined"}`,

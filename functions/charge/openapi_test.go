@@ -129,9 +129,9 @@ func TestOpenAPIMatchesHandler(t *testing.T) {
 	acq, _ := acquirer.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
 	store := idemtest.NewMemoryStore()
 	guard := idem.NewGuard(store, idem.Config{})
-	h := &Handler{Service: charge.NewService(guard, chargetest.NewLedger(), acq, httpapi.Answer, charge.Config{}), AccountClaim: "sub"}
+	h := &Handler{Service: charge.NewService(guard, chargetest.NewLedger(), acq, httpapi.Render, charge.Config{}), AccountClaim: "sub"}
 	refused, _ := acquirer.NewClient("http://127.0.0.1:1", "", nil)
-	hRefused := &Handler{Service: charge.NewService(guard, chargetest.NewLedger(), refused, httpapi.Answer, charge.Config{}), AccountClaim: "sub"}
+	hRefused := &Handler{Service: charge.NewService(guard, chargetest.NewLedger(), refused, httpapi.Render, charge.Config{}), AccountClaim: "sub"}
 
 	post := func(h *Handler, key, body string) events.APIGatewayV2HTTPResponse {
 		ev := loadEvent(t, "create-charge.json")
@@ -215,7 +215,7 @@ func TestOpenAPIControls(t *testing.T) {
 	store := idemtest.NewMemoryStore()
 	sb := sandbox.New("")
 	acq, _ := acquirer.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
-	h := &Handler{Service: charge.NewService(idem.NewGuard(store, idem.Config{}), chargetest.NewLedger(), acq, httpapi.Answer, charge.Config{}), AccountClaim: "sub"}
+	h := &Handler{Service: charge.NewService(idem.NewGuard(store, idem.Config{}), chargetest.NewLedger(), acq, httpapi.Render, charge.Config{}), AccountClaim: "sub"}
 	ev := loadEvent(t, "create-charge.json")
 	resp, _ := h.Handle(ctx, ev)
 	raw := string(readSpec(t))

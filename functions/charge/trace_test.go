@@ -29,7 +29,7 @@ func TestSpansContinueTheGatewayTrace(t *testing.T) {
 		tracer := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)).Tracer("test")
 		store := idemtest.NewMemoryStore()
 		guard := idem.NewGuard(store, idem.Config{})
-		h := &Handler{Service: charge.NewService(guard, chargetest.NewLedger(), sandbox.New(""), httpapi.Answer, charge.Config{Tracer: tracer}), AccountClaim: "sub", Tracer: tracer}
+		h := &Handler{Service: charge.NewService(guard, chargetest.NewLedger(), sandbox.New(""), httpapi.Render, charge.Config{Tracer: tracer}), AccountClaim: "sub", Tracer: tracer}
 		ev := loadEvent(t, "create-charge.json")
 		ev.Headers[hdr[0]] = hdr[1]
 		if resp, _ := h.Handle(context.Background(), ev); resp.StatusCode != 201 {

@@ -244,7 +244,7 @@ func (c *Client) send(req *http.Request, apiKey string) (int, []byte, error) {
 // again rather than guessed.
 func decode(body []byte) (Authorization, error) {
 	var a Authorization
-	if err := strictjson.UnmarshalAnswer(body, &a); err != nil || a.ID == "" || (a.Status != StatusCaptured && a.Status != StatusDeclined) {
+	if err := strictjson.UnmarshalResponse(body, &a); err != nil || a.ID == "" || (a.Status != StatusCaptured && a.Status != StatusDeclined) {
 		return Authorization{}, fmt.Errorf("%w: unreadable authorization", ErrOutcomeUnknown)
 	}
 	return a, nil

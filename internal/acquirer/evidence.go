@@ -48,12 +48,12 @@ type MismatchError struct {
 	Endpoint string
 	// HTTPStatus is the answer's status code.
 	HTTPStatus int
-	// Answer is the authorization as the acquirer stated it.
-	Answer Authorization
+	// Stated is the authorization as the acquirer stated it.
+	Stated Authorization
 }
 
 func (e *MismatchError) Error() string {
-	return fmt.Sprintf("%s: %s (%s answered %d %s)", ErrMismatch, e.Reason, e.Endpoint, e.HTTPStatus, e.Answer.Status)
+	return fmt.Sprintf("%s: %s (%s answered %d %s)", ErrMismatch, e.Reason, e.Endpoint, e.HTTPStatus, e.Stated.Status)
 }
 
 // Is makes errors.Is(err, ErrMismatch) true.
@@ -98,7 +98,7 @@ func carriesAuthorization(endpoint string, status int) bool {
 // a known body status (decode refuses any other).
 func checkPairing(endpoint string, status int, a Authorization) error {
 	if !slices.Contains(answerTable[endpoint][status], a.Status) {
-		return &MismatchError{Reason: ReasonStatusPairing, Endpoint: endpoint, HTTPStatus: status, Answer: a}
+		return &MismatchError{Reason: ReasonStatusPairing, Endpoint: endpoint, HTTPStatus: status, Stated: a}
 	}
 	return nil
 }
@@ -123,7 +123,7 @@ func CheckTerms(a Authorization, key string, asked Request) error {
 	default:
 		return nil
 	}
-	return &MismatchError{Reason: reason, Answer: a}
+	return &MismatchError{Reason: reason, Stated: a}
 }
 
 // CheckSelf is what an authorization must say whatever was asked: its
@@ -133,9 +133,9 @@ func CheckTerms(a Authorization, key string, asked Request) error {
 func CheckSelf(a Authorization, key string) error {
 	switch {
 	case a.IdempotencyKey != "" && a.IdempotencyKey != key:
-		return &MismatchError{Reason: ReasonKey, Answer: a}
+		return &MismatchError{Reason: ReasonKey, Stated: a}
 	case a.Amount <= 0 || a.Currency == "":
-		return &MismatchError{Reason: ReasonTermsMissing, Answer: a}
+		return &MismatchError{Reason: ReasonTermsMissing, Stated: a}
 	}
 	return nil
 }
@@ -150,7 +150,7 @@ func (e *MismatchError) Evidence(key string, asked Request) []byte {
 		HTTPStatus int           `json:"http_status,omitempty"`
 		Asked      askedTerms    `json:"asked"`
 		Answer     Authorization `json:"answer"`
-	}{e.Reason, e.Endpoint, e.HTTPStatus, askedTerms{asked.Amount, asked.Currency, key}, e.Answer})
+	}{e.Reason, e.Endpoint, e.HTTPStatus, askedTerms{asked.Amount, asked.Currency, key}, e.Stated})
 	if err != nil { // strings, numbers and a time
 		panic(err)
 	}

@@ -64,7 +64,7 @@ func TestAnswerTable(t *testing.T) {
 		switch {
 		case errors.As(err, &m):
 			got = mismatch
-			if !errors.Is(err, ErrMismatch) || m.Endpoint != c.endpoint || m.HTTPStatus != c.status || m.Reason != ReasonStatusPairing || m.Answer.ID != "auth_1" {
+			if !errors.Is(err, ErrMismatch) || m.Endpoint != c.endpoint || m.HTTPStatus != c.status || m.Reason != ReasonStatusPairing || m.Stated.ID != "auth_1" {
 				t.Errorf("%s %d %s: mismatch %+v", c.endpoint, c.status, c.answer, m)
 			}
 		case errors.Is(err, ErrOutcomeUnknown):

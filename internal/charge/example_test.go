@@ -21,7 +21,7 @@ func ExampleService_Charge() {
 	sb := sandbox.New("")
 	acq, _ := acquirer.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
 	store := idemtest.NewMemoryStore()
-	svc := charge.NewService(idem.NewGuard(store, idem.Config{}), chargetest.NewLedger(), acq, httpapi.Answer, charge.Config{})
+	svc := charge.NewService(idem.NewGuard(store, idem.Config{}), chargetest.NewLedger(), acq, httpapi.Render, charge.Config{})
 
 	in := charge.Input{
 		Account: "acct_1",

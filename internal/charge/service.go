@@ -59,11 +59,11 @@ type Config struct {
 	Now func() time.Time
 }
 
-// Answer renders the stored answer of a charge the acquirer decided: what
+// Renderer renders the stored answer of a charge the acquirer decided: what
 // the first request receives and every replay returns (the body byte for
 // byte), whichever entry point executed it. The service stores it and never reads
-// it; the HTTP API owns its shape (httpapi.Answer).
-type Answer func(Charge) idem.Response
+// it; the HTTP API owns its shape (httpapi.Render).
+type Renderer func(Charge) idem.Response
 
 // Service charges cards idempotently. Both entry points, HTTP and SQS, call
 // its one door, Charge, with what they received, so parsing, validation and
@@ -72,7 +72,7 @@ type Service struct {
 	guard    *idem.Guard
 	ledger   Ledger
 	acquirer Acquirer
-	answer   Answer
+	answer   Renderer
 	cfg      Config
 }
 
@@ -81,9 +81,9 @@ type Service struct {
 // completions. answer renders the stored answers (both entry points must
 // be given the same). It panics when ledger or answer is nil, a wiring
 // mistake no request should find.
-func NewService(guard *idem.Guard, ledger Ledger, acq Acquirer, answer Answer, cfg Config) *Service {
+func NewService(guard *idem.Guard, ledger Ledger, acq Acquirer, answer Renderer, cfg Config) *Service {
 	if ledger == nil || answer == nil {
-		panic("charge.NewService: nil Ledger or Answer")
+		panic("charge.NewService: nil Ledger or Renderer")
 	}
 	if cfg.AcquirerTimeout <= 0 {
 		cfg.AcquirerTimeout = DefaultAcquirerTimeout
@@ -304,7 +304,7 @@ func (s *Service) Charge(ctx context.Context, in Input) Result {
 	}
 	scope := idem.Scope{Operation: Operation, Account: in.Account, Key: key, Source: in.Source}
 	record := idem.Ref(scope.PK())
-	res := s.charge(obs.WithAttrs(ctx, slog.String("record", record)), scope, req)
+	res := s.claimAndExecute(obs.WithAttrs(ctx, slog.String("record", record)), scope, req)
 	res.Record = record
 	return res
 }
@@ -317,8 +317,9 @@ func fieldErrors(err error) []FieldError {
 	return []FieldError{{Field: "body", Message: "invalid"}}
 }
 
-// charge claims scope and, as the owner, executes. The scope is valid.
-func (s *Service) charge(ctx context.Context, scope idem.Scope, req Request) Result {
+// claimAndExecute claims scope and, as the owner, executes. The scope is
+// valid.
+func (s *Service) claimAndExecute(ctx context.Context, scope idem.Scope, req Request) Result {
 	claimCtx, span := s.cfg.Tracer.Start(ctx, "idem.claim")
 	claim, err := s.guard.Begin(claimCtx, scope, req.Canonical())
 	span.End()
@@ -336,7 +337,7 @@ func (s *Service) charge(ctx context.Context, scope idem.Scope, req Request) Res
 		// that one what it received. Nothing is sent; an operator must
 		// resolve the record with a tool configured for its acquirer.
 		s.cfg.Logger.ErrorContext(ctx, "the record was claimed for another acquirer; nothing sent", "error", err)
-		return s.outcomePending()
+		return s.pendingResult()
 	case err != nil:
 		// The claim may or may not have been written; either way nothing was
 		// sent, and a retry with the same key is safe (a written claim's lease
@@ -387,7 +388,7 @@ func (s *Service) execute(ctx context.Context, lease *idem.Lease, req Request, c
 			return res
 		case !errors.Is(err, acquirer.ErrNotFound):
 			s.cfg.Logger.WarnContext(ctx, "acquirer lookup failed", "attempt", lease.Attempt(), "error", err)
-			return s.pending(ctx, lease)
+			return s.abandonPending(ctx, lease)
 		}
 	}
 	auth, sent, err := s.authorize(ctx, lease, req, calls)
@@ -412,7 +413,7 @@ func (s *Service) execute(ctx context.Context, lease *idem.Lease, req Request, c
 		return s.notSent(ctx, lease)
 	default:
 		s.cfg.Logger.WarnContext(ctx, "acquirer outcome unknown", "attempt", lease.Attempt(), "error", err)
-		return s.pending(ctx, lease)
+		return s.abandonPending(ctx, lease)
 	}
 }
 
@@ -479,25 +480,26 @@ func (s *Service) callContext(ctx context.Context, lease *idem.Lease) (context.C
 // (DESIGN §4 rule 2); after a take-over an earlier request may be in transit.
 func (s *Service) notSent(ctx context.Context, lease *idem.Lease) Result {
 	if lease.TakenOver() {
-		return s.pending(ctx, lease)
+		return s.abandonPending(ctx, lease)
 	}
 	if err := lease.Release(ctx); err != nil {
 		s.cfg.Logger.ErrorContext(ctx, "release failed", "error", err)
-		return s.pending(ctx, lease)
+		return s.abandonPending(ctx, lease)
 	}
 	return Result{Outcome: Released, RetryAfter: s.cfg.RetryAfter}
 }
 
-// pending: the outcome is unknown. The record stays in flight; the lease is
-// ended so the client's retry can take over and ask the acquirer.
-func (s *Service) pending(ctx context.Context, lease *idem.Lease) Result {
+// abandonPending: the outcome is unknown. The record stays in flight; the
+// lease is ended so the client's retry can take over and ask the acquirer.
+func (s *Service) abandonPending(ctx context.Context, lease *idem.Lease) Result {
 	if err := lease.Abandon(ctx); err != nil && !errors.Is(err, idem.ErrLeaseLost) {
 		s.cfg.Logger.ErrorContext(ctx, "abandon failed; the lease will expire by itself", "error", err)
 	}
-	return s.outcomePending()
+	return s.pendingResult()
 }
 
-func (s *Service) outcomePending() Result {
+// pendingResult is the Pending result; the lease is left as it is.
+func (s *Service) pendingResult() Result {
 	return Result{Outcome: Pending, RetryAfter: s.cfg.RetryAfter}
 }
 
@@ -518,9 +520,9 @@ func (s *Service) hold(ctx context.Context, lease *idem.Lease, req Request, mism
 	var m *acquirer.MismatchError
 	errors.As(mismatch, &m)
 	s.cfg.Logger.ErrorContext(ctx, "the acquirer's answer disagrees with the request; the record is held for an operator",
-		"reason", m.Reason, "endpoint", m.Endpoint, "http_status", m.HTTPStatus, "acquirer_status", m.Answer.Status,
-		"acquirer_amount", m.Answer.Amount, "acquirer_currency", m.Answer.Currency, "amount", req.Amount, "currency", req.Currency,
-		"authorization_id", m.Answer.ID, "attempt", lease.Attempt())
+		"reason", m.Reason, "endpoint", m.Endpoint, "http_status", m.HTTPStatus, "acquirer_status", m.Stated.Status,
+		"acquirer_amount", m.Stated.Amount, "acquirer_currency", m.Stated.Currency, "amount", req.Amount, "currency", req.Currency,
+		"authorization_id", m.Stated.ID, "attempt", lease.Attempt())
 	err := lease.HoldForOperator(ctx, m.Reason, m.Evidence(lease.DownstreamKey(), acquirerRequest(req)))
 	if err != nil {
 		s.cfg.Logger.ErrorContext(ctx, "hold failed; the record stays in flight until its lease ends", "error", err)
@@ -560,14 +562,14 @@ func (s *Service) store(ctx context.Context, lease *idem.Lease, ch Charge, compl
 	endSpan(span, err)
 	if errors.Is(err, ErrUnreadableCharge) {
 		s.cfg.Logger.ErrorContext(ctx, "the ledger holds an unreadable row for this charge; the record stays in flight for an operator", "error", err)
-		return s.pending(ctx, lease)
+		return s.abandonPending(ctx, lease)
 	}
 	if err != nil {
 		// The acquirer has answered and nothing is in transit: end the
 		// lease, so the client's retry takes over, finds the charge by its
 		// downstream key and writes the row.
 		s.cfg.Logger.ErrorContext(ctx, "ledger write failed; the record stays in flight", "error", err)
-		return s.pending(ctx, lease)
+		return s.abandonPending(ctx, lease)
 	}
 	if !sameCharge(stored, ch) {
 		// The row is this intent's (its id comes from the downstream key),
@@ -586,13 +588,13 @@ func (s *Service) store(ctx context.Context, lease *idem.Lease, ch Charge, compl
 	}
 	if !errors.Is(err, idem.ErrLeaseLost) {
 		s.cfg.Logger.ErrorContext(ctx, "complete failed; the record stays in flight", "error", err)
-		return s.outcomePending()
+		return s.pendingResult()
 	}
 	rec, lookupErr := s.guard.Lookup(ctx, lease.PK())
 	if lookupErr == nil && rec.Status == idem.StatusCompleted {
 		return Result{Outcome: Replayed, Response: *rec.Response}
 	}
-	return s.outcomePending()
+	return s.pendingResult()
 }
 
 // sameCharge reports whether two rows record the same charge: everything

@@ -16,12 +16,12 @@ import (
 	"github.com/idempotent-payments/idempay/internal/route"
 )
 
-// Answer is the stored answer of ch (a charge.Answer): 201 with the charge
+// Render is the stored answer of ch (a charge.Renderer): 201 with the charge
 // when captured, 402 CHARGE_DECLINED with the charge id and decline code
 // when declined. It is a status and a body only: Headers rebuilds the HTTP
 // headers from them, so the record does not store what it can rebuild and
 // every replay carries the same headers as the first answer.
-func Answer(ch charge.Charge) idem.Response {
+func Render(ch charge.Charge) idem.Response {
 	if ch.Status == acquirer.StatusDeclined {
 		status, _, body := problem.Render(problem.Details{
 			Code: problem.ChargeDeclined, Detail: "the card was declined; a new attempt needs a new Idempotency-Key",

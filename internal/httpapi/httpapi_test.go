@@ -18,7 +18,7 @@ import (
 // and headers stored by older records are kept as they are.
 func TestHeadersAreRebuilt(t *testing.T) {
 	ch := charge.Charge{ID: "ch_0123456789abcdef0123456789abcdef01234567", Status: acquirer.StatusCaptured, Amount: 1, Currency: "BRL", CreatedAt: time.Unix(0, 0)}
-	captured := httpapi.Answer(ch)
+	captured := httpapi.Render(ch)
 	if captured.Headers != nil {
 		t.Fatalf("stored headers %v, want none", captured.Headers)
 	}
@@ -27,7 +27,7 @@ func TestHeadersAreRebuilt(t *testing.T) {
 		t.Fatalf("201 headers %v, want %v", got, want)
 	}
 	ch.Status, ch.DeclineCode = acquirer.StatusDeclined, "insufficient_funds"
-	if got := httpapi.Headers(httpapi.Answer(ch)); !maps.Equal(got, map[string]string{"Content-Type": problem.ContentType}) {
+	if got := httpapi.Headers(httpapi.Render(ch)); !maps.Equal(got, map[string]string{"Content-Type": problem.ContentType}) {
 		t.Fatalf("402 headers %v", got)
 	}
 	for body, id := range map[string]string{`{"object":"charge","id":"ch_x"}`: "ch_x", `{"id":"ch_\u0041"}`: "ch_A"} {

@@ -68,7 +68,7 @@ const PageSize = 100
 // before cutoff, oldest lease first, one store round trip per page. It
 // stops at the first error, which it yields. Breaking out of the loop stops
 // the reads. Held records are not among them (HeldRecords lists those).
-func EndedBefore(ctx context.Context, store Store, shard int, cutoff time.Time) iter.Seq2[[]InFlight, error] {
+func ListEndedBefore(ctx context.Context, store Store, shard int, cutoff time.Time) iter.Seq2[[]InFlight, error] {
 	return pages(ctx, store, InFlightQuery{Shard: shard, EndedBefore: cutoff, Limit: PageSize})
 }
 

@@ -52,12 +52,12 @@ var (
 // ParseFailure reads one message of the on-failure destination: a JSON
 // object whose DDBStreamBatchInfo names a stream by its ARN, a shard and a
 // range of sequence numbers, the start not after the end. It is parsed as
-// an answer of a system we call (strictjson.UnmarshalAnswer: members Lambda
+// an answer of a system we call (strictjson.UnmarshalResponse: members Lambda
 // may add are ignored, a duplicate or a case variant is refused); anything
 // else is an error, and nothing is read from the stream for it.
 func ParseFailure(body []byte) (Failure, error) {
 	var rec invocationRecord
-	if err := strictjson.UnmarshalAnswer(body, &rec); err != nil {
+	if err := strictjson.UnmarshalResponse(body, &rec); err != nil {
 		return Failure{}, fmt.Errorf("not an invocation record: %w", err)
 	}
 	b := rec.Batch

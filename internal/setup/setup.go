@@ -223,7 +223,7 @@ func chargeService(ctx context.Context, awsCfg aws.Config, c Config, guard *idem
 	if err != nil {
 		return nil, err
 	}
-	return charge.NewService(guard, dynamoledger.New(ddb, c.TableName), acq, httpapi.Answer, charge.Config{
+	return charge.NewService(guard, dynamoledger.New(ddb, c.TableName), acq, httpapi.Render, charge.Config{
 		AcquirerTimeout: c.AcquirerTimeout, MaxAmount: c.MaxAmount, Logger: logger, Tracer: tracer, Now: now,
 	}), nil
 }

@@ -68,7 +68,7 @@ func TestOTLPExport(t *testing.T) {
 	defer acqSrv.Close()
 	acq, _ := acquirer.NewClient(acqSrv.URL, "", nil)
 	store := idemtest.NewMemoryStore()
-	svc := charge.NewService(idem.NewGuard(store, idem.Config{}), chargetest.NewLedger(), acq, httpapi.Answer, charge.Config{Tracer: tracer})
+	svc := charge.NewService(idem.NewGuard(store, idem.Config{}), chargetest.NewLedger(), acq, httpapi.Render, charge.Config{Tracer: tracer})
 	invocation, root := tracer.Start(ctx, "invocation")
 	res := svc.Charge(invocation, charge.Input{Account: "acct_1", Keys: []string{"traced-key-1"},
 		Body: []byte(`{"amount": 100, "currency": "BRL", "order_id": "1", "payment_method": "pm_card_visa"}`)})

@@ -64,11 +64,11 @@ func Unmarshal(b []byte, v any) error {
 	return describe(err, b, v)
 }
 
-// UnmarshalAnswer is Unmarshal for the answer of a system we call, which may
+// UnmarshalResponse is Unmarshal for the answer of a system we call, which may
 // add members as its API grows: unknown top-level members are ignored.
 // Everything else Unmarshal refuses is still refused, a case variant of a
 // known name included (another reader would take "Status" for "status").
-func UnmarshalAnswer(b []byte, v any) error {
+func UnmarshalResponse(b []byte, v any) error {
 	if err := json.Unmarshal(b, v, options, json.RejectUnknownMembers(false)); err != nil {
 		return describe(err, b, v)
 	}

@@ -66,7 +66,7 @@ func TestAccepts(t *testing.T) {
 func TestUnmarshalAnswer(t *testing.T) {
 	t.Parallel()
 	var d doc
-	if err := strictjson.UnmarshalAnswer([]byte(`{"currency":"BRL","risk":{"score":1,"Currency":"x"}}`), &d); err != nil || *d.Currency != "BRL" {
+	if err := strictjson.UnmarshalResponse([]byte(`{"currency":"BRL","risk":{"score":1,"Currency":"x"}}`), &d); err != nil || *d.Currency != "BRL" {
 		t.Fatalf("unknown members: %+v, %v", d, err)
 	}
 	for in, field := range map[string]string{
@@ -76,8 +76,8 @@ func TestUnmarshalAnswer(t *testing.T) {
 		`{"currency":"BRL"} {}`:               "",
 	} {
 		var e *strictjson.Error
-		if err := strictjson.UnmarshalAnswer([]byte(in), &doc{}); !errors.As(err, &e) || e.Field != field {
-			t.Errorf("UnmarshalAnswer(%q) = %v, want a refusal at %q", in, err, field)
+		if err := strictjson.UnmarshalResponse([]byte(in), &doc{}); !errors.As(err, &e) || e.Field != field {
+			t.Errorf("UnmarshalResponse(%q) = %v, want a refusal at %q", in, err, field)
 		}
 	}
 }
@@ -91,15 +91,15 @@ func FuzzUnmarshal(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var answer doc
-		answerErr := strictjson.UnmarshalAnswer(b, &answer)
+		answerErr := strictjson.UnmarshalResponse(b, &answer)
 		var e *strictjson.Error
 		if answerErr != nil && !errors.As(answerErr, &e) {
-			t.Fatalf("UnmarshalAnswer: untyped error %T %v", answerErr, answerErr)
+			t.Fatalf("UnmarshalResponse: untyped error %T %v", answerErr, answerErr)
 		}
 		var d doc
 		err := strictjson.Unmarshal(b, &d)
 		if err == nil && (answerErr != nil || !reflect.DeepEqual(canon(answer), canon(d))) {
-			t.Fatalf("%q: Unmarshal %+v, UnmarshalAnswer %+v, %v", b, d, answer, answerErr)
+			t.Fatalf("%q: Unmarshal %+v, UnmarshalResponse %+v, %v", b, d, answer, answerErr)
 		}
 		if err != nil {
 			var e *strictjson.Error

@@ -204,7 +204,7 @@ func (s *Sweeper) sweepShard(ctx, stopAt context.Context, shard int, cutoff, now
 	if stopAt.Err() != nil {
 		return r, nil
 	}
-	for page, err := range idem.EndedBefore(ctx, s.store, shard, cutoff) {
+	for page, err := range idem.ListEndedBefore(ctx, s.store, shard, cutoff) {
 		if err != nil {
 			return r, err
 		}

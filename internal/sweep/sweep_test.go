@@ -348,7 +348,7 @@ func TestFailedSendStrandsAtMostABatch(t *testing.T) {
 	}
 	stranded := 0
 	for shard := range idem.Shards {
-		for page, err := range idem.EndedBefore(context.Background(), f.store, shard, f.clock.Now()) {
+		for page, err := range idem.ListEndedBefore(context.Background(), f.store, shard, f.clock.Now()) {
 			if err != nil {
 				t.Fatal(err)
 			}

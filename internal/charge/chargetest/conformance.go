@@ -105,7 +105,7 @@ func newWorld(t *testing.T, newStores NewStoresFunc) *world {
 func newClock() *idemtest.Clock { return idemtest.NewClock(time.Now().Truncate(time.Millisecond)) }
 
 func (w *world) service(acq charge.Acquirer) *charge.Service {
-	return charge.NewService(w.guard, w.ledger, acq, httpapi.Answer, charge.Config{Now: w.clock.Now})
+	return charge.NewService(w.guard, w.ledger, acq, httpapi.Render, charge.Config{Now: w.clock.Now})
 }
 
 // protocol is the suites' guards': T 5 s, skew 1 s, the sandbox acquirer.
@@ -150,7 +150,7 @@ func (w *world) mustMatchLedger(t *testing.T, sb *sandbox.Server, key string, re
 	if err != nil {
 		t.Fatalf("the completed record has no ledger row: %v", err)
 	}
-	if string(rec.Response.Body) != string(httpapi.Answer(row).Body) || string(res.Response.Body) != string(rec.Response.Body) {
+	if string(rec.Response.Body) != string(httpapi.Render(row).Body) || string(res.Response.Body) != string(rec.Response.Body) {
 		t.Fatalf("answer %s, stored %s, ledger row %+v: not one charge", res.Response.Body, rec.Response.Body, row)
 	}
 	auths := sb.ByKey()

@@ -419,7 +419,7 @@ func testListInFlightPagesByLeaseEnd(ctx context.Context, t *testing.T, f *fixtu
 		t.Fatalf("listed %v, want %v by lease end (not %s, %s, %s or %s)", got, stale, fresh, done.PK(), freed.PK(), elsewhere)
 	}
 	var all []string
-	for page, err := range idem.EndedBefore(ctx, f.store, shard, cutoff) {
+	for page, err := range idem.ListEndedBefore(ctx, f.store, shard, cutoff) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -562,7 +562,7 @@ func testBadInputWritesNothing(ctx context.Context, t *testing.T, f *fixture) {
 // whose lease ends within a day.
 func listed(t *testing.T, f *fixture, pk string) bool {
 	t.Helper()
-	for page, err := range idem.EndedBefore(context.Background(), f.store, idem.ShardOf(pk), f.clock.Now().Add(24*time.Hour)) {
+	for page, err := range idem.ListEndedBefore(context.Background(), f.store, idem.ShardOf(pk), f.clock.Now().Add(24*time.Hour)) {
 		if err != nil {
 			t.Fatalf("EndedBefore: %v", err)
 		}
