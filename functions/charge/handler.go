@@ -68,48 +68,98 @@ type reply struct {
 	result  charge.Result
 }
 
+// request is what the handler reads of an API Gateway event, all of it
+// read once, at the top of Handle.
+type request struct {
+	requestID string
+	// routeKey is the event's; route is one of the API's routes (route.All)
+	// as API Gateway matched it, or "" for any other key (the stack deploys
+	// no $default route), and id the charge id of route.Get.
+	routeKey, route, id string
+	// account is the configured claim of the JWT the authorizer verified.
+	account string
+	// keys, contentTypes and contentEncodings are every value of their
+	// header, whatever the name's case: API Gateway lowercases names and
+	// joins a repeated header's values with commas.
+	keys, contentTypes, contentEncodings []string
+	rawQuery                             string
+	// body is the decoded body; bodyOK is false when it was flagged base64
+	// and is not.
+	body   []byte
+	bodyOK bool
+	// headers are the event's, for the trace propagator.
+	headers headerCarrier
+}
+
+// parse reads ev into a request.
+func (h *Handler) parse(ev events.APIGatewayV2HTTPRequest) request {
+	r := request{requestID: ev.RequestContext.RequestID, routeKey: ev.RouteKey, rawQuery: ev.RawQueryString, headers: headerCarrier(ev.Headers)}
+	for name, value := range ev.Headers { // one pass; a name in two spellings gives two values
+		switch {
+		case strings.EqualFold(name, "Idempotency-Key"):
+			r.keys = append(r.keys, value)
+		case strings.EqualFold(name, "Content-Type"):
+			r.contentTypes = append(r.contentTypes, value)
+		case strings.EqualFold(name, "Content-Encoding"):
+			r.contentEncodings = append(r.contentEncodings, value)
+		}
+	}
+	if slices.Contains(route.All, ev.RouteKey) {
+		r.route, r.id = ev.RouteKey, ev.PathParameters["id"]
+	}
+	if auth := ev.RequestContext.Authorizer; auth != nil && auth.JWT != nil {
+		r.account = auth.JWT.Claims[h.AccountClaim]
+	}
+	r.body, r.bodyOK = []byte(ev.Body), true
+	if ev.IsBase64Encoded {
+		b, err := base64.StdEncoding.DecodeString(ev.Body)
+		r.body, r.bodyOK = b, err == nil
+	}
+	return r
+}
+
 // Handle serves one event. It never returns an error: every failure is an
 // HTTP answer, so API Gateway never turns one into a bare 500.
 func (h *Handler) Handle(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 	start := time.Now()
-	ctx = obs.WithAttrs(ctx, slog.String("requestId", ev.RequestContext.RequestID))
+	req := h.parse(ev)
+	ctx = obs.WithAttrs(ctx, slog.String("requestId", req.requestID))
 	var span trace.Span
 	if h.Tracer != nil {
-		ctx, span = h.Tracer.Start(propagator.Extract(ctx, headerCarrier(ev.Headers)), ev.RouteKey, trace.WithSpanKind(trace.SpanKindServer))
+		ctx, span = h.Tracer.Start(propagator.Extract(ctx, req.headers), req.routeKey, trace.WithSpanKind(trace.SpanKindServer))
 		defer span.End()
 	}
-	a := h.serve(ctx, ev)
+	a := h.serve(ctx, req)
 	if span != nil {
 		span.SetAttributes(attribute.String("idem.outcome", a.outcome), attribute.Int("http.response.status_code", a.StatusCode))
 	}
-	h.observe(ctx, ev, a, time.Since(start))
+	h.observe(ctx, req, a, time.Since(start))
 	return render(a), nil
 }
 
-func (h *Handler) serve(ctx context.Context, ev events.APIGatewayV2HTTPRequest) reply {
-	switch key, id := routeOf(ev); key {
+func (h *Handler) serve(ctx context.Context, req request) reply {
+	switch req.route {
 	case route.Create:
-		if detail, ok := jsonBody(ev.Headers); !ok {
+		if detail, ok := jsonBody(req); !ok {
 			return refusal(problem.UnsupportedMediaType, detail, "unsupported_media_type")
 		}
-		body, ok := decodeBody(ev)
-		if !ok {
+		if !req.bodyOK {
 			return refusal(problem.ValidationFailed, "body: not valid base64", charge.RequestInvalid.String())
 		}
 		return respond(h.Service.Charge(ctx, charge.Input{
-			Account: h.account(ev), Keys: headerValues(ev.Headers, "Idempotency-Key"), Body: body, Source: charge.SourceHTTP,
+			Account: req.account, Keys: req.keys, Body: req.body, Source: charge.SourceHTTP,
 		}))
 	case route.Get:
-		return respond(h.Service.Get(ctx, h.account(ev), id))
+		return respond(h.Service.Get(ctx, req.account, req.id))
 	case route.Lookup:
-		key, err := httpapi.LookupKey(ev.RawQueryString)
+		key, err := httpapi.LookupKey(req.rawQuery)
 		switch {
 		case errors.Is(err, httpapi.ErrNoKeyParameter):
 			return refusal(problem.IdempotencyKeyMissing, "send the key as the query parameter "+route.LookupParameter+", percent-encoded", charge.KeyMissing.String())
 		case err != nil:
 			return refusal(problem.ValidationFailed, err.Error(), charge.RequestInvalid.String())
 		}
-		return respond(h.Service.ByKey(ctx, h.account(ev), key))
+		return respond(h.Service.ByKey(ctx, req.account, key))
 	}
 	return refusal(problem.NotFound, "no such route", "no_route")
 }
@@ -177,20 +227,19 @@ func refusal(code problem.Code, detail, outcome string) reply {
 // exactly one Content-Type, application/json (parameters allowed, charset
 // utf-8 if given), and no Content-Encoding but identity. Otherwise detail
 // says what to send.
-func jsonBody(headers map[string]string) (detail string, ok bool) {
+func jsonBody(req request) (detail string, ok bool) {
 	const want = "send the body as Content-Type: application/json (charset utf-8 if given), without Content-Encoding"
-	types := headerValues(headers, "Content-Type")
-	if len(types) != 1 {
+	if len(req.contentTypes) != 1 {
 		return want, false
 	}
-	mediaType, params, err := mime.ParseMediaType(types[0])
+	mediaType, params, err := mime.ParseMediaType(req.contentTypes[0])
 	if err != nil || mediaType != "application/json" {
 		return want, false
 	}
 	if charset, given := params["charset"]; given && !strings.EqualFold(charset, "utf-8") {
 		return want, false
 	}
-	switch encodings := headerValues(headers, "Content-Encoding"); {
+	switch encodings := req.contentEncodings; {
 	case len(encodings) > 1:
 		return want, false
 	case len(encodings) == 1 && !strings.EqualFold(strings.TrimSpace(encodings[0]), "identity"):
@@ -202,10 +251,10 @@ func jsonBody(headers map[string]string) (detail string, ok bool) {
 // observe writes the request's log line and metrics. The record is named by
 // its reference (a hash of operation, account and key), never by the raw
 // account, key, token or payment method; the request id comes with ctx.
-func (h *Handler) observe(ctx context.Context, ev events.APIGatewayV2HTTPRequest, a reply, took time.Duration) {
+func (h *Handler) observe(ctx context.Context, req request, a reply, took time.Duration) {
 	res := a.result
 	if h.Log != nil {
-		h.Log.InfoContext(ctx, "request", "route", ev.RouteKey,
+		h.Log.InfoContext(ctx, "request", "route", req.routeKey,
 			"operation", charge.Operation, "record", res.Record, "outcome", a.outcome, "status", a.StatusCode,
 			"attempt", res.Attempt, "acquirer_ms", ms(res.AcquirerLatency), "acquirer_errors", res.AcquirerErrors,
 			"acquirer_not_sent", res.AcquirerNotSent, "acquirer_unknown", res.AcquirerUnknown, "total_ms", ms(took))
@@ -222,25 +271,6 @@ func (h *Handler) observe(ctx context.Context, ev events.APIGatewayV2HTTPRequest
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-// account is the configured claim of the JWT the authorizer verified.
-func (h *Handler) account(ev events.APIGatewayV2HTTPRequest) string {
-	auth := ev.RequestContext.Authorizer
-	if auth == nil || auth.JWT == nil {
-		return ""
-	}
-	return auth.JWT.Claims[h.AccountClaim]
-}
-
-// routeOf returns the event's route key and charge id: one of the API's
-// routes (route.All), as API Gateway matched it, or "" for any other key
-// (the stack deploys no $default route).
-func routeOf(ev events.APIGatewayV2HTTPRequest) (key, id string) {
-	if slices.Contains(route.All, ev.RouteKey) {
-		return ev.RouteKey, ev.PathParameters["id"]
-	}
-	return "", ""
-}
-
 // headerValues returns every value of the header name: API Gateway
 // lowercases names and joins a repeated header's values with commas, and an
 // event that holds the name in two spellings holds two values.
@@ -252,14 +282,6 @@ func headerValues(headers map[string]string, name string) []string {
 		}
 	}
 	return values
-}
-
-func decodeBody(ev events.APIGatewayV2HTTPRequest) ([]byte, bool) {
-	if !ev.IsBase64Encoded {
-		return []byte(ev.Body), true
-	}
-	b, err := base64.StdEncoding.DecodeString(ev.Body)
-	return b, err == nil
 }
 
 func render(a reply) events.APIGatewayV2HTTPResponse {
