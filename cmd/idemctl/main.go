@@ -101,17 +101,17 @@ func run(ctx context.Context, args []string, sh shell) error {
 	}
 	cmd := args[0]
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
-	table := fs.String("table", cmp.Or(sh.getenv(setup.EnvTableName), "idempay-local"), "the table")
-	account := fs.String("account", "", "the account (the JWT's account claim)")
-	key := fs.String("key", "", "the client's Idempotency-Key")
-	acquirerURL := fs.String("acquirer-url", sh.getenv(setup.EnvAcquirerURL), "reconcile/release/accept: the acquirer's URL")
-	acquirerID := fs.String("acquirer-id", sh.getenv(setup.EnvAcquirerID), "every acting command: the acquirer's logical id, which must be the record's")
-	by := fs.String("by", "", "void-confirmed/accept: who decides (recorded)")
-	yes := fs.Bool("yes", false, "acting commands: do not ask for confirmation")
-	var charges chargeIDs
-	fs.Var(&charges, "charge", "republish: a charge id whose event to publish again (repeatable)")
-	failuresQueue := fs.String("failures-queue", "", "republish: the URL of the publisher's failures queue, to drain")
-	topicARN := fs.String("topic", sh.getenv(setup.EnvOutcomeTopicARN), "republish: the outcome topic's ARN")
+	var f flags
+	f.table = fs.String("table", cmp.Or(sh.getenv(setup.EnvTableName), "idempay-local"), "the table")
+	f.account = fs.String("account", "", "the account (the JWT's account claim)")
+	f.key = fs.String("key", "", "the client's Idempotency-Key")
+	f.acquirerURL = fs.String("acquirer-url", sh.getenv(setup.EnvAcquirerURL), "reconcile/release/accept: the acquirer's URL")
+	f.acquirerID = fs.String("acquirer-id", sh.getenv(setup.EnvAcquirerID), "every acting command: the acquirer's logical id, which must be the record's")
+	f.by = fs.String("by", "", "void-confirmed/accept: who decides (recorded)")
+	f.yes = fs.Bool("yes", false, "acting commands: do not ask for confirmation")
+	fs.Var(&f.charges, "charge", "republish: a charge id whose event to publish again (repeatable)")
+	f.failuresQueue = fs.String("failures-queue", "", "republish: the URL of the publisher's failures queue, to drain")
+	f.topicARN = fs.String("topic", sh.getenv(setup.EnvOutcomeTopicARN), "republish: the outcome topic's ARN")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -123,104 +123,152 @@ func run(ctx context.Context, args []string, sh shell) error {
 		return err
 	}
 	ddb := dynamodb.NewFromConfig(awsCfg)
-	store := dynamostore.New(ddb, *table)
-	ledger := dynamoledger.New(ddb, *table)
-	guard := idem.NewGuard(store, idem.Config{Now: sh.now, Protocol: protocol(*acquirerID)})
-	scope := idem.Scope{Operation: charge.Operation, Account: *account, Key: *key}
-	needScope := func() error {
-		if err := scope.Validate(); err != nil {
-			return fmt.Errorf("--account and --key: %w", err)
-		}
-		return nil
+	store := dynamostore.New(ddb, *f.table)
+	t := tool{
+		sh: sh, flags: f, store: store, ledger: dynamoledger.New(ddb, *f.table),
+		guard: idem.NewGuard(store, idem.Config{Now: sh.now, Protocol: protocol(*f.acquirerID)}),
+		scope: idem.Scope{Operation: charge.Operation, Account: *f.account, Key: *f.key},
+		out:   json.NewEncoder(sh.stdout),
 	}
-	out := json.NewEncoder(sh.stdout)
-	out.SetIndent("", "  ")
-
+	t.out.SetIndent("", "  ")
 	switch cmd {
 	case "inspect":
-		if err := needScope(); err != nil {
-			return err
-		}
-		rec, err := guard.Lookup(ctx, scope.PK())
-		if errors.Is(err, idem.ErrNotFound) {
-			return fmt.Errorf("no live record for that account and key (record %s)", idem.Ref(scope.PK()))
-		}
-		if err != nil {
-			return err
-		}
-		return out.Encode(describe(ctx, ledger, rec, sh.now()))
-
+		return t.inspect(ctx)
 	case "stale":
-		now := sh.now()
-		cutoff := now.Add(-protocol("").WaitOut(idem.Protocol{}))
-		for shard := range idem.Shards {
-			for page, err := range idem.ListEndedBefore(ctx, store, shard, cutoff) {
-				if err != nil {
-					return err
-				}
-				for _, e := range page {
-					fmt.Fprintf(sh.stdout, "%s  lease ended %s ago  reconcile attempts %d  %s\n",
-						idem.Ref(e.PK), now.Sub(e.LeaseExpiresAt).Round(time.Second), e.ReconcileAttempts, e.PK)
-				}
-			}
-		}
-		return nil
-
+		return t.stale(ctx)
 	case "held":
-		for page, err := range idem.HeldRecords(ctx, store, sh.now().Add(time.Hour)) {
+		return t.held(ctx)
+	case "republish":
+		return t.republish(ctx)
+	case "reconcile", "release", "void-confirmed", "accept":
+		return t.act(ctx, cmd)
+	}
+	return errors.New(usage)
+}
+
+// flags are the command line's values.
+type flags struct {
+	table, account, key, acquirerURL, acquirerID, by *string
+	yes                                              *bool
+	charges                                          chargeIDs
+	failuresQueue, topicARN                          *string
+}
+
+// tool is what every subcommand works with: the table's record store and
+// ledger, the engine on them, the record the flags name, and stdout as
+// indented JSON.
+type tool struct {
+	sh     shell
+	flags  flags
+	store  *dynamostore.Store
+	ledger *dynamoledger.Ledger
+	guard  *idem.Guard
+	scope  idem.Scope
+	out    *json.Encoder
+}
+
+func (t tool) needScope() error {
+	if err := t.scope.Validate(); err != nil {
+		return fmt.Errorf("--account and --key: %w", err)
+	}
+	return nil
+}
+
+// inspect shows the record the flags name and its ledger row.
+func (t tool) inspect(ctx context.Context) error {
+	if err := t.needScope(); err != nil {
+		return err
+	}
+	rec, err := t.guard.Lookup(ctx, t.scope.PK())
+	if errors.Is(err, idem.ErrNotFound) {
+		return fmt.Errorf("no live record for that account and key (record %s)", idem.Ref(t.scope.PK()))
+	}
+	if err != nil {
+		return err
+	}
+	return t.out.Encode(describe(ctx, t.ledger, rec, t.sh.now()))
+}
+
+// stale lists the records whose lease ended longer ago than the wait-out.
+func (t tool) stale(ctx context.Context) error {
+	now := t.sh.now()
+	cutoff := now.Add(-protocol("").WaitOut(idem.Protocol{}))
+	for shard := range idem.Shards {
+		for page, err := range idem.ListEndedBefore(ctx, t.store, shard, cutoff) {
 			if err != nil {
 				return err
 			}
 			for _, e := range page {
-				rec, err := guard.Lookup(ctx, e.PK)
-				if err != nil {
-					return err
-				}
-				if err := out.Encode(describe(ctx, ledger, rec, sh.now())); err != nil {
-					return err
-				}
+				fmt.Fprintf(t.sh.stdout, "%s  lease ended %s ago  reconcile attempts %d  %s\n",
+					idem.Ref(e.PK), now.Sub(e.LeaseExpiresAt).Round(time.Second), e.ReconcileAttempts, e.PK)
 			}
 		}
-		return nil
-
-	case "republish":
-		if (len(charges) > 0) == (*failuresQueue != "") {
-			return errors.New("republish takes --charge ID (repeatable) or --failures-queue URL, one of the two")
-		}
-		r, err := newRepublisher(ctx, sh, *topicARN)
-		if err != nil {
-			return err
-		}
-		if *failuresQueue != "" {
-			return republishFailures(ctx, r, *failuresQueue)
-		}
-		return republishCharges(ctx, ledger, r, charges)
-
-	case "reconcile", "release", "void-confirmed", "accept":
-		if err := needScope(); err != nil {
-			return err
-		}
-		if *acquirerID == "" {
-			return errors.New("--acquirer-id (or " + setup.EnvAcquirerID + ") is required: a record is resolved only by a tool configured for the acquirer it was claimed with")
-		}
-		if *acquirerURL == "" && cmd != "void-confirmed" {
-			return errors.New("--acquirer-url (or " + setup.EnvAcquirerURL + ") is required: only the acquirer knows whether the card was charged")
-		}
-		if (cmd == "void-confirmed" || cmd == "accept") && !validBy(*by) {
-			return errors.New("--by is required: 1 to 128 visible characters naming who decides (it is recorded)")
-		}
-		svc, err := service(ctx, sh, *table, *acquirerURL, *acquirerID, guard)
-		if err != nil {
-			return err
-		}
-		op := operator{svc: svc, guard: guard, sh: sh, pk: scope.PK(), yes: *yes}
-		switch cmd {
-		case "void-confirmed", "accept":
-			return op.settle(ctx, cmd, *by)
-		}
-		return op.reconcile(ctx, cmd == "release")
 	}
-	return errors.New(usage)
+	return nil
+}
+
+// held shows every record held for an operator.
+func (t tool) held(ctx context.Context) error {
+	for page, err := range idem.HeldRecords(ctx, t.store, t.sh.now().Add(time.Hour)) {
+		if err != nil {
+			return err
+		}
+		for _, e := range page {
+			rec, err := t.guard.Lookup(ctx, e.PK)
+			if err != nil {
+				return err
+			}
+			if err := t.out.Encode(describe(ctx, t.ledger, rec, t.sh.now())); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// republish publishes events again: of the charges named, or of the
+// failed batches on the publisher's failures queue.
+func (t tool) republish(ctx context.Context) error {
+	f := t.flags
+	if (len(f.charges) > 0) == (*f.failuresQueue != "") {
+		return errors.New("republish takes --charge ID (repeatable) or --failures-queue URL, one of the two")
+	}
+	r, err := newRepublisher(ctx, t.sh, *f.topicARN)
+	if err != nil {
+		return err
+	}
+	if *f.failuresQueue != "" {
+		return republishFailures(ctx, r, *f.failuresQueue)
+	}
+	return republishCharges(ctx, t.ledger, r, f.charges)
+}
+
+// act runs an acting command (reconcile, release, void-confirmed, accept)
+// on the record the flags name, once the flags it needs are there.
+func (t tool) act(ctx context.Context, cmd string) error {
+	f := t.flags
+	if err := t.needScope(); err != nil {
+		return err
+	}
+	if *f.acquirerID == "" {
+		return errors.New("--acquirer-id (or " + setup.EnvAcquirerID + ") is required: a record is resolved only by a tool configured for the acquirer it was claimed with")
+	}
+	if *f.acquirerURL == "" && cmd != "void-confirmed" {
+		return errors.New("--acquirer-url (or " + setup.EnvAcquirerURL + ") is required: only the acquirer knows whether the card was charged")
+	}
+	if (cmd == "void-confirmed" || cmd == "accept") && !validBy(*f.by) {
+		return errors.New("--by is required: 1 to 128 visible characters naming who decides (it is recorded)")
+	}
+	svc, err := service(ctx, t.sh, *f.table, *f.acquirerURL, *f.acquirerID, t.guard)
+	if err != nil {
+		return err
+	}
+	op := operator{svc: svc, guard: t.guard, sh: t.sh, pk: t.scope.PK(), yes: *f.yes}
+	switch cmd {
+	case "void-confirmed", "accept":
+		return op.settle(ctx, cmd, *f.by)
+	}
+	return op.reconcile(ctx, cmd == "release")
 }
 
 // service is the charge service an operator's command runs, built as the
