@@ -55,9 +55,68 @@ func NewStack(scope constructs.Construct, id string, cfg Config, assets StackAss
 	}
 
 	table := newTable(stack, cfg, removal)
+	names := queue.Names{Prefix: id}
+	q := newCommandQueues(stack, cfg, names, removal)
+	dlq, rejected, producers, reconcileQueue := q.dlq, q.rejected, q.producers, q.reconcile
+	outcomes := outcomesTopic(stack, names, removal, subscribersOf(cfg))
+	grantOutcomes(stack, producers, outcomes.queues)
+	publisherFailures := awssqs.NewQueue(stack, jsii.String("PublisherFailures"), &awssqs.QueueProps{
+		QueueName: jsii.String(names.PublisherFailures()), Encryption: awssqs.QueueEncryption_SQS_MANAGED, EnforceSSL: jsii.Bool(true),
+		RetentionPeriod: outcomeRetention, RemovalPolicy: removal,
+	})
+	secret := awssecretsmanager.NewSecret(stack, jsii.String("AcquirerCredential"), &awssecretsmanager.SecretProps{
+		Description:   jsii.String("The acquirer API credential of idempay " + cfg.Name + ". Put the real value after the first deploy."),
+		RemovalPolicy: removal,
+	})
+	fns := newFunctions(stack, cfg, assets, removal, dependencies{
+		table: table, queues: q, outcomes: outcomes, publisherFailures: publisherFailures, secret: secret,
+	})
+	charge, consumer, reconciler, sweeper, publisher := fns.charge, fns.consumer, fns.reconciler, fns.sweeper, fns.publisher
+	mappings, schedule := newTriggers(stack, cfg, fns, q)
+
+	api := newAPI(stack, cfg, removal, charge.fn)
+	queues := map[string]awssqs.Queue{"reconcile": reconcileQueue}
+	for _, p := range producers {
+		queues[p.Name] = p.queue
+	}
+	topic := watch(stack, cfg, watched{
+		dlq: dlq, rejected: rejected, queues: queues, api: api, table: table,
+		functions: []watchedFunction{
+			{deploy.FunctionCharge, charge, timeoutOf(deploy.FunctionCharge)}, {deploy.FunctionConsumer, consumer, timeoutOf(deploy.FunctionConsumer)},
+			{deploy.FunctionReconciler, reconciler, timeoutOf(deploy.FunctionReconciler)}, {deploy.FunctionSweeper, sweeper, timeoutOf(deploy.FunctionSweeper)},
+			{deploy.FunctionPublisher, publisher, timeoutOf(deploy.FunctionPublisher)},
+		},
+		outcomes: outcomes, publisher: publisher, publisherFailures: publisherFailures,
+	})
+	suppressStack(mappings, dlq, rejected, secret, schedule, topic, sweeper.fn.Node().FindChild(jsii.String("EventInvokeConfig")))
+	suppressOutcomes(outcomes, publisherFailures)
+
+	awscdk.NewCfnOutput(stack, jsii.String("ApiUrl"), &awscdk.CfnOutputProps{Value: api.ApiEndpoint(), Description: jsii.String("Base URL of the charges API")})
+	for _, p := range producers {
+		awscdk.NewCfnOutput(stack, jsii.String("ChargeCommandsQueueUrl-"+p.Name), &awscdk.CfnOutputProps{Value: p.queue.QueueUrl(), Description: jsii.String("Producer " + p.Name + " sends charge commands here")})
+		awscdk.NewCfnOutput(stack, jsii.String("ProducerRoleArn-"+p.Name), &awscdk.CfnOutputProps{Value: p.role.RoleArn(), Description: jsii.String("The only role that may send to producer " + p.Name + "'s queue")})
+	}
+	awscdk.NewCfnOutput(stack, jsii.String("AcquirerSecretArn"), &awscdk.CfnOutputProps{Value: secret.SecretArn()})
+	awscdk.NewCfnOutput(stack, jsii.String("OutcomeTopicArn"), &awscdk.CfnOutputProps{Value: outcomes.topic.TopicArn(), Description: jsii.String("The charge outcome events")})
+	for s, q := range outcomes.queues {
+		awscdk.NewCfnOutput(stack, jsii.String("OutcomeQueueUrl-"+s), &awscdk.CfnOutputProps{Value: q.QueueUrl(), Description: jsii.String("Subscriber " + s + " receives its outcome events here")})
+	}
+	awscdk.NewCfnOutput(stack, jsii.String("TableName"), &awscdk.CfnOutputProps{Value: table.Ref()})
+	return stack
+}
+
+// commandQueues are the queues of commands: one per producer, the
+// reconcile queue, and the two dead ends (the DLQ, the rejected commands).
+type commandQueues struct {
+	dlq, rejected, reconcile awssqs.Queue
+	producers                []producerQueue
+}
+
+// newCommandQueues makes the command queues, each producer's with the role
+// that alone may send to it.
+func newCommandQueues(stack awscdk.Stack, cfg Config, names queue.Names, removal awscdk.RemovalPolicy) commandQueues {
 	// The queues are named (queue.Names, as the local stack's), so the DLQ
 	// can name the queues it takes dead letters from without a cycle.
-	names := queue.Names{Prefix: id}
 	arnOf := func(name string) *string {
 		return awscdk.Fn_Sub(jsii.String("arn:${AWS::Partition}:sqs:${AWS::Region}:${AWS::AccountId}:"+name), nil)
 	}
@@ -125,17 +184,28 @@ func NewStack(scope constructs.Construct, id string, cfg Config, assets StackAss
 		producers = append(producers, producerQueue{Producer: p, queue: q, role: role})
 	}
 	reconcileQueue := commandQueue("ReconcileCommands", names.Reconcile())
-	outcomes := outcomesTopic(stack, names, removal, subscribersOf(cfg))
-	grantOutcomes(stack, producers, outcomes.queues)
-	publisherFailures := awssqs.NewQueue(stack, jsii.String("PublisherFailures"), &awssqs.QueueProps{
-		QueueName: jsii.String(names.PublisherFailures()), Encryption: awssqs.QueueEncryption_SQS_MANAGED, EnforceSSL: jsii.Bool(true),
-		RetentionPeriod: outcomeRetention, RemovalPolicy: removal,
-	})
-	secret := awssecretsmanager.NewSecret(stack, jsii.String("AcquirerCredential"), &awssecretsmanager.SecretProps{
-		Description:   jsii.String("The acquirer API credential of idempay " + cfg.Name + ". Put the real value after the first deploy."),
-		RemovalPolicy: removal,
-	})
+	return commandQueues{dlq: dlq, rejected: rejected, reconcile: reconcileQueue, producers: producers}
+}
 
+// dependencies are what the functions are wired to.
+type dependencies struct {
+	table             awsdynamodb.CfnTable
+	queues            commandQueues
+	outcomes          outcomeTopic
+	publisherFailures awssqs.Queue
+	secret            awssecretsmanager.Secret
+}
+
+// stackFunctions are the stack's functions (deploy.Deployed's).
+type stackFunctions struct {
+	charge, consumer, reconciler, sweeper, publisher function
+}
+
+// newFunctions makes the functions, each with its environment and the
+// least its role needs, and the publisher's stream trigger.
+func newFunctions(stack awscdk.Stack, cfg Config, assets StackAssets, removal awscdk.RemovalPolicy, d dependencies) stackFunctions {
+	table, secret, outcomes, publisherFailures := d.table, d.secret, d.outcomes, d.publisherFailures
+	rejected, producers, reconcileQueue := d.queues.rejected, d.queues.producers, d.queues.reconcile
 	common := map[string]*string{
 		setup.EnvTableName: table.Ref(), setup.EnvAcquirerURL: jsii.String(cfg.AcquirerURL), setup.EnvAcquirerID: jsii.String(cfg.AcquirerID),
 		setup.EnvAcquirerSecret: secret.SecretArn(), setup.EnvAccountClaim: jsii.String(cfg.AccountClaim),
@@ -226,6 +296,14 @@ func NewStack(scope constructs.Construct, id string, cfg Config, assets StackAss
 		})
 	publisherTrigger(stack, table, publisher, publisherFailures)
 
+	return stackFunctions{charge: charge, consumer: consumer, reconciler: reconciler, sweeper: sweeper, publisher: publisher}
+}
+
+// newTriggers makes the consumers' event source mappings and the sweeper's
+// schedule.
+func newTriggers(stack awscdk.Stack, cfg Config, fns stackFunctions, q commandQueues) ([]awslambda.EventSourceMapping, awsevents.Rule) {
+	consumer, reconciler, sweeper := fns.consumer, fns.reconciler, fns.sweeper
+	producers, reconcileQueue := q.producers, q.reconcile
 	// The consumers' triggers; plain mappings, since SqsEventSource's grant
 	// would add sqs:GetQueueUrl, which nothing calls.
 	var mappings []awslambda.EventSourceMapping
@@ -254,36 +332,7 @@ func NewStack(scope constructs.Construct, id string, cfg Config, assets StackAss
 		Schedule:    awsevents.Schedule_Rate(awscdk.Duration_Seconds(jsii.Number(deployed.SweepInterval.Seconds()))),
 		Targets:     &[]awsevents.IRuleTarget{awseventstargets.NewLambdaFunction(sweeper.fn, &awseventstargets.LambdaFunctionProps{RetryAttempts: jsii.Number(0)})},
 	})
-
-	api := newAPI(stack, cfg, removal, charge.fn)
-	queues := map[string]awssqs.Queue{"reconcile": reconcileQueue}
-	for _, p := range producers {
-		queues[p.Name] = p.queue
-	}
-	topic := watch(stack, cfg, watched{
-		dlq: dlq, rejected: rejected, queues: queues, api: api, table: table,
-		functions: []watchedFunction{
-			{deploy.FunctionCharge, charge, timeoutOf(deploy.FunctionCharge)}, {deploy.FunctionConsumer, consumer, timeoutOf(deploy.FunctionConsumer)},
-			{deploy.FunctionReconciler, reconciler, timeoutOf(deploy.FunctionReconciler)}, {deploy.FunctionSweeper, sweeper, timeoutOf(deploy.FunctionSweeper)},
-			{deploy.FunctionPublisher, publisher, timeoutOf(deploy.FunctionPublisher)},
-		},
-		outcomes: outcomes, publisher: publisher, publisherFailures: publisherFailures,
-	})
-	suppressStack(mappings, dlq, rejected, secret, schedule, topic, sweeper.fn.Node().FindChild(jsii.String("EventInvokeConfig")))
-	suppressOutcomes(outcomes, publisherFailures)
-
-	awscdk.NewCfnOutput(stack, jsii.String("ApiUrl"), &awscdk.CfnOutputProps{Value: api.ApiEndpoint(), Description: jsii.String("Base URL of the charges API")})
-	for _, p := range producers {
-		awscdk.NewCfnOutput(stack, jsii.String("ChargeCommandsQueueUrl-"+p.Name), &awscdk.CfnOutputProps{Value: p.queue.QueueUrl(), Description: jsii.String("Producer " + p.Name + " sends charge commands here")})
-		awscdk.NewCfnOutput(stack, jsii.String("ProducerRoleArn-"+p.Name), &awscdk.CfnOutputProps{Value: p.role.RoleArn(), Description: jsii.String("The only role that may send to producer " + p.Name + "'s queue")})
-	}
-	awscdk.NewCfnOutput(stack, jsii.String("AcquirerSecretArn"), &awscdk.CfnOutputProps{Value: secret.SecretArn()})
-	awscdk.NewCfnOutput(stack, jsii.String("OutcomeTopicArn"), &awscdk.CfnOutputProps{Value: outcomes.topic.TopicArn(), Description: jsii.String("The charge outcome events")})
-	for s, q := range outcomes.queues {
-		awscdk.NewCfnOutput(stack, jsii.String("OutcomeQueueUrl-"+s), &awscdk.CfnOutputProps{Value: q.QueueUrl(), Description: jsii.String("Subscriber " + s + " receives its outcome events here")})
-	}
-	awscdk.NewCfnOutput(stack, jsii.String("TableName"), &awscdk.CfnOutputProps{Value: table.Ref()})
-	return stack
+	return mappings, schedule
 }
 
 // newTable builds the table from dynamostore.TableInput, the definition the
