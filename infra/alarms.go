@@ -87,146 +87,194 @@ func watch(stack awscdk.Stack, cfg Config, w watched) awssns.Topic {
 	for _, email := range cfg.AlarmEmails {
 		topic.AddSubscription(awssnssubscriptions.NewEmailSubscription(jsii.String(email), nil))
 	}
-	five := awscdk.Duration_Minutes(jsii.Number(5))
-	// alarm fires when metric reaches threshold in one 5-minute period (no
-	// data: not breaching).
-	add := func(id, description string, metric awscloudwatch.IMetric, threshold float64, op awscloudwatch.ComparisonOperator, missing awscloudwatch.TreatMissingData) {
-		a := awscloudwatch.NewAlarm(stack, jsii.String(id), &awscloudwatch.AlarmProps{
-			AlarmDescription: jsii.String(description), Metric: metric, Threshold: jsii.Number(threshold),
-			EvaluationPeriods: jsii.Number(1), ComparisonOperator: op, TreatMissingData: missing,
-		})
-		a.AddAlarmAction(awscloudwatchactions.NewSnsAction(topic))
-	}
-	// alarm's description is its runbook row's (runbook), naming subject
-	// for a family's member.
-	alarm := func(id, row, subject string, metric awscloudwatch.IMetric, threshold float64) {
-		add(id, specOf(cfg, row).description(subject), metric, threshold, awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD, awscloudwatch.TreatMissingData_NOT_BREACHING)
-	}
-	emf := func(function, name, statistic string, dims map[string]string) awscloudwatch.Metric {
-		// function is the EMF Function dimension: charge, sqsconsumer (both
-		// consumers), sweeper.
-		d := map[string]*string{obs.DimensionFunction: jsii.String(function), obs.DimensionEnvironment: jsii.String(cfg.Name)}
-		for k, v := range dims {
-			d[k] = jsii.String(v)
-		}
-		return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
-			Namespace: jsii.String(obs.Namespace), MetricName: jsii.String(name), Period: five, Statistic: jsii.String(statistic), DimensionsMap: &d,
-		})
-	}
-	outcome := func(function, o string) awscloudwatch.Metric {
-		return emf(function, obs.MetricRequests, "Sum", map[string]string{obs.DimensionOutcome: o})
-	}
+	a := alarms{stack: stack, cfg: cfg, topic: topic, table: w.table, five: awscdk.Duration_Minutes(jsii.Number(5))}
+	a.deadEnds(w)
+	a.api(w)
+	a.queues(w)
+	a.functions(w)
+	a.sweeper(w)
+	a.events(w)
+	a.tableAlarms()
+	newDashboard(stack, cfg, w, a.emf, a.ddb)
+	return topic
+}
 
-	// Dead letters.
-	alarm("DeadLettersAlarm", "DeadLetters", "",
-		w.dlq.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Maximum")}), 1)
-	alarm("RejectedCommandsAlarm", "RejectedCommands", "",
-		w.rejected.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Maximum")}), 1)
-	alarm("ProducerNotAllowedAlarm", "ProducerNotAllowed", "",
-		outcome(obs.FunctionConsumer, command.OutcomeProducerNotAllowed), 1)
+// alarms makes the stack's alarms, each to topic, each over one 5-minute
+// period (five).
+type alarms struct {
+	stack awscdk.Stack
+	cfg   Config
+	topic awssns.Topic
+	table awsdynamodb.CfnTable
+	five  awscdk.Duration
+}
+
+// add makes an alarm that fires when metric reaches threshold in one
+// period, compared by op, with missing data treated as missing says.
+func (a alarms) add(id, description string, metric awscloudwatch.IMetric, threshold float64, op awscloudwatch.ComparisonOperator, missing awscloudwatch.TreatMissingData) {
+	al := awscloudwatch.NewAlarm(a.stack, jsii.String(id), &awscloudwatch.AlarmProps{
+		AlarmDescription: jsii.String(description), Metric: metric, Threshold: jsii.Number(threshold),
+		EvaluationPeriods: jsii.Number(1), ComparisonOperator: op, TreatMissingData: missing,
+	})
+	al.AddAlarmAction(awscloudwatchactions.NewSnsAction(a.topic))
+}
+
+// alarm fires when metric reaches threshold (no data: not breaching). Its
+// description is its runbook row's (runbook), naming subject for a
+// family's member.
+func (a alarms) alarm(id, row, subject string, metric awscloudwatch.IMetric, threshold float64) {
+	a.add(id, specOf(a.cfg, row).description(subject), metric, threshold, awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD, awscloudwatch.TreatMissingData_NOT_BREACHING)
+}
+
+// emf is a metric the functions write: function is the EMF Function
+// dimension (obs.Function*).
+func (a alarms) emf(function, name, statistic string, dims map[string]string) awscloudwatch.Metric {
+	d := map[string]*string{obs.DimensionFunction: jsii.String(function), obs.DimensionEnvironment: jsii.String(a.cfg.Name)}
+	for k, v := range dims {
+		d[k] = jsii.String(v)
+	}
+	return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
+		Namespace: jsii.String(obs.Namespace), MetricName: jsii.String(name), Period: a.five, Statistic: jsii.String(statistic), DimensionsMap: &d,
+	})
+}
+
+// outcome counts a function's requests that came to o.
+func (a alarms) outcome(function, o string) awscloudwatch.Metric {
+	return a.emf(function, obs.MetricRequests, "Sum", map[string]string{obs.DimensionOutcome: o})
+}
+
+// ddb is a metric of the table (of an index of it, by dims).
+func (a alarms) ddb(name string, dims map[string]string) awscloudwatch.Metric {
+	d := map[string]*string{"TableName": a.table.Ref()}
+	for k, v := range dims {
+		d[k] = jsii.String(v)
+	}
+	return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
+		Namespace: jsii.String("AWS/DynamoDB"), MetricName: jsii.String(name), Period: a.five, Statistic: jsii.String("Sum"), DimensionsMap: &d,
+	})
+}
+
+// deadEnds: the DLQ, the rejected commands, and commands from a producer
+// not allowed.
+func (a alarms) deadEnds(w watched) {
+	a.alarm("DeadLettersAlarm", "DeadLetters", "",
+		w.dlq.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Period: a.five, Statistic: jsii.String("Maximum")}), 1)
+	a.alarm("RejectedCommandsAlarm", "RejectedCommands", "",
+		w.rejected.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Period: a.five, Statistic: jsii.String("Maximum")}), 1)
+	a.alarm("ProducerNotAllowedAlarm", "ProducerNotAllowed", "",
+		a.outcome(obs.FunctionConsumer, command.OutcomeProducerNotAllowed), 1)
 	// The two queue alarms stay in ALARM while their queue holds a message:
 	// drain it to re-arm them.
 
-	// The API: a 5xx rate, and the outcomes behind a 503.
+}
+
+// api: the API's 5xx rate, and the outcomes behind a 503.
+func (a alarms) api(w watched) {
 	api5xx := awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
 		Expression: jsii.String(fmt.Sprintf("IF(requests >= %d, 100 * errors / requests, 0)", api5xxMinRequests)),
 		UsingMetrics: &map[string]awscloudwatch.IMetric{
-			"errors":   w.api.MetricServerError(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Sum")}),
-			"requests": w.api.MetricCount(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Sum")}),
+			"errors":   w.api.MetricServerError(&awscloudwatch.MetricOptions{Period: a.five, Statistic: jsii.String("Sum")}),
+			"requests": w.api.MetricCount(&awscloudwatch.MetricOptions{Period: a.five, Statistic: jsii.String("Sum")}),
 		},
-		Label: jsii.String("5xx %"), Period: five,
+		Label: jsii.String("5xx %"), Period: a.five,
 	})
-	alarm("Api5xxRateAlarm", "Api5xxRate", "", api5xx, api5xxPercent)
+	a.alarm("Api5xxRateAlarm", "Api5xxRate", "", api5xx, api5xxPercent)
 	for _, fn := range []string{obs.FunctionCharge, obs.FunctionConsumer} {
 		id := map[string]string{obs.FunctionCharge: "Charge", obs.FunctionConsumer: "Consumer"}[fn]
-		alarm(id+"PendingAlarm", "<Entry>Pending", id, outcome(fn, charge.Pending.String()), float64(cfg.AlarmPendingPer5Min))
-		alarm(id+"UnavailableAlarm", "<Entry>Unavailable", id, outcome(fn, charge.Unavailable.String()), 1)
+		a.alarm(id+"PendingAlarm", "<Entry>Pending", id, a.outcome(fn, charge.Pending.String()), float64(a.cfg.AlarmPendingPer5Min))
+		a.alarm(id+"UnavailableAlarm", "<Entry>Unavailable", id, a.outcome(fn, charge.Unavailable.String()), 1)
 	}
-	alarm("AcquirerErrorsAlarm", "AcquirerErrors", "",
-		sum("acq", emf(obs.FunctionCharge, obs.MetricAcquirerErrors, "Sum", nil), emf(obs.FunctionConsumer, obs.MetricAcquirerErrors, "Sum", nil)), float64(cfg.AlarmPendingPer5Min))
+	a.alarm("AcquirerErrorsAlarm", "AcquirerErrors", "",
+		sum("acq", a.emf(obs.FunctionCharge, obs.MetricAcquirerErrors, "Sum", nil), a.emf(obs.FunctionConsumer, obs.MetricAcquirerErrors, "Sum", nil)), float64(a.cfg.AlarmPendingPer5Min))
 
-	// The queues: a command older than the redrive's worst path is stuck.
+}
+
+// queues: a command older than the redrive's worst path is stuck.
+func (a alarms) queues(w watched) {
 	names := make([]string, 0, len(w.queues))
 	for name := range w.queues {
 		names = append(names, name)
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		alarm("QueueAgeAlarm-"+name, "QueueAge-<queue>", "queue "+name,
-			w.queues[name].MetricApproximateAgeOfOldestMessage(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Maximum")}), queueAgeAlarm)
+		a.alarm("QueueAgeAlarm-"+name, "QueueAge-<queue>", "queue "+name,
+			w.queues[name].MetricApproximateAgeOfOldestMessage(&awscloudwatch.MetricOptions{Period: a.five, Statistic: jsii.String("Maximum")}), queueAgeAlarm)
 	}
 
-	// Every function: errors, throttles, and a p99 near its timeout.
+}
+
+// functions: every function's errors, throttles, and a p99 near its
+// timeout.
+func (a alarms) functions(w watched) {
 	for _, f := range w.functions {
 		id := strings.ToUpper(f.name[:1]) + f.name[1:]
-		alarm(id+"ErrorsAlarm", "<Function>Errors", "function "+f.name,
-			f.fn.fn.MetricErrors(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Sum")}), 1)
-		alarm(id+"ThrottlesAlarm", "<Function>Throttles", "function "+f.name,
-			f.fn.fn.MetricThrottles(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Sum")}), float64(cfg.AlarmThrottlesPer5Min))
-		alarm(id+"DurationAlarm", "<Function>Duration", fmt.Sprintf("function %s, timeout %g s", f.name, f.timeout),
-			f.fn.fn.MetricDuration(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("p99")}), 0.8*f.timeout*1000)
+		a.alarm(id+"ErrorsAlarm", "<Function>Errors", "function "+f.name,
+			f.fn.fn.MetricErrors(&awscloudwatch.MetricOptions{Period: a.five, Statistic: jsii.String("Sum")}), 1)
+		a.alarm(id+"ThrottlesAlarm", "<Function>Throttles", "function "+f.name,
+			f.fn.fn.MetricThrottles(&awscloudwatch.MetricOptions{Period: a.five, Statistic: jsii.String("Sum")}), float64(a.cfg.AlarmThrottlesPer5Min))
+		a.alarm(id+"DurationAlarm", "<Function>Duration", fmt.Sprintf("function %s, timeout %g s", f.name, f.timeout),
+			f.fn.fn.MetricDuration(&awscloudwatch.MetricOptions{Period: a.five, Statistic: jsii.String("p99")}), 0.8*f.timeout*1000)
 	}
 
-	// The sweeper: a heartbeat, and what it finds. The heartbeat treats
+}
+
+// sweeper: its heartbeat, and what it finds.
+func (a alarms) sweeper(w watched) {
+	// The heartbeat treats
 	// missing data as missing: a new alarm starts in INSUFFICIENT_DATA and
 	// acts only on a change of state, so the first deploy does not page
 	// before the first sweep; afterwards, 5 minutes without a successful
 	// sweep turn it to INSUFFICIENT_DATA, which pages like ALARM.
-	heartbeat := awscloudwatch.NewAlarm(stack, jsii.String("SweeperHeartbeatAlarm"), &awscloudwatch.AlarmProps{
-		AlarmDescription: jsii.String(specOf(cfg, "SweeperHeartbeat").description("")),
-		Metric:           outcome(obs.FunctionSweeper, sweep.OutcomeSwept), Threshold: jsii.Number(1), EvaluationPeriods: jsii.Number(1),
+	heartbeat := awscloudwatch.NewAlarm(a.stack, jsii.String("SweeperHeartbeatAlarm"), &awscloudwatch.AlarmProps{
+		AlarmDescription: jsii.String(specOf(a.cfg, "SweeperHeartbeat").description("")),
+		Metric:           a.outcome(obs.FunctionSweeper, sweep.OutcomeSwept), Threshold: jsii.Number(1), EvaluationPeriods: jsii.Number(1),
 		ComparisonOperator: awscloudwatch.ComparisonOperator_LESS_THAN_THRESHOLD, TreatMissingData: awscloudwatch.TreatMissingData_MISSING,
 	})
-	heartbeat.AddAlarmAction(awscloudwatchactions.NewSnsAction(topic))
-	heartbeat.AddInsufficientDataAction(awscloudwatchactions.NewSnsAction(topic))
-	alarm("StaleRecordsAlarm", "StaleRecords", "", emf(obs.FunctionSweeper, obs.MetricStaleFlagged, "Maximum", nil), 1)
-	alarm("StaleFailingAlarm", "StaleFailing", "", emf(obs.FunctionSweeper, obs.MetricStaleFailing, "Maximum", nil), 1)
+	heartbeat.AddAlarmAction(awscloudwatchactions.NewSnsAction(a.topic))
+	heartbeat.AddInsufficientDataAction(awscloudwatchactions.NewSnsAction(a.topic))
+	a.alarm("StaleRecordsAlarm", "StaleRecords", "", a.emf(obs.FunctionSweeper, obs.MetricStaleFlagged, "Maximum", nil), 1)
+	a.alarm("StaleFailingAlarm", "StaleFailing", "", a.emf(obs.FunctionSweeper, obs.MetricStaleFailing, "Maximum", nil), 1)
 	// Held records: an acquirer's answer disagreed with the request. The
 	// first one pages, from the request that met it and from the sweeper's
 	// count; they are in none of the stale counts above.
-	alarm("AcquirerMismatchAlarm", "AcquirerMismatch", "",
-		sum("mm", outcome(obs.FunctionCharge, charge.Mismatch.String()), outcome(obs.FunctionConsumer, charge.Mismatch.String())), 1)
-	alarm("HeldRecordsAlarm", "HeldRecords", "", emf(obs.FunctionSweeper, obs.MetricHeldRecords, "Maximum", nil), 1)
-	alarm("OldestStaleAlarm", "OldestStale", "", emf(obs.FunctionSweeper, obs.MetricOldestStaleSeconds, "Maximum", nil), staleHorizon)
+	a.alarm("AcquirerMismatchAlarm", "AcquirerMismatch", "",
+		sum("mm", a.outcome(obs.FunctionCharge, charge.Mismatch.String()), a.outcome(obs.FunctionConsumer, charge.Mismatch.String())), 1)
+	a.alarm("HeldRecordsAlarm", "HeldRecords", "", a.emf(obs.FunctionSweeper, obs.MetricHeldRecords, "Maximum", nil), 1)
+	a.alarm("OldestStaleAlarm", "OldestStale", "", a.emf(obs.FunctionSweeper, obs.MetricOldestStaleSeconds, "Maximum", nil), staleHorizon)
 
-	// The outcome events: the publisher keeps up with the stream, whose
-	// records age out after 24 hours.
-	alarm("PublisherIteratorAgeAlarm", "PublisherIteratorAge", "",
-		w.publisher.fn.Metric(jsii.String("IteratorAge"), &awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Maximum")}), publisherLagAlarm*1000)
-	alarm("PublisherFailuresAlarm", "PublisherFailures", "",
-		w.publisherFailures.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Maximum")}), 1)
-	alarm("StreamUndecodableAlarm", "StreamUndecodable", "",
-		emf(obs.FunctionPublisher, obs.MetricStreamUndecodable, "Sum", nil), 1)
-	alarm("UndeliveredOutcomesAlarm", "UndeliveredOutcomes", "",
-		w.outcomes.undelivered.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Maximum")}), 1)
+}
+
+// events: the publisher keeps up with the stream, and the events reach
+// their subscribers.
+func (a alarms) events(w watched) {
+	a.alarm("PublisherIteratorAgeAlarm", "PublisherIteratorAge", "",
+		w.publisher.fn.Metric(jsii.String("IteratorAge"), &awscloudwatch.MetricOptions{Period: a.five, Statistic: jsii.String("Maximum")}), publisherLagAlarm*1000)
+	a.alarm("PublisherFailuresAlarm", "PublisherFailures", "",
+		w.publisherFailures.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Period: a.five, Statistic: jsii.String("Maximum")}), 1)
+	a.alarm("StreamUndecodableAlarm", "StreamUndecodable", "",
+		a.emf(obs.FunctionPublisher, obs.MetricStreamUndecodable, "Sum", nil), 1)
+	a.alarm("UndeliveredOutcomesAlarm", "UndeliveredOutcomes", "",
+		w.outcomes.undelivered.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Period: a.five, Statistic: jsii.String("Maximum")}), 1)
 	for _, s := range slices.Sorted(maps.Keys(w.outcomes.queues)) {
-		alarm("OutcomesUnreadAlarm"+s, "OutcomesUnread-<subscriber>", "subscriber "+s,
-			w.outcomes.queues[s].MetricApproximateAgeOfOldestMessage(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Maximum")}), outcomeUnreadAlarm)
+		a.alarm("OutcomesUnreadAlarm"+s, "OutcomesUnread-<subscriber>", "subscriber "+s,
+			w.outcomes.queues[s].MetricApproximateAgeOfOldestMessage(&awscloudwatch.MetricOptions{Period: a.five, Statistic: jsii.String("Maximum")}), outcomeUnreadAlarm)
 	}
 
-	// The table and its in-flight index.
-	ddb := func(name string, dims map[string]string) awscloudwatch.Metric {
-		d := map[string]*string{"TableName": w.table.Ref()}
-		for k, v := range dims {
-			d[k] = jsii.String(v)
-		}
-		return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
-			Namespace: jsii.String("AWS/DynamoDB"), MetricName: jsii.String(name), Period: five, Statistic: jsii.String("Sum"), DimensionsMap: &d,
-		})
-	}
+}
+
+// tableAlarms: the table's and its in-flight index's throttles and errors.
+func (a alarms) tableAlarms() {
 	index := map[string]string{"GlobalSecondaryIndexName": dynamostore.InflightIndex}
-	alarm("TableThrottlesAlarm", "TableThrottles", "", sum("ddb", ddb("ReadThrottleEvents", nil), ddb("WriteThrottleEvents", nil)), 1)
-	alarm("IndexThrottlesAlarm", "IndexThrottles", "",
-		sum("ddb", ddb("ReadThrottleEvents", index), ddb("WriteThrottleEvents", index)), 1)
+	a.alarm("TableThrottlesAlarm", "TableThrottles", "", sum("ddb", a.ddb("ReadThrottleEvents", nil), a.ddb("WriteThrottleEvents", nil)), 1)
+	a.alarm("IndexThrottlesAlarm", "IndexThrottles", "",
+		sum("ddb", a.ddb("ReadThrottleEvents", index), a.ddb("WriteThrottleEvents", index)), 1)
 	var systemErrors []awscloudwatch.IMetric
 	for _, op := range []string{"GetItem", "PutItem", "UpdateItem", "DeleteItem", "Query"} {
-		systemErrors = append(systemErrors, ddb("SystemErrors", map[string]string{"Operation": op}))
+		systemErrors = append(systemErrors, a.ddb("SystemErrors", map[string]string{"Operation": op}))
 	}
-	alarm("TableSystemErrorsAlarm", "TableSystemErrors", "",
+	a.alarm("TableSystemErrorsAlarm", "TableSystemErrors", "",
 		sum("ddb", systemErrors...), 1)
 
-	newDashboard(stack, cfg, w, emf, ddb)
-	return topic
 }
 
 // sum is the sum of metrics, as one math expression.
