@@ -220,11 +220,11 @@ func (a alarms) functions(w watched) {
 
 // sweeper: its heartbeat, and what it finds.
 func (a alarms) sweeper(w watched) {
-	// The heartbeat treats
-	// missing data as missing: a new alarm starts in INSUFFICIENT_DATA and
-	// acts only on a change of state, so the first deploy does not page
-	// before the first sweep; afterwards, 5 minutes without a successful
-	// sweep turn it to INSUFFICIENT_DATA, which pages like ALARM.
+	// The heartbeat treats missing data as missing: a new alarm starts in
+	// INSUFFICIENT_DATA and acts only on a change of state, so the first
+	// deploy does not page before the first sweep; afterwards, 5 minutes
+	// without a successful sweep turn it to INSUFFICIENT_DATA, which pages
+	// like ALARM.
 	heartbeat := awscloudwatch.NewAlarm(a.stack, jsii.String("SweeperHeartbeatAlarm"), &awscloudwatch.AlarmProps{
 		AlarmDescription: jsii.String(specOf(a.cfg, "SweeperHeartbeat").description("")),
 		Metric:           a.outcome(obs.FunctionSweeper, sweep.OutcomeSwept), Threshold: jsii.Number(1), EvaluationPeriods: jsii.Number(1),
