@@ -19,8 +19,8 @@ import (
 
 	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/charge"
+	"github.com/idempotent-payments/idempay/internal/charge/chargetest"
 	"github.com/idempotent-payments/idempay/internal/charge/dynamoledger"
-	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore/dynamotest"
@@ -46,7 +46,7 @@ func TestOperatorCommands(t *testing.T) {
 
 	// A completed charge and a stale one, made by the real service.
 	guard := idem.NewGuard(store, idem.Config{DefaultLease: 200 * time.Millisecond, Protocol: w.protocol}) // workers that die young
-	svc := charge.NewService(idem.NewGuard(store, idem.Config{Protocol: w.protocol}), w.ledger, acq, httpapi.Render, charge.Config{})
+	svc := chargetest.ServiceWith(idem.NewGuard(store, idem.Config{Protocol: w.protocol}), w.ledger, acq, charge.Config{})
 	body := []byte(`{"amount": 100, "currency": "BRL", "order_id": "1", "payment_method": "pm_card_visa"}`)
 	if r := svc.Charge(ctx, charge.Input{Account: "acct_ops", Keys: []string{"ops-done-key"}, Body: body}); r.Outcome != charge.Executed || r.Response.StatusCode != 201 {
 		t.Fatalf("setup: %s %d %s", r.Outcome, r.Response.StatusCode, r.Response.Body)
@@ -211,7 +211,7 @@ func lostCharge(t *testing.T, release releaseFn, key string) string {
 	w := newWorld(t)
 	store, acq, sb, bound := w.store, w.acq, w.sb, w.bound
 	cfg := charge.Config{AcquirerTimeout: 150 * time.Millisecond}
-	client := charge.NewService(idem.NewGuard(store, idem.Config{DefaultLease: 2 * time.Second, Protocol: w.protocol}), w.ledger, losesAnswers{acq}, httpapi.Render, cfg)
+	client := chargetest.ServiceWith(idem.NewGuard(store, idem.Config{DefaultLease: 2 * time.Second, Protocol: w.protocol}), w.ledger, losesAnswers{acq}, cfg)
 
 	body := []byte(`{"amount": 100, "currency": "BRL", "order_id": "1", "payment_method": "pm_card_visa"}`)
 	req, _ := charge.ParseRequest(body, 0)
@@ -323,8 +323,8 @@ func TestSettleHeld(t *testing.T) {
 		return out.String(), err
 	}
 	guard := idem.NewGuard(w.store, idem.Config{Protocol: w.protocol})
-	lying := charge.NewService(guard, w.ledger, inflates{w.acq}, httpapi.Render, charge.Config{})
-	truthful := charge.NewService(guard, w.ledger, w.acq, httpapi.Render, charge.Config{})
+	lying := chargetest.ServiceWith(guard, w.ledger, inflates{w.acq}, charge.Config{})
+	truthful := chargetest.ServiceWith(guard, w.ledger, w.acq, charge.Config{})
 	body := []byte(`{"amount": 100, "currency": "BRL", "order_id": "1", "payment_method": "pm_card_visa"}`)
 	in := func(key string) charge.Input {
 		return charge.Input{Account: "acct_ops", Keys: []string{key}, Body: body}
@@ -393,7 +393,7 @@ func TestShellTimesAreNotIdemctls(t *testing.T) {
 	ctx := context.Background()
 	w := newWorld(t)
 	functions := idem.Protocol{InTransitBound: 5 * time.Second, ClockSkew: time.Second, Downstream: "sandbox"}
-	svc := charge.NewService(idem.NewGuard(w.store, idem.Config{Protocol: functions}), w.ledger, w.acq, httpapi.Render, charge.Config{AcquirerTimeout: 3 * time.Second})
+	svc := chargetest.ServiceWith(idem.NewGuard(w.store, idem.Config{Protocol: functions}), w.ledger, w.acq, charge.Config{AcquirerTimeout: 3 * time.Second})
 	w.sb.SetFaults(sandbox.Faults{HangRate: 1, HangMS: 4900})
 	body := []byte(`{"amount": 100, "currency": "BRL", "order_id": "1", "payment_method": "pm_card_visa"}`)
 	in := charge.Input{Account: "acct_ops", Keys: []string{"shell-times-key"}, Body: body}

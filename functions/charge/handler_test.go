@@ -16,7 +16,6 @@ import (
 	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/charge/chargetest"
-	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/idemtest"
 	"github.com/idempotent-payments/idempay/internal/problem"
@@ -35,7 +34,7 @@ func newHandler(t testing.TB) (*Handler, *sandbox.Server) {
 	}
 	store := idemtest.NewMemoryStore()
 	guard := idem.NewGuard(store, idem.Config{CacheSize: 100})
-	return &Handler{Service: charge.NewService(guard, chargetest.NewLedger(), acq, httpapi.Render, charge.Config{}), AccountClaim: "sub"}, sb
+	return &Handler{Service: chargetest.Service(guard, acq, charge.Config{}), AccountClaim: "sub"}, sb
 }
 
 func loadEvent(t testing.TB, name string) events.APIGatewayV2HTTPRequest {
@@ -350,7 +349,7 @@ func TestReplayHeadersAreTheFirstAnswers(t *testing.T) {
 	for _, cache := range []int{0, 100} {
 		sb := sandbox.New("")
 		acq, _ := acquirer.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
-		h := &Handler{Service: charge.NewService(idem.NewGuard(idemtest.NewMemoryStore(), idem.Config{CacheSize: cache}), chargetest.NewLedger(), acq, httpapi.Render, charge.Config{}), AccountClaim: "sub"}
+		h := &Handler{Service: chargetest.Service(idem.NewGuard(idemtest.NewMemoryStore(), idem.Config{CacheSize: cache}), acq, charge.Config{}), AccountClaim: "sub"}
 		for i, body := range []string{
 			`{"amount": 100, "currency": "BRL", "order_id": "1", "payment_method": "pm_card_visa"}`,
 			`{"amount": 100, "currency": "BRL", "order_id": "1", "payment_method": "pm_card_declined"}`,

@@ -8,9 +8,9 @@ import (
 	"github.com/idempotent-payments/idempay/internal/idem"
 )
 
-// canonicalOf parses a JSON object the way a domain package would: into
+// domainCanonical parses a JSON object the way a domain package would: into
 // typed fields, then in a fixed order. Key order and white space are gone.
-func canonicalOf(t *testing.T, body string) idem.Canonical {
+func domainCanonical(t *testing.T, body string) idem.Canonical {
 	t.Helper()
 	var req struct {
 		Amount   int64  `json:"amount"`
@@ -31,8 +31,8 @@ func itoa(n int64) string { b, _ := json.Marshal(n); return string(b) }
 
 func TestFingerprintIgnoresKeyOrderAndWhiteSpace(t *testing.T) {
 	t.Parallel()
-	a := canonicalOf(t, `{"amount":25000,"currency":"BRL","order_id":"123"}`)
-	b := canonicalOf(t, "{\n  \"order_id\" : \"123\",\n\t\"currency\":\"BRL\",   \"amount\": 25000 }")
+	a := domainCanonical(t, `{"amount":25000,"currency":"BRL","order_id":"123"}`)
+	b := domainCanonical(t, "{\n  \"order_id\" : \"123\",\n\t\"currency\":\"BRL\",   \"amount\": 25000 }")
 	if fa, fb := idem.Fingerprint("charge", a), idem.Fingerprint("charge", b); fa != fb {
 		t.Fatalf("same request, different fingerprints: %s vs %s", fa, fb)
 	}

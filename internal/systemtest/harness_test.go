@@ -21,6 +21,7 @@ import (
 
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/idem/dynamostore/dynamotest"
 	"github.com/idempotent-payments/idempay/internal/localapi"
 )
 
@@ -152,9 +153,7 @@ func newStack(t *testing.T, env ...string) *localapi.Stack {
 // a fresh table, loopback ports and, unless set, the timeouts.
 func newStackWith(t *testing.T, cfg localapi.StackConfig) *localapi.Stack {
 	t.Helper()
-	if os.Getenv("AWS_ENDPOINT_URL_DYNAMODB") == "" && os.Getenv("AWS_ENDPOINT_URL") == "" {
-		t.Fatal("AWS_ENDPOINT_URL_DYNAMODB is not set: run `make test`")
-	}
+	dynamotest.RequireEmulator(t)
 	if _, err := os.Stat(rieBin); err != nil {
 		t.Fatalf("aws-lambda-rie not found at %s (make test installs it): %v", rieBin, err)
 	}

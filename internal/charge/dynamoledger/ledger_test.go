@@ -17,7 +17,6 @@ import (
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/charge/chargetest"
 	"github.com/idempotent-payments/idempay/internal/charge/dynamoledger"
-	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore/dynamotest"
@@ -102,7 +101,7 @@ func TestChargeRoundTrips(t *testing.T) {
 	table := dynamotest.NewTable(t, client)
 	sb := sandbox.New("")
 	acq, _ := acquirer.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
-	svc := charge.NewService(idem.NewGuard(dynamostore.New(client, table), idem.Config{}), dynamoledger.New(client, table), acq, httpapi.Render, charge.Config{})
+	svc := chargetest.ServiceWith(idem.NewGuard(dynamostore.New(client, table), idem.Config{}), dynamoledger.New(client, table), acq, charge.Config{})
 	in := charge.Input{Account: "acct_rt", Keys: []string{"round-trip-key"}, Body: []byte(`{"amount": 100, "currency": "BRL", "order_id": "1", "payment_method": "pm_card_visa"}`)}
 	trips.Take()
 	first := svc.Charge(ctx, in)
@@ -133,7 +132,7 @@ func TestItemSizes(t *testing.T) {
 	store := dynamostore.New(client, table)
 	sb := sandbox.New("")
 	acq, _ := acquirer.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
-	svc := charge.NewService(idem.NewGuard(store, idem.Config{}), dynamoledger.New(client, table), acq, httpapi.Render, charge.Config{})
+	svc := chargetest.ServiceWith(idem.NewGuard(store, idem.Config{}), dynamoledger.New(client, table), acq, charge.Config{})
 	raw := func(pk string) map[string]types.AttributeValue {
 		out, err := client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: pk}}, ConsistentRead: aws.Bool(true)})
 		if err != nil || out.Item == nil {
@@ -187,7 +186,7 @@ func TestLookupByKey(t *testing.T) {
 	sb := sandbox.New("")
 	acq, _ := acquirer.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
 	service := func(cfg idem.Config) *charge.Service {
-		return charge.NewService(idem.NewGuard(store, cfg), ledger, acq, httpapi.Render, charge.Config{})
+		return chargetest.ServiceWith(idem.NewGuard(store, cfg), ledger, acq, charge.Config{})
 	}
 	charger := service(idem.Config{})
 	body := func(pm string) []byte {

@@ -9,8 +9,8 @@ import (
 
 	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/charge"
+	"github.com/idempotent-payments/idempay/internal/charge/chargetest"
 	"github.com/idempotent-payments/idempay/internal/charge/dynamoledger"
-	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore/dynamotest"
@@ -42,7 +42,7 @@ func unitsOf(tb testing.TB, path string, n int) dynamotest.Units {
 		cache = 10
 	}
 	guard := idem.NewGuard(dynamostore.New(meter, table), idem.Config{CacheSize: cache})
-	svc := charge.NewService(guard, dynamoledger.New(meter, table), acq, httpapi.Render, charge.Config{})
+	svc := chargetest.ServiceWith(guard, dynamoledger.New(meter, table), acq, charge.Config{})
 	body := []byte(`{"amount": 25000, "currency": "BRL", "order_id": "order-123", "payment_method": "pm_card_visa", "description": "a typical description of seventy characters or so, for the bill"}`)
 	in := func(key string) charge.Input {
 		return charge.Input{Account: "acct_units", Keys: []string{key}, Body: body}
@@ -132,7 +132,7 @@ func BenchmarkChargeCPU(b *testing.B) {
 	table := dynamotest.NewTable(b, client)
 	sb := sandbox.New("")
 	acq, _ := acquirer.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
-	svc := charge.NewService(idem.NewGuard(dynamostore.New(client, table), idem.Config{}), dynamoledger.New(client, table), acq, httpapi.Render, charge.Config{})
+	svc := chargetest.ServiceWith(idem.NewGuard(dynamostore.New(client, table), idem.Config{}), dynamoledger.New(client, table), acq, charge.Config{})
 	body := []byte(`{"amount": 25000, "currency": "BRL", "order_id": "order-123", "payment_method": "pm_card_visa", "description": "a typical description"}`)
 	run := fmt.Sprint(time.Now().UnixNano())
 	n := 0 // keys stay new across -count runs

@@ -22,14 +22,20 @@ import (
 	"github.com/idempotent-payments/idempay/internal/setup"
 )
 
-// Client returns a DynamoDB client for the emulator. It fails the test when
-// no endpoint variable is set, so a test never reaches a real account by
-// accident: run the tests with `make test`, which starts DynamoDB Local.
-func Client(t testing.TB, optFns ...func(*dynamodb.Options)) *dynamodb.Client {
+// RequireEmulator fails the test when no endpoint variable is set, so a
+// test never reaches a real account by accident: run the tests with
+// `make test`, which starts DynamoDB Local.
+func RequireEmulator(t testing.TB) {
 	t.Helper()
 	if os.Getenv("AWS_ENDPOINT_URL_DYNAMODB") == "" && os.Getenv("AWS_ENDPOINT_URL") == "" {
 		t.Fatal("AWS_ENDPOINT_URL_DYNAMODB is not set: run `make test` (it starts DynamoDB Local), or `eval \"$(localstack/emulators.sh env)\"` after `make up`")
 	}
+}
+
+// Client returns a DynamoDB client for the emulator (RequireEmulator).
+func Client(t testing.TB, optFns ...func(*dynamodb.Options)) *dynamodb.Client {
+	t.Helper()
+	RequireEmulator(t)
 	cfg, err := config.LoadDefaultConfig(context.Background())
 	if err != nil {
 		t.Fatalf("load AWS config: %v", err)
