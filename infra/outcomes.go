@@ -13,9 +13,9 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/idempotent-payments/idempay/internal/deploy"
 	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/outbox"
-	"github.com/idempotent-payments/idempay/internal/queue"
 )
 
 // outcomeRetention of the outcome queues and the publisher's failures.
@@ -37,7 +37,7 @@ type outcomeTopic struct {
 // delivery, so a message is the event. The queue policy CDK writes for the
 // subscription admits only the topic. What SNS cannot deliver to a queue
 // (its policy or the queue broken) goes to the undelivered queue.
-func outcomesTopic(stack awscdk.Stack, names queue.Names, removal awscdk.RemovalPolicy, subscribers []string) outcomeTopic {
+func outcomesTopic(stack awscdk.Stack, names deploy.Names, removal awscdk.RemovalPolicy, subscribers []string) outcomeTopic {
 	o := outcomeTopic{queues: map[string]awssqs.Queue{}}
 	o.undelivered = awssqs.NewQueue(stack, jsii.String("UndeliveredOutcomes"), &awssqs.QueueProps{
 		QueueName: jsii.String(names.UndeliveredOutcomes()), Encryption: awssqs.QueueEncryption_SQS_MANAGED, EnforceSSL: jsii.Bool(true),

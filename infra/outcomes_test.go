@@ -5,10 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/idempotent-payments/idempay/internal/deploy"
 	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/outbox"
-	"github.com/idempotent-payments/idempay/internal/queue"
-	"github.com/idempotent-payments/idempay/internal/setup"
 )
 
 // sameJSON reports whether a and b are the same JSON value, whatever the
@@ -38,7 +37,7 @@ func TestOutcomeEvents(t *testing.T) {
 	for _, env := range Environments {
 		tmpl := synth(t, env)
 		cfg, _ := ConfigFor(env, testInputs)
-		names := queue.Names{Prefix: "idempay-" + env}
+		names := deploy.Names{Prefix: "idempay-" + env}
 
 		topics := resources(tmpl, "AWS::SNS::Topic")
 		topic := props(byPrefix(t, topics, "Outcomes"))
@@ -137,8 +136,8 @@ func TestOutcomeEvents(t *testing.T) {
 		fns := resources(tmpl, "AWS::Lambda::Function")
 		for _, fn := range []string{"Publisher", "SqsConsumer"} {
 			vars := props(byPrefix(t, fns, fn))["Environment"].(map[string]any)["Variables"].(map[string]any)
-			if !strings.HasPrefix(asJSON(vars[setup.EnvOutcomeTopicARN]), `{"Ref":"Outcomes`) {
-				t.Errorf("%s %s: %s = %s", env, fn, setup.EnvOutcomeTopicARN, asJSON(vars[setup.EnvOutcomeTopicARN]))
+			if !strings.HasPrefix(asJSON(vars[deploy.EnvOutcomeTopicARN]), `{"Ref":"Outcomes`) {
+				t.Errorf("%s %s: %s = %s", env, fn, deploy.EnvOutcomeTopicARN, asJSON(vars[deploy.EnvOutcomeTopicARN]))
 			}
 		}
 	}

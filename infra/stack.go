@@ -28,9 +28,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/deploy"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
-	"github.com/idempotent-payments/idempay/internal/queue"
 	"github.com/idempotent-payments/idempay/internal/route"
-	"github.com/idempotent-payments/idempay/internal/setup"
 )
 
 // producerQueue is a producer with its charge-commands queue and its role.
@@ -55,7 +53,7 @@ func NewStack(scope constructs.Construct, id string, cfg Config, assets StackAss
 	}
 
 	table := newTable(stack, cfg, removal)
-	names := queue.Names{Prefix: id}
+	names := deploy.Names{Prefix: id}
 	q := newCommandQueues(stack, cfg, names, removal)
 	dlq, rejected, producers, reconcileQueue := q.dlq, q.rejected, q.producers, q.reconcile
 	outcomes := outcomesTopic(stack, names, removal, subscribersOf(cfg))
@@ -114,8 +112,8 @@ type commandQueues struct {
 
 // newCommandQueues makes the command queues, each producer's with the role
 // that alone may send to it.
-func newCommandQueues(stack awscdk.Stack, cfg Config, names queue.Names, removal awscdk.RemovalPolicy) commandQueues {
-	// The queues are named (queue.Names, as the local stack's), so the DLQ
+func newCommandQueues(stack awscdk.Stack, cfg Config, names deploy.Names, removal awscdk.RemovalPolicy) commandQueues {
+	// The queues are named (deploy.Names, as the local stack's), so the DLQ
 	// can name the queues it takes dead letters from without a cycle.
 	arnOf := func(name string) *string {
 		return awscdk.Fn_Sub(jsii.String("arn:${AWS::Partition}:sqs:${AWS::Region}:${AWS::AccountId}:"+name), nil)
@@ -207,11 +205,11 @@ func newFunctions(stack awscdk.Stack, cfg Config, assets StackAssets, removal aw
 	table, secret, outcomes, publisherFailures := d.table, d.secret, d.outcomes, d.publisherFailures
 	rejected, producers, reconcileQueue := d.queues.rejected, d.queues.producers, d.queues.reconcile
 	common := map[string]*string{
-		setup.EnvTableName: table.Ref(), setup.EnvAcquirerURL: jsii.String(cfg.AcquirerURL), setup.EnvAcquirerID: jsii.String(cfg.AcquirerID),
-		setup.EnvAcquirerSecret: secret.SecretArn(), setup.EnvAccountClaim: jsii.String(cfg.AccountClaim),
-		setup.EnvRetentionDays: jsii.String(strconv.Itoa(cfg.RetentionDays)), setup.EnvLeaseMargin: jsii.String(deployed.Protocol.LeaseMargin.String()),
-		setup.EnvInTransitBound: jsii.String(deployed.Protocol.InTransitBound.String()), setup.EnvAcquirerTimeout: jsii.String(deployed.Protocol.AcquirerTimeout.String()),
-		setup.EnvClockSkew: jsii.String(deployed.Protocol.ClockSkew.String()), setup.EnvEnvironment: jsii.String(cfg.Name),
+		deploy.EnvTableName: table.Ref(), deploy.EnvAcquirerURL: jsii.String(cfg.AcquirerURL), deploy.EnvAcquirerID: jsii.String(cfg.AcquirerID),
+		deploy.EnvAcquirerSecret: secret.SecretArn(), deploy.EnvAccountClaim: jsii.String(cfg.AccountClaim),
+		deploy.EnvRetentionDays: jsii.String(strconv.Itoa(cfg.RetentionDays)), deploy.EnvLeaseMargin: jsii.String(deployed.Protocol.LeaseMargin.String()),
+		deploy.EnvInTransitBound: jsii.String(deployed.Protocol.InTransitBound.String()), deploy.EnvAcquirerTimeout: jsii.String(deployed.Protocol.AcquirerTimeout.String()),
+		deploy.EnvClockSkew: jsii.String(deployed.Protocol.ClockSkew.String()), deploy.EnvEnvironment: jsii.String(cfg.Name),
 	}
 	with := func(extra map[string]*string) *map[string]*string {
 		env := map[string]*string{}
@@ -253,7 +251,7 @@ func newFunctions(stack awscdk.Stack, cfg Config, assets StackAssets, removal aw
 		producerARNs = append(producerARNs, p.queue.QueueArn())
 	}
 	consumer := newFunction(stack, "SqsConsumer", cfg, assets, removal, timeoutOf(deploy.FunctionConsumer),
-		with(map[string]*string{setup.EnvCommandSources: encodeSources(sources), setup.EnvRejectedQueueURL: rejected.QueueUrl(), setup.EnvOutcomeTopicARN: outcomes.topic.TopicArn()}),
+		with(map[string]*string{deploy.EnvCommandSources: encodeSources(sources), deploy.EnvRejectedQueueURL: rejected.QueueUrl(), deploy.EnvOutcomeTopicARN: outcomes.topic.TopicArn()}),
 		slices.Concat(recordStatements, []statement{
 			{actions: []string{"secretsmanager:GetSecretValue"}, resources: []*string{secret.SecretArn()}},
 			{actions: consumeActions, resources: producerARNs},
@@ -268,8 +266,8 @@ func newFunctions(stack awscdk.Stack, cfg Config, assets StackAssets, removal aw
 	// does not prove it never starts a charge; the code's refusal does.
 	reconciler := newFunction(stack, "Reconciler", cfg, assets, removal, timeoutOf(deploy.FunctionReconciler),
 		with(map[string]*string{
-			setup.EnvCommandSources:   encodeSources([]command.Source{{ARN: *reconcileQueue.QueueArn(), URL: *reconcileQueue.QueueUrl(), Reconcile: true}}),
-			setup.EnvRejectedQueueURL: rejected.QueueUrl(),
+			deploy.EnvCommandSources:   encodeSources([]command.Source{{ARN: *reconcileQueue.QueueArn(), URL: *reconcileQueue.QueueUrl(), Reconcile: true}}),
+			deploy.EnvRejectedQueueURL: rejected.QueueUrl(),
 		}), []statement{
 			{actions: []string{"dynamodb:GetItem"}, resources: []*string{tableArn}, conditions: recordsAndLedger},
 			{actions: []string{"dynamodb:UpdateItem", "dynamodb:DeleteItem"}, resources: []*string{tableArn}, conditions: onlyRecords},
@@ -280,8 +278,8 @@ func newFunctions(stack awscdk.Stack, cfg Config, assets StackAssets, removal aw
 		})
 	sweeper := newFunction(stack, "Sweeper", cfg, assets, removal, timeoutOf(deploy.FunctionSweeper),
 		&map[string]*string{
-			setup.EnvTableName: table.Ref(), setup.EnvReconcileQueueURL: reconcileQueue.QueueUrl(), setup.EnvEnvironment: jsii.String(cfg.Name),
-			setup.EnvInTransitBound: jsii.String(deployed.Protocol.InTransitBound.String()), setup.EnvClockSkew: jsii.String(deployed.Protocol.ClockSkew.String()),
+			deploy.EnvTableName: table.Ref(), deploy.EnvReconcileQueueURL: reconcileQueue.QueueUrl(), deploy.EnvEnvironment: jsii.String(cfg.Name),
+			deploy.EnvInTransitBound: jsii.String(deployed.Protocol.InTransitBound.String()), deploy.EnvClockSkew: jsii.String(deployed.Protocol.ClockSkew.String()),
 		}, []statement{
 			{actions: []string{"dynamodb:Query"}, resources: []*string{indexArn}},
 			{actions: []string{"dynamodb:UpdateItem"}, resources: []*string{tableArn}, conditions: onlyRecords},
@@ -289,7 +287,7 @@ func newFunctions(stack awscdk.Stack, cfg Config, assets StackAssets, removal aw
 		})
 	onlySender(reconcileQueue, sweeper.role)
 	publisher := newFunction(stack, "Publisher", cfg, assets, removal, timeoutOf(deploy.FunctionPublisher),
-		&map[string]*string{setup.EnvOutcomeTopicARN: outcomes.topic.TopicArn(), setup.EnvEnvironment: jsii.String(cfg.Name)}, []statement{
+		&map[string]*string{deploy.EnvOutcomeTopicARN: outcomes.topic.TopicArn(), deploy.EnvEnvironment: jsii.String(cfg.Name)}, []statement{
 			{actions: streamActions, resources: []*string{table.AttrStreamArn()}},
 			{actions: []string{"sns:Publish"}, resources: []*string{outcomes.topic.TopicArn()}},
 			{actions: []string{"sqs:SendMessage"}, resources: []*string{publisherFailures.QueueArn()}}, // the trigger's on-failure destination
@@ -473,7 +471,7 @@ func newFunction(stack awscdk.Stack, name string, cfg Config, assets StackAssets
 		// The collector runs as an extension and forwards OTLP to X-Ray with
 		// the role's X-Ray permissions; the functions export to it.
 		layers = append(layers, awslambda.LayerVersion_FromLayerVersionArn(stack, jsii.String(name+"Collector"), jsii.String(cfg.CollectorLayerARN)))
-		(*env)[setup.EnvOTLPEndpoint] = jsii.String(collectorEndpoint)
+		(*env)[deploy.EnvOTLPEndpoint] = jsii.String(collectorEndpoint)
 	}
 	fn := awslambda.NewFunction(stack, jsii.String(name), &awslambda.FunctionProps{
 		Layers:       &layers,

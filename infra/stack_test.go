@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -23,9 +24,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
-	"github.com/idempotent-payments/idempay/internal/queue"
 	"github.com/idempotent-payments/idempay/internal/route"
-	"github.com/idempotent-payments/idempay/internal/setup"
 )
 
 // jsii tests share one node process: no t.Parallel, and close it at the end.
@@ -197,7 +196,7 @@ func TestFunctionsQueuesAndTriggers(t *testing.T) {
 					t.Errorf("%s %s: variable %s looks like a credential; credentials come from Secrets Manager", env, prefix, name)
 				}
 			}
-			for _, local := range setup.LocalOnly {
+			for _, local := range deploy.LocalOnly {
 				if vars[local] != nil {
 					t.Errorf("%s %s: %s is a local switch, yet set in AWS", env, prefix, local)
 				}
@@ -471,14 +470,14 @@ func TestProtocolDefaults(t *testing.T) {
 		cfg, _ := ConfigFor(env, testInputs)
 		for id, fn := range resources(synth(t, env), "AWS::Lambda::Function") {
 			vars := props(fn)["Environment"].(map[string]any)["Variables"].(map[string]any)
-			want := map[string]time.Duration{setup.EnvInTransitBound: idem.DefaultInTransitBound, setup.EnvClockSkew: idem.DefaultClockSkew}
+			want := map[string]time.Duration{deploy.EnvInTransitBound: idem.DefaultInTransitBound, deploy.EnvClockSkew: idem.DefaultClockSkew}
 			if strings.HasPrefix(id, "Publisher") {
 				continue // it takes no protocol setting: it only publishes what the table says
 			}
 			if !strings.HasPrefix(id, "Sweeper") {
-				want[setup.EnvAcquirerTimeout], want[setup.EnvLeaseMargin] = charge.DefaultAcquirerTimeout, idem.DefaultLeaseMargin
-				if vars[setup.EnvAcquirerID] != cfg.AcquirerID || cfg.AcquirerID == "" {
-					t.Errorf("%s %s: %s = %v, want %q", env, id, setup.EnvAcquirerID, vars[setup.EnvAcquirerID], cfg.AcquirerID)
+				want[deploy.EnvAcquirerTimeout], want[deploy.EnvLeaseMargin] = charge.DefaultAcquirerTimeout, idem.DefaultLeaseMargin
+				if vars[deploy.EnvAcquirerID] != cfg.AcquirerID || cfg.AcquirerID == "" {
+					t.Errorf("%s %s: %s = %v, want %q", env, id, deploy.EnvAcquirerID, vars[deploy.EnvAcquirerID], cfg.AcquirerID)
 				}
 			}
 			for name, d := range want {
@@ -747,13 +746,13 @@ func TestTracing(t *testing.T) {
 				t.Errorf("tracing %v, %s: not active", on, id)
 			}
 			if !on {
-				if vars[setup.EnvOTLPEndpoint] != nil || strings.Contains(layers, "otel") {
-					t.Errorf("%s has a collector without tracing: %s %v", id, layers, vars[setup.EnvOTLPEndpoint])
+				if vars[deploy.EnvOTLPEndpoint] != nil || strings.Contains(layers, "otel") {
+					t.Errorf("%s has a collector without tracing: %s %v", id, layers, vars[deploy.EnvOTLPEndpoint])
 				}
 				continue
 			}
-			if want := `["arn:aws:lambda:sa-east-1:901920570463:layer:aws-otel-collector-arm64-ver-0-115-0:2"]`; vars[setup.EnvOTLPEndpoint] != collectorEndpoint || layers != want {
-				t.Errorf("%s: layers %s, endpoint %v; want %s", id, layers, vars[setup.EnvOTLPEndpoint], want)
+			if want := `["arn:aws:lambda:sa-east-1:901920570463:layer:aws-otel-collector-arm64-ver-0-115-0:2"]`; vars[deploy.EnvOTLPEndpoint] != collectorEndpoint || layers != want {
+				t.Errorf("%s: layers %s, endpoint %v; want %s", id, layers, vars[deploy.EnvOTLPEndpoint], want)
 			}
 		}
 		bad := map[string]string{InputTracing: "yes"}
@@ -894,7 +893,7 @@ func TestWarmThroughput(t *testing.T) {
 func TestDLQRedriveAllow(t *testing.T) {
 	cfg, _ := ConfigFor("prod", testInputs)
 	tmpl := synth(t, "prod")
-	names := queue.Names{Prefix: "idempay-prod"}
+	names := deploy.Names{Prefix: "idempay-prod"}
 	dlq := props(byPrefix(t, resources(tmpl, "AWS::SQS::Queue"), "ChargeCommandsDLQ"))
 	policy := asJSON(dlq["RedriveAllowPolicy"])
 	want := []string{names.Reconcile()}
@@ -1009,6 +1008,27 @@ func TestRunbookIsGenerated(t *testing.T) {
 	for _, s := range runbook(prod) {
 		if !slices.ContainsFunc(descriptions, func(d string) bool { return strings.HasPrefix(d, capitalize(s.when)) }) {
 			t.Errorf("runbook row %s: no alarm of the stack has its description", s.name)
+		}
+	}
+}
+
+// TestLinksNoFunctionWiring: the CDK app reads names from the system's
+// description, not from the functions' wiring: it links neither setup, the
+// SQS adapter, the HTTP rendering, nor the SDK clients they bring.
+func TestLinksNoFunctionWiring(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		for _, never := range []string{
+			"github.com/idempotent-payments/idempay/internal/setup", "github.com/idempotent-payments/idempay/internal/queue",
+			"github.com/idempotent-payments/idempay/internal/httpapi", "github.com/aws/aws-sdk-go-v2/service/sqs",
+			"github.com/aws/aws-sdk-go-v2/service/secretsmanager", "github.com/aws/aws-sdk-go-v2/service/sts",
+		} {
+			if dep == never {
+				t.Errorf("the CDK app links %s", dep)
+			}
 		}
 	}
 }

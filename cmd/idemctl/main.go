@@ -102,16 +102,16 @@ func run(ctx context.Context, args []string, sh shell) error {
 	cmd := args[0]
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
 	var f flags
-	f.table = fs.String("table", cmp.Or(sh.getenv(setup.EnvTableName), "idempay-local"), "the table")
+	f.table = fs.String("table", cmp.Or(sh.getenv(deploy.EnvTableName), "idempay-local"), "the table")
 	f.account = fs.String("account", "", "the account (the JWT's account claim)")
 	f.key = fs.String("key", "", "the client's Idempotency-Key")
-	f.acquirerURL = fs.String("acquirer-url", sh.getenv(setup.EnvAcquirerURL), "reconcile/release/accept: the acquirer's URL")
-	f.acquirerID = fs.String("acquirer-id", sh.getenv(setup.EnvAcquirerID), "every acting command: the acquirer's logical id, which must be the record's")
+	f.acquirerURL = fs.String("acquirer-url", sh.getenv(deploy.EnvAcquirerURL), "reconcile/release/accept: the acquirer's URL")
+	f.acquirerID = fs.String("acquirer-id", sh.getenv(deploy.EnvAcquirerID), "every acting command: the acquirer's logical id, which must be the record's")
 	f.by = fs.String("by", "", "void-confirmed/accept: who decides (recorded)")
 	f.yes = fs.Bool("yes", false, "acting commands: do not ask for confirmation")
 	fs.Var(&f.charges, "charge", "republish: a charge id whose event to publish again (repeatable)")
 	f.failuresQueue = fs.String("failures-queue", "", "republish: the URL of the publisher's failures queue, to drain")
-	f.topicARN = fs.String("topic", sh.getenv(setup.EnvOutcomeTopicARN), "republish: the outcome topic's ARN")
+	f.topicARN = fs.String("topic", sh.getenv(deploy.EnvOutcomeTopicARN), "republish: the outcome topic's ARN")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -251,10 +251,10 @@ func (t tool) act(ctx context.Context, cmd string) error {
 		return err
 	}
 	if *f.acquirerID == "" {
-		return errors.New("--acquirer-id (or " + setup.EnvAcquirerID + ") is required: a record is resolved only by a tool configured for the acquirer it was claimed with")
+		return errors.New("--acquirer-id (or " + deploy.EnvAcquirerID + ") is required: a record is resolved only by a tool configured for the acquirer it was claimed with")
 	}
 	if *f.acquirerURL == "" && cmd != "void-confirmed" {
-		return errors.New("--acquirer-url (or " + setup.EnvAcquirerURL + ") is required: only the acquirer knows whether the card was charged")
+		return errors.New("--acquirer-url (or " + deploy.EnvAcquirerURL + ") is required: only the acquirer knows whether the card was charged")
 	}
 	if (cmd == "void-confirmed" || cmd == "accept") && !validBy(*f.by) {
 		return errors.New("--by is required: 1 to 128 visible characters naming who decides (it is recorded)")
@@ -285,7 +285,7 @@ func service(ctx context.Context, sh shell, table, acquirerURL, acquirerID strin
 	}
 	cfg := setup.Config{
 		TableName: table, AcquirerURL: acquirerURL, AcquirerID: acquirerID,
-		AcquirerAPIKey: sh.getenv(setup.EnvAcquirerAPIKey), AcquirerSecret: sh.getenv(setup.EnvAcquirerSecret),
+		AcquirerAPIKey: sh.getenv(deploy.EnvAcquirerAPIKey), AcquirerSecret: sh.getenv(deploy.EnvAcquirerSecret),
 		AcquirerTimeout: charge.DefaultAcquirerTimeout, MaxAmount: charge.DefaultMaxAmount,
 	}
 	return setup.ChargeServiceWith(ctx, awsCfg, cfg, guard, obs.NewLogger(sh.stderrOrDiscard(), "INFO"), sh.now)

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/idempotent-payments/idempay/internal/charge"
+	"github.com/idempotent-payments/idempay/internal/deploy"
 	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/obs"
 	"github.com/idempotent-payments/idempay/internal/outbox"
@@ -48,7 +49,7 @@ func (r republisher) Publish(ctx context.Context, e event.Event) error {
 
 func newRepublisher(ctx context.Context, sh shell, topicARN string) (republisher, error) {
 	if topicARN == "" {
-		return republisher{}, errors.New("--topic (or " + setup.EnvOutcomeTopicARN + ") is required: the outcome topic's ARN (the stack's OutcomeTopicArn output)")
+		return republisher{}, errors.New("--topic (or " + deploy.EnvOutcomeTopicARN + ") is required: the outcome topic's ARN (the stack's OutcomeTopicArn output)")
 	}
 	awsCfg, err := setup.AWS(ctx)
 	if err != nil {

@@ -26,8 +26,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/idempotent-payments/idempay/internal/deploy"
 	"github.com/idempotent-payments/idempay/internal/localapi"
-	"github.com/idempotent-payments/idempay/internal/setup"
 )
 
 func main() {
@@ -96,15 +96,15 @@ Ctrl-C stops everything this command started.
 func stackConfig(getenv func(string) string) (localapi.StackConfig, error) {
 	cfg := localapi.StackConfig{
 		RIE: cmp.Or(getenv("AWS_LAMBDA_RIE"), filepath.Join("bin", "aws-lambda-rie")), BinDir: filepath.Join("dist", "local"),
-		TableName:   cmp.Or(getenv(setup.EnvTableName), "idempay-local"),
+		TableName:   cmp.Or(getenv(deploy.EnvTableName), "idempay-local"),
 		GatewayAddr: cmp.Or(getenv("LOCAL_API_ADDR"), "127.0.0.1:8080"), SandboxAddr: cmp.Or(getenv("SANDBOX_ADDR"), "127.0.0.1:8081"),
-		AcquirerURL: getenv(setup.EnvAcquirerURL), AcquirerAPIKey: getenv(setup.EnvAcquirerAPIKey), AcquirerID: getenv(setup.EnvAcquirerID),
+		AcquirerURL: getenv(deploy.EnvAcquirerURL), AcquirerAPIKey: getenv(deploy.EnvAcquirerAPIKey), AcquirerID: getenv(deploy.EnvAcquirerID),
 	}
 	switch {
 	case cfg.AcquirerURL == "" && (cfg.AcquirerID != "" || cfg.AcquirerAPIKey != ""):
-		return cfg, fmt.Errorf("%s and %s are for an acquirer at %s; without it the sandbox runs as %q", setup.EnvAcquirerID, setup.EnvAcquirerAPIKey, setup.EnvAcquirerURL, localapi.SandboxAcquirerID)
+		return cfg, fmt.Errorf("%s and %s are for an acquirer at %s; without it the sandbox runs as %q", deploy.EnvAcquirerID, deploy.EnvAcquirerAPIKey, deploy.EnvAcquirerURL, localapi.SandboxAcquirerID)
 	case cfg.AcquirerURL != "" && (cfg.AcquirerID == "" || cfg.AcquirerID == localapi.SandboxAcquirerID):
-		return cfg, fmt.Errorf("%s=%s needs %s, that acquirer's own logical id (not %q): records remember which acquirer they asked", setup.EnvAcquirerURL, cfg.AcquirerURL, setup.EnvAcquirerID, localapi.SandboxAcquirerID)
+		return cfg, fmt.Errorf("%s=%s needs %s, that acquirer's own logical id (not %q): records remember which acquirer they asked", deploy.EnvAcquirerURL, cfg.AcquirerURL, deploy.EnvAcquirerID, localapi.SandboxAcquirerID)
 	}
 	return cfg, nil
 }

@@ -24,9 +24,9 @@ import (
 
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/command"
+	"github.com/idempotent-payments/idempay/internal/deploy"
 	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/localapi"
-	"github.com/idempotent-payments/idempay/internal/queue"
 	"github.com/idempotent-payments/idempay/internal/route"
 	"github.com/idempotent-payments/idempay/internal/setup"
 )
@@ -42,7 +42,7 @@ func run() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	account, key := cmp.Or(os.Getenv("ACCOUNT"), "acct_demo"), cmp.Or(os.Getenv("KEY"), fmt.Sprintf("sqs-demo-%d", time.Now().Unix()))
-	names := queue.Names{Prefix: cmp.Or(os.Getenv(setup.EnvTableName), "idempay-local")}
+	names := deploy.Names{Prefix: cmp.Or(os.Getenv(deploy.EnvTableName), "idempay-local")}
 	awsCfg, err := setup.AWS(ctx)
 	if err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 
+	"github.com/idempotent-payments/idempay/internal/deploy"
 	"github.com/idempotent-payments/idempay/internal/obs"
 	"github.com/idempotent-payments/idempay/internal/publish"
 	"github.com/idempotent-payments/idempay/internal/setup"
@@ -23,7 +24,7 @@ func main() { setup.Main(run) }
 // run builds the publisher from the environment and serves invocations; it
 // returns only when start-up fails.
 func run(logger *slog.Logger) error {
-	arn, err := setup.Require(os.Getenv, setup.EnvOutcomeTopicARN)
+	arn, err := setup.Require(os.Getenv, deploy.EnvOutcomeTopicARN)
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/idempotent-payments/idempay/internal/command"
+	"github.com/idempotent-payments/idempay/internal/deploy"
 	"github.com/idempotent-payments/idempay/internal/obs"
 	"github.com/idempotent-payments/idempay/internal/queue"
 	"github.com/idempotent-payments/idempay/internal/setup"
@@ -28,11 +29,11 @@ func main() { setup.Main(run) }
 // run builds the handler from the environment and serves invocations; it
 // returns only when start-up fails.
 func run(logger *slog.Logger) error {
-	sources, err := command.ParseSources(os.Getenv(setup.EnvCommandSources))
+	sources, err := command.ParseSources(os.Getenv(deploy.EnvCommandSources))
 	if err != nil {
 		return err
 	}
-	rejectedURL, err := setup.Require(os.Getenv, setup.EnvRejectedQueueURL)
+	rejectedURL, err := setup.Require(os.Getenv, deploy.EnvRejectedQueueURL)
 	if err != nil {
 		return err
 	}
@@ -49,7 +50,7 @@ func run(logger *slog.Logger) error {
 		Service: c.Service, Sources: bySource, DeadLetters: queue.New(sqsClient, rejectedURL),
 		Concurrency: 5, Logger: logger, Metrics: obs.NewMetrics(os.Stdout, obs.FunctionConsumer, c.Config.Environment),
 	}
-	if arn := os.Getenv(setup.EnvOutcomeTopicARN); arn != "" {
+	if arn := os.Getenv(deploy.EnvOutcomeTopicARN); arn != "" {
 		h.Outcomes = topic.New(sns.NewFromConfig(c.AWS), arn)
 	}
 	lambda.Start(func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {

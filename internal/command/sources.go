@@ -6,22 +6,9 @@ import (
 
 	"github.com/go-json-experiment/json"
 
+	"github.com/idempotent-payments/idempay/internal/deploy"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/strictjson"
-)
-
-// The variables that wire the queues, written by the CDK app and the local
-// stack: SourcesEnv lists a consumer's queues (EncodeSources);
-// ReconcileQueueEnv is the URL of the reconcile-commands queue, the only
-// queue the sweeper sends to.
-const (
-	SourcesEnv        = "COMMAND_SOURCES"
-	ReconcileQueueEnv = "RECONCILE_QUEUE_URL"
-	// RejectedQueueEnv is the URL of the rejected-commands queue, where a
-	// consumer puts every command it refuses (with reject_code and
-	// reject_reason). The DLQ proper holds only what ran out of receives,
-	// so a refusal and a real failure alarm apart.
-	RejectedQueueEnv = "REJECTED_URL"
 )
 
 // The dead-letter codes of the queue path alone (a refused charge command
@@ -74,7 +61,7 @@ func (s Source) Admits(c Command) (bool, string) {
 	return true, ""
 }
 
-// EncodeSources returns the value of SourcesEnv for sources.
+// EncodeSources returns the value of deploy.EnvCommandSources for sources.
 func EncodeSources(sources []Source) (string, error) {
 	if err := checkSources(sources); err != nil {
 		return "", err
@@ -83,13 +70,13 @@ func EncodeSources(sources []Source) (string, error) {
 	return string(b), err
 }
 
-// ParseSources reads the value of SourcesEnv strictly: a JSON array of
+// ParseSources reads the value of deploy.EnvCommandSources strictly: a JSON array of
 // sources, each with an ARN and a URL, each either a producer (a name and
 // at least one valid account) or the reconcile queue, and no ARN twice.
 func ParseSources(value string) ([]Source, error) {
 	var sources []Source
 	if err := strictjson.Unmarshal([]byte(value), &sources); err != nil {
-		return nil, fmt.Errorf("%s: %w", SourcesEnv, err)
+		return nil, fmt.Errorf("%s: %w", deploy.EnvCommandSources, err)
 	}
 	if err := checkSources(sources); err != nil {
 		return nil, err
@@ -99,11 +86,13 @@ func ParseSources(value string) ([]Source, error) {
 
 func checkSources(sources []Source) error {
 	if len(sources) == 0 {
-		return fmt.Errorf("%s: no queue", SourcesEnv)
+		return fmt.Errorf("%s: no queue", deploy.EnvCommandSources)
 	}
 	seen := map[string]bool{}
 	for i, s := range sources {
-		bad := func(why string) error { return fmt.Errorf("%s: queue %d (%s): %s", SourcesEnv, i+1, s.ARN, why) }
+		bad := func(why string) error {
+			return fmt.Errorf("%s: queue %d (%s): %s", deploy.EnvCommandSources, i+1, s.ARN, why)
+		}
 		switch {
 		case s.ARN == "" || s.URL == "":
 			return bad("arn and url are required")

@@ -25,7 +25,6 @@ import (
 	"github.com/idempotent-payments/idempay/internal/deploy"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/route"
-	"github.com/idempotent-payments/idempay/internal/setup"
 )
 
 // Invoker runs one function invocation: a *Pool, or anything that behaves
@@ -406,7 +405,7 @@ func TrustFromEnv(getenv func(string) string) Trust {
 	if secret == "" {
 		secret = "local-dev-secret"
 	}
-	return Trust{Secret: []byte(secret), Issuer: getenv("LOCAL_JWT_ISSUER"), Audience: getenv("LOCAL_JWT_AUDIENCE"), AccountClaim: getenv(setup.EnvAccountClaim)}.withDefaults()
+	return Trust{Secret: []byte(secret), Issuer: getenv("LOCAL_JWT_ISSUER"), Audience: getenv("LOCAL_JWT_AUDIENCE"), AccountClaim: getenv(deploy.EnvAccountClaim)}.withDefaults()
 }
 
 func (t Trust) withDefaults() Trust {

@@ -27,7 +27,6 @@ import (
 	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
-	"github.com/idempotent-payments/idempay/internal/queue"
 	"github.com/idempotent-payments/idempay/internal/route"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
 	"github.com/idempotent-payments/idempay/internal/setup"
@@ -244,11 +243,11 @@ func StartStack(ctx context.Context, cfg StackConfig) (_ *Stack, err error) {
 		return nil, err
 	}
 	base := []string{
-		setup.EnvTableName + "=" + cfg.TableName, setup.EnvAcquirerURL + "=" + s.SandboxURL, setup.EnvAcquirerID + "=" + cfg.AcquirerID,
-		setup.EnvSkipResponseCRC32 + "=true", setup.EnvOutcomeTopicARN + "=" + s.OutcomeTopicARN,
+		deploy.EnvTableName + "=" + cfg.TableName, deploy.EnvAcquirerURL + "=" + s.SandboxURL, deploy.EnvAcquirerID + "=" + cfg.AcquirerID,
+		deploy.EnvSkipResponseCRC32 + "=true", deploy.EnvOutcomeTopicARN + "=" + s.OutcomeTopicARN,
 	}
 	if cfg.AcquirerAPIKey != "" {
-		base = append(base, setup.EnvAcquirerAPIKey+"="+cfg.AcquirerAPIKey)
+		base = append(base, deploy.EnvAcquirerAPIKey+"="+cfg.AcquirerAPIKey)
 	}
 	functions, err := setup.FromEnv(envOf(slices.Concat(base, cfg.Env)))
 	if err != nil {
@@ -267,13 +266,13 @@ func StartStack(ctx context.Context, cfg StackConfig) (_ *Stack, err error) {
 	if s.Charge, err = start(deploy.FunctionCharge, cfg.Instances); err != nil {
 		return nil, err
 	}
-	if s.Consumer, err = start(deploy.FunctionConsumer, cfg.Instances, setup.EnvCommandSources+"="+consumerSources, setup.EnvRejectedQueueURL+"="+s.RejectedURL); err != nil {
+	if s.Consumer, err = start(deploy.FunctionConsumer, cfg.Instances, deploy.EnvCommandSources+"="+consumerSources, deploy.EnvRejectedQueueURL+"="+s.RejectedURL); err != nil {
 		return nil, err
 	}
-	if s.Reconciler, err = start(deploy.FunctionReconciler, cfg.Instances, setup.EnvCommandSources+"="+reconcileSources, setup.EnvRejectedQueueURL+"="+s.RejectedURL); err != nil {
+	if s.Reconciler, err = start(deploy.FunctionReconciler, cfg.Instances, deploy.EnvCommandSources+"="+reconcileSources, deploy.EnvRejectedQueueURL+"="+s.RejectedURL); err != nil {
 		return nil, err
 	}
-	if s.Sweeper, err = start(deploy.FunctionSweeper, 1, setup.EnvReconcileQueueURL+"="+s.ReconcileURL); err != nil {
+	if s.Sweeper, err = start(deploy.FunctionSweeper, 1, deploy.EnvReconcileQueueURL+"="+s.ReconcileURL); err != nil {
 		return nil, err
 	}
 	if s.Publisher, err = start(deploy.FunctionPublisher, 1); err != nil {
@@ -340,7 +339,7 @@ func (s *Stack) serveLocked(addr string, h http.Handler) (string, error) {
 // binding rests on each queue's eventSourceARN alone, which the local event
 // source mapping sets as Lambda's does (the CDK app adds the policies).
 func (s *Stack) createQueues(ctx context.Context, cfg StackConfig) error {
-	names := queue.Names{Prefix: cfg.TableName}
+	names := deploy.Names{Prefix: cfg.TableName}
 	dlqURL, dlqARN, err := createQueue(ctx, s.SQS, names.DLQ(), cfg.VisibilityTimeout, "", 0)
 	if err != nil {
 		return err
@@ -370,7 +369,7 @@ func (s *Stack) createQueues(ctx context.Context, cfg StackConfig) error {
 // queue's message is the event itself. fauxqs honours the policy; it
 // enforces no queue policy (the CDK app adds those).
 func (s *Stack) createOutcomes(ctx context.Context, cfg StackConfig) error {
-	names := queue.Names{Prefix: cfg.TableName}
+	names := deploy.Names{Prefix: cfg.TableName}
 	t, err := s.SNS.CreateTopic(ctx, &sns.CreateTopicInput{Name: aws.String(names.Outcomes())})
 	if err != nil {
 		return fmt.Errorf("create topic %s: %w", names.Outcomes(), err)

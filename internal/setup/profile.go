@@ -2,6 +2,7 @@ package setup
 
 import (
 	"fmt"
+	"github.com/idempotent-payments/idempay/internal/deploy"
 	"log/slog"
 	"os"
 	"runtime/pprof"
@@ -10,17 +11,17 @@ import (
 )
 
 // profileCPU writes CPU profiles of this process, one per window of
-// EnvCPUProfileSeconds (10) seconds, to EnvCPUProfile's path plus the
+// deploy.EnvCPUProfileSeconds (10) seconds, to deploy.EnvCPUProfile's path plus the
 // process id and the window's number, for as long as the process runs (a
 // function process is killed, not stopped, so only whole windows are
 // kept). A local switch for finding what a request costs: the CDK app
 // never sets it, and it is off when the variable is empty.
 func profileCPU(logger *slog.Logger, getenv func(string) string) {
-	path := getenv(EnvCPUProfile)
+	path := getenv(deploy.EnvCPUProfile)
 	if path == "" {
 		return
 	}
-	secs, err := strconv.Atoi(getenv(EnvCPUProfileSeconds))
+	secs, err := strconv.Atoi(getenv(deploy.EnvCPUProfileSeconds))
 	if err != nil || secs <= 0 {
 		secs = 10
 	}

@@ -60,54 +60,54 @@ type Config struct {
 // value is an error naming its variable.
 func FromEnv(getenv func(string) string) (Config, error) {
 	c := Config{
-		TableName:      getenv(EnvTableName),
-		AcquirerURL:    getenv(EnvAcquirerURL),
-		AcquirerID:     getenv(EnvAcquirerID),
-		AcquirerAPIKey: getenv(EnvAcquirerAPIKey),
-		AcquirerSecret: getenv(EnvAcquirerSecret),
-		AccountClaim:   cmp.Or(getenv(EnvAccountClaim), deploy.DefaultAccountClaim),
+		TableName:      getenv(deploy.EnvTableName),
+		AcquirerURL:    getenv(deploy.EnvAcquirerURL),
+		AcquirerID:     getenv(deploy.EnvAcquirerID),
+		AcquirerAPIKey: getenv(deploy.EnvAcquirerAPIKey),
+		AcquirerSecret: getenv(deploy.EnvAcquirerSecret),
+		AccountClaim:   cmp.Or(getenv(deploy.EnvAccountClaim), deploy.DefaultAccountClaim),
 		Environment:    EnvironmentOf(getenv),
 	}
 	if c.TableName == "" {
-		return Config{}, fmt.Errorf("%s is required", EnvTableName)
+		return Config{}, fmt.Errorf("%s is required", deploy.EnvTableName)
 	}
 	if c.AcquirerURL == "" {
-		return Config{}, fmt.Errorf("%s is required", EnvAcquirerURL)
+		return Config{}, fmt.Errorf("%s is required", deploy.EnvAcquirerURL)
 	}
 	if !validAcquirerID(c.AcquirerID) {
-		return Config{}, fmt.Errorf("%s=%q: want 1 to 64 lower-case letters, digits, dots and dashes, the same wherever that acquirer is reached (never a URL)", EnvAcquirerID, c.AcquirerID)
+		return Config{}, fmt.Errorf("%s=%q: want 1 to 64 lower-case letters, digits, dots and dashes, the same wherever that acquirer is reached (never a URL)", deploy.EnvAcquirerID, c.AcquirerID)
 	}
-	days, err := positiveInt(getenv, EnvRetentionDays, int(idem.DefaultRetention/(24*time.Hour)))
+	days, err := positiveInt(getenv, deploy.EnvRetentionDays, int(idem.DefaultRetention/(24*time.Hour)))
 	if err != nil {
 		return Config{}, err
 	}
 	c.Retention = time.Duration(days) * 24 * time.Hour
-	if c.LeaseMargin, err = duration(getenv, EnvLeaseMargin, idem.DefaultLeaseMargin); err != nil {
+	if c.LeaseMargin, err = duration(getenv, deploy.EnvLeaseMargin, idem.DefaultLeaseMargin); err != nil {
 		return Config{}, err
 	}
-	if c.InTransitBound, err = duration(getenv, EnvInTransitBound, idem.DefaultInTransitBound); err != nil {
+	if c.InTransitBound, err = duration(getenv, deploy.EnvInTransitBound, idem.DefaultInTransitBound); err != nil {
 		return Config{}, err
 	}
-	if c.ClockSkew, err = duration(getenv, EnvClockSkew, idem.DefaultClockSkew); err != nil {
+	if c.ClockSkew, err = duration(getenv, deploy.EnvClockSkew, idem.DefaultClockSkew); err != nil {
 		return Config{}, err
 	}
-	if c.AcquirerTimeout, err = duration(getenv, EnvAcquirerTimeout, charge.DefaultAcquirerTimeout); err != nil {
+	if c.AcquirerTimeout, err = duration(getenv, deploy.EnvAcquirerTimeout, charge.DefaultAcquirerTimeout); err != nil {
 		return Config{}, err
 	}
 	if c.AcquirerTimeout >= c.InTransitBound {
-		return Config{}, fmt.Errorf("%s (%s) must exceed %s (%s): the acquirer can finish after the client gave up", EnvInTransitBound, c.InTransitBound, EnvAcquirerTimeout, c.AcquirerTimeout)
+		return Config{}, fmt.Errorf("%s (%s) must exceed %s (%s): the acquirer can finish after the client gave up", deploy.EnvInTransitBound, c.InTransitBound, deploy.EnvAcquirerTimeout, c.AcquirerTimeout)
 	}
-	size, err := positiveInt(getenv, EnvCacheSize, DefaultCacheSize)
+	size, err := positiveInt(getenv, deploy.EnvCacheSize, DefaultCacheSize)
 	if err != nil {
 		return Config{}, err
 	}
 	c.CacheSize = size
-	maxAmount, err := positiveInt(getenv, EnvMaxAmount, charge.DefaultMaxAmount)
+	maxAmount, err := positiveInt(getenv, deploy.EnvMaxAmount, charge.DefaultMaxAmount)
 	if err != nil {
 		return Config{}, err
 	}
 	c.MaxAmount = int64(maxAmount)
-	if c.SkipResponseCRC32, err = boolean(getenv, EnvSkipResponseCRC32); err != nil {
+	if c.SkipResponseCRC32, err = boolean(getenv, deploy.EnvSkipResponseCRC32); err != nil {
 		return Config{}, err
 	}
 	return c, nil
@@ -124,7 +124,7 @@ func AWS(ctx context.Context) (aws.Config, error) {
 }
 
 // DynamoDB is the functions' DynamoDB client. With skipResponseCRC32
-// (EnvSkipResponseCRC32, for DynamoDB Local) it does not check the
+// (deploy.EnvSkipResponseCRC32, for DynamoDB Local) it does not check the
 // x-amz-crc32 of answers: DynamoDB Local sends none that matches on an
 // error answer, and the SDK then writes a warning, outside the JSON log,
 // for every refused condition, that is for every replay. DynamoDB sends
@@ -292,20 +292,20 @@ type SweeperConfig struct {
 func SweeperFromEnv(getenv func(string) string) (SweeperConfig, error) {
 	var c SweeperConfig
 	var err error
-	if c.TableName, err = Require(getenv, EnvTableName); err != nil {
+	if c.TableName, err = Require(getenv, deploy.EnvTableName); err != nil {
 		return SweeperConfig{}, err
 	}
-	if c.QueueURL, err = Require(getenv, EnvReconcileQueueURL); err != nil {
+	if c.QueueURL, err = Require(getenv, deploy.EnvReconcileQueueURL); err != nil {
 		return SweeperConfig{}, err
 	}
-	if c.InTransitBound, err = duration(getenv, EnvInTransitBound, idem.DefaultInTransitBound); err != nil {
+	if c.InTransitBound, err = duration(getenv, deploy.EnvInTransitBound, idem.DefaultInTransitBound); err != nil {
 		return SweeperConfig{}, err
 	}
-	if c.ClockSkew, err = duration(getenv, EnvClockSkew, idem.DefaultClockSkew); err != nil {
+	if c.ClockSkew, err = duration(getenv, deploy.EnvClockSkew, idem.DefaultClockSkew); err != nil {
 		return SweeperConfig{}, err
 	}
 	c.Environment = EnvironmentOf(getenv)
-	if c.SkipResponseCRC32, err = boolean(getenv, EnvSkipResponseCRC32); err != nil {
+	if c.SkipResponseCRC32, err = boolean(getenv, deploy.EnvSkipResponseCRC32); err != nil {
 		return SweeperConfig{}, err
 	}
 	return c, nil
@@ -313,12 +313,14 @@ func SweeperFromEnv(getenv func(string) string) (SweeperConfig, error) {
 
 // EnvironmentOf is ENVIRONMENT, the metrics' Environment dimension
 // ("local" when unset).
-func EnvironmentOf(getenv func(string) string) string { return cmp.Or(getenv(EnvEnvironment), "local") }
+func EnvironmentOf(getenv func(string) string) string {
+	return cmp.Or(getenv(deploy.EnvEnvironment), "local")
+}
 
 // LogLevel is Lambda's AWS_LAMBDA_LOG_LEVEL (set by its advanced logging
 // controls), else LOG_LEVEL, else INFO.
 func LogLevel(getenv func(string) string) string {
-	return cmp.Or(getenv(EnvLambdaLogLevel), cmp.Or(getenv(EnvLogLevel), "INFO"))
+	return cmp.Or(getenv(deploy.EnvLambdaLogLevel), cmp.Or(getenv(deploy.EnvLogLevel), "INFO"))
 }
 
 // Processors is how many threads run Go code at once in a function
@@ -332,7 +334,7 @@ func LogLevel(getenv func(string) string) string {
 // BenchmarkFunctionCPU). A function given more memory and parallel work of
 // its own sets the variable.
 func Processors(getenv func(string) string) int {
-	if getenv(EnvGOMAXPROCS) != "" {
+	if getenv(deploy.EnvGOMAXPROCS) != "" {
 		return 0
 	}
 	return 1

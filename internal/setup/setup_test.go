@@ -30,7 +30,7 @@ func TestFromEnvRejectsBadValues(t *testing.T) {
 	for name, value := range map[string]string{
 		"TABLE_NAME": "", "ACQUIRER_URL": "", "RETENTION_DAYS": "0", "LEASE_MARGIN": "soon",
 		"IN_TRANSIT_BOUND": "1s", "ACQUIRER_TIMEOUT": "-1s", "CACHE_SIZE": "x", "MAX_AMOUNT": "-5",
-		EnvSkipResponseCRC32: "yes", EnvAcquirerID: "https://acquirer.example",
+		deploy.EnvSkipResponseCRC32: "yes", deploy.EnvAcquirerID: "https://acquirer.example",
 	} {
 		env := map[string]string{}
 		for k, v := range base {
@@ -46,7 +46,7 @@ func TestFromEnvRejectsBadValues(t *testing.T) {
 func TestProcessors(t *testing.T) {
 	t.Parallel()
 	for env, want := range map[string]int{"": 1, "4": 0, "1": 0} {
-		if got := Processors(envOf(map[string]string{EnvGOMAXPROCS: env})); got != want {
+		if got := Processors(envOf(map[string]string{deploy.EnvGOMAXPROCS: env})); got != want {
 			t.Errorf("GOMAXPROCS=%q: Processors = %d, want %d", env, got, want)
 		}
 	}
@@ -55,16 +55,16 @@ func TestProcessors(t *testing.T) {
 func TestSkipResponseCRC32(t *testing.T) {
 	t.Parallel()
 	for value, want := range map[string]bool{"": false, "false": false, "true": true} {
-		c, err := FromEnv(envOf(map[string]string{"TABLE_NAME": "t", "ACQUIRER_URL": "http://a", "ACQUIRER_ID": "acq", EnvSkipResponseCRC32: value}))
+		c, err := FromEnv(envOf(map[string]string{"TABLE_NAME": "t", "ACQUIRER_URL": "http://a", "ACQUIRER_ID": "acq", deploy.EnvSkipResponseCRC32: value}))
 		if err != nil || c.SkipResponseCRC32 != want {
-			t.Errorf("%s=%q: %v, %v; want %v", EnvSkipResponseCRC32, value, c.SkipResponseCRC32, err, want)
+			t.Errorf("%s=%q: %v, %v; want %v", deploy.EnvSkipResponseCRC32, value, c.SkipResponseCRC32, err, want)
 		}
-		s, err := SweeperFromEnv(envOf(map[string]string{"TABLE_NAME": "t", EnvReconcileQueueURL: "http://q", EnvSkipResponseCRC32: value}))
+		s, err := SweeperFromEnv(envOf(map[string]string{"TABLE_NAME": "t", deploy.EnvReconcileQueueURL: "http://q", deploy.EnvSkipResponseCRC32: value}))
 		if err != nil || s.SkipResponseCRC32 != want {
-			t.Errorf("sweeper, %s=%q: %v, %v; want %v", EnvSkipResponseCRC32, value, s.SkipResponseCRC32, err, want)
+			t.Errorf("sweeper, %s=%q: %v, %v; want %v", deploy.EnvSkipResponseCRC32, value, s.SkipResponseCRC32, err, want)
 		}
 	}
-	if _, err := SweeperFromEnv(envOf(map[string]string{"TABLE_NAME": "t", EnvReconcileQueueURL: "http://q", EnvSkipResponseCRC32: "1"})); err == nil {
+	if _, err := SweeperFromEnv(envOf(map[string]string{"TABLE_NAME": "t", deploy.EnvReconcileQueueURL: "http://q", deploy.EnvSkipResponseCRC32: "1"})); err == nil {
 		t.Error("sweeper: 1 accepted")
 	}
 }

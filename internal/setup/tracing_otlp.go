@@ -5,6 +5,7 @@ package setup
 import (
 	"context"
 	"fmt"
+	"github.com/idempotent-payments/idempay/internal/deploy"
 	"strings"
 
 	"go.opentelemetry.io/contrib/propagators/aws/xray"
@@ -23,7 +24,7 @@ const TracingBuilt = true
 // variable it returns no tracer. Call flush at the end of every invocation:
 // Lambda freezes the process between them.
 func Tracing(ctx context.Context, service string, getenv func(string) string) (trace.Tracer, func(context.Context), error) {
-	endpoint := getenv(EnvOTLPEndpoint)
+	endpoint := getenv(deploy.EnvOTLPEndpoint)
 	if endpoint == "" {
 		return nil, func(context.Context) {}, nil
 	}

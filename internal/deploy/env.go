@@ -1,17 +1,15 @@
-package setup
+package deploy
 
-import "github.com/idempotent-payments/idempay/internal/command"
-
-// The functions' environment variables, each name written once: FromEnv,
-// SweeperFromEnv and the consumer's main read them; the CDK app (infra)
-// and the local stack (localapi) set them under these constants.
+// The functions' environment variables, each name written once: the
+// functions read them (setup), and the CDK app and the local stack set
+// them under these constants.
 const (
 	EnvTableName       = "TABLE_NAME"          // the table (required)
 	EnvAcquirerURL     = "ACQUIRER_URL"        // the acquirer's base URL (required)
 	EnvAcquirerID      = "ACQUIRER_ID"         // the acquirer's logical id, stored on every record (required)
 	EnvAcquirerAPIKey  = "ACQUIRER_API_KEY"    // a static acquirer credential (local only)
 	EnvAcquirerSecret  = "ACQUIRER_SECRET_ARN" // the Secrets Manager secret holding the credential
-	EnvAccountClaim    = "ACCOUNT_CLAIM"       // the JWT claim naming the account ("sub")
+	EnvAccountClaim    = "ACCOUNT_CLAIM"       // the JWT claim naming the account (DefaultAccountClaim)
 	EnvEnvironment     = "ENVIRONMENT"         // the metrics' Environment dimension ("local")
 	EnvRetentionDays   = "RETENTION_DAYS"      // how long a key is remembered (90)
 	EnvLeaseMargin     = "LEASE_MARGIN"        // added to the invocation deadline to make the lease
@@ -26,10 +24,15 @@ const (
 	// CDK app never does): see DynamoDB.
 	EnvSkipResponseCRC32 = "DYNAMODB_SKIP_RESPONSE_CRC32"
 
-	// The queue wiring, named where its values are defined (command).
-	EnvCommandSources    = command.SourcesEnv
-	EnvReconcileQueueURL = command.ReconcileQueueEnv
-	EnvRejectedQueueURL  = command.RejectedQueueEnv
+	// The queue wiring: the queues a consumer reads (command.EncodeSources),
+	// the reconcile-commands queue, the only one the sweeper writes to,
+	// and the rejected-commands queue, where a consumer puts every command
+	// it refuses (with reject_code and reject_reason). The DLQ proper holds
+	// only what ran out of receives, so a refusal and a real failure alarm
+	// apart.
+	EnvCommandSources    = "COMMAND_SOURCES"
+	EnvReconcileQueueURL = "RECONCILE_QUEUE_URL"
+	EnvRejectedQueueURL  = "REJECTED_URL"
 	// The outcome events' topic (the publisher's, and the consumer's for
 	// its rejections).
 	EnvOutcomeTopicARN = "OUTCOME_TOPIC_ARN"
