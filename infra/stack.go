@@ -358,13 +358,18 @@ func newTable(stack awscdk.Stack, cfg Config, removal awscdk.RemovalPolicy) awsd
 			WarmThroughput: warm(cfg.IndexWarmWrites),
 		})
 	}
+	// TTL is a property of the table's mode (deploy.TableMode.TTL).
+	var ttl *awsdynamodb.CfnTable_TimeToLiveSpecificationProperty
+	if deployed.Table.TTL() {
+		ttl = &awsdynamodb.CfnTable_TimeToLiveSpecificationProperty{AttributeName: jsii.String(dynamostore.TTLAttribute), Enabled: jsii.Bool(true)}
+	}
 	table := awsdynamodb.NewCfnTable(stack, jsii.String("Table"), &awsdynamodb.CfnTableProps{
 		BillingMode:                      jsii.String(string(in.BillingMode)),
 		AttributeDefinitions:             &attrs,
 		KeySchema:                        keys(keysOf(in.KeySchema)),
 		GlobalSecondaryIndexes:           &gsis,
 		WarmThroughput:                   warm(cfg.TableWarmWrites),
-		TimeToLiveSpecification:          &awsdynamodb.CfnTable_TimeToLiveSpecificationProperty{AttributeName: jsii.String(dynamostore.TTLAttribute), Enabled: jsii.Bool(true)},
+		TimeToLiveSpecification:          ttl,
 		StreamSpecification:              &awsdynamodb.CfnTable_StreamSpecificationProperty{StreamViewType: jsii.String(string(in.StreamSpecification.StreamViewType))},
 		PointInTimeRecoverySpecification: &awsdynamodb.CfnTable_PointInTimeRecoverySpecificationProperty{PointInTimeRecoveryEnabled: jsii.Bool(true)},
 		SseSpecification:                 &awsdynamodb.CfnTable_SSESpecificationProperty{SseEnabled: jsii.Bool(true)},

@@ -95,6 +95,9 @@ type Description struct {
 	// SweepInterval is how often the sweeper runs.
 	SweepInterval time.Duration
 	Protocol      Protocol
+	// Table is how the table is replicated; it decides TTL and which
+	// resources are global (TableMode.Scopes).
+	Table TableMode
 	// Overrides say how the description differs from Deployed; Deployed
 	// has none.
 	Overrides []Override
@@ -134,6 +137,7 @@ func Deployed() Description {
 		Queues:          Queues{Visibility: 6 * consumerTimeout, MaxReceives: MaxReceiveCount, BatchSize: 10},
 		StreamBatchSize: 100,
 		SweepInterval:   time.Minute,
+		Table:           SingleRegion,
 		Protocol: Protocol{
 			InTransitBound: 5 * time.Second, ClockSkew: time.Second, AcquirerTimeout: 3 * time.Second,
 			LeaseMargin: 10 * time.Second, Retention: 90 * 24 * time.Hour,

@@ -76,3 +76,28 @@ func TestLocalDiffersOnlyByItsOverrides(t *testing.T) {
 		t.Fatalf("local differs from deployed beyond its overrides:\n%+v\n%+v", local, deployed)
 	}
 }
+
+// TestTableModes: a single region's table deletes by TTL, a strongly
+// consistent global one cannot; everything a region runs is regional,
+// and only the table changes scope with the mode.
+func TestTableModes(t *testing.T) {
+	if !deploy.SingleRegion.TTL() || deploy.MultiRegionStrong.TTL() {
+		t.Fatal("TTL: single region on, multi-region strong off")
+	}
+	single, multi := deploy.SingleRegion.Scopes(), deploy.MultiRegionStrong.Scopes()
+	for r, s := range single {
+		want := s
+		if r == deploy.ResourceTable {
+			want = deploy.Global
+		}
+		if multi[r] != want {
+			t.Errorf("%s: %s in a single region, %s in multi-region strong", r, s, multi[r])
+		}
+	}
+	if single[deploy.ResourceTable] != deploy.Regional || single[deploy.ResourceDomain] != deploy.Global {
+		t.Errorf("single region: %v", single)
+	}
+	if deploy.Deployed().Table != deploy.SingleRegion || deploy.Local().Table != deploy.SingleRegion {
+		t.Error("the deployment runs in one region")
+	}
+}

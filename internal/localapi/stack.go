@@ -209,7 +209,7 @@ func StartStack(ctx context.Context, cfg StackConfig) (_ *Stack, err error) {
 			s.Close()
 		}
 	}()
-	if err := dynamostore.CreateTable(ctx, s.DynamoDB, cfg.TableName); err != nil {
+	if err := dynamostore.CreateTable(ctx, s.DynamoDB, cfg.TableName, local.Table.TTL()); err != nil {
 		return nil, err
 	}
 	if s.SandboxURL = cfg.AcquirerURL; s.SandboxURL == "" {

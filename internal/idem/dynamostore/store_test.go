@@ -44,7 +44,7 @@ func TestTableOnDynamoDBLocal(t *testing.T) {
 	if got := aws.ToString(ttl.TimeToLiveDescription.AttributeName); got != dynamostore.TTLAttribute {
 		t.Fatalf("TTL attribute = %q, want %q", got, dynamostore.TTLAttribute)
 	}
-	if err := dynamostore.CreateTable(ctx, client, name); err != nil {
+	if err := dynamostore.CreateTable(ctx, client, name, true); err != nil {
 		t.Fatalf("CreateTable on an existing table: %v", err)
 	}
 }

@@ -57,8 +57,9 @@ func TableInput(name string) *dynamodb.CreateTableInput {
 }
 
 // CreateTable creates the table from TableInput, waits until it is active
-// and enables TTL. A table that already exists is left as it is.
-func CreateTable(ctx context.Context, client *dynamodb.Client, name string) error {
+// and, when ttl is set (deploy.TableMode.TTL), enables TTL. A table that
+// already exists is left as it is.
+func CreateTable(ctx context.Context, client *dynamodb.Client, name string, ttl bool) error {
 	_, err := client.CreateTable(ctx, TableInput(name))
 	var inUse *types.ResourceInUseException
 	if errors.As(err, &inUse) {
@@ -70,6 +71,9 @@ func CreateTable(ctx context.Context, client *dynamodb.Client, name string) erro
 	waiter := dynamodb.NewTableExistsWaiter(client)
 	if err := waiter.Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)}, tableWait); err != nil {
 		return fmt.Errorf("wait for table %s: %w", name, err)
+	}
+	if !ttl {
+		return nil
 	}
 	_, err = client.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
 		TableName: aws.String(name),

@@ -52,7 +52,7 @@ func NewTable(t testing.TB, client *dynamodb.Client) string {
 	name := fmt.Sprintf("idem-test-%d-%d", time.Now().UnixNano(), tables.Add(1))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := dynamostore.CreateTable(ctx, client, name); err != nil {
+	if err := dynamostore.CreateTable(ctx, client, name, true); err != nil {
 		t.Fatalf("create table: %v", err)
 	}
 	t.Cleanup(func() {
