@@ -43,7 +43,7 @@ test: $(RIE) spin
 ## fast: the packages that need no emulator, in seconds (memory stores, the sandbox in process)
 FAST_PACKAGES := ./internal/idem/ ./internal/idem/idemtest/ ./internal/charge/ ./internal/charge/chargetest/ \
 	./internal/httpapi/ ./internal/strictjson/ ./internal/command/ ./internal/event/ ./internal/outbox/ \
-	./internal/acquirer/ ./internal/sandbox/ ./internal/obs/ ./internal/setup/ ./internal/localapi/ ./internal/archtest/ \
+	./internal/acquirer/ ./internal/sandbox/ ./internal/obs/ ./internal/setup/ ./internal/localapi/ ./internal/archtest/ ./internal/deploy/ \
 	./functions/charge/ ./functions/sqsconsumer/ ./functions/sweeper/ ./cmd/localapi/
 fast:
 	go test -count=1 $(FAST_PACKAGES)
@@ -94,6 +94,7 @@ send-charge:
 LOCALSTACK_ENV = export AWS_ENDPOINT_URL=http://127.0.0.1:4566 AWS_REGION=$${AWS_REGION:-us-east-1} \
 	AWS_ACCESS_KEY_ID=$${AWS_ACCESS_KEY_ID:-test} AWS_SECRET_ACCESS_KEY=$${AWS_SECRET_ACCESS_KEY:-test} &&
 localstack-up:
+	@test -n "$${LOCALSTACK_AUTH_TOKEN:-}" || { echo "set LOCALSTACK_AUTH_TOKEN to your LocalStack auth token (its free plan has one)"; exit 1; }
 	docker compose -f localstack/docker-compose.yml up -d --wait
 localstack-down:
 	docker compose -f localstack/docker-compose.yml down

@@ -55,7 +55,7 @@ func runbook(cfg Config) []alarmSpec {
 		{"AcquirerMismatch", "an acquirer's answer disagreed with the request or with itself (outcome `acquirer_mismatch`): the first one pages",
 			"`idemctl held`; compare both sides with the acquirer's own records; `idemctl void-confirmed` (you voided it there) or `accept` (its terms stand)"},
 		{"HeldRecords", "the sweeper counted a record held for an operator",
-			"the same: nothing settles a held record but an operator"},
+			"nothing settles a held record but an operator: `idemctl held`, then settle each with `idemctl void-confirmed` or `accept`"},
 		{"StaleRecords", "the sweeper flagged records left in flight (held records are never among them)",
 			"usually self-healing; watch `StaleFailing`"},
 		{"StaleFailing", "records still in flight after 3 reconciliations",
@@ -73,7 +73,7 @@ func runbook(cfg Config) []alarmSpec {
 				"At %d h the trigger gives the batch up (`PublisherFailures`)", recordAge)},
 		{"PublisherFailures", "the trigger gave a batch up: the publisher-failures queue holds its shard and sequence range, not its records",
 			fmt.Sprintf("within %d h, while the stream holds them: `idemctl republish --failures-queue URL`; after that, "+
-				"`idemctl republish --charge ID` for the charges written in the window it gives ([events.md](events.md))", streamRetentionHours-recordAge)},
+				"`idemctl republish --charge ID` for the charges written in the window it gives (docs/events.md)", streamRetentionHours-recordAge)},
 		{"StreamUndecodable", "the publisher skipped a stream record it could not decode",
 			"its ERROR line names the record: `idemctl republish --charge ID` for its charge"},
 		{"UndeliveredOutcomes", "SNS could not deliver events to an outcome queue (its policy or the queue broken)",

@@ -449,7 +449,9 @@ func encodeSources(sources []command.Source) *string {
 // newFunction makes one function (provided.al2023, arm64) with a role that
 // may do exactly the statements given, plus write its own log group.
 func newFunction(stack awscdk.Stack, name string, cfg Config, assets StackAssets, removal awscdk.RemovalPolicy, timeout float64, env *map[string]*string, statements []statement) function {
-	dir := map[string]string{"Charge": "charge", "SqsConsumer": "sqsconsumer", "Reconciler": "sqsconsumer", "Sweeper": "sweeper", "Publisher": "publisher"}[name]
+	described := map[string]string{"Charge": deploy.FunctionCharge, "SqsConsumer": deploy.FunctionConsumer, "Reconciler": deploy.FunctionReconciler,
+		"Sweeper": deploy.FunctionSweeper, "Publisher": deploy.FunctionPublisher}[name]
+	dir := deployed.Function(described).Binary
 	logs := awslogs.NewLogGroup(stack, jsii.String(name+"Logs"), &awslogs.LogGroupProps{
 		Retention: retention(cfg.LogRetentionDays), RemovalPolicy: removal,
 	})

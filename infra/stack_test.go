@@ -1032,3 +1032,16 @@ func TestLinksNoFunctionWiring(t *testing.T) {
 		}
 	}
 }
+
+// TestQueueAgeAlarmAfterTheRedrive: a command pages as stuck only once it
+// is older than the redrive's worst path, whose figure the runbook states.
+func TestQueueAgeAlarmAfterTheRedrive(t *testing.T) {
+	worst := deployed.WorstRedrive()
+	if time.Duration(queueAgeAlarm)*time.Second <= worst {
+		t.Fatalf("the queue-age alarm (%d s) fires within the redrive's worst path %s", queueAgeAlarm, worst)
+	}
+	prod, _ := ConfigFor("prod", testInputs)
+	if w := fmt.Sprintf("%d min %d s", int(worst.Minutes()), int(worst.Seconds())%60); !strings.Contains(specOf(prod, "QueueAge-<queue>").when, w) {
+		t.Fatalf("the runbook's queue-age row does not state the worst path %s", w)
+	}
+}

@@ -26,7 +26,7 @@ const (
 
 // A Function is one Lambda function of the system.
 type Function struct {
-	// Name names the function, its log lines and its alarms.
+	// Name names the function: its alarms in AWS, its process locally.
 	Name string
 	// Binary is the package under functions/ it is built from: the
 	// consumer and the reconciler are one binary, deployed twice.

@@ -101,3 +101,14 @@ func TestTableModes(t *testing.T) {
 		t.Error("the deployment runs in one region")
 	}
 }
+
+// TestDeployedValues pins the documented values (docs/design.md,
+// docs/queues.md): a change to any of them is a change to the contract.
+func TestDeployedValues(t *testing.T) {
+	d := deploy.Deployed()
+	want := deploy.Protocol{InTransitBound: 5 * time.Second, ClockSkew: time.Second, AcquirerTimeout: 3 * time.Second,
+		LeaseMargin: 10 * time.Second, Retention: 90 * 24 * time.Hour}
+	if d.Protocol != want || d.Queues.Visibility != 180*time.Second || d.Queues.MaxReceives != 6 || deploy.DefaultAccountClaim != "sub" {
+		t.Fatalf("deployed %+v", d)
+	}
+}

@@ -53,7 +53,7 @@ type Route struct {
 // within BodyTimeout (408), and an event over MaxInvokePayload, Lambda's
 // limit for a synchronous invocation (413). In AWS the first is API
 // Gateway's own 413; the last reaches Lambda, which refuses the invocation,
-// and API Gateway answers a 5xx of its own (docs/api.md, "A client.s retry rule").
+// and API Gateway answers a 5xx of its own (docs/api.md, "A client's retry rule").
 type Gateway struct {
 	Routes []Route
 	Trust  Trust

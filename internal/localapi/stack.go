@@ -1,7 +1,6 @@
 package localapi
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -260,7 +259,7 @@ func StartStack(ctx context.Context, cfg StackConfig) (_ *Stack, err error) {
 		fn := local.Function(name)
 		return StartPool(PoolConfig{
 			RIE: cfg.RIE, Bootstrap: filepath.Join(cfg.BinDir, fn.Binary, "bootstrap"), Name: fn.Name,
-			Instances: instances, Timeout: cmp.Or(cfg.Timeout, fn.Timeout), Env: slices.Concat(base, env, cfg.Env), Output: cfg.Output,
+			Instances: instances, Timeout: timeout(cfg.Timeout, fn.Timeout), Env: slices.Concat(base, env, cfg.Env), Output: cfg.Output,
 		})
 	}
 	if s.Charge, err = start(deploy.FunctionCharge, cfg.Instances); err != nil {
@@ -299,6 +298,14 @@ func StartStack(ctx context.Context, cfg StackConfig) (_ *Stack, err error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// timeout is override when positive, else the function's own.
+func timeout(override, own time.Duration) time.Duration {
+	if override > 0 {
+		return override
+	}
+	return own
 }
 
 // envOf reads a list of NAME=value as getenv does; a later entry wins, as

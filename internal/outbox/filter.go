@@ -7,6 +7,7 @@ import (
 
 	"github.com/idempotent-payments/idempay/internal/charge/dynamoledger"
 	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
 )
 
 // Filters are the stream trigger's filter criteria, Lambda's event
@@ -18,12 +19,12 @@ import (
 // same records.
 var Filters = []string{
 	// a ledger row inserted
-	fmt.Sprintf(`{"eventName":["INSERT"],"dynamodb":{"Keys":{"pk":{"S":[{"prefix":%q}]}}}}`, dynamoledger.Prefix),
+	fmt.Sprintf(`{"eventName":["INSERT"],"dynamodb":{"Keys":{%q:{"S":[{"prefix":%q}]}}}}`, dynamostore.KeyAttribute, dynamoledger.Prefix),
 	// a record that becomes held
-	fmt.Sprintf(`{"eventName":["INSERT","MODIFY"],"dynamodb":{"Keys":{"pk":{"S":[{"prefix":%q}]}},`+
-		`"NewImage":{"hold":{"M":{"reason":{"S":[{"exists":true}]}}}},"OldImage":{"hold":{"M":{"reason":{"S":[{"exists":false}]}}}}}}`, idem.RecordPrefix),
+	fmt.Sprintf(`{"eventName":["INSERT","MODIFY"],"dynamodb":{"Keys":{%q:{"S":[{"prefix":%q}]}},`+
+		`"NewImage":{"hold":{"M":{"reason":{"S":[{"exists":true}]}}}},"OldImage":{"hold":{"M":{"reason":{"S":[{"exists":false}]}}}}}}`, dynamostore.KeyAttribute, idem.RecordPrefix),
 	// a held record deleted
-	fmt.Sprintf(`{"eventName":["REMOVE"],"dynamodb":{"Keys":{"pk":{"S":[{"prefix":%q}]}},"OldImage":{"hold":{"M":{"reason":{"S":[{"exists":true}]}}}}}}`, idem.RecordPrefix),
+	fmt.Sprintf(`{"eventName":["REMOVE"],"dynamodb":{"Keys":{%q:{"S":[{"prefix":%q}]}},"OldImage":{"hold":{"M":{"reason":{"S":[{"exists":true}]}}}}}}`, dynamostore.KeyAttribute, idem.RecordPrefix),
 }
 
 // Match reports whether record, a stream record as JSON (Lambda's

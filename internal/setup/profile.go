@@ -2,12 +2,13 @@ package setup
 
 import (
 	"fmt"
-	"github.com/idempotent-payments/idempay/internal/deploy"
 	"log/slog"
 	"os"
 	"runtime/pprof"
 	"strconv"
 	"time"
+
+	"github.com/idempotent-payments/idempay/internal/deploy"
 )
 
 // profileCPU writes CPU profiles of this process, one per window of

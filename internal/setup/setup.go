@@ -1,8 +1,8 @@
 // Package setup reads a function's configuration from its environment once,
-// at start-up, and builds the clients and services from it. Its Env*
-// constants name the variables. The functions' main.go files build
-// themselves with it; the local stack, the CDK app and the tools read the
-// variables' names and build the same clients (DynamoDB) through it.
+// at start-up (the variables' names are deploy's Env* constants), and
+// builds the clients and services from it. The functions' main.go files
+// build themselves with it; the local stack and the tools build the same
+// DynamoDB client through it. The CDK app never links it.
 package setup
 
 import (

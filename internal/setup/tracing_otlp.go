@@ -5,7 +5,6 @@ package setup
 import (
 	"context"
 	"fmt"
-	"github.com/idempotent-payments/idempay/internal/deploy"
 	"strings"
 
 	"go.opentelemetry.io/contrib/propagators/aws/xray"
@@ -14,6 +13,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.26.0"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/idempotent-payments/idempay/internal/deploy"
 )
 
 // TracingBuilt reports whether this binary carries the OTLP exporter.

@@ -61,9 +61,9 @@ func TestAccepts(t *testing.T) {
 	}
 }
 
-// TestUnmarshalAnswer: an answer may carry members we do not know, never a
+// TestUnmarshalResponse: an answer may carry members we do not know, never a
 // name that means two things.
-func TestUnmarshalAnswer(t *testing.T) {
+func TestUnmarshalResponse(t *testing.T) {
 	t.Parallel()
 	var d doc
 	if err := strictjson.UnmarshalResponse([]byte(`{"currency":"BRL","risk":{"score":1,"Currency":"x"}}`), &d); err != nil || *d.Currency != "BRL" {
