@@ -1,7 +1,6 @@
 package archtest
 
 import (
-	"os"
 	"os/exec"
 	"path"
 	"regexp"
@@ -15,19 +14,9 @@ import (
 // their last path element; "AWS SDK" and parentheses are prose), and each
 // package of the leaves line imports nothing of it.
 func TestReadmeArrows(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, section, ok := strings.Cut(string(readme), "\n## Arrows\n")
-	if !ok {
-		t.Fatal("the README has no Arrows section")
-	}
-	_, block, _ := strings.Cut(section, "```\n")
-	block, _, _ = strings.Cut(block, "```")
 	dirs := packageDirs(t)
 	arrow := regexp.MustCompile(`([a-z/]+)(?: \([^)]*\))? ──► ((?:[a-zA-Z ]+(?: \([^)]*\))?(?:, )?)+?)(?:\s{2,}|$)`)
-	for _, line := range strings.Split(strings.TrimSpace(block), "\n") {
+	for _, line := range readmeBlock(t, "Arrows") {
 		if rest, ok := strings.CutSuffix(line, ": leaves"); ok {
 			for _, name := range strings.Split(rest, ", ") {
 				if got := imports(t, dirs, name); len(got) > 0 {

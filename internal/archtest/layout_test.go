@@ -12,18 +12,8 @@ import (
 // path it lists exists, and every package of the module is listed on a
 // line of its own.
 func TestReadmeLayout(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, section, ok := strings.Cut(string(readme), "\n## Layout\n")
-	if !ok {
-		t.Fatal("the README has no Layout section")
-	}
-	_, block, _ := strings.Cut(section, "```\n")
-	block, _, _ = strings.Cut(block, "```")
 	listed := map[string]bool{}
-	for _, line := range strings.Split(strings.TrimSpace(block), "\n") {
+	for _, line := range readmeBlock(t, "Layout") {
 		path := strings.TrimSuffix(strings.Fields(line)[0], "/")
 		listed[path] = true
 		if _, err := os.Stat(filepath.Join("../..", path)); err != nil {
@@ -47,4 +37,21 @@ func TestReadmeLayout(t *testing.T) {
 			t.Errorf("package %s is not in the README's layout", rel)
 		}
 	}
+}
+
+// readmeBlock is the lines of the first code block of the README's
+// section heading.
+func readmeBlock(t *testing.T, heading string) []string {
+	t.Helper()
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(readme), "\n## "+heading+"\n")
+	if !ok {
+		t.Fatalf("the README has no %s section", heading)
+	}
+	_, block, _ := strings.Cut(section, "```\n")
+	block, _, _ = strings.Cut(block, "```")
+	return strings.Split(strings.TrimSpace(block), "\n")
 }
