@@ -12,7 +12,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -97,8 +96,7 @@ func awaitEvent(ctx context.Context, client *sqs.Client, queueURL, account, key 
 			return event.Event{}, "", err
 		}
 		for _, m := range out.Messages {
-			var e event.Event
-			if json.Unmarshal([]byte(aws.ToString(m.Body)), &e) == nil && e.Account == account && e.IdempotencyKey == key {
+			if e, err := event.Decode([]byte(aws.ToString(m.Body))); err == nil && e.Account == account && e.IdempotencyKey == key {
 				_, _ = client.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(queueURL), ReceiptHandle: m.ReceiptHandle})
 				return e, aws.ToString(m.Body), nil
 			}

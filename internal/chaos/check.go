@@ -143,7 +143,10 @@ func checkEvents(ctx context.Context, s *localapi.Stack, records []*idem.Record,
 	}
 	outcomes := map[string]map[string]bool{} // charge id → distinct event ids
 	rejections := map[string]bool{}
-	for deadline, quiet := time.Now().Add(time.Minute), 0; time.Now().Before(deadline) && (len(outcomes) < len(want) || quiet < 2); {
+	// Events arrive within the publisher's latency; a minute bounds the wait.
+	wait, stop := context.WithTimeout(ctx, time.Minute)
+	defer stop()
+	for quiet := 0; wait.Err() == nil && (len(outcomes) < len(want) || quiet < 2); {
 		got := 0
 		for subscriber, url := range s.OutcomeQueues {
 			out, err := s.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
@@ -152,8 +155,8 @@ func checkEvents(ctx context.Context, s *localapi.Stack, records []*idem.Record,
 			}
 			for _, m := range out.Messages {
 				got++
-				var e event.Event
-				if err := json.Unmarshal([]byte(aws.ToString(m.Body)), &e); err != nil {
+				e, err := event.Decode([]byte(aws.ToString(m.Body)))
+				if err != nil {
 					return fmt.Errorf("an outcome queue holds %q: %w", aws.ToString(m.Body), err)
 				}
 				switch {

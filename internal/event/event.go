@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/idempotent-payments/idempay/internal/charge"
+	"github.com/idempotent-payments/idempay/internal/strictjson"
 )
 
 // Version is the schema's version, carried by every event. A change that
@@ -189,6 +190,17 @@ func OfRejection(messageID, producer, account, idempotencyKey, code string, at t
 		ID: id(Rejected, messageID), Type: Rejected, Version: Version, Producer: producer, Source: charge.SourceQueue(producer),
 		Account: account, IdempotencyKey: idempotencyKey, Reason: code, CreatedAt: at.UTC(),
 	}
+}
+
+// Decode reads an event as Encode writes it, strictly (strictjson): an
+// unknown, duplicate or case-variant member, invalid UTF-8 or anything after
+// the object is refused, so a reader never guesses what an event says.
+func Decode(b []byte) (Event, error) {
+	var e Event
+	if err := strictjson.Unmarshal(b, &e); err != nil {
+		return Event{}, fmt.Errorf("decode event: %w", err)
+	}
+	return e, nil
 }
 
 // Encode is the event's JSON, as published.

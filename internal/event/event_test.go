@@ -3,6 +3,7 @@ package event_test
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -27,7 +28,7 @@ var at = time.Date(2026, 12, 1, 12, 0, 0, 123e6, time.UTC)
 
 const chargeID = "ch_0123456789abcdef0123456789abcdef01234567"
 
-func examples(t *testing.T) []event.Event {
+func examples(t testing.TB) []event.Event {
 	t.Helper()
 	row := charge.Charge{ID: chargeID, Account: "acct_1", IdempotencyKey: "order-1-try-1", Source: charge.SourceQueue("orders"),
 		Status: "captured", Amount: 25000, Currency: "BRL", AuthorizationID: "auth_1", CreatedAt: at}
@@ -95,4 +96,53 @@ func TestEventIDs(t *testing.T) {
 	if _, err := event.OfRow(charge.Charge{ID: chargeID, Status: "pending"}); err == nil {
 		t.Fatal("a row that is neither captured nor declined made an event")
 	}
+}
+
+// TestDecode: every type decodes to what was encoded, and what could mean
+// two things (an unknown, duplicate or case-variant member, trailing bytes)
+// is refused.
+func TestDecode(t *testing.T) {
+	for _, e := range examples(t) {
+		b, err := e.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := event.Decode(b)
+		if err != nil {
+			t.Fatalf("%s: %v", b, err)
+		}
+		again, _ := got.Encode()
+		if !bytes.Equal(again, b) {
+			t.Errorf("decoded %s, encoded again %s", b, again)
+		}
+	}
+	for _, bad := range []string{
+		`{"id":"x","id":"y"}`, `{"ID":"x"}`, `{"id":"x","extra":1}`, `{"id":"x"} {}`, "{\"id\":\"\xff\"}",
+	} {
+		if _, err := event.Decode([]byte(bad)); err == nil {
+			t.Errorf("%q decoded", bad)
+		}
+	}
+}
+
+// FuzzDecode: Decode never panics, and what it accepts encodes and decodes
+// again to the same event.
+func FuzzDecode(f *testing.F) {
+	for _, e := range examples(f) {
+		b, _ := e.Encode()
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		e, err := event.Decode(b)
+		if err != nil {
+			return
+		}
+		again, err := e.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e2, err := event.Decode(again); err != nil || !reflect.DeepEqual(e, e2) {
+			t.Fatalf("%q decoded to %+v, which encodes to %q: %+v, %v", b, e, again, e2, err)
+		}
+	})
 }
