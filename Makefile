@@ -42,7 +42,7 @@ test: $(RIE) spin
 
 ## fast: the packages that need no emulator, in seconds (memory stores, the sandbox in process)
 FAST_PACKAGES := ./internal/idem/ ./internal/idem/idemtest/ ./internal/charge/ ./internal/charge/chargetest/ \
-	./internal/httpapi/ ./internal/strictjson/ ./internal/command/ ./internal/event/ ./internal/outbox/ \
+	./internal/httpapi/ ./internal/strictjson/ ./internal/command/ ./internal/event/ ./internal/outbox/ ./internal/tabledef/ \
 	./internal/acquirer/ ./internal/sandbox/ ./internal/obs/ ./internal/setup/ ./internal/localapi/ ./internal/archtest/ ./internal/deploy/ \
 	./functions/charge/ ./functions/sqsconsumer/ ./functions/sweeper/ ./cmd/localapi/
 fast:

@@ -18,11 +18,8 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/idempotent-payments/idempay/internal/charge"
-	"github.com/idempotent-payments/idempay/internal/command"
-	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
 	"github.com/idempotent-payments/idempay/internal/obs"
-	"github.com/idempotent-payments/idempay/internal/sweep"
+	"github.com/idempotent-payments/idempay/internal/tabledef"
 )
 
 // watched is what the alarms and the dashboard look at.
@@ -139,8 +136,8 @@ func (a alarms) emf(function, name, statistic string, dims map[string]string) aw
 }
 
 // outcome counts a function's requests that came to o.
-func (a alarms) outcome(function, o string) awscloudwatch.Metric {
-	return a.emf(function, obs.MetricRequests, "Sum", map[string]string{obs.DimensionOutcome: o})
+func (a alarms) outcome(function string, o obs.Outcome) awscloudwatch.Metric {
+	return a.emf(function, obs.MetricRequests, "Sum", map[string]string{obs.DimensionOutcome: string(o)})
 }
 
 // ddb is a metric of the table (of an index of it, by dims).
@@ -162,7 +159,7 @@ func (a alarms) deadEnds(w watched) {
 	a.alarm("RejectedCommandsAlarm", "RejectedCommands", "",
 		w.rejected.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Period: a.five, Statistic: jsii.String("Maximum")}), 1)
 	a.alarm("ProducerNotAllowedAlarm", "ProducerNotAllowed", "",
-		a.outcome(obs.FunctionConsumer, command.OutcomeProducerNotAllowed), 1)
+		a.outcome(obs.FunctionConsumer, obs.OutcomeProducerNotAllowed), 1)
 	// The two queue alarms stay in ALARM while their queue holds a message:
 	// drain it to re-arm them.
 
@@ -181,8 +178,8 @@ func (a alarms) api(w watched) {
 	a.alarm("Api5xxRateAlarm", "Api5xxRate", "", api5xx, api5xxPercent)
 	for _, fn := range []string{obs.FunctionCharge, obs.FunctionConsumer} {
 		id := map[string]string{obs.FunctionCharge: "Charge", obs.FunctionConsumer: "Consumer"}[fn]
-		a.alarm(id+"PendingAlarm", "<Entry>Pending", id, a.outcome(fn, charge.Pending.String()), float64(a.cfg.AlarmPendingPer5Min))
-		a.alarm(id+"UnavailableAlarm", "<Entry>Unavailable", id, a.outcome(fn, charge.Unavailable.String()), 1)
+		a.alarm(id+"PendingAlarm", "<Entry>Pending", id, a.outcome(fn, obs.OutcomePending), float64(a.cfg.AlarmPendingPer5Min))
+		a.alarm(id+"UnavailableAlarm", "<Entry>Unavailable", id, a.outcome(fn, obs.OutcomeUnavailable), 1)
 	}
 	a.alarm("AcquirerErrorsAlarm", "AcquirerErrors", "",
 		sum("acq", a.emf(obs.FunctionCharge, obs.MetricAcquirerErrors, "Sum", nil), a.emf(obs.FunctionConsumer, obs.MetricAcquirerErrors, "Sum", nil)), float64(a.cfg.AlarmPendingPer5Min))
@@ -227,7 +224,7 @@ func (a alarms) sweeper(w watched) {
 	// like ALARM.
 	heartbeat := awscloudwatch.NewAlarm(a.stack, jsii.String("SweeperHeartbeatAlarm"), &awscloudwatch.AlarmProps{
 		AlarmDescription: jsii.String(specOf(a.cfg, "SweeperHeartbeat").description("")),
-		Metric:           a.outcome(obs.FunctionSweeper, sweep.OutcomeSwept), Threshold: jsii.Number(1), EvaluationPeriods: jsii.Number(1),
+		Metric:           a.outcome(obs.FunctionSweeper, obs.OutcomeSwept), Threshold: jsii.Number(1), EvaluationPeriods: jsii.Number(1),
 		ComparisonOperator: awscloudwatch.ComparisonOperator_LESS_THAN_THRESHOLD, TreatMissingData: awscloudwatch.TreatMissingData_MISSING,
 	})
 	heartbeat.AddAlarmAction(awscloudwatchactions.NewSnsAction(a.topic))
@@ -238,7 +235,7 @@ func (a alarms) sweeper(w watched) {
 	// first one pages, from the request that met it and from the sweeper's
 	// count; they are in none of the stale counts above.
 	a.alarm("AcquirerMismatchAlarm", "AcquirerMismatch", "",
-		sum("mm", a.outcome(obs.FunctionCharge, charge.Mismatch.String()), a.outcome(obs.FunctionConsumer, charge.Mismatch.String())), 1)
+		sum("mm", a.outcome(obs.FunctionCharge, obs.OutcomeAcquirerMismatch), a.outcome(obs.FunctionConsumer, obs.OutcomeAcquirerMismatch)), 1)
 	a.alarm("HeldRecordsAlarm", "HeldRecords", "", a.emf(obs.FunctionSweeper, obs.MetricHeldRecords, "Maximum", nil), 1)
 	a.alarm("OldestStaleAlarm", "OldestStale", "", a.emf(obs.FunctionSweeper, obs.MetricOldestStaleSeconds, "Maximum", nil), staleHorizon)
 
@@ -264,7 +261,7 @@ func (a alarms) events(w watched) {
 
 // tableAlarms: the table's and its in-flight index's throttles and errors.
 func (a alarms) tableAlarms() {
-	index := map[string]string{"GlobalSecondaryIndexName": dynamostore.InflightIndex}
+	index := map[string]string{"GlobalSecondaryIndexName": tabledef.InflightIndex}
 	a.alarm("TableThrottlesAlarm", "TableThrottles", "", sum("ddb", a.ddb("ReadThrottleEvents", nil), a.ddb("WriteThrottleEvents", nil)), 1)
 	a.alarm("IndexThrottlesAlarm", "IndexThrottles", "",
 		sum("ddb", a.ddb("ReadThrottleEvents", index), a.ddb("WriteThrottleEvents", index)), 1)

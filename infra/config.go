@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2/regioninfo"
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/idempotent-payments/idempay/internal/deploy"
@@ -269,7 +268,9 @@ func (c *Config) readPlacement(input func(string) string) error {
 	}
 	c.CollectorLayerARN = input(InputCollectorLayerARN)
 	if c.CollectorLayerARN == "" {
-		c.CollectorLayerARN = aws.ToString(regioninfo.Fact_Find(jsii.String(c.Region), collectorLayer))
+		if arn := regioninfo.Fact_Find(jsii.String(c.Region), collectorLayer); arn != nil {
+			c.CollectorLayerARN = *arn
+		}
 	}
 	if !strings.HasPrefix(c.CollectorLayerARN, "arn:aws") || !strings.Contains(c.CollectorLayerARN, ":layer:") {
 		return fmt.Errorf("tracing: no collector layer for region %s in CDK's table; give its ARN as input %s", c.Region, InputCollectorLayerARN)

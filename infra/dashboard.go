@@ -10,8 +10,8 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
 	"github.com/idempotent-payments/idempay/internal/obs"
+	"github.com/idempotent-payments/idempay/internal/tabledef"
 )
 
 // newDashboard is the environment's one page: requests by outcome, latency
@@ -61,7 +61,7 @@ func newDashboard(stack awscdk.Stack, cfg Config, w watched,
 	for _, s := range slices.Sorted(maps.Keys(w.outcomes.queues)) {
 		unread = append(unread, w.outcomes.queues[s].MetricApproximateAgeOfOldestMessage(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Maximum"), Label: jsii.String(s)}))
 	}
-	index := map[string]string{"GlobalSecondaryIndexName": dynamostore.InflightIndex}
+	index := map[string]string{"GlobalSecondaryIndexName": tabledef.InflightIndex}
 	awscloudwatch.NewDashboard(stack, jsii.String("Dashboard"), &awscloudwatch.DashboardProps{
 		DashboardName: jsii.String("idempay-" + cfg.Name),
 		Widgets: &[]*[]awscloudwatch.IWidget{

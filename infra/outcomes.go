@@ -15,7 +15,7 @@ import (
 
 	"github.com/idempotent-payments/idempay/internal/deploy"
 	"github.com/idempotent-payments/idempay/internal/event"
-	"github.com/idempotent-payments/idempay/internal/outbox"
+	"github.com/idempotent-payments/idempay/internal/streamfilter"
 )
 
 // outcomeRetention of the outcome queues and the publisher's failures.
@@ -73,13 +73,13 @@ var publisherMaxRecordAge = awscdk.Duration_Hours(jsii.Number(6))
 const streamRetentionHours = 24
 
 // publisherTrigger is the publisher's event source mapping on the table's
-// stream: filtered (outbox.Filters), in order, from the stream's start,
+// stream: filtered (streamfilter.Filters), in order, from the stream's start,
 // bisecting a failing batch and retrying it without a retry limit until
 // its records are publisherMaxRecordAge old, then the batch's metadata to
 // failures.
 func publisherTrigger(stack awscdk.Stack, table awsdynamodb.CfnTable, publisher function, failures awssqs.Queue) awslambda.EventSourceMapping {
 	var filters []*map[string]interface{}
-	for _, f := range outbox.Filters {
+	for _, f := range streamfilter.Filters {
 		var pattern map[string]interface{}
 		if err := json.Unmarshal([]byte(f), &pattern); err != nil {
 			panic(err) // the filters are the code's own: a bug

@@ -7,7 +7,7 @@ import (
 
 	"github.com/idempotent-payments/idempay/internal/deploy"
 	"github.com/idempotent-payments/idempay/internal/event"
-	"github.com/idempotent-payments/idempay/internal/outbox"
+	"github.com/idempotent-payments/idempay/internal/streamfilter"
 )
 
 // sameJSON reports whether a and b are the same JSON value, whatever the
@@ -115,10 +115,10 @@ func TestOutcomeEvents(t *testing.T) {
 		for _, f := range m["FilterCriteria"].(map[string]any)["Filters"].([]any) {
 			patterns = append(patterns, f.(map[string]any)["Pattern"].(string))
 		}
-		if len(patterns) != len(outbox.Filters) {
-			t.Fatalf("%s: %d filters, the code's %d", env, len(patterns), len(outbox.Filters))
+		if len(patterns) != len(streamfilter.Filters) {
+			t.Fatalf("%s: %d filters, the code's %d", env, len(patterns), len(streamfilter.Filters))
 		}
-		for i, f := range outbox.Filters {
+		for i, f := range streamfilter.Filters {
 			if !sameJSON(t, patterns[i], f) {
 				t.Errorf("%s: filter %d is %s, the code's %s", env, i, patterns[i], f)
 			}

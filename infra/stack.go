@@ -19,16 +19,14 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/idempotent-payments/idempay/internal/charge/dynamoledger"
 	"github.com/idempotent-payments/idempay/internal/command"
 	"github.com/idempotent-payments/idempay/internal/deploy"
 	"github.com/idempotent-payments/idempay/internal/idem"
-	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
 	"github.com/idempotent-payments/idempay/internal/route"
+	"github.com/idempotent-payments/idempay/internal/tabledef"
 )
 
 // producerQueue is a producer with its charge-commands queue and its role.
@@ -222,7 +220,7 @@ func newFunctions(stack awscdk.Stack, cfg Config, assets StackAssets, removal aw
 		return &env
 	}
 	tableArn := table.AttrArn()
-	indexArn := jsii.String(*tableArn + "/index/" + dynamostore.InflightIndex)
+	indexArn := jsii.String(*tableArn + "/index/" + tabledef.InflightIndex)
 	// Rows by prefix: a role may touch only the rows it owns. Claims and
 	// completions put (and read) records and ledger rows, and nothing else;
 	// take-overs, completions and releases update and delete records;
@@ -230,8 +228,8 @@ func newFunctions(stack awscdk.Stack, cfg Config, assets StackAssets, removal aw
 	// require attribute_not_exists, so a role that may put ledger rows
 	// could overwrite one: the code's conditional write is what prevents it.
 	onlyRecords := leadingKeys(idem.RecordPrefix)
-	onlyLedger := leadingKeys(dynamoledger.Prefix)
-	recordsAndLedger := leadingKeys(idem.RecordPrefix, dynamoledger.Prefix)
+	onlyLedger := leadingKeys(tabledef.LedgerPrefix)
+	recordsAndLedger := leadingKeys(idem.RecordPrefix, tabledef.LedgerPrefix)
 	recordStatements := []statement{
 		{actions: []string{"dynamodb:PutItem", "dynamodb:GetItem"}, resources: []*string{tableArn}, conditions: recordsAndLedger},
 		{actions: []string{"dynamodb:UpdateItem", "dynamodb:DeleteItem"}, resources: []*string{tableArn}, conditions: onlyRecords},
@@ -333,27 +331,27 @@ func newTriggers(stack awscdk.Stack, cfg Config, fns stackFunctions, q commandQu
 	return mappings, schedule
 }
 
-// newTable builds the table from dynamostore.TableInput, the definition the
-// code and the tests use, so the two cannot drift.
+// newTable builds the table from tabledef.Table, the definition the store's
+// CreateTable uses too, so the two cannot drift.
 func newTable(stack awscdk.Stack, cfg Config, removal awscdk.RemovalPolicy) awsdynamodb.CfnTable {
-	in := dynamostore.TableInput(tableName)
+	def := tabledef.Table()
 	var attrs []interface{}
-	for _, a := range in.AttributeDefinitions {
-		attrs = append(attrs, &awsdynamodb.CfnTable_AttributeDefinitionProperty{AttributeName: a.AttributeName, AttributeType: jsii.String(string(a.AttributeType))})
+	for _, a := range def.Attributes() {
+		attrs = append(attrs, &awsdynamodb.CfnTable_AttributeDefinitionProperty{AttributeName: jsii.String(a.Name), AttributeType: jsii.String(string(a.Type))})
 	}
-	keys := func(ks []ddbKey) *[]interface{} {
-		var out []interface{}
-		for _, k := range ks {
-			out = append(out, &awsdynamodb.CfnTable_KeySchemaProperty{AttributeName: k.name, KeyType: jsii.String(k.kind)})
+	keys := func(partition, sort tabledef.Attribute) *[]interface{} {
+		out := []interface{}{&awsdynamodb.CfnTable_KeySchemaProperty{AttributeName: jsii.String(partition.Name), KeyType: jsii.String("HASH")}}
+		if sort.Name != "" {
+			out = append(out, &awsdynamodb.CfnTable_KeySchemaProperty{AttributeName: jsii.String(sort.Name), KeyType: jsii.String("RANGE")})
 		}
 		return &out
 	}
 	var gsis []interface{}
-	for _, g := range in.GlobalSecondaryIndexes {
+	for _, ix := range def.Indexes {
 		gsis = append(gsis, &awsdynamodb.CfnTable_GlobalSecondaryIndexProperty{
-			IndexName: g.IndexName, KeySchema: keys(keysOf(g.KeySchema)),
+			IndexName: jsii.String(ix.Name), KeySchema: keys(ix.Partition, ix.Sort),
 			Projection: &awsdynamodb.CfnTable_ProjectionProperty{
-				ProjectionType: jsii.String(string(g.Projection.ProjectionType)), NonKeyAttributes: jsii.Strings(g.Projection.NonKeyAttributes...),
+				ProjectionType: jsii.String("INCLUDE"), NonKeyAttributes: jsii.Strings(ix.Projected...),
 			},
 			WarmThroughput: warm(cfg.IndexWarmWrites),
 		})
@@ -361,16 +359,16 @@ func newTable(stack awscdk.Stack, cfg Config, removal awscdk.RemovalPolicy) awsd
 	// TTL is a property of the table's mode (deploy.TableMode.TTL).
 	var ttl *awsdynamodb.CfnTable_TimeToLiveSpecificationProperty
 	if deployed.Table.TTL() {
-		ttl = &awsdynamodb.CfnTable_TimeToLiveSpecificationProperty{AttributeName: jsii.String(dynamostore.TTLAttribute), Enabled: jsii.Bool(true)}
+		ttl = &awsdynamodb.CfnTable_TimeToLiveSpecificationProperty{AttributeName: jsii.String(tabledef.TTLAttribute), Enabled: jsii.Bool(true)}
 	}
 	table := awsdynamodb.NewCfnTable(stack, jsii.String("Table"), &awsdynamodb.CfnTableProps{
-		BillingMode:                      jsii.String(string(in.BillingMode)),
+		BillingMode:                      jsii.String(def.BillingMode),
 		AttributeDefinitions:             &attrs,
-		KeySchema:                        keys(keysOf(in.KeySchema)),
+		KeySchema:                        keys(def.Partition, tabledef.Attribute{}),
 		GlobalSecondaryIndexes:           &gsis,
 		WarmThroughput:                   warm(cfg.TableWarmWrites),
 		TimeToLiveSpecification:          ttl,
-		StreamSpecification:              &awsdynamodb.CfnTable_StreamSpecificationProperty{StreamViewType: jsii.String(string(in.StreamSpecification.StreamViewType))},
+		StreamSpecification:              &awsdynamodb.CfnTable_StreamSpecificationProperty{StreamViewType: jsii.String(def.StreamView)},
 		PointInTimeRecoverySpecification: &awsdynamodb.CfnTable_PointInTimeRecoverySpecificationProperty{PointInTimeRecoveryEnabled: jsii.Bool(true)},
 		SseSpecification:                 &awsdynamodb.CfnTable_SSESpecificationProperty{SseEnabled: jsii.Bool(true)},
 		DeletionProtectionEnabled:        jsii.Bool(cfg.Retain),
@@ -537,19 +535,6 @@ func newAPI(stack awscdk.Stack, cfg Config, removal awscdk.RemovalPolicy, charge
 			`"integrationLatency":"$context.integrationLatency","integrationStatus":"$context.integrationStatus","error":"$context.error.message"}`),
 	})
 	return api
-}
-
-type ddbKey struct {
-	name *string
-	kind string
-}
-
-func keysOf(ks []types.KeySchemaElement) []ddbKey {
-	out := make([]ddbKey, len(ks))
-	for i, k := range ks {
-		out[i] = ddbKey{name: k.AttributeName, kind: string(k.KeyType)}
-	}
-	return out
 }
 
 // retention maps a number of days to CloudWatch's enumeration.

@@ -19,12 +19,12 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/idempotent-payments/idempay/internal/charge"
-	"github.com/idempotent-payments/idempay/internal/charge/dynamoledger"
 	"github.com/idempotent-payments/idempay/internal/deploy"
 	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
 	"github.com/idempotent-payments/idempay/internal/route"
+	"github.com/idempotent-payments/idempay/internal/tabledef"
 )
 
 // jsii tests share one node process: no t.Parallel, and close it at the end.
@@ -355,8 +355,8 @@ func TestLeastPrivilege(t *testing.T) {
 	// only, and the reconciler puts ledger rows only (never an idempotency
 	// record: the claim path fails for it).
 	records := `{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["` + idem.RecordPrefix + `*"]}}`
-	ledger := `{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["` + dynamoledger.Prefix + `*"]}}`
-	both := `{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["` + idem.RecordPrefix + `*","` + dynamoledger.Prefix + `*"]}}`
+	ledger := `{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["` + tabledef.LedgerPrefix + `*"]}}`
+	both := `{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["` + idem.RecordPrefix + `*","` + tabledef.LedgerPrefix + `*"]}}`
 	for prefix, want := range map[string]map[string]string{ // action → the condition it must carry ("" none)
 		"ChargePolicy":      {"dynamodb:PutItem": both, "dynamodb:GetItem": both, "dynamodb:UpdateItem": records, "dynamodb:DeleteItem": records},
 		"SqsConsumerPolicy": {"dynamodb:PutItem": both, "dynamodb:GetItem": both, "dynamodb:UpdateItem": records, "dynamodb:DeleteItem": records},
@@ -1013,8 +1013,10 @@ func TestRunbookIsGenerated(t *testing.T) {
 }
 
 // TestLinksNoFunctionWiring: the CDK app reads names from the system's
-// description, not from the functions' wiring: it links neither setup, the
-// SQS adapter, the HTTP rendering, nor the SDK clients they bring.
+// description (deploy, tabledef, obs and the schemas), not from the
+// functions' wiring: it links neither setup, the SQS adapter, the HTTP
+// rendering, the charge service, nor the AWS SDK or OpenTelemetry they
+// bring.
 func TestLinksNoFunctionWiring(t *testing.T) {
 	out, err := exec.Command("go", "list", "-deps", ".").CombinedOutput()
 	if err != nil {
@@ -1023,10 +1025,10 @@ func TestLinksNoFunctionWiring(t *testing.T) {
 	for _, dep := range strings.Fields(string(out)) {
 		for _, never := range []string{
 			"github.com/idempotent-payments/idempay/internal/setup", "github.com/idempotent-payments/idempay/internal/queue",
-			"github.com/idempotent-payments/idempay/internal/httpapi", "github.com/aws/aws-sdk-go-v2/service/sqs",
-			"github.com/aws/aws-sdk-go-v2/service/secretsmanager", "github.com/aws/aws-sdk-go-v2/service/sts",
+			"github.com/idempotent-payments/idempay/internal/httpapi", "github.com/idempotent-payments/idempay/internal/charge",
+			"github.com/idempotent-payments/idempay/internal/outbox", "github.com/aws/aws-sdk-go-v2", "go.opentelemetry.io",
 		} {
-			if dep == never {
+			if dep == never || strings.HasPrefix(dep, never+"/") {
 				t.Errorf("the CDK app links %s", dep)
 			}
 		}

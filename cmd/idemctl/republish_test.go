@@ -21,6 +21,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/charge/chargetest"
 	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/outbox"
 	"github.com/idempotent-payments/idempay/internal/setup"
 )
 
@@ -102,13 +103,13 @@ func TestRepublish(t *testing.T) {
 	w := newWorld(t)
 	o := newOutcomes(t)
 	svc := chargetest.ServiceWith(idem.NewGuard(w.store, idem.Config{Protocol: w.protocol}), w.ledger, w.acq, charge.Config{})
-	in := charge.Input{Account: "acct_r", Keys: []string{"republish-key-1"}, Source: charge.SourceHTTP,
+	in := charge.Input{Account: "acct_r", Keys: []string{"republish-key-1"}, Source: event.SourceHTTP,
 		Body: []byte(`{"amount": 500, "currency": "BRL", "order_id": "r-1", "payment_method": "pm_card_visa"}`)}
 	if r := svc.Charge(ctx, in); r.Outcome != charge.Executed {
 		t.Fatalf("charge: %s", r.Outcome)
 	}
 	row := svc.ByKey(ctx, "acct_r", "republish-key-1").Charge
-	want, err := event.OfRow(row)
+	want, err := outbox.RowEvent(row)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/idempotent-payments/idempay/internal/charge"
+	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/obs"
@@ -64,7 +65,7 @@ func (c headerCarrier) Keys() []string {
 type reply struct {
 	idem.Response
 	replay  bool
-	outcome string
+	outcome obs.Outcome
 	result  charge.Result
 }
 
@@ -131,7 +132,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.APIGatewayV2HTTPRequest)
 	}
 	a := h.serve(ctx, req)
 	if span != nil {
-		span.SetAttributes(attribute.String("idem.outcome", a.outcome), attribute.Int("http.response.status_code", a.StatusCode))
+		span.SetAttributes(attribute.String("idem.outcome", string(a.outcome)), attribute.Int("http.response.status_code", a.StatusCode))
 	}
 	h.observe(ctx, req, a, time.Since(start))
 	return render(a), nil
@@ -141,13 +142,13 @@ func (h *Handler) serve(ctx context.Context, req request) reply {
 	switch req.route {
 	case route.Create:
 		if detail, ok := jsonBody(req); !ok {
-			return refusal(problem.UnsupportedMediaType, detail, "unsupported_media_type")
+			return refusal(problem.UnsupportedMediaType, detail, obs.OutcomeUnsupportedMediaType)
 		}
 		if !req.bodyOK {
-			return refusal(problem.ValidationFailed, "body: not valid base64", charge.RequestInvalid.String())
+			return refusal(problem.ValidationFailed, "body: not valid base64", charge.RequestInvalid.Name())
 		}
 		return respond(h.Service.Charge(ctx, charge.Input{
-			Account: req.account, Keys: req.keys, Body: req.body, Source: charge.SourceHTTP,
+			Account: req.account, Keys: req.keys, Body: req.body, Source: event.SourceHTTP,
 		}))
 	case route.Get:
 		return respond(h.Service.Get(ctx, req.account, req.id))
@@ -155,13 +156,13 @@ func (h *Handler) serve(ctx context.Context, req request) reply {
 		key, err := httpapi.LookupKey(req.rawQuery)
 		switch {
 		case errors.Is(err, httpapi.ErrNoKeyParameter):
-			return refusal(problem.IdempotencyKeyMissing, "send the key as the query parameter "+route.LookupParameter+", percent-encoded", charge.KeyMissing.String())
+			return refusal(problem.IdempotencyKeyMissing, "send the key as the query parameter "+route.LookupParameter+", percent-encoded", charge.KeyMissing.Name())
 		case err != nil:
-			return refusal(problem.ValidationFailed, err.Error(), charge.RequestInvalid.String())
+			return refusal(problem.ValidationFailed, err.Error(), charge.RequestInvalid.Name())
 		}
 		return respond(h.Service.ByKey(ctx, req.account, key))
 	}
-	return refusal(problem.NotFound, "no such route", "no_route")
+	return refusal(problem.NotFound, "no such route", obs.OutcomeNoRoute)
 }
 
 // details says what to do about each outcome a problem answers; its code
@@ -185,7 +186,7 @@ var details = map[charge.Outcome]string{
 
 // respond renders a result of the service.
 func respond(res charge.Result) reply {
-	a := reply{outcome: res.Outcome.String(), result: res}
+	a := reply{outcome: res.Outcome.Name(), result: res}
 	switch res.Outcome {
 	case charge.Executed:
 		a.Response = res.Response
@@ -218,7 +219,7 @@ func respond(res charge.Result) reply {
 }
 
 // refusal is an answer of the handler's own, before the service is asked.
-func refusal(code problem.Code, detail, outcome string) reply {
+func refusal(code problem.Code, detail string, outcome obs.Outcome) reply {
 	status, headers, body := problem.Render(problem.Details{Code: code, Detail: detail})
 	return reply{Response: idem.Response{StatusCode: status, Headers: headers, Body: body}, outcome: outcome}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/charge/chargetest"
+	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/idemtest"
 	"github.com/idempotent-payments/idempay/internal/problem"
@@ -73,8 +74,8 @@ func TestHandleAPIGatewayEvent(t *testing.T) {
 	}
 	// The ledger row says the charge came over HTTP, with the client's key.
 	res := h.Service.Get(context.Background(), "acct_7Hq2", strings.TrimPrefix(first.Headers["Location"], "/v1/charges/"))
-	if res.Outcome != charge.Found || res.Charge.Source != charge.SourceHTTP || res.Charge.IdempotencyKey != ev.Headers["idempotency-key"] {
-		t.Fatalf("the row: %s %+v; want source %s and the request's key", res.Outcome, res.Charge, charge.SourceHTTP)
+	if res.Outcome != charge.Found || res.Charge.Source != event.SourceHTTP || res.Charge.IdempotencyKey != ev.Headers["idempotency-key"] {
+		t.Fatalf("the row: %s %+v; want source %s and the request's key", res.Outcome, res.Charge, event.SourceHTTP)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/obs"
+	"github.com/idempotent-payments/idempay/internal/outbox"
 )
 
 // Delayer changes when a received message is delivered again.
@@ -70,8 +71,8 @@ type Source struct {
 
 // verdict is what to do with one message.
 type verdict struct {
-	outcome    string // for the log line and the metrics
-	record     string // idem.Ref of the record, when known
+	outcome    obs.Outcome // for the log line and the metrics
+	record     string      // idem.Ref of the record, when known
 	attempt    int
 	retry      bool          // report a batch item failure
 	delay      time.Duration // and, when positive, redeliver after this
@@ -175,7 +176,7 @@ func (h *Handler) republish(ctx context.Context, v verdict) bool {
 		h.Logger.WarnContext(ctx, "a replayed command's charge was not found to republish its event; the message will be retried", "lookup", res.Outcome.String())
 		return false
 	}
-	e, err := event.OfRow(res.Charge)
+	e, err := outbox.RowEvent(res.Charge)
 	if err == nil {
 		err = h.Outcomes.Publish(ctx, e)
 	}
@@ -190,7 +191,7 @@ func (h *Handler) republish(ctx context.Context, v verdict) bool {
 // on a queue not among the handler's Sources).
 func (h *Handler) process(ctx context.Context, src Source, known bool, msg events.SQSMessage) verdict {
 	if !known {
-		return verdict{outcome: outcomeNotAllowed, rejectCode: rejectNotAllowed, reason: "the message came from a queue this consumer does not read for any producer"}
+		return verdict{outcome: obs.OutcomeProducerNotAllowed, rejectCode: rejectNotAllowed, reason: "the message came from a queue this consumer does not read for any producer"}
 	}
 	cmd, err := command.Decode(msg.Body)
 	if reqErr, inRequest := command.RequestError(err); inRequest {
@@ -199,15 +200,15 @@ func (h *Handler) process(ctx context.Context, src Source, known bool, msg event
 		// cannot be read past it: refused as the HTTP route refuses those
 		// bytes (VALIDATION_FAILED), before the key is looked at.
 		v := verdicts[charge.RequestInvalid]
-		v.outcome = charge.RequestInvalid.String()
+		v.outcome = charge.RequestInvalid.Name()
 		v.reason = charge.DecodeError(reqErr).Error()
 		return v
 	}
 	if err != nil {
-		return verdict{outcome: "malformed", rejectCode: rejectMalformed, reason: err.Error()}
+		return verdict{outcome: obs.OutcomeMalformed, rejectCode: rejectMalformed, reason: err.Error()}
 	}
 	if ok, why := src.Admits(cmd); !ok {
-		return verdict{outcome: outcomeNotAllowed, rejectCode: rejectNotAllowed, reason: why, account: cmd.Account, key: cmd.IdempotencyKey}
+		return verdict{outcome: obs.OutcomeProducerNotAllowed, rejectCode: rejectNotAllowed, reason: why, account: cmd.Account, key: cmd.IdempotencyKey}
 	}
 	switch cmd.Type {
 	case command.TypeCharge:
@@ -215,31 +216,30 @@ func (h *Handler) process(ctx context.Context, src Source, known bool, msg event
 		if cmd.IdempotencyKey != "" {
 			keys = []string{cmd.IdempotencyKey}
 		}
-		v := verdictOf(h.Service.Charge(ctx, charge.Input{Account: cmd.Account, Keys: keys, Body: cmd.Request, Source: charge.SourceQueue(src.Producer)}))
+		v := verdictOf(h.Service.Charge(ctx, charge.Input{Account: cmd.Account, Keys: keys, Body: cmd.Request, Source: event.SourceQueue(src.Producer)}))
 		v.account, v.key = cmd.Account, cmd.IdempotencyKey
 		return v
 	default: // command.TypeReconcile: Decode knows no other
 		record := idem.Ref(cmd.PK)
 		outcome, err := h.Service.Reconcile(ctx, cmd.PK)
-		if outcome == charge.ReconciledMismatch { // one outcome name for a mismatch, whoever met it: its alarm counts it
-			return verdict{outcome: charge.Mismatch.String(), record: record, retry: err != nil}
+		if outcome == charge.ReconciledMismatch { // held, unless the hold failed (err): then retried
+			return verdict{outcome: outcome.Name(), record: record, retry: err != nil}
 		}
 		if errors.Is(err, charge.ErrNotAChargeRecord) {
-			return verdict{outcome: "malformed", rejectCode: rejectMalformed, reason: err.Error()}
+			return verdict{outcome: obs.OutcomeMalformed, rejectCode: rejectMalformed, reason: err.Error()}
 		}
 		if err != nil {
 			h.Logger.WarnContext(obs.WithAttrs(ctx, slog.String("record", record)), "reconcile failed; will retry", "error", err)
-			return verdict{outcome: "reconcile_failed", record: record, retry: true}
+			return verdict{outcome: obs.OutcomeReconcileFailed, record: record, retry: true}
 		}
-		return verdict{outcome: "reconciled_" + outcome.String(), record: record} // held: deleted, left to its operator
+		return verdict{outcome: outcome.Name(), record: record} // held: deleted, left to its operator
 	}
 }
 
 // The queue path's own dead-letter codes (command.RejectMalformed, …).
 const (
-	rejectMalformed   = command.RejectMalformed
-	rejectNotAllowed  = command.RejectProducerNotAllowed
-	outcomeNotAllowed = command.OutcomeProducerNotAllowed
+	rejectMalformed  = command.RejectMalformed
+	rejectNotAllowed = command.RejectProducerNotAllowed
 )
 
 // verdicts is the one table from the service's outcomes to what happens to
@@ -277,7 +277,7 @@ func verdictOf(res charge.Result) verdict {
 	if !ok { // an outcome this table does not know yet: keep the message
 		v = verdict{retry: true}
 	}
-	v.outcome, v.record, v.attempt = res.Outcome.String(), res.Record, res.Attempt
+	v.outcome, v.record, v.attempt = res.Outcome.Name(), res.Record, res.Attempt
 	v.notSent, v.unknown = res.AcquirerNotSent, res.AcquirerUnknown
 	if res.Outcome == charge.InFlight {
 		v.delay = res.WaitOut

@@ -21,6 +21,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/charge/chargetest"
 	"github.com/idempotent-payments/idempay/internal/charge/dynamoledger"
 	"github.com/idempotent-payments/idempay/internal/command"
+	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/idemtest"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
@@ -75,7 +76,7 @@ func TestHandleSQSEvent(t *testing.T) {
 	if len(dl.codes) != 2 {
 		t.Fatalf("dead letters %v; want the keyless command and the malformed one", dl.codes)
 	}
-	if rows := ledger.Rows(); len(rows) != 1 || rows[0].Source != charge.SourceQueue("orders") || rows[0].IdempotencyKey != "order-123-attempt" {
+	if rows := ledger.Rows(); len(rows) != 1 || rows[0].Source != event.SourceQueue("orders") || rows[0].IdempotencyKey != "order-123-attempt" {
 		t.Fatalf("ledger rows %+v; want the command's, from the orders queue, with its key", rows)
 	}
 	// Redelivery of the same batch: a replay, nothing new.

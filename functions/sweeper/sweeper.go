@@ -29,9 +29,9 @@ func (h *Handler) Handle(ctx context.Context, _ events.EventBridgeEvent) (sweep.
 		"oldest_stale_seconds", int(r.OldestStale.Seconds()), "held", r.Held, "oldest_held_seconds", int(r.OldestHeld.Seconds()),
 		"complete", r.Complete, "error", err)
 	if h.Metrics != nil {
-		outcome := sweep.OutcomeSwept
+		outcome := obs.OutcomeSwept
 		if err != nil {
-			outcome = "sweep_failed"
+			outcome = obs.OutcomeSweepFailed
 		}
 		values := map[string]float64{
 			obs.MetricStaleFlagged: float64(r.Flagged), obs.MetricStaleFailing: float64(r.Failing), obs.MetricOldestStaleSeconds: r.OldestStale.Seconds(),

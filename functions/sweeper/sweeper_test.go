@@ -97,7 +97,7 @@ func TestScheduledEvent(t *testing.T) {
 	if err != nil || r.Flagged != 3 || !r.Complete || r.OldestStale < 59*time.Second {
 		t.Fatalf("report %+v, %v", r, err)
 	}
-	if !strings.Contains(logs, `"flagged":3`) || !strings.Contains(emf, `"StaleFlagged":3`) || !strings.Contains(emf, sweep.OutcomeSwept) {
+	if !strings.Contains(logs, `"flagged":3`) || !strings.Contains(emf, `"StaleFlagged":3`) || !strings.Contains(emf, string(obs.OutcomeSwept)) {
 		t.Fatalf("log %s\nEMF %s", logs, emf)
 	}
 	for _, secret := range []string{"acct_secret", "key-secret"} {

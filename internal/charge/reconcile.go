@@ -33,10 +33,16 @@ const (
 	ReconciledMismatch
 )
 
-// String is the stable name of r, for logs and metrics.
-func (r Reconciled) String() string {
-	return [...]string{"nothing_to_do", "completed", "released", "held", "mismatch"}[r]
+// Name is r's name in the observability vocabulary. A mismatch is named as
+// a charge's mismatch is (obs.OutcomeAcquirerMismatch), so one alarm counts
+// both.
+func (r Reconciled) Name() obs.Outcome {
+	return [...]obs.Outcome{obs.OutcomeReconciledNothing, obs.OutcomeReconciledComplete, obs.OutcomeReconciledReleased,
+		obs.OutcomeReconciledHeld, obs.OutcomeAcquirerMismatch}[r]
 }
+
+// String is Name, as text.
+func (r Reconciled) String() string { return string(r.Name()) }
 
 // ErrNotAChargeRecord: Reconcile was given a key that is not a charge's
 // idempotency record. Nothing was read or written; retrying cannot help.

@@ -122,20 +122,13 @@ type Input struct {
 	Keys []string
 	// Body is the charge request JSON as received.
 	Body []byte
-	// Source is the entry point: SourceHTTP, or SourceQueue of the
-	// producer whose queue the command came on. The record keeps it from
+	// Source is the entry point, as the outcome events name it
+	// (event.SourceHTTP, or event.SourceQueue of the producer whose queue
+	// the command came on); the service does not read it. The record keeps it from
 	// the claim and the ledger row carries it, so whoever completes the
 	// charge (a retry, the reconciler) keeps where it came from.
 	Source string
 }
-
-// SourceHTTP is the Source of a charge requested over the HTTP API.
-const SourceHTTP = "http"
-
-// SourceQueue is the Source of a charge command from producer's queue.
-// Producer names are lower-case letters, digits and dashes, so the prefix
-// keeps a producer named "http" apart from the HTTP API.
-func SourceQueue(producer string) string { return "queue:" + producer }
 
 // Outcome is what one call came to. The entry points map every outcome in a
 // table of their own (an HTTP response, a queue verdict); the service knows
@@ -190,21 +183,25 @@ const (
 	numOutcomes // one past the last: every outcome below has a name
 )
 
-var outcomeNames = [numOutcomes]string{
-	Executed: "executed", Replayed: "replayed", AccountInvalid: "account_invalid", KeyMissing: "key_missing",
-	KeyInvalid: "key_invalid", RequestInvalid: "request_invalid", InFlight: "in_flight", KeyReused: "key_reused",
-	Released: "released", Pending: "pending", Unavailable: "unavailable", Found: "found", NotFound: "not_found",
-	Mismatch: "acquirer_mismatch", Held: "held",
+var outcomeNames = [numOutcomes]obs.Outcome{
+	Executed: obs.OutcomeExecuted, Replayed: obs.OutcomeReplayed, AccountInvalid: obs.OutcomeAccountInvalid,
+	KeyMissing: obs.OutcomeKeyMissing, KeyInvalid: obs.OutcomeKeyInvalid, RequestInvalid: obs.OutcomeRequestInvalid,
+	InFlight: obs.OutcomeInFlight, KeyReused: obs.OutcomeKeyReused, Released: obs.OutcomeReleased, Pending: obs.OutcomePending,
+	Unavailable: obs.OutcomeUnavailable, Found: obs.OutcomeFound, NotFound: obs.OutcomeNotFound,
+	Mismatch: obs.OutcomeAcquirerMismatch, Held: obs.OutcomeHeld,
 }
 
-// String is the outcome's stable name: the logs' outcome and the metrics'
-// Outcome dimension.
-func (o Outcome) String() string {
+// Name is the outcome's stable name in the observability vocabulary: the
+// logs' outcome and the metrics' Outcome dimension.
+func (o Outcome) Name() obs.Outcome {
 	if o > 0 && o < numOutcomes {
 		return outcomeNames[o]
 	}
 	return "unknown"
 }
+
+// String is Name, as text.
+func (o Outcome) String() string { return string(o.Name()) }
 
 // outcomeCodes are the stable codes of the outcomes that are not an answer
 // of their own: the refusals, which are final, and those retried with the

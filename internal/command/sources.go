@@ -15,12 +15,9 @@ import (
 // otherwise carries the code the HTTP route answers it with): a message that
 // is not a command, and a command its queue's producer may not send (an
 // unknown queue, a foreign account, or the wrong type for the queue).
-// OutcomeProducerNotAllowed is the consumer's metric and log outcome for
-// the latter, which the stack's alarm watches.
 const (
-	RejectMalformed           = "MALFORMED"
-	RejectProducerNotAllowed  = "PRODUCER_NOT_ALLOWED"
-	OutcomeProducerNotAllowed = "producer_not_allowed"
+	RejectMalformed          = "MALFORMED"
+	RejectProducerNotAllowed = "PRODUCER_NOT_ALLOWED"
 )
 
 // Source is one queue a consumer reads, and what may arrive on it. The

@@ -8,6 +8,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/deploy"
 	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/obs"
 	"github.com/idempotent-payments/idempay/internal/queue"
 )
 
@@ -110,5 +111,19 @@ func TestDeployedValues(t *testing.T) {
 		LeaseMargin: 10 * time.Second, Retention: 90 * 24 * time.Hour}
 	if d.Protocol != want || d.Queues.Visibility != 180*time.Second || d.Queues.MaxReceives != 6 || deploy.DefaultAccountClaim != "sub" {
 		t.Fatalf("deployed %+v", d)
+	}
+}
+
+// TestMetricFunctions: the metrics' Function dimension (obs.Function*) is
+// a deployed function's binary, one value per binary: the consumer and the
+// reconciler share sqsconsumer's, as their alarms do.
+func TestMetricFunctions(t *testing.T) {
+	binaries := map[string]bool{}
+	for _, f := range deploy.Deployed().Functions {
+		binaries[f.Binary] = true
+	}
+	dims := map[string]bool{obs.FunctionCharge: true, obs.FunctionConsumer: true, obs.FunctionSweeper: true, obs.FunctionPublisher: true}
+	if !reflect.DeepEqual(binaries, dims) {
+		t.Fatalf("the functions' binaries are %v, the metrics' Function values %v", binaries, dims)
 	}
 }

@@ -20,7 +20,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/strictjson"
 )
 
@@ -85,8 +84,8 @@ type Event struct {
 	Type    Type   `json:"type"`
 	Version int    `json:"version"`
 	// Producer is the producer whose queue the command came on, or
-	// ProducerHTTP; Source is where the request came from: charge.SourceHTTP
-	// or charge.SourceQueue(Producer).
+	// ProducerHTTP; Source is where the request came from: SourceHTTP or
+	// SourceQueue(Producer).
 	Producer string `json:"producer"`
 	Source   string `json:"source"`
 	// Account and IdempotencyKey are the caller's, as it sent them (empty
@@ -120,6 +119,16 @@ const (
 	StatusReleased = "released"
 )
 
+// SourceHTTP is the Source of a charge requested over the HTTP API.
+const SourceHTTP = "http"
+
+// SourceQueue is the Source of a charge command from producer's queue.
+// Producer names are lower-case letters, digits and dashes, so the prefix
+// keeps a producer named "http" apart from the HTTP API.
+func SourceQueue(producer string) string { return sourceQueuePrefix + producer }
+
+const sourceQueuePrefix = "queue:"
+
 // id derives an event's id from its type and what it is about.
 func id(t Type, about string) string {
 	sum := sha256.Sum256([]byte("event/v1\n" + string(t) + "\n" + about))
@@ -128,32 +137,41 @@ func id(t Type, about string) string {
 
 // producerOf is the producer a source names.
 func producerOf(source string) string {
-	if p, ok := strings.CutPrefix(source, "queue:"); ok {
+	if p, ok := strings.CutPrefix(source, sourceQueuePrefix); ok {
 		return p
 	}
 	return ProducerHTTP
 }
 
+// Row is what the captured and declined events say of a ledger row.
+type Row struct {
+	// Charge is the row's charge: its id, its status (captured or
+	// declined) and the acquirer's terms.
+	Charge                          Charge
+	Account, IdempotencyKey, Source string
+	CreatedAt                       time.Time
+}
+
 // OfRow is the event of a ledger row: Captured or Declined, with the row's
 // terms. A row without a source (written before rows kept it) is an HTTP
 // charge's.
-func OfRow(c charge.Charge) (Event, error) {
+func OfRow(r Row) (Event, error) {
 	t := Captured
-	switch c.Status {
+	switch r.Charge.Status {
 	case "captured":
 	case "declined":
 		t = Declined
 	default:
-		return Event{}, fmt.Errorf("ledger row %s: status %q is neither captured nor declined", c.ID, c.Status)
+		return Event{}, fmt.Errorf("ledger row %s: status %q is neither captured nor declined", r.Charge.ID, r.Charge.Status)
 	}
-	source := c.Source
+	source := r.Source
 	if source == "" {
-		source = charge.SourceHTTP
+		source = SourceHTTP
 	}
+	c := r.Charge
 	return Event{
 		ID: id(t, c.ID), Type: t, Version: Version, Producer: producerOf(source), Source: source,
-		Account: c.Account, IdempotencyKey: c.IdempotencyKey, CreatedAt: c.CreatedAt.UTC(),
-		Charge: &Charge{ID: c.ID, Status: c.Status, Amount: c.Amount, Currency: c.Currency, AuthorizationID: c.AuthorizationID, DeclineCode: c.DeclineCode},
+		Account: r.Account, IdempotencyKey: r.IdempotencyKey, CreatedAt: r.CreatedAt.UTC(), Charge: &c,
 	}, nil
 }
 
@@ -174,7 +192,7 @@ func OfRelease(h Hold) Event { return ofHold(Released, StatusReleased, h) }
 func ofHold(t Type, status string, h Hold) Event {
 	source := h.Source
 	if source == "" {
-		source = charge.SourceHTTP
+		source = SourceHTTP
 	}
 	return Event{
 		ID: id(t, h.ChargeID), Type: t, Version: Version, Producer: producerOf(source), Source: source,
@@ -187,7 +205,7 @@ func ofHold(t Type, status string, h Hold) Event {
 // producer's queue, refused with code.
 func OfRejection(messageID, producer, account, idempotencyKey, code string, at time.Time) Event {
 	return Event{
-		ID: id(Rejected, messageID), Type: Rejected, Version: Version, Producer: producer, Source: charge.SourceQueue(producer),
+		ID: id(Rejected, messageID), Type: Rejected, Version: Version, Producer: producer, Source: SourceQueue(producer),
 		Account: account, IdempotencyKey: idempotencyKey, Reason: code, CreatedAt: at.UTC(),
 	}
 }

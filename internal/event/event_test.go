@@ -10,7 +10,6 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/event/eventtest"
 )
@@ -30,18 +29,18 @@ const chargeID = "ch_0123456789abcdef0123456789abcdef01234567"
 
 func examples(t testing.TB) []event.Event {
 	t.Helper()
-	row := charge.Charge{ID: chargeID, Account: "acct_1", IdempotencyKey: "order-1-try-1", Source: charge.SourceQueue("orders"),
-		Status: "captured", Amount: 25000, Currency: "BRL", AuthorizationID: "auth_1", CreatedAt: at}
+	row := event.Row{Charge: event.Charge{ID: chargeID, Status: "captured", Amount: 25000, Currency: "BRL", AuthorizationID: "auth_1"},
+		Account: "acct_1", IdempotencyKey: "order-1-try-1", Source: event.SourceQueue("orders"), CreatedAt: at}
 	captured, err := event.OfRow(row)
 	if err != nil {
 		t.Fatal(err)
 	}
-	row.Status, row.DeclineCode, row.Source = "declined", "card_declined", charge.SourceHTTP
+	row.Charge.Status, row.Charge.DeclineCode, row.Source = "declined", "card_declined", event.SourceHTTP
 	declined, err := event.OfRow(row)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := event.Hold{ChargeID: chargeID, Account: "acct_1", IdempotencyKey: "order-1-try-1", Source: charge.SourceQueue("orders"), Reason: "amount_differs", At: at}
+	h := event.Hold{ChargeID: chargeID, Account: "acct_1", IdempotencyKey: "order-1-try-1", Source: event.SourceQueue("orders"), Reason: "amount_differs", At: at}
 	return []event.Event{captured, declined, event.OfHold(h), event.OfRelease(h),
 		event.OfRejection("059f36b4-87a3-44ab-83d2-661975830a7d", "orders", "acct_1", "", "PRODUCER_NOT_ALLOWED", at)}
 }
@@ -93,7 +92,7 @@ func TestEventIDs(t *testing.T) {
 	if json.Unmarshal(b, &m) != nil || m["producer"] != "orders" || !strings.HasPrefix(m["id"].(string), "evt_") {
 		t.Fatalf("captured event %s", b)
 	}
-	if _, err := event.OfRow(charge.Charge{ID: chargeID, Status: "pending"}); err == nil {
+	if _, err := event.OfRow(event.Row{Charge: event.Charge{ID: chargeID, Status: "pending"}}); err == nil {
 		t.Fatal("a row that is neither captured nor declined made an event")
 	}
 }

@@ -139,7 +139,7 @@ func sleep(ctx context.Context, d time.Duration) {
 // from the failed record after a pause.
 // An iterator DynamoDB Local refuses (it trims and expires them) is taken
 // again after the last record delivered. As the deployed mapping, it
-// delivers only the records that match the filters (outbox.Filters).
+// delivers only the records that match the filters (streamfilter.Filters).
 func streamMapping(ctx context.Context, client *dynamodbstreams.Client, streamARN string, target Invoker) {
 	type shard struct {
 		iterator *string
@@ -204,7 +204,7 @@ func streamMapping(ctx context.Context, client *dynamodbstreams.Client, streamAR
 }
 
 // deliverStream invokes target with the records that pass the stream
-// trigger's filters (outbox.Filters, as deployed) and returns those to
+// trigger's filters (streamfilter.Filters, as deployed) and returns those to
 // deliver again: from the reported failure on, or all after a failed
 // invocation (each after a pause).
 func deliverStream(ctx context.Context, records []streamtypes.Record, streamARN string, target Invoker) []streamtypes.Record {

@@ -1,6 +1,7 @@
 package obs
 
-// The Function dimension of each function's metrics (NewMetrics), which
+// The Function dimension of each function's metrics (NewMetrics): the
+// function's binary (deploy.Function.Binary, TestMetricFunctions), which
 // the CDK app's alarms and dashboard select on.
 const (
 	FunctionCharge    = "charge"

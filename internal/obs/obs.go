@@ -93,11 +93,10 @@ func NewMetrics(w io.Writer, function, environment string) *Metrics {
 }
 
 // Record writes one EMF line: a count of 1 for outcome (the Outcome
-// dimension: a charge outcome's name, charge.Outcome.String, or a
-// function's own verdict), and the named values (milliseconds when the name
+// dimension), and the named values (milliseconds when the name
 // ends in Ms, seconds when it ends in Seconds, counts otherwise) on the
 // function and environment dimensions.
-func (m *Metrics) Record(outcome string, values map[string]float64) {
+func (m *Metrics) Record(outcome Outcome, values map[string]float64) {
 	type metric struct {
 		Name string `json:"Name"`
 		Unit string `json:"Unit"`

@@ -40,7 +40,7 @@ type Change struct {
 func Events(c Change) ([]event.Event, error) {
 	switch {
 	case c.InsertedRow != nil:
-		e, err := event.OfRow(*c.InsertedRow)
+		e, err := RowEvent(*c.InsertedRow)
 		if err != nil {
 			return nil, err
 		}
@@ -51,6 +51,16 @@ func Events(c Change) ([]event.Event, error) {
 		return []event.Event{event.OfRelease(holdOf(c.OldRecord, c.At))}, nil
 	}
 	return nil, nil
+}
+
+// RowEvent is the event of the ledger row c: Captured or Declined.
+func RowEvent(c charge.Charge) (event.Event, error) {
+	return event.OfRow(event.Row{
+		Charge: event.Charge{
+			ID: c.ID, Status: c.Status, Amount: c.Amount, Currency: c.Currency, AuthorizationID: c.AuthorizationID, DeclineCode: c.DeclineCode,
+		},
+		Account: c.Account, IdempotencyKey: c.IdempotencyKey, Source: c.Source, CreatedAt: c.CreatedAt,
+	})
 }
 
 func holdOf(rec *idem.Record, at time.Time) event.Hold {

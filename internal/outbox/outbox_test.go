@@ -16,13 +16,13 @@ func TestEvents(t *testing.T) {
 	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	key := "0123456789abcdef0123456789abcdef01234567"
 	record := func(status idem.Status, held bool) *idem.Record {
-		r := &idem.Record{PK: "IDEM#x", Account: "acct_1", Key: "order-1-try-1", Source: charge.SourceQueue("orders"), Status: status, DownstreamKey: key}
+		r := &idem.Record{PK: "IDEM#x", Account: "acct_1", Key: "order-1-try-1", Source: event.SourceQueue("orders"), Status: status, DownstreamKey: key}
 		if held {
 			r.Hold = &idem.Hold{Reason: "amount_differs", At: at}
 		}
 		return r
 	}
-	row := &charge.Charge{ID: charge.ChargeID(key), Account: "acct_1", Source: charge.SourceHTTP, Status: "captured", Amount: 100, Currency: "BRL", AuthorizationID: "auth_1", CreatedAt: at}
+	row := &charge.Charge{ID: charge.ChargeID(key), Account: "acct_1", Source: event.SourceHTTP, Status: "captured", Amount: 100, Currency: "BRL", AuthorizationID: "auth_1", CreatedAt: at}
 	for _, c := range []struct {
 		name   string
 		change outbox.Change

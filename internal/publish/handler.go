@@ -20,6 +20,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
 	"github.com/idempotent-payments/idempay/internal/obs"
 	"github.com/idempotent-payments/idempay/internal/outbox"
+	"github.com/idempotent-payments/idempay/internal/tabledef"
 )
 
 // Topic is where the events go.
@@ -40,12 +41,6 @@ type Handler struct {
 	// Metrics gets one EMF line per invocation; nil skips it.
 	Metrics *obs.Metrics
 }
-
-// The publisher's outcomes, in its EMF line.
-const (
-	OutcomePublished = "published"
-	OutcomeRetry     = "publish_failed"
-)
 
 // Handle publishes ev's records' events.
 func (h *Handler) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
@@ -76,9 +71,9 @@ func (h *Handler) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.D
 		}
 	}
 	if h.Metrics != nil {
-		outcome := OutcomePublished
+		outcome := obs.OutcomePublished
 		if len(resp.BatchItemFailures) > 0 {
-			outcome = OutcomeRetry
+			outcome = obs.OutcomePublishFailed
 		}
 		h.Metrics.Record(outcome, map[string]float64{obs.MetricEventsPublished: float64(published), obs.MetricStreamUndecodable: float64(undecodable)})
 	}
@@ -89,12 +84,12 @@ func (h *Handler) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.D
 // after, or the ledger row inserted.
 func changeOf(r events.DynamoDBEventRecord) (outbox.Change, error) {
 	c := outbox.Change{At: r.Change.ApproximateCreationDateTime.Time}
-	pk := r.Change.Keys[dynamostore.KeyAttribute]
+	pk := r.Change.Keys[tabledef.KeyAttribute]
 	if pk.DataType() != events.DataTypeString {
 		return c, errors.New("no pk")
 	}
 	switch {
-	case strings.HasPrefix(pk.String(), dynamoledger.Prefix):
+	case strings.HasPrefix(pk.String(), tabledef.LedgerPrefix):
 		if r.EventName != string(events.DynamoDBOperationTypeInsert) {
 			return c, nil // rows are written once; nothing else makes an event
 		}
@@ -124,7 +119,7 @@ func record(image map[string]events.DynamoDBAttributeValue) (*idem.Record, error
 
 // refOf names the record a stream record is about, never by its key.
 func refOf(r events.DynamoDBEventRecord) string {
-	if pk := r.Change.Keys[dynamostore.KeyAttribute]; pk.DataType() == events.DataTypeString {
+	if pk := r.Change.Keys[tabledef.KeyAttribute]; pk.DataType() == events.DataTypeString {
 		return idem.Ref(pk.String())
 	}
 	return ""

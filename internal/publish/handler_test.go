@@ -23,6 +23,8 @@ import (
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore/dynamotest"
 	"github.com/idempotent-payments/idempay/internal/outbox"
+	"github.com/idempotent-payments/idempay/internal/streamfilter"
+	"github.com/idempotent-payments/idempay/internal/tabledef"
 )
 
 // topicFunc is a Topic that the test scripts.
@@ -39,12 +41,12 @@ func streamOf(t *testing.T) events.DynamoDBEvent {
 	ddb := dynamotest.Client(t)
 	table := dynamotest.NewTable(t, ddb)
 	row := charge.Charge{ID: charge.ChargeID("0123456789abcdef0123456789abcdef01234567"), Account: "acct_p", IdempotencyKey: "publish-key-1",
-		Source: charge.SourceQueue("orders"), Status: "captured", Amount: 100, Currency: "BRL", AuthorizationID: "auth_1", CreatedAt: time.Now().UTC()}
+		Source: event.SourceQueue("orders"), Status: "captured", Amount: 100, Currency: "BRL", AuthorizationID: "auth_1", CreatedAt: time.Now().UTC()}
 	if _, err := dynamoledger.New(ddb, table).Write(ctx, row); err != nil {
 		t.Fatal(err)
 	}
 	guard := idem.NewGuard(dynamostore.New(ddb, table), idem.Config{DefaultLease: time.Millisecond, Protocol: idem.Protocol{InTransitBound: time.Millisecond, ClockSkew: time.Millisecond}})
-	scope := idem.Scope{Operation: "charge", Account: "acct_p", Key: "publish-key-2", Source: charge.SourceHTTP}
+	scope := idem.Scope{Operation: "charge", Account: "acct_p", Key: "publish-key-2", Source: event.SourceHTTP}
 	c, err := guard.Begin(ctx, scope, idem.Canonical{{Name: "amount", Value: "100"}})
 	if err != nil {
 		t.Fatal(err)
@@ -89,7 +91,7 @@ func streamOf(t *testing.T) events.DynamoDBEvent {
 
 // TestFiltersPassWhatMakesAnEvent: of the real stream records of a row's
 // insert, a claim, a hold, the operator's take-over and a release, the
-// trigger's filters (outbox.Filters, deployed and applied locally) pass
+// trigger's filters (streamfilter.Filters, deployed and applied locally) pass
 // exactly those that make an event.
 func TestFiltersPassWhatMakesAnEvent(t *testing.T) {
 	t.Parallel()
@@ -104,7 +106,7 @@ func TestFiltersPassWhatMakesAnEvent(t *testing.T) {
 			t.Fatal(err)
 		}
 		b, _ := json.Marshal(r)
-		ok, err := outbox.Match(b)
+		ok, err := streamfilter.Match(b)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -170,8 +172,8 @@ func TestPublishesTheStreamsEvents(t *testing.T) {
 	// A record that does not decode is skipped; the rest is published.
 	bad := ev
 	bad.Records = append([]events.DynamoDBEventRecord{{EventName: "INSERT", Change: events.DynamoDBStreamRecord{
-		Keys:           map[string]events.DynamoDBAttributeValue{"pk": events.NewStringAttribute(dynamoledger.Prefix + "ch_x")},
-		NewImage:       map[string]events.DynamoDBAttributeValue{"pk": events.NewStringAttribute(dynamoledger.Prefix + "ch_x"), "type": events.NewStringAttribute("other")},
+		Keys:           map[string]events.DynamoDBAttributeValue{"pk": events.NewStringAttribute(tabledef.LedgerPrefix + "ch_x")},
+		NewImage:       map[string]events.DynamoDBAttributeValue{"pk": events.NewStringAttribute(tabledef.LedgerPrefix + "ch_x"), "type": events.NewStringAttribute("other")},
 		SequenceNumber: "0"}}}, ev.Records...)
 	got = nil
 	h.Topic = topicFunc(func(e event.Event) error { got = append(got, e); return nil })

@@ -9,20 +9,20 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
-	"github.com/idempotent-payments/idempay/internal/outbox"
+	"github.com/idempotent-payments/idempay/internal/streamfilter"
 )
 
 // Deliverable is what the stream trigger delivers of records, read from
 // the stream streamARN: each as Lambda gives it to a function
 // (StreamRecord), and only those that match the trigger's filters
-// (outbox.Filters, with outbox.Match). A record Match cannot judge is
+// (streamfilter.Filters, with streamfilter.Match). A record Match cannot judge is
 // delivered, for the publisher to judge.
 func Deliverable(records []streamtypes.Record, streamARN string) []events.DynamoDBEventRecord {
 	var out []events.DynamoDBEventRecord
 	for _, r := range records {
 		rec := StreamRecord(r, streamARN)
 		b, _ := json.Marshal(rec)
-		if ok, err := outbox.Match(b); err != nil || ok {
+		if ok, err := streamfilter.Match(b); err != nil || ok {
 			out = append(out, rec)
 		}
 	}

@@ -81,10 +81,6 @@ func New(store idem.Store, queue Queue, cfg Config) *Sweeper {
 	return &Sweeper{store: store, queue: queue, cfg: cfg}
 }
 
-// OutcomeSwept is the Outcome of a successful run in the sweeper's EMF
-// line; the heartbeat alarm counts it.
-const OutcomeSwept = "swept"
-
 // Report is what one run did. Failing, OldestStale and Held feed the
 // alarms.
 type Report struct {

@@ -21,7 +21,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idempotent-payments/idempay/internal/charge"
-	"github.com/idempotent-payments/idempay/internal/charge/dynamoledger"
 	"github.com/idempotent-payments/idempay/internal/command"
 	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/event/eventtest"
@@ -30,6 +29,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/localapi"
 	"github.com/idempotent-payments/idempay/internal/obs"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
+	"github.com/idempotent-payments/idempay/internal/tabledef"
 )
 
 // script is what the lying acquirer does to one key's traffic: it may
@@ -232,7 +232,7 @@ func ledgerRows(t *testing.T, s *localapi.Stack) int {
 	out, err := s.DynamoDB.Scan(context.Background(), &dynamodb.ScanInput{
 		TableName: aws.String(s.TableName), Select: "COUNT", ConsistentRead: aws.Bool(true),
 		FilterExpression:          aws.String("begins_with(pk, :ledger)"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":ledger": &types.AttributeValueMemberS{Value: dynamoledger.Prefix}},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":ledger": &types.AttributeValueMemberS{Value: tabledef.LedgerPrefix}},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -13,7 +13,6 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idempotent-payments/idempay/internal/acquirer"
-	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/command"
 	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/event/eventtest"
@@ -114,7 +113,7 @@ func TestCrashAfterAuthorization(t *testing.T) {
 	// The reconciler settled a charge asked over HTTP: one captured event,
 	// to the HTTP subscriber, with the client's key.
 	got := distinctEvents(t, s, eventtest.Schema(t), event.ProducerHTTP, 1, 20*time.Second)
-	if len(got) != 1 || got[0].Type != event.Captured || got[0].IdempotencyKey != "crash-after-auth-1" || got[0].Source != charge.SourceHTTP ||
+	if len(got) != 1 || got[0].Type != event.Captured || got[0].IdempotencyKey != "crash-after-auth-1" || got[0].Source != event.SourceHTTP ||
 		got[0].Charge.AuthorizationID != ch["authorization_id"] {
 		t.Fatalf("events %+v", got)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/charge"
+	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/idemtest"
@@ -38,7 +39,7 @@ func RunLedgerConformance(t *testing.T, newStores NewStoresFunc) {
 	ctx := context.Background()
 	_, ledger := newStores(t)
 	want := charge.Charge{
-		ID: newID(), Account: "acct_ledger", IdempotencyKey: "order-1-attempt-1", Source: charge.SourceQueue("orders"),
+		ID: newID(), Account: "acct_ledger", IdempotencyKey: "order-1-attempt-1", Source: event.SourceQueue("orders"),
 		Status: acquirer.StatusCaptured, Amount: 123456789012, Currency: "BRL",
 		OrderID: "order-1", Description: "café ☕", AuthorizationID: "auth_1",
 		CreatedAt: epoch,
@@ -50,7 +51,7 @@ func RunLedgerConformance(t *testing.T, newStores NewStoresFunc) {
 		t.Fatalf("Get = %+v, %v; want %+v", got, err, want)
 	}
 	late := want
-	late.CreatedAt, late.Description, late.Source = want.CreatedAt.Add(time.Minute), "a late attempt's", charge.SourceHTTP
+	late.CreatedAt, late.Description, late.Source = want.CreatedAt.Add(time.Minute), "a late attempt's", event.SourceHTTP
 	if got, err := ledger.Write(ctx, late); err != nil || got != want {
 		t.Fatalf("a second Write = %+v, %v; want the first row %+v", got, err, want)
 	}
@@ -254,7 +255,7 @@ func RunCompletionConformance(t *testing.T, newStores NewStoresFunc) {
 		// Over HTTP, completed by the reconciler: still from HTTP, with the
 		// client's key; from a producer's queue, from that queue.
 		in := input("who-asked-http-key")
-		in.Source = charge.SourceHTTP
+		in.Source = event.SourceHTTP
 		lost := &losesAnswer{Acquirer: acq}
 		if r := w.service(lost).Charge(ctx, in); r.Outcome != charge.Pending {
 			t.Fatalf("the attempt whose answer was lost: %s", r.Outcome)
@@ -264,11 +265,11 @@ func RunCompletionConformance(t *testing.T, newStores NewStoresFunc) {
 			t.Fatalf("Reconcile: %s, %v", did, err)
 		}
 		queued := input("who-asked-queue-key")
-		queued.Source = charge.SourceQueue("orders")
+		queued.Source = event.SourceQueue("orders")
 		if r := w.service(acq).Charge(ctx, queued); r.Outcome != charge.Executed {
 			t.Fatalf("the queued charge: %s", r.Outcome)
 		}
-		for key, source := range map[string]string{"who-asked-http-key": charge.SourceHTTP, "who-asked-queue-key": charge.SourceQueue("orders")} {
+		for key, source := range map[string]string{"who-asked-http-key": event.SourceHTTP, "who-asked-queue-key": event.SourceQueue("orders")} {
 			rec, err := w.guard.Lookup(ctx, pkOf(key))
 			if err != nil {
 				t.Fatal(err)

@@ -1,5 +1,5 @@
 // Package dynamoledger is the charge ledger on the table of dynamostore:
-// one item per charge under Prefix + the charge id, without TTL. It is the
+// one item per charge under tabledef.LedgerPrefix + the charge id, without TTL. It is the
 // one place that knows the ledger row's key and layout.
 package dynamoledger
 
@@ -18,12 +18,8 @@ import (
 
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/idem"
-	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
+	"github.com/idempotent-payments/idempay/internal/tabledef"
 )
-
-// Prefix begins the key of every ledger row; nothing else is written under
-// it (the reconciler's role may put only such rows).
-const Prefix = "CHARGE#"
 
 // rowType tells a ledger row from any other item in a scan.
 const rowType = "charge"
@@ -85,7 +81,7 @@ type Ledger struct {
 func New(api API, table string) *Ledger { return &Ledger{api: api, table: table} }
 
 // Key is the partition key of charge id's row.
-func Key(id string) string { return Prefix + id }
+func Key(id string) string { return tabledef.LedgerPrefix + id }
 
 // Write implements charge.Ledger with one PutItem conditioned on the row's
 // absence; an existing row comes back in the same call
@@ -123,7 +119,7 @@ func (l *Ledger) Write(ctx context.Context, c charge.Charge) (charge.Charge, err
 func (l *Ledger) Get(ctx context.Context, id string) (charge.Charge, error) {
 	out, err := l.api.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      aws.String(l.table),
-		Key:            map[string]types.AttributeValue{dynamostore.KeyAttribute: &types.AttributeValueMemberS{Value: Key(id)}},
+		Key:            map[string]types.AttributeValue{tabledef.KeyAttribute: &types.AttributeValueMemberS{Value: Key(id)}},
 		ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
@@ -138,11 +134,11 @@ func (l *Ledger) Get(ctx context.Context, id string) (charge.Charge, error) {
 // DecodeRow reads a ledger row from its item as the table holds it (a
 // stream's image, say): ErrUnreadableCharge for an item that is not one.
 func DecodeRow(item map[string]types.AttributeValue) (charge.Charge, error) {
-	pk, _ := item[dynamostore.KeyAttribute].(*types.AttributeValueMemberS)
-	if pk == nil || !strings.HasPrefix(pk.Value, Prefix) {
+	pk, _ := item[tabledef.KeyAttribute].(*types.AttributeValueMemberS)
+	if pk == nil || !strings.HasPrefix(pk.Value, tabledef.LedgerPrefix) {
 		return charge.Charge{}, fmt.Errorf("%w: not a ledger row", charge.ErrUnreadableCharge)
 	}
-	return decode(strings.TrimPrefix(pk.Value, Prefix), item)
+	return decode(strings.TrimPrefix(pk.Value, tabledef.LedgerPrefix), item)
 }
 
 // decode reads charge id's row; anything else is ErrUnreadableCharge.

@@ -17,6 +17,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/charge/chargetest"
 	"github.com/idempotent-payments/idempay/internal/charge/dynamoledger"
+	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore/dynamotest"
@@ -234,7 +235,7 @@ func TestLookupByKey(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := guard.Begin(cctx, idem.Scope{Operation: charge.Operation, Account: "acct_a", Key: key, Source: charge.SourceHTTP}, req.Canonical())
+		c, err := guard.Begin(cctx, idem.Scope{Operation: charge.Operation, Account: "acct_a", Key: key, Source: event.SourceHTTP}, req.Canonical())
 		if err != nil || c.Lease == nil {
 			t.Fatalf("claim %s: %+v, %v", key, c, err)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/tabledef"
 )
 
 // shardKey is the in-flight index's partition key for shard n.
@@ -30,7 +31,7 @@ func (s *Store) ListInFlight(ctx context.Context, q idem.InFlightQuery) ([]idem.
 	}
 	in := &dynamodb.QueryInput{
 		TableName:              aws.String(s.table),
-		IndexName:              aws.String(InflightIndex),
+		IndexName:              aws.String(tabledef.InflightIndex),
 		KeyConditionExpression: aws.String("inflight_shard = :shard AND lease_expires_at < :cutoff"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":shard": str(shard), ":cutoff": num(q.EndedBefore.UnixMilli()),
@@ -39,7 +40,7 @@ func (s *Store) ListInFlight(ctx context.Context, q idem.InFlightQuery) ([]idem.
 	}
 	if q.After != nil {
 		in.ExclusiveStartKey = map[string]types.AttributeValue{
-			KeyAttribute: str(q.After.PK), "inflight_shard": str(shard), "lease_expires_at": num(q.After.LeaseExpiresAt.UnixMilli()),
+			tabledef.KeyAttribute: str(q.After.PK), "inflight_shard": str(shard), "lease_expires_at": num(q.After.LeaseExpiresAt.UnixMilli()),
 		}
 	}
 	out, err := s.api.Query(ctx, in)

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/tabledef"
 )
 
 const tableWait = 2 * time.Minute
@@ -217,7 +218,7 @@ func (h *hexBinary) UnmarshalDynamoDBAttributeValue(av types.AttributeValue) err
 }
 
 func pkKey(pk string) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{KeyAttribute: &types.AttributeValueMemberS{Value: pk}}
+	return map[string]types.AttributeValue{tabledef.KeyAttribute: &types.AttributeValueMemberS{Value: pk}}
 }
 
 func num(n int64) types.AttributeValue {
@@ -249,7 +250,7 @@ func (s *Store) Claim(ctx context.Context, rec idem.Record, now time.Time) (*ide
 	_, err = s.api.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName:                           aws.String(s.table),
 		Item:                                av,
-		ConditionExpression:                 aws.String("attribute_not_exists(" + KeyAttribute + ") OR " + TTLAttribute + " < :now"),
+		ConditionExpression:                 aws.String("attribute_not_exists(" + tabledef.KeyAttribute + ") OR " + tabledef.TTLAttribute + " < :now"),
 		ExpressionAttributeValues:           map[string]types.AttributeValue{":now": num(now.Unix())},
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
@@ -305,7 +306,7 @@ func (s *Store) takeOver(ctx context.Context, h idem.Handover, onHold bool) (*id
 	values := heldValues(h.OldToken)
 	cond := held + " AND lease_expires_at < :nowms AND attribute_exists(#hold)"
 	if !onHold {
-		cond = held + " AND lease_expires_at < :nowms AND attribute_not_exists(#hold) AND " + TTLAttribute + " >= :now"
+		cond = held + " AND lease_expires_at < :nowms AND attribute_not_exists(#hold) AND " + tabledef.TTLAttribute + " >= :now"
 		values[":now"] = num(h.Now.Unix())
 	}
 	values[":new"] = str(h.NewToken)
@@ -366,7 +367,7 @@ func (s *Store) Hold(ctx context.Context, pk, token, heldToken string, h idem.Ho
 	_, err = s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.table),
 		Key:                       pkKey(pk),
-		UpdateExpression:          aws.String("SET #hold = :hold, lease_token = :heldtoken, lease_expires_at = :lease, inflight_shard = :held REMOVE " + TTLAttribute),
+		UpdateExpression:          aws.String("SET #hold = :hold, lease_token = :heldtoken, lease_expires_at = :lease, inflight_shard = :held REMOVE " + tabledef.TTLAttribute),
 		ConditionExpression:       aws.String(held + " AND attribute_not_exists(#hold)"),
 		ExpressionAttributeNames:  map[string]string{"#status": "status", "#hold": "hold"},
 		ExpressionAttributeValues: values,
@@ -392,7 +393,7 @@ func (s *Store) Complete(ctx context.Context, pk, token string, resp idem.Respon
 			return fmt.Errorf("encode settlement: %w", err)
 		}
 		values[":settlement"], values[":expires"] = av, num(expiresAt.Unix())
-		set += ", #hold.settlement = :settlement, " + TTLAttribute + " = :expires"
+		set += ", #hold.settlement = :settlement, " + tabledef.TTLAttribute + " = :expires"
 	}
 	if len(resp.Headers) > 0 { // answers that rebuild their headers store none
 		headers, err := attributevalue.Marshal(resp.Headers)
@@ -446,7 +447,7 @@ func fenceError(err error) error {
 // holds it (a stream's image, say); an item that is not one (a ledger
 // row) is an error. It checks nothing of retention.
 func DecodeRecord(item map[string]types.AttributeValue) (*idem.Record, error) {
-	pk, _ := item[KeyAttribute].(*types.AttributeValueMemberS)
+	pk, _ := item[tabledef.KeyAttribute].(*types.AttributeValueMemberS)
 	if pk == nil || !strings.HasPrefix(pk.Value, idem.RecordPrefix) {
 		return nil, errors.New("decode record: not an idempotency record")
 	}

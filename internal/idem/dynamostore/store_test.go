@@ -16,6 +16,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore/dynamotest"
 	"github.com/idempotent-payments/idempay/internal/idem/idemtest"
+	"github.com/idempotent-payments/idempay/internal/tabledef"
 )
 
 func TestConformance(t *testing.T) {
@@ -34,15 +35,15 @@ func TestTableOnDynamoDBLocal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(out.Table.GlobalSecondaryIndexes); n != 1 || aws.ToString(out.Table.GlobalSecondaryIndexes[0].IndexName) != dynamostore.InflightIndex {
+	if n := len(out.Table.GlobalSecondaryIndexes); n != 1 || aws.ToString(out.Table.GlobalSecondaryIndexes[0].IndexName) != tabledef.InflightIndex {
 		t.Fatalf("indexes = %+v, want the in-flight index", out.Table.GlobalSecondaryIndexes)
 	}
 	ttl, err := client.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(name)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := aws.ToString(ttl.TimeToLiveDescription.AttributeName); got != dynamostore.TTLAttribute {
-		t.Fatalf("TTL attribute = %q, want %q", got, dynamostore.TTLAttribute)
+	if got := aws.ToString(ttl.TimeToLiveDescription.AttributeName); got != tabledef.TTLAttribute {
+		t.Fatalf("TTL attribute = %q, want %q", got, tabledef.TTLAttribute)
 	}
 	if err := dynamostore.CreateTable(ctx, client, name, true); err != nil {
 		t.Fatalf("CreateTable on an existing table: %v", err)

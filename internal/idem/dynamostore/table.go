@@ -8,52 +8,44 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/idempotent-payments/idempay/internal/tabledef"
 )
 
-// Attribute and index names of the table. The CDK app builds the table from
-// TableInput, so tests, `make run` and AWS use one definition. The item
-// layouts' struct tags spell the two attributes too (TestAttributeNames).
-const (
-	// KeyAttribute is every item's partition key: a record's, a ledger row's.
-	KeyAttribute  = "pk"
-	InflightIndex = "inflight"
-	// TTLAttribute is a record's logical expiry, in epoch seconds.
-	TTLAttribute = "expires_at"
-)
-
-// TableInput is the one definition of the table: partition key pk, on demand,
-// the sparse in-flight index (partition inflight_shard, sort
-// lease_expires_at) that only in-progress records appear in, and a stream
-// of new and old images, the outbox the outcome events are published from
-// (a hold is a change that needs the old image). TTL on expires_at is set
-// separately (EnableTTL), as DynamoDB requires.
+// TableInput is the table's definition (tabledef.Table) as CreateTable takes
+// it. TTL is set separately (EnableTTL), as DynamoDB requires.
 func TableInput(name string) *dynamodb.CreateTableInput {
-	return &dynamodb.CreateTableInput{
+	def := tabledef.Table()
+	in := &dynamodb.CreateTableInput{
 		TableName:   aws.String(name),
-		BillingMode: types.BillingModePayPerRequest,
+		BillingMode: types.BillingMode(def.BillingMode),
 		StreamSpecification: &types.StreamSpecification{
-			StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewTypeNewAndOldImages,
+			StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewType(def.StreamView),
 		},
-		AttributeDefinitions: []types.AttributeDefinition{
-			{AttributeName: aws.String(KeyAttribute), AttributeType: types.ScalarAttributeTypeS},
-			{AttributeName: aws.String("inflight_shard"), AttributeType: types.ScalarAttributeTypeS},
-			{AttributeName: aws.String("lease_expires_at"), AttributeType: types.ScalarAttributeTypeN},
-		},
-		KeySchema: []types.KeySchemaElement{
-			{AttributeName: aws.String(KeyAttribute), KeyType: types.KeyTypeHash},
-		},
-		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{{
-			IndexName: aws.String(InflightIndex),
-			KeySchema: []types.KeySchemaElement{
-				{AttributeName: aws.String("inflight_shard"), KeyType: types.KeyTypeHash},
-				{AttributeName: aws.String("lease_expires_at"), KeyType: types.KeyTypeRange},
-			},
-			Projection: &types.Projection{
-				ProjectionType:   types.ProjectionTypeInclude,
-				NonKeyAttributes: []string{"lease_token", "attempt", "stale_at", "reconcile_attempts"},
-			},
-		}},
+		KeySchema: keySchema(def.Partition, tabledef.Attribute{}),
 	}
+	for _, a := range def.Attributes() {
+		in.AttributeDefinitions = append(in.AttributeDefinitions, types.AttributeDefinition{
+			AttributeName: aws.String(a.Name), AttributeType: types.ScalarAttributeType(a.Type),
+		})
+	}
+	for _, ix := range def.Indexes {
+		in.GlobalSecondaryIndexes = append(in.GlobalSecondaryIndexes, types.GlobalSecondaryIndex{
+			IndexName:  aws.String(ix.Name),
+			KeySchema:  keySchema(ix.Partition, ix.Sort),
+			Projection: &types.Projection{ProjectionType: types.ProjectionTypeInclude, NonKeyAttributes: ix.Projected},
+		})
+	}
+	return in
+}
+
+// keySchema is a key of partition and, if it is named, sort.
+func keySchema(partition, sort tabledef.Attribute) []types.KeySchemaElement {
+	out := []types.KeySchemaElement{{AttributeName: aws.String(partition.Name), KeyType: types.KeyTypeHash}}
+	if sort.Name != "" {
+		out = append(out, types.KeySchemaElement{AttributeName: aws.String(sort.Name), KeyType: types.KeyTypeRange})
+	}
+	return out
 }
 
 // CreateTable creates the table from TableInput, waits until it is active
@@ -78,7 +70,7 @@ func CreateTable(ctx context.Context, client *dynamodb.Client, name string, ttl 
 	_, err = client.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
 		TableName: aws.String(name),
 		TimeToLiveSpecification: &types.TimeToLiveSpecification{
-			AttributeName: aws.String(TTLAttribute),
+			AttributeName: aws.String(tabledef.TTLAttribute),
 			Enabled:       aws.Bool(true),
 		},
 	})

@@ -1,30 +1,34 @@
-package outbox
+// Package streamfilter is which changes of the table's stream reach the
+// publisher: Lambda's filter patterns, as the CDK app deploys them, and
+// Match, which applies them to a record as the local stack's stream reader
+// does. It reads only the table's definition, so the CDK app imports it
+// without the SDK.
+package streamfilter
 
 import (
 	"encoding/json"
 	"fmt"
 	"strings"
 
-	"github.com/idempotent-payments/idempay/internal/charge/dynamoledger"
 	"github.com/idempotent-payments/idempay/internal/idem"
-	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
+	"github.com/idempotent-payments/idempay/internal/tabledef"
 )
 
 // Filters are the stream trigger's filter criteria, Lambda's event
 // filtering patterns over a stream record: the changes that may make an
-// event (Events), and no other, so the publisher is not invoked for the
+// event (outbox.Events), and no other, so the publisher is not invoked for the
 // claims, completions and take-overs that make none. A record that
 // matches any pattern is delivered. The CDK app deploys them, and the
 // local stack's stream reader applies them with Match, so both deliver the
 // same records.
 var Filters = []string{
 	// a ledger row inserted
-	fmt.Sprintf(`{"eventName":["INSERT"],"dynamodb":{"Keys":{%q:{"S":[{"prefix":%q}]}}}}`, dynamostore.KeyAttribute, dynamoledger.Prefix),
+	fmt.Sprintf(`{"eventName":["INSERT"],"dynamodb":{"Keys":{%q:{"S":[{"prefix":%q}]}}}}`, tabledef.KeyAttribute, tabledef.LedgerPrefix),
 	// a record that becomes held
 	fmt.Sprintf(`{"eventName":["INSERT","MODIFY"],"dynamodb":{"Keys":{%q:{"S":[{"prefix":%q}]}},`+
-		`"NewImage":{"hold":{"M":{"reason":{"S":[{"exists":true}]}}}},"OldImage":{"hold":{"M":{"reason":{"S":[{"exists":false}]}}}}}}`, dynamostore.KeyAttribute, idem.RecordPrefix),
+		`"NewImage":{"hold":{"M":{"reason":{"S":[{"exists":true}]}}}},"OldImage":{"hold":{"M":{"reason":{"S":[{"exists":false}]}}}}}}`, tabledef.KeyAttribute, idem.RecordPrefix),
 	// a held record deleted
-	fmt.Sprintf(`{"eventName":["REMOVE"],"dynamodb":{"Keys":{%q:{"S":[{"prefix":%q}]}},"OldImage":{"hold":{"M":{"reason":{"S":[{"exists":true}]}}}}}}`, dynamostore.KeyAttribute, idem.RecordPrefix),
+	fmt.Sprintf(`{"eventName":["REMOVE"],"dynamodb":{"Keys":{%q:{"S":[{"prefix":%q}]}},"OldImage":{"hold":{"M":{"reason":{"S":[{"exists":true}]}}}}}}`, tabledef.KeyAttribute, idem.RecordPrefix),
 }
 
 // Match reports whether record, a stream record as JSON (Lambda's

@@ -1,0 +1,97 @@
+// Package tabledef describes the one DynamoDB table in plain Go: its key, its
+// in-flight index, its stream, its TTL attribute and the prefix of the
+// ledger's keys. The store builds CreateTable from it
+// (dynamostore.TableInput) and the CDK app its CloudFormation table, so the
+// tests, `make run` and AWS use one definition. It imports nothing of AWS,
+// so the CDK app reads it without linking the SDK.
+package tabledef
+
+// The attribute and index names the definition and the stream filters use.
+// The item layouts' struct tags spell the attributes too, and a test holds
+// them equal (dynamostore's TestAttributeNames).
+const (
+	// KeyAttribute is every item's partition key: a record's, a ledger row's.
+	KeyAttribute = "pk"
+	// TTLAttribute is a record's logical expiry, in epoch seconds.
+	TTLAttribute = "expires_at"
+	// InflightIndex is the sparse index of the records in progress.
+	InflightIndex = "inflight"
+	// InflightShardAttribute is the index's partition key, set only while a
+	// record is in progress.
+	InflightShardAttribute = "inflight_shard"
+	// LeaseExpiresAttribute is the index's sort key: the lease's end, in
+	// epoch milliseconds.
+	LeaseExpiresAttribute = "lease_expires_at"
+)
+
+// LedgerPrefix begins the key of every ledger row; nothing else is written
+// under it (a record's key begins with idem.RecordPrefix), so the
+// reconciler's role may put only such rows.
+const LedgerPrefix = "CHARGE#"
+
+// Type is an attribute's DynamoDB scalar type.
+type Type string
+
+// The scalar types the keys use.
+const (
+	String Type = "S"
+	Number Type = "N"
+)
+
+// Attribute is a key attribute: its name and type.
+type Attribute struct {
+	Name string
+	Type Type
+}
+
+// Index is a global secondary index: its keys and the attributes it
+// projects beside them.
+type Index struct {
+	Name            string
+	Partition, Sort Attribute
+	Projected       []string
+}
+
+// Definition is the table: billed on demand, keyed by Partition, with the
+// Indexes, and a stream of new and old images (the outbox the outcome events
+// are published from: a hold is a change that needs the old image). TTL is
+// not part of it: whether the table deletes by TTL is a property of the
+// deployment's table mode (deploy.TableMode.TTL), on TTLAttribute.
+type Definition struct {
+	BillingMode string
+	StreamView  string
+	Partition   Attribute
+	Indexes     []Index
+}
+
+// Table is the one definition of the table.
+func Table() Definition {
+	return Definition{
+		BillingMode: "PAY_PER_REQUEST",
+		StreamView:  "NEW_AND_OLD_IMAGES",
+		Partition:   Attribute{KeyAttribute, String},
+		Indexes: []Index{{
+			Name:      InflightIndex,
+			Partition: Attribute{InflightShardAttribute, String},
+			Sort:      Attribute{LeaseExpiresAttribute, Number},
+			Projected: []string{"lease_token", "attempt", "stale_at", "reconcile_attempts"},
+		}},
+	}
+}
+
+// Attributes are the attributes a key of the table or of an index names,
+// each once, the table's first: what CreateTable's attribute definitions
+// must list, and no more.
+func (d Definition) Attributes() []Attribute {
+	out := []Attribute{d.Partition}
+	seen := map[string]bool{d.Partition.Name: true}
+	for _, ix := range d.Indexes {
+		for _, a := range []Attribute{ix.Partition, ix.Sort} {
+			if a.Name != "" && !seen[a.Name] {
+				seen[a.Name] = true
+				out = append(out, a)
+			}
+		}
+	}
+	return out
+}
