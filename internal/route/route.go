@@ -17,8 +17,17 @@ const (
 // idempotency key.
 const LookupParameter = "idempotency_key"
 
-// All are every route of the API.
+// All are every route of the API that needs a token (Scopes).
 var All = []string{Create, Get, Lookup}
+
+// Health is the one route without the authorizer, for the health checks
+// that route clients between regions, which cannot carry a token. It makes
+// one strongly consistent read of the table and says only whether it
+// succeeded (200 or 503, no body).
+const Health = "GET /health"
+
+// Public are the routes without the authorizer: Health alone.
+var Public = []string{Health}
 
 // Scopes are the OAuth scopes a token must carry for each route: the
 // deployed JWT authorizer and the local gateway both refuse a token without

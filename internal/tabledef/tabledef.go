@@ -22,6 +22,13 @@ const (
 	// LeaseExpiresAttribute is the index's sort key: the lease's end, in
 	// epoch milliseconds.
 	LeaseExpiresAttribute = "lease_expires_at"
+	// ExpiryIndex is the sparse index of the records that will expire, by
+	// the hour they expire in, for a table without TTL: the purge lists it.
+	ExpiryIndex = "expiry"
+	// ExpiryBucketAttribute is its partition key: the hour of expires_at
+	// and a shard, set only on a table without TTL, and only while the
+	// record may expire (a held record never does).
+	ExpiryBucketAttribute = "expiry_bucket"
 )
 
 // LedgerPrefix begins the key of every ledger row; nothing else is written
@@ -45,11 +52,20 @@ type Attribute struct {
 }
 
 // Index is a global secondary index: its keys and the attributes it
-// projects beside them.
+// projects beside them (none: only the keys).
 type Index struct {
 	Name            string
 	Partition, Sort Attribute
 	Projected       []string
+}
+
+// Projection is DynamoDB's projection type of the index: INCLUDE when it
+// projects attributes beside the keys, KEYS_ONLY when not.
+func (ix Index) Projection() string {
+	if len(ix.Projected) == 0 {
+		return "KEYS_ONLY"
+	}
+	return "INCLUDE"
 }
 
 // Definition is the table: billed on demand, keyed by Partition, with the
@@ -64,9 +80,15 @@ type Definition struct {
 	Indexes     []Index
 }
 
-// Table is the one definition of the table.
-func Table() Definition {
-	return Definition{
+// Table is the one definition of a table that deletes expired records by
+// TTL.
+func Table() Definition { return For(true) }
+
+// For is the definition of the table, deleting expired records by TTL
+// (ttl, deploy.TableMode.TTL) or not. A table without TTL has the expiry
+// index too, which its purge lists, so no purge scans the table.
+func For(ttl bool) Definition {
+	d := Definition{
 		BillingMode: "PAY_PER_REQUEST",
 		StreamView:  "NEW_AND_OLD_IMAGES",
 		Partition:   Attribute{KeyAttribute, String},
@@ -77,6 +99,14 @@ func Table() Definition {
 			Projected: []string{"lease_token", "attempt", "stale_at", "reconcile_attempts"},
 		}},
 	}
+	if !ttl {
+		d.Indexes = append(d.Indexes, Index{
+			Name:      ExpiryIndex,
+			Partition: Attribute{ExpiryBucketAttribute, String},
+			Sort:      Attribute{TTLAttribute, Number},
+		})
+	}
+	return d
 }
 
 // Attributes are the attributes a key of the table or of an index names,

@@ -33,7 +33,7 @@ func TableInput(name string) *dynamodb.CreateTableInput {
 		in.GlobalSecondaryIndexes = append(in.GlobalSecondaryIndexes, types.GlobalSecondaryIndex{
 			IndexName:  aws.String(ix.Name),
 			KeySchema:  keySchema(ix.Partition, ix.Sort),
-			Projection: &types.Projection{ProjectionType: types.ProjectionTypeInclude, NonKeyAttributes: ix.Projected},
+			Projection: &types.Projection{ProjectionType: types.ProjectionType(ix.Projection()), NonKeyAttributes: ix.Projected},
 		})
 	}
 	return in
