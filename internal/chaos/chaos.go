@@ -156,6 +156,46 @@ var chaosEnv = []string{"LEASE_MARGIN=1s", "IN_TRANSIT_BOUND=2s", "CLOCK_SKEW=50
 // run that could not be carried out; broken promises are in Violations.
 func Run(ctx context.Context, cfg Config) (Summary, error) {
 	start := time.Now()
+	cfg = cfg.withDefaults()
+	db, err := startDynamoDB(moduleRoot())
+	if err != nil {
+		return Summary{}, err
+	}
+	defer db.Stop()
+	logs, closeLogs, err := logFile(cfg.Output)
+	if err != nil {
+		return Summary{}, err
+	}
+	defer closeLogs()
+	logStart, _ := logs.Seek(0, io.SeekCurrent)
+	stack, token, err := startStack(ctx, cfg, db.Addr, logs)
+	if err != nil {
+		return Summary{}, err
+	}
+	defer stack.Close()
+	stack.Sandbox.SetFaults(cfg.Faults)
+
+	sum := Summary{Intents: cfg.Intents, Clients: cfg.Clients}
+	intents := newIntents(cfg)
+	if err := storm(ctx, cfg, db, stack, token, intents, &sum); err != nil {
+		return sum, err
+	}
+	sum.Drain = drain(ctx, stack, cfg.Drain)
+	seen, err := readLogs(logs.Name(), logStart)
+	if err != nil {
+		return sum, err
+	}
+	sum.NotSent, sum.Unknown = seen.notSent, seen.unknown
+	if err := check(ctx, stack, intents, seen, &sum); err != nil {
+		return sum, err
+	}
+	sum.Total = time.Since(start)
+	return sum, nil
+}
+
+// withDefaults is cfg with DefaultConfig's Intents and Drain where unset,
+// and at least one client, one intent in flight and one instance.
+func (cfg Config) withDefaults() Config {
 	def := DefaultConfig()
 	if cfg.Intents <= 0 {
 		cfg.Intents = def.Intents
@@ -164,41 +204,52 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	if cfg.Drain <= 0 {
 		cfg.Drain = def.Drain
 	}
-	db, err := startDynamoDB(moduleRoot())
-	if err != nil {
-		return Summary{}, err
+	return cfg
+}
+
+// logFile is where the functions' logs go, which the checks read back:
+// out, or a temporary file when out is nil, which closeLogs closes and
+// removes (for out, closeLogs does nothing).
+func logFile(out *os.File) (logs *os.File, closeLogs func(), err error) {
+	if out != nil {
+		return out, func() {}, nil
 	}
-	defer db.Stop()
-	// The functions' logs say what they saw; keep them for the checks.
-	logs := cfg.Output
-	if logs == nil {
-		if logs, err = os.CreateTemp("", "chaos-logs-"); err != nil {
-			return Summary{}, err
-		}
-		defer os.Remove(logs.Name())
-		defer logs.Close()
+	if logs, err = os.CreateTemp("", "chaos-logs-"); err != nil {
+		return nil, nil, err
 	}
-	logStart, _ := logs.Seek(0, io.SeekCurrent)
-	// The stack and its functions reach this run's database through the
-	// SDK's standard variable.
-	os.Setenv("AWS_ENDPOINT_URL_DYNAMODB", "http://"+db.Addr)
-	os.Setenv("AWS_ENDPOINT_URL_DYNAMODB_STREAMS", "http://"+db.Addr)
+	return logs, func() {
+		logs.Close()
+		os.Remove(logs.Name())
+	}, nil
+}
+
+// startStack starts the local stack on the database at dbAddr, with the
+// run's tuning, one producer that may charge account, and its functions'
+// logs to logs; token is a bearer token for account at its gateway. This
+// process and the stack's functions reach the database through the SDK's
+// standard variables.
+func startStack(ctx context.Context, cfg Config, dbAddr string, logs *os.File) (stack *localapi.Stack, token string, err error) {
+	os.Setenv("AWS_ENDPOINT_URL_DYNAMODB", "http://"+dbAddr)
+	os.Setenv("AWS_ENDPOINT_URL_DYNAMODB_STREAMS", "http://"+dbAddr)
 	secret := []byte("chaos-secret")
-	stack, err := localapi.StartStack(ctx, localapi.StackConfig{
+	stack, err = localapi.StartStack(ctx, localapi.StackConfig{
 		RIE: cfg.RIE, BinDir: cfg.BinDir, TableName: fmt.Sprintf("chaos-%d", time.Now().UnixNano()),
 		GatewayAddr: "127.0.0.1:0", SandboxAddr: "127.0.0.1:0", Trust: localapi.Trust{Secret: secret},
-		Instances: cfg.Instances, Timeout: 3 * time.Second, Env: append(chaosEnv, "AWS_ENDPOINT_URL_DYNAMODB=http://"+db.Addr, "AWS_ENDPOINT_URL_DYNAMODB_STREAMS=http://"+db.Addr),
+		Instances: cfg.Instances, Timeout: 3 * time.Second, Env: append(chaosEnv, "AWS_ENDPOINT_URL_DYNAMODB=http://"+dbAddr, "AWS_ENDPOINT_URL_DYNAMODB_STREAMS=http://"+dbAddr),
 		SweepInterval: 2 * time.Second, VisibilityTimeout: 2 * time.Second, Output: logs,
 		Producers: []localapi.Producer{{Name: "chaos", Accounts: []string{account}}},
 	})
 	if err != nil {
-		return Summary{}, err
+		return nil, "", err
 	}
-	defer stack.Close()
-	stack.Sandbox.SetFaults(cfg.Faults)
+	token, _ = localapi.Trust{Secret: secret}.Token(account, time.Hour)
+	return stack, token, nil
+}
 
-	sum := Summary{Intents: cfg.Intents, Clients: cfg.Clients}
-	token, _ := localapi.Trust{Secret: secret}.Token(account, time.Hour)
+// newIntents draws cfg.Intents charges from cfg.Seed: about one in ten with
+// a card that is declined, about cfg.SQSShare of them also sent as a queue
+// command.
+func newIntents(cfg Config) []intent {
 	rng := rand.New(rand.NewPCG(cfg.Seed, cfg.Seed+1))
 	intents := make([]intent, cfg.Intents)
 	for i := range intents {
@@ -212,49 +263,93 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 			viaSQS: rng.Float64() < cfg.SQSShare,
 		}
 	}
+	return intents
+}
 
-	// Faults that need a clock: kills and database stalls, until the load ends.
-	loadDone := make(chan struct{})
-	var kills, stalls, outages atomic.Int64
-	var outageErr atomic.Value // the error of an outage the sandbox did not come back from
-	var bg sync.WaitGroup
-	// every runs f with d between the end of one run and the start of the
-	// next (a ticker would queue a tick during a 4 s stall and stall again
-	// at once, freezing the database for good).
-	every := func(d time.Duration, f func()) {
-		if d <= 0 {
-			return
-		}
-		bg.Go(func() {
-			for {
-				select {
-				case <-loadDone:
-					return
-				case <-time.After(d):
-					f()
-				}
-			}
-		})
+// storm sends every intent while the faults that need a clock run, stops
+// those once the load is done and records in sum what was sent and
+// injected; then it turns the sandbox's faults off. The error is that of
+// an outage the sandbox did not come back from (sum then has no injected
+// sandbox faults and the sandbox keeps its faults).
+func storm(ctx context.Context, cfg Config, db *privateDynamoDB, stack *localapi.Stack, token string, intents []intent, sum *Summary) error {
+	f := startFaults(cfg, db, stack)
+	requests, viaSQS := sendLoad(ctx, cfg, stack, token, intents)
+	f.stop()
+	sum.Requests, sum.ViaSQS, sum.Kills, sum.Stalls = requests, viaSQS, int(f.kills.Load()), int(f.stalls.Load())
+	sum.Outages, sum.Resent = int(f.outages.Load()), stack.Sandbox.Resent()
+	if err, _ := f.outageErr.Load().(error); err != nil {
+		return err
 	}
-	every(cfg.KillEvery, func() {
-		kills.Add(int64(stack.Charge.KillBusy()))
+	sum.Hangs, sum.Errors500, sum.Drops = stack.Sandbox.Injected()
+	stack.Sandbox.SetFaults(sandbox.Faults{})
+	return nil
+}
+
+// faults are the faults that need a clock: kills of busy instances,
+// database stalls and acquirer outages, each repeated until stop.
+type faults struct {
+	done                   chan struct{}
+	kills, stalls, outages atomic.Int64
+	outageErr              atomic.Value // the error of an outage the sandbox did not come back from
+	bg                     sync.WaitGroup
+}
+
+// startFaults starts the kills, stalls and outages that cfg spaces (each
+// that cfg disables is not started).
+func startFaults(cfg Config, db *privateDynamoDB, stack *localapi.Stack) *faults {
+	f := &faults{done: make(chan struct{})}
+	f.every(cfg.KillEvery, func() {
+		f.kills.Add(int64(stack.Charge.KillBusy()))
 		if rand.N(3) == 0 {
-			kills.Add(int64(stack.Consumer.KillBusy()))
+			f.kills.Add(int64(stack.Consumer.KillBusy()))
 		}
 	})
-	every(cfg.StallEvery, func() { db.Stall(4 * time.Second); stalls.Add(1) })
+	f.every(cfg.StallEvery, func() { db.Stall(4 * time.Second); f.stalls.Add(1) })
 	if cfg.OutageFor > 0 {
-		every(cfg.OutageEvery, func() {
+		f.every(cfg.OutageEvery, func() {
 			if err := stack.SandboxOutage(cfg.OutageFor); err != nil {
-				outageErr.Store(err)
+				f.outageErr.Store(err)
 				return
 			}
-			outages.Add(1)
+			f.outages.Add(1)
 		})
 	}
+	return f
+}
 
+// every runs fn with d between the end of one run and the start of the
+// next, until stop (a ticker would queue a tick during a 4 s stall and
+// stall again at once, freezing the database for good); d <= 0: never.
+func (f *faults) every(d time.Duration, fn func()) {
+	if d <= 0 {
+		return
+	}
+	f.bg.Go(func() {
+		for {
+			select {
+			case <-f.done:
+				return
+			case <-time.After(d):
+				fn()
+			}
+		}
+	})
+}
+
+// stop ends the faults and returns once none is under way.
+func (f *faults) stop() {
+	close(f.done)
+	f.bg.Wait()
+}
+
+// sendLoad charges the intents, cfg.Parallel at a time: an intent chosen
+// for the queue is first sent as a queue command, then cfg.Clients clients
+// charge it at once over HTTP, each following the retry rule, and their
+// answers are kept in the intent. It returns how many HTTP requests and
+// queue commands were sent.
+func sendLoad(ctx context.Context, cfg Config, stack *localapi.Stack, token string, intents []intent) (requests, viaSQS int) {
 	httpClient := &http.Client{Timeout: 4 * time.Second}
-	var requests, viaSQS atomic.Int64
+	var sent, queued atomic.Int64
 	work := make(chan int)
 	var wg sync.WaitGroup
 	for range cfg.Parallel {
@@ -267,13 +362,13 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 						panic(err) // the run's own bodies are valid JSON
 					}
 					if _, err := stack.SQS.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(stack.QueueURL), MessageBody: aws.String(cmd)}); err == nil {
-						viaSQS.Add(1)
+						queued.Add(1)
 					}
 				}
 				in.answers = make([]answer, cfg.Clients)
 				var cw sync.WaitGroup
 				for c := range cfg.Clients {
-					cw.Go(func() { in.answers[c] = retryUntilFinal(ctx, httpClient, stack.URL, token, in.key, in.body, &requests) })
+					cw.Go(func() { in.answers[c] = retryUntilFinal(ctx, httpClient, stack.URL, token, in.key, in.body, &sent) })
 				}
 				cw.Wait()
 			}
@@ -284,35 +379,22 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	}
 	close(work)
 	wg.Wait()
-	close(loadDone)
-	bg.Wait()
-	sum.Requests, sum.ViaSQS, sum.Kills, sum.Stalls = int(requests.Load()), int(viaSQS.Load()), int(kills.Load()), int(stalls.Load())
-	sum.Outages, sum.Resent = int(outages.Load()), stack.Sandbox.Resent()
-	if err, _ := outageErr.Load().(error); err != nil {
-		return sum, err
-	}
-	sum.Hangs, sum.Errors500, sum.Drops = stack.Sandbox.Injected()
-	stack.Sandbox.SetFaults(sandbox.Faults{})
+	return int(sent.Load()), int(queued.Load())
+}
 
+// drain waits, up to limit and polling every 500 ms, until no record is
+// in flight and the command queues are empty, and returns how long it
+// waited.
+func drain(ctx context.Context, stack *localapi.Stack, limit time.Duration) time.Duration {
 	drainStart := time.Now()
-	for time.Since(drainStart) < cfg.Drain {
+	for time.Since(drainStart) < limit {
 		n, err := inFlight(ctx, stack)
 		if err == nil && n == 0 && queueEmpty(ctx, stack) {
 			break
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	sum.Drain = time.Since(drainStart)
-	seen, err := readLogs(logs.Name(), logStart)
-	if err != nil {
-		return sum, err
-	}
-	sum.NotSent, sum.Unknown = seen.notSent, seen.unknown
-	if err := check(ctx, stack, intents, seen, &sum); err != nil {
-		return sum, err
-	}
-	sum.Total = time.Since(start)
-	return sum, nil
+	return time.Since(drainStart)
 }
 
 // account is the one account the run charges.

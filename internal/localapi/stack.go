@@ -180,6 +180,49 @@ func (s *Stack) SandboxOutage(d time.Duration) error {
 // DynamoDB endpoint comes from the SDK's standard variables.
 func StartStack(ctx context.Context, cfg StackConfig) (_ *Stack, err error) {
 	local := deploy.Local()
+	cfg = cfg.withDefaults(local)
+	awsCfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("load AWS config: %w", err)
+	}
+	s := &Stack{TableName: cfg.TableName, DynamoDB: setup.DynamoDB(awsCfg, true)}
+	defer func() { // whatever started is stopped when the rest could not start
+		if err != nil {
+			s.Close()
+		}
+	}()
+	if err := dynamostore.CreateTable(ctx, s.DynamoDB, cfg.TableName, local.Table.TTL()); err != nil {
+		return nil, err
+	}
+	if err := s.startSandbox(cfg); err != nil {
+		return nil, err
+	}
+	s.SQS, s.SNS = sqs.NewFromConfig(awsCfg), sns.NewFromConfig(awsCfg)
+	if err := s.createQueues(ctx, cfg); err != nil {
+		return nil, err
+	}
+	if err := s.createOutcomes(ctx, cfg); err != nil {
+		return nil, err
+	}
+	streamARN, err := tableStream(ctx, s.DynamoDB, cfg.TableName)
+	if err != nil {
+		return nil, err
+	}
+	producers := s.producerQueues(cfg)
+	if err := s.startFunctions(cfg, local, producers); err != nil {
+		return nil, err
+	}
+	s.startTriggers(cfg, awsCfg, producers, streamARN)
+	if err := s.startGateway(cfg); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// withDefaults is cfg with at least 2 instances, local's sweep interval,
+// visibility timeout and receives where unset, DefaultProducers when it
+// names none and SandboxAcquirerID when it names no acquirer id.
+func (cfg StackConfig) withDefaults(local deploy.Description) StackConfig {
 	if cfg.Instances < 2 {
 		cfg.Instances = 2
 	}
@@ -198,49 +241,80 @@ func StartStack(ctx context.Context, cfg StackConfig) (_ *Stack, err error) {
 	if cfg.AcquirerID == "" {
 		cfg.AcquirerID = SandboxAcquirerID
 	}
-	awsCfg, err := config.LoadDefaultConfig(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("load AWS config: %w", err)
+	return cfg
+}
+
+// startSandbox serves the stack's own sandbox acquirer at cfg.SandboxAddr,
+// unless cfg.AcquirerURL names the acquirer; either way s.SandboxURL is
+// then the acquirer's URL.
+func (s *Stack) startSandbox(cfg StackConfig) (err error) {
+	if s.SandboxURL = cfg.AcquirerURL; s.SandboxURL != "" {
+		return nil
 	}
-	s := &Stack{TableName: cfg.TableName, DynamoDB: setup.DynamoDB(awsCfg, true)}
-	defer func() { // whatever started is stopped when the rest could not start
-		if err != nil {
-			s.Close()
-		}
-	}()
-	if err := dynamostore.CreateTable(ctx, s.DynamoDB, cfg.TableName, local.Table.TTL()); err != nil {
-		return nil, err
+	s.Sandbox = sandbox.New("")
+	if s.SandboxURL, err = s.serve(cfg.SandboxAddr, s.Sandbox); err != nil {
+		return err
 	}
-	if s.SandboxURL = cfg.AcquirerURL; s.SandboxURL == "" {
-		s.Sandbox = sandbox.New("")
-		if s.SandboxURL, err = s.serve(cfg.SandboxAddr, s.Sandbox); err != nil {
-			return nil, err
-		}
-		s.sandboxServer = s.servers[len(s.servers)-1] // no other goroutine yet
-	}
-	s.SQS, s.SNS = sqs.NewFromConfig(awsCfg), sns.NewFromConfig(awsCfg)
-	if err := s.createQueues(ctx, cfg); err != nil {
-		return nil, err
-	}
-	if err := s.createOutcomes(ctx, cfg); err != nil {
-		return nil, err
-	}
-	streamARN, err := tableStream(ctx, s.DynamoDB, cfg.TableName)
-	if err != nil {
-		return nil, err
-	}
+	s.sandboxServer = s.servers[len(s.servers)-1] // no other goroutine yet
+	return nil
+}
+
+// producerQueues is the producers' charge-commands queues, in cfg's order.
+func (s *Stack) producerQueues(cfg StackConfig) []command.Source {
 	var producers []command.Source
 	for _, p := range cfg.Producers {
 		producers = append(producers, s.Queues[p.Name])
 	}
+	return producers
+}
+
+// startFunctions starts the functions' pools: the charge function, the
+// consumer of the producers' queues, the reconciler of the reconcile
+// queue, the sweeper and the publisher. Each gets the stack's environment
+// (functionsEnv), then its own, then cfg.Env.
+func (s *Stack) startFunctions(cfg StackConfig, local deploy.Description, producers []command.Source) (err error) {
 	consumerSources, err := command.EncodeSources(producers)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	reconcileSources, err := command.EncodeSources([]command.Source{{ARN: s.ReconcileARN, URL: s.ReconcileURL, Reconcile: true}})
 	if err != nil {
-		return nil, err
+		return err
 	}
+	base, err := s.functionsEnv(cfg)
+	if err != nil {
+		return err
+	}
+	// start runs instances of the function named name (deploy.Local),
+	// with its timeout unless cfg sets one for every function.
+	start := func(name string, instances int, env ...string) (*Pool, error) {
+		fn := local.Function(name)
+		return StartPool(PoolConfig{
+			RIE: cfg.RIE, Bootstrap: filepath.Join(cfg.BinDir, fn.Binary, "bootstrap"), Name: fn.Name,
+			Instances: instances, Timeout: timeout(cfg.Timeout, fn.Timeout), Env: slices.Concat(base, env, cfg.Env), Output: cfg.Output,
+		})
+	}
+	if s.Charge, err = start(deploy.FunctionCharge, cfg.Instances); err != nil {
+		return err
+	}
+	if s.Consumer, err = start(deploy.FunctionConsumer, cfg.Instances, deploy.EnvCommandSources+"="+consumerSources, deploy.EnvRejectedQueueURL+"="+s.RejectedURL); err != nil {
+		return err
+	}
+	if s.Reconciler, err = start(deploy.FunctionReconciler, cfg.Instances, deploy.EnvCommandSources+"="+reconcileSources, deploy.EnvRejectedQueueURL+"="+s.RejectedURL); err != nil {
+		return err
+	}
+	if s.Sweeper, err = start(deploy.FunctionSweeper, 1, deploy.EnvReconcileQueueURL+"="+s.ReconcileURL); err != nil {
+		return err
+	}
+	s.Publisher, err = start(deploy.FunctionPublisher, 1)
+	return err
+}
+
+// functionsEnv is the environment every function starts from: the table,
+// the acquirer (its URL, id and any API key) and the outcome topic, with
+// DYNAMODB_SKIP_RESPONSE_CRC32. It sets s.Protocol from that environment
+// and cfg.Env, read as the functions read it.
+func (s *Stack) functionsEnv(cfg StackConfig) ([]string, error) {
 	base := []string{
 		deploy.EnvTableName + "=" + cfg.TableName, deploy.EnvAcquirerURL + "=" + s.SandboxURL, deploy.EnvAcquirerID + "=" + cfg.AcquirerID,
 		deploy.EnvSkipResponseCRC32 + "=true", deploy.EnvOutcomeTopicARN + "=" + s.OutcomeTopicARN,
@@ -253,30 +327,15 @@ func StartStack(ctx context.Context, cfg StackConfig) (_ *Stack, err error) {
 		return nil, fmt.Errorf("the functions' environment: %w", err)
 	}
 	s.Protocol = idem.Protocol{InTransitBound: functions.InTransitBound, ClockSkew: functions.ClockSkew, Downstream: functions.AcquirerID}
-	// start runs instances of the function named name (deploy.Local),
-	// with its timeout unless cfg sets one for every function.
-	start := func(name string, instances int, env ...string) (*Pool, error) {
-		fn := local.Function(name)
-		return StartPool(PoolConfig{
-			RIE: cfg.RIE, Bootstrap: filepath.Join(cfg.BinDir, fn.Binary, "bootstrap"), Name: fn.Name,
-			Instances: instances, Timeout: timeout(cfg.Timeout, fn.Timeout), Env: slices.Concat(base, env, cfg.Env), Output: cfg.Output,
-		})
-	}
-	if s.Charge, err = start(deploy.FunctionCharge, cfg.Instances); err != nil {
-		return nil, err
-	}
-	if s.Consumer, err = start(deploy.FunctionConsumer, cfg.Instances, deploy.EnvCommandSources+"="+consumerSources, deploy.EnvRejectedQueueURL+"="+s.RejectedURL); err != nil {
-		return nil, err
-	}
-	if s.Reconciler, err = start(deploy.FunctionReconciler, cfg.Instances, deploy.EnvCommandSources+"="+reconcileSources, deploy.EnvRejectedQueueURL+"="+s.RejectedURL); err != nil {
-		return nil, err
-	}
-	if s.Sweeper, err = start(deploy.FunctionSweeper, 1, deploy.EnvReconcileQueueURL+"="+s.ReconcileURL); err != nil {
-		return nil, err
-	}
-	if s.Publisher, err = start(deploy.FunctionPublisher, 1); err != nil {
-		return nil, err
-	}
+	return base, nil
+}
+
+// startTriggers starts what invokes the functions on its own, until Close:
+// unless cfg.NoEventSourceMapping, an event source mapping from each
+// producer's queue to the consumer and from the reconcile queue to the
+// reconciler; always, the table's stream (streamARN) to the publisher; and,
+// when cfg.SweepInterval is positive, the sweeper's schedule.
+func (s *Stack) startTriggers(cfg StackConfig, awsCfg aws.Config, producers []command.Source, streamARN string) {
 	triggers, stop := context.WithCancel(context.Background())
 	s.stopTriggers = stop
 	if !cfg.NoEventSourceMapping {
@@ -290,14 +349,18 @@ func StartStack(ctx context.Context, cfg StackConfig) (_ *Stack, err error) {
 	if cfg.SweepInterval > 0 {
 		s.triggers.Go(func() { schedule(triggers, cfg.SweepInterval, s.Sweeper) })
 	}
+}
+
+// startGateway serves the gateway at cfg.GatewayAddr: every route to the
+// charge function, its bearer tokens checked against cfg.Trust. s.URL is
+// its base URL.
+func (s *Stack) startGateway(cfg StackConfig) (err error) {
 	gw := &Gateway{Trust: cfg.Trust}
 	for _, key := range route.All {
 		gw.Routes = append(gw.Routes, Route{Key: key, Target: s.Charge, Scope: route.Scopes[key]})
 	}
-	if s.URL, err = s.serve(cfg.GatewayAddr, gw); err != nil {
-		return nil, err
-	}
-	return s, nil
+	s.URL, err = s.serve(cfg.GatewayAddr, gw)
+	return err
 }
 
 // timeout is override when positive, else the function's own.

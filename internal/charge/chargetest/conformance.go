@@ -161,172 +161,220 @@ func (w *world) mustMatchLedger(t *testing.T, sb *sandbox.Server, key string, re
 	return row
 }
 
+// suiteCase is one subtest of a conformance suite: its name and its body,
+// run in parallel on stores of its own.
+type suiteCase struct {
+	name string
+	run  func(t *testing.T, newStores NewStoresFunc)
+}
+
+// runParallel runs each case as a parallel subtest, in order.
+func runParallel(t *testing.T, newStores NewStoresFunc, cases []suiteCase) {
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			c.run(t, newStores)
+		})
+	}
+}
+
+// sandboxAcquirer is a fresh sandbox and an acquirer client that reaches it
+// in process.
+func sandboxAcquirer() (*sandbox.Server, *acquirer.Client) {
+	sb := sandbox.New("")
+	acq, _ := acquirer.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
+	return sb, acq
+}
+
 // RunCompletionConformance runs the ledger-first completion over a store
 // and its ledger: a crash between the two writes leaves the record in
 // flight, and the next retry or the reconciler completes it from the
 // existing row; a zombie's late ledger write changes nothing.
 func RunCompletionConformance(t *testing.T, newStores NewStoresFunc) {
+	runParallel(t, newStores, []suiteCase{
+		{"CrashBetweenTheWritesRecoveredByARetry", completionCrashRecoveredByARetry},
+		{"CrashBetweenTheWritesRecoveredByTheReconciler", completionCrashRecoveredByTheReconciler},
+		{"LedgerWriteFailureLeavesTheRecordInFlight", completionLedgerWriteFailureLeavesTheRecordInFlight},
+		{"ARowThatDiffersWins", completionARowThatDiffersWins},
+		{"TheRowSaysWhoAsked", completionTheRowSaysWhoAsked},
+		{"ReconcilerCompletesFromARowTheAcquirerForgot", completionFromARowTheAcquirerForgot},
+		{"ZombieLedgerWriteChangesNothing", completionZombieLedgerWriteChangesNothing},
+	})
+}
+
+// completionCrashRecoveredByARetry: after a crash between the ledger row
+// and the completion, the client's retry past the lease completes the
+// record from the existing row, which it does not rewrite, and a further
+// retry replays that answer.
+func completionCrashRecoveredByARetry(t *testing.T, newStores NewStoresFunc) {
 	ctx := context.Background()
-	sandboxAcquirer := func() (*sandbox.Server, *acquirer.Client) {
-		sb := sandbox.New("")
-		acq, _ := acquirer.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
-		return sb, acq
+	w := newWorld(t, newStores)
+	sb, acq := sandboxAcquirer()
+	svc := w.service(acq)
+	w.dieAfterTheRow(t, svc, "crash-retry-key")
+	w.clock.Advance(time.Minute) // its lease is over
+	r := svc.Charge(ctx, input("crash-retry-key"))
+	if r.Outcome != charge.Executed || r.Attempt != 2 {
+		t.Fatalf("retry: %s attempt %d", r.Outcome, r.Attempt)
 	}
+	row := w.mustMatchLedger(t, sb, "crash-retry-key", r)
+	if !row.CreatedAt.Before(w.clock.Now().Add(-30 * time.Second)) {
+		t.Fatalf("the row was rewritten by the retry: created %s", row.CreatedAt)
+	}
+	if again := svc.Charge(ctx, input("crash-retry-key")); again.Outcome != charge.Replayed || string(again.Response.Body) != string(r.Response.Body) {
+		t.Fatalf("replay: %s %s", again.Outcome, again.Response.Body)
+	}
+}
 
-	t.Run("CrashBetweenTheWritesRecoveredByARetry", func(t *testing.T) {
-		t.Parallel()
-		w := newWorld(t, newStores)
-		sb, acq := sandboxAcquirer()
-		svc := w.service(acq)
-		w.dieAfterTheRow(t, svc, "crash-retry-key")
-		w.clock.Advance(time.Minute) // its lease is over
-		r := svc.Charge(ctx, input("crash-retry-key"))
-		if r.Outcome != charge.Executed || r.Attempt != 2 {
-			t.Fatalf("retry: %s attempt %d", r.Outcome, r.Attempt)
-		}
-		row := w.mustMatchLedger(t, sb, "crash-retry-key", r)
-		if !row.CreatedAt.Before(w.clock.Now().Add(-30 * time.Second)) {
-			t.Fatalf("the row was rewritten by the retry: created %s", row.CreatedAt)
-		}
-		if again := svc.Charge(ctx, input("crash-retry-key")); again.Outcome != charge.Replayed || string(again.Response.Body) != string(r.Response.Body) {
-			t.Fatalf("replay: %s %s", again.Outcome, again.Response.Body)
-		}
-	})
+// completionCrashRecoveredByTheReconciler: after a crash between the
+// ledger row and the completion, the reconciler completes the record, and
+// the client's retry replays it.
+func completionCrashRecoveredByTheReconciler(t *testing.T, newStores NewStoresFunc) {
+	ctx := context.Background()
+	w := newWorld(t, newStores)
+	sb, acq := sandboxAcquirer()
+	svc := w.service(acq)
+	w.dieAfterTheRow(t, svc, "crash-reconcile-key")
+	w.clock.Advance(reconcilable)
+	pk := pkOf("crash-reconcile-key")
+	if did, err := svc.Reconcile(ctx, pk); err != nil || did != charge.ReconciledCompleted {
+		t.Fatalf("Reconcile: %s, %v", did, err)
+	}
+	r := svc.Charge(ctx, input("crash-reconcile-key"))
+	if r.Outcome != charge.Replayed {
+		t.Fatalf("the client's retry after the reconciler: %s", r.Outcome)
+	}
+	w.mustMatchLedger(t, sb, "crash-reconcile-key", r)
+}
 
-	t.Run("CrashBetweenTheWritesRecoveredByTheReconciler", func(t *testing.T) {
-		t.Parallel()
-		w := newWorld(t, newStores)
-		sb, acq := sandboxAcquirer()
-		svc := w.service(acq)
-		w.dieAfterTheRow(t, svc, "crash-reconcile-key")
-		w.clock.Advance(reconcilable)
-		pk := pkOf("crash-reconcile-key")
-		if did, err := svc.Reconcile(ctx, pk); err != nil || did != charge.ReconciledCompleted {
-			t.Fatalf("Reconcile: %s, %v", did, err)
-		}
-		r := svc.Charge(ctx, input("crash-reconcile-key"))
-		if r.Outcome != charge.Replayed {
-			t.Fatalf("the client's retry after the reconciler: %s", r.Outcome)
-		}
-		w.mustMatchLedger(t, sb, "crash-reconcile-key", r)
-	})
+// completionLedgerWriteFailureLeavesTheRecordInFlight: a failed ledger
+// write answers pending and leaves the record in flight with its lease
+// ended, so the client's retry takes over at once and charges once.
+func completionLedgerWriteFailureLeavesTheRecordInFlight(t *testing.T, newStores NewStoresFunc) {
+	ctx := context.Background()
+	w := newWorld(t, newStores)
+	down := &failingLedger{Ledger: w.ledger}
+	down.armed.Store(true)
+	w.ledger = down
+	sb, acq := sandboxAcquirer()
+	svc := w.service(acq)
+	if r := svc.Charge(ctx, input("ledger-down-key")); r.Outcome != charge.Pending {
+		t.Fatalf("with the ledger down: %s, want pending", r.Outcome)
+	}
+	rec, err := w.guard.Lookup(ctx, pkOf("ledger-down-key"))
+	if err != nil || rec.Status != idem.StatusInProgress {
+		t.Fatalf("record after a failed ledger write: %+v, %v", rec, err)
+	}
+	// The lease was ended: the client's retry, after Retry-After, takes
+	// over at once (well before the lease would have run out).
+	w.clock.Advance(2 * time.Second)
+	r := svc.Charge(ctx, input("ledger-down-key"))
+	if r.Outcome != charge.Executed || r.Attempt != 2 {
+		t.Fatalf("retry: %s attempt %d", r.Outcome, r.Attempt)
+	}
+	w.mustMatchLedger(t, sb, "ledger-down-key", r)
+}
 
-	t.Run("LedgerWriteFailureLeavesTheRecordInFlight", func(t *testing.T) {
-		t.Parallel()
-		w := newWorld(t, newStores)
-		down := &failingLedger{Ledger: w.ledger}
-		down.armed.Store(true)
-		w.ledger = down
-		sb, acq := sandboxAcquirer()
-		svc := w.service(acq)
-		if r := svc.Charge(ctx, input("ledger-down-key")); r.Outcome != charge.Pending {
-			t.Fatalf("with the ledger down: %s, want pending", r.Outcome)
-		}
-		rec, err := w.guard.Lookup(ctx, pkOf("ledger-down-key"))
-		if err != nil || rec.Status != idem.StatusInProgress {
-			t.Fatalf("record after a failed ledger write: %+v, %v", rec, err)
-		}
-		// The lease was ended: the client's retry, after Retry-After, takes
-		// over at once (well before the lease would have run out).
-		w.clock.Advance(2 * time.Second)
-		r := svc.Charge(ctx, input("ledger-down-key"))
-		if r.Outcome != charge.Executed || r.Attempt != 2 {
-			t.Fatalf("retry: %s attempt %d", r.Outcome, r.Attempt)
-		}
-		w.mustMatchLedger(t, sb, "ledger-down-key", r)
-	})
+// completionARowThatDiffersWins: when the ledger already holds a row for
+// the charge that differs from the attempt's, the answer is the row
+// written first.
+func completionARowThatDiffersWins(t *testing.T, newStores NewStoresFunc) {
+	ctx := context.Background()
+	w := newWorld(t, newStores)
+	odd := &oddRow{Ledger: w.ledger}
+	w.ledger = odd
+	_, acq := sandboxAcquirer()
+	r := w.service(acq).Charge(ctx, input("odd-row-key"))
+	if r.Outcome != charge.Executed || !strings.Contains(string(r.Response.Body), `"authorization_id":"auth_written_first"`) {
+		t.Fatalf("answer %s %s: want the row written first", r.Outcome, r.Response.Body)
+	}
+}
 
-	t.Run("ARowThatDiffersWins", func(t *testing.T) {
-		t.Parallel()
-		w := newWorld(t, newStores)
-		odd := &oddRow{Ledger: w.ledger}
-		w.ledger = odd
-		_, acq := sandboxAcquirer()
-		r := w.service(acq).Charge(ctx, input("odd-row-key"))
-		if r.Outcome != charge.Executed || !strings.Contains(string(r.Response.Body), `"authorization_id":"auth_written_first"`) {
-			t.Fatalf("answer %s %s: want the row written first", r.Outcome, r.Response.Body)
+// completionTheRowSaysWhoAsked: the ledger row keeps the client's key and
+// the charge's source, whether the attempt or the reconciler wrote it.
+func completionTheRowSaysWhoAsked(t *testing.T, newStores NewStoresFunc) {
+	ctx := context.Background()
+	w := newWorld(t, newStores)
+	sb, acq := sandboxAcquirer()
+	// Over HTTP, completed by the reconciler: still from HTTP, with the
+	// client's key; from a producer's queue, from that queue.
+	in := input("who-asked-http-key")
+	in.Source = event.SourceHTTP
+	lost := &losesAnswer{Acquirer: acq}
+	if r := w.service(lost).Charge(ctx, in); r.Outcome != charge.Pending {
+		t.Fatalf("the attempt whose answer was lost: %s", r.Outcome)
+	}
+	w.clock.Advance(reconcilable)
+	if did, err := w.service(acq).Reconcile(ctx, pkOf("who-asked-http-key")); err != nil || did != charge.ReconciledCompleted {
+		t.Fatalf("Reconcile: %s, %v", did, err)
+	}
+	queued := input("who-asked-queue-key")
+	queued.Source = event.SourceQueue("orders")
+	if r := w.service(acq).Charge(ctx, queued); r.Outcome != charge.Executed {
+		t.Fatalf("the queued charge: %s", r.Outcome)
+	}
+	for key, source := range map[string]string{"who-asked-http-key": event.SourceHTTP, "who-asked-queue-key": event.SourceQueue("orders")} {
+		rec, err := w.guard.Lookup(ctx, pkOf(key))
+		if err != nil {
+			t.Fatal(err)
 		}
-	})
+		row, err := w.ledger.Get(ctx, charge.ChargeID(rec.DownstreamKey))
+		if err != nil || row.IdempotencyKey != key || row.Source != source {
+			t.Fatalf("the row of %s: %+v, %v; want its key and source %s", key, row, err, source)
+		}
+	}
+	if n := len(sb.ByKey()); n != 2 {
+		t.Fatalf("%d authorizations", n)
+	}
+}
 
-	t.Run("TheRowSaysWhoAsked", func(t *testing.T) {
-		t.Parallel()
-		w := newWorld(t, newStores)
-		sb, acq := sandboxAcquirer()
-		// Over HTTP, completed by the reconciler: still from HTTP, with the
-		// client's key; from a producer's queue, from that queue.
-		in := input("who-asked-http-key")
-		in.Source = event.SourceHTTP
-		lost := &losesAnswer{Acquirer: acq}
-		if r := w.service(lost).Charge(ctx, in); r.Outcome != charge.Pending {
-			t.Fatalf("the attempt whose answer was lost: %s", r.Outcome)
-		}
-		w.clock.Advance(reconcilable)
-		if did, err := w.service(acq).Reconcile(ctx, pkOf("who-asked-http-key")); err != nil || did != charge.ReconciledCompleted {
-			t.Fatalf("Reconcile: %s, %v", did, err)
-		}
-		queued := input("who-asked-queue-key")
-		queued.Source = event.SourceQueue("orders")
-		if r := w.service(acq).Charge(ctx, queued); r.Outcome != charge.Executed {
-			t.Fatalf("the queued charge: %s", r.Outcome)
-		}
-		for key, source := range map[string]string{"who-asked-http-key": event.SourceHTTP, "who-asked-queue-key": event.SourceQueue("orders")} {
-			rec, err := w.guard.Lookup(ctx, pkOf(key))
-			if err != nil {
-				t.Fatal(err)
-			}
-			row, err := w.ledger.Get(ctx, charge.ChargeID(rec.DownstreamKey))
-			if err != nil || row.IdempotencyKey != key || row.Source != source {
-				t.Fatalf("the row of %s: %+v, %v; want its key and source %s", key, row, err, source)
-			}
-		}
-		if n := len(sb.ByKey()); n != 2 {
-			t.Fatalf("%d authorizations", n)
-		}
-	})
+// completionFromARowTheAcquirerForgot: the reconciler completes a record
+// from its ledger row even when the acquirer's lookup finds nothing.
+func completionFromARowTheAcquirerForgot(t *testing.T, newStores NewStoresFunc) {
+	ctx := context.Background()
+	w := newWorld(t, newStores)
+	sb, acq := sandboxAcquirer()
+	w.dieAfterTheRow(t, w.service(acq), "forgotten-key")
+	w.clock.Advance(reconcilable)
+	pk := pkOf("forgotten-key")
+	if did, err := w.service(forgetful{acq}).Reconcile(ctx, pk); err != nil || did != charge.ReconciledCompleted {
+		t.Fatalf("Reconcile with an acquirer that finds nothing: %s, %v; want completed from the row", did, err)
+	}
+	r := w.service(acq).Charge(ctx, input("forgotten-key"))
+	if r.Outcome != charge.Replayed {
+		t.Fatalf("the client's retry: %s", r.Outcome)
+	}
+	w.mustMatchLedger(t, sb, "forgotten-key", r)
+}
 
-	t.Run("ReconcilerCompletesFromARowTheAcquirerForgot", func(t *testing.T) {
-		t.Parallel()
-		w := newWorld(t, newStores)
-		sb, acq := sandboxAcquirer()
-		w.dieAfterTheRow(t, w.service(acq), "forgotten-key")
-		w.clock.Advance(reconcilable)
-		pk := pkOf("forgotten-key")
-		if did, err := w.service(forgetful{acq}).Reconcile(ctx, pk); err != nil || did != charge.ReconciledCompleted {
-			t.Fatalf("Reconcile with an acquirer that finds nothing: %s, %v; want completed from the row", did, err)
-		}
-		r := w.service(acq).Charge(ctx, input("forgotten-key"))
-		if r.Outcome != charge.Replayed {
-			t.Fatalf("the client's retry: %s", r.Outcome)
-		}
-		w.mustMatchLedger(t, sb, "forgotten-key", r)
-	})
-
-	t.Run("ZombieLedgerWriteChangesNothing", func(t *testing.T) {
-		t.Parallel()
-		w := newWorld(t, newStores)
-		sb, fast := sandboxAcquirer()
-		slow := &held{Acquirer: fast, entered: make(chan struct{}), release: make(chan struct{})}
-		zombie, retry := w.service(slow), w.service(fast)
-		var first charge.Result
-		var wg sync.WaitGroup
-		wg.Go(func() { first = zombie.Charge(ctx, input("zombie-key")) })
-		<-slow.entered // the acquirer has the authorization; its answer is late
-		w.clock.Advance(time.Minute)
-		second := retry.Charge(ctx, input("zombie-key"))
-		if second.Outcome != charge.Executed || second.Attempt != 2 {
-			t.Fatalf("the take-over: %s attempt %d", second.Outcome, second.Attempt)
-		}
-		row := w.mustMatchLedger(t, sb, "zombie-key", second)
-		w.clock.Advance(time.Second) // the zombie would stamp its row later
-		close(slow.release)          // the zombie writes its row and completes, late
-		wg.Wait()
-		if first.Outcome != charge.Replayed || string(first.Response.Body) != string(second.Response.Body) {
-			t.Fatalf("the zombie: %s %s; want the take-over's answer %s", first.Outcome, first.Response.Body, second.Response.Body)
-		}
-		if after := w.mustMatchLedger(t, sb, "zombie-key", second); after != row {
-			t.Fatalf("the zombie changed the ledger row: %+v, was %+v", after, row)
-		}
-	})
+// completionZombieLedgerWriteChangesNothing: a worker that outlives its
+// lease and writes its row after the take-over changes nothing: it
+// replays the take-over's answer and the ledger row stays the take-over's.
+func completionZombieLedgerWriteChangesNothing(t *testing.T, newStores NewStoresFunc) {
+	ctx := context.Background()
+	w := newWorld(t, newStores)
+	sb, fast := sandboxAcquirer()
+	slow := &held{Acquirer: fast, entered: make(chan struct{}), release: make(chan struct{})}
+	zombie, retry := w.service(slow), w.service(fast)
+	var first charge.Result
+	var wg sync.WaitGroup
+	wg.Go(func() { first = zombie.Charge(ctx, input("zombie-key")) })
+	<-slow.entered // the acquirer has the authorization; its answer is late
+	w.clock.Advance(time.Minute)
+	second := retry.Charge(ctx, input("zombie-key"))
+	if second.Outcome != charge.Executed || second.Attempt != 2 {
+		t.Fatalf("the take-over: %s attempt %d", second.Outcome, second.Attempt)
+	}
+	row := w.mustMatchLedger(t, sb, "zombie-key", second)
+	w.clock.Advance(time.Second) // the zombie would stamp its row later
+	close(slow.release)          // the zombie writes its row and completes, late
+	wg.Wait()
+	if first.Outcome != charge.Replayed || string(first.Response.Body) != string(second.Response.Body) {
+		t.Fatalf("the zombie: %s %s; want the take-over's answer %s", first.Outcome, first.Response.Body, second.Response.Body)
+	}
+	if after := w.mustMatchLedger(t, sb, "zombie-key", second); after != row {
+		t.Fatalf("the zombie changed the ledger row: %+v, was %+v", after, row)
+	}
 }
 
 // failingLedger fails its next Write once armed.

@@ -63,155 +63,120 @@ var (
 // record is never taken over, reconciled or expired, and only an
 // operator's step settles it.
 func RunHoldConformance(t *testing.T, newStores NewStoresFunc) {
-	ctx := context.Background()
-	for _, c := range []struct {
-		name           string
-		authorize      func(acquirer.Authorization) acquirer.Authorization
-		reason         string
-		acquirerAmount int64
-	}{
-		{"TenTimesTheAmount", tenTimes, acquirer.ReasonAmount, 250000},
-		{"AnotherCurrency", otherCurrency, acquirer.ReasonCurrency, 25000},
-		{"TheCurrencyInLowerCase", lowerCase, acquirer.ReasonCurrency, 25000},
-		{"AnotherKeysAuthorization", otherKey, acquirer.ReasonKey, 25000},
-		{"ADeclineWithoutTerms", noTerms, acquirer.ReasonTermsMissing, 0},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			w := newWorld(t, newStores)
-			acq := &liar{sb: sandbox.New(""), authorize: c.authorize}
-			svc := w.service(acq)
-			r := svc.Charge(ctx, input("mismatch-key"))
-			if r.Outcome != charge.Mismatch || r.RetryAfter <= 0 {
-				t.Fatalf("first attempt: %s, want %s", r.Outcome, charge.Mismatch)
-			}
-			rec := w.mustBeHeld(t, "mismatch-key", c.reason)
-			var evidence struct {
-				Answer acquirer.Authorization `json:"answer"`
-				Asked  struct{ Amount int64 } `json:"asked"`
-			}
-			if err := json.Unmarshal(rec.Hold.Evidence, &evidence); err != nil || evidence.Answer.Amount != c.acquirerAmount || evidence.Asked.Amount != 25000 {
-				t.Fatalf("evidence %s (%v): want both sides", rec.Hold.Evidence, err)
-			}
-			w.mustHaveNoRow(t, rec)
-			w.mustNotTouch(t, svc, acq, "mismatch-key")
-		})
-	}
-
-	t.Run("ALookupThatClaimsTenTimes", func(t *testing.T) {
-		t.Parallel()
-		w := newWorld(t, newStores)
-		acq := &liar{sb: sandbox.New(""), lookup: tenTimes}
-		w.dieAfterTheRowless(t, acq, "lookup-lies-key")
-		w.clock.Advance(time.Minute)
-		if r := w.service(acq).Charge(ctx, input("lookup-lies-key")); r.Outcome != charge.Mismatch || r.Attempt != 2 {
-			t.Fatalf("the take-over: %s attempt %d, want %s", r.Outcome, r.Attempt, charge.Mismatch)
-		}
-		rec := w.mustBeHeld(t, "lookup-lies-key", acquirer.ReasonAmount)
-		w.mustHaveNoRow(t, rec)
-		w.mustNotTouch(t, w.service(acq), acq, "lookup-lies-key")
-	})
-
-	t.Run("TheReconcilersLookupThatClaimsTenTimes", func(t *testing.T) {
-		t.Parallel()
-		w := newWorld(t, newStores)
-		acq := &liar{sb: sandbox.New(""), lookup: tenTimes}
-		w.dieAfterTheRowless(t, acq, "reconciler-lies-key")
-		w.clock.Advance(reconcilable)
-		if did, err := w.service(acq).Reconcile(ctx, pkOf("reconciler-lies-key")); err != nil || did != charge.ReconciledMismatch {
-			t.Fatalf("Reconcile: %s, %v; want a mismatch", did, err)
-		}
-		w.mustHaveNoRow(t, w.mustBeHeld(t, "reconciler-lies-key", acquirer.ReasonAmount))
-	})
-
-	t.Run("VoidConfirmedWaitsOutThenTheRetryChargesOnce", func(t *testing.T) {
-		t.Parallel()
-		w := newWorld(t, newStores)
-		sb := sandbox.New("")
-		acq := &liar{sb: sb, authorize: tenTimes}
-		svc := w.service(acq)
-		svc.Charge(ctx, input("void-key"))
-		first := w.mustBeHeld(t, "void-key", acquirer.ReasonAmount)
-		w.clock.Advance(5 * time.Second) // less than T + skew (6 s) after the hold ended the lease
-		void := charge.Decision{PK: pkOf("void-key"), Action: idem.SettleVoidConfirmed, By: "ops:ana"}
-		if _, err := svc.Settle(ctx, void); !errors.Is(err, idem.ErrTooEarly) {
-			t.Fatalf("void-confirmed before T + skew: %v, want ErrTooEarly", err)
-		}
-		w.mustBeHeld(t, "void-key", acquirer.ReasonAmount)
-		w.clock.Advance(2 * time.Second)
-		if _, err := svc.Settle(ctx, void); err != nil {
-			t.Fatalf("void-confirmed: %v", err)
-		}
-		acq.authorize = nil // the acquirer answers truly now
-		r := svc.Charge(ctx, input("void-key"))
-		if r.Outcome != charge.Executed || r.Attempt != 1 {
-			t.Fatalf("the retry after void-confirmed: %s attempt %d", r.Outcome, r.Attempt)
-		}
-		rec, _ := w.guard.Lookup(ctx, pkOf("void-key"))
-		if rec.DownstreamKey == first.DownstreamKey || len(sb.ByKey()) != 2 {
-			t.Fatalf("the retry charged under the voided key, or more than once: %d authorizations", len(sb.ByKey()))
-		}
-		if again := svc.Charge(ctx, input("void-key")); again.Outcome != charge.Replayed || len(sb.ByKey()) != 2 {
-			t.Fatalf("a second retry: %s, %d authorizations", again.Outcome, len(sb.ByKey()))
-		}
-	})
-
-	t.Run("AHeldRecordWithALedgerRow", func(t *testing.T) {
-		t.Parallel()
-		runHeldWithARow(t, newStores)
-	})
-
-	t.Run("AcceptCompletesWithTheFreshLookupsTerms", func(t *testing.T) {
-		t.Parallel()
-		w := newWorld(t, newStores)
-		sb := sandbox.New("")
-		acq := &liar{sb: sb, authorize: otherCurrency, lookup: otherCurrency}
-		svc := w.service(acq)
-		svc.Charge(ctx, input("accept-key"))
-		w.mustBeHeld(t, "accept-key", acquirer.ReasonCurrency)
-		w.clock.Advance(time.Millisecond) // the hold ended the lease
-		shown, err := svc.Peek(ctx, pkOf("accept-key"))
-		if err != nil || shown.Currency != "JPY" {
-			t.Fatalf("Peek: %+v, %v", shown, err)
-		}
-		accept := charge.Decision{PK: pkOf("accept-key"), Action: idem.SettleAccept, By: "ops:ana", Terms: shown}
-		acq.lookup = func(a acquirer.Authorization) acquirer.Authorization { a = otherCurrency(a); return otherKey(a) }
-		if _, err := svc.Settle(ctx, accept); !errors.Is(err, acquirer.ErrMismatch) {
-			t.Fatalf("accept of a lookup that disagrees with itself: %v, want a mismatch (the operator chooses)", err)
-		}
-		w.mustBeHeld(t, "accept-key", acquirer.ReasonCurrency)
-		acq.lookup = func(a acquirer.Authorization) acquirer.Authorization { return tenTimes(otherCurrency(a)) }
-		w.clock.Advance(time.Second)
-		if _, err := svc.Settle(ctx, accept); !errors.Is(err, charge.ErrTermsChanged) {
-			t.Fatalf("accept when the terms changed since they were shown: %v, want ErrTermsChanged", err)
-		}
-		w.mustBeHeld(t, "accept-key", acquirer.ReasonCurrency)
-		acq.lookup = otherCurrency
-		w.clock.Advance(time.Second)
-		ch, err := svc.Settle(ctx, accept)
-		if err != nil || ch.Currency != "JPY" || ch.Amount != 25000 || ch.AuthorizationID == "" {
-			t.Fatalf("accept: %+v, %v; want the acquirer's terms (25000 JPY)", ch, err)
-		}
-		rec, err := w.guard.Lookup(ctx, pkOf("accept-key"))
-		if err != nil || rec.Status != idem.StatusCompleted || rec.Hold.Settlement == nil || rec.Hold.Settlement.By != "ops:ana" ||
-			rec.Hold.Settlement.Action != idem.SettleAccept || !rec.Hold.Settlement.At.Equal(w.clock.Now()) {
-			t.Fatalf("accepted record: %+v, %v", rec, err)
-		}
-		if row, err := w.ledger.Get(ctx, charge.ChargeID(rec.DownstreamKey)); err != nil || row.Currency != "JPY" {
-			t.Fatalf("ledger row %+v, %v; want the acquirer's terms", row, err)
-		}
-		if r := svc.Charge(ctx, input("accept-key")); r.Outcome != charge.Replayed || len(sb.ByKey()) != 1 {
-			t.Fatalf("the client's retry: %s, %d authorizations", r.Outcome, len(sb.ByKey()))
-		}
+	runParallel(t, newStores, []suiteCase{
+		{"TenTimesTheAmount", holdOnAMismatch(tenTimes, acquirer.ReasonAmount, 250000)},
+		{"AnotherCurrency", holdOnAMismatch(otherCurrency, acquirer.ReasonCurrency, 25000)},
+		{"TheCurrencyInLowerCase", holdOnAMismatch(lowerCase, acquirer.ReasonCurrency, 25000)},
+		{"AnotherKeysAuthorization", holdOnAMismatch(otherKey, acquirer.ReasonKey, 25000)},
+		{"ADeclineWithoutTerms", holdOnAMismatch(noTerms, acquirer.ReasonTermsMissing, 0)},
+		{"ALookupThatClaimsTenTimes", holdALookupThatClaimsTenTimes},
+		{"TheReconcilersLookupThatClaimsTenTimes", holdTheReconcilersLookupThatClaimsTenTimes},
+		{"VoidConfirmedWaitsOutThenTheRetryChargesOnce", holdVoidConfirmedWaitsOutThenTheRetryChargesOnce},
+		{"AHeldRecordWithALedgerRow", holdWithALedgerRow},
+		{"AcceptCompletesWithTheFreshLookupsTerms", holdAcceptCompletesWithTheFreshLookupsTerms},
 	})
 }
 
-// runHeldWithARow: an attempt's answer agreed and its ledger row was
+// holdOnAMismatch is the case of an authorization answer that authorize
+// makes disagree with the request: the first attempt holds the record for
+// reason, with both sides as evidence (the acquirer's amount,
+// acquirerAmount, and the 25000 asked), no ledger row, and neither a retry
+// nor a reconciliation touches it.
+func holdOnAMismatch(authorize func(acquirer.Authorization) acquirer.Authorization, reason string, acquirerAmount int64) func(*testing.T, NewStoresFunc) {
+	return func(t *testing.T, newStores NewStoresFunc) {
+		ctx := context.Background()
+		w := newWorld(t, newStores)
+		acq := &liar{sb: sandbox.New(""), authorize: authorize}
+		svc := w.service(acq)
+		r := svc.Charge(ctx, input("mismatch-key"))
+		if r.Outcome != charge.Mismatch || r.RetryAfter <= 0 {
+			t.Fatalf("first attempt: %s, want %s", r.Outcome, charge.Mismatch)
+		}
+		rec := w.mustBeHeld(t, "mismatch-key", reason)
+		var evidence struct {
+			Answer acquirer.Authorization `json:"answer"`
+			Asked  struct{ Amount int64 } `json:"asked"`
+		}
+		if err := json.Unmarshal(rec.Hold.Evidence, &evidence); err != nil || evidence.Answer.Amount != acquirerAmount || evidence.Asked.Amount != 25000 {
+			t.Fatalf("evidence %s (%v): want both sides", rec.Hold.Evidence, err)
+		}
+		w.mustHaveNoRow(t, rec)
+		w.mustNotTouch(t, svc, acq, "mismatch-key")
+	}
+}
+
+// holdALookupThatClaimsTenTimes: a take-over whose lookup claims ten times
+// the amount holds the record, with no ledger row, and neither a retry nor
+// a reconciliation touches it.
+func holdALookupThatClaimsTenTimes(t *testing.T, newStores NewStoresFunc) {
+	ctx := context.Background()
+	w := newWorld(t, newStores)
+	acq := &liar{sb: sandbox.New(""), lookup: tenTimes}
+	w.dieAfterTheRowless(t, acq, "lookup-lies-key")
+	w.clock.Advance(time.Minute)
+	if r := w.service(acq).Charge(ctx, input("lookup-lies-key")); r.Outcome != charge.Mismatch || r.Attempt != 2 {
+		t.Fatalf("the take-over: %s attempt %d, want %s", r.Outcome, r.Attempt, charge.Mismatch)
+	}
+	rec := w.mustBeHeld(t, "lookup-lies-key", acquirer.ReasonAmount)
+	w.mustHaveNoRow(t, rec)
+	w.mustNotTouch(t, w.service(acq), acq, "lookup-lies-key")
+}
+
+// holdTheReconcilersLookupThatClaimsTenTimes: a reconciliation whose
+// lookup claims ten times the amount holds the record, with no ledger row.
+func holdTheReconcilersLookupThatClaimsTenTimes(t *testing.T, newStores NewStoresFunc) {
+	ctx := context.Background()
+	w := newWorld(t, newStores)
+	acq := &liar{sb: sandbox.New(""), lookup: tenTimes}
+	w.dieAfterTheRowless(t, acq, "reconciler-lies-key")
+	w.clock.Advance(reconcilable)
+	if did, err := w.service(acq).Reconcile(ctx, pkOf("reconciler-lies-key")); err != nil || did != charge.ReconciledMismatch {
+		t.Fatalf("Reconcile: %s, %v; want a mismatch", did, err)
+	}
+	w.mustHaveNoRow(t, w.mustBeHeld(t, "reconciler-lies-key", acquirer.ReasonAmount))
+}
+
+// holdVoidConfirmedWaitsOutThenTheRetryChargesOnce: void-confirmed is
+// refused until T + skew after the hold ended the lease; once settled, the
+// client's retry charges once, under a new key, and is then replayed.
+func holdVoidConfirmedWaitsOutThenTheRetryChargesOnce(t *testing.T, newStores NewStoresFunc) {
+	ctx := context.Background()
+	w := newWorld(t, newStores)
+	sb := sandbox.New("")
+	acq := &liar{sb: sb, authorize: tenTimes}
+	svc := w.service(acq)
+	svc.Charge(ctx, input("void-key"))
+	first := w.mustBeHeld(t, "void-key", acquirer.ReasonAmount)
+	w.clock.Advance(5 * time.Second) // less than T + skew (6 s) after the hold ended the lease
+	void := charge.Decision{PK: pkOf("void-key"), Action: idem.SettleVoidConfirmed, By: "ops:ana"}
+	if _, err := svc.Settle(ctx, void); !errors.Is(err, idem.ErrTooEarly) {
+		t.Fatalf("void-confirmed before T + skew: %v, want ErrTooEarly", err)
+	}
+	w.mustBeHeld(t, "void-key", acquirer.ReasonAmount)
+	w.clock.Advance(2 * time.Second)
+	if _, err := svc.Settle(ctx, void); err != nil {
+		t.Fatalf("void-confirmed: %v", err)
+	}
+	acq.authorize = nil // the acquirer answers truly now
+	r := svc.Charge(ctx, input("void-key"))
+	if r.Outcome != charge.Executed || r.Attempt != 1 {
+		t.Fatalf("the retry after void-confirmed: %s attempt %d", r.Outcome, r.Attempt)
+	}
+	rec, _ := w.guard.Lookup(ctx, pkOf("void-key"))
+	if rec.DownstreamKey == first.DownstreamKey || len(sb.ByKey()) != 2 {
+		t.Fatalf("the retry charged under the voided key, or more than once: %d authorizations", len(sb.ByKey()))
+	}
+	if again := svc.Charge(ctx, input("void-key")); again.Outcome != charge.Replayed || len(sb.ByKey()) != 2 {
+		t.Fatalf("a second retry: %s, %d authorizations", again.Outcome, len(sb.ByKey()))
+	}
+}
+
+// holdWithALedgerRow: an attempt's answer agreed and its ledger row was
 // written, but the attempt died before completing; the take-over's lookup
 // disagrees, so the record is held with a row. Void-confirmed is refused
 // (the row records a charge), accept refuses terms the row does not state,
 // and accept with the row's terms completes from the row.
-func runHeldWithARow(t *testing.T, newStores NewStoresFunc) {
+func holdWithALedgerRow(t *testing.T, newStores NewStoresFunc) {
 	ctx := context.Background()
 	w := newWorld(t, newStores)
 	sb := sandbox.New("")
@@ -251,6 +216,54 @@ func runHeldWithARow(t *testing.T, newStores NewStoresFunc) {
 		t.Fatalf("accept of the row's terms: %+v, %v; want the row %+v", ch, err, row)
 	}
 	if r := svc.Charge(ctx, input("held-row-key")); r.Outcome != charge.Replayed || len(sb.ByKey()) != 1 {
+		t.Fatalf("the client's retry: %s, %d authorizations", r.Outcome, len(sb.ByKey()))
+	}
+}
+
+// holdAcceptCompletesWithTheFreshLookupsTerms: accept completes the held
+// record with the acquirer's terms as a fresh lookup states them, and
+// refuses while the lookup disagrees with itself or the terms changed
+// since they were shown.
+func holdAcceptCompletesWithTheFreshLookupsTerms(t *testing.T, newStores NewStoresFunc) {
+	ctx := context.Background()
+	w := newWorld(t, newStores)
+	sb := sandbox.New("")
+	acq := &liar{sb: sb, authorize: otherCurrency, lookup: otherCurrency}
+	svc := w.service(acq)
+	svc.Charge(ctx, input("accept-key"))
+	w.mustBeHeld(t, "accept-key", acquirer.ReasonCurrency)
+	w.clock.Advance(time.Millisecond) // the hold ended the lease
+	shown, err := svc.Peek(ctx, pkOf("accept-key"))
+	if err != nil || shown.Currency != "JPY" {
+		t.Fatalf("Peek: %+v, %v", shown, err)
+	}
+	accept := charge.Decision{PK: pkOf("accept-key"), Action: idem.SettleAccept, By: "ops:ana", Terms: shown}
+	acq.lookup = func(a acquirer.Authorization) acquirer.Authorization { a = otherCurrency(a); return otherKey(a) }
+	if _, err := svc.Settle(ctx, accept); !errors.Is(err, acquirer.ErrMismatch) {
+		t.Fatalf("accept of a lookup that disagrees with itself: %v, want a mismatch (the operator chooses)", err)
+	}
+	w.mustBeHeld(t, "accept-key", acquirer.ReasonCurrency)
+	acq.lookup = func(a acquirer.Authorization) acquirer.Authorization { return tenTimes(otherCurrency(a)) }
+	w.clock.Advance(time.Second)
+	if _, err := svc.Settle(ctx, accept); !errors.Is(err, charge.ErrTermsChanged) {
+		t.Fatalf("accept when the terms changed since they were shown: %v, want ErrTermsChanged", err)
+	}
+	w.mustBeHeld(t, "accept-key", acquirer.ReasonCurrency)
+	acq.lookup = otherCurrency
+	w.clock.Advance(time.Second)
+	ch, err := svc.Settle(ctx, accept)
+	if err != nil || ch.Currency != "JPY" || ch.Amount != 25000 || ch.AuthorizationID == "" {
+		t.Fatalf("accept: %+v, %v; want the acquirer's terms (25000 JPY)", ch, err)
+	}
+	rec, err := w.guard.Lookup(ctx, pkOf("accept-key"))
+	if err != nil || rec.Status != idem.StatusCompleted || rec.Hold.Settlement == nil || rec.Hold.Settlement.By != "ops:ana" ||
+		rec.Hold.Settlement.Action != idem.SettleAccept || !rec.Hold.Settlement.At.Equal(w.clock.Now()) {
+		t.Fatalf("accepted record: %+v, %v", rec, err)
+	}
+	if row, err := w.ledger.Get(ctx, charge.ChargeID(rec.DownstreamKey)); err != nil || row.Currency != "JPY" {
+		t.Fatalf("ledger row %+v, %v; want the acquirer's terms", row, err)
+	}
+	if r := svc.Charge(ctx, input("accept-key")); r.Outcome != charge.Replayed || len(sb.ByKey()) != 1 {
 		t.Fatalf("the client's retry: %s, %d authorizations", r.Outcome, len(sb.ByKey()))
 	}
 }
