@@ -31,6 +31,12 @@
  *                 lease ended (no LeaseMargin): a row lands for a charge
  *                 the operator voided
  *
+ * A write may conflict (a strongly consistent global table's
+ * ReplicatedWriteConflictException, idem.ErrWriteConflict): it fails with
+ * no effect. CONFLICTS of them (1 unless defined) may happen, anywhere:
+ * the claim and a take-over answer in flight, every other write is given
+ * up after its retries (idem.RetryConflicts) with the record as it was.
+ *
  * The acquirer's answer is evidence: an authorization may disagree with
  * the request (other terms, or a body that contradicts its status), fixed
  * per key when it is made (mismatch[k]). With -DLYING_LOOKUPS (checked with
@@ -49,6 +55,9 @@
 
 #ifndef WORKERS
 #define WORKERS 3
+#endif
+#ifndef CONFLICTS
+#define CONFLICTS 1
 #endif
 #define NONE 255
 #define RECONCILER 4
@@ -91,6 +100,10 @@ byte heldKey = NONE;
 bool stored = false;
 byte storedKey = NONE;
 byte reconcileFailures = 0;
+byte conflicts = 0;	/* writes refused with idem.ErrWriteConflict so far */
+
+/* The guard of a conflict: a write that fails with no effect. */
+#define CONFLICT	(conflicts < CONFLICTS) -> conflicts++
 
 inline keyOf(k) {
 #ifdef DROP_RULE1
@@ -129,6 +142,7 @@ inline completeRecord(me, k) {
 			assert(ledger[k]);	/* the ledger row was written first */
 #endif
 			rec = COMPLETED; stored = true; storedKey = k; owner = 0; held = false
+		:: rec == INPROG && owner == me && CONFLICT	/* refused after its retries: in flight as it was */
 		:: else -> skip	/* idem.ErrLeaseLost: the worker re-reads; answers from the record */
 		fi
 	}
@@ -140,6 +154,7 @@ inline hold(me, k) {
 	atomic {
 		if
 		:: rec == INPROG && owner == me -> held = true; heldKey = k; lease = ENDED
+		:: rec == INPROG && owner == me && CONFLICT	/* not held: in flight; a retry or the reconciler meets the answer again */
 		:: else -> skip	/* idem.ErrLeaseLost */
 		fi
 	}
@@ -167,6 +182,12 @@ inline finish(me, k) {
 #else
 	if
 	:: atomic { !gone[me] -> ledgerRow(k) }
+	:: atomic { !gone[me] && CONFLICT };	/* the row refused after its retries: pending, idem.Lease.Abandon (or its own conflict) */
+	   if
+	   :: atomic { rec == INPROG && owner == me -> lease = ENDED }
+	   :: skip
+	   fi;
+	   goto done
 	:: gone[me] -> goto done	/* its invocation ended long ago */
 	fi;
 	if
@@ -187,6 +208,7 @@ proctype Worker(byte me) {
 		:: rec == INPROG && !held && lease != LIVE -> owner = me; attempt++; lease = LIVE; leaseHasTransit = false; takenOver = true; gone[me] = false
 		:: rec == COMPLETED -> goto done	/* replay of the stored response */
 		:: rec == INPROG && !held && lease == LIVE -> goto done	/* 409 in flight: retryable */
+		:: (rec == ABSENT || (rec == INPROG && !held && lease != LIVE)) && CONFLICT -> goto done	/* the claim or take-over conflicted: 409 in flight */
 		:: rec == INPROG && held -> goto done	/* idem.ErrHeld: 503 pending, nothing sent */
 		fi
 	}
@@ -213,6 +235,7 @@ proctype Worker(byte me) {
 #else
 		:: rec == INPROG && owner == me && !takenOver -> assert(!held); rec = ABSENT; owner = 0
 #endif
+		:: rec == INPROG && owner == me && CONFLICT	/* the release refused: in flight until its lease ends */
 		:: else -> skip	/* after a take-over the record stays in flight */
 		fi
 	   }; goto done
@@ -330,6 +353,7 @@ end:	do
 	      fi
 	   :: answer == DISAGREES -> hold(RECONCILER, k)
 	   :: atomic { answer == NOTFOUND && rec == INPROG && owner == RECONCILER -> assert(!held); rec = ABSENT; owner = 0 }
+	   :: atomic { answer == NOTFOUND && rec == INPROG && owner == RECONCILER && CONFLICT }	/* ReleaseReconciled refused: in flight again once its lease ends */
 	   :: atomic { answer == FAILED && rec == INPROG && owner == RECONCILER -> reconcileFailures++; lease = ENDED }	/* lookup failed */
 	   :: else -> skip
 	   fi;
@@ -348,9 +372,17 @@ end:	do
  * transit); -DVOID_EARLY releases as soon as the lease ended. */
 active proctype Operator() {
 	byte k;
+	bool rowWritten;
 end:	do
-	:: atomic { held && rec == INPROG && lease != LIVE -> owner = OPERATOR; attempt++; lease = LIVE; leaseHasTransit = false; k = heldKey; ledgerRow(k) };
-	   completeRecord(OPERATOR, k)	/* accept: the lookup and the row in the take-over's step */
+	:: atomic { held && rec == INPROG && lease != LIVE -> owner = OPERATOR; attempt++; lease = LIVE; leaseHasTransit = false; k = heldKey;
+		if
+		:: ledgerRow(k); rowWritten = true
+		:: CONFLICT; rowWritten = false	/* the row refused: the accept fails, the record held as it was */
+		fi };
+	   if	/* accept: the lookup and the row in the take-over's step */
+	   :: rowWritten -> completeRecord(OPERATOR, k)
+	   :: else -> skip
+	   fi
 	:: atomic {
 #ifdef VOID_EARLY
 		held && rec == INPROG && lease != LIVE ->

@@ -34,7 +34,7 @@ func run(logger *slog.Logger) error {
 	s := sweep.New(
 		dynamostore.New(setup.DynamoDB(awsCfg, cfg.SkipResponseCRC32), cfg.TableName),
 		queue.New(sqs.NewFromConfig(awsCfg), cfg.QueueURL),
-		sweep.Config{InTransitBound: cfg.InTransitBound, ClockSkew: cfg.ClockSkew},
+		sweep.Config{InTransitBound: cfg.InTransitBound, ClockSkew: cfg.ClockSkew, PurgeWindow: cfg.PurgeWindow},
 	)
 	lambda.Start((&Handler{Sweeper: s, Logger: logger, Metrics: obs.NewMetrics(os.Stdout, obs.FunctionSweeper, cfg.Environment)}).Handle)
 	return nil

@@ -18,7 +18,8 @@ type Ledger interface {
 	// row as stored: c, or the existing row, which an earlier attempt of
 	// the same intent wrote from the same authorization and which wins.
 	// Not fenced by any lease: a late writer finds the row and changes
-	// nothing.
+	// nothing. It may fail with idem.ErrWriteConflict, without effect (the
+	// service retries it, idem.RetryConflicts).
 	Write(ctx context.Context, c Charge) (Charge, error)
 	// Get returns charge id, ErrNoCharge when there is none,
 	// ErrUnreadableCharge when its row does not decode, or a store error.

@@ -555,7 +555,11 @@ func (s *Service) finish(ctx context.Context, lease *idem.Lease, req Request, au
 // (Lease.Complete, or an operator's Lease.Accept) and the row's answer.
 func (s *Service) store(ctx context.Context, lease *idem.Lease, ch Charge, complete func(context.Context, idem.Response) error) Result {
 	ledgerCtx, span := s.cfg.Tracer.Start(ctx, "ledger.write")
-	stored, err := s.ledger.Write(ledgerCtx, ch)
+	var stored Charge
+	err := idem.RetryConflicts(ledgerCtx, func() (err error) {
+		stored, err = s.ledger.Write(ledgerCtx, ch)
+		return err
+	})
 	endSpan(span, err)
 	if errors.Is(err, ErrUnreadableCharge) {
 		s.cfg.Logger.ErrorContext(ctx, "the ledger holds an unreadable row for this charge; the record stays in flight for an operator", "error", err)

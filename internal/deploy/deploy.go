@@ -94,7 +94,13 @@ type Description struct {
 	StreamBatchSize int
 	// SweepInterval is how often the sweeper runs.
 	SweepInterval time.Duration
-	Protocol      Protocol
+	// PurgeWindow is how far back each sweeper run purges expired records
+	// where the table has no TTL (TableMode.TTL): a few hours, so a run
+	// lists 3 × idem.Shards buckets (one Query each when empty) and a
+	// sweeper stopped for less than that leaves nothing behind; after a
+	// longer stop, one run with a wider window (PURGE_WINDOW) catches up.
+	PurgeWindow time.Duration
+	Protocol    Protocol
 	// Table is how the table is replicated; it decides TTL and which
 	// resources are global (TableMode.Scopes).
 	Table TableMode
@@ -137,6 +143,7 @@ func Deployed() Description {
 		Queues:          Queues{Visibility: 6 * consumerTimeout, MaxReceives: MaxReceiveCount, BatchSize: 10},
 		StreamBatchSize: 100,
 		SweepInterval:   time.Minute,
+		PurgeWindow:     3 * time.Hour,
 		Table:           SingleRegion,
 		Protocol: Protocol{
 			InTransitBound: 5 * time.Second, ClockSkew: time.Second, AcquirerTimeout: 3 * time.Second,

@@ -19,6 +19,8 @@ const (
 	EnvCacheSize       = "CACHE_SIZE"          // the warm cache of completed records
 	EnvMaxAmount       = "MAX_AMOUNT"          // the largest charge, in minor units
 	EnvLogLevel        = "LOG_LEVEL"           // the log level outside Lambda's logging controls
+	EnvTableMode       = "TABLE_MODE"          // the table's mode (TableMode; SingleRegion when unset)
+	EnvPurgeWindow     = "PURGE_WINDOW"        // the sweeper's purge window, without TTL (Description.PurgeWindow)
 
 	// "true" when the table is DynamoDB Local (the local stack sets it; the
 	// CDK app never does): see DynamoDB.

@@ -49,6 +49,17 @@ var (
 	// request of an earlier attempt may still be in transit. Nothing was
 	// written.
 	ErrTooEarly = errors.New("too early: a request may still be in transit")
+	// ErrWriteConflict: the store refused a write because another region
+	// was writing the same item at the same moment (on a DynamoDB global
+	// table with strong consistency, ReplicatedWriteConflictException). The
+	// write had no effect, and trying it again is safe: every write is
+	// conditional, so the retry meets whatever the other region wrote. The
+	// Guard retries its writes (RetryConflicts) before it returns this.
+	ErrWriteConflict = errors.New("write conflicted with another region's")
+	// ErrNotExpired: a purge found the record changed since it was listed
+	// (claimed afresh, held, settled, or deleted already). Nothing was
+	// deleted.
+	ErrNotExpired = errors.New("record is not the expired one listed")
 )
 
 // InFlightError is returned by [Guard.Begin] when another attempt holds a

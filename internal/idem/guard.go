@@ -111,9 +111,12 @@ type Claim struct {
 // same request. Errors: ErrKeyInvalid, ErrKeyMissing or ErrAccountInvalid for
 // a bad scope (nothing written); ErrKeyReused when the key holds a different
 // request; an *InFlightError (errors.Is ErrInFlight) when another attempt
-// holds a live lease; ErrHeld when the record is held for an operator;
-// ErrOtherDownstream when its lease expired but it was claimed for another
-// downstream system; otherwise a wrapped store error. None of these writes.
+// holds a live lease, and also when the claim or the take-over conflicted
+// with another region's write twice (ErrWriteConflict: the other region's
+// attempt may hold the key now); ErrHeld when the record is held for an
+// operator; ErrOtherDownstream when its lease expired but it was claimed for
+// another downstream system; otherwise a wrapped store error. None of these
+// writes.
 func (g *Guard) Begin(ctx context.Context, scope Scope, req Canonical) (Claim, error) {
 	if err := scope.Validate(); err != nil {
 		return Claim{}, err
@@ -143,7 +146,15 @@ func (g *Guard) Begin(ctx context.Context, scope Scope, req Canonical) (Claim, e
 		CreatedAt:      now,
 		ExpiresAt:      now.Add(g.cfg.Retention),
 	}
-	existing, ok, err := g.store.Claim(ctx, rec, now)
+	var existing *Record
+	var ok bool
+	err := retryConflicts(ctx, 2, func() (err error) {
+		existing, ok, err = g.store.Claim(ctx, rec, now)
+		return err
+	})
+	if errors.Is(err, ErrWriteConflict) {
+		return Claim{}, g.conflicted(rec.LeaseExpiresAt, now)
+	}
 	if err != nil {
 		return Claim{}, fmt.Errorf("claim %s: %w", Ref(pk), err)
 	}
@@ -173,16 +184,26 @@ func (g *Guard) inFlight(leaseEnd time.Time, rec Protocol, now time.Time) *InFli
 	}
 }
 
+// conflicted is the answer to a claim that conflicted with another
+// region's write, which returned no record: in flight, as if that region's
+// attempt held the key until the lease this guard would have taken (until),
+// waited out with this guard's own T and skew.
+func (g *Guard) conflicted(until, now time.Time) *InFlightError {
+	e := g.inFlight(until, Protocol{}, now)
+	e.RetryAfter = time.Second
+	return e
+}
+
 // takeOver takes the expired lease of rec. If another worker changed the
-// record first, the key is reported in flight: a retry a second later sees
-// whatever that worker did.
+// record first, or the write conflicted with another region's, the key is
+// reported in flight: a retry a second later sees whatever that worker did.
 func (g *Guard) takeOver(ctx context.Context, rec *Record, now time.Time) (Claim, error) {
 	if err := g.sameDownstream(rec); err != nil {
 		return Claim{}, err
 	}
 	until := g.leaseUntil(ctx, now)
 	taken, err := g.store.TakeOver(ctx, g.handover(rec, until, now))
-	if errors.Is(err, ErrLeaseLost) {
+	if errors.Is(err, ErrLeaseLost) || errors.Is(err, ErrWriteConflict) {
 		e := g.inFlight(until, rec.Protocol, now)
 		e.RetryAfter = time.Second
 		return Claim{}, e
@@ -441,7 +462,9 @@ func (l *Lease) complete(ctx context.Context, resp Response, settled *Settlement
 	if settled != nil {
 		expiresAt = settled.At.Add(l.g.cfg.Retention)
 	}
-	if err := l.g.store.Complete(ctx, l.rec.PK, l.rec.LeaseToken, resp, settled, expiresAt); err != nil {
+	if err := RetryConflicts(ctx, func() error {
+		return l.g.store.Complete(ctx, l.rec.PK, l.rec.LeaseToken, resp, settled, expiresAt)
+	}); err != nil {
 		return fmt.Errorf("complete %s: %w", Ref(l.rec.PK), err)
 	}
 	done := l.rec
@@ -516,7 +539,8 @@ func (l *Lease) HoldForOperator(ctx context.Context, reason string, evidence []b
 		end = l.rec.LeaseExpiresAt
 	}
 	hold := Hold{Reason: reason, Evidence: evidence, At: now}
-	if err := l.g.store.Hold(ctx, l.rec.PK, l.rec.LeaseToken, newToken(), hold, end); err != nil {
+	heldToken := newToken()
+	if err := RetryConflicts(ctx, func() error { return l.g.store.Hold(ctx, l.rec.PK, l.rec.LeaseToken, heldToken, hold, end) }); err != nil {
 		return fmt.Errorf("hold %s: %w", Ref(l.rec.PK), err)
 	}
 	l.rec.Hold, l.rec.LeaseExpiresAt, l.rec.ExpiresAt, l.rec.LeaseToken = &hold, end, time.Time{}, ""
@@ -524,7 +548,7 @@ func (l *Lease) HoldForOperator(ctx context.Context, reason string, evidence []b
 }
 
 func (l *Lease) release(ctx context.Context) error {
-	if err := l.g.store.Release(ctx, l.rec.PK, l.rec.LeaseToken); err != nil {
+	if err := RetryConflicts(ctx, func() error { return l.g.store.Release(ctx, l.rec.PK, l.rec.LeaseToken) }); err != nil {
 		return fmt.Errorf("release %s: %w", Ref(l.rec.PK), err)
 	}
 	return nil
@@ -540,7 +564,7 @@ func (l *Lease) Abandon(ctx context.Context) error {
 	if l.rec.LeaseExpiresAt.Before(end) {
 		end = l.rec.LeaseExpiresAt
 	}
-	if err := l.g.store.SetLease(ctx, l.rec.PK, l.rec.LeaseToken, end); err != nil {
+	if err := RetryConflicts(ctx, func() error { return l.g.store.SetLease(ctx, l.rec.PK, l.rec.LeaseToken, end) }); err != nil {
 		return fmt.Errorf("abandon %s: %w", Ref(l.rec.PK), err)
 	}
 	l.rec.LeaseExpiresAt = end

@@ -161,7 +161,9 @@ const (
 // Store persists records. Every method is one round trip to the database.
 // Conditions that compare times use the now the caller passes, so a store
 // has no clock of its own. A record whose ExpiresAt is before now (by whole
-// seconds) counts as absent.
+// seconds) counts as absent. Any write may fail with ErrWriteConflict
+// (another region wrote the item at the same moment): it then had no
+// effect at all.
 type Store interface {
 	// Claim writes rec if no live record exists under rec.PK. If one exists
 	// it is returned, with ok false and nothing written.
@@ -215,4 +217,16 @@ type Store interface {
 	// listed with: of two sweepers that listed the same entry, one flags
 	// it. It returns ErrLeaseLost when the record changed since.
 	Flag(ctx context.Context, e InFlight, now time.Time) error
+
+	// ListExpired returns up to q.Limit records of bucket q.Bucket
+	// (ExpiryBucket) whose ExpiresAt is before q.Before, after q.After;
+	// more as ListInFlight. A held record has no ExpiresAt and is never
+	// listed. The listing may lag the writes (on DynamoDB, an index).
+	ListExpired(ctx context.Context, q ExpiredQuery) (page []Expired, more bool, err error)
+	// Purge deletes the record e lists if it is still that expired record:
+	// its ExpiresAt is still e's and before now, and it is not held. A key
+	// claimed afresh since the listing has a later ExpiresAt, so its new
+	// record is never deleted. ErrNotExpired otherwise, with nothing
+	// deleted.
+	Purge(ctx context.Context, e Expired, now time.Time) error
 }

@@ -286,6 +286,10 @@ type SweeperConfig struct {
 	Environment    string        // ENVIRONMENT, the metrics' dimension ("local")
 	// DYNAMODB_SKIP_RESPONSE_CRC32, as the charge functions'
 	SkipResponseCRC32 bool
+	// PurgeWindow is PURGE_WINDOW (deploy's PurgeWindow) when
+	// TABLE_MODE names a mode without TTL, and zero (no purge) when the
+	// table deletes by TTL.
+	PurgeWindow time.Duration
 }
 
 // SweeperFromEnv reads SweeperConfig with getenv.
@@ -308,7 +312,29 @@ func SweeperFromEnv(getenv func(string) string) (SweeperConfig, error) {
 	if c.SkipResponseCRC32, err = boolean(getenv, deploy.EnvSkipResponseCRC32); err != nil {
 		return SweeperConfig{}, err
 	}
+	mode, err := TableModeOf(getenv)
+	if err != nil {
+		return SweeperConfig{}, err
+	}
+	if !mode.TTL() {
+		if c.PurgeWindow, err = duration(getenv, deploy.EnvPurgeWindow, deploy.Deployed().PurgeWindow); err != nil {
+			return SweeperConfig{}, err
+		}
+	}
 	return c, nil
+}
+
+// TableModeOf is TABLE_MODE, deploy.SingleRegion when unset; any other
+// value than the modes is refused.
+func TableModeOf(getenv func(string) string) (deploy.TableMode, error) {
+	switch m := deploy.TableMode(getenv(deploy.EnvTableMode)); m {
+	case "":
+		return deploy.SingleRegion, nil
+	case deploy.SingleRegion, deploy.MultiRegionStrong:
+		return m, nil
+	default:
+		return "", fmt.Errorf("%s=%q: want %s or %s", deploy.EnvTableMode, m, deploy.SingleRegion, deploy.MultiRegionStrong)
+	}
 }
 
 // EnvironmentOf is ENVIRONMENT, the metrics' Environment dimension

@@ -47,6 +47,10 @@ type Config struct {
 	StopMargin time.Duration
 	// Parallelism bounds the shards read at once.
 	Parallelism int
+	// PurgeWindow, for a table without TTL, is how far back each run
+	// purges: the records whose retention ended in the hours from this long
+	// before now. Zero for a table with TTL, which deletes them itself.
+	PurgeWindow time.Duration
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 }
@@ -99,7 +103,10 @@ type Report struct {
 	// HeldCounted is false when the run had no time left to count them:
 	// Held and OldestHeld then say nothing.
 	HeldCounted bool `json:"held_counted"`
-	// Complete is false when the run stopped at its deadline with shards left.
+	// Purged counts the expired records deleted (a table without TTL).
+	Purged int `json:"purged"`
+	// Complete is false when the run stopped at its deadline with shards,
+	// the held records or the purge left.
 	Complete bool `json:"complete"`
 }
 
@@ -159,7 +166,45 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 	} else {
 		total.Complete = false
 	}
+	if s.cfg.PurgeWindow > 0 {
+		purged, done, err := s.purge(ctx, stopAt, now)
+		total.Purged, total.Complete = purged, total.Complete && done
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
 	return total, errors.Join(errs...)
+}
+
+// purge deletes the records whose retention ended within the window, each
+// delete conditioned on the record still being the one listed
+// (idem.Store.Purge), so a key claimed afresh since is never deleted. It
+// starts no delete after stopAt; done is false when it stopped there.
+func (s *Sweeper) purge(ctx, stopAt context.Context, now time.Time) (purged int, done bool, err error) {
+	for page, err := range idem.ListExpired(stopAt, s.store, now.Add(-s.cfg.PurgeWindow), now) {
+		if stopAt.Err() != nil {
+			return purged, false, nil
+		}
+		if err != nil {
+			return purged, false, fmt.Errorf("expired records: %w", err)
+		}
+		for _, e := range page {
+			if stopAt.Err() != nil {
+				return purged, false, nil
+			}
+			err := idem.RetryConflicts(ctx, func() error { return s.store.Purge(ctx, e, now) })
+			switch {
+			case err == nil:
+				purged++
+			case errors.Is(err, idem.ErrNotExpired), errors.Is(err, idem.ErrWriteConflict):
+				// Changed since the listing, or another region is writing it:
+				// the next run lists it again if it is still expired.
+			default:
+				return purged, false, fmt.Errorf("purge %s: %w", idem.Ref(e.PK), err)
+			}
+		}
+	}
+	return purged, stopAt.Err() == nil, nil
 }
 
 // countHeld counts the held records, those under an operator's lease
@@ -217,8 +262,11 @@ func (s *Sweeper) sweepShard(ctx, stopAt context.Context, shard int, cutoff, now
 			if stopAt.Err() != nil {
 				return r, s.queue.SendBatch(ctx, batch)
 			}
-			if err := s.store.Flag(ctx, e, now); errors.Is(err, idem.ErrLeaseLost) {
-				continue // resolved, taken over or flagged by another sweeper meanwhile
+			err := idem.RetryConflicts(ctx, func() error { return s.store.Flag(ctx, e, now) })
+			if errors.Is(err, idem.ErrLeaseLost) || errors.Is(err, idem.ErrWriteConflict) {
+				// Resolved, taken over or flagged by another sweeper meanwhile;
+				// or another region keeps writing it: the next run sees it again.
+				continue
 			} else if err != nil {
 				return r, errors.Join(fmt.Errorf("flag %s: %w", idem.Ref(e.PK), err), s.queue.SendBatch(ctx, batch))
 			}

@@ -47,7 +47,7 @@ var stores = []struct {
 			t.Fatal("AWS_ENDPOINT_URL_SQS is not set: run `make test`")
 		}
 		ddb := dynamotest.Client(t)
-		table := dynamotest.NewTable(t, ddb)
+		table := dynamotest.NewTableFor(t, ddb, false) // the expiry index too, for the purge
 		cfg, err := config.LoadDefaultConfig(context.Background())
 		if err != nil {
 			t.Fatal(err)
@@ -395,6 +395,51 @@ func TestHeldRecordsAreCountedNotFlagged(t *testing.T) {
 		for _, body := range f.drain(t) {
 			if cmd, _ := command.Decode(body); cmd.PK == s.PK() {
 				t.Fatal("a held record was sent for reconciliation")
+			}
+		}
+	})
+}
+
+// TestSweepPurgesWithoutTTL: where the table has no TTL, a run deletes the
+// records whose retention ended within its window, completed or left in
+// flight, and no live one; with no window (a table with TTL) it deletes
+// nothing.
+func TestSweepPurgesWithoutTTL(t *testing.T) {
+	eachStore(t, func(t *testing.T, f *fixture) {
+		ctx := context.Background()
+		f.guard = idem.NewGuard(f.store, idem.Config{Now: f.clock.Now, DefaultLease: time.Second, Retention: time.Hour})
+		old := f.claim(t, "purge-old", 5)
+		completed := 0
+		for pk := range old {
+			rec, err := f.guard.Lookup(ctx, pk)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if completed < 2 { // two of them completed, three left in flight
+				if err := f.store.Complete(ctx, pk, rec.LeaseToken, idem.Response{StatusCode: 201}, nil, rec.ExpiresAt); err != nil {
+					t.Fatal(err)
+				}
+				completed++
+			}
+		}
+		f.clock.Advance(time.Hour + time.Minute)
+		live := f.claim(t, "purge-live", 3)
+		if r, err := f.sweeper(sweep.Config{}).Run(ctx); err != nil || r.Purged != 0 {
+			t.Fatalf("a run with TTL: purged %d, %v; want none", r.Purged, err)
+		}
+		f.drain(t)
+		r, err := f.sweeper(sweep.Config{PurgeWindow: 3 * time.Hour}).Run(ctx)
+		if err != nil || r.Purged != len(old) || !r.Complete {
+			t.Fatalf("a run without TTL: %+v, %v; want %d purged", r, err, len(old))
+		}
+		for pk := range old {
+			if _, err := f.guard.Lookup(ctx, pk); !errors.Is(err, idem.ErrNotFound) {
+				t.Fatalf("an expired record survived the purge: %v", err)
+			}
+		}
+		for pk := range live {
+			if _, err := f.guard.Lookup(ctx, pk); err != nil {
+				t.Fatalf("a live record: %v", err)
 			}
 		}
 	})

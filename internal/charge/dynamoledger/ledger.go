@@ -18,6 +18,7 @@ import (
 
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
 	"github.com/idempotent-payments/idempay/internal/tabledef"
 )
 
@@ -99,7 +100,7 @@ func (l *Ledger) Write(ctx context.Context, c charge.Charge) (charge.Charge, err
 	_, err = l.api.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName:                           aws.String(l.table),
 		Item:                                av,
-		ConditionExpression:                 aws.String("attribute_not_exists(pk)"),
+		ConditionExpression:                 aws.String("attribute_not_exists(" + tabledef.KeyAttribute + ")"),
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	var exists *types.ConditionalCheckFailedException
@@ -110,7 +111,7 @@ func (l *Ledger) Write(ctx context.Context, c charge.Charge) (charge.Charge, err
 		return decode(c.ID, exists.Item)
 	}
 	if err != nil {
-		return charge.Charge{}, fmt.Errorf("put charge: %w", err)
+		return charge.Charge{}, fmt.Errorf("put charge: %w", dynamostore.WriteError(err))
 	}
 	return c, nil
 }

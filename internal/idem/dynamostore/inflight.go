@@ -2,6 +2,7 @@ package dynamostore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -84,4 +85,61 @@ func (s *Store) Flag(ctx context.Context, e idem.InFlight, now time.Time) error 
 		ExpressionAttributeValues: values,
 	})
 	return fenceError(err)
+}
+
+// ListExpired implements idem.Store with one Query of the sparse expiry
+// index (partition expiry_bucket, sort expires_at), which only a table
+// without TTL has (tabledef.For). The page goes on from q.After as
+// ListInFlight's does.
+func (s *Store) ListExpired(ctx context.Context, q idem.ExpiredQuery) ([]idem.Expired, bool, error) {
+	if err := q.Validate(); err != nil {
+		return nil, false, err
+	}
+	in := &dynamodb.QueryInput{
+		TableName:              aws.String(s.table),
+		IndexName:              aws.String(tabledef.ExpiryIndex),
+		KeyConditionExpression: aws.String(tabledef.ExpiryBucketAttribute + " = :bucket AND " + tabledef.TTLAttribute + " < :before"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":bucket": str(q.Bucket), ":before": num(q.Before.Unix()),
+		},
+		Limit: aws.Int32(int32(q.Limit)),
+	}
+	if q.After != nil {
+		in.ExclusiveStartKey = map[string]types.AttributeValue{
+			tabledef.KeyAttribute: str(q.After.PK), tabledef.ExpiryBucketAttribute: str(q.Bucket), tabledef.TTLAttribute: num(q.After.ExpiresAt.Unix()),
+		}
+	}
+	out, err := s.api.Query(ctx, in)
+	if err != nil {
+		return nil, false, fmt.Errorf("query expiry bucket %s: %w", q.Bucket, err)
+	}
+	page := make([]idem.Expired, 0, len(out.Items))
+	for _, av := range out.Items {
+		var it record
+		if err := attributevalue.UnmarshalMap(av, &it); err != nil {
+			return nil, false, fmt.Errorf("decode index entry: %w", err)
+		}
+		page = append(page, idem.Expired{PK: it.PK, ExpiresAt: time.Unix(it.ExpiresAt, 0)})
+	}
+	return page, out.LastEvaluatedKey != nil, nil
+}
+
+// Purge implements idem.Store with one DeleteItem conditioned on the
+// listed expires_at, still past: a key claimed afresh has a later one, and
+// a held record none.
+func (s *Store) Purge(ctx context.Context, e idem.Expired, now time.Time) error {
+	_, err := s.api.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName:           aws.String(s.table),
+		Key:                 pkKey(e.PK),
+		ConditionExpression: aws.String(tabledef.TTLAttribute + " = :listed AND " + tabledef.TTLAttribute + " < :now"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":listed": num(e.ExpiresAt.Unix()), ":now": num(now.Unix()),
+		},
+	})
+	if err := fenceError(err); errors.Is(err, idem.ErrLeaseLost) {
+		return idem.ErrNotExpired
+	} else if err != nil {
+		return err
+	}
+	return nil
 }

@@ -64,7 +64,8 @@ type record struct {
 	ResponseHeaders   map[string]string `dynamodbav:"response_headers,omitempty"`
 	ResponseBody      []byte            `dynamodbav:"response_body,omitempty"`
 	CreatedAt         int64             `dynamodbav:"created_at"`
-	ExpiresAt         int64             `dynamodbav:"expires_at,omitempty"`     // absent while held: TTL never deletes it`
+	ExpiresAt         int64             `dynamodbav:"expires_at,omitempty"`     // absent while held: TTL never deletes it
+	ExpiryBucket      string            `dynamodbav:"expiry_bucket,omitempty"`  // with expires_at: the expiry index's partition (idem.ExpiryBucket)
 	InflightShard     string            `dynamodbav:"inflight_shard,omitempty"` // set while in progress: the in-flight index's partition
 	StaleAt           int64             `dynamodbav:"stale_at,omitempty"`
 	ReconcileAttempts int               `dynamodbav:"reconcile_attempts,omitempty"`
@@ -121,7 +122,7 @@ func toItem(r idem.Record) record {
 		ReconcileAttempts: r.ReconcileAttempts,
 	}
 	if !r.ExpiresAt.IsZero() {
-		out.ExpiresAt = r.ExpiresAt.Unix()
+		out.ExpiresAt, out.ExpiryBucket = r.ExpiresAt.Unix(), idem.ExpiryBucket(r.PK, r.ExpiresAt)
 	}
 	if r.Hold != nil {
 		out.Hold = toHold(*r.Hold)
@@ -263,7 +264,7 @@ func (s *Store) Claim(ctx context.Context, rec idem.Record, now time.Time) (*ide
 		return existing, false, nil
 	}
 	if err != nil {
-		return nil, false, fmt.Errorf("put: %w", err)
+		return nil, false, fmt.Errorf("put: %w", WriteError(err))
 	}
 	return nil, true, nil
 }
@@ -367,7 +368,7 @@ func (s *Store) Hold(ctx context.Context, pk, token, heldToken string, h idem.Ho
 	_, err = s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.table),
 		Key:                       pkKey(pk),
-		UpdateExpression:          aws.String("SET #hold = :hold, lease_token = :heldtoken, lease_expires_at = :lease, inflight_shard = :held REMOVE " + tabledef.TTLAttribute),
+		UpdateExpression:          aws.String("SET #hold = :hold, lease_token = :heldtoken, lease_expires_at = :lease, inflight_shard = :held REMOVE " + tabledef.TTLAttribute + ", " + tabledef.ExpiryBucketAttribute),
 		ConditionExpression:       aws.String(held + " AND attribute_not_exists(#hold)"),
 		ExpressionAttributeNames:  map[string]string{"#status": "status", "#hold": "hold"},
 		ExpressionAttributeValues: values,
@@ -392,8 +393,8 @@ func (s *Store) Complete(ctx context.Context, pk, token string, resp idem.Respon
 		if err != nil {
 			return fmt.Errorf("encode settlement: %w", err)
 		}
-		values[":settlement"], values[":expires"] = av, num(expiresAt.Unix())
-		set += ", #hold.settlement = :settlement, " + tabledef.TTLAttribute + " = :expires"
+		values[":settlement"], values[":expires"], values[":bucket"] = av, num(expiresAt.Unix()), str(idem.ExpiryBucket(pk, expiresAt))
+		set += ", #hold.settlement = :settlement, " + tabledef.TTLAttribute + " = :expires, " + tabledef.ExpiryBucketAttribute + " = :bucket"
 	}
 	if len(resp.Headers) > 0 { // answers that rebuild their headers store none
 		headers, err := attributevalue.Marshal(resp.Headers)
@@ -431,16 +432,36 @@ func (s *Store) Release(ctx context.Context, pk, token string) error {
 	return fenceError(err)
 }
 
-// fenceError turns a failed fence into idem.ErrLeaseLost.
+// fenceError turns a failed fence into idem.ErrLeaseLost, and a conflict
+// with another region's write into idem.ErrWriteConflict (WriteError).
 func fenceError(err error) error {
 	var failed *types.ConditionalCheckFailedException
 	if errors.As(err, &failed) {
 		return idem.ErrLeaseLost
 	}
 	if err != nil {
-		return fmt.Errorf("write: %w", err)
+		return fmt.Errorf("write: %w", WriteError(err))
 	}
 	return nil
+}
+
+// WriteError is err, joined with idem.ErrWriteConflict when it is a global
+// table's ReplicatedWriteConflictException: the write raced another
+// region's and had no effect. The SDK's standard retryer does not retry it,
+// so the engine does (idem.RetryConflicts). Every writer of the table
+// (the store, the ledger) returns its errors through it.
+func WriteError(err error) error {
+	if IsWriteConflict(err) {
+		return errors.Join(idem.ErrWriteConflict, err)
+	}
+	return err
+}
+
+// IsWriteConflict reports whether err is DynamoDB's
+// ReplicatedWriteConflictException.
+func IsWriteConflict(err error) bool {
+	var conflict *types.ReplicatedWriteConflictException
+	return errors.As(err, &conflict)
 }
 
 // DecodeRecord reads an idempotency record from its item as the table

@@ -12,10 +12,11 @@ import (
 	"github.com/idempotent-payments/idempay/internal/tabledef"
 )
 
-// TableInput is the table's definition (tabledef.Table) as CreateTable takes
-// it. TTL is set separately (EnableTTL), as DynamoDB requires.
-func TableInput(name string) *dynamodb.CreateTableInput {
-	def := tabledef.Table()
+// TableInput is the definition of a table with TTL (tabledef.Table) as
+// CreateTable takes it. TTL is set separately, as DynamoDB requires.
+func TableInput(name string) *dynamodb.CreateTableInput { return tableInput(name, tabledef.Table()) }
+
+func tableInput(name string, def tabledef.Definition) *dynamodb.CreateTableInput {
 	in := &dynamodb.CreateTableInput{
 		TableName:   aws.String(name),
 		BillingMode: types.BillingMode(def.BillingMode),
@@ -48,11 +49,12 @@ func keySchema(partition, sort tabledef.Attribute) []types.KeySchemaElement {
 	return out
 }
 
-// CreateTable creates the table from TableInput, waits until it is active
-// and, when ttl is set (deploy.TableMode.TTL), enables TTL. A table that
-// already exists is left as it is.
+// CreateTable creates the table from its definition (tabledef.For ttl),
+// waits until it is active and, when ttl is set (deploy.TableMode.TTL),
+// enables TTL; without it the table has the expiry index its purge lists.
+// A table that already exists is left as it is.
 func CreateTable(ctx context.Context, client *dynamodb.Client, name string, ttl bool) error {
-	_, err := client.CreateTable(ctx, TableInput(name))
+	_, err := client.CreateTable(ctx, tableInput(name, tabledef.For(ttl)))
 	var inUse *types.ResourceInUseException
 	if errors.As(err, &inUse) {
 		return nil

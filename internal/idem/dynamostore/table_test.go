@@ -15,6 +15,7 @@ func TestAttributeNames(t *testing.T) {
 	names := map[string]string{
 		"PK": tabledef.KeyAttribute, "ExpiresAt": tabledef.TTLAttribute,
 		"InflightShard": tabledef.InflightShardAttribute, "LeaseExpiresAt": tabledef.LeaseExpiresAttribute,
+		"ExpiryBucket": tabledef.ExpiryBucketAttribute,
 	}
 	projected := map[string]bool{}
 	for _, name := range tabledef.Table().Indexes[0].Projected {

@@ -83,7 +83,7 @@ func mustBeAbsent(t *testing.T, f *fixture, pk string) {
 // Guard, on stores from newStore: every transition of the state machine,
 // fencing of zombies, logical expiry and races.
 func RunConformance(t *testing.T, newStore NewStoreFunc) {
-	for _, c := range conformance {
+	for _, c := range slices.Concat(conformance, conflictConformance, purgeConformance) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			c.test(context.Background(), t, setup(t, newStore))

@@ -193,6 +193,58 @@ func (m *MemoryStore) Flag(_ context.Context, e idem.InFlight, now time.Time) er
 	return nil
 }
 
+// ListExpired implements idem.Store. Times compare in whole seconds, as
+// the DynamoDB store keeps ExpiresAt.
+func (m *MemoryStore) ListExpired(_ context.Context, q idem.ExpiredQuery) ([]idem.Expired, bool, error) {
+	if err := q.Validate(); err != nil {
+		return nil, false, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var all []idem.Expired
+	for _, rec := range m.records {
+		if rec.ExpiresAt.IsZero() || idem.ExpiryBucket(rec.PK, rec.ExpiresAt) != q.Bucket || rec.ExpiresAt.Unix() >= q.Before.Unix() {
+			continue
+		}
+		e := idem.Expired{PK: rec.PK, ExpiresAt: time.Unix(rec.ExpiresAt.Unix(), 0)}
+		if q.After != nil && !expiredBefore(*q.After, e) {
+			continue
+		}
+		all = append(all, e)
+	}
+	slices.SortFunc(all, func(a, b idem.Expired) int {
+		if expiredBefore(a, b) {
+			return -1
+		}
+		return 1
+	})
+	if len(all) > q.Limit {
+		return all[:q.Limit], true, nil
+	}
+	return all, false, nil
+}
+
+// expiredBefore orders the expired listing as the index does: by
+// ExpiresAt in seconds, then by key.
+func expiredBefore(a, b idem.Expired) bool {
+	if a.ExpiresAt.Unix() != b.ExpiresAt.Unix() {
+		return a.ExpiresAt.Unix() < b.ExpiresAt.Unix()
+	}
+	return a.PK < b.PK
+}
+
+// Purge implements idem.Store.
+func (m *MemoryStore) Purge(_ context.Context, e idem.Expired, now time.Time) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	rec, ok := m.records[e.PK]
+	if !ok || rec.ExpiresAt.IsZero() || rec.ExpiresAt.Unix() != e.ExpiresAt.Unix() || rec.ExpiresAt.Unix() >= now.Unix() {
+		return idem.ErrNotExpired
+	}
+	delete(m.records, e.PK)
+	return nil
+}
+
 // Put writes rec as it is, replacing any record: for tests that need a state
 // the Guard would not produce by itself (an expired record TTL has not
 // deleted yet, say).

@@ -45,14 +45,22 @@ func Client(t testing.TB, optFns ...func(*dynamodb.Options)) *dynamodb.Client {
 
 var tables atomic.Int64
 
-// NewTable creates a fresh table from dynamostore.TableInput and deletes it
-// when the test ends.
+// NewTable creates a fresh table with TTL, as a single-region deployment
+// has it, and deletes it when the test ends.
 func NewTable(t testing.TB, client *dynamodb.Client) string {
+	t.Helper()
+	return NewTableFor(t, client, true)
+}
+
+// NewTableFor creates a fresh table with TTL or, without it, with the
+// expiry index a multi-region table has (dynamostore.CreateTable), and
+// deletes it when the test ends.
+func NewTableFor(t testing.TB, client *dynamodb.Client, ttl bool) string {
 	t.Helper()
 	name := fmt.Sprintf("idem-test-%d-%d", time.Now().UnixNano(), tables.Add(1))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := dynamostore.CreateTable(ctx, client, name, true); err != nil {
+	if err := dynamostore.CreateTable(ctx, client, name, ttl); err != nil {
 		t.Fatalf("create table: %v", err)
 	}
 	t.Cleanup(func() {
