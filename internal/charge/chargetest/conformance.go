@@ -195,6 +195,7 @@ func RunCompletionConformance(t *testing.T, newStores NewStoresFunc) {
 		{"CrashBetweenTheWritesRecoveredByARetry", completionCrashRecoveredByARetry},
 		{"CrashBetweenTheWritesRecoveredByTheReconciler", completionCrashRecoveredByTheReconciler},
 		{"LedgerWriteFailureLeavesTheRecordInFlight", completionLedgerWriteFailureLeavesTheRecordInFlight},
+		{"LedgerRowConflictIsRetried", completionLedgerRowConflictIsRetried},
 		{"ARowThatDiffersWins", completionARowThatDiffersWins},
 		{"TheRowSaysWhoAsked", completionTheRowSaysWhoAsked},
 		{"ReconcilerCompletesFromARowTheAcquirerForgot", completionFromARowTheAcquirerForgot},
@@ -375,6 +376,66 @@ func completionZombieLedgerWriteChangesNothing(t *testing.T, newStores NewStores
 	if after := w.mustMatchLedger(t, sb, "zombie-key", second); after != row {
 		t.Fatalf("the zombie changed the ledger row: %+v, was %+v", after, row)
 	}
+}
+
+// completionLedgerRowConflictIsRetried: a ledger row whose put conflicts
+// with another region's write is retried and the charge completes; one
+// refused on every try leaves the record in flight with no row, answered
+// as pending, and the client's retry completes it under the same
+// authorization.
+func completionLedgerRowConflictIsRetried(t *testing.T, newStores NewStoresFunc) {
+	ctx := context.Background()
+	w := newWorld(t, newStores)
+	row := &conflictingLedger{Ledger: w.ledger}
+	w.ledger = row
+	sb, acq := sandboxAcquirer()
+	svc := w.service(acq)
+	row.refuse.Store(1)
+	r := svc.Charge(ctx, input("row-conflict-once-key"))
+	if r.Outcome != charge.Executed {
+		t.Fatalf("a row refused once: %s, want executed", r.Outcome)
+	}
+	w.mustMatchLedger(t, sb, "row-conflict-once-key", r)
+
+	w = newWorld(t, newStores)
+	row = &conflictingLedger{Ledger: w.ledger}
+	w.ledger = row
+	sb, acq = sandboxAcquirer()
+	svc = w.service(acq)
+	row.refuse.Store(1 << 30)
+	if r := svc.Charge(ctx, input("row-conflict-key")); r.Outcome != charge.Pending {
+		t.Fatalf("a row refused on every try: %s, want pending", r.Outcome)
+	}
+	rec, err := w.guard.Lookup(ctx, pkOf("row-conflict-key"))
+	if err != nil || rec.Status != idem.StatusInProgress {
+		t.Fatalf("the record after the row was refused: %+v, %v", rec, err)
+	}
+	if _, err := w.ledger.Get(ctx, charge.ChargeID(rec.DownstreamKey)); !errors.Is(err, charge.ErrNoCharge) {
+		t.Fatalf("a refused row was written: %v", err)
+	}
+	row.refuse.Store(0)
+	w.clock.Advance(2 * time.Second)
+	r = svc.Charge(ctx, input("row-conflict-key"))
+	if r.Outcome != charge.Executed || r.Attempt != 2 {
+		t.Fatalf("the retry: %s attempt %d", r.Outcome, r.Attempt)
+	}
+	w.mustMatchLedger(t, sb, "row-conflict-key", r)
+}
+
+// conflictingLedger refuses its next refuse Writes with
+// idem.ErrWriteConflict, writing nothing, as a strongly consistent global
+// table refuses a put that races another region's.
+type conflictingLedger struct {
+	charge.Ledger
+	refuse atomic.Int64
+}
+
+func (l *conflictingLedger) Write(ctx context.Context, c charge.Charge) (charge.Charge, error) {
+	if l.refuse.Add(-1) >= 0 {
+		return charge.Charge{}, idem.ErrWriteConflict
+	}
+	l.refuse.Store(0)
+	return l.Ledger.Write(ctx, c)
 }
 
 // failingLedger fails its next Write once armed.
