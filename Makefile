@@ -124,23 +124,34 @@ JWT_AUDIENCE ?=
 AWS_ACCOUNT ?=
 PRODUCER_PRINCIPALS ?=
 COLLECTOR_LAYER_ARN ?=
+# Multi-region (ENV=global): REGIONS (the first creates the table), WITNESS_REGION
+# with two, TABLE_CONSISTENCY (strong; eventual is refused), the domain and its zone.
+REGIONS ?=
+WITNESS_REGION ?=
+TABLE_CONSISTENCY ?=
+DOMAIN_NAME ?=
+HOSTED_ZONE_ID ?=
+HOSTED_ZONE_NAME ?=
 CDK_INPUTS = -c env=$(ENV) -c jwtIssuer=$(JWT_ISSUER) -c jwtAudience=$(JWT_AUDIENCE) \
   -c "alarmEmails=$(ALARM_EMAILS)" -c reservedConcurrency=$(RESERVED_CONCURRENCY) \
   -c throttleRate=$(THROTTLE_RATE) -c throttleBurst=$(THROTTLE_BURST) -c tracing=$(if $(filter 1,$(TRACING)),1) \
   $(if $(AWS_ACCOUNT),-c account=$(AWS_ACCOUNT)) $(if $(AWS_REGION),-c region=$(AWS_REGION)) \
-  $(foreach p,$(PRODUCER_PRINCIPALS),-c producerPrincipal.$(p)) $(if $(COLLECTOR_LAYER_ARN),-c collectorLayerArn=$(COLLECTOR_LAYER_ARN))
+  $(foreach p,$(PRODUCER_PRINCIPALS),-c producerPrincipal.$(p)) $(if $(COLLECTOR_LAYER_ARN),-c collectorLayerArn=$(COLLECTOR_LAYER_ARN)) \
+  $(if $(REGIONS),-c regions=$(REGIONS)) $(if $(WITNESS_REGION),-c witnessRegion=$(WITNESS_REGION)) \
+  $(if $(TABLE_CONSISTENCY),-c tableConsistency=$(TABLE_CONSISTENCY)) $(if $(DOMAIN_NAME),-c domainName=$(DOMAIN_NAME)) \
+  $(if $(HOSTED_ZONE_ID),-c hostedZoneId=$(HOSTED_ZONE_ID)) $(if $(HOSTED_ZONE_NAME),-c hostedZoneName=$(HOSTED_ZONE_NAME))
 
 ## synth: the CloudFormation template of ENV (dev, staging, prod) into infra/cdk.out; JWT_ISSUER, JWT_AUDIENCE and (without credentials) AWS_ACCOUNT and AWS_REGION are required, and in staging and prod ALARM_EMAILS, RESERVED_CONCURRENCY, THROTTLE_RATE, THROTTLE_BURST, PRODUCER_PRINCIPALS
 synth: build $(CDK)
-	cd infra && _cdk/node_modules/.bin/cdk synth $(CDK_INPUTS) --quiet && echo "infra/cdk.out/idempay-$(ENV).template.json"
+	cd infra && _cdk/node_modules/.bin/cdk synth $(CDK_INPUTS) --quiet && ls cdk.out/idempay-$(ENV)*.template.json | sed 's|^|infra/|'
 
 ## deploy: build and deploy ENV with the AWS credentials of this shell (cdk bootstrap once per account and region first)
 deploy: build $(CDK)
-	cd infra && _cdk/node_modules/.bin/cdk deploy $(CDK_INPUTS) --require-approval broadening
+	cd infra && _cdk/node_modules/.bin/cdk deploy --all $(CDK_INPUTS) --require-approval broadening
 
 ## destroy: delete ENV's stack (prod keeps its table, queues, secret and logs)
 destroy: $(CDK)
-	cd infra && _cdk/node_modules/.bin/cdk destroy $(CDK_INPUTS)
+	cd infra && _cdk/node_modules/.bin/cdk destroy --all $(CDK_INPUTS)
 
 $(CDK): infra/_cdk/package-lock.json
 	cd infra/_cdk && npm ci --no-audit --no-fund --loglevel=error

@@ -11,7 +11,6 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatchactions"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssnssubscriptions"
@@ -28,7 +27,7 @@ type watched struct {
 	rejected  awssqs.Queue            // the consumers' refusals
 	queues    map[string]awssqs.Queue // the command queues, by producer ("reconcile" for the sweeper's)
 	api       awsapigatewayv2.HttpApi
-	table     awsdynamodb.CfnTable
+	table     tableRef
 	functions []watchedFunction
 	// outcomes, publisher and publisherFailures: the outcome events' topic,
 	// their publisher and its trigger's on-failure destination.
@@ -69,7 +68,7 @@ const (
 // (docs/operating.md) has a line for each. It returns the alarms' topic.
 func watch(stack awscdk.Stack, cfg Config, w watched) awssns.Topic {
 	topic := awssns.NewTopic(stack, jsii.String("Alarms"), &awssns.TopicProps{
-		DisplayName: jsii.String("idempay " + cfg.Name + " alarms"), EnforceSSL: jsii.Bool(true),
+		DisplayName: jsii.String("idempay " + cfg.where(" ") + " alarms"), EnforceSSL: jsii.Bool(true),
 	})
 	// EnforceSSL writes a topic policy, which replaces the default one:
 	// CloudWatch must be allowed to publish, from this account's alarms.
@@ -84,7 +83,7 @@ func watch(stack awscdk.Stack, cfg Config, w watched) awssns.Topic {
 	for _, email := range cfg.AlarmEmails {
 		topic.AddSubscription(awssnssubscriptions.NewEmailSubscription(jsii.String(email), nil))
 	}
-	a := alarms{stack: stack, cfg: cfg, topic: topic, table: w.table, five: awscdk.Duration_Minutes(jsii.Number(5))}
+	a := alarms{stack: stack, cfg: cfg, topic: topic, table: w.table.name, five: awscdk.Duration_Minutes(jsii.Number(5))}
 	a.deadEnds(w)
 	a.api(w)
 	a.queues(w)
@@ -102,7 +101,7 @@ type alarms struct {
 	stack awscdk.Stack
 	cfg   Config
 	topic awssns.Topic
-	table awsdynamodb.CfnTable
+	table *string // the table's name
 	five  awscdk.Duration
 }
 
@@ -142,7 +141,7 @@ func (a alarms) outcome(function string, o obs.Outcome) awscloudwatch.Metric {
 
 // ddb is a metric of the table (of an index of it, by dims).
 func (a alarms) ddb(name string, dims map[string]string) awscloudwatch.Metric {
-	d := map[string]*string{"TableName": a.table.Ref()}
+	d := map[string]*string{"TableName": a.table}
 	for k, v := range dims {
 		d[k] = jsii.String(v)
 	}

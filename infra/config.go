@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"net/url"
@@ -46,15 +47,30 @@ type Producer struct {
 }
 
 // Config is one environment's settings. Every deployable difference between
-// dev, staging and prod is a field here, nowhere else.
+// dev, staging, prod and global is a field here, nowhere else.
 type Config struct {
-	// Name is the environment: dev, staging or prod.
+	// Name is the environment: dev, staging, prod or global.
 	Name string
 	// Account and Region are where the stack deploys, explicit so that
 	// region-dependent lookups (the collector layer) resolve at synthesis:
 	// the inputs account and region, or the CDK CLI's CDK_DEFAULT_ACCOUNT
-	// and CDK_DEFAULT_REGION (the deploying shell's credentials).
+	// and CDK_DEFAULT_REGION (the deploying shell's credentials). In the
+	// multi-region mode Region is the region of one stack (inRegion).
 	Account, Region string
+	// Regions are where the environment runs, one stack each: the input
+	// regions (the first is where the table is created), or Region alone.
+	Regions []string
+	// WitnessRegion is the multi-region table's witness when it has two
+	// replicas: a region that takes part in every write's quorum and holds
+	// no replica, so no stack deploys there.
+	WitnessRegion string
+	// Table is the table's mode: SingleRegion with one region,
+	// MultiRegionStrong with more (readRegions).
+	Table deploy.TableMode
+	// DomainName is the name clients reach the API at in the multi-region
+	// mode, routed to the nearest healthy region by latency records in the
+	// Route 53 hosted zone HostedZoneID, named HostedZoneName.
+	DomainName, HostedZoneID, HostedZoneName string
 	// RetentionDays is how long an idempotency key is remembered.
 	RetentionDays int
 	// JWTIssuer and JWTAudience configure the API's JWT authorizer: the
@@ -100,8 +116,9 @@ type Config struct {
 	AlarmEmails []string
 	// TableWarmWrites and IndexWarmWrites pre-warm the on-demand table and
 	// its in-flight index (write units per second; 0: DynamoDB's default,
-	// 4,000 for a new table). Prod derives them from its capacity inputs
-	// (warmWrites), never below what it already deploys (deployedWarm).
+	// 4,000 for a new table). Prod and global derive them from their
+	// capacity inputs (warmWrites), never below what they already deploy
+	// (deployedWarm).
 	TableWarmWrites, IndexWarmWrites int
 	// CollectorLayerARN is the tracing collector layer for Region: CDK's
 	// table of the ADOT layer's ARNs (collectorLayer), or the input
@@ -119,8 +136,9 @@ type Config struct {
 	Producers []Producer
 }
 
-// Environments lists the known environment names.
-var Environments = []string{"dev", "staging", "prod"}
+// Environments lists the known environment names: global is multi-region
+// (multiRegionOnly), the others single-region (deployedTable).
+var Environments = []string{"dev", "staging", "prod", "global"}
 
 // Inputs are the CDK context keys (cdk -c key=value; `make synth` passes
 // JWT_ISSUER, JWT_AUDIENCE, ALARM_EMAILS, RESERVED_CONCURRENCY,
@@ -145,8 +163,20 @@ const (
 	// (make synth PRODUCER_PRINCIPALS="orders=arn:...").
 	InputProducerPrincipal = "producerPrincipal."
 	// InputCollectorLayerARN is the tracing collector layer's ARN, for a
-	// region CDK's table does not have.
+	// region CDK's table does not have (single-region only).
 	InputCollectorLayerARN = "collectorLayerArn"
+	// The multi-region mode (regions.go): InputRegions lists the regions
+	// (comma-separated; the first is where the table is created; given, it
+	// replaces InputRegion), InputWitnessRegion is the witness of two,
+	// InputTableConsistency is "strong" (the default; "eventual" is
+	// refused), and the domain inputs name the domain and its Route 53
+	// hosted zone.
+	InputRegions          = "regions"
+	InputWitnessRegion    = "witnessRegion"
+	InputTableConsistency = "tableConsistency"
+	InputDomainName       = "domainName"
+	InputHostedZoneID     = "hostedZoneId"
+	InputHostedZoneName   = "hostedZoneName"
 )
 
 // collectorLayer is the tracing build's collector, the ADOT collector
@@ -197,7 +227,7 @@ func ConfigFor(name string, input func(key string) string) (Config, error) {
 	case "staging":
 		base.LogRetentionDays = 30
 		base.Producers = []Producer{{Name: "orders", Accounts: []string{"acct_staging_orders"}}}
-	case "prod":
+	case "prod", "global": // global: prod's settings, in several regions
 		base.Producers = []Producer{{Name: "orders", Accounts: []string{"acct_orders"}}, {Name: "billing", Accounts: []string{"acct_billing"}}}
 		base.AcquirerURL, base.AcquirerID = "https://api.acquirer.example.com", "example-acquirer"
 		base.LogRetentionDays = 365
@@ -224,7 +254,7 @@ func ConfigFor(name string, input func(key string) string) (Config, error) {
 	if err := base.readCapacity(input, name != "dev"); err != nil {
 		return Config{}, fmt.Errorf("environment %s: %w", name, err)
 	}
-	if name == "prod" {
+	if name == "prod" || name == "global" {
 		base.warmWrites()
 	}
 	if err := base.readPlacement(input); err != nil {
@@ -253,29 +283,46 @@ var (
 	principalARN = regexp.MustCompile(`^arn:aws[a-z-]*:iam::[0-9]{12}:(role|user)/[A-Za-z0-9+=,.@_/-]+$`)
 )
 
-// readPlacement reads the account and region (required) and, with
-// tracing, finds the collector layer for the region.
+// readPlacement reads the account and the regions (required) and, with
+// tracing, finds the collector layer for each region.
 func (c *Config) readPlacement(input func(string) string) error {
-	c.Account, c.Region = input(InputAccount), input(InputRegion)
+	c.Account = input(InputAccount)
 	if !awsAccount.MatchString(c.Account) {
 		return fmt.Errorf("input %s=%q: want the 12-digit AWS account (or CDK_DEFAULT_ACCOUNT, which the cdk CLI sets from the credentials)", InputAccount, c.Account)
 	}
-	if !awsRegion.MatchString(c.Region) {
-		return fmt.Errorf("input %s=%q: want an AWS region such as sa-east-1 (or CDK_DEFAULT_REGION)", InputRegion, c.Region)
+	if err := c.readRegions(input); err != nil {
+		return err
 	}
 	if !c.Tracing {
 		return nil
 	}
-	c.CollectorLayerARN = input(InputCollectorLayerARN)
-	if c.CollectorLayerARN == "" {
-		if arn := regioninfo.Fact_Find(jsii.String(c.Region), collectorLayer); arn != nil {
-			c.CollectorLayerARN = *arn
+	given := input(InputCollectorLayerARN)
+	if given != "" && c.multiRegion() {
+		return fmt.Errorf("tracing: input %s names one region's layer; the multi-region mode takes each region's from CDK's table", InputCollectorLayerARN)
+	}
+	for _, r := range c.Regions {
+		if given == "" && !isLayerARN(collectorLayerIn(r)) {
+			return fmt.Errorf("tracing: no collector layer for region %s in CDK's table; give its ARN as input %s", r, InputCollectorLayerARN)
 		}
 	}
-	if !strings.HasPrefix(c.CollectorLayerARN, "arn:aws") || !strings.Contains(c.CollectorLayerARN, ":layer:") {
-		return fmt.Errorf("tracing: no collector layer for region %s in CDK's table; give its ARN as input %s", c.Region, InputCollectorLayerARN)
+	c.CollectorLayerARN = cmp.Or(given, collectorLayerIn(c.Region))
+	if !isLayerARN(c.CollectorLayerARN) {
+		return fmt.Errorf("tracing: input %s=%q is not a Lambda layer's ARN", InputCollectorLayerARN, c.CollectorLayerARN)
 	}
 	return nil
+}
+
+// collectorLayerIn is the collector layer's ARN for region in CDK's
+// table, or "".
+func collectorLayerIn(region string) string {
+	if arn := regioninfo.Fact_Find(jsii.String(region), collectorLayer); arn != nil {
+		return *arn
+	}
+	return ""
+}
+
+func isLayerARN(arn string) bool {
+	return strings.HasPrefix(arn, "arn:aws") && strings.Contains(arn, ":layer:")
 }
 
 // readPrincipals reads who may assume each producer's role: required for

@@ -63,7 +63,7 @@ func newDashboard(stack awscdk.Stack, cfg Config, w watched,
 	}
 	index := map[string]string{"GlobalSecondaryIndexName": tabledef.InflightIndex}
 	awscloudwatch.NewDashboard(stack, jsii.String("Dashboard"), &awscloudwatch.DashboardProps{
-		DashboardName: jsii.String("idempay-" + cfg.Name),
+		DashboardName: jsii.String("idempay-" + cfg.where("-")), // dashboards are named once per account, not per region
 		Widgets: &[]*[]awscloudwatch.IWidget{
 			{graph("Charges by outcome (HTTP)", byOutcome(obs.FunctionCharge)), graph("Commands by outcome (queues)", byOutcome(obs.FunctionConsumer))},
 			{graph("Duration p50 / p99 (ms)", durations...), graph("Acquirer latency (ms) and errors",

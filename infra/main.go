@@ -1,5 +1,7 @@
 // Command infra is the CDK app: one stack per environment, chosen with
-// `cdk deploy -c env=staging` (or `make deploy ENV=staging`).
+// `cdk deploy -c env=staging` (or `make deploy ENV=staging`), and in the
+// multi-region mode one per region (NewStacks), deployed in order by
+// `cdk deploy --all`.
 package main
 
 import (
@@ -32,6 +34,6 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	NewStack(app, "idempay-"+env, cfg, StackAssets{Dir: "../dist"})
+	NewStacks(app, cfg, StackAssets{Dir: "../dist"})
 	app.Synth(nil)
 }

@@ -2,12 +2,17 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
+	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/customresources"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
+
+	"github.com/idempotent-payments/idempay/internal/route"
 )
 
 // The cdk-nag findings this design answers otherwise, each with its reason;
@@ -69,4 +74,38 @@ func suppress(c constructs.IConstruct, id, reason string, appliesTo ...string) {
 		s.AppliesTo = &list
 	}
 	cdknag.NagSuppressions_AddResourceSuppressions(c, &[]*cdknag.NagPackSuppression{s}, jsii.Bool(true))
+}
+
+// publicRouteReasons say why each route of route.Public has no
+// authorizer; a public route without a reason here is a bug.
+var publicRouteReasons = map[string]string{
+	route.Health: "the health route, which Route 53's health checks call and which carry no token: it makes one strongly consistent read of the table " +
+		"and answers 200 or 503 with no body, so it reveals nothing and changes nothing; every other route has the JWT authorizer and its scope",
+}
+
+// suppressPublicRoute: key, a route of route.Public, has no authorizer.
+func suppressPublicRoute(key string, r constructs.IConstruct) {
+	reason, ok := publicRouteReasons[key]
+	if !ok {
+		panic("route " + key + " is public without a reason in publicRouteReasons")
+	}
+	suppress(r, "AwsSolutions-APIG4", reason)
+}
+
+// suppressReplicaLookup: the handler of CDK's AwsCustomResource, which
+// reads a replica's stream ARN (replicaTable), is CDK's, one per stack.
+func suppressReplicaLookup(stack awscdk.Stack) {
+	id := "AWS" + strings.ReplaceAll(*customresources.AwsCustomResource_PROVIDER_FUNCTION_UUID(), "-", "")
+	handler := stack.Node().TryFindChild(jsii.String(id))
+	if handler == nil {
+		panic("the AwsCustomResource handler is not " + id + " in stack " + *stack.StackName())
+	}
+	runtime := "the runtime of CDK's AwsCustomResource handler, which CDK chooses and upgrades with the library; " +
+		"it runs once per deploy, to read this region's replica's stream ARN"
+	suppress(handler, "AwsSolutions-L1", runtime)
+	suppress(handler, "Serverless-LambdaLatestVersion", runtime)
+	suppress(handler, "Serverless-LambdaDLQ", "invoked by CloudFormation alone, synchronously, once per deploy: a failure fails the deploy, "+
+		"which CloudFormation rolls back; a dead-letter queue applies only to asynchronous invocations")
+	suppress(handler, "Serverless-LambdaTracing", "a deploy-time lookup that CloudFormation invokes once per deploy, one DescribeTable; "+
+		"its log group keeps what it did, and it serves no request to trace")
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
@@ -72,12 +71,12 @@ var publisherMaxRecordAge = awscdk.Duration_Hours(jsii.Number(6))
 // streamRetentionHours is how long DynamoDB Streams keeps a record.
 const streamRetentionHours = 24
 
-// publisherTrigger is the publisher's event source mapping on the table's
-// stream: filtered (streamfilter.Filters), in order, from the stream's start,
-// bisecting a failing batch and retrying it without a retry limit until
-// its records are publisherMaxRecordAge old, then the batch's metadata to
-// failures.
-func publisherTrigger(stack awscdk.Stack, table awsdynamodb.CfnTable, publisher function, failures awssqs.Queue) awslambda.EventSourceMapping {
+// publisherTrigger is the publisher's event source mapping on the stream
+// of the table in the stack's region (streamArn): filtered
+// (streamfilter.Filters), in order, from the stream's start, bisecting a
+// failing batch and retrying it without a retry limit until its records
+// are publisherMaxRecordAge old, then the batch's metadata to failures.
+func publisherTrigger(stack awscdk.Stack, streamArn *string, publisher function, failures awssqs.Queue) awslambda.EventSourceMapping {
 	var filters []*map[string]interface{}
 	for _, f := range streamfilter.Filters {
 		var pattern map[string]interface{}
@@ -87,7 +86,7 @@ func publisherTrigger(stack awscdk.Stack, table awsdynamodb.CfnTable, publisher 
 		filters = append(filters, awslambda.FilterCriteria_Filter(&pattern))
 	}
 	m := awslambda.NewEventSourceMapping(stack, jsii.String("PublisherMapping"), &awslambda.EventSourceMappingProps{
-		Target: publisher.fn, EventSourceArn: table.AttrStreamArn(), StartingPosition: awslambda.StartingPosition_TRIM_HORIZON,
+		Target: publisher.fn, EventSourceArn: streamArn, StartingPosition: awslambda.StartingPosition_TRIM_HORIZON,
 		BatchSize: jsii.Number(float64(deployed.StreamBatchSize)), BisectBatchOnError: jsii.Bool(true), ReportBatchItemFailures: jsii.Bool(true),
 		ParallelizationFactor: jsii.Number(1), Filters: &filters, MaxRecordAge: publisherMaxRecordAge,
 	})

@@ -34,7 +34,7 @@ func sameJSON(t *testing.T, a, b string) bool {
 // drops its records; the publisher and the consumer are told
 // the topic.
 func TestOutcomeEvents(t *testing.T) {
-	for _, env := range Environments {
+	for _, env := range singleRegionEnvironments {
 		tmpl := synth(t, env)
 		cfg, _ := ConfigFor(env, testInputs)
 		names := deploy.Names{Prefix: "idempay-" + env}

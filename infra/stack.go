@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -39,10 +40,11 @@ type producerQueue struct {
 // StackAssets says where the built bootstraps are: Dir/<function>/bootstrap.
 type StackAssets struct{ Dir string }
 
-// NewStack defines everything one environment needs.
+// NewStack defines everything one environment needs in cfg.Region: in the
+// multi-region mode, one of its stacks (NewStacks).
 func NewStack(scope constructs.Construct, id string, cfg Config, assets StackAssets) awscdk.Stack {
 	stack := awscdk.NewStack(scope, jsii.String(id), &awscdk.StackProps{
-		Description: jsii.String("idempay " + cfg.Name + ": idempotent charges on API Gateway, Lambda, SQS and DynamoDB"),
+		Description: jsii.String("idempay " + cfg.where(" ") + ": idempotent charges on API Gateway, Lambda, SQS and DynamoDB"),
 		Env:         &awscdk.Environment{Account: jsii.String(cfg.Account), Region: jsii.String(cfg.Region)},
 	})
 	removal := awscdk.RemovalPolicy_DESTROY
@@ -50,7 +52,7 @@ func NewStack(scope constructs.Construct, id string, cfg Config, assets StackAss
 		removal = awscdk.RemovalPolicy_RETAIN
 	}
 
-	table := newTable(stack, cfg, removal)
+	table := stackTable(stack, cfg, removal)
 	names := deploy.Names{Prefix: id}
 	q := newCommandQueues(stack, cfg, names, removal)
 	dlq, rejected, producers, reconcileQueue := q.dlq, q.rejected, q.producers, q.reconcile
@@ -70,7 +72,10 @@ func NewStack(scope constructs.Construct, id string, cfg Config, assets StackAss
 	charge, consumer, reconciler, sweeper, publisher := fns.charge, fns.consumer, fns.reconciler, fns.sweeper, fns.publisher
 	mappings, schedule := newTriggers(stack, cfg, fns, q)
 
-	api := newAPI(stack, cfg, removal, charge.fn)
+	api, stage := newAPI(stack, cfg, removal, charge.fn)
+	if cfg.multiRegion() {
+		newDomain(stack, cfg, api, stage)
+	}
 	queues := map[string]awssqs.Queue{"reconcile": reconcileQueue}
 	for _, p := range producers {
 		queues[p.Name] = p.queue
@@ -94,10 +99,10 @@ func NewStack(scope constructs.Construct, id string, cfg Config, assets StackAss
 	}
 	awscdk.NewCfnOutput(stack, jsii.String("AcquirerSecretArn"), &awscdk.CfnOutputProps{Value: secret.SecretArn()})
 	awscdk.NewCfnOutput(stack, jsii.String("OutcomeTopicArn"), &awscdk.CfnOutputProps{Value: outcomes.topic.TopicArn(), Description: jsii.String("The charge outcome events")})
-	for s, q := range outcomes.queues {
-		awscdk.NewCfnOutput(stack, jsii.String("OutcomeQueueUrl-"+s), &awscdk.CfnOutputProps{Value: q.QueueUrl(), Description: jsii.String("Subscriber " + s + " receives its outcome events here")})
+	for _, s := range slices.Sorted(maps.Keys(outcomes.queues)) { // in order, so the template is the same at every synthesis
+		awscdk.NewCfnOutput(stack, jsii.String("OutcomeQueueUrl-"+s), &awscdk.CfnOutputProps{Value: outcomes.queues[s].QueueUrl(), Description: jsii.String("Subscriber " + s + " receives its outcome events here")})
 	}
-	awscdk.NewCfnOutput(stack, jsii.String("TableName"), &awscdk.CfnOutputProps{Value: table.Ref()})
+	awscdk.NewCfnOutput(stack, jsii.String("TableName"), &awscdk.CfnOutputProps{Value: table.name})
 	return stack
 }
 
@@ -185,7 +190,7 @@ func newCommandQueues(stack awscdk.Stack, cfg Config, names deploy.Names, remova
 
 // dependencies are what the functions are wired to.
 type dependencies struct {
-	table             awsdynamodb.CfnTable
+	table             tableRef
 	queues            commandQueues
 	outcomes          outcomeTopic
 	publisherFailures awssqs.Queue
@@ -203,7 +208,7 @@ func newFunctions(stack awscdk.Stack, cfg Config, assets StackAssets, removal aw
 	table, secret, outcomes, publisherFailures := d.table, d.secret, d.outcomes, d.publisherFailures
 	rejected, producers, reconcileQueue := d.queues.rejected, d.queues.producers, d.queues.reconcile
 	common := map[string]*string{
-		deploy.EnvTableName: table.Ref(), deploy.EnvAcquirerURL: jsii.String(cfg.AcquirerURL), deploy.EnvAcquirerID: jsii.String(cfg.AcquirerID),
+		deploy.EnvTableName: table.name, deploy.EnvAcquirerURL: jsii.String(cfg.AcquirerURL), deploy.EnvAcquirerID: jsii.String(cfg.AcquirerID),
 		deploy.EnvAcquirerSecret: secret.SecretArn(), deploy.EnvAccountClaim: jsii.String(cfg.AccountClaim),
 		deploy.EnvRetentionDays: jsii.String(strconv.Itoa(cfg.RetentionDays)), deploy.EnvLeaseMargin: jsii.String(deployed.Protocol.LeaseMargin.String()),
 		deploy.EnvInTransitBound: jsii.String(deployed.Protocol.InTransitBound.String()), deploy.EnvAcquirerTimeout: jsii.String(deployed.Protocol.AcquirerTimeout.String()),
@@ -219,7 +224,7 @@ func newFunctions(stack awscdk.Stack, cfg Config, assets StackAssets, removal aw
 		}
 		return &env
 	}
-	tableArn := table.AttrArn()
+	tableArn := table.arn
 	indexArn := jsii.String(*tableArn + "/index/" + tabledef.InflightIndex)
 	// Rows by prefix: a role may touch only the rows it owns. Claims and
 	// completions put (and read) records and ledger rows, and nothing else;
@@ -274,23 +279,29 @@ func newFunctions(stack awscdk.Stack, cfg Config, assets StackAssets, removal aw
 			{actions: consumeActions, resources: []*string{reconcileQueue.QueueArn()}},
 			{actions: []string{"sqs:SendMessage"}, resources: []*string{rejected.QueueArn()}},
 		})
-	sweeper := newFunction(stack, "Sweeper", cfg, assets, removal, timeoutOf(deploy.FunctionSweeper),
-		&map[string]*string{
-			deploy.EnvTableName: table.Ref(), deploy.EnvReconcileQueueURL: reconcileQueue.QueueUrl(), deploy.EnvEnvironment: jsii.String(cfg.Name),
-			deploy.EnvInTransitBound: jsii.String(deployed.Protocol.InTransitBound.String()), deploy.EnvClockSkew: jsii.String(deployed.Protocol.ClockSkew.String()),
-		}, []statement{
-			{actions: []string{"dynamodb:Query"}, resources: []*string{indexArn}},
-			{actions: []string{"dynamodb:UpdateItem"}, resources: []*string{tableArn}, conditions: onlyRecords},
-			{actions: []string{"sqs:SendMessage"}, resources: []*string{reconcileQueue.QueueArn()}},
-		})
+	sweeperEnv := map[string]*string{
+		deploy.EnvTableName: table.name, deploy.EnvReconcileQueueURL: reconcileQueue.QueueUrl(), deploy.EnvEnvironment: jsii.String(cfg.Name),
+		deploy.EnvInTransitBound: jsii.String(deployed.Protocol.InTransitBound.String()), deploy.EnvClockSkew: jsii.String(deployed.Protocol.ClockSkew.String()),
+	}
+	query := statement{actions: []string{"dynamodb:Query"}, resources: []*string{indexArn}}
+	var purge []statement
+	if !cfg.tableTTL() {
+		query.resources = append(query.resources, jsii.String(*tableArn+"/index/"+tabledef.ExpiryIndex))
+		purge = purgeAccess(cfg, sweeperEnv, tableArn)
+	}
+	sweeper := newFunction(stack, "Sweeper", cfg, assets, removal, timeoutOf(deploy.FunctionSweeper), &sweeperEnv, append([]statement{
+		query,
+		{actions: []string{"dynamodb:UpdateItem"}, resources: []*string{tableArn}, conditions: onlyRecords},
+		{actions: []string{"sqs:SendMessage"}, resources: []*string{reconcileQueue.QueueArn()}},
+	}, purge...))
 	onlySender(reconcileQueue, sweeper.role)
 	publisher := newFunction(stack, "Publisher", cfg, assets, removal, timeoutOf(deploy.FunctionPublisher),
 		&map[string]*string{deploy.EnvOutcomeTopicARN: outcomes.topic.TopicArn(), deploy.EnvEnvironment: jsii.String(cfg.Name)}, []statement{
-			{actions: streamActions, resources: []*string{table.AttrStreamArn()}},
+			{actions: streamActions, resources: []*string{table.streamArn}},
 			{actions: []string{"sns:Publish"}, resources: []*string{outcomes.topic.TopicArn()}},
 			{actions: []string{"sqs:SendMessage"}, resources: []*string{publisherFailures.QueueArn()}}, // the trigger's on-failure destination
 		})
-	publisherTrigger(stack, table, publisher, publisherFailures)
+	publisherTrigger(stack, table.streamArn, publisher, publisherFailures)
 
 	return stackFunctions{charge: charge, consumer: consumer, reconciler: reconciler, sweeper: sweeper, publisher: publisher}
 }
@@ -331,8 +342,28 @@ func newTriggers(stack awscdk.Stack, cfg Config, fns stackFunctions, q commandQu
 	return mappings, schedule
 }
 
-// newTable builds the table from tabledef.Table, the definition the store's
-// CreateTable uses too, so the two cannot drift.
+// tableRef is the table as a stack's functions, triggers and alarms use
+// it, in the stack's own region: its name, its ARN and its stream's ARN.
+type tableRef struct{ name, arn, streamArn *string }
+
+// stackTable is the stack's table: the single-region table, or in the
+// multi-region mode the global table (in the first region's stack) or its
+// replica in the stack's region.
+func stackTable(stack awscdk.Stack, cfg Config, removal awscdk.RemovalPolicy) tableRef {
+	switch {
+	case !cfg.multiRegion():
+		t := newTable(stack, cfg, removal)
+		return tableRef{name: t.Ref(), arn: t.AttrArn(), streamArn: t.AttrStreamArn()}
+	case cfg.Region == cfg.Regions[0]:
+		t := newGlobalTable(stack, cfg, removal)
+		return tableRef{name: t.TableName(), arn: t.TableArn(), streamArn: t.TableStreamArn()}
+	default:
+		return replicaTable(stack, cfg, removal)
+	}
+}
+
+// newTable builds the single-region table from tabledef.Table, the
+// definition the store's CreateTable uses too, so the two cannot drift.
 func newTable(stack awscdk.Stack, cfg Config, removal awscdk.RemovalPolicy) awsdynamodb.CfnTable {
 	def := tabledef.Table()
 	var attrs []interface{}
@@ -351,7 +382,7 @@ func newTable(stack awscdk.Stack, cfg Config, removal awscdk.RemovalPolicy) awsd
 		gsis = append(gsis, &awsdynamodb.CfnTable_GlobalSecondaryIndexProperty{
 			IndexName: jsii.String(ix.Name), KeySchema: keys(ix.Partition, ix.Sort),
 			Projection: &awsdynamodb.CfnTable_ProjectionProperty{
-				ProjectionType: jsii.String("INCLUDE"), NonKeyAttributes: jsii.Strings(ix.Projected...),
+				ProjectionType: jsii.String(ix.Projection()), NonKeyAttributes: jsii.Strings(ix.Projected...),
 			},
 			WarmThroughput: warm(cfg.IndexWarmWrites),
 		})
@@ -375,6 +406,16 @@ func newTable(stack awscdk.Stack, cfg Config, removal awscdk.RemovalPolicy) awsd
 	})
 	table.ApplyRemovalPolicy(removal, nil)
 	return table
+}
+
+// purgeAccess is what the sweeper needs, beyond a Query of the expiry
+// index, to purge a table without TTL: the mode and the purge window in
+// env, and a DeleteItem of records, never of a ledger row (each delete is
+// conditioned on the record's listed expires_at, idem.Store.Purge).
+func purgeAccess(cfg Config, env map[string]*string, tableArn *string) []statement {
+	env[deploy.EnvTableMode] = jsii.String(string(cfg.Table))
+	env[deploy.EnvPurgeWindow] = jsii.String(deployed.PurgeWindow.String())
+	return []statement{{actions: []string{"dynamodb:DeleteItem"}, resources: []*string{tableArn}, conditions: leadingKeys(idem.RecordPrefix)}}
 }
 
 // xrayActions are what active tracing and the collector's X-Ray exporter
@@ -503,9 +544,11 @@ func newFunction(stack awscdk.Stack, name string, cfg Config, assets StackAssets
 	return function{fn: fn, role: role, policy: policy}
 }
 
-// newAPI is the HTTP API: JWT authorizer on both routes, throttling and
-// access logs on the default stage.
-func newAPI(stack awscdk.Stack, cfg Config, removal awscdk.RemovalPolicy, charge awslambda.Function) awsapigatewayv2.HttpApi {
+// newAPI is the HTTP API and its default stage: the JWT authorizer on
+// every route of route.All with its scope, none on those of route.Public,
+// all through the one integration with the charge function; throttling and
+// access logs on the stage.
+func newAPI(stack awscdk.Stack, cfg Config, removal awscdk.RemovalPolicy, charge awslambda.Function) (awsapigatewayv2.HttpApi, awsapigatewayv2.HttpStage) {
 	api := awsapigatewayv2.NewHttpApi(stack, jsii.String("Api"), &awsapigatewayv2.HttpApiProps{
 		ApiName: jsii.String("idempay-" + cfg.Name), CreateDefaultStage: jsii.Bool(false),
 	})
@@ -519,6 +562,14 @@ func newAPI(stack awscdk.Stack, cfg Config, removal awscdk.RemovalPolicy, charge
 			Path: jsii.String(path), Methods: &[]awsapigatewayv2.HttpMethod{awsapigatewayv2.HttpMethod(method)},
 			Integration: integration, Authorizer: authorizer, AuthorizationScopes: jsii.Strings(route.Scopes[r]),
 		})
+	}
+	for _, r := range route.Public {
+		method, path, _ := strings.Cut(r, " ")
+		for _, public := range *api.AddRoutes(&awsapigatewayv2.AddRoutesOptions{
+			Path: jsii.String(path), Methods: &[]awsapigatewayv2.HttpMethod{awsapigatewayv2.HttpMethod(method)}, Integration: integration,
+		}) {
+			suppressPublicRoute(r, public)
+		}
 	}
 	accessLogs := awslogs.NewLogGroup(stack, jsii.String("ApiAccessLogs"), &awslogs.LogGroupProps{
 		Retention: retention(cfg.LogRetentionDays), RemovalPolicy: removal,
@@ -534,7 +585,7 @@ func newAPI(stack awscdk.Stack, cfg Config, removal awscdk.RemovalPolicy, charge
 			`"integrationError":"$context.integrationErrorMessage","authorizerError":"$context.authorizer.error",` +
 			`"integrationLatency":"$context.integrationLatency","integrationStatus":"$context.integrationStatus","error":"$context.error.message"}`),
 	})
-	return api
+	return api, stage
 }
 
 // retention maps a number of days to CloudWatch's enumeration.
