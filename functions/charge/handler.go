@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"mime"
+	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -105,7 +106,7 @@ func (h *Handler) parse(ev events.APIGatewayV2HTTPRequest) request {
 			r.contentEncodings = append(r.contentEncodings, value)
 		}
 	}
-	if slices.Contains(route.All, ev.RouteKey) {
+	if slices.Contains(route.All, ev.RouteKey) || slices.Contains(route.Public, ev.RouteKey) {
 		r.route, r.id = ev.RouteKey, ev.PathParameters["id"]
 	}
 	if auth := ev.RequestContext.Authorizer; auth != nil && auth.JWT != nil {
@@ -161,8 +162,24 @@ func (h *Handler) serve(ctx context.Context, req request) reply {
 			return refusal(problem.ValidationFailed, err.Error(), charge.RequestInvalid.Name())
 		}
 		return respond(h.Service.ByKey(ctx, req.account, key))
+	case route.Health:
+		err := h.Service.Healthy(ctx)
+		if err != nil {
+			h.Log.WarnContext(ctx, "health check: the table did not answer", "error", err)
+		}
+		return health(err)
 	}
 	return refusal(problem.NotFound, "no such route", obs.OutcomeNoRoute)
+}
+
+// health is the health check's answer: 200 when the table answered its
+// strongly consistent read, 503 when not, and no body or header that says
+// more (an unauthenticated caller learns only that).
+func health(err error) reply {
+	if err != nil {
+		return reply{Response: idem.Response{StatusCode: http.StatusServiceUnavailable}, outcome: obs.OutcomeUnhealthy}
+	}
+	return reply{Response: idem.Response{StatusCode: http.StatusOK}, outcome: obs.OutcomeHealthy}
 }
 
 // details says what to do about each outcome a problem answers; its code

@@ -1,15 +1,19 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -19,6 +23,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/idemtest"
+	"github.com/idempotent-payments/idempay/internal/obs"
 	"github.com/idempotent-payments/idempay/internal/problem"
 	"github.com/idempotent-payments/idempay/internal/route"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
@@ -366,4 +371,41 @@ func TestReplayHeadersAreTheFirstAnswers(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestHealth: the health route needs no token, makes one strongly
+// consistent read of the table, and answers 200 or 503 with no body and no
+// header beyond what every answer has: an unauthenticated caller learns
+// nothing else.
+func TestHealth(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ev := events.APIGatewayV2HTTPRequest{RouteKey: route.Health, RawPath: "/health",
+		RequestContext: events.APIGatewayV2HTTPRequestContext{HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: http.MethodGet, Path: "/health"}}}
+	for _, tc := range []struct {
+		name  string
+		store idem.Store
+		want  int
+	}{
+		{"the table answers", idemtest.NewMemoryStore(), http.StatusOK},
+		{"the table fails", failingReads{idemtest.NewMemoryStore()}, http.StatusServiceUnavailable},
+	} {
+		var logs bytes.Buffer
+		h := &Handler{Service: chargetest.Service(idem.NewGuard(tc.store, idem.Config{}), nil, charge.Config{}), AccountClaim: "sub",
+			Log: obs.NewLogger(&logs, "INFO")}
+		resp, err := h.Handle(ctx, ev)
+		if err != nil || resp.StatusCode != tc.want || resp.Body != "" || len(resp.Headers) != 0 {
+			t.Fatalf("%s: %d %q %v, %v; want %d, no body, no header", tc.name, resp.StatusCode, resp.Body, resp.Headers, err, tc.want)
+		}
+		if failed := strings.Contains(logs.String(), "injected"); failed != (tc.want != http.StatusOK) {
+			t.Fatalf("%s: the error is logged for the operator (and never answered): %t\n%s", tc.name, failed, logs.String())
+		}
+	}
+}
+
+// failingReads is a store whose reads fail.
+type failingReads struct{ idem.Store }
+
+func (failingReads) Get(context.Context, string, time.Time) (*idem.Record, error) {
+	return nil, errors.New("injected: the table is unreachable")
 }

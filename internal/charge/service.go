@@ -606,6 +606,17 @@ func sameCharge(a, b Charge) bool {
 	return a == b
 }
 
+// Healthy makes one strongly consistent read of the table (a key no
+// record ever has, idem.SentinelPK) and reports whether the table
+// answered: the health check's one question, for routing clients between
+// regions. It reads no account's data.
+func (s *Service) Healthy(ctx context.Context) error {
+	if _, err := s.guard.Lookup(ctx, idem.SentinelPK); err != nil && !errors.Is(err, idem.ErrNotFound) {
+		return err
+	}
+	return nil
+}
+
 // Get finds account's charge id: Found with the charge, NotFound for a
 // charge that does not exist or belongs to another account (the two are
 // indistinguishable), AccountInvalid, or Unavailable when the store failed.

@@ -153,6 +153,11 @@ func (s Scope) Validate() error {
 // IAM conditions that confine a role to records use it.
 const RecordPrefix = "IDEM#"
 
+// SentinelPK is a key under RecordPrefix that Scope.PK never makes (its
+// parts carry length prefixes): the health check reads it, finding
+// nothing, and nothing is ever written under it.
+const SentinelPK = RecordPrefix + "sentinel"
+
 // PK is the record's partition key: RecordPrefix followed by each part as
 // <byte length>:<bytes>. The length prefixes make the encoding injective, so
 // ("a#b", "c") and ("a", "b#c") can never collide, whatever the parts contain.

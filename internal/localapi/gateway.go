@@ -41,6 +41,9 @@ type Route struct {
 	// Scope, when set, must be among the token's scopes (its "scope" claim,
 	// space-separated, or "scp"), as the authorizer's route scopes demand.
 	Scope string
+	// Public routes have no authorizer (route.Public): no token is read,
+	// and the event has no authorizer context.
+	Public bool
 }
 
 // Gateway is a local stand-in for an API Gateway HTTP API with a JWT
@@ -115,9 +118,8 @@ func canonical(p string) bool {
 // invoke authenticates the caller for route, then invokes its function
 // with the event API Gateway would send and writes the function's answer.
 func (g *Gateway) invoke(w http.ResponseWriter, r *http.Request, route Route) {
-	authorization := r.Header.Values("Authorization")
-	caller, ok := caller{}, len(authorization) == 1 // two tokens would be two callers
-	if ok {
+	caller, ok := caller{}, route.Public
+	if authorization := r.Header.Values("Authorization"); !ok && len(authorization) == 1 { // two tokens would be two callers
 		caller, ok = g.verify(authorization[0])
 	}
 	if !ok {
@@ -336,10 +338,12 @@ func buildEvent(r *http.Request, routeKey string, params, claims map[string]stri
 				Method: r.Method, Path: r.URL.Path, Protocol: r.Proto,
 				SourceIP: strings.Split(r.RemoteAddr, ":")[0], UserAgent: r.UserAgent(),
 			},
-			Authorizer: &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{
-				JWT: &events.APIGatewayV2HTTPRequestContextAuthorizerJWTDescription{Claims: claims, Scopes: nil},
-			},
 		},
+	}
+	if claims != nil { // a route with the authorizer
+		ev.RequestContext.Authorizer = &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{
+			JWT: &events.APIGatewayV2HTTPRequestContextAuthorizerJWTDescription{Claims: claims, Scopes: nil},
+		}
 	}
 	if utf8.Valid(body) {
 		ev.Body = string(body)

@@ -38,7 +38,27 @@ func newGateway() (*Gateway, *echo) {
 	for _, key := range route.All {
 		g.Routes = append(g.Routes, Route{Key: key, Target: fn, Scope: route.Scopes[key]})
 	}
+	for _, key := range route.Public {
+		g.Routes = append(g.Routes, Route{Key: key, Target: fn, Public: true})
+	}
 	return g, fn
+}
+
+// TestGatewayPublicRoutes: a route without the authorizer (route.Public)
+// is invoked with no token, or any, and its event carries no authorizer
+// context, as API Gateway sends it; every other route still wants one.
+func TestGatewayPublicRoutes(t *testing.T) {
+	t.Parallel()
+	g, fn := newGateway()
+	for _, authorization := range []string{"", "Bearer not-a-token"} {
+		fn.last = events.APIGatewayV2HTTPRequest{}
+		if rec := serve(g, "GET", "/health", authorization, ""); rec.Code != 200 || fn.last.RouteKey != route.Health || fn.last.RequestContext.Authorizer != nil {
+			t.Fatalf("GET /health with %q: %d, event %+v", authorization, rec.Code, fn.last.RequestContext)
+		}
+	}
+	if rec := serve(g, "GET", "/v1/charges/ch_abc", "", ""); rec.Code != 401 {
+		t.Fatalf("a route with the authorizer, no token: %d", rec.Code)
+	}
 }
 
 func serve(g *Gateway, method, path, authorization, body string) *httptest.ResponseRecorder {

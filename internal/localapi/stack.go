@@ -359,6 +359,9 @@ func (s *Stack) startGateway(cfg StackConfig) (err error) {
 	for _, key := range route.All {
 		gw.Routes = append(gw.Routes, Route{Key: key, Target: s.Charge, Scope: route.Scopes[key]})
 	}
+	for _, key := range route.Public {
+		gw.Routes = append(gw.Routes, Route{Key: key, Target: s.Charge, Public: true})
+	}
 	s.URL, err = s.serve(cfg.GatewayAddr, gw)
 	return err
 }

@@ -27,10 +27,13 @@ const (
 	OutcomeHeld             Outcome = "held"
 )
 
-// The HTTP entry point's own refusals, made before the service is asked.
+// The HTTP entry point's own refusals, made before the service is asked,
+// and its health check's answers.
 const (
 	OutcomeUnsupportedMediaType Outcome = "unsupported_media_type"
 	OutcomeNoRoute              Outcome = "no_route"
+	OutcomeHealthy              Outcome = "healthy"
+	OutcomeUnhealthy            Outcome = "unhealthy"
 )
 
 // The queue consumers' own verdicts, and what a reconcile command came to
@@ -59,7 +62,7 @@ func Outcomes() []Outcome {
 		OutcomeExecuted, OutcomeReplayed, OutcomeAccountInvalid, OutcomeKeyMissing, OutcomeKeyInvalid, OutcomeRequestInvalid,
 		OutcomeInFlight, OutcomeKeyReused, OutcomeReleased, OutcomePending, OutcomeUnavailable, OutcomeFound, OutcomeNotFound,
 		OutcomeAcquirerMismatch, OutcomeHeld,
-		OutcomeUnsupportedMediaType, OutcomeNoRoute,
+		OutcomeUnsupportedMediaType, OutcomeNoRoute, OutcomeHealthy, OutcomeUnhealthy,
 		OutcomeMalformed, OutcomeProducerNotAllowed, OutcomeReconcileFailed,
 		OutcomeReconciledNothing, OutcomeReconciledComplete, OutcomeReconciledReleased, OutcomeReconciledHeld,
 		OutcomeSwept, OutcomeSweepFailed, OutcomePublished, OutcomePublishFailed,

@@ -3,6 +3,7 @@ package systemtest_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -365,5 +366,24 @@ func TestLookupByKey(t *testing.T) {
 	}
 	if n := items(t, s); n != before+2 { // the slow charge's record and row
 		t.Errorf("%d items after the lookups, want %d", n, before+2)
+	}
+}
+
+// TestHealthRoute: on the local stack, GET /health needs no token, reads
+// the table once, answers 200 with an empty body, and writes nothing.
+func TestHealthRoute(t *testing.T) {
+	t.Parallel()
+	s := newStack(t)
+	resp, err := http.Get(s.URL + "/health")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || len(body) != 0 {
+		t.Fatalf("GET /health: %d %q", resp.StatusCode, body)
+	}
+	if n := items(t, s); n != 0 {
+		t.Fatalf("the health check wrote %d items", n)
 	}
 }
