@@ -32,20 +32,20 @@ ENV ?= dev
 
 ## test: start the emulators (installing them on first use), run every test, the infra tests and a short run of every fuzzer
 test: $(RIE) spin
-	$(WITH_EMULATORS) go vet ./... && go test $(GO_TEST_FLAGS) -skip '^TestChaos$$' ./...
+	$(WITH_EMULATORS) go vet ./... && go test $(GO_TEST_FLAGS) -skip '^TestChaos' ./...
 	go vet -tags tracing ./internal/setup && go test -tags tracing -count=1 -run '^TestOTLPExport$$' ./internal/setup
 	cd infra && go vet ./... && go test -count=1 -timeout 20m ./...
 	cd cmd/benchreport && go vet ./... && go test -count=1 ./...
-	$(WITH_EMULATORS) go test -count=1 -timeout 10m -run '^TestChaos$$' -v ./internal/chaos | grep -vE '^(START|END|REPORT) RequestId|^\{"time"|failed to get the next invoke'
+	$(WITH_EMULATORS) go test -count=1 -timeout 10m -run '^TestChaos' -v ./internal/chaos | grep -vE '^(START|END|REPORT) RequestId|^\{"time"|failed to get the next invoke'
 	model/check.sh
 	$(MAKE) fuzz
 
-## fast: the packages that need no emulator, in seconds (memory stores, the sandbox in process)
+## fast: the packages that need neither DynamoDB Local nor the SQS emulator, in seconds (memory stores, the sandbox in process, the RIE)
 FAST_PACKAGES := ./internal/idem/ ./internal/idem/idemtest/ ./internal/charge/ ./internal/charge/chargetest/ \
 	./internal/httpapi/ ./internal/strictjson/ ./internal/command/ ./internal/event/ ./internal/outbox/ ./internal/tabledef/ \
 	./internal/acquirer/ ./internal/sandbox/ ./internal/obs/ ./internal/setup/ ./internal/localapi/ ./internal/archtest/ ./internal/deploy/ \
 	./functions/charge/ ./functions/sqsconsumer/ ./functions/sweeper/ ./cmd/localapi/
-fast:
+fast: $(RIE)
 	go test -count=1 $(FAST_PACKAGES)
 	cd cmd/benchreport && go test -count=1 ./...
 

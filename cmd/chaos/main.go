@@ -32,6 +32,9 @@ func main() {
 	flag.IntVar(&cfg.Faults.LatencyMS, "latency-ms", cfg.Faults.LatencyMS, "acquirer: latency of every request")
 	flag.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the intents and the faults")
 	flag.DurationVar(&cfg.Drain, "drain", cfg.Drain, "bound of the drain after the load")
+	flag.IntVar(&cfg.Regions, "regions", cfg.Regions, "1, or 2: two stacks on one table, the second stopped midway")
+	flag.Float64Var(&cfg.ConflictShare, "conflicts", cfg.ConflictShare, "share of the functions' writes refused as another region's conflict")
+	flag.Float64Var(&cfg.StopAfter, "stop-after", cfg.StopAfter, "with two regions: stop the second after this share of the intents (0.5)")
 	flag.Parse()
 	cfg.Faults.Seed = cfg.Seed
 

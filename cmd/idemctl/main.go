@@ -55,6 +55,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/idempotent-payments/idempay/internal/charge"
@@ -112,13 +113,15 @@ func run(ctx context.Context, args []string, sh shell) error {
 	fs.Var(&f.charges, "charge", "republish: a charge id whose event to publish again (repeatable)")
 	f.failuresQueue = fs.String("failures-queue", "", "republish: the URL of the publisher's failures queue, to drain")
 	f.topicARN = fs.String("topic", sh.getenv(deploy.EnvOutcomeTopicARN), "republish: the outcome topic's ARN")
+	f.region = fs.String("region", "", "the region whose table replica and queues to use (the SDK's AWS_REGION when empty); "+
+		"in the multi-region mode any region's: the table is one, strongly consistent, so every command acts the same from each")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q: every value is a flag's", fs.Args())
 	}
-	awsCfg, err := setup.AWS(ctx)
+	awsCfg, err := awsConfig(ctx, *f.region)
 	if err != nil {
 		return err
 	}
@@ -151,7 +154,17 @@ type flags struct {
 	table, account, key, acquirerURL, acquirerID, by *string
 	yes                                              *bool
 	charges                                          chargeIDs
-	failuresQueue, topicARN                          *string
+	failuresQueue, topicARN, region                  *string
+}
+
+// awsConfig is the SDK's configuration from the shell, in region when one
+// is given.
+func awsConfig(ctx context.Context, region string) (aws.Config, error) {
+	cfg, err := setup.AWS(ctx)
+	if region != "" {
+		cfg.Region = region
+	}
+	return cfg, err
 }
 
 // tool is what every subcommand works with: the table's record store and
@@ -233,7 +246,7 @@ func (t tool) republish(ctx context.Context) error {
 	if (len(f.charges) > 0) == (*f.failuresQueue != "") {
 		return errors.New("republish takes --charge ID (repeatable) or --failures-queue URL, one of the two")
 	}
-	r, err := newRepublisher(ctx, t.sh, *f.topicARN)
+	r, err := newRepublisher(ctx, t.sh, *f.region, *f.topicARN)
 	if err != nil {
 		return err
 	}
@@ -259,7 +272,7 @@ func (t tool) act(ctx context.Context, cmd string) error {
 	if (cmd == "void-confirmed" || cmd == "accept") && !validBy(*f.by) {
 		return errors.New("--by is required: 1 to 128 visible characters naming who decides (it is recorded)")
 	}
-	svc, err := service(ctx, t.sh, *f.table, *f.acquirerURL, *f.acquirerID, t.guard)
+	svc, err := service(ctx, t.sh, *f.region, *f.table, *f.acquirerURL, *f.acquirerID, t.guard)
 	if err != nil {
 		return err
 	}
@@ -275,11 +288,11 @@ func (t tool) act(ctx context.Context, cmd string) error {
 // functions build theirs, but with the protocol's times compiled in: the
 // shell gives only where things are (the table, the acquirer) and the
 // acquirer's credential.
-func service(ctx context.Context, sh shell, table, acquirerURL, acquirerID string, guard *idem.Guard) (*charge.Service, error) {
+func service(ctx context.Context, sh shell, region, table, acquirerURL, acquirerID string, guard *idem.Guard) (*charge.Service, error) {
 	if acquirerURL == "" {
 		acquirerURL = "http://acquirer.invalid" // void-confirmed asks the acquirer nothing
 	}
-	awsCfg, err := setup.AWS(ctx)
+	awsCfg, err := awsConfig(ctx, region)
 	if err != nil {
 		return nil, err
 	}

@@ -18,7 +18,6 @@ import (
 	"github.com/idempotent-payments/idempay/internal/obs"
 	"github.com/idempotent-payments/idempay/internal/outbox"
 	"github.com/idempotent-payments/idempay/internal/publish"
-	"github.com/idempotent-payments/idempay/internal/setup"
 	"github.com/idempotent-payments/idempay/internal/topic"
 )
 
@@ -36,6 +35,7 @@ func (c *chargeIDs) Set(id string) error {
 type republisher struct {
 	topic *topic.Topic
 	sh    shell
+	aws   aws.Config // the region's, for the stream and the failures queue
 }
 
 // Publish publishes e and says so.
@@ -47,15 +47,15 @@ func (r republisher) Publish(ctx context.Context, e event.Event) error {
 	return nil
 }
 
-func newRepublisher(ctx context.Context, sh shell, topicARN string) (republisher, error) {
+func newRepublisher(ctx context.Context, sh shell, region, topicARN string) (republisher, error) {
 	if topicARN == "" {
 		return republisher{}, errors.New("--topic (or " + deploy.EnvOutcomeTopicARN + ") is required: the outcome topic's ARN (the stack's OutcomeTopicArn output)")
 	}
-	awsCfg, err := setup.AWS(ctx)
+	awsCfg, err := awsConfig(ctx, region)
 	if err != nil {
 		return republisher{}, err
 	}
-	return republisher{topic: topic.New(sns.NewFromConfig(awsCfg), topicARN), sh: sh}, nil
+	return republisher{topic: topic.New(sns.NewFromConfig(awsCfg), topicARN), sh: sh, aws: awsCfg}, nil
 }
 
 // republishCharges publishes again the captured or declined event of each
@@ -95,10 +95,7 @@ func republishCharges(ctx context.Context, ledger charge.Ledger, r republisher, 
 // the queue and is reported: its charges are republished from the ledger
 // (--charge), found by the time window it gives.
 func republishFailures(ctx context.Context, r republisher, queueURL string) error {
-	awsCfg, err := setup.AWS(ctx)
-	if err != nil {
-		return err
-	}
+	awsCfg := r.aws
 	queue, streams := sqs.NewFromConfig(awsCfg), dynamodbstreams.NewFromConfig(awsCfg)
 	handler := &publish.Handler{Topic: r, Logger: obs.NewLogger(r.sh.stderrOrDiscard(), "INFO")}
 	left := 0

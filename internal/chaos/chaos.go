@@ -7,6 +7,7 @@ package chaos
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -16,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -26,8 +28,10 @@ import (
 
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/command"
+	"github.com/idempotent-payments/idempay/internal/deploy"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/localapi"
+	"github.com/idempotent-payments/idempay/internal/localapi/conflictproxy"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
 )
 
@@ -55,6 +59,18 @@ type Config struct {
 	// Output receives the functions' logs, which the checks read back: a
 	// regular file (a temporary one when nil).
 	Output *os.File
+	// Regions is 1, or 2: two regions as two stacks, each with its own
+	// gateway, functions, queues and sweeper, sharing one table (what a
+	// strongly consistent global table gives) and one acquirer. Each
+	// region's functions write through a proxy that refuses ConflictShare
+	// of their writes with ReplicatedWriteConflictException. Each intent's
+	// clients spread over both regions; once StopAfter of the intents have
+	// been sent, the second region is stopped whole (gateway, functions,
+	// sweeper) and its clients and producers fail over to the first with
+	// the same keys.
+	Regions       int
+	ConflictShare float64
+	StopAfter     float64
 }
 
 // DefaultConfig is `make chaos` without flags: about 3 minutes here.
@@ -93,6 +109,10 @@ type Summary struct {
 	Events, Rejections                          int
 	EventsMissing, EventsExtra, EventsMisrouted int
 	Drain, Total                                time.Duration
+	// Regions is how many regions ran; Conflicts the writes their proxies
+	// refused; StoppedAfter the intents sent when the second region was
+	// stopped, FailedOver the requests then sent to the first one instead.
+	Regions, Conflicts, StoppedAfter, FailedOver int
 }
 
 // Violations lists every broken promise; empty means the run passed.
@@ -119,6 +139,9 @@ func (s Summary) Violations() []string {
 	if s.Outages > 0 && s.NotSent == 0 {
 		v = append(v, fmt.Sprintf("%d acquirer outages, but no function saw nothing sent", s.Outages))
 	}
+	if s.Regions > 1 && (s.StoppedAfter == 0 || s.FailedOver == 0) {
+		v = append(v, fmt.Sprintf("two regions, but the second was stopped after %d intents and %d requests failed over", s.StoppedAfter, s.FailedOver))
+	}
 	if s.Unknown < (s.Drops+1)/2 {
 		v = append(v, fmt.Sprintf("%d drops injected, but the functions saw %d outcomes unknown", s.Drops, s.Unknown))
 	}
@@ -138,6 +161,7 @@ func (s Summary) Table() string {
 		{"unanswered", s.Unanswered}, {"mismatched", s.Mismatched}, {"inflight", s.InFlight}, {"deadletters", s.DeadLetters},
 		{"dlqInFlight", s.DeadLettersInFlight}, {"events", s.Events}, {"rejections", s.Rejections},
 		{"eventsMissing", s.EventsMissing}, {"eventsExtra", s.EventsExtra}, {"misrouted", s.EventsMisrouted},
+		{"regions", s.Regions}, {"conflicts", s.Conflicts}, {"stoppedAfter", s.StoppedAfter}, {"failedOver", s.FailedOver},
 		{"drain", s.Drain.Round(100 * time.Millisecond)}, {"total", s.Total.Round(100 * time.Millisecond)},
 	}
 	var head, vals strings.Builder
@@ -168,18 +192,20 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	}
 	defer closeLogs()
 	logStart, _ := logs.Seek(0, io.SeekCurrent)
-	stack, token, err := startStack(ctx, cfg, db.Addr, logs)
+	regions, err := startRegions(ctx, cfg, db.Addr, logs)
 	if err != nil {
 		return Summary{}, err
 	}
-	defer stack.Close()
+	defer regions.close()
+	stack := regions.stacks[0] // the region that stays up: its checks see the shared table and acquirer
 	stack.Sandbox.SetFaults(cfg.Faults)
 
-	sum := Summary{Intents: cfg.Intents, Clients: cfg.Clients}
+	sum := Summary{Intents: cfg.Intents, Clients: cfg.Clients, Regions: cfg.Regions}
 	intents := newIntents(cfg)
-	if err := storm(ctx, cfg, db, stack, token, intents, &sum); err != nil {
+	if err := storm(ctx, cfg, db, regions, intents, &sum); err != nil {
 		return sum, err
 	}
+	sum.Conflicts = regions.conflicts()
 	sum.Drain = drain(ctx, stack, cfg.Drain)
 	seen, err := readLogs(logs.Name(), logStart)
 	if err != nil {
@@ -201,6 +227,10 @@ func (cfg Config) withDefaults() Config {
 		cfg.Intents = def.Intents
 	}
 	cfg.Clients, cfg.Parallel, cfg.Instances = max(cfg.Clients, 1), max(cfg.Parallel, 1), max(cfg.Instances, 1)
+	cfg.Regions = min(max(cfg.Regions, 1), 2)
+	if cfg.Regions > 1 && cfg.StopAfter <= 0 {
+		cfg.StopAfter = 0.5
+	}
 	if cfg.Drain <= 0 {
 		cfg.Drain = def.Drain
 	}
@@ -223,27 +253,100 @@ func logFile(out *os.File) (logs *os.File, closeLogs func(), err error) {
 	}, nil
 }
 
-// startStack starts the local stack on the database at dbAddr, with the
-// run's tuning, one producer that may charge account, and its functions'
-// logs to logs; token is a bearer token for account at its gateway. This
-// process and the stack's functions reach the database through the SDK's
-// standard variables.
-func startStack(ctx context.Context, cfg Config, dbAddr string, logs *os.File) (stack *localapi.Stack, token string, err error) {
+// regions are the run's stacks: the first stays up; a second, when the
+// run has two regions, shares its table and acquirer and is stopped midway.
+type regions struct {
+	stacks  []*localapi.Stack
+	proxies []*conflictproxy.Proxy
+	token   string // a bearer token for account, at every region's gateway
+	stopped atomic.Bool
+}
+
+// startRegions starts cfg.Regions local stacks on the database at dbAddr,
+// with the run's tuning, one producer that may charge account, and their
+// functions' logs to logs. This process reaches the database directly, the
+// functions through their region's conflict proxy when cfg.ConflictShare is
+// set; all through the SDK's standard variables.
+func startRegions(ctx context.Context, cfg Config, dbAddr string, logs *os.File) (r *regions, err error) {
 	os.Setenv("AWS_ENDPOINT_URL_DYNAMODB", "http://"+dbAddr)
 	os.Setenv("AWS_ENDPOINT_URL_DYNAMODB_STREAMS", "http://"+dbAddr)
 	secret := []byte("chaos-secret")
-	stack, err = localapi.StartStack(ctx, localapi.StackConfig{
-		RIE: cfg.RIE, BinDir: cfg.BinDir, TableName: fmt.Sprintf("chaos-%d", time.Now().UnixNano()),
-		GatewayAddr: "127.0.0.1:0", SandboxAddr: "127.0.0.1:0", Trust: localapi.Trust{Secret: secret},
-		Instances: cfg.Instances, Timeout: 3 * time.Second, Env: append(chaosEnv, "AWS_ENDPOINT_URL_DYNAMODB=http://"+dbAddr, "AWS_ENDPOINT_URL_DYNAMODB_STREAMS=http://"+dbAddr),
-		SweepInterval: 2 * time.Second, VisibilityTimeout: 2 * time.Second, Output: logs,
-		Producers: []localapi.Producer{{Name: "chaos", Accounts: []string{account}}},
-	})
-	if err != nil {
-		return nil, "", err
+	r = &regions{}
+	defer func() {
+		if err != nil {
+			r.close()
+		}
+	}()
+	table, mode := fmt.Sprintf("chaos-%d", time.Now().UnixNano()), deploy.Local().Table
+	if cfg.Regions > 1 {
+		mode = deploy.MultiRegionStrong
 	}
-	token, _ = localapi.Trust{Secret: secret}.Token(account, time.Hour)
-	return stack, token, nil
+	for i := range cfg.Regions {
+		endpoint := "http://" + dbAddr
+		if cfg.ConflictShare > 0 {
+			p, err := conflictproxy.New(endpoint, conflictproxy.Share(cfg.ConflictShare, cfg.Seed+uint64(i)))
+			if err != nil {
+				return nil, err
+			}
+			r.proxies = append(r.proxies, p)
+			endpoint = p.URL
+		}
+		sc := localapi.StackConfig{
+			RIE: cfg.RIE, BinDir: cfg.BinDir, TableName: table, TableMode: mode,
+			GatewayAddr: "127.0.0.1:0", SandboxAddr: "127.0.0.1:0", Trust: localapi.Trust{Secret: secret},
+			Instances: cfg.Instances, Timeout: 3 * time.Second, Env: append(chaosEnv, "AWS_ENDPOINT_URL_DYNAMODB="+endpoint, "AWS_ENDPOINT_URL_DYNAMODB_STREAMS=http://"+dbAddr),
+			SweepInterval: 2 * time.Second, VisibilityTimeout: 2 * time.Second, Output: logs,
+			Producers: []localapi.Producer{{Name: "chaos", Accounts: []string{account}}},
+		}
+		if cfg.Regions > 1 {
+			sc.Region = fmt.Sprintf("region%d", i+1)
+		}
+		if i > 0 { // one acquirer for every region
+			sc.AcquirerURL = r.stacks[0].SandboxURL
+		}
+		stack, err := localapi.StartStack(ctx, sc)
+		if err != nil {
+			return nil, err
+		}
+		r.stacks = append(r.stacks, stack)
+	}
+	r.token, _ = localapi.Trust{Secret: secret}.Token(account, time.Hour)
+	return r, nil
+}
+
+// urls are the regions' gateways, in order.
+func (r *regions) urls() []string {
+	var out []string
+	for _, s := range r.stacks {
+		out = append(out, s.URL)
+	}
+	return out
+}
+
+// stopSecond stops the second region whole, if there is one: its gateway,
+// functions and triggers (its sweeper among them) die mid-work.
+func (r *regions) stopSecond() {
+	if len(r.stacks) > 1 && r.stopped.CompareAndSwap(false, true) {
+		r.stacks[1].Close()
+	}
+}
+
+// conflicts is how many writes the regions' proxies refused.
+func (r *regions) conflicts() int {
+	n := 0
+	for _, p := range r.proxies {
+		n += p.Refused()
+	}
+	return n
+}
+
+func (r *regions) close() {
+	for _, s := range r.stacks {
+		s.Close()
+	}
+	for _, p := range r.proxies {
+		_ = p.Close()
+	}
 }
 
 // newIntents draws cfg.Intents charges from cfg.Seed: about one in ten with
@@ -271,11 +374,13 @@ func newIntents(cfg Config) []intent {
 // injected; then it turns the sandbox's faults off. The error is that of
 // an outage the sandbox did not come back from (sum then has no injected
 // sandbox faults and the sandbox keeps its faults).
-func storm(ctx context.Context, cfg Config, db *privateDynamoDB, stack *localapi.Stack, token string, intents []intent, sum *Summary) error {
+func storm(ctx context.Context, cfg Config, db *privateDynamoDB, r *regions, intents []intent, sum *Summary) error {
+	stack := r.stacks[0]
 	f := startFaults(cfg, db, stack)
-	requests, viaSQS := sendLoad(ctx, cfg, stack, token, intents)
+	load := sendLoad(ctx, cfg, r, intents)
 	f.stop()
-	sum.Requests, sum.ViaSQS, sum.Kills, sum.Stalls = requests, viaSQS, int(f.kills.Load()), int(f.stalls.Load())
+	sum.Requests, sum.ViaSQS, sum.Kills, sum.Stalls = load.requests, load.viaSQS, int(f.kills.Load()), int(f.stalls.Load())
+	sum.StoppedAfter, sum.FailedOver = load.stoppedAfter, load.failedOver
 	sum.Outages, sum.Resent = int(f.outages.Load()), stack.Sandbox.Resent()
 	if err, _ := f.outageErr.Load().(error); err != nil {
 		return err
@@ -342,14 +447,21 @@ func (f *faults) stop() {
 	f.bg.Wait()
 }
 
+// load is what sendLoad sent: HTTP requests, queue commands, the intents
+// sent before the second region stopped, and the requests that failed over.
+type load struct{ requests, viaSQS, stoppedAfter, failedOver int }
+
 // sendLoad charges the intents, cfg.Parallel at a time: an intent chosen
-// for the queue is first sent as a queue command, then cfg.Clients clients
-// charge it at once over HTTP, each following the retry rule, and their
-// answers are kept in the intent. It returns how many HTTP requests and
-// queue commands were sent.
-func sendLoad(ctx context.Context, cfg Config, stack *localapi.Stack, token string, intents []intent) (requests, viaSQS int) {
+// for the queue is first sent as a queue command, to a region that is up,
+// then cfg.Clients clients charge it at once over HTTP, spread over the
+// regions, each following the retry rule and failing over to the next
+// region when its own does not answer; their answers are kept in the
+// intent. Once cfg.StopAfter of the intents have been handed out, the
+// second region is stopped.
+func sendLoad(ctx context.Context, cfg Config, r *regions, intents []intent) load {
 	httpClient := &http.Client{Timeout: 4 * time.Second}
-	var sent, queued atomic.Int64
+	var sent, queued, failedOver atomic.Int64
+	urls := r.urls()
 	work := make(chan int)
 	var wg sync.WaitGroup
 	for range cfg.Parallel {
@@ -357,6 +469,10 @@ func sendLoad(ctx context.Context, cfg Config, stack *localapi.Stack, token stri
 			for i := range work {
 				in := &intents[i]
 				if in.viaSQS {
+					stack := r.stacks[i%len(r.stacks)]
+					if r.stopped.Load() {
+						stack = r.stacks[0]
+					}
 					cmd, err := command.Charge(account, in.key, []byte(in.body)).Encode()
 					if err != nil {
 						panic(err) // the run's own bodies are valid JSON
@@ -368,18 +484,25 @@ func sendLoad(ctx context.Context, cfg Config, stack *localapi.Stack, token stri
 				in.answers = make([]answer, cfg.Clients)
 				var cw sync.WaitGroup
 				for c := range cfg.Clients {
-					cw.Go(func() { in.answers[c] = retryUntilFinal(ctx, httpClient, stack.URL, token, in.key, in.body, &sent) })
+					cw.Go(func() {
+						in.answers[c] = retryUntilFinal(ctx, httpClient, urls, (i+c)%len(urls), r.token, in.key, in.body, &sent, &failedOver)
+					})
 				}
 				cw.Wait()
 			}
 		})
 	}
+	stopAt, stoppedAfter := int(cfg.StopAfter*float64(len(intents))), 0
 	for i := range intents {
+		if len(r.stacks) > 1 && i == stopAt {
+			r.stopSecond()
+			stoppedAfter = i
+		}
 		work <- i
 	}
 	close(work)
 	wg.Wait()
-	return int(sent.Load()), int(queued.Load())
+	return load{requests: int(sent.Load()), viaSQS: int(queued.Load()), stoppedAfter: stoppedAfter, failedOver: int(failedOver.Load())}
 }
 
 // drain waits, up to limit and polling every 500 ms, until no record is
@@ -419,16 +542,24 @@ type answer struct {
 
 // retryUntilFinal is the documented client rule: on 409, 429 or 5xx (or no
 // answer) wait Retry-After, or back off, and retry with the same key.
-func retryUntilFinal(ctx context.Context, c *http.Client, url, token, key, body string, requests *atomic.Int64) answer {
+// A client starts at urls[first] and, when a region does not answer at all
+// (a connection refused: the region is down), fails over to the next one
+// with the same key, counting the request in failedOver.
+func retryUntilFinal(ctx context.Context, c *http.Client, urls []string, first int, token, key, body string, requests, failedOver *atomic.Int64) answer {
 	backoff := 100 * time.Millisecond
+	region := first
 	for deadline := time.Now().Add(3 * time.Minute); time.Now().Before(deadline); {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url+"/v1/charges", bytes.NewReader([]byte(body)))
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, urls[region]+"/v1/charges", bytes.NewReader([]byte(body)))
 		req.Header.Set("Authorization", "Bearer "+token)
 		req.Header.Set("Idempotency-Key", key)
 		req.Header.Set("Content-Type", "application/json")
 		requests.Add(1)
 		resp, err := c.Do(req)
 		wait := backoff
+		if errors.Is(err, syscall.ECONNREFUSED) && len(urls) > 1 {
+			region = (region + 1) % len(urls)
+			failedOver.Add(1)
+		}
 		if err == nil {
 			b, readErr := io.ReadAll(resp.Body)
 			resp.Body.Close()

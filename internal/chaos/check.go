@@ -149,33 +149,25 @@ func checkEvents(ctx context.Context, s *localapi.Stack, records []*idem.Record,
 	for quiet := 0; wait.Err() == nil && (len(outcomes) < len(want) || quiet < 2); {
 		got := 0
 		for subscriber, url := range s.OutcomeQueues {
-			out, err := s.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
-			if err != nil {
-				return err
-			}
-			for _, m := range out.Messages {
-				got++
-				e, err := event.Decode([]byte(aws.ToString(m.Body)))
+			// Each queue is read until it has nothing, ten at a time: a long
+			// poll on an empty queue would slow the others' reading to ten
+			// events a second.
+			for n := 1; n > 0 && wait.Err() == nil; {
+				out, err := s.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10})
 				if err != nil {
-					return fmt.Errorf("an outcome queue holds %q: %w", aws.ToString(m.Body), err)
+					return err
 				}
-				switch {
-				case e.Type == event.Rejected:
-					rejections[e.ID] = true
-				case e.Type == event.Captured || e.Type == event.Declined:
-					if outcomes[e.Charge.ID] == nil {
-						outcomes[e.Charge.ID] = map[string]bool{}
-					}
-					if !outcomes[e.Charge.ID][e.ID] && want[e.Charge.ID] != "" && want[e.Charge.ID] != subscriber {
-						sum.EventsMisrouted++
-					}
-					outcomes[e.Charge.ID][e.ID] = true
+				n = len(out.Messages)
+				got += n
+				if err := takeEvents(ctx, s, url, subscriber, out.Messages, want, outcomes, rejections, sum); err != nil {
+					return err
 				}
-				_, _ = s.SQS.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(url), ReceiptHandle: m.ReceiptHandle})
 			}
 		}
 		if quiet++; got > 0 {
 			quiet = 0
+		} else {
+			time.Sleep(time.Second) // nothing anywhere: wait for the publisher
 		}
 	}
 	for id := range want {
@@ -250,4 +242,32 @@ func matches(resp *idem.Response, auth acquirer.Authorization) bool {
 		return resp.StatusCode == 402 && body.Code == "CHARGE_DECLINED" && body.DeclineCode == auth.DeclineCode
 	}
 	return false
+}
+
+// takeEvents counts the events msgs bring from subscriber's outcome queue
+// at url, and deletes them: each captured or declined event under its
+// charge (an event on another subscriber's queue than its charge's source's
+// is misrouted), each rejection by its id.
+func takeEvents(ctx context.Context, s *localapi.Stack, url, subscriber string, msgs []sqstypes.Message,
+	want map[string]string, outcomes map[string]map[string]bool, rejections map[string]bool, sum *Summary) error {
+	for _, m := range msgs {
+		e, err := event.Decode([]byte(aws.ToString(m.Body)))
+		if err != nil {
+			return fmt.Errorf("an outcome queue holds %q: %w", aws.ToString(m.Body), err)
+		}
+		switch {
+		case e.Type == event.Rejected:
+			rejections[e.ID] = true
+		case e.Type == event.Captured || e.Type == event.Declined:
+			if outcomes[e.Charge.ID] == nil {
+				outcomes[e.Charge.ID] = map[string]bool{}
+			}
+			if !outcomes[e.Charge.ID][e.ID] && want[e.Charge.ID] != "" && want[e.Charge.ID] != subscriber {
+				sum.EventsMisrouted++
+			}
+			outcomes[e.Charge.ID][e.ID] = true
+		}
+		_, _ = s.SQS.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(url), ReceiptHandle: m.ReceiptHandle})
+	}
+	return nil
 }

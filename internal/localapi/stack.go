@@ -39,6 +39,15 @@ type StackConfig struct {
 	// built for this machine.
 	RIE, BinDir string
 	TableName   string
+	// Region names a region of a multi-region run: its queues and topic
+	// are its own (named after the table and the region), while the table,
+	// given by TableName, is shared with the other regions' stacks, as a
+	// strongly consistent global table is. Empty: the one region.
+	Region string
+	// TableMode is the table's (TABLE_MODE): deploy.Local's when empty. A
+	// mode without TTL creates the table with its expiry index, and the
+	// sweeper purges.
+	TableMode deploy.TableMode
 	// GatewayAddr and SandboxAddr are listen addresses ("127.0.0.1:0" picks
 	// a port); SandboxAddr is unused when AcquirerURL is set.
 	GatewayAddr, SandboxAddr string
@@ -191,7 +200,7 @@ func StartStack(ctx context.Context, cfg StackConfig) (_ *Stack, err error) {
 			s.Close()
 		}
 	}()
-	if err := dynamostore.CreateTable(ctx, s.DynamoDB, cfg.TableName, local.Table.TTL()); err != nil {
+	if err := dynamostore.CreateTable(ctx, s.DynamoDB, cfg.TableName, cfg.TableMode.TTL()); err != nil {
 		return nil, err
 	}
 	if err := s.startSandbox(cfg); err != nil {
@@ -219,9 +228,19 @@ func StartStack(ctx context.Context, cfg StackConfig) (_ *Stack, err error) {
 	return s, nil
 }
 
+// names are the stack's queue and topic names: after its table, and its
+// region when it has one.
+func (cfg StackConfig) names() deploy.Names {
+	if cfg.Region == "" {
+		return deploy.Names{Prefix: cfg.TableName}
+	}
+	return deploy.Names{Prefix: cfg.TableName + "-" + cfg.Region}
+}
+
 // withDefaults is cfg with at least 2 instances, local's sweep interval,
 // visibility timeout and receives where unset, DefaultProducers when it
-// names none and SandboxAcquirerID when it names no acquirer id.
+// names none, SandboxAcquirerID when it names no acquirer id and local's
+// table mode when it names none.
 func (cfg StackConfig) withDefaults(local deploy.Description) StackConfig {
 	if cfg.Instances < 2 {
 		cfg.Instances = 2
@@ -240,6 +259,9 @@ func (cfg StackConfig) withDefaults(local deploy.Description) StackConfig {
 	}
 	if cfg.AcquirerID == "" {
 		cfg.AcquirerID = SandboxAcquirerID
+	}
+	if cfg.TableMode == "" {
+		cfg.TableMode = local.Table
 	}
 	return cfg
 }
@@ -317,7 +339,7 @@ func (s *Stack) startFunctions(cfg StackConfig, local deploy.Description, produc
 func (s *Stack) functionsEnv(cfg StackConfig) ([]string, error) {
 	base := []string{
 		deploy.EnvTableName + "=" + cfg.TableName, deploy.EnvAcquirerURL + "=" + s.SandboxURL, deploy.EnvAcquirerID + "=" + cfg.AcquirerID,
-		deploy.EnvSkipResponseCRC32 + "=true", deploy.EnvOutcomeTopicARN + "=" + s.OutcomeTopicARN,
+		deploy.EnvSkipResponseCRC32 + "=true", deploy.EnvOutcomeTopicARN + "=" + s.OutcomeTopicARN, deploy.EnvTableMode + "=" + string(cfg.TableMode),
 	}
 	if cfg.AcquirerAPIKey != "" {
 		base = append(base, deploy.EnvAcquirerAPIKey+"="+cfg.AcquirerAPIKey)
@@ -412,7 +434,7 @@ func (s *Stack) serveLocked(addr string, h http.Handler) (string, error) {
 // binding rests on each queue's eventSourceARN alone, which the local event
 // source mapping sets as Lambda's does (the CDK app adds the policies).
 func (s *Stack) createQueues(ctx context.Context, cfg StackConfig) error {
-	names := deploy.Names{Prefix: cfg.TableName}
+	names := cfg.names()
 	dlqURL, dlqARN, err := createQueue(ctx, s.SQS, names.DLQ(), cfg.VisibilityTimeout, "", 0)
 	if err != nil {
 		return err
@@ -442,7 +464,7 @@ func (s *Stack) createQueues(ctx context.Context, cfg StackConfig) error {
 // queue's message is the event itself. fauxqs honours the policy; it
 // enforces no queue policy (the CDK app adds those).
 func (s *Stack) createOutcomes(ctx context.Context, cfg StackConfig) error {
-	names := deploy.Names{Prefix: cfg.TableName}
+	names := cfg.names()
 	t, err := s.SNS.CreateTopic(ctx, &sns.CreateTopicInput{Name: aws.String(names.Outcomes())})
 	if err != nil {
 		return fmt.Errorf("create topic %s: %w", names.Outcomes(), err)

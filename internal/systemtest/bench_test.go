@@ -234,3 +234,8 @@ func saveLatencies(b *testing.B, lat []time.Duration) {
 		b.Log(err)
 	}
 }
+
+// getEvent is an API Gateway event for GET /v1/charges/ch_x: an invocation
+// the function answers (with an error answer) even with no table or
+// acquirer behind it.
+var getEvent = []byte(`{"version":"2.0","routeKey":"GET /v1/charges/{id}","rawPath":"/v1/charges/ch_x","pathParameters":{"id":"ch_x"},"requestContext":{"authorizer":{"jwt":{"claims":{"sub":"a"}}},"http":{"method":"GET"}}}`)

@@ -167,3 +167,113 @@ func cpuTime(tb testing.TB) time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// lifeUnits are the units one charge's record and row cost over their
+// life: the first execution, then the end of the record's retention.
+type lifeUnits struct{ charge, purge dynamotest.Units }
+
+// unitsOfALife runs n first executions on a table with TTL (ttl) or
+// without it, then, without TTL, lets their records expire and purges
+// them as a sweeper run does; it returns the units per charge.
+func unitsOfALife(tb testing.TB, ttl bool, n int) lifeUnits {
+	tb.Helper()
+	ctx := context.Background()
+	meter := &dynamotest.Meter{Client: dynamotest.Client(tb)}
+	table := dynamotest.NewTableFor(tb, meter.Client, ttl)
+	sb := sandbox.New("")
+	acq, _ := acquirer.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
+	now := time.Now()
+	clock := func() time.Time { return now }
+	store := dynamostore.New(meter, table)
+	guard := idem.NewGuard(store, idem.Config{Now: clock, Retention: time.Hour})
+	svc := chargetest.ServiceWith(guard, dynamoledger.New(meter, table), acq, charge.Config{Now: clock})
+	body := []byte(`{"amount": 25000, "currency": "BRL", "order_id": "order-123", "payment_method": "pm_card_visa", "description": "a typical description of seventy characters or so, for the bill"}`)
+	meter.Take()
+	for i := range n {
+		if res := svc.Charge(ctx, charge.Input{Account: "acct_life", Keys: []string{fmt.Sprintf("record-life-%d", i)}, Body: body}); res.Outcome != charge.Executed {
+			tb.Fatalf("charge %d: %s", i, res.Outcome)
+		}
+	}
+	per := func(u dynamotest.Units) dynamotest.Units {
+		f := float64(n)
+		return dynamotest.Units{TableWrite: u.TableWrite / f, IndexWrite: u.IndexWrite / f, Read: u.Read / f, Computed: u.Computed}
+	}
+	life := lifeUnits{charge: per(meter.Take())}
+	if ttl { // TTL deletes are not billed
+		return life
+	}
+	later := now.Add(time.Hour + time.Minute)
+	purged := 0
+	for page, err := range idem.ListExpired(ctx, store, now, later) {
+		if err != nil {
+			tb.Fatal(err)
+		}
+		for _, e := range page {
+			if err := store.Purge(ctx, e, later); err != nil {
+				tb.Fatal(err)
+			}
+			purged++
+		}
+	}
+	if purged != n {
+		tb.Fatalf("purged %d of %d", purged, n)
+	}
+	life.purge = per(meter.Take())
+	return life
+}
+
+// TestUnitsOverARecordsLife holds what a charge costs in write units over
+// its record's life in each table mode. With TTL (one region): 3 table and
+// 2 index units (the in-flight index, in and out), and TTL deletes free.
+// Without TTL (the multi-region mode, per replica): the claim also writes
+// the expiry index (1 more), and the purge deletes the record and its entry
+// (1 + 1). Its listing's reads are per page, not per record: here one
+// two hours of 32 buckets, 50 records.
+func TestUnitsOverARecordsLife(t *testing.T) {
+	t.Parallel()
+	const n = 50
+	single, multi := unitsOfALife(t, true, n), unitsOfALife(t, false, n)
+	for name, pair := range map[string][2][2]float64{
+		"with TTL, charge":    {{single.charge.TableWrite, single.charge.IndexWrite}, {3, 2}},
+		"without TTL, charge": {{multi.charge.TableWrite, multi.charge.IndexWrite}, {3, 3}},
+		"without TTL, purge":  {{multi.purge.TableWrite, multi.purge.IndexWrite}, {1, 1}},
+	} {
+		if pair[0] != pair[1] {
+			t.Errorf("%s: table WRU, index WRU = %v, want %v", name, pair[0], pair[1])
+		}
+	}
+	t.Logf("WRU per record over its life: with TTL %.0f (table %.0f, index %.0f); without TTL %.0f (table %.0f, index %.0f), of which the purge %.0f; the purge's listing %.3f RRU per record",
+		single.charge.TableWrite+single.charge.IndexWrite, single.charge.TableWrite, single.charge.IndexWrite,
+		multi.charge.TableWrite+multi.charge.IndexWrite+multi.purge.TableWrite+multi.purge.IndexWrite,
+		multi.charge.TableWrite+multi.purge.TableWrite, multi.charge.IndexWrite+multi.purge.IndexWrite,
+		multi.purge.TableWrite+multi.purge.IndexWrite, multi.purge.Read)
+}
+
+// BenchmarkFirstExecutionByTableMode is the local overhead of the
+// multi-region mode's table: a first execution on a table with TTL, and
+// on one without it, which also writes the expiry index (each op one
+// charge through the service on DynamoDB Local). Another region's round
+// trip, which a strongly consistent global table adds to each write, is
+// not here: docs/measurements.md estimates it.
+func BenchmarkFirstExecutionByTableMode(b *testing.B) {
+	for _, mode := range []struct {
+		name string
+		ttl  bool
+	}{{"with-ttl", true}, {"without-ttl", false}} {
+		b.Run(mode.name, func(b *testing.B) {
+			ctx := context.Background()
+			client := dynamotest.Client(b)
+			table := dynamotest.NewTableFor(b, client, mode.ttl)
+			acq, _ := acquirer.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sandbox.New("")))
+			svc := chargetest.ServiceWith(idem.NewGuard(dynamostore.New(client, table), idem.Config{}), dynamoledger.New(client, table), acq, charge.Config{})
+			body := []byte(`{"amount": 25000, "currency": "BRL", "order_id": "order-123", "payment_method": "pm_card_visa"}`)
+			i := 0
+			for b.Loop() {
+				i++
+				if res := svc.Charge(ctx, charge.Input{Account: "acct_mode", Keys: []string{fmt.Sprintf("mode-%s-%d", mode.name, i)}, Body: body}); res.Outcome != charge.Executed {
+					b.Fatalf("charge %d: %s", i, res.Outcome)
+				}
+			}
+		})
+	}
+}
