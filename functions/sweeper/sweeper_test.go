@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,23 +19,8 @@ import (
 	"github.com/idempotent-payments/idempay/internal/idem/idemtest"
 	"github.com/idempotent-payments/idempay/internal/obs"
 	"github.com/idempotent-payments/idempay/internal/sweep"
+	"github.com/idempotent-payments/idempay/internal/sweep/sweeptest"
 )
-
-// sent records the reconcile commands; the SQS path proper is tested
-// against the emulator in internal/sweep.
-type sent struct {
-	mu     sync.Mutex
-	bodies []string
-}
-
-func (s *sent) SendBatch(_ context.Context, bodies []string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.bodies = append(s.bodies, bodies...)
-	return nil
-}
-
-func (s *sent) MaxBatch() int { return 10 }
 
 // failingList is a store whose in-flight listing is down.
 type failingList struct{ idem.Store }
@@ -54,7 +38,7 @@ func invoke(t *testing.T, store idem.Store, now func() time.Time) (sweep.Report,
 		t.Fatal(err)
 	}
 	var logs, emf bytes.Buffer
-	q := &sent{}
+	q := &sweeptest.Queue{} // the SQS path proper is tested against the emulator in internal/sweep
 	h := &Handler{
 		Sweeper: sweep.New(store, q, sweep.Config{InTransitBound: 5 * time.Second, ClockSkew: time.Second, Now: now}),
 		Logger:  slog.New(slog.NewJSONHandler(&logs, nil)),
@@ -66,10 +50,11 @@ func invoke(t *testing.T, store idem.Store, now func() time.Time) (sweep.Report,
 		if jerr := json.Unmarshal(out, &r); jerr != nil {
 			t.Fatalf("answer %s: %v", out, jerr)
 		}
-		if len(q.bodies) != r.Flagged {
-			t.Fatalf("%d commands sent for %d flagged", len(q.bodies), r.Flagged)
+		bodies := q.Drain()
+		if len(bodies) != r.Flagged {
+			t.Fatalf("%d commands sent for %d flagged", len(bodies), r.Flagged)
 		}
-		for _, b := range q.bodies {
+		for _, b := range bodies {
 			if c, derr := command.Decode(b); derr != nil || c.Type != command.TypeReconcile {
 				t.Fatalf("command %s: %v", b, derr)
 			}

@@ -54,23 +54,13 @@ func (q ExpiredQuery) Validate() error {
 // store round trip per page. It stops at the first error, which it
 // yields.
 func ListExpired(ctx context.Context, store Store, since, now time.Time) iter.Seq2[[]Expired, error] {
+	list := func(q ExpiredQuery) ([]Expired, bool, error) { return store.ListExpired(ctx, q) }
+	after := func(q *ExpiredQuery, last *Expired) { q.After = last }
 	return func(yield func([]Expired, error) bool) {
 		for hour := since.Unix() / 3600; hour <= now.Unix()/3600; hour++ {
 			for shard := range Shards {
-				q := ExpiredQuery{Bucket: bucketOf(hour, shard), Before: now, Limit: PageSize}
-				for {
-					page, more, err := store.ListExpired(ctx, q)
-					if err != nil {
-						yield(nil, err)
-						return
-					}
-					if len(page) > 0 && !yield(page, nil) {
-						return
-					}
-					if !more || len(page) == 0 {
-						break
-					}
-					q.After = &page[len(page)-1]
+				if !pageThrough(ExpiredQuery{Bucket: bucketOf(hour, shard), Before: now, Limit: PageSize}, list, after, yield) {
+					return
 				}
 			}
 		}

@@ -80,19 +80,28 @@ func HeldRecords(ctx context.Context, store Store, cutoff time.Time) iter.Seq2[[
 
 func pages(ctx context.Context, store Store, q InFlightQuery) iter.Seq2[[]InFlight, error] {
 	return func(yield func([]InFlight, error) bool) {
-		for {
-			page, more, err := store.ListInFlight(ctx, q)
-			if err != nil {
-				yield(nil, err)
-				return
-			}
-			if len(page) > 0 && !yield(page, nil) {
-				return
-			}
-			if !more || len(page) == 0 {
-				return
-			}
-			q.After = &page[len(page)-1]
+		pageThrough(q, func(q InFlightQuery) ([]InFlight, bool, error) { return store.ListInFlight(ctx, q) },
+			func(q *InFlightQuery, last *InFlight) { q.After = last }, yield)
+	}
+}
+
+// pageThrough yields the pages list returns from q on, one call each, the
+// next one after the last entry of the one before (after), until list says
+// there are no more or fails, which it yields. It reports whether yield
+// asked for more.
+func pageThrough[Q, E any](q Q, list func(Q) ([]E, bool, error), after func(*Q, *E), yield func([]E, error) bool) bool {
+	for {
+		page, more, err := list(q)
+		if err != nil {
+			yield(nil, err)
+			return false
 		}
+		if len(page) > 0 && !yield(page, nil) {
+			return false
+		}
+		if !more || len(page) == 0 {
+			return true
+		}
+		after(&q, &page[len(page)-1])
 	}
 }

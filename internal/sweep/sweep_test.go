@@ -20,6 +20,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/idem/idemtest"
 	"github.com/idempotent-payments/idempay/internal/queue"
 	"github.com/idempotent-payments/idempay/internal/sweep"
+	"github.com/idempotent-payments/idempay/internal/sweep/sweeptest"
 )
 
 // fixture: a fresh store and queue, records claimed on a test clock.
@@ -141,27 +142,10 @@ func (q *sqsQueue) drain(t testing.TB) []string {
 	}
 }
 
-type memoryQueue struct {
-	mu     sync.Mutex
-	bodies []string
-}
+// memoryQueue is the reconcile queue in memory, drained as commands.
+type memoryQueue struct{ sweeptest.Queue }
 
-func (q *memoryQueue) SendBatch(_ context.Context, bodies []string) error {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.bodies = append(q.bodies, bodies...)
-	return nil
-}
-
-func (q *memoryQueue) MaxBatch() int { return 10 }
-
-func (q *memoryQueue) drain(t testing.TB) []string {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	bodies := q.bodies
-	q.bodies = nil
-	return reconciled(t, bodies)
-}
+func (q *memoryQueue) drain(t testing.TB) []string { return reconciled(t, q.Drain()) }
 
 // reconciled decodes reconcile commands into their pks.
 func reconciled(t testing.TB, bodies []string) []string {

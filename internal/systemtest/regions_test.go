@@ -28,6 +28,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/idem/idemtest"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
 	"github.com/idempotent-payments/idempay/internal/sweep"
+	"github.com/idempotent-payments/idempay/internal/sweep/sweeptest"
 	"github.com/idempotent-payments/idempay/internal/tabledef"
 )
 
@@ -231,14 +232,14 @@ func TestTwoRegionsSweepAndReconcileOnce(t *testing.T) {
 	table := dynamotest.NewTable(t, client)
 	clock := idemtest.NewClock(time.Now().Truncate(time.Millisecond))
 	sb := sandbox.New("")
-	region := func() (*charge.Service, *charge.Service, *sweep.Sweeper, *commandQueue) {
+	region := func() (*charge.Service, *charge.Service, *sweep.Sweeper, *sweeptest.Queue) {
 		acq, err := acquirer.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
 		if err != nil {
 			t.Fatal(err)
 		}
 		store := dynamostore.New(client, table)
 		guard := idem.NewGuard(store, idem.Config{Now: clock.Now, Protocol: idem.Protocol{Downstream: regionAcquirerID}})
-		q := &commandQueue{}
+		q := &sweeptest.Queue{}
 		sw := sweep.New(store, q, sweep.Config{InTransitBound: idem.DefaultInTransitBound, ClockSkew: idem.DefaultClockSkew, Now: clock.Now})
 		ledger := dynamoledger.New(client, table)
 		return chargetest.ServiceWith(guard, ledger, acq, charge.Config{Now: clock.Now, Logger: quiet}),
@@ -270,7 +271,7 @@ func TestTwoRegionsSweepAndReconcileOnce(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	commands := append(eastQueue.drain(), westQueue.drain()...)
+	commands := append(eastQueue.Drain(), westQueue.Drain()...)
 	if reports[0].Flagged+reports[1].Flagged != records || len(commands) != records {
 		t.Fatalf("two sweepers flagged %d + %d and sent %d commands for %d stale records; want one each", reports[0].Flagged, reports[1].Flagged, len(commands), records)
 	}
@@ -309,29 +310,6 @@ func TestTwoRegionsSweepAndReconcileOnce(t *testing.T) {
 	}
 	t.Logf("two regions: %d stale records, %d + %d flagged, %d commands, %d reconciles of which %d found nothing to do",
 		records, reports[0].Flagged, reports[1].Flagged, len(commands), 2*len(commands), did[charge.NothingToDo])
-}
-
-// commandQueue is a region's reconcile queue, in memory.
-type commandQueue struct {
-	mu     sync.Mutex
-	bodies []string
-}
-
-func (q *commandQueue) SendBatch(_ context.Context, bodies []string) error {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.bodies = append(q.bodies, bodies...)
-	return nil
-}
-
-func (q *commandQueue) MaxBatch() int { return 10 }
-
-func (q *commandQueue) drain() []string {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	out := q.bodies
-	q.bodies = nil
-	return out
 }
 
 // answerLost authorizes, then loses the answer: the outcome is unknown.

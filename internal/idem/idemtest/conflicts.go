@@ -14,10 +14,7 @@ import (
 // write that races another region's, and means what the engine says it
 // means: a claim or a take-over is answered in flight, every other write
 // is retried, and a write refused to the end leaves the record as it was.
-var conflictConformance = []struct {
-	name string
-	test func(ctx context.Context, t *testing.T, f *fixture)
-}{
+var conflictConformance = []conformanceTest{
 	{"ClaimConflictAnswersInFlight", testClaimConflictAnswersInFlight},
 	{"ClaimConflictIsRetriedOnce", testClaimConflictIsRetriedOnce},
 	{"TakeOverConflictAnswersInFlight", testTakeOverConflictAnswersInFlight},

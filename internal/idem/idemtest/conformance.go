@@ -91,11 +91,15 @@ func RunConformance(t *testing.T, newStore NewStoreFunc) {
 	}
 }
 
-// conformance is the suite: each test gets a fresh store from newStore.
-var conformance = []struct {
+// conformanceTest is one case of the suite: its name and its body, given
+// a fixture on a fresh store.
+type conformanceTest struct {
 	name string
 	test func(ctx context.Context, t *testing.T, f *fixture)
-}{
+}
+
+// conformance is the suite: each test gets a fresh store from newStore.
+var conformance = []conformanceTest{
 	{"FirstExecutionThenReplay", testFirstExecutionThenReplay},
 	{"InFlight", testInFlight},
 	{"KeyReused", testKeyReused},

@@ -13,10 +13,7 @@ import (
 // purgeConformance: the purge of a table without TTL deletes what has
 // expired and nothing else, a key claimed afresh between the listing and
 // the delete included.
-var purgeConformance = []struct {
-	name string
-	test func(ctx context.Context, t *testing.T, f *fixture)
-}{
+var purgeConformance = []conformanceTest{
 	{"PurgeDeletesOnlyTheExpired", testPurgeDeletesOnlyTheExpired},
 	{"PurgeSparesAKeyClaimedAfresh", testPurgeSparesAKeyClaimedAfresh},
 	{"PurgeSparesHeldRecords", testPurgeSparesHeldRecords},
