@@ -544,6 +544,10 @@ func newFunction(stack awscdk.Stack, name string, cfg Config, assets StackAssets
 	return function{fn: fn, role: role, policy: policy}
 }
 
+// The throttle of each route without the authorizer (route.Public), in
+// requests per second and burst.
+const publicRate, publicBurst = 10, 20
+
 // newAPI is the HTTP API and its default stage: the JWT authorizer on
 // every route of route.All with its scope, none on those of route.Public,
 // all through the one integration with the charge function; throttling and
@@ -578,6 +582,17 @@ func newAPI(stack awscdk.Stack, cfg Config, removal awscdk.RemovalPolicy, charge
 		StageName: jsii.String("$default"), AutoDeploy: jsii.Bool(true),
 		Throttle: &awsapigatewayv2.ThrottleSettings{RateLimit: jsii.Number(cfg.ThrottleRate), BurstLimit: jsii.Number(float64(cfg.ThrottleBurst))},
 	})
+	// The routes without the authorizer reach the charge function with no
+	// token at all: their own small throttle keeps them from taking the
+	// stage's rate (and the function's reserved concurrency) from charges.
+	// Route 53's checkers call each region's health route a few times a
+	// second in all.
+	public := map[string]interface{}{}
+	for _, r := range route.Public {
+		// RouteSettings is a JSON map: CloudFormation's own names, as written.
+		public[r] = map[string]interface{}{"ThrottlingRateLimit": publicRate, "ThrottlingBurstLimit": publicBurst}
+	}
+	stage.Node().DefaultChild().(awsapigatewayv2.CfnStage).SetRouteSettings(public)
 	stage.Node().DefaultChild().(awsapigatewayv2.CfnStage).SetAccessLogSettings(&awsapigatewayv2.CfnStage_AccessLogSettingsProperty{
 		DestinationArn: accessLogs.LogGroupArn(),
 		Format: jsii.String(`{"requestId":"$context.requestId","ip":"$context.identity.sourceIp","requestTime":"$context.requestTime",` +

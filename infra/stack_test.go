@@ -317,6 +317,14 @@ func checkRoutes(t *testing.T, where string, tmpl map[string]any) {
 	if len(targets) != 1 || len(resources(tmpl, "AWS::ApiGatewayV2::Integration")) != 1 {
 		t.Errorf("%s: the routes reach %d targets of %d integrations, want the one", where, len(targets), len(resources(tmpl, "AWS::ApiGatewayV2::Integration")))
 	}
+	// The routes without the authorizer have a throttle of their own.
+	stage := only(t, tmpl, "AWS::ApiGatewayV2::Stage")
+	settings, _ := props(stage)["RouteSettings"].(map[string]any)
+	for _, r := range route.Public {
+		if got := asJSON(settings[r]); got != fmt.Sprintf(`{"ThrottlingBurstLimit":%d,"ThrottlingRateLimit":%d}`, publicBurst, publicRate) {
+			t.Errorf("%s: public route %s throttled as %s", where, r, got)
+		}
+	}
 }
 
 // TestLeastPrivilege pins every action each role may take, and that no

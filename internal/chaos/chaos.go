@@ -110,9 +110,11 @@ type Summary struct {
 	EventsMissing, EventsExtra, EventsMisrouted int
 	Drain, Total                                time.Duration
 	// Regions is how many regions ran; Conflicts the writes their proxies
-	// refused; StoppedAfter the intents sent when the second region was
-	// stopped, FailedOver the requests then sent to the first one instead.
+	// refused, of ConflictShare asked for; StoppedAfter the intents sent
+	// when the second region was stopped, FailedOver the requests then sent
+	// to the first one instead.
 	Regions, Conflicts, StoppedAfter, FailedOver int
+	ConflictShare                                float64
 }
 
 // Violations lists every broken promise; empty means the run passed.
@@ -138,6 +140,9 @@ func (s Summary) Violations() []string {
 	// unknown: an instance killed mid-call logs nothing).
 	if s.Outages > 0 && s.NotSent == 0 {
 		v = append(v, fmt.Sprintf("%d acquirer outages, but no function saw nothing sent", s.Outages))
+	}
+	if s.ConflictShare > 0 && s.Conflicts == 0 {
+		v = append(v, fmt.Sprintf("a share of %.2f of the writes was to conflict, but none did: the functions bypassed the proxy", s.ConflictShare))
 	}
 	if s.Regions > 1 && (s.StoppedAfter == 0 || s.FailedOver == 0) {
 		v = append(v, fmt.Sprintf("two regions, but the second was stopped after %d intents and %d requests failed over", s.StoppedAfter, s.FailedOver))
@@ -200,7 +205,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	stack := regions.stacks[0] // the region that stays up: its checks see the shared table and acquirer
 	stack.Sandbox.SetFaults(cfg.Faults)
 
-	sum := Summary{Intents: cfg.Intents, Clients: cfg.Clients, Regions: cfg.Regions}
+	sum := Summary{Intents: cfg.Intents, Clients: cfg.Clients, Regions: cfg.Regions, ConflictShare: cfg.ConflictShare}
 	intents := newIntents(cfg)
 	if err := storm(ctx, cfg, db, regions, intents, &sum); err != nil {
 		return sum, err
@@ -267,13 +272,13 @@ type regions struct {
 // functions' logs to logs. This process reaches the database directly, the
 // functions through their region's conflict proxy when cfg.ConflictShare is
 // set; all through the SDK's standard variables.
-func startRegions(ctx context.Context, cfg Config, dbAddr string, logs *os.File) (r *regions, err error) {
+func startRegions(ctx context.Context, cfg Config, dbAddr string, logs *os.File) (_ *regions, err error) {
 	os.Setenv("AWS_ENDPOINT_URL_DYNAMODB", "http://"+dbAddr)
 	os.Setenv("AWS_ENDPOINT_URL_DYNAMODB_STREAMS", "http://"+dbAddr)
 	secret := []byte("chaos-secret")
-	r = &regions{}
+	r := &regions{}
 	defer func() {
-		if err != nil {
+		if err != nil { // nothing of a run that could not start is left running
 			r.close()
 		}
 	}()

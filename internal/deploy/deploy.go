@@ -96,9 +96,10 @@ type Description struct {
 	SweepInterval time.Duration
 	// PurgeWindow is how far back each sweeper run purges expired records
 	// where the table has no TTL (TableMode.TTL): a few hours, so a run
-	// lists 3 × idem.Shards buckets (one Query each when empty) and a
-	// sweeper stopped for less than that leaves nothing behind; after a
-	// longer stop, one run with a wider window (PURGE_WINDOW) catches up.
+	// lists the buckets of the four hours the window touches, 4 ×
+	// idem.Shards Queries (one each when empty), and a sweeper stopped for
+	// less than that leaves nothing behind; after a longer stop, one run
+	// with a wider window (PURGE_WINDOW) catches up.
 	PurgeWindow time.Duration
 	Protocol    Protocol
 	// Table is how the table is replicated; it decides TTL and which

@@ -10,8 +10,9 @@ import (
 // The bounds of RetryConflicts: at most conflictAttempts tries, the first
 // retry after about conflictBackoff, each later one after twice the wait
 // before it, each wait jittered so two regions do not collide again. A
-// write that keeps conflicting gives up within about 150 ms, far inside
-// any lease.
+// write that keeps conflicting gives up after at most about 105 ms of
+// waiting plus its four round trips (each of which, on a global table,
+// waits for another region): far inside any lease.
 const (
 	conflictAttempts = 4
 	conflictBackoff  = 10 * time.Millisecond

@@ -54,7 +54,9 @@ var (
 	// table with strong consistency, ReplicatedWriteConflictException). The
 	// write had no effect, and trying it again is safe: every write is
 	// conditional, so the retry meets whatever the other region wrote. The
-	// Guard retries its writes (RetryConflicts) before it returns this.
+	// Guard tries a claim twice and retries every write a lease makes
+	// (RetryConflicts) before it returns this; a take-over it tries once,
+	// and one that conflicts has not taken over.
 	ErrWriteConflict = errors.New("write conflicted with another region's")
 	// ErrNotExpired: a purge found the record changed since it was listed
 	// (claimed afresh, held, settled, or deleted already). Nothing was

@@ -111,9 +111,9 @@ type Claim struct {
 // same request. Errors: ErrKeyInvalid, ErrKeyMissing or ErrAccountInvalid for
 // a bad scope (nothing written); ErrKeyReused when the key holds a different
 // request; an *InFlightError (errors.Is ErrInFlight) when another attempt
-// holds a live lease, and also when the claim or the take-over conflicted
-// with another region's write twice (ErrWriteConflict: the other region's
-// attempt may hold the key now); ErrHeld when the record is held for an
+// holds a live lease, and also when the claim conflicted with another
+// region's write on both of its tries, or the take-over on its one
+// (ErrWriteConflict: the other region's attempt may hold the key now); ErrHeld when the record is held for an
 // operator; ErrOtherDownstream when its lease expired but it was claimed for
 // another downstream system; otherwise a wrapped store error. None of these
 // writes.

@@ -26,8 +26,9 @@ const (
 	// the hour they expire in, for a table without TTL: the purge lists it.
 	ExpiryIndex = "expiry"
 	// ExpiryBucketAttribute is its partition key: the hour of expires_at
-	// and a shard, set only on a table without TTL, and only while the
-	// record may expire (a held record never does).
+	// and a shard, written with expires_at in every mode and so absent while
+	// a record is held (it never expires); only a table without TTL has the
+	// index that lists it.
 	ExpiryBucketAttribute = "expiry_bucket"
 )
 

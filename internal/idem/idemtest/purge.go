@@ -18,6 +18,7 @@ var purgeConformance = []conformanceTest{
 	{"PurgeSparesAKeyClaimedAfresh", testPurgeSparesAKeyClaimedAfresh},
 	{"PurgeSparesHeldRecords", testPurgeSparesHeldRecords},
 	{"PurgeConflictIsRetried", testPurgeConflictIsRetried},
+	{"PurgeListsASettledRecordByItsNewExpiry", testPurgeListsASettledRecordByItsNewExpiry},
 }
 
 // retention is the purge tests' guard's: records expire an hour after
@@ -181,4 +182,41 @@ func testPurgeConflictIsRetried(ctx context.Context, t *testing.T, f *fixture) {
 	if len(expired(ctx, t, f, start, s.PK())) != 0 {
 		t.Fatal("the retried purge left the record")
 	}
+}
+
+// testPurgeListsASettledRecordByItsNewExpiry: a held record has no end of
+// retention; the operator's accept gives it one, a retention from the
+// decision, and the purge lists it under that one, not before.
+func testPurgeListsASettledRecordByItsNewExpiry(ctx context.Context, t *testing.T, f *fixture) {
+	g := shortLived(f)
+	start := f.clock.Now()
+	s := scope()
+	c, err := g.Begin(ctx, s, request("1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Lease.HoldForOperator(ctx, "amount_differs", nil); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Advance(2 * retention) // decided after the claim's retention would have ended
+	lease, err := g.TakeOverHeld(ctx, s.PK(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lease.Accept(ctx, created, "ops:ana"); err != nil {
+		t.Fatal(err)
+	}
+	if list := expired(ctx, t, f, start, s.PK()); len(list) != 0 {
+		t.Fatalf("a record settled just now is listed as expired: %+v", list)
+	}
+	ends := mustStatus(t, f, s.PK(), idem.StatusCompleted).ExpiresAt
+	f.clock.Advance(retention + time.Minute)
+	list := expired(ctx, t, f, start, s.PK())
+	if len(list) != 1 || list[0].ExpiresAt.Unix() != ends.Unix() {
+		t.Fatalf("after the settlement's retention: listed %+v", list)
+	}
+	if err := f.store.Purge(ctx, list[0], f.clock.Now()); err != nil {
+		t.Fatalf("Purge of the settled record: %v", err)
+	}
+	mustBeAbsent(t, f, s.PK())
 }
