@@ -282,6 +282,8 @@ func startRegions(ctx context.Context, cfg Config, dbAddr string, logs *os.File)
 			r.close()
 		}
 	}()
+	// The wall clock only makes the table's name unique to this run; no
+	// logic reads it.
 	table, mode := fmt.Sprintf("chaos-%d", time.Now().UnixNano()), deploy.Local().Table
 	if cfg.Regions > 1 {
 		mode = deploy.MultiRegionStrong

@@ -37,19 +37,20 @@ var Filters = []string{
 // {"prefix": s} and {"exists": b} at a leaf, objects matched member by
 // member; an error for anything else, so a pattern that outgrows it fails
 // its test rather than filtering otherwise than Lambda.
+//
+// The record is DynamoDB Streams' own (through Lambda's event source
+// mapping, or the local stack's reader of the same API), not a client's
+// bytes, so it is read with encoding/json rather than the strict decoder
+// of the door.
 func Match(record []byte) (bool, error) {
 	var doc any
 	if err := json.Unmarshal(record, &doc); err != nil {
 		return false, fmt.Errorf("stream record: %w", err)
 	}
-	for _, f := range Filters {
-		var pattern map[string]any
-		if err := json.Unmarshal([]byte(f), &pattern); err != nil {
-			return false, fmt.Errorf("filter %s: %w", f, err)
-		}
+	for i, pattern := range patterns {
 		ok, err := matchObject(pattern, doc)
 		if err != nil {
-			return false, fmt.Errorf("filter %s: %w", f, err)
+			return false, fmt.Errorf("filter %s: %w", Filters[i], err)
 		}
 		if ok {
 			return true, nil
@@ -57,6 +58,18 @@ func Match(record []byte) (bool, error) {
 	}
 	return false, nil
 }
+
+// patterns are Filters, parsed once: this package's own constants, so one
+// that does not parse is a bug found at start-up.
+var patterns = func() []map[string]any {
+	out := make([]map[string]any, len(Filters))
+	for i, f := range Filters {
+		if err := json.Unmarshal([]byte(f), &out[i]); err != nil {
+			panic(fmt.Sprintf("filter %s: %v", f, err))
+		}
+	}
+	return out
+}()
 
 func matchObject(pattern map[string]any, doc any) (bool, error) {
 	obj, _ := doc.(map[string]any)

@@ -26,6 +26,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore/dynamotest"
 	"github.com/idempotent-payments/idempay/internal/idem/idemtest"
+	"github.com/idempotent-payments/idempay/internal/localapi"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
 	"github.com/idempotent-payments/idempay/internal/sweep"
 	"github.com/idempotent-payments/idempay/internal/sweep/sweeptest"
@@ -81,12 +82,9 @@ func regionService(t *testing.T, client *dynamodb.Client, table string, sb *sand
 	if err != nil {
 		t.Fatal(err)
 	}
-	guard := idem.NewGuard(dynamostore.New(client, table), idem.Config{Protocol: idem.Protocol{Downstream: regionAcquirerID}})
+	guard := idem.NewGuard(dynamostore.New(client, table), idem.Config{Protocol: idem.Protocol{Downstream: localapi.SandboxAcquirerID}})
 	return chargetest.ServiceWith(guard, dynamoledger.New(client, table), acq, charge.Config{})
 }
-
-// regionAcquirerID names the sandbox in these services' records.
-const regionAcquirerID = "sandbox"
 
 // regionStorm sends each of intents once to each region at the same
 // moment and returns how many the acquirer authorized more than once.
@@ -238,7 +236,7 @@ func TestTwoRegionsSweepAndReconcileOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 		store := dynamostore.New(client, table)
-		guard := idem.NewGuard(store, idem.Config{Now: clock.Now, Protocol: idem.Protocol{Downstream: regionAcquirerID}})
+		guard := idem.NewGuard(store, idem.Config{Now: clock.Now, Protocol: idem.Protocol{Downstream: localapi.SandboxAcquirerID}})
 		q := &sweeptest.Queue{}
 		sw := sweep.New(store, q, sweep.Config{InTransitBound: idem.DefaultInTransitBound, ClockSkew: idem.DefaultClockSkew, Now: clock.Now})
 		ledger := dynamoledger.New(client, table)

@@ -254,8 +254,8 @@ func completionCrashRecoveredByTheReconciler(t *testing.T, newStores NewStoresFu
 func completionLedgerWriteFailureLeavesTheRecordInFlight(t *testing.T, newStores NewStoresFunc) {
 	ctx := context.Background()
 	w := newWorld(t, newStores)
-	down := &failingLedger{Ledger: w.ledger}
-	down.armed.Store(true)
+	down := &refusingLedger{Ledger: w.ledger, err: errors.New("the ledger is down")}
+	down.refuse.Store(1)
 	w.ledger = down
 	sb, acq := sandboxAcquirer()
 	svc := w.service(acq)
@@ -386,7 +386,7 @@ func completionZombieLedgerWriteChangesNothing(t *testing.T, newStores NewStores
 func completionLedgerRowConflictIsRetried(t *testing.T, newStores NewStoresFunc) {
 	ctx := context.Background()
 	w := newWorld(t, newStores)
-	row := &conflictingLedger{Ledger: w.ledger}
+	row := &refusingLedger{Ledger: w.ledger, err: idem.ErrWriteConflict}
 	w.ledger = row
 	sb, acq := sandboxAcquirer()
 	svc := w.service(acq)
@@ -398,7 +398,7 @@ func completionLedgerRowConflictIsRetried(t *testing.T, newStores NewStoresFunc)
 	w.mustMatchLedger(t, sb, "row-conflict-once-key", r)
 
 	w = newWorld(t, newStores)
-	row = &conflictingLedger{Ledger: w.ledger}
+	row = &refusingLedger{Ledger: w.ledger, err: idem.ErrWriteConflict}
 	w.ledger = row
 	sb, acq = sandboxAcquirer()
 	svc = w.service(acq)
@@ -422,32 +422,20 @@ func completionLedgerRowConflictIsRetried(t *testing.T, newStores NewStoresFunc)
 	w.mustMatchLedger(t, sb, "row-conflict-key", r)
 }
 
-// conflictingLedger refuses its next refuse Writes with
-// idem.ErrWriteConflict, writing nothing, as a strongly consistent global
-// table refuses a put that races another region's.
-type conflictingLedger struct {
+// refusingLedger refuses its next refuse Writes with err, writing
+// nothing: a ledger that is down, or (idem.ErrWriteConflict) a strongly
+// consistent global table refusing a put that races another region's.
+type refusingLedger struct {
 	charge.Ledger
+	err    error
 	refuse atomic.Int64
 }
 
-func (l *conflictingLedger) Write(ctx context.Context, c charge.Charge) (charge.Charge, error) {
+func (l *refusingLedger) Write(ctx context.Context, c charge.Charge) (charge.Charge, error) {
 	if l.refuse.Add(-1) >= 0 {
-		return charge.Charge{}, idem.ErrWriteConflict
+		return charge.Charge{}, l.err
 	}
 	l.refuse.Store(0)
-	return l.Ledger.Write(ctx, c)
-}
-
-// failingLedger fails its next Write once armed.
-type failingLedger struct {
-	charge.Ledger
-	armed atomic.Bool
-}
-
-func (l *failingLedger) Write(ctx context.Context, c charge.Charge) (charge.Charge, error) {
-	if l.armed.CompareAndSwap(true, false) {
-		return charge.Charge{}, errors.New("the ledger is down")
-	}
 	return l.Ledger.Write(ctx, c)
 }
 

@@ -97,6 +97,8 @@ func holdOnAMismatch(authorize func(acquirer.Authorization) acquirer.Authorizati
 			Answer acquirer.Authorization `json:"answer"`
 			Asked  struct{ Amount int64 } `json:"asked"`
 		}
+		// The evidence is what the service itself stored on the hold, not
+		// untrusted input: plain encoding/json reads it back.
 		if err := json.Unmarshal(rec.Hold.Evidence, &evidence); err != nil || evidence.Answer.Amount != acquirerAmount || evidence.Asked.Amount != 25000 {
 			t.Fatalf("evidence %s (%v): want both sides", rec.Hold.Evidence, err)
 		}

@@ -25,9 +25,10 @@ var purgeConformance = []conformanceTest{
 // their claim.
 const retention = time.Hour
 
-// shortLived is a guard as f's whose records expire after retention.
-func shortLived(f *fixture) *idem.Guard {
-	return idem.NewGuard(f.store, idem.Config{Now: f.clock.Now, DefaultLease: testLease, LeaseMargin: 5 * time.Second, Protocol: testProtocol, Retention: retention})
+// shortLived is f with a guard whose records expire after retention.
+func shortLived(f *fixture) *fixture {
+	g := idem.NewGuard(f.store, idem.Config{Now: f.clock.Now, DefaultLease: testLease, LeaseMargin: 5 * time.Second, Protocol: testProtocol, Retention: retention})
+	return &fixture{store: f.store, clock: f.clock, guard: g}
 }
 
 // expired lists f's expired records from since to now, the keys in ks
@@ -52,20 +53,13 @@ func testPurgeDeletesOnlyTheExpired(ctx context.Context, t *testing.T, f *fixtur
 	g := shortLived(f)
 	start := f.clock.Now()
 	done, stuck, fresh := scope(), scope(), scope()
-	c, err := g.Begin(ctx, done, request("1"))
-	if err != nil {
+	c := mustAcquire(t, g, done, request("1"))
+	if err := c.Complete(ctx, created); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Lease.Complete(ctx, created); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := g.Begin(ctx, stuck, request("1")); err != nil { // left in flight
-		t.Fatal(err)
-	}
+	mustAcquire(t, g, stuck, request("1")) // left in flight
 	f.clock.Advance(retention + time.Minute)
-	if _, err := g.Begin(ctx, fresh, request("1")); err != nil { // live for another hour
-		t.Fatal(err)
-	}
+	mustAcquire(t, g, fresh, request("1")) // live for another hour
 	list := expired(ctx, t, f, start, done.PK(), stuck.PK(), fresh.PK())
 	if len(list) != 2 || slices.ContainsFunc(list, func(e idem.Expired) bool { return e.PK == fresh.PK() }) {
 		t.Fatalf("listed %+v; want the completed and the stuck record, not the live one", list)
@@ -92,11 +86,8 @@ func testPurgeSparesAKeyClaimedAfresh(ctx context.Context, t *testing.T, f *fixt
 	g := shortLived(f)
 	start := f.clock.Now()
 	s := scope()
-	c, err := g.Begin(ctx, s, request("1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Lease.Complete(ctx, created); err != nil {
+	c := mustAcquire(t, g, s, request("1"))
+	if err := c.Complete(ctx, created); err != nil {
 		t.Fatal(err)
 	}
 	f.clock.Advance(retention + time.Minute)
@@ -104,7 +95,7 @@ func testPurgeSparesAKeyClaimedAfresh(ctx context.Context, t *testing.T, f *fixt
 	if len(list) != 1 {
 		t.Fatalf("listed %+v", list)
 	}
-	again, err := g.Begin(ctx, s, request("1"))
+	again, err := g.guard.Begin(ctx, s, request("1"))
 	if err != nil || again.Lease == nil {
 		t.Fatalf("the fresh claim: %+v, %v", again, err)
 	}
@@ -122,17 +113,11 @@ func testPurgeSparesHeldRecords(ctx context.Context, t *testing.T, f *fixture) {
 	g := shortLived(f)
 	start := f.clock.Now()
 	held, later := scope(), scope()
-	c, err := g.Begin(ctx, held, request("1"))
-	if err != nil {
+	c := mustAcquire(t, g, held, request("1"))
+	if err := c.HoldForOperator(ctx, "amount_differs", nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Lease.HoldForOperator(ctx, "amount_differs", nil); err != nil {
-		t.Fatal(err)
-	}
-	late, err := g.Begin(ctx, later, request("1"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	late := mustAcquire(t, g, later, request("1"))
 	f.clock.Advance(retention + time.Minute)
 	list := expired(ctx, t, f, start, held.PK(), later.PK())
 	if len(list) != 1 || list[0].PK != later.PK() {
@@ -140,7 +125,7 @@ func testPurgeSparesHeldRecords(ctx context.Context, t *testing.T, f *fixture) {
 	}
 	// The record is held after the listing (its late worker met a
 	// mismatch): it has no end of retention any more.
-	if err := late.Lease.HoldForOperator(ctx, "amount_differs", nil); err != nil {
+	if err := late.HoldForOperator(ctx, "amount_differs", nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.store.Purge(ctx, list[0], f.clock.Now()); !errors.Is(err, idem.ErrNotExpired) {
@@ -160,9 +145,7 @@ func testPurgeConflictIsRetried(ctx context.Context, t *testing.T, f *fixture) {
 	g := shortLived(f)
 	start := f.clock.Now()
 	s := scope()
-	if _, err := g.Begin(ctx, s, request("1")); err != nil {
-		t.Fatal(err)
-	}
+	mustAcquire(t, g, s, request("1"))
 	f.clock.Advance(retention + time.Minute)
 	list := expired(ctx, t, f, start, s.PK())
 	if len(list) != 1 {
@@ -191,15 +174,12 @@ func testPurgeListsASettledRecordByItsNewExpiry(ctx context.Context, t *testing.
 	g := shortLived(f)
 	start := f.clock.Now()
 	s := scope()
-	c, err := g.Begin(ctx, s, request("1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Lease.HoldForOperator(ctx, "amount_differs", nil); err != nil {
+	c := mustAcquire(t, g, s, request("1"))
+	if err := c.HoldForOperator(ctx, "amount_differs", nil); err != nil {
 		t.Fatal(err)
 	}
 	f.clock.Advance(2 * retention) // decided after the claim's retention would have ended
-	lease, err := g.TakeOverHeld(ctx, s.PK(), false)
+	lease, err := g.guard.TakeOverHeld(ctx, s.PK(), false)
 	if err != nil {
 		t.Fatal(err)
 	}
