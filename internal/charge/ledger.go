@@ -3,6 +3,7 @@ package charge
 import (
 	"context"
 	"errors"
+	"iter"
 	"time"
 )
 
@@ -24,6 +25,29 @@ type Ledger interface {
 	// Get returns charge id, ErrNoCharge when there is none,
 	// ErrUnreadableCharge when its row does not decode, or a store error.
 	Get(ctx context.Context, id string) (Charge, error)
+}
+
+// Publication keeps the books of the ledger rows' events in the
+// multi-region mode, where each row's event is published once, by the
+// region that wrote it (Charge.Region), and another region takes over only
+// when that one has stopped. A row written with a region is unpublished
+// until MarkPublished; each region's heartbeat tells whether it runs. Its
+// implementations sit beside the ledgers (dynamoledger.Publication,
+// chargetest.Ledger).
+type Publication interface {
+	// MarkPublished records that charge id's event is published, so no
+	// region takes it over; again changes nothing. ErrNoCharge when there
+	// is no such row; it may fail with idem.ErrWriteConflict, without
+	// effect.
+	MarkPublished(ctx context.Context, id string) error
+	// Unpublished lists the rows written before before whose event is not
+	// marked published. An error ends the listing.
+	Unpublished(ctx context.Context, before time.Time) iter.Seq2[Unpublished, error]
+	// Beat records that region runs at at. It may fail with
+	// idem.ErrWriteConflict, without effect.
+	Beat(ctx context.Context, region string, at time.Time) error
+	// LastBeat is region's last heartbeat: the zero time when it has none.
+	LastBeat(ctx context.Context, region string) (time.Time, error)
 }
 
 // Errors of a Ledger.
@@ -53,6 +77,19 @@ type Charge struct {
 	DeclineCode     string
 	AuthorizationID string
 	CreatedAt       time.Time
+	// Region is the region whose service wrote the row, in the
+	// multi-region mode (Config.Region); empty in one region. That region
+	// publishes the row's event, and until some region has, the ledger
+	// lists the row as unpublished.
+	Region string
+}
+
+// Unpublished is a ledger row whose event no region has published yet, as
+// the ledger lists it in the multi-region mode: the charge, the region
+// that wrote the row and when.
+type Unpublished struct {
+	ID, Region string
+	Since      time.Time
 }
 
 // ChargeID derives the charge id from the record's downstream key: the same

@@ -57,6 +57,10 @@ type Config struct {
 	// Now is the clock (time.Now when nil). Give it the guard's: leases are
 	// compared with it.
 	Now func() time.Time
+	// Region is the region the service runs in, in the multi-region mode,
+	// written on each ledger row it writes (Charge.Region); empty in one
+	// region.
+	Region string
 }
 
 // Renderer renders the stored answer of a charge the acquirer decided: what
@@ -538,7 +542,7 @@ func (s *Service) chargeOf(lease *idem.Lease, req Request, auth acquirer.Authori
 		Status: auth.Status, Amount: auth.Amount, Currency: auth.Currency,
 		OrderID: req.OrderID, Description: req.Description,
 		DeclineCode: auth.DeclineCode, AuthorizationID: auth.ID,
-		CreatedAt: s.cfg.Now().UTC().Truncate(time.Millisecond),
+		CreatedAt: s.cfg.Now().UTC().Truncate(time.Millisecond), Region: s.cfg.Region,
 	}
 }
 
@@ -599,10 +603,11 @@ func (s *Service) store(ctx context.Context, lease *idem.Lease, ch Charge, compl
 }
 
 // sameCharge reports whether two rows record the same charge: everything
-// but the time each attempt would have stamped it with, and who asked
-// (the key and the source, which rows written before they were kept lack).
+// but the time and the region each attempt would have stamped it with, and
+// who asked (the key and the source, which rows written before they were
+// kept lack).
 func sameCharge(a, b Charge) bool {
-	a.CreatedAt, a.IdempotencyKey, a.Source = b.CreatedAt, b.IdempotencyKey, b.Source
+	a.CreatedAt, a.IdempotencyKey, a.Source, a.Region = b.CreatedAt, b.IdempotencyKey, b.Source, b.Region
 	return a == b
 }
 

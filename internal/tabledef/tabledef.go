@@ -30,12 +30,32 @@ const (
 	// a record is held (it never expires); only a table without TTL has the
 	// index that lists it.
 	ExpiryBucketAttribute = "expiry_bucket"
+	// UnpublishedIndex is the sparse index of the ledger rows whose event
+	// no region has published yet, in a multi-region table: a region takes
+	// over the rows of a region that stopped from it.
+	UnpublishedIndex = "unpublished"
+	// UnpublishedShardAttribute is its partition key and
+	// UnpublishedSinceAttribute its sort key (the row's creation, in epoch
+	// milliseconds): both written with a row that has a region, and removed
+	// once its event is published.
+	UnpublishedShardAttribute = "unpublished_shard"
+	UnpublishedSinceAttribute = "unpublished_since"
+	// RegionAttribute is the region that wrote a ledger row (multi-region
+	// mode), which the index projects, or whose heartbeat an item is.
+	RegionAttribute = "region"
+	// BeatAttribute is a heartbeat's time, in epoch milliseconds.
+	BeatAttribute = "beat_at"
 )
 
 // LedgerPrefix begins the key of every ledger row; nothing else is written
 // under it (a record's key begins with idem.RecordPrefix), so the
 // reconciler's role may put only such rows.
 const LedgerPrefix = "CHARGE#"
+
+// HeartbeatPrefix begins the key of each region's heartbeat item, in a
+// multi-region table: the region's sweeper writes it every run, and the
+// other regions read it to tell a stopped region (dynamoledger).
+const HeartbeatPrefix = "HEARTBEAT#"
 
 // Type is an attribute's DynamoDB scalar type.
 type Type string
@@ -86,8 +106,10 @@ type Definition struct {
 func Table() Definition { return For(true) }
 
 // For is the definition of the table, deleting expired records by TTL
-// (ttl, deploy.TableMode.TTL) or not. A table without TTL has the expiry
-// index too, which its purge lists, so no purge scans the table.
+// (ttl, deploy.TableMode.TTL) or not. A table without TTL is the
+// multi-region one: it has the expiry index too, which its purge lists, so
+// no purge scans the table, and the unpublished index, which a region
+// takes over a stopped region's events from.
 func For(ttl bool) Definition {
 	d := Definition{
 		BillingMode: "PAY_PER_REQUEST",
@@ -105,6 +127,11 @@ func For(ttl bool) Definition {
 			Name:      ExpiryIndex,
 			Partition: Attribute{ExpiryBucketAttribute, String},
 			Sort:      Attribute{TTLAttribute, Number},
+		}, Index{
+			Name:      UnpublishedIndex,
+			Partition: Attribute{UnpublishedShardAttribute, String},
+			Sort:      Attribute{UnpublishedSinceAttribute, Number},
+			Projected: []string{RegionAttribute},
 		})
 	}
 	return d

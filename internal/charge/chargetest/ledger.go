@@ -3,22 +3,30 @@
 package chargetest
 
 import (
+	"cmp"
 	"context"
+	"iter"
+	"slices"
 	"sync"
+	"time"
 
 	"github.com/idempotent-payments/idempay/internal/charge"
 )
 
-// Ledger is a charge.Ledger in memory.
+// Ledger is a charge.Ledger and its charge.Publication in memory.
 type Ledger struct {
-	mu   sync.Mutex
-	rows map[string]charge.Charge
+	mu          sync.Mutex
+	rows        map[string]charge.Charge
+	unpublished map[string]charge.Unpublished // by charge id
+	beats       map[string]time.Time          // by region
 }
 
 // NewLedger returns an empty ledger.
-func NewLedger() *Ledger { return &Ledger{rows: map[string]charge.Charge{}} }
+func NewLedger() *Ledger {
+	return &Ledger{rows: map[string]charge.Charge{}, unpublished: map[string]charge.Unpublished{}, beats: map[string]time.Time{}}
+}
 
-// Write implements charge.Ledger.
+// Write implements charge.Ledger; a row with a region is unpublished.
 func (l *Ledger) Write(_ context.Context, c charge.Charge) (charge.Charge, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -26,6 +34,9 @@ func (l *Ledger) Write(_ context.Context, c charge.Charge) (charge.Charge, error
 		return existing, nil
 	}
 	l.rows[c.ID] = c
+	if c.Region != "" {
+		l.unpublished[c.ID] = charge.Unpublished{ID: c.ID, Region: c.Region, Since: c.CreatedAt.Truncate(time.Millisecond)}
+	}
 	return c, nil
 }
 
@@ -56,4 +67,50 @@ func (l *Ledger) Len() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return len(l.rows)
+}
+
+// MarkPublished implements charge.Publication.
+func (l *Ledger) MarkPublished(_ context.Context, id string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.rows[id]; !ok {
+		return charge.ErrNoCharge
+	}
+	delete(l.unpublished, id)
+	return nil
+}
+
+// Unpublished implements charge.Publication, oldest first.
+func (l *Ledger) Unpublished(_ context.Context, before time.Time) iter.Seq2[charge.Unpublished, error] {
+	l.mu.Lock()
+	var out []charge.Unpublished
+	for _, u := range l.unpublished {
+		if u.Since.Before(before) {
+			out = append(out, u)
+		}
+	}
+	l.mu.Unlock()
+	slices.SortFunc(out, func(a, b charge.Unpublished) int { return cmp.Or(a.Since.Compare(b.Since), cmp.Compare(a.ID, b.ID)) })
+	return func(yield func(charge.Unpublished, error) bool) {
+		for _, u := range out {
+			if !yield(u, nil) {
+				return
+			}
+		}
+	}
+}
+
+// Beat implements charge.Publication.
+func (l *Ledger) Beat(_ context.Context, region string, at time.Time) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.beats[region] = at.Truncate(time.Millisecond)
+	return nil
+}
+
+// LastBeat implements charge.Publication.
+func (l *Ledger) LastBeat(_ context.Context, region string) (time.Time, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.beats[region], nil
 }

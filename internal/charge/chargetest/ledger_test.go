@@ -16,3 +16,10 @@ func memory(*testing.T) (idem.Store, charge.Ledger) {
 func TestMemoryLedgerConformance(t *testing.T)     { chargetest.RunLedgerConformance(t, memory) }
 func TestMemoryCompletionConformance(t *testing.T) { chargetest.RunCompletionConformance(t, memory) }
 func TestMemoryHoldConformance(t *testing.T)       { chargetest.RunHoldConformance(t, memory) }
+
+func TestMemoryPublicationConformance(t *testing.T) {
+	chargetest.RunPublicationConformance(t, func(*testing.T) (charge.Ledger, charge.Publication) {
+		l := chargetest.NewLedger()
+		return l, l
+	})
+}

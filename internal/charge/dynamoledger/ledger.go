@@ -41,6 +41,11 @@ type row struct {
 	DeclineCode     string `dynamodbav:"decline_code"`
 	AuthorizationID string `dynamodbav:"authorization_id"`
 	CreatedAt       string `dynamodbav:"created_at"` // RFC 3339, milliseconds, UTC
+	Region          string `dynamodbav:"region,omitempty"`
+	// UnpublishedShard and UnpublishedSince list a row that has a region in
+	// the unpublished index until its event is published (MarkPublished).
+	UnpublishedShard string `dynamodbav:"unpublished_shard,omitempty"`
+	UnpublishedSince int64  `dynamodbav:"unpublished_since,omitempty"` // epoch milliseconds
 }
 
 // amount decodes a number, or the decimal string rows written before the
@@ -86,14 +91,19 @@ func Key(id string) string { return tabledef.LedgerPrefix + id }
 
 // Write implements charge.Ledger with one PutItem conditioned on the row's
 // absence; an existing row comes back in the same call
-// (ReturnValuesOnConditionCheckFailure ALL_OLD).
+// (ReturnValuesOnConditionCheckFailure ALL_OLD). A row with a region is
+// listed as unpublished in the same write.
 func (l *Ledger) Write(ctx context.Context, c charge.Charge) (charge.Charge, error) {
-	av, err := attributevalue.MarshalMap(row{
+	r := row{
 		PK: Key(c.ID), Type: rowType, ID: c.ID, Account: c.Account, IdempotencyKey: c.IdempotencyKey, Source: c.Source, Status: c.Status,
 		Amount: amount(c.Amount), Currency: c.Currency, OrderID: c.OrderID, Description: c.Description,
 		DeclineCode: c.DeclineCode, AuthorizationID: c.AuthorizationID,
-		CreatedAt: c.CreatedAt.UTC().Format(time.RFC3339Nano),
-	})
+		CreatedAt: c.CreatedAt.UTC().Format(time.RFC3339Nano), Region: c.Region,
+	}
+	if c.Region != "" {
+		r.UnpublishedShard, r.UnpublishedSince = shardOf(c.ID), c.CreatedAt.UnixMilli()
+	}
+	av, err := attributevalue.MarshalMap(r)
 	if err != nil {
 		return charge.Charge{}, fmt.Errorf("encode charge: %w", err)
 	}
@@ -158,6 +168,6 @@ func decode(id string, item map[string]types.AttributeValue) (charge.Charge, err
 	return charge.Charge{
 		ID: r.ID, Account: r.Account, IdempotencyKey: r.IdempotencyKey, Source: r.Source, Status: r.Status, Amount: int64(r.Amount), Currency: r.Currency,
 		OrderID: r.OrderID, Description: r.Description, DeclineCode: r.DeclineCode,
-		AuthorizationID: r.AuthorizationID, CreatedAt: created,
+		AuthorizationID: r.AuthorizationID, CreatedAt: created, Region: r.Region,
 	}, nil
 }

@@ -277,3 +277,12 @@ func TestLookupByKey(t *testing.T) {
 		t.Errorf("writes %v: a lookup wrote", n)
 	}
 }
+
+func TestPublicationConformance(t *testing.T) {
+	t.Parallel()
+	chargetest.RunPublicationConformance(t, func(t *testing.T) (charge.Ledger, charge.Publication) {
+		client := dynamotest.Client(t)
+		table := dynamotest.NewTableFor(t, client, false)
+		return dynamoledger.New(client, table), dynamoledger.NewPublication(client, table)
+	})
+}

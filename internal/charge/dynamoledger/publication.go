@@ -1,0 +1,165 @@
+package dynamoledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/idempotent-payments/idempay/internal/charge"
+	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
+	"github.com/idempotent-payments/idempay/internal/tabledef"
+)
+
+// In the multi-region mode a row's event is published once, by the region
+// that wrote it, and the ledger keeps the books of that: a row with a
+// region is listed in the unpublished index (tabledef.UnpublishedIndex)
+// until MarkPublished, and each region's heartbeat says whether it still
+// runs. A region that finds another's rows unpublished and its heartbeat
+// stale publishes them itself (package publish).
+
+// PublicationAPI is the part of the DynamoDB client the publication's
+// books take beside API.
+type PublicationAPI interface {
+	API
+	UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	Query(context.Context, *dynamodb.QueryInput, ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+}
+
+// Publication is the publication's books on one table.
+type Publication struct {
+	api   PublicationAPI
+	table string
+}
+
+// NewPublication returns the books on table, the ledger's.
+func NewPublication(api PublicationAPI, table string) *Publication {
+	return &Publication{api: api, table: table}
+}
+
+// shardOf is the unpublished index's partition of charge id's row: the
+// in-flight index's sharding (idem.ShardOf), since each charge writes it
+// twice too (listed, then unlisted).
+func shardOf(id string) string { return fmt.Sprintf("%02d", idem.ShardOf(Key(id))) }
+
+// pageSize is how many index entries one query of the listing reads (a
+// variable for the test of the paging).
+var pageSize int32 = 100
+
+// MarkPublished unlists charge id's row: its event is published. One
+// UpdateItem, conditioned on the row's existence (charge.ErrNoCharge
+// without it); marking a row twice changes nothing. It may fail with
+// idem.ErrWriteConflict, without effect.
+func (p *Publication) MarkPublished(ctx context.Context, id string) error {
+	_, err := p.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:           aws.String(p.table),
+		Key:                 map[string]types.AttributeValue{tabledef.KeyAttribute: &types.AttributeValueMemberS{Value: Key(id)}},
+		UpdateExpression:    aws.String("REMOVE " + tabledef.UnpublishedShardAttribute + ", " + tabledef.UnpublishedSinceAttribute),
+		ConditionExpression: aws.String("attribute_exists(" + tabledef.KeyAttribute + ")"),
+	})
+	var missing *types.ConditionalCheckFailedException
+	if errors.As(err, &missing) {
+		return fmt.Errorf("mark %s published: %w", idem.Ref(id), charge.ErrNoCharge)
+	}
+	if err != nil {
+		return fmt.Errorf("mark %s published: %w", idem.Ref(id), dynamostore.WriteError(err))
+	}
+	return nil
+}
+
+// Unpublished lists the rows written before before that are still
+// unpublished, shard by shard, oldest first within a shard, reading pages
+// of the index as the caller goes on. An error ends the listing.
+func (p *Publication) Unpublished(ctx context.Context, before time.Time) iter.Seq2[charge.Unpublished, error] {
+	return func(yield func(charge.Unpublished, error) bool) {
+		for shard := range idem.Shards {
+			var start map[string]types.AttributeValue
+			for {
+				out, err := p.api.Query(ctx, &dynamodb.QueryInput{
+					TableName:              aws.String(p.table),
+					IndexName:              aws.String(tabledef.UnpublishedIndex),
+					KeyConditionExpression: aws.String(tabledef.UnpublishedShardAttribute + " = :shard AND " + tabledef.UnpublishedSinceAttribute + " < :before"),
+					ExpressionAttributeValues: map[string]types.AttributeValue{
+						":shard":  &types.AttributeValueMemberS{Value: fmt.Sprintf("%02d", shard)},
+						":before": &types.AttributeValueMemberN{Value: strconv.FormatInt(before.UnixMilli(), 10)},
+					},
+					Limit: aws.Int32(pageSize), ExclusiveStartKey: start,
+				})
+				if err != nil {
+					yield(charge.Unpublished{}, fmt.Errorf("list unpublished rows, shard %d: %w", shard, err))
+					return
+				}
+				for _, item := range out.Items {
+					u, err := unpublishedOf(item)
+					if !yield(u, err) || err != nil {
+						return
+					}
+				}
+				if start = out.LastEvaluatedKey; start == nil {
+					break
+				}
+			}
+		}
+	}
+}
+
+// unpublishedOf reads an entry of the unpublished index.
+func unpublishedOf(item map[string]types.AttributeValue) (charge.Unpublished, error) {
+	pk, _ := item[tabledef.KeyAttribute].(*types.AttributeValueMemberS)
+	region, _ := item[tabledef.RegionAttribute].(*types.AttributeValueMemberS)
+	since, _ := item[tabledef.UnpublishedSinceAttribute].(*types.AttributeValueMemberN)
+	if pk == nil || !strings.HasPrefix(pk.Value, tabledef.LedgerPrefix) || region == nil || since == nil {
+		return charge.Unpublished{}, fmt.Errorf("%w: an unpublished index entry without its key, region or time", charge.ErrUnreadableCharge)
+	}
+	ms, err := strconv.ParseInt(since.Value, 10, 64)
+	if err != nil {
+		return charge.Unpublished{}, fmt.Errorf("%w: %s: %w", charge.ErrUnreadableCharge, tabledef.UnpublishedSinceAttribute, err)
+	}
+	return charge.Unpublished{ID: strings.TrimPrefix(pk.Value, tabledef.LedgerPrefix), Region: region.Value, Since: time.UnixMilli(ms).UTC()}, nil
+}
+
+// heartbeatKey is the key of region's heartbeat item.
+func heartbeatKey(region string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{tabledef.KeyAttribute: &types.AttributeValueMemberS{Value: tabledef.HeartbeatPrefix + region}}
+}
+
+// Beat records that region runs at at: one PutItem of its heartbeat item.
+// It may fail with idem.ErrWriteConflict, without effect.
+func (p *Publication) Beat(ctx context.Context, region string, at time.Time) error {
+	item := heartbeatKey(region)
+	item[tabledef.RegionAttribute] = &types.AttributeValueMemberS{Value: region}
+	item[tabledef.BeatAttribute] = &types.AttributeValueMemberN{Value: strconv.FormatInt(at.UnixMilli(), 10)}
+	if _, err := p.api.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(p.table), Item: item}); err != nil {
+		return fmt.Errorf("heartbeat of %s: %w", region, dynamostore.WriteError(err))
+	}
+	return nil
+}
+
+// LastBeat is region's last heartbeat, read strongly consistently; the
+// zero time when it has none.
+func (p *Publication) LastBeat(ctx context.Context, region string) (time.Time, error) {
+	out, err := p.api.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(p.table), Key: heartbeatKey(region), ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		return time.Time{}, fmt.Errorf("heartbeat of %s: %w", region, err)
+	}
+	if out.Item == nil {
+		return time.Time{}, nil
+	}
+	at, _ := out.Item[tabledef.BeatAttribute].(*types.AttributeValueMemberN)
+	if at == nil {
+		return time.Time{}, fmt.Errorf("heartbeat of %s: no %s", region, tabledef.BeatAttribute)
+	}
+	ms, err := strconv.ParseInt(at.Value, 10, 64)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("heartbeat of %s: %w", region, err)
+	}
+	return time.UnixMilli(ms).UTC(), nil
+}
