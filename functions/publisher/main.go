@@ -1,7 +1,8 @@
 // Command publisher is the Lambda function on the table's stream: it
 // publishes the charge outcome events of the changes it is given (the
 // table is the outbox, package outbox) to the outcome topic, which each
-// producer's outcome queue subscribes to.
+// producer's outcome queue subscribes to. In the multi-region mode it
+// marks each ledger row published once its event is.
 package main
 
 import (
@@ -12,7 +13,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 
-	"github.com/idempotent-payments/idempay/internal/deploy"
+	"github.com/idempotent-payments/idempay/internal/charge/dynamoledger"
 	"github.com/idempotent-payments/idempay/internal/obs"
 	"github.com/idempotent-payments/idempay/internal/publish"
 	"github.com/idempotent-payments/idempay/internal/setup"
@@ -24,7 +25,7 @@ func main() { setup.Main(run) }
 // run builds the publisher from the environment and serves invocations; it
 // returns only when start-up fails.
 func run(logger *slog.Logger) error {
-	arn, err := setup.Require(os.Getenv, deploy.EnvOutcomeTopicARN)
+	cfg, err := setup.PublisherFromEnv(os.Getenv)
 	if err != nil {
 		return err
 	}
@@ -33,8 +34,11 @@ func run(logger *slog.Logger) error {
 		return err
 	}
 	h := &publish.Handler{
-		Topic: topic.New(sns.NewFromConfig(awsCfg), arn), Logger: logger,
-		Metrics: obs.NewMetrics(os.Stdout, obs.FunctionPublisher, setup.EnvironmentOf(os.Getenv)),
+		Topic: topic.New(sns.NewFromConfig(awsCfg), cfg.TopicARN), Logger: logger,
+		Metrics: obs.NewMetrics(os.Stdout, obs.FunctionPublisher, cfg.Environment),
+	}
+	if cfg.TableName != "" {
+		h.Books = dynamoledger.NewPublication(setup.DynamoDB(awsCfg, cfg.SkipResponseCRC32), cfg.TableName)
 	}
 	lambda.Start(h.Handle)
 	return nil

@@ -2,44 +2,66 @@ package main
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idempotent-payments/idempay/internal/obs"
+	"github.com/idempotent-payments/idempay/internal/publish"
 	"github.com/idempotent-payments/idempay/internal/sweep"
 )
 
 // Handler runs one sweep per scheduled event and logs its report, which the
-// stale-records alarm reads.
+// stale-records alarm reads; in the multi-region mode it then beats the
+// region's heartbeat and takes over the events of regions that stopped.
 type Handler struct {
 	Sweeper *sweep.Sweeper
-	Logger  *slog.Logger
+	// TakeOver is nil in one region.
+	TakeOver *publish.TakeOver
+	Logger   *slog.Logger
 	// Metrics gets the run's counts as EMF (StaleFlagged, StaleFailing,
-	// OldestStaleSeconds, HeldRecords, OldestHeldSeconds): the stale- and
-	// held-records alarms read them. Nil skips it.
+	// OldestStaleSeconds, HeldRecords, OldestHeldSeconds, and in the
+	// multi-region mode EventsTakenOver and RegionsStopped): the stale-
+	// and held-records alarms read them. Nil skips it.
 	Metrics *obs.Metrics
 }
 
-// Handle runs one sweep. An error (a shard it could not read or flag) fails
-// the invocation so the sweeper-errors alarm sees it; the next run retries.
-func (h *Handler) Handle(ctx context.Context, _ events.EventBridgeEvent) (sweep.Report, error) {
+// Report is what one run did: the sweep's report, and the take-over's in
+// the multi-region mode.
+type Report struct {
+	sweep.Report
+	TakeOver *publish.TakeOverReport `json:"take_over,omitempty"`
+}
+
+// Handle runs one sweep, then the take-over. An error (a shard it could
+// not read or flag, a row it could not take over) fails the invocation so
+// the sweeper-errors alarm sees it; the next run retries.
+func (h *Handler) Handle(ctx context.Context, _ events.EventBridgeEvent) (Report, error) {
 	r, err := h.Sweeper.Run(ctx)
 	h.Logger.InfoContext(ctx, "sweep", "flagged", r.Flagged, "backed_off", r.BackedOff, "failing", r.Failing,
 		"oldest_stale_seconds", int(r.OldestStale.Seconds()), "held", r.Held, "oldest_held_seconds", int(r.OldestHeld.Seconds()),
 		"complete", r.Complete, "error", err)
+	values := map[string]float64{
+		obs.MetricStaleFlagged: float64(r.Flagged), obs.MetricStaleFailing: float64(r.Failing), obs.MetricOldestStaleSeconds: r.OldestStale.Seconds(),
+	}
+	if r.HeldCounted { // a run that could not count them says nothing of them
+		values[obs.MetricHeldRecords], values[obs.MetricOldestHeldSeconds] = float64(r.Held), r.OldestHeld.Seconds()
+	}
+	report := Report{Report: r}
+	if h.TakeOver != nil {
+		t, terr := h.TakeOver.Run(ctx)
+		h.Logger.InfoContext(ctx, "take-over", "taken_over", t.TakenOver, "waiting", t.Waiting, "own", t.Own, "stopped", t.Stopped,
+			"complete", t.Complete, "error", terr)
+		values[obs.MetricEventsTakenOver], values[obs.MetricRegionsStopped] = float64(t.TakenOver), float64(len(t.Stopped))
+		report.TakeOver, err = &t, errors.Join(err, terr)
+	}
 	if h.Metrics != nil {
 		outcome := obs.OutcomeSwept
 		if err != nil {
 			outcome = obs.OutcomeSweepFailed
 		}
-		values := map[string]float64{
-			obs.MetricStaleFlagged: float64(r.Flagged), obs.MetricStaleFailing: float64(r.Failing), obs.MetricOldestStaleSeconds: r.OldestStale.Seconds(),
-		}
-		if r.HeldCounted { // a run that could not count them says nothing of them
-			values[obs.MetricHeldRecords], values[obs.MetricOldestHeldSeconds] = float64(r.Held), r.OldestHeld.Seconds()
-		}
 		h.Metrics.Record(outcome, values)
 	}
-	return r, err
+	return report, err
 }

@@ -101,6 +101,12 @@ type Description struct {
 	// less than that leaves nothing behind; after a longer stop, one run
 	// with a wider window (PURGE_WINDOW) catches up.
 	PurgeWindow time.Duration
+	// StaleRegion is, in the multi-region mode, how old a region's last
+	// heartbeat (written by its sweeper every run) is when that region has
+	// stopped, and how long a ledger row waits before a region other than
+	// its writer publishes its event (publish.TakeOver): three sweeps, so
+	// one late or failed run is not a stop.
+	StaleRegion time.Duration
 	Protocol    Protocol
 	// Table is how the table is replicated; it decides TTL and which
 	// resources are global (TableMode.Scopes).
@@ -145,6 +151,7 @@ func Deployed() Description {
 		StreamBatchSize: 100,
 		SweepInterval:   time.Minute,
 		PurgeWindow:     3 * time.Hour,
+		StaleRegion:     3 * time.Minute,
 		Table:           SingleRegion,
 		Protocol: Protocol{
 			InTransitBound: 5 * time.Second, ClockSkew: time.Second, AcquirerTimeout: 3 * time.Second,

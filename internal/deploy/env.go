@@ -21,6 +21,9 @@ const (
 	EnvLogLevel        = "LOG_LEVEL"           // the log level outside Lambda's logging controls
 	EnvTableMode       = "TABLE_MODE"          // the table's mode (TableMode; SingleRegion when unset)
 	EnvPurgeWindow     = "PURGE_WINDOW"        // the sweeper's purge window, without TTL (Description.PurgeWindow)
+	EnvStaleRegion     = "STALE_REGION"        // when another region has stopped, in the multi-region mode (Description.StaleRegion)
+	EnvRegion          = "AWS_REGION"          // the region a function runs in: Lambda sets it
+	EnvLocalRegion     = "IDEMPAY_REGION"      // the region a local stack's functions call their own, where one emulator plays several (local only)
 
 	// "true" when the table is DynamoDB Local (the local stack sets it; the
 	// CDK app never does): see DynamoDB.
@@ -55,4 +58,4 @@ const (
 )
 
 // LocalOnly are the variables only local runs set; the CDK app never does.
-var LocalOnly = []string{EnvAcquirerAPIKey, EnvSkipResponseCRC32, EnvCPUProfile, EnvCPUProfileSeconds}
+var LocalOnly = []string{EnvAcquirerAPIKey, EnvLocalRegion, EnvSkipResponseCRC32, EnvCPUProfile, EnvCPUProfileSeconds}

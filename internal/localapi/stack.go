@@ -1,6 +1,7 @@
 package localapi
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -29,6 +30,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/route"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
 	"github.com/idempotent-payments/idempay/internal/setup"
+	"github.com/idempotent-payments/idempay/internal/streamfilter"
 	"github.com/idempotent-payments/idempay/internal/sweep"
 )
 
@@ -42,7 +44,9 @@ type StackConfig struct {
 	// Region names a region of a multi-region run: its queues and topic
 	// are its own (named after the table and the region), while the table,
 	// given by TableName, is shared with the other regions' stacks, as a
-	// strongly consistent global table is. Empty: the one region.
+	// strongly consistent global table is, and its functions call it their
+	// region (IDEMPAY_REGION). Empty: the one region (whose name, in the
+	// multi-region table mode, is the SDK's region).
 	Region string
 	// TableMode is the table's (TABLE_MODE): deploy.Local's when empty. A
 	// mode without TTL creates the table with its expiry index, and the
@@ -121,6 +125,10 @@ type Stack struct {
 	// event.ProducerHTTP, a merchant backend's.
 	OutcomeTopicARN string
 	OutcomeQueues   map[string]string
+	// RegionName is what the functions call their region in the
+	// multi-region table mode (empty in one region): cfg.Region, or the
+	// SDK's.
+	RegionName string
 	// Queues are the producers' charge-commands queues by producer name;
 	// QueueURL and QueueARN are the first producer's.
 	Queues             map[string]command.Source
@@ -137,6 +145,8 @@ type Stack struct {
 	// Protocol is what the functions claim records under (T, the skew and
 	// the acquirer's id), read from their environment as they read it.
 	Protocol idem.Protocol
+
+	outcomeARNs map[string]string // the outcome queues' ARNs, by subscriber
 
 	mu            sync.Mutex // guards servers and sandboxServer
 	servers       []*http.Server
@@ -195,6 +205,9 @@ func StartStack(ctx context.Context, cfg StackConfig) (_ *Stack, err error) {
 		return nil, fmt.Errorf("load AWS config: %w", err)
 	}
 	s := &Stack{TableName: cfg.TableName, DynamoDB: setup.DynamoDB(awsCfg, true)}
+	if cfg.TableMode == deploy.MultiRegionStrong {
+		s.RegionName = cmp.Or(cfg.Region, awsCfg.Region)
+	}
 	defer func() { // whatever started is stopped when the rest could not start
 		if err != nil {
 			s.Close()
@@ -344,6 +357,9 @@ func (s *Stack) functionsEnv(cfg StackConfig) ([]string, error) {
 	if cfg.AcquirerAPIKey != "" {
 		base = append(base, deploy.EnvAcquirerAPIKey+"="+cfg.AcquirerAPIKey)
 	}
+	if s.RegionName != "" {
+		base = append(base, deploy.EnvLocalRegion+"="+s.RegionName)
+	}
 	functions, err := setup.FromEnv(envOf(slices.Concat(base, cfg.Env)))
 	if err != nil {
 		return nil, fmt.Errorf("the functions' environment: %w", err)
@@ -355,7 +371,8 @@ func (s *Stack) functionsEnv(cfg StackConfig) ([]string, error) {
 // startTriggers starts what invokes the functions on its own, until Close:
 // unless cfg.NoEventSourceMapping, an event source mapping from each
 // producer's queue to the consumer and from the reconcile queue to the
-// reconciler; always, the table's stream (streamARN) to the publisher; and,
+// reconciler; always, the table's stream (streamARN) to the publisher,
+// filtered as the region's trigger is (streamfilter.For); and,
 // when cfg.SweepInterval is positive, the sweeper's schedule.
 func (s *Stack) startTriggers(cfg StackConfig, awsCfg aws.Config, producers []command.Source, streamARN string) {
 	triggers, stop := context.WithCancel(context.Background())
@@ -367,7 +384,8 @@ func (s *Stack) startTriggers(cfg StackConfig, awsCfg aws.Config, producers []co
 		s.triggers.Go(func() { eventSourceMapping(triggers, s.SQS, s.ReconcileURL, s.ReconcileARN, s.Reconciler) })
 	}
 	streams := dynamodbstreams.NewFromConfig(awsCfg)
-	s.triggers.Go(func() { streamMapping(triggers, streams, streamARN, s.Publisher) })
+	filters := streamfilter.For(s.RegionName)
+	s.triggers.Go(func() { streamMapping(triggers, streams, streamARN, filters, s.Publisher) })
 	if cfg.SweepInterval > 0 {
 		s.triggers.Go(func() { schedule(triggers, cfg.SweepInterval, s.Sweeper) })
 	}
@@ -470,7 +488,7 @@ func (s *Stack) createOutcomes(ctx context.Context, cfg StackConfig) error {
 		return fmt.Errorf("create topic %s: %w", names.Outcomes(), err)
 	}
 	s.OutcomeTopicARN = aws.ToString(t.TopicArn)
-	s.OutcomeQueues = map[string]string{}
+	s.OutcomeQueues, s.outcomeARNs = map[string]string{}, map[string]string{}
 	var producers []string
 	for _, p := range cfg.Producers {
 		producers = append(producers, p.Name)
@@ -480,13 +498,29 @@ func (s *Stack) createOutcomes(ctx context.Context, cfg StackConfig) error {
 		if err != nil {
 			return err
 		}
+		s.OutcomeQueues[p], s.outcomeARNs[p] = url, arn
+	}
+	return s.subscribe(ctx, s.OutcomeTopicARN)
+}
+
+// SubscribeTo subscribes the stack's outcome queues to the outcome topic
+// of other, a stack of another region, as the multi-region mode deploys
+// them: each region publishes a row's event once, to its own topic, and
+// every region's queue of its subscriber receives it.
+func (s *Stack) SubscribeTo(ctx context.Context, other *Stack) error {
+	return s.subscribe(ctx, other.OutcomeTopicARN)
+}
+
+// subscribe subscribes each outcome queue to topicARN with its
+// subscriber's filter policy (event.FilterPolicy) and raw delivery.
+func (s *Stack) subscribe(ctx context.Context, topicARN string) error {
+	for p, arn := range s.outcomeARNs {
 		if _, err := s.SNS.Subscribe(ctx, &sns.SubscribeInput{
-			TopicArn: t.TopicArn, Protocol: aws.String("sqs"), Endpoint: aws.String(arn), ReturnSubscriptionArn: true,
+			TopicArn: aws.String(topicARN), Protocol: aws.String("sqs"), Endpoint: aws.String(arn), ReturnSubscriptionArn: true,
 			Attributes: map[string]string{"FilterPolicy": event.FilterPolicy(p), "RawMessageDelivery": "true"},
 		}); err != nil {
-			return fmt.Errorf("subscribe %s: %w", names.Outcome(p), err)
+			return fmt.Errorf("subscribe %s to %s: %w", arn, topicARN, err)
 		}
-		s.OutcomeQueues[p] = url
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/idempotent-payments/idempay/internal/deploy"
 	"github.com/idempotent-payments/idempay/internal/publish"
+	"github.com/idempotent-payments/idempay/internal/streamfilter"
 )
 
 // createQueue makes the queue name; with a DLQ ARN, with the redrive
@@ -139,8 +140,9 @@ func sleep(ctx context.Context, d time.Duration) {
 // from the failed record after a pause.
 // An iterator DynamoDB Local refuses (it trims and expires them) is taken
 // again after the last record delivered. As the deployed mapping, it
-// delivers only the records that match the filters (streamfilter.Filters).
-func streamMapping(ctx context.Context, client *dynamodbstreams.Client, streamARN string, target Invoker) {
+// delivers only the records that match filters (the region's
+// streamfilter.Set).
+func streamMapping(ctx context.Context, client *dynamodbstreams.Client, streamARN string, filters streamfilter.Set, target Invoker) {
 	type shard struct {
 		iterator *string
 		last     string // the sequence number of the last record delivered
@@ -192,7 +194,7 @@ func streamMapping(ctx context.Context, client *dynamodbstreams.Client, streamAR
 			}
 			idle = false
 			batch := sh.pending
-			sh.pending = deliverStream(ctx, batch, streamARN, target)
+			sh.pending = deliverStream(ctx, batch, streamARN, filters, target)
 			if delivered := len(batch) - len(sh.pending); delivered > 0 {
 				sh.last = aws.ToString(batch[delivered-1].Dynamodb.SequenceNumber)
 			}
@@ -204,11 +206,11 @@ func streamMapping(ctx context.Context, client *dynamodbstreams.Client, streamAR
 }
 
 // deliverStream invokes target with the records that pass the stream
-// trigger's filters (streamfilter.Filters, as deployed) and returns those to
-// deliver again: from the reported failure on, or all after a failed
-// invocation (each after a pause).
-func deliverStream(ctx context.Context, records []streamtypes.Record, streamARN string, target Invoker) []streamtypes.Record {
-	ev := events.DynamoDBEvent{Records: publish.Deliverable(records, streamARN)}
+// trigger's filters (as deployed) and returns those to deliver again: from
+// the reported failure on, or all after a failed invocation (each after a
+// pause).
+func deliverStream(ctx context.Context, records []streamtypes.Record, streamARN string, filters streamfilter.Set, target Invoker) []streamtypes.Record {
+	ev := events.DynamoDBEvent{Records: publish.Deliverable(records, streamARN, filters)}
 	if len(ev.Records) == 0 {
 		return nil
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/charge/dynamoledger"
 	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/idem"
@@ -40,6 +41,11 @@ type Handler struct {
 	Logger *slog.Logger
 	// Metrics gets one EMF line per invocation; nil skips it.
 	Metrics *obs.Metrics
+	// Books, in the multi-region mode, records each ledger row published
+	// once its event is (Row), so no other region takes it over; a row
+	// whose mark fails is reported as the batch's failure, as a failed
+	// publish is. Nil in one region, where nothing takes over.
+	Books charge.Publication
 }
 
 // Handle publishes ev's records' events.
@@ -54,14 +60,15 @@ func (h *Handler) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.D
 				"a stream record does not decode; skipped: republish its charge from the ledger", "error", err)
 			continue
 		}
-		evs, err := outbox.Events(change)
-		if err == nil {
-			for _, e := range evs {
-				if err = h.Topic.Publish(ctx, e); err != nil {
-					break
-				}
+		if change.InsertedRow != nil {
+			err = Row(ctx, h.Topic, h.Books, *change.InsertedRow)
+			if err == nil {
 				published++
 			}
+		} else {
+			var n int
+			n, err = publishChange(ctx, h.Topic, change)
+			published += n
 		}
 		if err != nil {
 			h.Logger.WarnContext(obs.WithAttrs(ctx, slog.String("record", refOf(r)), slog.String("messageId", r.Change.SequenceNumber)),
@@ -78,6 +85,36 @@ func (h *Handler) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.D
 		h.Metrics.Record(outcome, map[string]float64{obs.MetricEventsPublished: float64(published), obs.MetricStreamUndecodable: float64(undecodable)})
 	}
 	return resp, nil
+}
+
+// Row publishes the event of the ledger row c (outbox.RowEvent) and then,
+// with books (the multi-region mode), marks the row published, retrying a
+// conflict with another region's write (idem.RetryConflicts). An error
+// leaves the row unpublished in the books; publishing it again is the
+// same event.
+func Row(ctx context.Context, topic Topic, books charge.Publication, c charge.Charge) error {
+	if _, err := publishChange(ctx, topic, outbox.Change{InsertedRow: &c}); err != nil {
+		return err
+	}
+	if books == nil {
+		return nil
+	}
+	return idem.RetryConflicts(ctx, func() error { return books.MarkPublished(ctx, c.ID) })
+}
+
+// publishChange publishes the events of c (outbox.Events), in order, and
+// returns how many it published.
+func publishChange(ctx context.Context, topic Topic, c outbox.Change) (int, error) {
+	evs, err := outbox.Events(c)
+	if err != nil {
+		return 0, err
+	}
+	for i, e := range evs {
+		if err := topic.Publish(ctx, e); err != nil {
+			return i, err
+		}
+	}
+	return len(evs), nil
 }
 
 // changeOf decodes a stream record: an idempotency record before and

@@ -12,17 +12,17 @@ import (
 	"github.com/idempotent-payments/idempay/internal/streamfilter"
 )
 
-// Deliverable is what the stream trigger delivers of records, read from
-// the stream streamARN: each as Lambda gives it to a function
-// (StreamRecord), and only those that match the trigger's filters
-// (streamfilter.Filters, with streamfilter.Match). A record Match cannot judge is
-// delivered, for the publisher to judge.
-func Deliverable(records []streamtypes.Record, streamARN string) []events.DynamoDBEventRecord {
+// Deliverable is what a stream trigger with filters delivers of records,
+// read from the stream streamARN: each as Lambda gives it to a function
+// (StreamRecord), and only those that match filters (a
+// streamfilter.Set). A record Match cannot judge is delivered, for the
+// publisher to judge.
+func Deliverable(records []streamtypes.Record, streamARN string, filters streamfilter.Set) []events.DynamoDBEventRecord {
 	var out []events.DynamoDBEventRecord
 	for _, r := range records {
 		rec := StreamRecord(r, streamARN)
 		b, _ := json.Marshal(rec)
-		if ok, err := streamfilter.Match(b); err != nil || ok {
+		if ok, err := filters.Match(b); err != nil || ok {
 			out = append(out, rec)
 		}
 	}

@@ -54,6 +54,10 @@ type Config struct {
 	Environment     string        // ENVIRONMENT: the metrics' Environment dimension, default "local"
 	// DYNAMODB_SKIP_RESPONSE_CRC32: the table is DynamoDB Local (DynamoDB)
 	SkipResponseCRC32 bool
+	// Region is the function's region in the multi-region mode
+	// (RegionOf), written on the ledger rows it writes; empty in one
+	// region (TABLE_MODE).
+	Region string
 }
 
 // FromEnv reads Config with getenv (os.Getenv in production). Every bad
@@ -110,7 +114,30 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	if c.SkipResponseCRC32, err = boolean(getenv, deploy.EnvSkipResponseCRC32); err != nil {
 		return Config{}, err
 	}
+	if c.Region, err = multiRegionOf(getenv); err != nil {
+		return Config{}, err
+	}
 	return c, nil
+}
+
+// RegionOf is the region a function calls its own: IDEMPAY_REGION where a
+// local stack plays one of several regions, else AWS_REGION, which Lambda
+// sets; an error when neither is set.
+func RegionOf(getenv func(string) string) (string, error) {
+	if r := cmp.Or(getenv(deploy.EnvLocalRegion), getenv(deploy.EnvRegion)); r != "" {
+		return r, nil
+	}
+	return "", fmt.Errorf("%s is required", deploy.EnvRegion)
+}
+
+// multiRegionOf is the function's region (RegionOf) when TABLE_MODE is the
+// multi-region mode, and empty in one region.
+func multiRegionOf(getenv func(string) string) (string, error) {
+	mode, err := TableModeOf(getenv)
+	if err != nil || mode != deploy.MultiRegionStrong {
+		return "", err
+	}
+	return RegionOf(getenv)
 }
 
 // AWS loads the SDK's default configuration: credentials and region from
@@ -224,7 +251,7 @@ func chargeService(ctx context.Context, awsCfg aws.Config, c Config, guard *idem
 		return nil, err
 	}
 	return charge.NewService(guard, dynamoledger.New(ddb, c.TableName), acq, httpapi.Render, charge.Config{
-		AcquirerTimeout: c.AcquirerTimeout, MaxAmount: c.MaxAmount, Logger: logger, Tracer: tracer, Now: now,
+		AcquirerTimeout: c.AcquirerTimeout, MaxAmount: c.MaxAmount, Logger: logger, Tracer: tracer, Now: now, Region: c.Region,
 	}), nil
 }
 
@@ -290,6 +317,13 @@ type SweeperConfig struct {
 	// TABLE_MODE names a mode without TTL, and zero (no purge) when the
 	// table deletes by TTL.
 	PurgeWindow time.Duration
+	// In the multi-region mode (TABLE_MODE), the sweeper beats its region's
+	// heartbeat and takes over the events of regions that stopped
+	// (publish.TakeOver): Region (RegionOf), the outcome topic
+	// (OUTCOME_TOPIC_ARN, required) and StaleRegion (STALE_REGION,
+	// deploy's StaleRegion). All empty in one region.
+	Region, TopicARN string
+	StaleRegion      time.Duration
 }
 
 // SweeperFromEnv reads SweeperConfig with getenv.
@@ -320,6 +354,18 @@ func SweeperFromEnv(getenv func(string) string) (SweeperConfig, error) {
 		if c.PurgeWindow, err = duration(getenv, deploy.EnvPurgeWindow, deploy.Deployed().PurgeWindow); err != nil {
 			return SweeperConfig{}, err
 		}
+	}
+	if mode != deploy.MultiRegionStrong {
+		return c, nil
+	}
+	if c.Region, err = RegionOf(getenv); err != nil {
+		return SweeperConfig{}, err
+	}
+	if c.TopicARN, err = Require(getenv, deploy.EnvOutcomeTopicARN); err != nil {
+		return SweeperConfig{}, err
+	}
+	if c.StaleRegion, err = duration(getenv, deploy.EnvStaleRegion, deploy.Deployed().StaleRegion); err != nil {
+		return SweeperConfig{}, err
 	}
 	return c, nil
 }
@@ -379,4 +425,36 @@ func Main(run func(logger *slog.Logger) error) {
 		logger.Error("start-up", "error", err)
 		os.Exit(1)
 	}
+}
+
+// PublisherConfig is the publisher's environment.
+type PublisherConfig struct {
+	TopicARN    string // OUTCOME_TOPIC_ARN (required)
+	Environment string // ENVIRONMENT, the metrics' dimension ("local")
+	// TableName (TABLE_NAME), in the multi-region mode (TABLE_MODE), is
+	// the table whose rows it marks published (publish.Handler.Books);
+	// empty in one region.
+	TableName string
+	// DYNAMODB_SKIP_RESPONSE_CRC32, as the charge functions'
+	SkipResponseCRC32 bool
+}
+
+// PublisherFromEnv reads PublisherConfig with getenv.
+func PublisherFromEnv(getenv func(string) string) (PublisherConfig, error) {
+	c := PublisherConfig{Environment: EnvironmentOf(getenv)}
+	var err error
+	if c.TopicARN, err = Require(getenv, deploy.EnvOutcomeTopicARN); err != nil {
+		return PublisherConfig{}, err
+	}
+	mode, err := TableModeOf(getenv)
+	if err != nil || mode != deploy.MultiRegionStrong {
+		return c, err
+	}
+	if c.TableName, err = Require(getenv, deploy.EnvTableName); err != nil {
+		return PublisherConfig{}, err
+	}
+	if c.SkipResponseCRC32, err = boolean(getenv, deploy.EnvSkipResponseCRC32); err != nil {
+		return PublisherConfig{}, err
+	}
+	return c, nil
 }

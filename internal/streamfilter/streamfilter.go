@@ -14,43 +14,72 @@ import (
 	"github.com/idempotent-payments/idempay/internal/tabledef"
 )
 
-// Filters are the stream trigger's filter criteria, Lambda's event
-// filtering patterns over a stream record: the changes that may make an
-// event (outbox.Events), and no other, so the publisher is not invoked for the
-// claims, completions and take-overs that make none. A record that
-// matches any pattern is delivered. The CDK app deploys them, and the
-// local stack's stream reader applies them with Match, so both deliver the
-// same records.
-var Filters = []string{
-	// a ledger row inserted
-	fmt.Sprintf(`{"eventName":["INSERT"],"dynamodb":{"Keys":{%q:{"S":[{"prefix":%q}]}}}}`, tabledef.KeyAttribute, tabledef.LedgerPrefix),
-	// a record that becomes held
-	fmt.Sprintf(`{"eventName":["INSERT","MODIFY"],"dynamodb":{"Keys":{%q:{"S":[{"prefix":%q}]}},`+
-		`"NewImage":{"hold":{"M":{"reason":{"S":[{"exists":true}]}}}},"OldImage":{"hold":{"M":{"reason":{"S":[{"exists":false}]}}}}}}`, tabledef.KeyAttribute, idem.RecordPrefix),
-	// a held record deleted
-	fmt.Sprintf(`{"eventName":["REMOVE"],"dynamodb":{"Keys":{%q:{"S":[{"prefix":%q}]}},"OldImage":{"hold":{"M":{"reason":{"S":[{"exists":true}]}}}}}}`, tabledef.KeyAttribute, idem.RecordPrefix),
+// Set is the stream trigger's filter criteria of one region's publisher,
+// Lambda's event filtering patterns over a stream record: the changes
+// that may make an event (outbox.Events), and no other, so the publisher
+// is not invoked for the claims, completions and take-overs that make
+// none. A record that matches any pattern is delivered. The CDK app
+// deploys them, and the local stack's stream reader applies them with
+// Match, so both deliver the same records.
+type Set struct {
+	patterns []string
+	parsed   []map[string]any
 }
 
+// For is the set of region's publisher. In one region (region empty) it
+// passes every ledger row inserted; in the multi-region mode only the rows
+// region wrote (their region attribute), since each row's event is
+// published once, by the region that wrote it, and another region takes
+// over only from the unpublished index. Holds and releases pass in every
+// region.
+func For(region string) Set {
+	row := fmt.Sprintf(`{"eventName":["INSERT"],"dynamodb":{"Keys":{%q:{"S":[{"prefix":%q}]}}}}`, tabledef.KeyAttribute, tabledef.LedgerPrefix)
+	if region != "" {
+		row = fmt.Sprintf(`{"eventName":["INSERT"],"dynamodb":{"Keys":{%q:{"S":[{"prefix":%q}]}},"NewImage":{%q:{"S":[%q]}}}}`,
+			tabledef.KeyAttribute, tabledef.LedgerPrefix, tabledef.RegionAttribute, region)
+	}
+	patterns := []string{
+		// a ledger row inserted
+		row,
+		// a record that becomes held
+		fmt.Sprintf(`{"eventName":["INSERT","MODIFY"],"dynamodb":{"Keys":{%q:{"S":[{"prefix":%q}]}},`+
+			`"NewImage":{"hold":{"M":{"reason":{"S":[{"exists":true}]}}}},"OldImage":{"hold":{"M":{"reason":{"S":[{"exists":false}]}}}}}}`, tabledef.KeyAttribute, idem.RecordPrefix),
+		// a held record deleted
+		fmt.Sprintf(`{"eventName":["REMOVE"],"dynamodb":{"Keys":{%q:{"S":[{"prefix":%q}]}},"OldImage":{"hold":{"M":{"reason":{"S":[{"exists":true}]}}}}}}`, tabledef.KeyAttribute, idem.RecordPrefix),
+	}
+	s := Set{patterns: patterns, parsed: make([]map[string]any, len(patterns))}
+	for i, p := range patterns {
+		if err := json.Unmarshal([]byte(p), &s.parsed[i]); err != nil {
+			panic(fmt.Sprintf("filter %s: %v", p, err)) // the package's own patterns: a bug
+		}
+	}
+	return s
+}
+
+// Patterns are the set's patterns, as the trigger's filter criteria take
+// them.
+func (s Set) Patterns() []string { return s.patterns }
+
 // Match reports whether record, a stream record as JSON (Lambda's
-// DynamoDBEventRecord), matches any of Filters. It implements the part of
-// Lambda's filter syntax that Filters use: a list of exact strings,
-// {"prefix": s} and {"exists": b} at a leaf, objects matched member by
-// member; an error for anything else, so a pattern that outgrows it fails
-// its test rather than filtering otherwise than Lambda.
+// DynamoDBEventRecord), matches any of the set's patterns. It implements
+// the part of Lambda's filter syntax that the patterns use: a list of
+// exact strings, {"prefix": s} and {"exists": b} at a leaf, objects
+// matched member by member; an error for anything else, so a pattern that
+// outgrows it fails its test rather than filtering otherwise than Lambda.
 //
 // The record is DynamoDB Streams' own (through Lambda's event source
 // mapping, or the local stack's reader of the same API), not a client's
 // bytes, so it is read with encoding/json rather than the strict decoder
 // of the door.
-func Match(record []byte) (bool, error) {
+func (s Set) Match(record []byte) (bool, error) {
 	var doc any
 	if err := json.Unmarshal(record, &doc); err != nil {
 		return false, fmt.Errorf("stream record: %w", err)
 	}
-	for i, pattern := range patterns {
+	for i, pattern := range s.parsed {
 		ok, err := matchObject(pattern, doc)
 		if err != nil {
-			return false, fmt.Errorf("filter %s: %w", Filters[i], err)
+			return false, fmt.Errorf("filter %s: %w", s.patterns[i], err)
 		}
 		if ok {
 			return true, nil
@@ -58,18 +87,6 @@ func Match(record []byte) (bool, error) {
 	}
 	return false, nil
 }
-
-// patterns are Filters, parsed once: this package's own constants, so one
-// that does not parse is a bug found at start-up.
-var patterns = func() []map[string]any {
-	out := make([]map[string]any, len(Filters))
-	for i, f := range Filters {
-		if err := json.Unmarshal([]byte(f), &out[i]); err != nil {
-			panic(fmt.Sprintf("filter %s: %v", f, err))
-		}
-	}
-	return out
-}()
 
 func matchObject(pattern map[string]any, doc any) (bool, error) {
 	obj, _ := doc.(map[string]any)

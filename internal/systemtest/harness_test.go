@@ -150,7 +150,8 @@ func newStack(t *testing.T, env ...string) *localapi.Stack {
 }
 
 // newStackWith starts a stack from cfg; the harness fills in the binaries,
-// a fresh table, loopback ports and, unless set, the timeouts.
+// a fresh table unless cfg names one, loopback ports and, unless set, the
+// timeouts.
 func newStackWith(t *testing.T, cfg localapi.StackConfig) *localapi.Stack {
 	t.Helper()
 	dynamotest.RequireEmulator(t)
@@ -162,7 +163,9 @@ func newStackWith(t *testing.T, cfg localapi.StackConfig) *localapi.Stack {
 	if cfg.Output == nil { // a test that reads its stack's logs gives a file of its own
 		cfg.Output = functionLogs
 	}
-	cfg.TableName = fmt.Sprintf("charges-%d-%d", time.Now().UnixNano(), tableNo.Add(1))
+	if cfg.TableName == "" {
+		cfg.TableName = fmt.Sprintf("charges-%d-%d", time.Now().UnixNano(), tableNo.Add(1))
+	}
 	cfg.GatewayAddr, cfg.SandboxAddr = "127.0.0.1:0", "127.0.0.1:0"
 	if cfg.Instances == 0 {
 		cfg.Instances = 2

@@ -15,13 +15,16 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/charge/chargetest"
 	"github.com/idempotent-payments/idempay/internal/charge/dynamoledger"
 	"github.com/idempotent-payments/idempay/internal/command"
+	"github.com/idempotent-payments/idempay/internal/deploy"
 	"github.com/idempotent-payments/idempay/internal/event"
+	"github.com/idempotent-payments/idempay/internal/event/eventtest"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore/dynamotest"
@@ -322,3 +325,120 @@ func (a answerLost) Authorize(ctx context.Context, key string, req acquirer.Requ
 
 // quiet takes the services' anomaly lines these tests cause on purpose.
 var quiet = slog.New(slog.DiscardHandler)
+
+// TestEventsPublishedOnceAcrossRegions: two regions on one table, each
+// stack's outcome queues subscribed to both regions' topics. In the normal
+// case each charge's event is published once, by the region that wrote
+// its row, and reaches both regions' queues once. Then one region's
+// publisher stops and the region writes rows it cannot publish, and then
+// the region stops whole: the other region's sweeper takes the rows over
+// only once that region's heartbeat is stale, and each event reaches the
+// region that stayed up, once.
+func TestEventsPublishedOnceAcrossRegions(t *testing.T) {
+	t.Parallel()
+	const staleAfter = 4 * time.Second
+	ctx := context.Background()
+	schema := eventtest.Schema(t)
+	table := fmt.Sprintf("regions-%d-%d", time.Now().UnixNano(), tableNo.Add(1))
+	env := []string{deploy.EnvStaleRegion + "=" + staleAfter.String()}
+	east := newStackWith(t, localapi.StackConfig{TableName: table, TableMode: deploy.MultiRegionStrong, Region: "east", Env: env})
+	west := newStackWith(t, localapi.StackConfig{TableName: table, TableMode: deploy.MultiRegionStrong, Region: "west", Env: env, AcquirerURL: east.SandboxURL})
+	for _, pair := range [][2]*localapi.Stack{{east, west}, {west, east}} {
+		if err := pair[0].SubscribeTo(ctx, pair[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	books := dynamoledger.NewPublication(east.DynamoDB, table)
+	unpublished := func() int {
+		n := 0
+		for _, err := range books.Unpublished(ctx, time.Now().Add(time.Hour)) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			n++
+		}
+		return n
+	}
+
+	// The normal case: three charges in each region.
+	for i, s := range []*localapi.Stack{east, east, east, west, west, west} {
+		expect(t, postCharge(t, s, "acct_r", fmt.Sprintf("once-across-regions-%d", i), visa), 201, "")
+	}
+	for _, s := range []*localapi.Stack{east, west} {
+		if got := deliveries(t, s, schema, 6); len(got) != 6 || !allOnce(got) {
+			t.Fatalf("%s's queue: %v; want each of the 6 events once", s.RegionName, got)
+		}
+		if _, err := s.Sweep(ctx); err != nil { // each region beats its heartbeat
+			t.Fatal(err)
+		}
+	}
+	if n := unpublished(); n != 0 {
+		t.Fatalf("%d rows are unpublished after every event was published", n)
+	}
+
+	// West's publisher stops, and west writes three rows.
+	west.Publisher.Close()
+	for i := range 3 {
+		expect(t, postCharge(t, west, "acct_r", fmt.Sprintf("once-across-regions-west-%d", i), visa), 201, "")
+	}
+	if _, err := west.Sweep(ctx); err != nil { // west still beats
+		t.Fatal(err)
+	}
+	time.Sleep(staleAfter + time.Second) // the rows have waited long enough
+	if _, err := west.Sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := east.Sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := unpublished(); n != 3 {
+		t.Fatalf("%d rows unpublished while west still beats; want its 3, waiting for it", n)
+	}
+	if got := deliveries(t, east, schema, 0); len(got) != 0 {
+		t.Fatalf("east took over while west beats: %v", got)
+	}
+
+	// West stops whole; once its heartbeat is stale, east takes over.
+	west.Close()
+	time.Sleep(staleAfter + time.Second)
+	if _, err := east.Sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := deliveries(t, east, schema, 3); len(got) != 3 || !allOnce(got) {
+		t.Fatalf("east's queue after the take-over: %v; want west's 3 events once each", got)
+	}
+	if n := unpublished(); n != 0 {
+		t.Fatalf("%d rows unpublished after the take-over", n)
+	}
+	if _, err := east.Sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := deliveries(t, east, schema, 0); len(got) != 0 {
+		t.Fatalf("a second sweep published again: %v", got)
+	}
+}
+
+// deliveries reads the http subscriber's outcome queue of s until it holds
+// want distinct events, then 2 s more, and counts the deliveries of each
+// charge's event.
+func deliveries(t *testing.T, s *localapi.Stack, schema *jsonschema.Schema, want int) map[string]int {
+	t.Helper()
+	got := map[string]int{}
+	for _, e := range receiveEvents(t, s, schema, event.ProducerHTTP, want, 20*time.Second) {
+		got[e.Charge.ID]++
+	}
+	for _, e := range receiveEvents(t, s, schema, event.ProducerHTTP, 1, 2*time.Second) {
+		got[e.Charge.ID]++
+	}
+	return got
+}
+
+// allOnce reports whether every count is 1.
+func allOnce(counts map[string]int) bool {
+	for _, n := range counts {
+		if n != 1 {
+			return false
+		}
+	}
+	return true
+}
