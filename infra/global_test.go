@@ -21,6 +21,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/deploy"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/route"
+	"github.com/idempotent-payments/idempay/internal/streamfilter"
 	"github.com/idempotent-payments/idempay/internal/tabledef"
 )
 
@@ -489,9 +490,11 @@ func TestGlobalLeastPrivilege(t *testing.T) {
 		prodPolicies[strings.TrimRight(id, "0123456789ABCDEF")] = policyActions(p)
 	}
 	for i, s := range synthGlobal(t) {
-		table, index, expiry := `{"Fn::GetAtt":["TableCD117FA1","Arn"]}`, `"/index/`+tabledef.InflightIndex+`"`, `"/index/`+tabledef.ExpiryIndex+`"`
+		table, index, expiry, unpublished := `{"Fn::GetAtt":["TableCD117FA1","Arn"]}`, `"/index/`+tabledef.InflightIndex+`"`, `"/index/`+tabledef.ExpiryIndex+`"`, `"/index/`+tabledef.UnpublishedIndex+`"`
 		want := maps.Clone(prodPolicies)
-		want["SweeperPolicy"] = slices.Sorted(slices.Values(append(slices.Clone(want["SweeperPolicy"]), "dynamodb:DeleteItem")))
+		want["SweeperPolicy"] = slices.Sorted(slices.Values(append(slices.Clone(want["SweeperPolicy"]),
+			"dynamodb:DeleteItem", "dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:UpdateItem", "sns:Publish")))
+		want["PublisherPolicy"] = slices.Sorted(slices.Values(append(slices.Clone(want["PublisherPolicy"]), "dynamodb:UpdateItem")))
 		if i > 0 {
 			table = `{"Fn::Sub":"arn:${AWS::Partition}:dynamodb:${AWS::Region}:${AWS::AccountId}:table/idempay-global"}`
 			want["ReplicaStreamLookupPolicy"] = []string{"dynamodb:DescribeTable", "logs:CreateLogStream", "logs:PutLogEvents"}
@@ -512,8 +515,9 @@ func TestGlobalLeastPrivilege(t *testing.T) {
 					!strings.Contains(asJSON(st["Action"]), "dynamodb:GetRecords") && !strings.Contains(res, table) {
 					t.Errorf("%s %s: %s on %s, want this region's replica %s", s.name, prefix, asJSON(st["Action"]), res, table)
 				}
-				if slices.Contains(list(st["Action"]), any("dynamodb:Query")) && (!strings.Contains(res, index) || !strings.Contains(res, expiry) || len(list(st["Resource"])) != 2) {
-					t.Errorf("%s %s: Query on %s, want the in-flight and expiry indexes", s.name, prefix, res)
+				if slices.Contains(list(st["Action"]), any("dynamodb:Query")) && (!strings.Contains(res, index) || !strings.Contains(res, expiry) ||
+					!strings.Contains(res, unpublished) || len(list(st["Resource"])) != 3) {
+					t.Errorf("%s %s: Query on %s, want the in-flight, expiry and unpublished indexes", s.name, prefix, res)
 				}
 				if slices.Contains(list(st["Action"]), any("dynamodb:DeleteItem")) && prefix == "SweeperPolicy" &&
 					asJSON(st["Condition"]) != `{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["`+idem.RecordPrefix+`*"]}}` {
@@ -629,4 +633,117 @@ func TestGlobalSweeperPurges(t *testing.T) {
 			t.Errorf("prod's %s: %s", id, vars)
 		}
 	}
+}
+
+// TestGlobalEventsOnce: each region's publisher is given its own region's
+// ledger rows (streamfilter.For) and may mark them; its sweeper beats its
+// own region's heartbeat only, reads the heartbeats and rows, marks rows
+// and publishes to its own topic, with the stale age of the description;
+// the charging functions know the mode, so their rows carry the region;
+// and every region's outcome queue of every subscriber is subscribed to
+// every region's topic exactly once across the stacks, in the topic's
+// region, with the subscriber's filter, its queue's policy admitting the
+// other regions' topics.
+func TestGlobalEventsOnce(t *testing.T) {
+	stacks := synthGlobal(t)
+	cfg, err := ConfigFor("global", globalInputs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	subscribers := subscribersOf(cfg)
+	type route struct{ topic, queue, subscriber string }
+	routes := map[route]int{}
+	for _, s := range stacks {
+		tmpl := s.template
+		m := props(byPrefix(t, resources(tmpl, "AWS::Lambda::EventSourceMapping"), "PublisherMapping"))
+		var patterns []string
+		for _, f := range m["FilterCriteria"].(map[string]any)["Filters"].([]any) {
+			patterns = append(patterns, f.(map[string]any)["Pattern"].(string))
+		}
+		if want := streamfilter.For(s.region).Patterns(); len(patterns) != len(want) || !sameJSON(t, patterns[0], want[0]) || !strings.Contains(patterns[0], s.region) {
+			t.Errorf("%s: the publisher's filters %v, want its region's %v", s.name, patterns, want)
+		}
+		fns := resources(tmpl, "AWS::Lambda::Function")
+		for _, fn := range []string{"Charge", "SqsConsumer", "Reconciler", "Publisher", "Sweeper"} {
+			if vars := props(byPrefix(t, fns, fn))["Environment"].(map[string]any)["Variables"].(map[string]any); vars[deploy.EnvTableMode] != string(deploy.MultiRegionStrong) {
+				t.Errorf("%s %s: %s=%v", s.name, fn, deploy.EnvTableMode, vars[deploy.EnvTableMode])
+			}
+		}
+		sweeper := props(byPrefix(t, fns, "Sweeper"))["Environment"].(map[string]any)["Variables"].(map[string]any)
+		if sweeper[deploy.EnvStaleRegion] != deployed.StaleRegion.String() || !strings.HasPrefix(asJSON(sweeper[deploy.EnvOutcomeTopicARN]), `{"Ref":"Outcomes`) {
+			t.Errorf("%s: the sweeper's environment %s", s.name, asJSON(sweeper))
+		}
+		policies := resources(tmpl, "AWS::IAM::Policy")
+		sweeperPolicy := asJSON(props(byPrefix(t, policies, "SweeperPolicy"))["PolicyDocument"])
+		for _, want := range []string{
+			`"Action":"dynamodb:PutItem","Condition":{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["` + tabledef.HeartbeatPrefix + s.region + `*"]}}`,
+			`"Action":"dynamodb:GetItem","Condition":{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["` + tabledef.HeartbeatPrefix + `*","` + tabledef.LedgerPrefix + `*"]}}`,
+			`"Action":"dynamodb:UpdateItem","Condition":{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["` + tabledef.LedgerPrefix + `*"]}}`,
+			`"Action":"sns:Publish","Effect":"Allow","Resource":{"Ref":"Outcomes`,
+		} {
+			if !strings.Contains(sweeperPolicy, want) {
+				t.Errorf("%s: the sweeper's policy lacks %s: %s", s.name, want, sweeperPolicy)
+			}
+		}
+		if p := asJSON(props(byPrefix(t, policies, "PublisherPolicy"))["PolicyDocument"]); !strings.Contains(p,
+			`"Action":"dynamodb:UpdateItem","Condition":{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["`+tabledef.LedgerPrefix+`*"]}}`) {
+			t.Errorf("%s: the publisher may not mark rows: %s", s.name, p)
+		}
+
+		for id, sub := range resources(tmpl, "AWS::SNS::Subscription") {
+			p := props(sub)
+			r := route{topic: s.region, queue: s.region}
+			if topic := asJSON(p["TopicArn"]); !strings.HasPrefix(topic, `{"Ref":"Outcomes`) && !strings.Contains(topic, "-outcomes") {
+				continue // the alarms' topic
+			} else if !strings.HasPrefix(topic, `{"Ref":"Outcomes`) {
+				r.topic = regionIn(topic)
+				if p["Region"] != r.topic {
+					t.Errorf("%s %s: a subscription to %s made in region %v", s.name, id, topic, p["Region"])
+				}
+			}
+			if endpoint := asJSON(p["Endpoint"]); !strings.HasPrefix(endpoint, `{"Fn::GetAtt":["Outcomes`) {
+				r.queue = regionIn(endpoint)
+			}
+			var policy map[string][]string
+			if err := json.Unmarshal([]byte(asJSON(p["FilterPolicy"])), &policy); err != nil || len(policy["producer"]) != 1 {
+				t.Errorf("%s %s: filter %s", s.name, id, asJSON(p["FilterPolicy"]))
+				continue
+			}
+			r.subscriber = policy["producer"][0]
+			if p["RawMessageDelivery"] != true || p["Protocol"] != "sqs" {
+				t.Errorf("%s %s: %s", s.name, id, asJSON(p))
+			}
+			routes[r]++
+		}
+		for _, q := range subscribers {
+			doc := asJSON(props(byPrefix(t, resources(tmpl, "AWS::SQS::QueuePolicy"), "Outcomes"+q+"Policy"))["PolicyDocument"])
+			for _, other := range stacks {
+				if other.region != s.region && !strings.Contains(doc, ":sns:"+other.region+":${AWS::AccountId}:"+other.name+"-outcomes") {
+					t.Errorf("%s: %s's queue policy does not admit %s's topic: %s", s.name, q, other.region, doc)
+				}
+			}
+		}
+	}
+	for _, topic := range stacks {
+		for _, queue := range stacks {
+			for _, q := range subscribers {
+				if n := routes[route{topic.region, queue.region, q}]; n != 1 {
+					t.Errorf("%s's topic to %s's queue of %s: %d subscriptions, want 1", topic.region, queue.region, q, n)
+				}
+			}
+		}
+	}
+	if len(routes) != len(stacks)*len(stacks)*len(subscribers) {
+		t.Errorf("subscriptions %v", routes)
+	}
+}
+
+// regionIn is the region of the ARN a Fn::Sub formats.
+func regionIn(arn string) string {
+	for _, part := range strings.Split(arn, ":") {
+		if awsRegion.MatchString(part) {
+			return part
+		}
+	}
+	return ""
 }

@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"maps"
+	"slices"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
@@ -72,13 +74,14 @@ var publisherMaxRecordAge = awscdk.Duration_Hours(jsii.Number(6))
 const streamRetentionHours = 24
 
 // publisherTrigger is the publisher's event source mapping on the stream
-// of the table in the stack's region (streamArn): filtered
-// (streamfilter.Filters), in order, from the stream's start, bisecting a
-// failing batch and retrying it without a retry limit until its records
-// are publisherMaxRecordAge old, then the batch's metadata to failures.
-func publisherTrigger(stack awscdk.Stack, streamArn *string, publisher function, failures awssqs.Queue) awslambda.EventSourceMapping {
+// of the table in the stack's region (streamArn): filtered as the region's
+// publisher is (streamfilter.For: in the multi-region mode its own rows),
+// in order, from the stream's start, bisecting a failing batch and
+// retrying it without a retry limit until its records are
+// publisherMaxRecordAge old, then the batch's metadata to failures.
+func publisherTrigger(stack awscdk.Stack, cfg Config, streamArn *string, publisher function, failures awssqs.Queue) awslambda.EventSourceMapping {
 	var filters []*map[string]interface{}
-	for _, f := range streamfilter.Filters {
+	for _, f := range publisherFilters(cfg).Patterns() {
 		var pattern map[string]interface{}
 		if err := json.Unmarshal([]byte(f), &pattern); err != nil {
 			panic(err) // the filters are the code's own: a bug
@@ -98,6 +101,15 @@ func publisherTrigger(stack awscdk.Stack, streamArn *string, publisher function,
 	})
 	m.Node().AddDependency(publisher.policy)
 	return m
+}
+
+// publisherFilters are the filters of cfg's publisher: its region's in the
+// multi-region mode, the one region's otherwise.
+func publisherFilters(cfg Config) streamfilter.Set {
+	if cfg.multiRegion() {
+		return streamfilter.For(cfg.Region)
+	}
+	return streamfilter.For("")
 }
 
 // streamActions are what the publisher's trigger reads the stream with.
@@ -126,4 +138,62 @@ func subscribersOf(cfg Config) []string {
 		producers = append(producers, p.Name)
 	}
 	return event.Subscribers(producers...)
+}
+
+// crossRegionOutcomes subscribes, in the multi-region mode, every region's
+// outcome queues to every other region's topic: each row's event is
+// published once, by one region, and reaches each subscriber's queue in
+// every region, so a producer reads its home region's queue and, after
+// failing over, the queue of the region it fails over to.
+//
+// A subscription is made once, by the later of its two regions' stacks
+// (cfg.Regions' order, the order they deploy in): that stack subscribes
+// its own queues to each earlier region's topic (the subscription lives in
+// the topic's region, CloudFormation's Region), and each earlier region's
+// queues to its own topic; both ends exist by then. Names are fixed
+// (deploy.Names of each region's stack), so no stack refers to another's
+// resources. Each queue's policy admits every other region's topic, those
+// deployed later included; what SNS cannot deliver goes to the
+// undelivered queue of the topic's region.
+func crossRegionOutcomes(stack awscdk.Stack, cfg Config, o outcomeTopic) {
+	own := slices.Index(cfg.Regions, cfg.Region)
+	for _, s := range slices.Sorted(maps.Keys(o.queues)) {
+		var others []*string
+		for _, r := range cfg.Regions {
+			if r != cfg.Region {
+				others = append(others, regionalArn("sns", r, regionNames(cfg, r).Outcomes()))
+			}
+		}
+		o.queues[s].AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid: jsii.String("OtherRegionsTopics"), Principals: &[]awsiam.IPrincipal{awsiam.NewServicePrincipal(jsii.String("sns.amazonaws.com"), nil)},
+			Actions: jsii.Strings("sqs:SendMessage"), Resources: &[]*string{o.queues[s].QueueArn()},
+			Conditions: &map[string]interface{}{"ArnEquals": map[string]interface{}{"aws:SourceArn": others}},
+		}))
+		var policy map[string]any
+		if err := json.Unmarshal([]byte(event.FilterPolicy(s)), &policy); err != nil {
+			panic(err) // the code's own policy: a bug
+		}
+		for _, r := range cfg.Regions[:own] {
+			theirs := regionNames(cfg, r)
+			awssns.NewCfnSubscription(stack, jsii.String("OutcomesTo-"+r+"-"+s), &awssns.CfnSubscriptionProps{
+				TopicArn: o.topic.TopicArn(), Protocol: jsii.String("sqs"), Endpoint: regionalArn("sqs", r, theirs.Outcome(s)),
+				RawMessageDelivery: jsii.Bool(true), FilterPolicy: policy,
+				RedrivePolicy: map[string]any{"deadLetterTargetArn": o.undelivered.QueueArn()},
+			})
+			awssns.NewCfnSubscription(stack, jsii.String("OutcomesFrom-"+r+"-"+s), &awssns.CfnSubscriptionProps{
+				TopicArn: regionalArn("sns", r, theirs.Outcomes()), Region: jsii.String(r), Protocol: jsii.String("sqs"), Endpoint: o.queues[s].QueueArn(),
+				RawMessageDelivery: jsii.Bool(true), FilterPolicy: policy,
+				RedrivePolicy: map[string]any{"deadLetterTargetArn": regionalArn("sqs", r, theirs.UndeliveredOutcomes())},
+			})
+		}
+	}
+}
+
+// regionNames are the queue and topic names of region's stack.
+func regionNames(cfg Config, region string) deploy.Names { return deploy.Names{Prefix: cfg.StackName(region)} }
+
+// regionalArn is the ARN of the named resource of service in region, in
+// the stack's account and partition.
+func regionalArn(service, region, name string) *string {
+	return awscdk.Fn_Sub(jsii.String("arn:${AWS::Partition}:"+service+":"+region+":${AWS::AccountId}:"+name), nil)
 }

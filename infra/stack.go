@@ -58,6 +58,9 @@ func NewStack(scope constructs.Construct, id string, cfg Config, assets StackAss
 	dlq, rejected, producers, reconcileQueue := q.dlq, q.rejected, q.producers, q.reconcile
 	outcomes := outcomesTopic(stack, names, removal, subscribersOf(cfg))
 	grantOutcomes(stack, producers, outcomes.queues)
+	if cfg.multiRegion() {
+		crossRegionOutcomes(stack, cfg, outcomes)
+	}
 	publisherFailures := awssqs.NewQueue(stack, jsii.String("PublisherFailures"), &awssqs.QueueProps{
 		QueueName: jsii.String(names.PublisherFailures()), Encryption: awssqs.QueueEncryption_SQS_MANAGED, EnforceSSL: jsii.Bool(true),
 		RetentionPeriod: outcomeRetention, RemovalPolicy: removal,
@@ -214,6 +217,9 @@ func newFunctions(stack awscdk.Stack, cfg Config, assets StackAssets, removal aw
 		deploy.EnvInTransitBound: jsii.String(deployed.Protocol.InTransitBound.String()), deploy.EnvAcquirerTimeout: jsii.String(deployed.Protocol.AcquirerTimeout.String()),
 		deploy.EnvClockSkew: jsii.String(deployed.Protocol.ClockSkew.String()), deploy.EnvEnvironment: jsii.String(cfg.Name),
 	}
+	if cfg.multiRegion() { // the charging functions write their region on each ledger row
+		common[deploy.EnvTableMode] = jsii.String(string(cfg.Table))
+	}
 	with := func(extra map[string]*string) *map[string]*string {
 		env := map[string]*string{}
 		for k, v := range common {
@@ -289,19 +295,25 @@ func newFunctions(stack awscdk.Stack, cfg Config, assets StackAssets, removal aw
 		query.resources = append(query.resources, jsii.String(*tableArn+"/index/"+tabledef.ExpiryIndex))
 		purge = purgeAccess(cfg, sweeperEnv, tableArn)
 	}
-	sweeper := newFunction(stack, "Sweeper", cfg, assets, removal, timeoutOf(deploy.FunctionSweeper), &sweeperEnv, append([]statement{
+	publisherEnv := map[string]*string{deploy.EnvOutcomeTopicARN: outcomes.topic.TopicArn(), deploy.EnvEnvironment: jsii.String(cfg.Name)}
+	var takeOver, mark []statement
+	if cfg.multiRegion() {
+		query.resources = append(query.resources, jsii.String(*tableArn+"/index/"+tabledef.UnpublishedIndex))
+		takeOver = takeOverAccess(cfg, sweeperEnv, tableArn, outcomes.topic.TopicArn())
+		mark = markAccess(cfg, publisherEnv, table.name, tableArn)
+	}
+	sweeper := newFunction(stack, "Sweeper", cfg, assets, removal, timeoutOf(deploy.FunctionSweeper), &sweeperEnv, slices.Concat([]statement{
 		query,
 		{actions: []string{"dynamodb:UpdateItem"}, resources: []*string{tableArn}, conditions: onlyRecords},
 		{actions: []string{"sqs:SendMessage"}, resources: []*string{reconcileQueue.QueueArn()}},
-	}, purge...))
+	}, purge, takeOver))
 	onlySender(reconcileQueue, sweeper.role)
-	publisher := newFunction(stack, "Publisher", cfg, assets, removal, timeoutOf(deploy.FunctionPublisher),
-		&map[string]*string{deploy.EnvOutcomeTopicARN: outcomes.topic.TopicArn(), deploy.EnvEnvironment: jsii.String(cfg.Name)}, []statement{
-			{actions: streamActions, resources: []*string{table.streamArn}},
-			{actions: []string{"sns:Publish"}, resources: []*string{outcomes.topic.TopicArn()}},
-			{actions: []string{"sqs:SendMessage"}, resources: []*string{publisherFailures.QueueArn()}}, // the trigger's on-failure destination
-		})
-	publisherTrigger(stack, table.streamArn, publisher, publisherFailures)
+	publisher := newFunction(stack, "Publisher", cfg, assets, removal, timeoutOf(deploy.FunctionPublisher), &publisherEnv, append([]statement{
+		{actions: streamActions, resources: []*string{table.streamArn}},
+		{actions: []string{"sns:Publish"}, resources: []*string{outcomes.topic.TopicArn()}},
+		{actions: []string{"sqs:SendMessage"}, resources: []*string{publisherFailures.QueueArn()}}, // the trigger's on-failure destination
+	}, mark...))
+	publisherTrigger(stack, cfg, table.streamArn, publisher, publisherFailures)
 
 	return stackFunctions{charge: charge, consumer: consumer, reconciler: reconciler, sweeper: sweeper, publisher: publisher}
 }
@@ -416,6 +428,31 @@ func purgeAccess(cfg Config, env map[string]*string, tableArn *string) []stateme
 	env[deploy.EnvTableMode] = jsii.String(string(cfg.Table))
 	env[deploy.EnvPurgeWindow] = jsii.String(deployed.PurgeWindow.String())
 	return []statement{{actions: []string{"dynamodb:DeleteItem"}, resources: []*string{tableArn}, conditions: leadingKeys(idem.RecordPrefix)}}
+}
+
+// takeOverAccess is what the sweeper needs in the multi-region mode,
+// beyond a Query of the unpublished index, to beat its region's heartbeat
+// and take over the events of regions that stopped (publish.TakeOver):
+// the topic and the stale age in env; a put of its own region's heartbeat
+// only; reads of the heartbeats and the ledger rows; the mark on a ledger
+// row; and a publish to its region's topic.
+func takeOverAccess(cfg Config, env map[string]*string, tableArn, topicArn *string) []statement {
+	env[deploy.EnvOutcomeTopicARN] = topicArn
+	env[deploy.EnvStaleRegion] = jsii.String(deployed.StaleRegion.String())
+	return []statement{
+		{actions: []string{"dynamodb:PutItem"}, resources: []*string{tableArn}, conditions: leadingKeys(tabledef.HeartbeatPrefix + cfg.Region)},
+		{actions: []string{"dynamodb:GetItem"}, resources: []*string{tableArn}, conditions: leadingKeys(tabledef.HeartbeatPrefix, tabledef.LedgerPrefix)},
+		{actions: []string{"dynamodb:UpdateItem"}, resources: []*string{tableArn}, conditions: leadingKeys(tabledef.LedgerPrefix)},
+		{actions: []string{"sns:Publish"}, resources: []*string{topicArn}},
+	}
+}
+
+// markAccess is what the publisher needs in the multi-region mode to mark
+// each ledger row published once its event is: the table and its mode in
+// env, and an update of ledger rows only.
+func markAccess(cfg Config, env map[string]*string, tableName, tableArn *string) []statement {
+	env[deploy.EnvTableName], env[deploy.EnvTableMode] = tableName, jsii.String(string(cfg.Table))
+	return []statement{{actions: []string{"dynamodb:UpdateItem"}, resources: []*string{tableArn}, conditions: leadingKeys(tabledef.LedgerPrefix)}}
 }
 
 // xrayActions are what active tracing and the collector's X-Ray exporter

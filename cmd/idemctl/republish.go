@@ -16,7 +16,6 @@ import (
 	"github.com/idempotent-payments/idempay/internal/deploy"
 	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/obs"
-	"github.com/idempotent-payments/idempay/internal/outbox"
 	"github.com/idempotent-payments/idempay/internal/publish"
 	"github.com/idempotent-payments/idempay/internal/topic"
 )
@@ -59,22 +58,17 @@ func newRepublisher(ctx context.Context, sh shell, region, topicARN string) (rep
 }
 
 // republishCharges publishes again the captured or declined event of each
-// charge, from its ledger row, as the publisher makes it from the row's
-// insert (outbox.Events): the path once the stream no longer holds the
-// row. Every id is tried; the error names those that failed.
+// charge, from its ledger row, as the publisher does (publish.Row): the
+// path once the stream no longer holds the row. It marks nothing: in the
+// multi-region mode a row still unpublished is published by its region or
+// taken over, the same event again. Every id is tried; the error names
+// those that failed.
 func republishCharges(ctx context.Context, ledger charge.Ledger, r republisher, ids []string) error {
 	var failed []string
 	for _, id := range ids {
 		row, err := ledger.Get(ctx, id)
 		if err == nil {
-			var evs []event.Event
-			if evs, err = outbox.Events(outbox.Change{InsertedRow: &row}); err == nil {
-				for _, e := range evs {
-					if err = r.Publish(ctx, e); err != nil {
-						break
-					}
-				}
-			}
+			err = publish.Row(ctx, r, nil, row)
 		}
 		if err != nil {
 			fmt.Fprintf(r.sh.stdout, "%s: %v\n", id, err)

@@ -13,6 +13,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -108,7 +109,12 @@ type Summary struct {
 	// events on another subscriber's queue than their charge's source's.
 	Events, Rejections                          int
 	EventsMissing, EventsExtra, EventsMisrouted int
-	Drain, Total                                time.Duration
+	// EventDeliveries counts the captured and declined messages received,
+	// repeats included: at least once, and once per event in the normal
+	// case. TakenOver counts the rows the regions' sweepers published for
+	// a region that had stopped (publish.TakeOver).
+	EventDeliveries, TakenOver int
+	Drain, Total               time.Duration
 	// Regions is how many regions ran; Conflicts the writes their proxies
 	// refused, of ConflictShare asked for; StoppedAfter the intents sent
 	// when the second region was stopped, FailedOver the requests then sent
@@ -166,6 +172,7 @@ func (s Summary) Table() string {
 		{"unanswered", s.Unanswered}, {"mismatched", s.Mismatched}, {"inflight", s.InFlight}, {"deadletters", s.DeadLetters},
 		{"dlqInFlight", s.DeadLettersInFlight}, {"events", s.Events}, {"rejections", s.Rejections},
 		{"eventsMissing", s.EventsMissing}, {"eventsExtra", s.EventsExtra}, {"misrouted", s.EventsMisrouted},
+		{"deliveries", s.EventDeliveries}, {"takenOver", s.TakenOver},
 		{"regions", s.Regions}, {"conflicts", s.Conflicts}, {"stoppedAfter", s.StoppedAfter}, {"failedOver", s.FailedOver},
 		{"drain", s.Drain.Round(100 * time.Millisecond)}, {"total", s.Total.Round(100 * time.Millisecond)},
 	}
@@ -178,6 +185,10 @@ func (s Summary) Table() string {
 	}
 	return head.String() + "\n" + vals.String() + "\n"
 }
+
+// chaosSweepInterval is how often each region's sweeper runs; a region
+// has stopped when its heartbeat is three of them old.
+const chaosSweepInterval = 2 * time.Second
 
 var chaosEnv = []string{"LEASE_MARGIN=1s", "IN_TRANSIT_BOUND=2s", "CLOCK_SKEW=500ms", "ACQUIRER_TIMEOUT=1s"}
 
@@ -216,7 +227,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	if err != nil {
 		return sum, err
 	}
-	sum.NotSent, sum.Unknown = seen.notSent, seen.unknown
+	sum.NotSent, sum.Unknown, sum.TakenOver = seen.notSent, seen.unknown, seen.takenOver
 	if err := check(ctx, stack, intents, seen, &sum); err != nil {
 		return sum, err
 	}
@@ -284,9 +295,9 @@ func startRegions(ctx context.Context, cfg Config, dbAddr string, logs *os.File)
 	}()
 	// The wall clock only makes the table's name unique to this run; no
 	// logic reads it.
-	table, mode := fmt.Sprintf("chaos-%d", time.Now().UnixNano()), deploy.Local().Table
+	table, mode, env := fmt.Sprintf("chaos-%d", time.Now().UnixNano()), deploy.Local().Table, chaosEnv
 	if cfg.Regions > 1 {
-		mode = deploy.MultiRegionStrong
+		mode, env = deploy.MultiRegionStrong, append(slices.Clip(chaosEnv), deploy.EnvStaleRegion+"="+(3*chaosSweepInterval).String())
 	}
 	for i := range cfg.Regions {
 		endpoint := "http://" + dbAddr
@@ -301,8 +312,8 @@ func startRegions(ctx context.Context, cfg Config, dbAddr string, logs *os.File)
 		sc := localapi.StackConfig{
 			RIE: cfg.RIE, BinDir: cfg.BinDir, TableName: table, TableMode: mode,
 			GatewayAddr: "127.0.0.1:0", SandboxAddr: "127.0.0.1:0", Trust: localapi.Trust{Secret: secret},
-			Instances: cfg.Instances, Timeout: 3 * time.Second, Env: append(chaosEnv, "AWS_ENDPOINT_URL_DYNAMODB="+endpoint, "AWS_ENDPOINT_URL_DYNAMODB_STREAMS=http://"+dbAddr),
-			SweepInterval: 2 * time.Second, VisibilityTimeout: 2 * time.Second, Output: logs,
+			Instances: cfg.Instances, Timeout: 3 * time.Second, Env: append(slices.Clip(env), "AWS_ENDPOINT_URL_DYNAMODB="+endpoint, "AWS_ENDPOINT_URL_DYNAMODB_STREAMS=http://"+dbAddr),
+			SweepInterval: chaosSweepInterval, VisibilityTimeout: 2 * time.Second, Output: logs,
 			Producers: []localapi.Producer{{Name: "chaos", Accounts: []string{account}}},
 		}
 		if cfg.Regions > 1 {
@@ -316,6 +327,15 @@ func startRegions(ctx context.Context, cfg Config, dbAddr string, logs *os.File)
 			return nil, err
 		}
 		r.stacks = append(r.stacks, stack)
+	}
+	for i, s := range r.stacks { // every region's outcome queues take every region's events
+		for j, other := range r.stacks {
+			if i != j {
+				if err := s.SubscribeTo(ctx, other); err != nil {
+					return nil, err
+				}
+			}
+		}
 	}
 	r.token, _ = localapi.Trust{Secret: secret}.Token(account, time.Hour)
 	return r, nil

@@ -259,6 +259,7 @@ func takeEvents(ctx context.Context, s *localapi.Stack, url, subscriber string, 
 		case e.Type == event.Rejected:
 			rejections[e.ID] = true
 		case e.Type == event.Captured || e.Type == event.Declined:
+			sum.EventDeliveries++
 			if outcomes[e.Charge.ID] == nil {
 				outcomes[e.Charge.ID] = map[string]bool{}
 			}

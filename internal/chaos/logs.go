@@ -17,11 +17,14 @@ type seen struct {
 	notSent, unknown int
 	// outcomes lists the consumer's outcomes per SQS message id, in order.
 	outcomes map[string][]string
+	// takenOver adds up the rows the sweepers' take-overs published.
+	takenOver int
 }
 
 // readLogs reads the functions' JSON lines from offset on: the charge
-// function's "request" lines and the consumer's "message" lines. Other
-// lines (the emulator's, the runtime library's) are skipped.
+// function's "request" lines, the consumer's "message" lines and the
+// sweeper's "take-over" lines. Other lines (the emulator's, the runtime
+// library's) are skipped.
 func readLogs(path string, offset int64) (seen, error) {
 	s := seen{outcomes: map[string][]string{}}
 	f, err := os.Open(path)
@@ -36,7 +39,7 @@ func readLogs(path string, offset int64) (seen, error) {
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	for sc.Scan() {
 		line := sc.Bytes()
-		if len(line) == 0 || line[0] != '{' || !bytes.Contains(line, []byte(`"acquirer_unknown"`)) {
+		if len(line) == 0 || line[0] != '{' || !bytes.Contains(line, []byte(`"acquirer_unknown"`)) && !bytes.Contains(line, []byte(`"taken_over"`)) {
 			continue
 		}
 		// Our own log lines, written by log/slog's JSON handler: a plain
@@ -47,12 +50,14 @@ func readLogs(path string, offset int64) (seen, error) {
 			Outcome   string `json:"outcome"`
 			NotSent   int    `json:"acquirer_not_sent"`
 			Unknown   int    `json:"acquirer_unknown"`
+			TakenOver int    `json:"taken_over"`
 		}
 		if json.Unmarshal(line, &l) != nil {
 			continue
 		}
 		s.notSent += l.NotSent
 		s.unknown += l.Unknown
+		s.takenOver += l.TakenOver
 		if l.Message == "message" && l.MessageID != "" {
 			s.outcomes[l.MessageID] = append(s.outcomes[l.MessageID], l.Outcome)
 		}

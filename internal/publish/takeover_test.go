@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -154,8 +155,9 @@ func (b *conflictingBooks) MarkPublished(ctx context.Context, id string) error {
 
 // TestPublishOnceAcrossRegions: on a multi-region table, region a's
 // publisher is delivered only a's rows by its trigger's filters
-// (streamfilter.For), publishes them and marks them; b's rows stay
-// listed for b's publisher, or for a take-over.
+// (streamfilter.For), and the rows of no region, which every region's is;
+// it publishes them and marks a's; b's rows stay listed for b's
+// publisher, or for a take-over.
 func TestPublishOnceAcrossRegions(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -163,8 +165,8 @@ func TestPublishOnceAcrossRegions(t *testing.T) {
 	table := dynamotest.NewTableFor(t, ddb, false)
 	ledger, books := dynamoledger.New(ddb, table), dynamoledger.NewPublication(ddb, table)
 	at := time.Now().UTC().Truncate(time.Millisecond)
-	a, b := rowIn("a", at, 0), rowIn("b", at, 1)
-	for _, c := range []charge.Charge{a, b} {
+	a, b, none := rowIn("a", at, 0), rowIn("b", at, 1), rowIn("", at, 2)
+	for _, c := range []charge.Charge{a, b, none} {
 		if _, err := ledger.Write(ctx, c); err != nil {
 			t.Fatal(err)
 		}
@@ -178,7 +180,7 @@ func TestPublishOnceAcrossRegions(t *testing.T) {
 		if errA != nil || errB != nil || err != nil || c.InsertedRow == nil {
 			t.Fatalf("%v %v %v %+v", errA, errB, err, c)
 		}
-		if forA != (c.InsertedRow.Region == "a") || forB != (c.InsertedRow.Region == "b") {
+		if region := c.InsertedRow.Region; forA != (region != "b") || forB != (region != "a") {
 			t.Fatalf("the row of %s passes a's filters %t, b's %t", c.InsertedRow.Region, forA, forB)
 		}
 	}
@@ -199,8 +201,8 @@ func TestPublishOnceAcrossRegions(t *testing.T) {
 	if resp, err := h.Handle(ctx, delivered); err != nil || len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("Handle: %+v, %v", resp, err)
 	}
-	if got := topic.take(); len(got) != 1 || got[0] != a.ID {
-		t.Fatalf("a's publisher published %v, want a's row", got)
+	if got := topic.take(); len(got) != 2 || !slices.Contains(got, a.ID) || !slices.Contains(got, none.ID) {
+		t.Fatalf("a's publisher published %v, want a's row and the row of no region", got)
 	}
 	var left []string
 	for u, err := range books.Unpublished(ctx, at.Add(time.Second)) {

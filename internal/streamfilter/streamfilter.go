@@ -27,26 +27,31 @@ type Set struct {
 }
 
 // For is the set of region's publisher. In one region (region empty) it
-// passes every ledger row inserted; in the multi-region mode only the rows
+// passes every ledger row inserted; in the multi-region mode the rows
 // region wrote (their region attribute), since each row's event is
 // published once, by the region that wrote it, and another region takes
-// over only from the unpublished index. Holds and releases pass in every
+// over only from the unpublished index; and the rows written with no
+// region (an operator's accept, from a shell), which no region would take
+// over, so every region publishes them. Holds and releases pass in every
 // region.
 func For(region string) Set {
-	row := fmt.Sprintf(`{"eventName":["INSERT"],"dynamodb":{"Keys":{%q:{"S":[{"prefix":%q}]}}}}`, tabledef.KeyAttribute, tabledef.LedgerPrefix)
-	if region != "" {
-		row = fmt.Sprintf(`{"eventName":["INSERT"],"dynamodb":{"Keys":{%q:{"S":[{"prefix":%q}]}},"NewImage":{%q:{"S":[%q]}}}}`,
-			tabledef.KeyAttribute, tabledef.LedgerPrefix, tabledef.RegionAttribute, region)
+	rowPattern := func(image string) string {
+		return fmt.Sprintf(`{"eventName":["INSERT"],"dynamodb":{"Keys":{%q:{"S":[{"prefix":%q}]}}%s}}`, tabledef.KeyAttribute, tabledef.LedgerPrefix, image)
 	}
-	patterns := []string{
-		// a ledger row inserted
-		row,
+	rows := []string{rowPattern("")} // every ledger row inserted
+	if region != "" {
+		rows = []string{
+			rowPattern(fmt.Sprintf(`,"NewImage":{%q:{"S":[%q]}}`, tabledef.RegionAttribute, region)),       // the region's rows
+			rowPattern(fmt.Sprintf(`,"NewImage":{%q:{"S":[{"exists":false}]}}`, tabledef.RegionAttribute)), // rows of no region
+		}
+	}
+	patterns := append(rows,
 		// a record that becomes held
 		fmt.Sprintf(`{"eventName":["INSERT","MODIFY"],"dynamodb":{"Keys":{%q:{"S":[{"prefix":%q}]}},`+
 			`"NewImage":{"hold":{"M":{"reason":{"S":[{"exists":true}]}}}},"OldImage":{"hold":{"M":{"reason":{"S":[{"exists":false}]}}}}}}`, tabledef.KeyAttribute, idem.RecordPrefix),
 		// a held record deleted
 		fmt.Sprintf(`{"eventName":["REMOVE"],"dynamodb":{"Keys":{%q:{"S":[{"prefix":%q}]}},"OldImage":{"hold":{"M":{"reason":{"S":[{"exists":true}]}}}}}}`, tabledef.KeyAttribute, idem.RecordPrefix),
-	}
+	)
 	s := Set{patterns: patterns, parsed: make([]map[string]any, len(patterns))}
 	for i, p := range patterns {
 		if err := json.Unmarshal([]byte(p), &s.parsed[i]); err != nil {
