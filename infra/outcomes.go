@@ -190,7 +190,9 @@ func crossRegionOutcomes(stack awscdk.Stack, cfg Config, o outcomeTopic) {
 }
 
 // regionNames are the queue and topic names of region's stack.
-func regionNames(cfg Config, region string) deploy.Names { return deploy.Names{Prefix: cfg.StackName(region)} }
+func regionNames(cfg Config, region string) deploy.Names {
+	return deploy.Names{Prefix: cfg.StackName(region)}
+}
 
 // regionalArn is the ARN of the named resource of service in region, in
 // the stack's account and partition.
