@@ -169,12 +169,16 @@ func cpuTime(tb testing.TB) time.Duration {
 }
 
 // lifeUnits are the units one charge's record and row cost over their
-// life: the first execution, then the end of the record's retention.
-type lifeUnits struct{ charge, purge dynamotest.Units }
+// life: the first execution, its event's publication, then the end of the
+// record's retention.
+type lifeUnits struct{ charge, publish, purge dynamotest.Units }
 
-// unitsOfALife runs n first executions on a table with TTL (ttl) or
-// without it, then, without TTL, lets their records expire and purges
-// them as a sweeper run does; it returns the units per charge.
+// unitsOfALife runs n first executions on a table with TTL (ttl, one
+// region) or without it (the multi-region mode: each row is written with
+// its region and marked published once its event is), then, without TTL,
+// marks the rows published as the publisher does, lets their records
+// expire and purges them as a sweeper run does; it returns the units per
+// charge.
 func unitsOfALife(tb testing.TB, ttl bool, n int) lifeUnits {
 	tb.Helper()
 	ctx := context.Background()
@@ -186,7 +190,11 @@ func unitsOfALife(tb testing.TB, ttl bool, n int) lifeUnits {
 	clock := func() time.Time { return now }
 	store := dynamostore.New(meter, table)
 	guard := idem.NewGuard(store, idem.Config{Now: clock, Retention: time.Hour})
-	svc := chargetest.ServiceWith(guard, dynamoledger.New(meter, table), acq, charge.Config{Now: clock})
+	cfg := charge.Config{Now: clock}
+	if !ttl {
+		cfg.Region = "region-a"
+	}
+	svc := chargetest.ServiceWith(guard, dynamoledger.New(meter, table), acq, cfg)
 	body := []byte(`{"amount": 25000, "currency": "BRL", "order_id": "order-123", "payment_method": "pm_card_visa", "description": "a typical description of seventy characters or so, for the bill"}`)
 	meter.Take()
 	for i := range n {
@@ -202,6 +210,21 @@ func unitsOfALife(tb testing.TB, ttl bool, n int) lifeUnits {
 	if ttl { // TTL deletes are not billed
 		return life
 	}
+	books := dynamoledger.NewPublication(meter, table)
+	marked := 0
+	for u, err := range books.Unpublished(ctx, now.Add(time.Second)) {
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if err := books.MarkPublished(ctx, u.ID); err != nil {
+			tb.Fatal(err)
+		}
+		marked++
+	}
+	if marked != n {
+		tb.Fatalf("marked %d of %d rows", marked, n)
+	}
+	life.publish = per(meter.Take())
 	later := now.Add(time.Hour + time.Minute)
 	purged := 0
 	for page, err := range idem.ListExpired(ctx, store, now, later) {
@@ -226,27 +249,31 @@ func unitsOfALife(tb testing.TB, ttl bool, n int) lifeUnits {
 // its record's life in each table mode. With TTL (one region): 3 table and
 // 2 index units (the in-flight index, in and out), and TTL deletes free.
 // Without TTL (the multi-region mode, per replica): the claim also writes
-// the expiry index (1 more), and the purge deletes the record and its entry
-// (1 + 1). Its listing's reads are per page, not per record: here one
-// two hours of 32 buckets, 50 records.
+// the expiry index and the row the unpublished index (2 more); the
+// publisher's mark updates the row and unlists it (1 + 1); and the purge
+// deletes the record and its entry (1 + 1). The listings' reads are per
+// page, not per record: here two hours of 32 buckets, 50 records, and the
+// unpublished index's 32 shards.
 func TestUnitsOverARecordsLife(t *testing.T) {
 	t.Parallel()
 	const n = 50
 	single, multi := unitsOfALife(t, true, n), unitsOfALife(t, false, n)
 	for name, pair := range map[string][2][2]float64{
-		"with TTL, charge":    {{single.charge.TableWrite, single.charge.IndexWrite}, {3, 2}},
-		"without TTL, charge": {{multi.charge.TableWrite, multi.charge.IndexWrite}, {3, 3}},
-		"without TTL, purge":  {{multi.purge.TableWrite, multi.purge.IndexWrite}, {1, 1}},
+		"with TTL, charge":     {{single.charge.TableWrite, single.charge.IndexWrite}, {3, 2}},
+		"without TTL, charge":  {{multi.charge.TableWrite, multi.charge.IndexWrite}, {3, 4}},
+		"without TTL, publish": {{multi.publish.TableWrite, multi.publish.IndexWrite}, {1, 1}},
+		"without TTL, purge":   {{multi.purge.TableWrite, multi.purge.IndexWrite}, {1, 1}},
 	} {
 		if pair[0] != pair[1] {
 			t.Errorf("%s: table WRU, index WRU = %v, want %v", name, pair[0], pair[1])
 		}
 	}
-	t.Logf("WRU per record over its life: with TTL %.0f (table %.0f, index %.0f); without TTL %.0f (table %.0f, index %.0f), of which the purge %.0f; the purge's listing %.3f RRU per record",
+	t.Logf("WRU per record over its life: with TTL %.0f (table %.0f, index %.0f); without TTL %.0f (table %.0f, index %.0f), of which the publication's mark %.0f and the purge %.0f; "+
+		"the purge's listing %.3f RRU per record, the unpublished listing %.3f",
 		single.charge.TableWrite+single.charge.IndexWrite, single.charge.TableWrite, single.charge.IndexWrite,
-		multi.charge.TableWrite+multi.charge.IndexWrite+multi.purge.TableWrite+multi.purge.IndexWrite,
-		multi.charge.TableWrite+multi.purge.TableWrite, multi.charge.IndexWrite+multi.purge.IndexWrite,
-		multi.purge.TableWrite+multi.purge.IndexWrite, multi.purge.Read)
+		multi.charge.TableWrite+multi.charge.IndexWrite+multi.publish.TableWrite+multi.publish.IndexWrite+multi.purge.TableWrite+multi.purge.IndexWrite,
+		multi.charge.TableWrite+multi.publish.TableWrite+multi.purge.TableWrite, multi.charge.IndexWrite+multi.publish.IndexWrite+multi.purge.IndexWrite,
+		multi.publish.TableWrite+multi.publish.IndexWrite, multi.purge.TableWrite+multi.purge.IndexWrite, multi.purge.Read, multi.publish.Read)
 }
 
 // BenchmarkFirstExecutionByTableMode is the local overhead of the
