@@ -24,15 +24,21 @@ import (
 // multi-region mode one per region of cfg.Regions, each the whole system
 // (API, functions, queues, topic, secret, sweeper, alarms) on its own
 // region's replica. The first region's stack creates the table and its
-// replicas, so every other depends on it and `cdk deploy --all` deploys
-// it first. No stack deploys in the witness region, where the table can be
-// neither read nor written.
+// replicas, and each later stack subscribes queues and topics of the
+// stacks before it (crossRegionOutcomes), so every stack depends on every
+// earlier one and `cdk deploy --all` deploys them in cfg.Regions' order. No
+// stack deploys in the witness region, where the table can be neither
+// read nor written.
 func NewStacks(scope constructs.Construct, cfg Config, assets StackAssets) []awscdk.Stack {
 	var stacks []awscdk.Stack
 	for _, region := range cfg.Regions {
 		stack := NewStack(scope, cfg.StackName(region), cfg.inRegion(region), assets)
-		if len(stacks) > 0 {
-			stack.AddStackDependency(stacks[0], jsii.String("the first region's stack creates the table and this region's replica"))
+		for i, earlier := range stacks {
+			why := "its outcome queues and topic are subscribed to this region's"
+			if i == 0 {
+				why = "the first region's stack creates the table and this region's replica, and " + why
+			}
+			stack.AddStackDependency(earlier, jsii.String(why))
 		}
 		stacks = append(stacks, stack)
 	}

@@ -660,8 +660,14 @@ func TestGlobalEventsOnce(t *testing.T) {
 		for _, f := range m["FilterCriteria"].(map[string]any)["Filters"].([]any) {
 			patterns = append(patterns, f.(map[string]any)["Pattern"].(string))
 		}
-		if want := streamfilter.For(s.region).Patterns(); len(patterns) != len(want) || !sameJSON(t, patterns[0], want[0]) || !strings.Contains(patterns[0], s.region) {
-			t.Errorf("%s: the publisher's filters %v, want its region's %v", s.name, patterns, want)
+		want := streamfilter.For(s.region).Patterns()
+		if len(patterns) != len(want) || !strings.Contains(patterns[0], `["`+s.region+`"]`) {
+			t.Fatalf("%s: the publisher's filters %v, want its region's %v", s.name, patterns, want)
+		}
+		for i := range want {
+			if !sameJSON(t, patterns[i], want[i]) {
+				t.Errorf("%s: filter %d is %s, want %s", s.name, i, patterns[i], want[i])
+			}
 		}
 		fns := resources(tmpl, "AWS::Lambda::Function")
 		for _, fn := range []string{"Charge", "SqsConsumer", "Reconciler", "Publisher", "Sweeper"} {
@@ -675,19 +681,21 @@ func TestGlobalEventsOnce(t *testing.T) {
 		}
 		policies := resources(tmpl, "AWS::IAM::Policy")
 		sweeperPolicy := asJSON(props(byPrefix(t, policies, "SweeperPolicy"))["PolicyDocument"])
+		mark := `"Action":"dynamodb:UpdateItem","Condition":{"ForAllValues:StringEquals":{"dynamodb:Attributes":["pk","unpublished_shard","unpublished_since"]},` +
+			`"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["` + tabledef.LedgerPrefix + `*"]},"StringEqualsIfExists":{"dynamodb:ReturnValues":"NONE"}}`
 		for _, want := range []string{
-			`"Action":"dynamodb:PutItem","Condition":{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["` + tabledef.HeartbeatPrefix + s.region + `*"]}}`,
+			`"Action":"dynamodb:PutItem","Condition":{"ForAllValues:StringEquals":{"dynamodb:Attributes":["pk","region","beat_at"],"dynamodb:LeadingKeys":["` +
+				tabledef.HeartbeatPrefix + s.region + `"]},"StringEqualsIfExists":{"dynamodb:ReturnValues":"NONE"}}`,
 			`"Action":"dynamodb:GetItem","Condition":{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["` + tabledef.HeartbeatPrefix + `*","` + tabledef.LedgerPrefix + `*"]}}`,
-			`"Action":"dynamodb:UpdateItem","Condition":{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["` + tabledef.LedgerPrefix + `*"]}}`,
+			mark,
 			`"Action":"sns:Publish","Effect":"Allow","Resource":{"Ref":"Outcomes`,
 		} {
 			if !strings.Contains(sweeperPolicy, want) {
 				t.Errorf("%s: the sweeper's policy lacks %s: %s", s.name, want, sweeperPolicy)
 			}
 		}
-		if p := asJSON(props(byPrefix(t, policies, "PublisherPolicy"))["PolicyDocument"]); !strings.Contains(p,
-			`"Action":"dynamodb:UpdateItem","Condition":{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["`+tabledef.LedgerPrefix+`*"]}}`) {
-			t.Errorf("%s: the publisher may not mark rows: %s", s.name, p)
+		if p := asJSON(props(byPrefix(t, policies, "PublisherPolicy"))["PolicyDocument"]); !strings.Contains(p, mark) {
+			t.Errorf("%s: the publisher may not mark rows, or may do more: %s", s.name, p)
 		}
 
 		for id, sub := range resources(tmpl, "AWS::SNS::Subscription") {
@@ -710,15 +718,21 @@ func TestGlobalEventsOnce(t *testing.T) {
 				continue
 			}
 			r.subscriber = policy["producer"][0]
-			if p["RawMessageDelivery"] != true || p["Protocol"] != "sqs" {
-				t.Errorf("%s %s: %s", s.name, id, asJSON(p))
+			dlq := asJSON(p["RedrivePolicy"])
+			if p["RawMessageDelivery"] != true || p["Protocol"] != "sqs" ||
+				(r.topic == s.region) != strings.Contains(dlq, `"UndeliveredOutcomes`) || r.topic != s.region && !strings.Contains(dlq, ":sqs:"+r.topic+":") {
+				t.Errorf("%s %s: %s; want raw delivery to a queue, undelivered events to the topic's region", s.name, id, asJSON(p))
 			}
 			routes[r]++
 		}
 		for _, q := range subscribers {
 			doc := asJSON(props(byPrefix(t, resources(tmpl, "AWS::SQS::QueuePolicy"), "Outcomes"+q+"Policy"))["PolicyDocument"])
 			for _, other := range stacks {
-				if other.region != s.region && !strings.Contains(doc, ":sns:"+other.region+":${AWS::AccountId}:"+other.name+"-outcomes") {
+				if other.region == s.region {
+					continue
+				}
+				if !strings.Contains(doc, `"Principal":{"Service":"sns.amazonaws.com"},"Resource":{"Fn::GetAtt":`) ||
+					!strings.Contains(doc, ":sns:"+other.region+":${AWS::AccountId}:"+other.name+"-outcomes") {
 					t.Errorf("%s: %s's queue policy does not admit %s's topic: %s", s.name, q, other.region, doc)
 				}
 			}
@@ -735,6 +749,29 @@ func TestGlobalEventsOnce(t *testing.T) {
 	}
 	if len(routes) != len(stacks)*len(stacks)*len(subscribers) {
 		t.Errorf("subscriptions %v", routes)
+	}
+}
+
+// TestSNSPrincipals: a queue admits another region's topic by the global
+// SNS principal between regions enabled by default, and by the opt-in
+// region's own where one takes part (the queue's when both are).
+func TestSNSPrincipals(t *testing.T) {
+	for _, c := range []struct{ topic, queue, want string }{
+		{"us-east-1", "us-east-2", "sns.amazonaws.com"},
+		{"ap-northeast-3", "ap-northeast-1", "sns.ap-northeast-3.amazonaws.com"},
+		{"ap-northeast-1", "ap-northeast-3", "sns.ap-northeast-3.amazonaws.com"},
+		{"eu-south-1", "eu-central-2", "sns.eu-central-2.amazonaws.com"},
+	} {
+		if got := snsPrincipal(c.topic, c.queue); got != c.want {
+			t.Errorf("a topic in %s, a queue in %s: %s, want %s", c.topic, c.queue, got, c.want)
+		}
+	}
+	for _, set := range mrscRegionSets {
+		for _, r := range set {
+			if snsOptIn[r] != (r == "ap-northeast-3") {
+				t.Errorf("%s: opt-in for SNS %t", r, snsOptIn[r])
+			}
+		}
 	}
 }
 

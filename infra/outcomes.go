@@ -153,22 +153,24 @@ func subscribersOf(cfg Config) []string {
 // queues to its own topic; both ends exist by then. Names are fixed
 // (deploy.Names of each region's stack), so no stack refers to another's
 // resources. Each queue's policy admits every other region's topic, those
-// deployed later included; what SNS cannot deliver goes to the
-// undelivered queue of the topic's region.
+// deployed later included, as the SNS principal of that pair of regions
+// (snsPrincipal); what SNS cannot deliver goes to the undelivered queue of
+// the topic's region. If an earlier region's topic is ever replaced, the
+// later stacks' subscriptions to it go with it: deploy those stacks again.
 func crossRegionOutcomes(stack awscdk.Stack, cfg Config, o outcomeTopic) {
 	own := slices.Index(cfg.Regions, cfg.Region)
 	for _, s := range slices.Sorted(maps.Keys(o.queues)) {
-		var others []*string
 		for _, r := range cfg.Regions {
-			if r != cfg.Region {
-				others = append(others, regionalArn("sns", r, regionNames(cfg, r).Outcomes()))
+			if r == cfg.Region {
+				continue
 			}
+			o.queues[s].AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+				Sid:        jsii.String("TopicOf-" + r),
+				Principals: &[]awsiam.IPrincipal{awsiam.NewServicePrincipal(jsii.String(snsPrincipal(r, cfg.Region)), nil)},
+				Actions:    jsii.Strings("sqs:SendMessage"), Resources: &[]*string{o.queues[s].QueueArn()},
+				Conditions: &map[string]interface{}{"ArnEquals": map[string]interface{}{"aws:SourceArn": regionalArn("sns", r, regionNames(cfg, r).Outcomes())}},
+			}))
 		}
-		o.queues[s].AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-			Sid: jsii.String("OtherRegionsTopics"), Principals: &[]awsiam.IPrincipal{awsiam.NewServicePrincipal(jsii.String("sns.amazonaws.com"), nil)},
-			Actions: jsii.Strings("sqs:SendMessage"), Resources: &[]*string{o.queues[s].QueueArn()},
-			Conditions: &map[string]interface{}{"ArnEquals": map[string]interface{}{"aws:SourceArn": others}},
-		}))
 		var policy map[string]any
 		if err := json.Unmarshal([]byte(event.FilterPolicy(s)), &policy); err != nil {
 			panic(err) // the code's own policy: a bug
@@ -187,6 +189,30 @@ func crossRegionOutcomes(stack awscdk.Stack, cfg Config, o outcomeTopic) {
 			})
 		}
 	}
+}
+
+// snsOptIn are the regions SNS's cross-region delivery treats as opt-in
+// (Amazon SNS Developer Guide, "Sending Amazon SNS messages to an Amazon
+// SQS queue or AWS Lambda function in a different Region", its table of
+// opt-in Regions): ap-northeast-3 among them, though it is in a region set
+// of multi-region strong consistency.
+var snsOptIn = map[string]bool{
+	"af-south-1": true, "ap-east-1": true, "ap-south-2": true, "ap-southeast-3": true, "ap-southeast-4": true, "ap-northeast-3": true,
+	"eu-south-1": true, "eu-south-2": true, "eu-central-2": true, "il-central-1": true, "me-south-1": true, "me-central-1": true,
+}
+
+// snsPrincipal is the principal a queue in queueRegion admits for a topic
+// in topicRegion (the same guide): the global one between regions enabled
+// by default, and where an opt-in region takes part, the regional one of
+// the queue's region if it is opt-in, else of the topic's.
+func snsPrincipal(topicRegion, queueRegion string) string {
+	switch {
+	case snsOptIn[queueRegion]:
+		return "sns." + queueRegion + ".amazonaws.com"
+	case snsOptIn[topicRegion]:
+		return "sns." + topicRegion + ".amazonaws.com"
+	}
+	return "sns.amazonaws.com"
 }
 
 // regionNames are the queue and topic names of region's stack.

@@ -434,25 +434,47 @@ func purgeAccess(cfg Config, env map[string]*string, tableArn *string) []stateme
 // beyond a Query of the unpublished index, to beat its region's heartbeat
 // and take over the events of regions that stopped (publish.TakeOver):
 // the topic and the stale age in env; a put of its own region's heartbeat
-// only; reads of the heartbeats and the ledger rows; the mark on a ledger
-// row; and a publish to its region's topic.
+// item only, with its attributes only; reads of the heartbeats and the
+// ledger rows; the mark on a ledger row (markStatement); and a publish to
+// its region's topic.
 func takeOverAccess(cfg Config, env map[string]*string, tableArn, topicArn *string) []statement {
 	env[deploy.EnvOutcomeTopicARN] = topicArn
 	env[deploy.EnvStaleRegion] = jsii.String(deployed.StaleRegion.String())
 	return []statement{
-		{actions: []string{"dynamodb:PutItem"}, resources: []*string{tableArn}, conditions: leadingKeys(tabledef.HeartbeatPrefix + cfg.Region)},
+		{actions: []string{"dynamodb:PutItem"}, resources: []*string{tableArn}, conditions: map[string]any{
+			"ForAllValues:StringEquals": map[string]any{
+				"dynamodb:LeadingKeys": []string{tabledef.HeartbeatPrefix + cfg.Region},
+				"dynamodb:Attributes":  []string{tabledef.KeyAttribute, tabledef.RegionAttribute, tabledef.BeatAttribute},
+			},
+			"StringEqualsIfExists": map[string]any{"dynamodb:ReturnValues": "NONE"},
+		}},
 		{actions: []string{"dynamodb:GetItem"}, resources: []*string{tableArn}, conditions: leadingKeys(tabledef.HeartbeatPrefix, tabledef.LedgerPrefix)},
-		{actions: []string{"dynamodb:UpdateItem"}, resources: []*string{tableArn}, conditions: leadingKeys(tabledef.LedgerPrefix)},
+		markStatement(tableArn),
 		{actions: []string{"sns:Publish"}, resources: []*string{topicArn}},
 	}
 }
 
 // markAccess is what the publisher needs in the multi-region mode to mark
 // each ledger row published once its event is: the table and its mode in
-// env, and an update of ledger rows only.
+// env, and the mark (markStatement).
 func markAccess(cfg Config, env map[string]*string, tableName, tableArn *string) []statement {
 	env[deploy.EnvTableName], env[deploy.EnvTableMode] = tableName, jsii.String(string(cfg.Table))
-	return []statement{{actions: []string{"dynamodb:UpdateItem"}, resources: []*string{tableArn}, conditions: leadingKeys(tabledef.LedgerPrefix)}}
+	return []statement{markStatement(tableArn)}
+}
+
+// markStatement is the mark on a ledger row (dynamoledger's
+// MarkPublished): an update of ledger rows that touches the row's key and
+// its unpublished listing only and returns nothing, so a role that marks
+// can neither change what a row says nor write a row that reads as a
+// charge.
+func markStatement(tableArn *string) statement {
+	return statement{actions: []string{"dynamodb:UpdateItem"}, resources: []*string{tableArn}, conditions: map[string]any{
+		"ForAllValues:StringLike": map[string]any{"dynamodb:LeadingKeys": []string{tabledef.LedgerPrefix + "*"}},
+		"ForAllValues:StringEquals": map[string]any{
+			"dynamodb:Attributes": []string{tabledef.KeyAttribute, tabledef.UnpublishedShardAttribute, tabledef.UnpublishedSinceAttribute},
+		},
+		"StringEqualsIfExists": map[string]any{"dynamodb:ReturnValues": "NONE"},
+	}}
 }
 
 // xrayActions are what active tracing and the collector's X-Ray exporter

@@ -128,7 +128,7 @@ func run(ctx context.Context, args []string, sh shell) error {
 	ddb := dynamodb.NewFromConfig(awsCfg)
 	store := dynamostore.New(ddb, *f.table)
 	t := tool{
-		sh: sh, flags: f, store: store, ledger: dynamoledger.New(ddb, *f.table),
+		sh: sh, flags: f, store: store, ledger: dynamoledger.New(ddb, *f.table), books: dynamoledger.NewPublication(ddb, *f.table),
 		guard: idem.NewGuard(store, idem.Config{Now: sh.now, Protocol: protocol(*f.acquirerID)}),
 		scope: idem.Scope{Operation: charge.Operation, Account: *f.account, Key: *f.key},
 		out:   json.NewEncoder(sh.stdout),
@@ -175,6 +175,7 @@ type tool struct {
 	flags  flags
 	store  *dynamostore.Store
 	ledger *dynamoledger.Ledger
+	books  *dynamoledger.Publication
 	guard  *idem.Guard
 	scope  idem.Scope
 	out    *json.Encoder
@@ -246,7 +247,7 @@ func (t tool) republish(ctx context.Context) error {
 	if (len(f.charges) > 0) == (*f.failuresQueue != "") {
 		return errors.New("republish takes --charge ID (repeatable) or --failures-queue URL, one of the two")
 	}
-	r, err := newRepublisher(ctx, t.sh, *f.region, *f.topicARN)
+	r, err := newRepublisher(ctx, t.sh, *f.region, *f.topicARN, t.books)
 	if err != nil {
 		return err
 	}

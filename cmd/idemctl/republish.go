@@ -17,6 +17,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/obs"
 	"github.com/idempotent-payments/idempay/internal/publish"
+	"github.com/idempotent-payments/idempay/internal/streamfilter"
 	"github.com/idempotent-payments/idempay/internal/topic"
 )
 
@@ -30,9 +31,12 @@ func (c *chargeIDs) Set(id string) error {
 }
 
 // republisher publishes outcome events again: an event's id is the same on
-// every publication, so a subscriber that has it drops the repeat.
+// every publication, so a subscriber that has it drops the repeat. In the
+// multi-region mode it marks each row of a region published (books), so
+// no sweeper takes it over again.
 type republisher struct {
 	topic *topic.Topic
+	books charge.Publication
 	sh    shell
 	aws   aws.Config // the region's, for the stream and the failures queue
 }
@@ -46,7 +50,7 @@ func (r republisher) Publish(ctx context.Context, e event.Event) error {
 	return nil
 }
 
-func newRepublisher(ctx context.Context, sh shell, region, topicARN string) (republisher, error) {
+func newRepublisher(ctx context.Context, sh shell, region, topicARN string, books charge.Publication) (republisher, error) {
 	if topicARN == "" {
 		return republisher{}, errors.New("--topic (or " + deploy.EnvOutcomeTopicARN + ") is required: the outcome topic's ARN (the stack's OutcomeTopicArn output)")
 	}
@@ -54,21 +58,19 @@ func newRepublisher(ctx context.Context, sh shell, region, topicARN string) (rep
 	if err != nil {
 		return republisher{}, err
 	}
-	return republisher{topic: topic.New(sns.NewFromConfig(awsCfg), topicARN), sh: sh, aws: awsCfg}, nil
+	return republisher{topic: topic.New(sns.NewFromConfig(awsCfg), topicARN), books: books, sh: sh, aws: awsCfg}, nil
 }
 
 // republishCharges publishes again the captured or declined event of each
-// charge, from its ledger row, as the publisher does (publish.Row): the
-// path once the stream no longer holds the row. It marks nothing: in the
-// multi-region mode a row still unpublished is published by its region or
-// taken over, the same event again. Every id is tried; the error names
-// those that failed.
+// charge, from its ledger row, as the publisher does (publish.Row, which
+// marks a row of a region published): the path once the stream no longer
+// holds the row. Every id is tried; the error names those that failed.
 func republishCharges(ctx context.Context, ledger charge.Ledger, r republisher, ids []string) error {
 	var failed []string
 	for _, id := range ids {
 		row, err := ledger.Get(ctx, id)
 		if err == nil {
-			err = publish.Row(ctx, r, nil, row)
+			err = publish.Row(ctx, r, r.books, row)
 		}
 		if err != nil {
 			fmt.Fprintf(r.sh.stdout, "%s: %v\n", id, err)
@@ -83,15 +85,19 @@ func republishCharges(ctx context.Context, ledger charge.Ledger, r republisher, 
 
 // republishFailures drains the publisher's failures queue: each message
 // names a batch the stream trigger gave up on (publish.ParseFailure); its
-// records are read back from the stream and given to the publisher's own
-// handler, and the message is deleted once they are published. A batch
+// records are read back from the stream, filtered as the region's trigger
+// filters them (streamfilter.For the republisher's region: in the
+// multi-region mode its own rows and those of no region), and given to the
+// publisher's own handler, which marks the rows, and the message is
+// deleted once they are published. A batch
 // the stream no longer holds, or a message that does not parse, stays on
 // the queue and is reported: its charges are republished from the ledger
 // (--charge), found by the time window it gives.
 func republishFailures(ctx context.Context, r republisher, queueURL string) error {
 	awsCfg := r.aws
 	queue, streams := sqs.NewFromConfig(awsCfg), dynamodbstreams.NewFromConfig(awsCfg)
-	handler := &publish.Handler{Topic: r, Logger: obs.NewLogger(r.sh.stderrOrDiscard(), "INFO")}
+	handler := &publish.Handler{Topic: r, Books: r.books, Logger: obs.NewLogger(r.sh.stderrOrDiscard(), "INFO")}
+	filters := streamfilter.For(awsCfg.Region)
 	left := 0
 	for {
 		out, err := queue.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(queueURL), MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
@@ -109,7 +115,7 @@ func republishFailures(ctx context.Context, r republisher, queueURL string) erro
 				left++
 				continue
 			}
-			records, err := publish.Range(ctx, streams, f)
+			records, err := publish.Range(ctx, streams, f, filters)
 			if errors.Is(err, publish.ErrAgedOut) {
 				fmt.Fprintf(r.sh.stdout, "message %s left on the queue: shard %s, %s to %s: %v; republish the charges written from %s to %s with --charge\n",
 					id, f.ShardID, f.Start, f.End, err, f.FirstArrival, f.LastArrival)

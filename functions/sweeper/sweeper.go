@@ -51,9 +51,10 @@ func (h *Handler) Handle(ctx context.Context, _ events.EventBridgeEvent) (Report
 	report := Report{Report: r}
 	if h.TakeOver != nil {
 		t, terr := h.TakeOver.Run(ctx)
-		h.Logger.InfoContext(ctx, "take-over", "taken_over", t.TakenOver, "waiting", t.Waiting, "own", t.Own, "stopped", t.Stopped,
-			"complete", t.Complete, "error", terr)
-		values[obs.MetricEventsTakenOver], values[obs.MetricRegionsStopped] = float64(t.TakenOver), float64(len(t.Stopped))
+		h.Logger.InfoContext(ctx, "take-over", "taken_over", t.TakenOver, "republished", t.Republished, "waiting", t.Waiting, "stopped", t.Stopped,
+			"beat", t.Beat, "complete", t.Complete, "error", terr)
+		values[obs.MetricEventsTakenOver] = float64(t.TakenOver + t.Republished)
+		values[obs.MetricRegionsStopped] = float64(len(t.Stopped))
 		report.TakeOver, err = &t, errors.Join(err, terr)
 	}
 	if h.Metrics != nil {

@@ -17,7 +17,8 @@ type seen struct {
 	notSent, unknown int
 	// outcomes lists the consumer's outcomes per SQS message id, in order.
 	outcomes map[string][]string
-	// takenOver adds up the rows the sweepers' take-overs published.
+	// takenOver adds up the rows the sweepers' take-overs published, for
+	// a region that stopped or for their own region's publisher.
 	takenOver int
 }
 
@@ -50,14 +51,15 @@ func readLogs(path string, offset int64) (seen, error) {
 			Outcome   string `json:"outcome"`
 			NotSent   int    `json:"acquirer_not_sent"`
 			Unknown   int    `json:"acquirer_unknown"`
-			TakenOver int    `json:"taken_over"`
+			TakenOver   int    `json:"taken_over"`
+			Republished int    `json:"republished"`
 		}
 		if json.Unmarshal(line, &l) != nil {
 			continue
 		}
 		s.notSent += l.NotSent
 		s.unknown += l.Unknown
-		s.takenOver += l.TakenOver
+		s.takenOver += l.TakenOver + l.Republished
 		if l.Message == "message" && l.MessageID != "" {
 			s.outcomes[l.MessageID] = append(s.outcomes[l.MessageID], l.Outcome)
 		}

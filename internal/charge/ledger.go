@@ -41,7 +41,9 @@ type Publication interface {
 	// effect.
 	MarkPublished(ctx context.Context, id string) error
 	// Unpublished lists the rows written before before whose event is not
-	// marked published. An error ends the listing.
+	// marked published. An entry that cannot be read is yielded with its
+	// error and the listing goes on; an error reading the listing ends
+	// it.
 	Unpublished(ctx context.Context, before time.Time) iter.Seq2[Unpublished, error]
 	// Beat records that region runs at at. It may fail with
 	// idem.ErrWriteConflict, without effect.

@@ -32,6 +32,6 @@ const (
 	MetricOldestHeldSeconds  = "OldestHeldSeconds"
 	MetricEventsPublished    = "EventsPublished"   // the publisher's, per invocation
 	MetricStreamUndecodable  = "StreamUndecodable" // stream records the publisher skipped
-	MetricEventsTakenOver    = "EventsTakenOver"   // rows of stopped regions a sweeper published (multi-region mode)
+	MetricEventsTakenOver    = "EventsTakenOver"   // rows a sweeper published for their publisher: a stopped region's, or its own left behind (multi-region mode)
 	MetricRegionsStopped     = "RegionsStopped"    // regions a sweeper found with a stale heartbeat (multi-region mode)
 )

@@ -111,12 +111,10 @@ type Streams interface {
 const maxEmptyPages = 100
 
 // Range reads the failure's records from the stream, from its start to its
-// end, and returns those a trigger of the one region would deliver
-// (Deliverable with streamfilter.For("")), as Lambda gives them to the
-// publisher: every ledger row's insert, so in the multi-region mode the
-// other regions' rows of the range are published again too, the same
-// events. ErrAgedOut when the stream has trimmed the start.
-func Range(ctx context.Context, streams Streams, f Failure) ([]events.DynamoDBEventRecord, error) {
+// end, and returns those the trigger with filters would deliver
+// (Deliverable), as Lambda gives them to the publisher. ErrAgedOut when the
+// stream has trimmed the start.
+func Range(ctx context.Context, streams Streams, f Failure, filters streamfilter.Set) ([]events.DynamoDBEventRecord, error) {
 	it, err := streams.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{
 		StreamArn: aws.String(f.StreamARN), ShardId: aws.String(f.ShardID),
 		ShardIteratorType: streamtypes.ShardIteratorTypeAtSequenceNumber, SequenceNumber: aws.String(f.Start),
@@ -141,7 +139,7 @@ func Range(ctx context.Context, streams Streams, f Failure) ([]events.DynamoDBEv
 		}
 		for _, r := range out.Records {
 			if compareSequence(aws.ToString(r.Dynamodb.SequenceNumber), f.End) > 0 {
-				return Deliverable(records, f.StreamARN, streamfilter.For("")), nil
+				return Deliverable(records, f.StreamARN, filters), nil
 			}
 			records = append(records, r)
 		}
@@ -158,5 +156,5 @@ func Range(ctx context.Context, streams Streams, f Failure) ([]events.DynamoDBEv
 	if len(records) == 0 || compareSequence(aws.ToString(records[0].Dynamodb.SequenceNumber), f.Start) != 0 {
 		return nil, fmt.Errorf("shard %s: the record %s is not there: %w", f.ShardID, f.Start, ErrAgedOut)
 	}
-	return Deliverable(records, f.StreamARN, streamfilter.For("")), nil
+	return Deliverable(records, f.StreamARN, filters), nil
 }

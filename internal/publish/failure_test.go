@@ -10,6 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+
+	"github.com/idempotent-payments/idempay/internal/streamfilter"
 )
 
 // failureRecord is an invocation record as Lambda writes it for a stream
@@ -94,12 +96,12 @@ func TestRange(t *testing.T) {
 	}
 	seq := func(i int) string { return all.Records[i].Change.SequenceNumber }
 	// From the claim (which no filter passes) to the hold: the hold only.
-	got, err := Range(ctx, streams, Failure{StreamARN: arn, ShardID: shard, Start: seq(1), End: seq(2)})
+	got, err := Range(ctx, streams, Failure{StreamARN: arn, ShardID: shard, Start: seq(1), End: seq(2)}, streamfilter.For(""))
 	if err != nil || len(got) != 1 || got[0].Change.SequenceNumber != seq(2) {
 		t.Fatalf("the claim to the hold: %d records, %v; want the hold", len(got), err)
 	}
 	// The whole stream: the row, the hold, the release.
-	got, err = Range(ctx, streams, Failure{StreamARN: arn, ShardID: shard, Start: seq(0), End: seq(len(all.Records) - 1)})
+	got, err = Range(ctx, streams, Failure{StreamARN: arn, ShardID: shard, Start: seq(0), End: seq(len(all.Records) - 1)}, streamfilter.For(""))
 	if err != nil || len(got) != 3 {
 		t.Fatalf("the whole stream: %d records, %v; want 3", len(got), err)
 	}
@@ -107,7 +109,7 @@ func TestRange(t *testing.T) {
 	// trimmed start with TrimmedDataAccessException (ErrAgedOut);
 	// DynamoDB Local, which never trims, answers any sequence number not in
 	// the shard with a 500, so only the error, not its kind, is tested.
-	if got, err := Range(ctx, streams, Failure{StreamARN: arn, ShardID: shard, Start: "999999999999999999990", End: "999999999999999999999"}); err == nil {
+	if got, err := Range(ctx, streams, Failure{StreamARN: arn, ShardID: shard, Start: "999999999999999999990", End: "999999999999999999999"}, streamfilter.For("")); err == nil {
 		t.Fatalf("a range the shard does not hold: %d records", len(got))
 	}
 }

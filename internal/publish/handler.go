@@ -88,15 +88,16 @@ func (h *Handler) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.D
 }
 
 // Row publishes the event of the ledger row c (outbox.RowEvent) and then,
-// with books (the multi-region mode), marks the row published, retrying a
-// conflict with another region's write (idem.RetryConflicts). An error
-// leaves the row unpublished in the books; publishing it again is the
-// same event.
+// with books, marks a row written with a region (the multi-region mode)
+// published, retrying a conflict with another region's write
+// (idem.RetryConflicts); a row of no region is listed nowhere and is not
+// marked. An error leaves the row unpublished in the books; publishing it
+// again is the same event.
 func Row(ctx context.Context, topic Topic, books charge.Publication, c charge.Charge) error {
 	if _, err := publishChange(ctx, topic, outbox.Change{InsertedRow: &c}); err != nil {
 		return err
 	}
-	if books == nil {
+	if books == nil || c.Region == "" {
 		return nil
 	}
 	return idem.RetryConflicts(ctx, func() error { return books.MarkPublished(ctx, c.ID) })

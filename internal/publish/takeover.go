@@ -12,10 +12,17 @@ import (
 
 // TakeOver is one region's part, in the multi-region mode, in publishing
 // every ledger row's event once. The region that wrote a row publishes
-// its event from its own stream and marks the row (Handler.Books); every
-// region beats its heartbeat each run; and a region whose heartbeat is
-// older than StaleAfter has stopped: another region publishes its rows
-// that have waited longer than StaleAfter, and marks them.
+// its event from its own stream and marks the row (Handler.Books). Every
+// region's run lists the rows that have waited longer than StaleAfter:
+//   - another region's row, when that region's heartbeat is older than
+//     StaleAfter too (it has stopped), is published here and marked;
+//   - its own row, once it has waited twice StaleAfter (its own publisher
+//     is behind or broken), is published here and marked;
+//   - any other row waits for its region.
+//
+// Then it beats this region's heartbeat, unless it failed to publish one
+// of its own rows: a region that cannot publish stops beating, so the
+// others take its rows over.
 //
 // No row is lost to a region that stops between writing a row and
 // publishing it: the row stays listed until some region marks it. Two
@@ -23,7 +30,7 @@ import (
 // regions taking over together): the same event, which subscribers drop
 // by its id.
 type TakeOver struct {
-	// Region is this region; its own rows are never taken over.
+	// Region is this region.
 	Region string
 	Books  charge.Publication
 	Ledger charge.Ledger
@@ -42,23 +49,27 @@ type TakeOver struct {
 
 // TakeOverReport is what one run did.
 type TakeOverReport struct {
-	// TakenOver counts the rows of stopped regions this run published.
-	TakenOver int `json:"taken_over"`
-	// Waiting counts the rows past StaleAfter whose region still beats:
-	// that region's publisher is behind. Own counts this region's own.
+	// TakenOver counts the rows this run published for regions that had
+	// stopped, Republished its own rows its publisher had left.
+	TakenOver   int `json:"taken_over"`
+	Republished int `json:"republished"`
+	// Waiting counts the rows past StaleAfter left to their region: one
+	// that still beats, or this one for less than twice StaleAfter.
 	Waiting int `json:"waiting"`
-	Own     int `json:"own"`
 	// Stopped are the regions whose rows this run found with a stale
 	// heartbeat.
 	Stopped []string `json:"stopped,omitempty"`
+	// Beat is whether the run beat this region's heartbeat.
+	Beat bool `json:"beat"`
 	// Complete is false when the run stopped at its deadline with rows
 	// left to look at.
 	Complete bool `json:"complete"`
 }
 
-// Run beats this region's heartbeat, then publishes the rows of the
-// regions that have stopped. A row it cannot publish is left listed for
-// the next run, and the error says how many.
+// Run publishes the rows of the regions that have stopped and the rows its
+// own publisher has left, then beats this region's heartbeat. A row it
+// cannot publish is left listed for the next run, and the error says how
+// many.
 func (t *TakeOver) Run(ctx context.Context) (TakeOverReport, error) {
 	now := time.Now
 	if t.Now != nil {
@@ -66,54 +77,75 @@ func (t *TakeOver) Run(ctx context.Context) (TakeOverReport, error) {
 	}
 	started := now()
 	report := TakeOverReport{Complete: true}
-	if err := idem.RetryConflicts(ctx, func() error { return t.Books.Beat(ctx, t.Region, started) }); err != nil {
-		return report, err
-	}
-	stopAt := time.Time{}
+	var stopAt time.Time
 	if d, ok := ctx.Deadline(); ok {
 		stopAt = d.Add(-t.StopMargin)
 	}
 	stale := map[string]bool{}
 	var failed []error
+	ownFailed := false
 	for u, err := range t.Books.Unpublished(ctx, started.Add(-t.StaleAfter)) {
 		if err != nil {
-			return report, errors.Join(append(failed, err)...)
+			failed = append(failed, err) // a listing that cannot go on ends here
+			continue
 		}
 		if !stopAt.IsZero() && now().After(stopAt) {
 			report.Complete = false
 			break
 		}
-		if u.Region == t.Region {
-			report.Own++
+		publish, err := t.due(ctx, u, started, stale, &report)
+		if err != nil {
+			failed = append(failed, err)
 			continue
 		}
-		stopped, known := stale[u.Region]
-		if !known {
-			last, err := t.Books.LastBeat(ctx, u.Region)
-			if err != nil {
-				failed = append(failed, err)
-				continue
-			}
-			stopped = started.Sub(last) > t.StaleAfter
-			stale[u.Region] = stopped
-			if stopped {
-				report.Stopped = append(report.Stopped, u.Region)
-			}
-		}
-		if !stopped {
+		if !publish {
 			report.Waiting++
 			continue
 		}
 		if err := t.takeOver(ctx, u.ID); err != nil {
 			failed = append(failed, err)
+			ownFailed = ownFailed || u.Region == t.Region
 			continue
 		}
-		report.TakenOver++
+		if u.Region == t.Region {
+			report.Republished++
+		} else {
+			report.TakenOver++
+		}
+	}
+	if !ownFailed {
+		err := idem.RetryConflicts(ctx, func() error { return t.Books.Beat(ctx, t.Region, started) })
+		if err != nil {
+			failed = append(failed, err)
+		}
+		report.Beat = err == nil
 	}
 	if len(failed) > 0 {
-		return report, fmt.Errorf("%d rows not taken over: %w", len(failed), errors.Join(failed...))
+		return report, fmt.Errorf("%d rows or reads failed: %w", len(failed), errors.Join(failed...))
 	}
 	return report, nil
+}
+
+// due reports whether the run publishes u: its own row that has waited
+// twice StaleAfter, or another region's whose heartbeat, read once a run
+// (stale), is older than StaleAfter.
+func (t *TakeOver) due(ctx context.Context, u charge.Unpublished, started time.Time, stale map[string]bool, report *TakeOverReport) (bool, error) {
+	if u.Region == t.Region {
+		return started.Sub(u.Since) > 2*t.StaleAfter, nil
+	}
+	stopped, known := stale[u.Region]
+	if !known {
+		last, err := t.Books.LastBeat(ctx, u.Region)
+		if err != nil {
+			return false, err
+		}
+		stopped = started.Sub(last) > t.StaleAfter
+		stale[u.Region] = stopped
+		if stopped {
+			report.Stopped = append(report.Stopped, u.Region)
+		}
+	}
+	return stopped, nil
 }
 
 // takeOver publishes charge id's event from its row, through Row.

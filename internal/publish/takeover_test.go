@@ -52,28 +52,29 @@ func rowIn(region string, at time.Time, n int) charge.Charge {
 		Source: event.SourceHTTP, Status: "captured", Amount: 100, Currency: "BRL", AuthorizationID: "auth", CreatedAt: at, Region: region}
 }
 
-// TestTakeOver: a region beats its heartbeat every run; it never takes
-// over its own rows, nor those of a region that still beats; a stopped
-// region's rows (its heartbeat older than StaleAfter, or none) are
-// published once they have waited StaleAfter, once, and marked; a row
-// the topic refuses stays listed for the next run.
+// TestTakeOver: a region never takes over the rows of a region that
+// still beats; a stopped region's rows (its heartbeat older than
+// StaleAfter, or none) are published once they have waited StaleAfter,
+// once, and marked; its own rows are published once they have waited
+// twice StaleAfter; then it beats. A row the topic refuses stays listed
+// for the next run, and a run that could not publish its own row does not
+// beat, so the others take its rows over.
 func TestTakeOver(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	ledger := chargetest.NewLedger()
 	topic := &published{}
-	run := func(region string) TakeOverReport {
-		t.Helper()
-		r, err := (&TakeOver{Region: region, Books: ledger, Ledger: ledger, Topic: topic, StaleAfter: 3 * time.Minute,
-			Now: func() time.Time { return now }}).Run(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
-	}
+	takeOver := &TakeOver{Region: "a", Books: ledger, Ledger: ledger, Topic: topic, StaleAfter: 3 * time.Minute, Now: func() time.Time { return now }}
 	old := now.Add(-10 * time.Minute)
-	own, live, stopped, young, silent := rowIn("a", old, 0), rowIn("b", old, 1), rowIn("c", old, 2), rowIn("c", now.Add(-time.Minute), 3), rowIn("d", old, 4)
-	for _, c := range []charge.Charge{own, live, stopped, young, silent} {
+	rows := []charge.Charge{
+		rowIn("a", now.Add(-5*time.Minute), 0), // its own, waiting for its publisher
+		rowIn("b", old, 1),                     // a region that beats
+		rowIn("c", old, 2),                     // a region that stopped
+		rowIn("c", now.Add(-time.Minute), 3),   // too young
+		rowIn("d", old, 4),                     // a region that never beat
+		rowIn("a", old, 5),                     // its own, left behind
+	}
+	for _, c := range rows {
 		if _, err := ledger.Write(ctx, c); err != nil {
 			t.Fatal(err)
 		}
@@ -84,14 +85,16 @@ func TestTakeOver(t *testing.T) {
 		}
 	}
 	topic.fail = errors.New("topic down")
-	if _, err := (&TakeOver{Region: "a", Books: ledger, Ledger: ledger, Topic: topic, StaleAfter: 3 * time.Minute,
-		Now: func() time.Time { return now }}).Run(ctx); err == nil {
-		t.Fatal("a run whose publishes fail reports no error")
+	if r, err := takeOver.Run(ctx); err == nil || r.Beat {
+		t.Fatalf("a run whose publishes fail: %+v, %v; want an error and no beat", r, err)
+	}
+	if at, _ := ledger.LastBeat(ctx, "a"); !at.IsZero() {
+		t.Fatalf("a region that could not publish its own row beat at %v", at)
 	}
 	topic.fail = nil
-	r := run("a")
-	if got := topic.take(); len(got) != 2 || r.TakenOver != 2 || r.Own != 1 || r.Waiting != 1 || len(r.Stopped) != 2 || !r.Complete {
-		t.Fatalf("run %+v published %v; want the stopped region's old row and the silent region's", r, got)
+	r, err := takeOver.Run(ctx)
+	if got := topic.take(); err != nil || len(got) != 3 || r.TakenOver != 2 || r.Republished != 1 || r.Waiting != 2 || len(r.Stopped) != 2 || !r.Beat || !r.Complete {
+		t.Fatalf("run %+v, %v published %v; want the stopped and silent regions' old rows and its own old one", r, err, got)
 	}
 	if at, _ := ledger.LastBeat(ctx, "a"); !at.Equal(now) {
 		t.Fatalf("region a's heartbeat %v, want %v", at, now)
@@ -100,19 +103,51 @@ func TestTakeOver(t *testing.T) {
 	for u := range ledger.Unpublished(ctx, now.Add(time.Hour)) {
 		listed[u.ID] = true
 	}
-	if len(listed) != 3 || !listed[own.ID] || !listed[live.ID] || !listed[young.ID] {
-		t.Fatalf("still unpublished %v; want the own, the live region's and the young row", listed)
+	if len(listed) != 3 || !listed[rows[0].ID] || !listed[rows[1].ID] || !listed[rows[3].ID] {
+		t.Fatalf("still unpublished %v; want its own young row, the live region's and the stopped region's young row", listed)
 	}
-	if r := run("a"); len(topic.take()) != 0 || r.TakenOver != 0 {
+	if r, _ := takeOver.Run(ctx); len(topic.take()) != 0 || r.TakenOver+r.Republished != 0 {
 		t.Fatalf("a second run took over again: %+v", r)
 	}
 	now = now.Add(3 * time.Minute) // the young row has waited long enough, and b still beats
 	if err := ledger.Beat(ctx, "b", now); err != nil {
 		t.Fatal(err)
 	}
-	if r := run("a"); len(topic.take()) != 1 || r.TakenOver != 1 {
-		t.Fatalf("the young row once old: %+v", r)
+	if r, _ := takeOver.Run(ctx); len(topic.take()) != 2 || r.TakenOver != 1 || r.Republished != 1 {
+		t.Fatalf("the young rows once old: %+v", r)
 	}
+}
+
+// TestTakeOverStopsAtItsDeadline: past its deadline less the margin, a run
+// publishes nothing more and says it is not complete; a heartbeat it
+// cannot read leaves that region's rows, and is an error.
+func TestTakeOverStopsAtItsDeadline(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	ledger := chargetest.NewLedger()
+	for i := range 3 {
+		if _, err := ledger.Write(context.Background(), rowIn("c", now.Add(-time.Hour), i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	topic := &published{}
+	ctx, cancel := context.WithDeadline(context.Background(), now.Add(time.Second))
+	defer cancel()
+	takeOver := &TakeOver{Region: "a", Books: ledger, Ledger: ledger, Topic: topic, StaleAfter: time.Minute, StopMargin: 2 * time.Second,
+		Now: func() time.Time { return now }}
+	if r, err := takeOver.Run(ctx); err != nil || r.Complete || r.TakenOver != 0 || len(topic.take()) != 0 || !r.Beat {
+		t.Fatalf("a run past its deadline: %+v, %v", r, err)
+	}
+	takeOver.Books = &unreadableBeats{Publication: ledger}
+	if r, err := takeOver.Run(context.Background()); err == nil || r.TakenOver != 0 || len(topic.take()) != 0 {
+		t.Fatalf("a run that cannot read the heartbeats: %+v, %v", r, err)
+	}
+}
+
+// unreadableBeats cannot read any heartbeat.
+type unreadableBeats struct{ charge.Publication }
+
+func (unreadableBeats) LastBeat(context.Context, string) (time.Time, error) {
+	return time.Time{}, errors.New("table down")
 }
 
 // TestRowMarksAfterPublishing: with books, a row is marked once its event

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"time"
@@ -76,11 +77,16 @@ func (p *Publication) MarkPublished(ctx context.Context, id string) error {
 }
 
 // Unpublished lists the rows written before before that are still
-// unpublished, shard by shard, oldest first within a shard, reading pages
-// of the index as the caller goes on. An error ends the listing.
+// unpublished, shard by shard from a shard drawn at random (so a run that
+// stops at its deadline leaves a different part unread each time), oldest
+// first within a shard, reading pages of the index as the caller goes on.
+// An entry that does not read is yielded with its error and the listing
+// goes on; a query's error ends it.
 func (p *Publication) Unpublished(ctx context.Context, before time.Time) iter.Seq2[charge.Unpublished, error] {
 	return func(yield func(charge.Unpublished, error) bool) {
-		for shard := range idem.Shards {
+		first := rand.IntN(idem.Shards)
+		for i := range idem.Shards {
+			shard := (first + i) % idem.Shards
 			var start map[string]types.AttributeValue
 			for {
 				out, err := p.api.Query(ctx, &dynamodb.QueryInput{
@@ -98,8 +104,7 @@ func (p *Publication) Unpublished(ctx context.Context, before time.Time) iter.Se
 					return
 				}
 				for _, item := range out.Items {
-					u, err := unpublishedOf(item)
-					if !yield(u, err) || err != nil {
+					if !yield(unpublishedOf(item)) {
 						return
 					}
 				}
