@@ -46,11 +46,11 @@ func readLogs(path string, offset int64) (seen, error) {
 		// Our own log lines, written by log/slog's JSON handler: a plain
 		// decode suffices.
 		var l struct {
-			Message   string `json:"message"`
-			MessageID string `json:"messageId"`
-			Outcome   string `json:"outcome"`
-			NotSent   int    `json:"acquirer_not_sent"`
-			Unknown   int    `json:"acquirer_unknown"`
+			Message     string `json:"message"`
+			MessageID   string `json:"messageId"`
+			Outcome     string `json:"outcome"`
+			NotSent     int    `json:"acquirer_not_sent"`
+			Unknown     int    `json:"acquirer_unknown"`
 			TakenOver   int    `json:"taken_over"`
 			Republished int    `json:"republished"`
 		}
