@@ -585,7 +585,7 @@ func newFunction(stack awscdk.Stack, name string, cfg Config, assets StackAssets
 		Handler:      jsii.String("bootstrap"),
 		Code:         awslambda.Code_FromAsset(jsii.String(filepath.Join(assets.Dir, dir)), nil),
 		Timeout:      awscdk.Duration_Seconds(jsii.Number(timeout)),
-		MemorySize:   jsii.Number(256),
+		MemorySize:   jsii.Number(float64(deployed.Function(described).MemoryMB)),
 		Environment:  env,
 		Role:         role,
 		LogGroup:     logs,

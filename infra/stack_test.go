@@ -1083,3 +1083,17 @@ func TestQueueAgeAlarmAfterTheRedrive(t *testing.T) {
 		t.Fatalf("the runbook's queue-age row does not state the worst path %s", w)
 	}
 }
+
+// TestMemorySizes: every function deploys the memory size the description
+// gives it (deploy.Function.MemoryMB), which the local stack shapes its
+// execution environments by.
+func TestMemorySizes(t *testing.T) {
+	ids := map[string]string{"Charge": deploy.FunctionCharge, "SqsConsumer": deploy.FunctionConsumer, "Reconciler": deploy.FunctionReconciler,
+		"Sweeper": deploy.FunctionSweeper, "Publisher": deploy.FunctionPublisher}
+	fns := resources(synth(t, "prod"), "AWS::Lambda::Function")
+	for id, name := range ids {
+		if got, want := props(byPrefix(t, fns, id))["MemorySize"], float64(deployed.Function(name).MemoryMB); got != want {
+			t.Errorf("%s: MemorySize %v, the description's %v", id, got, want)
+		}
+	}
+}

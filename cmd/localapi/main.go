@@ -7,7 +7,10 @@
 // Environment: LOCAL_API_ADDR (127.0.0.1:8080), SANDBOX_ADDR (127.0.0.1:8081),
 // LOCAL_JWT_SECRET (local-dev-secret), LOCAL_JWT_ISSUER (idempay-local),
 // LOCAL_JWT_AUDIENCE (idempay-api), TABLE_NAME (idempay-local),
-// AWS_LAMBDA_RIE (bin/aws-lambda-rie), LOCAL_INSTANCES (2).
+// AWS_LAMBDA_RIE (bin/aws-lambda-rie), LOCAL_INSTANCES (2), LOCAL_MEMORY_MB
+// (each function's own memory size: every execution environment runs
+// under that size's CPU quota and memory limit where this machine has
+// cgroup v1 and runs as root, and on full cores, said at start, where not).
 //
 // Another acquirer: ACQUIRER_URL names one this command does not start (a
 // scripted acquirer, an acquirer's test endpoint speaking the same API),
@@ -49,7 +52,10 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	cfg.Trust, cfg.Instances, cfg.Output = trust, instances, os.Stdout
+	if cfg.MemoryMB, err = localapi.MemoryFromEnv(os.Getenv); err != nil {
+		return err
+	}
+	cfg.Trust, cfg.Instances, cfg.Output, cfg.Shape = trust, instances, os.Stdout, true
 	fmt.Println("building the functions for this machine ...")
 	if err := localapi.BuildFunctions(ctx, cfg.BinDir, localapi.Functions...); err != nil {
 		return err
@@ -63,6 +69,14 @@ func run() error {
 		acquirerLine = "acquirer " + cfg.AcquirerID + " at " + stack.SandboxURL + ", not started here"
 	}
 	defer stack.Close()
+	shaped := "each execution environment under its memory size's CPU quota and memory limit"
+	if cfg.MemoryMB > 0 {
+		shaped = fmt.Sprintf("each execution environment under %d MB's CPU quota (%.3f vCPU) and memory limit", cfg.MemoryMB, deploy.CPUShare(cfg.MemoryMB))
+	}
+	if stack.Unshaped != "" {
+		shaped = "unshaped, on full cores: " + stack.Unshaped
+	}
+	fmt.Println("functions:", shaped)
 	token, err := trust.Token("acct_demo", 24*time.Hour)
 	if err != nil {
 		return err

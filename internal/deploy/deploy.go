@@ -24,6 +24,14 @@ const (
 	TriggerStream         Trigger = "the table's stream"
 )
 
+// MemoryPerVCPU is the memory size at which Lambda gives a function one
+// full vCPU; below and above it, CPU is in proportion to memory (AWS Lambda
+// Developer Guide, "Configure Lambda function memory").
+const MemoryPerVCPU = 1769
+
+// CPUShare is the share of one vCPU a function of memoryMB gets.
+func CPUShare(memoryMB int) float64 { return float64(memoryMB) / MemoryPerVCPU }
+
 // A Function is one Lambda function of the system.
 type Function struct {
 	// Name names the function: its alarms in AWS, its process locally.
@@ -33,6 +41,10 @@ type Function struct {
 	Binary  string
 	Timeout time.Duration
 	Trigger Trigger
+	// MemoryMB is its memory size, which sets its CPU too (CPUShare): the
+	// CDK app deploys it, and the local stack shapes its execution
+	// environments by it.
+	MemoryMB int
 }
 
 // Protocol is the protocol's times (docs/design.md §4): the defaults every
@@ -137,13 +149,13 @@ const consumerTimeout = 30 * time.Second
 func Deployed() Description {
 	return Description{
 		Functions: []Function{
-			{Name: FunctionCharge, Binary: "charge", Timeout: 10 * time.Second, Trigger: TriggerAPI},
-			{Name: FunctionConsumer, Binary: "sqsconsumer", Timeout: consumerTimeout, Trigger: TriggerProducerQueues},
-			{Name: FunctionReconciler, Binary: "sqsconsumer", Timeout: consumerTimeout, Trigger: TriggerReconcileQueue},
+			{Name: FunctionCharge, Binary: "charge", Timeout: 10 * time.Second, Trigger: TriggerAPI, MemoryMB: 256},
+			{Name: FunctionConsumer, Binary: "sqsconsumer", Timeout: consumerTimeout, Trigger: TriggerProducerQueues, MemoryMB: 256},
+			{Name: FunctionReconciler, Binary: "sqsconsumer", Timeout: consumerTimeout, Trigger: TriggerReconcileQueue, MemoryMB: 256},
 			// Inside its 1-minute schedule, so two sweeps never overlap.
-			{Name: FunctionSweeper, Binary: "sweeper", Timeout: 55 * time.Second, Trigger: TriggerSchedule},
+			{Name: FunctionSweeper, Binary: "sweeper", Timeout: 55 * time.Second, Trigger: TriggerSchedule, MemoryMB: 256},
 			// A batch of 100 stream records, each one publish.
-			{Name: FunctionPublisher, Binary: "publisher", Timeout: 30 * time.Second, Trigger: TriggerStream},
+			{Name: FunctionPublisher, Binary: "publisher", Timeout: 30 * time.Second, Trigger: TriggerStream, MemoryMB: 256},
 		},
 		// AWS requires an SQS event source's visibility timeout to be at
 		// least 6 × its function's timeout.

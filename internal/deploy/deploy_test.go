@@ -109,8 +109,13 @@ func TestDeployedValues(t *testing.T) {
 	d := deploy.Deployed()
 	want := deploy.Protocol{InTransitBound: 5 * time.Second, ClockSkew: time.Second, AcquirerTimeout: 3 * time.Second,
 		LeaseMargin: 10 * time.Second, Retention: 90 * 24 * time.Hour}
-	if d.Protocol != want || d.Queues.Visibility != 180*time.Second || d.Queues.MaxReceives != 6 || deploy.DefaultAccountClaim != "sub" {
+	if d.Protocol != want || d.Queues.Visibility != 180*time.Second || d.Queues.MaxReceives != 6 || deploy.DefaultAccountClaim != "sub" || d.StaleRegion != 3*time.Minute {
 		t.Fatalf("deployed %+v", d)
+	}
+	for _, f := range d.Functions {
+		if f.MemoryMB != 256 {
+			t.Errorf("%s: %d MB", f.Name, f.MemoryMB)
+		}
 	}
 }
 

@@ -2,10 +2,13 @@ package localapi
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/idempotent-payments/idempay/internal/localapi/cgroup"
 )
 
 // TestPoolRetriesAnEmulatorThatExitsAtStart: an emulator that exits before
@@ -15,17 +18,7 @@ import (
 // build) and builds the charge function.
 func TestPoolRetriesAnEmulatorThatExitsAtStart(t *testing.T) {
 	t.Parallel()
-	rieBin := os.Getenv("AWS_LAMBDA_RIE")
-	if rieBin == "" {
-		rieBin = filepath.Join("..", "..", "bin", "aws-lambda-rie")
-	}
-	if _, err := os.Stat(rieBin); err != nil {
-		t.Fatalf("no RIE at %s (make bin/aws-lambda-rie builds it): %v", rieBin, err)
-	}
-	dir := t.TempDir()
-	if err := BuildFunctions(context.Background(), dir, "charge"); err != nil {
-		t.Fatal(err)
-	}
+	rieBin, dir := chargeFunction(t)
 	failed := filepath.Join(dir, "failed-once")
 	rie := filepath.Join(dir, "rie")
 	abs, err := filepath.Abs(rieBin)
@@ -45,10 +38,76 @@ func TestPoolRetriesAnEmulatorThatExitsAtStart(t *testing.T) {
 	}
 	defer p.Close()
 	// The health check: answered (503, no table behind it) without a token.
-	if _, err := p.Invoke(context.Background(), []byte(`{"version":"2.0","routeKey":"GET /health","rawPath":"/health","requestContext":{"http":{"method":"GET"}}}`)); err != nil {
+	if _, err := p.Invoke(context.Background(), healthEvent); err != nil {
 		t.Fatalf("the restarted instance does not serve: %v", err)
 	}
 	if _, err := os.Stat(failed); err != nil {
 		t.Fatal("the emulator never exited at start: the test proves nothing")
+	}
+}
+
+// chargeFunction is the RIE binary and a folder with the charge function
+// built in it.
+func chargeFunction(t *testing.T) (rie, dir string) {
+	t.Helper()
+	rie = os.Getenv("AWS_LAMBDA_RIE")
+	if rie == "" {
+		rie = filepath.Join("..", "..", "bin", "aws-lambda-rie")
+	}
+	if _, err := os.Stat(rie); err != nil {
+		t.Fatalf("no RIE at %s (make bin/aws-lambda-rie builds it): %v", rie, err)
+	}
+	dir = t.TempDir()
+	if err := BuildFunctions(context.Background(), dir, "charge"); err != nil {
+		t.Fatal(err)
+	}
+	return rie, dir
+}
+
+// healthEvent is a health check's event, which the charge function
+// answers (503 with no table behind it) without a token.
+var healthEvent = []byte(`{"version":"2.0","routeKey":"GET /health","rawPath":"/health","requestContext":{"http":{"method":"GET"}}}`)
+
+// TestShapedPool: a pool shaped at 128 MB puts each instance's emulator
+// and bootstrap in its group, whose counters see their CPU time and
+// memory; the groups go with the pool. Where groups cannot be made the
+// test says the run is unshaped.
+func TestShapedPool(t *testing.T) {
+	t.Parallel()
+	if err := cgroup.Available(); err != nil {
+		t.Logf("unshaped: %v", err)
+		return
+	}
+	rie, dir := chargeFunction(t)
+	p, err := StartPool(PoolConfig{
+		RIE: rie, Bootstrap: filepath.Join(dir, "charge", "bootstrap"), Name: "charge", Instances: 2, Timeout: 10 * time.Second, MemoryMB: 128,
+		Env: []string{"TABLE_NAME=pool-shaped", "ACQUIRER_URL=http://127.0.0.1:1", "ACQUIRER_ID=sandbox"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 20 {
+		if _, err := p.Invoke(context.Background(), healthEvent); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(2 * memorySample)
+	envs, err := p.Environments()
+	if err != nil || len(envs) != 2 {
+		t.Fatalf("environments %+v, %v", envs, err)
+	}
+	_, runtimes := p.Processes()
+	for _, e := range envs {
+		if e.MemoryMB != 128 || e.CPU <= 0 || e.Periods == 0 {
+			t.Fatalf("an environment's counters: %+v", e)
+		}
+	}
+	if used := envs[0].PeakRSS + envs[1].PeakRSS; len(runtimes) == 0 || used < 1<<20 {
+		t.Fatalf("%d runtimes, %d bytes of RSS: the bootstraps are not in their groups", len(runtimes), used)
+	}
+	t.Logf("two environments at 128 MB: %+v", envs)
+	p.Close()
+	if groups, _ := filepath.Glob(filepath.Join(cgroup.Root, "cpu", "idempay", fmt.Sprintf("charge-%d-*", os.Getpid()))); len(groups) != 0 {
+		t.Fatalf("groups left after Close: %v", groups)
 	}
 }

@@ -21,6 +21,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/idempotent-payments/idempay/internal/localapi/cgroup"
 )
 
 // ErrNoInstance: every instance stayed busy for the whole wait.
@@ -59,6 +61,11 @@ type PoolConfig struct {
 	Output *os.File
 	// Wait bounds how long an invocation waits for a free instance (30 s).
 	Wait time.Duration
+	// MemoryMB, when set, shapes each instance as a Lambda execution
+	// environment of that size: its emulator and its bootstrap in a cgroup
+	// of their own, with that size's CPU quota and memory limit (package
+	// cgroup). An instance that cannot be put in its group fails to start.
+	MemoryMB int
 }
 
 // Pool is a set of RIE instances of one function. Each RIE handles one
@@ -71,6 +78,9 @@ type Pool struct {
 	http     *http.Client
 	replaced atomic.Int64
 	closed   atomic.Bool
+	// sampling runs sampleMemory until stopSampling closes.
+	sampling     sync.WaitGroup
+	stopSampling chan struct{}
 }
 
 // Replaced counts the instances replaced before an invocation because
@@ -78,12 +88,14 @@ type Pool struct {
 func (p *Pool) Replaced() int { return int(p.replaced.Load()) }
 
 type instance struct {
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	addr string // emulator address
-	api  string // runtime API address
-	pool *Pool
-	done chan struct{}
+	mu    sync.Mutex
+	group *cgroup.Group // nil: unshaped
+	peak  atomic.Int64  // the most RSS its group was seen to hold
+	cmd   *exec.Cmd
+	addr  string // emulator address
+	api   string // runtime API address
+	pool  *Pool
+	done  chan struct{}
 	// broken: its last restart failed; served: it has run an invocation,
 	// so its runtime (the bootstrap) was started. Only the goroutine
 	// holding the instance (taken from the free list) reads or writes them.
@@ -108,17 +120,82 @@ func StartPool(cfg PoolConfig) (*Pool, error) {
 		}
 		cfg.Output = devNull
 	}
-	p := &Pool{cfg: cfg, free: make(chan *instance, cfg.Instances), http: &http.Client{}}
+	p := &Pool{cfg: cfg, free: make(chan *instance, cfg.Instances), http: &http.Client{}, stopSampling: make(chan struct{})}
 	for range cfg.Instances {
 		in := &instance{pool: p}
+		if cfg.MemoryMB > 0 {
+			g, err := cgroup.New(cfg.Name, cfg.MemoryMB)
+			if err != nil {
+				p.Close()
+				return nil, err
+			}
+			in.group = g
+		}
 		if err := in.start(); err != nil {
+			if in.group != nil {
+				in.removeGroup()
+			}
 			p.Close()
 			return nil, err
 		}
 		p.all = append(p.all, in)
 		p.free <- in
 	}
+	if cfg.MemoryMB > 0 {
+		p.sampling.Go(p.sampleMemory)
+	}
 	return p, nil
+}
+
+// memorySample is how often a shaped pool reads its groups' RSS for their
+// peaks.
+const memorySample = 50 * time.Millisecond
+
+// sampleMemory keeps each shaped instance's peak RSS until the pool
+// closes.
+func (p *Pool) sampleMemory() {
+	t := time.NewTicker(memorySample)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.stopSampling:
+			return
+		case <-t.C:
+		}
+		for _, in := range p.all {
+			if u, err := in.group.Usage(); err == nil && u.RSS > in.peak.Load() {
+				in.peak.Store(u.RSS)
+			}
+		}
+	}
+}
+
+// Environment is what one shaped execution environment used, from its
+// cgroup: its CPU time, its RSS now and the most seen (sampled every
+// 50 ms), and the CFS periods it ran in and was throttled in.
+type Environment struct {
+	MemoryMB           int
+	CPU                time.Duration
+	RSS, PeakRSS       int64
+	Periods, Throttled int64
+}
+
+// Environments is what each instance's execution environment used, when
+// the pool is shaped (PoolConfig.MemoryMB); none otherwise.
+func (p *Pool) Environments() ([]Environment, error) {
+	var out []Environment
+	for _, in := range p.all {
+		if in.group == nil {
+			continue
+		}
+		u, err := in.group.Usage()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, Environment{MemoryMB: in.group.MemoryMB(), CPU: u.CPU, RSS: u.RSS, PeakRSS: max(u.RSS, in.peak.Load()),
+			Periods: u.Periods, Throttled: u.Throttled})
+	}
+	return out, nil
 }
 
 // errExitedAtStart: the emulator exited before it listened, as it does when
@@ -160,6 +237,15 @@ func (in *instance) startOnce() error {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", cfg.RIE, err)
+	}
+	// Into its group before it listens: the emulator starts the bootstrap
+	// at the first invocation, which is then in the group too.
+	if in.group != nil {
+		if err := in.group.Add(cmd.Process.Pid); err != nil {
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			_ = cmd.Wait()
+			return err
+		}
 	}
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
@@ -420,12 +506,31 @@ func (p *Pool) Close() {
 	if p.closed.Swap(true) {
 		return // closed already
 	}
+	close(p.stopSampling)
+	p.sampling.Wait()
 	for _, in := range p.all {
 		in.kill()
 	}
 	for range p.all {
 		in := <-p.free
 		in.kill()
+	}
+	for _, in := range p.all {
+		if in.group != nil {
+			in.removeGroup()
+		}
+	}
+}
+
+// removeGroup deletes the instance's group once its processes are gone
+// (the kernel refuses it before): the killed bootstrap may take a moment
+// to be reaped by init.
+func (in *instance) removeGroup() {
+	for range 100 {
+		if in.group.Remove() == nil {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -27,6 +28,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
+	"github.com/idempotent-payments/idempay/internal/localapi/cgroup"
 	"github.com/idempotent-payments/idempay/internal/route"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
 	"github.com/idempotent-payments/idempay/internal/setup"
@@ -90,6 +92,32 @@ type StackConfig struct {
 	// Producers each get a charge-commands queue of their own, and may
 	// charge only their Accounts (DefaultProducers when empty).
 	Producers []Producer
+	// Shape runs each function's execution environments as Lambda sizes
+	// them (PoolConfig.MemoryMB): its memory size from the description
+	// (deploy.Local), or MemoryMB for every function when set
+	// (LOCAL_MEMORY_MB). Where cgroups cannot be made the stack runs
+	// unshaped and says why (Stack.Unshaped). Unset: full cores, as the
+	// tests run.
+	Shape    bool
+	MemoryMB int
+}
+
+// EnvMemoryMB is what `make run` and `make bench` read to give every
+// function one memory size (StackConfig.MemoryMB) instead of its own.
+const EnvMemoryMB = "LOCAL_MEMORY_MB"
+
+// MemoryFromEnv reads EnvMemoryMB with getenv: 0 when unset, else a
+// Lambda memory size in MB (128 to 10,240).
+func MemoryFromEnv(getenv func(string) string) (int, error) {
+	v := getenv(EnvMemoryMB)
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 128 || n > 10240 {
+		return 0, fmt.Errorf("%s=%q: want a memory size in MB from 128 to 10240", EnvMemoryMB, v)
+	}
+	return n, nil
 }
 
 // Producer is one sender of charge commands and the accounts it may charge.
@@ -129,6 +157,10 @@ type Stack struct {
 	// multi-region table mode (empty in one region): cfg.Region, or the
 	// SDK's.
 	RegionName string
+	// Unshaped says why a stack asked to shape its functions
+	// (StackConfig.Shape) runs them on full cores: empty when it shapes
+	// them, or was not asked to.
+	Unshaped string
 	// Queues are the producers' charge-commands queues by producer name;
 	// QueueURL and QueueARN are the first producer's.
 	Queues             map[string]command.Source
@@ -320,13 +352,23 @@ func (s *Stack) startFunctions(cfg StackConfig, local deploy.Description, produc
 	if err != nil {
 		return err
 	}
+	shape := cfg.Shape
+	if err := cgroup.Available(); shape && err != nil {
+		s.Unshaped, shape = err.Error(), false
+	}
 	// start runs instances of the function named name (deploy.Local),
-	// with its timeout unless cfg sets one for every function.
+	// with its timeout unless cfg sets one for every function, shaped by
+	// its memory size when asked.
 	start := func(name string, instances int, env ...string) (*Pool, error) {
 		fn := local.Function(name)
+		memory := 0
+		if shape {
+			memory = cmp.Or(cfg.MemoryMB, fn.MemoryMB)
+		}
 		return StartPool(PoolConfig{
 			RIE: cfg.RIE, Bootstrap: filepath.Join(cfg.BinDir, fn.Binary, "bootstrap"), Name: fn.Name,
 			Instances: instances, Timeout: timeout(cfg.Timeout, fn.Timeout), Env: slices.Concat(base, env, cfg.Env), Output: cfg.Output,
+			MemoryMB: memory,
 		})
 	}
 	if s.Charge, err = start(deploy.FunctionCharge, cfg.Instances); err != nil {
