@@ -22,6 +22,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/idempotent-payments/idempay/internal/localapi/cgroup"
 )
 
@@ -100,8 +102,8 @@ type instance struct {
 	// so its runtime (the bootstrap) was started. Only the goroutine
 	// holding the instance (taken from the free list) reads or writes them.
 	broken, served bool
-	// runtime is the pid of the runtime it started, once seen (0 before).
-	runtime int
+	// runtime is the runtime it started, once seen.
+	runtime runtimeProc
 }
 
 // StartPool starts cfg.Instances emulators and waits until each accepts
@@ -251,7 +253,6 @@ func (in *instance) startOnce() error {
 	go func() { _ = cmd.Wait(); close(done) }()
 	in.mu.Lock()
 	in.cmd, in.addr, in.api, in.done = cmd, addr, api, done
-	in.runtime = 0
 	in.mu.Unlock()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
@@ -313,13 +314,13 @@ func (p *Pool) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 		if err := in.start(); err != nil {
 			return nil, fmt.Errorf("restart %s: %w", p.cfg.Name, err)
 		}
-		in.broken, in.served, in.runtime = false, false, 0
+		in.broken, in.served = false, false
 	}
 	out, err := in.invoke(ctx, payload)
 	in.served = true
 	if err != nil {
 		in.kill()
-		in.served, in.runtime = false, 0
+		in.served = false
 		if p.closed.Load() || in.start() != nil {
 			in.broken = true // the next invocation tries again
 		}
@@ -343,15 +344,65 @@ func (in *instance) healthy() bool {
 	if !in.served {
 		return true
 	}
-	if in.runtime != 0 && childAlive(in.runtime, cmd.Process.Pid) { // one read of /proc per invocation
+	if in.runtime.alive() { // one poll of its pidfd per invocation
 		return true
 	}
+	in.runtime.forget()
 	kids := children(cmd.Process.Pid)
 	if len(kids) == 0 {
 		return false
 	}
-	in.runtime = kids[0]
+	in.runtime.watch(kids[0], cmd.Process.Pid)
 	return true
+}
+
+// runtimeProc is the runtime (the bootstrap) an emulator started, watched
+// through a pidfd opened once it is seen: a check is one poll, with no
+// read of /proc, and a pid reused after the runtime ended is never taken
+// for it. Only the goroutine holding the instance uses it.
+type runtimeProc struct {
+	fd       int
+	watching bool
+}
+
+// watch opens a pidfd of pid, which must still be a live child of parent
+// once it is open (checked after, so a pid reused in between is not
+// watched). It reports whether it watches.
+func (r *runtimeProc) watch(pid, parent int) bool {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return false
+	}
+	if !childAlive(pid, parent) {
+		_ = unix.Close(fd)
+		return false
+	}
+	r.fd, r.watching = fd, true
+	return true
+}
+
+// alive reports whether the watched runtime runs: its pidfd is readable
+// once it has ended. False when nothing is watched.
+func (r *runtimeProc) alive() bool {
+	if !r.watching {
+		return false
+	}
+	fds := []unix.PollFd{{Fd: int32(r.fd), Events: unix.POLLIN}}
+	for {
+		n, err := unix.Poll(fds, 0)
+		if err == unix.EINTR {
+			continue
+		}
+		return err == nil && n == 0
+	}
+}
+
+// forget stops watching, closing the pidfd.
+func (r *runtimeProc) forget() {
+	if r.watching {
+		_ = unix.Close(r.fd)
+		r.watching = false
+	}
 }
 
 // children lists the live child processes of pid, from Linux's /proc:
@@ -514,6 +565,7 @@ func (p *Pool) Close() {
 	for range p.all {
 		in := <-p.free
 		in.kill()
+		in.runtime.forget()
 	}
 	for _, in := range p.all {
 		if in.group != nil {
