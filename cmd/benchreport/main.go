@@ -141,7 +141,7 @@ func report(r map[string]metrics, lat []series) string {
 		fmt.Fprintf(&b, "\nThe strict decoder costs %.2f × encoding/json on the same body (the yardstick above, same run).\n", strict/yard)
 	}
 	b.WriteString("\n## What the bill measures: DynamoDB request units per charge path\n\n")
-	b.WriteString("From DynamoDB Local's `ConsumedCapacity` (`ReturnConsumedCapacity=INDEXES`) on every call of the charge service; a write refused by its condition answers with an error and no units, so it is computed from the item sizes (1 KB rounding), as AWS bills it. Prices: on-demand, us-east-1, $0.625 per million write units, $0.125 per million read units.\n\n")
+	b.WriteString("From DynamoDB Local's `ConsumedCapacity` (`ReturnConsumedCapacity=INDEXES`) on every call of the charge service; a write refused by its condition answers with an error and no units, so it is computed from the item sizes (1 KB rounding), as AWS bills it. Priced at DynamoDB's on-demand list prices in us-east-1 (`internal/cost`).\n\n")
 	b.WriteString("| path | WRU | of which the in-flight index | RRU | $ per million |\n|---|---|---|---|---|\n")
 	for _, p := range []string{"first-execution", "replay", "replay-warm-cache", "in-flight", "get"} {
 		n := "UnitsPerPath/" + p

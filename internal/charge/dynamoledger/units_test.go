@@ -11,17 +11,11 @@ import (
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/charge/chargetest"
 	"github.com/idempotent-payments/idempay/internal/charge/dynamoledger"
+	"github.com/idempotent-payments/idempay/internal/cost"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore/dynamotest"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
-)
-
-// On-demand prices, us-east-1, US$ per million request units (the
-// DynamoDB pricing page since the November 2024 reduction).
-const (
-	dollarsPerMillionWRU = 0.625
-	dollarsPerMillionRRU = 0.125
 )
 
 // paths are the charge paths whose units are measured, in report order.
@@ -114,7 +108,7 @@ func BenchmarkUnitsPerPath(b *testing.B) {
 				b.ReportMetric(u.TableWrite+u.IndexWrite, "WRU/op")
 				b.ReportMetric(u.IndexWrite, "index-WRU/op")
 				b.ReportMetric(u.Read, "RRU/op")
-				b.ReportMetric((u.TableWrite+u.IndexWrite)*dollarsPerMillionWRU+u.Read*dollarsPerMillionRRU, "$/M")
+				b.ReportMetric(1e6*((u.TableWrite+u.IndexWrite)*cost.DynamoDBWriteUnit+u.Read*cost.DynamoDBReadUnit), "$/M")
 			}
 			b.ReportMetric(0, "ns/op")
 		})
