@@ -336,7 +336,10 @@ var quiet = slog.New(slog.DiscardHandler)
 // region that stayed up, once.
 func TestEventsPublishedOnceAcrossRegions(t *testing.T) {
 	t.Parallel()
-	const staleAfter = 4 * time.Second
+	// Long enough that west's sweep below falls between one and two of it
+	// after its rows on a loaded machine: then its rows wait for it, where
+	// after two its own sweeper would publish them itself.
+	const staleAfter = 10 * time.Second
 	ctx := context.Background()
 	schema := eventtest.Schema(t)
 	table := fmt.Sprintf("regions-%d-%d", time.Now().UnixNano(), tableNo.Add(1))
@@ -378,15 +381,19 @@ func TestEventsPublishedOnceAcrossRegions(t *testing.T) {
 
 	// West's publisher stops, and west writes three rows.
 	west.Publisher.Close()
+	written := time.Now()
 	for i := range 3 {
 		expect(t, postCharge(t, west, "acct_r", fmt.Sprintf("once-across-regions-west-%d", i), visa), 201, "")
 	}
 	if _, err := west.Sweep(ctx); err != nil { // west still beats
 		t.Fatal(err)
 	}
-	time.Sleep(staleAfter + time.Second) // the rows have waited long enough
+	time.Sleep(time.Until(written.Add(staleAfter + time.Second))) // the rows have waited long enough
 	if _, err := west.Sweep(ctx); err != nil {
 		t.Fatal(err)
+	}
+	if late := time.Since(written); late > 2*staleAfter {
+		t.Fatalf("west swept %s after its rows, past twice the stale age: the check below proves nothing", late)
 	}
 	if _, err := east.Sweep(ctx); err != nil {
 		t.Fatal(err)
