@@ -186,6 +186,7 @@ func report(r map[string]metrics, lat []series) string {
 	fmt.Fprintf(&b, "| sweeper: stale records flagged and enqueued /s (10,000 over 32 shards) | %s |\n", get("Sweep", "flagged/s"))
 	fmt.Fprintf(&b, "| charge bootstrap: cold first invocation ms / warm ms | %s / %s |\n", get("ColdStart", "cold_ms"), get("ColdStart", "warm_ms"))
 	fmt.Fprintf(&b, "| charge bootstrap linux/arm64 stripped, bytes | %s |\n", get("BinarySize", "bytes"))
+	b.WriteString(memorySection(r))
 	if len(lat) > 0 {
 		b.WriteString("\n## Latency samples\n\n| path | samples | p50 | p90 | p99 | max |\n|---|---|---|---|---|---|\n")
 		for _, s := range lat {

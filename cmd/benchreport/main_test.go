@@ -1,11 +1,15 @@
 package main
 
 import (
+	"fmt"
 	"image/png"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/idempotent-payments/idempay/internal/cost"
 )
 
 const sample = `goos: linux
@@ -82,5 +86,35 @@ func TestReportDividesByTheFloor(t *testing.T) {
 	}, nil)
 	if want := "| first-execution | 2 | 0.80 | 2.50 | — | — | — | 0.50 |"; !strings.Contains(got, want) {
 		t.Fatalf("no row %q in:\n%s", want, got)
+	}
+}
+
+// TestMemorySection: the bill of each size is internal/cost's of the
+// run's figures, and the size chosen is the cheapest that meets the p99
+// target; a size that misses it is not chosen however cheap.
+func TestMemorySection(t *testing.T) {
+	r := map[string]metrics{"UnitsPerPath/first-execution": {"WRU/op": 5, "RRU/op": 0}}
+	for size, m := range map[int]metrics{
+		128:  {"billed_ms": 60, "p99_ms": 140, "shaped": 1, "throttled_pct": 90},
+		256:  {"billed_ms": 25, "p99_ms": 70, "shaped": 1, "throttled_pct": 80},
+		512:  {"billed_ms": 14, "p99_ms": 40, "shaped": 1, "throttled_pct": 50},
+		1024: {"billed_ms": 10, "p99_ms": 30, "shaped": 1, "throttled_pct": 10},
+	} {
+		m["publisher_invocations"], m["publisher_billed_ms"], m["log_bytes"] = 0.1, 20, 800
+		r[fmt.Sprintf("MemorySizes/%dMB/first-execution", size)] = m
+		r[fmt.Sprintf("MemorySizes/%dMB/cold-start", size)] = metrics{"cold_ms": 100.4, "warm_ms": 10}
+	}
+	got := memorySection(r)
+	bill256, _ := billOf(r, 256)
+	want := cost.Total(cost.PerMillion(cost.Usage{MemoryMB: 256, BilledMS: 25, Invocations: 1, ColdStartMS: 91, ColdShare: 0.01, APIRequests: 1, WriteUnits: 5,
+		Publishes: 1, EventRequests: 0.2, PublisherInvocations: 0.1, PublisherBilledMS: 20, PublisherMemoryMB: 256, LogBytes: 800}))
+	if math.Abs(bill256.total-want) > 1e-12 {
+		t.Fatalf("256 MB: $%.6f, want $%.6f", bill256.total, want)
+	}
+	if !strings.Contains(got, fmt.Sprintf("**256 MB**, $%.4f per million", want)) {
+		t.Fatalf("256 MB (128 MB misses the p99, 512 MB costs more) not chosen:\n%s", got)
+	}
+	if !strings.Contains(got, "| 1024 MB (machine-bound) | first-execution |") {
+		t.Fatalf("a size throttled in 10 %% of periods is not marked machine-bound:\n%s", got)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -35,7 +36,11 @@ const memoryLoad = 300
 //     sent open-loop at a steady rate, each timed from when it was due;
 //   - billed_ms: the charge function's invocations then, each rounded up
 //     to the millisecond as Lambda bills them, on average; cpu_ms: the
-//     environments' CPU (their cgroups') per request.
+//     environments' CPU (their cgroups') per request; publisher_invocations
+//     and publisher_billed_ms: the publisher's invocations per request
+//     then, and their billed duration; log_bytes: the bytes every function
+//     logged per request then, the emulator's report lines included, as
+//     CloudWatch Logs ingests Lambda's.
 //
 // cold-start: the first invocation of a new environment of that size
 // against the next (cold_ms, warm_ms): the bootstrap's start and its
@@ -47,8 +52,13 @@ const memoryLoad = 300
 func BenchmarkMemorySizes(b *testing.B) {
 	for _, mb := range memorySizes {
 		b.Run(fmt.Sprintf("%dMB", mb), func(b *testing.B) {
+			logs, err := os.CreateTemp(b.TempDir(), "functions-*.log")
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer logs.Close()
 			s, token, run := benchStack(b, "memory", func(c *localapi.StackConfig) {
-				c.Shape, c.MemoryMB, c.SweepInterval = true, mb, -1
+				c.Shape, c.MemoryMB, c.SweepInterval, c.Output = true, mb, -1, logs
 			})
 			shaped := 1.0
 			if s.Unshaped != "" {
@@ -76,7 +86,7 @@ func BenchmarkMemorySizes(b *testing.B) {
 						send := func(phase string) func(i int) error {
 							return func(i int) error { return benchCharge(s, token, path.key(prefix+phase+"-", i), path.want...) }
 						}
-						m := measurePath(b, s, send("capacity"), send("half"))
+						m := measurePath(b, s, logs, send("capacity"), send("half"))
 						served += 2 * memoryLoad
 						b.ReportMetric(m.capacity/2, "capacity_rps_per_env")
 						b.ReportMetric(m.throttled*100, "throttled_pct")
@@ -84,6 +94,9 @@ func BenchmarkMemorySizes(b *testing.B) {
 						b.ReportMetric(ms(m.p99), "p99_ms")
 						b.ReportMetric(m.billed, "billed_ms")
 						b.ReportMetric(ms(m.cpu), "cpu_ms")
+						b.ReportMetric(m.publisherInvocations, "publisher_invocations")
+						b.ReportMetric(m.publisherBilled, "publisher_billed_ms")
+						b.ReportMetric(m.logBytes, "log_bytes")
 						b.ReportMetric(shaped, "shaped")
 						b.ReportMetric(0, "ns/op")
 					}
@@ -126,11 +139,15 @@ type pathFigures struct {
 	p50, p99  time.Duration
 	billed    float64       // ms per invocation, each rounded up
 	cpu       time.Duration // the environments' CPU per request, at half capacity
+	// publisherInvocations per request and their billed ms, logBytes per
+	// request, at half capacity
+	publisherInvocations, publisherBilled, logBytes float64
 }
 
 // measurePath loads the path to capacity (closedLoop) and then at half of
-// it (openLoop), memoryLoad requests each.
-func measurePath(b *testing.B, s *localapi.Stack, closedLoop, openLoop func(i int) error) pathFigures {
+// it (openLoop), memoryLoad requests each; logs is where the functions
+// log.
+func measurePath(b *testing.B, s *localapi.Stack, logs *os.File, closedLoop, openLoop func(i int) error) pathFigures {
 	b.Helper()
 	var m pathFigures
 	before := usage(b, s)
@@ -140,8 +157,12 @@ func measurePath(b *testing.B, s *localapi.Stack, closedLoop, openLoop func(i in
 		m.throttled = float64(after.Throttled-before.Throttled) / float64(periods)
 	}
 	s.Charge.RecordDurations()
+	s.Publisher.RecordDurations()
+	logged := fileSize(b, logs)
 	lat := openLoopLatencies(b, memoryLoad, m.capacity/2, openLoop)
-	durations := s.Charge.TakeDurations()
+	time.Sleep(time.Second) // the last rows' events published
+	durations, published := s.Charge.TakeDurations(), s.Publisher.TakeDurations()
+	m.logBytes = float64(fileSize(b, logs)-logged) / memoryLoad
 	end := usage(b, s)
 	m.p50, m.p99 = lat[len(lat)/2], lat[len(lat)*99/100]
 	for _, d := range durations {
@@ -149,7 +170,22 @@ func measurePath(b *testing.B, s *localapi.Stack, closedLoop, openLoop func(i in
 	}
 	m.billed /= float64(max(1, len(durations)))
 	m.cpu = (end.CPU - after.CPU) / memoryLoad
+	m.publisherInvocations = float64(len(published)) / memoryLoad
+	for _, d := range published {
+		m.publisherBilled += math.Ceil(float64(d) / float64(time.Millisecond))
+	}
+	m.publisherBilled /= float64(max(1, len(published)))
 	return m
+}
+
+// fileSize is f's size now.
+func fileSize(b *testing.B, f *os.File) int64 {
+	b.Helper()
+	fi, err := f.Stat()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return fi.Size()
 }
 
 // usage adds up the charge environments' counters.
