@@ -155,10 +155,14 @@ func AWS(ctx context.Context) (aws.Config, error) {
 // x-amz-crc32 of answers: DynamoDB Local sends none that matches on an
 // error answer, and the SDK then writes a warning, outside the JSON log,
 // for every refused condition, that is for every replay. DynamoDB sends
-// it, and the deployed functions keep the check. optFns apply after.
+// it, and the deployed functions keep the check. Its endpoint is resolved
+// once (EndpointsOnce). optFns apply after.
 func DynamoDB(awsCfg aws.Config, skipResponseCRC32 bool, optFns ...func(*dynamodb.Options)) *dynamodb.Client {
-	skip := func(o *dynamodb.Options) { o.DisableValidateResponseChecksum = skipResponseCRC32 }
-	return dynamodb.NewFromConfig(awsCfg, append([]func(*dynamodb.Options){skip}, optFns...)...)
+	lean := func(o *dynamodb.Options) {
+		o.DisableValidateResponseChecksum = skipResponseCRC32
+		o.EndpointResolverV2 = EndpointsOnce(dynamodb.NewDefaultEndpointResolverV2())
+	}
+	return dynamodb.NewFromConfig(awsCfg, append([]func(*dynamodb.Options){lean}, optFns...)...)
 }
 
 // Require returns the value of the environment variable name, or an error

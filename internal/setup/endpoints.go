@@ -1,0 +1,63 @@
+package setup
+
+import (
+	"context"
+	"strings"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	smithyendpoints "github.com/aws/smithy-go/endpoints"
+)
+
+// EndpointsOnce wraps resolver so each set of parameters is resolved once:
+// the SDK evaluates DynamoDB's endpoint rules on every call, though a
+// function's parameters (its region, AWS_ENDPOINT_URL_DYNAMODB, its
+// account) are the same for every call it makes. The answer for a set is
+// the resolver's own, errors are not kept, and the endpoint still comes
+// from the SDK's standard variables, which the emulators and LocalStack
+// need.
+func EndpointsOnce(resolver dynamodb.EndpointResolverV2) dynamodb.EndpointResolverV2 {
+	return &endpointsOnce{resolver: resolver, resolved: map[endpointKey]smithyendpoints.Endpoint{}}
+}
+
+type endpointsOnce struct {
+	resolver dynamodb.EndpointResolverV2
+	mu       sync.RWMutex
+	resolved map[endpointKey]smithyendpoints.Endpoint
+}
+
+// endpointKey is every field of dynamodb.EndpointParameters, by value.
+type endpointKey struct {
+	region, endpoint, accountID, accountIDMode, resourceARN, resourceARNs string
+	dualStack, fips                                                      bool
+}
+
+func keyOf(p dynamodb.EndpointParameters) endpointKey {
+	return endpointKey{
+		region: aws.ToString(p.Region), endpoint: aws.ToString(p.Endpoint), accountID: aws.ToString(p.AccountId),
+		accountIDMode: aws.ToString(p.AccountIdEndpointMode), resourceARN: aws.ToString(p.ResourceArn), resourceARNs: strings.Join(p.ResourceArnList, "\x00"),
+		dualStack: aws.ToBool(p.UseDualStack), fips: aws.ToBool(p.UseFIPS),
+	}
+}
+
+// ResolveEndpoint implements dynamodb.EndpointResolverV2. The SDK copies
+// the endpoint it is given before it changes it, so one is handed out to
+// every call.
+func (e *endpointsOnce) ResolveEndpoint(ctx context.Context, p dynamodb.EndpointParameters) (smithyendpoints.Endpoint, error) {
+	key := keyOf(p)
+	e.mu.RLock()
+	endpoint, ok := e.resolved[key]
+	e.mu.RUnlock()
+	if ok {
+		return endpoint, nil
+	}
+	endpoint, err := e.resolver.ResolveEndpoint(ctx, p)
+	if err != nil {
+		return endpoint, err
+	}
+	e.mu.Lock()
+	e.resolved[key] = endpoint
+	e.mu.Unlock()
+	return endpoint, nil
+}
