@@ -30,7 +30,7 @@ type endpointsOnce struct {
 // endpointKey is every field of dynamodb.EndpointParameters, by value.
 type endpointKey struct {
 	region, endpoint, accountID, accountIDMode, resourceARN, resourceARNs string
-	dualStack, fips                                                      bool
+	dualStack, fips                                                       bool
 }
 
 func keyOf(p dynamodb.EndpointParameters) endpointKey {
