@@ -106,7 +106,7 @@ func TestMemorySection(t *testing.T) {
 	}
 	got := memorySection(r)
 	bill256, _ := billOf(r, 256)
-	want := cost.Total(cost.PerMillion(cost.Usage{MemoryMB: 256, BilledMS: 25, Invocations: 1, ColdStartMS: 91, ColdShare: 0.01, APIRequests: 1, WriteUnits: 5,
+	want := cost.Total(cost.PerMillion(cost.Usage{MemoryMB: 256, BilledMS: 25 + 300, Invocations: 1, ColdStartMS: 91, ColdShare: 0.01, APIRequests: 1, WriteUnits: 5,
 		Publishes: 1, EventRequests: 0.2, PublisherInvocations: 0.1, PublisherBilledMS: 20, PublisherMemoryMB: 256, LogBytes: 800}))
 	if math.Abs(bill256.total-want) > 1e-12 {
 		t.Fatalf("256 MB: $%.6f, want $%.6f", bill256.total, want)

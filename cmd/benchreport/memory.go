@@ -22,10 +22,16 @@ const (
 	// p99Target is the first execution's p99 at half of capacity, locally,
 	// that a memory size must meet to be chosen.
 	p99Target = 100.0
+	// acquirerWaitMS is a card authorization's round trip to the acquirer,
+	// which a first execution waits for and Lambda bills at the function's
+	// memory size: the sandbox answers at once, an acquirer in the hundreds
+	// of milliseconds.
+	acquirerWaitMS = 300.0
 )
 
 // sizeBill is one memory size's bill of a million first executions over
-// HTTP, and whether that size meets p99Target.
+// HTTP, each waiting acquirerWaitMS for the acquirer, and whether that
+// size meets p99Target.
 type sizeBill struct {
 	memoryMB int
 	parts    []cost.Part
@@ -46,7 +52,7 @@ func billOf(r map[string]metrics, size int) (sizeBill, bool) {
 		return sizeBill{}, false
 	}
 	parts := cost.PerMillion(cost.Usage{
-		MemoryMB: size, BilledMS: first["billed_ms"], Invocations: 1,
+		MemoryMB: size, BilledMS: first["billed_ms"] + acquirerWaitMS, Invocations: 1,
 		ColdStartMS: math.Max(0, math.Ceil(cold["cold_ms"]-cold["warm_ms"])), ColdShare: coldShare,
 		APIRequests: 1, WriteUnits: units["WRU/op"], ReadUnits: units["RRU/op"],
 		Publishes: 1, EventRequests: subscriberRequestsPerEvent,
@@ -97,7 +103,7 @@ func memorySection(r map[string]metrics) string {
 	if len(bills) == 0 {
 		return b.String()
 	}
-	fmt.Fprintf(&b, "\n**A million first executions over HTTP, US$** (`internal/cost`: on-demand list prices in us-east-1; the billed durations, cold starts, publisher invocations and log bytes of this run; the write and read units of `UnitsPerPath`; assumed: %.0f %% of invocations cold, the subscriber's receive and delete in batches of 10):\n\n", coldShare*100)
+	fmt.Fprintf(&b, "\n**A million first executions over HTTP, US$** (`internal/cost`: on-demand list prices in us-east-1; the billed durations, cold starts, publisher invocations and log bytes of this run; the write and read units of `UnitsPerPath`; assumed: an acquirer that answers in %.0f ms, billed as the function's wait, %.0f %% of invocations cold, the subscriber's receive and delete in batches of 10):\n\n", acquirerWaitMS, coldShare*100)
 	b.WriteString("| part |")
 	for _, bill := range bills {
 		fmt.Fprintf(&b, " %d MB |", bill.memoryMB)

@@ -11,7 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/idempotent-payments/idempay/internal/deploy"
+	"github.com/idempotent-payments/idempay/internal/idem/dynamostore/dynamotest"
 	"github.com/idempotent-payments/idempay/internal/localapi"
 )
 
@@ -40,7 +45,9 @@ const memoryLoad = 300
 //     and publisher_billed_ms: the publisher's invocations per request
 //     then, and their billed duration; log_bytes: the bytes every function
 //     logged per request then, the emulator's report lines included, as
-//     CloudWatch Logs ingests Lambda's.
+//     CloudWatch Logs ingests Lambda's; raw_put_ms: the median conditional
+//     put to DynamoDB Local before the size's run, the yardstick of its
+//     latencies (DynamoDB Local slows as a long run goes on).
 //
 // cold-start: the first invocation of a new environment of that size
 // against the next (cold_ms, warm_ms): the bootstrap's start and its
@@ -71,6 +78,7 @@ func BenchmarkMemorySizes(b *testing.B) {
 				}
 			}
 			served := 2 * benchClients
+			raw := ms(rawPut(b))
 			for _, path := range []struct {
 				name string
 				key  func(prefix string, i int) string
@@ -84,6 +92,11 @@ func BenchmarkMemorySizes(b *testing.B) {
 					for iter := 0; b.Loop(); iter++ {
 						prefix := fmt.Sprintf("memory-%s-%s-%d-", path.name, run, iter)
 						send := func(phase string) func(i int) error {
+							if path.name == "replay" { // the key completed before its replays
+								if err := benchCharge(s, token, path.key(prefix+phase+"-", 0), 201); err != nil {
+									b.Fatal(err)
+								}
+							}
 							return func(i int) error { return benchCharge(s, token, path.key(prefix+phase+"-", i), path.want...) }
 						}
 						m := measurePath(b, s, logs, send("capacity"), send("half"))
@@ -97,6 +110,7 @@ func BenchmarkMemorySizes(b *testing.B) {
 						b.ReportMetric(m.publisherInvocations, "publisher_invocations")
 						b.ReportMetric(m.publisherBilled, "publisher_billed_ms")
 						b.ReportMetric(m.logBytes, "log_bytes")
+						b.ReportMetric(raw, "raw_put_ms")
 						b.ReportMetric(shaped, "shaped")
 						b.ReportMetric(0, "ns/op")
 					}
@@ -293,6 +307,30 @@ func coldStart(b *testing.B, memoryMB int, shape bool) (cold, warm time.Duration
 		*d = time.Since(t0)
 	}
 	return cold, warm
+}
+
+// rawPut is the median of 50 conditional puts straight to DynamoDB
+// Local, one at a time: the yardstick of each size's run, since DynamoDB
+// Local slows as a long run goes on.
+func rawPut(b *testing.B) time.Duration {
+	b.Helper()
+	client := dynamotest.Client(b)
+	table := dynamotest.NewTable(b, client)
+	lat := make([]time.Duration, 50)
+	for i := range lat {
+		t0 := time.Now()
+		_, err := client.PutItem(context.Background(), &dynamodb.PutItemInput{
+			TableName:           aws.String(table),
+			Item:                map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: fmt.Sprint("raw-", i)}},
+			ConditionExpression: aws.String("attribute_not_exists(pk)"),
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		lat[i] = time.Since(t0)
+	}
+	slices.Sort(lat)
+	return lat[len(lat)/2]
 }
 
 // ms is d in milliseconds.
