@@ -156,11 +156,13 @@ func AWS(ctx context.Context) (aws.Config, error) {
 // error answer, and the SDK then writes a warning, outside the JSON log,
 // for every refused condition, that is for every replay. DynamoDB sends
 // it, and the deployed functions keep the check. Its endpoint is resolved
-// once (EndpointsOnce). optFns apply after.
+// once (EndpointsOnce), and its retryer knows a refused condition first
+// (refusedConditionFirst). optFns apply after.
 func DynamoDB(awsCfg aws.Config, skipResponseCRC32 bool, optFns ...func(*dynamodb.Options)) *dynamodb.Client {
 	lean := func(o *dynamodb.Options) {
 		o.DisableValidateResponseChecksum = skipResponseCRC32
 		o.EndpointResolverV2 = EndpointsOnce(dynamodb.NewDefaultEndpointResolverV2())
+		o.Retryer = retryRefusedConditionFirst(o.Retryer)
 	}
 	return dynamodb.NewFromConfig(awsCfg, append([]func(*dynamodb.Options){lean}, optFns...)...)
 }
