@@ -197,7 +197,7 @@ var chaosEnv = []string{"LEASE_MARGIN=1s", "IN_TRANSIT_BOUND=2s", "CLOCK_SKEW=50
 func Run(ctx context.Context, cfg Config) (Summary, error) {
 	start := time.Now()
 	cfg = cfg.withDefaults()
-	db, err := startDynamoDB(moduleRoot())
+	db, err := localapi.StartDynamoDBLocal(moduleRoot())
 	if err != nil {
 		return Summary{}, err
 	}
@@ -401,7 +401,7 @@ func newIntents(cfg Config) []intent {
 // injected; then it turns the sandbox's faults off. The error is that of
 // an outage the sandbox did not come back from (sum then has no injected
 // sandbox faults and the sandbox keeps its faults).
-func storm(ctx context.Context, cfg Config, db *privateDynamoDB, r *regions, intents []intent, sum *Summary) error {
+func storm(ctx context.Context, cfg Config, db *localapi.DynamoDBLocal, r *regions, intents []intent, sum *Summary) error {
 	stack := r.stacks[0]
 	f := startFaults(cfg, db, stack)
 	load := sendLoad(ctx, cfg, r, intents)
@@ -428,7 +428,7 @@ type faults struct {
 
 // startFaults starts the kills, stalls and outages that cfg spaces (each
 // that cfg disables is not started).
-func startFaults(cfg Config, db *privateDynamoDB, stack *localapi.Stack) *faults {
+func startFaults(cfg Config, db *localapi.DynamoDBLocal, stack *localapi.Stack) *faults {
 	f := &faults{done: make(chan struct{})}
 	f.every(cfg.KillEvery, func() {
 		f.kills.Add(int64(stack.Charge.KillBusy()))

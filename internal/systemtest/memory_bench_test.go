@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -47,7 +48,7 @@ const memoryLoad = 300
 //     logged per request then, the emulator's report lines included, as
 //     CloudWatch Logs ingests Lambda's; raw_put_ms: the median conditional
 //     put to DynamoDB Local before the size's run, the yardstick of its
-//     latencies (DynamoDB Local slows as a long run goes on).
+//     latencies.
 //
 // cold-start: the first invocation of a new environment of that size
 // against the next (cold_ms, warm_ms): the bootstrap's start and its
@@ -55,10 +56,21 @@ const memoryLoad = 300
 // environment's RSS (cgroup, no page cache) after the run (rss_mb) and
 // its peak (peak_rss_mb), and the invocations it served (invocations).
 // Where cgroups cannot be made, the stack runs unshaped and every
-// sub-benchmark reports shaped=0.
+// sub-benchmark reports shaped=0. Each size runs on a DynamoDB Local of
+// its own, started afresh, so no size inherits the stream records of the
+// runs before it (DynamoDB Local's writes slow as they pile up).
 func BenchmarkMemorySizes(b *testing.B) {
+	_, file, _, _ := runtime.Caller(0)
+	root := filepath.Join(filepath.Dir(file), "..", "..")
 	for _, mb := range memorySizes {
 		b.Run(fmt.Sprintf("%dMB", mb), func(b *testing.B) {
+			db, err := localapi.StartDynamoDBLocal(root)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer db.Stop()
+			b.Setenv("AWS_ENDPOINT_URL_DYNAMODB", "http://"+db.Addr)
+			b.Setenv("AWS_ENDPOINT_URL_DYNAMODB_STREAMS", "http://"+db.Addr)
 			logs, err := os.CreateTemp(b.TempDir(), "functions-*.log")
 			if err != nil {
 				b.Fatal(err)
@@ -310,8 +322,7 @@ func coldStart(b *testing.B, memoryMB int, shape bool) (cold, warm time.Duration
 }
 
 // rawPut is the median of 50 conditional puts straight to DynamoDB
-// Local, one at a time: the yardstick of each size's run, since DynamoDB
-// Local slows as a long run goes on.
+// Local, one at a time: the yardstick of each size's run.
 func rawPut(b *testing.B) time.Duration {
 	b.Helper()
 	client := dynamotest.Client(b)

