@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -73,12 +74,14 @@ func loadFrom(b *testing.B, clients, n int, next func(i int) error) {
 	b.ReportMetric(0, "ns/op")
 }
 
-// benchStack starts the stack the benchmarks load: a table of its own,
-// two instances per function. It returns a token for an account of its
-// own and a prefix that keeps this run's keys apart; tune changes the
+// benchStack starts the stack the benchmarks load: on a DynamoDB Local of
+// its own, started afresh (freshDynamoDB), a table of its own, two
+// instances per function. It returns a token for an account of its own
+// and a prefix that keeps this run's keys apart; tune changes the
 // configuration before the stack starts.
 func benchStack(b *testing.B, name string, tune ...func(*localapi.StackConfig)) (*localapi.Stack, string, string) {
 	b.Helper()
+	freshDynamoDB(b)
 	cfg := localapi.StackConfig{
 		RIE: rieBin, BinDir: binDir, TableName: fmt.Sprintf("%s-%d", name, time.Now().UnixNano()),
 		GatewayAddr: "127.0.0.1:0", SandboxAddr: "127.0.0.1:0", Trust: localapi.Trust{Secret: secret}, Instances: 2,
@@ -93,6 +96,23 @@ func benchStack(b *testing.B, name string, tune ...func(*localapi.StackConfig)) 
 	b.Cleanup(s.Close)
 	token, _ := localapi.Trust{Secret: secret}.Token("acct_"+name, time.Hour)
 	return s, token, fmt.Sprint(time.Now().UnixNano())
+}
+
+// freshDynamoDB points this process and the functions it starts, for the
+// rest of b, at a DynamoDB Local of b's own, started afresh: DynamoDB Local
+// keeps every stream record it wrote, and its writes to a table with a
+// stream slow as they pile up, so a benchmark run after others on a shared
+// one would measure their leftovers.
+func freshDynamoDB(b *testing.B) {
+	b.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	db, err := localapi.StartDynamoDBLocal(filepath.Join(filepath.Dir(file), "..", ".."))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(db.Stop)
+	b.Setenv("AWS_ENDPOINT_URL_DYNAMODB", "http://"+db.Addr)
+	b.Setenv("AWS_ENDPOINT_URL_DYNAMODB_STREAMS", "http://"+db.Addr)
 }
 
 func benchCharge(s *localapi.Stack, token, key string, want ...int) error {

@@ -6,7 +6,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -57,20 +56,11 @@ const memoryLoad = 300
 // its peak (peak_rss_mb), and the invocations it served (invocations).
 // Where cgroups cannot be made, the stack runs unshaped and every
 // sub-benchmark reports shaped=0. Each size runs on a DynamoDB Local of
-// its own, started afresh, so no size inherits the stream records of the
-// runs before it (DynamoDB Local's writes slow as they pile up).
+// its own, started afresh (benchStack), so no size inherits the stream
+// records of the runs before it.
 func BenchmarkMemorySizes(b *testing.B) {
-	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(file), "..", "..")
 	for _, mb := range memorySizes {
 		b.Run(fmt.Sprintf("%dMB", mb), func(b *testing.B) {
-			db, err := localapi.StartDynamoDBLocal(root)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer db.Stop()
-			b.Setenv("AWS_ENDPOINT_URL_DYNAMODB", "http://"+db.Addr)
-			b.Setenv("AWS_ENDPOINT_URL_DYNAMODB_STREAMS", "http://"+db.Addr)
 			logs, err := os.CreateTemp(b.TempDir(), "functions-*.log")
 			if err != nil {
 				b.Fatal(err)
