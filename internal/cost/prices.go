@@ -3,11 +3,11 @@
 // it was read, and the arithmetic of dollars per million charges by part.
 //
 // There is no internet on the machines this is built on; every price was
-// read from a stored copy of a public page (the search tool's "pages"
-// corpus), on 2026-12-02. AWS's own pricing pages fill their rate tables in
-// by script, so their stored copies carry the wording but not the figures;
-// where a figure comes from another page, the comment says so, and what
-// AWS's own text confirms of it.
+// read from a stored copy of a public page, on 2026-12-02. AWS's own
+// pricing pages fill their rate tables in by script, so their stored
+// copies carry the wording but not the figures; where a figure comes from
+// another page, the comment says so, and what AWS's own text confirms of
+// it.
 package cost
 
 // Lambda, Arm (Graviton), the first tier (the first 7.5 billion GB-seconds
