@@ -29,6 +29,16 @@ const (
 // Developer Guide, "Configure Lambda function memory").
 const MemoryPerVCPU = 1769
 
+// MinMemoryMB and MaxMemoryMB bound a function's memory size (the same
+// guide).
+const (
+	MinMemoryMB = 128
+	MaxMemoryMB = 10240
+)
+
+// ValidMemory reports whether memoryMB is a memory size Lambda takes.
+func ValidMemory(memoryMB int) bool { return memoryMB >= MinMemoryMB && memoryMB <= MaxMemoryMB }
+
 // CPUShare is the share of one vCPU a function of memoryMB gets.
 func CPUShare(memoryMB int) float64 { return float64(memoryMB) / MemoryPerVCPU }
 

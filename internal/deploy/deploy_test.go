@@ -112,6 +112,9 @@ func TestDeployedValues(t *testing.T) {
 	if d.Protocol != want || d.Queues.Visibility != 180*time.Second || d.Queues.MaxReceives != 6 || deploy.DefaultAccountClaim != "sub" || d.StaleRegion != 3*time.Minute {
 		t.Fatalf("deployed %+v", d)
 	}
+	if !deploy.ValidMemory(128) || !deploy.ValidMemory(10240) || deploy.ValidMemory(127) || deploy.ValidMemory(10241) {
+		t.Error("Lambda's memory sizes are 128 to 10,240 MB")
+	}
 	for _, f := range d.Functions {
 		if f.MemoryMB != 256 {
 			t.Errorf("%s: %d MB", f.Name, f.MemoryMB)

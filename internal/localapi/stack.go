@@ -107,15 +107,15 @@ type StackConfig struct {
 const EnvMemoryMB = "LOCAL_MEMORY_MB"
 
 // MemoryFromEnv reads EnvMemoryMB with getenv: 0 when unset, else a
-// Lambda memory size in MB (128 to 10,240).
+// Lambda memory size in MB (deploy.ValidMemory).
 func MemoryFromEnv(getenv func(string) string) (int, error) {
 	v := getenv(EnvMemoryMB)
 	if v == "" {
 		return 0, nil
 	}
 	n, err := strconv.Atoi(v)
-	if err != nil || n < 128 || n > 10240 {
-		return 0, fmt.Errorf("%s=%q: want a memory size in MB from 128 to 10240", EnvMemoryMB, v)
+	if err != nil || !deploy.ValidMemory(n) {
+		return 0, fmt.Errorf("%s=%q: want a memory size in MB from %d to %d", EnvMemoryMB, v, deploy.MinMemoryMB, deploy.MaxMemoryMB)
 	}
 	return n, nil
 }

@@ -68,8 +68,8 @@ var seq atomic.Int64
 // its CPU quota is memoryMB's share of a vCPU per Period, and its memory
 // limit memoryMB.
 func New(name string, memoryMB int) (*Group, error) {
-	if memoryMB < 128 || memoryMB > 10240 {
-		return nil, fmt.Errorf("cgroup %s: %d MB, want Lambda's 128 to 10,240", name, memoryMB)
+	if !deploy.ValidMemory(memoryMB) {
+		return nil, fmt.Errorf("cgroup %s: %d MB, want Lambda's %d to %d", name, memoryMB, deploy.MinMemoryMB, deploy.MaxMemoryMB)
 	}
 	g := &Group{name: fmt.Sprintf("%s-%d-%d", name, os.Getpid(), seq.Add(1)), memoryMB: memoryMB}
 	for _, c := range controllers {
