@@ -89,9 +89,9 @@ func TestReportDividesByTheFloor(t *testing.T) {
 	}
 }
 
-// TestMemorySection: the bill of each size is internal/cost's of the
-// run's figures, and the size chosen is the cheapest that meets the p99
-// target; a size that misses it is not chosen however cheap.
+// TestMemorySection: each size's bills are internal/cost's of the run's
+// figures, and each function's size chosen is the cheapest that meets
+// its p99 target; a size that misses it is not chosen however cheap.
 func TestMemorySection(t *testing.T) {
 	r := map[string]metrics{"UnitsPerPath/first-execution": {"WRU/op": 5, "RRU/op": 0}}
 	for size, m := range map[int]metrics{
@@ -103,6 +103,9 @@ func TestMemorySection(t *testing.T) {
 		m["publisher_invocations"], m["publisher_billed_ms"], m["log_bytes"] = 0.1, 20, 800
 		r[fmt.Sprintf("MemorySizes/%dMB/first-execution", size)] = m
 		r[fmt.Sprintf("MemorySizes/%dMB/cold-start", size)] = metrics{"cold_ms": 100.4, "warm_ms": 10}
+		r[fmt.Sprintf("MemorySizes/%dMB/queue-command", size)] = metrics{"billed_ms": 3000 / float64(size), "commands_per_invocation": 2, "p99_ms": 1200 - float64(size),
+			"publisher_invocations": 0.5, "publisher_billed_ms": 10, "log_bytes": 1000, "shaped": 1}
+		r[fmt.Sprintf("MemorySizes/%dMB/sweep", size)] = metrics{"billed_ms": 100}
 	}
 	got := memorySection(r)
 	bill256, _ := billOf(r, 256)
@@ -111,8 +114,29 @@ func TestMemorySection(t *testing.T) {
 	if math.Abs(bill256.total-want) > 1e-12 {
 		t.Fatalf("256 MB: $%.6f, want $%.6f", bill256.total, want)
 	}
-	if !strings.Contains(got, fmt.Sprintf("**256 MB**, $%.4f per million", want)) {
-		t.Fatalf("256 MB (128 MB misses the p99, 512 MB costs more) not chosen:\n%s", got)
+	queue256, _ := queueBillOf(r, 256)
+	want = cost.Total(cost.PerMillion(cost.Usage{MemoryMB: 256, BilledMS: 3000.0/256 + 2*300, Invocations: 0.5, ColdStartMS: 91, ColdShare: 0.01, WriteUnits: 5,
+		CommandRequests: 2, Publishes: 1, EventRequests: 0.2, PublisherInvocations: 0.5, PublisherBilledMS: 10, PublisherMemoryMB: 256, LogBytes: 1000}))
+	if math.Abs(queue256.total-want) > 1e-12 {
+		t.Fatalf("a queue command at 256 MB: $%.6f, want $%.6f", queue256.total, want)
+	}
+	sweep, _ := sweeperMonthly(r, 128)
+	if want := 43200 * (0.125*0.1*cost.LambdaGBSecond + cost.LambdaRequest); math.Abs(sweep-want) > 1e-12 {
+		t.Fatalf("a month of sweeps at 128 MB: $%.6f, want $%.6f", sweep, want)
+	}
+	for _, row := range []string{
+		"| charge | cheapest with a first execution's p99 within 100 ms | ", // 128 MB misses the p99, 512 MB costs more
+		"| consumer, reconciler | cheapest with a command's p99 within 1000 ms | ", "| publisher | cheapest per event | ", "| sweeper | ",
+	} {
+		i := strings.Index(got, row)
+		if i < 0 {
+			t.Fatalf("no row %q in:\n%s", row, got)
+		}
+		line := got[i : i+strings.Index(got[i:], "\n")]
+		wantSize := map[bool]string{true: "**256 MB** |", false: "**128 MB** |"}[strings.HasPrefix(row, "| charge") || strings.HasPrefix(row, "| consumer")]
+		if !strings.HasSuffix(line, wantSize) {
+			t.Errorf("%s, want %s", line, wantSize)
+		}
 	}
 	if !strings.Contains(got, "| 1024 MB (machine-bound) | first-execution |") {
 		t.Fatalf("a size throttled in 10 %% of periods is not marked machine-bound:\n%s", got)

@@ -13,25 +13,37 @@ var memorySizes = []int{128, 256, 512, 1024}
 
 // The bill's assumptions the run cannot measure, stated in the report.
 const (
-	// coldShare is the share of the charge function's invocations that
-	// start a new execution environment.
+	// coldShare is the share of invocations that start a new execution
+	// environment.
 	coldShare = 0.01
 	// subscriberRequestsPerEvent: the subscriber receives and deletes its
 	// events in batches of 10, a receive and a delete per batch.
 	subscriberRequestsPerEvent = 2.0 / 10
 	// p99Target is the first execution's p99 at half of capacity, locally,
-	// that a memory size must meet to be chosen.
+	// that a size of the charge function must meet to be chosen: a
+	// checkout waits on it.
 	p99Target = 100.0
+	// queueP99Target is the queue command's p99 from its send to the end
+	// of the invocation that handled it, at half of capacity, locally,
+	// that a size of the consumers must meet: a producer waits on an
+	// outcome event, not a person on a spinner.
+	queueP99Target = 1000.0
 	// acquirerWaitMS is a card authorization's round trip to the acquirer,
 	// which a first execution waits for and Lambda bills at the function's
 	// memory size: the sandbox answers at once, an acquirer in the hundreds
-	// of milliseconds.
+	// of milliseconds. The consumer waits for it once per command, one
+	// command after another.
 	acquirerWaitMS = 300.0
+	// idlePollers is how many pollers keep an empty queue's long polls
+	// going, an assumption: AWS does not publish it; Lambda starts
+	// processing an SQS queue with five concurrent batches.
+	idlePollers = 5
+	// sweepsPerMonth: the sweeper runs once a minute.
+	sweepsPerMonth = 30 * 24 * 60
 )
 
-// sizeBill is one memory size's bill of a million first executions over
-// HTTP, each waiting acquirerWaitMS for the acquirer, and whether that
-// size meets p99Target.
+// sizeBill is one memory size's bill of a million charges by one path,
+// and whether that size meets the path's p99 target.
 type sizeBill struct {
 	memoryMB int
 	parts    []cost.Part
@@ -40,20 +52,25 @@ type sizeBill struct {
 	shaped   bool
 }
 
-// billOf is size's bill from the run's figures: its first executions'
-// billed duration, cold start, publisher and logs, and the write and read
-// units a first execution takes (UnitsPerPath).
+// sized is the figures of path at size.
+func sized(r map[string]metrics, size int, path string) (metrics, bool) {
+	m, ok := r[fmt.Sprintf("MemorySizes/%dMB/%s", size, path)]
+	return m, ok
+}
+
+// billOf is size's bill of a million first executions over HTTP, each
+// waiting acquirerWaitMS for the acquirer: its billed duration, cold
+// start, publisher and logs in the run, and the write and read units a
+// first execution takes (UnitsPerPath).
 func billOf(r map[string]metrics, size int) (sizeBill, bool) {
-	path := fmt.Sprintf("MemorySizes/%dMB/first-execution", size)
-	first, ok := r[path]
-	cold := r[fmt.Sprintf("MemorySizes/%dMB/cold-start", size)]
+	first, ok := sized(r, size, "first-execution")
 	units, unitsOK := r["UnitsPerPath/first-execution"]
 	if !ok || !unitsOK {
 		return sizeBill{}, false
 	}
 	parts := cost.PerMillion(cost.Usage{
 		MemoryMB: size, BilledMS: first["billed_ms"] + acquirerWaitMS, Invocations: 1,
-		ColdStartMS: math.Max(0, math.Ceil(cold["cold_ms"]-cold["warm_ms"])), ColdShare: coldShare,
+		ColdStartMS: coldStartMS(r, size), ColdShare: coldShare,
 		APIRequests: 1, WriteUnits: units["WRU/op"], ReadUnits: units["RRU/op"],
 		Publishes: 1, EventRequests: subscriberRequestsPerEvent,
 		PublisherInvocations: first["publisher_invocations"], PublisherBilledMS: first["publisher_billed_ms"], PublisherMemoryMB: size,
@@ -62,17 +79,71 @@ func billOf(r map[string]metrics, size int) (sizeBill, bool) {
 	return sizeBill{memoryMB: size, parts: parts, total: cost.Total(parts), meets: first["p99_ms"] <= p99Target, shaped: first["shaped"] == 1}, true
 }
 
+// queueBillOf is size's bill of a million charge commands on a queue:
+// the consumer's invocations (a command's share of its batch, as the run
+// batched them at half of capacity), each billed for the batch and
+// acquirerWaitMS per command in it; the command's send and its share of
+// its batch's receive and delete; the units of a first execution.
+func queueBillOf(r map[string]metrics, size int) (sizeBill, bool) {
+	q, ok := sized(r, size, "queue-command")
+	units, unitsOK := r["UnitsPerPath/first-execution"]
+	perInvocation := q["commands_per_invocation"]
+	if !ok || !unitsOK || perInvocation <= 0 {
+		return sizeBill{}, false
+	}
+	parts := cost.PerMillion(cost.Usage{
+		MemoryMB: size, BilledMS: q["billed_ms"] + acquirerWaitMS*perInvocation, Invocations: 1 / perInvocation,
+		ColdStartMS: coldStartMS(r, size), ColdShare: coldShare,
+		WriteUnits: units["WRU/op"], ReadUnits: units["RRU/op"], CommandRequests: 1 + 2/perInvocation,
+		Publishes: 1, EventRequests: subscriberRequestsPerEvent,
+		PublisherInvocations: q["publisher_invocations"], PublisherBilledMS: q["publisher_billed_ms"], PublisherMemoryMB: size,
+		LogBytes: q["log_bytes"],
+	})
+	return sizeBill{memoryMB: size, parts: parts, total: cost.Total(parts), meets: q["p99_ms"] <= queueP99Target, shaped: q["shaped"] == 1}, true
+}
+
+// coldStartMS is what a cold invocation at size bills on top of a warm
+// one: the charge function's, measured; the consumer's is taken as the
+// same.
+func coldStartMS(r map[string]metrics, size int) float64 {
+	cold, _ := sized(r, size, "cold-start")
+	return math.Max(0, math.Ceil(cold["cold_ms"]-cold["warm_ms"]))
+}
+
+// publisherPerMillion is what the publisher costs per million events at
+// size: its invocations per event and their billed duration in the run's
+// first executions.
+func publisherPerMillion(r map[string]metrics, size int) (float64, bool) {
+	first, ok := sized(r, size, "first-execution")
+	if !ok || first["publisher_invocations"] <= 0 {
+		return 0, false
+	}
+	parts := cost.PerMillion(cost.Usage{PublisherInvocations: first["publisher_invocations"], PublisherBilledMS: first["publisher_billed_ms"], PublisherMemoryMB: size})
+	return cost.Total(parts), true
+}
+
+// sweeperMonthly is what a month of sweeps costs at size, each billed as
+// the run's sweeps were.
+func sweeperMonthly(r map[string]metrics, size int) (float64, bool) {
+	s, ok := sized(r, size, "sweep")
+	if !ok {
+		return 0, false
+	}
+	return cost.Total(cost.PerMillion(cost.Usage{MemoryMB: size, BilledMS: s["billed_ms"], Invocations: 1})) * sweepsPerMonth / 1e6, true
+}
+
 // memorySection is the report's part on memory sizes: latency, capacity
-// and billed duration per path and size, cold starts and memory, and the
-// bill of a million first executions by part, with the size chosen.
+// and billed duration per path and size against the floor, cold starts
+// and memory, the bills of a million first executions and of a million
+// queue commands by part, and each function's size chosen.
 func memorySection(r map[string]metrics) string {
 	var b strings.Builder
 	b.WriteString("\n## Cost and latency by memory size (`BenchmarkMemorySizes`)\n\n")
-	b.WriteString("Each execution environment (the RIE and its bootstrap) in a cgroup of its own with the size's CPU quota (memory ÷ 1,769 MB of a vCPU, per 20 ms CFS period) and memory limit; two charge environments. Capacity: 4 closed-loop clients, per environment. Latency: requests sent at a steady rate of half that capacity, each timed from when it was due. A low throttled share means this machine, not the quota, was the limit.\n\n")
+	b.WriteString("Each execution environment (the RIE and its bootstrap) in a cgroup of its own with the size's CPU quota (memory ÷ 1,769 MB of a vCPU, per 20 ms CFS period) and memory limit; two environments per function. Capacity: 4 closed-loop clients, per environment. Latency: requests sent at a steady rate of half that capacity, each timed from when it was due. Queue commands go through the local event source mapping, one poller, so one consumer environment works at a time; each is timed from its send to the end of the invocation that handled it, and its billed ms are per consumer invocation. A low throttled share means this machine, not the quota, was the limit.\n\n")
 	b.WriteString("| size | path | capacity req/s per env | throttled % | p50 ms | p99 ms | billed ms | CPU ms |\n|---|---|---|---|---|---|---|---|\n")
 	for _, size := range memorySizes {
-		for _, path := range []string{"first-execution", "replay", "storm-of-20"} {
-			m, ok := r[fmt.Sprintf("MemorySizes/%dMB/%s", size, path)]
+		for _, path := range []string{"first-execution", "replay", "storm-of-20", "queue-command"} {
+			m, ok := sized(r, size, path)
 			if !ok {
 				continue
 			}
@@ -86,53 +157,120 @@ func memorySection(r map[string]metrics) string {
 				m["p50_ms"], m["p99_ms"], m["billed_ms"], m["cpu_ms"])
 		}
 	}
-	b.WriteString("\n| size | cold start ms (first invocation) | warm ms | RSS MB after the run | peak RSS MB | invocations per environment |\n|---|---|---|---|---|---|\n")
+	b.WriteString("\n**Against the floor.** The yardstick function (a handler that makes a first execution's 4 round trips, or none, as a replay of one key is served from the warm cache, and nothing else) in two environments of the same size, invoked directly: what the charge paths would reach if the bootstrap spent nothing above it. Ratios are charge ÷ floor for CPU and floor ÷ charge for capacity; 1.2 is the target.\n\n")
+	b.WriteString("| size | path | capacity per env | floor's | floor ÷ charge | CPU ms | floor's | charge ÷ floor |\n|---|---|---|---|---|---|---|---|\n")
 	for _, size := range memorySizes {
-		c, m := r[fmt.Sprintf("MemorySizes/%dMB/cold-start", size)], r[fmt.Sprintf("MemorySizes/%dMB/memory", size)]
-		if c == nil || m == nil {
+		for _, path := range []string{"first-execution", "replay"} {
+			m, ok := sized(r, size, path)
+			f, fOK := sized(r, size, "floor-"+path)
+			if !ok || !fOK || m["capacity_rps_per_env"] <= 0 || f["cpu_ms"] <= 0 {
+				continue
+			}
+			fmt.Fprintf(&b, "| %d MB | %s | %.1f | %.1f | %.2f | %.2f | %.2f | %.2f |\n", size, path, m["capacity_rps_per_env"], f["capacity_rps_per_env"],
+				f["capacity_rps_per_env"]/m["capacity_rps_per_env"], m["cpu_ms"], f["cpu_ms"], m["cpu_ms"]/f["cpu_ms"])
+		}
+	}
+	b.WriteString("\n| size | cold start ms (first invocation) | warm ms | RSS MB after the run | peak RSS MB | invocations per environment | sweep billed ms |\n|---|---|---|---|---|---|---|\n")
+	for _, size := range memorySizes {
+		c, cOK := sized(r, size, "cold-start")
+		m, mOK := sized(r, size, "memory")
+		if !cOK || !mOK {
 			continue
 		}
-		fmt.Fprintf(&b, "| %d MB | %.1f | %.1f | %.1f | %.1f | %.0f |\n", size, c["cold_ms"], c["warm_ms"], m["rss_mb"], m["peak_rss_mb"], m["invocations"])
+		sweep, _ := sized(r, size, "sweep")
+		fmt.Fprintf(&b, "| %d MB | %.1f | %.1f | %.1f | %.1f | %.0f | %.1f |\n", size, c["cold_ms"], c["warm_ms"], m["rss_mb"], m["peak_rss_mb"], m["invocations"], sweep["billed_ms"])
 	}
-	var bills []sizeBill
+	if m, ok := r["MemoryAfterInvocations"]; ok && m["shaped"] == 1 {
+		fmt.Fprintf(&b, "\nAfter %.0f first executions each, every one of a key of its own (`BenchmarkMemoryAfterInvocations`: the warm cache full; the %.0f MB memory limit, no CPU quota, which changes how long they take, not what the process keeps), the larger RSS of the two charge environments was %.1f MB, their peak %.1f MB.\n",
+			m["invocations"], m["memory_mb"], m["rss_mb"], m["peak_rss_mb"])
+	}
+	var charge, queue []sizeBill
 	for _, size := range memorySizes {
 		if bill, ok := billOf(r, size); ok {
-			bills = append(bills, bill)
+			charge = append(charge, bill)
+		}
+		if bill, ok := queueBillOf(r, size); ok {
+			queue = append(queue, bill)
 		}
 	}
-	if len(bills) == 0 {
+	if len(charge) == 0 {
 		return b.String()
 	}
 	fmt.Fprintf(&b, "\n**A million first executions over HTTP, US$** (`internal/cost`: on-demand list prices in us-east-1; the billed durations, cold starts, publisher invocations and log bytes of this run; the write and read units of `UnitsPerPath`; assumed: an acquirer that answers in %.0f ms, billed as the function's wait, %.0f %% of invocations cold, the subscriber's receive and delete in batches of 10):\n\n", acquirerWaitMS, coldShare*100)
-	b.WriteString("| part |")
-	for _, bill := range bills {
+	billTable(&b, charge)
+	if len(queue) > 0 {
+		fmt.Fprintf(&b, "\n**A million charge commands on a queue, US$** (the same prices and assumptions; the consumer's batches as this run made them at half of capacity, each billed for the batch and %.0f ms per command, as it calls the acquirer for one command after another; each command's send and its share of its batch's receive and delete; the charge function's cold start):\n\n", acquirerWaitMS)
+		billTable(&b, queue)
+		fmt.Fprintf(&b, "\nApart from these, each command queue costs $%.4f a month while empty: %d pollers' 20-second long polls, each billed as a request (an assumption: AWS does not publish how many pollers keep an idle queue).\n", cost.IdleQueueMonthly(idlePollers), idlePollers)
+	}
+	b.WriteString("\n**Each function's size.** Per size: the charge function's total per million first executions, the consumers' (the producers' and the reconcile queue's, one binary) per million commands, the publisher's per million events, the sweeper's a month; a size that misses its p99 target is marked ✗.\n\n")
+	b.WriteString("| function | rule |")
+	for _, bill := range charge {
 		fmt.Fprintf(&b, " %d MB |", bill.memoryMB)
 	}
-	b.WriteString("\n|---|" + strings.Repeat("---|", len(bills)) + "\n")
-	for i, p := range bills[0].parts {
-		fmt.Fprintf(&b, "| %s |", p.Name)
+	b.WriteString(" chosen |\n|---|---|" + strings.Repeat("---|", len(charge)+1) + "\n")
+	choice := func(name, rule string, bills []sizeBill) {
+		fmt.Fprintf(&b, "| %s | %s |", name, rule)
 		for _, bill := range bills {
-			fmt.Fprintf(&b, " %.4f |", bill.parts[i].Dollars)
+			mark := ""
+			if !bill.meets {
+				mark = " ✗"
+			}
+			fmt.Fprintf(&b, " %.4f%s |", bill.total, mark)
 		}
-		b.WriteString("\n")
+		if chosen, ok := cheapest(bills); ok {
+			fmt.Fprintf(&b, " **%d MB** |\n", chosen.memoryMB)
+		} else {
+			b.WriteString(" none |\n")
+		}
 	}
-	b.WriteString("| **total** |")
-	for _, bill := range bills {
-		fmt.Fprintf(&b, " **%.4f** |", bill.total)
+	choice("charge", fmt.Sprintf("cheapest with a first execution's p99 within %.0f ms", p99Target), charge)
+	if len(queue) > 0 {
+		choice("consumer, reconciler", fmt.Sprintf("cheapest with a command's p99 within %.0f ms", queueP99Target), queue)
 	}
-	b.WriteString("\n")
-	if chosen, ok := cheapest(bills); ok {
-		fmt.Fprintf(&b, "\nThe cheapest size whose first executions' p99 at half of capacity is within %.0f ms: **%d MB**, $%.4f per million.\n", p99Target, chosen.memoryMB, chosen.total)
-	} else {
-		fmt.Fprintf(&b, "\nNo size's first executions met a p99 of %.0f ms at half of capacity.\n", p99Target)
+	var publisher, sweeper []sizeBill
+	for _, size := range memorySizes {
+		if d, ok := publisherPerMillion(r, size); ok {
+			publisher = append(publisher, sizeBill{memoryMB: size, total: d, meets: true})
+		}
+		if d, ok := sweeperMonthly(r, size); ok {
+			sweeper = append(sweeper, sizeBill{memoryMB: size, total: d, meets: true})
+		}
 	}
-	if !bills[0].shaped {
+	if len(publisher) > 0 {
+		choice("publisher", "cheapest per event", publisher)
+	}
+	if len(sweeper) > 0 {
+		choice("sweeper", "cheapest a month (each run stops at its deadline and the next goes on)", sweeper)
+	}
+	if !charge[0].shaped {
 		b.WriteString("\nThis run was **unshaped** (no cgroup v1 here, or not root): every figure above is on full cores, not Lambda's share.\n")
 	}
 	return b.String()
 }
 
-// cheapest is the bill with the lowest total among those that meet the
+// billTable writes bills side by side, by part, with their totals.
+func billTable(b *strings.Builder, bills []sizeBill) {
+	b.WriteString("| part |")
+	for _, bill := range bills {
+		fmt.Fprintf(b, " %d MB |", bill.memoryMB)
+	}
+	b.WriteString("\n|---|" + strings.Repeat("---|", len(bills)) + "\n")
+	for i, p := range bills[0].parts {
+		fmt.Fprintf(b, "| %s |", p.Name)
+		for _, bill := range bills {
+			fmt.Fprintf(b, " %.4f |", bill.parts[i].Dollars)
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("| **total** |")
+	for _, bill := range bills {
+		fmt.Fprintf(b, " **%.4f** |", bill.total)
+	}
+	b.WriteString("\n")
+}
+
+// cheapest is the bill with the lowest total among those that meet their
 // p99 target.
 func cheapest(bills []sizeBill) (sizeBill, bool) {
 	var best sizeBill

@@ -105,6 +105,9 @@ func TestShapedPool(t *testing.T) {
 			t.Fatalf("an environment's counters: %+v", e)
 		}
 	}
+	if n := envs[0].Invocations + envs[1].Invocations; n != 20 {
+		t.Fatalf("the environments ran %d invocations, 20 made", n)
+	}
 	if used := envs[0].PeakRSS + envs[1].PeakRSS; len(runtimes) == 0 || used < 1<<20 {
 		t.Fatalf("%d runtimes, %d bytes of RSS: the bootstraps are not in their groups", len(runtimes), used)
 	}

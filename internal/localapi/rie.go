@@ -67,7 +67,9 @@ type PoolConfig struct {
 	// environment of that size: its emulator and its bootstrap in a cgroup
 	// of their own, with that size's CPU quota and memory limit (package
 	// cgroup). An instance that cannot be put in its group fails to start.
-	MemoryMB int
+	// MemoryOnly keeps the memory limit and lifts the CPU quota.
+	MemoryMB   int
+	MemoryOnly bool
 }
 
 // Pool is a set of RIE instances of one function. Each RIE handles one
@@ -128,11 +130,13 @@ type instance struct {
 	mu    sync.Mutex
 	group *cgroup.Group // nil: unshaped
 	peak  atomic.Int64  // the most RSS its group was seen to hold
-	cmd   *exec.Cmd
-	addr  string // emulator address
-	api   string // runtime API address
-	pool  *Pool
-	done  chan struct{}
+	// invocations counts those its emulator has run since it started.
+	invocations atomic.Int64
+	cmd         *exec.Cmd
+	addr        string // emulator address
+	api         string // runtime API address
+	pool        *Pool
+	done        chan struct{}
 	// broken: its last restart failed; served: it has run an invocation,
 	// so its runtime (the bootstrap) was started. Only the goroutine
 	// holding the instance (taken from the free list) reads or writes them.
@@ -162,6 +166,11 @@ func StartPool(cfg PoolConfig) (*Pool, error) {
 		in := &instance{pool: p}
 		if cfg.MemoryMB > 0 {
 			g, err := cgroup.New(cfg.Name, cfg.MemoryMB)
+			if err == nil && cfg.MemoryOnly {
+				if err = g.Unthrottle(); err != nil {
+					_ = g.Remove()
+				}
+			}
 			if err != nil {
 				p.Close()
 				return nil, err
@@ -209,12 +218,14 @@ func (p *Pool) sampleMemory() {
 
 // Environment is what one shaped execution environment used, from its
 // cgroup: its CPU time, its RSS now and the most seen (sampled every
-// 50 ms), and the CFS periods it ran in and was throttled in.
+// 50 ms), and the CFS periods it ran in and was throttled in; and the
+// invocations its current emulator has run.
 type Environment struct {
 	MemoryMB           int
 	CPU                time.Duration
 	RSS, PeakRSS       int64
 	Periods, Throttled int64
+	Invocations        int
 }
 
 // Environments is what each instance's execution environment used, when
@@ -230,7 +241,7 @@ func (p *Pool) Environments() ([]Environment, error) {
 			return nil, err
 		}
 		out = append(out, Environment{MemoryMB: in.group.MemoryMB(), CPU: u.CPU, RSS: u.RSS, PeakRSS: max(u.RSS, in.peak.Load()),
-			Periods: u.Periods, Throttled: u.Throttled})
+			Periods: u.Periods, Throttled: u.Throttled, Invocations: int(in.invocations.Load())})
 	}
 	return out, nil
 }
@@ -262,6 +273,7 @@ func (in *instance) startOnce() error {
 		return err
 	}
 	cfg := in.pool.cfg
+	in.invocations.Store(0)
 	cmd := exec.Command(cfg.RIE, "--log-level", "error", "--runtime-interface-emulator-address", addr, "--runtime-api-address", api, cfg.Bootstrap)
 	cmd.Env = append(os.Environ(), cfg.Env...)
 	cmd.Env = append(cmd.Env,
@@ -355,6 +367,7 @@ func (p *Pool) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 	out, err := in.invoke(ctx, payload)
 	p.recordDuration(time.Since(started))
 	p.invoked.Add(1)
+	in.invocations.Add(1)
 	in.served = true
 	if err != nil {
 		in.kill()

@@ -97,9 +97,11 @@ type StackConfig struct {
 	// (deploy.Local), or MemoryMB for every function when set
 	// (LOCAL_MEMORY_MB). Where cgroups cannot be made the stack runs
 	// unshaped and says why (Stack.Unshaped). Unset: full cores, as the
-	// tests run.
-	Shape    bool
-	MemoryMB int
+	// tests run. MemoryOnly shapes memory alone, without the CPU quota
+	// (PoolConfig.MemoryOnly).
+	Shape      bool
+	MemoryMB   int
+	MemoryOnly bool
 }
 
 // EnvMemoryMB is what `make run` and `make bench` read to give every
@@ -170,8 +172,10 @@ type Stack struct {
 	// receives), RejectedURL where the consumers put what they refuse.
 	ReconcileURL, ReconcileARN string
 	DLQURL, RejectedURL        string
-	SQS                        *sqs.Client
-	SNS                        *sns.Client
+	// Commands times the producers' commands through the consumer.
+	Commands CommandClock
+	SQS      *sqs.Client
+	SNS      *sns.Client
 	// DynamoDB is a client for the stack's table, built like the functions' own.
 	DynamoDB *dynamodb.Client
 	// Protocol is what the functions claim records under (T, the skew and
@@ -368,7 +372,7 @@ func (s *Stack) startFunctions(cfg StackConfig, local deploy.Description, produc
 		return StartPool(PoolConfig{
 			RIE: cfg.RIE, Bootstrap: filepath.Join(cfg.BinDir, fn.Binary, "bootstrap"), Name: fn.Name,
 			Instances: instances, Timeout: timeout(cfg.Timeout, fn.Timeout), Env: slices.Concat(base, env, cfg.Env), Output: cfg.Output,
-			MemoryMB: memory,
+			MemoryMB: memory, MemoryOnly: cfg.MemoryOnly,
 		})
 	}
 	if s.Charge, err = start(deploy.FunctionCharge, cfg.Instances); err != nil {
@@ -421,9 +425,9 @@ func (s *Stack) startTriggers(cfg StackConfig, awsCfg aws.Config, producers []co
 	s.stopTriggers = stop
 	if !cfg.NoEventSourceMapping {
 		for _, q := range producers {
-			s.triggers.Go(func() { eventSourceMapping(triggers, s.SQS, q.URL, q.ARN, s.Consumer) })
+			s.triggers.Go(func() { eventSourceMapping(triggers, s.SQS, q.URL, q.ARN, s.Consumer, &s.Commands) })
 		}
-		s.triggers.Go(func() { eventSourceMapping(triggers, s.SQS, s.ReconcileURL, s.ReconcileARN, s.Reconciler) })
+		s.triggers.Go(func() { eventSourceMapping(triggers, s.SQS, s.ReconcileURL, s.ReconcileARN, s.Reconciler, nil) })
 	}
 	streams := dynamodbstreams.NewFromConfig(awsCfg)
 	filters := streamfilter.For(s.RegionName)

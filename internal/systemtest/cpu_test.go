@@ -130,7 +130,7 @@ func BenchmarkFunctionCPU(b *testing.B) {
 			}
 		})
 	}
-	floor := startYardstick(b)
+	floor := startYardstick(b, 0)
 	for _, floorOf := range []struct {
 		path  string
 		calls int
@@ -163,10 +163,10 @@ func BenchmarkFunctionCPU(b *testing.B) {
 const yardstickLatency = 2 * time.Millisecond
 
 // startYardstick builds the yardstick function and starts two instances of
-// it under the RIE, their round trips answered, after yardstickLatency, by
-// a server in this process with a body about the size of DynamoDB's answer
-// to a claim.
-func startYardstick(b *testing.B) *localapi.Pool {
+// it under the RIE, shaped at memoryMB when it is not 0, their round trips
+// answered, after yardstickLatency, by a server in this process with a
+// body about the size of DynamoDB's answer to a claim.
+func startYardstick(b *testing.B, memoryMB int) *localapi.Pool {
 	b.Helper()
 	bootstrap := filepath.Join(binDir, "yardstick", "bootstrap")
 	if err := localapi.Build(context.Background(), bootstrap, "./internal/systemtest/yardstick/bootstrap"); err != nil {
@@ -181,7 +181,7 @@ func startYardstick(b *testing.B) *localapi.Pool {
 	b.Cleanup(srv.Close)
 	p, err := localapi.StartPool(localapi.PoolConfig{
 		RIE: rieBin, Bootstrap: bootstrap, Name: "yardstick", Instances: 2, Timeout: 10 * time.Second,
-		Env: []string{yardstick.EnvURL + "=" + srv.URL},
+		Env: []string{yardstick.EnvURL + "=" + srv.URL}, MemoryMB: memoryMB,
 	})
 	if err != nil {
 		b.Fatal(err)

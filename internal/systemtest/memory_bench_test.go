@@ -8,23 +8,31 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/idempotent-payments/idempay/internal/deploy"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore/dynamotest"
 	"github.com/idempotent-payments/idempay/internal/localapi"
+	"github.com/idempotent-payments/idempay/internal/setup"
 )
 
 // memorySizes are the memory sizes the cost report compares.
 var memorySizes = []int{128, 256, 512, 1024}
 
-// memoryLoad is how many requests each phase of a path sends.
-const memoryLoad = 300
+// memoryLoad is how many requests each phase of a path sends; sweeps is
+// how many sweeper runs the sweep is timed over.
+const (
+	memoryLoad = 300
+	sweeps     = 5
+)
 
 // BenchmarkMemorySizes: the charge API as Lambda runs it at each memory
 // size of memorySizes: a stack whose every execution environment runs
@@ -48,6 +56,25 @@ const memoryLoad = 300
 //     CloudWatch Logs ingests Lambda's; raw_put_ms: the median conditional
 //     put to DynamoDB Local before the size's run, the yardstick of its
 //     latencies.
+//
+// queue-command: charge commands on the first producer's queue, through
+// the local event source mapping (one poller, so one consumer environment
+// at work at a time): capacity_rps_per_env is what it handles with
+// memoryLoad commands waiting, and p50_ms and p99_ms are each command's
+// time from its send to the end of the invocation that handled it
+// (Stack.Commands) when sent at half that rate; billed_ms and cpu_ms are
+// per consumer invocation and per command, commands_per_invocation the
+// batches' mean size then.
+//
+// floor-first-execution and floor-replay: the yardstick (BenchmarkFunctionCPU)
+// in two environments of that size, invoked directly: the round trips of
+// a first execution (4) or none, as a replay of one key is served from
+// the warm cache: its capacity per environment and its CPU per request,
+// what the charge paths would reach if the bootstrap spent nothing above
+// the floor.
+//
+// sweep: the sweeper's billed duration per run, over sweeps runs on the
+// table the paths left (nothing stale in it), its environment warm.
 //
 // cold-start: the first invocation of a new environment of that size
 // against the next (cold_ms, warm_ms): the bootstrap's start and its
@@ -117,6 +144,62 @@ func BenchmarkMemorySizes(b *testing.B) {
 					}
 				})
 			}
+			b.Run("queue-command", func(b *testing.B) {
+				for iter := 0; b.Loop(); iter++ {
+					m := measureQueue(b, s, logs, fmt.Sprintf("memory-queue-%s-%d-", run, iter))
+					b.ReportMetric(m.capacity, "capacity_rps_per_env")
+					b.ReportMetric(m.throttled*100, "throttled_pct")
+					b.ReportMetric(ms(m.p50), "p50_ms")
+					b.ReportMetric(ms(m.p99), "p99_ms")
+					b.ReportMetric(m.billed, "billed_ms")
+					b.ReportMetric(ms(m.cpu), "cpu_ms")
+					b.ReportMetric(1/m.invocations, "commands_per_invocation")
+					b.ReportMetric(m.publisherInvocations, "publisher_invocations")
+					b.ReportMetric(m.publisherBilled, "publisher_billed_ms")
+					b.ReportMetric(m.logBytes, "log_bytes")
+					b.ReportMetric(shaped, "shaped")
+					b.ReportMetric(0, "ns/op")
+				}
+			})
+			b.Run("sweep", func(b *testing.B) {
+				ctx := context.Background()
+				if _, err := s.Sweep(ctx); err != nil { // its environment warm
+					b.Fatal(err)
+				}
+				for b.Loop() {
+					s.Sweeper.RecordDurations()
+					for range sweeps {
+						if _, err := s.Sweep(ctx); err != nil {
+							b.Fatal(err)
+						}
+					}
+					b.ReportMetric(billedMS(s.Sweeper.TakeDurations()), "billed_ms")
+					b.ReportMetric(shaped, "shaped")
+					b.ReportMetric(0, "ns/op")
+				}
+			})
+			floor := startYardstick(b, mb*int(shaped))
+			for _, f := range []struct {
+				path  string
+				calls int
+			}{{"floor-first-execution", 4}, {"floor-replay", 0}} {
+				b.Run(f.path, func(b *testing.B) {
+					payload := yardstickEvent(f.calls)
+					for b.Loop() {
+						before := usage(b, floor)
+						rate := closedLoopRate(b, memoryLoad, func(int) error {
+							_, err := floor.Invoke(context.Background(), payload)
+							return err
+						})
+						after := usage(b, floor)
+						b.ReportMetric(rate/2, "capacity_rps_per_env")
+						b.ReportMetric(ms((after.CPU-before.CPU)/memoryLoad), "cpu_ms")
+						b.ReportMetric(float64(f.calls), "round_trips")
+						b.ReportMetric(shaped, "shaped")
+						b.ReportMetric(0, "ns/op")
+					}
+				})
+			}
 			b.Run("cold-start", func(b *testing.B) {
 				for b.Loop() {
 					cold, warm := coldStart(b, mb, shaped == 1)
@@ -147,15 +230,70 @@ func BenchmarkMemorySizes(b *testing.B) {
 	}
 }
 
+// afterInvocations is how many invocations each environment of
+// BenchmarkMemoryAfterInvocations serves: as many as its warm cache holds
+// (setup.DefaultCacheSize), so the cache ends full.
+const afterInvocations = setup.DefaultCacheSize
+
+// BenchmarkMemoryAfterInvocations: the RSS of each of the two charge
+// environments at the smallest memory size after afterInvocations first
+// executions each, every one of a key of its own, so that its warm cache
+// ends full: the most (rss_mb) and the peak (peak_rss_mb) of the two, and
+// the fewest invocations either served (invocations). The environments
+// have the size's memory limit but no CPU quota (StackConfig.MemoryOnly):
+// at 128 MB's quota the 20,000 requests would take about 20 minutes, and
+// the quota changes how long they take, not what the process keeps.
+func BenchmarkMemoryAfterInvocations(b *testing.B) {
+	mb := memorySizes[0]
+	s, token, run := benchStack(b, "memory-after", func(c *localapi.StackConfig) {
+		c.Shape, c.MemoryMB, c.MemoryOnly, c.SweepInterval = true, mb, true, -1
+	})
+	if s.Unshaped != "" { // no groups: no counters to read
+		b.Logf("unshaped: %s", s.Unshaped)
+		b.ReportMetric(0, "shaped")
+		return
+	}
+	for b.Loop() {
+		for round := 0; ; round++ {
+			envs, err := s.Charge.Environments()
+			if err != nil {
+				b.Fatal(err)
+			}
+			fewest := afterInvocations
+			for _, e := range envs {
+				fewest = min(fewest, e.Invocations)
+			}
+			if fewest >= afterInvocations {
+				var rss, peak int64
+				for _, e := range envs {
+					rss, peak = max(rss, e.RSS), max(peak, e.PeakRSS)
+				}
+				b.ReportMetric(float64(rss)/(1<<20), "rss_mb")
+				b.ReportMetric(float64(peak)/(1<<20), "peak_rss_mb")
+				b.ReportMetric(float64(fewest), "invocations")
+				b.ReportMetric(float64(mb), "memory_mb")
+				b.ReportMetric(1, "shaped")
+				break
+			}
+			closedLoopRate(b, 2*(afterInvocations-fewest), func(i int) error {
+				return benchCharge(s, token, fmt.Sprintf("after-%s-%d-%d", run, round, i), 201)
+			})
+		}
+	}
+	b.ReportMetric(0, "ns/op")
+}
+
 // pathFigures are one path's figures at one memory size.
 type pathFigures struct {
 	capacity  float64 // requests/s of both environments, closed loop
 	throttled float64 // the share of CFS periods the environments were throttled in, at capacity
 	p50, p99  time.Duration
-	billed    float64       // ms per invocation, each rounded up
-	cpu       time.Duration // the environments' CPU per request, at half capacity
-	// publisherInvocations per request and their billed ms, logBytes per
-	// request, at half capacity
+	// At half capacity: invocations per request of the loaded function,
+	// billed ms per invocation (each rounded up), its environments' CPU
+	// per request; the publisher's invocations per request and their
+	// billed ms; the bytes logged per request.
+	invocations, billed                             float64
+	cpu                                             time.Duration
 	publisherInvocations, publisherBilled, logBytes float64
 }
 
@@ -165,32 +303,113 @@ type pathFigures struct {
 func measurePath(b *testing.B, s *localapi.Stack, logs *os.File, closedLoop, openLoop func(i int) error) pathFigures {
 	b.Helper()
 	var m pathFigures
-	before := usage(b, s)
+	before := usage(b, s.Charge)
 	m.capacity = closedLoopRate(b, memoryLoad, closedLoop)
-	after := usage(b, s)
-	if periods := after.Periods - before.Periods; periods > 0 {
-		m.throttled = float64(after.Throttled-before.Throttled) / float64(periods)
-	}
-	s.Charge.RecordDurations()
-	s.Publisher.RecordDurations()
-	logged := fileSize(b, logs)
-	lat := openLoopLatencies(b, memoryLoad, m.capacity/2, openLoop)
-	time.Sleep(time.Second) // the last rows' events published
-	durations, published := s.Charge.TakeDurations(), s.Publisher.TakeDurations()
-	m.logBytes = float64(fileSize(b, logs)-logged) / memoryLoad
-	end := usage(b, s)
+	m.throttled = throttled(before, usage(b, s.Charge))
+	var lat []time.Duration
+	atHalf(b, s, s.Charge, logs, &m, func() { lat = openLoopLatencies(b, memoryLoad, m.capacity/2, openLoop) })
 	m.p50, m.p99 = lat[len(lat)/2], lat[len(lat)*99/100]
-	for _, d := range durations {
-		m.billed += math.Ceil(float64(d) / float64(time.Millisecond))
-	}
-	m.billed /= float64(max(1, len(durations)))
-	m.cpu = (end.CPU - after.CPU) / memoryLoad
-	m.publisherInvocations = float64(len(published)) / memoryLoad
-	for _, d := range published {
-		m.publisherBilled += math.Ceil(float64(d) / float64(time.Millisecond))
-	}
-	m.publisherBilled /= float64(max(1, len(published)))
 	return m
+}
+
+// measureQueue sends memoryLoad charge commands to the first producer's
+// queue at once (in batches of 10) and times how fast the consumer
+// handles them: its capacity, one environment at a time. Then it sends
+// memoryLoad more, one at a time at half that rate, and takes each one's
+// time from its send to the end of the invocation that handled it.
+func measureQueue(b *testing.B, s *localapi.Stack, logs *os.File, prefix string) pathFigures {
+	b.Helper()
+	ctx := context.Background()
+	account := localapi.DefaultProducers[0].Accounts[0]
+	body := func(phase string, i int) *string {
+		return aws.String(chargeCommand(account, fmt.Sprint(prefix, phase, "-", i), visa))
+	}
+	var m pathFigures
+	before := usage(b, s.Consumer)
+	s.Commands.Record()
+	start := time.Now()
+	for i := 0; i < memoryLoad; i += 10 {
+		var entries []sqstypes.SendMessageBatchRequestEntry
+		for j := i; j < min(i+10, memoryLoad); j++ {
+			entries = append(entries, sqstypes.SendMessageBatchRequestEntry{Id: aws.String(fmt.Sprint(j)), MessageBody: body("capacity", j)})
+		}
+		out, err := s.SQS.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(s.QueueURL), Entries: entries})
+		if err != nil || len(out.Failed) > 0 {
+			b.Fatalf("send: %v %+v", err, out)
+		}
+	}
+	handledAll(b, s, memoryLoad)
+	m.capacity = memoryLoad / time.Since(start).Seconds()
+	m.throttled = throttled(before, usage(b, s.Consumer))
+	var times []time.Duration
+	atHalf(b, s, s.Consumer, logs, &m, func() {
+		s.Commands.Record()
+		var failed atomic.Value
+		paced(memoryLoad, m.capacity/2, func(i int, _ time.Time) {
+			if _, err := s.SQS.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(s.QueueURL), MessageBody: body("half", i)}); err != nil {
+				failed.Store(err)
+			}
+		})
+		if err, _ := failed.Load().(error); err != nil {
+			b.Fatal(err)
+		}
+		times = handledAll(b, s, memoryLoad)
+	})
+	slices.Sort(times)
+	m.p50, m.p99 = times[len(times)/2], times[len(times)*99/100]
+	return m
+}
+
+// handledAll waits until the consumer has handled n commands since
+// s.Commands began recording, and returns their times.
+func handledAll(b *testing.B, s *localapi.Stack, n int) []time.Duration {
+	b.Helper()
+	var times []time.Duration
+	for deadline := time.Now().Add(2 * time.Minute); len(times) < n; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			b.Fatalf("%d of %d commands handled after 2 minutes", len(times), n)
+		}
+		times = append(times, s.Commands.Take()...)
+	}
+	return times
+}
+
+// atHalf runs load, memoryLoad requests at half capacity, and fills in
+// m's figures of it from pool, the function it loads, from the publisher
+// and from logs, where the functions log.
+func atHalf(b *testing.B, s *localapi.Stack, pool *localapi.Pool, logs *os.File, m *pathFigures, load func()) {
+	b.Helper()
+	pool.RecordDurations()
+	s.Publisher.RecordDurations()
+	logged, start := fileSize(b, logs), usage(b, pool)
+	load()
+	time.Sleep(time.Second) // the last rows' events published
+	durations, published := pool.TakeDurations(), s.Publisher.TakeDurations()
+	m.logBytes = float64(fileSize(b, logs)-logged) / memoryLoad
+	m.cpu = (usage(b, pool).CPU - start.CPU) / memoryLoad
+	m.invocations = float64(len(durations)) / memoryLoad
+	m.billed = billedMS(durations)
+	m.publisherInvocations = float64(len(published)) / memoryLoad
+	m.publisherBilled = billedMS(published)
+}
+
+// billedMS is the mean of durations, each rounded up to the millisecond
+// as Lambda bills them.
+func billedMS(durations []time.Duration) float64 {
+	var total float64
+	for _, d := range durations {
+		total += math.Ceil(float64(d) / float64(time.Millisecond))
+	}
+	return total / float64(max(1, len(durations)))
+}
+
+// throttled is the share of CFS periods between before and after in
+// which the environments used their whole quota.
+func throttled(before, after localapi.Environment) float64 {
+	if periods := after.Periods - before.Periods; periods > 0 {
+		return float64(after.Throttled-before.Throttled) / float64(periods)
+	}
+	return 0
 }
 
 // fileSize is f's size now.
@@ -203,10 +422,10 @@ func fileSize(b *testing.B, f *os.File) int64 {
 	return fi.Size()
 }
 
-// usage adds up the charge environments' counters.
-func usage(b *testing.B, s *localapi.Stack) localapi.Environment {
+// usage adds up the counters of pool's environments.
+func usage(b *testing.B, pool *localapi.Pool) localapi.Environment {
 	b.Helper()
-	envs, err := s.Charge.Environments()
+	envs, err := pool.Environments()
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -256,32 +475,36 @@ func closedLoopRate(b *testing.B, n int, next func(i int) error) float64 {
 // counts its wait).
 func openLoopLatencies(b *testing.B, n int, rate float64, next func(i int) error) []time.Duration {
 	b.Helper()
-	interval := time.Duration(float64(time.Second) / rate)
 	lat := make([]time.Duration, n)
-	var mu sync.Mutex
-	var failed error
+	var failed atomic.Value
+	paced(n, rate, func(i int, due time.Time) {
+		err := next(i)
+		lat[i] = time.Since(due)
+		if err != nil {
+			failed.Store(err)
+		}
+	})
+	if err, _ := failed.Load().(error); err != nil {
+		b.Fatal(err)
+	}
+	slices.Sort(lat)
+	saveLatencies(b, lat)
+	return lat
+}
+
+// paced runs do(i, due) for i below n, each in a goroutine of its own
+// started when it is due, at rate a second, whatever the others are doing,
+// and returns when all have returned.
+func paced(n int, rate float64, do func(i int, due time.Time)) {
+	interval := time.Duration(float64(time.Second) / rate)
 	var wg sync.WaitGroup
 	start := time.Now()
 	for i := range n {
 		due := start.Add(time.Duration(i) * interval)
 		time.Sleep(time.Until(due))
-		wg.Go(func() {
-			err := next(i)
-			lat[i] = time.Since(due)
-			if err != nil {
-				mu.Lock()
-				failed = err
-				mu.Unlock()
-			}
-		})
+		wg.Go(func() { do(i, due) })
 	}
 	wg.Wait()
-	if failed != nil {
-		b.Fatal(failed)
-	}
-	slices.Sort(lat)
-	saveLatencies(b, lat)
-	return lat
 }
 
 // coldStart is the first invocation of a new charge environment of

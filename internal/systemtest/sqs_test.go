@@ -114,6 +114,7 @@ func receiveAll(t *testing.T, s *localapi.Stack, url string, want int, within ti
 func TestQueueAndHTTPShareOneKey(t *testing.T) {
 	t.Parallel()
 	s := newStackWith(t, localapi.StackConfig{VisibilityTimeout: 5 * time.Second})
+	s.Commands.Record()
 	for range 5 {
 		send(t, s, chargeCommand("acct_q", "queue-and-http-1", visa))
 	}
@@ -133,6 +134,16 @@ func TestQueueAndHTTPShareOneKey(t *testing.T) {
 	}
 	if !queueEmpty(t, s, s.DLQURL) || !queueEmpty(t, s, s.RejectedURL) {
 		t.Fatal("a duplicate was dead-lettered; duplicates are replays")
+	}
+	// The stack timed each command from its send to its handling.
+	times := s.Commands.Take()
+	if len(times) != 5 {
+		t.Fatalf("%d commands timed, 5 handled", len(times))
+	}
+	for _, d := range times {
+		if d < 0 || d > 30*time.Second {
+			t.Fatalf("a command's time %s", d)
+		}
 	}
 }
 

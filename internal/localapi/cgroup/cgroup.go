@@ -93,6 +93,15 @@ func New(name string, memoryMB int) (*Group, error) {
 
 func (g *Group) dir(controller string) string { return filepath.Join(Root, controller, parent, g.name) }
 
+// Unthrottle lifts the group's CPU quota and keeps its memory limit: for
+// runs that measure memory, which the quota would only slow.
+func (g *Group) Unthrottle() error {
+	if err := os.WriteFile(filepath.Join(g.dir("cpu"), "cpu.cfs_quota_us"), []byte("-1"), 0); err != nil {
+		return fmt.Errorf("cgroup %s: unthrottle: %w", g.name, err)
+	}
+	return nil
+}
+
 // MemoryMB is the group's memory size.
 func (g *Group) MemoryMB() int { return g.memoryMB }
 

@@ -62,3 +62,30 @@ func mustUsage(t *testing.T, g *Group) Usage {
 	}
 	return u
 }
+
+// TestUnthrottle: an unthrottled group has no CPU quota and keeps its
+// memory limit.
+func TestUnthrottle(t *testing.T) {
+	if err := Available(); err != nil {
+		t.Logf("unshaped: %v", err)
+		return
+	}
+	g, err := New("unthrottle-test", 128)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := g.Remove(); err != nil {
+			t.Error(err)
+		}
+	}()
+	if err := g.Unthrottle(); err != nil {
+		t.Fatal(err)
+	}
+	if q, err := g.Quota(); err != nil || q >= 0 {
+		t.Fatalf("quota %v, %v; want none (-1)", q, err)
+	}
+	if limit, err := readInt(filepath.Join(g.dir("memory"), "memory.limit_in_bytes")); err != nil || limit != 128<<20 {
+		t.Fatalf("memory limit %d, %v", limit, err)
+	}
+}
