@@ -3,9 +3,12 @@ package main
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/idempotent-payments/idempay/internal/cost"
+	"github.com/idempotent-payments/idempay/internal/deploy"
 )
 
 // memorySizes are the sizes BenchmarkMemorySizes measures, in its order.
@@ -31,16 +34,17 @@ const (
 	// acquirerWaitMS is a card authorization's round trip to the acquirer,
 	// which a first execution waits for and Lambda bills at the function's
 	// memory size: the sandbox answers at once, an acquirer in the hundreds
-	// of milliseconds. The consumer waits for it once per command, one
-	// command after another.
+	// of milliseconds. A consumer invocation waits for it once per wave of
+	// deploy.ConsumerConcurrency commands of its batch.
 	acquirerWaitMS = 300.0
 	// idlePollers is how many pollers keep an empty queue's long polls
 	// going, an assumption: AWS does not publish it; Lambda starts
 	// processing an SQS queue with five concurrent batches.
 	idlePollers = 5
-	// sweepsPerMonth: the sweeper runs once a minute.
-	sweepsPerMonth = 30 * 24 * 60
 )
+
+// sweepsPerMonth is how often the sweeper runs in 30 days.
+var sweepsPerMonth = float64(30*24*time.Hour) / float64(deploy.Deployed().SweepInterval)
 
 // sizeBill is one memory size's bill of a million charges by one path,
 // and whether that size meets the path's p99 target.
@@ -82,17 +86,19 @@ func billOf(r map[string]metrics, size int) (sizeBill, bool) {
 // queueBillOf is size's bill of a million charge commands on a queue:
 // the consumer's invocations (a command's share of its batch, as the run
 // batched them at half of capacity), each billed for the batch and
-// acquirerWaitMS per command in it; the command's send and its share of
-// its batch's receive and delete; the units of a first execution.
+// acquirerWaitMS per wave of deploy.ConsumerConcurrency commands (of the
+// mean batch: an approximation); the command's send and its share of its
+// batch's receive and delete; the units of a first execution.
 func queueBillOf(r map[string]metrics, size int) (sizeBill, bool) {
 	q, ok := sized(r, size, "queue-command")
 	units, unitsOK := r["UnitsPerPath/first-execution"]
 	perInvocation := q["commands_per_invocation"]
-	if !ok || !unitsOK || perInvocation <= 0 {
+	if !ok || !unitsOK || !(perInvocation > 0) || math.IsInf(perInvocation, 0) {
 		return sizeBill{}, false
 	}
+	waves := math.Ceil(perInvocation / deploy.ConsumerConcurrency)
 	parts := cost.PerMillion(cost.Usage{
-		MemoryMB: size, BilledMS: q["billed_ms"] + acquirerWaitMS*perInvocation, Invocations: 1 / perInvocation,
+		MemoryMB: size, BilledMS: q["billed_ms"] + acquirerWaitMS*waves, Invocations: 1 / perInvocation,
 		ColdStartMS: coldStartMS(r, size), ColdShare: coldShare,
 		WriteUnits: units["WRU/op"], ReadUnits: units["RRU/op"], CommandRequests: 1 + 2/perInvocation,
 		Publishes: 1, EventRequests: subscriberRequestsPerEvent,
@@ -139,7 +145,7 @@ func sweeperMonthly(r map[string]metrics, size int) (float64, bool) {
 func memorySection(r map[string]metrics) string {
 	var b strings.Builder
 	b.WriteString("\n## Cost and latency by memory size (`BenchmarkMemorySizes`)\n\n")
-	b.WriteString("Each execution environment (the RIE and its bootstrap) in a cgroup of its own with the size's CPU quota (memory ÷ 1,769 MB of a vCPU, per 20 ms CFS period) and memory limit; two environments per function. Capacity: 4 closed-loop clients, per environment. Latency: requests sent at a steady rate of half that capacity, each timed from when it was due. Queue commands go through the local event source mapping, one poller, so one consumer environment works at a time; each is timed from its send to the end of the invocation that handled it, and its billed ms are per consumer invocation. A low throttled share means this machine, not the quota, was the limit.\n\n")
+	fmt.Fprintf(&b, "Each execution environment (the RIE and its bootstrap) in a cgroup of its own with the size's CPU quota (memory ÷ %d MB of a vCPU, per 20 ms CFS period) and memory limit; two charge and two consumer environments. Capacity: 4 closed-loop clients, per environment. Latency: requests sent at a steady rate of half that capacity, each timed from when it was due. Queue commands go through the local event source mapping, one poller, so one consumer environment works at a time; each is timed from its send to the end of the invocation that handled it, and its billed ms are per consumer invocation. A low throttled share means this machine, not the quota, was the limit.\n\n", deploy.MemoryPerVCPU)
 	b.WriteString("| size | path | capacity req/s per env | throttled % | p50 ms | p99 ms | billed ms | CPU ms |\n|---|---|---|---|---|---|---|---|\n")
 	for _, size := range memorySizes {
 		for _, path := range []string{"first-execution", "replay", "storm-of-20", "queue-command"} {
@@ -157,7 +163,8 @@ func memorySection(r map[string]metrics) string {
 				m["p50_ms"], m["p99_ms"], m["billed_ms"], m["cpu_ms"])
 		}
 	}
-	b.WriteString("\n**Against the floor.** The yardstick function (a handler that makes a first execution's 4 round trips, or none, as a replay of one key is served from the warm cache, and nothing else) in two environments of the same size, invoked directly: what the charge paths would reach if the bootstrap spent nothing above it. Ratios are charge ÷ floor for CPU and floor ÷ charge for capacity; 1.2 is the target.\n\n")
+	fmt.Fprintf(&b, "\n**Against the floor.** The yardstick function (a handler that makes a first execution's %.0f round trips, or %.0f, as a replay of one key is served from the warm cache, and nothing else) in two environments of the same size, invoked directly: what the charge paths would reach if the bootstrap spent nothing above it. CPU at half of capacity, as the paths'. Ratios are charge ÷ floor for CPU and floor ÷ charge for capacity; 1.2 is the target.\n\n",
+		r["MemorySizes/128MB/floor-first-execution"]["round_trips"], r["MemorySizes/128MB/floor-replay"]["round_trips"])
 	b.WriteString("| size | path | capacity per env | floor's | floor ÷ charge | CPU ms | floor's | charge ÷ floor |\n|---|---|---|---|---|---|---|---|\n")
 	for _, size := range memorySizes {
 		for _, path := range []string{"first-execution", "replay"} {
@@ -177,8 +184,11 @@ func memorySection(r map[string]metrics) string {
 		if !cOK || !mOK {
 			continue
 		}
-		sweep, _ := sized(r, size, "sweep")
-		fmt.Fprintf(&b, "| %d MB | %.1f | %.1f | %.1f | %.1f | %.0f | %.1f |\n", size, c["cold_ms"], c["warm_ms"], m["rss_mb"], m["peak_rss_mb"], m["invocations"], sweep["billed_ms"])
+		sweep := "—"
+		if s, ok := sized(r, size, "sweep"); ok {
+			sweep = fmt.Sprintf("%.1f", s["billed_ms"])
+		}
+		fmt.Fprintf(&b, "| %d MB | %.1f | %.1f | %.1f | %.1f | %.0f | %s |\n", size, c["cold_ms"], c["warm_ms"], m["rss_mb"], m["peak_rss_mb"], m["invocations"], sweep)
 	}
 	if m, ok := r["MemoryAfterInvocations"]; ok && m["shaped"] == 1 {
 		fmt.Fprintf(&b, "\nAfter %.0f first executions each, every one of a key of its own (`BenchmarkMemoryAfterInvocations`: the warm cache full; the %.0f MB memory limit, no CPU quota, which changes how long they take, not what the process keeps), the larger RSS of the two charge environments was %.1f MB, their peak %.1f MB.\n",
@@ -199,24 +209,28 @@ func memorySection(r map[string]metrics) string {
 	fmt.Fprintf(&b, "\n**A million first executions over HTTP, US$** (`internal/cost`: on-demand list prices in us-east-1; the billed durations, cold starts, publisher invocations and log bytes of this run; the write and read units of `UnitsPerPath`; assumed: an acquirer that answers in %.0f ms, billed as the function's wait, %.0f %% of invocations cold, the subscriber's receive and delete in batches of 10):\n\n", acquirerWaitMS, coldShare*100)
 	billTable(&b, charge)
 	if len(queue) > 0 {
-		fmt.Fprintf(&b, "\n**A million charge commands on a queue, US$** (the same prices and assumptions; the consumer's batches as this run made them at half of capacity, each billed for the batch and %.0f ms per command, as it calls the acquirer for one command after another; each command's send and its share of its batch's receive and delete; the charge function's cold start):\n\n", acquirerWaitMS)
+		fmt.Fprintf(&b, "\n**A million charge commands on a queue, US$** (the same prices and assumptions; the consumer's batches as this run made them at half of capacity, each billed for the batch and %.0f ms per %d commands of it, as it calls the acquirer for %d at once; each command's send and its share of its batch's receive and delete; the charge function's cold start; every figure of a run whose acquirer answered at once):\n\n", acquirerWaitMS, deploy.ConsumerConcurrency, deploy.ConsumerConcurrency)
 		billTable(&b, queue)
-		fmt.Fprintf(&b, "\nApart from these, each command queue costs $%.4f a month while empty: %d pollers' 20-second long polls, each billed as a request (an assumption: AWS does not publish how many pollers keep an idle queue).\n", cost.IdleQueueMonthly(idlePollers), idlePollers)
+		fmt.Fprintf(&b, "\nApart from these, each command queue costs $%.4f a month while empty: %d pollers' %d-second long polls, each billed as a request (an assumption: AWS does not publish how many pollers keep an idle queue).\n", cost.IdleQueueMonthly(idlePollers), idlePollers, cost.LongPollSeconds)
 	}
 	b.WriteString("\n**Each function's size.** Per size: the charge function's total per million first executions, the consumers' (the producers' and the reconcile queue's, one binary) per million commands, the publisher's per million events, the sweeper's a month; a size that misses its p99 target is marked ✗.\n\n")
 	b.WriteString("| function | rule |")
-	for _, bill := range charge {
-		fmt.Fprintf(&b, " %d MB |", bill.memoryMB)
+	for _, size := range memorySizes {
+		fmt.Fprintf(&b, " %d MB |", size)
 	}
-	b.WriteString(" chosen |\n|---|---|" + strings.Repeat("---|", len(charge)+1) + "\n")
+	b.WriteString(" chosen |\n|---|---|" + strings.Repeat("---|", len(memorySizes)+1) + "\n")
 	choice := func(name, rule string, bills []sizeBill) {
 		fmt.Fprintf(&b, "| %s | %s |", name, rule)
-		for _, bill := range bills {
-			mark := ""
-			if !bill.meets {
-				mark = " ✗"
+		for _, size := range memorySizes {
+			i := slices.IndexFunc(bills, func(bill sizeBill) bool { return bill.memoryMB == size })
+			switch {
+			case i < 0:
+				b.WriteString(" — |")
+			case !bills[i].meets:
+				fmt.Fprintf(&b, " %.4f ✗ |", bills[i].total)
+			default:
+				fmt.Fprintf(&b, " %.4f |", bills[i].total)
 			}
-			fmt.Fprintf(&b, " %.4f%s |", bill.total, mark)
 		}
 		if chosen, ok := cheapest(bills); ok {
 			fmt.Fprintf(&b, " **%d MB** |\n", chosen.memoryMB)

@@ -48,7 +48,7 @@ func run(logger *slog.Logger) error {
 	}
 	h := &Handler{
 		Service: c.Service, Sources: bySource, DeadLetters: queue.New(sqsClient, rejectedURL),
-		Concurrency: 5, Logger: logger, Metrics: obs.NewMetrics(os.Stdout, obs.FunctionConsumer, c.Config.Environment),
+		Concurrency: deploy.ConsumerConcurrency, Logger: logger, Metrics: obs.NewMetrics(os.Stdout, obs.FunctionConsumer, c.Config.Environment),
 	}
 	if arn := os.Getenv(deploy.EnvOutcomeTopicARN); arn != "" {
 		h.Outcomes = topic.New(sns.NewFromConfig(c.AWS), arn)

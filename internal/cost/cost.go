@@ -82,9 +82,9 @@ func Total(parts []Part) float64 {
 	return t
 }
 
-// longPoll is how long each of Lambda's receives of an SQS event source
-// waits for messages: 20 s, the most SQS allows.
-const longPoll = 20
+// LongPollSeconds is how long each of Lambda's receives of an SQS event
+// source waits for messages: 20 s, the most SQS allows.
+const LongPollSeconds = 20
 
 // IdleQueueMonthly is what an SQS queue polled by a Lambda event source
 // mapping costs a month while it is empty: each of pollers polls it with
@@ -92,5 +92,5 @@ const longPoll = 20
 // fixed cost per queue, not per charge.
 func IdleQueueMonthly(pollers float64) float64 {
 	const secondsPerMonth = 30 * 24 * 3600
-	return pollers * secondsPerMonth / longPoll * SQSRequest
+	return pollers * secondsPerMonth / LongPollSeconds * SQSRequest
 }

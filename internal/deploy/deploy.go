@@ -155,6 +155,10 @@ const DefaultAccountClaim = "sub"
 // commands, each at most a few acquirer calls.
 const consumerTimeout = 30 * time.Second
 
+// ConsumerConcurrency is how many commands of a batch a consumer
+// invocation handles at once.
+const ConsumerConcurrency = 5
+
 // Deployed is the system as the CDK app deploys it, in every environment.
 func Deployed() Description {
 	return Description{

@@ -43,7 +43,7 @@ func loadFrom(b *testing.B, clients, n int, next func(i int) error) {
 	b.Helper()
 	lat := make([]time.Duration, n)
 	var i atomic.Int64
-	var failed atomic.Value
+	var failed firstError
 	start := time.Now()
 	var wg sync.WaitGroup
 	for range clients {
@@ -55,7 +55,7 @@ func loadFrom(b *testing.B, clients, n int, next func(i int) error) {
 				}
 				t0 := time.Now()
 				if err := next(k); err != nil {
-					failed.Store(err)
+					failed.set(err)
 				}
 				lat[k] = time.Since(t0)
 			}
@@ -63,7 +63,7 @@ func loadFrom(b *testing.B, clients, n int, next func(i int) error) {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	if err, _ := failed.Load().(error); err != nil {
+	if err := failed.get(); err != nil {
 		b.Fatal(err)
 	}
 	slices.Sort(lat)
@@ -72,6 +72,26 @@ func loadFrom(b *testing.B, clients, n int, next func(i int) error) {
 	b.ReportMetric(float64(lat[n/2].Microseconds())/1000, "p50_ms")
 	b.ReportMetric(float64(lat[n*99/100].Microseconds())/1000, "p99_ms")
 	b.ReportMetric(0, "ns/op")
+}
+
+// firstError keeps the first error of many goroutines.
+type firstError struct {
+	mu  sync.Mutex
+	err error
+}
+
+func (f *firstError) set(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err == nil {
+		f.err = err
+	}
+}
+
+func (f *firstError) get() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.err
 }
 
 // benchStack starts the stack the benchmarks load: on a DynamoDB Local of

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -153,7 +152,9 @@ func BenchmarkMemorySizes(b *testing.B) {
 					b.ReportMetric(ms(m.p99), "p99_ms")
 					b.ReportMetric(m.billed, "billed_ms")
 					b.ReportMetric(ms(m.cpu), "cpu_ms")
-					b.ReportMetric(1/m.invocations, "commands_per_invocation")
+					if m.invocations > 0 {
+						b.ReportMetric(1/m.invocations, "commands_per_invocation")
+					}
 					b.ReportMetric(m.publisherInvocations, "publisher_invocations")
 					b.ReportMetric(m.publisherBilled, "publisher_billed_ms")
 					b.ReportMetric(m.logBytes, "log_bytes")
@@ -186,14 +187,23 @@ func BenchmarkMemorySizes(b *testing.B) {
 				b.Run(f.path, func(b *testing.B) {
 					payload := yardstickEvent(f.calls)
 					for b.Loop() {
-						before := usage(b, floor)
-						rate := closedLoopRate(b, memoryLoad, func(int) error {
+						invoke := func(int) error {
 							_, err := floor.Invoke(context.Background(), payload)
 							return err
+						}
+						rate := closedLoopRate(b, memoryLoad, invoke)
+						before := usage(b, floor) // its CPU at half of capacity, as the paths'
+						var failed firstError
+						paced(memoryLoad, rate/2, func(i int, _ time.Time) {
+							if err := invoke(i); err != nil {
+								failed.set(err)
+							}
 						})
-						after := usage(b, floor)
+						if err := failed.get(); err != nil {
+							b.Fatal(err)
+						}
 						b.ReportMetric(rate/2, "capacity_rps_per_env")
-						b.ReportMetric(ms((after.CPU-before.CPU)/memoryLoad), "cpu_ms")
+						b.ReportMetric(ms((usage(b, floor).CPU-before.CPU)/memoryLoad), "cpu_ms")
 						b.ReportMetric(float64(f.calls), "round_trips")
 						b.ReportMetric(shaped, "shaped")
 						b.ReportMetric(0, "ns/op")
@@ -217,12 +227,14 @@ func BenchmarkMemorySizes(b *testing.B) {
 				for b.Loop() {
 				}
 				var rss, peak int64
+				invocations := 0
 				for _, e := range envs {
 					rss, peak = max(rss, e.RSS), max(peak, e.PeakRSS)
+					invocations += e.Invocations
 				}
 				b.ReportMetric(float64(rss)/(1<<20), "rss_mb")
 				b.ReportMetric(float64(peak)/(1<<20), "peak_rss_mb")
-				b.ReportMetric(float64(s.Charge.Invocations())/2, "invocations")
+				b.ReportMetric(float64(invocations)/float64(max(1, len(envs))), "invocations")
 				b.ReportMetric(shaped, "shaped")
 				b.ReportMetric(0, "ns/op")
 			})
@@ -241,8 +253,10 @@ const afterInvocations = setup.DefaultCacheSize
 // ends full: the most (rss_mb) and the peak (peak_rss_mb) of the two, and
 // the fewest invocations either served (invocations). The environments
 // have the size's memory limit but no CPU quota (StackConfig.MemoryOnly):
-// at 128 MB's quota the 20,000 requests would take about 20 minutes, and
-// the quota changes how long they take, not what the process keeps.
+// at 128 MB's quota the requests would take about 20 minutes, and the
+// quota changes how long they take, not what the process keeps. An
+// environment replaced on the way (killed at its memory limit, say)
+// fails the benchmark.
 func BenchmarkMemoryAfterInvocations(b *testing.B) {
 	mb := memorySizes[0]
 	s, token, run := benchStack(b, "memory-after", func(c *localapi.StackConfig) {
@@ -258,6 +272,9 @@ func BenchmarkMemoryAfterInvocations(b *testing.B) {
 			envs, err := s.Charge.Environments()
 			if err != nil {
 				b.Fatal(err)
+			}
+			if n := s.Charge.Replaced(); n > 0 || round > 3 {
+				b.Fatalf("after %d rounds, %d environments replaced (out of memory?): %+v", round, n, envs)
 			}
 			fewest := afterInvocations
 			for _, e := range envs {
@@ -344,13 +361,13 @@ func measureQueue(b *testing.B, s *localapi.Stack, logs *os.File, prefix string)
 	var times []time.Duration
 	atHalf(b, s, s.Consumer, logs, &m, func() {
 		s.Commands.Record()
-		var failed atomic.Value
+		var failed firstError
 		paced(memoryLoad, m.capacity/2, func(i int, _ time.Time) {
 			if _, err := s.SQS.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(s.QueueURL), MessageBody: body("half", i)}); err != nil {
-				failed.Store(err)
+				failed.set(err)
 			}
 		})
-		if err, _ := failed.Load().(error); err != nil {
+		if err := failed.get(); err != nil {
 			b.Fatal(err)
 		}
 		times = handledAll(b, s, memoryLoad)
@@ -476,15 +493,15 @@ func closedLoopRate(b *testing.B, n int, next func(i int) error) float64 {
 func openLoopLatencies(b *testing.B, n int, rate float64, next func(i int) error) []time.Duration {
 	b.Helper()
 	lat := make([]time.Duration, n)
-	var failed atomic.Value
+	var failed firstError
 	paced(n, rate, func(i int, due time.Time) {
 		err := next(i)
 		lat[i] = time.Since(due)
 		if err != nil {
-			failed.Store(err)
+			failed.set(err)
 		}
 	})
-	if err, _ := failed.Load().(error); err != nil {
+	if err := failed.get(); err != nil {
 		b.Fatal(err)
 	}
 	slices.Sort(lat)
