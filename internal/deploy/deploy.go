@@ -160,16 +160,18 @@ const consumerTimeout = 30 * time.Second
 const ConsumerConcurrency = 5
 
 // Deployed is the system as the CDK app deploys it, in every environment.
+// Each function's memory size is the one `make bench` chose by its rule
+// (docs/measurements.md, "Memory sizes").
 func Deployed() Description {
 	return Description{
 		Functions: []Function{
 			{Name: FunctionCharge, Binary: "charge", Timeout: 10 * time.Second, Trigger: TriggerAPI, MemoryMB: 256},
-			{Name: FunctionConsumer, Binary: "sqsconsumer", Timeout: consumerTimeout, Trigger: TriggerProducerQueues, MemoryMB: 256},
-			{Name: FunctionReconciler, Binary: "sqsconsumer", Timeout: consumerTimeout, Trigger: TriggerReconcileQueue, MemoryMB: 256},
+			{Name: FunctionConsumer, Binary: "sqsconsumer", Timeout: consumerTimeout, Trigger: TriggerProducerQueues, MemoryMB: 128},
+			{Name: FunctionReconciler, Binary: "sqsconsumer", Timeout: consumerTimeout, Trigger: TriggerReconcileQueue, MemoryMB: 128},
 			// Inside its 1-minute schedule, so two sweeps never overlap.
-			{Name: FunctionSweeper, Binary: "sweeper", Timeout: 55 * time.Second, Trigger: TriggerSchedule, MemoryMB: 256},
+			{Name: FunctionSweeper, Binary: "sweeper", Timeout: 55 * time.Second, Trigger: TriggerSchedule, MemoryMB: 512},
 			// A batch of 100 stream records, each one publish.
-			{Name: FunctionPublisher, Binary: "publisher", Timeout: 30 * time.Second, Trigger: TriggerStream, MemoryMB: 256},
+			{Name: FunctionPublisher, Binary: "publisher", Timeout: 30 * time.Second, Trigger: TriggerStream, MemoryMB: 512},
 		},
 		// AWS requires an SQS event source's visibility timeout to be at
 		// least 6 × its function's timeout.

@@ -115,9 +115,10 @@ func TestDeployedValues(t *testing.T) {
 	if !deploy.ValidMemory(128) || !deploy.ValidMemory(10240) || deploy.ValidMemory(127) || deploy.ValidMemory(10241) {
 		t.Error("Lambda's memory sizes are 128 to 10,240 MB")
 	}
+	sizes := map[string]int{deploy.FunctionCharge: 256, deploy.FunctionConsumer: 128, deploy.FunctionReconciler: 128, deploy.FunctionSweeper: 512, deploy.FunctionPublisher: 512}
 	for _, f := range d.Functions {
-		if f.MemoryMB != 256 {
-			t.Errorf("%s: %d MB", f.Name, f.MemoryMB)
+		if f.MemoryMB != sizes[f.Name] {
+			t.Errorf("%s: %d MB, want %d (docs/measurements.md)", f.Name, f.MemoryMB, sizes[f.Name])
 		}
 	}
 }
