@@ -91,9 +91,6 @@ func TestShapedPool(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := p.Invocations(); n != 20 {
-		t.Fatalf("%d invocations counted, 20 made", n)
-	}
 	time.Sleep(2 * memorySample)
 	envs, err := p.Environments()
 	if err != nil || len(envs) != 2 {

@@ -81,7 +81,6 @@ type Pool struct {
 	all      []*instance
 	http     *http.Client
 	replaced atomic.Int64
-	invoked  atomic.Int64
 	closed   atomic.Bool
 	// sampling runs sampleMemory until stopSampling closes.
 	sampling     sync.WaitGroup
@@ -118,9 +117,6 @@ func (p *Pool) recordDuration(d time.Duration) {
 		p.durations = append(p.durations, d)
 	}
 }
-
-// Invocations counts the invocations the pool's instances have run.
-func (p *Pool) Invocations() int { return int(p.invoked.Load()) }
 
 // Replaced counts the instances replaced before an invocation because
 // they had died while idle.
@@ -366,7 +362,6 @@ func (p *Pool) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 	started := time.Now()
 	out, err := in.invoke(ctx, payload)
 	p.recordDuration(time.Since(started))
-	p.invoked.Add(1)
 	in.invocations.Add(1)
 	in.served = true
 	if err != nil {
