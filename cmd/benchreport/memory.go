@@ -138,6 +138,17 @@ func sweeperMonthly(r map[string]metrics, size int) (float64, bool) {
 	return cost.Total(cost.PerMillion(cost.Usage{MemoryMB: size, BilledMS: s["billed_ms"], Invocations: 1})) * sweepsPerMonth / 1e6, true
 }
 
+// roundTrips is the round trips the floor of path made, at whichever
+// size the run measured.
+func roundTrips(r map[string]metrics, path string) float64 {
+	for _, size := range memorySizes {
+		if m, ok := sized(r, size, path); ok {
+			return m["round_trips"]
+		}
+	}
+	return 0
+}
+
 // memorySection is the report's part on memory sizes: latency, capacity
 // and billed duration per path and size against the floor, cold starts
 // and memory, the bills of a million first executions and of a million
@@ -164,7 +175,7 @@ func memorySection(r map[string]metrics) string {
 		}
 	}
 	fmt.Fprintf(&b, "\n**Against the floor.** The yardstick function (a handler that makes a first execution's %.0f round trips, or %.0f, as a replay of one key is served from the warm cache, and nothing else) in two environments of the same size, invoked directly: what the charge paths would reach if the bootstrap spent nothing above it. CPU at half of capacity, as the paths'. Ratios are charge ÷ floor for CPU and floor ÷ charge for capacity; 1.2 is the target.\n\n",
-		r["MemorySizes/128MB/floor-first-execution"]["round_trips"], r["MemorySizes/128MB/floor-replay"]["round_trips"])
+		roundTrips(r, "floor-first-execution"), roundTrips(r, "floor-replay"))
 	b.WriteString("| size | path | capacity per env | floor's | floor ÷ charge | CPU ms | floor's | charge ÷ floor |\n|---|---|---|---|---|---|---|---|\n")
 	for _, size := range memorySizes {
 		for _, path := range []string{"first-execution", "replay"} {

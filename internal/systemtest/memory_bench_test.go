@@ -26,6 +26,20 @@ import (
 // memorySizes are the memory sizes the cost report compares.
 var memorySizes = []int{128, 256, 512, 1024}
 
+// sizesToMeasure are memorySizes, or the one size LOCAL_MEMORY_MB names
+// (`make bench LOCAL_MEMORY_MB=512`).
+func sizesToMeasure(b *testing.B) []int {
+	b.Helper()
+	mb, err := localapi.MemoryFromEnv(os.Getenv)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if mb > 0 {
+		return []int{mb}
+	}
+	return memorySizes
+}
+
 // memoryLoad is how many requests each phase of a path sends; sweeps is
 // how many sweeper runs the sweep is timed over.
 const (
@@ -34,7 +48,7 @@ const (
 )
 
 // BenchmarkMemorySizes: the charge API as Lambda runs it at each memory
-// size of memorySizes: a stack whose every execution environment runs
+// size of sizesToMeasure: a stack whose every execution environment runs
 // under that size's CPU quota and memory limit (StackConfig.Shape), two
 // charge environments. For each path (first executions, replays of one
 // key, storms of 20 on a key):
@@ -86,7 +100,7 @@ const (
 // its own, started afresh (benchStack), so no size inherits the stream
 // records of the runs before it.
 func BenchmarkMemorySizes(b *testing.B) {
-	for _, mb := range memorySizes {
+	for _, mb := range sizesToMeasure(b) {
 		b.Run(fmt.Sprintf("%dMB", mb), func(b *testing.B) {
 			logs, err := os.CreateTemp(b.TempDir(), "functions-*.log")
 			if err != nil {
@@ -248,7 +262,7 @@ func BenchmarkMemorySizes(b *testing.B) {
 const afterInvocations = setup.DefaultCacheSize
 
 // BenchmarkMemoryAfterInvocations: the RSS of each of the two charge
-// environments at the smallest memory size after afterInvocations first
+// environments at the smallest memory size measured after afterInvocations first
 // executions each, every one of a key of its own, so that its warm cache
 // ends full: the most (rss_mb) and the peak (peak_rss_mb) of the two, and
 // the fewest invocations either served (invocations). The environments
@@ -258,7 +272,7 @@ const afterInvocations = setup.DefaultCacheSize
 // environment replaced on the way (killed at its memory limit, say)
 // fails the benchmark.
 func BenchmarkMemoryAfterInvocations(b *testing.B) {
-	mb := memorySizes[0]
+	mb := sizesToMeasure(b)[0]
 	s, token, run := benchStack(b, "memory-after", func(c *localapi.StackConfig) {
 		c.Shape, c.MemoryMB, c.MemoryOnly, c.SweepInterval = true, mb, true, -1
 	})
