@@ -85,37 +85,10 @@ type Pool struct {
 	// sampling runs sampleMemory until stopSampling closes.
 	sampling     sync.WaitGroup
 	stopSampling chan struct{}
-	// durations keeps each invocation's duration while recording.
-	durationsMu sync.Mutex
-	recording   bool
-	durations   []time.Duration
-}
-
-// RecordDurations makes the pool keep each invocation's duration, from
-// the request to the emulator to its answer, from now on: what Lambda
-// bills, give or take the emulator's own fraction of a millisecond.
-func (p *Pool) RecordDurations() {
-	p.durationsMu.Lock()
-	defer p.durationsMu.Unlock()
-	p.recording, p.durations = true, nil
-}
-
-// TakeDurations returns the durations kept since RecordDurations or the
-// last TakeDurations, and keeps recording.
-func (p *Pool) TakeDurations() []time.Duration {
-	p.durationsMu.Lock()
-	defer p.durationsMu.Unlock()
-	out := p.durations
-	p.durations = nil
-	return out
-}
-
-func (p *Pool) recordDuration(d time.Duration) {
-	p.durationsMu.Lock()
-	defer p.durationsMu.Unlock()
-	if p.recording {
-		p.durations = append(p.durations, d)
-	}
+	// Durations keeps, while it records, each invocation's duration, from
+	// the request to the emulator to its answer: what Lambda bills, give or
+	// take the emulator's own fraction of a millisecond.
+	Durations DurationLog
 }
 
 // Replaced counts the instances replaced before an invocation because
@@ -361,7 +334,7 @@ func (p *Pool) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 	}
 	started := time.Now()
 	out, err := in.invoke(ctx, payload)
-	p.recordDuration(time.Since(started))
+	p.Durations.add(time.Since(started))
 	in.invocations.Add(1)
 	in.served = true
 	if err != nil {

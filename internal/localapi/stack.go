@@ -172,8 +172,9 @@ type Stack struct {
 	// receives), RejectedURL where the consumers put what they refuse.
 	ReconcileURL, ReconcileARN string
 	DLQURL, RejectedURL        string
-	// Commands times the producers' commands through the consumer.
-	Commands CommandClock
+	// Commands keeps, while it records, each producer's command's time from
+	// its send to the end of the consumer invocation that handled it.
+	Commands DurationLog
 	SQS      *sqs.Client
 	SNS      *sns.Client
 	// DynamoDB is a client for the stack's table, built like the functions' own.

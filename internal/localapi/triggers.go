@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -49,56 +48,13 @@ func queueArn(ctx context.Context, client *sqs.Client, url string) (string, erro
 	return out.Attributes[string(types.QueueAttributeNameQueueArn)], nil
 }
 
-// A CommandClock keeps, while it records, each command's time through
-// the event source mappings: from its send (its SentTimestamp, to the
-// millisecond) to the end of the invocation that handled it, for the
-// commands that invocation did not fail. The zero CommandClock does not
-// record.
-type CommandClock struct {
-	mu        sync.Mutex
-	recording bool
-	times     []time.Duration
-}
-
-// Record starts recording, and forgets what was kept.
-func (c *CommandClock) Record() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.recording, c.times = true, nil
-}
-
-// Take returns the times kept since Record or the last Take, and keeps
-// recording.
-func (c *CommandClock) Take() []time.Duration {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := c.times
-	c.times = nil
-	return out
-}
-
-// handled keeps m's time, handled at end; a nil clock keeps nothing.
-func (c *CommandClock) handled(m types.Message, end time.Time) {
-	if c == nil {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.recording {
-		return
-	}
-	sent, err := strconv.ParseInt(m.Attributes[string(types.MessageSystemAttributeNameSentTimestamp)], 10, 64)
-	if err == nil {
-		c.times = append(c.times, end.Sub(time.UnixMilli(sent)))
-	}
-}
-
 // eventSourceMapping is the local stand-in for Lambda's SQS event source
 // mapping: it long-polls the queue, delivers batches of up to 10, deletes
 // what succeeded (everything not in batchItemFailures) and leaves the rest to
-// the queue's visibility timeout and redrive policy. clock, when not nil,
-// times what succeeded.
-func eventSourceMapping(ctx context.Context, client *sqs.Client, url, arn string, target Invoker, clock *CommandClock) {
+// the queue's visibility timeout and redrive policy. times, when not nil,
+// keeps each succeeded command's time from its send (its SentTimestamp, to
+// the millisecond) to the end of the invocation that handled it.
+func eventSourceMapping(ctx context.Context, client *sqs.Client, url, arn string, target Invoker, times *DurationLog) {
 	for ctx.Err() == nil {
 		out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 			QueueUrl: aws.String(url), MaxNumberOfMessages: int32(deploy.Local().Queues.BatchSize), WaitTimeSeconds: 1,
@@ -142,7 +98,9 @@ func eventSourceMapping(ctx context.Context, client *sqs.Client, url, arn string
 		for i, m := range out.Messages {
 			if !failed[aws.ToString(m.MessageId)] {
 				done = append(done, types.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle})
-				clock.handled(m, end)
+				if sent, err := strconv.ParseInt(m.Attributes[string(types.MessageSystemAttributeNameSentTimestamp)], 10, 64); err == nil {
+					times.add(end.Sub(time.UnixMilli(sent)))
+				}
 			}
 		}
 		if len(done) > 0 {

@@ -182,13 +182,13 @@ func BenchmarkMemorySizes(b *testing.B) {
 					b.Fatal(err)
 				}
 				for b.Loop() {
-					s.Sweeper.RecordDurations()
+					s.Sweeper.Durations.Record()
 					for range sweeps {
 						if _, err := s.Sweep(ctx); err != nil {
 							b.Fatal(err)
 						}
 					}
-					b.ReportMetric(billedMS(s.Sweeper.TakeDurations()), "billed_ms")
+					b.ReportMetric(billedMS(s.Sweeper.Durations.Take()), "billed_ms")
 					b.ReportMetric(shaped, "shaped")
 					b.ReportMetric(0, "ns/op")
 				}
@@ -410,12 +410,12 @@ func handledAll(b *testing.B, s *localapi.Stack, n int) []time.Duration {
 // and from logs, where the functions log.
 func atHalf(b *testing.B, s *localapi.Stack, pool *localapi.Pool, logs *os.File, m *pathFigures, load func()) {
 	b.Helper()
-	pool.RecordDurations()
-	s.Publisher.RecordDurations()
+	pool.Durations.Record()
+	s.Publisher.Durations.Record()
 	logged, start := fileSize(b, logs), usage(b, pool)
 	load()
 	time.Sleep(time.Second) // the last rows' events published
-	durations, published := pool.TakeDurations(), s.Publisher.TakeDurations()
+	durations, published := pool.Durations.Take(), s.Publisher.Durations.Take()
 	m.logBytes = float64(fileSize(b, logs)-logged) / memoryLoad
 	m.cpu = (usage(b, pool).CPU - start.CPU) / memoryLoad
 	m.invocations = float64(len(durations)) / memoryLoad
