@@ -39,7 +39,7 @@ type Route struct {
 	Key    string
 	Target Invoker
 	// Scope, when set, must be among the token's scopes (its "scope" claim,
-	// space-separated, or "scp"), as the authorizer's route scopes demand.
+	// separated by U+0020, or "scp"), as the authorizer's route scopes demand.
 	Scope string
 	// Public routes have no authorizer (route.Public): no token is read,
 	// and the event has no authorizer context.
@@ -229,7 +229,8 @@ func pathParameters(r *http.Request, key string) map[string]string {
 
 // caller is a verified token: its claims as API Gateway passes them (every
 // value a string, numbers exactly as written) and the scopes it grants
-// (the space-separated values of "scope", and of "scp", a string or a list).
+// (the values of "scope" separated by U+0020, and of "scp", a string or a
+// list).
 type caller struct {
 	claims map[string]string
 	scopes []string
@@ -272,7 +273,7 @@ func (g *Gateway) verify(authorization string) (caller, bool) {
 	for _, name := range []string{"scope", "scp"} {
 		switch v := claims[name].(type) {
 		case string:
-			out.scopes = append(out.scopes, strings.Fields(v)...)
+			out.scopes = append(out.scopes, scopeTokens(v)...)
 		case []any:
 			for _, s := range v {
 				if s, ok := s.(string); ok {
@@ -293,6 +294,21 @@ func (g *Gateway) verify(authorization string) (caller, bool) {
 		}
 	}
 	return out, true
+}
+
+// scopeTokens splits a "scope" claim into its tokens on U+0020 alone, as
+// RFC 6749 §3.3 separates them. AWS documents only that a token must carry
+// one of the route's scopes, so this is the strictest reading: any other
+// white space (a tab, U+00A0) is part of a token, and such a token matches
+// no route's scope.
+func scopeTokens(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, " ") {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // strictSegments reports whether the token's header and payload are each

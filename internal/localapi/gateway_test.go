@@ -239,7 +239,7 @@ func TestGatewayClock(t *testing.T) {
 }
 
 // TestGatewayScopes: each route demands its scope, from "scope"
-// (space-separated) or "scp" (a list), as the deployed authorizer's route
+// (separated by U+0020 only) or "scp" (a list), as the deployed authorizer's route
 // scopes do: without it the answer is 403 and nothing is invoked.
 func TestGatewayScopes(t *testing.T) {
 	t.Parallel()
@@ -264,6 +264,13 @@ func TestGatewayScopes(t *testing.T) {
 		{"a longer scope is not the scope", http.MethodPost, route.ChargesPath, token(jwt.MapClaims{"scope": "charges:writer"}), 403},
 		{"scp list", http.MethodPost, route.ChargesPath, token(jwt.MapClaims{"scp": []string{"charges:write"}}), 200},
 		{"both scopes", http.MethodPost, route.ChargesPath, token(jwt.MapClaims{"scope": "charges:read charges:write"}), 200},
+		// RFC 6749 §3.3 separates scopes by U+0020 alone: any other white
+		// space joins two names into one token, which no route has.
+		{"split by NBSP", http.MethodPost, route.ChargesPath, token(jwt.MapClaims{"scope": "charges:read\u00a0charges:write"}), 403},
+		{"split by NBSP, GET", http.MethodGet, route.Location("ch_1"), token(jwt.MapClaims{"scope": "charges:write\u00a0charges:read"}), 403},
+		{"split by a tab", http.MethodPost, route.ChargesPath, token(jwt.MapClaims{"scope": "charges:read\tcharges:write"}), 403},
+		{"split by a newline", http.MethodGet, route.Location("ch_1"), token(jwt.MapClaims{"scope": "charges:write\ncharges:read"}), 403},
+		{"two spaces", http.MethodPost, route.ChargesPath, token(jwt.MapClaims{"scope": "charges:read  charges:write"}), 200},
 	} {
 		fn.last = events.APIGatewayV2HTTPRequest{}
 		if rec := serve(g, tc.method, tc.path, tc.auth, "{}"); rec.Code != tc.want {
