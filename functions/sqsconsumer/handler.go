@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -79,7 +80,10 @@ type verdict struct {
 	rejectCode string        // dead-letter with this code (and success)
 	reason     string
 	republish  bool // a replay: publish the charge's event again
-	// account and key are the command's, as it named them ("" before it decoded)
+	// account is the command's ("" before it decoded); key is its key as
+	// the service parsed it (charge.Result.Key: the bare key, whether the
+	// command sent it bare or quoted), or as the command named it when it
+	// never parsed
 	account, key string
 	// acquirer calls that proved nothing sent, and that left the outcome unknown
 	notSent, unknown int
@@ -216,8 +220,9 @@ func (h *Handler) process(ctx context.Context, src Source, known bool, msg event
 		if cmd.IdempotencyKey != "" {
 			keys = []string{cmd.IdempotencyKey}
 		}
-		v := verdictOf(h.Service.Charge(ctx, charge.Input{Account: cmd.Account, Keys: keys, Body: cmd.Request, Source: event.SourceQueue(src.Producer)}))
-		v.account, v.key = cmd.Account, cmd.IdempotencyKey
+		res := h.Service.Charge(ctx, charge.Input{Account: cmd.Account, Keys: keys, Body: cmd.Request, Source: event.SourceQueue(src.Producer)})
+		v := verdictOf(res)
+		v.account, v.key = cmd.Account, cmp.Or(res.Key, cmd.IdempotencyKey)
 		return v
 	default: // command.TypeReconcile: Decode knows no other
 		record := idem.Ref(cmd.PK)

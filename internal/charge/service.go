@@ -272,6 +272,12 @@ type Result struct {
 	// Record is the record's reference (idem.Ref), once the request got as
 	// far as a valid scope; empty before that.
 	Record string
+	// Key is the idempotency key as parsed, once it parsed: the bare key,
+	// whichever form (bare or the quoted sf-string) carried it. Whoever
+	// acts on the key afterwards (a lookup by key, a rejection's event, a
+	// log line) takes this one, never the input's, so every form of one key
+	// behaves as the bare key.
+	Key string
 	// Attempt is the lease's attempt when this request owned the key (else 0);
 	// AcquirerLatency the time spent in acquirer calls, AcquirerErrors how
 	// many of them failed (a lookup's "not found" is an answer, not a
@@ -301,12 +307,12 @@ func (s *Service) Charge(ctx context.Context, in Input) Result {
 	}
 	req, err := ParseRequest(in.Body, s.cfg.MaxAmount)
 	if err != nil {
-		return Result{Outcome: RequestInvalid, Errors: fieldErrors(err)}
+		return Result{Outcome: RequestInvalid, Errors: fieldErrors(err), Key: key}
 	}
 	scope := idem.Scope{Operation: Operation, Account: in.Account, Key: key, Source: in.Source}
 	record := idem.Ref(scope.PK())
 	res := s.claimAndExecute(obs.WithAttrs(ctx, slog.String("record", record)), scope, req)
-	res.Record = record
+	res.Record, res.Key = record, key
 	return res
 }
 

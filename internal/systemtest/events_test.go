@@ -124,33 +124,45 @@ func TestOutcomeEvents(t *testing.T) {
 
 // TestResentCommandRepublishes: the queue path's lookup by key. A
 // producer that missed its event sends the same command again: the replay
-// charges nothing and its outcome queue receives the same event again,
-// the same id and content, read from the ledger.
+// charges nothing, its message is deleted, nothing is dead-lettered, and
+// its outcome queue receives the same event again, the same id and
+// content, read from the ledger. The key sent quoted (the sf-string form
+// the header allows) is the bare key: the service parses it once and the
+// consumer's lookup takes the parsed key.
 func TestResentCommandRepublishes(t *testing.T) {
 	t.Parallel()
 	s := newStack(t)
 	schema := eventtest.Schema(t)
-	body, err := command.Charge("acct_q", "events-resent-key", []byte(visa)).Encode()
-	if err != nil {
-		t.Fatal(err)
-	}
-	send := func() {
-		if _, err := s.SQS.SendMessage(t.Context(), &sqs.SendMessageInput{QueueUrl: aws.String(s.QueueURL), MessageBody: aws.String(body)}); err != nil {
+	for _, tc := range []struct{ name, account, key string }{
+		{"bare key", "acct_q", "events-resent-key"},
+		{"quoted key", "acct_q", `"events-resent-quoted"`},
+	} {
+		body, err := command.Charge(tc.account, tc.key, []byte(visa)).Encode()
+		if err != nil {
 			t.Fatal(err)
 		}
+		send := func() {
+			if _, err := s.SQS.SendMessage(t.Context(), &sqs.SendMessageInput{QueueUrl: aws.String(s.QueueURL), MessageBody: aws.String(body)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		send()
+		first := receiveEvents(t, s, schema, testProducer.Name, 1, 20*time.Second)
+		if len(first) != 1 || first[0].Type != event.Captured {
+			t.Fatalf("%s: the first event: %+v", tc.name, first)
+		}
+		send()
+		again := receiveEvents(t, s, schema, testProducer.Name, 1, 20*time.Second)
+		if len(again) != 1 || again[0].ID != first[0].ID || *again[0].Charge != *first[0].Charge || !again[0].CreatedAt.Equal(first[0].CreatedAt) {
+			t.Fatalf("%s: the resent command's event %+v, want the first again %+v", tc.name, again, first)
+		}
+		waitFor(t, 10*time.Second, tc.name+": the resent command deleted as replayed", func() bool { return queueEmpty(t, s, s.QueueURL) })
+		if !queueEmpty(t, s, s.DLQURL) || !queueEmpty(t, s, s.RejectedURL) {
+			t.Fatalf("%s: a replayed command was dead-lettered", tc.name)
+		}
 	}
-	send()
-	first := receiveEvents(t, s, schema, testProducer.Name, 1, 20*time.Second)
-	if len(first) != 1 || first[0].Type != event.Captured {
-		t.Fatalf("the first event: %+v", first)
-	}
-	send()
-	again := receiveEvents(t, s, schema, testProducer.Name, 1, 20*time.Second)
-	if len(again) != 1 || again[0].ID != first[0].ID || *again[0].Charge != *first[0].Charge || !again[0].CreatedAt.Equal(first[0].CreatedAt) {
-		t.Fatalf("the resent command's event %+v, want the first again %+v", again, first)
-	}
-	if n := authorizations(s); n != 1 {
-		t.Fatalf("%d authorizations, want 1", n)
+	if n := authorizations(s); n != 2 {
+		t.Fatalf("%d authorizations, want 2 (one per intent)", n)
 	}
 }
 
