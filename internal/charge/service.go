@@ -631,7 +631,27 @@ func (s *Service) Healthy(ctx context.Context) error {
 // Get finds account's charge id: Found with the charge, NotFound for a
 // charge that does not exist or belongs to another account (the two are
 // indistinguishable), AccountInvalid, or Unavailable when the store failed.
+//
+// A charge has one status on every route: its ledger row is the answer
+// only once the row's record has completed (or is gone). A row is written
+// before its record completes (DESIGN §4), so the row's record is read
+// too, by the account and key the row names (idem.Guard.Find): while it
+// is held for an operator the answer is Held, and while it is in flight
+// InFlight, as the POST and the lookup by key answer. The record read
+// costs one more GetItem per lookup; none when the row names no key (rows
+// written before rows kept it) or the warm cache holds the record
+// completed. A record that is gone (past its retention) or that the key's
+// later intent replaced leaves the row as the answer.
 func (s *Service) Get(ctx context.Context, account, id string) Result {
+	res := s.row(ctx, account, id)
+	if res.Outcome != Found {
+		return res
+	}
+	return s.settled(ctx, res.Charge)
+}
+
+// row is account's ledger row id, as Get finds it, without its record.
+func (s *Service) row(ctx context.Context, account, id string) Result {
 	if err := idem.ValidateAccount(account); err != nil {
 		return Result{Outcome: AccountInvalid, Reason: err.Error()}
 	}
@@ -655,6 +675,28 @@ func (s *Service) Get(ctx context.Context, account, id string) Result {
 		return Result{Outcome: NotFound}
 	}
 	return Result{Outcome: Found, Charge: ch}
+}
+
+// settled is Found with ch once ch's record has completed or is gone,
+// and otherwise what its record says (Get).
+func (s *Service) settled(ctx context.Context, ch Charge) Result {
+	if ch.IdempotencyKey == "" {
+		return Result{Outcome: Found, Charge: ch}
+	}
+	rec, err := s.guard.Find(ctx, idem.Scope{Operation: Operation, Account: ch.Account, Key: ch.IdempotencyKey})
+	var inFlight *idem.InFlightError
+	switch {
+	case err == nil || errors.Is(err, idem.ErrNotFound) || errors.Is(err, idem.ErrKeyInvalid):
+		return Result{Outcome: Found, Charge: ch}
+	case rec != nil && ChargeID(rec.DownstreamKey) != ch.ID: // the key's later intent
+		return Result{Outcome: Found, Charge: ch}
+	case errors.Is(err, idem.ErrHeld):
+		return s.held()
+	case errors.As(err, &inFlight):
+		return Result{Outcome: InFlight, RetryAfter: inFlight.RetryAfter, WaitOut: max(inFlight.WaitOut, inFlight.RetryAfter)}
+	}
+	s.cfg.Logger.ErrorContext(ctx, "get charge: its record failed to read", "error", err)
+	return Result{Outcome: Unavailable, RetryAfter: s.cfg.RetryAfter}
 }
 
 // ByKey finds account's charge by the client's idempotency key, as a
@@ -690,7 +732,9 @@ func (s *Service) ByKey(ctx context.Context, account, key string) Result {
 		s.cfg.Logger.ErrorContext(ctx, "lookup by key failed", "error", err)
 		return Result{Outcome: Unavailable, RetryAfter: s.cfg.RetryAfter}
 	}
-	res := s.Get(obs.WithAttrs(ctx, slog.String("record", idem.Ref(rec.PK))), account, ChargeID(rec.DownstreamKey))
+	// The record completed: its row is the answer (no second look at the
+	// record, as Get takes).
+	res := s.row(obs.WithAttrs(ctx, slog.String("record", idem.Ref(rec.PK))), account, ChargeID(rec.DownstreamKey))
 	res.Record = idem.Ref(rec.PK)
 	return res
 }

@@ -318,7 +318,9 @@ func (g *Guard) Lookup(ctx context.Context, pk string) (*Record, error) {
 // attempt has taken it over yet (the client's retry with the request, or
 // the reconciler, resolves it; Find only reports); ErrHeld for a record
 // held for an operator; ErrNotFound when the key has no live record (none,
-// or expired: Begin would claim it afresh). It validates scope as Begin
+// or expired: Begin would claim it afresh). With an *InFlightError or
+// ErrHeld it returns the record too, so a caller can tell which intent of
+// the key is in flight (its DownstreamKey). It validates scope as Begin
 // does, and reads nothing when the warm cache holds the completed record.
 func (g *Guard) Find(ctx context.Context, scope Scope) (*Record, error) {
 	if err := scope.Validate(); err != nil {
@@ -337,9 +339,9 @@ func (g *Guard) Find(ctx context.Context, scope Scope) (*Record, error) {
 		g.cache.put(rec)
 		return rec, nil
 	case rec.Held():
-		return nil, fmt.Errorf("find %s: %w", Ref(pk), ErrHeld)
+		return rec, fmt.Errorf("find %s: %w", Ref(pk), ErrHeld)
 	}
-	return nil, g.inFlight(rec.LeaseExpiresAt, rec.Protocol, now)
+	return rec, g.inFlight(rec.LeaseExpiresAt, rec.Protocol, now)
 }
 
 func answerCompleted(rec *Record, fp string) (Claim, error) {

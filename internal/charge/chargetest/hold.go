@@ -185,6 +185,13 @@ func holdWithALedgerRow(t *testing.T, newStores NewStoresFunc) {
 	acq := &liar{sb: sb}
 	svc := w.service(acq)
 	w.dieAfterTheRow(t, svc, "held-row-key")
+	inFlight, err := w.guard.Lookup(ctx, pkOf("held-row-key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One status per charge: a record not completed answers the same on
+	// every route, although its row exists.
+	w.mustAnswerOnEveryRoute(t, svc, "held-row-key", charge.ChargeID(inFlight.DownstreamKey), charge.InFlight)
 	acq.lookup = tenTimes
 	w.clock.Advance(time.Minute)
 	if r := svc.Charge(ctx, input("held-row-key")); r.Outcome != charge.Mismatch {
@@ -195,6 +202,7 @@ func holdWithALedgerRow(t *testing.T, newStores NewStoresFunc) {
 	if err != nil {
 		t.Fatalf("the row written before the hold: %v", err)
 	}
+	w.mustAnswerOnEveryRoute(t, svc, "held-row-key", row.ID, charge.Held)
 	w.clock.Advance(time.Minute)
 	if _, err := svc.Settle(ctx, charge.Decision{PK: pkOf("held-row-key"), Action: idem.SettleVoidConfirmed, By: "ops:ana"}); !errors.Is(err, charge.ErrLedgerRowExists) {
 		t.Fatalf("void-confirmed of a held record with a ledger row: %v, want ErrLedgerRowExists", err)
@@ -219,6 +227,23 @@ func holdWithALedgerRow(t *testing.T, newStores NewStoresFunc) {
 	}
 	if r := svc.Charge(ctx, input("held-row-key")); r.Outcome != charge.Replayed || len(sb.ByKey()) != 1 {
 		t.Fatalf("the client's retry: %s, %d authorizations", r.Outcome, len(sb.ByKey()))
+	}
+	w.mustAnswerOnEveryRoute(t, svc, "held-row-key", row.ID, charge.Found)
+}
+
+// mustAnswerOnEveryRoute checks that key's charge id has one status on
+// every route: the POST's retry (Charge), the lookup by key (ByKey) and
+// the lookup by id (Get) answer want (a retry that replays is Found).
+func (w *world) mustAnswerOnEveryRoute(t *testing.T, svc *charge.Service, key, id string, want charge.Outcome) {
+	t.Helper()
+	post := svc.Charge(context.Background(), input(key)).Outcome
+	if post == charge.Replayed {
+		post = charge.Found
+	}
+	byKey := svc.ByKey(context.Background(), account, key).Outcome
+	byID := svc.Get(context.Background(), account, id).Outcome
+	if post != want || byKey != want || byID != want {
+		t.Fatalf("charge %s: POST %s, by key %s, by id %s; want %s on every route", id, post, byKey, byID, want)
 	}
 }
 

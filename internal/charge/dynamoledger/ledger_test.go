@@ -93,7 +93,7 @@ func TestRowLayout(t *testing.T) {
 
 // TestChargeRoundTrips pins the DynamoDB requests of the charge paths
 // (DESIGN §4): a first execution is 3 (the claim, the ledger row, the
-// completion), a replay 1, a GET 1.
+// completion), a replay 1, a GET by id 2 (the row, then its record).
 func TestChargeRoundTrips(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -116,8 +116,8 @@ func TestChargeRoundTrips(t *testing.T) {
 	for k := range sb.ByKey() {
 		id = charge.ChargeID(k)
 	}
-	if r := svc.Get(ctx, "acct_rt", id); r.Outcome != charge.Found || !maps.Equal(trips.Take(), map[string]int{"GetItem": 1}) {
-		t.Fatalf("get: %s", r.Outcome)
+	if r := svc.Get(ctx, "acct_rt", id); r.Outcome != charge.Found || !maps.Equal(trips.Take(), map[string]int{"GetItem": 2}) {
+		t.Fatalf("get: %s (the row, then its record)", r.Outcome)
 	}
 }
 

@@ -89,7 +89,7 @@ func TestUnitsPerPath(t *testing.T) {
 		"replay":            {1, 0, 0},
 		"replay-warm-cache": {0, 0, 0},
 		"in-flight":         {1, 0, 0},
-		"get":               {0, 0, 1},
+		"get":               {0, 0, 2}, // the row, then its record (Service.Get)
 	} {
 		u := unitsOf(t, path, 3)
 		if got := [3]float64{u.TableWrite, u.IndexWrite, u.Read}; got != want {
