@@ -369,7 +369,10 @@ end:	do
  * own terms (a fresh lookup: the authorization the hold was about).
  * Void-confirmed voids the authorization at the acquirer and releases the
  * record, once the lease ended more than T + skew ago (STALE: nothing in
- * transit); -DVOID_EARLY releases as soon as the lease ended. */
+ * transit); -DVOID_EARLY releases as soon as the lease ended. The code
+ * writes the decision with the take-over (Hold.Settling) and a release
+ * marker before the delete: both record who decided, and neither is read
+ * by any step that charges, so the step below stays one atomic step. */
 active proctype Operator() {
 	byte k;
 	bool rowWritten;

@@ -46,6 +46,8 @@ import (
 	"bufio"
 	"cmp"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -426,7 +428,7 @@ func (o operator) settle(ctx context.Context, cmd, by string) error {
 	if !rec.Held() {
 		return fmt.Errorf("record %s is not held (%s): nothing to settle", ref, rec.Status)
 	}
-	d := charge.Decision{PK: o.pk, Action: idem.SettleVoidConfirmed, By: by}
+	d := charge.Decision{PK: o.pk, Instance: rec.DownstreamKey, Action: idem.SettleVoidConfirmed, By: by, ID: "dec-" + newDecisionID()}
 	question := fmt.Sprintf("Record %s is held (%s). You voided its charge at the acquirer: release the key, so the client's next retry charges anew, as %s?", ref, rec.Hold.Reason, by)
 	if cmd == "accept" {
 		// What the acquirer says now, asked without taking anything over:
@@ -446,10 +448,11 @@ func (o operator) settle(ctx context.Context, cmd, by string) error {
 	// As long as a consumer's invocation, from the person's yes.
 	ctx, cancel := context.WithTimeout(ctx, deploy.Deployed().Function(deploy.FunctionConsumer).Timeout)
 	defer cancel()
-	ch, err := o.svc.Settle(ctx, d)
+	st, err := o.svc.Settle(ctx, d)
 	if err != nil {
-		return fmt.Errorf("refused, record %s stays held: %w", ref, err)
+		return fmt.Errorf("refused, record %s is %s: %w", ref, st.State, err)
 	}
+	ch := st.Charge
 	action := d.Action
 	if action == idem.SettleVoidConfirmed {
 		fmt.Fprintf(o.sh.stdout, "record %s released on %s's word that the charge was voided; the client's next retry charges anew\n", ref, by)
@@ -458,6 +461,15 @@ func (o operator) settle(ctx context.Context, cmd, by string) error {
 	fmt.Fprintf(o.sh.stdout, "record %s completed with the acquirer's terms: %s %d %s, authorization %s (decided by %s)\n",
 		ref, ch.Status, ch.Amount, ch.Currency, ch.AuthorizationID, by)
 	return nil
+}
+
+// newDecisionID is a fresh random id for one decision.
+func newDecisionID() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err)
+	}
+	return hex.EncodeToString(b[:])
 }
 
 func leaseState(rec *idem.Record, now time.Time) string {

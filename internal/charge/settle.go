@@ -33,32 +33,116 @@ var (
 	ErrLedgerDisagrees = errors.New("the ledger row and the acquirer's terms disagree")
 )
 
-// Decision is an operator's settlement of a held record.
+// Decision is an operator's settlement of a held record, as the
+// operator's channel received it.
 type Decision struct {
 	// PK is the held record.
 	PK string
+	// Instance is the record's downstream key as the operator was shown
+	// it: a decision settles that intent of the key, never a later one.
+	Instance string
 	// Action is idem.SettleAccept or idem.SettleVoidConfirmed.
 	Action string
-	// By names who decided; it is recorded.
+	// By names who decided: the principal the operator's channel
+	// authenticated. It is recorded.
 	By string
+	// ID is the decision's id, the same on every retry of one decision
+	// (ValidDecisionID): what is stored with the settlement, and what a
+	// retry reads back.
+	ID string
 	// Terms, for an accept, are the acquirer's terms as the operator was
 	// shown them (Peek): the fresh lookup after the take-over must state
 	// the same authorization, status, amount and currency.
 	Terms acquirer.Authorization
 }
 
-// Peek is the acquirer's answer for the held record pk, asked without
+// ValidDecisionID reports whether id can name a decision: 8 to 64 ASCII
+// letters, digits, '-' and '_'.
+func ValidDecisionID(id string) bool {
+	if len(id) < 8 || len(id) > 64 {
+		return false
+	}
+	for _, c := range id {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// State is what the table says of a decision's record, read back.
+type State int
+
+// The states of a decision's record.
+const (
+	// StillHeld: the record decided on is held; the decision has not taken
+	// effect.
+	StillHeld State = iota + 1
+	// ReleasedByThis: this decision's void released the record (its
+	// release marker names this decision).
+	ReleasedByThis
+	// CompletedByThis: this decision's accept completed the record.
+	CompletedByThis
+	// ReleasedByAnother: another decision's void released it.
+	ReleasedByAnother
+	// CompletedByAnother: the record completed otherwise: another
+	// decision's accept.
+	CompletedByAnother
+	// NotHeld: the record decided on is in flight but not held: there is
+	// nothing to settle.
+	NotHeld
+	// Gone: the record decided on is no longer there, and no release
+	// marker names a decision that released it.
+	Gone
+)
+
+var stateNames = map[State]string{
+	StillHeld: "still_held", ReleasedByThis: "released_by_this_decision", CompletedByThis: "completed_by_this_decision",
+	ReleasedByAnother: "released_by_another_decision", CompletedByAnother: "completed_by_another_decision",
+	NotHeld: "not_held", Gone: "gone",
+}
+
+// String is the state's stable name.
+func (s State) String() string {
+	if n, ok := stateNames[s]; ok {
+		return n
+	}
+	return "unknown"
+}
+
+// Settled is a settlement's record as the table holds it, read back after
+// the decision ran (Settle), or instead of running it again (a retry).
+type Settled struct {
+	State State
+	// Decision is the settlement the table holds: the release marker's, the
+	// completed record's, or, for a record still held, the decision it was
+	// last taken over for (nil when none).
+	Decision *idem.Settlement
+	// Charge is the ledger row of a completed record, when it reads.
+	Charge Charge
+}
+
+// TookEffect reports whether the decision read back is the one that
+// settled the record.
+func (s Settled) TookEffect() bool { return s.State == ReleasedByThis || s.State == CompletedByThis }
+
+// ErrCompleted: an operator's look met a completed record: the acquirer's
+// answer is stored, and there is nothing to decide.
+var ErrCompleted = errors.New("the record is completed")
+
+// Peek is the acquirer's answer for the record pk's intent, asked without
 // taking anything over and checked only against itself (acquirer.CheckSelf):
-// what an operator is shown before deciding. It writes nothing. Errors:
-// idem.ErrNotHeld, idem.ErrOtherDownstream (this service's acquirer is not
-// the record's), ErrNoAuthorization, a mismatch, or the lookup's failure.
+// what an operator is shown before deciding. It writes nothing. The record
+// must be in progress, held or not. Errors: idem.ErrNotFound, ErrCompleted,
+// idem.ErrOtherDownstream (this service's acquirer is not the record's),
+// ErrNoAuthorization, a mismatch, or the lookup's failure.
 func (s *Service) Peek(ctx context.Context, pk string) (acquirer.Authorization, error) {
 	rec, err := s.guard.Lookup(ctx, pk)
 	if err != nil {
 		return acquirer.Authorization{}, err
 	}
-	if !rec.Held() {
-		return acquirer.Authorization{}, fmt.Errorf("peek %s: %w", idem.Ref(pk), idem.ErrNotHeld)
+	if rec.Status != idem.StatusInProgress {
+		return acquirer.Authorization{}, fmt.Errorf("peek %s: %w", idem.Ref(pk), ErrCompleted)
 	}
 	if d := rec.Protocol.Downstream; d != "" && d != s.guard.Protocol().Downstream {
 		return acquirer.Authorization{}, fmt.Errorf("peek %s (claimed for %q): %w", idem.Ref(pk), d, idem.ErrOtherDownstream)
@@ -79,8 +163,9 @@ func (s *Service) askSelf(ctx context.Context, downstreamKey string) (acquirer.A
 	return auth, err
 }
 
-// Settle carries out an operator's decision on a held record, through the
-// service's own path, and records who decided and when:
+// Settle carries out an operator's decision d on the held record d.PK, of
+// the intent d.Instance, through the service's own path, and records who
+// decided, the decision's id and when:
 //
 //   - idem.SettleVoidConfirmed: the operator voided the charge at the
 //     acquirer. The key is released, so the client's retry charges afresh
@@ -88,7 +173,7 @@ func (s *Service) askSelf(ctx context.Context, downstreamKey string) (acquirer.A
 //     ended more than T + skew ago (the record's or this service's,
 //     whichever is larger): a request of an earlier attempt may still be in
 //     transit (idem.ErrTooEarly). Refused when the record has a ledger row
-//     (ErrLedgerRowExists). The decision is logged (WARN, with by); the
+//     (ErrLedgerRowExists). A release marker names the decision; the
 //     record is gone.
 //   - idem.SettleAccept: the record completes with the acquirer's own
 //     terms as a fresh lookup after the take-over reports them, which must
@@ -96,30 +181,106 @@ func (s *Service) askSelf(ctx context.Context, downstreamKey string) (acquirer.A
 //     (acquirer.CheckSelf: a mismatch, and the operator chooses again);
 //     ErrNoAuthorization when the acquirer has none. The ledger row states
 //     those terms; a row written earlier is kept and must state the same
-//     (ErrLedgerDisagrees). The record keeps its hold with the settlement
-//     (idem.Settlement: accept, by, when).
+//     (ErrLedgerDisagrees). The record keeps its hold with the settlement.
 //
-// It returns the charge an accept stored (zero for a void). A refusal
-// writes nothing but the take-over of the lease, which it ends again.
-func (s *Service) Settle(ctx context.Context, d Decision) (Charge, error) {
+// Whatever happens, Settle reads the record back and returns what the
+// table says (Settled): a write that landed although its answer was lost
+// is this decision's, and a retry of a decision that took effect does
+// nothing but read. The error says why the decision did not take effect,
+// and is nil exactly when Settled.TookEffect; a refusal writes nothing but
+// the take-over of the lease, which it ends again.
+func (s *Service) Settle(ctx context.Context, d Decision) (Settled, error) {
 	if _, err := idem.ParsePK(d.PK); err != nil {
-		return Charge{}, fmt.Errorf("settle: %w: %w", ErrNotAChargeRecord, err)
+		return Settled{}, fmt.Errorf("settle: %w: %w", ErrNotAChargeRecord, err)
 	}
-	if d.By == "" {
-		return Charge{}, errors.New("settle: who decides is required")
+	switch {
+	case d.By == "":
+		return Settled{}, errors.New("settle: who decides is required")
+	case !ValidDecisionID(d.ID):
+		return Settled{}, errors.New("settle: a decision's id is 8 to 64 letters, digits, '-' and '_'")
+	case d.Instance == "":
+		return Settled{}, errors.New("settle: the intent decided on (the record's downstream key) is required")
+	case d.Action != idem.SettleVoidConfirmed && d.Action != idem.SettleAccept:
+		return Settled{}, fmt.Errorf("settle: unknown decision %q", d.Action)
 	}
-	ctx = obs.WithAttrs(ctx, slog.String("record", idem.Ref(d.PK)))
-	switch d.Action {
-	case idem.SettleVoidConfirmed:
-		return Charge{}, s.voidConfirmed(ctx, d)
-	case idem.SettleAccept:
-		return s.accept(ctx, d)
+	ctx = obs.WithAttrs(ctx, slog.String("record", idem.Ref(d.PK)), slog.String("decision", d.ID))
+	before, err := s.ReadBack(ctx, d)
+	switch {
+	case err != nil:
+		return before, fmt.Errorf("settle %s: read the record: %w", idem.Ref(d.PK), err)
+	case before.TookEffect(): // a retry of a decision that took effect
+		return before, nil
+	case before.State != StillHeld:
+		return before, fmt.Errorf("settle %s: nothing to settle: %s", idem.Ref(d.PK), before.State)
 	}
-	return Charge{}, fmt.Errorf("settle: unknown decision %q", d.Action)
+	if d.Action == idem.SettleVoidConfirmed {
+		err = s.voidConfirmed(ctx, d)
+	} else {
+		err = s.accept(ctx, d)
+	}
+	after, readErr := s.ReadBack(context.WithoutCancel(ctx), d)
+	switch {
+	case readErr != nil:
+		return Settled{}, errors.Join(err, fmt.Errorf("settle %s: read the record back: %w", idem.Ref(d.PK), readErr))
+	case after.TookEffect():
+		if err != nil { // the write landed; its answer did not
+			s.cfg.Logger.WarnContext(ctx, "the decision took effect although a step reported an error", "error", err)
+		}
+		return after, nil
+	case err == nil:
+		err = fmt.Errorf("settle %s: the decision did not take effect: %s", idem.Ref(d.PK), after.State)
+	}
+	return after, err
+}
+
+// ReadBack is what the table says of decision d's record (Settled): the
+// record of the intent d.Instance if it is still there, otherwise the
+// release marker of that intent. It writes nothing: one or two reads, and
+// one more for the ledger row of a completed record.
+func (s *Service) ReadBack(ctx context.Context, d Decision) (Settled, error) {
+	rec, err := s.guard.Lookup(ctx, d.PK)
+	switch {
+	case err == nil && rec.DownstreamKey == d.Instance:
+		return s.stateOf(ctx, rec, d.ID), nil
+	case err != nil && !errors.Is(err, idem.ErrNotFound):
+		return Settled{}, err
+	}
+	// Gone, or the key's next intent holds it: the release marker says.
+	m, err := s.guard.ReleaseMarker(ctx, d.Instance)
+	switch {
+	case errors.Is(err, idem.ErrNotFound):
+		return Settled{State: Gone}, nil
+	case err != nil:
+		return Settled{}, err
+	case m.Decision.Decision == d.ID:
+		return Settled{State: ReleasedByThis, Decision: &m.Decision}, nil
+	}
+	return Settled{State: ReleasedByAnother, Decision: &m.Decision}, nil
+}
+
+// stateOf is the state of rec, the record of a decision whose id is id.
+func (s *Service) stateOf(ctx context.Context, rec *idem.Record, id string) Settled {
+	switch {
+	case rec.Held():
+		return Settled{State: StillHeld, Decision: rec.Hold.Settling}
+	case rec.Status == idem.StatusInProgress:
+		return Settled{State: NotHeld}
+	}
+	out := Settled{State: CompletedByAnother}
+	if rec.Hold != nil && rec.Hold.Settlement != nil {
+		out.Decision = rec.Hold.Settlement
+		if rec.Hold.Settlement.Decision == id {
+			out.State = CompletedByThis
+		}
+	}
+	if row, err := s.ledger.Get(ctx, ChargeID(rec.DownstreamKey)); err == nil {
+		out.Charge = row
+	}
+	return out
 }
 
 func (s *Service) voidConfirmed(ctx context.Context, d Decision) error {
-	lease, err := s.guard.TakeOverHeld(ctx, d.PK, true)
+	lease, err := s.guard.TakeOverHeld(ctx, d.PK, d.Instance, idem.Settlement{Action: idem.SettleVoidConfirmed, By: d.By, Decision: d.ID})
 	if err != nil {
 		return err
 	}
@@ -139,14 +300,14 @@ func (s *Service) voidConfirmed(ctx context.Context, d Decision) error {
 	return nil
 }
 
-func (s *Service) accept(ctx context.Context, d Decision) (Charge, error) {
-	lease, err := s.guard.TakeOverHeld(ctx, d.PK, false)
+func (s *Service) accept(ctx context.Context, d Decision) error {
+	lease, err := s.guard.TakeOverHeld(ctx, d.PK, d.Instance, idem.Settlement{Action: idem.SettleAccept, By: d.By, Decision: d.ID})
 	if err != nil {
-		return Charge{}, err
+		return err
 	}
-	giveBack := func(err error) (Charge, error) {
+	giveBack := func(err error) error {
 		_ = lease.Abandon(context.WithoutCancel(ctx)) // the record stays held; end this lease, even past the deadline
-		return Charge{}, fmt.Errorf("accept %s: %w", idem.Ref(d.PK), err)
+		return fmt.Errorf("accept %s: %w", idem.Ref(d.PK), err)
 	}
 	canonical, err := lease.Request()
 	if err != nil {
@@ -171,20 +332,15 @@ func (s *Service) accept(ctx context.Context, d Decision) (Charge, error) {
 	case err != nil && !errors.Is(err, ErrNoCharge):
 		return giveBack(fmt.Errorf("ledger: %w", err))
 	}
-	accept := func(ctx context.Context, resp idem.Response) error { return lease.Accept(ctx, resp, d.By) }
-	switch res := s.store(ctx, lease, ch, accept); res.Outcome {
+	switch res := s.store(ctx, lease, ch, lease.Accept); res.Outcome {
 	case Executed:
-	case Replayed: // another operator's accept completed it first
-		return Charge{}, fmt.Errorf("accept %s: another decision completed the record first (idemctl inspect)", idem.Ref(d.PK))
+	case Replayed: // completed meanwhile, by this decision's own write or by another (Settle reads back which)
+		return fmt.Errorf("accept %s: the record completed while this decision ran", idem.Ref(d.PK))
 	default:
 		_ = lease.Abandon(context.WithoutCancel(ctx))
-		return Charge{}, fmt.Errorf("accept %s: the completion did not land (%s); the record stays held, and accepting again completes it from its ledger row", idem.Ref(d.PK), res.Outcome)
+		return fmt.Errorf("accept %s: the completion did not land (%s); the record stays held, and accepting again completes it from its ledger row", idem.Ref(d.PK), res.Outcome)
 	}
 	s.cfg.Logger.WarnContext(ctx, "held record accepted with the acquirer's terms", "by", d.By,
 		"acquirer_amount", auth.Amount, "acquirer_currency", auth.Currency, "acquirer_status", auth.Status, "amount", req.Amount, "currency", req.Currency)
-	row, err := s.ledger.Get(ctx, ch.ID)
-	if err != nil {
-		return Charge{}, fmt.Errorf("accept %s: completed, but the ledger row reads back: %w", idem.Ref(d.PK), err)
-	}
-	return row, nil
+	return nil
 }

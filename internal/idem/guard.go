@@ -246,20 +246,18 @@ func (g *Guard) TakeOverStale(ctx context.Context, pk string) (*Lease, error) {
 	case rec.Status != StatusInProgress || !rec.LeaseExpiresAt.Add(g.cfg.Protocol.WaitOut(rec.Protocol)).Before(now):
 		return nil, fmt.Errorf("take over %s: %w", Ref(pk), ErrLeaseLost)
 	}
-	return g.take(ctx, rec, now, "take over", g.store.TakeOver)
+	return g.take(ctx, rec, now)
 }
 
-// take gives rec's lease to this guard with takeOver (the store's
-// TakeOver or TakeOverHeld, fenced on rec's token), once the record's
-// downstream system is this guard's.
-func (g *Guard) take(ctx context.Context, rec *Record, now time.Time, what string,
-	takeOver func(context.Context, Handover) (*Record, error)) (*Lease, error) {
+// take gives rec's lease to this guard (the store's TakeOver, fenced on
+// rec's token), once the record's downstream system is this guard's.
+func (g *Guard) take(ctx context.Context, rec *Record, now time.Time) (*Lease, error) {
 	if err := g.sameDownstream(rec); err != nil {
 		return nil, err
 	}
-	taken, err := takeOver(ctx, g.handover(rec, g.leaseUntil(ctx, now), now))
+	taken, err := g.store.TakeOver(ctx, g.handover(rec, g.leaseUntil(ctx, now), now))
 	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", what, Ref(rec.PK), err)
+		return nil, fmt.Errorf("take over %s: %w", Ref(rec.PK), err)
 	}
 	return &Lease{g: g, rec: *taken}, nil
 }
@@ -271,22 +269,30 @@ func (g *Guard) handover(rec *Record, until, now time.Time) Handover {
 }
 
 // TakeOverHeld takes the lease of the held record under pk for an
-// operator's step: the lease must have ended, and with waitOut it must
-// have ended more than the wait-out ago (Protocol.WaitOut), as a release
-// needs (ErrTooEarly, with the time left). The record stays held; the
-// returned lease settles it with Accept or VoidConfirmed. Errors:
-// ErrNotFound, ErrNotHeld (a record that is not held), ErrTooEarly,
-// ErrOtherDownstream, ErrLeaseLost (another operator took it first). Only
-// the take-over writes.
-func (g *Guard) TakeOverHeld(ctx context.Context, pk string, waitOut bool) (*Lease, error) {
+// operator's decision d (d.Action, d.By, d.Decision; At is set to now),
+// written on the hold as its Settling with the take-over. instance, when
+// not empty, is the record's DownstreamKey as the operator was shown it:
+// a record of another intent of the key is not the one decided on
+// (ErrNotFound). The lease must have ended, and for a void
+// (SettleVoidConfirmed) it must have ended more than the wait-out ago
+// (Protocol.WaitOut), as a release needs (ErrTooEarly, with the time
+// left). The record stays held; the returned lease settles it with Accept
+// or VoidConfirmed, as d says. Errors: ErrNotFound, ErrNotHeld (a record
+// that is not held), ErrTooEarly, ErrOtherDownstream, ErrLeaseLost
+// (another operator took it first). Only the take-over writes.
+func (g *Guard) TakeOverHeld(ctx context.Context, pk, instance string, d Settlement) (*Lease, error) {
 	now := g.cfg.Now()
 	rec, err := g.store.Get(ctx, pk, now)
 	if err != nil {
 		return nil, fmt.Errorf("take over held %s: %w", Ref(pk), err)
 	}
+	if instance != "" && rec.DownstreamKey != instance {
+		return nil, fmt.Errorf("take over held %s: the key's record is another intent than the one decided on: %w", Ref(pk), ErrNotFound)
+	}
 	if !rec.Held() {
 		return nil, fmt.Errorf("take over held %s: %w", Ref(pk), ErrNotHeld)
 	}
+	waitOut := d.Action == SettleVoidConfirmed
 	wait := time.Duration(0)
 	if waitOut {
 		wait = g.cfg.Protocol.WaitOut(rec.Protocol)
@@ -294,12 +300,31 @@ func (g *Guard) TakeOverHeld(ctx context.Context, pk string, waitOut bool) (*Lea
 	if left := rec.LeaseExpiresAt.Add(wait).Sub(now); left >= 0 {
 		return nil, fmt.Errorf("take over held %s: %w (%s left)", Ref(pk), ErrTooEarly, left.Round(time.Millisecond)+time.Millisecond)
 	}
-	lease, err := g.take(ctx, rec, now, "take over held", g.store.TakeOverHeld)
-	if err != nil {
+	if err := g.sameDownstream(rec); err != nil {
 		return nil, err
 	}
-	lease.waitedOut = waitOut
+	d.At = now
+	h := g.handover(rec, g.leaseUntil(ctx, now), now)
+	h.Settling = &d
+	taken, err := g.store.TakeOverHeld(ctx, h)
+	if err != nil {
+		return nil, fmt.Errorf("take over held %s: %w", Ref(pk), err)
+	}
+	lease := &Lease{g: g, rec: *taken, waitedOut: waitOut}
+	if prev := rec.Hold.Settling; prev != nil {
+		lease.replaces = prev.Decision
+	}
 	return lease, nil
+}
+
+// ReleaseMarker is the release marker of the intent downstreamKey: which
+// decision voided its held record, and when; ErrNotFound when none did.
+func (g *Guard) ReleaseMarker(ctx context.Context, downstreamKey string) (*ReleaseMarker, error) {
+	m, err := g.store.ReleaseMarker(ctx, downstreamKey)
+	if err != nil {
+		return nil, fmt.Errorf("release marker: %w", err)
+	}
+	return m, nil
 }
 
 // Lookup returns the live record under pk (ErrNotFound if none): what a worker
@@ -401,6 +426,9 @@ type Lease struct {
 	// waitedOut: the lease came from TakeOverHeld with the wait-out, as
 	// VoidConfirmed needs.
 	waitedOut bool
+	// replaces is the decision of the settling take-over this lease's
+	// replaced, if any (VoidConfirmed's MarkRelease).
+	replaces string
 }
 
 // Record returns a copy of the record as this lease last wrote it.
@@ -445,18 +473,21 @@ func (l *Lease) Complete(ctx context.Context, resp Response) error {
 	return l.complete(ctx, resp, nil)
 }
 
-// Accept settles a held record as an operator decided: it completes it
-// with resp (built from downstream's own terms; whatever must exist first,
-// the caller writes before), records the settlement (SettleAccept, by, now)
-// and starts the record's retention again from now, so the key is
-// remembered for a whole retention after the decision. Errors: ErrNotHeld
-// (nothing written), ErrLeaseLost, or a store error.
-func (l *Lease) Accept(ctx context.Context, resp Response, by string) error {
-	if !l.rec.Held() {
+// Accept settles a held record as the operator's decision its lease was
+// taken for (Guard.TakeOverHeld with SettleAccept): it completes it with
+// resp (built from downstream's own terms; whatever must exist first, the
+// caller writes before), records the settlement (SettleAccept, who, the
+// decision's id, now) and starts the record's retention again from now,
+// so the key is remembered for a whole retention after the decision.
+// Errors: ErrNotHeld (nothing written; also for a lease taken for another
+// decision), ErrLeaseLost, or a store error.
+func (l *Lease) Accept(ctx context.Context, resp Response) error {
+	if !l.rec.Held() || l.rec.Hold.Settling == nil || l.rec.Hold.Settling.Action != SettleAccept {
 		return fmt.Errorf("accept %s: %w", Ref(l.rec.PK), ErrNotHeld)
 	}
-	now := l.g.cfg.Now()
-	return l.complete(ctx, resp, &Settlement{Action: SettleAccept, By: by, At: now})
+	settled := *l.rec.Hold.Settling
+	settled.At = l.g.cfg.Now()
+	return l.complete(ctx, resp, &settled)
 }
 
 func (l *Lease) complete(ctx context.Context, resp Response, settled *Settlement) error {
@@ -510,18 +541,28 @@ func (l *Lease) ReleaseReconciled(ctx context.Context) error {
 }
 
 // VoidConfirmed settles a held record on an operator's word that the
-// effect downstream was voided: it frees the key, so the client's retry
-// executes anew (under a new downstream key, since the claim time is in
-// it). It is the one release after a take-over that rule 2 allows, and
-// only because the lease came from TakeOverHeld with its wait-out: nothing
-// is in transit. Errors: ErrNotHeld or ErrTooEarly (a lease taken without
-// the wait-out; nothing written), ErrLeaseLost, or a store error.
+// effect downstream was voided: it writes the release marker of the
+// record's intent (the decision its lease was taken for: who, its id, the
+// take-over's time), then frees the key, so the client's retry executes
+// anew (under a new downstream key, since the claim time is in it). It is
+// the one release after a take-over that rule 2 allows, and only because
+// the lease came from TakeOverHeld with its wait-out: nothing is in
+// transit. The marker comes first so that it outlives the delete: a
+// marker without the delete is one whose decision did not finish, and the
+// record is still there to say so. Errors: ErrNotHeld or ErrTooEarly (a
+// lease taken without the wait-out; nothing written), ErrOtherDecision
+// (another decision's marker: nothing written), ErrLeaseLost, or a store
+// error.
 func (l *Lease) VoidConfirmed(ctx context.Context) error {
 	switch {
 	case !l.rec.Held():
 		return fmt.Errorf("void-confirmed %s: %w", Ref(l.rec.PK), ErrNotHeld)
-	case !l.waitedOut:
+	case !l.waitedOut || l.rec.Hold.Settling == nil:
 		return fmt.Errorf("void-confirmed %s: %w (the lease was taken without the wait-out)", Ref(l.rec.PK), ErrTooEarly)
+	}
+	m := ReleaseMarker{DownstreamKey: l.rec.DownstreamKey, PK: l.rec.PK, Decision: *l.rec.Hold.Settling}
+	if err := RetryConflicts(ctx, func() error { return l.g.store.MarkRelease(ctx, m, l.replaces) }); err != nil {
+		return fmt.Errorf("void-confirmed %s: mark the release: %w", Ref(l.rec.PK), err)
 	}
 	return l.release(ctx)
 }

@@ -87,6 +87,9 @@ type Handover struct {
 	// record's and the taker's (Protocol.Merge), since the taker's
 	// requests are bounded by its own.
 	Protocol Protocol
+	// Settling, on an operator's take-over of a held record
+	// (Store.TakeOverHeld), is written as the hold's Settling.
+	Settling *Settlement
 }
 
 // Protocol is what the safety of a take-over depends on (DESIGN §4 rule
@@ -135,7 +138,16 @@ type Hold struct {
 	Evidence []byte
 	// At is when the record was held.
 	At time.Time
-	// Settlement is the operator's decision, once one was made.
+	// Settling is the operator's decision being carried out: the settling
+	// take-over (Guard.TakeOverHeld) writes it with the take-over, so a
+	// void's release carries its decision and its time in the record it
+	// deletes (the stream's old image, the same in every region), and a
+	// retry of the decision tells its own take-over from another's. A
+	// record still held with a Settling is one whose decision did not
+	// finish; the next settling take-over replaces it.
+	Settling *Settlement
+	// Settlement is the operator's decision, once an accept completed the
+	// record.
 	Settlement *Settlement
 }
 
@@ -143,10 +155,28 @@ type Hold struct {
 type Settlement struct {
 	// Action names the decision (SettleAccept, SettleVoidConfirmed).
 	Action string
-	// By names who decided, as the operator gave it.
+	// By names who decided: the principal the operator's channel
+	// authenticated.
 	By string
-	// At is when.
+	// Decision is the decision's id, the same on every retry of one
+	// decision: what a retry reads back to learn whether its decision took
+	// effect.
+	Decision string
+	// At is when: the settling take-over's time, and an accept's
+	// completion's.
 	At time.Time
+}
+
+// ReleaseMarker records which decision voided a held record, and when. A
+// void writes it before it deletes the record, and it outlives the delete:
+// one small item per void, kept, under the record's downstream key (the
+// intent), so whoever asks after an error or a retry learns which
+// decision released it (Guard.ReleasedBy).
+type ReleaseMarker struct {
+	// DownstreamKey names the released intent; PK its record.
+	DownstreamKey, PK string
+	// Decision is the void's settlement (SettleVoidConfirmed, by, id, at).
+	Decision Settlement
 }
 
 // The operator's decisions on a held record.
@@ -179,7 +209,8 @@ type Store interface {
 	// under h.OldToken with an expired lease, or is held.
 	TakeOver(ctx context.Context, h Handover) (*Record, error)
 	// TakeOverHeld is TakeOver for an operator: the record must be held
-	// (and stays held). ErrLeaseLost otherwise.
+	// (and stays held), and h.Settling becomes its hold's Settling.
+	// ErrLeaseLost otherwise.
 	TakeOverHeld(ctx context.Context, h Handover) (*Record, error)
 	// Hold marks the in-progress record held under token with hold: its
 	// lease ends at leaseExpiresAt and its token becomes heldToken, which no
@@ -203,6 +234,14 @@ type Store interface {
 	// ErrLeaseLost. When a release is allowed is the Guard's rule, not the
 	// store's.
 	Release(ctx context.Context, pk, token string) error
+	// MarkRelease writes m, the release marker of m.DownstreamKey, unless
+	// one exists of a decision other than m's own and replaces (the
+	// decision whose settling take-over this void's replaced, whose delete
+	// can then never land): ErrOtherDecision, with nothing written.
+	MarkRelease(ctx context.Context, m ReleaseMarker, replaces string) error
+	// ReleaseMarker returns the release marker of downstreamKey, or
+	// ErrNotFound.
+	ReleaseMarker(ctx context.Context, downstreamKey string) (*ReleaseMarker, error)
 
 	// ListInFlight returns up to q.Limit in-progress records of shard
 	// q.Shard whose lease ended before q.EndedBefore, by lease end, after

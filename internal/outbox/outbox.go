@@ -16,15 +16,14 @@ import (
 
 // Change is one item's change, decoded by the table's adapter: the record
 // before and after it (nil when absent or not a record), or the ledger row
-// it inserted.
+// it inserted. It carries nothing of the stream's own (its time, its
+// sequence): each region's replica stamps those its own way, and an event
+// published by every region must read the same from each.
 type Change struct {
 	OldRecord, NewRecord *idem.Record
 	// InsertedRow is the ledger row the change wrote (rows are written
 	// once: an insert is the only change a row has).
 	InsertedRow *charge.Charge
-	// At is when the change was made (the stream's time): a release's
-	// time, since a deleted record keeps none.
-	At time.Time
 }
 
 // Events are the events a change makes, none for most:
@@ -33,7 +32,12 @@ type Change struct {
 //     once (a held record touched again for another reason stays held and
 //     makes none);
 //   - a held record deleted: released (an operator's void-confirmed is the
-//     only step that deletes a held record).
+//     only step that deletes a held record), at the time of the void's
+//     settling take-over, which the deleted record carries (Hold.Settling),
+//     so every region publishes the same body under the release's id.
+//     A record deleted without one (voided before voids recorded their
+//     decision) is released at its hold's time, the same in every region
+//     too.
 //
 // A held record an operator accepts makes no event of its own: its
 // ledger row's insert says captured or declined.
@@ -48,9 +52,18 @@ func Events(c Change) ([]event.Event, error) {
 	case c.NewRecord != nil && c.NewRecord.Held() && (c.OldRecord == nil || !c.OldRecord.Held()):
 		return []event.Event{event.OfHold(holdOf(c.NewRecord, c.NewRecord.Hold.At))}, nil
 	case c.NewRecord == nil && c.OldRecord != nil && c.OldRecord.Held():
-		return []event.Event{event.OfRelease(holdOf(c.OldRecord, c.At))}, nil
+		return []event.Event{event.OfRelease(holdOf(c.OldRecord, releasedAt(c.OldRecord.Hold)))}, nil
 	}
 	return nil, nil
+}
+
+// releasedAt is when the held record of h was released: its void's
+// settling take-over, or, for a record that carries none, its hold's time.
+func releasedAt(h *idem.Hold) time.Time {
+	if h.Settling != nil {
+		return h.Settling.At
+	}
+	return h.At
 }
 
 // RowEvent is the event of the ledger row c: Captured or Declined.

@@ -32,7 +32,7 @@ func TestEvents(t *testing.T) {
 		{"a claim", outbox.Change{NewRecord: record(idem.StatusInProgress, false)}, nil},
 		{"a hold", outbox.Change{OldRecord: record(idem.StatusInProgress, false), NewRecord: record(idem.StatusInProgress, true)}, []event.Type{event.Held}},
 		{"a held record touched again", outbox.Change{OldRecord: record(idem.StatusInProgress, true), NewRecord: record(idem.StatusInProgress, true)}, nil},
-		{"a held record released", outbox.Change{OldRecord: record(idem.StatusInProgress, true), At: at}, []event.Type{event.Released}},
+		{"a held record released", outbox.Change{OldRecord: record(idem.StatusInProgress, true)}, []event.Type{event.Released}},
 		{"a held record accepted", outbox.Change{OldRecord: record(idem.StatusInProgress, true), NewRecord: record(idem.StatusCompleted, true)}, nil},
 		{"a completion", outbox.Change{OldRecord: record(idem.StatusInProgress, false), NewRecord: record(idem.StatusCompleted, false)}, nil},
 		{"a release of a record never held", outbox.Change{OldRecord: record(idem.StatusInProgress, false)}, nil},
@@ -53,5 +53,11 @@ func TestEvents(t *testing.T) {
 	held, _ := outbox.Events(outbox.Change{OldRecord: record(idem.StatusInProgress, false), NewRecord: record(idem.StatusInProgress, true)})
 	if e := held[0]; e.Producer != "orders" || e.Reason != "amount_differs" || e.IdempotencyKey != "order-1-try-1" || !e.CreatedAt.Equal(at) {
 		t.Fatalf("held event %+v", e)
+	}
+	voided := record(idem.StatusInProgress, true)
+	voided.Hold.Settling = &idem.Settlement{Action: idem.SettleVoidConfirmed, By: "ops:ana", Decision: "dec-outbox-1", At: at.Add(time.Hour)}
+	released, _ := outbox.Events(outbox.Change{OldRecord: voided})
+	if e := released[0]; e.Type != event.Released || !e.CreatedAt.Equal(at.Add(time.Hour)) {
+		t.Fatalf("released event %+v, want the void's settling time", e)
 	}
 }

@@ -121,7 +121,7 @@ func publishChange(ctx context.Context, topic Topic, c outbox.Change) (int, erro
 // changeOf decodes a stream record: an idempotency record before and
 // after, or the ledger row inserted.
 func changeOf(r events.DynamoDBEventRecord) (outbox.Change, error) {
-	c := outbox.Change{At: r.Change.ApproximateCreationDateTime.Time}
+	var c outbox.Change
 	pk := r.Change.Keys[tabledef.KeyAttribute]
 	if pk.DataType() != events.DataTypeString {
 		return c, errors.New("no pk")

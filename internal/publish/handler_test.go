@@ -55,7 +55,7 @@ func streamOf(t *testing.T) events.DynamoDBEvent {
 		t.Fatal(err)
 	}
 	time.Sleep(20 * time.Millisecond)
-	lease, err := guard.TakeOverHeld(ctx, scope.PK(), true)
+	lease, err := guard.TakeOverHeld(ctx, scope.PK(), "", idem.Settlement{Action: idem.SettleVoidConfirmed, By: "ops:ana", Decision: "dec-publish-1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,6 +126,50 @@ func TestFiltersPassWhatMakesAnEvent(t *testing.T) {
 	}
 	if passed != 3 {
 		t.Fatalf("%d records passed, want the row, the hold and the release", passed)
+	}
+}
+
+// TestReleaseReadsTheSameInEveryRegion: every region publishes a held
+// record's release, each from its own replica's stream record, and the
+// replicas stamp their records with times of their own. The event is byte
+// for byte the same from each, since every field comes from the record the
+// void deleted (the release's time is its settling take-over's), never
+// from the stream.
+func TestReleaseReadsTheSameInEveryRegion(t *testing.T) {
+	t.Parallel()
+	var here events.DynamoDBEventRecord
+	for _, r := range streamOf(t).Records {
+		if r.EventName == string(events.DynamoDBOperationTypeRemove) {
+			here = r
+		}
+	}
+	if here.EventName == "" {
+		t.Fatal("the stream has no release")
+	}
+	there := here
+	there.AWSRegion, there.Change.SequenceNumber = "eu-west-1", "999"
+	there.Change.ApproximateCreationDateTime = events.SecondsEpochTime{Time: here.Change.ApproximateCreationDateTime.Add(3 * time.Second)}
+	var bodies [][]byte
+	h := &Handler{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Topic: topicFunc(func(e event.Event) error {
+		b, err := e.Encode()
+		bodies = append(bodies, b)
+		return err
+	})}
+	for _, r := range []events.DynamoDBEventRecord{here, there} {
+		if resp, err := h.Handle(context.Background(), events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{r}}); err != nil || len(resp.BatchItemFailures) != 0 {
+			t.Fatalf("Handle: %+v, %v", resp, err)
+		}
+	}
+	if len(bodies) != 2 || string(bodies[0]) != string(bodies[1]) {
+		t.Fatalf("one release, two bodies:\n%s\n%s", bodies[0], bodies[1])
+	}
+	c, err := changeOf(here)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var e event.Event
+	if err := json.Unmarshal(bodies[0], &e); err != nil || e.Type != event.Released || !e.CreatedAt.Equal(c.OldRecord.Hold.Settling.At.UTC()) {
+		t.Fatalf("the release %s (%v), want created_at the void's settling take-over's %s", bodies[0], err, c.OldRecord.Hold.Settling.At)
 	}
 }
 

@@ -365,7 +365,7 @@ func TestHeldRecordsAreCountedNotFlagged(t *testing.T) {
 		f.claim(t, "stale", 2)
 		f.clock.Advance(time.Hour)
 		// An operator's refused step ends its lease now: the hold's age stays.
-		lease, err := f.guard.TakeOverHeld(ctx, s.PK(), false)
+		lease, err := f.guard.TakeOverHeld(ctx, s.PK(), "", idem.Settlement{Action: idem.SettleAccept, By: "ops:ana", Decision: "dec-sweep-1"})
 		if err != nil {
 			t.Fatal(err)
 		}

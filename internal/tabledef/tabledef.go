@@ -52,6 +52,11 @@ const (
 // reconciler's role may put only such rows.
 const LedgerPrefix = "CHARGE#"
 
+// ReleasePrefix begins the key of each release marker (idem.ReleaseMarker),
+// followed by the released intent's downstream key: the operator's
+// function alone writes them.
+const ReleasePrefix = "RELEASE#"
+
 // HeartbeatPrefix begins the key of each region's heartbeat item, in a
 // multi-region table: the region's sweeper writes it every run, and the
 // other regions read it to tell a stopped region (dynamoledger).

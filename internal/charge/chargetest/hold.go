@@ -150,14 +150,23 @@ func holdVoidConfirmedWaitsOutThenTheRetryChargesOnce(t *testing.T, newStores Ne
 	svc.Charge(ctx, input("void-key"))
 	first := w.mustBeHeld(t, "void-key", acquirer.ReasonAmount)
 	w.clock.Advance(5 * time.Second) // less than T + skew (6 s) after the hold ended the lease
-	void := charge.Decision{PK: pkOf("void-key"), Action: idem.SettleVoidConfirmed, By: "ops:ana"}
-	if _, err := svc.Settle(ctx, void); !errors.Is(err, idem.ErrTooEarly) {
-		t.Fatalf("void-confirmed before T + skew: %v, want ErrTooEarly", err)
+	void := w.decision(t, "void-key", idem.SettleVoidConfirmed, "dec-void-key", acquirer.Authorization{})
+	if st, err := svc.Settle(ctx, void); !errors.Is(err, idem.ErrTooEarly) || st.State != charge.StillHeld {
+		t.Fatalf("void-confirmed before T + skew: %s, %v; want still held, ErrTooEarly", st.State, err)
 	}
 	w.mustBeHeld(t, "void-key", acquirer.ReasonAmount)
 	w.clock.Advance(2 * time.Second)
-	if _, err := svc.Settle(ctx, void); err != nil {
-		t.Fatalf("void-confirmed: %v", err)
+	st, err := svc.Settle(ctx, void)
+	if err != nil || st.State != charge.ReleasedByThis || st.Decision == nil || st.Decision.By != "ops:ana" {
+		t.Fatalf("void-confirmed: %+v, %v", st, err)
+	}
+	if again, err := svc.Settle(ctx, void); err != nil || again.State != charge.ReleasedByThis {
+		t.Fatalf("the same decision retried: %s, %v; want released by this decision, nothing done", again.State, err)
+	}
+	other := void
+	other.ID = "dec-void-key-2"
+	if st, err := svc.Settle(ctx, other); err == nil || st.State != charge.ReleasedByAnother {
+		t.Fatalf("another decision on the released record: %s, %v; want released by another, refused", st.State, err)
 	}
 	acq.authorize = nil // the acquirer answers truly now
 	r := svc.Charge(ctx, input("void-key"))
@@ -204,7 +213,7 @@ func holdWithALedgerRow(t *testing.T, newStores NewStoresFunc) {
 	}
 	w.mustAnswerOnEveryRoute(t, svc, "held-row-key", row.ID, charge.Held)
 	w.clock.Advance(time.Minute)
-	if _, err := svc.Settle(ctx, charge.Decision{PK: pkOf("held-row-key"), Action: idem.SettleVoidConfirmed, By: "ops:ana"}); !errors.Is(err, charge.ErrLedgerRowExists) {
+	if _, err := svc.Settle(ctx, w.decision(t, "held-row-key", idem.SettleVoidConfirmed, "dec-held-row-1", acquirer.Authorization{})); !errors.Is(err, charge.ErrLedgerRowExists) {
 		t.Fatalf("void-confirmed of a held record with a ledger row: %v, want ErrLedgerRowExists", err)
 	}
 	w.clock.Advance(time.Second)
@@ -212,7 +221,7 @@ func holdWithALedgerRow(t *testing.T, newStores NewStoresFunc) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.Settle(ctx, charge.Decision{PK: pkOf("held-row-key"), Action: idem.SettleAccept, By: "ops:ana", Terms: shown}); !errors.Is(err, charge.ErrLedgerDisagrees) {
+	if _, err := svc.Settle(ctx, w.decision(t, "held-row-key", idem.SettleAccept, "dec-held-row-2", shown)); !errors.Is(err, charge.ErrLedgerDisagrees) {
 		t.Fatalf("accept of terms the row does not state: %v, want ErrLedgerDisagrees", err)
 	}
 	w.mustBeHeld(t, "held-row-key", acquirer.ReasonAmount)
@@ -221,14 +230,25 @@ func holdWithALedgerRow(t *testing.T, newStores NewStoresFunc) {
 	if shown, err = svc.Peek(ctx, pkOf("held-row-key")); err != nil {
 		t.Fatal(err)
 	}
-	ch, err := svc.Settle(ctx, charge.Decision{PK: pkOf("held-row-key"), Action: idem.SettleAccept, By: "ops:ana", Terms: shown})
-	if err != nil || ch != row {
-		t.Fatalf("accept of the row's terms: %+v, %v; want the row %+v", ch, err, row)
+	st, err := svc.Settle(ctx, w.decision(t, "held-row-key", idem.SettleAccept, "dec-held-row-3", shown))
+	if err != nil || st.State != charge.CompletedByThis || st.Charge != row {
+		t.Fatalf("accept of the row's terms: %+v, %v; want the row %+v", st, err, row)
 	}
 	if r := svc.Charge(ctx, input("held-row-key")); r.Outcome != charge.Replayed || len(sb.ByKey()) != 1 {
 		t.Fatalf("the client's retry: %s, %d authorizations", r.Outcome, len(sb.ByKey()))
 	}
 	w.mustAnswerOnEveryRoute(t, svc, "held-row-key", row.ID, charge.Found)
+}
+
+// decision is ops:ana's decision id of the given action on key's record
+// as it is now (its intent), with terms for an accept.
+func (w *world) decision(t *testing.T, key, action, id string, terms acquirer.Authorization) charge.Decision {
+	t.Helper()
+	rec, err := w.guard.Lookup(context.Background(), pkOf(key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return charge.Decision{PK: pkOf(key), Instance: rec.DownstreamKey, Action: action, By: "ops:ana", ID: id, Terms: terms}
 }
 
 // mustAnswerOnEveryRoute checks that key's charge id has one status on
@@ -264,7 +284,7 @@ func holdAcceptCompletesWithTheFreshLookupsTerms(t *testing.T, newStores NewStor
 	if err != nil || shown.Currency != "JPY" {
 		t.Fatalf("Peek: %+v, %v", shown, err)
 	}
-	accept := charge.Decision{PK: pkOf("accept-key"), Action: idem.SettleAccept, By: "ops:ana", Terms: shown}
+	accept := w.decision(t, "accept-key", idem.SettleAccept, "dec-accept-key", shown)
 	acq.lookup = func(a acquirer.Authorization) acquirer.Authorization { a = otherCurrency(a); return otherKey(a) }
 	if _, err := svc.Settle(ctx, accept); !errors.Is(err, acquirer.ErrMismatch) {
 		t.Fatalf("accept of a lookup that disagrees with itself: %v, want a mismatch (the operator chooses)", err)
@@ -278,14 +298,22 @@ func holdAcceptCompletesWithTheFreshLookupsTerms(t *testing.T, newStores NewStor
 	w.mustBeHeld(t, "accept-key", acquirer.ReasonCurrency)
 	acq.lookup = otherCurrency
 	w.clock.Advance(time.Second)
-	ch, err := svc.Settle(ctx, accept)
-	if err != nil || ch.Currency != "JPY" || ch.Amount != 25000 || ch.AuthorizationID == "" {
-		t.Fatalf("accept: %+v, %v; want the acquirer's terms (25000 JPY)", ch, err)
+	st, err := svc.Settle(ctx, accept)
+	if ch := st.Charge; err != nil || st.State != charge.CompletedByThis || ch.Currency != "JPY" || ch.Amount != 25000 || ch.AuthorizationID == "" {
+		t.Fatalf("accept: %+v, %v; want the acquirer's terms (25000 JPY)", st, err)
 	}
 	rec, err := w.guard.Lookup(ctx, pkOf("accept-key"))
 	if err != nil || rec.Status != idem.StatusCompleted || rec.Hold.Settlement == nil || rec.Hold.Settlement.By != "ops:ana" ||
-		rec.Hold.Settlement.Action != idem.SettleAccept || !rec.Hold.Settlement.At.Equal(w.clock.Now()) {
+		rec.Hold.Settlement.Action != idem.SettleAccept || rec.Hold.Settlement.Decision != "dec-accept-key" || !rec.Hold.Settlement.At.Equal(w.clock.Now()) {
 		t.Fatalf("accepted record: %+v, %v", rec, err)
+	}
+	if again, err := svc.Settle(ctx, accept); err != nil || again.State != charge.CompletedByThis {
+		t.Fatalf("the same accept retried: %s, %v; want completed by this decision, nothing done", again.State, err)
+	}
+	other := accept
+	other.ID = "dec-accept-key-2"
+	if st, err := svc.Settle(ctx, other); err == nil || st.State != charge.CompletedByAnother {
+		t.Fatalf("another decision on the completed record: %s, %v; want completed by another, refused", st.State, err)
 	}
 	if row, err := w.ledger.Get(ctx, charge.ChargeID(rec.DownstreamKey)); err != nil || row.Currency != "JPY" {
 		t.Fatalf("ledger row %+v, %v; want the acquirer's terms", row, err)

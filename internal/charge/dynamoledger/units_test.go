@@ -298,3 +298,56 @@ func BenchmarkFirstExecutionByTableMode(b *testing.B) {
 		})
 	}
 }
+
+// TestUnitsOfAVoid: what an operator's void costs in write units, on a
+// record held with the evidence a charge's mismatch stores. The settling
+// take-over carries the decision and the release's time (so the release
+// event reads the same in every region) in the write it makes anyway; the
+// release marker is one small item more; the delete takes the record and
+// its held-index entry.
+func TestUnitsOfAVoid(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	meter := &dynamotest.Meter{Client: dynamotest.Client(t)}
+	table := dynamotest.NewTable(t, meter.Client)
+	clock := time.Now()
+	guard := idem.NewGuard(dynamostore.New(meter, table), idem.Config{DefaultLease: time.Millisecond, Now: func() time.Time { return clock },
+		Protocol: idem.Protocol{InTransitBound: time.Millisecond, ClockSkew: time.Millisecond, Downstream: "acquirer-units"}})
+	body := []byte(`{"amount": 25000, "currency": "BRL", "order_id": "order-123", "payment_method": "pm_card_visa", "description": "a typical description of seventy characters or so, for the bill"}`)
+	req, err := charge.ParseRequest(body, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 10
+	var takeOver, void dynamotest.Units
+	for i := range n {
+		scope := idem.Scope{Operation: charge.Operation, Account: "acct_units", Key: fmt.Sprintf("units-void-%d", i)}
+		c, err := guard.Begin(ctx, scope, req.Canonical())
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := &acquirer.MismatchError{Reason: acquirer.ReasonAmount, Stated: acquirer.Authorization{ID: "auth_0123456789abcdef", Status: acquirer.StatusCaptured, Amount: 250000, Currency: "BRL"}}
+		if err := c.Lease.HoldForOperator(ctx, m.Reason, m.Evidence(c.Lease.DownstreamKey(), acquirer.Request{Amount: 25000, Currency: "BRL"})); err != nil {
+			t.Fatal(err)
+		}
+		clock = clock.Add(time.Second)
+		meter.Take()
+		lease, err := guard.TakeOverHeld(ctx, scope.PK(), "", idem.Settlement{Action: idem.SettleVoidConfirmed, By: "arn:aws:sts::123456789012:assumed-role/idempay-prod-operator/ana", Decision: "dec-0123456789abcdef0123456789abcdef"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := meter.Take()
+		takeOver.TableWrite, takeOver.IndexWrite = takeOver.TableWrite+u.TableWrite, takeOver.IndexWrite+u.IndexWrite
+		if err := lease.VoidConfirmed(ctx); err != nil {
+			t.Fatal(err)
+		}
+		u = meter.Take()
+		void.TableWrite, void.IndexWrite = void.TableWrite+u.TableWrite, void.IndexWrite+u.IndexWrite
+	}
+	got := [4]float64{takeOver.TableWrite / n, takeOver.IndexWrite / n, void.TableWrite / n, void.IndexWrite / n}
+	// The take-over: 1, its index entry moved (2, as every lease change);
+	// the marker 1 and the delete 1, its index entry removed 1.
+	if want := [4]float64{1, 2, 2, 1}; got != want {
+		t.Errorf("WRU per void: the settling take-over %v + index %v, the marker and the delete %v + index %v; want %v", got[0], got[1], got[2], got[3], want)
+	}
+}

@@ -76,17 +76,22 @@ type hold struct {
 	Reason     string      `dynamodbav:"reason"`
 	Evidence   []byte      `dynamodbav:"evidence,omitempty"`
 	At         int64       `dynamodbav:"at"`
+	Settling   *settlement `dynamodbav:"settling,omitempty"`
 	Settlement *settlement `dynamodbav:"settlement,omitempty"`
 }
 
 type settlement struct {
-	Action string `dynamodbav:"action"`
-	By     string `dynamodbav:"by"`
-	At     int64  `dynamodbav:"at"`
+	Action   string `dynamodbav:"action"`
+	By       string `dynamodbav:"by"`
+	Decision string `dynamodbav:"decision,omitempty"` // absent in settlements made before decisions had ids
+	At       int64  `dynamodbav:"at"`
 }
 
 func toHold(h idem.Hold) *hold {
 	out := &hold{Reason: h.Reason, Evidence: h.Evidence, At: h.At.UnixMilli()}
+	if h.Settling != nil {
+		out.Settling = toSettlement(*h.Settling)
+	}
 	if h.Settlement != nil {
 		out.Settlement = toSettlement(*h.Settlement)
 	}
@@ -94,15 +99,29 @@ func toHold(h idem.Hold) *hold {
 }
 
 func toSettlement(s idem.Settlement) *settlement {
-	return &settlement{Action: s.Action, By: s.By, At: s.At.UnixMilli()}
+	return &settlement{Action: s.Action, By: s.By, Decision: s.Decision, At: s.At.UnixMilli()}
+}
+
+func (s *settlement) idem() *idem.Settlement {
+	if s == nil {
+		return nil
+	}
+	return &idem.Settlement{Action: s.Action, By: s.By, Decision: s.Decision, At: time.UnixMilli(s.At)}
 }
 
 func (h *hold) idem() *idem.Hold {
-	out := &idem.Hold{Reason: h.Reason, Evidence: h.Evidence, At: time.UnixMilli(h.At)}
-	if s := h.Settlement; s != nil {
-		out.Settlement = &idem.Settlement{Action: s.Action, By: s.By, At: time.UnixMilli(s.At)}
-	}
-	return out
+	return &idem.Hold{Reason: h.Reason, Evidence: h.Evidence, At: time.UnixMilli(h.At), Settling: h.Settling.idem(), Settlement: h.Settlement.idem()}
+}
+
+// marker is idem.ReleaseMarker as an item, under tabledef.ReleasePrefix
+// and the downstream key; at in epoch milliseconds.
+type marker struct {
+	PK       string `dynamodbav:"pk"`
+	Record   string `dynamodbav:"record"`
+	Action   string `dynamodbav:"action"`
+	By       string `dynamodbav:"by"`
+	Decision string `dynamodbav:"decision"`
+	At       int64  `dynamodbav:"at"`
 }
 
 // heldShard is the in-flight index's partition of the held records, apart
@@ -317,6 +336,14 @@ func (s *Store) takeOver(ctx context.Context, h idem.Handover, onHold bool) (*id
 	values[":t"] = num(h.Protocol.InTransitBound.Milliseconds())
 	values[":skew"] = num(h.Protocol.ClockSkew.Milliseconds())
 	set := "SET lease_token = :new, lease_expires_at = :lease, attempt = attempt + :one, in_transit_bound = :t, clock_skew = :skew"
+	if onHold && h.Settling != nil {
+		av, err := attributevalue.Marshal(toSettlement(*h.Settling))
+		if err != nil {
+			return nil, fmt.Errorf("encode settling: %w", err)
+		}
+		values[":settling"] = av
+		set += ", #hold.settling = :settling"
+	}
 	if h.Protocol.Downstream != "" {
 		values[":downstream"] = str(h.Protocol.Downstream)
 		set += ", downstream = :downstream"
@@ -430,6 +457,54 @@ func (s *Store) Release(ctx context.Context, pk, token string) error {
 		ExpressionAttributeValues: heldValues(token),
 	})
 	return fenceError(err)
+}
+
+// MarkRelease implements idem.Store with one conditional PutItem: absent,
+// or already this decision's or replaces's.
+func (s *Store) MarkRelease(ctx context.Context, m idem.ReleaseMarker, replaces string) error {
+	item, err := attributevalue.MarshalMap(marker{
+		PK: tabledef.ReleasePrefix + m.DownstreamKey, Record: m.PK,
+		Action: m.Decision.Action, By: m.Decision.By, Decision: m.Decision.Decision, At: m.Decision.At.UnixMilli(),
+	})
+	if err != nil {
+		return fmt.Errorf("encode release marker: %w", err)
+	}
+	_, err = s.api.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:                 aws.String(s.table),
+		Item:                      item,
+		ConditionExpression:       aws.String("attribute_not_exists(pk) OR decision IN (:mine, :replaces)"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":mine": str(m.Decision.Decision), ":replaces": str(replaces)},
+	})
+	var failed *types.ConditionalCheckFailedException
+	if errors.As(err, &failed) {
+		return idem.ErrOtherDecision
+	}
+	if err != nil {
+		return fmt.Errorf("mark release: %w", WriteError(err))
+	}
+	return nil
+}
+
+// ReleaseMarker implements idem.Store with one strongly consistent
+// GetItem.
+func (s *Store) ReleaseMarker(ctx context.Context, downstreamKey string) (*idem.ReleaseMarker, error) {
+	out, err := s.api.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(s.table), Key: pkKey(tabledef.ReleasePrefix + downstreamKey), ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("get release marker: %w", err)
+	}
+	if out.Item == nil {
+		return nil, idem.ErrNotFound
+	}
+	var m marker
+	if err := attributevalue.UnmarshalMap(out.Item, &m); err != nil {
+		return nil, fmt.Errorf("decode release marker: %w", err)
+	}
+	return &idem.ReleaseMarker{
+		DownstreamKey: downstreamKey, PK: m.Record,
+		Decision: idem.Settlement{Action: m.Action, By: m.By, Decision: m.Decision, At: time.UnixMilli(m.At)},
+	}, nil
 }
 
 // fenceError turns a failed fence into idem.ErrLeaseLost, and a conflict

@@ -17,6 +17,7 @@ const (
 	WriteSetLease     = "SetLease"
 	WriteComplete     = "Complete"
 	WriteRelease      = "Release"
+	WriteMarkRelease  = "MarkRelease"
 	WriteFlag         = "Flag"
 	WritePurge        = "Purge"
 )
@@ -87,6 +88,14 @@ func (c *Conflicting) Release(ctx context.Context, pk, token string) error {
 		return idem.ErrWriteConflict
 	}
 	return c.Store.Release(ctx, pk, token)
+}
+
+// MarkRelease implements idem.Store.
+func (c *Conflicting) MarkRelease(ctx context.Context, m idem.ReleaseMarker, replaces string) error {
+	if c.refused(WriteMarkRelease) {
+		return idem.ErrWriteConflict
+	}
+	return c.Store.MarkRelease(ctx, m, replaces)
 }
 
 // Flag implements idem.Store.

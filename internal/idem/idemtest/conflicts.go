@@ -140,13 +140,13 @@ func testOperatorAndReconcilerTakeOversConflict(ctx context.Context, t *testing.
 
 	held, _ := holdOne(ctx, t, f)
 	f.clock.Advance(time.Minute)
-	if _, err := conflicted(f, RefuseFirst(WriteTakeOverHeld, -1)).TakeOverHeld(ctx, held.PK(), true); !errors.Is(err, idem.ErrWriteConflict) {
+	if _, err := conflicted(f, RefuseFirst(WriteTakeOverHeld, -1)).TakeOverHeld(ctx, held.PK(), "", voidBy("dec-void-1")); !errors.Is(err, idem.ErrWriteConflict) {
 		t.Fatalf("a conflicted TakeOverHeld: %v, want ErrWriteConflict", err)
 	}
 	if rec := mustStatus(t, f, held.PK(), idem.StatusInProgress); rec.Attempt != 1 || !rec.Held() {
 		t.Fatalf("a conflicted TakeOverHeld wrote: %+v", rec)
 	}
-	if _, err := f.guard.TakeOverHeld(ctx, held.PK(), true); err != nil {
+	if _, err := f.guard.TakeOverHeld(ctx, held.PK(), "", voidBy("dec-void-1")); err != nil {
 		t.Fatalf("TakeOverHeld without conflicts: %v", err)
 	}
 }

@@ -46,6 +46,16 @@ func request(amount string) idem.Canonical {
 	return idem.Canonical{{Name: "amount", Value: amount}, {Name: "currency", Value: "BRL"}}
 }
 
+// voidBy and acceptBy are an operator's decisions, as the operator's
+// channel makes them: ops:ana decides, under the decision id given.
+func voidBy(decision string) idem.Settlement {
+	return idem.Settlement{Action: idem.SettleVoidConfirmed, By: "ops:ana", Decision: decision}
+}
+
+func acceptBy(decision string) idem.Settlement {
+	return idem.Settlement{Action: idem.SettleAccept, By: "ops:ana", Decision: decision}
+}
+
 var created = idem.Response{StatusCode: 201, Headers: map[string]string{"Content-Type": "application/json"}, Body: []byte(`{"id":"ch_1"}`)}
 
 func mustAcquire(t *testing.T, f *fixture, s idem.Scope, req idem.Canonical) *idem.Lease {
@@ -125,6 +135,8 @@ var conformance = []conformanceTest{
 	{"HeldRecordIsNeverTakenOverOrExpired", testHeldRecordIsNeverTakenOverOrExpired},
 	{"VoidConfirmedWaitsOutThenReleases", testVoidConfirmedWaitsOutThenReleases},
 	{"AcceptSettlesWithTheDecision", testAcceptSettlesWithTheDecision},
+	{"SettlingTakeOverRecordsTheDecision", testSettlingTakeOverRecordsTheDecision},
+	{"ReleaseMarkerNamesOneDecision", testReleaseMarkerNamesOneDecision},
 }
 
 func testFirstExecutionThenReplay(ctx context.Context, t *testing.T, f *fixture) {
@@ -810,33 +822,39 @@ func testVoidConfirmedWaitsOutThenReleases(ctx context.Context, t *testing.T, f 
 	s, _ := holdOne(ctx, t, f)
 	first := mustStatus(t, f, s.PK(), idem.StatusInProgress)
 	f.clock.Advance(2 * time.Second) // less than the 3 s wait-out
-	if _, err := f.guard.TakeOverHeld(ctx, s.PK(), true); !errors.Is(err, idem.ErrTooEarly) {
+	if _, err := f.guard.TakeOverHeld(ctx, s.PK(), "", voidBy("dec-void-1")); !errors.Is(err, idem.ErrTooEarly) {
 		t.Fatalf("void-confirmed before the wait-out: %v, want ErrTooEarly", err)
 	}
 	short := guardWith(f, idem.Protocol{InTransitBound: time.Millisecond, ClockSkew: time.Millisecond, Downstream: testProtocol.Downstream})
-	if _, err := short.TakeOverHeld(ctx, s.PK(), true); !errors.Is(err, idem.ErrTooEarly) {
+	if _, err := short.TakeOverHeld(ctx, s.PK(), "", voidBy("dec-void-1")); !errors.Is(err, idem.ErrTooEarly) {
 		t.Fatalf("a tool with a short T skipped the record's wait-out: %v, want ErrTooEarly", err)
 	}
-	if _, err := f.guard.TakeOverHeld(ctx, scope().PK(), true); !errors.Is(err, idem.ErrNotFound) {
+	if _, err := f.guard.TakeOverHeld(ctx, scope().PK(), "", voidBy("dec-void-1")); !errors.Is(err, idem.ErrNotFound) {
 		t.Fatalf("TakeOverHeld of an absent record: %v", err)
 	}
 	f.clock.Advance(2 * time.Second)
-	lease, err := f.guard.TakeOverHeld(ctx, s.PK(), true)
+	lease, err := f.guard.TakeOverHeld(ctx, s.PK(), "", voidBy("dec-void-1"))
 	if err != nil {
 		t.Fatalf("TakeOverHeld after the wait-out: %v", err)
 	}
 	if err := lease.Release(ctx); !errors.Is(err, idem.ErrHeld) {
 		t.Fatalf("an ordinary release of a held record: %v", err)
 	}
+	decidedAt := f.clock.Now()
 	if err := lease.VoidConfirmed(ctx); err != nil {
 		t.Fatalf("VoidConfirmed: %v", err)
 	}
 	mustBeAbsent(t, f, s.PK())
+	m, err := f.store.ReleaseMarker(ctx, first.DownstreamKey)
+	if err != nil || m.PK != s.PK() || m.Decision.Action != idem.SettleVoidConfirmed || m.Decision.By != "ops:ana" || m.Decision.Decision != "dec-void-1" ||
+		m.Decision.At.UnixMilli() != decidedAt.UnixMilli() {
+		t.Fatalf("the release marker that outlives the delete: %+v, %v", m, err)
+	}
 	again := mustAcquire(t, f, s, request("100"))
 	if again.Attempt() != 1 || again.DownstreamKey() == first.DownstreamKey {
 		t.Fatalf("the retry after void-confirmed: attempt %d, same downstream key %v", again.Attempt(), again.DownstreamKey() == first.DownstreamKey)
 	}
-	if _, err := f.guard.TakeOverHeld(ctx, s.PK(), false); !errors.Is(err, idem.ErrNotHeld) {
+	if _, err := f.guard.TakeOverHeld(ctx, s.PK(), "", acceptBy("dec-accept-1")); !errors.Is(err, idem.ErrNotHeld) {
 		t.Fatalf("TakeOverHeld of a record that is not held: %v, want ErrNotHeld", err)
 	}
 }
@@ -844,22 +862,22 @@ func testVoidConfirmedWaitsOutThenReleases(ctx context.Context, t *testing.T, f 
 func testAcceptSettlesWithTheDecision(ctx context.Context, t *testing.T, f *fixture) {
 	s, _ := holdOne(ctx, t, f)
 	f.clock.Advance(idem.DefaultRetention) // decided long after the claim
-	lease, err := f.guard.TakeOverHeld(ctx, s.PK(), false)
+	lease, err := f.guard.TakeOverHeld(ctx, s.PK(), "", acceptBy("dec-accept-1"))
 	if err != nil {
 		t.Fatalf("TakeOverHeld: %v", err)
 	}
 	if err := lease.VoidConfirmed(ctx); !errors.Is(err, idem.ErrTooEarly) {
 		t.Fatalf("void-confirmed on a lease taken without the wait-out: %v, want ErrTooEarly", err)
 	}
-	if _, err := f.guard.TakeOverHeld(ctx, s.PK(), false); !errors.Is(err, idem.ErrTooEarly) {
+	if _, err := f.guard.TakeOverHeld(ctx, s.PK(), "", acceptBy("dec-accept-1")); !errors.Is(err, idem.ErrTooEarly) {
 		t.Fatalf("a second operator while the first holds the lease: %v, want ErrTooEarly", err)
 	}
-	if err := lease.Accept(ctx, created, "ops:ana"); err != nil {
+	if err := lease.Accept(ctx, created); err != nil {
 		t.Fatalf("Accept: %v", err)
 	}
 	rec := mustStatus(t, f, s.PK(), idem.StatusCompleted)
 	st := rec.Hold.Settlement
-	if rec.Held() || st == nil || st.Action != idem.SettleAccept || st.By != "ops:ana" || st.At.UnixMilli() != f.clock.Now().UnixMilli() ||
+	if rec.Held() || st == nil || st.Action != idem.SettleAccept || st.By != "ops:ana" || st.Decision != "dec-accept-1" || st.At.UnixMilli() != f.clock.Now().UnixMilli() ||
 		rec.ExpiresAt.Unix() != f.clock.Now().Add(idem.DefaultRetention).Unix() || rec.Hold.Reason != "amount_differs" {
 		t.Fatalf("settled record: %+v, hold %+v, settlement %+v", rec, rec.Hold, st)
 	}
@@ -868,7 +886,95 @@ func testAcceptSettlesWithTheDecision(ctx context.Context, t *testing.T, f *fixt
 	if err != nil || c.Replay == nil || string(c.Replay.Body) != string(created.Body) {
 		t.Fatalf("replay after accept: %+v, %v", c, err)
 	}
-	if err := lease.Accept(ctx, created, "ops:ana"); !errors.Is(err, idem.ErrNotHeld) {
+	if err := lease.Accept(ctx, created); !errors.Is(err, idem.ErrNotHeld) {
 		t.Fatalf("a second Accept: %v", err)
+	}
+}
+
+// testSettlingTakeOverRecordsTheDecision: an operator's take-over writes
+// its decision on the hold (Settling: the action, who, the decision's id
+// and the take-over's time), only for the record instance decided on; a
+// later operator's take-over, once the lease ended, replaces it.
+func testSettlingTakeOverRecordsTheDecision(ctx context.Context, t *testing.T, f *fixture) {
+	s, _ := holdOne(ctx, t, f)
+	rec := mustStatus(t, f, s.PK(), idem.StatusInProgress)
+	f.clock.Advance(4 * time.Second) // past the 3 s wait-out
+	if _, err := f.guard.TakeOverHeld(ctx, s.PK(), "another-intent", voidBy("dec-a")); !errors.Is(err, idem.ErrNotFound) {
+		t.Fatalf("a decision on another intent of the key: %v, want ErrNotFound", err)
+	}
+	at := f.clock.Now()
+	if _, err := f.guard.TakeOverHeld(ctx, s.PK(), rec.DownstreamKey, voidBy("dec-a")); err != nil {
+		t.Fatal(err)
+	}
+	got := mustStatus(t, f, s.PK(), idem.StatusInProgress)
+	if st := got.Hold.Settling; !got.Held() || st == nil || *st != (idem.Settlement{Action: idem.SettleVoidConfirmed, By: "ops:ana", Decision: "dec-a", At: st.At}) ||
+		st.At.UnixMilli() != at.UnixMilli() || got.Hold.Settlement != nil {
+		t.Fatalf("the settling take-over's record: hold %+v, settling %+v", got.Hold, got.Hold.Settling)
+	}
+	f.clock.Advance(2 * testLease) // the first operator's lease ended, its decision unfinished
+	lease, err := f.guard.TakeOverHeld(ctx, s.PK(), rec.DownstreamKey, acceptBy("dec-b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := mustStatus(t, f, s.PK(), idem.StatusInProgress).Hold.Settling; st == nil || st.Decision != "dec-b" || st.Action != idem.SettleAccept {
+		t.Fatalf("the second take-over's settling: %+v", st)
+	}
+	if err := lease.VoidConfirmed(ctx); !errors.Is(err, idem.ErrTooEarly) {
+		t.Fatalf("a void on a lease taken for an accept: %v, want ErrTooEarly", err)
+	}
+	if err := lease.Accept(ctx, created); err != nil {
+		t.Fatal(err)
+	}
+	if st := mustStatus(t, f, s.PK(), idem.StatusCompleted).Hold.Settlement; st == nil || st.Decision != "dec-b" {
+		t.Fatalf("the accept's settlement: %+v", st)
+	}
+}
+
+// testReleaseMarkerNamesOneDecision: a void whose marker was written but
+// whose delete never landed is replaced by the next void that takes the
+// record over (its delete can then never land); no other decision can
+// write over a marker; writing one's own marker again is harmless, as a
+// retried write must be.
+func testReleaseMarkerNamesOneDecision(ctx context.Context, t *testing.T, f *fixture) {
+	s, _ := holdOne(ctx, t, f)
+	rec := mustStatus(t, f, s.PK(), idem.StatusInProgress)
+	f.clock.Advance(4 * time.Second)
+	first, err := f.guard.TakeOverHeld(ctx, s.PK(), "", voidBy("dec-a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first void wrote its marker, then died before its delete.
+	marker := idem.ReleaseMarker{DownstreamKey: rec.DownstreamKey, PK: s.PK(), Decision: *first.Record().Hold.Settling}
+	if err := f.store.MarkRelease(ctx, marker, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.store.MarkRelease(ctx, marker, ""); err != nil {
+		t.Fatalf("the same decision's marker written again: %v", err)
+	}
+	other := marker
+	other.Decision.Decision = "dec-c"
+	if err := f.store.MarkRelease(ctx, other, ""); !errors.Is(err, idem.ErrOtherDecision) {
+		t.Fatalf("another decision's marker over dec-a's: %v, want ErrOtherDecision", err)
+	}
+	f.clock.Advance(2 * testLease)
+	second, err := f.guard.TakeOverHeld(ctx, s.PK(), "", voidBy("dec-b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := second.VoidConfirmed(ctx); err != nil {
+		t.Fatalf("the second void, over the first's marker: %v", err)
+	}
+	mustBeAbsent(t, f, s.PK())
+	if m, err := f.store.ReleaseMarker(ctx, rec.DownstreamKey); err != nil || m.Decision.Decision != "dec-b" {
+		t.Fatalf("the marker after the second void: %+v, %v; want dec-b's", m, err)
+	}
+	if err := first.VoidConfirmed(ctx); err == nil {
+		t.Fatal("the first void's late attempt succeeded")
+	}
+	if m, _ := f.store.ReleaseMarker(ctx, rec.DownstreamKey); m == nil || m.Decision.Decision != "dec-b" {
+		t.Fatalf("the first void's late attempt rewrote the marker: %+v", m)
+	}
+	if _, err := f.store.ReleaseMarker(ctx, "no-such-intent"); !errors.Is(err, idem.ErrNotFound) {
+		t.Fatalf("the marker of an intent never voided: %v, want ErrNotFound", err)
 	}
 }

@@ -17,11 +17,12 @@ import (
 type MemoryStore struct {
 	mu      sync.Mutex
 	records map[string]idem.Record
+	markers map[string]idem.ReleaseMarker // by downstream key
 }
 
 // NewMemoryStore returns an empty store.
 func NewMemoryStore() *MemoryStore {
-	return &MemoryStore{records: map[string]idem.Record{}}
+	return &MemoryStore{records: map[string]idem.Record{}, markers: map[string]idem.ReleaseMarker{}}
 }
 
 // Claim implements idem.Store.
@@ -65,6 +66,12 @@ func (m *MemoryStore) TakeOverHeld(_ context.Context, h idem.Handover) (*idem.Re
 	if !ok || rec.Hold == nil || !rec.LeaseExpiresAt.Before(h.Now) {
 		return nil, idem.ErrLeaseLost
 	}
+	hold := *rec.Hold
+	if h.Settling != nil {
+		settling := *h.Settling
+		hold.Settling = &settling
+	}
+	rec.Hold = &hold
 	return m.takeOver(rec, h), nil
 }
 
@@ -138,6 +145,28 @@ func (m *MemoryStore) Release(_ context.Context, pk, token string) error {
 	}
 	delete(m.records, pk)
 	return nil
+}
+
+// MarkRelease implements idem.Store.
+func (m *MemoryStore) MarkRelease(_ context.Context, marker idem.ReleaseMarker, replaces string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if old, ok := m.markers[marker.DownstreamKey]; ok && old.Decision.Decision != marker.Decision.Decision && old.Decision.Decision != replaces {
+		return idem.ErrOtherDecision
+	}
+	m.markers[marker.DownstreamKey] = marker
+	return nil
+}
+
+// ReleaseMarker implements idem.Store.
+func (m *MemoryStore) ReleaseMarker(_ context.Context, downstreamKey string) (*idem.ReleaseMarker, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	marker, ok := m.markers[downstreamKey]
+	if !ok {
+		return nil, idem.ErrNotFound
+	}
+	return &marker, nil
 }
 
 // ListInFlight implements idem.Store. Times compare in whole milliseconds,
@@ -280,6 +309,10 @@ func clone(rec idem.Record) *idem.Record {
 		if h.Settlement != nil {
 			s := *h.Settlement
 			h.Settlement = &s
+		}
+		if h.Settling != nil {
+			s := *h.Settling
+			h.Settling = &s
 		}
 		rec.Hold = &h
 	}

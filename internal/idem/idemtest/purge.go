@@ -179,11 +179,11 @@ func testPurgeListsASettledRecordByItsNewExpiry(ctx context.Context, t *testing.
 		t.Fatal(err)
 	}
 	f.clock.Advance(2 * retention) // decided after the claim's retention would have ended
-	lease, err := g.guard.TakeOverHeld(ctx, s.PK(), false)
+	lease, err := g.guard.TakeOverHeld(ctx, s.PK(), "", acceptBy("dec-accept-1"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := lease.Accept(ctx, created, "ops:ana"); err != nil {
+	if err := lease.Accept(ctx, created); err != nil {
 		t.Fatal(err)
 	}
 	if list := expired(ctx, t, f, start, s.PK()); len(list) != 0 {
