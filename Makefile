@@ -8,7 +8,7 @@ EMULATORS := localstack/emulators.sh
 WITH_EMULATORS = $(EMULATORS) up && eval "$$($(EMULATORS) env)" &&
 
 GO_TEST_FLAGS ?= -race -count=1 -timeout 30m
-FUNCTIONS := charge sqsconsumer sweeper publisher
+FUNCTIONS := charge sqsconsumer sweeper publisher operator
 # The Lambda Runtime Interface Emulator, built from source through the Go proxy.
 RIE := bin/aws-lambda-rie
 RIE_VERSION := v0.0.0-20261030222936-bef5c4ba774d

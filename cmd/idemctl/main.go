@@ -1,28 +1,37 @@
 // Command idemctl is the operator's tool: it finds a record from the raw
 // account and key, lists records left in flight and records held for an
-// operator, and reconciles, releases or settles one. It works against AWS
-// and against the local emulators alike: the SDK's standard variables say
-// where.
+// operator, and has a record reconciled, released or settled. It works
+// against AWS and against the local stack alike: the SDK's standard
+// variables say where the table is, OPERATOR_URL where the operator's
+// channel is.
 //
 //	idemctl inspect        --account A --key K
 //	idemctl stale
 //	idemctl held
-//	idemctl reconcile      --account A --key K [--yes]
-//	idemctl release        --account A --key K [--yes]
-//	idemctl void-confirmed --account A --key K --by WHO [--yes]
-//	idemctl accept         --account A --key K --by WHO [--yes]
+//	idemctl reconcile      --account A --key K [--yes] [--decision ID --intent I]
+//	idemctl release        --account A --key K [--yes] [--decision ID --intent I]
+//	idemctl void-confirmed --account A --key K [--yes] [--decision ID --intent I]
+//	idemctl accept         --account A --key K [--yes] [--decision ID --intent I]
 //	idemctl republish      --charge ID [--charge ID ...] | --failures-queue URL [--topic ARN]
 //
-// reconcile and release run the reconciler's own code (charge.Reconcile):
-// after the person confirms, take the lease over (fenced, and only if it
-// ended more than T + skew ago), ask the acquirer, then complete the record
-// with the acquirer's outcome or release the key. release is that path
-// with the policy "release only, or refuse": when the acquirer has the
-// charge it completes the record, says so and exits non-zero; it never
-// deletes a charged record. void-confirmed and accept settle a held record
-// through charge.Service.Settle; accept first shows what the acquirer says
-// now (charge.Service.Peek) and writes only if the lookup after its
-// take-over says the same.
+// idemctl never calls the acquirer and reads no acquirer URL, id,
+// credential or protocol time: every acting command goes through the
+// operator's channel (internal/operator), the operator function behind a
+// function URL with AWS_IAM auth, which only the operator's role may call.
+// It signs each request with the shell's AWS credentials; the function
+// runs the service's own path (charge.Service.Reconcile, Peek, Settle)
+// with the deployment's acquirer, credential and clock, so every wait-out
+// is the deployment's, and records as who decided the principal IAM
+// authenticated.
+//
+// An acting command shows the record (read from the table), then what the
+// acquirer says now (the channel's look, which writes nothing), then asks
+// the person, then sends the decision under a decision id of its own. It
+// prints what the table holds afterwards (released or completed by this
+// decision, by another, still held) and exits 0 only when this decision
+// took effect. A call cut off in transit is sent again with the same id
+// (the channel reads back what the first call did before doing anything);
+// --decision and --intent, as printed, send it again by hand.
 //
 // republish publishes outcome events again, through the publisher's own
 // code: from the ledger rows of the charges named, or, draining the
@@ -31,15 +40,10 @@
 // A subscriber deduplicates by the event's id, the same on every
 // publication. --topic (OUTCOME_TOPIC_ARN) is the outcome topic.
 //
-// The protocol's times are not the shell's: T and the skew are the larger
-// of the record's (stored at its claim and raised by every take-over) and
-// the compiled defaults (idem.Protocol.WaitOut), the acquirer timeout is
-// the compiled default, and no flag or variable changes them. The acquirer is named twice, by its logical id
-// (--acquirer-id, ACQUIRER_ID) and its URL (--acquirer-url, ACQUIRER_URL):
-// a command refuses, writing nothing, when the id is not the one the record
-// was claimed with. --table (TABLE_NAME, default idempay-local) names the
-// table; ACQUIRER_SECRET_ARN (AWS) or ACQUIRER_API_KEY (local) is the
-// acquirer's credential.
+// --table (TABLE_NAME, default idempay-local) names the table;
+// --operator-url (OPERATOR_URL) the operator's channel; --region the
+// region. The SDK's own log lines (a retried call's warnings) go to stderr
+// only with --debug, after idemctl's own.
 package main
 
 import (
@@ -53,12 +57,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/smithy-go/logging"
 
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/charge/dynamoledger"
@@ -66,12 +72,12 @@ import (
 	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
-	"github.com/idempotent-payments/idempay/internal/obs"
+	"github.com/idempotent-payments/idempay/internal/operator"
 	"github.com/idempotent-payments/idempay/internal/setup"
 )
 
 func main() {
-	sh := shell{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, now: time.Now}
+	sh := shell{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, now: time.Now, aws: loadAWS}
 	if err := run(context.Background(), os.Args[1:], sh); err != nil {
 		fmt.Fprintln(os.Stderr, "idemctl:", err)
 		os.Exit(1)
@@ -81,20 +87,25 @@ func main() {
 const usage = "usage: idemctl inspect|stale|held|reconcile|release|void-confirmed|accept|republish [flags] (idemctl <command> -h)"
 
 // shell is the world a command runs in, passed in for the tests: the
-// person's terminal, the environment and the clock. The service's own log
-// lines (JSON, as the functions write them: the decisions with who made
-// them) go to stderr.
+// person's terminal, the environment, the clock (for what it shows: no
+// wait-out runs on it) and the AWS configuration (credentials, region,
+// endpoints).
 type shell struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	getenv         func(string) string
 	now            func() time.Time
+	aws            func(ctx context.Context, region string) (aws.Config, error)
 }
 
-// protocol is what idemctl runs under: the compiled defaults, which the
-// CDK app deploys (a test holds them equal); a record's larger values win.
-func protocol(acquirerID string) idem.Protocol {
-	return idem.Protocol{InTransitBound: idem.DefaultInTransitBound, ClockSkew: idem.DefaultClockSkew, Downstream: acquirerID}
+// loadAWS is the SDK's configuration from the process's environment, in
+// region when one is given.
+func loadAWS(ctx context.Context, region string) (aws.Config, error) {
+	cfg, err := setup.AWS(ctx)
+	if region != "" {
+		cfg.Region = region
+	}
+	return cfg, err
 }
 
 // run is the whole command.
@@ -108,14 +119,15 @@ func run(ctx context.Context, args []string, sh shell) error {
 	f.table = fs.String("table", cmp.Or(sh.getenv(deploy.EnvTableName), "idempay-local"), "the table")
 	f.account = fs.String("account", "", "the account (the JWT's account claim)")
 	f.key = fs.String("key", "", "the client's Idempotency-Key")
-	f.acquirerURL = fs.String("acquirer-url", sh.getenv(deploy.EnvAcquirerURL), "reconcile/release/accept: the acquirer's URL")
-	f.acquirerID = fs.String("acquirer-id", sh.getenv(deploy.EnvAcquirerID), "every acting command: the acquirer's logical id, which must be the record's")
-	f.by = fs.String("by", "", "void-confirmed/accept: who decides (recorded)")
+	f.operatorURL = fs.String("operator-url", sh.getenv(deploy.EnvOperatorURL), "acting commands: the operator's channel (the stack's OperatorUrl output)")
+	f.decision = fs.String("decision", "", "acting commands: send the decision of this id again (as printed), instead of a new one")
+	f.intent = fs.String("intent", "", "with --decision: the intent it was about (as printed), when the record is gone")
 	f.yes = fs.Bool("yes", false, "acting commands: do not ask for confirmation")
+	f.debug = fs.Bool("debug", false, "write the SDK's own log lines to stderr")
 	fs.Var(&f.charges, "charge", "republish: a charge id whose event to publish again (repeatable)")
 	f.failuresQueue = fs.String("failures-queue", "", "republish: the URL of the publisher's failures queue, to drain")
 	f.topicARN = fs.String("topic", sh.getenv(deploy.EnvOutcomeTopicARN), "republish: the outcome topic's ARN")
-	f.region = fs.String("region", "", "the region whose table replica and queues to use (the SDK's AWS_REGION when empty); "+
+	f.region = fs.String("region", "", "the region whose table replica, queues and operator's channel to use (the SDK's AWS_REGION when empty); "+
 		"in the multi-region mode any region's: the table is one, strongly consistent, so every command acts the same from each")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
@@ -123,15 +135,16 @@ func run(ctx context.Context, args []string, sh shell) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q: every value is a flag's", fs.Args())
 	}
-	awsCfg, err := awsConfig(ctx, *f.region)
+	awsCfg, err := sh.aws(ctx, *f.region)
 	if err != nil {
 		return err
 	}
+	awsCfg.Logger = sdkLogger(sh.stderr, *f.debug)
 	ddb := dynamodb.NewFromConfig(awsCfg)
 	store := dynamostore.New(ddb, *f.table)
 	t := tool{
-		sh: sh, flags: f, store: store, ledger: dynamoledger.New(ddb, *f.table), books: dynamoledger.NewPublication(ddb, *f.table),
-		guard: idem.NewGuard(store, idem.Config{Now: sh.now, Protocol: protocol(*f.acquirerID)}),
+		sh: sh, flags: f, aws: awsCfg, store: store, ledger: dynamoledger.New(ddb, *f.table), books: dynamoledger.NewPublication(ddb, *f.table),
+		guard: idem.NewGuard(store, idem.Config{Now: sh.now}),
 		scope: idem.Scope{Operation: charge.Operation, Account: *f.account, Key: *f.key},
 		out:   json.NewEncoder(sh.stdout),
 	}
@@ -153,28 +166,33 @@ func run(ctx context.Context, args []string, sh shell) error {
 
 // flags are the command line's values.
 type flags struct {
-	table, account, key, acquirerURL, acquirerID, by *string
-	yes                                              *bool
-	charges                                          chargeIDs
-	failuresQueue, topicARN, region                  *string
+	table, account, key, operatorURL, decision, intent *string
+	yes, debug                                          *bool
+	charges                                             chargeIDs
+	failuresQueue, topicARN, region                     *string
 }
 
-// awsConfig is the SDK's configuration from the shell, in region when one
-// is given.
-func awsConfig(ctx context.Context, region string) (aws.Config, error) {
-	cfg, err := setup.AWS(ctx)
-	if region != "" {
-		cfg.Region = region
+// sdkLogger is where the SDK's own log lines go: a retried call's warnings
+// ("failed to close HTTP response body") said nothing the person needs and
+// came before idemctl's own message. They go to stderr only with debug, at
+// debug level.
+func sdkLogger(stderr io.Writer, debug bool) logging.Logger {
+	if !debug || stderr == nil {
+		return logging.Nop{}
 	}
-	return cfg, err
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	return logging.LoggerFunc(func(c logging.Classification, format string, v ...any) {
+		logger.Debug(fmt.Sprintf(format, v...), "sdk", string(c))
+	})
 }
 
 // tool is what every subcommand works with: the table's record store and
-// ledger, the engine on them, the record the flags name, and stdout as
-// indented JSON.
+// ledger (to read; idemctl writes no record), the engine on them to read
+// records, the record the flags name, and stdout as indented JSON.
 type tool struct {
 	sh     shell
 	flags  flags
+	aws    aws.Config
 	store  *dynamostore.Store
 	ledger *dynamoledger.Ledger
 	books  *dynamoledger.Publication
@@ -205,10 +223,12 @@ func (t tool) inspect(ctx context.Context) error {
 	return t.out.Encode(describe(ctx, t.ledger, rec, t.sh.now()))
 }
 
-// stale lists the records whose lease ended longer ago than the wait-out.
+// stale lists the records whose lease ended longer ago than the compiled
+// T + skew: a listing on this machine's clock, which decides nothing (the
+// reconciliation, through the channel, waits out on the deployment's).
 func (t tool) stale(ctx context.Context) error {
 	now := t.sh.now()
-	cutoff := now.Add(-protocol("").WaitOut(idem.Protocol{}))
+	cutoff := now.Add(-idem.Protocol{InTransitBound: idem.DefaultInTransitBound, ClockSkew: idem.DefaultClockSkew}.WaitOut(idem.Protocol{}))
 	for shard := range idem.Shards {
 		for page, err := range idem.ListEndedBefore(ctx, t.store, shard, cutoff) {
 			if err != nil {
@@ -249,7 +269,7 @@ func (t tool) republish(ctx context.Context) error {
 	if (len(f.charges) > 0) == (*f.failuresQueue != "") {
 		return errors.New("republish takes --charge ID (repeatable) or --failures-queue URL, one of the two")
 	}
-	r, err := newRepublisher(ctx, t.sh, *f.region, *f.topicARN, t.books)
+	r, err := newRepublisher(t.aws, t.sh, *f.topicARN, t.books)
 	if err != nil {
 		return err
 	}
@@ -259,55 +279,148 @@ func (t tool) republish(ctx context.Context) error {
 	return republishCharges(ctx, t.ledger, r, f.charges)
 }
 
-// act runs an acting command (reconcile, release, void-confirmed, accept)
-// on the record the flags name, once the flags it needs are there.
+// actions are the channel's actions by command.
+var actions = map[string]string{
+	"reconcile": operator.Reconcile, "release": operator.Release, "void-confirmed": operator.VoidConfirmed, "accept": operator.Accept,
+}
+
+// act runs an acting command on the record the flags name: show it, show
+// what the acquirer says, ask, send the decision through the channel, and
+// say what the table holds afterwards.
 func (t tool) act(ctx context.Context, cmd string) error {
 	f := t.flags
 	if err := t.needScope(); err != nil {
 		return err
 	}
-	if *f.acquirerID == "" {
-		return errors.New("--acquirer-id (or " + deploy.EnvAcquirerID + ") is required: a record is resolved only by a tool configured for the acquirer it was claimed with")
+	if *f.operatorURL == "" {
+		return errors.New("--operator-url (or " + deploy.EnvOperatorURL + ") is required: the operator's channel (the stack's OperatorUrl output, or what make run prints)")
 	}
-	if *f.acquirerURL == "" && cmd != "void-confirmed" {
-		return errors.New("--acquirer-url (or " + deploy.EnvAcquirerURL + ") is required: only the acquirer knows whether the card was charged")
+	client := &operator.Client{
+		URL: *f.operatorURL, Region: t.aws.Region, Credentials: t.aws.Credentials, Attempts: 3,
+		// The function's own timeout bounds the work; the call waits a
+		// little longer for its answer.
+		Timeout: deploy.Deployed().Function(deploy.FunctionOperator).Timeout + 10*time.Second,
 	}
-	if (cmd == "void-confirmed" || cmd == "accept") && !validBy(*f.by) {
-		return errors.New("--by is required: 1 to 128 visible characters naming who decides (it is recorded)")
+	pk, ref := t.scope.PK(), idem.Ref(t.scope.PK())
+	req := operator.Request{Action: actions[cmd], Record: pk, Decision: *f.decision, Intent: *f.intent}
+	rec, err := t.guard.Lookup(ctx, pk)
+	switch {
+	case errors.Is(err, idem.ErrNotFound) && req.Decision != "" && req.Intent != "":
+		// A decision sent again about a record that is gone: the channel
+		// reads back which decision released it.
+	case errors.Is(err, idem.ErrNotFound):
+		return fmt.Errorf("no live record %s: nothing to do", ref)
+	case err != nil:
+		return err
+	default:
+		if req.Intent == "" {
+			req.Intent = rec.DownstreamKey
+		}
+		if err := t.out.Encode(describe(ctx, t.ledger, rec, t.sh.now())); err != nil {
+			return err
+		}
+		if req.Decision == "" { // a new decision: on a record it fits
+			if err := fits(cmd, rec, ref); err != nil {
+				return err
+			}
+		}
 	}
-	svc, err := service(ctx, t.sh, *f.region, *f.table, *f.acquirerURL, *f.acquirerID, t.guard)
-	if err != nil {
+	if req.Decision == "" {
+		req.Decision = newDecisionID()
+	}
+	look := operator.Answer{Outcome: operator.OutcomeGone}
+	if rec != nil && rec.Status == idem.StatusInProgress {
+		if look, err = client.Do(ctx, operator.Request{Action: operator.Look, Record: pk, Intent: req.Intent}); err != nil {
+			return fmt.Errorf("nothing done: the look through the operator's channel: %w", err)
+		}
+		fmt.Fprintf(t.sh.stdout, "The acquirer says now: %s\n", lookLine(look))
+	}
+	if cmd == "accept" {
+		switch {
+		case look.Outcome == operator.OutcomeLooked:
+			req.Terms = look.Terms
+		case rec != nil && rec.Status == idem.StatusCompleted && req.Decision == *f.decision:
+			req.Terms = &operator.Terms{} // a decision sent again: the channel reads back, it asks nothing
+		default:
+			return fmt.Errorf("nothing done, record %s stays held: there are no terms to accept (%s)", ref, lookLine(look))
+		}
+	}
+	if err := confirm(t.sh, *f.yes, question(cmd, ref, req.Terms)); err != nil {
 		return err
 	}
-	op := operator{svc: svc, guard: t.guard, sh: t.sh, pk: t.scope.PK(), yes: *f.yes}
-	switch cmd {
-	case "void-confirmed", "accept":
-		return op.settle(ctx, cmd, *f.by)
-	}
-	return op.reconcile(ctx, cmd == "release")
-}
-
-// service is the charge service an operator's command runs, built as the
-// functions build theirs, but with the protocol's times compiled in: the
-// shell gives only where things are (the table, the acquirer) and the
-// acquirer's credential.
-func service(ctx context.Context, sh shell, region, table, acquirerURL, acquirerID string, guard *idem.Guard) (*charge.Service, error) {
-	if acquirerURL == "" {
-		acquirerURL = "http://acquirer.invalid" // void-confirmed asks the acquirer nothing
-	}
-	awsCfg, err := awsConfig(ctx, region)
+	fmt.Fprintf(t.sh.stdout, "decision %s on intent %s (to send it again: --decision %s --intent %s)\n", req.Decision, req.Intent, req.Decision, req.Intent)
+	a, err := client.Do(ctx, req)
 	if err != nil {
-		return nil, err
+		return fmt.Errorf("record %s: %w; nothing is known of decision %s: send it again with --decision %s --intent %s", ref, err, req.Decision, req.Decision, req.Intent)
 	}
-	cfg := setup.Config{
-		TableName: table, AcquirerURL: acquirerURL, AcquirerID: acquirerID,
-		AcquirerAPIKey: sh.getenv(deploy.EnvAcquirerAPIKey), AcquirerSecret: sh.getenv(deploy.EnvAcquirerSecret),
-		AcquirerTimeout: charge.DefaultAcquirerTimeout, MaxAmount: charge.DefaultMaxAmount,
+	fmt.Fprintf(t.sh.stdout, "record %s: %s (asked by %s)\n", ref, outcomeLine(a), a.By)
+	if !a.TookEffect {
+		return fmt.Errorf("record %s: %s: %s", ref, a.Outcome, a.Detail)
 	}
-	return setup.ChargeServiceWith(ctx, awsCfg, cfg, guard, obs.NewLogger(sh.stderrOrDiscard(), "INFO"), sh.now)
+	return nil
 }
 
-// stderrOrDiscard is where the service's log lines go.
+// fits refuses a new decision on a record it cannot apply to, before the
+// person is asked.
+func fits(cmd string, rec *idem.Record, ref string) error {
+	switch {
+	case rec.Status == idem.StatusCompleted:
+		return fmt.Errorf("record %s is completed: nothing to do", ref)
+	case (cmd == "reconcile" || cmd == "release") && rec.Held():
+		return fmt.Errorf("record %s is held for an operator (%s): settle it with void-confirmed or accept", ref, rec.Hold.Reason)
+	case (cmd == "void-confirmed" || cmd == "accept") && !rec.Held():
+		return fmt.Errorf("record %s is not held (%s): nothing to settle", ref, rec.Status)
+	}
+	return nil
+}
+
+func question(cmd, ref string, terms *operator.Terms) string {
+	switch cmd {
+	case "void-confirmed":
+		return fmt.Sprintf("Record %s is held. You voided its charge at the acquirer: release the key, so the client's next retry charges anew?", ref)
+	case "accept":
+		return fmt.Sprintf("Record %s is held. Complete it with the acquirer's terms: %s %d %s, authorization %s?", ref, terms.Status, terms.Amount, terms.Currency, terms.AuthorizationID)
+	}
+	return fmt.Sprintf("Record %s is in flight. Have the deployment take its lease over (only if it ended more than T + skew ago), "+
+		"ask the acquirer, then store the acquirer's outcome or release the key so the client's next retry charges anew?", ref)
+}
+
+func lookLine(a operator.Answer) string {
+	if t := a.Terms; t != nil && a.Outcome == operator.OutcomeLooked {
+		return fmt.Sprintf("%s %d %s, authorization %s", t.Status, t.Amount, t.Currency, t.AuthorizationID)
+	}
+	return cmp.Or(a.Detail, a.Outcome)
+}
+
+func outcomeLine(a operator.Answer) string {
+	line := a.Outcome
+	if t := a.Terms; t != nil {
+		line += fmt.Sprintf(", %s %d %s, authorization %s", t.Status, t.Amount, t.Currency, t.AuthorizationID)
+	}
+	if s := a.Settlement; s != nil {
+		line += fmt.Sprintf(" (decision %s: %s by %s at %s)", s.Decision, s.Action, s.By, s.At.Format(time.RFC3339))
+	}
+	if a.Detail != "" {
+		line += ": " + a.Detail
+	}
+	return line
+}
+
+// confirm asks the person, unless yes.
+func confirm(sh shell, yes bool, question string) error {
+	if yes {
+		return nil
+	}
+	fmt.Fprint(sh.stdout, question+" Type yes: ")
+	answer, _ := bufio.NewReader(sh.stdin).ReadString('\n')
+	if strings.TrimSpace(answer) != "yes" {
+		return errors.New("nothing done")
+	}
+	return nil
+}
+
+// stderrOrDiscard is where the publisher's own log lines go, when
+// republish runs its handler.
 func (sh shell) stderrOrDiscard() io.Writer {
 	if sh.stderr == nil {
 		return io.Discard
@@ -315,161 +428,13 @@ func (sh shell) stderrOrDiscard() io.Writer {
 	return sh.stderr
 }
 
-func validBy(by string) bool {
-	if by == "" || len(by) > 128 {
-		return false
-	}
-	for _, c := range by {
-		if c <= ' ' || c > '~' {
-			return false
-		}
-	}
-	return true
-}
-
-// operator is one acting command on the record pk.
-type operator struct {
-	svc   *charge.Service
-	guard *idem.Guard
-	sh    shell
-	pk    string
-	yes   bool
-}
-
-// confirm asks the person, unless yes, before anything is taken: what the
-// acquirer says is acted on only after the take-over fences out every
-// other worker (accept shows an answer first, and writes only if the one
-// after its take-over is the same).
-func (o operator) confirm(question string) error {
-	if o.yes {
-		return nil
-	}
-	fmt.Fprint(o.sh.stdout, question+" Type yes: ")
-	answer, _ := bufio.NewReader(o.sh.stdin).ReadString('\n')
-	if strings.TrimSpace(answer) != "yes" {
-		return errors.New("nothing done")
-	}
-	return nil
-}
-
-func (o operator) record(ctx context.Context) (*idem.Record, error) {
-	rec, err := o.guard.Lookup(ctx, o.pk)
-	if errors.Is(err, idem.ErrNotFound) {
-		return nil, fmt.Errorf("no live record %s: nothing to do", idem.Ref(o.pk))
-	}
-	return rec, err
-}
-
-// reconcile resolves the stuck record through the reconciler's path.
-// releaseOnly makes any outcome but a release an error, after saying what
-// happened.
-func (o operator) reconcile(ctx context.Context, releaseOnly bool) error {
-	ref := idem.Ref(o.pk)
-	rec, err := o.record(ctx)
-	if err != nil {
-		return err
-	}
-	switch {
-	case rec.Held():
-		return fmt.Errorf("record %s is held for an operator (%s): settle it with void-confirmed or accept", ref, rec.Hold.Reason)
-	case rec.Status != idem.StatusInProgress:
-		return fmt.Errorf("record %s is %s: nothing to do", ref, rec.Status)
-	}
-	if err := o.confirm(fmt.Sprintf("Record %s is in flight (attempt %d, %s). Take its lease over (only if it ended more than T + skew ago), "+
-		"ask the acquirer, then store the acquirer's outcome or release the key so the client's next retry charges anew?",
-		ref, rec.Attempt, leaseState(rec, o.sh.now()))); err != nil {
-		return err
-	}
-	// As long as a consumer's invocation, so the lease it takes is no longer
-	// than the consumer's (the redrive arithmetic counts on that).
-	ctx, cancel := context.WithTimeout(ctx, deploy.Deployed().Function(deploy.FunctionConsumer).Timeout)
-	defer cancel()
-	did, err := o.svc.Reconcile(ctx, o.pk)
-	if did == charge.ReconciledMismatch && err != nil {
-		return fmt.Errorf("record %s: the acquirer's answer disagrees with the request, and holding the record failed; it stays in flight: %w", ref, err)
-	}
-	if errors.Is(err, idem.ErrOtherDownstream) {
-		return fmt.Errorf("refused, nothing written: %w", err)
-	}
-	if err != nil {
-		return fmt.Errorf("nothing is known yet; record %s stays in flight: %w", ref, err)
-	}
-	switch did {
-	case charge.ReconciledReleased:
-		fmt.Fprintf(o.sh.stdout, "record %s released: the acquirer has no charge under it; the client's next retry charges anew\n", ref)
-		return nil
-	case charge.ReconciledCompleted:
-		auth := "?"
-		if rec, err := o.guard.Lookup(ctx, o.pk); err == nil {
-			if res := o.svc.Get(ctx, rec.Account, charge.ChargeID(rec.DownstreamKey)); res.Outcome == charge.Found {
-				auth = res.Charge.AuthorizationID + " (" + res.Charge.Status + ")"
-			}
-		}
-		fmt.Fprintf(o.sh.stdout, "record %s completed with the acquirer's outcome, authorization %s\n", ref, auth)
-		if releaseOnly {
-			return fmt.Errorf("not released: the acquirer has the charge, so record %s now holds it", ref)
-		}
-		return nil
-	case charge.ReconciledMismatch:
-		return fmt.Errorf("record %s is now held for an operator: the acquirer's answer disagrees with the request (idemctl held shows both sides)", ref)
-	case charge.ReconciledHeld:
-		return fmt.Errorf("record %s was held for an operator meanwhile: settle it with void-confirmed or accept", ref)
-	}
-	return fmt.Errorf("nothing changed: record %s is gone or completed, or its lease is live or ended less than T + skew ago; try again later", ref)
-}
-
-// settle carries out an operator's decision on a held record.
-func (o operator) settle(ctx context.Context, cmd, by string) error {
-	ref := idem.Ref(o.pk)
-	rec, err := o.record(ctx)
-	if err != nil {
-		return err
-	}
-	if !rec.Held() {
-		return fmt.Errorf("record %s is not held (%s): nothing to settle", ref, rec.Status)
-	}
-	d := charge.Decision{PK: o.pk, Instance: rec.DownstreamKey, Action: idem.SettleVoidConfirmed, By: by, ID: "dec-" + newDecisionID()}
-	question := fmt.Sprintf("Record %s is held (%s). You voided its charge at the acquirer: release the key, so the client's next retry charges anew, as %s?", ref, rec.Hold.Reason, by)
-	if cmd == "accept" {
-		// What the acquirer says now, asked without taking anything over:
-		// the person accepts these terms, and the accept writes only if
-		// the lookup after its take-over states the same.
-		terms, err := o.svc.Peek(ctx, o.pk)
-		if err != nil {
-			return fmt.Errorf("nothing done, record %s stays held: %w", ref, err)
-		}
-		d.Action, d.Terms = idem.SettleAccept, terms
-		question = fmt.Sprintf("Record %s is held (%s). The acquirer now says: %s %d %s, authorization %s. Complete the record with these terms, as %s?",
-			ref, rec.Hold.Reason, terms.Status, terms.Amount, terms.Currency, terms.ID, by)
-	}
-	if err := o.confirm(question); err != nil {
-		return err
-	}
-	// As long as a consumer's invocation, from the person's yes.
-	ctx, cancel := context.WithTimeout(ctx, deploy.Deployed().Function(deploy.FunctionConsumer).Timeout)
-	defer cancel()
-	st, err := o.svc.Settle(ctx, d)
-	if err != nil {
-		return fmt.Errorf("refused, record %s is %s: %w", ref, st.State, err)
-	}
-	ch := st.Charge
-	action := d.Action
-	if action == idem.SettleVoidConfirmed {
-		fmt.Fprintf(o.sh.stdout, "record %s released on %s's word that the charge was voided; the client's next retry charges anew\n", ref, by)
-		return nil
-	}
-	fmt.Fprintf(o.sh.stdout, "record %s completed with the acquirer's terms: %s %d %s, authorization %s (decided by %s)\n",
-		ref, ch.Status, ch.Amount, ch.Currency, ch.AuthorizationID, by)
-	return nil
-}
-
-// newDecisionID is a fresh random id for one decision.
+// newDecisionID is a fresh id for one decision.
 func newDecisionID() string {
 	var b [16]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		panic(err)
 	}
-	return hex.EncodeToString(b[:])
+	return "dec-" + hex.EncodeToString(b[:])
 }
 
 func leaseState(rec *idem.Record, now time.Time) string {

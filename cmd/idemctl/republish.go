@@ -50,13 +50,9 @@ func (r republisher) Publish(ctx context.Context, e event.Event) error {
 	return nil
 }
 
-func newRepublisher(ctx context.Context, sh shell, region, topicARN string, books charge.Publication) (republisher, error) {
+func newRepublisher(awsCfg aws.Config, sh shell, topicARN string, books charge.Publication) (republisher, error) {
 	if topicARN == "" {
 		return republisher{}, errors.New("--topic (or " + deploy.EnvOutcomeTopicARN + ") is required: the outcome topic's ARN (the stack's OutcomeTopicArn output)")
-	}
-	awsCfg, err := awsConfig(ctx, region)
-	if err != nil {
-		return republisher{}, err
 	}
 	return republisher{topic: topic.New(sns.NewFromConfig(awsCfg), topicARN), books: books, sh: sh, aws: awsCfg}, nil
 }

@@ -115,7 +115,7 @@ func TestRepublish(t *testing.T) {
 	}
 	idemctl := func(args ...string) (string, error) {
 		var out bytes.Buffer
-		err := run(ctx, args, w.shell(strings.NewReader(""), &out, 0))
+		err := run(ctx, args, w.shell(strings.NewReader(""), &out))
 		return out.String(), err
 	}
 

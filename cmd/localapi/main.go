@@ -5,6 +5,7 @@
 // the API Gateway stand-in until interrupted.
 //
 // Environment: LOCAL_API_ADDR (127.0.0.1:8080), SANDBOX_ADDR (127.0.0.1:8081),
+// OPERATOR_ADDR (127.0.0.1:8082, the operator's channel),
 // LOCAL_JWT_SECRET (local-dev-secret), LOCAL_JWT_ISSUER (idempay-local),
 // LOCAL_JWT_AUDIENCE (idempay-api), TABLE_NAME (idempay-local),
 // AWS_LAMBDA_RIE (bin/aws-lambda-rie), LOCAL_INSTANCES (2), LOCAL_MEMORY_MB
@@ -98,9 +99,17 @@ refuses any other account (PRODUCER_NOT_ALLOWED). It prints the outcome
 event the producer's outcome queue receives, and the lookup by key. The sweeper runs every minute and
 sends reconcile commands to a queue of their own.
 
+The operator's channel is %s: the operator function behind a function URL
+with AWS_IAM auth, which admits only %s (here, this shell's AWS
+credentials). idemctl reaches it as it reaches the deployed one:
+
+eval "$(localstack/emulators.sh env)"; export %s=%s
+go run ./cmd/idemctl held
+
 Ctrl-C stops everything this command started.
 `, stack.URL, acquirerLine, instances, trust.Issuer, trust.Audience, stack.URL, token,
-		localapi.DefaultProducers[0].Name, stack.QueueURL, localapi.DefaultProducers[0].Accounts)
+		localapi.DefaultProducers[0].Name, stack.QueueURL, localapi.DefaultProducers[0].Accounts,
+		stack.OperatorURL, stack.OperatorPrincipal.ARN, deploy.EnvOperatorURL, stack.OperatorURL)
 	<-ctx.Done()
 	fmt.Println("\nstopping")
 	return nil
@@ -112,7 +121,8 @@ func stackConfig(getenv func(string) string) (localapi.StackConfig, error) {
 		RIE: cmp.Or(getenv("AWS_LAMBDA_RIE"), filepath.Join("bin", "aws-lambda-rie")), BinDir: filepath.Join("dist", "local"),
 		TableName:   cmp.Or(getenv(deploy.EnvTableName), "idempay-local"),
 		GatewayAddr: cmp.Or(getenv("LOCAL_API_ADDR"), "127.0.0.1:8080"), SandboxAddr: cmp.Or(getenv("SANDBOX_ADDR"), "127.0.0.1:8081"),
-		AcquirerURL: getenv(deploy.EnvAcquirerURL), AcquirerAPIKey: getenv(deploy.EnvAcquirerAPIKey), AcquirerID: getenv(deploy.EnvAcquirerID),
+		OperatorAddr: cmp.Or(getenv("OPERATOR_ADDR"), "127.0.0.1:8082"),
+		AcquirerURL:  getenv(deploy.EnvAcquirerURL), AcquirerAPIKey: getenv(deploy.EnvAcquirerAPIKey), AcquirerID: getenv(deploy.EnvAcquirerID),
 	}
 	switch {
 	case cfg.AcquirerURL == "" && (cfg.AcquirerID != "" || cfg.AcquirerAPIKey != ""):

@@ -47,27 +47,13 @@ type Decision struct {
 	// authenticated. It is recorded.
 	By string
 	// ID is the decision's id, the same on every retry of one decision
-	// (ValidDecisionID): what is stored with the settlement, and what a
+	// (idem.ValidDecisionID): what is stored with the settlement, and what a
 	// retry reads back.
 	ID string
 	// Terms, for an accept, are the acquirer's terms as the operator was
 	// shown them (Peek): the fresh lookup after the take-over must state
 	// the same authorization, status, amount and currency.
 	Terms acquirer.Authorization
-}
-
-// ValidDecisionID reports whether id can name a decision: 8 to 64 ASCII
-// letters, digits, '-' and '_'.
-func ValidDecisionID(id string) bool {
-	if len(id) < 8 || len(id) > 64 {
-		return false
-	}
-	for _, c := range id {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
-			return false
-		}
-	}
-	return true
 }
 
 // State is what the table says of a decision's record, read back.
@@ -125,6 +111,12 @@ type Settled struct {
 // TookEffect reports whether the decision read back is the one that
 // settled the record.
 func (s Settled) TookEffect() bool { return s.State == ReleasedByThis || s.State == CompletedByThis }
+
+// Record is the live record pk (idem.ErrNotFound when there is none), as
+// an operator's step reads it before acting.
+func (s *Service) Record(ctx context.Context, pk string) (*idem.Record, error) {
+	return s.guard.Lookup(ctx, pk)
+}
 
 // ErrCompleted: an operator's look met a completed record: the acquirer's
 // answer is stored, and there is nothing to decide.
@@ -196,7 +188,7 @@ func (s *Service) Settle(ctx context.Context, d Decision) (Settled, error) {
 	switch {
 	case d.By == "":
 		return Settled{}, errors.New("settle: who decides is required")
-	case !ValidDecisionID(d.ID):
+	case !idem.ValidDecisionID(d.ID):
 		return Settled{}, errors.New("settle: a decision's id is 8 to 64 letters, digits, '-' and '_'")
 	case d.Instance == "":
 		return Settled{}, errors.New("settle: the intent decided on (the record's downstream key) is required")

@@ -22,6 +22,7 @@ const (
 	TriggerReconcileQueue Trigger = "the reconcile-commands queue"
 	TriggerSchedule       Trigger = "a schedule"
 	TriggerStream         Trigger = "the table's stream"
+	TriggerOperatorURL    Trigger = "the operator's channel: a function URL with AWS_IAM auth, which only the operator's role may call"
 )
 
 // MemoryPerVCPU is the memory size at which Lambda gives a function one
@@ -145,6 +146,7 @@ const (
 	FunctionReconciler = "reconciler"
 	FunctionSweeper    = "sweeper"
 	FunctionPublisher  = "publisher"
+	FunctionOperator   = "operator"
 )
 
 // DefaultAccountClaim is the JWT claim that names the account, unless an
@@ -172,6 +174,11 @@ func Deployed() Description {
 			{Name: FunctionSweeper, Binary: "sweeper", Timeout: 55 * time.Second, Trigger: TriggerSchedule, MemoryMB: 512},
 			// A batch of 100 stream records, each one publish.
 			{Name: FunctionPublisher, Binary: "publisher", Timeout: 30 * time.Second, Trigger: TriggerStream, MemoryMB: 512},
+			// As long as a consumer's invocation, so the lease an operator's
+			// reconciliation takes is no longer than the reconciler's (the
+			// redrive arithmetic counts on that). Invoked a few times a day
+			// by a person: the smallest size, not make bench's rule.
+			{Name: FunctionOperator, Binary: "operator", Timeout: consumerTimeout, Trigger: TriggerOperatorURL, MemoryMB: 128},
 		},
 		// AWS requires an SQS event source's visibility timeout to be at
 		// least 6 × its function's timeout.

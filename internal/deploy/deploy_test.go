@@ -115,7 +115,7 @@ func TestDeployedValues(t *testing.T) {
 	if !deploy.ValidMemory(128) || !deploy.ValidMemory(10240) || deploy.ValidMemory(127) || deploy.ValidMemory(10241) {
 		t.Error("Lambda's memory sizes are 128 to 10,240 MB")
 	}
-	sizes := map[string]int{deploy.FunctionCharge: 256, deploy.FunctionConsumer: 128, deploy.FunctionReconciler: 128, deploy.FunctionSweeper: 512, deploy.FunctionPublisher: 512}
+	sizes := map[string]int{deploy.FunctionCharge: 256, deploy.FunctionConsumer: 128, deploy.FunctionReconciler: 128, deploy.FunctionSweeper: 512, deploy.FunctionPublisher: 512, deploy.FunctionOperator: 128}
 	for _, f := range d.Functions {
 		if f.MemoryMB != sizes[f.Name] {
 			t.Errorf("%s: %d MB, want %d (docs/measurements.md)", f.Name, f.MemoryMB, sizes[f.Name])
@@ -131,7 +131,7 @@ func TestMetricFunctions(t *testing.T) {
 	for _, f := range deploy.Deployed().Functions {
 		binaries[f.Binary] = true
 	}
-	dims := map[string]bool{obs.FunctionCharge: true, obs.FunctionConsumer: true, obs.FunctionSweeper: true, obs.FunctionPublisher: true}
+	dims := map[string]bool{obs.FunctionCharge: true, obs.FunctionConsumer: true, obs.FunctionSweeper: true, obs.FunctionPublisher: true, obs.FunctionOperator: true}
 	if !reflect.DeepEqual(binaries, dims) {
 		t.Fatalf("the functions' binaries are %v, the metrics' Function values %v", binaries, dims)
 	}

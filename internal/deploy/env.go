@@ -41,6 +41,12 @@ const (
 	// The outcome events' topic (the publisher's, and the consumer's for
 	// its rejections).
 	EnvOutcomeTopicARN = "OUTCOME_TOPIC_ARN"
+	// The operator's channel, as idemctl reads it from its shell: the
+	// operator function's URL (the stack's OperatorUrl output, or what
+	// `make run` prints). It names where to ask, never what to believe:
+	// the channel authenticates the caller, and the deployment alone
+	// decides which acquirer is asked.
+	EnvOperatorURL = "OPERATOR_URL"
 
 	// A local switch: CPU profiles of each function process, written to
 	// this path plus its process id and a window number, one per window

@@ -167,6 +167,20 @@ type Settlement struct {
 	At time.Time
 }
 
+// ValidDecisionID reports whether id can name a decision
+// (Settlement.Decision): 8 to 64 ASCII letters, digits, '-' and '_'.
+func ValidDecisionID(id string) bool {
+	if len(id) < 8 || len(id) > 64 {
+		return false
+	}
+	for _, c := range id {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
 // ReleaseMarker records which decision voided a held record, and when. A
 // void writes it before it deletes the record, and it outlives the delete:
 // one small item per void, kept, under the record's downstream key (the

@@ -54,9 +54,15 @@ type StackConfig struct {
 	// mode without TTL creates the table with its expiry index, and the
 	// sweeper purges.
 	TableMode deploy.TableMode
-	// GatewayAddr and SandboxAddr are listen addresses ("127.0.0.1:0" picks
-	// a port); SandboxAddr is unused when AcquirerURL is set.
-	GatewayAddr, SandboxAddr string
+	// GatewayAddr, SandboxAddr and OperatorAddr are listen addresses
+	// ("127.0.0.1:0" picks a port); SandboxAddr is unused when AcquirerURL
+	// is set. OperatorAddr serves the operator's channel (Stack.OperatorURL).
+	GatewayAddr, SandboxAddr, OperatorAddr string
+	// Principals are identities the stack's IAM knows besides the
+	// operator's (OperatorPrincipal): each can sign a request to the
+	// operator's channel, and is refused as the resource policy's Deny
+	// refuses every principal but the operator's role.
+	Principals []Principal
 	// AcquirerURL, when set, is an acquirer already serving (such as the
 	// sandbox in a process of its own, so that its CPU is counted apart, or
 	// an acquirer's test endpoint): the stack then starts no sandbox, and
@@ -147,9 +153,17 @@ type Stack struct {
 	Sandbox *sandbox.Server
 	// The functions' execution environments: the charge function, the
 	// consumer of the producers' queues, the consumer of the reconcile queue
-	// (the same binary, reading only that queue), the sweeper and the
-	// publisher of the outcome events (on the table's stream).
-	Charge, Consumer, Reconciler, Sweeper, Publisher *Pool
+	// (the same binary, reading only that queue), the sweeper, the
+	// publisher of the outcome events (on the table's stream) and the
+	// operator's function.
+	Charge, Consumer, Reconciler, Sweeper, Publisher, Operator *Pool
+	// OperatorURL is the operator's channel: the operator function's URL,
+	// with AWS_IAM auth (FunctionURL), as idemctl reaches the deployed one
+	// (OPERATOR_URL). OperatorRegion is the region its signatures name,
+	// and Operator the one principal it admits: the shell's credentials,
+	// as the operator's role.
+	OperatorURL, OperatorRegion string
+	OperatorPrincipal           Principal
 	// OutcomeTopicARN is the outcome events' topic; OutcomeQueues the queue
 	// subscribed for each producer (filtered on its name), and for
 	// event.ProducerHTTP, a merchant backend's.
@@ -275,7 +289,43 @@ func StartStack(ctx context.Context, cfg StackConfig) (_ *Stack, err error) {
 	if err := s.startGateway(cfg); err != nil {
 		return nil, err
 	}
+	if err := s.startOperatorChannel(ctx, cfg, awsCfg); err != nil {
+		return nil, err
+	}
 	return s, nil
+}
+
+// LocalAccount is the account the local stack's ARNs name.
+const LocalAccount = "000000000000"
+
+// startOperatorChannel serves the operator function behind a FunctionURL
+// at cfg.OperatorAddr. Its one admitted principal is the operator's role,
+// whose credentials locally are the shell's (the SDK's, as idemctl's are):
+// arn:aws:iam::000000000000:role/<prefix>-operator, the session named
+// after the access key. cfg.Principals are known and refused.
+func (s *Stack) startOperatorChannel(ctx context.Context, cfg StackConfig, awsCfg aws.Config) error {
+	creds, err := awsCfg.Credentials.Retrieve(ctx)
+	if err != nil {
+		return fmt.Errorf("the operator's local credentials (the SDK's): %w", err)
+	}
+	role := cfg.names().Prefix + "-operator"
+	s.OperatorPrincipal = Principal{
+		AccessKeyID: creds.AccessKeyID, SecretAccessKey: creds.SecretAccessKey, AccountID: LocalAccount,
+		ARN:     "arn:aws:iam::" + LocalAccount + ":role/" + role,
+		UserARN: "arn:aws:sts::" + LocalAccount + ":assumed-role/" + role + "/" + creds.AccessKeyID,
+		UserID:  "AROALOCALOPERATOR:" + creds.AccessKeyID,
+	}
+	s.OperatorRegion = cmp.Or(cfg.Region, awsCfg.Region)
+	url := &FunctionURL{
+		Target: s.Operator, Region: s.OperatorRegion, Allowed: s.OperatorPrincipal.ARN, AccountID: LocalAccount,
+		Principals: append([]Principal{s.OperatorPrincipal}, cfg.Principals...),
+	}
+	s.OperatorURL, err = s.serve(cfg.OperatorAddr, url)
+	if err != nil {
+		return err
+	}
+	s.OperatorURL += "/"
+	return nil
 }
 
 // names are the stack's queue and topic names: after its table, and its
@@ -287,13 +337,17 @@ func (cfg StackConfig) names() deploy.Names {
 	return deploy.Names{Prefix: cfg.TableName + "-" + cfg.Region}
 }
 
-// withDefaults is cfg with at least 2 instances, local's sweep interval,
+// withDefaults is cfg with at least 2 instances, the operator's channel on
+// a port of its own, local's sweep interval,
 // visibility timeout and receives where unset, DefaultProducers when it
 // names none, SandboxAcquirerID when it names no acquirer id and local's
 // table mode when it names none.
 func (cfg StackConfig) withDefaults(local deploy.Description) StackConfig {
 	if cfg.Instances < 2 {
 		cfg.Instances = 2
+	}
+	if cfg.OperatorAddr == "" {
+		cfg.OperatorAddr = "127.0.0.1:0"
 	}
 	if cfg.SweepInterval == 0 {
 		cfg.SweepInterval = local.SweepInterval
@@ -388,7 +442,10 @@ func (s *Stack) startFunctions(cfg StackConfig, local deploy.Description, produc
 	if s.Sweeper, err = start(deploy.FunctionSweeper, 1, deploy.EnvReconcileQueueURL+"="+s.ReconcileURL); err != nil {
 		return err
 	}
-	s.Publisher, err = start(deploy.FunctionPublisher, 1)
+	if s.Publisher, err = start(deploy.FunctionPublisher, 1); err != nil {
+		return err
+	}
+	s.Operator, err = start(deploy.FunctionOperator, 1)
 	return err
 }
 
@@ -612,7 +669,7 @@ func (s *Stack) Close() {
 	for _, srv := range s.servers {
 		_ = srv.Close()
 	}
-	for _, p := range []*Pool{s.Charge, s.Consumer, s.Reconciler, s.Sweeper, s.Publisher} {
+	for _, p := range []*Pool{s.Charge, s.Consumer, s.Reconciler, s.Sweeper, s.Publisher, s.Operator} {
 		if p != nil {
 			p.Close()
 		}

@@ -8,6 +8,7 @@ const (
 	FunctionConsumer  = "sqsconsumer" // both consumers: the producers' queues and the reconciler's
 	FunctionSweeper   = "sweeper"
 	FunctionPublisher = "publisher"
+	FunctionOperator  = "operator" // the operator's channel
 )
 
 // The dimensions of every metric: Function and Environment on all, and

@@ -222,17 +222,10 @@ func ChargeService(ctx context.Context, awsCfg aws.Config, c Config, logger *slo
 		Retention: c.Retention, LeaseMargin: c.LeaseMargin, CacheSize: c.CacheSize,
 		Protocol: idem.Protocol{InTransitBound: c.InTransitBound, ClockSkew: c.ClockSkew, Downstream: c.AcquirerID},
 	})
-	return chargeService(ctx, awsCfg, c, guard, logger, tracer, nil)
+	return chargeService(ctx, awsCfg, c, guard, logger, tracer)
 }
 
-// ChargeServiceWith is ChargeService over a guard of the caller's (an
-// operator's tool, whose protocol and clock are its own) with now as the
-// service's clock; c's protocol fields are not read.
-func ChargeServiceWith(ctx context.Context, awsCfg aws.Config, c Config, guard *idem.Guard, logger *slog.Logger, now func() time.Time) (*charge.Service, error) {
-	return chargeService(ctx, awsCfg, c, guard, logger, nil, now)
-}
-
-func chargeService(ctx context.Context, awsCfg aws.Config, c Config, guard *idem.Guard, logger *slog.Logger, tracer trace.Tracer, now func() time.Time) (*charge.Service, error) {
+func chargeService(ctx context.Context, awsCfg aws.Config, c Config, guard *idem.Guard, logger *slog.Logger, tracer trace.Tracer) (*charge.Service, error) {
 	ddb := DynamoDB(awsCfg, c.SkipResponseCRC32)
 	cred := acquirer.StaticCredential(c.AcquirerAPIKey)
 	if c.AcquirerSecret != "" {
@@ -257,7 +250,7 @@ func chargeService(ctx context.Context, awsCfg aws.Config, c Config, guard *idem
 		return nil, err
 	}
 	return charge.NewService(guard, dynamoledger.New(ddb, c.TableName), acq, httpapi.Render, charge.Config{
-		AcquirerTimeout: c.AcquirerTimeout, MaxAmount: c.MaxAmount, Logger: logger, Tracer: tracer, Now: now, Region: c.Region,
+		AcquirerTimeout: c.AcquirerTimeout, MaxAmount: c.MaxAmount, Logger: logger, Tracer: tracer, Region: c.Region,
 	}), nil
 }
 

@@ -1,0 +1,196 @@
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"log/slog"
+	"net/http"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/idempotent-payments/idempay/internal/acquirer"
+	"github.com/idempotent-payments/idempay/internal/charge"
+	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/obs"
+	"github.com/idempotent-payments/idempay/internal/operator"
+)
+
+// Handler serves the operator's channel: one request per invocation of
+// the function URL. It runs the charge service's own operator paths
+// (Peek, Reconcile, Settle) with the deployment's acquirer and clock, and
+// records as who decided the caller Lambda authenticated (the request
+// context's IAM user ARN), never anything the request says of itself.
+type Handler struct {
+	Service *charge.Service
+	Logger  *slog.Logger
+}
+
+// Handle answers one request: 403 when the invocation names no IAM caller
+// (a URL that is not AWS_IAM's), 400 for a request that is not a POST of
+// one valid operator.Request, and otherwise 200 with the operator.Answer,
+// whatever the outcome. Every acting request is logged at WARN with who
+// asked and the decision's id.
+func (h *Handler) Handle(ctx context.Context, ev events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error) {
+	by := callerOf(ev)
+	if by == "" {
+		return respond(http.StatusForbidden, operator.Answer{Outcome: operator.OutcomeInvalid,
+			Detail: "no authenticated caller: the channel serves only requests IAM authenticated (a function URL with AWS_IAM auth)"})
+	}
+	if ev.RequestContext.HTTP.Method != http.MethodPost {
+		return respond(http.StatusBadRequest, operator.Answer{Outcome: operator.OutcomeInvalid, By: by, Detail: "POST a request"})
+	}
+	body := []byte(ev.Body)
+	if ev.IsBase64Encoded {
+		var err error
+		if body, err = base64.StdEncoding.DecodeString(ev.Body); err != nil {
+			return respond(http.StatusBadRequest, operator.Answer{Outcome: operator.OutcomeInvalid, By: by, Detail: "the body is not base64"})
+		}
+	}
+	req, err := operator.Decode(body)
+	if err != nil {
+		return respond(http.StatusBadRequest, operator.Answer{Outcome: operator.OutcomeInvalid, By: by, Detail: err.Error()})
+	}
+	ctx = obs.WithAttrs(ctx, slog.String("record", idem.Ref(req.Record)), slog.String("action", req.Action), slog.String("by", by))
+	if req.Decision != "" {
+		ctx = obs.WithAttrs(ctx, slog.String("decision", req.Decision))
+	}
+	a := h.serve(ctx, req, by)
+	a.By = by
+	level := slog.LevelWarn // a decision about money: every one is in the logs
+	if !operator.Acting(req.Action) {
+		level = slog.LevelInfo
+	}
+	h.Logger.Log(ctx, level, "operator", "outcome", a.Outcome, "took_effect", a.TookEffect, "detail", a.Detail)
+	return respond(http.StatusOK, a)
+}
+
+// callerOf is the caller's ARN as Lambda authenticated it, or "".
+func callerOf(ev events.LambdaFunctionURLRequest) string {
+	if a := ev.RequestContext.Authorizer; a != nil && a.IAM != nil {
+		return a.IAM.UserARN
+	}
+	return ""
+}
+
+func (h *Handler) serve(ctx context.Context, req operator.Request, by string) operator.Answer {
+	switch req.Action {
+	case operator.Look:
+		return h.look(ctx, req)
+	case operator.Reconcile, operator.Release:
+		return h.reconcile(ctx, req)
+	}
+	d := charge.Decision{PK: req.Record, Instance: req.Intent, Action: req.Action, By: by, ID: req.Decision}
+	if t := req.Terms; t != nil {
+		d.Terms = acquirer.Authorization{ID: t.AuthorizationID, Status: t.Status, Amount: t.Amount, Currency: t.Currency}
+	}
+	return settled(h.Service.Settle(ctx, d))
+}
+
+// look asks the acquirer, writing nothing, what it has under the intent's
+// downstream key.
+func (h *Handler) look(ctx context.Context, req operator.Request) operator.Answer {
+	if a, ok := h.gone(ctx, req); !ok {
+		return a
+	}
+	auth, err := h.Service.Peek(ctx, req.Record)
+	switch {
+	case err == nil:
+		return operator.Answer{Outcome: operator.OutcomeLooked, Terms: termsOf(auth), Detail: "what the acquirer says now; nothing was written"}
+	case errors.Is(err, charge.ErrNoAuthorization):
+		return operator.Answer{Outcome: operator.OutcomeNoAuthorization, Detail: "the acquirer has no authorization under the record's downstream key"}
+	case errors.Is(err, acquirer.ErrMismatch):
+		return operator.Answer{Outcome: operator.OutcomeMismatch, Terms: termsOf(auth), Detail: err.Error()}
+	case errors.Is(err, charge.ErrCompleted), errors.Is(err, idem.ErrOtherDownstream):
+		return operator.Answer{Outcome: operator.OutcomeRefused, Detail: err.Error()}
+	}
+	return operator.Answer{Outcome: operator.OutcomeFailed, Detail: err.Error()}
+}
+
+// gone answers for a request whose intent is no longer the record's (ok
+// false), or says it is (ok true).
+func (h *Handler) gone(ctx context.Context, req operator.Request) (operator.Answer, bool) {
+	rec, err := h.Service.Record(ctx, req.Record)
+	switch {
+	case errors.Is(err, idem.ErrNotFound) || err == nil && rec.DownstreamKey != req.Intent:
+		return operator.Answer{Outcome: operator.OutcomeGone, Detail: "the record is gone, or another intent of its key holds it: look again"}, false
+	case err != nil:
+		return operator.Answer{Outcome: operator.OutcomeFailed, Detail: err.Error()}, false
+	}
+	return operator.Answer{}, true
+}
+
+// reconcile runs the reconciler's own path on the record (Release: the
+// same path, and an answer that says when it completed instead).
+func (h *Handler) reconcile(ctx context.Context, req operator.Request) operator.Answer {
+	if a, ok := h.gone(ctx, req); !ok {
+		return a
+	}
+	did, err := h.Service.Reconcile(ctx, req.Record)
+	switch {
+	case did == charge.ReconciledMismatch && err != nil:
+		return operator.Answer{Outcome: operator.OutcomeFailed, Detail: "the acquirer's answer disagrees with the request, and holding the record failed; it stays in flight: " + err.Error()}
+	case errors.Is(err, idem.ErrOtherDownstream):
+		return operator.Answer{Outcome: operator.OutcomeRefused, Detail: "nothing written: " + err.Error()}
+	case err != nil:
+		return operator.Answer{Outcome: operator.OutcomeFailed, Detail: "nothing is known yet; the record stays in flight: " + err.Error()}
+	}
+	switch did {
+	case charge.ReconciledReleased:
+		return operator.Answer{Outcome: operator.OutcomeReleased, TookEffect: true,
+			Detail: "the acquirer has no charge under the record: the key is released, and the client's next retry charges anew"}
+	case charge.ReconciledCompleted:
+		a := operator.Answer{Outcome: operator.OutcomeCompleted, TookEffect: req.Action == operator.Reconcile,
+			Detail: "the acquirer has the charge: the record completed with the acquirer's outcome"}
+		if req.Action == operator.Release {
+			a.Detail = "not released: the acquirer has the charge, so the record completed with it"
+		}
+		if rec, err := h.Service.Record(ctx, req.Record); err == nil {
+			if res := h.Service.Get(ctx, rec.Account, charge.ChargeID(rec.DownstreamKey)); res.Outcome == charge.Found {
+				a.Terms = chargeTerms(res.Charge)
+			}
+		}
+		return a
+	case charge.ReconciledMismatch:
+		return operator.Answer{Outcome: operator.OutcomeMismatch, Detail: "the acquirer's answer disagrees with the request: the record is now held for an operator"}
+	case charge.ReconciledHeld:
+		return operator.Answer{Outcome: operator.OutcomeHeld, Detail: "the record is held for an operator: settle it with void-confirmed or accept"}
+	}
+	return operator.Answer{Outcome: operator.OutcomeNothingToDo,
+		Detail: "nothing changed: the record is completed, or its lease is live or ended less than T + skew ago; try again later"}
+}
+
+// settled is the answer of a settlement, from the state Settle read back.
+func settled(st charge.Settled, err error) operator.Answer {
+	a := operator.Answer{Outcome: st.State.String(), TookEffect: st.TookEffect()}
+	if st.State == 0 {
+		a.Outcome = operator.OutcomeRefused
+	}
+	if err != nil {
+		a.Detail = err.Error()
+	}
+	if s := st.Decision; s != nil {
+		a.Settlement = &operator.Settlement{Action: s.Action, By: s.By, Decision: s.Decision, At: s.At.UTC()}
+	}
+	if st.Charge.ID != "" {
+		a.Terms = chargeTerms(st.Charge)
+	}
+	return a
+}
+
+func termsOf(auth acquirer.Authorization) *operator.Terms {
+	return &operator.Terms{AuthorizationID: auth.ID, Status: auth.Status, Amount: auth.Amount, Currency: auth.Currency}
+}
+
+func chargeTerms(c charge.Charge) *operator.Terms {
+	return &operator.Terms{AuthorizationID: c.AuthorizationID, Status: c.Status, Amount: c.Amount, Currency: c.Currency}
+}
+
+// respond is the function URL's answer: a, as JSON, with status.
+func respond(status int, a operator.Answer) (events.LambdaFunctionURLResponse, error) {
+	body, err := a.Encode()
+	if err != nil {
+		return events.LambdaFunctionURLResponse{}, err
+	}
+	return events.LambdaFunctionURLResponse{StatusCode: status, Headers: map[string]string{"Content-Type": "application/json"}, Body: string(body)}, nil
+}
