@@ -12,9 +12,10 @@ import (
 	"github.com/idempotent-payments/idempay/internal/sweep"
 )
 
-// Handler runs one sweep per scheduled event and logs its report, which the
-// stale-records alarm reads; in the multi-region mode it then beats the
-// region's heartbeat and takes over the events of regions that stopped.
+// Handler probes the table and runs one sweep per scheduled event and
+// logs its report, which the stale-records alarm reads; in the
+// multi-region mode it then beats the region's heartbeat and takes over
+// the events of regions that stopped.
 type Handler struct {
 	Sweeper *sweep.Sweeper
 	// TakeOver is nil in one region.
@@ -23,7 +24,9 @@ type Handler struct {
 	// Metrics gets the run's counts as EMF (StaleFlagged, StaleFailing,
 	// OldestStaleSeconds, HeldRecords, OldestHeldSeconds, and in the
 	// multi-region mode EventsTakenOver and RegionsStopped): the stale-
-	// and held-records alarms read them. Nil skips it.
+	// and held-records alarms read them. It gets the table probe's
+	// answer on a line of its own (TableProbe), which the table-probe
+	// alarm reads. Nil skips it.
 	Metrics *obs.Metrics
 }
 
@@ -34,10 +37,14 @@ type Report struct {
 	TakeOver *publish.TakeOverReport `json:"take_over,omitempty"`
 }
 
-// Handle runs one sweep, then the take-over. An error (a shard it could
-// not read or flag, a row it could not take over) fails the invocation so
-// the sweeper-errors alarm sees it; the next run retries.
+// Handle probes the table (Sweeper.Probe) and records the answer at once,
+// before anything else runs, so every run that starts records it whatever
+// the sweep then does; then it runs one sweep, then the take-over. An
+// error (a shard it could not read or flag, a row it could not take over)
+// fails the invocation so the sweeper-errors alarm sees it; the next run
+// retries. The probe's own failure is told by its metric alone.
 func (h *Handler) Handle(ctx context.Context, _ events.EventBridgeEvent) (Report, error) {
+	h.probe(ctx)
 	r, err := h.Sweeper.Run(ctx)
 	h.Logger.InfoContext(ctx, "sweep", "flagged", r.Flagged, "backed_off", r.BackedOff, "failing", r.Failing,
 		"oldest_stale_seconds", int(r.OldestStale.Seconds()), "held", r.Held, "oldest_held_seconds", int(r.OldestHeld.Seconds()),
@@ -65,4 +72,18 @@ func (h *Handler) Handle(ctx context.Context, _ events.EventBridgeEvent) (Report
 		h.Metrics.Record(outcome, values)
 	}
 	return report, err
+}
+
+// probe makes the table probe's one read and records its answer:
+// MetricTableProbe 1 when the table answered, 0 when not.
+func (h *Handler) probe(ctx context.Context) {
+	err := h.Sweeper.Probe(ctx)
+	h.Logger.InfoContext(ctx, "table probe", "answered", err == nil, "error", err)
+	if h.Metrics != nil {
+		answered := 1.0
+		if err != nil {
+			answered = 0
+		}
+		h.Metrics.Values(map[string]float64{obs.MetricTableProbe: answered})
+	}
 }

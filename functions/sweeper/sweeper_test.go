@@ -107,3 +107,75 @@ func TestSweepFailureFailsTheInvocation(t *testing.T) {
 		t.Fatalf("log %s\nEMF %s", logs, emf)
 	}
 }
+
+// failingGet is a store whose reads fail: the table does not answer the
+// probe.
+type failingGet struct{ idem.Store }
+
+func (failingGet) Get(context.Context, string, time.Time) (*idem.Record, error) {
+	return nil, errors.New("read timed out")
+}
+
+// tableDown is a store that answers nothing: neither the probe's read nor
+// the sweep's listing.
+type tableDown struct{ failingList }
+
+func (tableDown) Get(context.Context, string, time.Time) (*idem.Record, error) {
+	return nil, errors.New("read timed out")
+}
+
+// probes are the TableProbe values of the EMF lines in emf, each checked
+// to be a line of its own, on the function and environment dimensions
+// only (no Outcome, no Requests).
+func probes(t *testing.T, emf string) []float64 {
+	t.Helper()
+	var out []float64
+	for _, line := range strings.Split(strings.TrimSpace(emf), "\n") {
+		var doc map[string]any
+		if err := json.Unmarshal([]byte(line), &doc); err != nil {
+			t.Fatalf("EMF line %q: %v", line, err)
+		}
+		v, ok := doc[obs.MetricTableProbe].(float64)
+		if !ok {
+			continue
+		}
+		if doc[obs.DimensionOutcome] != nil || doc[obs.MetricRequests] != nil || doc[obs.DimensionFunction] != "sweeper" {
+			t.Fatalf("the probe's line counts a request or has no function: %s", line)
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// TestTableProbe: every run records the table probe once, on a line of its
+// own and before the sweep's: 1 when the table answered its read, 0 when
+// not, whether the sweep then succeeds or fails; a failed probe alone does
+// not fail the run.
+func TestTableProbe(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name      string
+		store     idem.Store
+		probe     float64
+		sweepFail bool
+	}{
+		{"table answers, sweep succeeds", idemtest.NewMemoryStore(), 1, false},
+		{"table answers, sweep fails", failingList{idemtest.NewMemoryStore()}, 1, true},
+		{"read fails, sweep succeeds", failingGet{idemtest.NewMemoryStore()}, 0, false},
+		{"table down, sweep fails", tableDown{failingList{idemtest.NewMemoryStore()}}, 0, true},
+	} {
+		_, logs, emf, err := invoke(t, c.store, time.Now)
+		if (err != nil) != c.sweepFail {
+			t.Errorf("%s: the run's error %v", c.name, err)
+		}
+		if got := probes(t, emf); len(got) != 1 || got[0] != c.probe {
+			t.Errorf("%s: TableProbe %v, want [%g]\nEMF %s", c.name, got, c.probe, emf)
+		}
+		if first, _, _ := strings.Cut(emf, "\n"); !strings.Contains(first, `"`+obs.MetricTableProbe+`"`) {
+			t.Errorf("%s: the probe is not recorded before the sweep's line: %s", c.name, emf)
+		}
+		if want := fmt.Sprintf(`"answered":%t`, c.probe == 1); !strings.Contains(logs, `"msg":"table probe"`) || !strings.Contains(logs, want) {
+			t.Errorf("%s: log %s", c.name, logs)
+		}
+	}
+}

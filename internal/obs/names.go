@@ -35,4 +35,9 @@ const (
 	MetricStreamUndecodable  = "StreamUndecodable" // stream records the publisher skipped
 	MetricEventsTakenOver    = "EventsTakenOver"   // rows a sweeper published for their publisher: a stopped region's, or its own left behind (multi-region mode)
 	MetricRegionsStopped     = "RegionsStopped"    // regions a sweeper found with a stale heartbeat (multi-region mode)
+	// MetricTableProbe is the sweeper's strongly consistent read of the
+	// table, once a run: 1 when the table answered, 0 when not (Values,
+	// not Record: it is no request's outcome). The table-probe alarm, and
+	// through it the region's Route 53 health check, reads its Minimum.
+	MetricTableProbe = "TableProbe"
 )

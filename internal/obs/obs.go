@@ -97,6 +97,25 @@ func NewMetrics(w io.Writer, function, environment string) *Metrics {
 // ends in Ms, seconds when it ends in Seconds, counts otherwise) on the
 // function and environment dimensions.
 func (m *Metrics) Record(outcome Outcome, values map[string]float64) {
+	m.write(&outcome, values)
+}
+
+// Values writes one EMF line of the named values alone, on the function
+// and environment dimensions, with units as Record gives them: a
+// measurement that is no request's outcome (the sweeper's table probe),
+// so it adds nothing to the Requests counts the alarms read. Nothing is
+// written for no values. Like every metric here they are standard
+// resolution (no StorageResolution), which Route 53 requires of an alarm
+// it reads.
+func (m *Metrics) Values(values map[string]float64) {
+	if len(values) > 0 {
+		m.write(nil, values)
+	}
+}
+
+// write writes one EMF line: Requests by outcome when outcome is not nil,
+// and values on the function and environment dimensions.
+func (m *Metrics) write(outcome *Outcome, values map[string]float64) {
 	type metric struct {
 		Name string `json:"Name"`
 		Unit string `json:"Unit"`
@@ -106,10 +125,12 @@ func (m *Metrics) Record(outcome Outcome, values map[string]float64) {
 		Dimensions [][]string `json:"Dimensions"`
 		Metrics    []metric   `json:"Metrics"`
 	}
-	doc := map[string]any{
-		DimensionFunction: m.function, DimensionEnvironment: m.environment, DimensionOutcome: outcome, MetricRequests: 1,
+	doc := map[string]any{DimensionFunction: m.function, DimensionEnvironment: m.environment}
+	var directives []directive
+	if outcome != nil {
+		doc[DimensionOutcome], doc[MetricRequests] = *outcome, 1
+		directives = append(directives, directive{Namespace: Namespace, Dimensions: [][]string{{DimensionFunction, DimensionEnvironment, DimensionOutcome}}, Metrics: []metric{{Name: MetricRequests, Unit: "Count"}}})
 	}
-	directives := []directive{{Namespace: Namespace, Dimensions: [][]string{{DimensionFunction, DimensionEnvironment, DimensionOutcome}}, Metrics: []metric{{Name: MetricRequests, Unit: "Count"}}}}
 	if len(values) > 0 {
 		d := directive{Namespace: Namespace, Dimensions: [][]string{{DimensionFunction, DimensionEnvironment}}}
 		for name, v := range values {

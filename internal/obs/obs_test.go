@@ -104,6 +104,45 @@ func TestMetricsAreValidEMF(t *testing.T) {
 	}
 }
 
+// TestValuesCountNoRequest: a line of values alone (the sweeper's table
+// probe) is valid EMF on the function and environment dimensions, and
+// adds nothing to Requests or any Outcome, which the alarms count; no
+// values write no line.
+func TestValuesCountNoRequest(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	m := NewMetrics(&buf, FunctionSweeper, "prod")
+	m.now = func() time.Time { return time.UnixMilli(1796105509000) }
+	m.Values(nil)
+	m.Values(map[string]float64{MetricTableProbe: 0})
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 1 {
+		t.Fatalf("%d lines: %q", len(lines), lines)
+	}
+	if err := validateEMF([]byte(lines[0])); err != nil {
+		t.Fatalf("%s: %v", lines[0], err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(lines[0]), &doc); err != nil {
+		t.Fatal(err)
+	}
+	dirs := doc["_aws"].(map[string]any)["CloudWatchMetrics"].([]any)
+	if doc[MetricTableProbe] != 0.0 || doc[DimensionFunction] != FunctionSweeper || doc[DimensionEnvironment] != "prod" ||
+		doc[MetricRequests] != nil || doc[DimensionOutcome] != nil || len(dirs) != 1 ||
+		asJSON(t, dirs[0]) != `{"Dimensions":[["Function","Environment"]],"Metrics":[{"Name":"TableProbe","Unit":"Count"}],"Namespace":"idempay"}` {
+		t.Fatalf("line %s", lines[0])
+	}
+}
+
+func asJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
 func TestLoggerUsesLambdaJSONFormat(t *testing.T) {
 	t.Parallel()
 	var buf bytes.Buffer
