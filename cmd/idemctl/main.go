@@ -167,9 +167,9 @@ func run(ctx context.Context, args []string, sh shell) error {
 // flags are the command line's values.
 type flags struct {
 	table, account, key, operatorURL, decision, intent *string
-	yes, debug                                          *bool
-	charges                                             chargeIDs
-	failuresQueue, topicARN, region                     *string
+	yes, debug                                         *bool
+	charges                                            chargeIDs
+	failuresQueue, topicARN, region                    *string
 }
 
 // sdkLogger is where the SDK's own log lines go: a retried call's warnings

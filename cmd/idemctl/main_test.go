@@ -119,8 +119,8 @@ func newLab(t *testing.T, extra []string, principals ...localapi.Principal) lab 
 	}))
 	t.Cleanup(srv.Close)
 	return lab{
-		s:     s,
-		guard: idem.NewGuard(dynamostore.New(s.DynamoDB, s.TableName), idem.Config{DefaultLease: 100 * time.Millisecond, Protocol: shortProtocol}),
+		s:      s,
+		guard:  idem.NewGuard(dynamostore.New(s.DynamoDB, s.TableName), idem.Config{DefaultLease: 100 * time.Millisecond, Protocol: shortProtocol}),
 		ledger: dynamoledger.New(s.DynamoDB, s.TableName), other: other, otherURL: srv.URL, otherCalls: &calls,
 	}
 }
