@@ -34,6 +34,9 @@ type watched struct {
 	outcomes          outcomeTopic
 	publisher         function
 	publisherFailures awssqs.Queue
+	// tableProbe is the table-probe alarm (tableProbeAlarm), made before
+	// the domain's health check that reads it; watch makes it page.
+	tableProbe awscloudwatch.Alarm
 }
 
 type watchedFunction struct {
@@ -61,6 +64,10 @@ const (
 	// outcomeUnreadAlarm, in seconds: an event has waited a week on its
 	// outcome queue, half the queue's retention.
 	outcomeUnreadAlarm = 7 * 24 * 60 * 60
+	// tableProbePeriods: the table probe's alarm fires after this many
+	// 1-minute periods in a row without a probe that the table answered:
+	// one late schedule or one slow read is not a region down.
+	tableProbePeriods = 3
 )
 
 // watch makes the alarms, all to the environment's topic, and the
@@ -228,6 +235,7 @@ func (a alarms) sweeper(w watched) {
 	})
 	heartbeat.AddAlarmAction(awscloudwatchactions.NewSnsAction(a.topic))
 	heartbeat.AddInsufficientDataAction(awscloudwatchactions.NewSnsAction(a.topic))
+	w.tableProbe.AddAlarmAction(awscloudwatchactions.NewSnsAction(a.topic))
 	a.alarm("StaleRecordsAlarm", "StaleRecords", "", a.emf(obs.FunctionSweeper, obs.MetricStaleFlagged, "Maximum", nil), 1)
 	a.alarm("StaleFailingAlarm", "StaleFailing", "", a.emf(obs.FunctionSweeper, obs.MetricStaleFailing, "Maximum", nil), 1)
 	// Held records: an acquirer's answer disagreed with the request. The
@@ -238,6 +246,25 @@ func (a alarms) sweeper(w watched) {
 	a.alarm("HeldRecordsAlarm", "HeldRecords", "", a.emf(obs.FunctionSweeper, obs.MetricHeldRecords, "Maximum", nil), 1)
 	a.alarm("OldestStaleAlarm", "OldestStale", "", a.emf(obs.FunctionSweeper, obs.MetricOldestStaleSeconds, "Maximum", nil), staleHorizon)
 
+}
+
+// tableProbeAlarm is the alarm on the sweeper's table probe
+// (obs.MetricTableProbe, one strongly consistent read a run, 1 when the
+// table answered): it fires when the probe's Minimum is below 1 in each
+// of tableProbePeriods 1-minute periods in a row, and treats missing data
+// as breaching, since a minute in which no sweeper reported proves nothing
+// healthy. In the multi-region mode the region's Route 53 health check
+// reads it (newDomain), and it pages in every mode (watch). Route 53 takes
+// an alarm on a standard-resolution metric with a plain statistic
+// (Average, Minimum, Maximum, Sum, SampleCount), which this is.
+func tableProbeAlarm(stack awscdk.Stack, cfg Config) awscloudwatch.Alarm {
+	a := alarms{stack: stack, cfg: cfg}
+	probe := a.emf(obs.FunctionSweeper, obs.MetricTableProbe, "Minimum", nil).With(&awscloudwatch.MetricOptions{Period: awscdk.Duration_Minutes(jsii.Number(1))})
+	return awscloudwatch.NewAlarm(stack, jsii.String("TableProbeAlarm"), &awscloudwatch.AlarmProps{
+		AlarmDescription: jsii.String(specOf(cfg, "TableProbe").description("")),
+		Metric:           probe, Threshold: jsii.Number(1), EvaluationPeriods: jsii.Number(tableProbePeriods),
+		ComparisonOperator: awscloudwatch.ComparisonOperator_LESS_THAN_THRESHOLD, TreatMissingData: awscloudwatch.TreatMissingData_BREACHING,
+	})
 }
 
 // events: the publisher keeps up with the stream, and the events reach

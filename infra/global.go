@@ -2,11 +2,11 @@ package main
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscertificatemanager"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
@@ -16,7 +16,6 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/idempotent-payments/idempay/internal/route"
 	"github.com/idempotent-payments/idempay/internal/tabledef"
 )
 
@@ -172,26 +171,24 @@ func replicaTable(stack awscdk.Stack, cfg Config, removal awscdk.RemovalPolicy) 
 // table's stream ARN.
 const latestStreamArn = "Table.LatestStreamArn"
 
-// Route 53's checks of each region's health route: every 30 s from each
-// checker, unhealthy after 3 failures in a row.
-const (
-	healthCheckInterval  = 30
-	healthCheckFailures  = 3
-	healthCheckHTTPSPort = 443
-)
-
 // newDomain puts the stack's API at cfg.DomainName in its region: an ACM
 // certificate validated by DNS in the hosted zone, a regional custom
-// domain mapped to the stage, a Route 53 health check of the region's
-// health route, and a latency record for the domain (this region's,
-// SetIdentifier and Region the region) that answers only while that
-// check passes, so clients go to the nearest healthy region.
+// domain mapped to the stage, a Route 53 health check of the region, and
+// a latency record for the domain (this region's, SetIdentifier and Region
+// the region) that answers only while that check is healthy, so clients go
+// to the nearest healthy region.
 //
-// The check calls the API's own endpoint, <api id>.execute-api.<region>:
-// the custom domain's regional target answers only requests whose host
-// name is the domain, and a check that asked the domain itself would be
-// routed by the latency records to whichever region they chose.
-func newDomain(stack awscdk.Stack, cfg Config, api awsapigatewayv2.HttpApi, stage awsapigatewayv2.HttpStage) {
+// The check is of type CLOUDWATCH_METRIC on probe, the region's
+// table-probe alarm (tableProbeAlarm): healthy while the alarm is OK,
+// unhealthy in ALARM, and unhealthy while CloudWatch has too little data
+// to say (InsufficientDataHealthStatus), so a region enters the domain
+// only once its own probes have answered. The deployment makes that probe
+// itself, from the region's sweeper, so no caller of the API takes part
+// in it: the health route's throttle is shared by every anonymous caller,
+// and a check that called it would turn unhealthy under anyone's flood.
+// What the probe does not cover (API Gateway, the authorizer, the charge
+// function) is in docs/deploying.md.
+func newDomain(stack awscdk.Stack, cfg Config, api awsapigatewayv2.HttpApi, stage awsapigatewayv2.HttpStage, probe awscloudwatch.Alarm) {
 	zone := awsroute53.HostedZone_FromHostedZoneAttributes(stack, jsii.String("Zone"), &awsroute53.HostedZoneAttributes{
 		HostedZoneId: jsii.String(cfg.HostedZoneID), ZoneName: jsii.String(cfg.HostedZoneName),
 	})
@@ -203,11 +200,10 @@ func newDomain(stack awscdk.Stack, cfg Config, api awsapigatewayv2.HttpApi, stag
 		EndpointType: awsapigatewayv2.EndpointType_REGIONAL, SecurityPolicy: awsapigatewayv2.SecurityPolicy_TLS_1_2,
 	})
 	awsapigatewayv2.NewApiMapping(stack, jsii.String("ApiMapping"), &awsapigatewayv2.ApiMappingProps{Api: api, DomainName: domain, Stage: stage})
-	_, healthPath, _ := strings.Cut(route.Health, " ")
 	check := awsroute53.NewHealthCheck(stack, jsii.String("HealthCheck"), &awsroute53.HealthCheckProps{
-		Type: awsroute53.HealthCheckType_HTTPS, EnableSNI: jsii.Bool(true), Port: jsii.Number(healthCheckHTTPSPort), ResourcePath: jsii.String(healthPath),
-		Fqdn:            awscdk.Fn_Sub(jsii.String("${Api}.execute-api.${AWS::Region}.${AWS::URLSuffix}"), &map[string]*string{"Api": api.ApiId()}),
-		RequestInterval: awscdk.Duration_Seconds(jsii.Number(healthCheckInterval)), FailureThreshold: jsii.Number(healthCheckFailures),
+		Type:                         awsroute53.HealthCheckType_CLOUDWATCH_METRIC,
+		AlarmIdentifier:              &awsroute53.AlarmIdentifier{Name: probe.AlarmName(), Region: jsii.String(cfg.Region)},
+		InsufficientDataHealthStatus: awsroute53.InsufficientDataHealthStatusEnum_UNHEALTHY,
 	})
 	awsroute53.NewARecord(stack, jsii.String("LatencyRecord"), &awsroute53.ARecordProps{
 		Zone: zone, RecordName: jsii.String(cfg.DomainName),
@@ -218,6 +214,6 @@ func newDomain(stack awscdk.Stack, cfg Config, api awsapigatewayv2.HttpApi, stag
 		Value: jsii.String("https://" + cfg.DomainName), Description: jsii.String("The API at the domain: the nearest healthy region's"),
 	})
 	awscdk.NewCfnOutput(stack, jsii.String("HealthCheckId"), &awscdk.CfnOutputProps{
-		Value: check.HealthCheckId(), Description: jsii.String("Route 53's check of this region's " + route.Health),
+		Value: check.HealthCheckId(), Description: jsii.String("Route 53's check of this region: its table-probe alarm"),
 	})
 }

@@ -20,7 +20,7 @@ import (
 
 	"github.com/idempotent-payments/idempay/internal/deploy"
 	"github.com/idempotent-payments/idempay/internal/idem"
-	"github.com/idempotent-payments/idempay/internal/route"
+	"github.com/idempotent-payments/idempay/internal/obs"
 	"github.com/idempotent-payments/idempay/internal/streamfilter"
 	"github.com/idempotent-payments/idempay/internal/tabledef"
 )
@@ -523,6 +523,10 @@ func TestGlobalLeastPrivilege(t *testing.T) {
 					asJSON(st["Condition"]) != `{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["`+idem.RecordPrefix+`*"]}}` {
 					t.Errorf("%s: the sweeper deletes %s, want records only", s.name, asJSON(st["Condition"]))
 				}
+				if slices.Contains(list(st["Action"]), any("dynamodb:GetItem")) && prefix == "SweeperPolicy" &&
+					asJSON(st["Condition"]) != sentinelOnly && asJSON(st["Condition"]) != `{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["`+tabledef.HeartbeatPrefix+`*","`+tabledef.LedgerPrefix+`*"]}}` {
+					t.Errorf("%s: the sweeper reads %s, want the probe's key, the heartbeats and the ledger rows only", s.name, asJSON(st["Condition"]))
+				}
 				if strings.Contains(res, `"*"`) && asJSON(st["Action"]) != asJSON(xrayActions) || strings.Contains(res, "/stream/*") || strings.Contains(asJSON(st["Action"]), "*") {
 					t.Errorf("%s %s: a wildcard in %s", s.name, prefix, asJSON(st))
 				}
@@ -549,11 +553,18 @@ func policyActions(p map[string]any) []string {
 }
 
 // TestGlobalRouting: every region's stack puts its API at the domain with
-// a certificate validated in the hosted zone, a health check of its own
-// health route, and a latency record for its region that carries that
-// check; the routes are those of every mode.
+// a certificate validated in the hosted zone, and a latency record for its
+// region that carries the region's health check: a CLOUDWATCH_METRIC check
+// on that region's own table-probe alarm, unhealthy while the alarm has
+// too little data, and nothing that calls the API (the health route's
+// throttle is every anonymous caller's). The alarm reads the sweeper's
+// TableProbe metric: Minimum below 1 in each of 3 one-minute periods in a
+// row, a missing minute breaching. The routes are those of every mode.
 func TestGlobalRouting(t *testing.T) {
-	_, healthPath, _ := strings.Cut(route.Health, " ")
+	cfg, err := ConfigFor("global", globalInputs)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, s := range synthGlobal(t) {
 		tmpl := s.template
 		checkRoutes(t, s.name, tmpl)
@@ -571,15 +582,40 @@ func TestGlobalRouting(t *testing.T) {
 			!strings.Contains(asJSON(mapping["DependsOn"]), "ApiDefaultStage") {
 			t.Errorf("%s: mapping %s", s.name, asJSON(mapping))
 		}
+
+		// The probe's alarm, in this region's stack.
+		alarmID := ""
+		for id := range resources(tmpl, "AWS::CloudWatch::Alarm") {
+			if strings.HasPrefix(id, "TableProbeAlarm") {
+				alarmID = id
+			}
+		}
+		alarm := props(byPrefix(t, resources(tmpl, "AWS::CloudWatch::Alarm"), "TableProbeAlarm"))
+		dims := asJSON(alarm["Dimensions"])
+		if alarm["Namespace"] != obs.Namespace || alarm["MetricName"] != obs.MetricTableProbe || alarm["Statistic"] != "Minimum" || alarm["Period"] != 60.0 ||
+			dims != `[{"Name":"`+obs.DimensionEnvironment+`","Value":"`+cfg.Name+`"},{"Name":"`+obs.DimensionFunction+`","Value":"`+obs.FunctionSweeper+`"}]` ||
+			alarm["ComparisonOperator"] != "LessThanThreshold" || alarm["Threshold"] != 1.0 || alarm["EvaluationPeriods"] != float64(tableProbePeriods) ||
+			alarm["DatapointsToAlarm"] != nil || alarm["TreatMissingData"] != "breaching" || alarm["Metrics"] != nil || alarm["ExtendedStatistic"] != nil {
+			t.Errorf("%s: table-probe alarm %s", s.name, asJSON(alarm))
+		}
+		if actions := list(alarm["AlarmActions"]); len(actions) != 1 || !strings.Contains(asJSON(actions[0]), `"Alarms`) {
+			t.Errorf("%s: the table-probe alarm does not page: %v", s.name, actions)
+		}
+
+		// The region's one health check reads that alarm, in this region.
 		checkID := ""
 		for id := range resources(tmpl, "AWS::Route53::HealthCheck") {
 			checkID = id
 		}
 		check := props(only(t, tmpl, "AWS::Route53::HealthCheck"))["HealthCheckConfig"].(map[string]any)
-		if check["Type"] != "HTTPS" || check["ResourcePath"] != healthPath || check["Port"] != 443.0 || check["EnableSNI"] != true ||
-			asJSON(check["FullyQualifiedDomainName"]) != `{"Fn::Sub":["${Api}.execute-api.${AWS::Region}.${AWS::URLSuffix}",{"Api":{"Ref":"ApiF70053CD"}}]}` ||
-			check["RequestInterval"] != float64(healthCheckInterval) || check["FailureThreshold"] != float64(healthCheckFailures) {
+		if check["Type"] != "CLOUDWATCH_METRIC" || asJSON(check["AlarmIdentifier"]) != `{"Name":{"Ref":"`+alarmID+`"},"Region":"`+s.region+`"}` ||
+			check["InsufficientDataHealthStatus"] != "Unhealthy" {
 			t.Errorf("%s: health check %s", s.name, asJSON(check))
+		}
+		for _, endpoint := range []string{"FullyQualifiedDomainName", "IPAddress", "ResourcePath", "Port", "RequestInterval", "FailureThreshold"} {
+			if check[endpoint] != nil {
+				t.Errorf("%s: the health check calls an endpoint (%s): %s", s.name, endpoint, asJSON(check))
+			}
 		}
 		record := props(only(t, tmpl, "AWS::Route53::RecordSet"))
 		alias := asJSON(record["AliasTarget"])

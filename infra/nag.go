@@ -79,7 +79,7 @@ func suppress(c constructs.IConstruct, id, reason string, appliesTo ...string) {
 // publicRouteReasons say why each route of route.Public has no
 // authorizer; a public route without a reason here is a bug.
 var publicRouteReasons = map[string]string{
-	route.Health: "the health route, which Route 53's health checks call and which carry no token: it makes one strongly consistent read of the table " +
+	route.Health: "the health route, for people and monitors that carry no token (Route 53's checks read the sweeper's table probe instead): it makes one strongly consistent read of the table " +
 		"and answers 200 or 503 with no body, so it reveals nothing and changes nothing; every other route has the JWT authorizer and its scope",
 }
 

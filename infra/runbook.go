@@ -68,6 +68,11 @@ func runbook(cfg Config) []alarmSpec {
 			"its writes back-pressure the table's: check the shard spread"},
 		{"TableSystemErrors", "DynamoDB answered 5xx",
 			"the functions answer 503; check the AWS Health Dashboard"},
+		{"TableProbe", fmt.Sprintf("%d minutes in a row without a sweeper's probe that the table answered (its strongly consistent read failed, or no sweeper ran: "+
+			"missing data is breaching). In the multi-region mode this region's Route 53 health check is unhealthy and the domain resolves to the other regions. "+
+			"A new stack's alarm can page once before its sweeper's first runs", tableProbePeriods),
+			"read the sweeper's `table probe` lines (`error`): with `TableSystemErrors` or `TableThrottles` the table fails; with `SweeperHeartbeat` " +
+				"the sweeper does not run (its schedule rule, its errors). The alarm turns OK, and the region returns to the domain, at the first minute whose probe the table answers"},
 		{"PublisherIteratorAge", fmt.Sprintf("the publisher of the outcome events is over %d h behind the table's stream", publisherLagAlarm/3600),
 			fmt.Sprintf("read its WARN lines (`publish failed`): the topic refuses or fails; once fixed the stream redelivers from the failed record. "+
 				"At %d h the trigger gives the batch up (`PublisherFailures`)", recordAge)},

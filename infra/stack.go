@@ -76,8 +76,9 @@ func NewStack(scope constructs.Construct, id string, cfg Config, assets StackAss
 	mappings, schedule := newTriggers(stack, cfg, fns, q)
 
 	api, stage := newAPI(stack, cfg, removal, charge.fn)
+	probe := tableProbeAlarm(stack, cfg)
 	if cfg.multiRegion() {
-		newDomain(stack, cfg, api, stage)
+		newDomain(stack, cfg, api, stage, probe)
 	}
 	queues := map[string]awssqs.Queue{"reconcile": reconcileQueue}
 	for _, p := range producers {
@@ -90,7 +91,7 @@ func NewStack(scope constructs.Construct, id string, cfg Config, assets StackAss
 			{deploy.FunctionReconciler, reconciler, timeoutOf(deploy.FunctionReconciler)}, {deploy.FunctionSweeper, sweeper, timeoutOf(deploy.FunctionSweeper)},
 			{deploy.FunctionPublisher, publisher, timeoutOf(deploy.FunctionPublisher)},
 		},
-		outcomes: outcomes, publisher: publisher, publisherFailures: publisherFailures,
+		outcomes: outcomes, publisher: publisher, publisherFailures: publisherFailures, tableProbe: probe,
 	})
 	suppressStack(mappings, dlq, rejected, secret, schedule, topic, sweeper.fn.Node().FindChild(jsii.String("EventInvokeConfig")))
 	suppressOutcomes(outcomes, publisherFailures)
@@ -305,6 +306,11 @@ func newFunctions(stack awscdk.Stack, cfg Config, assets StackAssets, removal aw
 	sweeper := newFunction(stack, "Sweeper", cfg, assets, removal, timeoutOf(deploy.FunctionSweeper), &sweeperEnv, slices.Concat([]statement{
 		query,
 		{actions: []string{"dynamodb:UpdateItem"}, resources: []*string{tableArn}, conditions: onlyRecords},
+		// The table probe's read (sweep.Sweeper.Probe): the one key no
+		// record has, and no other.
+		{actions: []string{"dynamodb:GetItem"}, resources: []*string{tableArn}, conditions: map[string]any{
+			"ForAllValues:StringEquals": map[string]any{"dynamodb:LeadingKeys": []string{idem.SentinelPK}},
+		}},
 		{actions: []string{"sqs:SendMessage"}, resources: []*string{reconcileQueue.QueueArn()}},
 	}, purge, takeOver))
 	onlySender(reconcileQueue, sweeper.role)
@@ -644,8 +650,9 @@ func newAPI(stack awscdk.Stack, cfg Config, removal awscdk.RemovalPolicy, charge
 	// The routes without the authorizer reach the charge function with no
 	// token at all: their own small throttle keeps them from taking the
 	// stage's rate (and the function's reserved concurrency) from charges.
-	// Route 53's checkers call each region's health route a few times a
-	// second in all.
+	// Every anonymous caller shares it, so nothing that decides a region's
+	// health calls them: Route 53's checks read the sweeper's table probe
+	// (newDomain).
 	public := map[string]interface{}{}
 	for _, r := range route.Public {
 		// RouteSettings is a JSON map: CloudFormation's own names, as written.

@@ -340,7 +340,8 @@ func TestLeastPrivilege(t *testing.T) {
 		"ReconcilerPolicy": {"dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "logs:CreateLogStream", "logs:PutLogEvents",
 			"secretsmanager:GetSecretValue", "sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ReceiveMessage", "sqs:SendMessage",
 			"xray:PutTelemetryRecords", "xray:PutTraceSegments"},
-		"SweeperPolicy": {"dynamodb:Query", "dynamodb:UpdateItem", "logs:CreateLogStream", "logs:PutLogEvents", "sqs:SendMessage", "xray:PutTelemetryRecords", "xray:PutTraceSegments"},
+		"SweeperPolicy": {"dynamodb:GetItem", "dynamodb:Query", "dynamodb:UpdateItem", "logs:CreateLogStream", "logs:PutLogEvents", "sqs:SendMessage",
+			"xray:PutTelemetryRecords", "xray:PutTraceSegments"},
 		"PublisherPolicy": {"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:ListStreams", "logs:CreateLogStream", "logs:PutLogEvents",
 			"sns:Publish", "sqs:SendMessage", "xray:PutTelemetryRecords", "xray:PutTraceSegments"},
 		"ProducerordersPolicy":    {"sqs:SendMessage"},
@@ -388,7 +389,8 @@ func TestLeastPrivilege(t *testing.T) {
 	}
 	// Rows by prefix: every item action names the prefixes it may touch; no
 	// role updates or deletes a ledger row, the sweeper touches records
-	// only, and the reconciler puts ledger rows only (never an idempotency
+	// only and reads the table probe's one key (idem.SentinelPK) and no
+	// other, and the reconciler puts ledger rows only (never an idempotency
 	// record: the claim path fails for it).
 	records := `{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["` + idem.RecordPrefix + `*"]}}`
 	ledger := `{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["` + tabledef.LedgerPrefix + `*"]}}`
@@ -397,7 +399,7 @@ func TestLeastPrivilege(t *testing.T) {
 		"ChargePolicy":      {"dynamodb:PutItem": both, "dynamodb:GetItem": both, "dynamodb:UpdateItem": records, "dynamodb:DeleteItem": records},
 		"SqsConsumerPolicy": {"dynamodb:PutItem": both, "dynamodb:GetItem": both, "dynamodb:UpdateItem": records, "dynamodb:DeleteItem": records},
 		"ReconcilerPolicy":  {"dynamodb:PutItem": ledger, "dynamodb:GetItem": both, "dynamodb:UpdateItem": records, "dynamodb:DeleteItem": records},
-		"SweeperPolicy":     {"dynamodb:UpdateItem": records, "dynamodb:Query": ""},
+		"SweeperPolicy":     {"dynamodb:UpdateItem": records, "dynamodb:Query": "", "dynamodb:GetItem": sentinelOnly},
 	} {
 		for _, st := range props(byPrefix(t, policies, prefix))["PolicyDocument"].(map[string]any)["Statement"].([]any) {
 			st := st.(map[string]any)
@@ -413,6 +415,10 @@ func TestLeastPrivilege(t *testing.T) {
 		}
 	}
 }
+
+// sentinelOnly is the condition of the sweeper's one read of the table in
+// every mode, its table probe's: the key no record has.
+var sentinelOnly = `{"ForAllValues:StringEquals":{"dynamodb:LeadingKeys":["` + idem.SentinelPK + `"]}}`
 
 // TestQueuePolicies: each producer's queue admits only that producer's
 // role, the reconcile queue only the sweeper's, and the sweeper's own
@@ -577,7 +583,7 @@ func TestAlarms(t *testing.T) {
 	alarms := resources(tmpl, "AWS::CloudWatch::Alarm")
 	want := []string{"DeadLettersAlarm", "RejectedCommandsAlarm", "ProducerNotAllowedAlarm", "Api5xxRateAlarm", "ChargePendingAlarm", "ConsumerPendingAlarm",
 		"ChargeUnavailableAlarm", "ConsumerUnavailableAlarm", "AcquirerErrorsAlarm", "SweeperHeartbeatAlarm", "StaleRecordsAlarm",
-		"StaleFailingAlarm", "OldestStaleAlarm", "AcquirerMismatchAlarm", "HeldRecordsAlarm", "TableThrottlesAlarm", "IndexThrottlesAlarm", "TableSystemErrorsAlarm", "QueueAgeAlarmreconcile",
+		"StaleFailingAlarm", "OldestStaleAlarm", "AcquirerMismatchAlarm", "HeldRecordsAlarm", "TableThrottlesAlarm", "IndexThrottlesAlarm", "TableSystemErrorsAlarm", "TableProbeAlarm", "QueueAgeAlarmreconcile",
 		"PublisherIteratorAgeAlarm", "PublisherFailuresAlarm", "StreamUndecodableAlarm", "UndeliveredOutcomesAlarm"}
 	for _, p := range cfg.Producers {
 		want = append(want, "QueueAgeAlarm"+p.Name)
