@@ -127,6 +127,10 @@ JWT_ISSUER ?=
 JWT_AUDIENCE ?=
 AWS_ACCOUNT ?=
 PRODUCER_PRINCIPALS ?=
+# Who may assume the operator's role, the one caller of the operator's
+# channel (OPERATOR_PRINCIPAL=arn:aws:iam::...:role/..., required in staging
+# and prod).
+OPERATOR_PRINCIPAL ?=
 COLLECTOR_LAYER_ARN ?=
 # Multi-region (ENV=global): REGIONS (the first creates the table), WITNESS_REGION
 # with two, TABLE_CONSISTENCY (strong; eventual is refused), the domain and its zone.
@@ -140,12 +144,12 @@ CDK_INPUTS = -c env=$(ENV) -c jwtIssuer=$(JWT_ISSUER) -c jwtAudience=$(JWT_AUDIE
   -c "alarmEmails=$(ALARM_EMAILS)" -c reservedConcurrency=$(RESERVED_CONCURRENCY) \
   -c throttleRate=$(THROTTLE_RATE) -c throttleBurst=$(THROTTLE_BURST) -c tracing=$(if $(filter 1,$(TRACING)),1) \
   $(if $(AWS_ACCOUNT),-c account=$(AWS_ACCOUNT)) $(if $(AWS_REGION),-c region=$(AWS_REGION)) \
-  $(foreach p,$(PRODUCER_PRINCIPALS),-c producerPrincipal.$(p)) $(if $(COLLECTOR_LAYER_ARN),-c collectorLayerArn=$(COLLECTOR_LAYER_ARN)) \
+  $(foreach p,$(PRODUCER_PRINCIPALS),-c producerPrincipal.$(p)) $(if $(OPERATOR_PRINCIPAL),-c operatorPrincipal=$(OPERATOR_PRINCIPAL)) $(if $(COLLECTOR_LAYER_ARN),-c collectorLayerArn=$(COLLECTOR_LAYER_ARN)) \
   $(if $(REGIONS),-c regions=$(REGIONS)) $(if $(WITNESS_REGION),-c witnessRegion=$(WITNESS_REGION)) \
   $(if $(TABLE_CONSISTENCY),-c tableConsistency=$(TABLE_CONSISTENCY)) $(if $(DOMAIN_NAME),-c domainName=$(DOMAIN_NAME)) \
   $(if $(HOSTED_ZONE_ID),-c hostedZoneId=$(HOSTED_ZONE_ID)) $(if $(HOSTED_ZONE_NAME),-c hostedZoneName=$(HOSTED_ZONE_NAME))
 
-## synth: the CloudFormation template of ENV (dev, staging, prod) into infra/cdk.out; JWT_ISSUER, JWT_AUDIENCE and (without credentials) AWS_ACCOUNT and AWS_REGION are required, and in staging and prod ALARM_EMAILS, RESERVED_CONCURRENCY, THROTTLE_RATE, THROTTLE_BURST, PRODUCER_PRINCIPALS
+## synth: the CloudFormation template of ENV (dev, staging, prod) into infra/cdk.out; JWT_ISSUER, JWT_AUDIENCE and (without credentials) AWS_ACCOUNT and AWS_REGION are required, and in staging and prod ALARM_EMAILS, RESERVED_CONCURRENCY, THROTTLE_RATE, THROTTLE_BURST, PRODUCER_PRINCIPALS, OPERATOR_PRINCIPAL
 synth: build $(CDK)
 	cd infra && _cdk/node_modules/.bin/cdk synth $(CDK_INPUTS) --quiet && ls cdk.out/idempay-$(ENV)*.template.json | sed 's|^|infra/|'
 

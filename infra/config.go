@@ -134,6 +134,11 @@ type Config struct {
 	// accounts. The accounts here are examples: list your producers and the
 	// accounts each may charge.
 	Producers []Producer
+	// OperatorPrincipal is the principal that may assume the operator's
+	// role (an IAM role or user, such as an SSO permission set's role):
+	// input operatorPrincipal, required in staging and prod. Empty in dev:
+	// the role then trusts the account, and synthesis warns.
+	OperatorPrincipal string
 }
 
 // Environments lists the known environment names: global is multi-region
@@ -162,6 +167,10 @@ const (
 	// -c producerPrincipal.orders=arn:aws:iam::111122223333:role/orders
 	// (make synth PRODUCER_PRINCIPALS="orders=arn:...").
 	InputProducerPrincipal = "producerPrincipal."
+	// InputOperatorPrincipal is the principal that may assume the
+	// operator's role, the one caller of the operator's channel: an IAM
+	// role or user (make synth OPERATOR_PRINCIPAL=arn:...).
+	InputOperatorPrincipal = "operatorPrincipal"
 	// InputCollectorLayerARN is the tracing collector layer's ARN, for a
 	// region CDK's table does not have (single-region only).
 	InputCollectorLayerARN = "collectorLayerArn"
@@ -325,9 +334,18 @@ func isLayerARN(arn string) bool {
 	return strings.HasPrefix(arn, "arn:aws") && strings.Contains(arn, ":layer:")
 }
 
-// readPrincipals reads who may assume each producer's role: required for
-// every producer when required, and never an account's root.
+// readPrincipals reads who may assume each producer's role and the
+// operator's: required for every one when required, and never an
+// account's root.
 func (c *Config) readPrincipals(input func(string) string, required bool) error {
+	switch arn := input(InputOperatorPrincipal); {
+	case arn != "" && !principalARN.MatchString(arn):
+		return fmt.Errorf("input %s=%q: want arn:aws:iam::<account>:role/<name> (a role or user, never an account's root)", InputOperatorPrincipal, arn)
+	case arn != "":
+		c.OperatorPrincipal = arn
+	case required:
+		return fmt.Errorf("no principal may assume the operator's role (input %s); the account's root is never trusted here", InputOperatorPrincipal)
+	}
 	for i, p := range c.Producers {
 		key := InputProducerPrincipal + p.Name
 		switch arn := input(key); {

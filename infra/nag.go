@@ -30,6 +30,8 @@ func suppressFunction(name string, fn awslambda.Function, policy awsiam.Policy) 
 			"and the SweeperErrors and SweeperHeartbeat alarms report failures",
 		"Publisher": "invoked by the DynamoDB stream's event source mapping, which retries a failing batch while its records are in the stream " +
 			"and then sends the batch's metadata to the publisher-failures queue, its on-failure destination",
+		"Operator": "invoked synchronously through its function URL by the operator's tool, which is told every failure and sends the decision again " +
+			"under the same id: a dead-letter queue applies only to asynchronous invocations",
 	}[name]
 	suppress(fn, "Serverless-LambdaDLQ", reason)
 }

@@ -89,7 +89,7 @@ func NewStack(scope constructs.Construct, id string, cfg Config, assets StackAss
 		functions: []watchedFunction{
 			{deploy.FunctionCharge, charge, timeoutOf(deploy.FunctionCharge)}, {deploy.FunctionConsumer, consumer, timeoutOf(deploy.FunctionConsumer)},
 			{deploy.FunctionReconciler, reconciler, timeoutOf(deploy.FunctionReconciler)}, {deploy.FunctionSweeper, sweeper, timeoutOf(deploy.FunctionSweeper)},
-			{deploy.FunctionPublisher, publisher, timeoutOf(deploy.FunctionPublisher)},
+			{deploy.FunctionPublisher, publisher, timeoutOf(deploy.FunctionPublisher)}, {deploy.FunctionOperator, fns.operator.fn, timeoutOf(deploy.FunctionOperator)},
 		},
 		outcomes: outcomes, publisher: publisher, publisherFailures: publisherFailures, tableProbe: probe,
 	})
@@ -204,6 +204,7 @@ type dependencies struct {
 // stackFunctions are the stack's functions (deploy.Deployed's).
 type stackFunctions struct {
 	charge, consumer, reconciler, sweeper, publisher function
+	operator                                        operatorChannel
 }
 
 // newFunctions makes the functions, each with its environment and the
@@ -320,8 +321,9 @@ func newFunctions(stack awscdk.Stack, cfg Config, assets StackAssets, removal aw
 		{actions: []string{"sqs:SendMessage"}, resources: []*string{publisherFailures.QueueArn()}}, // the trigger's on-failure destination
 	}, mark...))
 	publisherTrigger(stack, cfg, table.streamArn, publisher, publisherFailures)
+	operator := newOperatorChannel(stack, cfg, assets, removal, with(nil), table, outcomes.topic.TopicArn(), publisherFailures, secret.SecretArn())
 
-	return stackFunctions{charge: charge, consumer: consumer, reconciler: reconciler, sweeper: sweeper, publisher: publisher}
+	return stackFunctions{charge: charge, consumer: consumer, reconciler: reconciler, sweeper: sweeper, publisher: publisher, operator: operator}
 }
 
 // newTriggers makes the consumers' event source mappings and the sweeper's
@@ -554,7 +556,7 @@ func encodeSources(sources []command.Source) *string {
 // may do exactly the statements given, plus write its own log group.
 func newFunction(stack awscdk.Stack, name string, cfg Config, assets StackAssets, removal awscdk.RemovalPolicy, timeout float64, env *map[string]*string, statements []statement) function {
 	described := map[string]string{"Charge": deploy.FunctionCharge, "SqsConsumer": deploy.FunctionConsumer, "Reconciler": deploy.FunctionReconciler,
-		"Sweeper": deploy.FunctionSweeper, "Publisher": deploy.FunctionPublisher}[name]
+		"Sweeper": deploy.FunctionSweeper, "Publisher": deploy.FunctionPublisher, "Operator": deploy.FunctionOperator}[name]
 	dir := deployed.Function(described).Binary
 	logs := awslogs.NewLogGroup(stack, jsii.String(name+"Logs"), &awslogs.LogGroupProps{
 		Retention: retention(cfg.LogRetentionDays), RemovalPolicy: removal,

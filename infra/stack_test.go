@@ -62,7 +62,7 @@ func synthConfig(t *testing.T, id string, cfg Config) map[string]any {
 func testAssets(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	for _, fn := range []string{"charge", "sqsconsumer", "sweeper", "publisher"} {
+	for _, fn := range deployed.Binaries() {
 		if err := os.MkdirAll(filepath.Join(dir, fn), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -183,11 +183,11 @@ func TestFunctionsQueuesAndTriggers(t *testing.T) {
 	for _, env := range singleRegionEnvironments {
 		tmpl := synth(t, env)
 		fns := resources(tmpl, "AWS::Lambda::Function")
-		if len(fns) != 5 {
+		if len(fns) != len(deployed.Functions) {
 			t.Fatalf("%s: %d functions", env, len(fns))
 		}
 		for prefix, timeout := range map[string]float64{"Charge": timeoutOf(deploy.FunctionCharge), "SqsConsumer": timeoutOf(deploy.FunctionConsumer), "Reconciler": timeoutOf(deploy.FunctionReconciler), "Sweeper": timeoutOf(deploy.FunctionSweeper),
-			"Publisher": timeoutOf(deploy.FunctionPublisher)} {
+			"Publisher": timeoutOf(deploy.FunctionPublisher), "Operator": timeoutOf(deploy.FunctionOperator)} {
 			p := props(byPrefix(t, fns, prefix))
 			if asJSON(p["TracingConfig"]) != `{"Mode":"Active"}` {
 				t.Errorf("%s %s: tracing %s, want active", env, prefix, asJSON(p["TracingConfig"]))
@@ -344,6 +344,10 @@ func TestLeastPrivilege(t *testing.T) {
 			"xray:PutTelemetryRecords", "xray:PutTraceSegments"},
 		"PublisherPolicy": {"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:ListStreams", "logs:CreateLogStream", "logs:PutLogEvents",
 			"sns:Publish", "sqs:SendMessage", "xray:PutTelemetryRecords", "xray:PutTraceSegments"},
+		"OperatorPolicy": {"dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "logs:CreateLogStream", "logs:PutLogEvents",
+			"secretsmanager:GetSecretValue", "xray:PutTelemetryRecords", "xray:PutTraceSegments"},
+		"OperatorCallerPolicy": {"dynamodb:DescribeStream", "dynamodb:GetItem", "dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:Query",
+			"lambda:InvokeFunction", "lambda:InvokeFunctionUrl", "sns:Publish", "sqs:DeleteMessage", "sqs:ReceiveMessage"},
 		"ProducerordersPolicy":    {"sqs:SendMessage"},
 		"ProducerbillingPolicy":   {"sqs:SendMessage"},
 		"ProducerordersOutcomes":  slices.Sorted(slices.Values(outcomeReadActions)),
@@ -591,7 +595,7 @@ func TestAlarms(t *testing.T) {
 	for _, s := range subscribersOf(cfg) {
 		want = append(want, "OutcomesUnreadAlarm"+s)
 	}
-	for _, fn := range []string{"Charge", "Consumer", "Reconciler", "Sweeper", "Publisher"} {
+	for _, fn := range []string{"Charge", "Consumer", "Reconciler", "Sweeper", "Publisher", "Operator"} {
 		want = append(want, fn+"ErrorsAlarm", fn+"ThrottlesAlarm", fn+"DurationAlarm")
 	}
 	if len(alarms) != len(want) {
@@ -661,6 +665,7 @@ func testInputs(key string) string {
 		InputThrottleRate: "200", InputThrottleBurst: "100", InputAccount: "111122223333", InputRegion: "sa-east-1",
 		InputProducerPrincipal + "orders":  "arn:aws:iam::444455556666:role/orders-service",
 		InputProducerPrincipal + "billing": "arn:aws:iam::444455556666:role/billing-service",
+		InputOperatorPrincipal:             "arn:aws:iam::111122223333:role/payments-operators",
 	}[key]
 }
 
@@ -981,7 +986,7 @@ func TestRunbookNamesEveryAlarm(t *testing.T) {
 	for _, s := range runbook(prod) {
 		rows[s.name] = s
 	}
-	functions := []string{"Charge", "Consumer", "Reconciler", "Sweeper", "Publisher"}
+	functions := []string{"Charge", "Consumer", "Reconciler", "Sweeper", "Publisher", "Operator"}
 	for id, a := range resources(synth(t, "prod"), "AWS::CloudWatch::Alarm") {
 		name, per, ok := strings.Cut(id, "Alarm")
 		if !ok {
@@ -1095,7 +1100,7 @@ func TestQueueAgeAlarmAfterTheRedrive(t *testing.T) {
 // execution environments by.
 func TestMemorySizes(t *testing.T) {
 	ids := map[string]string{"Charge": deploy.FunctionCharge, "SqsConsumer": deploy.FunctionConsumer, "Reconciler": deploy.FunctionReconciler,
-		"Sweeper": deploy.FunctionSweeper, "Publisher": deploy.FunctionPublisher}
+		"Sweeper": deploy.FunctionSweeper, "Publisher": deploy.FunctionPublisher, "Operator": deploy.FunctionOperator}
 	fns := resources(synth(t, "prod"), "AWS::Lambda::Function")
 	for id, name := range ids {
 		if got, want := props(byPrefix(t, fns, id))["MemorySize"], float64(deployed.Function(name).MemoryMB); got != want {

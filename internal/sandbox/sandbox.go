@@ -15,8 +15,10 @@
 //
 // Payment methods: pm_card_declined is declined (card_declined),
 // pm_card_insufficient_funds is declined (insufficient_funds),
-// pm_card_processing_error is answered 500 without being processed; every
-// other method is captured.
+// pm_card_processing_error is answered 500 without being processed,
+// pm_card_captures_tenfold is captured for ten times the amount asked (an
+// acquirer that charged terms nobody asked for: its answer is a mismatch,
+// and the record is held for an operator); every other method is captured.
 package sandbox
 
 import (
@@ -54,6 +56,9 @@ type Faults struct {
 	// Seed makes the fault sequence repeatable.
 	Seed uint64 `json:"seed"`
 }
+
+// PaymentMethodTenfold is captured for ten times the amount asked.
+const PaymentMethodTenfold = "pm_card_captures_tenfold"
 
 // Server is the sandbox acquirer. Its zero value is not usable; call New.
 type Server struct {
@@ -248,6 +253,8 @@ func (s *Server) record(key string, req acquirer.Request) stored {
 		auth.Status, auth.DeclineCode, status = acquirer.StatusDeclined, "card_declined", http.StatusPaymentRequired
 	case "pm_card_insufficient_funds":
 		auth.Status, auth.DeclineCode, status = acquirer.StatusDeclined, "insufficient_funds", http.StatusPaymentRequired
+	case PaymentMethodTenfold:
+		auth.Amount *= 10
 	}
 	rec := stored{auth: auth, status: status}
 	s.byKey[key] = rec

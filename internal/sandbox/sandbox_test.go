@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/idempotent-payments/idempay/internal/acquirer"
 )
 
 // TestResent: a request that comes back with a dropped key within the
@@ -42,5 +44,20 @@ func TestResent(t *testing.T) {
 	post("retried-key")
 	if s.Resent() != 1 {
 		t.Fatalf("resent %d after a retry a second later, want still 1", s.Resent())
+	}
+}
+
+// TestTenfold: pm_card_captures_tenfold is captured for ten times the
+// amount asked, once per key, and its lookup states the same.
+func TestTenfold(t *testing.T) {
+	s := New("")
+	ctx := t.Context()
+	auth, err := s.Authorize(ctx, "tenfold-key", acquirer.Request{Amount: 100, Currency: "BRL", PaymentMethod: PaymentMethodTenfold, OrderID: "1"})
+	if err != nil || auth.Amount != 1000 || auth.Status != acquirer.StatusCaptured {
+		t.Fatalf("authorize: %+v, %v", auth, err)
+	}
+	again, err := s.Lookup(ctx, "tenfold-key")
+	if err != nil || again != auth {
+		t.Fatalf("lookup: %+v, %v", again, err)
 	}
 }
