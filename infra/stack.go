@@ -204,7 +204,7 @@ type dependencies struct {
 // stackFunctions are the stack's functions (deploy.Deployed's).
 type stackFunctions struct {
 	charge, consumer, reconciler, sweeper, publisher function
-	operator                                        operatorChannel
+	operator                                         operatorChannel
 }
 
 // newFunctions makes the functions, each with its environment and the
