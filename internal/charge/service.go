@@ -617,15 +617,11 @@ func sameCharge(a, b Charge) bool {
 	return a == b
 }
 
-// Healthy makes one strongly consistent read of the table (a key no
-// record ever has, idem.SentinelPK) and reports whether the table
-// answered: the health check's one question, for routing clients between
-// regions. It reads no account's data.
+// Healthy makes one strongly consistent read of the table (idem.Probe)
+// and reports whether the table answered: the health route's one
+// question. It reads no account's data.
 func (s *Service) Healthy(ctx context.Context) error {
-	if _, err := s.guard.Lookup(ctx, idem.SentinelPK); err != nil && !errors.Is(err, idem.ErrNotFound) {
-		return err
-	}
-	return nil
+	return s.guard.Probe(ctx)
 }
 
 // Get finds account's charge id: Found with the charge, NotFound for a

@@ -327,6 +327,9 @@ func (g *Guard) ReleaseMarker(ctx context.Context, downstreamKey string) (*Relea
 	return m, nil
 }
 
+// Probe is Probe on this guard's store, at its clock.
+func (g *Guard) Probe(ctx context.Context) error { return Probe(ctx, g.store, g.cfg.Now()) }
+
 // Lookup returns the live record under pk (ErrNotFound if none): what a worker
 // that lost its lease reads to learn the outcome.
 func (g *Guard) Lookup(ctx context.Context, pk string) (*Record, error) {

@@ -2,6 +2,7 @@ package idem
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -165,6 +166,17 @@ type Settlement struct {
 	// At is when: the settling take-over's time, and an accept's
 	// completion's.
 	At time.Time
+}
+
+// Probe makes one strongly consistent read of store, of SentinelPK, and
+// returns nil when the store answered (the key is never found), or the
+// store's error. It reads no account's data and writes nothing: the one
+// question a health check asks of the table.
+func Probe(ctx context.Context, store Store, now time.Time) error {
+	if _, err := store.Get(ctx, SentinelPK, now); err != nil && !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	return nil
 }
 
 // ValidDecisionID reports whether id can name a decision

@@ -2,7 +2,6 @@ package sweep
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -14,7 +13,7 @@ import (
 const ProbeTimeout = 5 * time.Second
 
 // Probe makes one strongly consistent read of the table, of a key no
-// record ever has (idem.SentinelPK: the read the health route makes,
+// record ever has (idem.Probe: the read the health route makes too,
 // charge.Service.Healthy), and returns nil when the table answered, the
 // key not found, or the error when it did not answer within ProbeTimeout.
 // It reads no account's data and writes nothing. The sweeper records its
@@ -24,7 +23,7 @@ const ProbeTimeout = 5 * time.Second
 func (s *Sweeper) Probe(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, ProbeTimeout)
 	defer cancel()
-	if _, err := s.store.Get(ctx, idem.SentinelPK, s.cfg.Now()); err != nil && !errors.Is(err, idem.ErrNotFound) {
+	if err := idem.Probe(ctx, s.store, s.cfg.Now()); err != nil {
 		return fmt.Errorf("table probe: %w", err)
 	}
 	return nil
