@@ -44,7 +44,7 @@ test: $(RIE) spin
 FAST_PACKAGES := ./internal/idem/ ./internal/idem/idemtest/ ./internal/charge/ ./internal/charge/chargetest/ \
 	./internal/httpapi/ ./internal/strictjson/ ./internal/command/ ./internal/event/ ./internal/outbox/ ./internal/tabledef/ \
 	./internal/acquirer/ ./internal/sandbox/ ./internal/obs/ ./internal/setup/ ./internal/localapi/ ./internal/archtest/ ./internal/deploy/ \
-	./functions/charge/ ./functions/sqsconsumer/ ./functions/sweeper/ ./cmd/localapi/
+	./functions/charge/ ./functions/sqsconsumer/ ./functions/sweeper/ ./functions/operator/ ./internal/operator/ ./cmd/localapi/
 fast: $(RIE)
 	go test -count=1 $(FAST_PACKAGES)
 	cd cmd/benchreport && go test -count=1 ./...

@@ -353,7 +353,11 @@ func (t tool) act(ctx context.Context, cmd string) error {
 	if err != nil {
 		return fmt.Errorf("record %s: %w; nothing is known of decision %s: send it again with --decision %s --intent %s", ref, err, req.Decision, req.Decision, req.Intent)
 	}
-	fmt.Fprintf(t.sh.stdout, "record %s: %s (asked by %s)\n", ref, outcomeLine(a), a.By)
+	line := outcomeLine(a)
+	if a.Settlement == nil { // a settlement names who decided; otherwise, say who asked
+		line += " (asked by " + a.By + ")"
+	}
+	fmt.Fprintf(t.sh.stdout, "record %s: %s\n", ref, line)
 	if !a.TookEffect {
 		return fmt.Errorf("record %s: %s: %s", ref, a.Outcome, a.Detail)
 	}
