@@ -96,14 +96,16 @@ func newOperatorChannel(stack awscdk.Stack, cfg Config, assets StackAssets, remo
 	// Within one account an Allow in a resource policy restricts nobody:
 	// any principal whose own policy allows the invocation may call. The
 	// explicit Deny on every principal but the operator's role makes the
-	// role the only caller, whatever other policies say.
+	// role the only caller, whatever other policies say. The function has
+	// no version or alias (TestOperatorChannel); its qualified ARNs are
+	// named too, so one published later is not left open.
 	awslambda.NewCfnResourcePolicy(stack, jsii.String("OperatorOnlyCaller"), &awslambda.CfnResourcePolicyProps{
 		ResourceArn: fn.fn.FunctionArn(),
 		PolicyDocument: map[string]interface{}{
 			"Version": "2012-10-17",
 			"Statement": []interface{}{map[string]interface{}{
 				"Sid": "OnlyTheOperatorsRole", "Effect": "Deny", "Principal": "*",
-				"Action": operatorInvokeActions, "Resource": fn.fn.FunctionArn(),
+				"Action": operatorInvokeActions, "Resource": []interface{}{fn.fn.FunctionArn(), awscdk.Fn_Join(jsii.String(""), &[]*string{fn.fn.FunctionArn(), jsii.String(":*")})},
 				"Condition": map[string]interface{}{"ArnNotEquals": map[string]interface{}{"aws:PrincipalArn": role.RoleArn()}},
 			}},
 		},

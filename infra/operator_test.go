@@ -42,13 +42,18 @@ func TestOperatorChannel(t *testing.T) {
 	}
 	rp := props(only(t, tmpl, "AWS::Lambda::ResourcePolicy"))
 	deny := `{"Statement":[{"Action":["lambda:InvokeFunctionUrl","lambda:InvokeFunction"],"Condition":{"ArnNotEquals":{"aws:PrincipalArn":` + roleArn + `}},` +
-		`"Effect":"Deny","Principal":"*","Resource":` + fnArn + `,"Sid":"OnlyTheOperatorsRole"}],"Version":"2012-10-17"}`
+		`"Effect":"Deny","Principal":"*","Resource":[` + fnArn + `,{"Fn::Join":["",[` + fnArn + `,":*"]]}],"Sid":"OnlyTheOperatorsRole"}],"Version":"2012-10-17"}`
 	if asJSON(rp["ResourceArn"]) != fnArn || asJSON(rp["PolicyDocument"]) != deny {
 		t.Errorf("the channel's resource policy:\n%s\nwant\n%s", asJSON(rp), deny)
 	}
 	for id, p := range resources(tmpl, "AWS::Lambda::Permission") {
 		if asJSON(props(p)["FunctionName"]) == fnArn {
 			t.Errorf("permission %s grants an invocation of the operator function: %s", id, asJSON(p))
+		}
+	}
+	for _, typ := range []string{"AWS::Lambda::Version", "AWS::Lambda::Alias"} {
+		if n := len(resources(tmpl, typ)); n > 0 {
+			t.Errorf("%d %s: the Deny names the function and its qualified ARNs, and a resource policy is a version's or an alias's own", n, typ)
 		}
 	}
 

@@ -8,10 +8,10 @@
 //	idemctl inspect        --account A --key K
 //	idemctl stale
 //	idemctl held
-//	idemctl reconcile      --account A --key K [--yes] [--decision ID --intent I]
-//	idemctl release        --account A --key K [--yes] [--decision ID --intent I]
-//	idemctl void-confirmed --account A --key K [--yes] [--decision ID --intent I]
-//	idemctl accept         --account A --key K [--yes] [--decision ID --intent I]
+//	idemctl reconcile      --account A --key K [--yes]
+//	idemctl release        --account A --key K [--yes]
+//	idemctl void-confirmed --account A --key K [--yes] | --decision ID --intent I
+//	idemctl accept         --account A --key K [--yes] | --decision ID --intent I
 //	idemctl republish      --charge ID [--charge ID ...] | --failures-queue URL [--topic ARN]
 //
 // idemctl never calls the acquirer and reads no acquirer URL, id,
@@ -29,9 +29,10 @@
 // the person, then sends the decision under a decision id of its own. It
 // prints what the table holds afterwards (released or completed by this
 // decision, by another, still held) and exits 0 only when this decision
-// took effect. A call cut off in transit is sent again with the same id
-// (the channel reads back what the first call did before doing anything);
-// --decision and --intent, as printed, send it again by hand.
+// took effect. A settlement cut off in transit is sent again with the same
+// id (the channel reads back what the first call did before doing
+// anything); --decision and --intent, as printed, read back what a
+// settlement did, and do nothing else.
 //
 // republish publishes outcome events again, through the publisher's own
 // code: from the ledger rows of the charges named, or, draining the
@@ -120,8 +121,8 @@ func run(ctx context.Context, args []string, sh shell) error {
 	f.account = fs.String("account", "", "the account (the JWT's account claim)")
 	f.key = fs.String("key", "", "the client's Idempotency-Key")
 	f.operatorURL = fs.String("operator-url", sh.getenv(deploy.EnvOperatorURL), "acting commands: the operator's channel (the stack's OperatorUrl output)")
-	f.decision = fs.String("decision", "", "acting commands: send the decision of this id again (as printed), instead of a new one")
-	f.intent = fs.String("intent", "", "with --decision: the intent it was about (as printed), when the record is gone")
+	f.decision = fs.String("decision", "", "void-confirmed/accept: read back what the decision of this id did (as printed), and do nothing else")
+	f.intent = fs.String("intent", "", "with --decision: the intent it was about (as printed)")
 	f.yes = fs.Bool("yes", false, "acting commands: do not ask for confirmation")
 	f.debug = fs.Bool("debug", false, "write the SDK's own log lines to stderr")
 	fs.Var(&f.charges, "charge", "republish: a charge id whose event to publish again (repeatable)")
@@ -286,7 +287,8 @@ var actions = map[string]string{
 
 // act runs an acting command on the record the flags name: show it, show
 // what the acquirer says, ask, send the decision through the channel, and
-// say what the table holds afterwards.
+// say what the table holds afterwards. With --decision it only reads back
+// what that decision did (readBack).
 func (t tool) act(ctx context.Context, cmd string) error {
 	f := t.flags
 	if err := t.needScope(); err != nil {
@@ -302,57 +304,78 @@ func (t tool) act(ctx context.Context, cmd string) error {
 		Timeout: deploy.Deployed().Function(deploy.FunctionOperator).Timeout + 10*time.Second,
 	}
 	pk, ref := t.scope.PK(), idem.Ref(t.scope.PK())
-	req := operator.Request{Action: actions[cmd], Record: pk, Decision: *f.decision, Intent: *f.intent}
+	if *f.decision != "" {
+		return t.readBack(ctx, client, cmd, pk, ref)
+	}
+	if *f.intent != "" {
+		return errors.New("--intent goes with --decision: it names the intent a decision was about")
+	}
 	rec, err := t.guard.Lookup(ctx, pk)
-	switch {
-	case errors.Is(err, idem.ErrNotFound) && req.Decision != "" && req.Intent != "":
-		// A decision sent again about a record that is gone: the channel
-		// reads back which decision released it.
-	case errors.Is(err, idem.ErrNotFound):
+	if errors.Is(err, idem.ErrNotFound) {
 		return fmt.Errorf("no live record %s: nothing to do", ref)
-	case err != nil:
+	}
+	if err != nil {
 		return err
-	default:
-		if req.Intent == "" {
-			req.Intent = rec.DownstreamKey
-		}
-		if err := t.out.Encode(describe(ctx, t.ledger, rec, t.sh.now())); err != nil {
-			return err
-		}
-		if req.Decision == "" { // a new decision: on a record it fits
-			if err := fits(cmd, rec, ref); err != nil {
-				return err
-			}
-		}
 	}
-	if req.Decision == "" {
-		req.Decision = newDecisionID()
+	if err := t.out.Encode(describe(ctx, t.ledger, rec, t.sh.now())); err != nil {
+		return err
 	}
-	look := operator.Answer{Outcome: operator.OutcomeGone}
-	if rec != nil && rec.Status == idem.StatusInProgress {
-		if look, err = client.Do(ctx, operator.Request{Action: operator.Look, Record: pk, Intent: req.Intent}); err != nil {
-			return fmt.Errorf("nothing done: the look through the operator's channel: %w", err)
-		}
-		fmt.Fprintf(t.sh.stdout, "The acquirer says now: %s\n", lookLine(look))
+	if err := fits(cmd, rec, ref); err != nil {
+		return err
 	}
-	if cmd == "accept" {
-		switch {
-		case look.Outcome == operator.OutcomeLooked:
-			req.Terms = look.Terms
-		case rec != nil && rec.Status == idem.StatusCompleted && req.Decision == *f.decision:
-			req.Terms = &operator.Terms{} // a decision sent again: the channel reads back, it asks nothing
-		default:
-			return fmt.Errorf("nothing done, record %s stays held: there are no terms to accept (%s)", ref, lookLine(look))
-		}
+	req := operator.Request{Action: actions[cmd], Record: pk, Intent: rec.DownstreamKey, Decision: newDecisionID()}
+	look, err := client.Do(ctx, operator.Request{Action: operator.Look, Record: pk, Intent: req.Intent})
+	if err != nil {
+		return fmt.Errorf("nothing done: the look through the operator's channel: %w", err)
+	}
+	fmt.Fprintf(t.sh.stdout, "The acquirer says now: %s\n", lookLine(look))
+	switch {
+	case cmd == "void-confirmed" && look.Outcome == operator.OutcomeLooked:
+		fmt.Fprintln(t.sh.stdout, "The acquirer still reports this charge: confirm only once you have voided it there.")
+	case cmd == "accept" && look.Outcome != operator.OutcomeLooked:
+		return fmt.Errorf("nothing done, record %s stays held: there are no terms to accept (%s)", ref, lookLine(look))
+	case cmd == "accept":
+		req.Terms = look.Terms
 	}
 	if err := confirm(t.sh, *f.yes, question(cmd, ref, req.Terms)); err != nil {
 		return err
 	}
-	fmt.Fprintf(t.sh.stdout, "decision %s on intent %s (to send it again: --decision %s --intent %s)\n", req.Decision, req.Intent, req.Decision, req.Intent)
-	a, err := client.Do(ctx, req)
-	if err != nil {
-		return fmt.Errorf("record %s: %w; nothing is known of decision %s: send it again with --decision %s --intent %s", ref, err, req.Decision, req.Decision, req.Intent)
+	if operator.Settling(req.Action) {
+		fmt.Fprintf(t.sh.stdout, "decision %s on intent %s (to read back what it did: --decision %s --intent %s)\n", req.Decision, req.Intent, req.Decision, req.Intent)
 	}
+	a, err := client.Do(ctx, req)
+	if err != nil && operator.Settling(req.Action) {
+		return fmt.Errorf("record %s: %w; nothing is known of decision %s: read back what it did with --decision %s --intent %s", ref, err, req.Decision, req.Decision, req.Intent)
+	}
+	if err != nil {
+		return fmt.Errorf("record %s: %w; inspect it to see what the table holds", ref, err)
+	}
+	return t.report(ref, a)
+}
+
+// readBack asks the channel what the settlement --decision, about the
+// intent --intent, did, and does nothing else: a decision is carried out
+// once, by the call that was confirmed, and a person who lost its answer
+// learns it here. Without --intent it refuses: the key's record may now be
+// a later intent, which a decision never settles.
+func (t tool) readBack(ctx context.Context, client *operator.Client, cmd, pk, ref string) error {
+	f := t.flags
+	switch {
+	case !operator.Settling(actions[cmd]):
+		return errors.New("--decision reads back a settlement (void-confirmed, accept); reconcile and release are read with inspect")
+	case *f.intent == "":
+		return errors.New("--decision needs --intent, the intent the decision was about (as printed): the key's record may now be a later intent")
+	}
+	a, err := client.Do(ctx, operator.Request{Action: operator.ReadBack, Record: pk, Intent: *f.intent, Decision: *f.decision, Of: actions[cmd]})
+	if err != nil {
+		return fmt.Errorf("record %s: %w", ref, err)
+	}
+	return t.report(ref, a)
+}
+
+// report prints the channel's answer and fails unless this request's
+// action took effect.
+func (t tool) report(ref string, a operator.Answer) error {
 	line := outcomeLine(a)
 	if a.Settlement == nil { // a settlement names who decided; otherwise, say who asked
 		line += " (asked by " + a.By + ")"

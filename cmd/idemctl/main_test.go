@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -293,6 +294,45 @@ func TestActingCommands(t *testing.T) {
 	if err != nil || json.Unmarshal([]byte(out), &v) != nil || v.Status != idem.StatusCompleted || v.Hold == nil || v.Hold.Settlement == nil ||
 		v.Hold.Settlement.By != l.s.OperatorPrincipal.UserARN || v.Hold.Settlement.Decision == "" || v.Ledger["amount"] != 1000.0 {
 		t.Fatalf("inspect after accept: %v\n%s", err, out)
+	}
+}
+
+// TestReadBackByDecision: --decision and --intent read back what a
+// settlement did and do nothing else. After a void, the client's retry
+// charges a later intent of the key, which is held again; reading the
+// void back says it released its own intent and leaves the later one held.
+// Without --intent it refuses; the void's id read as an accept is not the
+// accept's.
+func TestReadBackByDecision(t *testing.T) {
+	t.Parallel()
+	l := newLab(t, nil)
+	first := l.held(t, "read-back-key")
+	time.Sleep(waitOut)
+	out, _, err := l.idemctl(t, "", nil, nil, "void-confirmed", "--account", "acct_ops", "--key", "read-back-key", "--yes")
+	if err != nil || !strings.Contains(out, "The acquirer still reports this charge") {
+		t.Fatalf("void-confirmed: %v\n%s", err, out)
+	}
+	m := regexp.MustCompile(`decision (dec-[0-9a-f]{32}) on intent ([0-9a-f]+)`).FindStringSubmatch(out)
+	if m == nil || m[2] != first {
+		t.Fatalf("no decision printed:\n%s", out)
+	}
+	later := l.held(t, "read-back-key") // the client's retry: a later intent, held again
+	out, _, err = l.idemctl(t, "", nil, nil, "void-confirmed", "--account", "acct_ops", "--key", "read-back-key", "--decision", m[1], "--intent", m[2])
+	if err != nil || !strings.Contains(out, operator.OutcomeReleasedByThis) {
+		t.Fatalf("the void read back: %v\n%s", err, out)
+	}
+	if rec := l.record(t, "read-back-key"); rec == nil || !rec.Held() || rec.DownstreamKey != later || rec.Attempt != 1 {
+		t.Fatalf("reading back touched the later intent: %+v", rec)
+	}
+	if _, _, err := l.idemctl(t, "", nil, nil, "void-confirmed", "--account", "acct_ops", "--key", "read-back-key", "--decision", m[1]); err == nil || !strings.Contains(err.Error(), "--intent") {
+		t.Fatalf("--decision without --intent: %v", err)
+	}
+	out, _, err = l.idemctl(t, "", nil, nil, "accept", "--account", "acct_ops", "--key", "read-back-key", "--decision", m[1], "--intent", m[2])
+	if err == nil || !strings.Contains(out, operator.OutcomeReleasedByAnother) {
+		t.Fatalf("the void's id read back as an accept: %v\n%s", err, out)
+	}
+	if rec := l.record(t, "read-back-key"); rec == nil || !rec.Held() || rec.Attempt != 1 {
+		t.Fatalf("a read-back wrote: %+v", rec)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -79,6 +80,8 @@ func (h *Handler) serve(ctx context.Context, req operator.Request, by string) op
 		return h.look(ctx, req)
 	case operator.Reconcile, operator.Release:
 		return h.reconcile(ctx, req)
+	case operator.ReadBack:
+		return settled(h.Service.ReadBack(ctx, charge.Decision{PK: req.Record, Instance: req.Intent, Action: req.Of, ID: req.Decision}))
 	}
 	d := charge.Decision{PK: req.Record, Instance: req.Intent, Action: req.Action, By: by, ID: req.Decision}
 	if t := req.Terms; t != nil {
@@ -174,6 +177,9 @@ func settled(st charge.Settled, err error) operator.Answer {
 	}
 	if st.Charge.ID != "" {
 		a.Terms = chargeTerms(st.Charge)
+	}
+	if st.State == charge.InProgress {
+		a.RetryAfter = max(1, int(time.Until(st.Until).Seconds()+1))
 	}
 	return a
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/idem"
@@ -72,20 +73,26 @@ const (
 	// ReleasedByAnother: another decision's void released it.
 	ReleasedByAnother
 	// CompletedByAnother: the record completed otherwise: another
-	// decision's accept.
+	// decision's accept, or (once the record is gone past its retention)
+	// whichever decision wrote the intent's ledger row.
 	CompletedByAnother
 	// NotHeld: the record decided on is in flight but not held: there is
 	// nothing to settle.
 	NotHeld
-	// Gone: the record decided on is no longer there, and no release
-	// marker names a decision that released it.
+	// Gone: the record decided on is no longer there, and neither a
+	// release marker nor a ledger row says what became of it.
 	Gone
+	// InProgress: an earlier call of this same decision holds the record's
+	// lease and is carrying it out (a call sent again while the first
+	// still runs). Nothing was done; ask again once the lease ends
+	// (Settled.Until).
+	InProgress
 )
 
 var stateNames = map[State]string{
 	StillHeld: "still_held", ReleasedByThis: "released_by_this_decision", CompletedByThis: "completed_by_this_decision",
 	ReleasedByAnother: "released_by_another_decision", CompletedByAnother: "completed_by_another_decision",
-	NotHeld: "not_held", Gone: "gone",
+	NotHeld: "not_held", Gone: "gone", InProgress: "in_progress",
 }
 
 // String is the state's stable name.
@@ -106,6 +113,9 @@ type Settled struct {
 	Decision *idem.Settlement
 	// Charge is the ledger row of a completed record, when it reads.
 	Charge Charge
+	// Until is when the lease of an earlier call of the decision ends
+	// (InProgress).
+	Until time.Time
 }
 
 // TookEffect reports whether the decision read back is the one that
@@ -202,6 +212,8 @@ func (s *Service) Settle(ctx context.Context, d Decision) (Settled, error) {
 		return before, fmt.Errorf("settle %s: read the record: %w", idem.Ref(d.PK), err)
 	case before.TookEffect(): // a retry of a decision that took effect
 		return before, nil
+	case before.State == InProgress:
+		return before, fmt.Errorf("settle %s: an earlier call of this decision is carrying it out until %s: ask again then", idem.Ref(d.PK), before.Until.UTC().Format(time.RFC3339))
 	case before.State != StillHeld:
 		return before, fmt.Errorf("settle %s: nothing to settle: %s", idem.Ref(d.PK), before.State)
 	}
@@ -211,6 +223,9 @@ func (s *Service) Settle(ctx context.Context, d Decision) (Settled, error) {
 		err = s.accept(ctx, d)
 	}
 	after, readErr := s.ReadBack(context.WithoutCancel(ctx), d)
+	if after.State == InProgress { // this call's own lease, which it could not end: the record is held
+		after.State = StillHeld
+	}
 	switch {
 	case readErr != nil:
 		return Settled{}, errors.Join(err, fmt.Errorf("settle %s: read the record back: %w", idem.Ref(d.PK), readErr))
@@ -226,33 +241,49 @@ func (s *Service) Settle(ctx context.Context, d Decision) (Settled, error) {
 }
 
 // ReadBack is what the table says of decision d's record (Settled): the
-// record of the intent d.Instance if it is still there, otherwise the
-// release marker of that intent. It writes nothing: one or two reads, and
-// one more for the ledger row of a completed record.
+// record of the intent d.Instance if it is still there; otherwise the
+// intent's ledger row (a void is refused when there is one, and an accept
+// writes one, so a row means the intent completed), then its release
+// marker. A settlement counts as this decision's only when both its id
+// and its action are d's. It writes nothing: one to three reads.
 func (s *Service) ReadBack(ctx context.Context, d Decision) (Settled, error) {
 	rec, err := s.guard.Lookup(ctx, d.PK)
 	switch {
 	case err == nil && rec.DownstreamKey == d.Instance:
-		return s.stateOf(ctx, rec, d.ID), nil
+		return s.stateOf(ctx, rec, d), nil
 	case err != nil && !errors.Is(err, idem.ErrNotFound):
 		return Settled{}, err
 	}
-	// Gone, or the key's next intent holds it: the release marker says.
+	// Gone, or the key's next intent holds it.
+	switch row, err := s.ledger.Get(ctx, ChargeID(d.Instance)); {
+	case err == nil:
+		return Settled{State: CompletedByAnother, Charge: row}, nil
+	case !errors.Is(err, ErrNoCharge):
+		return Settled{}, err
+	}
 	m, err := s.guard.ReleaseMarker(ctx, d.Instance)
 	switch {
 	case errors.Is(err, idem.ErrNotFound):
 		return Settled{State: Gone}, nil
 	case err != nil:
 		return Settled{}, err
-	case m.Decision.Decision == d.ID:
+	case ours(&m.Decision, d):
 		return Settled{State: ReleasedByThis, Decision: &m.Decision}, nil
 	}
 	return Settled{State: ReleasedByAnother, Decision: &m.Decision}, nil
 }
 
-// stateOf is the state of rec, the record of a decision whose id is id.
-func (s *Service) stateOf(ctx context.Context, rec *idem.Record, id string) Settled {
+// ours reports whether the settlement s is decision d's: its id and its
+// action.
+func ours(s *idem.Settlement, d Decision) bool {
+	return s != nil && s.Decision == d.ID && s.Action == d.Action
+}
+
+// stateOf is the state of rec, the record decision d is about.
+func (s *Service) stateOf(ctx context.Context, rec *idem.Record, d Decision) Settled {
 	switch {
+	case rec.Held() && ours(rec.Hold.Settling, d) && rec.LeaseExpiresAt.After(s.cfg.Now()):
+		return Settled{State: InProgress, Decision: rec.Hold.Settling, Until: rec.LeaseExpiresAt}
 	case rec.Held():
 		return Settled{State: StillHeld, Decision: rec.Hold.Settling}
 	case rec.Status == idem.StatusInProgress:
@@ -261,7 +292,7 @@ func (s *Service) stateOf(ctx context.Context, rec *idem.Record, id string) Sett
 	out := Settled{State: CompletedByAnother}
 	if rec.Hold != nil && rec.Hold.Settlement != nil {
 		out.Decision = rec.Hold.Settlement
-		if rec.Hold.Settlement.Decision == id {
+		if ours(rec.Hold.Settlement, d) {
 			out.State = CompletedByThis
 		}
 	}

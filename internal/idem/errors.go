@@ -58,8 +58,9 @@ var (
 	// (RetryConflicts) before it returns this; a take-over it tries once,
 	// and one that conflicts has not taken over.
 	ErrWriteConflict = errors.New("write conflicted with another region's")
-	// ErrOtherDecision: a void found another decision's release marker for
-	// the record's intent (Store.MarkRelease). Nothing was written.
+	// ErrOtherDecision: a void found the release marker of a later
+	// take-over of the record's intent (Store.MarkRelease): its own lease
+	// is lost. Nothing was written.
 	ErrOtherDecision = errors.New("another decision's release is recorded for the record")
 	// ErrNotExpired: a purge found the record changed since it was listed
 	// (claimed afresh, held, settled, or deleted already). Nothing was

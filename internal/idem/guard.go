@@ -310,11 +310,7 @@ func (g *Guard) TakeOverHeld(ctx context.Context, pk, instance string, d Settlem
 	if err != nil {
 		return nil, fmt.Errorf("take over held %s: %w", Ref(pk), err)
 	}
-	lease := &Lease{g: g, rec: *taken, waitedOut: waitOut}
-	if prev := rec.Hold.Settling; prev != nil {
-		lease.replaces = prev.Decision
-	}
-	return lease, nil
+	return &Lease{g: g, rec: *taken, waitedOut: waitOut}, nil
 }
 
 // ReleaseMarker is the release marker of the intent downstreamKey: which
@@ -429,9 +425,6 @@ type Lease struct {
 	// waitedOut: the lease came from TakeOverHeld with the wait-out, as
 	// VoidConfirmed needs.
 	waitedOut bool
-	// replaces is the decision of the settling take-over this lease's
-	// replaced, if any (VoidConfirmed's MarkRelease).
-	replaces string
 }
 
 // Record returns a copy of the record as this lease last wrote it.
@@ -554,7 +547,7 @@ func (l *Lease) ReleaseReconciled(ctx context.Context) error {
 // marker without the delete is one whose decision did not finish, and the
 // record is still there to say so. Errors: ErrNotHeld or ErrTooEarly (a
 // lease taken without the wait-out; nothing written), ErrOtherDecision
-// (another decision's marker: nothing written), ErrLeaseLost, or a store
+// (a later take-over's marker: nothing written), ErrLeaseLost, or a store
 // error.
 func (l *Lease) VoidConfirmed(ctx context.Context) error {
 	switch {
@@ -563,8 +556,8 @@ func (l *Lease) VoidConfirmed(ctx context.Context) error {
 	case !l.waitedOut || l.rec.Hold.Settling == nil:
 		return fmt.Errorf("void-confirmed %s: %w (the lease was taken without the wait-out)", Ref(l.rec.PK), ErrTooEarly)
 	}
-	m := ReleaseMarker{DownstreamKey: l.rec.DownstreamKey, PK: l.rec.PK, Decision: *l.rec.Hold.Settling}
-	if err := RetryConflicts(ctx, func() error { return l.g.store.MarkRelease(ctx, m, l.replaces) }); err != nil {
+	m := ReleaseMarker{DownstreamKey: l.rec.DownstreamKey, PK: l.rec.PK, Attempt: l.rec.Attempt, Decision: *l.rec.Hold.Settling}
+	if err := RetryConflicts(ctx, func() error { return l.g.store.MarkRelease(ctx, m) }); err != nil {
 		return fmt.Errorf("void-confirmed %s: mark the release: %w", Ref(l.rec.PK), err)
 	}
 	return l.release(ctx)

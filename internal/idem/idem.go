@@ -145,7 +145,7 @@ type Hold struct {
 	// deletes (the stream's old image, the same in every region), and a
 	// retry of the decision tells its own take-over from another's. A
 	// record still held with a Settling is one whose decision did not
-	// finish; the next settling take-over replaces it.
+	// finish; the next settling take-over writes its own.
 	Settling *Settlement
 	// Settlement is the operator's decision, once an accept completed the
 	// record.
@@ -197,10 +197,15 @@ func ValidDecisionID(id string) bool {
 // void writes it before it deletes the record, and it outlives the delete:
 // one small item per void, kept, under the record's downstream key (the
 // intent), so whoever asks after an error or a retry learns which
-// decision released it (Guard.ReleasedBy).
+// decision released it (Guard.ReleaseMarker).
 type ReleaseMarker struct {
 	// DownstreamKey names the released intent; PK its record.
 	DownstreamKey, PK string
+	// Attempt is the record's attempt under the void's settling take-over.
+	// Every take-over raises it and only the last one's lease can delete
+	// the record, so of two markers of one intent the one with the higher
+	// attempt is the void that can still, or did, release it.
+	Attempt int
 	// Decision is the void's settlement (SettleVoidConfirmed, by, id, at).
 	Decision Settlement
 }
@@ -261,10 +266,11 @@ type Store interface {
 	// store's.
 	Release(ctx context.Context, pk, token string) error
 	// MarkRelease writes m, the release marker of m.DownstreamKey, unless
-	// one exists of a decision other than m's own and replaces (the
-	// decision whose settling take-over this void's replaced, whose delete
-	// can then never land): ErrOtherDecision, with nothing written.
-	MarkRelease(ctx context.Context, m ReleaseMarker, replaces string) error
+	// one exists with a higher Attempt (a later take-over's void, whose
+	// lease fenced this one's out): ErrOtherDecision, with nothing written.
+	// A marker of a lower or the same attempt is written over: an earlier
+	// void that never deleted, or this void's own write again.
+	MarkRelease(ctx context.Context, m ReleaseMarker) error
 	// ReleaseMarker returns the release marker of downstreamKey, or
 	// ErrNotFound.
 	ReleaseMarker(ctx context.Context, downstreamKey string) (*ReleaseMarker, error)

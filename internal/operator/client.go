@@ -49,10 +49,12 @@ var ErrForbidden = errors.New("the operator's channel refused the caller: only t
 // Do sends req and returns the channel's answer.
 //
 // A settlement (VoidConfirmed, Accept) whose call brings back no answer (a
-// transport error, or Lambda's own 502, 503 or 504) is sent again, up to
-// Attempts in all, unchanged: the function reads back what an earlier call
-// of the same decision did before it does anything, so a decision is
-// never carried out twice. Looks and reconciliations are sent once.
+// transport error, or Lambda's own 502, 503 or 504), or whose answer is
+// that an earlier call of it is still carrying it out (OutcomeInProgress,
+// after its RetryAfter), is sent again, up to Attempts in all, unchanged:
+// the function reads back what an earlier call of the same decision did
+// before it does anything, so a decision is never carried out twice.
+// Looks, read-backs and reconciliations are sent once.
 //
 // Errors: the transport's (no answer), ErrForbidden, an answer of another
 // status (400 comes with its decoded Answer), or an answer that does not
@@ -68,10 +70,14 @@ func (c *Client) Do(ctx context.Context, req Request) (Answer, error) {
 	}
 	for attempt := 1; ; attempt++ {
 		a, retry, err := c.send(ctx, body)
+		wait := time.Duration(attempt) * time.Second
+		if err == nil && a.Outcome == OutcomeInProgress {
+			retry, wait = true, time.Duration(min(max(a.RetryAfter, 1), 60))*time.Second
+		}
 		if !retry || attempt >= attempts || ctx.Err() != nil {
 			return a, err
 		}
-		time.Sleep(time.Duration(attempt) * time.Second)
+		time.Sleep(wait)
 	}
 }
 

@@ -42,11 +42,18 @@ const (
 	// VoidConfirmed and Accept settle a held record (charge.Service.Settle).
 	VoidConfirmed = idem.SettleVoidConfirmed
 	Accept        = idem.SettleAccept
+	// ReadBack says what became of a settlement (Request.Of) by its
+	// decision id, without doing anything: the record of its intent, the
+	// intent's ledger row, or its release marker (charge.Service.ReadBack).
+	ReadBack = "read_back"
 )
 
-// Acting reports whether action changes anything (all but Look): every
-// acting request carries a decision id.
-func Acting(action string) bool { return action != Look }
+// Acting reports whether action may change anything (all but Look and
+// ReadBack): every acting request carries a decision id of its own.
+func Acting(action string) bool { return action != Look && action != ReadBack }
+
+// Settling reports whether action is a settlement of a held record.
+func Settling(action string) bool { return action == VoidConfirmed || action == Accept }
 
 // Request is one call of the channel.
 type Request struct {
@@ -60,8 +67,13 @@ type Request struct {
 	Intent string `json:"intent"`
 	// Decision is the decision's id, on every acting request: the same on
 	// every retry of one decision, so a retry reads back what the first
-	// call did instead of doing it twice. Empty for Look.
+	// call did instead of doing it twice. On ReadBack, the decision to
+	// read back. Empty for Look.
 	Decision string `json:"decision,omitzero"`
+	// Of, for ReadBack only, is the settlement the decision was
+	// (VoidConfirmed or Accept): an id counts as this decision's only with
+	// its action.
+	Of string `json:"of,omitzero"`
 	// Terms, for Accept only, are the acquirer's terms as Look showed them:
 	// the accept writes only if its own lookup, after the take-over, states
 	// the same.
@@ -92,9 +104,10 @@ func (r Request) Encode() ([]byte, error) {
 // Decode parses a request body strictly (strictjson.Unmarshal: no
 // duplicate, unknown or case-variant member, valid UTF-8, one object) and
 // checks it: a known action; a record that is an idempotency record's key;
-// an intent of 1 to 128 characters; a decision id on every acting request
-// and none on Look (idem.ValidDecisionID); terms on Accept and on nothing else.
-// Every refusal is a *strictjson.Error naming the member.
+// an intent of 1 to 128 characters; a decision id on every request but
+// Look, and none on Look (idem.ValidDecisionID); terms on Accept and on
+// nothing else; Of, a settlement, on ReadBack and on nothing else. Every
+// refusal is a *strictjson.Error naming the member.
 func Decode(body []byte) (Request, error) {
 	refuse := func(field, message string) (Request, error) {
 		return Request{}, &strictjson.Error{Field: field, Message: message}
@@ -107,7 +120,7 @@ func Decode(body []byte) (Request, error) {
 		return Request{}, err
 	}
 	switch r.Action {
-	case Look, Reconcile, Release, VoidConfirmed, Accept:
+	case Look, Reconcile, Release, VoidConfirmed, Accept, ReadBack:
 	case "":
 		return refuse("action", "required")
 	default:
@@ -120,12 +133,16 @@ func Decode(body []byte) (Request, error) {
 		return refuse("intent", "1 to 128 visible ASCII characters")
 	}
 	switch {
-	case Acting(r.Action) && !idem.ValidDecisionID(r.Decision):
+	case r.Action != Look && !idem.ValidDecisionID(r.Decision):
 		return refuse("decision", "8 to 64 letters, digits, '-' and '_'")
-	case !Acting(r.Action) && r.Decision != "":
+	case r.Action == Look && r.Decision != "":
 		return refuse("decision", "not a member of a look")
 	case (r.Action == Accept) != (r.Terms != nil):
 		return refuse("terms", "required on an accept, and on nothing else")
+	case (r.Action == ReadBack) != (r.Of != ""):
+		return refuse("of", "required on a read-back, and on nothing else")
+	case r.Action == ReadBack && !Settling(r.Of):
+		return refuse("of", `"void_confirmed" or "accept"`)
 	}
 	return r, nil
 }
@@ -157,6 +174,7 @@ const (
 	OutcomeReleasedByAnother  = "released_by_another_decision"
 	OutcomeCompletedByAnother = "completed_by_another_decision"
 	OutcomeNotHeld            = "not_held"
+	OutcomeInProgress         = "in_progress" // an earlier call of the decision is carrying it out: ask again after RetryAfter
 	// Any action's: the record decided on is no longer there (or another
 	// intent of the key holds it); the request was refused; or nothing is
 	// known yet (the record stays as it was; try again).
@@ -188,6 +206,9 @@ type Answer struct {
 	// By is the caller as the channel authenticated it: what is recorded
 	// as who decided.
 	By string `json:"by"`
+	// RetryAfter is how many seconds to wait before asking again
+	// (OutcomeInProgress: until the earlier call's lease ends).
+	RetryAfter int `json:"retry_after,omitzero"`
 }
 
 // Settlement is a decision as the table holds it.

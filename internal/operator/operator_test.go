@@ -22,13 +22,14 @@ func TestRequestRoundTrip(t *testing.T) {
 		{Action: operator.Release, Record: pk, Intent: "9f2c0a", Decision: "dec-00000002"},
 		{Action: operator.VoidConfirmed, Record: pk, Intent: "9f2c0a", Decision: "dec-00000003"},
 		{Action: operator.Accept, Record: pk, Intent: "9f2c0a", Decision: "dec-00000004", Terms: &operator.Terms{AuthorizationID: "auth_1", Status: "captured", Amount: 1000, Currency: "BRL"}},
+		{Action: operator.ReadBack, Record: pk, Intent: "9f2c0a", Decision: "dec-00000004", Of: operator.Accept},
 	} {
 		b, err := r.Encode()
 		if err != nil {
 			t.Fatal(err)
 		}
 		got, err := operator.Decode(b)
-		if err != nil || got.Action != r.Action || got.Record != r.Record || got.Intent != r.Intent || got.Decision != r.Decision ||
+		if err != nil || got.Action != r.Action || got.Record != r.Record || got.Intent != r.Intent || got.Decision != r.Decision || got.Of != r.Of ||
 			(r.Terms != nil) != (got.Terms != nil) || (r.Terms != nil && *got.Terms != *r.Terms) {
 			t.Errorf("%s: %+v, %v", b, got, err)
 		}
@@ -50,11 +51,15 @@ func TestDecodeRefuses(t *testing.T) {
 		`{"action":"void_confirmed",` + base + `,"decision":"dec 00000001"}`: "decision",
 		`{"action":"accept",` + base + `,"decision":"dec-00000001"}`:         "terms",
 		`{"action":"void_confirmed",` + base + `,"decision":"dec-00000001","terms":{"authorization_id":"a","status":"captured","amount":1,"currency":"BRL"}}`: "terms",
-		`{"action":"drop",` + base + `}`:                                  "action",
-		`{"action":"look","record":"CHARGE#ch_1","intent":"9f2c0a"}`:      "record",
-		`{"action":"look","record":"` + pk + `","intent":""}`:             "intent",
-		`{"action":"look","record":"` + pk + `","intent":"9f2c\u00a00a"}`: "intent",
-		`{"action":"look","record":"` + pk + `"}`:                         "intent",
+		`{"action":"drop",` + base + `}`:                                                   "action",
+		`{"action":"look","record":"CHARGE#ch_1","intent":"9f2c0a"}`:                       "record",
+		`{"action":"look","record":"` + pk + `","intent":""}`:                              "intent",
+		`{"action":"look","record":"` + pk + `","intent":"9f2c\u00a00a"}`:                  "intent",
+		`{"action":"look","record":"` + pk + `"}`:                                          "intent",
+		`{"action":"read_back",` + base + `,"decision":"dec-00000001"}`:                    "of",
+		`{"action":"read_back",` + base + `,"decision":"dec-00000001","of":"release"}`:     "of",
+		`{"action":"read_back",` + base + `,"of":"accept"}`:                                "decision",
+		`{"action":"void_confirmed",` + base + `,"decision":"dec-00000001","of":"accept"}`: "of",
 	} {
 		_, err := operator.Decode([]byte(body))
 		var e *strictjson.Error
@@ -72,11 +77,11 @@ func TestDecodeRefuses(t *testing.T) {
 func TestSettlementOutcomesAreTheStates(t *testing.T) {
 	t.Parallel()
 	var names []string
-	for s := charge.StillHeld; s <= charge.Gone; s++ {
+	for s := charge.StillHeld; s <= charge.InProgress; s++ {
 		names = append(names, s.String())
 	}
 	want := []string{operator.OutcomeStillHeld, operator.OutcomeReleasedByThis, operator.OutcomeCompletedByThis, operator.OutcomeReleasedByAnother,
-		operator.OutcomeCompletedByAnother, operator.OutcomeNotHeld, operator.OutcomeGone}
+		operator.OutcomeCompletedByAnother, operator.OutcomeNotHeld, operator.OutcomeGone, operator.OutcomeInProgress}
 	if !slices.Equal(names, want) {
 		t.Fatalf("charge's states %v, the channel's outcomes %v", names, want)
 	}

@@ -74,6 +74,7 @@ func RunHoldConformance(t *testing.T, newStores NewStoresFunc) {
 		{"VoidConfirmedWaitsOutThenTheRetryChargesOnce", holdVoidConfirmedWaitsOutThenTheRetryChargesOnce},
 		{"AHeldRecordWithALedgerRow", holdWithALedgerRow},
 		{"AcceptCompletesWithTheFreshLookupsTerms", holdAcceptCompletesWithTheFreshLookupsTerms},
+		{"ReadBackNamesOnlyItsDecision", holdReadBackNamesOnlyItsDecision},
 	})
 }
 
@@ -380,5 +381,63 @@ func (w *world) mustNotTouch(t *testing.T, svc *charge.Service, acq *liar, key s
 	}
 	if rec, err := w.guard.Lookup(ctx, pkOf(key)); err != nil || !rec.Held() || rec.Attempt > 2 {
 		t.Fatalf("after the retry and the reconciliation: %+v, %v", rec, err)
+	}
+}
+
+// holdReadBackNamesOnlyItsDecision: what Settle reads back names a
+// decision as this one's only by its id and its action; a call of a
+// decision sent again while an earlier call holds the lease does nothing
+// and says so; and once the record is gone, a void's marker left by a void
+// that never deleted does not claim a record an accept completed.
+func holdReadBackNamesOnlyItsDecision(t *testing.T, newStores NewStoresFunc) {
+	ctx := context.Background()
+	w := newWorld(t, newStores)
+	acq := &liar{sb: sandbox.New(""), authorize: tenTimes}
+	svc := w.service(acq)
+	svc.Charge(ctx, input("read-back-key"))
+	rec := w.mustBeHeld(t, "read-back-key", acquirer.ReasonAmount)
+	w.clock.Advance(7 * time.Second) // past T + skew
+	shown, err := svc.Peek(ctx, pkOf("read-back-key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	accept := w.decision(t, "read-back-key", idem.SettleAccept, "dec-read-back-1", shown)
+
+	// An earlier call of the same decision holds the lease: nothing is done.
+	if _, err := w.guard.TakeOverHeld(ctx, pkOf("read-back-key"), rec.DownstreamKey, idem.Settlement{Action: idem.SettleAccept, By: "ops:ana", Decision: accept.ID}); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := svc.Settle(ctx, accept); st.State != charge.InProgress || err == nil || st.Until.IsZero() {
+		t.Fatalf("a call while an earlier one of the decision runs: %+v, %v; want in progress", st, err)
+	}
+	if r := w.mustBeHeld(t, "read-back-key", acquirer.ReasonAmount); r.Attempt != rec.Attempt+1 {
+		t.Fatalf("the call in progress's duplicate wrote: attempt %d", r.Attempt)
+	}
+
+	// A void of this intent wrote its marker and died before its delete.
+	w.clock.Advance(2 * time.Minute)
+	void, err := w.guard.TakeOverHeld(ctx, pkOf("read-back-key"), rec.DownstreamKey, idem.Settlement{Action: idem.SettleVoidConfirmed, By: "ops:bia", Decision: "dec-read-back-2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.store.MarkRelease(ctx, idem.ReleaseMarker{DownstreamKey: rec.DownstreamKey, PK: rec.PK, Attempt: void.Attempt(), Decision: *void.Record().Hold.Settling}); err != nil {
+		t.Fatal(err)
+	}
+	w.clock.Advance(2 * time.Minute)
+	if st, err := svc.Settle(ctx, accept); err != nil || st.State != charge.CompletedByThis {
+		t.Fatalf("the accept: %+v, %v", st, err)
+	}
+	// The same id under the other action is not this decision.
+	crossed := accept
+	crossed.Action = idem.SettleVoidConfirmed
+	if st, err := svc.ReadBack(ctx, crossed); err != nil || st.State != charge.CompletedByAnother {
+		t.Fatalf("the accept's id read back as a void: %s, %v; want completed by another", st.State, err)
+	}
+	// Past its retention the record is gone: the row, not the stale
+	// marker, says what became of the intent.
+	w.clock.Advance(idem.DefaultRetention + time.Hour)
+	staleVoid := charge.Decision{PK: rec.PK, Instance: rec.DownstreamKey, Action: idem.SettleVoidConfirmed, By: "ops:bia", ID: "dec-read-back-2"}
+	if st, err := svc.ReadBack(ctx, staleVoid); err != nil || st.State != charge.CompletedByAnother || st.Charge.ID == "" {
+		t.Fatalf("the unfinished void, read back once the record is gone: %+v, %v; want completed (its row)", st, err)
 	}
 }

@@ -118,6 +118,7 @@ func (h *hold) idem() *idem.Hold {
 type marker struct {
 	PK       string `dynamodbav:"pk"`
 	Record   string `dynamodbav:"record"`
+	Attempt  int    `dynamodbav:"attempt"`
 	Action   string `dynamodbav:"action"`
 	By       string `dynamodbav:"by"`
 	Decision string `dynamodbav:"decision"`
@@ -460,10 +461,10 @@ func (s *Store) Release(ctx context.Context, pk, token string) error {
 }
 
 // MarkRelease implements idem.Store with one conditional PutItem: absent,
-// or already this decision's or replaces's.
-func (s *Store) MarkRelease(ctx context.Context, m idem.ReleaseMarker, replaces string) error {
+// or of an attempt no higher than m's.
+func (s *Store) MarkRelease(ctx context.Context, m idem.ReleaseMarker) error {
 	item, err := attributevalue.MarshalMap(marker{
-		PK: tabledef.ReleasePrefix + m.DownstreamKey, Record: m.PK,
+		PK: tabledef.ReleasePrefix + m.DownstreamKey, Record: m.PK, Attempt: m.Attempt,
 		Action: m.Decision.Action, By: m.Decision.By, Decision: m.Decision.Decision, At: m.Decision.At.UnixMilli(),
 	})
 	if err != nil {
@@ -472,8 +473,8 @@ func (s *Store) MarkRelease(ctx context.Context, m idem.ReleaseMarker, replaces 
 	_, err = s.api.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName:                 aws.String(s.table),
 		Item:                      item,
-		ConditionExpression:       aws.String("attribute_not_exists(pk) OR decision IN (:mine, :replaces)"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":mine": str(m.Decision.Decision), ":replaces": str(replaces)},
+		ConditionExpression:       aws.String("attribute_not_exists(pk) OR attempt <= :attempt"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":attempt": num(int64(m.Attempt))},
 	})
 	var failed *types.ConditionalCheckFailedException
 	if errors.As(err, &failed) {
@@ -502,7 +503,7 @@ func (s *Store) ReleaseMarker(ctx context.Context, downstreamKey string) (*idem.
 		return nil, fmt.Errorf("decode release marker: %w", err)
 	}
 	return &idem.ReleaseMarker{
-		DownstreamKey: downstreamKey, PK: m.Record,
+		DownstreamKey: downstreamKey, PK: m.Record, Attempt: m.Attempt,
 		Decision: idem.Settlement{Action: m.Action, By: m.By, Decision: m.Decision, At: time.UnixMilli(m.At)},
 	}, nil
 }

@@ -91,11 +91,11 @@ func (c *Conflicting) Release(ctx context.Context, pk, token string) error {
 }
 
 // MarkRelease implements idem.Store.
-func (c *Conflicting) MarkRelease(ctx context.Context, m idem.ReleaseMarker, replaces string) error {
+func (c *Conflicting) MarkRelease(ctx context.Context, m idem.ReleaseMarker) error {
 	if c.refused(WriteMarkRelease) {
 		return idem.ErrWriteConflict
 	}
-	return c.Store.MarkRelease(ctx, m, replaces)
+	return c.Store.MarkRelease(ctx, m)
 }
 
 // Flag implements idem.Store.

@@ -931,10 +931,12 @@ func testSettlingTakeOverRecordsTheDecision(ctx context.Context, t *testing.T, f
 }
 
 // testReleaseMarkerNamesOneDecision: a void whose marker was written but
-// whose delete never landed is replaced by the next void that takes the
-// record over (its delete can then never land); no other decision can
-// write over a marker; writing one's own marker again is harmless, as a
-// retried write must be.
+// whose delete never landed, followed by an accept that took the record
+// over and gave it back, does not block the next void: the marker of the
+// later take-over (a higher attempt) is written over the earlier one, and
+// the record is released. A late write of the first void's marker, from
+// its lost lease, cannot write over it; writing one's own marker again is
+// harmless, as a retried write must be.
 func testReleaseMarkerNamesOneDecision(ctx context.Context, t *testing.T, f *fixture) {
 	s, _ := holdOne(ctx, t, f)
 	rec := mustStatus(t, f, s.PK(), idem.StatusInProgress)
@@ -944,34 +946,39 @@ func testReleaseMarkerNamesOneDecision(ctx context.Context, t *testing.T, f *fix
 		t.Fatal(err)
 	}
 	// The first void wrote its marker, then died before its delete.
-	marker := idem.ReleaseMarker{DownstreamKey: rec.DownstreamKey, PK: s.PK(), Decision: *first.Record().Hold.Settling}
-	if err := f.store.MarkRelease(ctx, marker, ""); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.store.MarkRelease(ctx, marker, ""); err != nil {
-		t.Fatalf("the same decision's marker written again: %v", err)
-	}
-	other := marker
-	other.Decision.Decision = "dec-c"
-	if err := f.store.MarkRelease(ctx, other, ""); !errors.Is(err, idem.ErrOtherDecision) {
-		t.Fatalf("another decision's marker over dec-a's: %v, want ErrOtherDecision", err)
+	marker := idem.ReleaseMarker{DownstreamKey: rec.DownstreamKey, PK: s.PK(), Attempt: first.Attempt(), Decision: *first.Record().Hold.Settling}
+	for range 2 {
+		if err := f.store.MarkRelease(ctx, marker); err != nil {
+			t.Fatalf("the first void's marker, written (again): %v", err)
+		}
 	}
 	f.clock.Advance(2 * testLease)
-	second, err := f.guard.TakeOverHeld(ctx, s.PK(), "", voidBy("dec-b"))
+	accept, err := f.guard.TakeOverHeld(ctx, s.PK(), "", acceptBy("dec-b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := accept.Abandon(ctx); err != nil { // refused: the terms changed, say
+		t.Fatal(err)
+	}
+	f.clock.Advance(4 * time.Second)
+	second, err := f.guard.TakeOverHeld(ctx, s.PK(), "", voidBy("dec-c"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := second.VoidConfirmed(ctx); err != nil {
-		t.Fatalf("the second void, over the first's marker: %v", err)
+		t.Fatalf("a void after an unfinished void and a refused accept: %v", err)
 	}
 	mustBeAbsent(t, f, s.PK())
-	if m, err := f.store.ReleaseMarker(ctx, rec.DownstreamKey); err != nil || m.Decision.Decision != "dec-b" {
-		t.Fatalf("the marker after the second void: %+v, %v; want dec-b's", m, err)
+	if m, err := f.store.ReleaseMarker(ctx, rec.DownstreamKey); err != nil || m.Decision.Decision != "dec-c" || m.Attempt != second.Attempt() {
+		t.Fatalf("the marker after the second void: %+v, %v; want dec-c's", m, err)
+	}
+	if err := f.store.MarkRelease(ctx, marker); !errors.Is(err, idem.ErrOtherDecision) {
+		t.Fatalf("the first void's late marker: %v, want ErrOtherDecision", err)
 	}
 	if err := first.VoidConfirmed(ctx); err == nil {
 		t.Fatal("the first void's late attempt succeeded")
 	}
-	if m, _ := f.store.ReleaseMarker(ctx, rec.DownstreamKey); m == nil || m.Decision.Decision != "dec-b" {
+	if m, _ := f.store.ReleaseMarker(ctx, rec.DownstreamKey); m == nil || m.Decision.Decision != "dec-c" {
 		t.Fatalf("the first void's late attempt rewrote the marker: %+v", m)
 	}
 	if _, err := f.store.ReleaseMarker(ctx, "no-such-intent"); !errors.Is(err, idem.ErrNotFound) {

@@ -148,10 +148,10 @@ func (m *MemoryStore) Release(_ context.Context, pk, token string) error {
 }
 
 // MarkRelease implements idem.Store.
-func (m *MemoryStore) MarkRelease(_ context.Context, marker idem.ReleaseMarker, replaces string) error {
+func (m *MemoryStore) MarkRelease(_ context.Context, marker idem.ReleaseMarker) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if old, ok := m.markers[marker.DownstreamKey]; ok && old.Decision.Decision != marker.Decision.Decision && old.Decision.Decision != replaces {
+	if old, ok := m.markers[marker.DownstreamKey]; ok && old.Attempt > marker.Attempt {
 		return idem.ErrOtherDecision
 	}
 	m.markers[marker.DownstreamKey] = marker
