@@ -22,7 +22,7 @@ FUZZTIME ?= 100000x
 # which nothing is fuzzed: with 10 s per fuzzer that was most of the time.
 FUZZMINIMIZE ?= 2s
 
-.PHONY: test fast chaos model spin fuzz bench up down run build send-charge synth deploy destroy localstack-up localstack-down run-localstack test-localstack
+.PHONY: test fast lint chaos model spin fuzz bench up down run build send-charge synth deploy destroy localstack-up localstack-down run-localstack test-localstack
 
 # The CDK app runs its constructs in node through jsii.
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
@@ -30,12 +30,12 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 CDK := infra/_cdk/node_modules/.bin/cdk
 ENV ?= dev
 
-## test: start the emulators (installing them on first use), run every test, the infra tests and a short run of every fuzzer
-test: $(RIE) spin
-	$(WITH_EMULATORS) go vet ./... && go test $(GO_TEST_FLAGS) -skip '^TestChaos' ./...
+## test: the checks (make lint), then start the emulators (installing them on first use), run every test, the infra tests and a short run of every fuzzer
+test: $(RIE) spin lint
+	$(WITH_EMULATORS) go test $(GO_TEST_FLAGS) -skip '^TestChaos' ./...
 	go vet -tags tracing ./internal/setup && go test -tags tracing -count=1 -run '^TestOTLPExport$$' ./internal/setup
-	cd infra && go vet ./... && go test -count=1 -timeout 20m ./...
-	cd cmd/benchreport && go vet ./... && go test -count=1 ./...
+	cd infra && go test -count=1 -timeout 20m ./...
+	cd cmd/benchreport && go test -count=1 ./...
 	$(WITH_EMULATORS) go test -count=1 -timeout 10m -run '^TestChaos' -v ./internal/chaos | grep -vE '^(START|END|REPORT) RequestId|^\{"time"|failed to get the next invoke'
 	model/check.sh
 	$(MAKE) fuzz
@@ -46,8 +46,26 @@ FAST_PACKAGES := ./internal/idem/ ./internal/idem/idemtest/ ./internal/charge/ .
 	./internal/acquirer/ ./internal/sandbox/ ./internal/obs/ ./internal/setup/ ./internal/localapi/ ./internal/archtest/ ./internal/deploy/ \
 	./functions/charge/ ./functions/sqsconsumer/ ./functions/sweeper/ ./functions/operator/ ./internal/operator/ ./cmd/localapi/
 fast: $(RIE)
-	go test -count=1 $(FAST_PACKAGES)
+	@out=$$(gofmt -l $(FAST_PACKAGES)); test -z "$$out" || { echo "gofmt -l (run gofmt -w):"; echo "$$out"; exit 1; }
+	go vet $(FAST_PACKAGES)
+	go test -count=1 -skip '^TestLint' $(FAST_PACKAGES)
 	cd cmd/benchreport && go test -count=1 ./...
+
+## lint: in every module (LINT_MODULES), gofmt -l prints nothing, go vet and staticcheck (pinned; staticcheck.conf) find nothing, and go mod tidy changes nothing
+# The three modules: the service, the CDK app, the bench report's.
+LINT_MODULES ?= . infra cmd/benchreport
+STATICCHECK := bin/staticcheck
+STATICCHECK_VERSION := v0.8.2
+lint: $(STATICCHECK)
+	@for m in $(LINT_MODULES); do \
+	  echo "lint $$m"; \
+	  files=$$(cd "$$m" && go list -f '{{$$d := .Dir}}{{range .GoFiles}}{{$$d}}/{{.}} {{end}}{{range .TestGoFiles}}{{$$d}}/{{.}} {{end}}{{range .XTestGoFiles}}{{$$d}}/{{.}} {{end}}{{range .IgnoredGoFiles}}{{$$d}}/{{.}} {{end}}' ./...); \
+	  out=$$(gofmt -l $$files); test -z "$$out" || { echo "gofmt -l (run gofmt -w):"; echo "$$out"; exit 1; }; \
+	  (cd "$$m" && go vet ./... && "$(CURDIR)/$(STATICCHECK)" ./... && go mod tidy -diff) || exit 1; \
+	done
+
+$(STATICCHECK):
+	GOBIN=$(CURDIR)/bin go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
 ## chaos: the chaos run (ARGS="-intents 5000 -seed 3" to change it); exits 1 on any violation
 chaos: $(RIE)

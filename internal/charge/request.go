@@ -208,7 +208,7 @@ func DecodeError(err error) *ValidationError {
 // JSON is the request as a canonical body: the members in the schema's
 // order, description only when set. It parses back to the same request.
 func (r Request) JSON() []byte {
-	b, err := json.Marshal(canonicalJSON{r.Amount, r.Currency, r.OrderID, r.PaymentMethod, r.Description})
+	b, err := json.Marshal(canonicalJSON(r))
 	if err != nil { // cannot happen: a number and strings
 		panic(err)
 	}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
-	"log/slog"
 	"slices"
 	"sync"
 	"testing"
@@ -19,8 +17,6 @@ import (
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore/dynamotest"
 	"github.com/idempotent-payments/idempay/internal/streamfilter"
 )
-
-var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // published is a Topic that keeps what it is given.
 type published struct {

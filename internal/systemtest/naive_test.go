@@ -51,7 +51,7 @@ func (h *checkThenWrite) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.mu.Unlock()
 	auth, err := h.acq.Authorize(r.Context(), attemptKey, acquirer.Request{Amount: 25000, Currency: "BRL", PaymentMethod: "pm_card_visa", OrderID: "123"})
 	if err != nil {
-		http.Error(w, err.Error(), 503)
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
 		return
 	}
 	body, _ := json.Marshal(auth)
