@@ -6,7 +6,7 @@
 // take-over, look up first), the reconciler's path (Service.Reconcile) and
 // the Ledger it keeps the charges in (a row written before each
 // completion, read by Service.Get). It knows nothing of HTTP, SQS or DynamoDB: the
-// stored answer is rendered by the Answer it is given, and the ledger's
+// stored answer is rendered by the Renderer it is given, and the ledger's
 // rows are laid out by its implementation (dynamoledger on DynamoDB,
 // chargetest in memory).
 package charge

@@ -34,7 +34,7 @@ func Render(ch charge.Charge) idem.Response {
 
 // Headers are the HTTP headers of a stored answer: those it was stored
 // with (records written before answers were stored without them), else the
-// ones Answer's status and body imply — for 201 the JSON content type and
+// ones Render's status and body imply — for 201 the JSON content type and
 // the charge's Location (its id read back from the body, which Body wrote),
 // for a problem the problem content type.
 func Headers(resp idem.Response) map[string]string {

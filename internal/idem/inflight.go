@@ -61,10 +61,10 @@ func (q InFlightQuery) Validate() error {
 	return nil
 }
 
-// PageSize is the page EndedBefore asks for.
+// PageSize is the page ListEndedBefore asks for.
 const PageSize = 100
 
-// EndedBefore pages through shard's in-progress records whose lease ended
+// ListEndedBefore pages through shard's in-progress records whose lease ended
 // before cutoff, oldest lease first, one store round trip per page. It
 // stops at the first error, which it yields. Breaking out of the loop stops
 // the reads. Held records are not among them (HeldRecords lists those).
@@ -73,7 +73,7 @@ func ListEndedBefore(ctx context.Context, store Store, shard int, cutoff time.Ti
 }
 
 // HeldRecords pages through the records held for an operator whose lease
-// ended before cutoff, as EndedBefore does.
+// ended before cutoff, as ListEndedBefore does.
 func HeldRecords(ctx context.Context, store Store, cutoff time.Time) iter.Seq2[[]InFlight, error] {
 	return pages(ctx, store, InFlightQuery{Held: true, EndedBefore: cutoff, Limit: PageSize})
 }
