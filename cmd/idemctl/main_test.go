@@ -31,6 +31,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/charge/chargetest"
 	"github.com/idempotent-payments/idempay/internal/charge/dynamoledger"
 	"github.com/idempotent-payments/idempay/internal/deploy"
+	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore/dynamotest"
@@ -542,7 +543,7 @@ func TestAPersonsPromptDoesNotRace(t *testing.T) {
 		t.Fatal(err)
 	}
 	client := chargetest.ServiceWith(idem.NewGuard(dynamostore.New(l.s.DynamoDB, l.s.TableName), idem.Config{DefaultLease: 2 * time.Second, Protocol: shortProtocol}),
-		l.ledger, losesAnswers{acq}, charge.Config{AcquirerTimeout: 150 * time.Millisecond})
+		l.ledger, losesAnswers{acq}, httpapi.Render, charge.Config{AcquirerTimeout: 150 * time.Millisecond})
 	stdin := &duringConfirmation{answer: strings.NewReader("yes\n"), meanwhile: func() {
 		r := client.Charge(ctx, charge.Input{Account: "acct_ops", Keys: []string{"prompt-key"}, Body: body})
 		if r.Outcome != charge.Pending {
@@ -631,7 +632,7 @@ func TestReadingCommands(t *testing.T) {
 		err := run(ctx, args, w.shell(strings.NewReader(""), &out))
 		return out.String(), err
 	}
-	svc := chargetest.ServiceWith(idem.NewGuard(w.store, idem.Config{Protocol: w.protocol}), w.ledger, w.acq, charge.Config{})
+	svc := chargetest.ServiceWith(idem.NewGuard(w.store, idem.Config{Protocol: w.protocol}), w.ledger, w.acq, httpapi.Render, charge.Config{})
 	if r := svc.Charge(ctx, charge.Input{Account: "acct_ops", Keys: []string{"ops-done-key"}, Body: body}); r.Outcome != charge.Executed {
 		t.Fatalf("setup: %s", r.Outcome)
 	}
@@ -667,7 +668,7 @@ func TestRegionFlag(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	w := newWorld(t)
-	svc := chargetest.ServiceWith(idem.NewGuard(w.store, idem.Config{Protocol: w.protocol}), w.ledger, w.acq, charge.Config{})
+	svc := chargetest.ServiceWith(idem.NewGuard(w.store, idem.Config{Protocol: w.protocol}), w.ledger, w.acq, httpapi.Render, charge.Config{})
 	if r := svc.Charge(ctx, charge.Input{Account: "acct_region", Keys: []string{"region-flag-key"}, Body: body}); r.Outcome != charge.Executed {
 		t.Fatalf("setup: %s", r.Outcome)
 	}

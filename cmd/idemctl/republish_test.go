@@ -20,6 +20,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/charge/chargetest"
 	"github.com/idempotent-payments/idempay/internal/event"
+	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/outbox"
 	"github.com/idempotent-payments/idempay/internal/setup"
@@ -102,7 +103,7 @@ func TestRepublish(t *testing.T) {
 	ctx := context.Background()
 	w := newWorld(t)
 	o := newOutcomes(t)
-	svc := chargetest.ServiceWith(idem.NewGuard(w.store, idem.Config{Protocol: w.protocol}), w.ledger, w.acq, charge.Config{})
+	svc := chargetest.ServiceWith(idem.NewGuard(w.store, idem.Config{Protocol: w.protocol}), w.ledger, w.acq, httpapi.Render, charge.Config{})
 	in := charge.Input{Account: "acct_r", Keys: []string{"republish-key-1"}, Source: event.SourceHTTP,
 		Body: []byte(`{"amount": 500, "currency": "BRL", "order_id": "r-1", "payment_method": "pm_card_visa"}`)}
 	if r := svc.Charge(ctx, in); r.Outcome != charge.Executed {

@@ -21,6 +21,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/charge/chargetest"
 	"github.com/idempotent-payments/idempay/internal/event"
+	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/idemtest"
 	"github.com/idempotent-payments/idempay/internal/obs"
@@ -40,7 +41,7 @@ func newHandler(t testing.TB) (*Handler, *sandbox.Server) {
 	}
 	store := idemtest.NewMemoryStore()
 	guard := idem.NewGuard(store, idem.Config{CacheSize: 100})
-	return &Handler{Service: chargetest.Service(guard, acq, charge.Config{}), AccountClaim: "sub"}, sb
+	return &Handler{Service: chargetest.Service(guard, acq, httpapi.Render, charge.Config{}), AccountClaim: "sub"}, sb
 }
 
 func loadEvent(t testing.TB, name string) events.APIGatewayV2HTTPRequest {
@@ -355,7 +356,7 @@ func TestReplayHeadersAreTheFirstAnswers(t *testing.T) {
 	for _, cache := range []int{0, 100} {
 		sb := sandbox.New("")
 		acq, _ := acquirer.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
-		h := &Handler{Service: chargetest.Service(idem.NewGuard(idemtest.NewMemoryStore(), idem.Config{CacheSize: cache}), acq, charge.Config{}), AccountClaim: "sub"}
+		h := &Handler{Service: chargetest.Service(idem.NewGuard(idemtest.NewMemoryStore(), idem.Config{CacheSize: cache}), acq, httpapi.Render, charge.Config{}), AccountClaim: "sub"}
 		for i, body := range []string{
 			`{"amount": 100, "currency": "BRL", "order_id": "1", "payment_method": "pm_card_visa"}`,
 			`{"amount": 100, "currency": "BRL", "order_id": "1", "payment_method": "pm_card_declined"}`,
@@ -391,7 +392,7 @@ func TestHealth(t *testing.T) {
 		{"the table fails", failingReads{idemtest.NewMemoryStore()}, http.StatusServiceUnavailable},
 	} {
 		var logs bytes.Buffer
-		h := &Handler{Service: chargetest.Service(idem.NewGuard(tc.store, idem.Config{}), nil, charge.Config{}), AccountClaim: "sub",
+		h := &Handler{Service: chargetest.Service(idem.NewGuard(tc.store, idem.Config{}), nil, httpapi.Render, charge.Config{}), AccountClaim: "sub",
 			Log: obs.NewLogger(&logs, "INFO")}
 		resp, err := h.Handle(ctx, ev)
 		if err != nil || resp.StatusCode != tc.want || resp.Body != "" || len(resp.Headers) != 0 {

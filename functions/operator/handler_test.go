@@ -15,6 +15,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/charge/chargetest"
+	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/idemtest"
 	"github.com/idempotent-payments/idempay/internal/operator"
@@ -46,7 +47,7 @@ func newWorld(t *testing.T) world {
 		t.Fatal(err)
 	}
 	ledger := chargetest.NewLedger()
-	svc := chargetest.ServiceWith(guard, ledger, acq, charge.Config{Now: clock.Now})
+	svc := chargetest.ServiceWith(guard, ledger, acq, httpapi.Render, charge.Config{Now: clock.Now})
 	return world{h: &Handler{Service: svc, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, guard: guard, clock: clock, acq: acq, sb: sb, ledger: ledger}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 
 	"github.com/idempotent-payments/idempay/internal/charge/dynamoledger"
+	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
 	"github.com/idempotent-payments/idempay/internal/obs"
 	"github.com/idempotent-payments/idempay/internal/publish"
 	"github.com/idempotent-payments/idempay/internal/setup"
@@ -38,7 +39,7 @@ func run(logger *slog.Logger) error {
 		Metrics: obs.NewMetrics(os.Stdout, obs.FunctionPublisher, cfg.Environment),
 	}
 	if cfg.TableName != "" {
-		h.Books = dynamoledger.NewPublication(setup.DynamoDB(awsCfg, cfg.SkipResponseCRC32), cfg.TableName)
+		h.Books = dynamoledger.NewPublication(dynamostore.NewClient(awsCfg, cfg.SkipResponseCRC32), cfg.TableName)
 	}
 	lambda.Start(h.Handle)
 	return nil

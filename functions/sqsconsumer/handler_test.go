@@ -22,6 +22,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/charge/dynamoledger"
 	"github.com/idempotent-payments/idempay/internal/command"
 	"github.com/idempotent-payments/idempay/internal/event"
+	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/idemtest"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
@@ -63,7 +64,7 @@ func TestHandleSQSEvent(t *testing.T) {
 	guard := idem.NewGuard(store, idem.Config{})
 	dl := &deadLetters{}
 	ledger := chargetest.NewLedger()
-	h := &Handler{Service: chargetest.ServiceWith(guard, ledger, sb, charge.Config{}), DeadLetters: dl,
+	h := &Handler{Service: chargetest.ServiceWith(guard, ledger, sb, httpapi.Render, charge.Config{}), DeadLetters: dl,
 		Sources:     map[string]Source{testQueue: {Source: command.Source{ARN: testQueue, URL: "u", Producer: "orders", Accounts: []string{"acct_7Hq2"}}, Queue: noDelay{}}},
 		Concurrency: 2, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	resp, err := h.Handle(context.Background(), ev)
@@ -139,7 +140,7 @@ func TestProducerBinding(t *testing.T) {
 			sb := sandbox.New("")
 			store := idemtest.NewMemoryStore()
 			dl := &deadLetters{}
-			h := &Handler{Service: chargetest.Service(idem.NewGuard(store, idem.Config{}), sb, charge.Config{}),
+			h := &Handler{Service: chargetest.Service(idem.NewGuard(store, idem.Config{}), sb, httpapi.Render, charge.Config{}),
 				Sources: sources, DeadLetters: dl, Concurrency: 1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 			resp, _ := h.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m1", Body: tc.body, EventSourceARN: tc.queue}}})
 			if len(resp.BatchItemFailures) != 0 {
@@ -197,7 +198,7 @@ func TestInFlightHiddenUntilTheLeaseIsOver(t *testing.T) {
 	}
 	clock.Advance(15 * time.Second)
 	d := &delays{}
-	h := &Handler{Service: chargetest.Service(guard, sandbox.New(""), charge.Config{Now: clock.Now}),
+	h := &Handler{Service: chargetest.Service(guard, sandbox.New(""), httpapi.Render, charge.Config{Now: clock.Now}),
 		Sources:     map[string]Source{testQueue: {Source: command.Source{ARN: testQueue, URL: "u", Producer: "orders", Accounts: []string{"acct_7Hq2"}}, Queue: d}},
 		DeadLetters: &deadLetters{}, Concurrency: 1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	msg, _ := command.Charge("acct_7Hq2", "held-elsewhere", body).Encode()
@@ -215,7 +216,7 @@ func TestReconcileWithoutARecordIsMalformed(t *testing.T) {
 	const reconcile = "arn:q:reconcile"
 	dl := &deadLetters{}
 	store := idemtest.NewMemoryStore()
-	h := &Handler{Service: chargetest.Service(idem.NewGuard(store, idem.Config{}), sandbox.New(""), charge.Config{}),
+	h := &Handler{Service: chargetest.Service(idem.NewGuard(store, idem.Config{}), sandbox.New(""), httpapi.Render, charge.Config{}),
 		Sources:     map[string]Source{reconcile: {Source: command.Source{ARN: reconcile, URL: "u", Reconcile: true}, Queue: noDelay{}}},
 		DeadLetters: dl, Concurrency: 1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	var ev events.SQSEvent
@@ -300,7 +301,7 @@ func TestVerdicts(t *testing.T) {
 			}
 			d, dl := &delays{}, &deadLetters{}
 			var logs bytes.Buffer
-			h := &Handler{Service: chargetest.Service(guard, tc.acq, charge.Config{Now: clock.Now}), DeadLetters: dl, Concurrency: 1,
+			h := &Handler{Service: chargetest.Service(guard, tc.acq, httpapi.Render, charge.Config{Now: clock.Now}), DeadLetters: dl, Concurrency: 1,
 				Sources: map[string]Source{
 					orders:    {Source: command.Source{ARN: orders, URL: "u1", Producer: "orders", Accounts: []string{"acct_7Hq2"}}, Queue: d},
 					reconcile: {Source: command.Source{ARN: reconcile, URL: "u2", Reconcile: true}, Queue: d},

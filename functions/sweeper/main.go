@@ -37,7 +37,7 @@ func run(logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	ddb := setup.DynamoDB(awsCfg, cfg.SkipResponseCRC32)
+	ddb := dynamostore.NewClient(awsCfg, cfg.SkipResponseCRC32)
 	h := &Handler{
 		Sweeper: sweep.New(
 			dynamostore.New(ddb, cfg.TableName),

@@ -43,16 +43,62 @@ func TestImportRules(t *testing.T) {
 	}
 }
 
+// upward is what a test-support package must never depend on, directly
+// or not: the packages that wire the system (setup), run it (the local
+// stack, the functions, the tools, the chaos run) or render it over HTTP.
+// A helper takes what it needs of them as an argument (a renderer, a
+// dialer), so the engine's and the domain's folders stay at the bottom.
+var upward = []string{"internal/setup", "internal/localapi", "internal/httpapi", "internal/chaos", "internal/systemtest", "functions/", "cmd/"}
+
+// TestTestSupportAtTheBottom: every test-support package (a folder whose
+// name ends in "test" and that is not itself a suite of tests: archtest,
+// systemtest) imports nothing above it.
+func TestTestSupportAtTheBottom(t *testing.T) {
+	helpers := testSupport(t)
+	if len(helpers) < 5 {
+		t.Fatalf("found %d test-support packages %v: the listing reads nothing", len(helpers), helpers)
+	}
+	for _, pkg := range helpers {
+		for _, v := range violations(t, pkg, upward) {
+			t.Errorf("%s (test support) depends on %s: take it as an argument instead", pkg, v)
+		}
+	}
+}
+
+// testSupport lists the test-support packages.
+func testSupport(t *testing.T) []string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "../../...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	var found []string
+	for _, p := range strings.Fields(string(out)) {
+		rel := strings.TrimPrefix(p, module)
+		name := rel[strings.LastIndex(rel, "/")+1:]
+		if strings.HasSuffix(name, "test") && name != "archtest" && name != "systemtest" {
+			found = append(found, rel)
+		}
+	}
+	return found
+}
+
 // TestRulesBite is the control: the same check reports a dependency that
 // is there (httpapi renders problems).
 func TestRulesBite(t *testing.T) {
 	if v := violations(t, "internal/httpapi", []string{"internal/problem"}); len(v) == 0 {
 		t.Fatal("the check does not see httpapi → problem")
 	}
+	// And the test-support rule's: idemctl, a tool, depends on setup, which
+	// the same list refuses a helper.
+	if v := violations(t, "cmd/idemctl", upward); len(v) == 0 {
+		t.Fatal("the test-support check does not see idemctl → setup")
+	}
 }
 
 // violations lists pkg's dependencies, direct or not, under any prefix of
-// never ("internal/…" is this module's).
+// never (a path whose first element has no dot, "internal/…", is this
+// module's).
 func violations(t *testing.T, pkg string, never []string) []string {
 	t.Helper()
 	out, err := exec.Command("go", "list", "-deps", "../../"+pkg).CombinedOutput()
@@ -65,7 +111,7 @@ func violations(t *testing.T, pkg string, never []string) []string {
 			continue
 		}
 		for _, n := range never {
-			if strings.HasPrefix(n, "internal/") {
+			if first, _, _ := strings.Cut(n, "/"); !strings.Contains(first, ".") { // this module's: internal/…, functions/…, cmd/…
 				n = module + n
 			}
 			if strings.HasPrefix(dep, n) {

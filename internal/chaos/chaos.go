@@ -31,8 +31,8 @@ import (
 	"github.com/idempotent-payments/idempay/internal/command"
 	"github.com/idempotent-payments/idempay/internal/deploy"
 	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/idem/dynamostore/conflictproxy"
 	"github.com/idempotent-payments/idempay/internal/localapi"
-	"github.com/idempotent-payments/idempay/internal/localapi/conflictproxy"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
 )
 

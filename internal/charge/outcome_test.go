@@ -7,6 +7,7 @@ import (
 
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/charge/chargetest"
+	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/idemtest"
 	"github.com/idempotent-payments/idempay/internal/obs"
@@ -41,7 +42,7 @@ func TestOutcomeNames(t *testing.T) {
 func TestResultCarriesTheParsedKey(t *testing.T) {
 	t.Parallel()
 	guard := idem.NewGuard(idemtest.NewMemoryStore(), idem.Config{})
-	svc := chargetest.Service(guard, &scripted{authorize: captured, lookup: absent}, charge.Config{})
+	svc := chargetest.Service(guard, &scripted{authorize: captured, lookup: absent}, httpapi.Render, charge.Config{})
 	first := svc.Charge(context.Background(), input("acct", "quoted-key-1", body))
 	again := svc.Charge(context.Background(), input("acct", `"quoted-key-1"`, body))
 	if first.Outcome != charge.Executed || again.Outcome != charge.Replayed || first.Key != "quoted-key-1" || again.Key != "quoted-key-1" {

@@ -12,6 +12,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/charge/chargetest"
+	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/idemtest"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
@@ -72,7 +73,7 @@ func TestRule2NoReleaseAfterTakeOver(t *testing.T) {
 	acq := &scripted{authorize: func() (acquirer.Authorization, error) {
 		return acquirer.Authorization{}, fmt.Errorf("%w: timeout", acquirer.ErrOutcomeUnknown) // the first request: sent, no answer
 	}, lookup: absent}
-	svc := chargetest.Service(guard, acq, charge.Config{Now: clock.Now})
+	svc := chargetest.Service(guard, acq, httpapi.Render, charge.Config{Now: clock.Now})
 	if r := svc.Charge(context.Background(), input("acct", "rule-2-key", body)); r.Outcome != charge.Pending || r.AcquirerErrors != 1 || r.Attempt != 1 ||
 		r.Record != idem.Ref(idem.Scope{Operation: charge.Operation, Account: "acct", Key: "rule-2-key"}.PK()) {
 		t.Fatalf("first attempt: %s, %d acquirer errors, attempt %d", r.Outcome, r.AcquirerErrors, r.Attempt)
@@ -112,7 +113,7 @@ func TestRule3StalledWorkerDoesNotSend(t *testing.T) {
 		store := &stallingStore{MemoryStore: idemtest.NewMemoryStore(), clock: clock, stall: stall}
 		guard := idem.NewGuard(store, idem.Config{Now: clock.Now, DefaultLease: 30 * time.Second})
 		acq := &scripted{authorize: captured, lookup: absent}
-		svc := chargetest.Service(guard, acq, charge.Config{Now: clock.Now})
+		svc := chargetest.Service(guard, acq, httpapi.Render, charge.Config{Now: clock.Now})
 		r := svc.Charge(context.Background(), input("acct", "rule-3-key", body))
 		if n := acq.authorized.Load(); n != 0 {
 			t.Fatalf("stall %s: the worker sent %d request(s) with %s of its lease left", stall, n, 30*time.Second-stall)
@@ -133,7 +134,7 @@ func TestReconcile(t *testing.T) {
 	acq := &scripted{authorize: func() (acquirer.Authorization, error) {
 		return acquirer.Authorization{}, fmt.Errorf("%w: 500", acquirer.ErrOutcomeUnknown)
 	}}
-	svc := chargetest.Service(guard, acq, charge.Config{Now: clock.Now})
+	svc := chargetest.Service(guard, acq, httpapi.Render, charge.Config{Now: clock.Now})
 	pk := func(key string) string {
 		return idem.Scope{Operation: charge.Operation, Account: "acct", Key: key}.PK()
 	}
@@ -177,7 +178,7 @@ func TestInFlightWaitOut(t *testing.T) {
 	clock := idemtest.NewClock(time.Unix(1_800_000_000, 0))
 	store := idemtest.NewMemoryStore()
 	guard := idem.NewGuard(store, idem.Config{Now: clock.Now, DefaultLease: 30 * time.Second})
-	svc := chargetest.Service(guard, &scripted{authorize: captured, lookup: absent}, charge.Config{Now: clock.Now})
+	svc := chargetest.Service(guard, &scripted{authorize: captured, lookup: absent}, httpapi.Render, charge.Config{Now: clock.Now})
 	req, _ := charge.ParseRequest([]byte(body), 0)
 	scope := idem.Scope{Operation: charge.Operation, Account: "acct_1", Key: "wait-out-key"}
 	if _, err := guard.Begin(ctx, scope, req.Canonical()); err != nil { // an owner with a 30 s lease
@@ -213,7 +214,7 @@ func TestCredentialRotation(t *testing.T) {
 	}
 	store := idemtest.NewMemoryStore()
 	guard := idem.NewGuard(store, idem.Config{})
-	svc := chargetest.Service(guard, client, charge.Config{})
+	svc := chargetest.Service(guard, client, httpapi.Render, charge.Config{})
 	charge1 := func(key string) charge.Result {
 		return svc.Charge(ctx, charge.Input{Account: "acct_1", Keys: []string{key}, Body: []byte(body)})
 	}
@@ -270,7 +271,7 @@ func TestRefusedAfterTakeOverStaysInFlight(t *testing.T) {
 	clock := idemtest.NewClock(time.Unix(1_800_000_000, 0))
 	store := idemtest.NewMemoryStore()
 	guard := idem.NewGuard(store, idem.Config{Now: clock.Now, DefaultLease: 30 * time.Second})
-	svc := chargetest.Service(guard, acq, charge.Config{Now: clock.Now})
+	svc := chargetest.Service(guard, acq, httpapi.Render, charge.Config{Now: clock.Now})
 	req, _ := charge.ParseRequest([]byte(body), 0)
 	if _, err := guard.Begin(ctx, idem.Scope{Operation: charge.Operation, Account: "acct_1", Key: "refused-after-take-over"}, req.Canonical()); err != nil {
 		t.Fatal(err)
@@ -301,7 +302,7 @@ func TestTakeOverLookupIsCapped(t *testing.T) {
 		return acquirer.Authorization{}, fmt.Errorf("%w: timeout", acquirer.ErrOutcomeUnknown)
 	}, lookup: absent}
 	const timeout = 700 * time.Millisecond
-	svc := chargetest.Service(guard, acq, charge.Config{Now: clock.Now, AcquirerTimeout: timeout})
+	svc := chargetest.Service(guard, acq, httpapi.Render, charge.Config{Now: clock.Now, AcquirerTimeout: timeout})
 	svc.Charge(context.Background(), input("acct", "capped-lookup", body)) // in flight, outcome unknown
 	clock.Advance(time.Millisecond)
 	svc.Charge(context.Background(), input("acct", "capped-lookup", body)) // takes over, asks first
@@ -326,7 +327,7 @@ func TestRefusedWithTheSameCredentialIsNotResent(t *testing.T) {
 		return acquirer.Authorization{}, fmt.Errorf("%w: %w", acquirer.ErrNotSent, acquirer.ErrCredentialRefused)
 	}}
 	guard := idem.NewGuard(idemtest.NewMemoryStore(), idem.Config{})
-	svc := chargetest.Service(guard, acq, charge.Config{})
+	svc := chargetest.Service(guard, acq, httpapi.Render, charge.Config{})
 	if r := svc.Charge(context.Background(), input("acct", "same-credential", body)); r.Outcome != charge.Released || acq.authorized.Load() != 1 {
 		t.Fatalf("%s after %d authorizations; want released after 1", r.Outcome, acq.authorized.Load())
 	}

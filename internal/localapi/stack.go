@@ -255,7 +255,7 @@ func StartStack(ctx context.Context, cfg StackConfig) (_ *Stack, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("load AWS config: %w", err)
 	}
-	s := &Stack{TableName: cfg.TableName, DynamoDB: setup.DynamoDB(awsCfg, true)}
+	s := &Stack{TableName: cfg.TableName, DynamoDB: dynamostore.NewClient(awsCfg, true)}
 	if cfg.TableMode == deploy.MultiRegionStrong {
 		s.RegionName = cmp.Or(cfg.Region, awsCfg.Region)
 	}

@@ -17,7 +17,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"go.opentelemetry.io/otel/trace"
@@ -150,23 +149,6 @@ func AWS(ctx context.Context) (aws.Config, error) {
 	return cfg, nil
 }
 
-// DynamoDB is the functions' DynamoDB client. With skipResponseCRC32
-// (deploy.EnvSkipResponseCRC32, for DynamoDB Local) it does not check the
-// x-amz-crc32 of answers: DynamoDB Local sends none that matches on an
-// error answer, and the SDK then writes a warning, outside the JSON log,
-// for every refused condition, that is for every replay. DynamoDB sends
-// it, and the deployed functions keep the check. Its endpoint is resolved
-// once (EndpointsOnce), and its retryer knows a refused condition first
-// (refusedConditionFirst). optFns apply after.
-func DynamoDB(awsCfg aws.Config, skipResponseCRC32 bool, optFns ...func(*dynamodb.Options)) *dynamodb.Client {
-	lean := func(o *dynamodb.Options) {
-		o.DisableValidateResponseChecksum = skipResponseCRC32
-		o.EndpointResolverV2 = EndpointsOnce(dynamodb.NewDefaultEndpointResolverV2())
-		o.Retryer = retryRefusedConditionFirst(o.Retryer)
-	}
-	return dynamodb.NewFromConfig(awsCfg, append([]func(*dynamodb.Options){lean}, optFns...)...)
-}
-
 // Require returns the value of the environment variable name, or an error
 // naming it when it is empty.
 func Require(getenv func(string) string, name string) (string, error) {
@@ -218,7 +200,7 @@ func StartCharging(ctx context.Context, function string, getenv func(string) str
 // ChargeService builds the charge service: DynamoDB, the guard (with the
 // protocol of c: T, the skew and the acquirer's id), the acquirer client.
 func ChargeService(ctx context.Context, awsCfg aws.Config, c Config, logger *slog.Logger, tracer trace.Tracer) (*charge.Service, error) {
-	guard := idem.NewGuard(dynamostore.New(DynamoDB(awsCfg, c.SkipResponseCRC32), c.TableName), idem.Config{
+	guard := idem.NewGuard(dynamostore.New(dynamostore.NewClient(awsCfg, c.SkipResponseCRC32), c.TableName), idem.Config{
 		Retention: c.Retention, LeaseMargin: c.LeaseMargin, CacheSize: c.CacheSize,
 		Protocol: idem.Protocol{InTransitBound: c.InTransitBound, ClockSkew: c.ClockSkew, Downstream: c.AcquirerID},
 	})
@@ -226,7 +208,7 @@ func ChargeService(ctx context.Context, awsCfg aws.Config, c Config, logger *slo
 }
 
 func chargeService(ctx context.Context, awsCfg aws.Config, c Config, guard *idem.Guard, logger *slog.Logger, tracer trace.Tracer) (*charge.Service, error) {
-	ddb := DynamoDB(awsCfg, c.SkipResponseCRC32)
+	ddb := dynamostore.NewClient(awsCfg, c.SkipResponseCRC32)
 	cred := acquirer.StaticCredential(c.AcquirerAPIKey)
 	if c.AcquirerSecret != "" {
 		// Read at start-up (a missing secret fails the start), then again

@@ -25,6 +25,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/deploy"
 	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/event/eventtest"
+	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore/dynamotest"
@@ -86,7 +87,7 @@ func regionService(t *testing.T, client *dynamodb.Client, table string, sb *sand
 		t.Fatal(err)
 	}
 	guard := idem.NewGuard(dynamostore.New(client, table), idem.Config{Protocol: idem.Protocol{Downstream: localapi.SandboxAcquirerID}})
-	return chargetest.ServiceWith(guard, dynamoledger.New(client, table), acq, charge.Config{})
+	return chargetest.ServiceWith(guard, dynamoledger.New(client, table), acq, httpapi.Render, charge.Config{})
 }
 
 // regionStorm sends each of intents once to each region at the same
@@ -243,8 +244,8 @@ func TestTwoRegionsSweepAndReconcileOnce(t *testing.T) {
 		q := &sweeptest.Queue{}
 		sw := sweep.New(store, q, sweep.Config{InTransitBound: idem.DefaultInTransitBound, ClockSkew: idem.DefaultClockSkew, Now: clock.Now})
 		ledger := dynamoledger.New(client, table)
-		return chargetest.ServiceWith(guard, ledger, acq, charge.Config{Now: clock.Now, Logger: quiet}),
-			chargetest.ServiceWith(guard, ledger, answerLost{acq}, charge.Config{Now: clock.Now, Logger: quiet}), sw, q
+		return chargetest.ServiceWith(guard, ledger, acq, httpapi.Render, charge.Config{Now: clock.Now, Logger: quiet}),
+			chargetest.ServiceWith(guard, ledger, answerLost{acq}, httpapi.Render, charge.Config{Now: clock.Now, Logger: quiet}), sw, q
 	}
 	east, lossy, eastSweeper, eastQueue := region()
 	west, _, westSweeper, westQueue := region()

@@ -13,7 +13,6 @@ import (
 	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/event"
-	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/idemtest"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
@@ -106,7 +105,7 @@ func newWorld(t *testing.T, newStores NewStoresFunc) *world {
 func newClock() *idemtest.Clock { return idemtest.NewClock(time.Now().Truncate(time.Millisecond)) }
 
 func (w *world) service(acq charge.Acquirer) *charge.Service {
-	return charge.NewService(w.guard, w.ledger, acq, httpapi.Render, charge.Config{Now: w.clock.Now})
+	return charge.NewService(w.guard, w.ledger, acq, Render, charge.Config{Now: w.clock.Now})
 }
 
 // protocol is the suites' guards': T 5 s, skew 1 s, the sandbox acquirer.
@@ -151,7 +150,7 @@ func (w *world) mustMatchLedger(t *testing.T, sb *sandbox.Server, key string, re
 	if err != nil {
 		t.Fatalf("the completed record has no ledger row: %v", err)
 	}
-	if string(rec.Response.Body) != string(httpapi.Render(row).Body) || string(res.Response.Body) != string(rec.Response.Body) {
+	if string(rec.Response.Body) != string(Render(row).Body) || string(res.Response.Body) != string(rec.Response.Body) {
 		t.Fatalf("answer %s, stored %s, ledger row %+v: not one charge", res.Response.Body, rec.Response.Body, row)
 	}
 	auths := sb.ByKey()
@@ -286,7 +285,7 @@ func completionARowThatDiffersWins(t *testing.T, newStores NewStoresFunc) {
 	w.ledger = odd
 	_, acq := sandboxAcquirer()
 	r := w.service(acq).Charge(ctx, input("odd-row-key"))
-	if r.Outcome != charge.Executed || !strings.Contains(string(r.Response.Body), `"authorization_id":"auth_written_first"`) {
+	if r.Outcome != charge.Executed || !strings.Contains(string(r.Response.Body), `"auth_written_first"`) {
 		t.Fatalf("answer %s %s: want the row written first", r.Outcome, r.Response.Body)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/charge/chargetest"
 	"github.com/idempotent-payments/idempay/internal/charge/dynamoledger"
 	"github.com/idempotent-payments/idempay/internal/event"
+	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore/dynamotest"
@@ -102,7 +103,7 @@ func TestChargeRoundTrips(t *testing.T) {
 	table := dynamotest.NewTable(t, client)
 	sb := sandbox.New("")
 	acq, _ := acquirer.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
-	svc := chargetest.ServiceWith(idem.NewGuard(dynamostore.New(client, table), idem.Config{}), dynamoledger.New(client, table), acq, charge.Config{})
+	svc := chargetest.ServiceWith(idem.NewGuard(dynamostore.New(client, table), idem.Config{}), dynamoledger.New(client, table), acq, httpapi.Render, charge.Config{})
 	in := charge.Input{Account: "acct_rt", Keys: []string{"round-trip-key"}, Body: []byte(`{"amount": 100, "currency": "BRL", "order_id": "1", "payment_method": "pm_card_visa"}`)}
 	trips.Take()
 	first := svc.Charge(ctx, in)
@@ -133,7 +134,7 @@ func TestItemSizes(t *testing.T) {
 	store := dynamostore.New(client, table)
 	sb := sandbox.New("")
 	acq, _ := acquirer.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
-	svc := chargetest.ServiceWith(idem.NewGuard(store, idem.Config{}), dynamoledger.New(client, table), acq, charge.Config{})
+	svc := chargetest.ServiceWith(idem.NewGuard(store, idem.Config{}), dynamoledger.New(client, table), acq, httpapi.Render, charge.Config{})
 	raw := func(pk string) map[string]types.AttributeValue {
 		out, err := client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: pk}}, ConsistentRead: aws.Bool(true)})
 		if err != nil || out.Item == nil {
@@ -187,7 +188,7 @@ func TestLookupByKey(t *testing.T) {
 	sb := sandbox.New("")
 	acq, _ := acquirer.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
 	service := func(cfg idem.Config) *charge.Service {
-		return chargetest.ServiceWith(idem.NewGuard(store, cfg), ledger, acq, charge.Config{})
+		return chargetest.ServiceWith(idem.NewGuard(store, cfg), ledger, acq, httpapi.Render, charge.Config{})
 	}
 	charger := service(idem.Config{})
 	body := func(pm string) []byte {

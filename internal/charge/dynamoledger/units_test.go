@@ -12,6 +12,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/charge/chargetest"
 	"github.com/idempotent-payments/idempay/internal/charge/dynamoledger"
 	"github.com/idempotent-payments/idempay/internal/cost"
+	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore/dynamotest"
@@ -36,7 +37,7 @@ func unitsOf(tb testing.TB, path string, n int) dynamotest.Units {
 		cache = 10
 	}
 	guard := idem.NewGuard(dynamostore.New(meter, table), idem.Config{CacheSize: cache})
-	svc := chargetest.ServiceWith(guard, dynamoledger.New(meter, table), acq, charge.Config{})
+	svc := chargetest.ServiceWith(guard, dynamoledger.New(meter, table), acq, httpapi.Render, charge.Config{})
 	body := []byte(`{"amount": 25000, "currency": "BRL", "order_id": "order-123", "payment_method": "pm_card_visa", "description": "a typical description of seventy characters or so, for the bill"}`)
 	in := func(key string) charge.Input {
 		return charge.Input{Account: "acct_units", Keys: []string{key}, Body: body}
@@ -126,7 +127,7 @@ func BenchmarkChargeCPU(b *testing.B) {
 	table := dynamotest.NewTable(b, client)
 	sb := sandbox.New("")
 	acq, _ := acquirer.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
-	svc := chargetest.ServiceWith(idem.NewGuard(dynamostore.New(client, table), idem.Config{}), dynamoledger.New(client, table), acq, charge.Config{})
+	svc := chargetest.ServiceWith(idem.NewGuard(dynamostore.New(client, table), idem.Config{}), dynamoledger.New(client, table), acq, httpapi.Render, charge.Config{})
 	body := []byte(`{"amount": 25000, "currency": "BRL", "order_id": "order-123", "payment_method": "pm_card_visa", "description": "a typical description"}`)
 	run := fmt.Sprint(time.Now().UnixNano())
 	n := 0 // keys stay new across -count runs
@@ -188,7 +189,7 @@ func unitsOfALife(tb testing.TB, ttl bool, n int) lifeUnits {
 	if !ttl {
 		cfg.Region = "region-a"
 	}
-	svc := chargetest.ServiceWith(guard, dynamoledger.New(meter, table), acq, cfg)
+	svc := chargetest.ServiceWith(guard, dynamoledger.New(meter, table), acq, httpapi.Render, cfg)
 	body := []byte(`{"amount": 25000, "currency": "BRL", "order_id": "order-123", "payment_method": "pm_card_visa", "description": "a typical description of seventy characters or so, for the bill"}`)
 	meter.Take()
 	for i := range n {
@@ -286,7 +287,7 @@ func BenchmarkFirstExecutionByTableMode(b *testing.B) {
 			client := dynamotest.Client(b)
 			table := dynamotest.NewTableFor(b, client, mode.ttl)
 			acq, _ := acquirer.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sandbox.New("")))
-			svc := chargetest.ServiceWith(idem.NewGuard(dynamostore.New(client, table), idem.Config{}), dynamoledger.New(client, table), acq, charge.Config{})
+			svc := chargetest.ServiceWith(idem.NewGuard(dynamostore.New(client, table), idem.Config{}), dynamoledger.New(client, table), acq, httpapi.Render, charge.Config{})
 			body := []byte(`{"amount": 25000, "currency": "BRL", "order_id": "order-123", "payment_method": "pm_card_visa"}`)
 			i := 0
 			for b.Loop() {

@@ -19,7 +19,6 @@ import (
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
-	"github.com/idempotent-payments/idempay/internal/setup"
 )
 
 // RequireEmulator fails the test when no endpoint variable is set, so a
@@ -40,7 +39,7 @@ func Client(t testing.TB, optFns ...func(*dynamodb.Options)) *dynamodb.Client {
 	if err != nil {
 		t.Fatalf("load AWS config: %v", err)
 	}
-	return setup.DynamoDB(cfg, true, optFns...) // the table is DynamoDB Local's
+	return dynamostore.NewClient(cfg, true, optFns...) // the table is DynamoDB Local's
 }
 
 var tables atomic.Int64

@@ -1,4 +1,4 @@
-package setup
+package dynamostore
 
 import (
 	"context"
@@ -60,4 +60,21 @@ func (e *endpointsOnce) ResolveEndpoint(ctx context.Context, p dynamodb.Endpoint
 	e.resolved[key] = endpoint
 	e.mu.Unlock()
 	return endpoint, nil
+}
+
+// NewClient is the functions' DynamoDB client. With skipResponseCRC32
+// (deploy.EnvSkipResponseCRC32, for DynamoDB Local) it does not check the
+// x-amz-crc32 of answers: DynamoDB Local sends none that matches on an
+// error answer, and the SDK then writes a warning, outside the JSON log,
+// for every refused condition, that is for every replay. DynamoDB sends
+// it, and the deployed functions keep the check. Its endpoint is resolved
+// once (EndpointsOnce), and its retryer knows a refused condition first
+// (refusedConditionFirst). optFns apply after.
+func NewClient(awsCfg aws.Config, skipResponseCRC32 bool, optFns ...func(*dynamodb.Options)) *dynamodb.Client {
+	lean := func(o *dynamodb.Options) {
+		o.DisableValidateResponseChecksum = skipResponseCRC32
+		o.EndpointResolverV2 = EndpointsOnce(dynamodb.NewDefaultEndpointResolverV2())
+		o.Retryer = retryRefusedConditionFirst(o.Retryer)
+	}
+	return dynamodb.NewFromConfig(awsCfg, append([]func(*dynamodb.Options){lean}, optFns...)...)
 }
