@@ -66,7 +66,7 @@ func streamOf(t *testing.T) events.DynamoDBEvent {
 }
 
 // recordsOf is the stream of table, as Lambda delivers its records.
-func recordsOf(t *testing.T, ddb *dynamodb.Client, table string) events.DynamoDBEvent {
+func recordsOf(t testing.TB, ddb *dynamodb.Client, table string) events.DynamoDBEvent {
 	t.Helper()
 	ctx := context.Background()
 	d, err := ddb.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
