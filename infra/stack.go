@@ -470,7 +470,7 @@ func markAccess(cfg Config, env map[string]*string, tableName, tableArn *string)
 	return []statement{markStatement(tableArn)}
 }
 
-// markStatement is the mark on a ledger row (dynamoledger's
+// markStatement is the mark on a ledger row (dynamo.Books'
 // MarkPublished): an update of ledger rows that touches the row's key and
 // its unpublished listing only and returns nothing, so a role that marks
 // can neither change what a row says nor write a row that reads as a

@@ -20,9 +20,9 @@ import (
 
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/deploy"
+	"github.com/idempotent-payments/idempay/internal/dynamo"
 	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/idem"
-	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
 	"github.com/idempotent-payments/idempay/internal/route"
 	"github.com/idempotent-payments/idempay/internal/tabledef"
 )
@@ -132,7 +132,7 @@ func TestTableMatchesTheCode(t *testing.T) {
 		tmpl := synth(t, env)
 		table := only(t, tmpl, "AWS::DynamoDB::Table")
 		p := props(table)
-		in := dynamostore.TableInput(tableName)
+		in := dynamo.TableInput(tableName)
 		var wantAttrs, wantKeys []map[string]string
 		for _, a := range in.AttributeDefinitions {
 			wantAttrs = append(wantAttrs, map[string]string{"AttributeName": *a.AttributeName, "AttributeType": string(a.AttributeType)})

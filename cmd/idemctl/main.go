@@ -68,11 +68,10 @@ import (
 	"github.com/aws/smithy-go/logging"
 
 	"github.com/idempotent-payments/idempay/internal/charge"
-	"github.com/idempotent-payments/idempay/internal/charge/dynamoledger"
 	"github.com/idempotent-payments/idempay/internal/deploy"
+	"github.com/idempotent-payments/idempay/internal/dynamo"
 	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
-	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
 	"github.com/idempotent-payments/idempay/internal/operator"
 	"github.com/idempotent-payments/idempay/internal/setup"
 )
@@ -141,10 +140,10 @@ func run(ctx context.Context, args []string, sh shell) error {
 		return err
 	}
 	awsCfg.Logger = sdkLogger(sh.stderr, *f.debug)
-	ddb := dynamodb.NewFromConfig(awsCfg)
-	store := dynamostore.New(ddb, *f.table)
+	table := dynamo.Open(dynamodb.NewFromConfig(awsCfg), *f.table)
+	store := table.Store()
 	t := tool{
-		sh: sh, flags: f, aws: awsCfg, store: store, ledger: dynamoledger.New(ddb, *f.table), books: dynamoledger.NewPublication(ddb, *f.table),
+		sh: sh, flags: f, aws: awsCfg, store: store, ledger: table.Ledger(), books: table.Books(),
 		guard: idem.NewGuard(store, idem.Config{Now: sh.now}),
 		scope: idem.Scope{Operation: charge.Operation, Account: *f.account, Key: *f.key},
 		out:   json.NewEncoder(sh.stdout),
@@ -194,9 +193,9 @@ type tool struct {
 	sh     shell
 	flags  flags
 	aws    aws.Config
-	store  *dynamostore.Store
-	ledger *dynamoledger.Ledger
-	books  *dynamoledger.Publication
+	store  *dynamo.Store
+	ledger *dynamo.Ledger
+	books  *dynamo.Books
 	guard  *idem.Guard
 	scope  idem.Scope
 	out    *json.Encoder

@@ -29,12 +29,11 @@ import (
 	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/charge/chargetest"
-	"github.com/idempotent-payments/idempay/internal/charge/dynamoledger"
 	"github.com/idempotent-payments/idempay/internal/deploy"
+	"github.com/idempotent-payments/idempay/internal/dynamo"
+	"github.com/idempotent-payments/idempay/internal/dynamo/dynamotest"
 	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
-	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
-	"github.com/idempotent-payments/idempay/internal/idem/dynamostore/dynamotest"
 	"github.com/idempotent-payments/idempay/internal/localapi"
 	"github.com/idempotent-payments/idempay/internal/operator"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
@@ -84,7 +83,7 @@ type lab struct {
 	// guard makes the test's own workers: they claim with a short lease
 	// and die (a record left in flight), or hold a record.
 	guard  *idem.Guard
-	ledger *dynamoledger.Ledger
+	ledger *dynamo.Ledger
 	// other is another live sandbox acquirer, which an operator's shell
 	// could name; otherCalls counts the requests it receives.
 	other      *sandbox.Server
@@ -122,8 +121,8 @@ func newLab(t *testing.T, extra []string, principals ...localapi.Principal) lab 
 	t.Cleanup(srv.Close)
 	return lab{
 		s:      s,
-		guard:  idem.NewGuard(dynamostore.New(s.DynamoDB, s.TableName), idem.Config{DefaultLease: 100 * time.Millisecond, Protocol: shortProtocol}),
-		ledger: dynamoledger.New(s.DynamoDB, s.TableName), other: other, otherURL: srv.URL, otherCalls: &calls,
+		guard:  idem.NewGuard(dynamo.Open(s.DynamoDB, s.TableName).Store(), idem.Config{DefaultLease: 100 * time.Millisecond, Protocol: shortProtocol}),
+		ledger: dynamo.Open(s.DynamoDB, s.TableName).Ledger(), other: other, otherURL: srv.URL, otherCalls: &calls,
 	}
 }
 
@@ -232,7 +231,7 @@ func TestActingCommands(t *testing.T) {
 
 	// A worker whose lease runs 3 s: the deployment refuses while it runs,
 	// and for T + skew after.
-	l.stuckWith(t, idem.NewGuard(dynamostore.New(l.s.DynamoDB, l.s.TableName), idem.Config{DefaultLease: 3 * time.Second, Protocol: shortProtocol}), "stuck-key-1")
+	l.stuckWith(t, idem.NewGuard(dynamo.Open(l.s.DynamoDB, l.s.TableName).Store(), idem.Config{DefaultLease: 3 * time.Second, Protocol: shortProtocol}), "stuck-key-1")
 	if out, err := act("", "release", "--account", "acct_ops", "--key", "stuck-key-1", "--yes"); err == nil || !strings.Contains(err.Error(), operator.OutcomeNothingToDo) {
 		t.Fatalf("a release while the lease runs: %v\n%s", err, out)
 	}
@@ -265,7 +264,7 @@ func TestActingCommands(t *testing.T) {
 
 	// Held under a T of 3 s (the record's, larger than the deployment's):
 	// the void waits the record's out.
-	l.heldWith(t, idem.NewGuard(dynamostore.New(l.s.DynamoDB, l.s.TableName), idem.Config{
+	l.heldWith(t, idem.NewGuard(dynamo.Open(l.s.DynamoDB, l.s.TableName).Store(), idem.Config{
 		DefaultLease: time.Second, Protocol: idem.Protocol{InTransitBound: 3 * time.Second, ClockSkew: 100 * time.Millisecond, Downstream: localapi.SandboxAcquirerID},
 	}), "held-void-key")
 	l.held(t, "held-accept-key")
@@ -542,7 +541,7 @@ func TestAPersonsPromptDoesNotRace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	client := chargetest.ServiceWith(idem.NewGuard(dynamostore.New(l.s.DynamoDB, l.s.TableName), idem.Config{DefaultLease: 2 * time.Second, Protocol: shortProtocol}),
+	client := chargetest.ServiceWith(idem.NewGuard(dynamo.Open(l.s.DynamoDB, l.s.TableName).Store(), idem.Config{DefaultLease: 2 * time.Second, Protocol: shortProtocol}),
 		l.ledger, losesAnswers{acq}, httpapi.Render, charge.Config{AcquirerTimeout: 150 * time.Millisecond})
 	stdin := &duringConfirmation{answer: strings.NewReader("yes\n"), meanwhile: func() {
 		r := client.Charge(ctx, charge.Input{Account: "acct_ops", Keys: []string{"prompt-key"}, Body: body})
@@ -596,8 +595,8 @@ func (d *duringConfirmation) Read(p []byte) (int, error) {
 type world struct {
 	table    string
 	ddb      *dynamodb.Client
-	store    *dynamostore.Store
-	ledger   *dynamoledger.Ledger
+	store    *dynamo.Store
+	ledger   *dynamo.Ledger
 	acq      *acquirer.Client
 	protocol idem.Protocol
 }
@@ -610,7 +609,7 @@ func newWorld(t *testing.T) world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return world{table: table, ddb: ddb, store: dynamostore.New(ddb, table), ledger: dynamoledger.New(ddb, table), acq: acq, protocol: shortProtocol}
+	return world{table: table, ddb: ddb, store: dynamo.Open(ddb, table).Store(), ledger: dynamo.Open(ddb, table).Ledger(), acq: acq, protocol: shortProtocol}
 }
 
 // shell is idemctl's world in w.

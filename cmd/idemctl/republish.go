@@ -14,6 +14,7 @@ import (
 
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/deploy"
+	"github.com/idempotent-payments/idempay/internal/dynamo"
 	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/obs"
 	"github.com/idempotent-payments/idempay/internal/publish"
@@ -36,7 +37,7 @@ func (c *chargeIDs) Set(id string) error {
 // no sweeper takes it over again.
 type republisher struct {
 	topic *topic.Topic
-	books charge.Publication
+	books charge.Books
 	sh    shell
 	aws   aws.Config // the region's, for the stream and the failures queue
 }
@@ -50,7 +51,7 @@ func (r republisher) Publish(ctx context.Context, e event.Event) error {
 	return nil
 }
 
-func newRepublisher(awsCfg aws.Config, sh shell, topicARN string, books charge.Publication) (republisher, error) {
+func newRepublisher(awsCfg aws.Config, sh shell, topicARN string, books charge.Books) (republisher, error) {
 	if topicARN == "" {
 		return republisher{}, errors.New("--topic (or " + deploy.EnvOutcomeTopicARN + ") is required: the outcome topic's ARN (the stack's OutcomeTopicArn output)")
 	}
@@ -80,13 +81,13 @@ func republishCharges(ctx context.Context, ledger charge.Ledger, r republisher, 
 }
 
 // republishFailures drains the publisher's failures queue: each message
-// names a batch the stream trigger gave up on (publish.ParseFailure); its
-// records are read back from the stream, filtered as the region's trigger
-// filters them (streamfilter.For the republisher's region: in the
-// multi-region mode its own rows and those of no region), and given to the
-// publisher's own handler, which marks the rows, and the message is
-// deleted once they are published. A batch
-// the stream no longer holds, or a message that does not parse, stays on
+// names a batch the stream trigger gave up on (dynamo.ParseFailure); its
+// records are read back from the stream (dynamo.Range), filtered as the
+// region's trigger filters them (publish.Deliverable with streamfilter.For
+// the republisher's region: in the multi-region mode its own rows and
+// those of no region), and given to the publisher's own handler, which
+// marks the rows, and the message is deleted once they are published. A
+// batch the stream no longer holds, or a message that does not parse, stays on
 // the queue and is reported: its charges are republished from the ledger
 // (--charge), found by the time window it gives.
 func republishFailures(ctx context.Context, r republisher, queueURL string) error {
@@ -105,14 +106,14 @@ func republishFailures(ctx context.Context, r republisher, queueURL string) erro
 		}
 		for _, m := range out.Messages {
 			id := aws.ToString(m.MessageId)
-			f, err := publish.ParseFailure([]byte(aws.ToString(m.Body)))
+			f, err := dynamo.ParseFailure([]byte(aws.ToString(m.Body)))
 			if err != nil {
 				fmt.Fprintf(r.sh.stdout, "message %s left on the queue: %v\n", id, err)
 				left++
 				continue
 			}
-			records, err := publish.Range(ctx, streams, f, filters)
-			if errors.Is(err, publish.ErrAgedOut) {
+			records, err := dynamo.Range(ctx, streams, f)
+			if errors.Is(err, dynamo.ErrAgedOut) {
 				fmt.Fprintf(r.sh.stdout, "message %s left on the queue: shard %s, %s to %s: %v; republish the charges written from %s to %s with --charge\n",
 					id, f.ShardID, f.Start, f.End, err, f.FirstArrival, f.LastArrival)
 				left++
@@ -121,6 +122,7 @@ func republishFailures(ctx context.Context, r republisher, queueURL string) erro
 			if err != nil {
 				return fmt.Errorf("message %s: %w", id, err)
 			}
+			records = publish.Deliverable(records, filters)
 			resp, err := handler.Handle(ctx, events.DynamoDBEvent{Records: records})
 			if err == nil && len(resp.BatchItemFailures) > 0 {
 				err = fmt.Errorf("publishing failed from record %s", resp.BatchItemFailures[0].ItemIdentifier)

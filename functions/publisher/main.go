@@ -13,8 +13,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 
-	"github.com/idempotent-payments/idempay/internal/charge/dynamoledger"
-	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
+	"github.com/idempotent-payments/idempay/internal/dynamo"
 	"github.com/idempotent-payments/idempay/internal/obs"
 	"github.com/idempotent-payments/idempay/internal/publish"
 	"github.com/idempotent-payments/idempay/internal/setup"
@@ -39,7 +38,7 @@ func run(logger *slog.Logger) error {
 		Metrics: obs.NewMetrics(os.Stdout, obs.FunctionPublisher, cfg.Environment),
 	}
 	if cfg.TableName != "" {
-		h.Books = dynamoledger.NewPublication(dynamostore.NewClient(awsCfg, cfg.SkipResponseCRC32), cfg.TableName)
+		h.Books = dynamo.Open(dynamo.NewClient(awsCfg, cfg.SkipResponseCRC32), cfg.TableName).Books()
 	}
 	lambda.Start(h.Handle)
 	return nil

@@ -19,8 +19,8 @@ import (
 	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/charge/chargetest"
-	"github.com/idempotent-payments/idempay/internal/charge/dynamoledger"
 	"github.com/idempotent-payments/idempay/internal/command"
+	"github.com/idempotent-payments/idempay/internal/dynamo"
 	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
@@ -223,7 +223,7 @@ func TestReconcileWithoutARecordIsMalformed(t *testing.T) {
 	for i, body := range []string{
 		`{"type":"reconcile"}`,
 		`{"type":"reconcile","pk":""}`,
-		`{"type":"reconcile","pk":"` + dynamoledger.Key("ch_0123456789abcdef0123456789abcdef01234567") + `"}`,
+		`{"type":"reconcile","pk":"` + dynamo.Key("ch_0123456789abcdef0123456789abcdef01234567") + `"}`,
 		`{"type":"reconcile","pk":"` + idem.Scope{Operation: "refund", Account: "acct_1", Key: "refund-key-1"}.PK() + `"}`,
 	} {
 		ev.Records = append(ev.Records, events.SQSMessage{MessageId: fmt.Sprintf("m%d", i), Body: body, EventSourceARN: reconcile})

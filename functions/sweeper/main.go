@@ -14,8 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/idempotent-payments/idempay/internal/charge/dynamoledger"
-	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
+	"github.com/idempotent-payments/idempay/internal/dynamo"
 	"github.com/idempotent-payments/idempay/internal/obs"
 	"github.com/idempotent-payments/idempay/internal/publish"
 	"github.com/idempotent-payments/idempay/internal/queue"
@@ -37,10 +36,10 @@ func run(logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	ddb := dynamostore.NewClient(awsCfg, cfg.SkipResponseCRC32)
+	table := dynamo.Open(dynamo.NewClient(awsCfg, cfg.SkipResponseCRC32), cfg.TableName)
 	h := &Handler{
 		Sweeper: sweep.New(
-			dynamostore.New(ddb, cfg.TableName),
+			table.Store(),
 			queue.New(sqs.NewFromConfig(awsCfg), cfg.QueueURL),
 			sweep.Config{InTransitBound: cfg.InTransitBound, ClockSkew: cfg.ClockSkew, PurgeWindow: cfg.PurgeWindow},
 		),
@@ -48,7 +47,7 @@ func run(logger *slog.Logger) error {
 	}
 	if cfg.Region != "" {
 		h.TakeOver = &publish.TakeOver{
-			Region: cfg.Region, Books: dynamoledger.NewPublication(ddb, cfg.TableName), Ledger: dynamoledger.New(ddb, cfg.TableName),
+			Region: cfg.Region, Books: table.Books(), Ledger: table.Ledger(),
 			Topic: topic.New(sns.NewFromConfig(awsCfg), cfg.TopicARN), StaleAfter: cfg.StaleRegion, StopMargin: sweep.DefaultStopMargin,
 		}
 	}

@@ -29,9 +29,9 @@ var rules = []struct {
 	{"internal/event", []string{"internal/charge"}, "the events' schema is read by the CDK app, which links no service"},
 	{"internal/acquirer", []string{"internal/idem", "internal/charge"}, "the acquirer client knows no idempotency"},
 	{"internal/sweep", []string{"internal/charge", "internal/acquirer"}, "the sweeper never calls the acquirer"},
-	{"internal/event", []string{"internal/problem", "internal/httpapi", "internal/queue", "internal/idem/dynamostore", "github.com/aws/"},
+	{"internal/event", []string{"internal/problem", "internal/httpapi", "internal/queue", "internal/dynamo", "github.com/aws/"},
 		"the events' schema knows no transport and no store: publishers encode with it"},
-	{"internal/sweep", []string{"internal/idem/dynamostore", "internal/queue", "github.com/aws/"},
+	{"internal/sweep", []string{"internal/dynamo", "internal/queue", "github.com/aws/"},
 		"the sweeper reaches the records through the idem.Store seam and the queue through its own interface, so it runs on every store"},
 }
 

@@ -17,11 +17,10 @@ import (
 
 	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/charge"
-	"github.com/idempotent-payments/idempay/internal/charge/dynamoledger"
 	"github.com/idempotent-payments/idempay/internal/deploy"
+	"github.com/idempotent-payments/idempay/internal/dynamo"
 	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/idem"
-	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
 	"github.com/idempotent-payments/idempay/internal/localapi"
 )
 
@@ -188,8 +187,9 @@ func checkEvents(ctx context.Context, s *localapi.Stack, records []*idem.Record,
 // lookUp reads each intent's live record (nil when none) through the store
 // and whether its ledger row exists through the ledger, 16 at a time.
 func lookUp(ctx context.Context, s *localapi.Stack, intents []intent) ([]*idem.Record, []bool, error) {
-	guard := idem.NewGuard(dynamostore.New(s.DynamoDB, s.TableName), idem.Config{})
-	ledger := dynamoledger.New(s.DynamoDB, s.TableName)
+	table := dynamo.Open(s.DynamoDB, s.TableName)
+	guard := idem.NewGuard(table.Store(), idem.Config{})
+	ledger := table.Ledger()
 	records := make([]*idem.Record, len(intents)) // nil: no live record
 	charged := make([]bool, len(intents))         // the record's ledger row exists
 	var (

@@ -7,6 +7,6 @@
 // the Ledger it keeps the charges in (a row written before each
 // completion, read by Service.Get). It knows nothing of HTTP, SQS or DynamoDB: the
 // stored answer is rendered by the Renderer it is given, and the ledger's
-// rows are laid out by its implementation (dynamoledger on DynamoDB,
+// rows are laid out by its implementation (dynamo on DynamoDB,
 // chargetest in memory).
 package charge

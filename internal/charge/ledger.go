@@ -12,7 +12,7 @@ import (
 // id is derived from its intent's downstream key, so every attempt of one
 // intent names the same row, and a row always has the acquirer's
 // authorization behind it. Its implementations sit beside the stores
-// (dynamoledger on DynamoDB, chargetest in memory); only they know the
+// (dynamo on DynamoDB, chargetest in memory); only they know the
 // row's layout and key.
 type Ledger interface {
 	// Write writes c's row unless a row for c.ID exists, and returns the
@@ -27,14 +27,13 @@ type Ledger interface {
 	Get(ctx context.Context, id string) (Charge, error)
 }
 
-// Publication keeps the books of the ledger rows' events in the
+// Books keep the books of the ledger rows' events in the
 // multi-region mode, where each row's event is published once, by the
 // region that wrote it (Charge.Region), and another region takes over only
 // when that one has stopped. A row written with a region is unpublished
 // until MarkPublished; each region's heartbeat tells whether it runs. Its
-// implementations sit beside the ledgers (dynamoledger.Publication,
-// chargetest.Ledger).
-type Publication interface {
+// implementations sit beside the ledgers (dynamo.Books, chargetest.Ledger).
+type Books interface {
 	// MarkPublished records that charge id's event is published, so no
 	// region takes it over; again changes nothing. ErrNoCharge when there
 	// is no such row; it may fail with idem.ErrWriteConflict, without

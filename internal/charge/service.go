@@ -81,8 +81,9 @@ type Service struct {
 }
 
 // NewService returns a Service with cfg's zero fields defaulted. The
-// ledger must be on the guard's store: its rows are written with the
-// completions. answer renders the stored answers (both entry points must
+// ledger must be on the guard's store, since its rows are written with the
+// completions: a deployment takes both from the table it opens once
+// (dynamo.Open's Store and Ledger). answer renders the stored answers (both entry points must
 // be given the same). It panics when ledger or answer is nil, a wiring
 // mistake no request should find.
 func NewService(guard *idem.Guard, ledger Ledger, acq Acquirer, answer Renderer, cfg Config) *Service {

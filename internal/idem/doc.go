@@ -22,7 +22,7 @@
 // [Lease.Release] refuses after a take-over, and [Lease.TimeLeft] tells the
 // caller whether it may still send.
 //
-// Storage is behind the small [Store] interface. Package dynamostore
+// Storage is behind the small [Store] interface. Package dynamo
 // implements it on DynamoDB; package idemtest has an in-memory Store and the
 // conformance suite both must pass.
 package idem

@@ -25,9 +25,9 @@ import (
 
 	"github.com/idempotent-payments/idempay/internal/command"
 	"github.com/idempotent-payments/idempay/internal/deploy"
+	"github.com/idempotent-payments/idempay/internal/dynamo"
 	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/idem"
-	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
 	"github.com/idempotent-payments/idempay/internal/localapi/cgroup"
 	"github.com/idempotent-payments/idempay/internal/route"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
@@ -255,7 +255,7 @@ func StartStack(ctx context.Context, cfg StackConfig) (_ *Stack, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("load AWS config: %w", err)
 	}
-	s := &Stack{TableName: cfg.TableName, DynamoDB: dynamostore.NewClient(awsCfg, true)}
+	s := &Stack{TableName: cfg.TableName, DynamoDB: dynamo.NewClient(awsCfg, true)}
 	if cfg.TableMode == deploy.MultiRegionStrong {
 		s.RegionName = cmp.Or(cfg.Region, awsCfg.Region)
 	}
@@ -264,7 +264,7 @@ func StartStack(ctx context.Context, cfg StackConfig) (_ *Stack, err error) {
 			s.Close()
 		}
 	}()
-	if err := dynamostore.CreateTable(ctx, s.DynamoDB, cfg.TableName, cfg.TableMode.TTL()); err != nil {
+	if err := dynamo.CreateTable(ctx, s.DynamoDB, cfg.TableName, cfg.TableMode.TTL()); err != nil {
 		return nil, err
 	}
 	if err := s.startSandbox(cfg); err != nil {
@@ -637,7 +637,7 @@ func tableStream(ctx context.Context, ddb *dynamodb.Client, table string) (strin
 		return "", fmt.Errorf("describe table %s: %w", table, err)
 	}
 	if d.Table.StreamSpecification == nil || !aws.ToBool(d.Table.StreamSpecification.StreamEnabled) {
-		u, err := ddb.UpdateTable(ctx, &dynamodb.UpdateTableInput{TableName: aws.String(table), StreamSpecification: dynamostore.TableInput(table).StreamSpecification})
+		u, err := ddb.UpdateTable(ctx, &dynamodb.UpdateTableInput{TableName: aws.String(table), StreamSpecification: dynamo.TableInput(table).StreamSpecification})
 		if err != nil {
 			return "", fmt.Errorf("enable the stream of %s: %w", table, err)
 		}

@@ -14,7 +14,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
 	"github.com/idempotent-payments/idempay/internal/deploy"
+	"github.com/idempotent-payments/idempay/internal/dynamo"
 	"github.com/idempotent-payments/idempay/internal/publish"
 	"github.com/idempotent-payments/idempay/internal/streamfilter"
 )
@@ -216,7 +218,7 @@ func streamMapping(ctx context.Context, client *dynamodbstreams.Client, streamAR
 // the reported failure on, or all after a failed invocation (each after a
 // pause).
 func deliverStream(ctx context.Context, records []streamtypes.Record, streamARN string, filters streamfilter.Set, target Invoker) []streamtypes.Record {
-	ev := events.DynamoDBEvent{Records: publish.Deliverable(records, streamARN, filters)}
+	ev := events.DynamoDBEvent{Records: publish.Deliverable(dynamo.StreamRecords(records, streamARN), filters)}
 	if len(ev.Records) == 0 {
 		return nil
 	}

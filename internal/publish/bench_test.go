@@ -12,9 +12,9 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idempotent-payments/idempay/internal/charge"
-	"github.com/idempotent-payments/idempay/internal/charge/dynamoledger"
+	"github.com/idempotent-payments/idempay/internal/dynamo"
+	"github.com/idempotent-payments/idempay/internal/dynamo/dynamotest"
 	"github.com/idempotent-payments/idempay/internal/event"
-	"github.com/idempotent-payments/idempay/internal/idem/dynamostore/dynamotest"
 )
 
 // BenchmarkPublishStreamRecords is the publisher's own work per event, in
@@ -27,7 +27,7 @@ func BenchmarkPublishStreamRecords(b *testing.B) {
 	ctx := context.Background()
 	ddb := dynamotest.Client(b)
 	table := dynamotest.NewTable(b, ddb)
-	ledger := dynamoledger.New(ddb, table)
+	ledger := dynamo.Open(ddb, table).Ledger()
 	const batch = 100
 	for i := range batch {
 		row := charge.Charge{ID: charge.ChargeID(fmt.Sprintf("%040x", i)), Account: "acct_bench", IdempotencyKey: fmt.Sprintf("bench-key-%d", i),
@@ -36,7 +36,7 @@ func BenchmarkPublishStreamRecords(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	ev := recordsOf(b, ddb, table)
+	ev := dynamotest.Stream(b, ddb, table)
 	if len(ev.Records) != batch {
 		b.Fatalf("%d stream records, want %d", len(ev.Records), batch)
 	}

@@ -6,19 +6,14 @@ package publish
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"log/slog"
-	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idempotent-payments/idempay/internal/charge"
-	"github.com/idempotent-payments/idempay/internal/charge/dynamoledger"
+	"github.com/idempotent-payments/idempay/internal/dynamo"
 	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/idem"
-	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
 	"github.com/idempotent-payments/idempay/internal/obs"
 	"github.com/idempotent-payments/idempay/internal/outbox"
 	"github.com/idempotent-payments/idempay/internal/tabledef"
@@ -45,7 +40,7 @@ type Handler struct {
 	// once its event is (Row), so no other region takes it over; a row
 	// whose mark fails is reported as the batch's failure, as a failed
 	// publish is. Nil in one region, where nothing takes over.
-	Books charge.Publication
+	Books charge.Books
 }
 
 // Handle publishes ev's records' events.
@@ -53,7 +48,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.D
 	published, undecodable := 0, 0
 	resp := events.DynamoDBEventResponse{}
 	for _, r := range ev.Records {
-		change, err := changeOf(r)
+		change, err := dynamo.Change(r)
 		if err != nil {
 			undecodable++
 			h.Logger.ErrorContext(obs.WithAttrs(ctx, slog.String("record", refOf(r)), slog.String("messageId", r.Change.SequenceNumber)),
@@ -93,7 +88,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.D
 // (idem.RetryConflicts); a row of no region is listed nowhere and is not
 // marked. An error leaves the row unpublished in the books; publishing it
 // again is the same event.
-func Row(ctx context.Context, topic Topic, books charge.Publication, c charge.Charge) error {
+func Row(ctx context.Context, topic Topic, books charge.Books, c charge.Charge) error {
 	if _, err := publishChange(ctx, topic, outbox.Change{InsertedRow: &c}); err != nil {
 		return err
 	}
@@ -118,86 +113,10 @@ func publishChange(ctx context.Context, topic Topic, c outbox.Change) (int, erro
 	return len(evs), nil
 }
 
-// changeOf decodes a stream record: an idempotency record before and
-// after, or the ledger row inserted.
-func changeOf(r events.DynamoDBEventRecord) (outbox.Change, error) {
-	var c outbox.Change
-	pk := r.Change.Keys[tabledef.KeyAttribute]
-	if pk.DataType() != events.DataTypeString {
-		return c, errors.New("no pk")
-	}
-	switch {
-	case strings.HasPrefix(pk.String(), tabledef.LedgerPrefix):
-		if r.EventName != string(events.DynamoDBOperationTypeInsert) {
-			return c, nil // rows are written once; nothing else makes an event
-		}
-		row, err := dynamoledger.DecodeRow(item(r.Change.NewImage))
-		if err != nil {
-			return c, err
-		}
-		c.InsertedRow = &row
-	case strings.HasPrefix(pk.String(), idem.RecordPrefix):
-		var err error
-		if c.OldRecord, err = record(r.Change.OldImage); err != nil {
-			return c, err
-		}
-		if c.NewRecord, err = record(r.Change.NewImage); err != nil {
-			return c, err
-		}
-	}
-	return c, nil
-}
-
-func record(image map[string]events.DynamoDBAttributeValue) (*idem.Record, error) {
-	if len(image) == 0 {
-		return nil, nil
-	}
-	return dynamostore.DecodeRecord(item(image))
-}
-
 // refOf names the record a stream record is about, never by its key.
 func refOf(r events.DynamoDBEventRecord) string {
 	if pk := r.Change.Keys[tabledef.KeyAttribute]; pk.DataType() == events.DataTypeString {
 		return idem.Ref(pk.String())
 	}
 	return ""
-}
-
-// item is an image in the SDK's types, which the stores decode.
-func item(image map[string]events.DynamoDBAttributeValue) map[string]types.AttributeValue {
-	out := make(map[string]types.AttributeValue, len(image))
-	for k, v := range image {
-		out[k] = attribute(v)
-	}
-	return out
-}
-
-func attribute(v events.DynamoDBAttributeValue) types.AttributeValue {
-	switch v.DataType() {
-	case events.DataTypeString:
-		return &types.AttributeValueMemberS{Value: v.String()}
-	case events.DataTypeNumber:
-		return &types.AttributeValueMemberN{Value: v.Number()}
-	case events.DataTypeBinary:
-		return &types.AttributeValueMemberB{Value: v.Binary()}
-	case events.DataTypeBoolean:
-		return &types.AttributeValueMemberBOOL{Value: v.Boolean()}
-	case events.DataTypeNull:
-		return &types.AttributeValueMemberNULL{Value: true}
-	case events.DataTypeStringSet:
-		return &types.AttributeValueMemberSS{Value: v.StringSet()}
-	case events.DataTypeNumberSet:
-		return &types.AttributeValueMemberNS{Value: v.NumberSet()}
-	case events.DataTypeBinarySet:
-		return &types.AttributeValueMemberBS{Value: v.BinarySet()}
-	case events.DataTypeList:
-		var l []types.AttributeValue
-		for _, e := range v.List() {
-			l = append(l, attribute(e))
-		}
-		return &types.AttributeValueMemberL{Value: l}
-	case events.DataTypeMap:
-		return &types.AttributeValueMemberM{Value: item(v.Map())}
-	}
-	panic(fmt.Sprintf("attribute of data type %v", v.DataType()))
 }

@@ -10,18 +10,10 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
-	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
-	"github.com/idempotent-payments/idempay/internal/charge"
-	"github.com/idempotent-payments/idempay/internal/charge/dynamoledger"
+	"github.com/idempotent-payments/idempay/internal/dynamo"
+	"github.com/idempotent-payments/idempay/internal/dynamo/dynamotest"
 	"github.com/idempotent-payments/idempay/internal/event"
-	"github.com/idempotent-payments/idempay/internal/idem"
-	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
-	"github.com/idempotent-payments/idempay/internal/idem/dynamostore/dynamotest"
 	"github.com/idempotent-payments/idempay/internal/outbox"
 	"github.com/idempotent-payments/idempay/internal/streamfilter"
 	"github.com/idempotent-payments/idempay/internal/tabledef"
@@ -32,68 +24,14 @@ type topicFunc func(event.Event) error
 
 func (f topicFunc) Publish(_ context.Context, e event.Event) error { return f(e) }
 
-// streamOf makes, on a fresh DynamoDB Local table, a ledger row, a hold
-// and a void-confirmed release, and returns the table's stream records as
-// Lambda delivers them.
+// streamOf is the stream of a fresh DynamoDB Local table with one change
+// of every kind (dynamotest.WriteEveryKind), as Lambda delivers it.
 func streamOf(t *testing.T) events.DynamoDBEvent {
 	t.Helper()
-	ctx := context.Background()
 	ddb := dynamotest.Client(t)
 	table := dynamotest.NewTable(t, ddb)
-	row := charge.Charge{ID: charge.ChargeID("0123456789abcdef0123456789abcdef01234567"), Account: "acct_p", IdempotencyKey: "publish-key-1",
-		Source: event.SourceQueue("orders"), Status: "captured", Amount: 100, Currency: "BRL", AuthorizationID: "auth_1", CreatedAt: time.Now().UTC()}
-	if _, err := dynamoledger.New(ddb, table).Write(ctx, row); err != nil {
-		t.Fatal(err)
-	}
-	guard := idem.NewGuard(dynamostore.New(ddb, table), idem.Config{DefaultLease: time.Millisecond, Protocol: idem.Protocol{InTransitBound: time.Millisecond, ClockSkew: time.Millisecond}})
-	scope := idem.Scope{Operation: "charge", Account: "acct_p", Key: "publish-key-2", Source: event.SourceHTTP}
-	c, err := guard.Begin(ctx, scope, idem.Canonical{{Name: "amount", Value: "100"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Lease.HoldForOperator(ctx, "amount_differs", []byte(`{}`)); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(20 * time.Millisecond)
-	lease, err := guard.TakeOverHeld(ctx, scope.PK(), "", idem.Settlement{Action: idem.SettleVoidConfirmed, By: "ops:ana", Decision: "dec-publish-1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := lease.VoidConfirmed(ctx); err != nil {
-		t.Fatal(err)
-	}
-	return recordsOf(t, ddb, table)
-}
-
-// recordsOf is the stream of table, as Lambda delivers its records.
-func recordsOf(t testing.TB, ddb *dynamodb.Client, table string) events.DynamoDBEvent {
-	t.Helper()
-	ctx := context.Background()
-	d, err := ddb.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, _ := config.LoadDefaultConfig(ctx)
-	st := dynamodbstreams.NewFromConfig(cfg)
-	desc, err := st.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: d.Table.LatestStreamArn})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ev events.DynamoDBEvent
-	for _, sh := range desc.StreamDescription.Shards {
-		it, err := st.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{StreamArn: d.Table.LatestStreamArn, ShardId: sh.ShardId, ShardIteratorType: streamtypes.ShardIteratorTypeTrimHorizon})
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, err := st.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: it.ShardIterator})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range out.Records {
-			ev.Records = append(ev.Records, StreamRecord(r, aws.ToString(d.Table.LatestStreamArn)))
-		}
-	}
-	return ev
+	dynamotest.WriteEveryKind(t, ddb, table)
+	return dynamotest.Stream(t, ddb, table)
 }
 
 // TestFiltersPassWhatMakesAnEvent: of the real stream records of a row's
@@ -104,7 +42,7 @@ func TestFiltersPassWhatMakesAnEvent(t *testing.T) {
 	t.Parallel()
 	passed := 0
 	for _, r := range streamOf(t).Records {
-		c, err := changeOf(r)
+		c, err := dynamo.Change(r)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -163,7 +101,7 @@ func TestReleaseReadsTheSameInEveryRegion(t *testing.T) {
 	if len(bodies) != 2 || string(bodies[0]) != string(bodies[1]) {
 		t.Fatalf("one release, two bodies:\n%s\n%s", bodies[0], bodies[1])
 	}
-	c, err := changeOf(here)
+	c, err := dynamo.Change(here)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +150,7 @@ func TestPublishesTheStreamsEvents(t *testing.T) {
 	resp, _ = h.Handle(context.Background(), ev)
 	var holdSeq string
 	for _, r := range ev.Records {
-		if c, _ := changeOf(r); c.NewRecord != nil && c.NewRecord.Held() && (c.OldRecord == nil || !c.OldRecord.Held()) {
+		if c, _ := dynamo.Change(r); c.NewRecord != nil && c.NewRecord.Held() && (c.OldRecord == nil || !c.OldRecord.Held()) {
 			holdSeq = r.Change.SequenceNumber
 		}
 	}

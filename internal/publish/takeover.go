@@ -32,7 +32,7 @@ import (
 type TakeOver struct {
 	// Region is this region.
 	Region string
-	Books  charge.Publication
+	Books  charge.Books
 	Ledger charge.Ledger
 	Topic  Topic
 	// StaleAfter is how old a region's last heartbeat is when that region

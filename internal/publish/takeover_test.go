@@ -11,10 +11,10 @@ import (
 
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/charge/chargetest"
-	"github.com/idempotent-payments/idempay/internal/charge/dynamoledger"
+	"github.com/idempotent-payments/idempay/internal/dynamo"
+	"github.com/idempotent-payments/idempay/internal/dynamo/dynamotest"
 	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/idem"
-	"github.com/idempotent-payments/idempay/internal/idem/dynamostore/dynamotest"
 	"github.com/idempotent-payments/idempay/internal/streamfilter"
 )
 
@@ -133,14 +133,14 @@ func TestTakeOverStopsAtItsDeadline(t *testing.T) {
 	if r, err := takeOver.Run(ctx); err != nil || r.Complete || r.TakenOver != 0 || len(topic.take()) != 0 || !r.Beat {
 		t.Fatalf("a run past its deadline: %+v, %v", r, err)
 	}
-	takeOver.Books = &unreadableBeats{Publication: ledger}
+	takeOver.Books = &unreadableBeats{Books: ledger}
 	if r, err := takeOver.Run(context.Background()); err == nil || r.TakenOver != 0 || len(topic.take()) != 0 {
 		t.Fatalf("a run that cannot read the heartbeats: %+v, %v", r, err)
 	}
 }
 
 // unreadableBeats cannot read any heartbeat.
-type unreadableBeats struct{ charge.Publication }
+type unreadableBeats struct{ charge.Books }
 
 func (unreadableBeats) LastBeat(context.Context, string) (time.Time, error) {
 	return time.Time{}, errors.New("table down")
@@ -157,7 +157,7 @@ func TestRowMarksAfterPublishing(t *testing.T) {
 		t.Fatal(err)
 	}
 	topic := &published{fail: errors.New("topic down")}
-	books := &conflictingBooks{Publication: ledger, conflicts: 2}
+	books := &conflictingBooks{Books: ledger, conflicts: 2}
 	if err := Row(ctx, topic, books, c); err == nil || books.marks != 0 {
 		t.Fatalf("a failed publish: %v, %d marks", err, books.marks)
 	}
@@ -173,7 +173,7 @@ func TestRowMarksAfterPublishing(t *testing.T) {
 // conflictingBooks refuses the first conflicts marks as another region's
 // conflicting write.
 type conflictingBooks struct {
-	charge.Publication
+	charge.Books
 	conflicts, marks int
 }
 
@@ -181,7 +181,7 @@ func (b *conflictingBooks) MarkPublished(ctx context.Context, id string) error {
 	if b.marks++; b.marks <= b.conflicts {
 		return idem.ErrWriteConflict
 	}
-	return b.Publication.MarkPublished(ctx, id)
+	return b.Books.MarkPublished(ctx, id)
 }
 
 // TestPublishOnceAcrossRegions: on a multi-region table, region a's
@@ -194,7 +194,7 @@ func TestPublishOnceAcrossRegions(t *testing.T) {
 	ctx := context.Background()
 	ddb := dynamotest.Client(t)
 	table := dynamotest.NewTableFor(t, ddb, false)
-	ledger, books := dynamoledger.New(ddb, table), dynamoledger.NewPublication(ddb, table)
+	ledger, books := dynamo.Open(ddb, table).Ledger(), dynamo.Open(ddb, table).Books()
 	at := time.Now().UTC().Truncate(time.Millisecond)
 	a, b, none := rowIn("a", at, 0), rowIn("b", at, 1), rowIn("", at, 2)
 	for _, c := range []charge.Charge{a, b, none} {
@@ -202,12 +202,12 @@ func TestPublishOnceAcrossRegions(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ev := recordsOf(t, ddb, table)
+	ev := dynamotest.Stream(t, ddb, table)
 	for _, r := range ev.Records {
 		raw, _ := json.Marshal(r)
 		forA, errA := streamfilter.For("a").Match(raw)
 		forB, errB := streamfilter.For("b").Match(raw)
-		c, err := changeOf(r)
+		c, err := dynamo.Change(r)
 		if errA != nil || errB != nil || err != nil || c.InsertedRow == nil {
 			t.Fatalf("%v %v %v %+v", errA, errB, err, c)
 		}

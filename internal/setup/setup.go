@@ -23,11 +23,10 @@ import (
 
 	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/charge"
-	"github.com/idempotent-payments/idempay/internal/charge/dynamoledger"
 	"github.com/idempotent-payments/idempay/internal/deploy"
+	"github.com/idempotent-payments/idempay/internal/dynamo"
 	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
-	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
 	"github.com/idempotent-payments/idempay/internal/obs"
 )
 
@@ -197,18 +196,15 @@ func StartCharging(ctx context.Context, function string, getenv func(string) str
 	return Charging{Config: cfg, AWS: awsCfg, Service: svc, Tracer: tracer, Flush: flush}, nil
 }
 
-// ChargeService builds the charge service: DynamoDB, the guard (with the
-// protocol of c: T, the skew and the acquirer's id), the acquirer client.
+// ChargeService builds the charge service: the table, opened once (its
+// records under the guard, with the protocol of c: T, the skew and the
+// acquirer's id; its ledger), and the acquirer client.
 func ChargeService(ctx context.Context, awsCfg aws.Config, c Config, logger *slog.Logger, tracer trace.Tracer) (*charge.Service, error) {
-	guard := idem.NewGuard(dynamostore.New(dynamostore.NewClient(awsCfg, c.SkipResponseCRC32), c.TableName), idem.Config{
+	table := dynamo.Open(dynamo.NewClient(awsCfg, c.SkipResponseCRC32), c.TableName)
+	guard := idem.NewGuard(table.Store(), idem.Config{
 		Retention: c.Retention, LeaseMargin: c.LeaseMargin, CacheSize: c.CacheSize,
 		Protocol: idem.Protocol{InTransitBound: c.InTransitBound, ClockSkew: c.ClockSkew, Downstream: c.AcquirerID},
 	})
-	return chargeService(ctx, awsCfg, c, guard, logger, tracer)
-}
-
-func chargeService(ctx context.Context, awsCfg aws.Config, c Config, guard *idem.Guard, logger *slog.Logger, tracer trace.Tracer) (*charge.Service, error) {
-	ddb := dynamostore.NewClient(awsCfg, c.SkipResponseCRC32)
 	cred := acquirer.StaticCredential(c.AcquirerAPIKey)
 	if c.AcquirerSecret != "" {
 		// Read at start-up (a missing secret fails the start), then again
@@ -231,7 +227,7 @@ func chargeService(ctx context.Context, awsCfg aws.Config, c Config, guard *idem
 	if err != nil {
 		return nil, err
 	}
-	return charge.NewService(guard, dynamoledger.New(ddb, c.TableName), acq, httpapi.Render, charge.Config{
+	return charge.NewService(guard, table.Ledger(), acq, httpapi.Render, charge.Config{
 		AcquirerTimeout: c.AcquirerTimeout, MaxAmount: c.MaxAmount, Logger: logger, Tracer: tracer, Region: c.Region,
 	}), nil
 }

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idempotent-payments/idempay/internal/dynamo"
+	"github.com/idempotent-payments/idempay/internal/dynamo/dynamotest"
 	"github.com/idempotent-payments/idempay/internal/idem"
-	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
-	"github.com/idempotent-payments/idempay/internal/idem/dynamostore/dynamotest"
 	"github.com/idempotent-payments/idempay/internal/sweep"
 )
 
@@ -56,7 +56,7 @@ func (slowRead) Get(ctx context.Context, _ string, _ time.Time) (*idem.Record, e
 // ProbeTimeout, is the probe's error; the probe never waits longer.
 func TestProbeFails(t *testing.T) {
 	t.Parallel()
-	missing := dynamostore.New(dynamotest.Client(t), "no-such-table")
+	missing := dynamo.Open(dynamotest.Client(t), "no-such-table").Store()
 	if err := sweep.New(missing, nil, sweep.Config{}).Probe(context.Background()); err == nil || !strings.Contains(err.Error(), "ResourceNotFound") {
 		t.Fatalf("probe of a missing table: %v", err)
 	}

@@ -14,9 +14,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/idempotent-payments/idempay/internal/command"
+	"github.com/idempotent-payments/idempay/internal/dynamo"
+	"github.com/idempotent-payments/idempay/internal/dynamo/dynamotest"
 	"github.com/idempotent-payments/idempay/internal/idem"
-	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
-	"github.com/idempotent-payments/idempay/internal/idem/dynamostore/dynamotest"
 	"github.com/idempotent-payments/idempay/internal/idem/idemtest"
 	"github.com/idempotent-payments/idempay/internal/queue"
 	"github.com/idempotent-payments/idempay/internal/sweep"
@@ -58,7 +58,7 @@ var stores = []struct {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return dynamostore.New(ddb, table), &sqsQueue{Queue: queue.New(client, *q.QueueUrl), sqs: client, url: *q.QueueUrl}
+		return dynamo.Open(ddb, table).Store(), &sqsQueue{Queue: queue.New(client, *q.QueueUrl), sqs: client, url: *q.QueueUrl}
 	}},
 	{"memory", func(testing.TB) (idem.Store, commands) {
 		return idemtest.NewMemoryStore(), &memoryQueue{}

@@ -22,10 +22,10 @@ import (
 
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/command"
+	"github.com/idempotent-payments/idempay/internal/dynamo"
 	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/event/eventtest"
 	"github.com/idempotent-payments/idempay/internal/idem"
-	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
 	"github.com/idempotent-payments/idempay/internal/localapi"
 	"github.com/idempotent-payments/idempay/internal/obs"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
@@ -219,7 +219,7 @@ func TestAcquirerAnswersAreEvidence(t *testing.T) {
 func heldRecord(t *testing.T, s *localapi.Stack, account, key string) *idem.Record {
 	t.Helper()
 	pk := idem.Scope{Operation: charge.Operation, Account: account, Key: key}.PK()
-	rec, err := dynamostore.New(s.DynamoDB, s.TableName).Get(context.Background(), pk, time.Now())
+	rec, err := dynamo.Open(s.DynamoDB, s.TableName).Store().Get(context.Background(), pk, time.Now())
 	if err != nil || !rec.Held() {
 		t.Fatalf("record of %s: %+v, %v; want held", key, rec, err)
 	}

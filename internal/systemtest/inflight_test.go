@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idempotent-payments/idempay/internal/dynamo"
 	"github.com/idempotent-payments/idempay/internal/idem"
-	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
 	"github.com/idempotent-payments/idempay/internal/localapi"
 )
 
@@ -66,7 +66,7 @@ func TestOwnerDeathThenQueuedCommandExecutesOnce(t *testing.T) {
 	ctx := context.Background()
 	const account, key = "acct_death", "owner-dies-before-sending"
 	pk := claimAndDie(t, s, account, key, 4*time.Second)
-	guard := idem.NewGuard(dynamostore.New(s.DynamoDB, s.TableName), idem.Config{})
+	guard := idem.NewGuard(dynamo.Open(s.DynamoDB, s.TableName).Store(), idem.Config{})
 	rec, err := guard.Lookup(ctx, pk)
 	if err != nil {
 		t.Fatal(err)

@@ -18,7 +18,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/idempotent-payments/idempay/internal/deploy"
-	"github.com/idempotent-payments/idempay/internal/idem/dynamostore/dynamotest"
+	"github.com/idempotent-payments/idempay/internal/dynamo/dynamotest"
 	"github.com/idempotent-payments/idempay/internal/localapi"
 	"github.com/idempotent-payments/idempay/internal/setup"
 )

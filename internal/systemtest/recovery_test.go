@@ -14,10 +14,10 @@ import (
 
 	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/command"
+	"github.com/idempotent-payments/idempay/internal/dynamo"
 	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/event/eventtest"
 	"github.com/idempotent-payments/idempay/internal/idem"
-	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
 	"github.com/idempotent-payments/idempay/internal/localapi"
 )
 
@@ -70,7 +70,7 @@ func reconcileNow(t *testing.T, s *localapi.Stack, pk string) {
 // before it sent anything: in flight, lease ending after lease.
 func claimAndDie(t *testing.T, s *localapi.Stack, account, key string, lease time.Duration) string {
 	t.Helper()
-	guard := idem.NewGuard(dynamostore.New(s.DynamoDB, s.TableName), idem.Config{DefaultLease: lease, Protocol: s.Protocol})
+	guard := idem.NewGuard(dynamo.Open(s.DynamoDB, s.TableName).Store(), idem.Config{DefaultLease: lease, Protocol: s.Protocol})
 	scope := idem.Scope{Operation: "charge", Account: account, Key: key}
 	if _, err := guard.Begin(context.Background(), scope, canonicalOf(t, visa)); err != nil {
 		t.Fatal(err)
@@ -187,7 +187,7 @@ func TestRule3ReconcilerWaitsForInTransit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	guard := idem.NewGuard(dynamostore.New(s.DynamoDB, s.TableName), idem.Config{})
+	guard := idem.NewGuard(dynamo.Open(s.DynamoDB, s.TableName).Store(), idem.Config{})
 	setFaults(t, s, `{"latency_ms": 1300}`) // processed 1.3 s after arrival, within T = 1.5 s
 
 	// zombie claims with a 300 ms lease and sends late, after its lease ended.
@@ -221,7 +221,7 @@ func TestRule3ReconcilerWaitsForInTransit(t *testing.T) {
 	// so the control writes to the store by hand: take over, ask, release.
 	before := authorizations(s)
 	pk, landed = zombie("in-transit-control")
-	store := dynamostore.New(s.DynamoDB, s.TableName)
+	store := dynamo.Open(s.DynamoDB, s.TableName).Store()
 	rec, err := guard.Lookup(ctx, pk)
 	if err != nil {
 		t.Fatal(err)

@@ -20,15 +20,14 @@ import (
 	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/charge/chargetest"
-	"github.com/idempotent-payments/idempay/internal/charge/dynamoledger"
 	"github.com/idempotent-payments/idempay/internal/command"
 	"github.com/idempotent-payments/idempay/internal/deploy"
+	"github.com/idempotent-payments/idempay/internal/dynamo"
+	"github.com/idempotent-payments/idempay/internal/dynamo/dynamotest"
 	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/event/eventtest"
 	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
-	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
-	"github.com/idempotent-payments/idempay/internal/idem/dynamostore/dynamotest"
 	"github.com/idempotent-payments/idempay/internal/idem/idemtest"
 	"github.com/idempotent-payments/idempay/internal/localapi"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
@@ -86,8 +85,8 @@ func regionService(t *testing.T, client *dynamodb.Client, table string, sb *sand
 	if err != nil {
 		t.Fatal(err)
 	}
-	guard := idem.NewGuard(dynamostore.New(client, table), idem.Config{Protocol: idem.Protocol{Downstream: localapi.SandboxAcquirerID}})
-	return chargetest.ServiceWith(guard, dynamoledger.New(client, table), acq, httpapi.Render, charge.Config{})
+	guard := idem.NewGuard(dynamo.Open(client, table).Store(), idem.Config{Protocol: idem.Protocol{Downstream: localapi.SandboxAcquirerID}})
+	return chargetest.ServiceWith(guard, dynamo.Open(client, table).Ledger(), acq, httpapi.Render, charge.Config{})
 }
 
 // regionStorm sends each of intents once to each region at the same
@@ -239,11 +238,11 @@ func TestTwoRegionsSweepAndReconcileOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		store := dynamostore.New(client, table)
+		store := dynamo.Open(client, table).Store()
 		guard := idem.NewGuard(store, idem.Config{Now: clock.Now, Protocol: idem.Protocol{Downstream: localapi.SandboxAcquirerID}})
 		q := &sweeptest.Queue{}
 		sw := sweep.New(store, q, sweep.Config{InTransitBound: idem.DefaultInTransitBound, ClockSkew: idem.DefaultClockSkew, Now: clock.Now})
-		ledger := dynamoledger.New(client, table)
+		ledger := dynamo.Open(client, table).Ledger()
 		return chargetest.ServiceWith(guard, ledger, acq, httpapi.Render, charge.Config{Now: clock.Now, Logger: quiet}),
 			chargetest.ServiceWith(guard, ledger, answerLost{acq}, httpapi.Render, charge.Config{Now: clock.Now, Logger: quiet}), sw, q
 	}
@@ -352,7 +351,7 @@ func TestEventsPublishedOnceAcrossRegions(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	books := dynamoledger.NewPublication(east.DynamoDB, table)
+	books := dynamo.Open(east.DynamoDB, table).Books()
 	unpublished := func() int {
 		n := 0
 		for _, err := range books.Unpublished(ctx, time.Now().Add(time.Hour)) {

@@ -13,8 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/idempotent-payments/idempay/internal/command"
+	"github.com/idempotent-payments/idempay/internal/dynamo"
 	"github.com/idempotent-payments/idempay/internal/idem"
-	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
 	"github.com/idempotent-payments/idempay/internal/localapi"
 )
 
@@ -156,7 +156,7 @@ func TestMixedBatch(t *testing.T) {
 	if r := postCharge(t, s, "acct_m", "mixed-reused-1", visa); r.status != 201 {
 		t.Fatalf("setup: %d", r.status)
 	}
-	guard := idem.NewGuard(dynamostore.New(s.DynamoDB, s.TableName), idem.Config{})
+	guard := idem.NewGuard(dynamo.Open(s.DynamoDB, s.TableName).Store(), idem.Config{})
 	busy := `{"amount": 300, "currency": "BRL", "order_id": "busy", "payment_method": "pm_card_visa"}`
 	if _, err := guard.Begin(ctx, idem.Scope{Operation: "charge", Account: "acct_m", Key: "mixed-busy-1"}, canonicalOf(t, busy)); err != nil {
 		t.Fatal(err) // a live lease: another worker is on it

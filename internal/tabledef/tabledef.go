@@ -1,14 +1,14 @@
 // Package tabledef describes the one DynamoDB table in plain Go: its key, its
 // in-flight index, its stream, its TTL attribute and the prefix of the
 // ledger's keys. The store builds CreateTable from it
-// (dynamostore.TableInput) and the CDK app its CloudFormation table, so the
+// (dynamo.TableInput) and the CDK app its CloudFormation table, so the
 // tests, `make run` and AWS use one definition. It imports nothing of AWS,
 // so the CDK app reads it without linking the SDK.
 package tabledef
 
 // The attribute and index names the definition and the stream filters use.
 // The item layouts' struct tags spell the attributes too, and a test holds
-// them equal (dynamostore's TestAttributeNames).
+// them equal (dynamo's TestAttributeNames).
 const (
 	// KeyAttribute is every item's partition key: a record's, a ledger row's.
 	KeyAttribute = "pk"
@@ -59,7 +59,7 @@ const ReleasePrefix = "RELEASE#"
 
 // HeartbeatPrefix begins the key of each region's heartbeat item, in a
 // multi-region table: the region's sweeper writes it every run, and the
-// other regions read it to tell a stopped region (dynamoledger).
+// other regions read it to tell a stopped region (dynamo.Books).
 const HeartbeatPrefix = "HEARTBEAT#"
 
 // Type is an attribute's DynamoDB scalar type.

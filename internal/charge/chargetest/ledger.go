@@ -13,7 +13,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/charge"
 )
 
-// Ledger is a charge.Ledger and its charge.Publication in memory.
+// Ledger is a charge.Ledger and its charge.Books in memory.
 type Ledger struct {
 	mu          sync.Mutex
 	rows        map[string]charge.Charge
@@ -69,7 +69,7 @@ func (l *Ledger) Len() int {
 	return len(l.rows)
 }
 
-// MarkPublished implements charge.Publication.
+// MarkPublished implements charge.Books.
 func (l *Ledger) MarkPublished(_ context.Context, id string) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -80,7 +80,7 @@ func (l *Ledger) MarkPublished(_ context.Context, id string) error {
 	return nil
 }
 
-// Unpublished implements charge.Publication, oldest first.
+// Unpublished implements charge.Books, oldest first.
 func (l *Ledger) Unpublished(_ context.Context, before time.Time) iter.Seq2[charge.Unpublished, error] {
 	l.mu.Lock()
 	var out []charge.Unpublished
@@ -100,7 +100,7 @@ func (l *Ledger) Unpublished(_ context.Context, before time.Time) iter.Seq2[char
 	}
 }
 
-// Beat implements charge.Publication.
+// Beat implements charge.Books.
 func (l *Ledger) Beat(_ context.Context, region string, at time.Time) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -108,7 +108,7 @@ func (l *Ledger) Beat(_ context.Context, region string, at time.Time) error {
 	return nil
 }
 
-// LastBeat implements charge.Publication.
+// LastBeat implements charge.Books.
 func (l *Ledger) LastBeat(_ context.Context, region string) (time.Time, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()

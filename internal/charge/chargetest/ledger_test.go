@@ -17,8 +17,8 @@ func TestMemoryLedgerConformance(t *testing.T)     { chargetest.RunLedgerConform
 func TestMemoryCompletionConformance(t *testing.T) { chargetest.RunCompletionConformance(t, memory) }
 func TestMemoryHoldConformance(t *testing.T)       { chargetest.RunHoldConformance(t, memory) }
 
-func TestMemoryPublicationConformance(t *testing.T) {
-	chargetest.RunPublicationConformance(t, func(*testing.T) (charge.Ledger, charge.Publication) {
+func TestMemoryBooksConformance(t *testing.T) {
+	chargetest.RunBooksConformance(t, func(*testing.T) (charge.Ledger, charge.Books) {
 		l := chargetest.NewLedger()
 		return l, l
 	})

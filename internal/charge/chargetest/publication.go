@@ -12,16 +12,16 @@ import (
 
 // NewBooksFunc returns a fresh ledger and the books of its rows'
 // publication, on one table.
-type NewBooksFunc func(t *testing.T) (charge.Ledger, charge.Publication)
+type NewBooksFunc func(t *testing.T) (charge.Ledger, charge.Books)
 
-// RunPublicationConformance runs what every charge.Publication must do:
+// RunBooksConformance runs what every charge.Books must do:
 // a row written with a region is listed as unpublished, once its time is
 // before the listing's, until it is marked published, and a row without a
 // region never is; a second write of the row lists nothing again; marking
 // twice changes nothing, and marking a missing row is ErrNoCharge; a
 // region's heartbeat reads back as its last beat, and the zero time
 // before its first.
-func RunPublicationConformance(t *testing.T, newBooks NewBooksFunc) {
+func RunBooksConformance(t *testing.T, newBooks NewBooksFunc) {
 	ctx := context.Background()
 	ledger, books := newBooks(t)
 	row := func(region string, at time.Time) charge.Charge {
@@ -80,7 +80,7 @@ func RunPublicationConformance(t *testing.T, newBooks NewBooksFunc) {
 
 // wantListed: books lists exactly want (in any order) as unpublished
 // before before.
-func wantListed(t *testing.T, books charge.Publication, before time.Time, want []charge.Unpublished) {
+func wantListed(t *testing.T, books charge.Books, before time.Time, want []charge.Unpublished) {
 	t.Helper()
 	got := map[string]charge.Unpublished{}
 	for u, err := range books.Unpublished(context.Background(), before) {

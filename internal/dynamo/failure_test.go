@@ -1,17 +1,9 @@
-package publish
+package dynamo
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
-
-	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
-
-	"github.com/idempotent-payments/idempay/internal/streamfilter"
 )
 
 // failureRecord is an invocation record as Lambda writes it for a stream
@@ -71,47 +63,3 @@ func FuzzParseFailure(f *testing.F) {
 		}
 	})
 }
-
-// TestRange: on DynamoDB Local's stream, the failure's range is read back
-// as the trigger delivers it: only the records from its start to its end,
-// and of those only what the filters pass; a range the stream does not
-// hold is an error.
-func TestRange(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	all := streamOf(t) // a row, a claim, a hold, a take-over, a release
-	if len(all.Records) < 5 {
-		t.Fatalf("%d records", len(all.Records))
-	}
-	cfg, _ := config.LoadDefaultConfig(ctx)
-	streams := dynamodbstreams.NewFromConfig(cfg)
-	arn := all.Records[0].EventSourceArn
-	desc, err := streams.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(arn)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	shard := aws.ToString(desc.StreamDescription.Shards[0].ShardId)
-	if _, err := ParseFailure([]byte(failureRecord(arn, shard, seq0(all), seq0(all)))); err != nil {
-		t.Fatalf("DynamoDB Local's stream and shard do not parse: %v", err)
-	}
-	seq := func(i int) string { return all.Records[i].Change.SequenceNumber }
-	// From the claim (which no filter passes) to the hold: the hold only.
-	got, err := Range(ctx, streams, Failure{StreamARN: arn, ShardID: shard, Start: seq(1), End: seq(2)}, streamfilter.For(""))
-	if err != nil || len(got) != 1 || got[0].Change.SequenceNumber != seq(2) {
-		t.Fatalf("the claim to the hold: %d records, %v; want the hold", len(got), err)
-	}
-	// The whole stream: the row, the hold, the release.
-	got, err = Range(ctx, streams, Failure{StreamARN: arn, ShardID: shard, Start: seq(0), End: seq(len(all.Records) - 1)}, streamfilter.For(""))
-	if err != nil || len(got) != 3 {
-		t.Fatalf("the whole stream: %d records, %v; want 3", len(got), err)
-	}
-	// A range the shard does not hold is an error. DynamoDB answers a
-	// trimmed start with TrimmedDataAccessException (ErrAgedOut);
-	// DynamoDB Local, which never trims, answers any sequence number not in
-	// the shard with a 500, so only the error, not its kind, is tested.
-	if got, err := Range(ctx, streams, Failure{StreamARN: arn, ShardID: shard, Start: "999999999999999999990", End: "999999999999999999999"}, streamfilter.For("")); err == nil {
-		t.Fatalf("a range the shard does not hold: %d records", len(got))
-	}
-}
-
-func seq0(ev events.DynamoDBEvent) string { return ev.Records[0].Change.SequenceNumber }

@@ -23,7 +23,7 @@ type Units struct {
 
 // Meter is a DynamoDB client that asks every call for its consumed
 // capacity (ReturnConsumedCapacity INDEXES) and adds it up. It serves as
-// the API of dynamostore and of dynamoledger.
+// the table's API (dynamo.API).
 type Meter struct {
 	*dynamodb.Client
 	mu    sync.Mutex

@@ -1,4 +1,4 @@
-package dynamoledger_test
+package dynamo_test
 
 import (
 	"context"
@@ -8,29 +8,29 @@ import (
 
 	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/charge"
-	"github.com/idempotent-payments/idempay/internal/charge/dynamoledger"
-	"github.com/idempotent-payments/idempay/internal/idem/dynamostore/dynamotest"
+	"github.com/idempotent-payments/idempay/internal/dynamo"
+	"github.com/idempotent-payments/idempay/internal/dynamo/dynamotest"
 )
 
 // TestUnpublishedPages: the listing reads a shard page by page, oldest
 // first, and goes on to the next shard.
 func TestUnpublishedPages(t *testing.T) {
-	defer dynamoledger.SetPageSize(2)()
+	defer dynamo.SetPageSize(2)()
 	ctx := context.Background()
 	client := dynamotest.Client(t)
 	table := dynamotest.NewTableFor(t, client, false)
-	ledger, books := dynamoledger.New(client, table), dynamoledger.NewPublication(client, table)
+	ledger, books := dynamo.Open(client, table).Ledger(), dynamo.Open(client, table).Books()
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	var want []string
 	for i := 0; len(want) < 5; i++ { // five rows in one shard, the sixth in another
 		id := fmt.Sprintf("ch_%040x", i)
-		if dynamoledger.ShardOf(id) != "07" {
+		if dynamo.ShardOf(id) != "07" {
 			continue
 		}
 		want = append(want, id)
 	}
 	other := "ch_" + fmt.Sprintf("%040x", 1<<20)
-	for dynamoledger.ShardOf(other) == "07" {
+	for dynamo.ShardOf(other) == "07" {
 		other += "0"
 	}
 	for i, id := range append(want, other) {
@@ -50,7 +50,7 @@ func TestUnpublishedPages(t *testing.T) {
 			t.Fatal(err)
 		}
 		seen++
-		if dynamoledger.ShardOf(u.ID) == "07" {
+		if dynamo.ShardOf(u.ID) == "07" {
 			inShard = append(inShard, u.ID)
 		}
 	}

@@ -1,4 +1,4 @@
-package publish
+package dynamo
 
 import (
 	"context"
@@ -12,7 +12,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
-	"github.com/idempotent-payments/idempay/internal/streamfilter"
 	"github.com/idempotent-payments/idempay/internal/strictjson"
 )
 
@@ -111,10 +110,10 @@ type Streams interface {
 const maxEmptyPages = 100
 
 // Range reads the failure's records from the stream, from its start to its
-// end, and returns those the trigger with filters would deliver
-// (Deliverable), as Lambda gives them to the publisher. ErrAgedOut when the
-// stream has trimmed the start.
-func Range(ctx context.Context, streams Streams, f Failure, filters streamfilter.Set) ([]events.DynamoDBEventRecord, error) {
+// end, and returns them as Lambda gives them to a function (StreamRecord),
+// every one: the trigger's filters are the publisher's to apply
+// (publish.Deliverable). ErrAgedOut when the stream has trimmed the start.
+func Range(ctx context.Context, streams Streams, f Failure) ([]events.DynamoDBEventRecord, error) {
 	it, err := streams.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{
 		StreamArn: aws.String(f.StreamARN), ShardId: aws.String(f.ShardID),
 		ShardIteratorType: streamtypes.ShardIteratorTypeAtSequenceNumber, SequenceNumber: aws.String(f.Start),
@@ -139,7 +138,7 @@ func Range(ctx context.Context, streams Streams, f Failure, filters streamfilter
 		}
 		for _, r := range out.Records {
 			if compareSequence(aws.ToString(r.Dynamodb.SequenceNumber), f.End) > 0 {
-				return Deliverable(records, f.StreamARN, filters), nil
+				return StreamRecords(records, f.StreamARN), nil
 			}
 			records = append(records, r)
 		}
@@ -156,5 +155,5 @@ func Range(ctx context.Context, streams Streams, f Failure, filters streamfilter
 	if len(records) == 0 || compareSequence(aws.ToString(records[0].Dynamodb.SequenceNumber), f.Start) != 0 {
 		return nil, fmt.Errorf("shard %s: the record %s is not there: %w", f.ShardID, f.Start, ErrAgedOut)
 	}
-	return Deliverable(records, f.StreamARN, filters), nil
+	return StreamRecords(records, f.StreamARN), nil
 }

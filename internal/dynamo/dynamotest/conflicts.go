@@ -6,7 +6,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/idempotent-payments/idempay/internal/idem/dynamostore/conflictproxy"
+	"github.com/idempotent-payments/idempay/internal/dynamo/conflictproxy"
 )
 
 // ConflictProxy is a conflictproxy.Proxy for one test: it answers the

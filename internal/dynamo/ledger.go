@@ -1,14 +1,14 @@
-// Package dynamoledger is the charge ledger on the table of dynamostore:
-// one item per charge under tabledef.LedgerPrefix + the charge id, without TTL. It is the
-// one place that knows the ledger row's key and layout.
-package dynamoledger
+package dynamo
+
+// The charge ledger: one item per charge under tabledef.LedgerPrefix + the
+// charge id, without TTL. This file is the one place that knows the ledger
+// row's key and layout.
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -18,7 +18,6 @@ import (
 
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/idem"
-	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
 	"github.com/idempotent-payments/idempay/internal/tabledef"
 )
 
@@ -71,20 +70,11 @@ func (a *amount) UnmarshalDynamoDBAttributeValue(av types.AttributeValue) error 
 	return nil
 }
 
-// API is the part of the DynamoDB client the ledger calls.
-type API interface {
-	PutItem(context.Context, *dynamodb.PutItemInput, ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
-	GetItem(context.Context, *dynamodb.GetItemInput, ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
-}
-
-// Ledger is a charge.Ledger on one table.
+// Ledger is the charge.Ledger on the table (Table.Ledger).
 type Ledger struct {
 	api   API
 	table string
 }
-
-// New returns the ledger on table, the table of the guard's dynamostore.
-func New(api API, table string) *Ledger { return &Ledger{api: api, table: table} }
 
 // Key is the partition key of charge id's row.
 func Key(id string) string { return tabledef.LedgerPrefix + id }
@@ -121,7 +111,7 @@ func (l *Ledger) Write(ctx context.Context, c charge.Charge) (charge.Charge, err
 		return decode(c.ID, exists.Item)
 	}
 	if err != nil {
-		return charge.Charge{}, fmt.Errorf("put charge: %w", dynamostore.WriteError(err))
+		return charge.Charge{}, fmt.Errorf("put charge: %w", writeError(err))
 	}
 	return c, nil
 }
@@ -140,16 +130,6 @@ func (l *Ledger) Get(ctx context.Context, id string) (charge.Charge, error) {
 		return charge.Charge{}, charge.ErrNoCharge
 	}
 	return decode(id, out.Item)
-}
-
-// DecodeRow reads a ledger row from its item as the table holds it (a
-// stream's image, say): ErrUnreadableCharge for an item that is not one.
-func DecodeRow(item map[string]types.AttributeValue) (charge.Charge, error) {
-	pk, _ := item[tabledef.KeyAttribute].(*types.AttributeValueMemberS)
-	if pk == nil || !strings.HasPrefix(pk.Value, tabledef.LedgerPrefix) {
-		return charge.Charge{}, fmt.Errorf("%w: not a ledger row", charge.ErrUnreadableCharge)
-	}
-	return decode(strings.TrimPrefix(pk.Value, tabledef.LedgerPrefix), item)
 }
 
 // decode reads charge id's row; anything else is ErrUnreadableCharge.

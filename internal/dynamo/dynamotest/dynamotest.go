@@ -18,7 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/smithy-go/middleware"
 
-	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
+	"github.com/idempotent-payments/idempay/internal/dynamo"
 )
 
 // RequireEmulator fails the test when no endpoint variable is set, so a
@@ -39,7 +39,7 @@ func Client(t testing.TB, optFns ...func(*dynamodb.Options)) *dynamodb.Client {
 	if err != nil {
 		t.Fatalf("load AWS config: %v", err)
 	}
-	return dynamostore.NewClient(cfg, true, optFns...) // the table is DynamoDB Local's
+	return dynamo.NewClient(cfg, true, optFns...) // the table is DynamoDB Local's
 }
 
 var tables atomic.Int64
@@ -52,14 +52,14 @@ func NewTable(t testing.TB, client *dynamodb.Client) string {
 }
 
 // NewTableFor creates a fresh table with TTL or, without it, with the
-// expiry index a multi-region table has (dynamostore.CreateTable), and
+// expiry index a multi-region table has (dynamo.CreateTable), and
 // deletes it when the test ends.
 func NewTableFor(t testing.TB, client *dynamodb.Client, ttl bool) string {
 	t.Helper()
 	name := fmt.Sprintf("idem-test-%d-%d", time.Now().UnixNano(), tables.Add(1))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := dynamostore.CreateTable(ctx, client, name, ttl); err != nil {
+	if err := dynamo.CreateTable(ctx, client, name, ttl); err != nil {
 		t.Fatalf("create table: %v", err)
 	}
 	t.Cleanup(func() {

@@ -1,4 +1,4 @@
-package dynamoledger_test
+package dynamo_test
 
 import (
 	"context"
@@ -16,19 +16,18 @@ import (
 	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/charge/chargetest"
-	"github.com/idempotent-payments/idempay/internal/charge/dynamoledger"
+	"github.com/idempotent-payments/idempay/internal/dynamo"
+	"github.com/idempotent-payments/idempay/internal/dynamo/dynamotest"
 	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
-	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
-	"github.com/idempotent-payments/idempay/internal/idem/dynamostore/dynamotest"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
 )
 
 func onDynamoDB(t *testing.T) (idem.Store, charge.Ledger) {
 	client := dynamotest.Client(t)
 	table := dynamotest.NewTable(t, client)
-	return dynamostore.New(client, table), dynamoledger.New(client, table)
+	return dynamo.Open(client, table).Store(), dynamo.Open(client, table).Ledger()
 }
 
 func TestLedgerConformance(t *testing.T) {
@@ -55,13 +54,13 @@ func TestRowLayout(t *testing.T) {
 	ctx := context.Background()
 	client := dynamotest.Client(t)
 	table := dynamotest.NewTable(t, client)
-	ledger := dynamoledger.New(client, table)
+	ledger := dynamo.Open(client, table).Ledger()
 	id := "ch_0123456789abcdef0123456789abcdef01234567"
 	c := charge.Charge{ID: id, Account: "acct_n", Status: acquirer.StatusCaptured, Amount: 1990, Currency: "BRL", CreatedAt: time.Now().UTC().Truncate(time.Millisecond)}
 	if _, err := ledger.Write(ctx, c); err != nil {
 		t.Fatal(err)
 	}
-	key := map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: dynamoledger.Key(id)}}
+	key := map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: dynamo.Key(id)}}
 	out, err := client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: key})
 	if err != nil {
 		t.Fatal(err)
@@ -72,7 +71,7 @@ func TestRowLayout(t *testing.T) {
 
 	old := maps.Clone(out.Item)
 	oldID := "ch_1123456789abcdef0123456789abcdef01234567"
-	old["pk"], old["id"] = &types.AttributeValueMemberS{Value: dynamoledger.Key(oldID)}, &types.AttributeValueMemberS{Value: oldID}
+	old["pk"], old["id"] = &types.AttributeValueMemberS{Value: dynamo.Key(oldID)}, &types.AttributeValueMemberS{Value: oldID}
 	old["amount"] = &types.AttributeValueMemberS{Value: "1990"}
 	if _, err := client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: old}); err != nil {
 		t.Fatal(err)
@@ -83,7 +82,7 @@ func TestRowLayout(t *testing.T) {
 
 	bad := maps.Clone(out.Item)
 	badID := "ch_2123456789abcdef0123456789abcdef01234567"
-	bad["pk"], bad["id"], bad["type"] = &types.AttributeValueMemberS{Value: dynamoledger.Key(badID)}, &types.AttributeValueMemberS{Value: badID}, &types.AttributeValueMemberS{Value: "refund"}
+	bad["pk"], bad["id"], bad["type"] = &types.AttributeValueMemberS{Value: dynamo.Key(badID)}, &types.AttributeValueMemberS{Value: badID}, &types.AttributeValueMemberS{Value: "refund"}
 	if _, err := client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: bad}); err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +102,7 @@ func TestChargeRoundTrips(t *testing.T) {
 	table := dynamotest.NewTable(t, client)
 	sb := sandbox.New("")
 	acq, _ := acquirer.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
-	svc := chargetest.ServiceWith(idem.NewGuard(dynamostore.New(client, table), idem.Config{}), dynamoledger.New(client, table), acq, httpapi.Render, charge.Config{})
+	svc := chargetest.ServiceWith(idem.NewGuard(dynamo.Open(client, table).Store(), idem.Config{}), dynamo.Open(client, table).Ledger(), acq, httpapi.Render, charge.Config{})
 	in := charge.Input{Account: "acct_rt", Keys: []string{"round-trip-key"}, Body: []byte(`{"amount": 100, "currency": "BRL", "order_id": "1", "payment_method": "pm_card_visa"}`)}
 	trips.Take()
 	first := svc.Charge(ctx, in)
@@ -131,10 +130,10 @@ func TestItemSizes(t *testing.T) {
 	ctx := context.Background()
 	client := dynamotest.Client(t)
 	table := dynamotest.NewTable(t, client)
-	store := dynamostore.New(client, table)
+	store := dynamo.Open(client, table).Store()
 	sb := sandbox.New("")
 	acq, _ := acquirer.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
-	svc := chargetest.ServiceWith(idem.NewGuard(store, idem.Config{}), dynamoledger.New(client, table), acq, httpapi.Render, charge.Config{})
+	svc := chargetest.ServiceWith(idem.NewGuard(store, idem.Config{}), dynamo.Open(client, table).Ledger(), acq, httpapi.Render, charge.Config{})
 	raw := func(pk string) map[string]types.AttributeValue {
 		out, err := client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: pk}}, ConsistentRead: aws.Bool(true)})
 		if err != nil || out.Item == nil {
@@ -164,7 +163,7 @@ func TestItemSizes(t *testing.T) {
 		}
 		rec, _ := guard.Lookup(ctx, scope.PK())
 		completed := dynamotest.ItemSize(raw(scope.PK()))
-		row := dynamotest.ItemSize(raw(dynamoledger.Key(charge.ChargeID(rec.DownstreamKey))))
+		row := dynamotest.ItemSize(raw(dynamo.Key(charge.ChargeID(rec.DownstreamKey))))
 		t.Logf("description %3d: claimed record %4d B, completed record %4d B, ledger row %4d B", n, claimed, completed, row)
 		if n <= 200 && (claimed > 1024 || completed > 1024 || row > 1024) {
 			t.Errorf("description of %d characters: %d / %d / %d bytes, want each under 1 KB", n, claimed, completed, row)
@@ -184,7 +183,7 @@ func TestLookupByKey(t *testing.T) {
 	var trips dynamotest.RoundTrips
 	client := dynamotest.Client(t, trips.Option)
 	table := dynamotest.NewTable(t, client)
-	store, ledger := dynamostore.New(client, table), dynamoledger.New(client, table)
+	store, ledger := dynamo.Open(client, table).Store(), dynamo.Open(client, table).Ledger()
 	sb := sandbox.New("")
 	acq, _ := acquirer.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
 	service := func(cfg idem.Config) *charge.Service {
@@ -279,11 +278,11 @@ func TestLookupByKey(t *testing.T) {
 	}
 }
 
-func TestPublicationConformance(t *testing.T) {
+func TestBooksConformance(t *testing.T) {
 	t.Parallel()
-	chargetest.RunPublicationConformance(t, func(t *testing.T) (charge.Ledger, charge.Publication) {
+	chargetest.RunBooksConformance(t, func(t *testing.T) (charge.Ledger, charge.Books) {
 		client := dynamotest.Client(t)
 		table := dynamotest.NewTableFor(t, client, false)
-		return dynamoledger.New(client, table), dynamoledger.NewPublication(client, table)
+		return dynamo.Open(client, table).Ledger(), dynamo.Open(client, table).Books()
 	})
 }

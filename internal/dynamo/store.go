@@ -1,6 +1,4 @@
-// Package dynamostore is the idem.Store on DynamoDB. SDK types stop here:
-// callers see idem types and idem errors only.
-package dynamostore
+package dynamo
 
 import (
 	"context"
@@ -8,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -22,23 +19,11 @@ import (
 
 const tableWait = 2 * time.Minute
 
-// API is the part of the DynamoDB client the store calls.
-type API interface {
-	PutItem(context.Context, *dynamodb.PutItemInput, ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
-	GetItem(context.Context, *dynamodb.GetItemInput, ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
-	UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
-	DeleteItem(context.Context, *dynamodb.DeleteItemInput, ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
-	Query(context.Context, *dynamodb.QueryInput, ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
-}
-
-// Store is an idem.Store on one DynamoDB table created from TableInput.
+// Store is the idem.Store on the table (Table.Store).
 type Store struct {
 	api   API
 	table string
 }
-
-// New returns a Store on table.
-func New(api API, table string) *Store { return &Store{api: api, table: table} }
 
 // record is the item layout. Times are epoch numbers: lease_expires_at in
 // milliseconds (the in-flight index sorts on it), expires_at in seconds (TTL
@@ -284,7 +269,7 @@ func (s *Store) Claim(ctx context.Context, rec idem.Record, now time.Time) (*ide
 		return existing, false, nil
 	}
 	if err != nil {
-		return nil, false, fmt.Errorf("put: %w", WriteError(err))
+		return nil, false, fmt.Errorf("put: %w", writeError(err))
 	}
 	return nil, true, nil
 }
@@ -481,7 +466,7 @@ func (s *Store) MarkRelease(ctx context.Context, m idem.ReleaseMarker) error {
 		return idem.ErrOtherDecision
 	}
 	if err != nil {
-		return fmt.Errorf("mark release: %w", WriteError(err))
+		return fmt.Errorf("mark release: %w", writeError(err))
 	}
 	return nil
 }
@@ -509,24 +494,24 @@ func (s *Store) ReleaseMarker(ctx context.Context, downstreamKey string) (*idem.
 }
 
 // fenceError turns a failed fence into idem.ErrLeaseLost, and a conflict
-// with another region's write into idem.ErrWriteConflict (WriteError).
+// with another region's write into idem.ErrWriteConflict (writeError).
 func fenceError(err error) error {
 	var failed *types.ConditionalCheckFailedException
 	if errors.As(err, &failed) {
 		return idem.ErrLeaseLost
 	}
 	if err != nil {
-		return fmt.Errorf("write: %w", WriteError(err))
+		return fmt.Errorf("write: %w", writeError(err))
 	}
 	return nil
 }
 
-// WriteError is err, joined with idem.ErrWriteConflict when it is a global
+// writeError is err, joined with idem.ErrWriteConflict when it is a global
 // table's ReplicatedWriteConflictException: the write raced another
 // region's and had no effect. The SDK's standard retryer does not retry it,
 // so the engine does (idem.RetryConflicts). Every writer of the table
 // (the store, the ledger) returns its errors through it.
-func WriteError(err error) error {
+func writeError(err error) error {
 	if IsWriteConflict(err) {
 		return errors.Join(idem.ErrWriteConflict, err)
 	}
@@ -538,15 +523,4 @@ func WriteError(err error) error {
 func IsWriteConflict(err error) bool {
 	var conflict *types.ReplicatedWriteConflictException
 	return errors.As(err, &conflict)
-}
-
-// DecodeRecord reads an idempotency record from its item as the table
-// holds it (a stream's image, say); an item that is not one (a ledger
-// row) is an error. It checks nothing of retention.
-func DecodeRecord(item map[string]types.AttributeValue) (*idem.Record, error) {
-	pk, _ := item[tabledef.KeyAttribute].(*types.AttributeValueMemberS)
-	if pk == nil || !strings.HasPrefix(pk.Value, idem.RecordPrefix) {
-		return nil, errors.New("decode record: not an idempotency record")
-	}
-	return fromItem(item)
 }

@@ -1,4 +1,4 @@
-package dynamoledger
+package dynamo
 
 // SetPageSize makes the unpublished listing read pages of n entries, and
 // returns what restores it.
@@ -10,3 +10,6 @@ func SetPageSize(n int32) (restore func()) {
 
 // ShardOf is shardOf, for the tests.
 var ShardOf = shardOf
+
+// Item is item, for the tests: an image in Lambda's form as the SDK's.
+var Item = item

@@ -1,4 +1,4 @@
-package dynamoledger_test
+package dynamo_test
 
 import (
 	"context"
@@ -10,12 +10,11 @@ import (
 	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/charge/chargetest"
-	"github.com/idempotent-payments/idempay/internal/charge/dynamoledger"
 	"github.com/idempotent-payments/idempay/internal/cost"
+	"github.com/idempotent-payments/idempay/internal/dynamo"
+	"github.com/idempotent-payments/idempay/internal/dynamo/dynamotest"
 	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
-	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
-	"github.com/idempotent-payments/idempay/internal/idem/dynamostore/dynamotest"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
 )
 
@@ -36,8 +35,8 @@ func unitsOf(tb testing.TB, path string, n int) dynamotest.Units {
 	if path == "replay-warm-cache" {
 		cache = 10
 	}
-	guard := idem.NewGuard(dynamostore.New(meter, table), idem.Config{CacheSize: cache})
-	svc := chargetest.ServiceWith(guard, dynamoledger.New(meter, table), acq, httpapi.Render, charge.Config{})
+	guard := idem.NewGuard(dynamo.Open(meter, table).Store(), idem.Config{CacheSize: cache})
+	svc := chargetest.ServiceWith(guard, dynamo.Open(meter, table).Ledger(), acq, httpapi.Render, charge.Config{})
 	body := []byte(`{"amount": 25000, "currency": "BRL", "order_id": "order-123", "payment_method": "pm_card_visa", "description": "a typical description of seventy characters or so, for the bill"}`)
 	in := func(key string) charge.Input {
 		return charge.Input{Account: "acct_units", Keys: []string{key}, Body: body}
@@ -127,7 +126,7 @@ func BenchmarkChargeCPU(b *testing.B) {
 	table := dynamotest.NewTable(b, client)
 	sb := sandbox.New("")
 	acq, _ := acquirer.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
-	svc := chargetest.ServiceWith(idem.NewGuard(dynamostore.New(client, table), idem.Config{}), dynamoledger.New(client, table), acq, httpapi.Render, charge.Config{})
+	svc := chargetest.ServiceWith(idem.NewGuard(dynamo.Open(client, table).Store(), idem.Config{}), dynamo.Open(client, table).Ledger(), acq, httpapi.Render, charge.Config{})
 	body := []byte(`{"amount": 25000, "currency": "BRL", "order_id": "order-123", "payment_method": "pm_card_visa", "description": "a typical description"}`)
 	run := fmt.Sprint(time.Now().UnixNano())
 	n := 0 // keys stay new across -count runs
@@ -183,13 +182,13 @@ func unitsOfALife(tb testing.TB, ttl bool, n int) lifeUnits {
 	acq, _ := acquirer.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
 	now := time.Now()
 	clock := func() time.Time { return now }
-	store := dynamostore.New(meter, table)
+	store := dynamo.Open(meter, table).Store()
 	guard := idem.NewGuard(store, idem.Config{Now: clock, Retention: time.Hour})
 	cfg := charge.Config{Now: clock}
 	if !ttl {
 		cfg.Region = "region-a"
 	}
-	svc := chargetest.ServiceWith(guard, dynamoledger.New(meter, table), acq, httpapi.Render, cfg)
+	svc := chargetest.ServiceWith(guard, dynamo.Open(meter, table).Ledger(), acq, httpapi.Render, cfg)
 	body := []byte(`{"amount": 25000, "currency": "BRL", "order_id": "order-123", "payment_method": "pm_card_visa", "description": "a typical description of seventy characters or so, for the bill"}`)
 	meter.Take()
 	for i := range n {
@@ -205,7 +204,7 @@ func unitsOfALife(tb testing.TB, ttl bool, n int) lifeUnits {
 	if ttl { // TTL deletes are not billed
 		return life
 	}
-	books := dynamoledger.NewPublication(meter, table)
+	books := dynamo.Open(meter, table).Books()
 	marked := 0
 	for u, err := range books.Unpublished(ctx, now.Add(time.Second)) {
 		if err != nil {
@@ -287,7 +286,7 @@ func BenchmarkFirstExecutionByTableMode(b *testing.B) {
 			client := dynamotest.Client(b)
 			table := dynamotest.NewTableFor(b, client, mode.ttl)
 			acq, _ := acquirer.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sandbox.New("")))
-			svc := chargetest.ServiceWith(idem.NewGuard(dynamostore.New(client, table), idem.Config{}), dynamoledger.New(client, table), acq, httpapi.Render, charge.Config{})
+			svc := chargetest.ServiceWith(idem.NewGuard(dynamo.Open(client, table).Store(), idem.Config{}), dynamo.Open(client, table).Ledger(), acq, httpapi.Render, charge.Config{})
 			body := []byte(`{"amount": 25000, "currency": "BRL", "order_id": "order-123", "payment_method": "pm_card_visa"}`)
 			i := 0
 			for b.Loop() {
@@ -312,7 +311,7 @@ func TestUnitsOfAVoid(t *testing.T) {
 	meter := &dynamotest.Meter{Client: dynamotest.Client(t)}
 	table := dynamotest.NewTable(t, meter.Client)
 	clock := time.Now()
-	guard := idem.NewGuard(dynamostore.New(meter, table), idem.Config{DefaultLease: time.Millisecond, Now: func() time.Time { return clock },
+	guard := idem.NewGuard(dynamo.Open(meter, table).Store(), idem.Config{DefaultLease: time.Millisecond, Now: func() time.Time { return clock },
 		Protocol: idem.Protocol{InTransitBound: time.Millisecond, ClockSkew: time.Millisecond, Downstream: "acquirer-units"}})
 	body := []byte(`{"amount": 25000, "currency": "BRL", "order_id": "order-123", "payment_method": "pm_card_visa", "description": "a typical description of seventy characters or so, for the bill"}`)
 	req, err := charge.ParseRequest(body, 0)

@@ -1,4 +1,4 @@
-package dynamostore_test
+package dynamo_test
 
 import (
 	"context"
@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idempotent-payments/idempay/internal/dynamo"
+	"github.com/idempotent-payments/idempay/internal/dynamo/dynamotest"
 	"github.com/idempotent-payments/idempay/internal/idem"
-	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
-	"github.com/idempotent-payments/idempay/internal/idem/dynamostore/dynamotest"
 )
 
 const raceRounds = 200
@@ -63,7 +63,7 @@ func claimRound(guard *idem.Guard, round, n int) (roundResult, error) {
 func TestRaceGoroutines(t *testing.T) {
 	t.Parallel()
 	client := dynamotest.Client(t)
-	guard := idem.NewGuard(dynamostore.New(client, dynamotest.NewTable(t, client)), idem.Config{})
+	guard := idem.NewGuard(dynamo.Open(client, dynamotest.NewTable(t, client)).Store(), idem.Config{})
 	for round := range raceRounds {
 		res, err := claimRound(guard, round, 50)
 		if err != nil {
@@ -126,7 +126,7 @@ func raceChild(t *testing.T) {
 	startMs, _ := strconv.ParseInt(os.Getenv("IDEM_RACE_START"), 10, 64)
 	slot, _ := time.ParseDuration(os.Getenv("IDEM_RACE_SLOT"))
 	client := dynamotest.Client(t)
-	guard := idem.NewGuard(dynamostore.New(client, os.Getenv("IDEM_RACE_TABLE")), idem.Config{})
+	guard := idem.NewGuard(dynamo.Open(client, os.Getenv("IDEM_RACE_TABLE")).Store(), idem.Config{})
 	rounds := make([]roundResult, raceRounds)
 	for round := range raceRounds {
 		time.Sleep(time.Until(time.UnixMilli(startMs).Add(time.Duration(round) * slot)))

@@ -1,4 +1,4 @@
-package dynamostore_test
+package dynamo_test
 
 import (
 	"context"
@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idempotent-payments/idempay/internal/dynamo"
+	"github.com/idempotent-payments/idempay/internal/dynamo/dynamotest"
 	"github.com/idempotent-payments/idempay/internal/idem"
-	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
-	"github.com/idempotent-payments/idempay/internal/idem/dynamostore/dynamotest"
 )
 
 // TestWriteConflicts: a global table's ReplicatedWriteConflictException,
@@ -43,8 +43,8 @@ func TestWriteConflicts(t *testing.T) {
 	}
 	now := time.Now()
 	clock := func() time.Time { return now }
-	plain := idem.NewGuard(dynamostore.New(client, table), idem.Config{Now: clock})
-	store := dynamostore.New(dynamotest.Client(t, proxy.Option), table)
+	plain := idem.NewGuard(dynamo.Open(client, table).Store(), idem.Config{Now: clock})
+	store := dynamo.Open(dynamotest.Client(t, proxy.Option), table).Store()
 	guard := idem.NewGuard(store, idem.Config{Now: clock})
 
 	refuse(true)
@@ -80,7 +80,7 @@ func TestWriteConflicts(t *testing.T) {
 		},
 		"Flag": func() error { return store.Flag(ctx, idem.InFlight{PK: rec.PK, LeaseToken: rec.LeaseToken}, now) },
 	} {
-		if err := write(); !errors.Is(err, idem.ErrWriteConflict) || !dynamostore.IsWriteConflict(err) {
+		if err := write(); !errors.Is(err, idem.ErrWriteConflict) || !dynamo.IsWriteConflict(err) {
 			t.Errorf("%s met a conflict: %v, want idem.ErrWriteConflict", name, err)
 		}
 	}

@@ -1,4 +1,4 @@
-package dynamostore_test
+package dynamo_test
 
 import (
 	"context"
@@ -12,9 +12,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/idempotent-payments/idempay/internal/dynamo"
+	"github.com/idempotent-payments/idempay/internal/dynamo/dynamotest"
 	"github.com/idempotent-payments/idempay/internal/idem"
-	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
-	"github.com/idempotent-payments/idempay/internal/idem/dynamostore/dynamotest"
 	"github.com/idempotent-payments/idempay/internal/idem/idemtest"
 	"github.com/idempotent-payments/idempay/internal/tabledef"
 )
@@ -24,7 +24,7 @@ func TestConformance(t *testing.T) {
 	// Tables without TTL, as the multi-region mode has them: the expiry
 	// index the purge lists is there (and TTL deletes nothing locally).
 	idemtest.RunConformance(t, func(t *testing.T) idem.Store {
-		return dynamostore.New(client, dynamotest.NewTableFor(t, client, false))
+		return dynamo.Open(client, dynamotest.NewTableFor(t, client, false)).Store()
 	})
 }
 
@@ -47,7 +47,7 @@ func TestTableOnDynamoDBLocal(t *testing.T) {
 	if got := aws.ToString(ttl.TimeToLiveDescription.AttributeName); got != tabledef.TTLAttribute {
 		t.Fatalf("TTL attribute = %q, want %q", got, tabledef.TTLAttribute)
 	}
-	if err := dynamostore.CreateTable(ctx, client, name, true); err != nil {
+	if err := dynamo.CreateTable(ctx, client, name, true); err != nil {
 		t.Fatalf("CreateTable on an existing table: %v", err)
 	}
 }
@@ -57,7 +57,7 @@ func TestRoundTrips(t *testing.T) {
 	t.Parallel()
 	var trips dynamotest.RoundTrips
 	client := dynamotest.Client(t, trips.Option)
-	store := dynamostore.New(client, dynamotest.NewTable(t, client))
+	store := dynamo.Open(client, dynamotest.NewTable(t, client)).Store()
 	ctx := context.Background()
 	req := idem.Canonical{{Name: "amount", Value: "100"}}
 	other := idem.Canonical{{Name: "amount", Value: "999"}}
@@ -123,7 +123,7 @@ func TestRoundTrips(t *testing.T) {
 func BenchmarkRoundTrips(b *testing.B) {
 	var trips dynamotest.RoundTrips
 	client := dynamotest.Client(b, trips.Option)
-	store := dynamostore.New(client, dynamotest.NewTable(b, client))
+	store := dynamo.Open(client, dynamotest.NewTable(b, client)).Store()
 	ctx := context.Background()
 	req := idem.Canonical{{Name: "amount", Value: "100"}}
 	for _, path := range []string{"first-execution", "replay", "replay-warm-cache", "in-flight", "key-reused"} {
@@ -177,7 +177,7 @@ func TestRecordsOfTheOlderLayoutStillServe(t *testing.T) {
 	ctx := context.Background()
 	client := dynamotest.Client(t)
 	table := dynamotest.NewTable(t, client)
-	guard := idem.NewGuard(dynamostore.New(client, table), idem.Config{})
+	guard := idem.NewGuard(dynamo.Open(client, table).Store(), idem.Config{})
 	req := idem.Canonical{{Name: "amount", Value: "100"}}
 	fresh := idem.Scope{Operation: "charge", Account: "acct_1", Key: "new-layout-key"}
 	c, err := guard.Begin(ctx, fresh, req)

@@ -1,4 +1,4 @@
-package dynamostore
+package dynamo
 
 import (
 	"reflect"

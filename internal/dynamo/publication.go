@@ -1,4 +1,4 @@
-package dynamoledger
+package dynamo
 
 import (
 	"context"
@@ -16,7 +16,6 @@ import (
 
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/idem"
-	"github.com/idempotent-payments/idempay/internal/idem/dynamostore"
 	"github.com/idempotent-payments/idempay/internal/tabledef"
 )
 
@@ -27,23 +26,11 @@ import (
 // runs. A region that finds another's rows unpublished and its heartbeat
 // stale publishes them itself (package publish).
 
-// PublicationAPI is the part of the DynamoDB client the publication's
-// books take beside API.
-type PublicationAPI interface {
-	API
-	UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
-	Query(context.Context, *dynamodb.QueryInput, ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
-}
-
-// Publication is the publication's books on one table.
-type Publication struct {
-	api   PublicationAPI
+// Books are the charge.Books of the events' publication on the table
+// (Table.Books): the unpublished index and the regions' heartbeats.
+type Books struct {
+	api   API
 	table string
-}
-
-// NewPublication returns the books on table, the ledger's.
-func NewPublication(api PublicationAPI, table string) *Publication {
-	return &Publication{api: api, table: table}
 }
 
 // shardOf is the unpublished index's partition of charge id's row: the
@@ -59,7 +46,7 @@ var pageSize int32 = 100
 // UpdateItem, conditioned on the row's existence (charge.ErrNoCharge
 // without it); marking a row twice changes nothing. It may fail with
 // idem.ErrWriteConflict, without effect.
-func (p *Publication) MarkPublished(ctx context.Context, id string) error {
+func (p *Books) MarkPublished(ctx context.Context, id string) error {
 	_, err := p.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:           aws.String(p.table),
 		Key:                 map[string]types.AttributeValue{tabledef.KeyAttribute: &types.AttributeValueMemberS{Value: Key(id)}},
@@ -71,7 +58,7 @@ func (p *Publication) MarkPublished(ctx context.Context, id string) error {
 		return fmt.Errorf("mark %s published: %w", idem.Ref(id), charge.ErrNoCharge)
 	}
 	if err != nil {
-		return fmt.Errorf("mark %s published: %w", idem.Ref(id), dynamostore.WriteError(err))
+		return fmt.Errorf("mark %s published: %w", idem.Ref(id), writeError(err))
 	}
 	return nil
 }
@@ -82,7 +69,7 @@ func (p *Publication) MarkPublished(ctx context.Context, id string) error {
 // first within a shard, reading pages of the index as the caller goes on.
 // An entry that does not read is yielded with its error and the listing
 // goes on; a query's error ends it.
-func (p *Publication) Unpublished(ctx context.Context, before time.Time) iter.Seq2[charge.Unpublished, error] {
+func (p *Books) Unpublished(ctx context.Context, before time.Time) iter.Seq2[charge.Unpublished, error] {
 	return func(yield func(charge.Unpublished, error) bool) {
 		first := rand.IntN(idem.Shards)
 		for i := range idem.Shards {
@@ -138,19 +125,19 @@ func heartbeatKey(region string) map[string]types.AttributeValue {
 
 // Beat records that region runs at at: one PutItem of its heartbeat item.
 // It may fail with idem.ErrWriteConflict, without effect.
-func (p *Publication) Beat(ctx context.Context, region string, at time.Time) error {
+func (p *Books) Beat(ctx context.Context, region string, at time.Time) error {
 	item := heartbeatKey(region)
 	item[tabledef.RegionAttribute] = &types.AttributeValueMemberS{Value: region}
 	item[tabledef.BeatAttribute] = &types.AttributeValueMemberN{Value: strconv.FormatInt(at.UnixMilli(), 10)}
 	if _, err := p.api.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(p.table), Item: item}); err != nil {
-		return fmt.Errorf("heartbeat of %s: %w", region, dynamostore.WriteError(err))
+		return fmt.Errorf("heartbeat of %s: %w", region, writeError(err))
 	}
 	return nil
 }
 
 // LastBeat is region's last heartbeat, read strongly consistently; the
 // zero time when it has none.
-func (p *Publication) LastBeat(ctx context.Context, region string) (time.Time, error) {
+func (p *Books) LastBeat(ctx context.Context, region string) (time.Time, error) {
 	out, err := p.api.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(p.table), Key: heartbeatKey(region), ConsistentRead: aws.Bool(true)})
 	if err != nil {
 		return time.Time{}, fmt.Errorf("heartbeat of %s: %w", region, err)

@@ -1,4 +1,4 @@
-package dynamoledger
+package dynamo
 
 import (
 	"reflect"
@@ -8,10 +8,10 @@ import (
 	"github.com/idempotent-payments/idempay/internal/tabledef"
 )
 
-// TestAttributeNames: a ledger row's key is the table's partition key, and
+// TestRowAttributeNames: a ledger row's key is the table's partition key, and
 // its region and unpublished listing are stored under the names the
 // table's unpublished index reads.
-func TestAttributeNames(t *testing.T) {
+func TestRowAttributeNames(t *testing.T) {
 	for field, want := range map[string]string{
 		"PK": tabledef.KeyAttribute, "Region": tabledef.RegionAttribute,
 		"UnpublishedShard": tabledef.UnpublishedShardAttribute, "UnpublishedSince": tabledef.UnpublishedSinceAttribute,

@@ -1,0 +1,98 @@
+package dynamotest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+
+	"github.com/idempotent-payments/idempay/internal/charge"
+	"github.com/idempotent-payments/idempay/internal/dynamo"
+	"github.com/idempotent-payments/idempay/internal/event"
+	"github.com/idempotent-payments/idempay/internal/idem"
+)
+
+// StreamARN is the stream of table.
+func StreamARN(t testing.TB, client *dynamodb.Client, table string) string {
+	t.Helper()
+	d, err := client.DescribeTable(context.Background(), &dynamodb.DescribeTableInput{TableName: aws.String(table)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return aws.ToString(d.Table.LatestStreamArn)
+}
+
+// StreamRecords is every record on the stream of table so far, in the
+// Streams API's form, read from the start of each shard.
+func StreamRecords(t testing.TB, client *dynamodb.Client, table string) []streamtypes.Record {
+	t.Helper()
+	ctx := context.Background()
+	arn := StreamARN(t, client, table)
+	cfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := dynamodbstreams.NewFromConfig(cfg)
+	desc, err := st.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(arn)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var records []streamtypes.Record
+	for _, sh := range desc.StreamDescription.Shards {
+		it, err := st.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{StreamArn: aws.String(arn), ShardId: sh.ShardId, ShardIteratorType: streamtypes.ShardIteratorTypeTrimHorizon})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := st.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: it.ShardIterator})
+		if err != nil {
+			t.Fatal(err)
+		}
+		records = append(records, out.Records...)
+	}
+	return records
+}
+
+// Stream is every record on the stream of table so far, as a Lambda
+// trigger delivers them.
+func Stream(t testing.TB, client *dynamodb.Client, table string) events.DynamoDBEvent {
+	t.Helper()
+	return events.DynamoDBEvent{Records: dynamo.StreamRecords(StreamRecords(t, client, table), StreamARN(t, client, table))}
+}
+
+// WriteEveryKind writes to table one item change of every kind the
+// publisher reads, in this order: a ledger row's insert, a record's claim,
+// its hold for the operator, the operator's void-confirmed take-over of it
+// and the void's release (the held record's delete).
+func WriteEveryKind(t testing.TB, client *dynamodb.Client, table string) {
+	t.Helper()
+	ctx := context.Background()
+	tbl := dynamo.Open(client, table)
+	row := charge.Charge{ID: charge.ChargeID("0123456789abcdef0123456789abcdef01234567"), Account: "acct_p", IdempotencyKey: "publish-key-1",
+		Source: event.SourceQueue("orders"), Status: "captured", Amount: 100, Currency: "BRL", AuthorizationID: "auth_1", CreatedAt: time.Now().UTC()}
+	if _, err := tbl.Ledger().Write(ctx, row); err != nil {
+		t.Fatal(err)
+	}
+	guard := idem.NewGuard(tbl.Store(), idem.Config{DefaultLease: time.Millisecond, Protocol: idem.Protocol{InTransitBound: time.Millisecond, ClockSkew: time.Millisecond}})
+	scope := idem.Scope{Operation: "charge", Account: "acct_p", Key: "publish-key-2", Source: event.SourceHTTP}
+	c, err := guard.Begin(ctx, scope, idem.Canonical{{Name: "amount", Value: "100"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Lease.HoldForOperator(ctx, "amount_differs", []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond) // past the lease, the bound and the skew
+	lease, err := guard.TakeOverHeld(ctx, scope.PK(), "", idem.Settlement{Action: idem.SettleVoidConfirmed, By: "ops:ana", Decision: "dec-publish-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lease.VoidConfirmed(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
