@@ -2,6 +2,7 @@ package archtest
 
 import (
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -116,6 +117,53 @@ func violations(t *testing.T, pkg string, never []string) []string {
 			}
 			if strings.HasPrefix(dep, n) {
 				found = append(found, dep)
+			}
+		}
+	}
+	return found
+}
+
+// tableSDK are the AWS SDK's DynamoDB and DynamoDB Streams packages.
+var tableSDK = []string{"github.com/aws/aws-sdk-go-v2/service/dynamodb", "github.com/aws/aws-sdk-go-v2/feature/dynamodb"}
+
+// tableSDKAllowed are the packages that may import tableSDK: the table's
+// own package and its test helpers, and the composition roots and the
+// harness, which make a client and hand it to dynamo.Open (idemctl, the
+// local stack, the chaos run, the system tests). The functions' mains
+// make theirs with dynamo.NewClient, so they need no SDK import.
+var tableSDKAllowed = []string{"internal/dynamo", "cmd/idemctl", "internal/localapi", "internal/chaos", "internal/systemtest", "functions"}
+
+// TestTableSDKInOneHome: no other package, tests included, imports the
+// DynamoDB or DynamoDB Streams SDK directly.
+func TestTableSDKInOneHome(t *testing.T) {
+	importers := sdkImporters(t)
+	if !slices.Contains(importers, "internal/dynamo") {
+		t.Fatalf("importers %v: the check does not see internal/dynamo's own import", importers) // the control
+	}
+	for _, pkg := range importers {
+		if !slices.ContainsFunc(tableSDKAllowed, func(a string) bool {
+			return pkg == a || strings.HasPrefix(pkg, a+"/") || strings.HasSuffix(a, "/") && strings.HasPrefix(pkg, a)
+		}) {
+			t.Errorf("%s imports the DynamoDB SDK: reach the table through internal/dynamo", pkg)
+		}
+	}
+}
+
+// sdkImporters lists this module's packages that import tableSDK in
+// their code or their tests.
+func sdkImporters(t *testing.T) []string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}} {{join .TestImports " "}} {{join .XTestImports " "}}`, "../../...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	var found []string
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		for _, imp := range fields[1:] {
+			if slices.ContainsFunc(tableSDK, func(p string) bool { return strings.HasPrefix(imp, p) }) {
+				found = append(found, strings.TrimPrefix(fields[0], module))
+				break
 			}
 		}
 	}
