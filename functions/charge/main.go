@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
 
+	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/obs"
 	"github.com/idempotent-payments/idempay/internal/setup"
 )
@@ -24,7 +25,7 @@ func run(logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	h := &Handler{Service: c.Service, AccountClaim: c.Config.AccountClaim, Log: logger, Metrics: obs.NewMetrics(os.Stdout, obs.FunctionCharge, c.Config.Environment), Tracer: c.Tracer}
+	h := &httpapi.Handler{Service: c.Service, AccountClaim: c.Config.AccountClaim, Log: logger, Metrics: obs.NewMetrics(os.Stdout, obs.FunctionCharge, c.Config.Environment), Tracer: c.Tracer}
 	lambda.Start(func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		defer c.Flush(ctx) // Lambda freezes the process after the answer
 		return h.Handle(ctx, ev)

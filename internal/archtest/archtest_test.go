@@ -18,7 +18,7 @@ var rules = []struct {
 	reason string
 }{
 	{"internal/idem", []string{"internal/", "github.com/aws/"}, "the engine depends on nothing of this module and on no AWS SDK"},
-	{"internal/charge", []string{"internal/problem", "internal/httpapi", "internal/command", "internal/queue", "github.com/aws/"},
+	{"internal/charge", []string{"internal/httpapi", "internal/command", "internal/queue", "github.com/aws/"},
 		"the charge domain knows neither HTTP problems nor queues nor AWS: each entry point maps its outcomes"},
 	{"internal/command", []string{"internal/charge", "github.com/aws/"}, "the message format is a leaf above the engine"},
 	{"internal/route", []string{"internal/", "github.com/"}, "the routes import nothing, so the CDK app can"},
@@ -30,7 +30,7 @@ var rules = []struct {
 	{"internal/event", []string{"internal/charge"}, "the events' schema is read by the CDK app, which links no service"},
 	{"internal/acquirer", []string{"internal/idem", "internal/charge"}, "the acquirer client knows no idempotency"},
 	{"internal/sweep", []string{"internal/charge", "internal/acquirer"}, "the sweeper never calls the acquirer"},
-	{"internal/event", []string{"internal/problem", "internal/httpapi", "internal/queue", "internal/dynamo", "github.com/aws/"},
+	{"internal/event", []string{"internal/httpapi", "internal/queue", "internal/dynamo", "github.com/aws/"},
 		"the events' schema knows no transport and no store: publishers encode with it"},
 	{"internal/sweep", []string{"internal/dynamo", "internal/queue", "github.com/aws/"},
 		"the sweeper reaches the records through the idem.Store seam and the queue through its own interface, so it runs on every store"},
@@ -85,10 +85,10 @@ func testSupport(t *testing.T) []string {
 }
 
 // TestRulesBite is the control: the same check reports a dependency that
-// is there (httpapi renders problems).
+// is there (httpapi answers on the routes).
 func TestRulesBite(t *testing.T) {
-	if v := violations(t, "internal/httpapi", []string{"internal/problem"}); len(v) == 0 {
-		t.Fatal("the check does not see httpapi → problem")
+	if v := violations(t, "internal/httpapi", []string{"internal/route"}); len(v) == 0 {
+		t.Fatal("the check does not see httpapi → route")
 	}
 	// And the test-support rule's: idemctl, a tool, depends on setup, which
 	// the same list refuses a helper.

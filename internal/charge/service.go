@@ -253,8 +253,10 @@ func Outcomes() []Outcome {
 // Result is what one call came to; Outcome says which fields are set.
 type Result struct {
 	Outcome Outcome
-	// Response is the stored answer (Executed, Replayed).
+	// Response is the stored answer, and ChargeID the id of the charge it
+	// answers with (Executed, Replayed).
 	Response idem.Response
+	ChargeID string
 	// Errors lists everything wrong with the request (RequestInvalid).
 	Errors []FieldError
 	// Reason says why the key or the account was refused, without echoing it.
@@ -353,7 +355,7 @@ func (s *Service) claimAndExecute(ctx context.Context, scope idem.Scope, req Req
 		s.cfg.Logger.ErrorContext(ctx, "claim failed", "error", err)
 		return Result{Outcome: Unavailable, RetryAfter: s.cfg.RetryAfter}
 	case claim.Replay != nil:
-		return Result{Outcome: Replayed, Response: *claim.Replay}
+		return Result{Outcome: Replayed, Response: *claim.Replay, ChargeID: ChargeID(claim.DownstreamKey)}
 	}
 	var calls acquirerCalls
 	res := s.execute(ctx, claim.Lease, req, &calls)
@@ -596,7 +598,7 @@ func (s *Service) store(ctx context.Context, lease *idem.Lease, ch Charge, compl
 	err = complete(completeCtx, resp)
 	endSpan(span, err)
 	if err == nil {
-		return Result{Outcome: Executed, Response: resp}
+		return Result{Outcome: Executed, Response: resp, ChargeID: stored.ID}
 	}
 	if !errors.Is(err, idem.ErrLeaseLost) {
 		s.cfg.Logger.ErrorContext(ctx, "complete failed; the record stays in flight", "error", err)
@@ -604,7 +606,7 @@ func (s *Service) store(ctx context.Context, lease *idem.Lease, ch Charge, compl
 	}
 	rec, lookupErr := s.guard.Lookup(ctx, lease.PK())
 	if lookupErr == nil && rec.Status == idem.StatusCompleted {
-		return Result{Outcome: Replayed, Response: *rec.Response}
+		return Result{Outcome: Replayed, Response: *rec.Response, ChargeID: ChargeID(rec.DownstreamKey)}
 	}
 	return s.pendingResult()
 }

@@ -98,8 +98,10 @@ func (g *Guard) Protocol() Protocol { return g.cfg.Protocol }
 type Claim struct {
 	// Lease is set when the caller owns the key and must do the work.
 	Lease *Lease
-	// Replay is the stored response when the key already completed.
-	Replay *Response
+	// Replay is the stored response when the key already completed, and
+	// DownstreamKey the key its completed attempt was sent under.
+	Replay        *Response
+	DownstreamKey string
 }
 
 // Begin claims scope for the request req in one round trip (zero when the
@@ -166,7 +168,7 @@ func (g *Guard) Begin(ctx context.Context, scope Scope, req Canonical) (Claim, e
 	}
 	if existing.Status == StatusCompleted {
 		g.cache.put(existing)
-		return Claim{Replay: existing.Response}, nil
+		return Claim{Replay: existing.Response, DownstreamKey: existing.DownstreamKey}, nil
 	}
 	if existing.Held() {
 		return Claim{}, fmt.Errorf("claim %s: %w", Ref(pk), ErrHeld)
@@ -372,7 +374,7 @@ func answerCompleted(rec *Record, fp string) (Claim, error) {
 	if rec.Fingerprint != fp {
 		return Claim{}, ErrKeyReused
 	}
-	return Claim{Replay: rec.Response}, nil
+	return Claim{Replay: rec.Response, DownstreamKey: rec.DownstreamKey}, nil
 }
 
 // leaseUntil is the context deadline plus the margin: the worker is surely

@@ -139,7 +139,8 @@ func (w *world) dieAfterTheRow(t *testing.T, svc *charge.Service, key string) {
 }
 
 // mustMatchLedger checks the invariant of a completed record: its answer
-// is its ledger row, the row is the acquirer's one authorization.
+// and the result's charge id are its ledger row's, the row is the
+// acquirer's one authorization.
 func (w *world) mustMatchLedger(t *testing.T, sb *sandbox.Server, key string, res charge.Result) charge.Charge {
 	t.Helper()
 	rec, err := w.guard.Lookup(context.Background(), pkOf(key))
@@ -150,8 +151,8 @@ func (w *world) mustMatchLedger(t *testing.T, sb *sandbox.Server, key string, re
 	if err != nil {
 		t.Fatalf("the completed record has no ledger row: %v", err)
 	}
-	if string(rec.Response.Body) != string(Render(row).Body) || string(res.Response.Body) != string(rec.Response.Body) {
-		t.Fatalf("answer %s, stored %s, ledger row %+v: not one charge", res.Response.Body, rec.Response.Body, row)
+	if string(rec.Response.Body) != string(Render(row).Body) || string(res.Response.Body) != string(rec.Response.Body) || res.ChargeID != row.ID {
+		t.Fatalf("answer %s of %s, stored %s, ledger row %+v: not one charge", res.Response.Body, res.ChargeID, rec.Response.Body, row)
 	}
 	auths := sb.ByKey()
 	if len(auths) != 1 || auths[rec.DownstreamKey].ID != row.AuthorizationID || auths[rec.DownstreamKey].Amount != row.Amount {
@@ -369,7 +370,7 @@ func completionZombieLedgerWriteChangesNothing(t *testing.T, newStores NewStores
 	w.clock.Advance(time.Second) // the zombie would stamp its row later
 	close(slow.release)          // the zombie writes its row and completes, late
 	wg.Wait()
-	if first.Outcome != charge.Replayed || string(first.Response.Body) != string(second.Response.Body) {
+	if first.Outcome != charge.Replayed || string(first.Response.Body) != string(second.Response.Body) || first.ChargeID != second.ChargeID {
 		t.Fatalf("the zombie: %s %s; want the take-over's answer %s", first.Outcome, first.Response.Body, second.Response.Body)
 	}
 	if after := w.mustMatchLedger(t, sb, "zombie-key", second); after != row {

@@ -1,4 +1,4 @@
-package main
+package httpapi
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/charge/chargetest"
-	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/idemtest"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
@@ -29,7 +28,7 @@ func TestSpansContinueTheGatewayTrace(t *testing.T) {
 		tracer := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)).Tracer("test")
 		store := idemtest.NewMemoryStore()
 		guard := idem.NewGuard(store, idem.Config{})
-		h := &Handler{Service: chargetest.Service(guard, sandbox.New(""), httpapi.Render, charge.Config{Tracer: tracer}), AccountClaim: "sub", Tracer: tracer}
+		h := &Handler{Service: chargetest.Service(guard, sandbox.New(""), Render, charge.Config{Tracer: tracer}), AccountClaim: "sub", Tracer: tracer}
 		ev := loadEvent(t, "create-charge.json")
 		ev.Headers[hdr[0]] = hdr[1]
 		if resp, _ := h.Handle(context.Background(), ev); resp.StatusCode != 201 {

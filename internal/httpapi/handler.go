@@ -1,10 +1,9 @@
-package main
+package httpapi
 
 import (
 	"context"
 	"encoding/base64"
 	"errors"
-	"fmt"
 	"log/slog"
 	"mime"
 	"net/http"
@@ -20,10 +19,8 @@ import (
 
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/event"
-	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/obs"
-	"github.com/idempotent-payments/idempay/internal/problem"
 	"github.com/idempotent-payments/idempay/internal/route"
 )
 
@@ -142,11 +139,11 @@ func (h *Handler) Handle(ctx context.Context, ev events.APIGatewayV2HTTPRequest)
 func (h *Handler) serve(ctx context.Context, req request) reply {
 	switch req.route {
 	case route.Create:
-		if detail, ok := jsonBody(req); !ok {
-			return refusal(problem.UnsupportedMediaType, detail, obs.OutcomeUnsupportedMediaType)
+		if !jsonBody(req) {
+			return refusal(obs.OutcomeUnsupportedMediaType, "")
 		}
 		if !req.bodyOK {
-			return refusal(problem.ValidationFailed, "body: not valid base64", charge.RequestInvalid.Name())
+			return refusal(obs.OutcomeRequestInvalid, "body: not valid base64")
 		}
 		return respond(h.Service.Charge(ctx, charge.Input{
 			Account: req.account, Keys: req.keys, Body: req.body, Source: event.SourceHTTP,
@@ -154,12 +151,12 @@ func (h *Handler) serve(ctx context.Context, req request) reply {
 	case route.Get:
 		return respond(h.Service.Get(ctx, req.account, req.id))
 	case route.Lookup:
-		key, err := httpapi.LookupKey(req.rawQuery)
+		key, err := LookupKey(req.rawQuery)
 		switch {
-		case errors.Is(err, httpapi.ErrNoKeyParameter):
-			return refusal(problem.IdempotencyKeyMissing, "send the key as the query parameter "+route.LookupParameter+", percent-encoded", charge.KeyMissing.Name())
+		case errors.Is(err, ErrNoKeyParameter):
+			return refusal(obs.OutcomeKeyMissing, "send the key as the query parameter "+route.LookupParameter+", percent-encoded")
 		case err != nil:
-			return refusal(problem.ValidationFailed, err.Error(), charge.RequestInvalid.Name())
+			return refusal(obs.OutcomeRequestInvalid, err.Error())
 		}
 		return respond(h.Service.ByKey(ctx, req.account, key))
 	case route.Health:
@@ -169,7 +166,7 @@ func (h *Handler) serve(ctx context.Context, req request) reply {
 		}
 		return health(err)
 	}
-	return refusal(problem.NotFound, "no such route", obs.OutcomeNoRoute)
+	return refusal(obs.OutcomeNoRoute, "")
 }
 
 // health is the health check's answer: 200 when the table answered its
@@ -182,88 +179,49 @@ func health(err error) reply {
 	return reply{Response: idem.Response{StatusCode: http.StatusOK}, outcome: obs.OutcomeHealthy}
 }
 
-// details says what to do about each outcome a problem answers; its code
-// is the outcome's (Outcome.Code), and problem.Render gives the code its
-// status. Executed, Replayed and Found are answered by respond itself.
-var details = map[charge.Outcome]string{
-	charge.AccountInvalid: "a bearer token naming a usable account is required",
-	charge.KeyMissing:     "send an Idempotency-Key header, the same on every retry of this charge",
-	charge.KeyInvalid: fmt.Sprintf("send one Idempotency-Key header of %d to %d visible ASCII characters, quoted if it holds a comma",
-		idem.MinKeyLen, idem.MaxKeyLen),
-	charge.RequestInvalid: "",
-	charge.InFlight:       "retry with the same key after Retry-After",
-	charge.KeyReused:      "use a new Idempotency-Key for a different charge",
-	charge.Released:       "nothing was charged; retry with the same key",
-	charge.Pending:        "retry with the same key to learn the outcome",
-	charge.Mismatch:       "the charge is under review; retry with the same key to learn the outcome",
-	charge.Held:           "the charge is under review; retry with the same key to learn the outcome",
-	charge.Unavailable:    "retry with the same key",
-	charge.NotFound:       "no such charge",
-}
-
-// respond renders a result of the service.
+// respond renders a result of the service: its stored answer, the charge
+// it found, or the problem that answers its outcome (problems).
 func respond(res charge.Result) reply {
 	a := reply{outcome: res.Outcome.Name(), result: res}
 	switch res.Outcome {
-	case charge.Executed:
-		a.Response = res.Response
-		a.Headers = httpapi.Headers(res.Response)
-		return a
-	case charge.Replayed:
-		a.Response, a.replay = res.Response, true
-		a.Headers = httpapi.Headers(res.Response)
-		return a
+	case charge.Executed, charge.Replayed:
+		a.Response, a.replay = res.Response, res.Outcome == charge.Replayed
+		a.Headers = Headers(res.Response, res.ChargeID)
 	case charge.Found:
-		a.Response = idem.Response{StatusCode: 200, Headers: map[string]string{"Content-Type": "application/json"}, Body: httpapi.Body(res.Charge)}
-		return a
+		a.Response = idem.Response{StatusCode: 200, Headers: map[string]string{"Content-Type": "application/json"}, Body: Body(res.Charge)}
+	default:
+		a.Response = outcomeProblem(res).response()
 	}
-	detail := details[res.Outcome]
-	code := problem.Code(res.Outcome.Code())
-	if code == "" {
-		code = problem.Internal
-	}
-	d := problem.Details{Code: code, Detail: detail, RetryAfter: res.RetryAfter}
-	switch {
-	case res.Outcome == charge.RequestInvalid:
-		d.Detail = (&charge.ValidationError{Errors: res.Errors}).Error()
-		d.Extensions = map[string]any{"errors": res.Errors}
-	case res.Reason != "":
-		d.Detail = res.Reason + "; " + detail
-	}
-	status, headers, body := problem.Render(d)
-	a.Response = idem.Response{StatusCode: status, Headers: headers, Body: body}
 	return a
 }
 
-// refusal is an answer of the handler's own, before the service is asked.
-func refusal(code problem.Code, detail string, outcome obs.Outcome) reply {
-	status, headers, body := problem.Render(problem.Details{Code: code, Detail: detail})
-	return reply{Response: idem.Response{StatusCode: status, Headers: headers, Body: body}, outcome: outcome}
+// refusal is an answer of the handler's own, before the service is asked:
+// outcome's problem, with detail in place of the row's when given.
+func refusal(outcome obs.Outcome, detail string) reply {
+	return reply{Response: problem{outcome: outcome, detail: detail}.response(), outcome: outcome}
 }
 
 // jsonBody reports whether the headers announce a body the service reads:
 // exactly one Content-Type, application/json (parameters allowed, charset
-// utf-8 if given), and no Content-Encoding but identity. Otherwise detail
-// says what to send.
-func jsonBody(req request) (detail string, ok bool) {
-	const want = "send the body as Content-Type: application/json (charset utf-8 if given), without Content-Encoding"
+// utf-8 if given), and no Content-Encoding but identity.
+func jsonBody(req request) bool {
 	if len(req.contentTypes) != 1 {
-		return want, false
+		return false
 	}
 	mediaType, params, err := mime.ParseMediaType(req.contentTypes[0])
 	if err != nil || mediaType != "application/json" {
-		return want, false
+		return false
 	}
 	if charset, given := params["charset"]; given && !strings.EqualFold(charset, "utf-8") {
-		return want, false
+		return false
 	}
 	switch encodings := req.contentEncodings; {
 	case len(encodings) > 1:
-		return want, false
+		return false
 	case len(encodings) == 1 && !strings.EqualFold(strings.TrimSpace(encodings[0]), "identity"):
-		return want, false
+		return false
 	}
-	return "", true
+	return true
 }
 
 // observe writes the request's log line and metrics. The record is named by

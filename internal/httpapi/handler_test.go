@@ -1,4 +1,4 @@
-package main
+package httpapi
 
 import (
 	"bytes"
@@ -21,11 +21,9 @@ import (
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/charge/chargetest"
 	"github.com/idempotent-payments/idempay/internal/event"
-	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/idemtest"
 	"github.com/idempotent-payments/idempay/internal/obs"
-	"github.com/idempotent-payments/idempay/internal/problem"
 	"github.com/idempotent-payments/idempay/internal/route"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
 )
@@ -41,7 +39,7 @@ func newHandler(t testing.TB) (*Handler, *sandbox.Server) {
 	}
 	store := idemtest.NewMemoryStore()
 	guard := idem.NewGuard(store, idem.Config{CacheSize: 100})
-	return &Handler{Service: chargetest.Service(guard, acq, httpapi.Render, charge.Config{}), AccountClaim: "sub"}, sb
+	return &Handler{Service: chargetest.Service(guard, acq, Render, charge.Config{}), AccountClaim: "sub"}, sb
 }
 
 func loadEvent(t testing.TB, name string) events.APIGatewayV2HTTPRequest {
@@ -324,8 +322,8 @@ func FuzzHandle(f *testing.F) {
 
 // TestEveryOutcomeHasAnAnswer: respond renders every outcome of the service
 // as a stored answer, a charge or a problem with the outcome's own code
-// (Outcome.Code), which the problem table knows — never INTERNAL — and a
-// detail of what to do.
+// (Outcome.Code) and its row's status — never INTERNAL — and a detail of
+// what to do.
 func TestEveryOutcomeHasAnAnswer(t *testing.T) {
 	t.Parallel()
 	for _, o := range charge.Outcomes() {
@@ -337,11 +335,11 @@ func TestEveryOutcomeHasAnAnswer(t *testing.T) {
 		}
 		a := respond(charge.Result{Outcome: o})
 		var p struct{ Code string }
-		if err := json.Unmarshal(a.Response.Body, &p); err != nil || p.Code != o.Code() || problem.Status(problem.Code(o.Code())) != a.Response.StatusCode ||
+		if err := json.Unmarshal(a.Response.Body, &p); err != nil || p.Code != o.Code() || problems[o.Name()].status != a.Response.StatusCode ||
 			a.Response.StatusCode == 500 {
 			t.Errorf("%s: %d %s, want code %q", o, a.Response.StatusCode, a.Response.Body, o.Code())
 		}
-		if _, ok := details[o]; !ok {
+		if problems[o.Name()].detail == "" && o != charge.RequestInvalid { // an invalid request's detail is its field errors
 			t.Errorf("%s: no detail", o)
 		}
 	}
@@ -356,7 +354,7 @@ func TestReplayHeadersAreTheFirstAnswers(t *testing.T) {
 	for _, cache := range []int{0, 100} {
 		sb := sandbox.New("")
 		acq, _ := acquirer.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
-		h := &Handler{Service: chargetest.Service(idem.NewGuard(idemtest.NewMemoryStore(), idem.Config{CacheSize: cache}), acq, httpapi.Render, charge.Config{}), AccountClaim: "sub"}
+		h := &Handler{Service: chargetest.Service(idem.NewGuard(idemtest.NewMemoryStore(), idem.Config{CacheSize: cache}), acq, Render, charge.Config{}), AccountClaim: "sub"}
 		for i, body := range []string{
 			`{"amount": 100, "currency": "BRL", "order_id": "1", "payment_method": "pm_card_visa"}`,
 			`{"amount": 100, "currency": "BRL", "order_id": "1", "payment_method": "pm_card_declined"}`,
@@ -392,7 +390,7 @@ func TestHealth(t *testing.T) {
 		{"the table fails", failingReads{idemtest.NewMemoryStore()}, http.StatusServiceUnavailable},
 	} {
 		var logs bytes.Buffer
-		h := &Handler{Service: chargetest.Service(idem.NewGuard(tc.store, idem.Config{}), nil, httpapi.Render, charge.Config{}), AccountClaim: "sub",
+		h := &Handler{Service: chargetest.Service(idem.NewGuard(tc.store, idem.Config{}), nil, Render, charge.Config{}), AccountClaim: "sub",
 			Log: obs.NewLogger(&logs, "INFO")}
 		resp, err := h.Handle(ctx, ev)
 		if err != nil || resp.StatusCode != tc.want || resp.Body != "" || len(resp.Headers) != 0 {

@@ -1,4 +1,4 @@
-package main
+package httpapi
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/charge/chargetest"
-	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/idemtest"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
@@ -18,7 +17,7 @@ import (
 func BenchmarkHandler(b *testing.B) {
 	store := idemtest.NewMemoryStore()
 	guard := idem.NewGuard(store, idem.Config{CacheSize: 10000})
-	h := &Handler{Service: chargetest.Service(guard, sandbox.New(""), httpapi.Render, charge.Config{}), AccountClaim: "sub"}
+	h := &Handler{Service: chargetest.Service(guard, sandbox.New(""), Render, charge.Config{}), AccountClaim: "sub"}
 	ctx := context.Background()
 	ev := loadEvent(b, "create-charge.json")
 

@@ -1,4 +1,4 @@
-package main
+package httpapi
 
 import (
 	"context"
@@ -20,7 +20,6 @@ import (
 	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/charge/chargetest"
-	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/idemtest"
 	"github.com/idempotent-payments/idempay/internal/route"
@@ -129,9 +128,9 @@ func TestOpenAPIMatchesHandler(t *testing.T) {
 	acq, _ := acquirer.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
 	store := idemtest.NewMemoryStore()
 	guard := idem.NewGuard(store, idem.Config{})
-	h := &Handler{Service: chargetest.Service(guard, acq, httpapi.Render, charge.Config{}), AccountClaim: "sub"}
+	h := &Handler{Service: chargetest.Service(guard, acq, Render, charge.Config{}), AccountClaim: "sub"}
 	refused, _ := acquirer.NewClient("http://127.0.0.1:1", "", nil)
-	hRefused := &Handler{Service: chargetest.Service(guard, refused, httpapi.Render, charge.Config{}), AccountClaim: "sub"}
+	hRefused := &Handler{Service: chargetest.Service(guard, refused, Render, charge.Config{}), AccountClaim: "sub"}
 
 	post := func(h *Handler, key, body string) events.APIGatewayV2HTTPResponse {
 		ev := loadEvent(t, "create-charge.json")
@@ -215,7 +214,7 @@ func TestOpenAPIControls(t *testing.T) {
 	store := idemtest.NewMemoryStore()
 	sb := sandbox.New("")
 	acq, _ := acquirer.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
-	h := &Handler{Service: chargetest.Service(idem.NewGuard(store, idem.Config{}), acq, httpapi.Render, charge.Config{}), AccountClaim: "sub"}
+	h := &Handler{Service: chargetest.Service(idem.NewGuard(store, idem.Config{}), acq, Render, charge.Config{}), AccountClaim: "sub"}
 	ev := loadEvent(t, "create-charge.json")
 	resp, _ := h.Handle(ctx, ev)
 	raw := string(readSpec(t))
