@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
 
+	"github.com/idempotent-payments/idempay/internal/charging"
 	"github.com/idempotent-payments/idempay/internal/obs"
 	"github.com/idempotent-payments/idempay/internal/setup"
 )
@@ -22,7 +23,7 @@ func main() { setup.Main(run) }
 // run builds the handler from the environment and serves invocations; it
 // returns only when start-up fails.
 func run(logger *slog.Logger) error {
-	c, err := setup.StartCharging(context.Background(), obs.FunctionOperator, os.Getenv, logger)
+	c, err := charging.Start(context.Background(), obs.FunctionOperator, os.Getenv, logger)
 	if err != nil {
 		return err
 	}

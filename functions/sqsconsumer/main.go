@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/idempotent-payments/idempay/internal/charging"
 	"github.com/idempotent-payments/idempay/internal/command"
 	"github.com/idempotent-payments/idempay/internal/deploy"
 	"github.com/idempotent-payments/idempay/internal/obs"
@@ -37,7 +38,7 @@ func run(logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	c, err := setup.StartCharging(context.Background(), obs.FunctionConsumer, os.Getenv, logger)
+	c, err := charging.Start(context.Background(), obs.FunctionConsumer, os.Getenv, logger)
 	if err != nil {
 		return err
 	}

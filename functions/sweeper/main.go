@@ -28,7 +28,7 @@ func main() { setup.Main(run) }
 // run builds the sweeper from the environment and serves invocations; it
 // returns only when start-up fails.
 func run(logger *slog.Logger) error {
-	cfg, err := setup.SweeperFromEnv(os.Getenv)
+	cfg, err := configFromEnv(os.Getenv)
 	if err != nil {
 		return err
 	}

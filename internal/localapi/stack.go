@@ -23,6 +23,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/idempotent-payments/idempay/internal/charging"
 	"github.com/idempotent-payments/idempay/internal/command"
 	"github.com/idempotent-payments/idempay/internal/deploy"
 	"github.com/idempotent-payments/idempay/internal/dynamo"
@@ -31,7 +32,6 @@ import (
 	"github.com/idempotent-payments/idempay/internal/localapi/cgroup"
 	"github.com/idempotent-payments/idempay/internal/route"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
-	"github.com/idempotent-payments/idempay/internal/setup"
 	"github.com/idempotent-payments/idempay/internal/streamfilter"
 	"github.com/idempotent-payments/idempay/internal/sweep"
 )
@@ -464,7 +464,7 @@ func (s *Stack) functionsEnv(cfg StackConfig) ([]string, error) {
 	if s.RegionName != "" {
 		base = append(base, deploy.EnvLocalRegion+"="+s.RegionName)
 	}
-	functions, err := setup.FromEnv(envOf(slices.Concat(base, cfg.Env)))
+	functions, err := charging.FromEnv(envOf(slices.Concat(base, cfg.Env)))
 	if err != nil {
 		return nil, fmt.Errorf("the functions' environment: %w", err)
 	}

@@ -1,47 +1,12 @@
 package setup
 
 import (
-	"strings"
 	"testing"
 
-	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/deploy"
 )
 
 func envOf(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
-
-func TestFromEnvDefaults(t *testing.T) {
-	t.Parallel()
-	c, err := FromEnv(envOf(map[string]string{"TABLE_NAME": "t", "ACQUIRER_URL": "http://a", "ACQUIRER_ID": "acq"}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := deploy.Deployed().Protocol
-	if c.AccountClaim != deploy.DefaultAccountClaim || c.Retention != p.Retention || c.InTransitBound != p.InTransitBound ||
-		c.ClockSkew != p.ClockSkew || c.LeaseMargin != p.LeaseMargin || c.AcquirerTimeout != p.AcquirerTimeout ||
-		c.CacheSize != DefaultCacheSize || c.MaxAmount != charge.DefaultMaxAmount {
-		t.Fatalf("defaults: %+v, want the deployed protocol %+v", c, p)
-	}
-}
-
-func TestFromEnvRejectsBadValues(t *testing.T) {
-	t.Parallel()
-	base := map[string]string{"TABLE_NAME": "t", "ACQUIRER_URL": "http://a", "ACQUIRER_ID": "acq"}
-	for name, value := range map[string]string{
-		"TABLE_NAME": "", "ACQUIRER_URL": "", "RETENTION_DAYS": "0", "LEASE_MARGIN": "soon",
-		"IN_TRANSIT_BOUND": "1s", "ACQUIRER_TIMEOUT": "-1s", "CACHE_SIZE": "x", "MAX_AMOUNT": "-5",
-		deploy.EnvSkipResponseCRC32: "yes", deploy.EnvAcquirerID: "https://acquirer.example",
-	} {
-		env := map[string]string{}
-		for k, v := range base {
-			env[k] = v
-		}
-		env[name] = value
-		if _, err := FromEnv(envOf(env)); err == nil || !strings.Contains(err.Error(), name) {
-			t.Errorf("%s=%q: err = %v, want one naming %s", name, value, err, name)
-		}
-	}
-}
 
 func TestProcessors(t *testing.T) {
 	t.Parallel()
@@ -52,19 +17,31 @@ func TestProcessors(t *testing.T) {
 	}
 }
 
-func TestSkipResponseCRC32(t *testing.T) {
+// TestReaders: each reader defaults an unset variable, and refuses a bad
+// value with an error naming the variable.
+func TestReaders(t *testing.T) {
 	t.Parallel()
-	for value, want := range map[string]bool{"": false, "false": false, "true": true} {
-		c, err := FromEnv(envOf(map[string]string{"TABLE_NAME": "t", "ACQUIRER_URL": "http://a", "ACQUIRER_ID": "acq", deploy.EnvSkipResponseCRC32: value}))
-		if err != nil || c.SkipResponseCRC32 != want {
-			t.Errorf("%s=%q: %v, %v; want %v", deploy.EnvSkipResponseCRC32, value, c.SkipResponseCRC32, err, want)
-		}
-		s, err := SweeperFromEnv(envOf(map[string]string{"TABLE_NAME": "t", deploy.EnvReconcileQueueURL: "http://q", deploy.EnvSkipResponseCRC32: value}))
-		if err != nil || s.SkipResponseCRC32 != want {
-			t.Errorf("sweeper, %s=%q: %v, %v; want %v", deploy.EnvSkipResponseCRC32, value, s.SkipResponseCRC32, err, want)
-		}
+	env := envOf(map[string]string{"D": "2s", "N": "7", "B": "true", "BAD": "x"})
+	if d, err := Duration(env, "D", 0); err != nil || d.Seconds() != 2 {
+		t.Errorf("Duration: %v, %v", d, err)
 	}
-	if _, err := SweeperFromEnv(envOf(map[string]string{"TABLE_NAME": "t", deploy.EnvReconcileQueueURL: "http://q", deploy.EnvSkipResponseCRC32: "1"})); err == nil {
-		t.Error("sweeper: 1 accepted")
+	if n, err := PositiveInt(env, "UNSET", 3); err != nil || n != 3 {
+		t.Errorf("PositiveInt default: %d, %v", n, err)
+	}
+	if n, err := PositiveInt(env, "N", 3); err != nil || n != 7 {
+		t.Errorf("PositiveInt: %d, %v", n, err)
+	}
+	if b, err := Boolean(env, "B"); err != nil || !b {
+		t.Errorf("Boolean: %v, %v", b, err)
+	}
+	for name, read := range map[string]func() error{
+		"Duration":    func() error { _, err := Duration(env, "BAD", 0); return err },
+		"PositiveInt": func() error { _, err := PositiveInt(env, "BAD", 1); return err },
+		"Boolean":     func() error { _, err := Boolean(env, "BAD"); return err },
+		"Require":     func() error { _, err := Require(env, "UNSET"); return err },
+	} {
+		if err := read(); err == nil {
+			t.Errorf("%s: a bad value accepted", name)
+		}
 	}
 }

@@ -17,10 +17,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/idempotent-payments/idempay/internal/charging"
 	"github.com/idempotent-payments/idempay/internal/deploy"
 	"github.com/idempotent-payments/idempay/internal/dynamo/dynamotest"
 	"github.com/idempotent-payments/idempay/internal/localapi"
-	"github.com/idempotent-payments/idempay/internal/setup"
 )
 
 // memorySizes are the memory sizes the cost report compares.
@@ -258,8 +258,8 @@ func BenchmarkMemorySizes(b *testing.B) {
 
 // afterInvocations is how many invocations each environment of
 // BenchmarkMemoryAfterInvocations serves: as many as its warm cache holds
-// (setup.DefaultCacheSize), so the cache ends full.
-const afterInvocations = setup.DefaultCacheSize
+// (charging.DefaultCacheSize), so the cache ends full.
+const afterInvocations = charging.DefaultCacheSize
 
 // BenchmarkMemoryAfterInvocations: the RSS of each of the two charge
 // environments at the smallest memory size measured after afterInvocations first
