@@ -440,7 +440,7 @@ func purgeAccess(cfg Config, env map[string]*string, tableArn *string) []stateme
 
 // takeOverAccess is what the sweeper needs in the multi-region mode,
 // beyond a Query of the unpublished index, to beat its region's heartbeat
-// and take over the events of regions that stopped (publish.TakeOver):
+// and take over the events of regions that stopped (backstop.Publisher):
 // the topic and the stale age in env; a put of its own region's heartbeat
 // item only, with its attributes only; reads of the heartbeats and the
 // ledger rows; the mark on a ledger row (markStatement); and a publish to

@@ -1,8 +1,9 @@
 // Command sweeper is the scheduled Lambda function (every minute) that flags
 // records left in flight longer than the in-transit bound plus the clock-skew
 // margin and enqueues their reconciliation. It never calls the acquirer. In
-// the multi-region mode it also beats its region's heartbeat and publishes
-// the events of regions that stopped (publish.TakeOver).
+// the multi-region mode it also runs its region's backstop, which
+// publishes the events of regions that stopped and beats the region's
+// heartbeat (backstop.Publisher).
 package main
 
 import (
@@ -14,9 +15,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/idempotent-payments/idempay/internal/backstop"
 	"github.com/idempotent-payments/idempay/internal/dynamo"
 	"github.com/idempotent-payments/idempay/internal/obs"
-	"github.com/idempotent-payments/idempay/internal/publish"
 	"github.com/idempotent-payments/idempay/internal/queue"
 	"github.com/idempotent-payments/idempay/internal/setup"
 	"github.com/idempotent-payments/idempay/internal/sweep"
@@ -46,7 +47,7 @@ func run(logger *slog.Logger) error {
 		Logger: logger, Metrics: obs.NewMetrics(os.Stdout, obs.FunctionSweeper, cfg.Environment),
 	}
 	if cfg.Region != "" {
-		h.TakeOver = &publish.TakeOver{
+		h.Backstop = &backstop.Publisher{
 			Region: cfg.Region, Books: table.Books(), Ledger: table.Ledger(),
 			Topic: topic.New(sns.NewFromConfig(awsCfg), cfg.TopicARN), StaleAfter: cfg.StaleRegion, StopMargin: sweep.DefaultStopMargin,
 		}

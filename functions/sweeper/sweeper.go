@@ -7,19 +7,19 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/idempotent-payments/idempay/internal/backstop"
 	"github.com/idempotent-payments/idempay/internal/obs"
-	"github.com/idempotent-payments/idempay/internal/publish"
 	"github.com/idempotent-payments/idempay/internal/sweep"
 )
 
 // Handler probes the table and runs one sweep per scheduled event and
 // logs its report, which the stale-records alarm reads; in the
-// multi-region mode it then beats the region's heartbeat and takes over
-// the events of regions that stopped.
+// multi-region mode it then runs the region's backstop, which publishes
+// the events of regions that stopped and beats the region's heartbeat.
 type Handler struct {
 	Sweeper *sweep.Sweeper
-	// TakeOver is nil in one region.
-	TakeOver *publish.TakeOver
+	// Backstop is nil in one region.
+	Backstop *backstop.Publisher
 	Logger   *slog.Logger
 	// Metrics gets the run's counts as EMF (StaleFlagged, StaleFailing,
 	// OldestStaleSeconds, HeldRecords, OldestHeldSeconds, and in the
@@ -30,17 +30,17 @@ type Handler struct {
 	Metrics *obs.Metrics
 }
 
-// Report is what one run did: the sweep's report, and the take-over's in
+// Report is what one run did: the sweep's report, and the backstop's in
 // the multi-region mode.
 type Report struct {
 	sweep.Report
-	TakeOver *publish.TakeOverReport `json:"take_over,omitempty"`
+	Backstop *backstop.Report `json:"backstop,omitempty"`
 }
 
 // Handle probes the table (Sweeper.Probe) and records the answer at once,
 // before anything else runs, so every run that starts records it whatever
-// the sweep then does; then it runs one sweep, then the take-over. An
-// error (a shard it could not read or flag, a row it could not take over)
+// the sweep then does; then it runs one sweep, then the backstop. An
+// error (a shard it could not read or flag, a row it could not publish)
 // fails the invocation so the sweeper-errors alarm sees it; the next run
 // retries. The probe's own failure is told by its metric alone.
 func (h *Handler) Handle(ctx context.Context, _ events.EventBridgeEvent) (Report, error) {
@@ -56,13 +56,13 @@ func (h *Handler) Handle(ctx context.Context, _ events.EventBridgeEvent) (Report
 		values[obs.MetricHeldRecords], values[obs.MetricOldestHeldSeconds] = float64(r.Held), r.OldestHeld.Seconds()
 	}
 	report := Report{Report: r}
-	if h.TakeOver != nil {
-		t, terr := h.TakeOver.Run(ctx)
-		h.Logger.InfoContext(ctx, "take-over", "taken_over", t.TakenOver, "republished", t.Republished, "waiting", t.Waiting, "stopped", t.Stopped,
+	if h.Backstop != nil {
+		t, terr := h.Backstop.Run(ctx)
+		h.Logger.InfoContext(ctx, "backstop", "taken_over", t.TakenOver, "republished", t.Republished, "waiting", t.Waiting, "stopped", t.Stopped,
 			"beat", t.Beat, "complete", t.Complete, "error", terr)
 		values[obs.MetricEventsTakenOver] = float64(t.TakenOver + t.Republished)
 		values[obs.MetricRegionsStopped] = float64(len(t.Stopped))
-		report.TakeOver, err = &t, errors.Join(err, terr)
+		report.Backstop, err = &t, errors.Join(err, terr)
 	}
 	if h.Metrics != nil {
 		outcome := obs.OutcomeSwept

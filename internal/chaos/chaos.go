@@ -112,7 +112,7 @@ type Summary struct {
 	// EventDeliveries counts the captured and declined messages received,
 	// repeats included: at least once, and once per event in the normal
 	// case. TakenOver counts the rows the regions' sweepers published for
-	// a region that had stopped (publish.TakeOver).
+	// a region that had stopped (backstop.Publisher).
 	EventDeliveries, TakenOver int
 	Drain, Total               time.Duration
 	// Regions is how many regions ran; Conflicts the writes their proxies

@@ -127,7 +127,7 @@ type Description struct {
 	// StaleRegion is, in the multi-region mode, how old a region's last
 	// heartbeat (written by its sweeper every run) is when that region has
 	// stopped, and how long a ledger row waits before a region other than
-	// its writer publishes its event (publish.TakeOver): three sweeps, so
+	// its writer publishes its event (backstop.Publisher): three sweeps, so
 	// one late or failed run is not a stop.
 	StaleRegion time.Duration
 	Protocol    Protocol

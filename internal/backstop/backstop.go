@@ -1,4 +1,8 @@
-package publish
+// Package backstop is each region's backstop, in the multi-region mode,
+// for the outcome events: it publishes the ledger rows a stopped region
+// left unpublished, and those its own publisher left, and beats the
+// region's heartbeat. The sweeper runs it every minute.
+package backstop
 
 import (
 	"context"
@@ -8,11 +12,12 @@ import (
 
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/publish"
 )
 
-// TakeOver is one region's part, in the multi-region mode, in publishing
+// Publisher is one region's part, in the multi-region mode, in publishing
 // every ledger row's event once. The region that wrote a row publishes
-// its event from its own stream and marks the row (Handler.Books). Every
+// its event from its own stream and marks the row (publish.Handler.Books). Every
 // region's run lists the rows that have waited longer than StaleAfter:
 //   - another region's row, when that region's heartbeat is older than
 //     StaleAfter too (it has stopped), is published here and marked;
@@ -29,12 +34,12 @@ import (
 // regions may publish one row (a region stopped only for a while, or two
 // regions taking over together): the same event, which subscribers drop
 // by its id.
-type TakeOver struct {
+type Publisher struct {
 	// Region is this region.
 	Region string
 	Books  charge.Books
 	Ledger charge.Ledger
-	Topic  Topic
+	Topic  publish.Topic
 	// StaleAfter is how old a region's last heartbeat is when that region
 	// has stopped, and how long a row waits before anyone but its region
 	// publishes it. Several of the runs' interval, so one late run is not
@@ -47,8 +52,8 @@ type TakeOver struct {
 	Now func() time.Time
 }
 
-// TakeOverReport is what one run did.
-type TakeOverReport struct {
+// Report is what one run did.
+type Report struct {
 	// TakenOver counts the rows this run published for regions that had
 	// stopped, Republished its own rows its publisher had left.
 	TakenOver   int `json:"taken_over"`
@@ -70,21 +75,21 @@ type TakeOverReport struct {
 // own publisher has left, then beats this region's heartbeat. A row it
 // cannot publish is left listed for the next run, and the error says how
 // many.
-func (t *TakeOver) Run(ctx context.Context) (TakeOverReport, error) {
+func (p *Publisher) Run(ctx context.Context) (Report, error) {
 	now := time.Now
-	if t.Now != nil {
-		now = t.Now
+	if p.Now != nil {
+		now = p.Now
 	}
 	started := now()
-	report := TakeOverReport{Complete: true}
+	report := Report{Complete: true}
 	var stopAt time.Time
 	if d, ok := ctx.Deadline(); ok {
-		stopAt = d.Add(-t.StopMargin)
+		stopAt = d.Add(-p.StopMargin)
 	}
 	stale := map[string]bool{}
 	var failed []error
 	ownFailed := false
-	for u, err := range t.Books.Unpublished(ctx, started.Add(-t.StaleAfter)) {
+	for u, err := range p.Books.Unpublished(ctx, started.Add(-p.StaleAfter)) {
 		if err != nil {
 			failed = append(failed, err) // a listing that cannot go on ends here
 			continue
@@ -93,28 +98,28 @@ func (t *TakeOver) Run(ctx context.Context) (TakeOverReport, error) {
 			report.Complete = false
 			break
 		}
-		publish, err := t.due(ctx, u, started, stale, &report)
+		due, err := p.due(ctx, u, started, stale, &report)
 		if err != nil {
 			failed = append(failed, err)
 			continue
 		}
-		if !publish {
+		if !due {
 			report.Waiting++
 			continue
 		}
-		if err := t.takeOver(ctx, u.ID); err != nil {
+		if err := p.publish(ctx, u.ID); err != nil {
 			failed = append(failed, err)
-			ownFailed = ownFailed || u.Region == t.Region
+			ownFailed = ownFailed || u.Region == p.Region
 			continue
 		}
-		if u.Region == t.Region {
+		if u.Region == p.Region {
 			report.Republished++
 		} else {
 			report.TakenOver++
 		}
 	}
 	if !ownFailed {
-		err := idem.RetryConflicts(ctx, func() error { return t.Books.Beat(ctx, t.Region, started) })
+		err := idem.RetryConflicts(ctx, func() error { return p.Books.Beat(ctx, p.Region, started) })
 		if err != nil {
 			failed = append(failed, err)
 		}
@@ -129,17 +134,17 @@ func (t *TakeOver) Run(ctx context.Context) (TakeOverReport, error) {
 // due reports whether the run publishes u: its own row that has waited
 // twice StaleAfter, or another region's whose heartbeat, read once a run
 // (stale), is older than StaleAfter.
-func (t *TakeOver) due(ctx context.Context, u charge.Unpublished, started time.Time, stale map[string]bool, report *TakeOverReport) (bool, error) {
-	if u.Region == t.Region {
-		return started.Sub(u.Since) > 2*t.StaleAfter, nil
+func (p *Publisher) due(ctx context.Context, u charge.Unpublished, started time.Time, stale map[string]bool, report *Report) (bool, error) {
+	if u.Region == p.Region {
+		return started.Sub(u.Since) > 2*p.StaleAfter, nil
 	}
 	stopped, known := stale[u.Region]
 	if !known {
-		last, err := t.Books.LastBeat(ctx, u.Region)
+		last, err := p.Books.LastBeat(ctx, u.Region)
 		if err != nil {
 			return false, err
 		}
-		stopped = started.Sub(last) > t.StaleAfter
+		stopped = started.Sub(last) > p.StaleAfter
 		stale[u.Region] = stopped
 		if stopped {
 			report.Stopped = append(report.Stopped, u.Region)
@@ -148,14 +153,15 @@ func (t *TakeOver) due(ctx context.Context, u charge.Unpublished, started time.T
 	return stopped, nil
 }
 
-// takeOver publishes charge id's event from its row, through Row.
-func (t *TakeOver) takeOver(ctx context.Context, id string) error {
-	c, err := t.Ledger.Get(ctx, id)
+// publish publishes charge id's event from its row (publish.Row), which
+// marks the row.
+func (p *Publisher) publish(ctx context.Context, id string) error {
+	c, err := p.Ledger.Get(ctx, id)
 	if err != nil {
-		return fmt.Errorf("take over %s: %w", idem.Ref(id), err)
+		return fmt.Errorf("backstop %s: %w", idem.Ref(id), err)
 	}
-	if err := Row(ctx, t.Topic, t.Books, c); err != nil {
-		return fmt.Errorf("take over %s: %w", idem.Ref(id), err)
+	if err := publish.Row(ctx, p.Topic, p.Books, c); err != nil {
+		return fmt.Errorf("backstop %s: %w", idem.Ref(id), err)
 	}
 	return nil
 }
