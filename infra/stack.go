@@ -163,7 +163,7 @@ func newCommandQueues(stack awscdk.Stack, cfg Config, names deploy.Names, remova
 		})
 	}
 	// One queue per producer, which only its role may send to: the queue a
-	// command arrives on is its producer (command.Source).
+	// command arrives on is its producer (command.Inbox).
 	var producers []producerQueue
 	for _, p := range cfg.Producers {
 		q := commandQueue("ChargeCommands-"+p.Name, names.Charges(p.Name))
@@ -255,10 +255,10 @@ func newFunctions(stack awscdk.Stack, cfg Config, assets StackAssets, removal aw
 	if cfg.ChargeReservedConcurrency > 0 {
 		charge.fn.Node().DefaultChild().(awslambda.CfnFunction).SetReservedConcurrentExecutions(jsii.Number(float64(cfg.ChargeReservedConcurrency)))
 	}
-	var sources []command.Source
+	var sources []command.Inbox
 	var producerARNs []*string
 	for _, p := range producers {
-		sources = append(sources, command.Source{ARN: *p.queue.QueueArn(), URL: *p.queue.QueueUrl(), Producer: p.Name, Accounts: p.Accounts})
+		sources = append(sources, command.Inbox{ARN: *p.queue.QueueArn(), URL: *p.queue.QueueUrl(), Producer: p.Name, Accounts: p.Accounts})
 		producerARNs = append(producerARNs, p.queue.QueueArn())
 	}
 	consumer := newFunction(stack, "SqsConsumer", cfg, assets, removal, timeoutOf(deploy.FunctionConsumer),
@@ -277,7 +277,7 @@ func newFunctions(stack awscdk.Stack, cfg Config, assets StackAssets, removal aw
 	// does not prove it never starts a charge; the code's refusal does.
 	reconciler := newFunction(stack, "Reconciler", cfg, assets, removal, timeoutOf(deploy.FunctionReconciler),
 		with(map[string]*string{
-			deploy.EnvCommandSources:   encodeSources([]command.Source{{ARN: *reconcileQueue.QueueArn(), URL: *reconcileQueue.QueueUrl(), Reconcile: true}}),
+			deploy.EnvCommandSources:   encodeSources([]command.Inbox{{ARN: *reconcileQueue.QueueArn(), URL: *reconcileQueue.QueueUrl(), Reconcile: true}}),
 			deploy.EnvRejectedQueueURL: rejected.QueueUrl(),
 		}), []statement{
 			{actions: []string{"dynamodb:GetItem"}, resources: []*string{tableArn}, conditions: recordsAndLedger},
@@ -544,8 +544,8 @@ func leadingKeys(prefixes ...string) map[string]any {
 
 // encodeSources writes a consumer's COMMAND_SOURCES; the ARNs and URLs are
 // tokens CloudFormation resolves.
-func encodeSources(sources []command.Source) *string {
-	v, err := command.EncodeSources(sources)
+func encodeSources(sources []command.Inbox) *string {
+	v, err := command.EncodeInboxes(sources)
 	if err != nil {
 		panic(err) // the stack's own sources: a bug in this file
 	}

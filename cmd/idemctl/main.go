@@ -532,11 +532,11 @@ func describe(ctx context.Context, ledger charge.Ledger, rec *idem.Record, now t
 		v.StaleAt = &rec.StaleAt
 	}
 	if rec.Response != nil {
-		v.Response = &response{Status: rec.Response.StatusCode, Headers: httpapi.Headers(*rec.Response, charge.ChargeID(rec.DownstreamKey)), Body: jsonOrString(rec.Response.Body)}
+		v.Response = &response{Status: rec.Response.StatusCode, Headers: httpapi.Headers(*rec.Response, charge.ID(rec.DownstreamKey)), Body: jsonOrString(rec.Response.Body)}
 	}
 	// The ledger row, whatever the record's state: an in-flight or held
 	// record may have one already.
-	if ch, err := ledger.Get(ctx, charge.ChargeID(rec.DownstreamKey)); err == nil {
+	if ch, err := ledger.Get(ctx, charge.ID(rec.DownstreamKey)); err == nil {
 		if json.Unmarshal(httpapi.Body(ch), &v.Ledger) == nil { // our own rendering: it parses
 			v.Ledger["account"] = ch.Account
 		}

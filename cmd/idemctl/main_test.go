@@ -407,7 +407,7 @@ func TestAcceptBooksTheDeploymentsAcquirer(t *testing.T) {
 		t.Fatalf("accept: %v\n%s", err, out)
 	}
 	rec := l.record(t, "accept-real-key")
-	row, err := l.ledger.Get(context.Background(), charge.ChargeID(rec.DownstreamKey))
+	row, err := l.ledger.Get(context.Background(), charge.ID(rec.DownstreamKey))
 	if err != nil || row.Amount != 1000 || l.otherCalls.Load() != 0 {
 		t.Fatalf("the ledger row %+v (%v), %d calls to the shell's acquirer; want the real 1000 BRL and none", row, err, l.otherCalls.Load())
 	}

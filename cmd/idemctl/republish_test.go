@@ -126,7 +126,7 @@ func TestRepublish(t *testing.T) {
 	if got := o.received(t, 1); len(got) != 1 || got[0].ID != want.ID || *got[0].Charge != *want.Charge {
 		t.Fatalf("from the ledger: %+v, want %+v", got, want)
 	}
-	unknown := charge.ChargeID("ffffffffffffffffffffffffffffffffffffffff")
+	unknown := charge.ID("ffffffffffffffffffffffffffffffffffffffff")
 	if out, err := idemctl("republish", "--charge", unknown, "--topic", o.topicARN); err == nil || !strings.Contains(err.Error(), unknown) {
 		t.Fatalf("an unknown charge: %v\n%s", err, out)
 	}

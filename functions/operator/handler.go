@@ -149,7 +149,7 @@ func (h *Handler) reconcile(ctx context.Context, req operator.Request) operator.
 			a.Detail = "not released: the acquirer has the charge, so the record completed with it"
 		}
 		if rec, err := h.Service.Record(ctx, req.Record); err == nil {
-			if res := h.Service.Get(ctx, rec.Account, charge.ChargeID(rec.DownstreamKey)); res.Outcome == charge.Found {
+			if res := h.Service.Get(ctx, rec.Account, charge.ID(rec.DownstreamKey)); res.Outcome == charge.Found {
 				a.Terms = chargeTerms(res.Charge)
 			}
 		}

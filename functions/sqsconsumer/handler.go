@@ -31,13 +31,13 @@ type DeadLetters interface {
 
 // Handler processes batches of commands and reports partial batch
 // failures: one bad message never fails its batch. Which commands it takes
-// is its Sources': a producer's queue brings charge commands for that
+// is its Inboxes': a producer's queue brings charge commands for that
 // producer's accounts, the reconcile queue the sweeper's reconcile commands.
 type Handler struct {
 	Service *charge.Service
-	// Sources are the queues this function reads, by ARN (a record's
+	// Inboxes are the queues this function reads, by ARN (a record's
 	// eventSourceARN). A message from any other queue is refused.
-	Sources     map[string]Source
+	Inboxes     map[string]inbox
 	DeadLetters DeadLetters
 	// Concurrency bounds the messages of one batch processed at once.
 	Concurrency int
@@ -63,10 +63,10 @@ type Outcomes interface {
 	Publish(ctx context.Context, e event.Event) error
 }
 
-// Source is one queue the handler reads: what it admits, and the queue
+// inbox is one queue the handler reads: what it admits, and the queue
 // itself, to delay a message's redelivery.
-type Source struct {
-	command.Source
+type inbox struct {
+	command.Inbox
 	Queue Delayer
 }
 
@@ -103,7 +103,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 			defer func() { <-slots }()
 			start := time.Now()
 			ctx := obs.WithAttrs(ctx, slog.String("messageId", msg.MessageId))
-			src, known := h.Sources[msg.EventSourceARN]
+			src, known := h.Inboxes[msg.EventSourceARN]
 			if src.Producer != "" {
 				ctx = obs.WithAttrs(ctx, slog.String("producer", src.Producer))
 			}
@@ -134,7 +134,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 }
 
 // settle carries out v and reports whether the message is done (deleted).
-func (h *Handler) settle(ctx context.Context, src Source, msg events.SQSMessage, v verdict) bool {
+func (h *Handler) settle(ctx context.Context, src inbox, msg events.SQSMessage, v verdict) bool {
 	switch {
 	case v.rejectCode != "":
 		if h.Outcomes != nil && src.Producer != "" {
@@ -192,8 +192,8 @@ func (h *Handler) republish(ctx context.Context, v verdict) bool {
 }
 
 // process decides what to do with msg, which arrived on src (known false:
-// on a queue not among the handler's Sources).
-func (h *Handler) process(ctx context.Context, src Source, known bool, msg events.SQSMessage) verdict {
+// on a queue not among the handler's Inboxes).
+func (h *Handler) process(ctx context.Context, src inbox, known bool, msg events.SQSMessage) verdict {
 	if !known {
 		return verdict{outcome: obs.OutcomeProducerNotAllowed, rejectCode: rejectNotAllowed, reason: "the message came from a queue this consumer does not read for any producer"}
 	}

@@ -65,7 +65,7 @@ func TestHandleSQSEvent(t *testing.T) {
 	dl := &deadLetters{}
 	ledger := chargetest.NewLedger()
 	h := &Handler{Service: chargetest.ServiceWith(guard, ledger, sb, httpapi.Render, charge.Config{}), DeadLetters: dl,
-		Sources:     map[string]Source{testQueue: {Source: command.Source{ARN: testQueue, URL: "u", Producer: "orders", Accounts: []string{"acct_7Hq2"}}, Queue: noDelay{}}},
+		Inboxes:     map[string]inbox{testQueue: {Inbox: command.Inbox{ARN: testQueue, URL: "u", Producer: "orders", Accounts: []string{"acct_7Hq2"}}, Queue: noDelay{}}},
 		Concurrency: 2, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	resp, err := h.Handle(context.Background(), ev)
 	if err != nil || len(resp.BatchItemFailures) != 0 {
@@ -110,10 +110,10 @@ func TestEveryOutcomeHasAVerdict(t *testing.T) {
 func TestProducerBinding(t *testing.T) {
 	t.Parallel()
 	const orders, billing, reconcile = "arn:q:orders", "arn:q:billing", "arn:q:reconcile"
-	sources := map[string]Source{
-		orders:    {Source: command.Source{ARN: orders, URL: "u1", Producer: "orders", Accounts: []string{"acct_orders"}}, Queue: noDelay{}},
-		billing:   {Source: command.Source{ARN: billing, URL: "u2", Producer: "billing", Accounts: []string{"acct_billing", "acct_shared"}}, Queue: noDelay{}},
-		reconcile: {Source: command.Source{ARN: reconcile, URL: "u3", Reconcile: true}, Queue: noDelay{}},
+	inboxes := map[string]inbox{
+		orders:    {Inbox: command.Inbox{ARN: orders, URL: "u1", Producer: "orders", Accounts: []string{"acct_orders"}}, Queue: noDelay{}},
+		billing:   {Inbox: command.Inbox{ARN: billing, URL: "u2", Producer: "billing", Accounts: []string{"acct_billing", "acct_shared"}}, Queue: noDelay{}},
+		reconcile: {Inbox: command.Inbox{ARN: reconcile, URL: "u3", Reconcile: true}, Queue: noDelay{}},
 	}
 	body := func(account, key string) string {
 		b, err := command.Charge(account, key, []byte(`{"amount": 100, "currency": "BRL", "order_id": "1", "payment_method": "pm_card_visa"}`)).Encode()
@@ -141,7 +141,7 @@ func TestProducerBinding(t *testing.T) {
 			store := idemtest.NewMemoryStore()
 			dl := &deadLetters{}
 			h := &Handler{Service: chargetest.Service(idem.NewGuard(store, idem.Config{}), sb, httpapi.Render, charge.Config{}),
-				Sources: sources, DeadLetters: dl, Concurrency: 1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+				Inboxes: inboxes, DeadLetters: dl, Concurrency: 1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 			resp, _ := h.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m1", Body: tc.body, EventSourceARN: tc.queue}}})
 			if len(resp.BatchItemFailures) != 0 {
 				t.Fatalf("failures %+v", resp.BatchItemFailures)
@@ -199,7 +199,7 @@ func TestInFlightHiddenUntilTheLeaseIsOver(t *testing.T) {
 	clock.Advance(15 * time.Second)
 	d := &delays{}
 	h := &Handler{Service: chargetest.Service(guard, sandbox.New(""), httpapi.Render, charge.Config{Now: clock.Now}),
-		Sources:     map[string]Source{testQueue: {Source: command.Source{ARN: testQueue, URL: "u", Producer: "orders", Accounts: []string{"acct_7Hq2"}}, Queue: d}},
+		Inboxes:     map[string]inbox{testQueue: {Inbox: command.Inbox{ARN: testQueue, URL: "u", Producer: "orders", Accounts: []string{"acct_7Hq2"}}, Queue: d}},
 		DeadLetters: &deadLetters{}, Concurrency: 1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	msg, _ := command.Charge("acct_7Hq2", "held-elsewhere", body).Encode()
 	resp, _ := h.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m1", Body: msg, EventSourceARN: testQueue}}})
@@ -217,7 +217,7 @@ func TestReconcileWithoutARecordIsMalformed(t *testing.T) {
 	dl := &deadLetters{}
 	store := idemtest.NewMemoryStore()
 	h := &Handler{Service: chargetest.Service(idem.NewGuard(store, idem.Config{}), sandbox.New(""), httpapi.Render, charge.Config{}),
-		Sources:     map[string]Source{reconcile: {Source: command.Source{ARN: reconcile, URL: "u", Reconcile: true}, Queue: noDelay{}}},
+		Inboxes:     map[string]inbox{reconcile: {Inbox: command.Inbox{ARN: reconcile, URL: "u", Reconcile: true}, Queue: noDelay{}}},
 		DeadLetters: dl, Concurrency: 1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	var ev events.SQSEvent
 	for i, body := range []string{
@@ -302,9 +302,9 @@ func TestVerdicts(t *testing.T) {
 			d, dl := &delays{}, &deadLetters{}
 			var logs bytes.Buffer
 			h := &Handler{Service: chargetest.Service(guard, tc.acq, httpapi.Render, charge.Config{Now: clock.Now}), DeadLetters: dl, Concurrency: 1,
-				Sources: map[string]Source{
-					orders:    {Source: command.Source{ARN: orders, URL: "u1", Producer: "orders", Accounts: []string{"acct_7Hq2"}}, Queue: d},
-					reconcile: {Source: command.Source{ARN: reconcile, URL: "u2", Reconcile: true}, Queue: d},
+				Inboxes: map[string]inbox{
+					orders:    {Inbox: command.Inbox{ARN: orders, URL: "u1", Producer: "orders", Accounts: []string{"acct_7Hq2"}}, Queue: d},
+					reconcile: {Inbox: command.Inbox{ARN: reconcile, URL: "u2", Reconcile: true}, Queue: d},
 				},
 				Logger: slog.New(slog.NewJSONHandler(&logs, nil))}
 			resp, _ := h.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m1", Body: tc.msg, EventSourceARN: tc.queue}}})

@@ -30,7 +30,7 @@ func main() { setup.Main(run) }
 // run builds the handler from the environment and serves invocations; it
 // returns only when start-up fails.
 func run(logger *slog.Logger) error {
-	sources, err := command.ParseSources(os.Getenv(deploy.EnvCommandSources))
+	inboxes, err := command.ParseInboxes(os.Getenv(deploy.EnvCommandSources))
 	if err != nil {
 		return err
 	}
@@ -43,12 +43,12 @@ func run(logger *slog.Logger) error {
 		return err
 	}
 	sqsClient := sqs.NewFromConfig(c.AWS)
-	bySource := map[string]Source{}
-	for _, src := range sources {
-		bySource[src.ARN] = Source{Source: src, Queue: queue.New(sqsClient, src.URL)}
+	byARN := map[string]inbox{}
+	for _, src := range inboxes {
+		byARN[src.ARN] = inbox{Inbox: src, Queue: queue.New(sqsClient, src.URL)}
 	}
 	h := &Handler{
-		Service: c.Service, Sources: bySource, DeadLetters: queue.New(sqsClient, rejectedURL),
+		Service: c.Service, Inboxes: byARN, DeadLetters: queue.New(sqsClient, rejectedURL),
 		Concurrency: deploy.ConsumerConcurrency, Logger: logger, Metrics: obs.NewMetrics(os.Stdout, obs.FunctionConsumer, c.Config.Environment),
 	}
 	if arn := os.Getenv(deploy.EnvOutcomeTopicARN); arn != "" {

@@ -137,7 +137,7 @@ func checkEvents(ctx context.Context, s *localapi.Stack, records []*idem.Record,
 			if p, ok := strings.CutPrefix(rec.Source, "queue:"); ok {
 				subscriber = p
 			}
-			want[charge.ChargeID(rec.DownstreamKey)] = subscriber
+			want[charge.ID(rec.DownstreamKey)] = subscriber
 		}
 	}
 	outcomes := map[string]map[string]bool{} // charge id → distinct event ids
@@ -208,7 +208,7 @@ func lookUp(ctx context.Context, s *localapi.Stack, intents []intent) ([]*idem.R
 			}
 			if err == nil {
 				records[i] = rec
-				_, err = ledger.Get(ctx, charge.ChargeID(rec.DownstreamKey))
+				_, err = ledger.Get(ctx, charge.ID(rec.DownstreamKey))
 				charged[i] = err == nil
 				if errors.Is(err, charge.ErrNoCharge) {
 					err = nil

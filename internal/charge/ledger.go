@@ -93,16 +93,16 @@ type Unpublished struct {
 	Since      time.Time
 }
 
-// ChargeID derives the charge id from the record's downstream key: the same
-// for every attempt of one intent.
-func ChargeID(downstreamKey string) string { return "ch_" + downstreamKey }
+// ID is the id of the charge sent under downstreamKey (a record's): the
+// same for every attempt of one intent.
+func ID(downstreamKey string) string { return "ch_" + downstreamKey }
 
-// ChargeIDPattern is the shape of a charge id, as api/openapi.yaml and
-// docs/events.schema.json state it (TestChargeIDPattern holds them equal).
-const ChargeIDPattern = "^ch_[0-9a-f]{40}$"
+// IDPattern is the shape of a charge id, as api/openapi.yaml and
+// docs/events.schema.json state it (TestIDPattern holds them equal).
+const IDPattern = "^ch_[0-9a-f]{40}$"
 
-// validChargeID reports whether id has ChargeIDPattern's shape.
-func validChargeID(id string) bool {
+// validID reports whether id has IDPattern's shape.
+func validID(id string) bool {
 	if len(id) != 3+40 || id[:3] != "ch_" {
 		return false
 	}

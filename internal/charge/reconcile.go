@@ -102,7 +102,7 @@ func (s *Service) Reconcile(ctx context.Context, pk string) (Reconciled, error) 
 		// A ledger row is written only from an authorization: if an attempt
 		// wrote one and died before completing, the charge exists whatever
 		// the acquirer's lookup says now, and the record completes from it.
-		if row, rowErr := s.ledger.Get(ctx, ChargeID(lease.DownstreamKey())); rowErr == nil {
+		if row, rowErr := s.ledger.Get(ctx, ID(lease.DownstreamKey())); rowErr == nil {
 			s.cfg.Logger.ErrorContext(ctx, "the acquirer does not find a charge the ledger has; completing from the ledger row")
 			return s.completeFromRow(ctx, lease, pk, row)
 		} else if !errors.Is(rowErr, ErrNoCharge) {

@@ -355,7 +355,7 @@ func (s *Service) claimAndExecute(ctx context.Context, scope idem.Scope, req Req
 		s.cfg.Logger.ErrorContext(ctx, "claim failed", "error", err)
 		return Result{Outcome: Unavailable, RetryAfter: s.cfg.RetryAfter}
 	case claim.Replay != nil:
-		return Result{Outcome: Replayed, Response: *claim.Replay, ChargeID: ChargeID(claim.DownstreamKey)}
+		return Result{Outcome: Replayed, Response: *claim.Replay, ChargeID: ID(claim.DownstreamKey)}
 	}
 	var calls acquirerCalls
 	res := s.execute(ctx, claim.Lease, req, &calls)
@@ -547,7 +547,7 @@ func (s *Service) hold(ctx context.Context, lease *idem.Lease, req Request, mism
 func (s *Service) chargeOf(lease *idem.Lease, req Request, auth acquirer.Authorization) Charge {
 	rec := lease.Record()
 	return Charge{
-		ID: ChargeID(lease.DownstreamKey()), Account: rec.Account, IdempotencyKey: rec.Key, Source: rec.Source,
+		ID: ID(lease.DownstreamKey()), Account: rec.Account, IdempotencyKey: rec.Key, Source: rec.Source,
 		Status: auth.Status, Amount: auth.Amount, Currency: auth.Currency,
 		OrderID: req.OrderID, Description: req.Description,
 		DeclineCode: auth.DeclineCode, AuthorizationID: auth.ID,
@@ -606,7 +606,7 @@ func (s *Service) store(ctx context.Context, lease *idem.Lease, ch Charge, compl
 	}
 	rec, lookupErr := s.guard.Lookup(ctx, lease.PK())
 	if lookupErr == nil && rec.Status == idem.StatusCompleted {
-		return Result{Outcome: Replayed, Response: *rec.Response, ChargeID: ChargeID(rec.DownstreamKey)}
+		return Result{Outcome: Replayed, Response: *rec.Response, ChargeID: ID(rec.DownstreamKey)}
 	}
 	return s.pendingResult()
 }
@@ -654,7 +654,7 @@ func (s *Service) row(ctx context.Context, account, id string) Result {
 	if err := idem.ValidateAccount(account); err != nil {
 		return Result{Outcome: AccountInvalid, Reason: err.Error()}
 	}
-	if !validChargeID(id) {
+	if !validID(id) {
 		return Result{Outcome: NotFound}
 	}
 	ctx = obs.WithAttrs(ctx, slog.String("record", idem.Ref(id)))
@@ -687,7 +687,7 @@ func (s *Service) settled(ctx context.Context, ch Charge) Result {
 	switch {
 	case err == nil || errors.Is(err, idem.ErrNotFound) || errors.Is(err, idem.ErrKeyInvalid):
 		return Result{Outcome: Found, Charge: ch}
-	case rec != nil && ChargeID(rec.DownstreamKey) != ch.ID: // the key's later intent
+	case rec != nil && ID(rec.DownstreamKey) != ch.ID: // the key's later intent
 		return Result{Outcome: Found, Charge: ch}
 	case errors.Is(err, idem.ErrHeld):
 		return s.held()
@@ -733,7 +733,7 @@ func (s *Service) ByKey(ctx context.Context, account, key string) Result {
 	}
 	// The record completed: its row is the answer (no second look at the
 	// record, as Get takes).
-	res := s.row(obs.WithAttrs(ctx, slog.String("record", idem.Ref(rec.PK))), account, ChargeID(rec.DownstreamKey))
+	res := s.row(obs.WithAttrs(ctx, slog.String("record", idem.Ref(rec.PK))), account, ID(rec.DownstreamKey))
 	res.Record = idem.Ref(rec.PK)
 	return res
 }

@@ -255,7 +255,7 @@ func (s *Service) ReadBack(ctx context.Context, d Decision) (Settled, error) {
 		return Settled{}, err
 	}
 	// Gone, or the key's next intent holds it.
-	switch row, err := s.ledger.Get(ctx, ChargeID(d.Instance)); {
+	switch row, err := s.ledger.Get(ctx, ID(d.Instance)); {
 	case err == nil:
 		return Settled{State: CompletedByAnother, Charge: row}, nil
 	case !errors.Is(err, ErrNoCharge):
@@ -296,7 +296,7 @@ func (s *Service) stateOf(ctx context.Context, rec *idem.Record, d Decision) Set
 			out.State = CompletedByThis
 		}
 	}
-	if row, err := s.ledger.Get(ctx, ChargeID(rec.DownstreamKey)); err == nil {
+	if row, err := s.ledger.Get(ctx, ID(rec.DownstreamKey)); err == nil {
 		out.Charge = row
 	}
 	return out
@@ -307,7 +307,7 @@ func (s *Service) voidConfirmed(ctx context.Context, d Decision) error {
 	if err != nil {
 		return err
 	}
-	switch _, err := s.ledger.Get(ctx, ChargeID(lease.DownstreamKey())); {
+	switch _, err := s.ledger.Get(ctx, ID(lease.DownstreamKey())); {
 	case err == nil:
 		_ = lease.Abandon(context.WithoutCancel(ctx))
 		return fmt.Errorf("void-confirmed %s: %w: it records a charge under this key; accept it, or reconcile the ledger by hand", idem.Ref(d.PK), ErrLedgerRowExists)

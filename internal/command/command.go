@@ -1,5 +1,5 @@
 // Package command is the schema of the messages on the command queues:
-// charge commands from producers (each on its own queue, see Source) and
+// charge commands from producers (each on its own queue, see Inbox) and
 // reconcile commands from the sweeper (on the reconcile queue). Senders encode with Encode and the consumer decodes with Decode;
 // nothing else spells the format.
 //

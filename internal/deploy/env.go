@@ -29,7 +29,7 @@ const (
 	// CDK app never does): see DynamoDB.
 	EnvSkipResponseCRC32 = "DYNAMODB_SKIP_RESPONSE_CRC32"
 
-	// The queue wiring: the queues a consumer reads (command.EncodeSources),
+	// The queue wiring: the queues a consumer reads (command.EncodeInboxes),
 	// the reconcile-commands queue, the only one the sweeper writes to,
 	// and the rejected-commands queue, where a consumer puts every command
 	// it refuses (with reject_code and reject_reason). The DLQ proper holds

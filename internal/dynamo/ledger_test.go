@@ -114,7 +114,7 @@ func TestChargeRoundTrips(t *testing.T) {
 	}
 	var id string
 	for k := range sb.ByKey() {
-		id = charge.ChargeID(k)
+		id = charge.ID(k)
 	}
 	if r := svc.Get(ctx, "acct_rt", id); r.Outcome != charge.Found || !maps.Equal(trips.Take(), map[string]int{"GetItem": 2}) {
 		t.Fatalf("get: %s (the row, then its record)", r.Outcome)
@@ -163,7 +163,7 @@ func TestItemSizes(t *testing.T) {
 		}
 		rec, _ := guard.Lookup(ctx, scope.PK())
 		completed := dynamotest.ItemSize(raw(scope.PK()))
-		row := dynamotest.ItemSize(raw(dynamo.Key(charge.ChargeID(rec.DownstreamKey))))
+		row := dynamotest.ItemSize(raw(dynamo.Key(charge.ID(rec.DownstreamKey))))
 		t.Logf("description %3d: claimed record %4d B, completed record %4d B, ledger row %4d B", n, claimed, completed, row)
 		if n <= 200 && (claimed > 1024 || completed > 1024 || row > 1024) {
 			t.Errorf("description of %d characters: %d / %d / %d bytes, want each under 1 KB", n, claimed, completed, row)

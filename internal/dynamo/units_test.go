@@ -54,7 +54,7 @@ func unitsOf(tb testing.TB, path string, n int) dynamotest.Units {
 	svc.Charge(ctx, in("units-fixed-key")) // warms the cache when there is one
 	var id string
 	for key := range sb.ByKey() {
-		id = charge.ChargeID(key)
+		id = charge.ID(key)
 	}
 	meter.Take()
 	for i := range n {

@@ -179,7 +179,7 @@ type Stack struct {
 	Unshaped string
 	// Queues are the producers' charge-commands queues by producer name;
 	// QueueURL and QueueARN are the first producer's.
-	Queues             map[string]command.Source
+	Queues             map[string]command.Inbox
 	QueueURL, QueueARN string
 	// ReconcileURL and ReconcileARN are the sweeper's reconcile-commands
 	// queue; DLQURL the dead-letter queue of all of them (what ran out of
@@ -386,8 +386,8 @@ func (s *Stack) startSandbox(cfg StackConfig) (err error) {
 }
 
 // producerQueues is the producers' charge-commands queues, in cfg's order.
-func (s *Stack) producerQueues(cfg StackConfig) []command.Source {
-	var producers []command.Source
+func (s *Stack) producerQueues(cfg StackConfig) []command.Inbox {
+	var producers []command.Inbox
 	for _, p := range cfg.Producers {
 		producers = append(producers, s.Queues[p.Name])
 	}
@@ -398,12 +398,12 @@ func (s *Stack) producerQueues(cfg StackConfig) []command.Source {
 // consumer of the producers' queues, the reconciler of the reconcile
 // queue, the sweeper and the publisher. Each gets the stack's environment
 // (functionsEnv), then its own, then cfg.Env.
-func (s *Stack) startFunctions(cfg StackConfig, local deploy.Description, producers []command.Source) (err error) {
-	consumerSources, err := command.EncodeSources(producers)
+func (s *Stack) startFunctions(cfg StackConfig, local deploy.Description, producers []command.Inbox) (err error) {
+	consumerSources, err := command.EncodeInboxes(producers)
 	if err != nil {
 		return err
 	}
-	reconcileSources, err := command.EncodeSources([]command.Source{{ARN: s.ReconcileARN, URL: s.ReconcileURL, Reconcile: true}})
+	reconcileSources, err := command.EncodeInboxes([]command.Inbox{{ARN: s.ReconcileARN, URL: s.ReconcileURL, Reconcile: true}})
 	if err != nil {
 		return err
 	}
@@ -478,7 +478,7 @@ func (s *Stack) functionsEnv(cfg StackConfig) ([]string, error) {
 // reconciler; always, the table's stream (streamARN) to the publisher,
 // filtered as the region's trigger is (streamfilter.For); and,
 // when cfg.SweepInterval is positive, the sweeper's schedule.
-func (s *Stack) startTriggers(cfg StackConfig, awsCfg aws.Config, producers []command.Source, streamARN string) {
+func (s *Stack) startTriggers(cfg StackConfig, awsCfg aws.Config, producers []command.Inbox, streamARN string) {
 	triggers, stop := context.WithCancel(context.Background())
 	s.stopTriggers = stop
 	if !cfg.NoEventSourceMapping {
@@ -565,13 +565,13 @@ func (s *Stack) createQueues(ctx context.Context, cfg StackConfig) error {
 	if s.RejectedURL, _, err = createQueue(ctx, s.SQS, names.Rejected(), cfg.VisibilityTimeout, "", 0); err != nil {
 		return err
 	}
-	s.Queues = map[string]command.Source{}
+	s.Queues = map[string]command.Inbox{}
 	for i, p := range cfg.Producers {
 		url, arn, err := createQueue(ctx, s.SQS, names.Charges(p.Name), cfg.VisibilityTimeout, dlqARN, cfg.MaxReceives)
 		if err != nil {
 			return err
 		}
-		s.Queues[p.Name] = command.Source{ARN: arn, URL: url, Producer: p.Name, Accounts: p.Accounts}
+		s.Queues[p.Name] = command.Inbox{ARN: arn, URL: url, Producer: p.Name, Accounts: p.Accounts}
 		if i == 0 {
 			s.QueueURL, s.QueueARN = url, arn
 		}

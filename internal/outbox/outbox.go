@@ -78,7 +78,7 @@ func RowEvent(c charge.Charge) (event.Event, error) {
 
 func holdOf(rec *idem.Record, at time.Time) event.Hold {
 	return event.Hold{
-		ChargeID: charge.ChargeID(rec.DownstreamKey), Account: rec.Account, IdempotencyKey: rec.Key,
+		ChargeID: charge.ID(rec.DownstreamKey), Account: rec.Account, IdempotencyKey: rec.Key,
 		Source: rec.Source, Reason: rec.Hold.Reason, At: at,
 	}
 }

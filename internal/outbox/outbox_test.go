@@ -22,7 +22,7 @@ func TestEvents(t *testing.T) {
 		}
 		return r
 	}
-	row := &charge.Charge{ID: charge.ChargeID(key), Account: "acct_1", Source: event.SourceHTTP, Status: "captured", Amount: 100, Currency: "BRL", AuthorizationID: "auth_1", CreatedAt: at}
+	row := &charge.Charge{ID: charge.ID(key), Account: "acct_1", Source: event.SourceHTTP, Status: "captured", Amount: 100, Currency: "BRL", AuthorizationID: "auth_1", CreatedAt: at}
 	for _, c := range []struct {
 		name   string
 		change outbox.Change
@@ -45,7 +45,7 @@ func TestEvents(t *testing.T) {
 			t.Fatalf("%s: %d events, want %v", c.name, len(got), c.want)
 		}
 		for i, e := range got {
-			if e.Type != c.want[i] || e.Charge == nil || e.Charge.ID != charge.ChargeID(key) {
+			if e.Type != c.want[i] || e.Charge == nil || e.Charge.ID != charge.ID(key) {
 				t.Fatalf("%s: %+v, want %s of the record's charge", c.name, e, c.want[i])
 			}
 		}

@@ -30,7 +30,7 @@ func BenchmarkPublishStreamRecords(b *testing.B) {
 	ledger := dynamo.Open(ddb, table).Ledger()
 	const batch = 100
 	for i := range batch {
-		row := charge.Charge{ID: charge.ChargeID(fmt.Sprintf("%040x", i)), Account: "acct_bench", IdempotencyKey: fmt.Sprintf("bench-key-%d", i),
+		row := charge.Charge{ID: charge.ID(fmt.Sprintf("%040x", i)), Account: "acct_bench", IdempotencyKey: fmt.Sprintf("bench-key-%d", i),
 			Source: event.SourceHTTP, Status: "captured", Amount: 25000, Currency: "BRL", OrderID: "123", AuthorizationID: "auth_bench", CreatedAt: time.Now().UTC()}
 		if _, err := ledger.Write(ctx, row); err != nil {
 			b.Fatal(err)

@@ -147,7 +147,7 @@ func (w *world) mustMatchLedger(t *testing.T, sb *sandbox.Server, key string, re
 	if err != nil || rec.Status != idem.StatusCompleted {
 		t.Fatalf("record: %+v, %v", rec, err)
 	}
-	row, err := w.ledger.Get(context.Background(), charge.ChargeID(rec.DownstreamKey))
+	row, err := w.ledger.Get(context.Background(), charge.ID(rec.DownstreamKey))
 	if err != nil {
 		t.Fatalf("the completed record has no ledger row: %v", err)
 	}
@@ -319,7 +319,7 @@ func completionTheRowSaysWhoAsked(t *testing.T, newStores NewStoresFunc) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		row, err := w.ledger.Get(ctx, charge.ChargeID(rec.DownstreamKey))
+		row, err := w.ledger.Get(ctx, charge.ID(rec.DownstreamKey))
 		if err != nil || row.IdempotencyKey != key || row.Source != source {
 			t.Fatalf("the row of %s: %+v, %v; want its key and source %s", key, row, err, source)
 		}
@@ -410,7 +410,7 @@ func completionLedgerRowConflictIsRetried(t *testing.T, newStores NewStoresFunc)
 	if err != nil || rec.Status != idem.StatusInProgress {
 		t.Fatalf("the record after the row was refused: %+v, %v", rec, err)
 	}
-	if _, err := w.ledger.Get(ctx, charge.ChargeID(rec.DownstreamKey)); !errors.Is(err, charge.ErrNoCharge) {
+	if _, err := w.ledger.Get(ctx, charge.ID(rec.DownstreamKey)); !errors.Is(err, charge.ErrNoCharge) {
 		t.Fatalf("a refused row was written: %v", err)
 	}
 	row.refuse.Store(0)

@@ -201,14 +201,14 @@ func holdWithALedgerRow(t *testing.T, newStores NewStoresFunc) {
 	}
 	// One status per charge: a record not completed answers the same on
 	// every route, although its row exists.
-	w.mustAnswerOnEveryRoute(t, svc, "held-row-key", charge.ChargeID(inFlight.DownstreamKey), charge.InFlight)
+	w.mustAnswerOnEveryRoute(t, svc, "held-row-key", charge.ID(inFlight.DownstreamKey), charge.InFlight)
 	acq.lookup = tenTimes
 	w.clock.Advance(time.Minute)
 	if r := svc.Charge(ctx, input("held-row-key")); r.Outcome != charge.Mismatch {
 		t.Fatalf("the take-over whose lookup disagrees: %s", r.Outcome)
 	}
 	rec := w.mustBeHeld(t, "held-row-key", acquirer.ReasonAmount)
-	row, err := w.ledger.Get(ctx, charge.ChargeID(rec.DownstreamKey))
+	row, err := w.ledger.Get(ctx, charge.ID(rec.DownstreamKey))
 	if err != nil {
 		t.Fatalf("the row written before the hold: %v", err)
 	}
@@ -316,7 +316,7 @@ func holdAcceptCompletesWithTheFreshLookupsTerms(t *testing.T, newStores NewStor
 	if st, err := svc.Settle(ctx, other); err == nil || st.State != charge.CompletedByAnother {
 		t.Fatalf("another decision on the completed record: %s, %v; want completed by another, refused", st.State, err)
 	}
-	if row, err := w.ledger.Get(ctx, charge.ChargeID(rec.DownstreamKey)); err != nil || row.Currency != "JPY" {
+	if row, err := w.ledger.Get(ctx, charge.ID(rec.DownstreamKey)); err != nil || row.Currency != "JPY" {
 		t.Fatalf("ledger row %+v, %v; want the acquirer's terms", row, err)
 	}
 	if r := svc.Charge(ctx, input("accept-key")); r.Outcome != charge.Replayed || len(sb.ByKey()) != 1 {
@@ -358,7 +358,7 @@ func (w *world) mustBeHeld(t *testing.T, key, reason string) *idem.Record {
 // mustHaveNoRow: no ledger row states terms for rec.
 func (w *world) mustHaveNoRow(t *testing.T, rec *idem.Record) {
 	t.Helper()
-	if row, err := w.ledger.Get(context.Background(), charge.ChargeID(rec.DownstreamKey)); !errors.Is(err, charge.ErrNoCharge) {
+	if row, err := w.ledger.Get(context.Background(), charge.ID(rec.DownstreamKey)); !errors.Is(err, charge.ErrNoCharge) {
 		t.Fatalf("a held record has a ledger row %+v (%v)", row, err)
 	}
 }

@@ -73,7 +73,7 @@ func WriteEveryKind(t testing.TB, client *dynamodb.Client, table string) {
 	t.Helper()
 	ctx := context.Background()
 	tbl := dynamo.Open(client, table)
-	row := charge.Charge{ID: charge.ChargeID("0123456789abcdef0123456789abcdef01234567"), Account: "acct_p", IdempotencyKey: "publish-key-1",
+	row := charge.Charge{ID: charge.ID("0123456789abcdef0123456789abcdef01234567"), Account: "acct_p", IdempotencyKey: "publish-key-1",
 		Source: event.SourceQueue("orders"), Status: "captured", Amount: 100, Currency: "BRL", AuthorizationID: "auth_1", CreatedAt: time.Now().UTC()}
 	if _, err := tbl.Ledger().Write(ctx, row); err != nil {
 		t.Fatal(err)

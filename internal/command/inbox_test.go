@@ -8,19 +8,19 @@ import (
 	"github.com/idempotent-payments/idempay/internal/command"
 )
 
-func TestSources(t *testing.T) {
+func TestInboxes(t *testing.T) {
 	t.Parallel()
-	sources := []command.Source{
+	sources := []command.Inbox{
 		{ARN: "arn:q:orders", URL: "https://q/orders", Producer: "orders", Accounts: []string{"acct_1", "acct_2"}},
 		{ARN: "arn:q:reconcile", URL: "https://q/reconcile", Reconcile: true},
 	}
-	value, err := command.EncodeSources(sources)
+	value, err := command.EncodeInboxes(sources)
 	if err != nil {
 		t.Fatal(err)
 	}
-	back, err := command.ParseSources(value)
+	back, err := command.ParseInboxes(value)
 	if err != nil || !reflect.DeepEqual(back, sources) {
-		t.Fatalf("ParseSources(%s) = %+v, %v", value, back, err)
+		t.Fatalf("ParseInboxes(%s) = %+v, %v", value, back, err)
 	}
 	for _, tc := range []struct{ value, want string }{
 		{``, "COMMAND_SOURCES"},
@@ -33,19 +33,19 @@ func TestSources(t *testing.T) {
 		{`[{"arn":"a","url":"u","producer":"p","accounts":["acct\u0000"]}]`, "control character"},
 		{`[{"url":"u","producer":"p","accounts":["acct_1"]}]`, "arn and url are required"},
 	} {
-		if _, err := command.ParseSources(tc.value); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("ParseSources(%s) = %v; want an error with %q", tc.value, err, tc.want)
+		if _, err := command.ParseInboxes(tc.value); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("ParseInboxes(%s) = %v; want an error with %q", tc.value, err, tc.want)
 		}
 	}
 }
 
-func TestSourceAdmits(t *testing.T) {
+func TestInboxAdmits(t *testing.T) {
 	t.Parallel()
-	orders := command.Source{ARN: "a", URL: "u", Producer: "orders", Accounts: []string{"acct_1"}}
-	rec := command.Source{ARN: "b", URL: "u", Reconcile: true}
+	orders := command.Inbox{ARN: "a", URL: "u", Producer: "orders", Accounts: []string{"acct_1"}}
+	rec := command.Inbox{ARN: "b", URL: "u", Reconcile: true}
 	charge := command.Charge("acct_1", "key-12345", []byte(`{}`))
 	for _, tc := range []struct {
-		src  command.Source
+		src  command.Inbox
 		c    command.Command
 		want bool
 	}{

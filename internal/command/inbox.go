@@ -20,13 +20,13 @@ const (
 	RejectProducerNotAllowed = "PRODUCER_NOT_ALLOWED"
 )
 
-// Source is one queue a consumer reads, and what may arrive on it. The
+// Inbox is one queue a consumer reads, and what may arrive on it. The
 // producer of a command is the queue it arrived on: a record's
 // eventSourceARN is set by Lambda's event source mapping, not by the
 // sender, and each producer queue's policy admits only its producer's role.
 // So a producer can neither name another producer nor charge an account
 // outside its own list.
-type Source struct {
+type Inbox struct {
 	// ARN is the queue's ARN, as the records' eventSourceARN; URL is its URL,
 	// for changing a message's visibility.
 	ARN string `json:"arn"`
@@ -44,7 +44,7 @@ type Source struct {
 // Admits says whether c may arrive on s, and if not why (without echoing
 // the command's values): a producer queue admits charge commands for its
 // accounts, the reconcile queue reconcile commands.
-func (s Source) Admits(c Command) (bool, string) {
+func (s Inbox) Admits(c Command) (bool, string) {
 	switch {
 	case s.Reconcile && c.Type != TypeReconcile:
 		return false, "the reconcile queue carries reconcile commands only"
@@ -58,35 +58,35 @@ func (s Source) Admits(c Command) (bool, string) {
 	return true, ""
 }
 
-// EncodeSources returns the value of deploy.EnvCommandSources for sources.
-func EncodeSources(sources []Source) (string, error) {
-	if err := checkSources(sources); err != nil {
+// EncodeInboxes returns the value of deploy.EnvCommandSources for inboxes.
+func EncodeInboxes(inboxes []Inbox) (string, error) {
+	if err := checkInboxes(inboxes); err != nil {
 		return "", err
 	}
-	b, err := json.Marshal(sources)
+	b, err := json.Marshal(inboxes)
 	return string(b), err
 }
 
-// ParseSources reads the value of deploy.EnvCommandSources strictly: a JSON array of
-// sources, each with an ARN and a URL, each either a producer (a name and
+// ParseInboxes reads the value of deploy.EnvCommandSources strictly: a
+// JSON array of inboxes, each with an ARN and a URL, each either a producer (a name and
 // at least one valid account) or the reconcile queue, and no ARN twice.
-func ParseSources(value string) ([]Source, error) {
-	var sources []Source
-	if err := strictjson.Unmarshal([]byte(value), &sources); err != nil {
+func ParseInboxes(value string) ([]Inbox, error) {
+	var inboxes []Inbox
+	if err := strictjson.Unmarshal([]byte(value), &inboxes); err != nil {
 		return nil, fmt.Errorf("%s: %w", deploy.EnvCommandSources, err)
 	}
-	if err := checkSources(sources); err != nil {
+	if err := checkInboxes(inboxes); err != nil {
 		return nil, err
 	}
-	return sources, nil
+	return inboxes, nil
 }
 
-func checkSources(sources []Source) error {
-	if len(sources) == 0 {
+func checkInboxes(inboxes []Inbox) error {
+	if len(inboxes) == 0 {
 		return fmt.Errorf("%s: no queue", deploy.EnvCommandSources)
 	}
 	seen := map[string]bool{}
-	for i, s := range sources {
+	for i, s := range inboxes {
 		bad := func(why string) error {
 			return fmt.Errorf("%s: queue %d (%s): %s", deploy.EnvCommandSources, i+1, s.ARN, why)
 		}
