@@ -27,7 +27,10 @@ type Acquirer interface {
 
 // Defaults for the zero fields of Config. The in-transit bound T, the
 // skew and the acquirer's id are the guard's (idem.Config.Protocol), stored
-// on every record it claims.
+// on every record it claims. DefaultAcquirerTimeout is deployed as
+// deploy.Deployed().Protocol.AcquirerTimeout, written again there because
+// the CDK app may link no charge code: deploy's TestProtocolIsTheCodes
+// holds the two equal.
 const (
 	DefaultAcquirerTimeout = 3 * time.Second
 	DefaultStoreReserve    = time.Second

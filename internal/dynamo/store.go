@@ -339,7 +339,7 @@ func (s *Store) takeOver(ctx context.Context, h idem.Handover, onHold bool) (*id
 		Key:                       pkKey(h.PK),
 		UpdateExpression:          aws.String(set),
 		ConditionExpression:       aws.String(cond),
-		ExpressionAttributeNames:  map[string]string{"#status": "status", "#hold": "hold"},
+		ExpressionAttributeNames:  map[string]string{"#status": "status", "#hold": tabledef.HoldAttribute},
 		ExpressionAttributeValues: values,
 		ReturnValues:              types.ReturnValueAllNew,
 	})
@@ -383,7 +383,7 @@ func (s *Store) Hold(ctx context.Context, pk, token, heldToken string, h idem.Ho
 		Key:                       pkKey(pk),
 		UpdateExpression:          aws.String("SET #hold = :hold, lease_token = :heldtoken, lease_expires_at = :lease, inflight_shard = :held REMOVE " + tabledef.TTLAttribute + ", " + tabledef.ExpiryBucketAttribute),
 		ConditionExpression:       aws.String(held + " AND attribute_not_exists(#hold)"),
-		ExpressionAttributeNames:  map[string]string{"#status": "status", "#hold": "hold"},
+		ExpressionAttributeNames:  map[string]string{"#status": "status", "#hold": tabledef.HoldAttribute},
 		ExpressionAttributeValues: values,
 	})
 	return fenceError(err)
@@ -397,7 +397,7 @@ func (s *Store) Complete(ctx context.Context, pk, token string, resp idem.Respon
 	values := heldValues(token)
 	values[":completed"] = str(string(idem.StatusCompleted))
 	values[":code"] = num(int64(resp.StatusCode))
-	names := map[string]string{"#status": "status", "#request": "request", "#hold": "hold"}
+	names := map[string]string{"#status": "status", "#request": "request", "#hold": tabledef.HoldAttribute}
 	set := "SET #status = :completed, response_status = :code, response_body = :body"
 	cond := held + " AND attribute_not_exists(#hold)"
 	if settled != nil {

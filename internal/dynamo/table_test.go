@@ -9,13 +9,14 @@ import (
 )
 
 // TestAttributeNames: the record's layout spells its key, its expiry, the
-// in-flight index's keys and what the index projects as the table's
-// definition names them.
+// in-flight index's keys, what the index projects, and the hold and its
+// reason (which the stream filters match) as the table's definition names
+// them.
 func TestAttributeNames(t *testing.T) {
 	names := map[string]string{
 		"PK": tabledef.KeyAttribute, "ExpiresAt": tabledef.TTLAttribute,
 		"InflightShard": tabledef.InflightShardAttribute, "LeaseExpiresAt": tabledef.LeaseExpiresAttribute,
-		"ExpiryBucket": tabledef.ExpiryBucketAttribute,
+		"ExpiryBucket": tabledef.ExpiryBucketAttribute, "Hold": tabledef.HoldAttribute,
 	}
 	projected := map[string]bool{}
 	for _, name := range tabledef.Table().Indexes[0].Projected {
@@ -35,5 +36,10 @@ func TestAttributeNames(t *testing.T) {
 		if name, _, _ := strings.Cut(f.Tag.Get("dynamodbav"), ","); !ok || name != want {
 			t.Errorf("record.%s is stored as %q, the table's name is %q", field, name, want)
 		}
+	}
+	// The hold and its reason, which the stream filters match.
+	f, ok := reflect.TypeFor[hold]().FieldByName("Reason")
+	if name, _, _ := strings.Cut(f.Tag.Get("dynamodbav"), ","); !ok || name != tabledef.HoldReasonAttribute {
+		t.Errorf("hold.Reason is stored as %q, the filters' name is %q", name, tabledef.HoldReasonAttribute)
 	}
 }

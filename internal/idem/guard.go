@@ -12,9 +12,11 @@ import (
 )
 
 // Defaults for the zero fields of Config. The CDK app deploys these
-// values (infra's TestProtocolDefaults holds them equal), and an operator's
-// tool, which takes none from its shell, uses them where a record carries
-// none.
+// values, and an operator's tool, which takes none from its shell, uses
+// them where a record carries none. They are written twice, here and in
+// deploy.Deployed().Protocol, because the engine imports nothing of this
+// module and the CDK app may link no engine: deploy's TestProtocolIsTheCodes
+// holds the two equal, and infra's TestProtocolDefaults the deployed stack.
 const (
 	DefaultRetention      = 90 * 24 * time.Hour
 	DefaultLeaseMargin    = 10 * time.Second

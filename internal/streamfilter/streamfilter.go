@@ -47,10 +47,11 @@ func For(region string) Set {
 	}
 	patterns := append(rows,
 		// a record that becomes held
-		fmt.Sprintf(`{"eventName":["INSERT","MODIFY"],"dynamodb":{"Keys":{%q:{"S":[{"prefix":%q}]}},`+
-			`"NewImage":{"hold":{"M":{"reason":{"S":[{"exists":true}]}}}},"OldImage":{"hold":{"M":{"reason":{"S":[{"exists":false}]}}}}}}`, tabledef.KeyAttribute, idem.RecordPrefix),
+		fmt.Sprintf(`{"eventName":["INSERT","MODIFY"],"dynamodb":{"Keys":{%q:{"S":[{"prefix":%q}]}},"NewImage":%s,"OldImage":%s}}`,
+			tabledef.KeyAttribute, idem.RecordPrefix, holdReason(true), holdReason(false)),
 		// a held record deleted
-		fmt.Sprintf(`{"eventName":["REMOVE"],"dynamodb":{"Keys":{%q:{"S":[{"prefix":%q}]}},"OldImage":{"hold":{"M":{"reason":{"S":[{"exists":true}]}}}}}}`, tabledef.KeyAttribute, idem.RecordPrefix),
+		fmt.Sprintf(`{"eventName":["REMOVE"],"dynamodb":{"Keys":{%q:{"S":[{"prefix":%q}]}},"OldImage":%s}}`,
+			tabledef.KeyAttribute, idem.RecordPrefix, holdReason(true)),
 	)
 	s := Set{patterns: patterns, parsed: make([]map[string]any, len(patterns))}
 	for i, p := range patterns {
@@ -59,6 +60,12 @@ func For(region string) Set {
 		}
 	}
 	return s
+}
+
+// holdReason is the pattern of an image whose hold has a reason (exists)
+// or has none.
+func holdReason(exists bool) string {
+	return fmt.Sprintf(`{%q:{"M":{%q:{"S":[{"exists":%t}]}}}}`, tabledef.HoldAttribute, tabledef.HoldReasonAttribute, exists)
 }
 
 // Patterns are the set's patterns, as the trigger's filter criteria take

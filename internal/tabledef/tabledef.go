@@ -7,8 +7,9 @@
 package tabledef
 
 // The attribute and index names the definition and the stream filters use.
-// The item layouts' struct tags spell the attributes too, and a test holds
-// them equal (dynamo's TestAttributeNames).
+// The item layouts' struct tags spell the attributes too (Go's tags are
+// literals), and tests hold them equal (dynamo's TestAttributeNames and
+// TestRowAttributeNames).
 const (
 	// KeyAttribute is every item's partition key: a record's, a ledger row's.
 	KeyAttribute = "pk"
@@ -45,6 +46,11 @@ const (
 	RegionAttribute = "region"
 	// BeatAttribute is a heartbeat's time, in epoch milliseconds.
 	BeatAttribute = "beat_at"
+	// HoldAttribute is a held record's hold (a map), and HoldReasonAttribute
+	// its member every hold has: the stream filters pass a record whose
+	// hold's reason appears or whose held image is deleted.
+	HoldAttribute       = "hold"
+	HoldReasonAttribute = "reason"
 )
 
 // LedgerPrefix begins the key of every ledger row; nothing else is written
