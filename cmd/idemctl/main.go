@@ -532,7 +532,7 @@ func describe(ctx context.Context, ledger charge.Ledger, rec *idem.Record, now t
 		v.StaleAt = &rec.StaleAt
 	}
 	if rec.Response != nil {
-		v.Response = &response{Status: rec.Response.StatusCode, Headers: httpapi.Headers(*rec.Response, charge.ID(rec.DownstreamKey)), Body: jsonOrString(rec.Response.Body)}
+		v.Response = &response{Status: rec.Response.StatusCode, Headers: httpapi.Headers(*rec.Response, charge.AnsweredID(rec.DownstreamKey)), Body: jsonOrString(rec.Response.Body)}
 	}
 	// The ledger row, whatever the record's state: an in-flight or held
 	// record may have one already.

@@ -119,10 +119,11 @@ func newLab(t *testing.T, extra []string, principals ...localapi.Principal) lab 
 		other.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
+	tbl := dynamo.Open(s.DynamoDB, s.TableName)
 	return lab{
 		s:      s,
-		guard:  idem.NewGuard(dynamo.Open(s.DynamoDB, s.TableName).Store(), idem.Config{DefaultLease: 100 * time.Millisecond, Protocol: shortProtocol}),
-		ledger: dynamo.Open(s.DynamoDB, s.TableName).Ledger(), other: other, otherURL: srv.URL, otherCalls: &calls,
+		guard:  idem.NewGuard(tbl.Store(), idem.Config{DefaultLease: 100 * time.Millisecond, Protocol: shortProtocol}),
+		ledger: tbl.Ledger(), other: other, otherURL: srv.URL, otherCalls: &calls,
 	}
 }
 
@@ -609,7 +610,8 @@ func newWorld(t *testing.T) world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return world{table: table, ddb: ddb, store: dynamo.Open(ddb, table).Store(), ledger: dynamo.Open(ddb, table).Ledger(), acq: acq, protocol: shortProtocol}
+	tbl := dynamo.Open(ddb, table)
+	return world{table: table, ddb: ddb, store: tbl.Store(), ledger: tbl.Ledger(), acq: acq, protocol: shortProtocol}
 }
 
 // shell is idemctl's world in w.

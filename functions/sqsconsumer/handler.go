@@ -103,15 +103,15 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 			defer func() { <-slots }()
 			start := time.Now()
 			ctx := obs.WithAttrs(ctx, slog.String("messageId", msg.MessageId))
-			src, known := h.Inboxes[msg.EventSourceARN]
-			if src.Producer != "" {
-				ctx = obs.WithAttrs(ctx, slog.String("producer", src.Producer))
+			in, known := h.Inboxes[msg.EventSourceARN]
+			if in.Producer != "" {
+				ctx = obs.WithAttrs(ctx, slog.String("producer", in.Producer))
 			}
-			v := h.process(ctx, src, known, msg)
+			v := h.process(ctx, in, known, msg)
 			// Every line about the message names its record ("" when the
 			// message never named one).
 			ctx = obs.WithAttrs(ctx, slog.String("record", v.record))
-			done := h.settle(ctx, src, msg, v)
+			done := h.settle(ctx, in, msg, v)
 			h.Logger.InfoContext(ctx, "message", "operation", charge.Operation,
 				"outcome", v.outcome, "attempt", v.attempt, "retry", !done, "acquirer_not_sent", v.notSent, "acquirer_unknown", v.unknown,
 				"total_ms", float64(time.Since(start).Microseconds())/1000)
@@ -134,15 +134,15 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 }
 
 // settle carries out v and reports whether the message is done (deleted).
-func (h *Handler) settle(ctx context.Context, src inbox, msg events.SQSMessage, v verdict) bool {
+func (h *Handler) settle(ctx context.Context, in inbox, msg events.SQSMessage, v verdict) bool {
 	switch {
 	case v.rejectCode != "":
-		if h.Outcomes != nil && src.Producer != "" {
+		if h.Outcomes != nil && in.Producer != "" {
 			now := time.Now
 			if h.Now != nil {
 				now = h.Now
 			}
-			if err := h.Outcomes.Publish(ctx, event.OfRejection(msg.MessageId, src.Producer, v.account, v.key, v.rejectCode, now())); err != nil {
+			if err := h.Outcomes.Publish(ctx, event.OfRejection(msg.MessageId, in.Producer, v.account, v.key, v.rejectCode, now())); err != nil {
 				h.Logger.WarnContext(ctx, "publishing the rejection failed; the message will be retried", "reject_code", v.rejectCode, "error", err)
 				return false
 			}
@@ -157,11 +157,11 @@ func (h *Handler) settle(ctx context.Context, src inbox, msg events.SQSMessage, 
 		}
 		h.Logger.WarnContext(ctx, "message rejected", "reject_code", v.rejectCode)
 		return true
-	case v.republish && h.Outcomes != nil && src.Producer != "":
+	case v.republish && h.Outcomes != nil && in.Producer != "":
 		return h.republish(ctx, v)
 	case v.retry:
-		if v.delay > 0 && src.Queue != nil { // only a known source's messages are delayed
-			if err := src.Queue.Delay(ctx, msg.ReceiptHandle, v.delay); err != nil {
+		if v.delay > 0 && in.Queue != nil { // only a known inbox's messages are delayed
+			if err := in.Queue.Delay(ctx, msg.ReceiptHandle, v.delay); err != nil {
 				h.Logger.WarnContext(ctx, "delay failed; the queue's visibility timeout applies", "error", err)
 			}
 		}
@@ -191,9 +191,9 @@ func (h *Handler) republish(ctx context.Context, v verdict) bool {
 	return true
 }
 
-// process decides what to do with msg, which arrived on src (known false:
+// process decides what to do with msg, which arrived on in (known false:
 // on a queue not among the handler's Inboxes).
-func (h *Handler) process(ctx context.Context, src inbox, known bool, msg events.SQSMessage) verdict {
+func (h *Handler) process(ctx context.Context, in inbox, known bool, msg events.SQSMessage) verdict {
 	if !known {
 		return verdict{outcome: obs.OutcomeProducerNotAllowed, rejectCode: rejectNotAllowed, reason: "the message came from a queue this consumer does not read for any producer"}
 	}
@@ -211,7 +211,7 @@ func (h *Handler) process(ctx context.Context, src inbox, known bool, msg events
 	if err != nil {
 		return verdict{outcome: obs.OutcomeMalformed, rejectCode: rejectMalformed, reason: err.Error()}
 	}
-	if ok, why := src.Admits(cmd); !ok {
+	if ok, why := in.Admits(cmd); !ok {
 		return verdict{outcome: obs.OutcomeProducerNotAllowed, rejectCode: rejectNotAllowed, reason: why, account: cmd.Account, key: cmd.IdempotencyKey}
 	}
 	switch cmd.Type {
@@ -220,7 +220,7 @@ func (h *Handler) process(ctx context.Context, src inbox, known bool, msg events
 		if cmd.IdempotencyKey != "" {
 			keys = []string{cmd.IdempotencyKey}
 		}
-		res := h.Service.Charge(ctx, charge.Input{Account: cmd.Account, Keys: keys, Body: cmd.Request, Source: event.SourceQueue(src.Producer)})
+		res := h.Service.Charge(ctx, charge.Input{Account: cmd.Account, Keys: keys, Body: cmd.Request, Source: event.SourceQueue(in.Producer)})
 		v := verdictOf(res)
 		v.account, v.key = cmd.Account, cmp.Or(res.Key, cmd.IdempotencyKey)
 		return v

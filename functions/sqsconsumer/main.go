@@ -44,8 +44,8 @@ func run(logger *slog.Logger) error {
 	}
 	sqsClient := sqs.NewFromConfig(c.AWS)
 	byARN := map[string]inbox{}
-	for _, src := range inboxes {
-		byARN[src.ARN] = inbox{Inbox: src, Queue: queue.New(sqsClient, src.URL)}
+	for _, in := range inboxes {
+		byARN[in.ARN] = inbox{Inbox: in, Queue: queue.New(sqsClient, in.URL)}
 	}
 	h := &Handler{
 		Service: c.Service, Inboxes: byARN, DeadLetters: queue.New(sqsClient, rejectedURL),

@@ -23,7 +23,7 @@ type config struct {
 	PurgeWindow time.Duration
 	// In the multi-region mode (TABLE_MODE), the sweeper beats its region's
 	// heartbeat and takes over the events of regions that stopped
-	// (backstop.Publisher): Region (RegionOf), the outcome topic
+	// (backstop.Publisher): Region (setup.RegionOf), the outcome topic
 	// (OUTCOME_TOPIC_ARN, required) and StaleRegion (STALE_REGION,
 	// deploy's StaleRegion). All empty in one region.
 	Region, TopicARN string

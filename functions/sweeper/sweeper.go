@@ -31,10 +31,11 @@ type Handler struct {
 }
 
 // Report is what one run did: the sweep's report, and the backstop's in
-// the multi-region mode.
+// the multi-region mode (take_over: the rows it took over from stopped
+// regions and from its own publisher).
 type Report struct {
 	sweep.Report
-	Backstop *backstop.Report `json:"backstop,omitempty"`
+	Backstop *backstop.Report `json:"take_over,omitempty"`
 }
 
 // Handle probes the table (Sweeper.Probe) and records the answer at once,
@@ -58,7 +59,7 @@ func (h *Handler) Handle(ctx context.Context, _ events.EventBridgeEvent) (Report
 	report := Report{Report: r}
 	if h.Backstop != nil {
 		t, terr := h.Backstop.Run(ctx)
-		h.Logger.InfoContext(ctx, "backstop", "taken_over", t.TakenOver, "republished", t.Republished, "waiting", t.Waiting, "stopped", t.Stopped,
+		h.Logger.InfoContext(ctx, "take-over", "taken_over", t.TakenOver, "republished", t.Republished, "waiting", t.Waiting, "stopped", t.Stopped,
 			"beat", t.Beat, "complete", t.Complete, "error", terr)
 		values[obs.MetricEventsTakenOver] = float64(t.TakenOver + t.Republished)
 		values[obs.MetricRegionsStopped] = float64(len(t.Stopped))

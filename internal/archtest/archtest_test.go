@@ -45,11 +45,12 @@ func TestImportRules(t *testing.T) {
 }
 
 // upward is what a test-support package must never depend on, directly
-// or not: the packages that wire the system (setup), run it (the local
+// or not: the packages that start and wire the functions (setup,
+// charging), run it (the local
 // stack, the functions, the tools, the chaos run) or render it over HTTP.
 // A helper takes what it needs of them as an argument (a renderer, a
 // dialer), so the engine's and the domain's folders stay at the bottom.
-var upward = []string{"internal/setup", "internal/localapi", "internal/httpapi", "internal/chaos", "internal/systemtest", "functions/", "cmd/"}
+var upward = []string{"internal/setup", "internal/charging", "internal/localapi", "internal/httpapi", "internal/chaos", "internal/systemtest", "functions/", "cmd/"}
 
 // TestTestSupportAtTheBottom: every test-support package (a folder whose
 // name ends in "test" and that is not itself a suite of tests: archtest,
@@ -130,8 +131,8 @@ var tableSDK = []string{"github.com/aws/aws-sdk-go-v2/service/dynamodb", "github
 // own package and its test helpers, and the composition roots and the
 // harness, which make a client and hand it to dynamo.Open (idemctl, the
 // local stack, the chaos run, the system tests). The functions' mains
-// make theirs with dynamo.NewClient, so they need no SDK import.
-var tableSDKAllowed = []string{"internal/dynamo", "cmd/idemctl", "internal/localapi", "internal/chaos", "internal/systemtest", "functions"}
+// make theirs with dynamo.NewClient, so they need no SDK import either.
+var tableSDKAllowed = []string{"internal/dynamo", "cmd/idemctl", "internal/localapi", "internal/chaos", "internal/systemtest"}
 
 // TestTableSDKInOneHome: no other package, tests included, imports the
 // DynamoDB or DynamoDB Streams SDK directly.

@@ -158,10 +158,10 @@ func (p *Publisher) due(ctx context.Context, u charge.Unpublished, started time.
 func (p *Publisher) publish(ctx context.Context, id string) error {
 	c, err := p.Ledger.Get(ctx, id)
 	if err != nil {
-		return fmt.Errorf("backstop %s: %w", idem.Ref(id), err)
+		return fmt.Errorf("take over %s: %w", idem.Ref(id), err)
 	}
 	if err := publish.Row(ctx, p.Topic, p.Books, c); err != nil {
-		return fmt.Errorf("backstop %s: %w", idem.Ref(id), err)
+		return fmt.Errorf("take over %s: %w", idem.Ref(id), err)
 	}
 	return nil
 }

@@ -29,8 +29,8 @@ type Acquirer interface {
 // skew and the acquirer's id are the guard's (idem.Config.Protocol), stored
 // on every record it claims. DefaultAcquirerTimeout is deployed as
 // deploy.Deployed().Protocol.AcquirerTimeout, written again there because
-// the CDK app may link no charge code: deploy's TestProtocolIsTheCodes
-// holds the two equal.
+// deploy imports nothing (the CDK app reads it and may link no charge
+// code): deploy's TestProtocolIsTheCodes holds the two equal.
 const (
 	DefaultAcquirerTimeout = 3 * time.Second
 	DefaultStoreReserve    = time.Second
@@ -358,7 +358,7 @@ func (s *Service) claimAndExecute(ctx context.Context, scope idem.Scope, req Req
 		s.cfg.Logger.ErrorContext(ctx, "claim failed", "error", err)
 		return Result{Outcome: Unavailable, RetryAfter: s.cfg.RetryAfter}
 	case claim.Replay != nil:
-		return Result{Outcome: Replayed, Response: *claim.Replay, ChargeID: ID(claim.DownstreamKey)}
+		return Result{Outcome: Replayed, Response: *claim.Replay, ChargeID: AnsweredID(claim.DownstreamKey)}
 	}
 	var calls acquirerCalls
 	res := s.execute(ctx, claim.Lease, req, &calls)
@@ -609,9 +609,19 @@ func (s *Service) store(ctx context.Context, lease *idem.Lease, ch Charge, compl
 	}
 	rec, lookupErr := s.guard.Lookup(ctx, lease.PK())
 	if lookupErr == nil && rec.Status == idem.StatusCompleted {
-		return Result{Outcome: Replayed, Response: *rec.Response, ChargeID: ID(rec.DownstreamKey)}
+		return Result{Outcome: Replayed, Response: *rec.Response, ChargeID: AnsweredID(rec.DownstreamKey)}
 	}
 	return s.pendingResult()
+}
+
+// AnsweredID is the id of the charge a completed record's answer is of,
+// given the record's downstream key: the charge sent under it, and none
+// ("") without a key, so the answer then gets no Location.
+func AnsweredID(downstreamKey string) string {
+	if downstreamKey == "" {
+		return ""
+	}
+	return ID(downstreamKey)
 }
 
 // sameCharge reports whether two rows record the same charge: everything

@@ -48,7 +48,7 @@ type Config struct {
 	// DYNAMODB_SKIP_RESPONSE_CRC32: the table is DynamoDB Local (DynamoDB)
 	SkipResponseCRC32 bool
 	// Region is the function's region in the multi-region mode
-	// (RegionOf), written on the ledger rows it writes; empty in one
+	// (setup.MultiRegionOf), written on the ledger rows it writes; empty in one
 	// region (TABLE_MODE).
 	Region string
 }

@@ -41,19 +41,19 @@ type Inbox struct {
 	Reconcile bool `json:"reconcile,omitzero"`
 }
 
-// Admits says whether c may arrive on s, and if not why (without echoing
+// Admits says whether c may arrive on in, and if not why (without echoing
 // the command's values): a producer queue admits charge commands for its
 // accounts, the reconcile queue reconcile commands.
-func (s Inbox) Admits(c Command) (bool, string) {
+func (in Inbox) Admits(c Command) (bool, string) {
 	switch {
-	case s.Reconcile && c.Type != TypeReconcile:
+	case in.Reconcile && c.Type != TypeReconcile:
 		return false, "the reconcile queue carries reconcile commands only"
-	case s.Reconcile:
+	case in.Reconcile:
 		return true, ""
 	case c.Type != TypeCharge:
-		return false, fmt.Sprintf("producer %s may send charge commands only", s.Producer)
-	case !slices.Contains(s.Accounts, c.Account):
-		return false, fmt.Sprintf("producer %s may not charge that account", s.Producer)
+		return false, fmt.Sprintf("producer %s may send charge commands only", in.Producer)
+	case !slices.Contains(in.Accounts, c.Account):
+		return false, fmt.Sprintf("producer %s may not charge that account", in.Producer)
 	}
 	return true, ""
 }
@@ -86,26 +86,26 @@ func checkInboxes(inboxes []Inbox) error {
 		return fmt.Errorf("%s: no queue", deploy.EnvCommandSources)
 	}
 	seen := map[string]bool{}
-	for i, s := range inboxes {
+	for i, in := range inboxes {
 		bad := func(why string) error {
-			return fmt.Errorf("%s: queue %d (%s): %s", deploy.EnvCommandSources, i+1, s.ARN, why)
+			return fmt.Errorf("%s: queue %d (%s): %s", deploy.EnvCommandSources, i+1, in.ARN, why)
 		}
 		switch {
-		case s.ARN == "" || s.URL == "":
+		case in.ARN == "" || in.URL == "":
 			return bad("arn and url are required")
-		case seen[s.ARN]:
+		case seen[in.ARN]:
 			return bad("listed twice")
-		case s.Reconcile && (s.Producer != "" || len(s.Accounts) > 0):
+		case in.Reconcile && (in.Producer != "" || len(in.Accounts) > 0):
 			return bad("the reconcile queue has no producer or accounts")
-		case !s.Reconcile && (s.Producer == "" || len(s.Accounts) == 0):
+		case !in.Reconcile && (in.Producer == "" || len(in.Accounts) == 0):
 			return bad("a producer queue names its producer and at least one account")
 		}
-		for _, a := range s.Accounts {
+		for _, a := range in.Accounts {
 			if err := idem.ValidateAccount(a); err != nil {
 				return bad(err.Error())
 			}
 		}
-		seen[s.ARN] = true
+		seen[in.ARN] = true
 	}
 	return nil
 }

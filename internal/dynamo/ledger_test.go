@@ -27,7 +27,8 @@ import (
 func onDynamoDB(t *testing.T) (idem.Store, charge.Ledger) {
 	client := dynamotest.Client(t)
 	table := dynamotest.NewTable(t, client)
-	return dynamo.Open(client, table).Store(), dynamo.Open(client, table).Ledger()
+	tbl := dynamo.Open(client, table)
+	return tbl.Store(), tbl.Ledger()
 }
 
 func TestLedgerConformance(t *testing.T) {
@@ -102,7 +103,8 @@ func TestChargeRoundTrips(t *testing.T) {
 	table := dynamotest.NewTable(t, client)
 	sb := sandbox.New("")
 	acq, _ := acquirer.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
-	svc := chargetest.ServiceWith(idem.NewGuard(dynamo.Open(client, table).Store(), idem.Config{}), dynamo.Open(client, table).Ledger(), acq, httpapi.Render, charge.Config{})
+	tbl := dynamo.Open(client, table)
+	svc := chargetest.ServiceWith(idem.NewGuard(tbl.Store(), idem.Config{}), tbl.Ledger(), acq, httpapi.Render, charge.Config{})
 	in := charge.Input{Account: "acct_rt", Keys: []string{"round-trip-key"}, Body: []byte(`{"amount": 100, "currency": "BRL", "order_id": "1", "payment_method": "pm_card_visa"}`)}
 	trips.Take()
 	first := svc.Charge(ctx, in)
@@ -183,7 +185,8 @@ func TestLookupByKey(t *testing.T) {
 	var trips dynamotest.RoundTrips
 	client := dynamotest.Client(t, trips.Option)
 	table := dynamotest.NewTable(t, client)
-	store, ledger := dynamo.Open(client, table).Store(), dynamo.Open(client, table).Ledger()
+	tbl := dynamo.Open(client, table)
+	store, ledger := tbl.Store(), tbl.Ledger()
 	sb := sandbox.New("")
 	acq, _ := acquirer.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
 	service := func(cfg idem.Config) *charge.Service {
@@ -283,6 +286,7 @@ func TestBooksConformance(t *testing.T) {
 	chargetest.RunBooksConformance(t, func(t *testing.T) (charge.Ledger, charge.Books) {
 		client := dynamotest.Client(t)
 		table := dynamotest.NewTableFor(t, client, false)
-		return dynamo.Open(client, table).Ledger(), dynamo.Open(client, table).Books()
+		tbl := dynamo.Open(client, table)
+		return tbl.Ledger(), tbl.Books()
 	})
 }

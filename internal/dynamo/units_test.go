@@ -126,7 +126,8 @@ func BenchmarkChargeCPU(b *testing.B) {
 	table := dynamotest.NewTable(b, client)
 	sb := sandbox.New("")
 	acq, _ := acquirer.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
-	svc := chargetest.ServiceWith(idem.NewGuard(dynamo.Open(client, table).Store(), idem.Config{}), dynamo.Open(client, table).Ledger(), acq, httpapi.Render, charge.Config{})
+	tbl := dynamo.Open(client, table)
+	svc := chargetest.ServiceWith(idem.NewGuard(tbl.Store(), idem.Config{}), tbl.Ledger(), acq, httpapi.Render, charge.Config{})
 	body := []byte(`{"amount": 25000, "currency": "BRL", "order_id": "order-123", "payment_method": "pm_card_visa", "description": "a typical description"}`)
 	run := fmt.Sprint(time.Now().UnixNano())
 	n := 0 // keys stay new across -count runs
@@ -286,7 +287,8 @@ func BenchmarkFirstExecutionByTableMode(b *testing.B) {
 			client := dynamotest.Client(b)
 			table := dynamotest.NewTableFor(b, client, mode.ttl)
 			acq, _ := acquirer.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sandbox.New("")))
-			svc := chargetest.ServiceWith(idem.NewGuard(dynamo.Open(client, table).Store(), idem.Config{}), dynamo.Open(client, table).Ledger(), acq, httpapi.Render, charge.Config{})
+			tbl := dynamo.Open(client, table)
+			svc := chargetest.ServiceWith(idem.NewGuard(tbl.Store(), idem.Config{}), tbl.Ledger(), acq, httpapi.Render, charge.Config{})
 			body := []byte(`{"amount": 25000, "currency": "BRL", "order_id": "order-123", "payment_method": "pm_card_visa"}`)
 			i := 0
 			for b.Loop() {

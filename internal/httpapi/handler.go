@@ -161,7 +161,7 @@ func (h *Handler) serve(ctx context.Context, req request) reply {
 		return respond(h.Service.ByKey(ctx, req.account, key))
 	case route.Health:
 		err := h.Service.Healthy(ctx)
-		if err != nil {
+		if err != nil && h.Log != nil {
 			h.Log.WarnContext(ctx, "health check: the table did not answer", "error", err)
 		}
 		return health(err)

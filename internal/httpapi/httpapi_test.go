@@ -30,6 +30,11 @@ func TestHeadersAreRebuilt(t *testing.T) {
 	if got := httpapi.Headers(httpapi.Render(ch), ch.ID); !maps.Equal(got, map[string]string{"Content-Type": httpapi.ProblemContentType}) {
 		t.Fatalf("402 headers %v", got)
 	}
+	// An answer of no charge (a record without a downstream key:
+	// charge.AnsweredID) gets no Location.
+	if got := httpapi.Headers(captured, charge.AnsweredID("")); !maps.Equal(got, map[string]string{"Content-Type": "application/json"}) {
+		t.Fatalf("201 headers of no charge %v", got)
+	}
 	// The Location is the charge's, whatever the body holds.
 	if got := httpapi.Headers(idem.Response{StatusCode: 201, Body: []byte(`{"id":"ch_other"}`)}, ch.ID); got["Location"] != route.Location(ch.ID) {
 		t.Fatalf("Location %q, want %q", got["Location"], route.Location(ch.ID))

@@ -36,7 +36,8 @@ const (
 
 // answeredDeclined and answeredInternal name the two problems that are no
 // outcome of their own: a declined charge's stored answer (the outcome is
-// Executed or Replayed) and the answer to a code the table lacks.
+// Executed or Replayed) and the answer to an outcome the table lacks. They
+// key the table only: no log line or metric ever carries them.
 const (
 	answeredDeclined obs.Outcome = "declined"
 	answeredInternal obs.Outcome = "internal"

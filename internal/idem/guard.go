@@ -15,8 +15,9 @@ import (
 // values, and an operator's tool, which takes none from its shell, uses
 // them where a record carries none. They are written twice, here and in
 // deploy.Deployed().Protocol, because the engine imports nothing of this
-// module and the CDK app may link no engine: deploy's TestProtocolIsTheCodes
-// holds the two equal, and infra's TestProtocolDefaults the deployed stack.
+// module and deploy, the system's description, imports nothing either:
+// deploy's TestProtocolIsTheCodes holds the two equal, and infra's
+// TestProtocolDefaults the deployed stack.
 const (
 	DefaultRetention      = 90 * 24 * time.Hour
 	DefaultLeaseMargin    = 10 * time.Second

@@ -65,7 +65,8 @@ func TestPublishOnceAcrossRegions(t *testing.T) {
 	ctx := context.Background()
 	ddb := dynamotest.Client(t)
 	table := dynamotest.NewTableFor(t, ddb, false)
-	ledger, books := dynamo.Open(ddb, table).Ledger(), dynamo.Open(ddb, table).Books()
+	tbl := dynamo.Open(ddb, table)
+	ledger, books := tbl.Ledger(), tbl.Books()
 	at := time.Now().UTC().Truncate(time.Millisecond)
 	a, b, none := chargetest.RowIn("a", at, 0), chargetest.RowIn("b", at, 1), chargetest.RowIn("", at, 2)
 	for _, c := range []charge.Charge{a, b, none} {

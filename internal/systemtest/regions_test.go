@@ -85,8 +85,9 @@ func regionService(t *testing.T, client *dynamodb.Client, table string, sb *sand
 	if err != nil {
 		t.Fatal(err)
 	}
-	guard := idem.NewGuard(dynamo.Open(client, table).Store(), idem.Config{Protocol: idem.Protocol{Downstream: localapi.SandboxAcquirerID}})
-	return chargetest.ServiceWith(guard, dynamo.Open(client, table).Ledger(), acq, httpapi.Render, charge.Config{})
+	tbl := dynamo.Open(client, table)
+	guard := idem.NewGuard(tbl.Store(), idem.Config{Protocol: idem.Protocol{Downstream: localapi.SandboxAcquirerID}})
+	return chargetest.ServiceWith(guard, tbl.Ledger(), acq, httpapi.Render, charge.Config{})
 }
 
 // regionStorm sends each of intents once to each region at the same
@@ -238,11 +239,12 @@ func TestTwoRegionsSweepAndReconcileOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		store := dynamo.Open(client, table).Store()
+		tbl := dynamo.Open(client, table)
+		store := tbl.Store()
 		guard := idem.NewGuard(store, idem.Config{Now: clock.Now, Protocol: idem.Protocol{Downstream: localapi.SandboxAcquirerID}})
 		q := &sweeptest.Queue{}
 		sw := sweep.New(store, q, sweep.Config{InTransitBound: idem.DefaultInTransitBound, ClockSkew: idem.DefaultClockSkew, Now: clock.Now})
-		ledger := dynamo.Open(client, table).Ledger()
+		ledger := tbl.Ledger()
 		return chargetest.ServiceWith(guard, ledger, acq, httpapi.Render, charge.Config{Now: clock.Now, Logger: quiet}),
 			chargetest.ServiceWith(guard, ledger, answerLost{acq}, httpapi.Render, charge.Config{Now: clock.Now, Logger: quiet}), sw, q
 	}

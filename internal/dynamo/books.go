@@ -46,9 +46,9 @@ var pageSize int32 = 100
 // UpdateItem, conditioned on the row's existence (charge.ErrNoCharge
 // without it); marking a row twice changes nothing. It may fail with
 // idem.ErrWriteConflict, without effect.
-func (p *Books) MarkPublished(ctx context.Context, id string) error {
-	_, err := p.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:           aws.String(p.table),
+func (b *Books) MarkPublished(ctx context.Context, id string) error {
+	_, err := b.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:           aws.String(b.table),
 		Key:                 map[string]types.AttributeValue{tabledef.KeyAttribute: &types.AttributeValueMemberS{Value: Key(id)}},
 		UpdateExpression:    aws.String("REMOVE " + tabledef.UnpublishedShardAttribute + ", " + tabledef.UnpublishedSinceAttribute),
 		ConditionExpression: aws.String("attribute_exists(" + tabledef.KeyAttribute + ")"),
@@ -69,15 +69,15 @@ func (p *Books) MarkPublished(ctx context.Context, id string) error {
 // first within a shard, reading pages of the index as the caller goes on.
 // An entry that does not read is yielded with its error and the listing
 // goes on; a query's error ends it.
-func (p *Books) Unpublished(ctx context.Context, before time.Time) iter.Seq2[charge.Unpublished, error] {
+func (b *Books) Unpublished(ctx context.Context, before time.Time) iter.Seq2[charge.Unpublished, error] {
 	return func(yield func(charge.Unpublished, error) bool) {
 		first := rand.IntN(idem.Shards)
 		for i := range idem.Shards {
 			shard := (first + i) % idem.Shards
 			var start map[string]types.AttributeValue
 			for {
-				out, err := p.api.Query(ctx, &dynamodb.QueryInput{
-					TableName:              aws.String(p.table),
+				out, err := b.api.Query(ctx, &dynamodb.QueryInput{
+					TableName:              aws.String(b.table),
 					IndexName:              aws.String(tabledef.UnpublishedIndex),
 					KeyConditionExpression: aws.String(tabledef.UnpublishedShardAttribute + " = :shard AND " + tabledef.UnpublishedSinceAttribute + " < :before"),
 					ExpressionAttributeValues: map[string]types.AttributeValue{
@@ -125,11 +125,11 @@ func heartbeatKey(region string) map[string]types.AttributeValue {
 
 // Beat records that region runs at at: one PutItem of its heartbeat item.
 // It may fail with idem.ErrWriteConflict, without effect.
-func (p *Books) Beat(ctx context.Context, region string, at time.Time) error {
+func (b *Books) Beat(ctx context.Context, region string, at time.Time) error {
 	item := heartbeatKey(region)
 	item[tabledef.RegionAttribute] = &types.AttributeValueMemberS{Value: region}
 	item[tabledef.BeatAttribute] = &types.AttributeValueMemberN{Value: strconv.FormatInt(at.UnixMilli(), 10)}
-	if _, err := p.api.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(p.table), Item: item}); err != nil {
+	if _, err := b.api.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(b.table), Item: item}); err != nil {
 		return fmt.Errorf("heartbeat of %s: %w", region, writeError(err))
 	}
 	return nil
@@ -137,8 +137,8 @@ func (p *Books) Beat(ctx context.Context, region string, at time.Time) error {
 
 // LastBeat is region's last heartbeat, read strongly consistently; the
 // zero time when it has none.
-func (p *Books) LastBeat(ctx context.Context, region string) (time.Time, error) {
-	out, err := p.api.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(p.table), Key: heartbeatKey(region), ConsistentRead: aws.Bool(true)})
+func (b *Books) LastBeat(ctx context.Context, region string) (time.Time, error) {
+	out, err := b.api.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(b.table), Key: heartbeatKey(region), ConsistentRead: aws.Bool(true)})
 	if err != nil {
 		return time.Time{}, fmt.Errorf("heartbeat of %s: %w", region, err)
 	}

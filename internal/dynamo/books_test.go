@@ -19,7 +19,8 @@ func TestUnpublishedPages(t *testing.T) {
 	ctx := context.Background()
 	client := dynamotest.Client(t)
 	table := dynamotest.NewTableFor(t, client, false)
-	ledger, books := dynamo.Open(client, table).Ledger(), dynamo.Open(client, table).Books()
+	tbl := dynamo.Open(client, table)
+	ledger, books := tbl.Ledger(), tbl.Books()
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	var want []string
 	for i := 0; len(want) < 5; i++ { // five rows in one shard, the sixth in another
