@@ -73,7 +73,7 @@ $(STATICCHECK):
 chaos: $(RIE)
 	$(WITH_EMULATORS) go run ./cmd/chaos $(ARGS)
 
-## model: check the protocol model with spin, and that dropping any rule of DESIGN §4 breaks it
+## model: check the protocol models with spin (DESIGN §4, §7), and that dropping any rule breaks them
 model: spin
 	model/check.sh
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Checks the protocol model exhaustively with spin and shows that each rule
-# of DESIGN §4 is needed. Exits non-zero if a property fails or a control
+# Checks the protocol models exhaustively with spin: idem.pml (the charge's
+# record, DESIGN §4) and refund.pml (the refund bound, DESIGN §7), and shows
+# that each rule is needed. Exits non-zero if a property fails or a control
 # does not fail. States are stored compressed (-DCOLLAPSE), which halves the
 # memory; liveness under weak fairness is checked with three workers and no
 # conflict, and with two workers and a conflict, each within about 2 GB (three
@@ -9,14 +10,15 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-cp "$here/idem.pml" "$work/"
+cp "$here/idem.pml" "$here/refund.pml" "$work/"
 cd "$work"
 
-# verify NAME DEFINES PAN_FLAGS PAN_ARGS: prints pan's verdict, returns its error count.
+# verify NAME DEFINES PAN_FLAGS PAN_ARGS [MODEL]: prints pan's verdict,
+# returns its error count. MODEL is idem.pml unless given.
 verify() {
-  local name=$1 defines=$2 ccflags=$3 args=$4
+  local name=$1 defines=$2 ccflags=$3 args=$4 model=${5:-idem.pml}
   rm -f pan pan.*
-  spin -a $defines idem.pml >/dev/null
+  spin -a $defines "$model" >/dev/null
   gcc -O2 -w -DVECTORSZ=2048 -DCOLLAPSE $ccflags -o pan pan.c
   local out
   out=$(./pan -m1000000 $args 2>&1)
@@ -36,10 +38,10 @@ verify "LTL in flight -> <> settled (weak fair)"   "-DCONFLICTS=0"    "-DNFAIR=4
 verify "the same with a conflict (2 workers)"       "-DWORKERS=2"      "-DNFAIR=4" "-a -f -N settles" || fail=1
 verify "LTL completed -> its ledger row"            ""                 ""          "-a -N ledgerFirst" || fail=1
 verify "safety with lying lookups (2 workers)"      "-DLYING_LOOKUPS -DWORKERS=2" "-DNOCLAIM" "" || fail=1
-# control NAME DEFINES PAN_FLAGS PAN_ARGS: a switch that breaks the model;
-# it must find a counterexample.
+# control NAME DEFINES PAN_FLAGS PAN_ARGS [MODEL]: a switch that breaks the
+# model; it must find a counterexample.
 control() {
-  if verify "control: $1 (must fail)" "$2" "$3" "$4"; then
+  if verify "control: $1 (must fail)" "$2" "$3" "$4" "${5:-idem.pml}"; then
     echo "model: the control \"$1\" found no counterexample" >&2; fail=1
   fi
 }
@@ -53,4 +55,20 @@ control "void-confirmed without the wait"   "-DVOID_EARLY"     "-DNOCLAIM" ""
 control "void-confirmed with a ledger row"  "-DLYING_LOOKUPS -DWORKERS=2 -DVOID_WITH_ROW" "-DNOCLAIM" ""
 control "rows after the lease margin"       "-DLYING_LOOKUPS -DWORKERS=2 -DNO_GONE"       "-DNOCLAIM" ""
 control "no reconciler, liveness"           "-DNO_RECONCILER"  "-DNFAIR=4" "-a -f -N settles"
+
+# The refund bound, in two shapes (model/refund.pml says why): one worker an
+# intent, both crashing at every step; and intent 0 with a client's retry
+# against a competing refund.
+for shape in "" "-DCOMPETITOR"; do
+  label=${shape:+, a retry and a competitor}
+  verify "refund: safety${label:-, two crashing intents}"   "$shape" "-DNOCLAIM" ""               refund.pml || fail=1
+  verify "refund: LTL bounded${label}"                     "$shape" ""          "-a -N bounded"  refund.pml || fail=1
+  verify "refund: LTL ends (weak fair)${label}"            "$shape" "-DNFAIR=4" "-a -f -N ends"  refund.pml || fail=1
+done
+verify "refund: safety with mismatches"                    "-DMISMATCHES" "-DNOCLAIM" ""         refund.pml || fail=1
+control "refund: an unconditioned reservation"  "-DUNCONDITIONED_RESERVE"         "-DNOCLAIM" "" refund.pml
+control "refund: a release after an ambiguous send" "-DRELEASE_AMBIGUOUS -DCOMPETITOR" "-DNOCLAIM" "" refund.pml
+control "refund: a release without the fence"   "-DRELEASE_UNFENCED -DCOMPETITOR" "-DNOCLAIM" "" refund.pml
+control "refund: a take-over without the stub"  "-DNO_STUB -DCOMPETITOR"          "-DNOCLAIM" "" refund.pml
+control "refund: no reconciler, liveness"       "-DNO_RECONCILER"                 "-DNFAIR=4" "-a -f -N ends" refund.pml
 exit $fail

@@ -1,0 +1,439 @@
+/*
+ * The refund bound of DESIGN §7: a completed charge of CHARGED units, and
+ * two refund intents under different keys whose amounts together exceed
+ * it. Each intent has its own refund record, run by the engine of
+ * model/idem.pml (claim, lease, take-over, fencing), and client attempts
+ * (workers) that may crash at any step or stall past their lease.
+ * The charge's balance item holds remaining, reserved and refunded, and one
+ * entry per downstream key: its state, its fence and its amount. The
+ * sweeper's reconciler resolves stale records; the acquirer deduplicates
+ * refunds by key, holds requests in transit, and refunds, declines, or
+ * answers on terms nobody asked for (a mismatch: the record is held with
+ * its reservation, and an operator settles it, outside this model).
+ *
+ * The steps are DESIGN §7's; the Go code that will run them does not
+ * exist yet. Every step on the balance is one conditional UpdateItem: an
+ * atomic step here.
+ *
+ * Bounds: a charge of 5 units, 2 intents of 3 units each, each record
+ * claimed at most twice (a released key may be claimed again, under a new
+ * downstream key), the reconciler failing (a lookup or a crash) at most
+ * once, no write conflicts (the multi-region mode is issue 33's). Two
+ * shapes, since both at once exceed 2 GB:
+ *   default        one worker an intent; both crash, stall or lose their
+ *                  answer at every step, and the reconciler takes over;
+ *   -DCOMPETITOR   intent 0 has a client's retry too (a take-over racing
+ *                  the first attempt), and intent 1 is reduced to a
+ *                  competing refund that reserves whenever there is room.
+ * -DMISMATCHES adds the acquirer's answers on other terms (default shape).
+ * The largest run, liveness with a competitor, stores 6.3 million states
+ * in about 600 MB and 20 s.
+ *
+ * model/check.sh runs it. Compile-time switches break it; each must yield a
+ * counterexample:
+ *   -DUNCONDITIONED_RESERVE  a reservation that does not check remaining
+ *   -DRELEASE_AMBIGUOUS      a taken-over attempt releases when its own
+ *                            call sent nothing (DESIGN §4 rule 2 dropped)
+ *   -DRELEASE_UNFENCED       an entry released without checking its fence
+ *   -DNO_STUB                a take-over does not re-fence an entry that is
+ *                            not reserved yet, so an earlier attempt may
+ *                            still reserve for a record that has ended
+ *   -DNO_RECONCILER          no reconciler: the control of liveness
+ */
+
+#define CHARGED 5
+#define WANT 3
+#define INTENTS 2
+#define SENDERS 3		/* workers in all: 2 of intent 0, 1 of intent 1 */
+#define MAXGEN 2		/* claims of one intent's record */
+#define KEYS 4			/* downstream keys: INTENTS * MAXGEN */
+#define NONE 255
+#define RECONCILER 9
+
+mtype = { ABSENT, INPROG, COMPLETED };	/* the refund record */
+mtype = { LIVE, ENDED, STALE };		/* its lease against the clock */
+mtype = { NOENTRY, RESERVED, SUCCEEDED, RELEASED };	/* an entry's state_K */
+mtype = { UNKNOWN, REFUNDED, DECLINED, MISMATCH };	/* the acquirer's refund, by key */
+
+/* The refund records, by intent. owner: a worker (1, 2: intent 0's; 3:
+ * intent 1's), RECONCILER, or 0. */
+mtype rec[INTENTS] = ABSENT;
+mtype lease[INTENTS] = LIVE;
+byte owner[INTENTS];
+byte attempt[INTENTS];
+byte gen[INTENTS];
+bool held[INTENTS];
+bool leaseHasTransit[INTENTS];	/* a request sent under the current lease has not landed */
+byte inTransitFor[INTENTS];	/* requests of the intent still in transit */
+
+/* The balance item of the charge. */
+byte remaining = CHARGED;
+byte reserved = 0;
+byte refunded = 0;
+mtype state[KEYS] = NOENTRY;
+byte fence[KEYS];		/* 0: absent */
+byte amt[KEYS];
+byte releases[KEYS];		/* times the entry was released */
+
+/* The acquirer, by downstream key. */
+mtype acq[KEYS] = UNKNOWN;
+byte acqTotal = 0;		/* units the acquirer has refunded */
+byte acqKeys[INTENTS];		/* keys of the intent the acquirer has acted on */
+byte transit[SENDERS + 1] = NONE;	/* the key a worker's request carries in transit */
+byte reconcileFailures = 0;
+
+#define KEY(i) (i * MAXGEN + gen[i] - 1)	/* idem.downstreamKey: one per record */
+#define INTENT(w) (w / 3)		/* a worker's intent */
+
+/* Whether intent i's workers may crash, stall or lose an answer. */
+#ifdef CALM1
+#define MAYCRASH(i) (i == 0)
+#else
+#define MAYCRASH(i) true
+#endif
+
+/* A crash between two writes. The reconciler's (bounded) may happen
+ * once in all, shared with its failed lookups, so it cannot fail
+ * forever (liveness); a worker runs once and may crash anywhere. */
+inline crash(i, bounded) {
+	atomic {
+		(bounded && reconcileFailures < 1) || (!bounded && MAYCRASH(i));
+		if
+		:: bounded -> reconcileFailures++
+		:: else -> skip
+		fi
+	}
+}
+
+/* The invariants of the balance, after every step on it. */
+#define BALANCED (remaining + reserved + refunded == CHARGED)
+
+/* reserve (§7): state_K absent, fence_K absent or mine, room
+ * (ROOM; -DUNCONDITIONED_RESERVE drops it, and remaining floors at 0). */
+#ifdef UNCONDITIONED_RESERVE
+#define ROOM true
+#else
+#define ROOM (remaining >= WANT)
+#endif
+inline reserve(k, a, result) {
+	atomic {
+		if
+		:: state[k] == NOENTRY && (fence[k] == 0 || fence[k] == a) && ROOM ->
+			if
+			:: remaining >= WANT -> remaining = remaining - WANT
+			:: else -> remaining = 0
+			fi;
+			reserved = reserved + WANT; state[k] = RESERVED; fence[k] = a; amt[k] = WANT; result = RESERVED
+		:: state[k] == NOENTRY && (fence[k] == 0 || fence[k] == a) && !ROOM -> result = NOENTRY	/* 422 REFUND_EXCEEDS_CHARGE */
+		:: state[k] == RESERVED && fence[k] == a -> result = RESERVED	/* this attempt's own write, answered late */
+		:: else -> result = NONE	/* fenced out */
+		fi
+	}
+}
+
+/* re-fence (§7), by a take-over: fence_K = a if absent or below. */
+inline refence(k, a, result) {
+	atomic {
+		if
+#ifdef NO_STUB
+		:: state[k] == NOENTRY -> result = NOENTRY	/* no stub */
+		:: state[k] != NOENTRY && fence[k] < a -> fence[k] = a; result = state[k]
+#else
+		:: fence[k] < a -> fence[k] = a; result = state[k]
+#endif
+		:: else -> result = NONE	/* a later attempt took it */
+		fi
+	}
+}
+
+/* succeed (§7): reserved -> succeeded, fenced. */
+inline succeed(k, a, ok) {
+	atomic {
+		if
+		:: state[k] == RESERVED && fence[k] == a ->
+			state[k] = SUCCEEDED; reserved = reserved - amt[k]; refunded = refunded + amt[k]; ok = true
+		:: state[k] == SUCCEEDED && fence[k] == a -> ok = true	/* already done */
+		:: else -> ok = false
+		fi;
+		assert(BALANCED)
+	}
+}
+
+/* release (§7): reserved -> released, or a stub -> released. */
+inline release(k, a, ok) {
+	atomic {
+		if
+#ifdef RELEASE_UNFENCED
+		:: state[k] == RESERVED ->
+#else
+		:: state[k] == RESERVED && fence[k] == a ->
+#endif
+			state[k] = RELEASED; reserved = reserved - amt[k]; remaining = remaining + amt[k]; releases[k]++; ok = true
+		:: state[k] == NOENTRY && (fence[k] == 0 || fence[k] == a) -> state[k] = RELEASED; fence[k] = a; ok = true
+		:: state[k] == RELEASED && fence[k] == a -> ok = true	/* already done */
+		:: else -> ok = false
+		fi;
+		assert(releases[k] <= 1);	/* an entry is released at most once */
+		assert(BALANCED)
+	}
+}
+
+/* idem.Lease.Complete, fenced on the owner; COMPLETED is final for the key. */
+inline completeRecord(i, me) {
+	atomic {
+		if
+		:: rec[i] == INPROG && owner[i] == me ->
+			assert(!held[i]);
+			assert(state[KEY(i)] != RESERVED);	/* no reservation outlives its record */
+			rec[i] = COMPLETED; owner[i] = 0
+		:: else -> skip	/* idem.ErrLeaseLost */
+		fi
+	}
+}
+
+/* idem.Lease.Release and ReleaseReconciled: the record's delete, fenced. */
+inline deleteRecord(i, me) {
+	atomic {
+		if
+		:: rec[i] == INPROG && owner[i] == me ->
+			assert(state[KEY(i)] != RESERVED && state[KEY(i)] != SUCCEEDED);	/* the entry first */
+			rec[i] = ABSENT; owner[i] = 0
+		:: else -> skip
+		fi
+	}
+}
+
+/* finish (§7, step 6): the acquirer's answer under k, known. Refunded:
+ * the refund row, then succeed, then complete. Declined: the row, then
+ * release, then complete. A mismatch: hold, reservation kept. The row is
+ * written once, from the acquirer's answer, and decides nothing here. It
+ * may crash before each write (a worker at will, the reconciler bounded:
+ * crash) and then goes to out. */
+inline finish(i, me, k, a, bounded, out) {
+	if
+	:: atomic { acq[k] == MISMATCH && rec[i] == INPROG && owner[i] == me -> held[i] = true; lease[i] = ENDED }
+	:: atomic { acq[k] == MISMATCH && !(rec[i] == INPROG && owner[i] == me) }	/* fenced out */
+	:: crash(i, bounded); goto out
+	:: acq[k] == REFUNDED -> succeed(k, a, ok)
+	:: acq[k] == DECLINED -> release(k, a, ok)
+	fi;
+	if
+	:: acq[k] == MISMATCH -> goto out
+	:: !ok -> goto out	/* fenced out: another attempt finishes */
+	:: ok -> skip
+	fi;
+	if
+	:: crash(i, bounded); goto out
+	:: completeRecord(i, me)
+	fi
+}
+
+proctype Worker(byte i; byte me) {
+	byte k, a, got;
+	bool takenOver = false, ok;
+	/* idem.Guard.Begin: the claim, or the fenced take-over. */
+	atomic {
+		if
+		:: rec[i] == ABSENT && gen[i] < MAXGEN -> rec[i] = INPROG; owner[i] = me; attempt[i] = 1; gen[i]++;
+			lease[i] = LIVE; leaseHasTransit[i] = false; a = 1; k = KEY(i)
+		:: rec[i] == INPROG && !held[i] && lease[i] != LIVE -> owner[i] = me; attempt[i]++;
+			lease[i] = LIVE; leaseHasTransit[i] = false; a = attempt[i]; takenOver = true; k = KEY(i)
+		:: else -> goto done	/* a replay, 409 in flight, 503 held, or no more claims */
+		fi
+	}
+	/* A take-over re-fences the entry, then looks the refund up by key. */
+	if
+	:: takenOver ->
+		if
+		:: MAYCRASH(i) -> goto done	/* crash after the take-over */
+		:: refence(k, a, got)
+		fi;
+		if
+		:: got == NONE -> goto done
+		:: acq[k] != UNKNOWN -> finish(i, me, k, a, false, done); goto done
+		:: acq[k] == UNKNOWN && got == RELEASED -> deleteRecord(i, me); goto done	/* the last owner released the entry */
+		:: acq[k] == UNKNOWN && got != NONE && got != RELEASED -> skip
+		fi
+	:: else -> skip
+	fi;
+	if
+	:: MAYCRASH(i) -> goto done	/* crash before reserving */
+	:: reserve(k, a, got)
+	fi;
+	if
+	:: got == NONE -> goto done
+	:: got == NOENTRY -> completeRecord(i, me); goto done	/* 422 REFUND_EXCEEDS_CHARGE, final */
+	:: got == RESERVED -> skip
+	fi;
+	/* Rule 3: send only with T + skew left on the lease. */
+	if
+	:: atomic { owner[i] == me && lease[i] == LIVE && state[k] == RESERVED ->
+		transit[me] = k; inTransitFor[i]++; leaseHasTransit[i] = true }
+	:: atomic { owner[i] == me && lease[i] == LIVE };	/* acquirer.ErrNotSent: nothing sent */
+#ifdef RELEASE_AMBIGUOUS
+		release(k, a, ok);
+#else
+		if
+		:: !takenOver -> release(k, a, ok)	/* rule 2: the first attempt, its own call sent nothing */
+		:: else -> goto done	/* after a take-over: 503 pending, for the reconciler */
+		fi;
+#endif
+		if
+		:: ok -> skip
+		:: else -> goto done
+		fi;
+		if
+		:: MAYCRASH(i) -> goto done	/* crash between the entry and the record */
+		:: deleteRecord(i, me); goto done
+		fi
+	:: atomic { !(owner[i] == me && lease[i] == LIVE) } -> goto done	/* less than T + skew left: 503 pending */
+	:: MAYCRASH(i) -> goto done	/* crash before sending */
+	fi;
+	if
+	:: transit[me] == NONE -> finish(i, me, k, a, false, done)	/* answered */
+	:: atomic { MAYCRASH(i) && rec[i] == INPROG && owner[i] == me -> lease[i] = ENDED }	/* unknown: idem.Lease.Abandon, 503 pending */
+	:: MAYCRASH(i) -> goto done	/* crash while waiting */
+	fi;
+done:	atomic { k = 0; a = 0; got = 0; ok = false; takenOver = false }	/* nothing more of it */
+}
+
+/* With -DCOMPETITOR, intent 1 is reduced to what matters to intent 0's
+ * bound: a refund under its own key that reserves whenever there is room,
+ * sends, and then succeeds or is declined (and released). It has no
+ * record to crash, so intent 0 can have a client's retry as well. */
+proctype Competitor() {
+	byte got;
+	bool ok;
+	reserve(2, 1, got);
+	if
+	:: got == RESERVED ->
+		atomic { transit[3] = 2; inTransitFor[1]++ };
+		transit[3] == NONE;	/* answered */
+		if
+		:: acq[2] == REFUNDED -> succeed(2, 1, ok)
+		:: acq[2] == DECLINED -> release(2, 1, ok)
+		fi
+	:: else -> skip	/* no room: 422 */
+	fi;
+	atomic { got = 0; ok = false }
+}
+
+/* The acquirer: a request in transit lands; one refund per key, its
+ * outcome fixed when it lands. */
+inline land(w) {
+	k = transit[w]; i = INTENT(w);
+	if
+	:: acq[k] == UNKNOWN ->
+		acqKeys[i]++;
+		assert(acqKeys[i] <= 1);	/* an intent reaches the acquirer under one key */
+		if
+		:: acq[k] = REFUNDED; acqTotal = acqTotal + amt[k]
+#ifndef NO_DECLINES
+		:: acq[k] = DECLINED
+#endif
+#ifdef MISMATCHES
+		:: acq[k] = MISMATCH; acqTotal = acqTotal + amt[k]	/* refunded, on terms nobody asked for */
+#endif
+		fi;
+		assert(acqTotal <= CHARGED)	/* the acquirer's refunds never exceed the charge */
+	:: else -> skip	/* deduplicated by key */
+	fi;
+	transit[w] = NONE; inTransitFor[i]--;
+	if
+	:: inTransitFor[i] == 0 -> leaseHasTransit[i] = false
+	:: else -> skip
+	fi;
+	k = 0; i = 0
+}
+
+active proctype Acquirer() {
+	byte k, i;
+end:	do
+	:: atomic { transit[1] != NONE -> land(1) }
+	:: atomic { transit[2] != NONE -> land(2) }
+	:: atomic { transit[3] != NONE -> land(3) }
+	od
+}
+
+/* The clock: a lease ends once nothing it sent is in transit (rule 3),
+ * and turns STALE T + skew later, when nothing of its intent is. */
+active proctype Clock() {
+end:	do
+	:: atomic { rec[0] == INPROG && lease[0] == LIVE && !leaseHasTransit[0] -> lease[0] = ENDED }
+	:: atomic { rec[1] == INPROG && lease[1] == LIVE && !leaseHasTransit[1] -> lease[1] = ENDED }
+	:: atomic { rec[0] == INPROG && lease[0] == ENDED && inTransitFor[0] == 0 -> lease[0] = STALE }
+	:: atomic { rec[1] == INPROG && lease[1] == ENDED && inTransitFor[1] == 0 -> lease[1] = STALE }
+	od
+}
+
+/* sweep.Sweeper flags, the reconciler resolves: take over, re-fence, look
+ * up; found: finish; absent: release the entry, then the record. It may
+ * crash between its writes (its lease ends; it comes back once stale). */
+#ifndef NO_RECONCILER
+active proctype Reconciler() {
+	byte i, k, a, got;
+	bool ok;
+end:	do
+	:: atomic {
+		if
+		:: rec[0] == INPROG && !held[0] && lease[0] == STALE -> i = 0
+		:: rec[1] == INPROG && !held[1] && lease[1] == STALE -> i = 1
+		fi;
+		owner[i] = RECONCILER; attempt[i]++; lease[i] = LIVE; leaseHasTransit[i] = false; a = attempt[i]; k = KEY(i)
+	   };
+	   refence(k, a, got);
+	   if
+	   :: got == NONE -> goto next
+	   :: else -> skip
+	   fi;
+	   if
+	   :: acq[k] != UNKNOWN -> finish(i, RECONCILER, k, a, true, next)
+	   :: atomic { acq[k] == UNKNOWN && reconcileFailures < 1 && owner[i] == RECONCILER -> reconcileFailures++; lease[i] = ENDED }	/* the lookup failed */
+	   :: acq[k] == UNKNOWN ->
+		release(k, a, ok);
+		if
+		:: ok ->
+			if
+			:: crash(i, true)	/* between the entry and the record */
+			:: deleteRecord(i, RECONCILER)
+			fi
+		:: else -> skip
+		fi
+	   fi;
+next:	   atomic { i = 0; k = 0; a = 0; got = 0; ok = false }
+	od;
+done:	skip
+}
+#endif
+
+/* When everything has stopped: every refund ended succeeded, declined,
+ * released or held; the balance adds up; what is reserved belongs to held
+ * records; the acquirer refunded no more than the balance says. */
+active proctype Settled() {
+	byte k;
+	timeout ->
+	assert(rec[0] != INPROG || held[0]);
+	assert(rec[1] != INPROG || held[1]);
+	assert(BALANCED);
+	for (k : 0 .. KEYS - 1) {
+		assert(state[k] != RESERVED || held[k / MAXGEN] && k == KEY(k / MAXGEN))	/* no reservation outlives its record */
+	}
+	assert(acqTotal <= refunded + reserved)
+}
+
+init {
+	byte i;
+	atomic {
+		run Worker(0, 1);
+#ifdef COMPETITOR
+		run Worker(0, 2);
+		gen[1] = 1; run Competitor()
+#else
+		run Worker(1, 3)
+#endif
+	}
+}
+
+ltl bounded { [] (acqTotal <= CHARGED && refunded + reserved <= CHARGED) }
+ltl ends { [] ((rec[0] == INPROG && !held[0] -> <> (rec[0] != INPROG || held[0])) &&
+               (rec[1] == INPROG && !held[1] -> <> (rec[1] != INPROG || held[1]))) }
