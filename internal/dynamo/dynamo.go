@@ -52,3 +52,6 @@ func (t *Table) Ledger() *Ledger { return &Ledger{api: t.api, table: t.name} }
 // Books are the table's charge.Books: what the publication of the outcome
 // events keeps (the unpublished index, the regions' heartbeats).
 func (t *Table) Books() *Books { return &Books{api: t.api, table: t.name} }
+
+// Balances are the table's refund.Balances: each charge's refund balance.
+func (t *Table) Balances() *Balances { return &Balances{api: t.api, table: t.name} }

@@ -68,6 +68,11 @@ const ReleasePrefix = "RELEASE#"
 // other regions read it to tell a stopped region (dynamo.Books).
 const HeartbeatPrefix = "HEARTBEAT#"
 
+// BalancePrefix begins the key of each charge's refund balance (DESIGN
+// §7), followed by the charge id: never expires, never streamed as an
+// event, and written only by conditional updates.
+const BalancePrefix = "BALANCE#"
+
 // Type is an attribute's DynamoDB scalar type.
 type Type string
 
