@@ -29,8 +29,9 @@ var (
 	// connection reset after writing, a 5xx or any unexpected answer). The
 	// authorization may exist; only a lookup by key can tell.
 	ErrOutcomeUnknown = errors.New("acquirer outcome unknown")
-	// ErrNotFound: a lookup found no authorization under the key.
-	ErrNotFound = errors.New("authorization not found")
+	// ErrNotFound: a lookup found nothing (no authorization, no refund)
+	// under the key.
+	ErrNotFound = errors.New("not found under the key")
 	// ErrCredentialRefused: the acquirer answered 401 (the credential is
 	// not valid). Its contract (the sandbox's) is that the credential is
 	// checked before anything is processed, so an Authorize refused this
@@ -124,12 +125,23 @@ func NewClientWithCredential(baseURL string, cred *Credential, httpClient *http.
 // see. The body is therefore given so the Transport cannot rewind it
 // (no GetBody), and the service alone decides what happens next.
 func (c *Client) Authorize(ctx context.Context, key string, req Request) (Authorization, error) {
-	body, err := json.Marshal(req)
+	status, body, err := c.post(ctx, key, req, "v1", "authorizations")
 	if err != nil {
-		return Authorization{}, fmt.Errorf("%w: encode: %v", ErrNotSent, err)
+		return Authorization{}, err
+	}
+	return read(EndpointAuthorize, status, body)
+}
+
+// post sends v as JSON to the path under key, once (Authorize says why),
+// and returns the answer. A 401 that stands was refused before processing:
+// it wraps ErrNotSent as well as ErrCredentialRefused (the contract).
+func (c *Client) post(ctx context.Context, key string, v any, path ...string) (int, []byte, error) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return 0, nil, fmt.Errorf("%w: encode: %v", ErrNotSent, err)
 	}
 	status, respBody, err := c.do(ctx, false, func() (*http.Request, error) {
-		r, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base.JoinPath("v1", "authorizations").String(), io.NopCloser(bytes.NewReader(body)))
+		r, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base.JoinPath(path...).String(), io.NopCloser(bytes.NewReader(body)))
 		if err != nil {
 			return nil, err
 		}
@@ -138,19 +150,28 @@ func (c *Client) Authorize(ctx context.Context, key string, req Request) (Author
 		r.Header.Set("Idempotency-Key", key)
 		return r, nil
 	})
-	switch {
-	case errors.Is(err, ErrCredentialRefused):
-		return Authorization{}, fmt.Errorf("%w: %w", ErrNotSent, err) // refused before processing: the contract
-	case err != nil:
-		return Authorization{}, err
+	if errors.Is(err, ErrCredentialRefused) {
+		return 0, nil, fmt.Errorf("%w: %w", ErrNotSent, err) // refused before processing: the contract
 	}
-	return read(EndpointAuthorize, status, respBody)
+	return status, respBody, err
+}
+
+// get reads the path, resending once with a changed credential (a read
+// may be sent twice). A 404 is ErrNotFound.
+func (c *Client) get(ctx context.Context, path ...string) (int, []byte, error) {
+	status, body, err := c.do(ctx, true, func() (*http.Request, error) {
+		return http.NewRequestWithContext(ctx, http.MethodGet, c.base.JoinPath(path...).String(), nil)
+	})
+	if err == nil && status == http.StatusNotFound {
+		err = ErrNotFound
+	}
+	return status, body, err
 }
 
 // read decodes an answer of endpoint that carries an authorization and
 // checks its status against the body's.
 func read(endpoint string, status int, body []byte) (Authorization, error) {
-	if !carriesAuthorization(endpoint, status) {
+	if !carriesAnswer(endpoint, status) {
 		return Authorization{}, fmt.Errorf("%w: status %d", ErrOutcomeUnknown, status)
 	}
 	a, err := decode(body)
@@ -165,14 +186,12 @@ func read(endpoint string, status int, body []byte) (Authorization, error) {
 // failure is an error that proves nothing either way. The terms are the
 // caller's to check (CheckTerms).
 func (c *Client) Lookup(ctx context.Context, key string) (Authorization, error) {
-	status, body, err := c.do(ctx, true, func() (*http.Request, error) {
-		return http.NewRequestWithContext(ctx, http.MethodGet, c.base.JoinPath("v1", "authorizations", key).String(), nil)
-	})
+	status, body, err := c.get(ctx, "v1", "authorizations", key)
+	if errors.Is(err, ErrNotFound) {
+		return Authorization{}, err
+	}
 	if err != nil {
 		return Authorization{}, fmt.Errorf("lookup: %w", err)
-	}
-	if status == http.StatusNotFound {
-		return Authorization{}, ErrNotFound
 	}
 	a, err := read(EndpointLookup, status, body)
 	if err != nil {

@@ -15,12 +15,14 @@ import (
 // The HTTP status and the body's status must pair as the endpoint's table
 // says (answerTable):
 //
-//	authorize  POST /v1/authorizations        200 or 201 with "captured"; 402 with "declined"
-//	lookup     GET  /v1/authorizations/{key}  200 with "captured" or "declined"; 404 is "not found"
+//	authorize      POST /v1/authorizations        200 or 201 with "captured"; 402 with "declined"
+//	lookup         GET  /v1/authorizations/{key}  200 with "captured" or "declined"; 404 is "not found"
+//	refund         POST /v1/refunds               200 or 201 with "succeeded"; 402 with "declined"
+//	refund_lookup  GET  /v1/refunds/{key}         200 with "succeeded" or "declined"; 404 is "not found"
 //
 // Any other pairing of a known status with a known body status is a
 // mismatch. An HTTP status the table does not name for the endpoint, or a
-// body status other than captured and declined, proves nothing and stays
+// body status the endpoint never answers with, proves nothing and stays
 // ErrOutcomeUnknown, to be looked up again.
 //
 // The terms (CheckTerms) must be the ones asked: the amount in minor units,
@@ -31,7 +33,9 @@ import (
 // the amount or the currency is a mismatch, so no ledger row ever states
 // terms the acquirer did not report. Where the acquirer echoes the
 // idempotency key it was sent (the sandbox does), the echo must be that key;
-// an answer without an echo is not checked for it.
+// an answer without an echo is not checked for it. A refund must also name
+// the authorization it refunds, and it must be the one asked
+// (CheckRefundTerms).
 
 // ErrMismatch: the acquirer answered, but the answer disagrees with what was
 // asked (amount, currency, key) or with itself (its HTTP status against its
@@ -66,16 +70,19 @@ const (
 	ReasonCurrency      = "currency_differs"
 	ReasonTermsMissing  = "terms_missing"
 	ReasonKey           = "idempotency_key_differs"
+	ReasonAuthorization = "authorization_differs"
 )
 
 // The endpoints, as a MismatchError names them.
 const (
-	EndpointAuthorize = "authorize"
-	EndpointLookup    = "lookup"
+	EndpointAuthorize    = "authorize"
+	EndpointLookup       = "lookup"
+	EndpointRefund       = "refund"
+	EndpointRefundLookup = "refund_lookup"
 )
 
 // answerTable: for each endpoint, the HTTP statuses that carry an
-// authorization and the body statuses each may carry.
+// authorization or a refund, and the body statuses each may carry.
 var answerTable = map[string]map[int][]string{
 	EndpointAuthorize: {
 		http.StatusOK:              {StatusCaptured},
@@ -85,11 +92,19 @@ var answerTable = map[string]map[int][]string{
 	EndpointLookup: {
 		http.StatusOK: {StatusCaptured, StatusDeclined},
 	},
+	EndpointRefund: {
+		http.StatusOK:              {RefundSucceeded},
+		http.StatusCreated:         {RefundSucceeded},
+		http.StatusPaymentRequired: {RefundDeclined},
+	},
+	EndpointRefundLookup: {
+		http.StatusOK: {RefundSucceeded, RefundDeclined},
+	},
 }
 
-// carriesAuthorization reports whether status, on endpoint, is an answer
-// with an authorization in its body.
-func carriesAuthorization(endpoint string, status int) bool {
+// carriesAnswer reports whether status, on endpoint, is an answer
+// with an authorization (or, on a refund's endpoint, a refund) in its body.
+func carriesAnswer(endpoint string, status int) bool {
 	_, ok := answerTable[endpoint][status]
 	return ok
 }
@@ -97,10 +112,16 @@ func carriesAuthorization(endpoint string, status int) bool {
 // checkPairing: the body's status is one the HTTP status may carry. a has
 // a known body status (decode refuses any other).
 func checkPairing(endpoint string, status int, a Authorization) error {
-	if !slices.Contains(answerTable[endpoint][status], a.Status) {
+	if !pairs(endpoint, status, a.Status) {
 		return &MismatchError{Reason: ReasonStatusPairing, Endpoint: endpoint, HTTPStatus: status, Stated: a}
 	}
 	return nil
+}
+
+// pairs reports whether the body status may come with the HTTP status on
+// endpoint.
+func pairs(endpoint string, status int, bodyStatus string) bool {
+	return slices.Contains(answerTable[endpoint][status], bodyStatus)
 }
 
 // CheckTerms compares an authorization with what was asked under key: the
@@ -144,13 +165,18 @@ func CheckSelf(a Authorization, key string) error {
 // and what the acquirer said, as JSON. It holds no card data: the payment
 // method is not in it.
 func (e *MismatchError) Evidence(key string, asked Request) []byte {
+	return evidence(e.Reason, e.Endpoint, e.HTTPStatus, askedTerms{asked.Amount, asked.Currency, key}, e.Stated)
+}
+
+// evidence is the JSON an operator reads of a mismatch.
+func evidence(reason, endpoint string, httpStatus int, asked, answer any) []byte {
 	b, err := json.Marshal(struct {
-		Reason     string        `json:"reason"`
-		Endpoint   string        `json:"endpoint,omitempty"`
-		HTTPStatus int           `json:"http_status,omitempty"`
-		Asked      askedTerms    `json:"asked"`
-		Answer     Authorization `json:"answer"`
-	}{e.Reason, e.Endpoint, e.HTTPStatus, askedTerms{asked.Amount, asked.Currency, key}, e.Stated})
+		Reason     string `json:"reason"`
+		Endpoint   string `json:"endpoint,omitempty"`
+		HTTPStatus int    `json:"http_status,omitempty"`
+		Asked      any    `json:"asked"`
+		Answer     any    `json:"answer"`
+	}{reason, endpoint, httpStatus, asked, answer})
 	if err != nil { // strings, numbers and a time
 		panic(err)
 	}

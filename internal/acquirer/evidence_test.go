@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -113,19 +114,121 @@ func TestCheckTerms(t *testing.T) {
 	}
 }
 
+// TestRefundAnswerTable: the refund endpoints' pairings, as the client
+// reads them.
+func TestRefundAnswerTable(t *testing.T) {
+	t.Parallel()
+	body := func(status string) string {
+		return fmt.Sprintf(`{"id":"rf_1","status":%q,"authorization_id":"auth_1","amount":100,"currency":"BRL","idempotency_key":"k-1"}`, status)
+	}
+	for _, c := range []struct {
+		endpoint, answer string
+		status           int
+		want             string // "outcome", "mismatch" or "unknown"
+	}{
+		{EndpointRefund, body(RefundSucceeded), 201, "outcome"},
+		{EndpointRefund, body(RefundSucceeded), 200, "outcome"},
+		{EndpointRefund, body(RefundDeclined), 402, "outcome"},
+		{EndpointRefund, body(RefundDeclined), 201, "mismatch"},
+		{EndpointRefund, body(RefundSucceeded), 402, "mismatch"},
+		{EndpointRefund, body(StatusCaptured), 201, "unknown"},
+		{EndpointRefund, body(RefundSucceeded), 202, "unknown"},
+		{EndpointRefund, body(RefundSucceeded), 500, "unknown"},
+		{EndpointRefundLookup, body(RefundSucceeded), 200, "outcome"},
+		{EndpointRefundLookup, body(RefundDeclined), 200, "outcome"},
+		{EndpointRefundLookup, body(RefundSucceeded), 201, "unknown"},
+		{EndpointRefundLookup, body("pending"), 200, "unknown"},
+	} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(c.status)
+			fmt.Fprint(w, c.answer)
+		}))
+		client, err := NewClient(srv.URL, "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r Refund
+		if c.endpoint == EndpointRefund {
+			r, err = client.Refund(context.Background(), "k-1", RefundRequest{AuthorizationID: "auth_1", Amount: 100, Currency: "BRL"})
+		} else {
+			r, err = client.LookupRefund(context.Background(), "k-1")
+		}
+		srv.Close()
+		var m *RefundMismatchError
+		got := "outcome"
+		switch {
+		case errors.As(err, &m):
+			got = "mismatch"
+			if !errors.Is(err, ErrMismatch) || m.Endpoint != c.endpoint || m.HTTPStatus != c.status || m.Reason != ReasonStatusPairing || m.Stated.ID != "rf_1" {
+				t.Errorf("%s %d %s: mismatch %+v", c.endpoint, c.status, c.answer, m)
+			}
+		case errors.Is(err, ErrOutcomeUnknown):
+			got = "unknown"
+		case err != nil:
+			got = err.Error()
+		}
+		if got != c.want || (got == "outcome" && r.ID != "rf_1") {
+			t.Errorf("%s answered %d %s: %s (%v), want %s", c.endpoint, c.status, c.answer, got, err, c.want)
+		}
+	}
+}
+
+// TestCheckRefundTerms: a refund states its terms and the authorization it
+// refunds, and each must be the one asked.
+func TestCheckRefundTerms(t *testing.T) {
+	t.Parallel()
+	asked := RefundRequest{AuthorizationID: "auth_1", Amount: 300, Currency: "BRL"}
+	good := Refund{ID: "rf_1", Status: RefundSucceeded, AuthorizationID: "auth_1", Amount: 300, Currency: "BRL", IdempotencyKey: "k-1"}
+	for _, c := range []struct {
+		name   string
+		change func(*Refund)
+		reason string
+	}{
+		{"agrees", func(*Refund) {}, ""},
+		{"no echo", func(r *Refund) { r.IdempotencyKey = "" }, ""},
+		{"a decline with its terms", func(r *Refund) { r.Status, r.DeclineCode = RefundDeclined, "exceeds_authorization" }, ""},
+		{"10x", func(r *Refund) { r.Amount = 3000 }, ReasonAmount},
+		{"another currency", func(r *Refund) { r.Currency = "brl" }, ReasonCurrency},
+		{"another authorization", func(r *Refund) { r.AuthorizationID = "auth_2" }, ReasonAuthorization},
+		{"no authorization", func(r *Refund) { r.AuthorizationID = "" }, ReasonTermsMissing},
+		{"another key", func(r *Refund) { r.IdempotencyKey = "k-2" }, ReasonKey},
+		{"a decline without an amount", func(r *Refund) { r.Status, r.Amount = RefundDeclined, 0 }, ReasonTermsMissing},
+	} {
+		r := good
+		c.change(&r)
+		err := CheckRefundTerms(r, "k-1", asked)
+		var m *RefundMismatchError
+		switch {
+		case c.reason == "" && err != nil:
+			t.Errorf("%s: %v, want agreement", c.name, err)
+		case c.reason != "" && (!errors.As(err, &m) || m.Reason != c.reason || !errors.Is(err, ErrMismatch)):
+			t.Errorf("%s: %v, want a mismatch for %s", c.name, err, c.reason)
+		}
+	}
+	ev := (&RefundMismatchError{Reason: ReasonAmount, Endpoint: EndpointRefund, HTTPStatus: 201, Stated: good}).Evidence("k-1", asked)
+	if want := `"asked":{"authorization_id":"auth_1","amount":300,"currency":"BRL","idempotency_key":"k-1"}`; !strings.Contains(string(ev), want) {
+		t.Fatalf("evidence %s, want %s in it", ev, want)
+	}
+}
+
 // FuzzAnswer: whatever the acquirer answers, reading it never panics; an
 // answer read as an outcome pairs its status as the table says and, once
 // CheckTerms passes, states exactly the terms asked; anything else is a
 // mismatch or unknown, never a guess.
 func FuzzAnswer(f *testing.F) {
-	f.Add(true, 201, `{"id":"auth_1","status":"captured","amount":100,"currency":"BRL","idempotency_key":"k-1"}`)
-	f.Add(true, 201, `{"id":"auth_1","status":"declined","amount":100,"currency":"BRL"}`)
-	f.Add(false, 200, `{"id":"auth_1","status":"declined","decline_code":"card_declined","amount":100,"currency":"brl"}`)
-	f.Add(true, 402, `{"id":"auth_1","status":"captured","status":"declined"}`)
-	f.Fuzz(func(t *testing.T, authorize bool, status int, body string) {
-		endpoint := EndpointLookup
-		if authorize {
-			endpoint = EndpointAuthorize
+	f.Add(uint8(0), 201, `{"id":"auth_1","status":"captured","amount":100,"currency":"BRL","idempotency_key":"k-1"}`)
+	f.Add(uint8(0), 201, `{"id":"auth_1","status":"declined","amount":100,"currency":"BRL"}`)
+	f.Add(uint8(1), 200, `{"id":"auth_1","status":"declined","decline_code":"card_declined","amount":100,"currency":"brl"}`)
+	f.Add(uint8(0), 402, `{"id":"auth_1","status":"captured","status":"declined"}`)
+	f.Add(uint8(2), 201, `{"id":"rf_1","status":"succeeded","authorization_id":"auth_1","amount":100,"currency":"BRL","idempotency_key":"k-1"}`)
+	f.Add(uint8(3), 200, `{"id":"rf_1","status":"declined","decline_code":"exceeds_authorization","authorization_id":"auth_1","amount":100,"currency":"BRL"}`)
+	endpoints := []string{EndpointAuthorize, EndpointLookup, EndpointRefund, EndpointRefundLookup}
+	f.Fuzz(func(t *testing.T, which uint8, status int, body string) {
+		endpoint := endpoints[int(which)%len(endpoints)]
+		if endpoint == EndpointRefund || endpoint == EndpointRefundLookup {
+			fuzzRefund(t, endpoint, status, body)
+			return
 		}
 		a, err := read(endpoint, status, []byte(body))
 		var m *MismatchError
@@ -138,11 +241,33 @@ func FuzzAnswer(f *testing.F) {
 				t.Fatalf("terms %+v agreed with 100 BRL under k-1", a)
 			}
 		case errors.As(err, &m):
-			if m.Reason != ReasonStatusPairing || !carriesAuthorization(endpoint, status) {
+			if m.Reason != ReasonStatusPairing || !carriesAnswer(endpoint, status) {
 				t.Fatalf("mismatch %+v for %d", m, status)
 			}
 		case !errors.Is(err, ErrOutcomeUnknown):
 			t.Fatalf("an answer read as neither outcome, mismatch nor unknown: %v", err)
 		}
 	})
+}
+
+// fuzzRefund is FuzzAnswer for a refund's endpoint.
+func fuzzRefund(t *testing.T, endpoint string, status int, body string) {
+	asked := RefundRequest{AuthorizationID: "auth_1", Amount: 100, Currency: "BRL"}
+	r, err := readRefund(endpoint, status, []byte(body))
+	var m *RefundMismatchError
+	switch {
+	case err == nil:
+		if r.ID == "" || !pairs(endpoint, status, r.Status) {
+			t.Fatalf("%s %d %q read as %+v", endpoint, status, body, r)
+		}
+		if CheckRefundTerms(r, "k-1", asked) == nil && (r.Amount != 100 || r.Currency != "BRL" || r.AuthorizationID != "auth_1" || (r.IdempotencyKey != "" && r.IdempotencyKey != "k-1")) {
+			t.Fatalf("terms %+v agreed with 100 BRL of auth_1 under k-1", r)
+		}
+	case errors.As(err, &m):
+		if m.Reason != ReasonStatusPairing || !carriesAnswer(endpoint, status) {
+			t.Fatalf("mismatch %+v for %d", m, status)
+		}
+	case !errors.Is(err, ErrOutcomeUnknown):
+		t.Fatalf("an answer read as neither outcome, mismatch nor unknown: %v", err)
+	}
 }

@@ -31,3 +31,16 @@ func TestIDPattern(t *testing.T) {
 		}
 	}
 }
+
+// TestOfAcquirer: a row names the acquirer that authorized it; a row
+// without a name counts as any deployment's acquirer's.
+func TestOfAcquirer(t *testing.T) {
+	t.Parallel()
+	named := Charge{AcquirerID: "acquirer-a"}
+	if !named.OfAcquirer("acquirer-a") || named.OfAcquirer("acquirer-b") {
+		t.Fatal("a named row")
+	}
+	if !(Charge{}).OfAcquirer("acquirer-b") {
+		t.Fatal("a row written before rows named their acquirer")
+	}
+}

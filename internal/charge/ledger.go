@@ -77,12 +77,24 @@ type Charge struct {
 	Description     string
 	DeclineCode     string
 	AuthorizationID string
-	CreatedAt       time.Time
+	// AcquirerID is the id of the acquirer that authorized the charge (the
+	// record's idem.Protocol.Downstream). A refund is sent only to that
+	// acquirer. Rows written before rows carried it have none, and count
+	// as the deployment's acquirer's (OfAcquirer).
+	AcquirerID string
+	CreatedAt  time.Time
 	// Region is the region whose service wrote the row, in the
 	// multi-region mode (Config.Region); empty in one region. That region
 	// publishes the row's event, and until some region has, the ledger
 	// lists the row as unpublished.
 	Region string
+}
+
+// OfAcquirer reports whether acquirer authorized the charge: a row without
+// an acquirer id was written by a deployment before rows carried it, and
+// counts as acquirer's.
+func (c Charge) OfAcquirer(acquirer string) bool {
+	return c.AcquirerID == "" || c.AcquirerID == acquirer
 }
 
 // Unpublished is a ledger row whose event no region has published yet, as

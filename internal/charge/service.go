@@ -553,7 +553,7 @@ func (s *Service) chargeOf(lease *idem.Lease, req Request, auth acquirer.Authori
 		ID: ID(lease.DownstreamKey()), Account: rec.Account, IdempotencyKey: rec.Key, Source: rec.Source,
 		Status: auth.Status, Amount: auth.Amount, Currency: auth.Currency,
 		OrderID: req.OrderID, Description: req.Description,
-		DeclineCode: auth.DeclineCode, AuthorizationID: auth.ID,
+		DeclineCode: auth.DeclineCode, AuthorizationID: auth.ID, AcquirerID: rec.Protocol.Downstream,
 		CreatedAt: s.cfg.Now().UTC().Truncate(time.Millisecond), Region: s.cfg.Region,
 	}
 }
@@ -626,10 +626,10 @@ func AnsweredID(downstreamKey string) string {
 
 // sameCharge reports whether two rows record the same charge: everything
 // but the time and the region each attempt would have stamped it with, and
-// who asked (the key and the source, which rows written before they were
-// kept lack).
+// who asked and where (the key, the source and the acquirer id, which rows
+// written before they were kept lack).
 func sameCharge(a, b Charge) bool {
-	a.CreatedAt, a.IdempotencyKey, a.Source, a.Region = b.CreatedAt, b.IdempotencyKey, b.Source, b.Region
+	a.CreatedAt, a.IdempotencyKey, a.Source, a.Region, a.AcquirerID = b.CreatedAt, b.IdempotencyKey, b.Source, b.Region, b.AcquirerID
 	return a == b
 }
 

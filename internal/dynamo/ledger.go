@@ -39,6 +39,7 @@ type row struct {
 	Description     string `dynamodbav:"description"`
 	DeclineCode     string `dynamodbav:"decline_code"`
 	AuthorizationID string `dynamodbav:"authorization_id"`
+	AcquirerID      string `dynamodbav:"acquirer_id,omitempty"`
 	CreatedAt       string `dynamodbav:"created_at"` // RFC 3339, milliseconds, UTC
 	Region          string `dynamodbav:"region,omitempty"`
 	// UnpublishedShard and UnpublishedSince list a row that has a region in
@@ -87,7 +88,7 @@ func (l *Ledger) Write(ctx context.Context, c charge.Charge) (charge.Charge, err
 	r := row{
 		PK: Key(c.ID), Type: rowType, ID: c.ID, Account: c.Account, IdempotencyKey: c.IdempotencyKey, Source: c.Source, Status: c.Status,
 		Amount: amount(c.Amount), Currency: c.Currency, OrderID: c.OrderID, Description: c.Description,
-		DeclineCode: c.DeclineCode, AuthorizationID: c.AuthorizationID,
+		DeclineCode: c.DeclineCode, AuthorizationID: c.AuthorizationID, AcquirerID: c.AcquirerID,
 		CreatedAt: c.CreatedAt.UTC().Format(time.RFC3339Nano), Region: c.Region,
 	}
 	if c.Region != "" {
@@ -148,6 +149,6 @@ func decode(id string, item map[string]types.AttributeValue) (charge.Charge, err
 	return charge.Charge{
 		ID: r.ID, Account: r.Account, IdempotencyKey: r.IdempotencyKey, Source: r.Source, Status: r.Status, Amount: int64(r.Amount), Currency: r.Currency,
 		OrderID: r.OrderID, Description: r.Description, DeclineCode: r.DeclineCode,
-		AuthorizationID: r.AuthorizationID, CreatedAt: created, Region: r.Region,
+		AuthorizationID: r.AuthorizationID, AcquirerID: r.AcquirerID, CreatedAt: created, Region: r.Region,
 	}, nil
 }

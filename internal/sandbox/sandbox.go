@@ -10,8 +10,12 @@
 //	POST   /v1/authorizations        authorize (Idempotency-Key required)
 //	GET    /v1/authorizations/{key}  the authorization made under key, or 404
 //	GET    /v1/authorizations        every authorization, for tests to count
-//	PUT    /_sandbox/faults          set Faults (JSON)
+//	POST   /v1/refunds               refund an authorization (Idempotency-Key required)
+//	GET    /v1/refunds/{key}         the refund made under key, or 404
+//	GET    /v1/refunds               every refund, and how many the bound refused
+//	PUT    /_sandbox/faults          set Faults (JSON), for authorizations and refunds alike
 //	DELETE /_sandbox/faults          clear them
+//	PUT    /_sandbox/refund-bound    {"enforced": false} turns the refund bound off
 //
 // Payment methods: pm_card_declined is declined (card_declined),
 // pm_card_insufficient_funds is declined (insufficient_funds),
@@ -19,6 +23,13 @@
 // pm_card_captures_tenfold is captured for ten times the amount asked (an
 // acquirer that charged terms nobody asked for: its answer is a mismatch,
 // and the record is held for an operator); every other method is captured.
+//
+// Refunds (refund.go) are bounded per authorization, as a real acquirer's
+// are: refunds that would together exceed the authorization are declined
+// (exceeds_authorization) and counted (RefundsRefused), unless the bound is
+// turned off (SetRefundBound) so that a test sees the service's own bound
+// alone. The refunds of an authorization made with
+// pm_card_refunds_tenfold are made for ten times the amount asked.
 package sandbox
 
 import (
@@ -35,9 +46,9 @@ import (
 	"github.com/idempotent-payments/idempay/internal/acquirer"
 )
 
-// Faults are injected into POST /v1/authorizations, decided per request by a
-// seeded random source. Rates are probabilities in [0, 1], checked in the
-// order hang, error, drop.
+// Faults are injected into POST /v1/authorizations and POST /v1/refunds,
+// decided per request by a seeded random source. Rates are probabilities
+// in [0, 1], checked in the order hang, error, drop.
 type Faults struct {
 	// LatencyMS delays every authorization before it is processed.
 	LatencyMS int `json:"latency_ms"`
@@ -77,6 +88,14 @@ type Server struct {
 	// client library's own resend does (a caller's retry takes far longer).
 	dropped map[string]time.Time
 	resent  atomic.Int64
+	// refunds by key, in refundOrder; refunded sums the succeeded refunds
+	// of each authorization id, which refundBound caps at its amount.
+	refunds         map[string]storedRefund
+	refundOrder     []string
+	refunded        map[string]int64
+	refundBound     bool
+	refundsReceived atomic.Int64
+	refundsRefused  atomic.Int64
 	// Now is the sandbox's clock: authorizations' created_at and the resend
 	// window (time.Now; a test may set it before serving).
 	Now func() time.Time
@@ -93,16 +112,25 @@ func (s *Server) Resent() int { return int(s.resent.Load()) }
 type stored struct {
 	auth   acquirer.Authorization
 	status int
+	// method is the payment method the authorization was asked with.
+	method string
 }
 
 // New returns an empty sandbox. apiKey, when set, must be presented as a
 // bearer credential on /v1 routes.
 func New(apiKey string) *Server {
-	s := &Server{byKey: map[string]stored{}, dropped: map[string]time.Time{}, Now: time.Now, rng: rand.New(rand.NewPCG(0, 0)), mux: http.NewServeMux()}
+	s := &Server{
+		byKey: map[string]stored{}, dropped: map[string]time.Time{}, Now: time.Now, rng: rand.New(rand.NewPCG(0, 0)), mux: http.NewServeMux(),
+		refunds: map[string]storedRefund{}, refunded: map[string]int64{}, refundBound: true,
+	}
 	s.apiKey.Store(&apiKey)
 	s.mux.HandleFunc("POST /v1/authorizations", s.authorize)
 	s.mux.HandleFunc("GET /v1/authorizations/{key}", s.lookup)
 	s.mux.HandleFunc("GET /v1/authorizations", s.list)
+	s.mux.HandleFunc("POST /v1/refunds", s.refund)
+	s.mux.HandleFunc("GET /v1/refunds/{key}", s.lookupRefund)
+	s.mux.HandleFunc("GET /v1/refunds", s.listRefunds)
+	s.mux.HandleFunc("PUT /_sandbox/refund-bound", s.setRefundBound)
 	s.mux.HandleFunc("PUT /_sandbox/faults", s.setFaults)
 	s.mux.HandleFunc("DELETE /_sandbox/faults", s.clearFaults)
 	return s
@@ -197,15 +225,32 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.received.Add(1)
-	s.mu.Lock()
-	if at, ok := s.dropped[key]; ok && s.Now().Sub(at) < resendWindow {
-		s.resent.Add(1)
-	}
-	s.mu.Unlock()
+	s.noteResend(key)
 	if req.PaymentMethod == "pm_card_processing_error" {
 		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "processing error"})
 		return
 	}
+	s.withFaults(w, key, func() (int, any) {
+		rec := s.record(key, req)
+		return rec.status, rec.auth
+	})
+}
+
+// noteResend counts a request under key that follows a dropped answer
+// within resendWindow (Resent).
+func (s *Server) noteResend(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if at, ok := s.dropped[key]; ok && s.Now().Sub(at) < resendWindow {
+		s.resent.Add(1)
+	}
+}
+
+// withFaults answers a request that moves money, under key, as the faults
+// drawn for it say: process makes (or finds) its answer, after the latency
+// and any hang; an injected error answers 500 without processing; a drop
+// processes, then closes the connection unanswered.
+func (s *Server) withFaults(w http.ResponseWriter, key string, process func() (status int, answer any)) {
 	kind, f := s.draw()
 	s.injected[kind].Add(1)
 	time.Sleep(time.Duration(f.LatencyMS) * time.Millisecond)
@@ -216,7 +261,7 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "injected fault"})
 		return
 	}
-	rec := s.record(key, req)
+	status, answer := process()
 	time.Sleep(time.Duration(f.ResponseDelayMS) * time.Millisecond)
 	if kind == faultDrop {
 		s.mu.Lock()
@@ -227,7 +272,7 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	writeJSON(w, rec.status, rec.auth)
+	writeJSON(w, status, answer)
 }
 
 // record returns the authorization under key, making it if there is none:
@@ -256,7 +301,7 @@ func (s *Server) record(key string, req acquirer.Request) stored {
 	case PaymentMethodTenfold:
 		auth.Amount *= 10
 	}
-	rec := stored{auth: auth, status: status}
+	rec := stored{auth: auth, status: status, method: req.PaymentMethod}
 	s.byKey[key] = rec
 	s.order = append(s.order, key)
 	return rec

@@ -40,7 +40,7 @@ func RunLedgerConformance(t *testing.T, newStores NewStoresFunc) {
 	want := charge.Charge{
 		ID: newID(), Account: "acct_ledger", IdempotencyKey: "order-1-attempt-1", Source: event.SourceQueue("orders"),
 		Status: acquirer.StatusCaptured, Amount: 123456789012, Currency: "BRL",
-		OrderID: "order-1", Description: "café ☕", AuthorizationID: "auth_1",
+		OrderID: "order-1", Description: "café ☕", AuthorizationID: "auth_1", AcquirerID: "acquirer-1",
 		CreatedAt: epoch,
 	}
 	if got, err := ledger.Write(ctx, want); err != nil || got != want {
@@ -140,7 +140,7 @@ func (w *world) dieAfterTheRow(t *testing.T, svc *charge.Service, key string) {
 
 // mustMatchLedger checks the invariant of a completed record: its answer
 // and the result's charge id are its ledger row's, the row is the
-// acquirer's one authorization.
+// acquirer's one authorization and names that acquirer.
 func (w *world) mustMatchLedger(t *testing.T, sb *sandbox.Server, key string, res charge.Result) charge.Charge {
 	t.Helper()
 	rec, err := w.guard.Lookup(context.Background(), pkOf(key))
@@ -155,7 +155,7 @@ func (w *world) mustMatchLedger(t *testing.T, sb *sandbox.Server, key string, re
 		t.Fatalf("answer %s of %s, stored %s, ledger row %+v: not one charge", res.Response.Body, res.ChargeID, rec.Response.Body, row)
 	}
 	auths := sb.ByKey()
-	if len(auths) != 1 || auths[rec.DownstreamKey].ID != row.AuthorizationID || auths[rec.DownstreamKey].Amount != row.Amount {
+	if len(auths) != 1 || auths[rec.DownstreamKey].ID != row.AuthorizationID || auths[rec.DownstreamKey].Amount != row.Amount || row.AcquirerID != protocol.Downstream {
 		t.Fatalf("authorizations %v, ledger row %+v", auths, row)
 	}
 	return row

@@ -1,0 +1,176 @@
+package sandbox
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/idempotent-payments/idempay/internal/acquirer"
+)
+
+// PaymentMethodRefundsTenfold is captured as asked, but each of its
+// refunds is made for ten times the amount asked: an acquirer that
+// refunded terms nobody asked for.
+const PaymentMethodRefundsTenfold = "pm_card_refunds_tenfold"
+
+// The decline codes of a refund.
+const (
+	DeclineExceedsAuthorization = "exceeds_authorization"
+	DeclineNoSuchAuthorization  = "authorization_not_found"
+	DeclineCurrency             = "currency_differs"
+)
+
+type storedRefund struct {
+	refund acquirer.Refund
+	status int
+}
+
+// SetRefundBound turns the bound on refunds per authorization on or off.
+// It is on in a new sandbox.
+func (s *Server) SetRefundBound(enforced bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.refundBound = enforced
+}
+
+// Refunds returns every refund in the order they were made.
+func (s *Server) Refunds() []acquirer.Refund {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]acquirer.Refund, len(s.refundOrder))
+	for i, k := range s.refundOrder {
+		out[i] = s.refunds[k].refund
+	}
+	return out
+}
+
+// Refunded is what the succeeded refunds of authorization id add up to.
+func (s *Server) Refunded(authorizationID string) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.refunded[authorizationID]
+}
+
+// RefundsReceived counts refund requests that arrived, processed or not.
+func (s *Server) RefundsReceived() int { return int(s.refundsReceived.Load()) }
+
+// RefundsRefused counts the refunds declined because they would have
+// exceeded their authorization (DeclineExceedsAuthorization).
+func (s *Server) RefundsRefused() int { return int(s.refundsRefused.Load()) }
+
+func (s *Server) refund(w http.ResponseWriter, r *http.Request) {
+	key := r.Header.Get("Idempotency-Key")
+	if key == "" {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "Idempotency-Key required"})
+		return
+	}
+	var req acquirer.RefundRequest
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10)).Decode(&req); err != nil || req.Amount <= 0 || req.Currency == "" || req.AuthorizationID == "" {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid refund request"})
+		return
+	}
+	s.refundsReceived.Add(1)
+	s.noteResend(key)
+	s.withFaults(w, key, func() (int, any) {
+		rec := s.recordRefund(key, req)
+		return rec.status, rec.refund
+	})
+}
+
+// recordRefund returns the refund under key, making it if there is none:
+// one refund per key, however many requests carry it. A refund of an
+// authorization the sandbox did not capture, in another currency, or
+// beyond what remains of it while the bound is on, is declined.
+func (s *Server) recordRefund(key string, req acquirer.RefundRequest) storedRefund {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if rec, ok := s.refunds[key]; ok {
+		return rec
+	}
+	sum := sha256.Sum256([]byte("refund:" + key))
+	ref := acquirer.Refund{
+		ID: "rf_" + hex.EncodeToString(sum[:12]), Status: acquirer.RefundSucceeded, AuthorizationID: req.AuthorizationID,
+		Amount: req.Amount, Currency: req.Currency, IdempotencyKey: key, CreatedAt: s.Now().UTC().Truncate(time.Millisecond),
+	}
+	auth, ok := s.authorization(req.AuthorizationID)
+	switch {
+	case !ok || auth.auth.Status != acquirer.StatusCaptured:
+		ref.DeclineCode = DeclineNoSuchAuthorization
+	case auth.auth.Currency != req.Currency:
+		ref.DeclineCode = DeclineCurrency
+	case s.refundBound && s.refunded[req.AuthorizationID]+req.Amount > auth.auth.Amount:
+		ref.DeclineCode = DeclineExceedsAuthorization
+		s.refundsRefused.Add(1)
+	}
+	status := http.StatusCreated
+	if ref.DeclineCode != "" {
+		ref.Status, status = acquirer.RefundDeclined, http.StatusPaymentRequired
+	} else {
+		if auth.method == PaymentMethodRefundsTenfold {
+			ref.Amount *= 10
+		}
+		s.refunded[req.AuthorizationID] += ref.Amount
+	}
+	rec := storedRefund{refund: ref, status: status}
+	s.refunds[key] = rec
+	s.refundOrder = append(s.refundOrder, key)
+	return rec
+}
+
+// authorization is the authorization with that id. The caller holds mu.
+func (s *Server) authorization(id string) (stored, bool) {
+	for _, rec := range s.byKey {
+		if rec.auth.ID == id {
+			return rec, true
+		}
+	}
+	return stored{}, false
+}
+
+func (s *Server) lookupRefund(w http.ResponseWriter, r *http.Request) {
+	ref, err := s.LookupRefund(r.Context(), r.PathValue("key"))
+	if err != nil {
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": "not found"})
+		return
+	}
+	writeJSON(w, http.StatusOK, ref)
+}
+
+func (s *Server) listRefunds(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"refunds": s.Refunds(), "refused": s.RefundsRefused()})
+}
+
+func (s *Server) setRefundBound(w http.ResponseWriter, r *http.Request) {
+	var b struct {
+		Enforced *bool `json:"enforced"`
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<10))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&b); err != nil || b.Enforced == nil {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": `want {"enforced": true|false}`})
+		return
+	}
+	s.SetRefundBound(*b.Enforced)
+	writeJSON(w, http.StatusOK, b)
+}
+
+// Refund is the sandbox's refund called in process, without HTTP or
+// faults: with LookupRefund it makes *Server the refund service's acquirer
+// for benchmarks.
+func (s *Server) Refund(_ context.Context, key string, req acquirer.RefundRequest) (acquirer.Refund, error) {
+	return s.recordRefund(key, req).refund, nil
+}
+
+// LookupRefund is GET /v1/refunds/{key} in process.
+func (s *Server) LookupRefund(_ context.Context, key string) (acquirer.Refund, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rec, ok := s.refunds[key]
+	if !ok {
+		return acquirer.Refund{}, acquirer.ErrNotFound
+	}
+	return rec.refund, nil
+}
