@@ -26,8 +26,8 @@ func TestIDPattern(t *testing.T) {
 	}
 	re := regexp.MustCompile(IDPattern)
 	for _, id := range []string{ID(strings.Repeat("a1", 20)), "ch_" + strings.Repeat("0", 39), "ch_" + strings.Repeat("A", 40), "cx_" + strings.Repeat("0", 40), ""} {
-		if validID(id) != re.MatchString(id) {
-			t.Errorf("%q: the check says %v, the pattern %v", id, validID(id), re.MatchString(id))
+		if ValidID(id) != re.MatchString(id) {
+			t.Errorf("%q: the check says %v, the pattern %v", id, ValidID(id), re.MatchString(id))
 		}
 	}
 }

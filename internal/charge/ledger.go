@@ -5,6 +5,8 @@ import (
 	"errors"
 	"iter"
 	"time"
+
+	"github.com/idempotent-payments/idempay/internal/idem"
 )
 
 // Ledger keeps the charges: one row per charge, written before the
@@ -113,15 +115,6 @@ func ID(downstreamKey string) string { return "ch_" + downstreamKey }
 // docs/events.schema.json state it (TestIDPattern holds them equal).
 const IDPattern = "^ch_[0-9a-f]{40}$"
 
-// validID reports whether id has IDPattern's shape.
-func validID(id string) bool {
-	if len(id) != 3+40 || id[:3] != "ch_" {
-		return false
-	}
-	for _, c := range id[3:] {
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
-}
+// ValidID reports whether id has IDPattern's shape: a charge id the
+// ledger may hold.
+func ValidID(id string) bool { return idem.IsDerivedID("ch_", id) }

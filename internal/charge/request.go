@@ -45,14 +45,15 @@ type FieldError struct {
 	Message string `json:"message"`
 }
 
-// ValidationError lists everything wrong with a request body.
+// ValidationError lists everything wrong with a request body (a charge's
+// or a refund's).
 // errors.Is(err, ErrValidation) is true.
 type ValidationError struct {
 	Errors []FieldError
 }
 
 // ErrValidation is the sentinel of every *ValidationError.
-var ErrValidation = errors.New("charge request invalid")
+var ErrValidation = errors.New("request invalid")
 
 func (e *ValidationError) Error() string {
 	parts := make([]string, len(e.Errors))

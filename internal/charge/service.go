@@ -93,6 +93,12 @@ func NewService(guard *idem.Guard, ledger Ledger, acq Acquirer, answer Renderer,
 	if ledger == nil || answer == nil {
 		panic("charge.NewService: nil Ledger or Renderer")
 	}
+	return &Service{guard: guard, ledger: ledger, acquirer: acq, answer: answer, cfg: cfg.Defaulted()}
+}
+
+// Defaulted is cfg with its zero fields given the defaults. The refund
+// service takes the same configuration.
+func (cfg Config) Defaulted() Config {
 	if cfg.AcquirerTimeout <= 0 {
 		cfg.AcquirerTimeout = DefaultAcquirerTimeout
 	}
@@ -117,7 +123,7 @@ func NewService(guard *idem.Guard, ledger Ledger, acq Acquirer, answer Renderer,
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Service{guard: guard, ledger: ledger, acquirer: acq, answer: answer, cfg: cfg}
+	return cfg
 }
 
 // Input is one charge request as an entry point received it, nothing parsed.
@@ -465,28 +471,12 @@ func checkTerms(endpoint string, auth acquirer.Authorization, lease *idem.Lease,
 	return err
 }
 
-// callContext bounds the acquirer call: the acquirer timeout, the invocation
-// deadline less the time to store the outcome, and the lease. It refuses
-// (ok false) when the lease has less than T plus the skew margin left,
-// the record's or the deployment's, whichever is larger (DESIGN §4 rule 3),
-// or no time is left for the call.
+// callContext bounds the acquirer call (idem.Lease.SendContext): the
+// acquirer timeout, the invocation deadline less the time to store the
+// outcome, and the lease; ok false when the lease has too little left to
+// send (DESIGN §4 rule 3).
 func (s *Service) callContext(ctx context.Context, lease *idem.Lease) (context.Context, context.CancelFunc, bool) {
-	if lease.TimeLeft() < lease.WaitOut() {
-		return nil, nil, false
-	}
-	now := s.cfg.Now()
-	deadline := now.Add(s.cfg.AcquirerTimeout)
-	if d, ok := ctx.Deadline(); ok && d.Add(-s.cfg.StoreReserve).Before(deadline) {
-		deadline = d.Add(-s.cfg.StoreReserve)
-	}
-	if lease.ExpiresAt().Before(deadline) {
-		deadline = lease.ExpiresAt()
-	}
-	if !deadline.After(now) {
-		return nil, nil, false
-	}
-	callCtx, cancel := context.WithDeadline(ctx, deadline)
-	return callCtx, cancel, true
+	return lease.SendContext(ctx, s.cfg.AcquirerTimeout, s.cfg.StoreReserve)
 }
 
 // notSent: nothing left this attempt. Only a first attempt may release
@@ -667,7 +657,7 @@ func (s *Service) row(ctx context.Context, account, id string) Result {
 	if err := idem.ValidateAccount(account); err != nil {
 		return Result{Outcome: AccountInvalid, Reason: err.Error()}
 	}
-	if !validID(id) {
+	if !ValidID(id) {
 		return Result{Outcome: NotFound}
 	}
 	ctx = obs.WithAttrs(ctx, slog.String("record", idem.Ref(id)))

@@ -101,7 +101,7 @@ func (b *Balances) Reserve(ctx context.Context, r refund.Reservation) (refund.En
 	}
 	values := map[string]types.AttributeValue{
 		":charged": num(r.ChargeAmount), ":zero": num(0), ":one": num(1), ":max": num(refund.MaxEntries),
-		":reserved": str(string(refund.Reserved)), ":fence": num(int64(r.Fence)),
+		":reserved": str(string(refund.EntryReserved)), ":fence": num(int64(r.Fence)),
 	}
 	condition := "attribute_not_exists(#st) AND (attribute_not_exists(#fe) OR #fe = :fence)" +
 		" AND (attribute_not_exists(" + balanceEntries + ") OR " + balanceEntries + " < :max)"
@@ -133,7 +133,7 @@ func (b *Balances) Reserve(ctx context.Context, r refund.Reservation) (refund.En
 	}
 	_, hasFence := old["fence_"+r.Key]
 	switch {
-	case e.State == refund.Reserved && e.Fence == r.Fence:
+	case e.State == refund.EntryReserved && e.Fence == r.Fence:
 		return e, nil // this attempt's own reservation, answered again
 	case e.State != "" || hasFence && e.Fence != r.Fence:
 		return e, refund.ErrFenced
@@ -167,11 +167,11 @@ func (b *Balances) Succeed(ctx context.Context, chargeID, key string, fence int)
 	old, _, err := b.update(ctx, chargeID, key,
 		"SET #st = :succeeded, "+balanceReserved+" = "+balanceReserved+" - #am, "+balanceRefunded+" = "+balanceRefunded+" + #am",
 		"#st = :reserved AND #fe = :fence",
-		map[string]types.AttributeValue{":succeeded": str(string(refund.Succeeded)), ":reserved": str(string(refund.Reserved)), ":fence": num(int64(fence))}, false)
+		map[string]types.AttributeValue{":succeeded": str(string(refund.EntrySucceeded)), ":reserved": str(string(refund.EntryReserved)), ":fence": num(int64(fence))}, false)
 	if err != nil || old == nil {
 		return err
 	}
-	if e, err := entryOf(old, key); err != nil || e.State == refund.Succeeded && e.Fence == fence {
+	if e, err := entryOf(old, key); err != nil || e.State == refund.EntrySucceeded && e.Fence == fence {
 		return err // done by this attempt's own earlier write
 	}
 	return refund.ErrFenced
@@ -182,7 +182,7 @@ func (b *Balances) Succeed(ctx context.Context, chargeID, key string, fence int)
 // fence is absent or this one, a tombstone: released, with this fence.
 func (b *Balances) Release(ctx context.Context, chargeID, key string, fence int) error {
 	values := map[string]types.AttributeValue{
-		":released": str(string(refund.Released)), ":reserved": str(string(refund.Reserved)), ":fence": num(int64(fence)),
+		":released": str(string(refund.EntryReleased)), ":reserved": str(string(refund.EntryReserved)), ":fence": num(int64(fence)),
 	}
 	old, _, err := b.update(ctx, chargeID, key,
 		"SET #st = :released, "+balanceReserved+" = "+balanceReserved+" - #am, "+balanceRemaining+" = "+balanceRemaining+" + #am",
@@ -195,7 +195,7 @@ func (b *Balances) Release(ctx context.Context, chargeID, key string, fence int)
 	switch {
 	case err != nil:
 		return err
-	case e.State == refund.Released && e.Fence == fence:
+	case e.State == refund.EntryReleased && e.Fence == fence:
 		return nil // done by this attempt's own earlier write
 	case e.State != "" || hasFence && e.Fence != fence:
 		return refund.ErrFenced
@@ -207,7 +207,7 @@ func (b *Balances) Release(ctx context.Context, chargeID, key string, fence int)
 	if err != nil || old == nil {
 		return err
 	}
-	if e, err := entryOf(old, key); err != nil || e.State == refund.Released && e.Fence == fence {
+	if e, err := entryOf(old, key); err != nil || e.State == refund.EntryReleased && e.Fence == fence {
 		return err
 	}
 	return refund.ErrFenced
@@ -250,7 +250,7 @@ func entryOf(item map[string]types.AttributeValue, key string) (refund.Entry, er
 	var e refund.Entry
 	if s, ok := item["state_"+key].(*types.AttributeValueMemberS); ok {
 		switch st := refund.State(s.Value); st {
-		case refund.Reserved, refund.Succeeded, refund.Released:
+		case refund.EntryReserved, refund.EntrySucceeded, refund.EntryReleased:
 			e.State = st
 		default:
 			return e, fmt.Errorf("balance entry %s: state %q", key, s.Value)

@@ -55,3 +55,6 @@ func (t *Table) Books() *Books { return &Books{api: t.api, table: t.name} }
 
 // Balances are the table's refund.Balances: each charge's refund balance.
 func (t *Table) Balances() *Balances { return &Balances{api: t.api, table: t.name} }
+
+// Refunds are the table's refund.Ledger: the refund rows.
+func (t *Table) Refunds() *Refunds { return &Refunds{api: t.api, table: t.name} }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -405,6 +406,22 @@ func downstreamKey(pk string, createdAt time.Time) string {
 	return hex.EncodeToString(sum[:20])
 }
 
+// IsDerivedID reports whether id is prefix followed by a downstream key:
+// 40 lower-case hexadecimal digits, as every id derived from one (a
+// charge's, a refund's) is shaped.
+func IsDerivedID(prefix, id string) bool {
+	key, ok := strings.CutPrefix(id, prefix)
+	if !ok || len(key) != 40 {
+		return false
+	}
+	for _, c := range key {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
 // Ref names a record without revealing its account or key: the first 16 hex
 // digits of the SHA-256 of its pk. Errors and logs carry it instead of the
 // pk; an operator computes it from the account and key (idemctl inspect).
@@ -461,6 +478,31 @@ func (l *Lease) TimeLeft() time.Duration { return l.rec.LeaseExpiresAt.Sub(l.g.c
 // WaitOut is the in-transit bound plus the skew margin that hold for this
 // record: the larger of the record's and the guard's (Protocol.WaitOut).
 func (l *Lease) WaitOut() time.Duration { return l.g.cfg.Protocol.WaitOut(l.rec.Protocol) }
+
+// SendContext bounds one call downstream under this lease: timeout, the
+// context's deadline less reserve (kept to store the outcome), and the
+// lease's end. It refuses (ok false) when the lease has less than its
+// WaitOut left (DESIGN §4 rule 3: a request sent now must be processed
+// before anyone may take the record over and ask), or no time is left for
+// the call. Every path that sends downstream asks it first.
+func (l *Lease) SendContext(ctx context.Context, timeout, reserve time.Duration) (context.Context, context.CancelFunc, bool) {
+	if l.TimeLeft() < l.WaitOut() {
+		return nil, nil, false
+	}
+	now := l.g.cfg.Now()
+	deadline := now.Add(timeout)
+	if d, ok := ctx.Deadline(); ok && d.Add(-reserve).Before(deadline) {
+		deadline = d.Add(-reserve)
+	}
+	if l.rec.LeaseExpiresAt.Before(deadline) {
+		deadline = l.rec.LeaseExpiresAt
+	}
+	if !deadline.After(now) {
+		return nil, nil, false
+	}
+	callCtx, cancel := context.WithDeadline(ctx, deadline)
+	return callCtx, cancel, true
+}
 
 // Complete stores resp as the answer for the key in one fenced write.
 // Whatever else must exist first (a ledger row) the caller writes before.

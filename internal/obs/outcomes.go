@@ -27,6 +27,14 @@ const (
 	OutcomeHeld             Outcome = "held"
 )
 
+// What only a refund comes to (refund.Outcome names its other outcomes by
+// the ones above): its charge cannot be refunded, or its charge's outcome
+// is not known yet.
+const (
+	OutcomeNotRefundable Outcome = "charge_not_refundable"
+	OutcomeChargePending Outcome = "charge_pending"
+)
+
 // The HTTP entry point's own refusals, made before the service is asked,
 // and its health check's answers.
 const (
@@ -61,7 +69,7 @@ func Outcomes() []Outcome {
 	return []Outcome{
 		OutcomeExecuted, OutcomeReplayed, OutcomeAccountInvalid, OutcomeKeyMissing, OutcomeKeyInvalid, OutcomeRequestInvalid,
 		OutcomeInFlight, OutcomeKeyReused, OutcomeReleased, OutcomePending, OutcomeUnavailable, OutcomeFound, OutcomeNotFound,
-		OutcomeAcquirerMismatch, OutcomeHeld,
+		OutcomeAcquirerMismatch, OutcomeHeld, OutcomeNotRefundable, OutcomeChargePending,
 		OutcomeUnsupportedMediaType, OutcomeNoRoute, OutcomeHealthy, OutcomeUnhealthy,
 		OutcomeMalformed, OutcomeProducerNotAllowed, OutcomeReconcileFailed,
 		OutcomeReconciledNothing, OutcomeReconciledComplete, OutcomeReconciledReleased, OutcomeReconciledHeld,

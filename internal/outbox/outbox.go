@@ -7,6 +7,7 @@
 package outbox
 
 import (
+	"cmp"
 	"time"
 
 	"github.com/idempotent-payments/idempay/internal/charge"
@@ -40,8 +41,12 @@ type Change struct {
 //     too.
 //
 // A held record an operator accepts makes no event of its own: its
-// ledger row's insert says captured or declined.
+// ledger row's insert says captured or declined. Only a charge's record
+// makes these events: a refund's record (held or released) makes none.
 func Events(c Change) ([]event.Event, error) {
+	if rec := cmp.Or(c.NewRecord, c.OldRecord); rec != nil && rec.Operation != charge.Operation {
+		return nil, nil
+	}
 	switch {
 	case c.InsertedRow != nil:
 		e, err := RowEvent(*c.InsertedRow)

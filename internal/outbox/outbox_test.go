@@ -16,7 +16,7 @@ func TestEvents(t *testing.T) {
 	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	key := "0123456789abcdef0123456789abcdef01234567"
 	record := func(status idem.Status, held bool) *idem.Record {
-		r := &idem.Record{PK: "IDEM#x", Account: "acct_1", Key: "order-1-try-1", Source: event.SourceQueue("orders"), Status: status, DownstreamKey: key}
+		r := &idem.Record{PK: "IDEM#x", Operation: charge.Operation, Account: "acct_1", Key: "order-1-try-1", Source: event.SourceQueue("orders"), Status: status, DownstreamKey: key}
 		if held {
 			r.Hold = &idem.Hold{Reason: "amount_differs", At: at}
 		}
@@ -48,6 +48,16 @@ func TestEvents(t *testing.T) {
 			if e.Type != c.want[i] || e.Charge == nil || e.Charge.ID != charge.ID(key) {
 				t.Fatalf("%s: %+v, want %s of the record's charge", c.name, e, c.want[i])
 			}
+		}
+	}
+	refundHeld, refundReleased := record(idem.StatusInProgress, true), record(idem.StatusInProgress, true)
+	refundHeld.Operation, refundReleased.Operation = "refund", "refund"
+	for name, c := range map[string]outbox.Change{
+		"a refund's hold":             {OldRecord: record(idem.StatusInProgress, false), NewRecord: refundHeld},
+		"a refund's held record gone": {OldRecord: refundReleased},
+	} {
+		if got, err := outbox.Events(c); err != nil || len(got) != 0 {
+			t.Fatalf("%s: %v, %v; want no charge event", name, got, err)
 		}
 	}
 	held, _ := outbox.Events(outbox.Change{OldRecord: record(idem.StatusInProgress, false), NewRecord: record(idem.StatusInProgress, true)})

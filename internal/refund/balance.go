@@ -19,12 +19,12 @@ const MaxEntries = 50
 // State is a refund entry's state.
 type State string
 
-// The states of an entry. Reserved moves to Succeeded or Released, once;
-// both are final.
+// The states of an entry. EntryReserved moves to EntrySucceeded or
+// EntryReleased, once; both are final.
 const (
-	Reserved  State = "reserved"
-	Succeeded State = "succeeded"
-	Released  State = "released"
+	EntryReserved  State = "reserved"
+	EntrySucceeded State = "succeeded"
+	EntryReleased  State = "released"
 )
 
 // Entry is one refund intent's part of a balance, named by the intent's

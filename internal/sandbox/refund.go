@@ -21,6 +21,7 @@ const (
 	DeclineExceedsAuthorization = "exceeds_authorization"
 	DeclineNoSuchAuthorization  = "authorization_not_found"
 	DeclineCurrency             = "currency_differs"
+	DeclineRefundFunds          = "insufficient_funds"
 )
 
 type storedRefund struct {
@@ -97,6 +98,8 @@ func (s *Server) recordRefund(key string, req acquirer.RefundRequest) storedRefu
 	}
 	auth, ok := s.authorization(req.AuthorizationID)
 	switch {
+	case s.faults.DeclineRefunds:
+		ref.DeclineCode = DeclineRefundFunds
 	case !ok || auth.auth.Status != acquirer.StatusCaptured:
 		ref.DeclineCode = DeclineNoSuchAuthorization
 	case auth.auth.Currency != req.Currency:

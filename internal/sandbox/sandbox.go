@@ -64,6 +64,9 @@ type Faults struct {
 	// ResponseDelayMS delays every answer after the request was processed:
 	// the authorization exists while the client still waits.
 	ResponseDelayMS int `json:"response_delay_ms"`
+	// DeclineRefunds declines every new refund (insufficient_funds at the
+	// acquirer), so a test sees a decline free its reservation.
+	DeclineRefunds bool `json:"decline_refunds"`
 	// Seed makes the fault sequence repeatable.
 	Seed uint64 `json:"seed"`
 }

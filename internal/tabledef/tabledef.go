@@ -73,6 +73,10 @@ const HeartbeatPrefix = "HEARTBEAT#"
 // event, and written only by conditional updates.
 const BalancePrefix = "BALANCE#"
 
+// RefundPrefix begins the key of each refund row, followed by the refund
+// id: written once, never expires.
+const RefundPrefix = "REFUND#"
+
 // Type is an attribute's DynamoDB scalar type.
 type Type string
 

@@ -81,7 +81,7 @@ func reserve(b refund.Balances, charge, key string, fence int, amount int64) (re
 // one that does not fit is refused with what remains.
 func testReserveWithinTheCharge(t *testing.T, b refund.Balances) {
 	charge := chargeOf(t)
-	if e, err := reserve(b, charge, keyOf(1), 1, 600); err != nil || e != (refund.Entry{State: refund.Reserved, Fence: 1, Amount: 600}) {
+	if e, err := reserve(b, charge, keyOf(1), 1, 600); err != nil || e != (refund.Entry{State: refund.EntryReserved, Fence: 1, Amount: 600}) {
 		t.Fatalf("first: %+v, %v", e, err)
 	}
 	var noRoom *refund.NoRoomError
@@ -111,7 +111,7 @@ func testReserveWhatRemains(t *testing.T, b refund.Balances) {
 	if err != nil || e.Amount != 700 {
 		t.Fatalf("the rest: %+v, %v; want 700", e, err)
 	}
-	if stored, ok, err := b.Entry(ctx, charge, keyOf(2)); err != nil || !ok || stored.Amount != 700 || stored.State != refund.Reserved {
+	if stored, ok, err := b.Entry(ctx, charge, keyOf(2)); err != nil || !ok || stored.Amount != 700 || stored.State != refund.EntryReserved {
 		t.Fatalf("stored %+v %t %v", stored, ok, err)
 	}
 	var noRoom *refund.NoRoomError
@@ -242,7 +242,7 @@ func testRefenceShutsOutEarlierAttempts(t *testing.T, b refund.Balances) {
 		t.Fatal(err)
 	}
 	e, err := b.Refence(ctx, charge, keyOf(1), 2)
-	if err != nil || e != (refund.Entry{State: refund.Reserved, Fence: 2, Amount: 1000}) {
+	if err != nil || e != (refund.Entry{State: refund.EntryReserved, Fence: 2, Amount: 1000}) {
 		t.Fatalf("refence: %+v, %v", e, err)
 	}
 	if _, err := b.Refence(ctx, charge, keyOf(1), 2); !errors.Is(err, refund.ErrFenced) {

@@ -47,7 +47,7 @@ func (m *MemoryBalances) Reserve(_ context.Context, r refund.Reservation) (refun
 	}
 	e, exists := b.entries[r.Key]
 	switch {
-	case e.State == refund.Reserved && e.Fence == r.Fence:
+	case e.State == refund.EntryReserved && e.Fence == r.Fence:
 		return e, nil // this attempt's own reservation, answered again
 	case e.State != "" || exists && e.Fence != r.Fence:
 		return e, refund.ErrFenced
@@ -61,7 +61,7 @@ func (m *MemoryBalances) Reserve(_ context.Context, r refund.Reservation) (refun
 	if amount == 0 || amount > b.Remaining {
 		return e, &refund.NoRoomError{Refundable: b.Remaining}
 	}
-	e = refund.Entry{State: refund.Reserved, Fence: r.Fence, Amount: amount}
+	e = refund.Entry{State: refund.EntryReserved, Fence: r.Fence, Amount: amount}
 	b.entries[r.Key] = e
 	b.Remaining -= amount
 	b.Reserved += amount
@@ -92,12 +92,12 @@ func (m *MemoryBalances) Succeed(_ context.Context, chargeID, key string, fence 
 	switch {
 	case e.Fence != fence:
 		return refund.ErrFenced
-	case e.State == refund.Succeeded:
+	case e.State == refund.EntrySucceeded:
 		return nil
-	case e.State != refund.Reserved:
+	case e.State != refund.EntryReserved:
 		return refund.ErrFenced
 	}
-	e.State = refund.Succeeded
+	e.State = refund.EntrySucceeded
 	b.entries[key] = e
 	b.Reserved -= e.Amount
 	b.Refunded += e.Amount
@@ -113,15 +113,15 @@ func (m *MemoryBalances) Release(_ context.Context, chargeID, key string, fence 
 	switch {
 	case exists && e.Fence != fence:
 		return refund.ErrFenced
-	case e.State == refund.Released:
+	case e.State == refund.EntryReleased:
 		return nil
-	case e.State == refund.Succeeded:
+	case e.State == refund.EntrySucceeded:
 		return refund.ErrFenced
-	case e.State == refund.Reserved:
+	case e.State == refund.EntryReserved:
 		b.Reserved -= e.Amount
 		b.Remaining += e.Amount
 	}
-	e.State, e.Fence = refund.Released, fence
+	e.State, e.Fence = refund.EntryReleased, fence
 	b.entries[key] = e
 	return nil
 }

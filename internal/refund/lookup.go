@@ -1,0 +1,77 @@
+package refund
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+
+	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/obs"
+)
+
+// Get finds account's refund id: Found with its row (succeeded or
+// declined), NotFound for a refund that does not exist or is another
+// account's (the two are indistinguishable), AccountInvalid, or
+// Unavailable when the store failed. One read.
+func (s *Service) Get(ctx context.Context, account, id string) Result {
+	if err := idem.ValidateAccount(account); err != nil {
+		return Result{Outcome: AccountInvalid, Reason: err.Error()}
+	}
+	if !ValidID(id) {
+		return Result{Outcome: NotFound}
+	}
+	ctx = obs.WithAttrs(ctx, slog.String("record", idem.Ref(id)))
+	r, err := s.ledger.Get(ctx, id)
+	switch {
+	case errors.Is(err, ErrNoRefund):
+		return Result{Outcome: NotFound}
+	case errors.Is(err, ErrUnreadableRefund):
+		s.cfg.Logger.ErrorContext(ctx, "get refund: unreadable row", "error", err)
+		return Result{Outcome: NotFound}
+	case err != nil:
+		s.cfg.Logger.ErrorContext(ctx, "get refund failed", "error", err)
+		return Result{Outcome: Unavailable, RetryAfter: s.cfg.RetryAfter}
+	case r.Account != account:
+		return Result{Outcome: NotFound}
+	}
+	return Result{Outcome: Found, Refund: r}
+}
+
+// ByKey finds account's refund by the client's idempotency key, as the
+// charges' lookup does: the key's record, then the row its downstream key
+// names. InFlight while the key is in flight, Held while its record is
+// held, NotFound when the key has no live record or its answer has no
+// refund (the bound refused it).
+func (s *Service) ByKey(ctx context.Context, account, key string) Result {
+	if err := idem.ValidateAccount(account); err != nil {
+		return Result{Outcome: AccountInvalid, Reason: err.Error()}
+	}
+	rec, err := s.guard.Find(ctx, idem.Scope{Operation: Operation, Account: account, Key: key})
+	var inFlight *idem.InFlightError
+	switch {
+	case errors.Is(err, idem.ErrKeyMissing):
+		return Result{Outcome: KeyMissing}
+	case errors.Is(err, idem.ErrKeyInvalid):
+		return Result{Outcome: KeyInvalid, Reason: err.Error()}
+	case errors.Is(err, idem.ErrNotFound):
+		return Result{Outcome: NotFound}
+	case errors.As(err, &inFlight):
+		return Result{Outcome: InFlight, RetryAfter: inFlight.RetryAfter, WaitOut: max(inFlight.WaitOut, inFlight.RetryAfter)}
+	case errors.Is(err, idem.ErrHeld):
+		return Result{Outcome: Held, RetryAfter: s.cfg.HeldRetryAfter}
+	case err != nil:
+		s.cfg.Logger.ErrorContext(ctx, "refund lookup by key failed", "error", err)
+		return Result{Outcome: Unavailable, RetryAfter: s.cfg.RetryAfter}
+	}
+	res := s.Get(obs.WithAttrs(ctx, slog.String("record", idem.Ref(rec.PK))), account, ID(rec.DownstreamKey))
+	res.Record = idem.Ref(rec.PK)
+	return res
+}
+
+// Refunded is what charge id's succeeded refunds add up to: one read of
+// its balance (0 for a charge never refunded). The caller has found the
+// charge for its account.
+func (s *Service) Refunded(ctx context.Context, chargeID string) (int64, error) {
+	b, err := s.balances.Get(ctx, chargeID)
+	return b.Refunded, err
+}

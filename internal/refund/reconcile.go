@@ -1,0 +1,111 @@
+package refund
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/idempotent-payments/idempay/internal/acquirer"
+	"github.com/idempotent-payments/idempay/internal/charge"
+	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/obs"
+)
+
+// ErrNotARefundRecord: Reconcile was given a key that is not a refund's
+// idempotency record. Nothing was read or written.
+var ErrNotARefundRecord = errors.New("not a refund's idempotency record")
+
+// Reconcile resolves a refund record left in flight, as
+// charge.Service.Reconcile does a charge's: it takes the lease over only
+// once it ended more than the wait-out ago (DESIGN §4 rule 3), re-fences
+// the entry and asks the acquirer. Found, it finishes as an attempt does
+// (the row, the entry, the completion); absent, it releases the entry,
+// then the record: nothing can be in transit any more. A held record is
+// left to its operator, and an answer that disagrees holds the record. It
+// answers in charge.Reconciled's terms, so one reconciler counts both. An
+// error means nothing is known yet: retry later; except
+// ErrNotARefundRecord, which no retry changes.
+func (s *Service) Reconcile(ctx context.Context, pk string) (charge.Reconciled, error) {
+	scope, err := idem.ParsePK(pk)
+	if err == nil && scope.Operation != Operation {
+		err = fmt.Errorf("operation %q", scope.Operation)
+	}
+	if err != nil {
+		return charge.NothingToDo, fmt.Errorf("reconcile: %w: %w", ErrNotARefundRecord, err)
+	}
+	ctx = obs.WithAttrs(ctx, slog.String("record", idem.Ref(pk)))
+	lease, err := s.guard.TakeOverStale(ctx, pk)
+	switch {
+	case errors.Is(err, idem.ErrNotFound) || errors.Is(err, idem.ErrLeaseLost):
+		return charge.NothingToDo, nil
+	case errors.Is(err, idem.ErrHeld):
+		return charge.ReconciledHeld, nil
+	case err != nil:
+		return charge.NothingToDo, err
+	}
+	canonical, err := lease.Request()
+	var req Request
+	if err == nil {
+		req, err = RequestFromCanonical(canonical)
+	}
+	if err != nil {
+		_ = lease.Abandon(ctx)
+		return charge.NothingToDo, fmt.Errorf("reconcile %s: stored request: %w", idem.Ref(pk), err)
+	}
+	ch := s.charges.Get(ctx, lease.Record().Account, req.ChargeID)
+	if ch.Outcome != charge.Found {
+		// No reservation is made without the charge's row: nothing of this
+		// intent can be at the acquirer, or on the balance.
+		if ch.Outcome == charge.NotFound {
+			if err := lease.ReleaseReconciled(ctx); err != nil {
+				return charge.NothingToDo, fmt.Errorf("reconcile %s: %w", idem.Ref(pk), err)
+			}
+			return charge.ReconciledReleased, nil
+		}
+		_ = lease.Abandon(ctx)
+		return charge.NothingToDo, fmt.Errorf("reconcile %s: the charge: %s", idem.Ref(pk), ch.Outcome)
+	}
+	entry, err := s.balances.Refence(ctx, req.ChargeID, lease.DownstreamKey(), lease.Attempt())
+	if err != nil {
+		_ = lease.Abandon(ctx)
+		return charge.NothingToDo, fmt.Errorf("reconcile %s: re-fence: %w", idem.Ref(pk), err)
+	}
+	found, err := s.lookup(ctx, lease, ch.Charge, entry)
+	switch {
+	case errors.Is(err, acquirer.ErrMismatch):
+		if _, held := s.hold(ctx, lease, ch.Charge, entry, err); !held {
+			return charge.ReconciledMismatch, fmt.Errorf("reconcile %s: the hold was not written", idem.Ref(pk))
+		}
+		return charge.ReconciledMismatch, nil
+	case err == nil:
+		return s.reconciled(pk, s.finish(ctx, lease, req, ch.Charge, found))
+	case !errors.Is(err, acquirer.ErrNotFound):
+		_ = lease.Abandon(ctx)
+		return charge.NothingToDo, fmt.Errorf("reconcile %s: acquirer refund lookup: %w", idem.Ref(pk), err)
+	}
+	if entry.State == EntrySucceeded {
+		return s.reconciled(pk, s.completeFromRow(ctx, lease))
+	}
+	return s.releaseReconciled(ctx, lease, req.ChargeID)
+}
+
+// releaseReconciled releases the entry, then the record.
+func (s *Service) releaseReconciled(ctx context.Context, lease *idem.Lease, chargeID string) (charge.Reconciled, error) {
+	if err := s.balances.Release(ctx, chargeID, lease.DownstreamKey(), lease.Attempt()); err != nil {
+		_ = lease.Abandon(ctx)
+		return charge.NothingToDo, fmt.Errorf("reconcile %s: release the entry: %w", idem.Ref(lease.PK()), err)
+	}
+	if err := lease.ReleaseReconciled(ctx); err != nil {
+		return charge.NothingToDo, fmt.Errorf("reconcile %s: %w", idem.Ref(lease.PK()), err)
+	}
+	return charge.ReconciledReleased, nil
+}
+
+// reconciled is what a finishing attempt's result means to the reconciler.
+func (s *Service) reconciled(pk string, res Result) (charge.Reconciled, error) {
+	if res.Outcome != Executed && res.Outcome != Replayed {
+		return charge.NothingToDo, fmt.Errorf("reconcile %s: completion did not land (%s)", idem.Ref(pk), res.Outcome)
+	}
+	return charge.ReconciledCompleted, nil
+}

@@ -1,0 +1,576 @@
+package refundtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/idempotent-payments/idempay/internal/acquirer"
+	"github.com/idempotent-payments/idempay/internal/charge"
+	"github.com/idempotent-payments/idempay/internal/charge/chargetest"
+	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/idem/idemtest"
+	"github.com/idempotent-payments/idempay/internal/refund"
+	"github.com/idempotent-payments/idempay/internal/sandbox"
+)
+
+// Stores are one table's stores, fresh for one test: the engine's, the
+// charges' ledger, the balances and the refunds' ledger.
+type Stores struct {
+	Store    idem.Store
+	Charges  charge.Ledger
+	Balances refund.Balances
+	Refunds  refund.Ledger
+}
+
+// NewStoresFunc returns fresh stores for one test.
+type NewStoresFunc func(t *testing.T) Stores
+
+// RunServiceConformance runs every path of a refund's state machine
+// (DESIGN §7) over the stores, with the sandbox acquirer behind a real
+// socket and its own bound off, so only the service's bound decides:
+// the order of decisions, the bound under concurrency on two instances,
+// declines, dropped answers, kills between every two steps resolved by a
+// retry and by the reconciler, and a lying acquirer.
+func RunServiceConformance(t *testing.T, newStores NewStoresFunc) {
+	for _, c := range []struct {
+		name string
+		run  func(t *testing.T, w *world)
+	}{
+		{"RefundsUpToTheCharge", serviceRefundsUpToTheCharge},
+		{"ConcurrentRefundsOnTwoInstances", serviceConcurrentRefundsOnTwoInstances},
+		{"TheKeyIsScopedByOperation", serviceTheKeyIsScopedByOperation},
+		{"TheChargeDecidesFirst", serviceTheChargeDecidesFirst},
+		{"AChargeWhoseOutcomeIsPending", serviceAChargeWhoseOutcomeIsPending},
+		{"ADeclineFreesTheAmount", serviceADeclineFreesTheAmount},
+		{"ADroppedAnswerIsReconciled", serviceADroppedAnswerIsReconciled},
+		{"NothingSentReleasesBoth", serviceNothingSentReleasesBoth},
+		{"AnUnknownOutcomeIsTakenOverAndSent", serviceAnUnknownOutcomeIsTakenOverAndSent},
+		{"TheReconcilerReleasesWhatNeverLeft", serviceTheReconcilerReleasesWhatNeverLeft},
+		{"KillsBetweenTheSteps", serviceKillsBetweenTheSteps},
+		{"ALyingAcquirerIsHeld", serviceALyingAcquirerIsHeld},
+		{"TheLimitOfRefunds", serviceTheLimitOfRefunds},
+		{"LookupsByIDAndKey", serviceLookupsByIDAndKey},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			c.run(t, newWorld(t, newStores))
+		})
+	}
+}
+
+// protocol is the suite's guards': T 5 s, skew 1 s, the sandbox.
+var protocol = idem.Protocol{InTransitBound: 5 * time.Second, ClockSkew: time.Second, Downstream: "sandbox"}
+
+const (
+	account = "acct_r"
+	// reconcilable is past a 30 s lease and T + skew.
+	reconcilable = 30*time.Second + 7*time.Second
+)
+
+// world is a charge service and a refund service on fresh stores, with a
+// test clock and the sandbox on a socket.
+type world struct {
+	stores  Stores
+	clock   *idemtest.Clock
+	sb      *sandbox.Server
+	acq     *acquirer.Client
+	charges *charge.Service
+	svc     *refund.Service
+	n       atomic.Int64
+}
+
+func newWorld(t *testing.T, newStores NewStoresFunc) *world {
+	w := &world{stores: newStores(t), clock: idemtest.NewClock(time.Now().Truncate(time.Millisecond)), sb: sandbox.New("")}
+	w.sb.SetRefundBound(false)
+	srv := httptest.NewServer(w.sb)
+	t.Cleanup(srv.Close)
+	w.acq, _ = acquirer.NewClient(srv.URL, "", nil)
+	w.charges, w.svc = w.instance(w.acq)
+	return w
+}
+
+// instance is one more function instance: its own guard (and warm
+// cache) on the same stores.
+func (w *world) instance(acq refund.Acquirer) (*charge.Service, *refund.Service) {
+	guard := idem.NewGuard(w.stores.Store, idem.Config{Now: w.clock.Now, DefaultLease: 30 * time.Second, Protocol: protocol})
+	cfg := charge.Config{Now: w.clock.Now}
+	charges := charge.NewService(guard, w.stores.Charges, w.acq, chargetest.Render, cfg)
+	return charges, refund.NewService(guard, charges, w.stores.Balances, w.stores.Refunds, acq, Render, cfg)
+}
+
+// with is the refund service of another instance sending through acq.
+func (w *world) with(acq refund.Acquirer) *refund.Service {
+	_, svc := w.instance(acq)
+	return svc
+}
+
+// charge charges amount with method and returns the charge's id.
+func (w *world) charge(t *testing.T, method string, amount int64) string {
+	t.Helper()
+	res := w.charges.Charge(ctx, charge.Input{Account: account, Keys: []string{fmt.Sprintf("charge-key-%d", w.n.Add(1))},
+		Body: fmt.Appendf(nil, `{"amount": %d, "currency": "BRL", "order_id": "o-1", "payment_method": %q}`, amount, method)})
+	if res.Outcome != charge.Executed || res.ChargeID == "" {
+		t.Fatalf("charge: %s", res.Outcome)
+	}
+	return res.ChargeID
+}
+
+func in(key, chargeID, body string) refund.Input {
+	return refund.Input{Account: account, Keys: []string{key}, ChargeID: chargeID, Body: []byte(body)}
+}
+
+// pkOf is the record of a refund key.
+func pkOf(key string) string {
+	return idem.Scope{Operation: refund.Operation, Account: account, Key: key}.PK()
+}
+
+// mustAnswer checks a result's outcome and its stored answer's status.
+func mustAnswer(t *testing.T, res refund.Result, outcome refund.Outcome, status int) {
+	t.Helper()
+	if res.Outcome != outcome || (status != 0 && res.Response.StatusCode != status) {
+		t.Fatalf("%s %d %s, want %s %d", res.Outcome, res.Response.StatusCode, res.Response.Body, outcome, status)
+	}
+}
+
+// mustHold checks the charge's balance, its invariant, and that the
+// sandbox refunded exactly what the balance says was refunded.
+func (w *world) mustHold(t *testing.T, chargeID string, remaining, reserved, refunded int64) {
+	t.Helper()
+	mustBalance(t, w.stores.Balances, chargeID, remaining, reserved, refunded)
+	ch, err := w.stores.Charges.Get(ctx, chargeID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := w.sb.Refunded(ch.AuthorizationID); got != refunded {
+		t.Fatalf("the acquirer refunded %d, the balance says %d", got, refunded)
+	}
+	if w.sb.RefundsRefused() != 0 {
+		t.Fatalf("the sandbox refused %d refunds: its bound is off", w.sb.RefundsRefused())
+	}
+}
+
+// mustBeGone checks that the key has no record.
+func (w *world) mustBeGone(t *testing.T, key string) {
+	t.Helper()
+	if rec, err := w.stores.Store.Get(ctx, pkOf(key), w.clock.Now()); !errors.Is(err, idem.ErrNotFound) {
+		t.Fatalf("the key's record: %+v, %v; want none", rec, err)
+	}
+}
+
+// serviceRefundsUpToTheCharge: partial refunds succeed while they fit; a
+// replay is the first answer byte for byte; one that does not fit is a
+// final 422 with what remained; {} takes what remains, resolved when it
+// is accepted.
+func serviceRefundsUpToTheCharge(t *testing.T, w *world) {
+	ch := w.charge(t, "pm_card_visa", 1000)
+	first := w.svc.Refund(ctx, in("refund-a", ch, `{"amount": 600, "reason": "requested_by_customer"}`))
+	mustAnswer(t, first, refund.Executed, 201)
+	if first.RefundID == "" || first.Attempt != 1 {
+		t.Fatalf("first: %+v", first)
+	}
+	again := w.svc.Refund(ctx, in("refund-a", ch, `{"reason": "requested_by_customer", "amount": 600}`))
+	mustAnswer(t, again, refund.Replayed, 201)
+	if string(again.Response.Body) != string(first.Response.Body) || again.RefundID != first.RefundID {
+		t.Fatalf("replay %s, first %s", again.Response.Body, first.Response.Body)
+	}
+	over := w.svc.Refund(ctx, in("refund-b", ch, `{"amount": 600}`))
+	mustAnswer(t, over, refund.Executed, 422)
+	if !strings.Contains(string(over.Response.Body), `"Refundable":400`) {
+		t.Fatalf("the refusal %s does not say 400 remains", over.Response.Body)
+	}
+	mustAnswer(t, w.svc.Refund(ctx, in("refund-b", ch, `{"amount": 600}`)), refund.Replayed, 422)
+	rest := w.svc.Refund(ctx, in("refund-c", ch, `{}`))
+	mustAnswer(t, rest, refund.Executed, 201)
+	if row, err := w.stores.Refunds.Get(ctx, rest.RefundID); err != nil || row.Amount != 400 || row.Reason != "" {
+		t.Fatalf("the rest: %+v, %v", row, err)
+	}
+	mustAnswer(t, w.svc.Refund(ctx, in("refund-d", ch, `{}`)), refund.Executed, 422)
+	w.mustHold(t, ch, 0, 0, 1000)
+	if got, err := w.svc.Refunded(ctx, ch); err != nil || got != 1000 {
+		t.Fatalf("refunded %d, %v", got, err)
+	}
+}
+
+// serviceConcurrentRefundsOnTwoInstances: 20 refunds of 20 % under 20
+// keys at once, through two instances: exactly 5 succeed, 15 are refused
+// 422, and the acquirer refunded exactly the charge.
+func serviceConcurrentRefundsOnTwoInstances(t *testing.T, w *world) {
+	ch := w.charge(t, "pm_card_visa", 1000)
+	instances := []*refund.Service{w.svc, w.with(w.acq)}
+	results := make([]refund.Result, 20)
+	var wg sync.WaitGroup
+	for i := range results {
+		wg.Go(func() {
+			results[i] = instances[i%2].Refund(ctx, in(fmt.Sprintf("concurrent-%d", i), ch, `{"amount": 200}`))
+		})
+	}
+	wg.Wait()
+	count := map[int]int{}
+	for _, r := range results {
+		if r.Outcome != refund.Executed {
+			t.Fatalf("%s: %s", r.Key, r.Outcome)
+		}
+		count[r.Response.StatusCode]++
+	}
+	if count[201] != 5 || count[422] != 15 {
+		t.Fatalf("answers %v, want 5×201 and 15×422", count)
+	}
+	w.mustHold(t, ch, 0, 0, 1000)
+}
+
+// serviceTheKeyIsScopedByOperation: one key string for a charge and a
+// refund names two intents; {} and {"amount": N} under one key are two
+// requests, even when N is what {} resolved to.
+func serviceTheKeyIsScopedByOperation(t *testing.T, w *world) {
+	res := w.charges.Charge(ctx, charge.Input{Account: account, Keys: []string{"shared-key-1"},
+		Body: []byte(`{"amount": 500, "currency": "BRL", "order_id": "o-2", "payment_method": "pm_card_visa"}`)})
+	if res.Outcome != charge.Executed {
+		t.Fatalf("charge: %s", res.Outcome)
+	}
+	mustAnswer(t, w.svc.Refund(ctx, in("shared-key-1", res.ChargeID, `{}`)), refund.Executed, 201)
+	mustAnswer(t, w.svc.Refund(ctx, in("shared-key-1", res.ChargeID, `{"amount": 500}`)), refund.KeyReused, 0)
+	other := w.charge(t, "pm_card_visa", 500)
+	mustAnswer(t, w.svc.Refund(ctx, in("shared-key-1", other, `{}`)), refund.KeyReused, 0)
+}
+
+// serviceTheChargeDecidesFirst: no such charge, another account's, a
+// declined one, one of another acquirer: nothing stored, the key free.
+// The door refuses before anything: a bad key, a bad body, an id that
+// cannot be a charge's.
+func serviceTheChargeDecidesFirst(t *testing.T, w *world) {
+	ch := w.charge(t, "pm_card_visa", 1000)
+	declined := w.charges.Charge(ctx, charge.Input{Account: account, Keys: []string{"declined-charge"},
+		Body: []byte(`{"amount": 100, "currency": "BRL", "order_id": "o-3", "payment_method": "pm_card_declined"}`)})
+	foreign := charge.Charge{ID: charge.ID(strings.Repeat("e", 40)), Account: account, Status: acquirer.StatusCaptured,
+		Amount: 100, Currency: "BRL", OrderID: "o-4", AuthorizationID: "auth_x", AcquirerID: "another-acquirer", CreatedAt: w.clock.Now()}
+	if _, err := w.stores.Charges.Write(ctx, foreign); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		in   refund.Input
+		want refund.Outcome
+	}{
+		{"no such charge", in("decide-1", charge.ID(strings.Repeat("0", 40)), `{}`), refund.NotFound},
+		{"another account's", refund.Input{Account: "acct_other", Keys: []string{"decide-2"}, ChargeID: ch, Body: []byte(`{}`)}, refund.NotFound},
+		{"declined", in("decide-3", declined.ChargeID, `{}`), refund.NotRefundable},
+		{"another acquirer's", in("decide-4", foreign.ID, `{}`), refund.NotRefundable},
+		{"not a charge id", in("decide-5", "ch_1", `{}`), refund.NotFound},
+		{"no key", refund.Input{Account: account, ChargeID: ch, Body: []byte(`{}`)}, refund.KeyMissing},
+		{"two keys", refund.Input{Account: account, Keys: []string{"decide-6", "decide-7"}, ChargeID: ch, Body: []byte(`{}`)}, refund.KeyInvalid},
+		{"a bad body", in("decide-8", ch, `{"amount": 1, "Amount": 2}`), refund.RequestInvalid},
+		{"no account", refund.Input{Keys: []string{"decide-9"}, ChargeID: ch, Body: []byte(`{}`)}, refund.AccountInvalid},
+	} {
+		if res := w.svc.Refund(ctx, c.in); res.Outcome != c.want {
+			t.Errorf("%s: %s, want %s", c.name, res.Outcome, c.want)
+		}
+		for _, k := range c.in.Keys {
+			w.mustBeGone(t, k)
+		}
+	}
+	mustBalance(t, w.stores.Balances, ch, 0, 0, 0)
+	if len(w.sb.Refunds()) != 0 {
+		t.Fatalf("the acquirer received %d refunds", len(w.sb.Refunds()))
+	}
+}
+
+// failingCompletion fails the next Complete once armed: a charge whose
+// worker wrote its row and died before completing its record.
+type failingCompletion struct {
+	idem.Store
+	armed atomic.Bool
+}
+
+func (s *failingCompletion) Complete(c2 context.Context, pk, token string, resp idem.Response, settled *idem.Settlement, expiresAt time.Time) error {
+	if s.armed.CompareAndSwap(true, false) {
+		return errors.New("died between the row and the completion")
+	}
+	return s.Store.Complete(c2, pk, token, resp, settled, expiresAt)
+}
+
+// serviceAChargeWhoseOutcomeIsPending: a charge whose row exists while
+// its record is still in flight answers 503 CHARGE_OUTCOME_PENDING;
+// nothing stored; once the charge completes, the refund goes through.
+func serviceAChargeWhoseOutcomeIsPending(t *testing.T, w *world) {
+	store := &failingCompletion{Store: w.stores.Store}
+	guard := idem.NewGuard(store, idem.Config{Now: w.clock.Now, DefaultLease: 30 * time.Second, Protocol: protocol})
+	charges := charge.NewService(guard, w.stores.Charges, w.acq, chargetest.Render, charge.Config{Now: w.clock.Now})
+	store.armed.Store(true)
+	chargeIn := charge.Input{Account: account, Keys: []string{"pending-charge"},
+		Body: []byte(`{"amount": 700, "currency": "BRL", "order_id": "o-5", "payment_method": "pm_card_visa"}`)}
+	if res := charges.Charge(ctx, chargeIn); res.Outcome != charge.Pending {
+		t.Fatalf("the charge that died after its row: %s", res.Outcome)
+	}
+	id := charge.ID(w.record(t, idem.Scope{Operation: charge.Operation, Account: account, Key: "pending-charge"}).DownstreamKey)
+	res := w.svc.Refund(ctx, in("refund-of-pending", id, `{}`))
+	if res.Outcome != refund.ChargePending || res.RetryAfter <= 0 || res.Outcome.Code() != "CHARGE_OUTCOME_PENDING" {
+		t.Fatalf("%s (%s), retry after %s", res.Outcome, res.Outcome.Code(), res.RetryAfter)
+	}
+	w.mustBeGone(t, "refund-of-pending")
+	w.clock.Advance(time.Minute)
+	if res := charges.Charge(ctx, chargeIn); res.Outcome != charge.Executed {
+		t.Fatalf("the charge's retry: %s", res.Outcome)
+	}
+	mustAnswer(t, w.svc.Refund(ctx, in("refund-of-pending", id, `{}`)), refund.Executed, 201)
+	w.mustHold(t, id, 0, 0, 700)
+}
+
+// record is the scope's record, as the store holds it now.
+func (w *world) record(t *testing.T, scope idem.Scope) *idem.Record {
+	t.Helper()
+	rec, err := w.stores.Store.Get(ctx, scope.PK(), w.clock.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec
+}
+
+// serviceADeclineFreesTheAmount: a refund the acquirer declines is a
+// stored 402 with its row, its reservation released; the amount can be
+// refunded again.
+func serviceADeclineFreesTheAmount(t *testing.T, w *world) {
+	ch := w.charge(t, "pm_card_visa", 1000)
+	w.sb.SetFaults(sandbox.Faults{DeclineRefunds: true})
+	declined := w.svc.Refund(ctx, in("declined-refund", ch, `{"amount": 1000}`))
+	mustAnswer(t, declined, refund.Executed, 402)
+	if row, err := w.stores.Refunds.Get(ctx, declined.RefundID); err != nil || row.Status != acquirer.RefundDeclined || row.DeclineCode == "" {
+		t.Fatalf("the declined row: %+v, %v", row, err)
+	}
+	w.mustHold(t, ch, 1000, 0, 0)
+	w.sb.SetFaults(sandbox.Faults{})
+	mustAnswer(t, w.svc.Refund(ctx, in("after-the-decline", ch, `{"amount": 1000}`)), refund.Executed, 201)
+	w.mustHold(t, ch, 0, 0, 1000)
+}
+
+// serviceADroppedAnswerIsReconciled: the acquirer refunds and the answer
+// is lost: 503 pending, the amount reserved; the reconciler completes it
+// and the client's retry replays the refund.
+func serviceADroppedAnswerIsReconciled(t *testing.T, w *world) {
+	ch := w.charge(t, "pm_card_visa", 1000)
+	w.sb.SetFaults(sandbox.Faults{DropRate: 1})
+	res := w.svc.Refund(ctx, in("dropped-refund", ch, `{"amount": 300}`))
+	if res.Outcome != refund.Pending || res.Outcome.Code() != refund.CodeOutcomePending {
+		t.Fatalf("%s", res.Outcome)
+	}
+	w.sb.SetFaults(sandbox.Faults{})
+	mustBalance(t, w.stores.Balances, ch, 700, 300, 0)
+	w.clock.Advance(reconcilable)
+	if got, err := w.svc.Reconcile(ctx, pkOf("dropped-refund")); err != nil || got != charge.ReconciledCompleted {
+		t.Fatalf("reconcile: %s, %v", got, err)
+	}
+	w.mustHold(t, ch, 700, 0, 300)
+	mustAnswer(t, w.svc.Refund(ctx, in("dropped-refund", ch, `{"amount": 300}`)), refund.Replayed, 201)
+}
+
+// serviceNothingSentReleasesBoth: an acquirer that cannot be reached on a
+// first attempt: 503 with the key and the reservation released.
+func serviceNothingSentReleasesBoth(t *testing.T, w *world) {
+	ch := w.charge(t, "pm_card_visa", 1000)
+	closed := httptest.NewServer(nil)
+	closed.Close()
+	unreachable, _ := acquirer.NewClient(closed.URL, "", nil)
+	res := w.with(unreachable).Refund(ctx, in("unsent-refund", ch, `{"amount": 1000}`))
+	if res.Outcome != refund.Released {
+		t.Fatalf("%s", res.Outcome)
+	}
+	w.mustBeGone(t, "unsent-refund")
+	w.mustHold(t, ch, 1000, 0, 0)
+	w.clock.Advance(time.Millisecond) // a new intent: a new downstream key
+	mustAnswer(t, w.svc.Refund(ctx, in("unsent-refund", ch, `{"amount": 1000}`)), refund.Executed, 201)
+}
+
+// serviceAnUnknownOutcomeIsTakenOverAndSent: a 500 leaves the outcome
+// unknown and the amount reserved; the client's retry takes over, finds
+// nothing at the acquirer and sends the stored amount under the same key.
+func serviceAnUnknownOutcomeIsTakenOverAndSent(t *testing.T, w *world) {
+	ch := w.charge(t, "pm_card_visa", 1000)
+	w.sb.SetFaults(sandbox.Faults{ErrorRate: 1})
+	if res := w.svc.Refund(ctx, in("unknown-refund", ch, `{}`)); res.Outcome != refund.Pending {
+		t.Fatalf("%s", res.Outcome)
+	}
+	w.sb.SetFaults(sandbox.Faults{})
+	mustBalance(t, w.stores.Balances, ch, 0, 1000, 0)
+	w.clock.Advance(time.Minute)
+	res := w.svc.Refund(ctx, in("unknown-refund", ch, `{}`))
+	mustAnswer(t, res, refund.Executed, 201)
+	if res.Attempt != 2 || len(w.sb.Refunds()) != 1 {
+		t.Fatalf("attempt %d, %d refunds at the acquirer", res.Attempt, len(w.sb.Refunds()))
+	}
+	w.mustHold(t, ch, 0, 0, 1000)
+}
+
+// serviceTheReconcilerReleasesWhatNeverLeft: an unknown outcome the
+// acquirer never processed: the reconciler releases the entry, then the
+// key, and the amount is refundable again.
+func serviceTheReconcilerReleasesWhatNeverLeft(t *testing.T, w *world) {
+	ch := w.charge(t, "pm_card_visa", 1000)
+	w.sb.SetFaults(sandbox.Faults{ErrorRate: 1})
+	if res := w.svc.Refund(ctx, in("never-left", ch, `{"amount": 400}`)); res.Outcome != refund.Pending {
+		t.Fatalf("%s", res.Outcome)
+	}
+	w.sb.SetFaults(sandbox.Faults{})
+	if got, err := w.svc.Reconcile(ctx, pkOf("never-left")); err != nil || got != charge.NothingToDo {
+		t.Fatalf("reconcile before the wait-out: %s, %v", got, err)
+	}
+	w.clock.Advance(reconcilable)
+	if got, err := w.svc.Reconcile(ctx, pkOf("never-left")); err != nil || got != charge.ReconciledReleased {
+		t.Fatalf("reconcile: %s, %v", got, err)
+	}
+	w.mustBeGone(t, "never-left")
+	w.mustHold(t, ch, 1000, 0, 0)
+}
+
+// crashing stands for a process killed at one step: it panics there,
+// and the test recovers, leaving the record as a kill would (in flight,
+// its lease live).
+type crashing struct {
+	refund.Acquirer
+	beforeSend, afterSend atomic.Bool
+}
+
+func (c *crashing) Refund(c2 context.Context, key string, req acquirer.RefundRequest) (acquirer.Refund, error) {
+	if c.beforeSend.Load() {
+		panic("killed between the reservation and the send")
+	}
+	r, err := c.Acquirer.Refund(c2, key, req)
+	if c.afterSend.Load() {
+		panic("killed between the send and the row")
+	}
+	return r, err
+}
+
+// killedAfterTheRow writes the row, then dies.
+type killedAfterTheRow struct{ refund.Ledger }
+
+func (l killedAfterTheRow) Write(c2 context.Context, r refund.Refund) (refund.Refund, error) {
+	if _, err := l.Ledger.Write(c2, r); err != nil {
+		return refund.Refund{}, err
+	}
+	panic("killed between the row and the balance")
+}
+
+func killed(f func()) (died bool) {
+	defer func() { died = recover() != nil }()
+	f()
+	return false
+}
+
+// serviceKillsBetweenTheSteps: a kill between the reservation and the
+// send, between the send and the row, and between the row and the
+// balance, each resolved once by a retry and once by the reconciler: the
+// acquirer refunds at most once per intent, and once resolved nothing
+// stays reserved.
+func serviceKillsBetweenTheSteps(t *testing.T, w *world) {
+	for _, kill := range []string{"before the send", "after the send", "after the row"} {
+		for _, by := range []string{"retry", "reconciler"} {
+			ch := w.charge(t, "pm_card_visa", 1000)
+			key := fmt.Sprintf("killed-%s-%s", strings.ReplaceAll(kill, " ", "-"), by)
+			acq := &crashing{Acquirer: w.acq}
+			acq.beforeSend.Store(kill == "before the send")
+			acq.afterSend.Store(kill == "after the send")
+			var ledger refund.Ledger = w.stores.Refunds
+			if kill == "after the row" {
+				ledger = killedAfterTheRow{w.stores.Refunds}
+			}
+			guard := idem.NewGuard(w.stores.Store, idem.Config{Now: w.clock.Now, DefaultLease: 30 * time.Second, Protocol: protocol})
+			doomed := refund.NewService(guard, w.charges, w.stores.Balances, ledger, acq, Render, charge.Config{Now: w.clock.Now})
+			if !killed(func() { doomed.Refund(ctx, in(key, ch, `{"amount": 600}`)) }) {
+				t.Fatalf("%s: the attempt was not killed", kill)
+			}
+			mustBalance(t, w.stores.Balances, ch, 400, 600, 0)
+			sent := kill != "before the send"
+			switch by {
+			case "retry":
+				w.clock.Advance(time.Minute)
+				mustAnswer(t, w.svc.Refund(ctx, in(key, ch, `{"amount": 600}`)), refund.Executed, 201)
+				w.mustHold(t, ch, 400, 0, 600)
+			case "reconciler":
+				w.clock.Advance(reconcilable)
+				got, err := w.svc.Reconcile(ctx, pkOf(key))
+				want := charge.ReconciledReleased
+				if sent {
+					want = charge.ReconciledCompleted
+				}
+				if err != nil || got != want {
+					t.Fatalf("%s, %s: %s, %v; want %s", kill, by, got, err, want)
+				}
+				if sent {
+					w.mustHold(t, ch, 400, 0, 600)
+				} else {
+					w.mustHold(t, ch, 1000, 0, 0)
+				}
+			}
+		}
+	}
+}
+
+// serviceALyingAcquirerIsHeld: a refund made for ten times the amount
+// asked is held for an operator: no row, the reservation kept, and every
+// retry answers pending.
+func serviceALyingAcquirerIsHeld(t *testing.T, w *world) {
+	ch := w.charge(t, sandbox.PaymentMethodRefundsTenfold, 1000)
+	res := w.svc.Refund(ctx, in("tenfold-refund", ch, `{"amount": 100}`))
+	if res.Outcome != refund.Mismatch || res.Outcome.Code() != refund.CodeOutcomePending {
+		t.Fatalf("%s", res.Outcome)
+	}
+	rec := w.record(t, idem.Scope{Operation: refund.Operation, Account: account, Key: "tenfold-refund"})
+	if !rec.Held() || rec.Hold.Reason != acquirer.ReasonAmount {
+		t.Fatalf("record %+v", rec)
+	}
+	if _, err := w.stores.Refunds.Get(ctx, refund.ID(rec.DownstreamKey)); !errors.Is(err, refund.ErrNoRefund) {
+		t.Fatalf("a held refund has a row: %v", err)
+	}
+	mustBalance(t, w.stores.Balances, ch, 900, 100, 0)
+	w.clock.Advance(time.Hour)
+	if again := w.svc.Refund(ctx, in("tenfold-refund", ch, `{"amount": 100}`)); again.Outcome != refund.Held {
+		t.Fatalf("retry: %s", again.Outcome)
+	}
+	if got, err := w.svc.Reconcile(ctx, pkOf("tenfold-refund")); err != nil || got != charge.ReconciledHeld {
+		t.Fatalf("reconcile: %s, %v", got, err)
+	}
+}
+
+// serviceTheLimitOfRefunds: a charge takes MaxEntries refunds; the next
+// is a stored 422.
+func serviceTheLimitOfRefunds(t *testing.T, w *world) {
+	ch := w.charge(t, "pm_card_visa", 1000)
+	for i := range refund.MaxEntries {
+		mustAnswer(t, w.svc.Refund(ctx, in(fmt.Sprintf("small-refund-%d", i), ch, `{"amount": 1}`)), refund.Executed, 201)
+	}
+	mustAnswer(t, w.svc.Refund(ctx, in("one-too-many", ch, `{"amount": 1}`)), refund.Executed, 422)
+	w.mustHold(t, ch, 1000-refund.MaxEntries, 0, refund.MaxEntries)
+}
+
+// serviceLookupsByIDAndKey: a refund is found by its id and by its key,
+// by its own account only; a key whose answer is the bound's refusal has
+// no refund.
+func serviceLookupsByIDAndKey(t *testing.T, w *world) {
+	ch := w.charge(t, "pm_card_visa", 1000)
+	made := w.svc.Refund(ctx, in("looked-up", ch, `{"amount": 1000}`))
+	mustAnswer(t, made, refund.Executed, 201)
+	mustAnswer(t, w.svc.Refund(ctx, in("refused-lookup", ch, `{"amount": 1}`)), refund.Executed, 422)
+	if got := w.svc.Get(ctx, account, made.RefundID); got.Outcome != refund.Found || got.Refund.Amount != 1000 || got.Refund.ChargeID != ch {
+		t.Fatalf("get: %s %+v", got.Outcome, got.Refund)
+	}
+	if got := w.svc.ByKey(ctx, account, "looked-up"); got.Outcome != refund.Found || got.Refund.ID != made.RefundID {
+		t.Fatalf("by key: %s", got.Outcome)
+	}
+	for name, got := range map[string]refund.Result{
+		"another account's by id":  w.svc.Get(ctx, "acct_other", made.RefundID),
+		"another account's by key": w.svc.ByKey(ctx, "acct_other", "looked-up"),
+		"a refused key":            w.svc.ByKey(ctx, account, "refused-lookup"),
+		"no such key":              w.svc.ByKey(ctx, account, "never-used"),
+		"not a refund id":          w.svc.Get(ctx, account, ch),
+	} {
+		if got.Outcome != refund.NotFound {
+			t.Errorf("%s: %s", name, got.Outcome)
+		}
+	}
+}

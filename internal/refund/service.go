@@ -1,0 +1,451 @@
+package refund
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/idempotent-payments/idempay/internal/acquirer"
+	"github.com/idempotent-payments/idempay/internal/charge"
+	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/obs"
+)
+
+// Acquirer is what the refund service needs of the card acquirer.
+type Acquirer interface {
+	// Refund refunds req under key; the acquirer deduplicates by key.
+	// Errors wrap acquirer.ErrNotSent or acquirer.ErrOutcomeUnknown.
+	Refund(ctx context.Context, key string, req acquirer.RefundRequest) (acquirer.Refund, error)
+	// LookupRefund returns the refund made under key, or
+	// acquirer.ErrNotFound.
+	LookupRefund(ctx context.Context, key string) (acquirer.Refund, error)
+}
+
+// Charges finds a caller's charge as GET /v1/charges/{id} does
+// (charge.Service.Get): Found only once the charge's own record has
+// completed.
+type Charges interface {
+	Get(ctx context.Context, account, id string) charge.Result
+}
+
+// Service refunds charges idempotently, each refund one intent of the
+// engine (operation "refund"), and never more than a charge captured: the
+// balance's conditional steps decide (DESIGN §7).
+type Service struct {
+	guard    *idem.Guard
+	charges  Charges
+	balances Balances
+	ledger   Ledger
+	acquirer Acquirer
+	answer   Renderer
+	cfg      charge.Config
+}
+
+// NewService returns a Service. The guard, the balances and the ledger
+// must be on one table (dynamo.Open's); charges is the charge service of
+// the same deployment; cfg is the charge service's, defaulted the same
+// way. It panics on a nil dependency, a wiring mistake.
+func NewService(guard *idem.Guard, charges Charges, balances Balances, ledger Ledger, acq Acquirer, answer Renderer, cfg charge.Config) *Service {
+	if guard == nil || charges == nil || balances == nil || ledger == nil || acq == nil || answer == nil {
+		panic("refund.NewService: a nil dependency")
+	}
+	return &Service{guard: guard, charges: charges, balances: balances, ledger: ledger, acquirer: acq, answer: answer, cfg: cfg.Defaulted()}
+}
+
+// Refund is the one door of a refund. The order of decisions is the
+// API's: the account, the key, the charge id's shape and the body
+// (nothing stored); then the key's record (a replay, in flight, reused);
+// then the charge (no such charge, not refundable, or its outcome not
+// known yet: the key is released, nothing stored); then the bound; then
+// the acquirer.
+func (s *Service) Refund(ctx context.Context, in Input) Result {
+	if err := idem.ValidateAccount(in.Account); err != nil {
+		return Result{Outcome: AccountInvalid, Reason: err.Error()}
+	}
+	key, err := idem.ParseKeyHeader(in.Keys)
+	switch {
+	case errors.Is(err, idem.ErrKeyMissing):
+		return Result{Outcome: KeyMissing}
+	case err != nil:
+		return Result{Outcome: KeyInvalid, Reason: err.Error()}
+	}
+	req, err := ParseRequest(in.ChargeID, in.Body, s.cfg.MaxAmount)
+	if err != nil {
+		return Result{Outcome: RequestInvalid, Errors: fieldErrors(err), Key: key}
+	}
+	if !charge.ValidID(in.ChargeID) {
+		return Result{Outcome: NotFound, Key: key}
+	}
+	scope := idem.Scope{Operation: Operation, Account: in.Account, Key: key, Source: in.Source}
+	record := idem.Ref(scope.PK())
+	ctx = obs.WithAttrs(ctx, slog.String("record", record))
+	res := s.claimAndExecute(ctx, scope, req)
+	res.Record, res.Key = record, key
+	return res
+}
+
+func fieldErrors(err error) []charge.FieldError {
+	var v *charge.ValidationError
+	if errors.As(err, &v) {
+		return v.Errors
+	}
+	return []charge.FieldError{{Field: "body", Message: "invalid"}}
+}
+
+func (s *Service) claimAndExecute(ctx context.Context, scope idem.Scope, req Request) Result {
+	claim, err := s.guard.Begin(ctx, scope, req.Canonical())
+	var inFlight *idem.InFlightError
+	switch {
+	case errors.As(err, &inFlight):
+		return Result{Outcome: InFlight, RetryAfter: inFlight.RetryAfter, WaitOut: max(inFlight.WaitOut, inFlight.RetryAfter)}
+	case errors.Is(err, idem.ErrKeyReused):
+		return Result{Outcome: KeyReused}
+	case errors.Is(err, idem.ErrHeld):
+		return Result{Outcome: Held, RetryAfter: s.cfg.HeldRetryAfter}
+	case errors.Is(err, idem.ErrOtherDownstream):
+		s.cfg.Logger.ErrorContext(ctx, "the refund's record was claimed for another acquirer; nothing sent", "error", err)
+		return s.pendingResult()
+	case err != nil:
+		s.cfg.Logger.ErrorContext(ctx, "claim failed", "error", err)
+		return Result{Outcome: Unavailable, RetryAfter: s.cfg.RetryAfter}
+	case claim.Replay != nil:
+		return Result{Outcome: Replayed, Response: *claim.Replay, RefundID: answeredID(claim.DownstreamKey)}
+	}
+	res := s.execute(ctx, claim.Lease, req)
+	res.Attempt = claim.Lease.Attempt()
+	return res
+}
+
+// answeredID is the refund id a completed record's answer is of: none
+// without a downstream key.
+func answeredID(downstreamKey string) string {
+	if downstreamKey == "" {
+		return ""
+	}
+	return ID(downstreamKey)
+}
+
+// execute is the owner's path (DESIGN §7, "The order of one attempt").
+func (s *Service) execute(ctx context.Context, lease *idem.Lease, req Request) Result {
+	ch, res, ok := s.refundable(ctx, lease, req)
+	if !ok {
+		return res
+	}
+	var entry Entry
+	if lease.TakenOver() {
+		var done bool
+		entry, res, done = s.resume(ctx, lease, req, ch)
+		if done {
+			return res
+		}
+	}
+	if entry.State != EntryReserved {
+		var done bool
+		entry, res, done = s.reserve(ctx, lease, req, ch)
+		if done {
+			return res
+		}
+	}
+	return s.send(ctx, lease, req, ch, entry)
+}
+
+// refundable is step 2: the charge, as its GET answers it. Anything but a
+// captured charge of this deployment's acquirer ends the attempt: on a
+// first attempt the key is released (nothing was reserved or sent); after
+// a take-over the record is left in flight for the reconciler.
+func (s *Service) refundable(ctx context.Context, lease *idem.Lease, req Request) (charge.Charge, Result, bool) {
+	rec := lease.Record()
+	got := s.charges.Get(ctx, rec.Account, req.ChargeID)
+	var res Result
+	switch got.Outcome {
+	case charge.Found:
+		if got.Charge.Status == acquirer.StatusCaptured && got.Charge.OfAcquirer(rec.Protocol.Downstream) {
+			return got.Charge, Result{}, true
+		}
+		res = Result{Outcome: NotRefundable}
+	case charge.NotFound:
+		res = Result{Outcome: NotFound}
+	case charge.Held, charge.InFlight:
+		res = Result{Outcome: ChargePending, RetryAfter: max(got.RetryAfter, s.cfg.RetryAfter)}
+	default:
+		res = Result{Outcome: Unavailable, RetryAfter: s.cfg.RetryAfter}
+	}
+	if lease.TakenOver() {
+		s.cfg.Logger.ErrorContext(ctx, "a taken-over refund's charge is not refundable now; left for the reconciler", "charge_outcome", got.Outcome.String())
+		return charge.Charge{}, s.abandonPending(ctx, lease), false
+	}
+	if err := lease.Release(ctx); err != nil {
+		s.cfg.Logger.ErrorContext(ctx, "release failed", "error", err)
+		return charge.Charge{}, s.abandonPending(ctx, lease), false
+	}
+	return charge.Charge{}, res, false
+}
+
+// resume is step 3, a take-over's: re-fence the entry, so no earlier
+// attempt can move it any more, then ask the acquirer. done reports that
+// res is the attempt's answer; otherwise entry is what to send with (a
+// reservation) or a stub to reserve on.
+func (s *Service) resume(ctx context.Context, lease *idem.Lease, req Request, ch charge.Charge) (entry Entry, res Result, done bool) {
+	entry, err := s.balances.Refence(ctx, ch.ID, lease.DownstreamKey(), lease.Attempt())
+	if err != nil {
+		s.cfg.Logger.WarnContext(ctx, "re-fence failed", "attempt", lease.Attempt(), "error", err)
+		return Entry{}, s.abandonPending(ctx, lease), true
+	}
+	found, err := s.lookup(ctx, lease, ch, entry)
+	switch {
+	case err == nil:
+		return entry, s.finish(ctx, lease, req, ch, found), true
+	case errors.Is(err, acquirer.ErrMismatch):
+		res, _ := s.hold(ctx, lease, ch, entry, err)
+		return entry, res, true
+	case !errors.Is(err, acquirer.ErrNotFound):
+		s.cfg.Logger.WarnContext(ctx, "acquirer refund lookup failed", "attempt", lease.Attempt(), "error", err)
+		return entry, s.abandonPending(ctx, lease), true
+	}
+	switch entry.State {
+	case EntryReleased:
+		// Released only by an attempt that proved nothing was sent (rule
+		// 2) or by the reconciler after the wait-out (rule 3), and never
+		// reserved again: nothing is in transit, and the record may go.
+		if err := lease.ReleaseReconciled(ctx); err != nil {
+			s.cfg.Logger.ErrorContext(ctx, "release failed", "error", err)
+			return entry, s.abandonPending(ctx, lease), true
+		}
+		return entry, Result{Outcome: Released, RetryAfter: s.cfg.RetryAfter}, true
+	case EntrySucceeded:
+		// Succeeded only after the row was written: answer from it.
+		return entry, s.completeFromRow(ctx, lease), true
+	}
+	return entry, Result{}, false
+}
+
+// reserve is step 4: the bound's one conditional write. No room and the
+// limit are final answers for the key; a fenced reservation means a later
+// attempt owns the intent.
+func (s *Service) reserve(ctx context.Context, lease *idem.Lease, req Request, ch charge.Charge) (Entry, Result, bool) {
+	entry, err := s.balances.Reserve(ctx, Reservation{
+		ChargeID: ch.ID, ChargeAmount: ch.Amount, Key: lease.DownstreamKey(), Fence: lease.Attempt(), Amount: req.Amount,
+	})
+	var noRoom *NoRoomError
+	switch {
+	case err == nil:
+		return entry, Result{}, false
+	case errors.As(err, &noRoom):
+		return entry, s.complete(ctx, lease, Answer{Exceeded: true, Refundable: noRoom.Refundable}, ""), true
+	case errors.Is(err, ErrLimitReached):
+		return entry, s.complete(ctx, lease, Answer{LimitReached: true}, ""), true
+	case errors.Is(err, ErrFenced):
+		return entry, s.pendingResult(), true
+	}
+	// The write may have landed: release the entry first, then the key
+	// (nothing was sent). After a take-over, leave both to the reconciler.
+	s.cfg.Logger.ErrorContext(ctx, "reserve failed", "error", err)
+	if lease.TakenOver() {
+		return entry, s.abandonPending(ctx, lease), true
+	}
+	if res, ok := s.releaseBoth(ctx, lease, ch.ID); !ok {
+		return entry, res, true
+	}
+	return entry, Result{Outcome: Unavailable, RetryAfter: s.cfg.RetryAfter}, true
+}
+
+// send is steps 5 and 6: the acquirer's refund of the entry's amount,
+// only with T plus the skew left on the lease, and its answer.
+func (s *Service) send(ctx context.Context, lease *idem.Lease, req Request, ch charge.Charge, entry Entry) Result {
+	ask := acquirerRequest(ch, entry)
+	r, sent, err := s.call(ctx, lease, ask)
+	if errors.Is(err, acquirer.ErrNotSent) && errors.Is(err, acquirer.ErrCredentialChanged) && sent {
+		r, sent, err = s.call(ctx, lease, ask)
+	}
+	if !sent {
+		return s.notSent(ctx, lease, ch.ID)
+	}
+	if err == nil {
+		err = checkTerms(acquirer.EndpointRefund, r, lease, ask)
+	}
+	switch {
+	case err == nil:
+		return s.finish(ctx, lease, req, ch, r)
+	case errors.Is(err, acquirer.ErrMismatch):
+		res, _ := s.hold(ctx, lease, ch, entry, err)
+		return res
+	case errors.Is(err, acquirer.ErrNotSent):
+		return s.notSent(ctx, lease, ch.ID)
+	}
+	s.cfg.Logger.WarnContext(ctx, "acquirer refund outcome unknown", "attempt", lease.Attempt(), "error", err)
+	return s.abandonPending(ctx, lease)
+}
+
+// call sends one refund, if the lease allows it: sent false means it did
+// not send.
+func (s *Service) call(ctx context.Context, lease *idem.Lease, ask acquirer.RefundRequest) (acquirer.Refund, bool, error) {
+	callCtx, cancel, ok := lease.SendContext(ctx, s.cfg.AcquirerTimeout, s.cfg.StoreReserve)
+	if !ok {
+		return acquirer.Refund{}, false, nil
+	}
+	defer cancel()
+	callCtx, span := s.cfg.Tracer.Start(callCtx, "acquirer.refund", trace.WithSpanKind(trace.SpanKindClient))
+	r, err := s.acquirer.Refund(callCtx, lease.DownstreamKey(), ask)
+	span.End()
+	return r, true, err
+}
+
+// acquirerRequest is what every attempt sends: the entry's amount, which
+// the reservation resolved, of the charge's authorization.
+func acquirerRequest(ch charge.Charge, entry Entry) acquirer.RefundRequest {
+	return acquirer.RefundRequest{AuthorizationID: ch.AuthorizationID, Amount: entry.Amount, Currency: ch.Currency}
+}
+
+// checkTerms is acquirer.CheckRefundTerms for the lease's downstream key,
+// naming the endpoint that answered.
+func checkTerms(endpoint string, r acquirer.Refund, lease *idem.Lease, ask acquirer.RefundRequest) error {
+	err := acquirer.CheckRefundTerms(r, lease.DownstreamKey(), ask)
+	var m *acquirer.RefundMismatchError
+	if errors.As(err, &m) {
+		m.Endpoint = endpoint
+	}
+	return err
+}
+
+// lookup asks the acquirer for the lease's refund, checked against what
+// the entry says was sent. A stub (nothing reserved, so nothing sent) that
+// the acquirer has a refund for is a mismatch too.
+func (s *Service) lookup(ctx context.Context, lease *idem.Lease, ch charge.Charge, entry Entry) (acquirer.Refund, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.AcquirerTimeout)
+	defer cancel()
+	ctx, span := s.cfg.Tracer.Start(ctx, "acquirer.refund_lookup", trace.WithSpanKind(trace.SpanKindClient))
+	r, err := s.acquirer.LookupRefund(ctx, lease.DownstreamKey())
+	span.End()
+	if err == nil {
+		err = checkTerms(acquirer.EndpointRefundLookup, r, lease, acquirerRequest(ch, entry))
+	}
+	return r, err
+}
+
+// notSent: nothing left this attempt. Only a first attempt releases
+// (rule 2): the entry first, then the key.
+func (s *Service) notSent(ctx context.Context, lease *idem.Lease, chargeID string) Result {
+	if lease.TakenOver() {
+		return s.abandonPending(ctx, lease)
+	}
+	if res, ok := s.releaseBoth(ctx, lease, chargeID); !ok {
+		return res
+	}
+	return Result{Outcome: Released, RetryAfter: s.cfg.RetryAfter}
+}
+
+// releaseBoth releases the entry, then deletes the record, so no
+// reservation is ever left without a record that lists it. ok false with
+// the pending result when either write failed.
+func (s *Service) releaseBoth(ctx context.Context, lease *idem.Lease, chargeID string) (Result, bool) {
+	if err := s.balances.Release(ctx, chargeID, lease.DownstreamKey(), lease.Attempt()); err != nil {
+		s.cfg.Logger.ErrorContext(ctx, "releasing the reservation failed; the record stays in flight", "error", err)
+		return s.abandonPending(ctx, lease), false
+	}
+	if err := lease.Release(ctx); err != nil {
+		s.cfg.Logger.ErrorContext(ctx, "release failed", "error", err)
+		return s.abandonPending(ctx, lease), false
+	}
+	return Result{}, true
+}
+
+// finish is step 6 with the acquirer's checked answer: the row, then the
+// entry (succeeded, or released for a decline), then the completion.
+func (s *Service) finish(ctx context.Context, lease *idem.Lease, req Request, ch charge.Charge, r acquirer.Refund) Result {
+	rec := lease.Record()
+	row := Refund{
+		ID: ID(lease.DownstreamKey()), Account: rec.Account, ChargeID: ch.ID, IdempotencyKey: rec.Key, Source: rec.Source,
+		Status: r.Status, DeclineCode: r.DeclineCode, Amount: r.Amount, Currency: r.Currency, Reason: req.Reason,
+		AcquirerRefundID: r.ID, AcquirerID: rec.Protocol.Downstream, CreatedAt: s.cfg.Now().UTC().Truncate(time.Millisecond),
+	}
+	var stored Refund
+	err := idem.RetryConflicts(ctx, func() (err error) {
+		stored, err = s.ledger.Write(ctx, row)
+		return err
+	})
+	if err != nil {
+		s.cfg.Logger.ErrorContext(ctx, "refund row write failed; the record stays in flight", "error", err)
+		return s.abandonPending(ctx, lease)
+	}
+	return s.settleEntry(ctx, lease, stored)
+}
+
+// settleEntry moves the entry as the row says, then completes the record
+// with the row's answer.
+func (s *Service) settleEntry(ctx context.Context, lease *idem.Lease, row Refund) Result {
+	step := s.balances.Succeed
+	if row.Status != acquirer.RefundSucceeded {
+		step = s.balances.Release
+	}
+	if err := step(ctx, row.ChargeID, lease.DownstreamKey(), lease.Attempt()); err != nil {
+		if errors.Is(err, ErrFenced) {
+			return s.pendingResult() // a later attempt owns the intent
+		}
+		s.cfg.Logger.ErrorContext(ctx, "moving the refund's entry failed; the record stays in flight", "error", err)
+		return s.abandonPending(ctx, lease)
+	}
+	return s.complete(ctx, lease, Answer{Refund: &row}, row.ID)
+}
+
+// completeFromRow answers from the row an earlier attempt wrote.
+func (s *Service) completeFromRow(ctx context.Context, lease *idem.Lease) Result {
+	row, err := s.ledger.Get(ctx, ID(lease.DownstreamKey()))
+	if err != nil {
+		s.cfg.Logger.ErrorContext(ctx, "a succeeded entry without its row; the record stays in flight", "error", err)
+		return s.abandonPending(ctx, lease)
+	}
+	return s.settleEntry(ctx, lease, row)
+}
+
+// complete stores the answer. A lost lease means another attempt resolved
+// the key: answer with what it stored.
+func (s *Service) complete(ctx context.Context, lease *idem.Lease, a Answer, refundID string) Result {
+	resp := s.answer(a)
+	err := lease.Complete(ctx, resp)
+	if err == nil {
+		return Result{Outcome: Executed, Response: resp, RefundID: refundID}
+	}
+	if !errors.Is(err, idem.ErrLeaseLost) {
+		s.cfg.Logger.ErrorContext(ctx, "complete failed; the record stays in flight", "error", err)
+		return s.pendingResult()
+	}
+	rec, lookupErr := s.guard.Lookup(ctx, lease.PK())
+	if lookupErr == nil && rec.Status == idem.StatusCompleted {
+		return Result{Outcome: Replayed, Response: *rec.Response, RefundID: answeredID(rec.DownstreamKey)}
+	}
+	return s.pendingResult()
+}
+
+// hold: the acquirer's refund disagrees with what was sent or with
+// itself. The record is held for an operator, the reservation kept, and
+// no row written; held false when the hold could not be written.
+func (s *Service) hold(ctx context.Context, lease *idem.Lease, ch charge.Charge, entry Entry, mismatch error) (res Result, held bool) {
+	var m *acquirer.RefundMismatchError
+	errors.As(mismatch, &m)
+	ask := acquirerRequest(ch, entry)
+	s.cfg.Logger.ErrorContext(ctx, "the acquirer's refund disagrees with the request; the record is held for an operator",
+		"reason", m.Reason, "endpoint", m.Endpoint, "http_status", m.HTTPStatus, "acquirer_status", m.Stated.Status,
+		"acquirer_amount", m.Stated.Amount, "acquirer_currency", m.Stated.Currency, "amount", ask.Amount, "currency", ask.Currency,
+		"attempt", lease.Attempt())
+	err := lease.HoldForOperator(ctx, m.Reason, m.Evidence(lease.DownstreamKey(), ask))
+	if err != nil {
+		s.cfg.Logger.ErrorContext(ctx, "hold failed; the record stays in flight until its lease ends", "error", err)
+	}
+	return Result{Outcome: Mismatch, RetryAfter: s.cfg.HeldRetryAfter}, err == nil
+}
+
+// abandonPending: the outcome is unknown. The record stays in flight, the
+// amount reserved; the lease is ended so a retry can take over.
+func (s *Service) abandonPending(ctx context.Context, lease *idem.Lease) Result {
+	if err := lease.Abandon(ctx); err != nil && !errors.Is(err, idem.ErrLeaseLost) {
+		s.cfg.Logger.ErrorContext(ctx, "abandon failed; the lease will expire by itself", "error", err)
+	}
+	return s.pendingResult()
+}
+
+func (s *Service) pendingResult() Result {
+	return Result{Outcome: Pending, RetryAfter: s.cfg.RetryAfter}
+}
