@@ -16,6 +16,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/obs"
 	"github.com/idempotent-payments/idempay/internal/outbox"
+	"github.com/idempotent-payments/idempay/internal/refund"
 )
 
 // Delayer changes when a received message is delivered again.
@@ -35,6 +36,9 @@ type DeadLetters interface {
 // producer's accounts, the reconcile queue the sweeper's reconcile commands.
 type Handler struct {
 	Service *charge.Service
+	// Refunds reconciles the refund records the sweeper flags; a charge's
+	// record goes to Service.
+	Refunds Reconciler
 	// Inboxes are the queues this function reads, by ARN (a record's
 	// eventSourceARN). A message from any other queue is refused.
 	Inboxes     map[string]inbox
@@ -56,6 +60,11 @@ type Handler struct {
 	Outcomes Outcomes
 	// Now is the clock of the rejections' time (time.Now when nil).
 	Now func() time.Time
+}
+
+// Reconciler resolves a stale record (refund.Service.Reconcile).
+type Reconciler interface {
+	Reconcile(ctx context.Context, pk string) (charge.Reconciled, error)
 }
 
 // Outcomes is where the consumer's rejections are published.
@@ -226,11 +235,15 @@ func (h *Handler) process(ctx context.Context, in inbox, known bool, msg events.
 		return v
 	default: // command.TypeReconcile: Decode knows no other
 		record := idem.Ref(cmd.PK)
-		outcome, err := h.Service.Reconcile(ctx, cmd.PK)
+		reconcile := h.Service.Reconcile
+		if scope, err := idem.ParsePK(cmd.PK); err == nil && scope.Operation == refund.Operation && h.Refunds != nil {
+			reconcile = h.Refunds.Reconcile
+		}
+		outcome, err := reconcile(ctx, cmd.PK)
 		if outcome == charge.ReconciledMismatch { // held, unless the hold failed (err): then retried
 			return verdict{outcome: outcome.Name(), record: record, retry: err != nil}
 		}
-		if errors.Is(err, charge.ErrNotAChargeRecord) {
+		if errors.Is(err, charge.ErrNotAChargeRecord) || errors.Is(err, refund.ErrNotARefundRecord) {
 			return verdict{outcome: obs.OutcomeMalformed, rejectCode: rejectMalformed, reason: err.Error()}
 		}
 		if err != nil {

@@ -25,6 +25,9 @@ import (
 	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/idemtest"
+	"github.com/idempotent-payments/idempay/internal/obs"
+	"github.com/idempotent-payments/idempay/internal/refund"
+	"github.com/idempotent-payments/idempay/internal/refund/refundtest"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
 )
 
@@ -224,7 +227,7 @@ func TestReconcileWithoutARecordIsMalformed(t *testing.T) {
 		`{"type":"reconcile"}`,
 		`{"type":"reconcile","pk":""}`,
 		`{"type":"reconcile","pk":"` + dynamo.Key("ch_0123456789abcdef0123456789abcdef01234567") + `"}`,
-		`{"type":"reconcile","pk":"` + idem.Scope{Operation: "refund", Account: "acct_1", Key: "refund-key-1"}.PK() + `"}`,
+		`{"type":"reconcile","pk":"` + idem.Scope{Operation: "payout", Account: "acct_1", Key: "payout-key-1"}.PK() + `"}`,
 	} {
 		ev.Records = append(ev.Records, events.SQSMessage{MessageId: fmt.Sprintf("m%d", i), Body: body, EventSourceARN: reconcile})
 	}
@@ -234,6 +237,45 @@ func TestReconcileWithoutARecordIsMalformed(t *testing.T) {
 	}
 	if len(dl.codes) != 4 || slices.ContainsFunc(dl.codes, func(c string) bool { return c != "MALFORMED" }) {
 		t.Fatalf("dead letters %v; want 4 MALFORMED", dl.codes)
+	}
+}
+
+// TestReconcileARefund: a reconcile command for a refund's record goes to
+// the refund service: a refund whose outcome was unknown, and which the
+// acquirer never processed, is released with its reservation.
+func TestReconcileARefund(t *testing.T) {
+	t.Parallel()
+	const reconcile = "arn:q:reconcile"
+	ctx := context.Background()
+	clock := idemtest.NewClock(time.Unix(1_800_000_000, 0))
+	guard := idem.NewGuard(idemtest.NewMemoryStore(), idem.Config{Now: clock.Now, DefaultLease: 30 * time.Second})
+	sb := sandbox.New("")
+	acq, _ := acquirer.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
+	cfg := charge.Config{Now: clock.Now}
+	charges := chargetest.Service(guard, acq, httpapi.Render, cfg)
+	balances := refundtest.NewMemoryBalances()
+	refunds := refund.NewService(guard, charges, balances, refundtest.NewLedger(), acq, httpapi.RenderRefund, cfg)
+	made := charges.Charge(ctx, charge.Input{Account: "acct_1", Keys: []string{"charge-key-1"},
+		Body: []byte(`{"amount": 100, "currency": "BRL", "order_id": "1", "payment_method": "pm_card_visa"}`)})
+	sb.SetFaults(sandbox.Faults{ErrorRate: 1})
+	if res := refunds.Refund(ctx, refund.Input{Account: "acct_1", Keys: []string{"refund-key-1"}, ChargeID: made.ChargeID, Body: []byte(`{}`)}); res.Outcome != refund.Pending {
+		t.Fatalf("refund: %s", res.Outcome)
+	}
+	sb.SetFaults(sandbox.Faults{})
+	clock.Advance(time.Minute)
+	dl := &deadLetters{}
+	var logs bytes.Buffer
+	h := &Handler{Service: charges, Refunds: refunds,
+		Inboxes:     map[string]inbox{reconcile: {Inbox: command.Inbox{ARN: reconcile, URL: "u", Reconcile: true}, Queue: noDelay{}}},
+		DeadLetters: dl, Concurrency: 1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: obs.NewMetrics(&logs, obs.FunctionConsumer, "test")}
+	pk := idem.Scope{Operation: refund.Operation, Account: "acct_1", Key: "refund-key-1"}.PK()
+	msg, _ := command.Reconcile(pk).Encode()
+	resp, _ := h.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m1", Body: msg, EventSourceARN: reconcile}}})
+	if len(resp.BatchItemFailures) != 0 || len(dl.codes) != 0 || !strings.Contains(logs.String(), string(obs.OutcomeReconciledReleased)) {
+		t.Fatalf("failures %v, dead letters %v, metrics %s", resp.BatchItemFailures, dl.codes, logs.String())
+	}
+	if b, _ := balances.Get(ctx, made.ChargeID); b.Remaining != 100 || b.Reserved != 0 {
+		t.Fatalf("balance %+v after the reconciler", b)
 	}
 }
 

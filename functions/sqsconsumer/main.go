@@ -48,7 +48,7 @@ func run(logger *slog.Logger) error {
 		byARN[in.ARN] = inbox{Inbox: in, Queue: queue.New(sqsClient, in.URL)}
 	}
 	h := &Handler{
-		Service: c.Service, Inboxes: byARN, DeadLetters: queue.New(sqsClient, rejectedURL),
+		Service: c.Service, Refunds: c.Refunds, Inboxes: byARN, DeadLetters: queue.New(sqsClient, rejectedURL),
 		Concurrency: deploy.ConsumerConcurrency, Logger: logger, Metrics: obs.NewMetrics(os.Stdout, obs.FunctionConsumer, c.Config.Environment),
 	}
 	if arn := os.Getenv(deploy.EnvOutcomeTopicARN); arn != "" {

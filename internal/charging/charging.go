@@ -1,5 +1,5 @@
 // Package charging builds, from a function's environment, the charge
-// service the charging functions serve (the charge API, the queue
+// and refund services the charging functions serve (the charge API, the queue
 // consumer and reconciler, the operator's channel): the table opened once,
 // the guard with the deployment's protocol, the acquirer client with its
 // credential, and the stored answers' rendering.
@@ -22,6 +22,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/dynamo"
 	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/refund"
 	"github.com/idempotent-payments/idempay/internal/setup"
 )
 
@@ -118,6 +119,7 @@ type Charging struct {
 	Config  Config
 	AWS     aws.Config
 	Service *charge.Service
+	Refunds *refund.Service
 	// Tracer is nil when tracing is off; call Flush at the end of every
 	// invocation either way (Lambda freezes the process after the answer).
 	Tracer trace.Tracer
@@ -143,17 +145,18 @@ func Start(ctx context.Context, function string, getenv func(string) string, log
 	if err != nil {
 		return Charging{}, err
 	}
-	svc, err := Service(ctx, awsCfg, cfg, logger, tracer)
+	svc, refunds, err := Services(ctx, awsCfg, cfg, logger, tracer)
 	if err != nil {
 		return Charging{}, err
 	}
-	return Charging{Config: cfg, AWS: awsCfg, Service: svc, Tracer: tracer, Flush: flush}, nil
+	return Charging{Config: cfg, AWS: awsCfg, Service: svc, Refunds: refunds, Tracer: tracer, Flush: flush}, nil
 }
 
-// Service builds the charge service: the table, opened once (its
-// records under the guard, with the protocol of c: T, the skew and the
-// acquirer's id; its ledger), and the acquirer client.
-func Service(ctx context.Context, awsCfg aws.Config, c Config, logger *slog.Logger, tracer trace.Tracer) (*charge.Service, error) {
+// Services builds the charge and the refund services: the table, opened
+// once (its records under one guard, with the protocol of c: T, the skew
+// and the acquirer's id; its ledger, its refund balances and rows), and
+// one acquirer client.
+func Services(ctx context.Context, awsCfg aws.Config, c Config, logger *slog.Logger, tracer trace.Tracer) (*charge.Service, *refund.Service, error) {
 	table := dynamo.Open(dynamo.NewClient(awsCfg, c.SkipResponseCRC32), c.TableName)
 	guard := idem.NewGuard(table.Store(), idem.Config{
 		Retention: c.Retention, LeaseMargin: c.LeaseMargin, CacheSize: c.CacheSize,
@@ -174,16 +177,16 @@ func Service(ctx context.Context, awsCfg aws.Config, c Config, logger *slog.Logg
 			return aws.ToString(out.SecretString), nil
 		}, 0, 0)
 		if _, err := cred.Key(ctx); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	acq, err := acquirer.NewClientWithCredential(c.AcquirerURL, cred, nil)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return charge.NewService(guard, table.Ledger(), acq, httpapi.Render, charge.Config{
-		AcquirerTimeout: c.AcquirerTimeout, MaxAmount: c.MaxAmount, Logger: logger, Tracer: tracer, Region: c.Region,
-	}), nil
+	svcCfg := charge.Config{AcquirerTimeout: c.AcquirerTimeout, MaxAmount: c.MaxAmount, Logger: logger, Tracer: tracer, Region: c.Region}
+	charges := charge.NewService(guard, table.Ledger(), acq, httpapi.Render, svcCfg)
+	return charges, refund.NewService(guard, charges, table.Balances(), table.Refunds(), acq, httpapi.RenderRefund, svcCfg), nil
 }
 
 // validAcquirerID: a logical name, not an address.

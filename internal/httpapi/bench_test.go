@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/idempotent-payments/idempay/internal/charge"
-	"github.com/idempotent-payments/idempay/internal/charge/chargetest"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/idemtest"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
@@ -17,7 +16,7 @@ import (
 func BenchmarkHandler(b *testing.B) {
 	store := idemtest.NewMemoryStore()
 	guard := idem.NewGuard(store, idem.Config{CacheSize: 10000})
-	h := &Handler{Service: chargetest.Service(guard, sandbox.New(""), Render, charge.Config{}), AccountClaim: "sub"}
+	h := handlerOn(guard, sandbox.New(""), charge.Config{})
 	ctx := context.Background()
 	ev := loadEvent(b, "create-charge.json")
 

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"errors"
@@ -21,13 +22,18 @@ import (
 	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/obs"
+	"github.com/idempotent-payments/idempay/internal/refund"
 	"github.com/idempotent-payments/idempay/internal/route"
 )
 
 // Handler turns API Gateway HTTP API (payload v2) events into calls of the
-// charge service's door and renders its outcomes. It holds no state.
+// charge and the refund services' doors and renders their outcomes. It
+// holds no state.
 type Handler struct {
 	Service *charge.Service
+	// Refunds serves the refund routes, and the refunded amount of the
+	// charges' GETs.
+	Refunds *refund.Service
 	// AccountClaim names the JWT claim that identifies the account ("sub").
 	AccountClaim string
 	// Log gets one line per request and Metrics one EMF line; nil skips them.
@@ -59,12 +65,30 @@ func (c headerCarrier) Keys() []string {
 	return keys
 }
 
-// reply is one HTTP answer and the outcome that produced it.
+// reply is one HTTP answer, the outcome that produced it, and what its
+// log line reports.
 type reply struct {
 	idem.Response
 	replay  bool
 	outcome obs.Outcome
-	result  charge.Result
+	trail   trail
+}
+
+// trail is what a request's log line and metrics report beyond its
+// outcome: the operation and record it reached, the lease's attempt, and
+// its acquirer calls (charge.Result's).
+type trail struct {
+	operation, record string
+	attempt           int
+	acquirerLatency   time.Duration
+	acquirerErrors    int
+	acquirerNotSent   int
+	acquirerUnknown   int
+}
+
+func chargeTrail(res charge.Result) trail {
+	return trail{operation: charge.Operation, record: res.Record, attempt: res.Attempt, acquirerLatency: res.AcquirerLatency,
+		acquirerErrors: res.AcquirerErrors, acquirerNotSent: res.AcquirerNotSent, acquirerUnknown: res.AcquirerUnknown}
 }
 
 // request is what the handler reads of an API Gateway event, all of it
@@ -73,7 +97,8 @@ type request struct {
 	requestID string
 	// routeKey is the event's; route is one of the API's routes (route.All)
 	// as API Gateway matched it, or "" for any other key (the stack deploys
-	// no $default route), and id the charge id of route.Get.
+	// no $default route), and id the route's {id}: a charge's or a
+	// refund's.
 	routeKey, route, id string
 	// account is the configured claim of the JWT the authorizer verified.
 	account string
@@ -139,26 +164,35 @@ func (h *Handler) Handle(ctx context.Context, ev events.APIGatewayV2HTTPRequest)
 func (h *Handler) serve(ctx context.Context, req request) reply {
 	switch req.route {
 	case route.Create:
-		if !jsonBody(req) {
-			return refusal(obs.OutcomeUnsupportedMediaType, "")
-		}
-		if !req.bodyOK {
-			return refusal(obs.OutcomeRequestInvalid, "body: not valid base64")
+		if a, ok := h.refuseBody(req); !ok {
+			return a
 		}
 		return respond(h.Service.Charge(ctx, charge.Input{
 			Account: req.account, Keys: req.keys, Body: req.body, Source: event.SourceHTTP,
 		}))
 	case route.Get:
-		return respond(h.Service.Get(ctx, req.account, req.id))
+		return h.found(ctx, h.Service.Get(ctx, req.account, req.id))
 	case route.Lookup:
-		key, err := LookupKey(req.rawQuery)
-		switch {
-		case errors.Is(err, ErrNoKeyParameter):
-			return refusal(obs.OutcomeKeyMissing, "send the key as the query parameter "+route.LookupParameter+", percent-encoded")
-		case err != nil:
-			return refusal(obs.OutcomeRequestInvalid, err.Error())
+		key, a, ok := lookupKey(req)
+		if !ok {
+			return a
 		}
-		return respond(h.Service.ByKey(ctx, req.account, key))
+		return h.found(ctx, h.Service.ByKey(ctx, req.account, key))
+	case route.Refund:
+		if a, ok := h.refuseBody(req); !ok {
+			return a
+		}
+		return respondRefund(h.Refunds.Refund(ctx, refund.Input{
+			Account: req.account, Keys: req.keys, ChargeID: req.id, Body: req.body, Source: event.SourceHTTP,
+		}), "")
+	case route.GetRefund:
+		return respondRefund(h.Refunds.Get(ctx, req.account, req.id), noSuchRefund)
+	case route.LookupRefund:
+		key, a, ok := lookupKey(req)
+		if !ok {
+			return a
+		}
+		return respondRefund(h.Refunds.ByKey(ctx, req.account, key), noSuchRefund)
 	case route.Health:
 		err := h.Service.Healthy(ctx)
 		if err != nil && h.Log != nil {
@@ -167,6 +201,49 @@ func (h *Handler) serve(ctx context.Context, req request) reply {
 		return health(err)
 	}
 	return refusal(obs.OutcomeNoRoute, "")
+}
+
+// refuseBody is the door's check of a body that moves money: JSON, and
+// readable; ok false with the refusal otherwise.
+func (h *Handler) refuseBody(req request) (reply, bool) {
+	if !jsonBody(req) {
+		return refusal(obs.OutcomeUnsupportedMediaType, ""), false
+	}
+	if !req.bodyOK {
+		return refusal(obs.OutcomeRequestInvalid, "body: not valid base64"), false
+	}
+	return reply{}, true
+}
+
+// lookupKey is a lookup's key from the query (LookupKey); ok false with the
+// refusal otherwise.
+func lookupKey(req request) (string, reply, bool) {
+	key, err := LookupKey(req.rawQuery)
+	switch {
+	case errors.Is(err, ErrNoKeyParameter):
+		return "", refusal(obs.OutcomeKeyMissing, "send the key as the query parameter "+route.LookupParameter+", percent-encoded"), false
+	case err != nil:
+		return "", refusal(obs.OutcomeRequestInvalid, err.Error()), false
+	}
+	return key, reply{}, true
+}
+
+// found renders a charge's GET: the charge with what its refunds returned
+// (one more read, of its refund balance), or the problem.
+func (h *Handler) found(ctx context.Context, res charge.Result) reply {
+	if res.Outcome != charge.Found {
+		return respond(res)
+	}
+	refunded, err := h.Refunds.Refunded(ctx, res.Charge.ID)
+	if err != nil {
+		if h.Log != nil {
+			h.Log.ErrorContext(ctx, "the charge's refunded amount failed to read", "error", err)
+		}
+		return respond(charge.Result{Outcome: charge.Unavailable, RetryAfter: charge.DefaultRetryAfter, Record: res.Record})
+	}
+	a := respond(res)
+	a.Body = FoundBody(res.Charge, refunded)
+	return a
 }
 
 // health is the health check's answer: 200 when the table answered its
@@ -179,10 +256,10 @@ func health(err error) reply {
 	return reply{Response: idem.Response{StatusCode: http.StatusOK}, outcome: obs.OutcomeHealthy}
 }
 
-// respond renders a result of the service: its stored answer, the charge
-// it found, or the problem that answers its outcome (problems).
+// respond renders a result of the charge service: its stored answer, the
+// charge it found, or the problem that answers its outcome (problems).
 func respond(res charge.Result) reply {
-	a := reply{outcome: res.Outcome.Name(), result: res}
+	a := reply{outcome: res.Outcome.Name(), trail: chargeTrail(res)}
 	switch res.Outcome {
 	case charge.Executed, charge.Replayed:
 		a.Response, a.replay = res.Response, res.Outcome == charge.Replayed
@@ -191,6 +268,30 @@ func respond(res charge.Result) reply {
 		a.Response = idem.Response{StatusCode: 200, Headers: map[string]string{"Content-Type": "application/json"}, Body: Body(res.Charge)}
 	default:
 		a.Response = outcomeProblem(res).response()
+	}
+	return a
+}
+
+// noSuchRefund is the detail of a refund's lookups' 404: what is not found
+// is a refund (the row's detail names a charge, as a refund's POST means).
+const noSuchRefund = "no such refund"
+
+// respondRefund renders a result of the refund service as respond does a
+// charge's; notFound, when set, is the detail of a 404.
+func respondRefund(res refund.Result, notFound string) reply {
+	a := reply{outcome: res.Outcome.Name(), trail: trail{operation: refund.Operation, record: res.Record, attempt: res.Attempt}}
+	switch res.Outcome {
+	case refund.Executed, refund.Replayed:
+		a.Response, a.replay = res.Response, res.Outcome == refund.Replayed
+		a.Headers = RefundHeaders(res.Response, res.RefundID)
+	case refund.Found:
+		a.Response = idem.Response{StatusCode: 200, Headers: map[string]string{"Content-Type": "application/json"}, Body: RefundBody(res.Refund)}
+	default:
+		p := refundProblem(res)
+		if res.Outcome == refund.NotFound && notFound != "" {
+			p.detail = notFound
+		}
+		a.Response = p.response()
 	}
 	return a
 }
@@ -228,18 +329,18 @@ func jsonBody(req request) bool {
 // its reference (a hash of operation, account and key), never by the raw
 // account, key, token or payment method; the request id comes with ctx.
 func (h *Handler) observe(ctx context.Context, req request, a reply, took time.Duration) {
-	res := a.result
+	tr := a.trail
 	if h.Log != nil {
 		h.Log.InfoContext(ctx, "request", "route", req.routeKey,
-			"operation", charge.Operation, "record", res.Record, "outcome", a.outcome, "status", a.StatusCode,
-			"attempt", res.Attempt, "acquirer_ms", ms(res.AcquirerLatency), "acquirer_errors", res.AcquirerErrors,
-			"acquirer_not_sent", res.AcquirerNotSent, "acquirer_unknown", res.AcquirerUnknown, "total_ms", ms(took))
+			"operation", cmp.Or(tr.operation, charge.Operation), "record", tr.record, "outcome", a.outcome, "status", a.StatusCode,
+			"attempt", tr.attempt, "acquirer_ms", ms(tr.acquirerLatency), "acquirer_errors", tr.acquirerErrors,
+			"acquirer_not_sent", tr.acquirerNotSent, "acquirer_unknown", tr.acquirerUnknown, "total_ms", ms(took))
 	}
 	if h.Metrics != nil {
 		values := map[string]float64{obs.MetricLatencyMs: ms(took)}
-		if res.AcquirerLatency > 0 {
-			values[obs.MetricAcquirerLatencyMs] = ms(res.AcquirerLatency)
-			values[obs.MetricAcquirerErrors] = float64(res.AcquirerErrors)
+		if tr.acquirerLatency > 0 {
+			values[obs.MetricAcquirerLatencyMs] = ms(tr.acquirerLatency)
+			values[obs.MetricAcquirerErrors] = float64(tr.acquirerErrors)
 		}
 		h.Metrics.Record(a.outcome, values)
 	}

@@ -19,11 +19,11 @@ import (
 
 	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/charge"
-	"github.com/idempotent-payments/idempay/internal/charge/chargetest"
 	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/idemtest"
 	"github.com/idempotent-payments/idempay/internal/obs"
+	"github.com/idempotent-payments/idempay/internal/refund/refundtest"
 	"github.com/idempotent-payments/idempay/internal/route"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
 )
@@ -39,7 +39,14 @@ func newHandler(t testing.TB) (*Handler, *sandbox.Server) {
 	}
 	store := idemtest.NewMemoryStore()
 	guard := idem.NewGuard(store, idem.Config{CacheSize: 100})
-	return &Handler{Service: chargetest.Service(guard, acq, Render, charge.Config{}), AccountClaim: "sub"}, sb
+	return handlerOn(guard, acq, charge.Config{}), sb
+}
+
+// handlerOn is a handler of both services on guard, with ledgers and
+// balances in memory, sending to acq.
+func handlerOn(guard *idem.Guard, acq refundtest.Acquirer, cfg charge.Config) *Handler {
+	charges, refunds := refundtest.Services(guard, acq, Render, RenderRefund, cfg)
+	return &Handler{Service: charges, Refunds: refunds, AccountClaim: "sub", Tracer: cfg.Tracer}
 }
 
 func loadEvent(t testing.TB, name string) events.APIGatewayV2HTTPRequest {
@@ -53,6 +60,12 @@ func loadEvent(t testing.TB, name string) events.APIGatewayV2HTTPRequest {
 		t.Fatal(err)
 	}
 	return ev
+}
+
+// refunded is a charge's POST answer as its GETs answer it: with
+// amount_refunded last.
+func refunded(postBody string, amount int64) string {
+	return strings.TrimSuffix(postBody, "}") + `,"amount_refunded":` + strconv.FormatInt(amount, 10) + "}"
 }
 
 func TestHandleAPIGatewayEvent(t *testing.T) {
@@ -70,7 +83,7 @@ func TestHandleAPIGatewayEvent(t *testing.T) {
 	get := ev
 	get.RouteKey, get.PathParameters, get.Body = route.Get, map[string]string{"id": strings.TrimPrefix(first.Headers["Location"], "/v1/charges/")}, ""
 	got, _ := h.Handle(context.Background(), get)
-	if got.StatusCode != 200 || got.Body != first.Body {
+	if got.StatusCode != 200 || got.Body != refunded(first.Body, 0) {
 		t.Fatalf("get: %+v", got)
 	}
 	if n := len(sb.Authorizations()); n != 1 {
@@ -154,7 +167,7 @@ func TestLookupRoute(t *testing.T) {
 		"idempotency%5Fkey=lookup-plain-1":      plain,
 	} {
 		got := lookup("acct_7Hq2", query)
-		if got.StatusCode != 200 || got.Body != want.Body {
+		if got.StatusCode != 200 || got.Body != refunded(want.Body, 0) {
 			t.Errorf("%s: %d %s, want 200 %s", query, got.StatusCode, got.Body, want.Body)
 		}
 	}
@@ -354,7 +367,7 @@ func TestReplayHeadersAreTheFirstAnswers(t *testing.T) {
 	for _, cache := range []int{0, 100} {
 		sb := sandbox.New("")
 		acq, _ := acquirer.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
-		h := &Handler{Service: chargetest.Service(idem.NewGuard(idemtest.NewMemoryStore(), idem.Config{CacheSize: cache}), acq, Render, charge.Config{}), AccountClaim: "sub"}
+		h := handlerOn(idem.NewGuard(idemtest.NewMemoryStore(), idem.Config{CacheSize: cache}), acq, charge.Config{})
 		for i, body := range []string{
 			`{"amount": 100, "currency": "BRL", "order_id": "1", "payment_method": "pm_card_visa"}`,
 			`{"amount": 100, "currency": "BRL", "order_id": "1", "payment_method": "pm_card_declined"}`,
@@ -390,8 +403,8 @@ func TestHealth(t *testing.T) {
 		{"the table fails", failingReads{idemtest.NewMemoryStore()}, http.StatusServiceUnavailable},
 	} {
 		var logs bytes.Buffer
-		h := &Handler{Service: chargetest.Service(idem.NewGuard(tc.store, idem.Config{}), nil, Render, charge.Config{}), AccountClaim: "sub",
-			Log: obs.NewLogger(&logs, "INFO")}
+		h := handlerOn(idem.NewGuard(tc.store, idem.Config{}), nil, charge.Config{})
+		h.Log = obs.NewLogger(&logs, "INFO")
 		resp, err := h.Handle(ctx, ev)
 		if err != nil || resp.StatusCode != tc.want || resp.Body != "" || len(resp.Headers) != 0 {
 			t.Fatalf("%s: %d %q %v, %v; want %d, no body, no header", tc.name, resp.StatusCode, resp.Body, resp.Headers, err, tc.want)

@@ -1,6 +1,6 @@
-// Package httpapi is the charge API's HTTP adapter, the one place that
-// speaks HTTP: it reads API Gateway's events (Handler), calls the charge
-// service's door, and answers each outcome as one table says (problems:
+// Package httpapi is the API's HTTP adapter, the one place that speaks
+// HTTP: it reads API Gateway's events (Handler), calls the charge or the
+// refund service's door, and answers each outcome as one table says (problems:
 // code, status, title, detail, as RFC 9457 problem documents). It also
 // renders a charge (Body) and the answer stored when the acquirer decides
 // (Render), which the queue consumer stores too, because a charge executed
@@ -64,14 +64,23 @@ type chargeJSON struct {
 	DeclineCode     string `json:"decline_code,omitempty"`
 	AuthorizationID string `json:"authorization_id"`
 	CreatedAt       string `json:"created_at"`
+	// AmountRefunded is on the GETs' answers only (FoundBody).
+	AmountRefunded *int64 `json:"amount_refunded,omitempty"`
 }
 
-// Body is the charge's JSON, as the 201 answer and GET return it.
-func Body(ch charge.Charge) []byte {
+// Body is the charge's JSON, as the 201 answer returns it.
+func Body(ch charge.Charge) []byte { return chargeBody(ch, nil) }
+
+// FoundBody is a charge as its GETs return it: Body, then
+// amount_refunded, the sum of its succeeded refunds. A POST's answer has
+// none, so a charge's replay stays its first answer byte for byte.
+func FoundBody(ch charge.Charge, refunded int64) []byte { return chargeBody(ch, &refunded) }
+
+func chargeBody(ch charge.Charge, refunded *int64) []byte {
 	b, err := json.Marshal(chargeJSON{
 		ID: ch.ID, Object: "charge", Status: ch.Status, Amount: ch.Amount, Currency: ch.Currency,
 		OrderID: ch.OrderID, Description: ch.Description, DeclineCode: ch.DeclineCode,
-		AuthorizationID: ch.AuthorizationID, CreatedAt: ch.CreatedAt.Format(time.RFC3339Nano),
+		AuthorizationID: ch.AuthorizationID, CreatedAt: ch.CreatedAt.Format(time.RFC3339Nano), AmountRefunded: refunded,
 	})
 	if err != nil { // cannot happen: strings and a number
 		panic(err)

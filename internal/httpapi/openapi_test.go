@@ -2,9 +2,11 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,9 +21,10 @@ import (
 
 	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/charge"
-	"github.com/idempotent-payments/idempay/internal/charge/chargetest"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/idemtest"
+	"github.com/idempotent-payments/idempay/internal/refund"
+	"github.com/idempotent-payments/idempay/internal/refund/refundtest"
 	"github.com/idempotent-payments/idempay/internal/route"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
 )
@@ -128,9 +131,9 @@ func TestOpenAPIMatchesHandler(t *testing.T) {
 	acq, _ := acquirer.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
 	store := idemtest.NewMemoryStore()
 	guard := idem.NewGuard(store, idem.Config{})
-	h := &Handler{Service: chargetest.Service(guard, acq, Render, charge.Config{}), AccountClaim: "sub"}
+	h := handlerOn(guard, acq, charge.Config{})
 	refused, _ := acquirer.NewClient("http://127.0.0.1:1", "", nil)
-	hRefused := &Handler{Service: chargetest.Service(guard, refused, Render, charge.Config{}), AccountClaim: "sub"}
+	hRefused := handlerOn(guard, refused, charge.Config{})
 
 	post := func(h *Handler, key, body string) events.APIGatewayV2HTTPResponse {
 		ev := loadEvent(t, "create-charge.json")
@@ -214,7 +217,7 @@ func TestOpenAPIControls(t *testing.T) {
 	store := idemtest.NewMemoryStore()
 	sb := sandbox.New("")
 	acq, _ := acquirer.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
-	h := &Handler{Service: chargetest.Service(idem.NewGuard(store, idem.Config{}), acq, Render, charge.Config{}), AccountClaim: "sub"}
+	h := handlerOn(idem.NewGuard(store, idem.Config{}), acq, charge.Config{})
 	ev := loadEvent(t, "create-charge.json")
 	resp, _ := h.Handle(ctx, ev)
 	raw := string(readSpec(t))
@@ -274,4 +277,141 @@ func TestOpenAPILimitsAreTheParsers(t *testing.T) {
 	if d := request.Description; !strings.Contains(d, fmt.Sprintf("%d KiB", charge.MaxBodyBytes>>10)) {
 		t.Errorf("the request's description does not state %d KiB", charge.MaxBodyBytes>>10)
 	}
+	refundRequest := doc.Components.Schemas["RefundRequest"].Value
+	if d := refundRequest.Description; !strings.Contains(d, fmt.Sprintf("%d KiB", refund.MaxBodyBytes>>10)) {
+		t.Errorf("the refund request's description does not state %d KiB", refund.MaxBodyBytes>>10)
+	}
+	if d := refundRequest.Properties["amount"].Value.Description; !strings.Contains(d, strconv.Itoa(charge.DefaultMaxAmount)) {
+		t.Errorf("the refund amount's description does not state the default maximum: %q", d)
+	}
+	var reasons []string
+	for _, v := range refundRequest.Properties["reason"].Value.Enum {
+		reasons = append(reasons, v.(string))
+	}
+	if !slices.Equal(reasons, refund.Reasons()) {
+		t.Errorf("the document's reasons %v, the parser's %v", reasons, refund.Reasons())
+	}
+}
+
+// TestOpenAPIRefunds drives the refund routes into every answer they can
+// give and checks each against api/openapi.yaml, with the charge's GET
+// and its amount_refunded.
+func TestOpenAPIRefunds(t *testing.T) {
+	t.Parallel()
+	c := loadContract(t, readSpec(t))
+	ctx := context.Background()
+	sb := sandbox.New("")
+	sb.SetRefundBound(false)
+	acq, _ := acquirer.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
+	guard := idem.NewGuard(idemtest.NewMemoryStore(), idem.Config{})
+	h := handlerOn(guard, acq, charge.Config{})
+	refused, _ := acquirer.NewClient("http://127.0.0.1:1", "", nil)
+	hRefused := &Handler{Service: h.Service, AccountClaim: "sub",
+		Refunds: refund.NewService(guard, h.Service, refundtest.NewMemoryBalances(), refundtest.NewLedger(), refused, RenderRefund, charge.Config{})}
+	exchange := func(h *Handler, ev events.APIGatewayV2HTTPRequest, want int) events.APIGatewayV2HTTPResponse {
+		t.Helper()
+		resp, _ := h.Handle(ctx, ev)
+		if err := c.exchange(ev, resp); err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != want {
+			t.Fatalf("%s %s: %d %s, want %d", ev.RequestContext.HTTP.Method, ev.RawPath, resp.StatusCode, resp.Body, want)
+		}
+		return resp
+	}
+	charged := func(key, method string) string {
+		ev := loadEvent(t, "create-charge.json")
+		ev.Headers["idempotency-key"] = key
+		ev.Body = `{"amount": 1000, "currency": "BRL", "order_id": "1", "payment_method": "` + method + `"}`
+		resp := exchange(h, ev, map[bool]int{true: 402, false: 201}[method == "pm_card_declined"])
+		var id string
+		if resp.StatusCode == 201 {
+			id = strings.TrimPrefix(resp.Headers["Location"], route.ChargesPath+"/")
+		} else {
+			id = declinedID(t, resp.Body) // a declined charge's id is in its problem
+		}
+		return id
+	}
+	refundEv := func(key, chargeID, body string) events.APIGatewayV2HTTPRequest {
+		ev := loadEvent(t, "create-charge.json")
+		ev.RouteKey, ev.PathParameters = route.Refund, map[string]string{"id": chargeID}
+		ev.RawPath, ev.Body = route.ChargesPath+"/"+chargeID+"/refunds", body
+		ev.Headers["idempotency-key"] = key
+		if key == "" {
+			delete(ev.Headers, "idempotency-key")
+		}
+		return ev
+	}
+	getEv := func(routeKey, path, rawQuery string, params map[string]string) events.APIGatewayV2HTTPRequest {
+		ev := loadEvent(t, "create-charge.json")
+		ev.RouteKey, ev.Body, ev.PathParameters = routeKey, "", params
+		ev.RawPath, ev.RawQueryString, ev.RequestContext.HTTP.Method = path, rawQuery, http.MethodGet
+		for _, name := range []string{"content-type", "content-length", "idempotency-key"} {
+			delete(ev.Headers, name)
+		}
+		return ev
+	}
+	ch := charged("spec-refund-charge-1", "pm_card_visa")
+	made := exchange(h, refundEv("spec-refund-1", ch, `{"amount": 300, "reason": "requested_by_customer"}`), 201)
+	if again := exchange(h, refundEv("spec-refund-1", ch, `{"amount": 300, "reason": "requested_by_customer"}`), 201); again.Body != made.Body || again.Headers["Idempotent-Replay"] != "true" {
+		t.Fatalf("replay %v %s", again.Headers, again.Body)
+	}
+	refundID := strings.TrimPrefix(made.Headers["Location"], route.RefundsPath+"/")
+	exchange(h, getEv(route.GetRefund, made.Headers["Location"], "", map[string]string{"id": refundID}), 200)
+	exchange(h, getEv(route.GetRefund, route.RefundLocation(ch), "", map[string]string{"id": ch}), 404)
+	exchange(h, getEv(route.LookupRefund, route.RefundsPath, "idempotency_key=spec-refund-1", nil), 200)
+	exchange(h, getEv(route.LookupRefund, route.RefundsPath, "idempotency_key=spec-refund-none", nil), 404)
+	exchange(h, getEv(route.LookupRefund, route.RefundsPath, "", nil), 400)
+	got := exchange(h, getEv(route.Get, route.Location(ch), "", map[string]string{"id": ch}), 200)
+	if !strings.HasSuffix(got.Body, `"amount_refunded":300}`) {
+		t.Fatalf("the charge's GET: %s", got.Body)
+	}
+	exceeds := exchange(h, refundEv("spec-refund-2", ch, `{"amount": 800}`), 422)
+	if !strings.Contains(exceeds.Body, `"refundable":700`) || !strings.Contains(exceeds.Body, "REFUND_EXCEEDS_CHARGE") {
+		t.Fatalf("exceeds: %s", exceeds.Body)
+	}
+	exchange(h, refundEv("spec-refund-2", ch, `{}`), 422) // IDEMPOTENCY_KEY_REUSED
+	sb.SetFaults(sandbox.Faults{DeclineRefunds: true})
+	exchange(h, refundEv("spec-refund-3", ch, `{}`), 402)
+	sb.SetFaults(sandbox.Faults{ErrorRate: 1})
+	pending := exchange(h, refundEv("spec-refund-4", ch, `{"amount": 1}`), 503)
+	if !strings.Contains(pending.Body, "REFUND_OUTCOME_PENDING") {
+		t.Fatalf("pending: %s", pending.Body)
+	}
+	sb.SetFaults(sandbox.Faults{LatencyMS: 300})
+	var wg sync.WaitGroup
+	wg.Go(func() { exchange(h, refundEv("spec-refund-5", ch, `{"amount": 1}`), 201) })
+	time.Sleep(100 * time.Millisecond)
+	exchange(h, refundEv("spec-refund-5", ch, `{"amount": 1}`), 409)
+	exchange(h, getEv(route.LookupRefund, route.RefundsPath, "idempotency_key=spec-refund-5", nil), 409)
+	wg.Wait()
+	sb.SetFaults(sandbox.Faults{})
+	exchange(hRefused, refundEv("spec-refund-6", ch, `{"amount": 1}`), 503)
+	exchange(h, refundEv("spec-refund-7", charge.ID(strings.Repeat("0", 40)), `{}`), 404)
+	exchange(h, refundEv("spec-refund-8", charged("spec-refund-charge-2", "pm_card_declined"), `{}`), 422)
+	exchange(h, refundEv("", ch, `{}`), 400)
+	exchange(h, refundEv("spec-refund-9", ch, `{"amount": 0}`), 400)
+	exchange(h, refundEv("spec-refund-9", ch, `{"amount": 1, "AMOUNT": 1}`), 400)
+	notJSON := refundEv("spec-refund-9", ch, `{}`)
+	notJSON.Headers["content-type"] = "text/plain"
+	exchange(h, notJSON, 415)
+	small := charged("spec-refund-charge-3", "pm_card_visa")
+	for i := range refund.MaxEntries {
+		exchange(h, refundEv(fmt.Sprintf("spec-small-%d", i), small, `{"amount": 1}`), 201)
+	}
+	if limit := exchange(h, refundEv("spec-refund-10", small, `{"amount": 1}`), 422); !strings.Contains(limit.Body, "REFUND_LIMIT_REACHED") {
+		t.Fatalf("limit: %s", limit.Body)
+	}
+}
+
+// declinedID is the charge id a declined charge's problem names.
+func declinedID(t *testing.T, body string) string {
+	t.Helper()
+	var p struct {
+		ChargeID string `json:"charge_id"`
+	}
+	if err := json.Unmarshal([]byte(body), &p); err != nil || p.ChargeID == "" {
+		t.Fatalf("declined: %s", body)
+	}
+	return p.ChargeID
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/obs"
+	"github.com/idempotent-payments/idempay/internal/refund"
 )
 
 // Code is a stable, machine-readable error code: a problem's "code"
@@ -32,6 +33,12 @@ const (
 	ChargeOutcomePending  Code = "CHARGE_OUTCOME_PENDING"
 	ServiceUnavailable    Code = "SERVICE_UNAVAILABLE"
 	Internal              Code = "INTERNAL"
+
+	RefundExceedsCharge  Code = "REFUND_EXCEEDS_CHARGE"
+	RefundLimitReached   Code = "REFUND_LIMIT_REACHED"
+	RefundDeclined       Code = "REFUND_DECLINED"
+	RefundOutcomePending Code = refund.CodeOutcomePending
+	ChargeNotRefundable  Code = refund.CodeNotRefundable
 )
 
 // answeredDeclined and answeredInternal name the two problems that are no
@@ -41,6 +48,11 @@ const (
 const (
 	answeredDeclined obs.Outcome = "declined"
 	answeredInternal obs.Outcome = "internal"
+	// A refund's stored answers that are problems: the acquirer declined
+	// it, or the bound refused it.
+	answeredRefundDeclined obs.Outcome = "refund_declined"
+	answeredRefundExceeds  obs.Outcome = "refund_exceeds_charge"
+	answeredRefundLimit    obs.Outcome = "refund_limit_reached"
 )
 
 // problemType is how one outcome is answered: its code, its HTTP status
@@ -70,7 +82,7 @@ var problems = map[obs.Outcome]problemType{
 	obs.OutcomeInFlight:       {IdempotencyInFlight, 409, "A request with this Idempotency-Key is in progress", "retry with the same key after Retry-After"},
 	obs.OutcomeKeyReused: {IdempotencyKeyReused, 422, "This Idempotency-Key was used with a different request",
 		"use a new Idempotency-Key for a different charge"},
-	obs.OutcomeReleased: {AcquirerUnavailable, 503, "The acquirer is unavailable; nothing was charged", "nothing was charged; retry with the same key"},
+	obs.OutcomeReleased: {AcquirerUnavailable, 503, "The acquirer is unavailable; nothing was sent", "nothing was charged; retry with the same key"},
 	obs.OutcomePending:  {ChargeOutcomePending, 503, "The outcome of the charge is not known yet", "retry with the same key to learn the outcome"},
 	obs.OutcomeAcquirerMismatch: {ChargeOutcomePending, 503, "The outcome of the charge is not known yet",
 		"the charge is under review; retry with the same key to learn the outcome"},
@@ -84,6 +96,30 @@ var problems = map[obs.Outcome]problemType{
 	obs.OutcomeNoRoute: {NotFound, 404, "Not found", "no such route"},
 	answeredDeclined:   {ChargeDeclined, 402, "The charge was declined", "the card was declined; a new attempt needs a new Idempotency-Key"},
 	answeredInternal:   {Internal, 500, "Internal error", ""},
+
+	obs.OutcomeNotRefundable: {ChargeNotRefundable, 422, "The charge cannot be refunded",
+		"only a captured charge of this deployment's acquirer can be refunded"},
+	obs.OutcomeChargePending: {ChargeOutcomePending, 503, "The outcome of the charge is not known yet",
+		"retry the refund with the same key once the charge's outcome is known"},
+	answeredRefundDeclined: {RefundDeclined, 402, "The refund was declined", "the acquirer declined the refund; nothing was refunded"},
+	answeredRefundExceeds: {RefundExceedsCharge, 422, "The refund exceeds what remains refundable",
+		"refundable is what remained when this refund was decided; a smaller refund needs a new Idempotency-Key"},
+	answeredRefundLimit: {RefundLimitReached, 422, "The charge has the most refunds allowed",
+		"the charge already has " + strconv.Itoa(refund.MaxEntries) + " refunds"},
+}
+
+// refundProblems are the rows a refund's routes answer in place of
+// problems' for the same outcome: a refund's outcome is pending, not a
+// charge's, and what is not found is a charge or a refund.
+var refundProblems = map[obs.Outcome]problemType{
+	obs.OutcomePending: {RefundOutcomePending, 503, "The outcome of the refund is not known yet", "retry with the same key to learn the outcome"},
+	obs.OutcomeAcquirerMismatch: {RefundOutcomePending, 503, "The outcome of the refund is not known yet",
+		"the refund is under review; retry with the same key to learn the outcome"},
+	obs.OutcomeHeld: {RefundOutcomePending, 503, "The outcome of the refund is not known yet",
+		"the refund is under review; retry with the same key to learn the outcome"},
+	obs.OutcomeReleased: {AcquirerUnavailable, 503, "The acquirer is unavailable; nothing was sent", "nothing was refunded; retry with the same key"},
+	obs.OutcomeKeyReused: {IdempotencyKeyReused, 422, "This Idempotency-Key was used with a different request",
+		"use a new Idempotency-Key for a different refund"},
 }
 
 // ProblemContentType is the content type of every problem document.
@@ -96,8 +132,10 @@ func TypeURI(code Code) string {
 
 // problem is one problem document to answer.
 type problem struct {
-	// outcome picks the row of problems; one it lacks answers as Internal.
+	// outcome picks the row of problems (of refundProblems first, for a
+	// refund); one it lacks answers as Internal.
 	outcome obs.Outcome
+	refund  bool
 	// detail, when set, replaces the row's.
 	detail string
 	// extensions are members beside the standard ones (field errors, a
@@ -111,7 +149,10 @@ type problem struct {
 // response renders p: its status, its content type (and Retry-After), and
 // its RFC 9457 document, whose code and title are the row's.
 func (p problem) response() idem.Response {
-	t, ok := problems[p.outcome]
+	t, ok := refundProblems[p.outcome]
+	if !p.refund || !ok {
+		t, ok = problems[p.outcome]
+	}
 	if !ok {
 		p = problem{outcome: answeredInternal}
 		t = problems[answeredInternal]
@@ -143,13 +184,23 @@ func (p problem) response() idem.Response {
 // outcome's row, with the field errors of an invalid request and the
 // reason of a refused key or account before what to do about it.
 func outcomeProblem(res charge.Result) problem {
-	p := problem{outcome: res.Outcome.Name(), retryAfter: res.RetryAfter}
+	return resultProblem(problem{outcome: res.Outcome.Name(), retryAfter: res.RetryAfter}, res.Errors, res.Reason)
+}
+
+// refundProblem is outcomeProblem for a refund's result.
+func refundProblem(res refund.Result) problem {
+	return resultProblem(problem{outcome: res.Outcome.Name(), retryAfter: res.RetryAfter, refund: true}, res.Errors, res.Reason)
+}
+
+// resultProblem adds to p the field errors of an invalid request and the
+// reason of a refused key or account, before what to do about it.
+func resultProblem(p problem, errs []charge.FieldError, reason string) problem {
 	switch {
-	case res.Outcome == charge.RequestInvalid:
-		p.detail = (&charge.ValidationError{Errors: res.Errors}).Error()
-		p.extensions = map[string]any{"errors": res.Errors}
-	case res.Reason != "":
-		p.detail = res.Reason + "; " + problems[p.outcome].detail
+	case p.outcome == obs.OutcomeRequestInvalid:
+		p.detail = (&charge.ValidationError{Errors: errs}).Error()
+		p.extensions = map[string]any{"errors": errs}
+	case reason != "":
+		p.detail = reason + "; " + problems[p.outcome].detail
 	}
 	return p
 }

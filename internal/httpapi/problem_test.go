@@ -1,9 +1,11 @@
 package httpapi
 
 import (
+	"maps"
 	"testing"
 
 	"github.com/idempotent-payments/idempay/internal/charge"
+	"github.com/idempotent-payments/idempay/internal/refund"
 )
 
 // TestProblemsMatchTheOutcomes: each outcome of the service answered with
@@ -20,8 +22,24 @@ func TestProblemsMatchTheOutcomes(t *testing.T) {
 			t.Errorf("%s: row %+v, want code %s", o, row, o.Code())
 		}
 	}
+	for _, o := range refund.Outcomes() {
+		if o.Code() == "" {
+			continue
+		}
+		row, ok := refundProblems[o.Name()]
+		if !ok {
+			row, ok = problems[o.Name()]
+		}
+		if !ok || row.code != Code(o.Code()) {
+			t.Errorf("refund %s: row %+v, want code %s", o, row, o.Code())
+		}
+	}
 	byCode := map[Code]problemType{}
-	for outcome, row := range problems {
+	rows := maps.Collect(maps.All(problems))
+	for outcome, row := range refundProblems {
+		rows["refund "+outcome] = row
+	}
+	for outcome, row := range rows {
 		if row.status < 400 || row.status > 599 || row.title == "" {
 			t.Errorf("%s: %+v", outcome, row)
 		}

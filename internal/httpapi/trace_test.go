@@ -9,7 +9,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/idempotent-payments/idempay/internal/charge"
-	"github.com/idempotent-payments/idempay/internal/charge/chargetest"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/idemtest"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
@@ -28,7 +27,7 @@ func TestSpansContinueTheGatewayTrace(t *testing.T) {
 		tracer := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)).Tracer("test")
 		store := idemtest.NewMemoryStore()
 		guard := idem.NewGuard(store, idem.Config{})
-		h := &Handler{Service: chargetest.Service(guard, sandbox.New(""), Render, charge.Config{Tracer: tracer}), AccountClaim: "sub", Tracer: tracer}
+		h := handlerOn(guard, sandbox.New(""), charge.Config{Tracer: tracer})
 		ev := loadEvent(t, "create-charge.json")
 		ev.Headers[hdr[0]] = hdr[1]
 		if resp, _ := h.Handle(context.Background(), ev); resp.StatusCode != 201 {

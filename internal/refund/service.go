@@ -47,9 +47,10 @@ type Service struct {
 // NewService returns a Service. The guard, the balances and the ledger
 // must be on one table (dynamo.Open's); charges is the charge service of
 // the same deployment; cfg is the charge service's, defaulted the same
-// way. It panics on a nil dependency, a wiring mistake.
+// way. It panics on a nil guard, charges, balances, ledger or renderer, a
+// wiring mistake.
 func NewService(guard *idem.Guard, charges Charges, balances Balances, ledger Ledger, acq Acquirer, answer Renderer, cfg charge.Config) *Service {
-	if guard == nil || charges == nil || balances == nil || ledger == nil || acq == nil || answer == nil {
+	if guard == nil || charges == nil || balances == nil || ledger == nil || answer == nil {
 		panic("refund.NewService: a nil dependency")
 	}
 	return &Service{guard: guard, charges: charges, balances: balances, ledger: ledger, acquirer: acq, answer: answer, cfg: cfg.Defaulted()}

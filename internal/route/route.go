@@ -1,4 +1,4 @@
-// Package route names the charge API's routes as API Gateway does (its
+// Package route names the API's routes as API Gateway does (its
 // RouteKey, "METHOD /path"): the function, the local gateway and the CDK app
 // all read them here. It imports nothing, so the CDK app can.
 package route
@@ -11,14 +11,22 @@ const (
 	// Lookup finds the caller's charge by its idempotency key, the query
 	// parameter LookupParameter.
 	Lookup = "GET " + ChargesPath
+
+	RefundsPath = "/v1/refunds"
+	// Refund refunds the charge {id}: all of what remains, or part of it.
+	Refund    = "POST " + ChargesPath + "/{id}/refunds"
+	GetRefund = "GET " + RefundsPath + "/{id}"
+	// LookupRefund finds the caller's refund by its idempotency key, the
+	// query parameter LookupParameter, as Lookup finds a charge.
+	LookupRefund = "GET " + RefundsPath
 )
 
-// LookupParameter is Lookup's one query parameter: the client's
-// idempotency key.
+// LookupParameter is the one query parameter of Lookup and LookupRefund:
+// the client's idempotency key.
 const LookupParameter = "idempotency_key"
 
 // All are every route of the API that needs a token (Scopes).
-var All = []string{Create, Get, Lookup}
+var All = []string{Create, Get, Lookup, Refund, GetRefund, LookupRefund}
 
 // Health is the one route without the authorizer, for the health checks
 // that route clients between regions, which cannot carry a token. It makes
@@ -32,7 +40,13 @@ var Public = []string{Health}
 // Scopes are the OAuth scopes a token must carry for each route: the
 // deployed JWT authorizer and the local gateway both refuse a token without
 // its route's scope (403).
-var Scopes = map[string]string{Create: "charges:write", Get: "charges:read", Lookup: "charges:read"}
+var Scopes = map[string]string{
+	Create: "charges:write", Get: "charges:read", Lookup: "charges:read",
+	Refund: "refunds:write", GetRefund: "charges:read", LookupRefund: "charges:read",
+}
 
 // Location is where the charge id is read (Get).
 func Location(id string) string { return ChargesPath + "/" + id }
+
+// RefundLocation is where the refund id is read (GetRefund).
+func RefundLocation(id string) string { return RefundsPath + "/" + id }

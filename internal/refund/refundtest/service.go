@@ -574,3 +574,18 @@ func serviceLookupsByIDAndKey(t *testing.T, w *world) {
 		}
 	}
 }
+
+// Acquirer is an acquirer that authorizes and refunds, as
+// *acquirer.Client and *sandbox.Server do.
+type Acquirer interface {
+	charge.Acquirer
+	refund.Acquirer
+}
+
+// Services are a charge service and a refund service on guard, with
+// ledgers and balances in memory: for the handlers' tests, which give
+// the renderers.
+func Services(guard *idem.Guard, acq Acquirer, chargeAnswer charge.Renderer, refundAnswer refund.Renderer, cfg charge.Config) (*charge.Service, *refund.Service) {
+	charges := chargetest.Service(guard, acq, chargeAnswer, cfg)
+	return charges, refund.NewService(guard, charges, NewMemoryBalances(), NewLedger(), acq, refundAnswer, cfg)
+}
