@@ -247,9 +247,17 @@ func newFunctions(stack awscdk.Stack, cfg Config, assets StackAssets, removal aw
 		{actions: []string{"dynamodb:PutItem", "dynamodb:GetItem"}, resources: []*string{tableArn}, conditions: recordsAndLedger},
 		{actions: []string{"dynamodb:UpdateItem", "dynamodb:DeleteItem"}, resources: []*string{tableArn}, conditions: onlyRecords},
 	}
+	// Refunds (DESIGN §7): the refund rows are put and read like ledger
+	// rows, written once by a conditional put; the balances are read and
+	// moved only by conditional updates, never put or deleted. The charge
+	// function refunds; the reconciler resolves stale refunds.
+	refundStatements := []statement{
+		{actions: []string{"dynamodb:PutItem", "dynamodb:GetItem"}, resources: []*string{tableArn}, conditions: leadingKeys(tabledef.RefundPrefix)},
+		{actions: []string{"dynamodb:UpdateItem", "dynamodb:GetItem"}, resources: []*string{tableArn}, conditions: leadingKeys(tabledef.BalancePrefix)},
+	}
 	consumeActions := []string{"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ChangeMessageVisibility"}
 
-	charge := newFunction(stack, "Charge", cfg, assets, removal, timeoutOf(deploy.FunctionCharge), with(nil), slices.Concat(recordStatements, []statement{
+	charge := newFunction(stack, "Charge", cfg, assets, removal, timeoutOf(deploy.FunctionCharge), with(nil), slices.Concat(recordStatements, refundStatements, []statement{
 		{actions: []string{"secretsmanager:GetSecretValue"}, resources: []*string{secret.SecretArn()}},
 	}))
 	if cfg.ChargeReservedConcurrency > 0 {
@@ -279,14 +287,14 @@ func newFunctions(stack awscdk.Stack, cfg Config, assets StackAssets, removal aw
 		with(map[string]*string{
 			deploy.EnvCommandSources:   encodeSources([]command.Inbox{{ARN: *reconcileQueue.QueueArn(), URL: *reconcileQueue.QueueUrl(), Reconcile: true}}),
 			deploy.EnvRejectedQueueURL: rejected.QueueUrl(),
-		}), []statement{
+		}), slices.Concat([]statement{
 			{actions: []string{"dynamodb:GetItem"}, resources: []*string{tableArn}, conditions: recordsAndLedger},
 			{actions: []string{"dynamodb:UpdateItem", "dynamodb:DeleteItem"}, resources: []*string{tableArn}, conditions: onlyRecords},
 			{actions: []string{"dynamodb:PutItem"}, resources: []*string{tableArn}, conditions: onlyLedger},
 			{actions: []string{"secretsmanager:GetSecretValue"}, resources: []*string{secret.SecretArn()}},
 			{actions: consumeActions, resources: []*string{reconcileQueue.QueueArn()}},
 			{actions: []string{"sqs:SendMessage"}, resources: []*string{rejected.QueueArn()}},
-		})
+		}, refundStatements))
 	sweeperEnv := map[string]*string{
 		deploy.EnvTableName: table.name, deploy.EnvReconcileQueueURL: reconcileQueue.QueueUrl(), deploy.EnvEnvironment: jsii.String(cfg.Name),
 		deploy.EnvInTransitBound: jsii.String(deployed.Protocol.InTransitBound.String()), deploy.EnvClockSkew: jsii.String(deployed.Protocol.ClockSkew.String()),
