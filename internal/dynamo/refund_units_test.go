@@ -1,0 +1,151 @@
+package dynamo_test
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"testing"
+
+	"github.com/idempotent-payments/idempay/internal/acquirer"
+	"github.com/idempotent-payments/idempay/internal/charge"
+	"github.com/idempotent-payments/idempay/internal/charge/chargetest"
+	"github.com/idempotent-payments/idempay/internal/cost"
+	"github.com/idempotent-payments/idempay/internal/dynamo"
+	"github.com/idempotent-payments/idempay/internal/dynamo/dynamotest"
+	"github.com/idempotent-payments/idempay/internal/httpapi"
+	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/refund"
+	"github.com/idempotent-payments/idempay/internal/sandbox"
+)
+
+// refundWorld is a charge of 1,000,000 and the refund service on DynamoDB
+// Local, through api (a round-trip counter or a meter).
+type refundWorld struct {
+	svc    *refund.Service
+	charge string
+}
+
+func newRefundWorld(tb testing.TB, api dynamo.API, table string) refundWorld {
+	tb.Helper()
+	sb := sandbox.New("")
+	sb.SetRefundBound(false)
+	acq, _ := acquirer.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
+	tbl := dynamo.Open(api, table)
+	guard := idem.NewGuard(tbl.Store(), idem.Config{})
+	charges := chargetest.ServiceWith(guard, tbl.Ledger(), acq, httpapi.Render, charge.Config{})
+	made := charges.Charge(context.Background(), charge.Input{Account: "acct_rt", Keys: []string{"refund-units-charge"},
+		Body: []byte(`{"amount": 1000000, "currency": "BRL", "order_id": "1", "payment_method": "pm_card_visa"}`)})
+	if made.Outcome != charge.Executed {
+		tb.Fatalf("charge: %s", made.Outcome)
+	}
+	return refundWorld{svc: refund.NewService(guard, charges, tbl.Balances(), tbl.Refunds(), acq, httpapi.RenderRefund, charge.Config{}), charge: made.ChargeID}
+}
+
+func (w refundWorld) refund(key, body string) refund.Result {
+	return w.svc.Refund(context.Background(), refund.Input{Account: "acct_rt", Keys: []string{key}, ChargeID: w.charge, Body: []byte(body)})
+}
+
+// TestRefundRoundTrips holds the round trips of each refund path. A
+// refund made: the claim (PutItem), the charge as its GET reads it (its
+// row and its record: 2 GetItem), the reservation, the refund row, the
+// entry's success and the completion (PutItem, 3 UpdateItem). A replay:
+// the claim. A refusal by the bound: the claim, the charge, the refused
+// reservation and the completion. A GET of a refund: its row; the lookup by
+// key: the record and the row; amount_refunded: the balance.
+func TestRefundRoundTrips(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	var trips dynamotest.RoundTrips
+	client := dynamotest.Client(t, trips.Option)
+	w := newRefundWorld(t, client, dynamotest.NewTable(t, client))
+	var made refund.Result
+	for _, c := range []struct {
+		name string
+		run  func() refund.Result
+		want refund.Outcome
+		rt   map[string]int
+	}{
+		{"made", func() refund.Result { made = w.refund("refund-rt-1", `{"amount": 600000}`); return made }, refund.Executed,
+			map[string]int{"PutItem": 2, "GetItem": 2, "UpdateItem": 3}},
+		{"replay", func() refund.Result { return w.refund("refund-rt-1", `{"amount": 600000}`) }, refund.Replayed,
+			map[string]int{"PutItem": 1}},
+		{"refused by the bound", func() refund.Result { return w.refund("refund-rt-2", `{"amount": 600000}`) }, refund.Executed,
+			map[string]int{"PutItem": 1, "GetItem": 2, "UpdateItem": 2}},
+		{"GET a refund", func() refund.Result { return w.svc.Get(ctx, "acct_rt", made.RefundID) }, refund.Found,
+			map[string]int{"GetItem": 1}},
+		{"lookup by key", func() refund.Result { return w.svc.ByKey(ctx, "acct_rt", "refund-rt-1") }, refund.Found,
+			map[string]int{"GetItem": 2}},
+	} {
+		trips.Take()
+		res := c.run()
+		if got := trips.Take(); res.Outcome != c.want || !maps.Equal(got, c.rt) {
+			t.Errorf("%s: %s, round trips %v; want %s, %v", c.name, res.Outcome, got, c.want, c.rt)
+		}
+	}
+	if _, err := w.svc.Refunded(ctx, w.charge); err != nil || !maps.Equal(trips.Take(), map[string]int{"GetItem": 1}) {
+		t.Errorf("amount_refunded: %v", err)
+	}
+}
+
+// refundUnits runs n refunds made on one charge (its 1st to its nth) and
+// returns the units of the last one, as DynamoDB reports them: the balance
+// item grows with each intent's entry.
+func refundUnits(tb testing.TB, n int) dynamotest.Units {
+	tb.Helper()
+	meter := &dynamotest.Meter{Client: dynamotest.Client(tb)}
+	w := newRefundWorld(tb, meter, dynamotest.NewTable(tb, meter.Client))
+	for i := range n {
+		meter.Take()
+		if res := w.refund(fmt.Sprintf("refund-units-%d", i), `{"amount": 100}`); res.Outcome != refund.Executed || res.Response.StatusCode != 201 {
+			tb.Fatalf("refund %d: %s %d", i, res.Outcome, res.Response.StatusCode)
+		}
+	}
+	return meter.Take()
+}
+
+// TestRefundUnits holds a refund's write and read units: the first refund
+// of a charge writes 7 (claim 1 + its index entry 1, reservation 1, refund
+// row 1, success 1, completion 1 + leaving the index 1) and reads 2 (the
+// charge's row and record); the 50th, its balance holding 50 entries
+// (about 8 KB), writes 21: each of the two balance updates is billed 8. A
+// refusal by the bound writes 5: claim and completion with their index
+// entries, and the refused reservation, billed 1.
+func TestRefundUnits(t *testing.T) {
+	t.Parallel()
+	first := refundUnits(t, 1)
+	if got := [3]float64{first.TableWrite, first.IndexWrite, first.Read}; got != [3]float64{5, 2, 2} {
+		t.Errorf("first refund: table WRU, index WRU, RRU = %v, want [5 2 2]", got)
+	}
+	meter := &dynamotest.Meter{Client: dynamotest.Client(t)}
+	w := newRefundWorld(t, meter, dynamotest.NewTable(t, meter.Client))
+	if res := w.refund("refund-units-made", `{"amount": 600000}`); res.Response.StatusCode != 201 {
+		t.Fatalf("made: %s %d", res.Outcome, res.Response.StatusCode)
+	}
+	meter.Take()
+	if res := w.refund("refund-units-refused", `{"amount": 600000}`); res.Response.StatusCode != 422 {
+		t.Fatalf("refused: %s %d", res.Outcome, res.Response.StatusCode)
+	}
+	if u := meter.Take(); [3]float64{u.TableWrite, u.IndexWrite, u.Read} != [3]float64{3, 2, 2} {
+		t.Errorf("refused by the bound: table WRU, index WRU, RRU = %v, want [3 2 2] (the refused reservation is billed 1)", [3]float64{u.TableWrite, u.IndexWrite, u.Read})
+	}
+	last := refundUnits(t, refund.MaxEntries)
+	if got := [3]float64{last.TableWrite, last.IndexWrite, last.Read}; got != [3]float64{3 + 2*8, 2, 2} {
+		t.Errorf("refund %d: table WRU, index WRU, RRU = %v, want [19 2 2]", refund.MaxEntries, got)
+	}
+}
+
+// BenchmarkRefundUnits reports the units of a charge's first and 50th
+// refund, and what a million of them cost at on-demand prices.
+func BenchmarkRefundUnits(b *testing.B) {
+	for _, n := range []int{1, refund.MaxEntries} {
+		b.Run(fmt.Sprintf("refund-%d", n), func(b *testing.B) {
+			for b.Loop() {
+				u := refundUnits(b, n)
+				b.ReportMetric(u.TableWrite+u.IndexWrite, "WRU/op")
+				b.ReportMetric(u.Read, "RRU/op")
+				b.ReportMetric(1e6*((u.TableWrite+u.IndexWrite)*cost.DynamoDBWriteUnit+u.Read*cost.DynamoDBReadUnit), "$/M")
+			}
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}
