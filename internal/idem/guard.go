@@ -484,7 +484,9 @@ func (l *Lease) WaitOut() time.Duration { return l.g.cfg.Protocol.WaitOut(l.rec.
 // lease's end. It refuses (ok false) when the lease has less than its
 // WaitOut left (DESIGN §4 rule 3: a request sent now must be processed
 // before anyone may take the record over and ask), or no time is left for
-// the call. Every path that sends downstream asks it first.
+// the call. Every path that sends downstream asks it first. The deadline
+// is a wall-clock instant, so the guard's clock must be the wall clock's
+// (time.Now, as in production).
 func (l *Lease) SendContext(ctx context.Context, timeout, reserve time.Duration) (context.Context, context.CancelFunc, bool) {
 	if l.TimeLeft() < l.WaitOut() {
 		return nil, nil, false

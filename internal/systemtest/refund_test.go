@@ -166,6 +166,14 @@ func TestRefundContract(t *testing.T) {
 	if n := items(t, s); n != before || len(s.Sandbox.Refunds()) != 0 {
 		t.Fatalf("%d items (was %d), %d refunds after refusals", n, before, len(s.Sandbox.Refunds()))
 	}
+	// A charge whose row is written while its record is still in flight (a
+	// worker that died between the two): its outcome is not known yet.
+	pending := inFlightWithARow(t, s, acct, "refund-contract-pending-charge")
+	r = postRefund(t, s, acct, "refund-charge-4", pending, `{}`)
+	expect(t, r, 503, "CHARGE_OUTCOME_PENDING")
+	if r.header.Get("Retry-After") == "" || refundRecord(t, s, acct, "refund-charge-4") != nil {
+		t.Fatalf("the pending charge's refund: %v, its key's record %+v", r.header, refundRecord(t, s, acct, "refund-charge-4"))
+	}
 
 	// 5. The acquirer, and 2. the key's record.
 	made := postRefund(t, s, acct, "refund-contract-1", ch, `{"amount": 300, "reason": "requested_by_customer"}`)
@@ -367,6 +375,25 @@ func TestRefundKills(t *testing.T) {
 		t.Fatalf("the retry after the release: %d %s", r.status, r.body)
 	}
 	mustRefundExactly(t, s, "acct_refund", ch, 1000)
+}
+
+// inFlightWithARow leaves a charge as a worker that wrote its ledger row
+// and died before completing its record: the record in flight (its lease
+// a minute long), the row there. It returns the charge's id.
+func inFlightWithARow(t *testing.T, s *localapi.Stack, account, key string) string {
+	t.Helper()
+	table := dynamo.Open(s.DynamoDB, s.TableName)
+	guard := idem.NewGuard(table.Store(), idem.Config{DefaultLease: time.Minute, Protocol: s.Protocol})
+	claim, err := guard.Begin(context.Background(), idem.Scope{Operation: charge.Operation, Account: account, Key: key}, canonicalOf(t, visa))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := charge.ID(claim.Lease.DownstreamKey())
+	if _, err := table.Ledger().Write(context.Background(), charge.Charge{ID: id, Account: account, IdempotencyKey: key, Status: acquirer.StatusCaptured,
+		Amount: 25000, Currency: "BRL", OrderID: "123", AuthorizationID: "auth_pending", AcquirerID: s.Protocol.Downstream, CreatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	return id
 }
 
 // killedBeforeSending is an acquirer whose caller dies as it sends.

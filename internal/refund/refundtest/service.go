@@ -51,6 +51,7 @@ func RunServiceConformance(t *testing.T, newStores NewStoresFunc) {
 		{"ADeclineFreesTheAmount", serviceADeclineFreesTheAmount},
 		{"ADroppedAnswerIsReconciled", serviceADroppedAnswerIsReconciled},
 		{"NothingSentReleasesBoth", serviceNothingSentReleasesBoth},
+		{"AReservationWhoseAnswerWasLost", serviceAReservationWhoseAnswerWasLost},
 		{"AnUnknownOutcomeIsTakenOverAndSent", serviceAnUnknownOutcomeIsTakenOverAndSent},
 		{"TheReconcilerReleasesWhatNeverLeft", serviceTheReconcilerReleasesWhatNeverLeft},
 		{"KillsBetweenTheSteps", serviceKillsBetweenTheSteps},
@@ -77,8 +78,12 @@ const (
 // world is a charge service and a refund service on fresh stores, with a
 // test clock and the sandbox on a socket.
 type world struct {
-	stores  Stores
+	stores Stores
+	// clock is moved by the cases (Advance); now is its time plus the
+	// wall time since the world began, so the acquirer calls' deadlines,
+	// which the context measures by the wall clock, stay ahead of it.
 	clock   *idemtest.Clock
+	began   time.Time
 	sb      *sandbox.Server
 	acq     *acquirer.Client
 	charges *charge.Service
@@ -87,7 +92,7 @@ type world struct {
 }
 
 func newWorld(t *testing.T, newStores NewStoresFunc) *world {
-	w := &world{stores: newStores(t), clock: idemtest.NewClock(time.Now().Truncate(time.Millisecond)), sb: sandbox.New("")}
+	w := &world{stores: newStores(t), clock: idemtest.NewClock(time.Now().Truncate(time.Millisecond)), began: time.Now(), sb: sandbox.New("")}
 	w.sb.SetRefundBound(false)
 	srv := httptest.NewServer(w.sb)
 	t.Cleanup(srv.Close)
@@ -99,11 +104,14 @@ func newWorld(t *testing.T, newStores NewStoresFunc) *world {
 // instance is one more function instance: its own guard (and warm
 // cache) on the same stores.
 func (w *world) instance(acq refund.Acquirer) (*charge.Service, *refund.Service) {
-	guard := idem.NewGuard(w.stores.Store, idem.Config{Now: w.clock.Now, DefaultLease: 30 * time.Second, Protocol: protocol})
-	cfg := charge.Config{Now: w.clock.Now}
+	guard := idem.NewGuard(w.stores.Store, idem.Config{Now: w.now, DefaultLease: 30 * time.Second, Protocol: protocol})
+	cfg := charge.Config{Now: w.now}
 	charges := charge.NewService(guard, w.stores.Charges, w.acq, chargetest.Render, cfg)
 	return charges, refund.NewService(guard, charges, w.stores.Balances, w.stores.Refunds, acq, Render, cfg)
 }
+
+// now is the world's time.
+func (w *world) now() time.Time { return w.clock.Now().Add(time.Since(w.began)) }
 
 // with is the refund service of another instance sending through acq.
 func (w *world) with(acq refund.Acquirer) *refund.Service {
@@ -159,7 +167,7 @@ func (w *world) mustHold(t *testing.T, chargeID string, remaining, reserved, ref
 // mustBeGone checks that the key has no record.
 func (w *world) mustBeGone(t *testing.T, key string) {
 	t.Helper()
-	if rec, err := w.stores.Store.Get(ctx, pkOf(key), w.clock.Now()); !errors.Is(err, idem.ErrNotFound) {
+	if rec, err := w.stores.Store.Get(ctx, pkOf(key), w.now()); !errors.Is(err, idem.ErrNotFound) {
 		t.Fatalf("the key's record: %+v, %v; want none", rec, err)
 	}
 }
@@ -249,7 +257,7 @@ func serviceTheChargeDecidesFirst(t *testing.T, w *world) {
 	declined := w.charges.Charge(ctx, charge.Input{Account: account, Keys: []string{"declined-charge"},
 		Body: []byte(`{"amount": 100, "currency": "BRL", "order_id": "o-3", "payment_method": "pm_card_declined"}`)})
 	foreign := charge.Charge{ID: charge.ID(strings.Repeat("e", 40)), Account: account, Status: acquirer.StatusCaptured,
-		Amount: 100, Currency: "BRL", OrderID: "o-4", AuthorizationID: "auth_x", AcquirerID: "another-acquirer", CreatedAt: w.clock.Now()}
+		Amount: 100, Currency: "BRL", OrderID: "o-4", AuthorizationID: "auth_x", AcquirerID: "another-acquirer", CreatedAt: w.now()}
 	if _, err := w.stores.Charges.Write(ctx, foreign); err != nil {
 		t.Fatal(err)
 	}
@@ -300,8 +308,8 @@ func (s *failingCompletion) Complete(c2 context.Context, pk, token string, resp 
 // nothing stored; once the charge completes, the refund goes through.
 func serviceAChargeWhoseOutcomeIsPending(t *testing.T, w *world) {
 	store := &failingCompletion{Store: w.stores.Store}
-	guard := idem.NewGuard(store, idem.Config{Now: w.clock.Now, DefaultLease: 30 * time.Second, Protocol: protocol})
-	charges := charge.NewService(guard, w.stores.Charges, w.acq, chargetest.Render, charge.Config{Now: w.clock.Now})
+	guard := idem.NewGuard(store, idem.Config{Now: w.now, DefaultLease: 30 * time.Second, Protocol: protocol})
+	charges := charge.NewService(guard, w.stores.Charges, w.acq, chargetest.Render, charge.Config{Now: w.now})
 	store.armed.Store(true)
 	chargeIn := charge.Input{Account: account, Keys: []string{"pending-charge"},
 		Body: []byte(`{"amount": 700, "currency": "BRL", "order_id": "o-5", "payment_method": "pm_card_visa"}`)}
@@ -325,7 +333,7 @@ func serviceAChargeWhoseOutcomeIsPending(t *testing.T, w *world) {
 // record is the scope's record, as the store holds it now.
 func (w *world) record(t *testing.T, scope idem.Scope) *idem.Record {
 	t.Helper()
-	rec, err := w.stores.Store.Get(ctx, scope.PK(), w.clock.Now())
+	rec, err := w.stores.Store.Get(ctx, scope.PK(), w.now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -384,6 +392,34 @@ func serviceNothingSentReleasesBoth(t *testing.T, w *world) {
 	w.mustHold(t, ch, 1000, 0, 0)
 	w.clock.Advance(time.Millisecond) // a new intent: a new downstream key
 	mustAnswer(t, w.svc.Refund(ctx, in("unsent-refund", ch, `{"amount": 1000}`)), refund.Executed, 201)
+}
+
+// lostReservation is balances whose Reserve lands and then fails, as a
+// write whose answer was lost does.
+type lostReservation struct{ refund.Balances }
+
+func (b lostReservation) Reserve(c2 context.Context, r refund.Reservation) (refund.Entry, error) {
+	if _, err := b.Balances.Reserve(c2, r); err != nil {
+		return refund.Entry{}, err
+	}
+	return refund.Entry{}, errors.New("the reservation's answer was lost")
+}
+
+// serviceAReservationWhoseAnswerWasLost: the store fails at the
+// reservation, before anything is sent: 503 SERVICE_UNAVAILABLE, the
+// entry released first (the write had landed), then the key.
+func serviceAReservationWhoseAnswerWasLost(t *testing.T, w *world) {
+	ch := w.charge(t, "pm_card_visa", 1000)
+	guard := idem.NewGuard(w.stores.Store, idem.Config{Now: w.now, DefaultLease: 30 * time.Second, Protocol: protocol})
+	svc := refund.NewService(guard, w.charges, lostReservation{w.stores.Balances}, w.stores.Refunds, w.acq, Render, charge.Config{Now: w.now})
+	if res := svc.Refund(ctx, in("lost-reservation", ch, `{"amount": 700}`)); res.Outcome != refund.Unavailable || res.RetryAfter <= 0 {
+		t.Fatalf("%s", res.Outcome)
+	}
+	w.mustBeGone(t, "lost-reservation")
+	w.mustHold(t, ch, 1000, 0, 0)
+	if len(w.sb.Refunds()) != 0 {
+		t.Fatal("the acquirer received a refund")
+	}
 }
 
 // serviceAnUnknownOutcomeIsTakenOverAndSent: a 500 leaves the outcome
@@ -479,8 +515,8 @@ func serviceKillsBetweenTheSteps(t *testing.T, w *world) {
 			if kill == "after the row" {
 				ledger = killedAfterTheRow{w.stores.Refunds}
 			}
-			guard := idem.NewGuard(w.stores.Store, idem.Config{Now: w.clock.Now, DefaultLease: 30 * time.Second, Protocol: protocol})
-			doomed := refund.NewService(guard, w.charges, w.stores.Balances, ledger, acq, Render, charge.Config{Now: w.clock.Now})
+			guard := idem.NewGuard(w.stores.Store, idem.Config{Now: w.now, DefaultLease: 30 * time.Second, Protocol: protocol})
+			doomed := refund.NewService(guard, w.charges, w.stores.Balances, ledger, acq, Render, charge.Config{Now: w.now})
 			if !killed(func() { doomed.Refund(ctx, in(key, ch, `{"amount": 600}`)) }) {
 				t.Fatalf("%s: the attempt was not killed", kill)
 			}
