@@ -27,6 +27,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -84,14 +85,24 @@ func run() error {
 	}
 	fmt.Printf(`
 The charge API is up on %s (%s, %d charge instances under the RIE).
-Tokens: HS256, iss %q, aud %q (the deployed authorizer checks the IdP's RS256 tokens).
+Tokens: HS256, iss %q, aud %q (the deployed authorizer checks the IdP's RS256 tokens);
+this one carries every scope the API has (%s).
 Charge a card; paste it twice to see the replay (Idempotent-Replay: true):
 
+export TOKEN='%s'
 curl -i %s/v1/charges \
-  -H 'Authorization: Bearer %s' \
+  -H "Authorization: Bearer $TOKEN" \
   -H 'Idempotency-Key: demo-order-0001' \
   -H 'Content-Type: application/json' \
   -d '{"amount": 25000, "currency": "BRL", "order_id": "123", "payment_method": "pm_card_visa"}'
+
+Then refund part of it, the charge's id from the answer's Location:
+
+curl -i %s/v1/charges/CHARGE_ID/refunds \
+  -H "Authorization: Bearer $TOKEN" \
+  -H 'Idempotency-Key: demo-refund-0001' \
+  -H 'Content-Type: application/json' \
+  -d '{"amount": 5000, "reason": "requested_by_customer"}'
 
 The SQS path: in another terminal, make send-charge puts a charge command on
 the queue of producer %q (%s), which may charge %v; the consumer
@@ -107,7 +118,7 @@ eval "$(localstack/emulators.sh env)"; export %s=%s
 go run ./cmd/idemctl held
 
 Ctrl-C stops everything this command started.
-`, stack.URL, acquirerLine, instances, trust.Issuer, trust.Audience, stack.URL, token,
+`, stack.URL, acquirerLine, instances, trust.Issuer, trust.Audience, strings.Join(localapi.Scopes(), ", "), token, stack.URL, stack.URL,
 		localapi.DefaultProducers[0].Name, stack.QueueURL, localapi.DefaultProducers[0].Accounts,
 		stack.OperatorURL, stack.OperatorPrincipal.ARN, deploy.EnvOperatorURL, stack.OperatorURL)
 	<-ctx.Done()

@@ -445,16 +445,22 @@ func (t Trust) withDefaults() Trust {
 }
 
 // Token mints a token this Trust accepts for account (its AccountClaim),
-// valid for ttl, with every route's scope: what `make run` prints and the
-// tests send.
+// valid for ttl, with every route's scope (Scopes): what `make run` prints
+// and the tests send.
 func (t Trust) Token(account string, ttl time.Duration) (string, error) {
+	return t.TokenWithScopes(account, ttl, Scopes()...)
+}
+
+// Scopes are every scope the API's routes require (route.Scopes), once
+// each, in the routes' order.
+func Scopes() []string {
 	var scopes []string
 	for _, r := range route.All {
 		if !slices.Contains(scopes, route.Scopes[r]) {
 			scopes = append(scopes, route.Scopes[r])
 		}
 	}
-	return t.TokenWithScopes(account, ttl, scopes...)
+	return scopes
 }
 
 // TokenWithScopes is Token with only the scopes given (its "scope" claim).

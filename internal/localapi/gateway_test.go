@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -382,5 +383,19 @@ func TestGatewayRefusesBodiesAsAPIGateway(t *testing.T) {
 	}
 	if fn.calls != 0 {
 		t.Fatalf("%d refused bodies reached the function", fn.calls)
+	}
+}
+
+// TestSampleTokenHasEveryScope: the token `make run` prints carries every
+// scope the API's routes require, refunds:write among them.
+func TestSampleTokenHasEveryScope(t *testing.T) {
+	t.Parallel()
+	if got, want := Scopes(), []string{"charges:write", "charges:read", "refunds:write"}; !slices.Equal(got, want) {
+		t.Fatalf("scopes %v, want %v", got, want)
+	}
+	for _, r := range route.All {
+		if !slices.Contains(Scopes(), route.Scopes[r]) {
+			t.Errorf("%s's scope %s is not in the sample token", r, route.Scopes[r])
+		}
 	}
 }
