@@ -260,6 +260,23 @@ proctype Worker(byte i; byte me) {
 	:: MAYCRASH(i) -> goto done	/* crash before reserving */
 	:: reserve(k, a, got)
 	fi;
+	/* The store fails at the reservation, its write perhaps landed (503
+	 * SERVICE_UNAVAILABLE): nothing was sent, so a first attempt releases
+	 * the entry (its reservation, or a tombstone), then the record; after
+	 * a take-over both are left to the reconciler. */
+	if
+	:: MAYCRASH(i) && got != NONE ->
+		if
+		:: !takenOver -> release(k, a, ok);
+			if
+			:: ok -> deleteRecord(i, me)
+			:: else -> skip
+			fi
+		:: else -> skip
+		fi;
+		goto done
+	:: true -> skip
+	fi;
 	if
 	:: got == NONE -> goto done
 	:: got == NOENTRY -> completeRecord(i, me); goto done	/* 422 REFUND_EXCEEDS_CHARGE, final */

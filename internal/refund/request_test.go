@@ -29,6 +29,8 @@ func TestParseRequest(t *testing.T) {
 	}
 	for body, field := range map[string]string{
 		``:                                    "body",
+		`null`:                                "body",
+		" null ":                              "body",
 		`[]`:                                  "body",
 		`{"amount": 0}`:                       "amount",
 		`{"amount": -5}`:                      "amount",
@@ -78,7 +80,7 @@ func TestCanonical(t *testing.T) {
 // within bounds or a field error, never panics, and what it accepts
 // survives the canonical round trip.
 func FuzzParseRequest(f *testing.F) {
-	for _, s := range []string{`{}`, `{"amount": 300, "reason": "duplicate"}`, `{"amount": 1e400}`, `{"reason": null}`,
+	for _, s := range []string{`{}`, `null`, `{"amount": 300, "reason": "duplicate"}`, `{"amount": 1e400}`, `{"reason": null}`,
 		`{"a":1,"a":2}`, "\xff", `{"amount": 1, "AMOUNT": 2}`, `{"reason": "\ud800"}`, `[]`} {
 		f.Add([]byte(s))
 	}

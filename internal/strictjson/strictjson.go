@@ -54,14 +54,25 @@ var options = json.JoinOptions(
 // (at the top level, a name that differs from a member's only by case is
 // reported as such),
 // invalid UTF-8, escapes that are lone surrogates, any syntax error, and
-// anything but white space after the value. Values are checked against the
-// Go types of v's fields; v is unspecified after an error.
+// anything but white space after the value, and a null value (it would
+// otherwise decode into v as if every member were absent). Values are
+// checked against the Go types of v's fields; v is unspecified after an
+// error.
 func Unmarshal(b []byte, v any) error {
 	err := json.Unmarshal(b, v, options)
-	if err == nil {
-		return nil
+	if err != nil {
+		return describe(err, b, v)
 	}
-	return describe(err, b, v)
+	return notNull(b, v)
+}
+
+// notNull refuses a null that decoded into v: an object is wanted where v
+// is a struct, and a value in any case.
+func notNull(b []byte, v any) error {
+	if trimmed := bytes.TrimLeft(b, " \t\r\n"); len(trimmed) > 0 && trimmed[0] == 'n' {
+		return &Error{Message: "must be a JSON " + kindName(reflect.TypeOf(v))}
+	}
+	return nil
 }
 
 // UnmarshalResponse is Unmarshal for the answer of a system we call, which may
@@ -72,9 +83,12 @@ func UnmarshalResponse(b []byte, v any) error {
 	if err := json.Unmarshal(b, v, options, json.RejectUnknownMembers(false)); err != nil {
 		return describe(err, b, v)
 	}
+	if err := notNull(b, v); err != nil {
+		return err
+	}
 	dec := jsontext.NewDecoder(bytes.NewReader(b))
-	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
-		return nil // not an object: v decoded it, and has no names to vary
+	if _, err := dec.ReadToken(); err != nil {
+		return describe(err, b, v)
 	}
 	for dec.PeekKind() == '"' {
 		name, err := dec.ReadToken()

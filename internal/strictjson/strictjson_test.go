@@ -38,6 +38,8 @@ func TestRefusals(t *testing.T) {
 		{"truncated", `{"count":1`, "", "unexpected end of JSON"},
 		{"empty", ``, "", "unexpected end of JSON"},
 		{"not an object", `[1]`, "", "must be a JSON object"},
+		{"null", `null`, "", "must be a JSON object"},
+		{"null among white space", " null\n", "", "must be a JSON object"},
 		{"wrong type", `{"currency":5}`, "currency", "must be a JSON string"},
 		{"string for number", `{"count":"5"}`, "count", "must be a JSON number"},
 	} {

@@ -249,7 +249,8 @@ func serviceTheKeyIsScopedByOperation(t *testing.T, w *world) {
 }
 
 // serviceTheChargeDecidesFirst: no such charge, another account's, a
-// declined one, one of another acquirer: nothing stored, the key free.
+// declined one, one of another acquirer: nothing stored, the key free; a
+// row that names no acquirer is the deployment's, and is refunded.
 // The door refuses before anything: a bad key, a bad body, an id that
 // cannot be a charge's.
 func serviceTheChargeDecidesFirst(t *testing.T, w *world) {
@@ -259,6 +260,13 @@ func serviceTheChargeDecidesFirst(t *testing.T, w *world) {
 	foreign := charge.Charge{ID: charge.ID(strings.Repeat("e", 40)), Account: account, Status: acquirer.StatusCaptured,
 		Amount: 100, Currency: "BRL", OrderID: "o-4", AuthorizationID: "auth_x", AcquirerID: "another-acquirer", CreatedAt: w.now()}
 	if _, err := w.stores.Charges.Write(ctx, foreign); err != nil {
+		t.Fatal(err)
+	}
+	// A row written before rows named their acquirer counts as the
+	// deployment's acquirer's: refundable.
+	legacy := foreign
+	legacy.ID, legacy.AcquirerID = charge.ID(strings.Repeat("f", 40)), ""
+	if _, err := w.stores.Charges.Write(ctx, legacy); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
@@ -286,6 +294,11 @@ func serviceTheChargeDecidesFirst(t *testing.T, w *world) {
 	mustBalance(t, w.stores.Balances, ch, 0, 0, 0)
 	if len(w.sb.Refunds()) != 0 {
 		t.Fatalf("the acquirer received %d refunds", len(w.sb.Refunds()))
+	}
+	// The legacy row's refund reaches the acquirer, which knows no such
+	// authorization here and declines it: what matters is that it was sent.
+	if res := w.svc.Refund(ctx, in("decide-legacy", legacy.ID, `{}`)); res.Outcome != refund.Executed || len(w.sb.Refunds()) != 1 {
+		t.Fatalf("a row without an acquirer id: %s, %d refunds sent", res.Outcome, len(w.sb.Refunds()))
 	}
 }
 
