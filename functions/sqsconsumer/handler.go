@@ -236,7 +236,11 @@ func (h *Handler) process(ctx context.Context, in inbox, known bool, msg events.
 	default: // command.TypeReconcile: Decode knows no other
 		record := idem.Ref(cmd.PK)
 		reconcile := h.Service.Reconcile
-		if scope, err := idem.ParsePK(cmd.PK); err == nil && scope.Operation == refund.Operation && h.Refunds != nil {
+		if scope, err := idem.ParsePK(cmd.PK); err == nil && scope.Operation == refund.Operation {
+			if h.Refunds == nil { // a wiring mistake: kept, and loud, never dead-lettered as malformed
+				h.Logger.ErrorContext(obs.WithAttrs(ctx, slog.String("record", record)), "a refund's reconcile command, and no refund service to run it; will retry")
+				return verdict{outcome: obs.OutcomeReconcileFailed, record: record, retry: true}
+			}
 			reconcile = h.Refunds.Reconcile
 		}
 		outcome, err := reconcile(ctx, cmd.PK)

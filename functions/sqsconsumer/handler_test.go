@@ -393,3 +393,20 @@ func complete(t *testing.T, g *idem.Guard, key string, req charge.Request) {
 		t.Fatal(err)
 	}
 }
+
+// TestRefundReconcileWithoutTheService: a refund's reconcile command on a
+// consumer wired without the refund service is kept for a retry, loudly,
+// never dead-lettered as malformed.
+func TestRefundReconcileWithoutTheService(t *testing.T) {
+	t.Parallel()
+	const reconcile = "arn:q:reconcile"
+	dl := &deadLetters{}
+	h := &Handler{Service: chargetest.Service(idem.NewGuard(idemtest.NewMemoryStore(), idem.Config{}), sandbox.New(""), httpapi.Render, charge.Config{}),
+		Inboxes:     map[string]inbox{reconcile: {Inbox: command.Inbox{ARN: reconcile, URL: "u", Reconcile: true}, Queue: noDelay{}}},
+		DeadLetters: dl, Concurrency: 1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	msg, _ := command.Reconcile(idem.Scope{Operation: refund.Operation, Account: "acct_1", Key: "refund-key-1"}.PK()).Encode()
+	resp, _ := h.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m1", Body: msg, EventSourceARN: reconcile}}})
+	if len(resp.BatchItemFailures) != 1 || len(dl.codes) != 0 {
+		t.Fatalf("failures %v, dead letters %v; want the message kept", resp.BatchItemFailures, dl.codes)
+	}
+}

@@ -59,12 +59,8 @@ var ErrNotAChargeRecord = errors.New("not a charge's idempotency record")
 // A record claimed for another acquirer is an error wrapping
 // idem.ErrOtherDownstream, and nothing is asked or written.
 func (s *Service) Reconcile(ctx context.Context, pk string) (Reconciled, error) {
-	scope, err := idem.ParsePK(pk)
-	if err == nil && scope.Operation != Operation {
-		err = fmt.Errorf("operation %q", scope.Operation)
-	}
-	if err != nil {
-		return NothingToDo, fmt.Errorf("reconcile: %w: %w", ErrNotAChargeRecord, err)
+	if err := chargeRecord("reconcile", pk); err != nil {
+		return NothingToDo, err
 	}
 	ctx = obs.WithAttrs(ctx, slog.String("record", idem.Ref(pk)))
 	lease, err := s.guard.TakeOverStale(ctx, pk)

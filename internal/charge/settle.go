@@ -122,6 +122,20 @@ type Settled struct {
 // settled the record.
 func (s Settled) TookEffect() bool { return s.State == ReleasedByThis || s.State == CompletedByThis }
 
+// chargeRecord refuses, for step, a key that is not a charge's
+// idempotency record (ErrNotAChargeRecord): a refund's record is settled
+// by its own service, whose balance a charge's step would not touch.
+func chargeRecord(step, pk string) error {
+	scope, err := idem.ParsePK(pk)
+	if err == nil && scope.Operation != Operation {
+		err = fmt.Errorf("operation %q", scope.Operation)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w: %w", step, ErrNotAChargeRecord, err)
+	}
+	return nil
+}
+
 // Record is the live record pk (idem.ErrNotFound when there is none), as
 // an operator's step reads it before acting.
 func (s *Service) Record(ctx context.Context, pk string) (*idem.Record, error) {
@@ -139,6 +153,9 @@ var ErrCompleted = errors.New("the record is completed")
 // idem.ErrOtherDownstream (this service's acquirer is not the record's),
 // ErrNoAuthorization, a mismatch, or the lookup's failure.
 func (s *Service) Peek(ctx context.Context, pk string) (acquirer.Authorization, error) {
+	if err := chargeRecord("peek", pk); err != nil {
+		return acquirer.Authorization{}, err
+	}
 	rec, err := s.guard.Lookup(ctx, pk)
 	if err != nil {
 		return acquirer.Authorization{}, err
@@ -192,8 +209,8 @@ func (s *Service) askSelf(ctx context.Context, downstreamKey string) (acquirer.A
 // and is nil exactly when Settled.TookEffect; a refusal writes nothing but
 // the take-over of the lease, which it ends again.
 func (s *Service) Settle(ctx context.Context, d Decision) (Settled, error) {
-	if _, err := idem.ParsePK(d.PK); err != nil {
-		return Settled{}, fmt.Errorf("settle: %w: %w", ErrNotAChargeRecord, err)
+	if err := chargeRecord("settle", d.PK); err != nil {
+		return Settled{}, err
 	}
 	switch {
 	case d.By == "":
@@ -247,6 +264,9 @@ func (s *Service) Settle(ctx context.Context, d Decision) (Settled, error) {
 // marker. A settlement counts as this decision's only when both its id
 // and its action are d's. It writes nothing: one to three reads.
 func (s *Service) ReadBack(ctx context.Context, d Decision) (Settled, error) {
+	if err := chargeRecord("read back", d.PK); err != nil {
+		return Settled{}, err
+	}
 	rec, err := s.guard.Lookup(ctx, d.PK)
 	switch {
 	case err == nil && rec.DownstreamKey == d.Instance:

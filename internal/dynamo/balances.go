@@ -144,7 +144,9 @@ func (b *Balances) Reserve(ctx context.Context, r refund.Reservation) (refund.En
 }
 
 // Refence implements refund.Balances: fence_K = fence if absent or lower,
-// returning the entry as it then is.
+// returning the entry as it then is. A refusal that finds fence_K = fence
+// is this attempt's own write, answered again (the SDK's retry after a
+// lost answer): the entry, without error.
 func (b *Balances) Refence(ctx context.Context, chargeID, key string, fence int) (refund.Entry, error) {
 	old, updated, err := b.update(ctx, chargeID, key, "SET #fe = :fence", "attribute_not_exists(#fe) OR #fe < :fence",
 		map[string]types.AttributeValue{":fence": num(int64(fence))}, true)
@@ -155,6 +157,9 @@ func (b *Balances) Refence(ctx context.Context, chargeID, key string, fence int)
 		e, err := entryOf(old, key)
 		if err != nil {
 			return refund.Entry{}, err
+		}
+		if e.Fence == fence {
+			return e, nil
 		}
 		return e, refund.ErrFenced
 	}

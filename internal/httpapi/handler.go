@@ -239,7 +239,7 @@ func (h *Handler) found(ctx context.Context, res charge.Result) reply {
 		if h.Log != nil {
 			h.Log.ErrorContext(ctx, "the charge's refunded amount failed to read", "error", err)
 		}
-		return respond(charge.Result{Outcome: charge.Unavailable, RetryAfter: charge.DefaultRetryAfter, Record: res.Record})
+		return respond(charge.Result{Outcome: charge.Unavailable, RetryAfter: h.Refunds.RetryAfter(), Record: res.Record})
 	}
 	a := respond(res)
 	a.Body = FoundBody(res.Charge, refunded)

@@ -11,9 +11,10 @@ import (
 	"fmt"
 )
 
-// MaxEntries is how many refund intents may reserve on one charge: the
-// balance item keeps an entry for each, and stays far inside DynamoDB's
-// 400 KB item limit.
+// MaxEntries is how many refund intents may reserve on one charge,
+// whatever became of them: the balance item keeps an entry for each, a
+// declined or released one too, and stays far inside DynamoDB's 400 KB
+// item limit.
 const MaxEntries = 50
 
 // State is a refund entry's state.
@@ -77,7 +78,9 @@ type Balances interface {
 	// writing a stub when the intent has no entry yet, and returns the
 	// entry as it then is. A take-over calls it before anything else, so
 	// no earlier attempt can reserve, succeed or release any more. It
-	// fails with ErrFenced when the fence is already fence or higher.
+	// fails with ErrFenced when the fence is already higher; a fence
+	// already equal is this attempt's own write, answered again, and
+	// succeeds (an attempt number belongs to one lease).
 	Refence(ctx context.Context, chargeID, key string, fence int) (Entry, error)
 	// Succeed moves a reserved entry of this fence to Succeeded: its
 	// amount moves from reserved to refunded. A retry finds it done and

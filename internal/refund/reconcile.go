@@ -55,9 +55,15 @@ func (s *Service) Reconcile(ctx context.Context, pk string) (charge.Reconciled, 
 	}
 	ch := s.charges.Get(ctx, lease.Record().Account, req.ChargeID)
 	if ch.Outcome != charge.Found {
-		// No reservation is made without the charge's row: nothing of this
-		// intent can be at the acquirer, or on the balance.
+		// No reservation is made without the charge's row.
 		if ch.Outcome == charge.NotFound {
+			// Released only when the balance has no entry for the intent: a
+			// charge's GET also says not found for an unreadable row.
+			_, has, err := s.balances.Entry(ctx, req.ChargeID, lease.DownstreamKey())
+			if err != nil || has {
+				_ = lease.Abandon(ctx)
+				return charge.NothingToDo, fmt.Errorf("reconcile %s: the charge is not found, and its balance has an entry for the refund (or did not read: %v)", idem.Ref(pk), err)
+			}
 			if err := lease.ReleaseReconciled(ctx); err != nil {
 				return charge.NothingToDo, fmt.Errorf("reconcile %s: %w", idem.Ref(pk), err)
 			}
@@ -74,18 +80,18 @@ func (s *Service) Reconcile(ctx context.Context, pk string) (charge.Reconciled, 
 	found, err := s.lookup(ctx, lease, ch.Charge, entry)
 	switch {
 	case errors.Is(err, acquirer.ErrMismatch):
-		if _, held := s.hold(ctx, lease, ch.Charge, entry, err); !held {
+		if _, held := s.hold(ctx, lease, acquirerRequest(ch.Charge, entry), err); !held {
 			return charge.ReconciledMismatch, fmt.Errorf("reconcile %s: the hold was not written", idem.Ref(pk))
 		}
 		return charge.ReconciledMismatch, nil
 	case err == nil:
-		return s.reconciled(pk, s.finish(ctx, lease, req, ch.Charge, found))
+		return s.reconciled(pk, s.finish(ctx, lease, req, ch.Charge, entry, found))
 	case !errors.Is(err, acquirer.ErrNotFound):
 		_ = lease.Abandon(ctx)
 		return charge.NothingToDo, fmt.Errorf("reconcile %s: acquirer refund lookup: %w", idem.Ref(pk), err)
 	}
 	if entry.State == EntrySucceeded {
-		return s.reconciled(pk, s.completeFromRow(ctx, lease))
+		return s.reconciled(pk, s.completeFromRow(ctx, lease, ch.Charge, entry))
 	}
 	return s.releaseReconciled(ctx, lease, req.ChargeID)
 }

@@ -57,7 +57,7 @@ func NewService(guard *idem.Guard, charges Charges, balances Balances, ledger Le
 }
 
 // Refund is the one door of a refund. The order of decisions is the
-// API's: the account, the key, the charge id's shape and the body
+// API's: the account, the key, the body and the charge id's shape
 // (nothing stored); then the key's record (a replay, in flight, reused);
 // then the charge (no such charge, not refundable, or its outcome not
 // known yet: the key is released, nothing stored); then the bound; then
@@ -175,12 +175,12 @@ func (s *Service) refundable(ctx context.Context, lease *idem.Lease, req Request
 		res = Result{Outcome: Unavailable, RetryAfter: s.cfg.RetryAfter}
 	}
 	if lease.TakenOver() {
-		s.cfg.Logger.ErrorContext(ctx, "a taken-over refund's charge is not refundable now; left for the reconciler", "charge_outcome", got.Outcome.String())
+		s.cfg.Logger.ErrorContext(ctx, "a taken-over refund's charge did not read as refundable; left for the reconciler", "charge_outcome", got.Outcome.String())
 		return charge.Charge{}, s.abandonPending(ctx, lease), false
 	}
 	if err := lease.Release(ctx); err != nil {
-		s.cfg.Logger.ErrorContext(ctx, "release failed", "error", err)
-		return charge.Charge{}, s.abandonPending(ctx, lease), false
+		s.cfg.Logger.ErrorContext(ctx, "release failed; nothing is reserved or sent", "error", err)
+		return charge.Charge{}, s.abandonUnavailable(ctx, lease), false
 	}
 	return charge.Charge{}, res, false
 }
@@ -198,9 +198,9 @@ func (s *Service) resume(ctx context.Context, lease *idem.Lease, req Request, ch
 	found, err := s.lookup(ctx, lease, ch, entry)
 	switch {
 	case err == nil:
-		return entry, s.finish(ctx, lease, req, ch, found), true
+		return entry, s.finish(ctx, lease, req, ch, entry, found), true
 	case errors.Is(err, acquirer.ErrMismatch):
-		res, _ := s.hold(ctx, lease, ch, entry, err)
+		res, _ := s.hold(ctx, lease, acquirerRequest(ch, entry), err)
 		return entry, res, true
 	case !errors.Is(err, acquirer.ErrNotFound):
 		s.cfg.Logger.WarnContext(ctx, "acquirer refund lookup failed", "attempt", lease.Attempt(), "error", err)
@@ -218,7 +218,7 @@ func (s *Service) resume(ctx context.Context, lease *idem.Lease, req Request, ch
 		return entry, Result{Outcome: Released, RetryAfter: s.cfg.RetryAfter}, true
 	case EntrySucceeded:
 		// Succeeded only after the row was written: answer from it.
-		return entry, s.completeFromRow(ctx, lease), true
+		return entry, s.completeFromRow(ctx, lease, ch, entry), true
 	}
 	return entry, Result{}, false
 }
@@ -257,11 +257,11 @@ func (s *Service) reserve(ctx context.Context, lease *idem.Lease, req Request, c
 // only with T plus the skew left on the lease, and its answer.
 func (s *Service) send(ctx context.Context, lease *idem.Lease, req Request, ch charge.Charge, entry Entry) Result {
 	ask := acquirerRequest(ch, entry)
-	r, sent, err := s.call(ctx, lease, ask)
-	if errors.Is(err, acquirer.ErrNotSent) && errors.Is(err, acquirer.ErrCredentialChanged) && sent {
-		r, sent, err = s.call(ctx, lease, ask)
+	r, called, err := s.call(ctx, lease, ask)
+	if errors.Is(err, acquirer.ErrNotSent) && errors.Is(err, acquirer.ErrCredentialChanged) && called {
+		r, called, err = s.call(ctx, lease, ask)
 	}
-	if !sent {
+	if !called {
 		return s.notSent(ctx, lease, ch.ID)
 	}
 	if err == nil {
@@ -269,9 +269,9 @@ func (s *Service) send(ctx context.Context, lease *idem.Lease, req Request, ch c
 	}
 	switch {
 	case err == nil:
-		return s.finish(ctx, lease, req, ch, r)
+		return s.finish(ctx, lease, req, ch, entry, r)
 	case errors.Is(err, acquirer.ErrMismatch):
-		res, _ := s.hold(ctx, lease, ch, entry, err)
+		res, _ := s.hold(ctx, lease, ask, err)
 		return res
 	case errors.Is(err, acquirer.ErrNotSent):
 		return s.notSent(ctx, lease, ch.ID)
@@ -280,8 +280,8 @@ func (s *Service) send(ctx context.Context, lease *idem.Lease, req Request, ch c
 	return s.abandonPending(ctx, lease)
 }
 
-// call sends one refund, if the lease allows it: sent false means it did
-// not send.
+// call sends one refund, if the lease allows it (idem.Lease.SendContext):
+// called false means it did not call the acquirer at all.
 func (s *Service) call(ctx context.Context, lease *idem.Lease, ask acquirer.RefundRequest) (acquirer.Refund, bool, error) {
 	callCtx, cancel, ok := lease.SendContext(ctx, s.cfg.AcquirerTimeout, s.cfg.StoreReserve)
 	if !ok {
@@ -347,15 +347,17 @@ func (s *Service) releaseBoth(ctx context.Context, lease *idem.Lease, chargeID s
 		return s.abandonPending(ctx, lease), false
 	}
 	if err := lease.Release(ctx); err != nil {
-		s.cfg.Logger.ErrorContext(ctx, "release failed", "error", err)
-		return s.abandonPending(ctx, lease), false
+		s.cfg.Logger.ErrorContext(ctx, "release failed; the reservation is released, nothing was sent", "error", err)
+		return s.abandonUnavailable(ctx, lease), false
 	}
 	return Result{}, true
 }
 
 // finish is step 6 with the acquirer's checked answer: the row, then the
-// entry (succeeded, or released for a decline), then the completion.
-func (s *Service) finish(ctx context.Context, lease *idem.Lease, req Request, ch charge.Charge, r acquirer.Refund) Result {
+// entry (succeeded, or released for a decline), then the completion. A
+// row an earlier attempt wrote must state what the acquirer answers now:
+// it decides the entry's step, so a difference holds the record.
+func (s *Service) finish(ctx context.Context, lease *idem.Lease, req Request, ch charge.Charge, entry Entry, r acquirer.Refund) Result {
 	rec := lease.Record()
 	row := Refund{
 		ID: ID(lease.DownstreamKey()), Account: rec.Account, ChargeID: ch.ID, IdempotencyKey: rec.Key, Source: rec.Source,
@@ -371,20 +373,52 @@ func (s *Service) finish(ctx context.Context, lease *idem.Lease, req Request, ch
 		s.cfg.Logger.ErrorContext(ctx, "refund row write failed; the record stays in flight", "error", err)
 		return s.abandonPending(ctx, lease)
 	}
-	return s.settleEntry(ctx, lease, stored)
+	if !sameRefund(stored, row) {
+		res, _ := s.hold(ctx, lease, acquirerRequest(ch, entry), &acquirer.RefundMismatchError{Reason: ReasonRowDiffers, Stated: r})
+		return res
+	}
+	return s.settleEntry(ctx, lease, ch, entry, stored)
+}
+
+// The reasons a refund is held for that are the refund's own, beside the
+// acquirer's (acquirer.Reason*).
+const (
+	// ReasonRowDiffers: the acquirer's answer differs from the refund row
+	// an earlier attempt of the intent wrote from its answer.
+	ReasonRowDiffers = "refund_row_differs"
+	// ReasonEntryDisagrees: the row says one thing and this attempt's
+	// entry has moved the other way (a refund the acquirer made after its
+	// entry was released).
+	ReasonEntryDisagrees = "entry_disagrees_with_row"
+)
+
+// sameRefund reports whether two rows record the same refund: everything
+// the acquirer decided.
+func sameRefund(a, b Refund) bool {
+	return a.Status == b.Status && a.DeclineCode == b.DeclineCode && a.Amount == b.Amount &&
+		a.Currency == b.Currency && a.AcquirerRefundID == b.AcquirerRefundID
 }
 
 // settleEntry moves the entry as the row says, then completes the record
-// with the row's answer.
-func (s *Service) settleEntry(ctx context.Context, lease *idem.Lease, row Refund) Result {
+// with the row's answer. An entry this attempt holds that has already
+// moved the other way holds the record; one a later attempt holds leaves
+// the answer to it.
+func (s *Service) settleEntry(ctx context.Context, lease *idem.Lease, ch charge.Charge, entry Entry, row Refund) Result {
 	step := s.balances.Succeed
 	if row.Status != acquirer.RefundSucceeded {
 		step = s.balances.Release
 	}
-	if err := step(ctx, row.ChargeID, lease.DownstreamKey(), lease.Attempt()); err != nil {
-		if errors.Is(err, ErrFenced) {
-			return s.pendingResult() // a later attempt owns the intent
+	err := step(ctx, row.ChargeID, lease.DownstreamKey(), lease.Attempt())
+	if errors.Is(err, ErrFenced) {
+		now, ok, readErr := s.balances.Entry(ctx, row.ChargeID, lease.DownstreamKey())
+		if readErr == nil && ok && now.Fence == lease.Attempt() {
+			res, _ := s.hold(ctx, lease, acquirerRequest(ch, entry), &acquirer.RefundMismatchError{Reason: ReasonEntryDisagrees,
+				Stated: acquirer.Refund{ID: row.AcquirerRefundID, Status: row.Status, AuthorizationID: ch.AuthorizationID, Amount: row.Amount, Currency: row.Currency}})
+			return res
 		}
+		return s.pendingResult() // a later attempt owns the intent
+	}
+	if err != nil {
 		s.cfg.Logger.ErrorContext(ctx, "moving the refund's entry failed; the record stays in flight", "error", err)
 		return s.abandonPending(ctx, lease)
 	}
@@ -392,13 +426,13 @@ func (s *Service) settleEntry(ctx context.Context, lease *idem.Lease, row Refund
 }
 
 // completeFromRow answers from the row an earlier attempt wrote.
-func (s *Service) completeFromRow(ctx context.Context, lease *idem.Lease) Result {
+func (s *Service) completeFromRow(ctx context.Context, lease *idem.Lease, ch charge.Charge, entry Entry) Result {
 	row, err := s.ledger.Get(ctx, ID(lease.DownstreamKey()))
 	if err != nil {
 		s.cfg.Logger.ErrorContext(ctx, "a succeeded entry without its row; the record stays in flight", "error", err)
 		return s.abandonPending(ctx, lease)
 	}
-	return s.settleEntry(ctx, lease, row)
+	return s.settleEntry(ctx, lease, ch, entry, row)
 }
 
 // complete stores the answer. A lost lease means another attempt resolved
@@ -420,13 +454,15 @@ func (s *Service) complete(ctx context.Context, lease *idem.Lease, a Answer, ref
 	return s.pendingResult()
 }
 
-// hold: the acquirer's refund disagrees with what was sent or with
-// itself. The record is held for an operator, the reservation kept, and
-// no row written; held false when the hold could not be written.
-func (s *Service) hold(ctx context.Context, lease *idem.Lease, ch charge.Charge, entry Entry, mismatch error) (res Result, held bool) {
+// hold: the acquirer's refund disagrees with what was sent (ask) or with
+// itself, or with what is stored of it. The record is held for an
+// operator, the reservation kept, and no row written; held false when the
+// hold could not be written.
+func (s *Service) hold(ctx context.Context, lease *idem.Lease, ask acquirer.RefundRequest, mismatch error) (res Result, held bool) {
 	var m *acquirer.RefundMismatchError
-	errors.As(mismatch, &m)
-	ask := acquirerRequest(ch, entry)
+	if !errors.As(mismatch, &m) { // an acquirer that reports a mismatch of its own kind
+		m = &acquirer.RefundMismatchError{Reason: "unclassified"}
+	}
 	s.cfg.Logger.ErrorContext(ctx, "the acquirer's refund disagrees with the request; the record is held for an operator",
 		"reason", m.Reason, "endpoint", m.Endpoint, "http_status", m.HTTPStatus, "acquirer_status", m.Stated.Status,
 		"acquirer_amount", m.Stated.Amount, "acquirer_currency", m.Stated.Currency, "amount", ask.Amount, "currency", ask.Currency,
@@ -450,3 +486,15 @@ func (s *Service) abandonPending(ctx context.Context, lease *idem.Lease) Result 
 func (s *Service) pendingResult() Result {
 	return Result{Outcome: Pending, RetryAfter: s.cfg.RetryAfter}
 }
+
+// abandonUnavailable: the store failed after nothing was reserved or
+// sent; the record stays in flight, its lease ended, until a retry or the
+// reconciler finds nothing and releases it.
+func (s *Service) abandonUnavailable(ctx context.Context, lease *idem.Lease) Result {
+	s.abandonPending(ctx, lease)
+	return Result{Outcome: Unavailable, RetryAfter: s.cfg.RetryAfter}
+}
+
+// RetryAfter is the delay the service gives with a 503 (a held record's
+// aside): an entry point that fails on the service's behalf gives it too.
+func (s *Service) RetryAfter() time.Duration { return s.cfg.RetryAfter }

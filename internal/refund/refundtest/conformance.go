@@ -245,8 +245,11 @@ func testRefenceShutsOutEarlierAttempts(t *testing.T, b refund.Balances) {
 	if err != nil || e != (refund.Entry{State: refund.EntryReserved, Fence: 2, Amount: 1000}) {
 		t.Fatalf("refence: %+v, %v", e, err)
 	}
-	if _, err := b.Refence(ctx, charge, keyOf(1), 2); !errors.Is(err, refund.ErrFenced) {
-		t.Fatalf("the same fence again: %v", err)
+	if again, err := b.Refence(ctx, charge, keyOf(1), 2); err != nil || again != e {
+		t.Fatalf("the same fence again (its own write, answered again): %+v, %v", again, err)
+	}
+	if _, err := b.Refence(ctx, charge, keyOf(1), 1); !errors.Is(err, refund.ErrFenced) {
+		t.Fatalf("an earlier fence: %v", err)
 	}
 	if err := b.Release(ctx, charge, keyOf(1), 1); !errors.Is(err, refund.ErrFenced) {
 		t.Fatalf("the earlier attempt released: %v", err)

@@ -75,7 +75,10 @@ func (m *MemoryBalances) Refence(_ context.Context, chargeID, key string, fence 
 	defer m.mu.Unlock()
 	b := m.of(chargeID)
 	e := b.entries[key]
-	if e.Fence >= fence {
+	switch {
+	case e.Fence == fence:
+		return e, nil // this attempt's own write, answered again
+	case e.Fence > fence:
 		return e, refund.ErrFenced
 	}
 	e.Fence = fence

@@ -56,6 +56,9 @@ func RunServiceConformance(t *testing.T, newStores NewStoresFunc) {
 		{"TheReconcilerReleasesWhatNeverLeft", serviceTheReconcilerReleasesWhatNeverLeft},
 		{"KillsBetweenTheSteps", serviceKillsBetweenTheSteps},
 		{"ALyingAcquirerIsHeld", serviceALyingAcquirerIsHeld},
+		{"ARowThatDiffersIsHeld", serviceARowThatDiffersIsHeld},
+		{"ARefundAfterItsReleaseIsHeld", serviceARefundAfterItsReleaseIsHeld},
+		{"AGoneChargeWithAnEntryIsNotReleased", serviceAGoneChargeWithAnEntryIsNotReleased},
 		{"TheLimitOfRefunds", serviceTheLimitOfRefunds},
 		{"LookupsByIDAndKey", serviceLookupsByIDAndKey},
 	} {
@@ -584,6 +587,85 @@ func serviceALyingAcquirerIsHeld(t *testing.T, w *world) {
 	if got, err := w.svc.Reconcile(ctx, pkOf("tenfold-refund")); err != nil || got != charge.ReconciledHeld {
 		t.Fatalf("reconcile: %s, %v", got, err)
 	}
+}
+
+// serviceARowThatDiffersIsHeld: the row an earlier attempt wrote says
+// declined, the acquirer now says refunded: the row decides the entry's
+// step, so the record is held rather than the amount released.
+func serviceARowThatDiffersIsHeld(t *testing.T, w *world) {
+	ch := w.charge(t, "pm_card_visa", 1000)
+	w.sb.SetFaults(sandbox.Faults{DropRate: 1})
+	if res := w.svc.Refund(ctx, in("row-differs", ch, `{"amount": 300}`)); res.Outcome != refund.Pending {
+		t.Fatalf("%s", res.Outcome)
+	}
+	w.sb.SetFaults(sandbox.Faults{})
+	rec := w.record(t, idem.Scope{Operation: refund.Operation, Account: account, Key: "row-differs"})
+	if _, err := w.stores.Refunds.Write(ctx, refund.Refund{ID: refund.ID(rec.DownstreamKey), Account: account, ChargeID: ch, Status: acquirer.RefundDeclined,
+		DeclineCode: "insufficient_funds", Amount: 300, Currency: "BRL", AcquirerRefundID: "rf_other", CreatedAt: w.now()}); err != nil {
+		t.Fatal(err)
+	}
+	w.clock.Advance(time.Minute)
+	if res := w.svc.Refund(ctx, in("row-differs", ch, `{"amount": 300}`)); res.Outcome != refund.Mismatch {
+		t.Fatalf("the retry: %s", res.Outcome)
+	}
+	if rec := w.record(t, idem.Scope{Operation: refund.Operation, Account: account, Key: "row-differs"}); !rec.Held() || rec.Hold.Reason != refund.ReasonRowDiffers {
+		t.Fatalf("record %+v", rec)
+	}
+	mustBalance(t, w.stores.Balances, ch, 700, 300, 0)
+}
+
+// serviceARefundAfterItsReleaseIsHeld: the acquirer makes a refund after
+// its entry was released (it processed a request later than T allows):
+// the record is held, never answered as pending for ever.
+func serviceARefundAfterItsReleaseIsHeld(t *testing.T, w *world) {
+	ch := w.charge(t, "pm_card_visa", 1000)
+	w.sb.SetFaults(sandbox.Faults{ErrorRate: 1})
+	if res := w.svc.Refund(ctx, in("late-refund", ch, `{"amount": 300}`)); res.Outcome != refund.Pending {
+		t.Fatalf("%s", res.Outcome)
+	}
+	w.sb.SetFaults(sandbox.Faults{})
+	rec := w.record(t, idem.Scope{Operation: refund.Operation, Account: account, Key: "late-refund"})
+	if err := w.stores.Balances.Release(ctx, ch, rec.DownstreamKey, rec.Attempt); err != nil {
+		t.Fatal(err)
+	}
+	row, err := w.stores.Charges.Get(ctx, ch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.sb.Refund(ctx, rec.DownstreamKey, acquirer.RefundRequest{AuthorizationID: row.AuthorizationID, Amount: 300, Currency: "BRL"}); err != nil {
+		t.Fatal(err)
+	}
+	w.clock.Advance(time.Minute)
+	if res := w.svc.Refund(ctx, in("late-refund", ch, `{"amount": 300}`)); res.Outcome != refund.Mismatch {
+		t.Fatalf("the retry: %s", res.Outcome)
+	}
+	if rec := w.record(t, idem.Scope{Operation: refund.Operation, Account: account, Key: "late-refund"}); !rec.Held() {
+		t.Fatalf("record %+v", rec)
+	}
+}
+
+// serviceAGoneChargeWithAnEntryIsNotReleased: a stale refund whose charge
+// no longer reads (an unreadable row reads as none) but whose balance has
+// its entry is left for a person, not released.
+func serviceAGoneChargeWithAnEntryIsNotReleased(t *testing.T, w *world) {
+	gone := charge.ID(strings.Repeat("9", 40))
+	guard := idem.NewGuard(w.stores.Store, idem.Config{Now: w.now, DefaultLease: 30 * time.Second, Protocol: protocol})
+	scope := idem.Scope{Operation: refund.Operation, Account: account, Key: "gone-charge"}
+	claim, err := guard.Begin(ctx, scope, refund.Request{ChargeID: gone, Amount: 100}.Canonical())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.stores.Balances.Reserve(ctx, refund.Reservation{ChargeID: gone, ChargeAmount: 1000, Key: claim.Lease.DownstreamKey(), Fence: 1, Amount: 100}); err != nil {
+		t.Fatal(err)
+	}
+	w.clock.Advance(reconcilable)
+	if got, err := w.svc.Reconcile(ctx, scope.PK()); err == nil || got != charge.NothingToDo {
+		t.Fatalf("reconcile: %s, %v; want an error and nothing done", got, err)
+	}
+	if rec := w.record(t, scope); rec.Status != idem.StatusInProgress {
+		t.Fatalf("record %+v", rec)
+	}
+	mustBalance(t, w.stores.Balances, gone, 900, 100, 0)
 }
 
 // serviceTheLimitOfRefunds: a charge takes MaxEntries refunds; the next
