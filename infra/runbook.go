@@ -55,7 +55,8 @@ func runbook(cfg Config) []alarmSpec {
 		{"AcquirerMismatch", "an acquirer's answer disagreed with the request or with itself (outcome `acquirer_mismatch`): the first one pages",
 			"`idemctl held`; compare both sides with the acquirer's own records; `idemctl void-confirmed` (you voided it there) or `accept` (its terms stand)"},
 		{"HeldRecords", "the sweeper counted a record held for an operator",
-			"nothing settles a held record but an operator: `idemctl held`, then settle each with `idemctl void-confirmed` or `accept`"},
+			"nothing settles a held record but an operator: `idemctl held`, then settle each with `idemctl void-confirmed` or `accept`. " +
+				"A held refund's record (operation `refund`) is refused by both steps: resolve it with the acquirer; its amount stays reserved on the charge's balance"},
 		{"StaleRecords", "the sweeper flagged records left in flight (held records are never among them)",
 			"usually self-healing; watch `StaleFailing`"},
 		{"StaleFailing", "records still in flight after 3 reconciliations",
