@@ -23,7 +23,8 @@ import (
 
 // Change decodes a stream record of the table, in Lambda's form, into the
 // change it is: an idempotency record before and after, or the ledger row
-// inserted (a row's other changes, and other items, make an empty Change).
+// or refund row inserted (a row's other changes, and other items, make an
+// empty Change).
 // The key's prefix says which, once: the images are then decoded as that
 // item, without asking again. A record without a string key, or an image
 // that does not decode, is an error.
@@ -43,6 +44,15 @@ func Change(r events.DynamoDBEventRecord) (outbox.Change, error) {
 			return c, err
 		}
 		c.InsertedRow = &row
+	case strings.HasPrefix(key, tabledef.RefundPrefix):
+		if r.EventName != string(events.DynamoDBOperationTypeInsert) {
+			return c, nil // refund rows are written once too
+		}
+		row, err := decodeRefund(strings.TrimPrefix(key, tabledef.RefundPrefix), item(r.Change.NewImage))
+		if err != nil {
+			return c, err
+		}
+		c.InsertedRefund = &row
 	case strings.HasPrefix(key, idem.RecordPrefix):
 		var err error
 		if c.OldRecord, err = recordOf(r.Change.OldImage); err != nil {

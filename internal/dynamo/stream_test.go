@@ -86,6 +86,17 @@ var streamFixtures = []struct {
 			t.Fatalf("the deleted record's settling %+v", s)
 		}
 	}},
+	{"refund_row", []event.Type{event.RefundSucceeded}, func(t *testing.T, c outbox.Change) {
+		r := c.InsertedRefund
+		if r == nil || c.InsertedRow != nil || c.OldRecord != nil || c.NewRecord != nil {
+			t.Fatalf("%+v: want the refund row alone", c)
+		}
+		if r.ID != "re_89abcdef0123456789abcdef0123456789abcdef" || r.ChargeID != "ch_0123456789abcdef0123456789abcdef01234567" ||
+			r.Account != "acct_p" || r.IdempotencyKey != "publish-key-3" || r.Source != event.SourceHTTP || r.Status != "succeeded" ||
+			r.Amount != 40 || r.Currency != "BRL" || r.Reason != "duplicate" || r.AcquirerRefundID != "rf_1" || r.CreatedAt.IsZero() {
+			t.Fatalf("refund row %+v", r)
+		}
+	}},
 }
 
 // fixture is the one record of testdata/stream/name.json.

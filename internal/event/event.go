@@ -1,7 +1,7 @@
-// Package event is the schema of the charge outcome events, version 1:
-// what a producer or a merchant backend receives when a charge is
-// captured, declined, held for an operator or released by one, or when a
-// queue command is rejected. Publishers build events with the constructors
+// Package event is the schema of the outcome events, version 1: what a
+// producer or a merchant backend receives when a charge is captured,
+// declined, held for an operator or released by one, when a refund
+// succeeds, is declined or is held, or when a queue command is rejected. Publishers build events with the constructors
 // here and encode them with Encode; nothing else spells the format, which
 // docs/events.schema.json describes (a test holds them equal).
 //
@@ -13,6 +13,7 @@
 package event
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -47,6 +48,22 @@ const (
 	// Rejected: the consumer refused a queue command (Reason is its code);
 	// nothing was charged or written. Sent to that queue's producer only.
 	Rejected Type = "charge.rejected"
+
+	// RefundSucceeded: the acquirer refunded (the refund's row).
+	RefundSucceeded Type = "refund.succeeded"
+	// RefundDeclined: the acquirer declined the refund (its row); the
+	// amount is refundable again.
+	RefundDeclined Type = "refund.declined"
+	// RefundHeld: the acquirer's answer to a refund disagreed with what was
+	// sent; the refund is held for a person (Reason says why), its amount
+	// reserved.
+	RefundHeld Type = "refund.held"
+	// RefundReleased: a held refund's record was released by an operator:
+	// nothing was refunded.
+	RefundReleased Type = "refund.released"
+	// RefundRejected: the consumer refused a refund command (Reason is its
+	// code). Sent to that queue's producer only.
+	RefundRejected Type = "refund.rejected"
 )
 
 // ProducerHTTP is the Producer of a charge requested over the HTTP API:
@@ -93,8 +110,10 @@ type Event struct {
 	// for a charge whose ledger row predates keys on rows).
 	Account        string `json:"account,omitempty"`
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
-	// Charge is the charge, for every type but Rejected.
+	// Charge is the charge, for every charge type but Rejected.
 	Charge *Charge `json:"charge,omitempty"`
+	// Refund is the refund, for every refund type but RefundRejected.
+	Refund *Refund `json:"refund,omitempty"`
 	// Reason is why a charge was held (the mismatch's reason) or a command
 	// rejected (its reject code).
 	Reason string `json:"reason,omitempty"`
@@ -113,7 +132,17 @@ type Charge struct {
 	DeclineCode     string `json:"decline_code,omitempty"`
 }
 
-// The statuses of Charge.Status beyond the acquirer's.
+// Refund is the refund an event is about, with the acquirer's terms.
+type Refund struct {
+	ID          string `json:"id"`
+	ChargeID    string `json:"charge_id"`
+	Status      string `json:"status"`
+	Amount      int64  `json:"amount,omitempty"`
+	Currency    string `json:"currency,omitempty"`
+	DeclineCode string `json:"decline_code,omitempty"`
+}
+
+// The statuses of Charge.Status and Refund.Status beyond the acquirer's.
 const (
 	StatusHeld     = "held"
 	StatusReleased = "released"
@@ -173,6 +202,59 @@ func OfRow(r Row) (Event, error) {
 		ID: id(t, c.ID), Type: t, Version: Version, Producer: producerOf(source), Source: source,
 		Account: r.Account, IdempotencyKey: r.IdempotencyKey, CreatedAt: r.CreatedAt.UTC(), Charge: &c,
 	}, nil
+}
+
+// RefundRow is what the succeeded and declined events say of a refund's
+// row.
+type RefundRow struct {
+	Refund                          Refund
+	Account, IdempotencyKey, Source string
+	CreatedAt                       time.Time
+}
+
+// OfRefundRow is the event of a refund's row: RefundSucceeded or
+// RefundDeclined, with the row's terms. Its id derives from the refund
+// id, as a charge event's from the charge id.
+func OfRefundRow(r RefundRow) (Event, error) {
+	t := RefundSucceeded
+	switch r.Refund.Status {
+	case "succeeded":
+	case "declined":
+		t = RefundDeclined
+	default:
+		return Event{}, fmt.Errorf("refund row %s: status %q is neither succeeded nor declined", r.Refund.ID, r.Refund.Status)
+	}
+	source := cmp.Or(r.Source, SourceHTTP)
+	ref := r.Refund
+	return Event{
+		ID: id(t, ref.ID), Type: t, Version: Version, Producer: producerOf(source), Source: source,
+		Account: r.Account, IdempotencyKey: r.IdempotencyKey, CreatedAt: r.CreatedAt.UTC(), Refund: &ref,
+	}, nil
+}
+
+// RefundHold is what the refund's held and released events say of its
+// record.
+type RefundHold struct {
+	RefundID, ChargeID, Account, IdempotencyKey, Source, Reason string
+	// At is the hold's time (RefundHeld) or the settlement's
+	// (RefundReleased).
+	At time.Time
+}
+
+// OfRefundHold is the RefundHeld event of a refund's record just held.
+func OfRefundHold(h RefundHold) Event { return ofRefundHold(RefundHeld, StatusHeld, h) }
+
+// OfRefundRelease is the RefundReleased event of a held refund's record
+// an operator released.
+func OfRefundRelease(h RefundHold) Event { return ofRefundHold(RefundReleased, StatusReleased, h) }
+
+func ofRefundHold(t Type, status string, h RefundHold) Event {
+	source := cmp.Or(h.Source, SourceHTTP)
+	return Event{
+		ID: id(t, h.RefundID), Type: t, Version: Version, Producer: producerOf(source), Source: source,
+		Account: h.Account, IdempotencyKey: h.IdempotencyKey, Reason: h.Reason, CreatedAt: h.At.UTC(),
+		Refund: &Refund{ID: h.RefundID, ChargeID: h.ChargeID, Status: status},
+	}
 }
 
 // Hold is what the held and released events say of a record: whose it is

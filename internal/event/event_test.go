@@ -41,9 +41,24 @@ func examples(t testing.TB) []event.Event {
 		t.Fatal(err)
 	}
 	h := event.Hold{ChargeID: chargeID, Account: "acct_1", IdempotencyKey: "order-1-try-1", Source: event.SourceQueue("orders"), Reason: "amount_differs", At: at}
+	refundRow := event.RefundRow{Refund: event.Refund{ID: refundID, ChargeID: chargeID, Status: "succeeded", Amount: 300, Currency: "BRL"},
+		Account: "acct_1", IdempotencyKey: "refund-1-try-1", Source: event.SourceHTTP, CreatedAt: at}
+	succeeded, err := event.OfRefundRow(refundRow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refundRow.Refund.Status, refundRow.Refund.DeclineCode = "declined", "insufficient_funds"
+	refundDeclined, err := event.OfRefundRow(refundRow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rh := event.RefundHold{RefundID: refundID, ChargeID: chargeID, Account: "acct_1", IdempotencyKey: "refund-1-try-1", Reason: "amount_differs", At: at}
 	return []event.Event{captured, declined, event.OfHold(h), event.OfRelease(h),
-		event.OfRejection("059f36b4-87a3-44ab-83d2-661975830a7d", "orders", "acct_1", "", "PRODUCER_NOT_ALLOWED", at)}
+		event.OfRejection("059f36b4-87a3-44ab-83d2-661975830a7d", "orders", "acct_1", "", "PRODUCER_NOT_ALLOWED", at),
+		succeeded, refundDeclined, event.OfRefundHold(rh), event.OfRefundRelease(rh)}
 }
+
+const refundID = "re_89abcdef0123456789abcdef0123456789abcdef"
 
 // TestEventsMatchTheirSchema: every type, as encoded, is valid against
 // docs/events.schema.json, which refuses a member it does not name.
@@ -63,6 +78,9 @@ func TestEventsMatchTheirSchema(t *testing.T) {
 		"an unknown member":              `{"id":"evt_0123456789abcdef0123456789abcdef","type":"charge.rejected","version":1,"producer":"orders","source":"queue:orders","account":"a","reason":"X","created_at":"2026-12-01T12:00:00Z","extra":1}`,
 		"a captured event without terms": `{"id":"evt_0123456789abcdef0123456789abcdef","type":"charge.captured","version":1,"producer":"http","source":"http","account":"a","charge":{"id":"` + chargeID + `","status":"captured"},"created_at":"2026-12-01T12:00:00Z"}`,
 		"another version":                `{"id":"evt_0123456789abcdef0123456789abcdef","type":"charge.rejected","version":2,"producer":"orders","source":"queue:orders","account":"a","reason":"X","created_at":"2026-12-01T12:00:00Z"}`,
+		"a refund event without terms":   `{"id":"evt_0123456789abcdef0123456789abcdef","type":"refund.succeeded","version":1,"producer":"http","source":"http","account":"a","refund":{"id":"` + refundID + `","charge_id":"` + chargeID + `","status":"succeeded"},"created_at":"2026-12-01T12:00:00Z"}`,
+		"a refund event with a charge":   `{"id":"evt_0123456789abcdef0123456789abcdef","type":"refund.held","version":1,"producer":"http","source":"http","account":"a","reason":"x","refund":{"id":"` + refundID + `","charge_id":"` + chargeID + `","status":"held"},"charge":{"id":"` + chargeID + `","status":"held"},"created_at":"2026-12-01T12:00:00Z"}`,
+		"a charge event with a refund":   `{"id":"evt_0123456789abcdef0123456789abcdef","type":"charge.held","version":1,"producer":"http","source":"http","account":"a","reason":"x","refund":{"id":"` + refundID + `","charge_id":"` + chargeID + `","status":"held"},"charge":{"id":"` + chargeID + `","status":"held"},"created_at":"2026-12-01T12:00:00Z"}`,
 	} {
 		if err := validate(t, s, []byte(bad)); err == nil {
 			t.Errorf("the schema accepts %s", name)
@@ -94,6 +112,9 @@ func TestEventIDs(t *testing.T) {
 	}
 	if _, err := event.OfRow(event.Row{Charge: event.Charge{ID: chargeID, Status: "pending"}}); err == nil {
 		t.Fatal("a row that is neither captured nor declined made an event")
+	}
+	if _, err := event.OfRefundRow(event.RefundRow{Refund: event.Refund{ID: refundID, Status: "pending"}}); err == nil {
+		t.Fatal("a refund row that is neither succeeded nor declined made an event")
 	}
 }
 

@@ -8,11 +8,13 @@ package outbox
 
 import (
 	"cmp"
+	"fmt"
 	"time"
 
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/refund"
 )
 
 // Change is one item's change, decoded by the table's adapter: the record
@@ -25,13 +27,16 @@ type Change struct {
 	// InsertedRow is the ledger row the change wrote (rows are written
 	// once: an insert is the only change a row has).
 	InsertedRow *charge.Charge
+	// InsertedRefund is the refund row the change wrote, likewise.
+	InsertedRefund *refund.Refund
 }
 
 // Events are the events a change makes, none for most:
-//   - a ledger row inserted: captured or declined;
+//   - a ledger row inserted: captured or declined; a refund row inserted:
+//     refund succeeded or declined;
 //   - a record that becomes held: held, with the hold's reason and time,
 //     once (a held record touched again for another reason stays held and
-//     makes none);
+//     makes none): a charge's or a refund's, by the record's operation;
 //   - a held record deleted: released (an operator's void-confirmed is the
 //     only step that deletes a held record), at the time of the void's
 //     settling take-over, which the deleted record carries (Hold.Settling),
@@ -41,10 +46,21 @@ type Change struct {
 //     too.
 //
 // A held record an operator accepts makes no event of its own: its
-// ledger row's insert says captured or declined. Only a charge's record
-// makes these events: a refund's record (held or released) makes none.
+// ledger row's insert says captured or declined. A record of any other
+// operation makes none.
 func Events(c Change) ([]event.Event, error) {
-	if rec := cmp.Or(c.NewRecord, c.OldRecord); rec != nil && rec.Operation != charge.Operation {
+	if c.InsertedRefund != nil {
+		e, err := RefundEvent(*c.InsertedRefund)
+		if err != nil {
+			return nil, err
+		}
+		return []event.Event{e}, nil
+	}
+	rec := cmp.Or(c.NewRecord, c.OldRecord)
+	if rec != nil && rec.Operation == refund.Operation {
+		return refundRecordEvents(c)
+	}
+	if rec != nil && rec.Operation != charge.Operation {
 		return nil, nil
 	}
 	switch {
@@ -60,6 +76,45 @@ func Events(c Change) ([]event.Event, error) {
 		return []event.Event{event.OfRelease(holdOf(c.OldRecord, releasedAt(c.OldRecord.Hold)))}, nil
 	}
 	return nil, nil
+}
+
+// refundRecordEvents are the events of a refund's record, by the rules
+// for a charge's: held once, released when a held one is deleted.
+func refundRecordEvents(c Change) ([]event.Event, error) {
+	switch {
+	case c.NewRecord != nil && c.NewRecord.Held() && (c.OldRecord == nil || !c.OldRecord.Held()):
+		h, err := refundHoldOf(c.NewRecord, c.NewRecord.Hold.At)
+		return []event.Event{event.OfRefundHold(h)}, err
+	case c.NewRecord == nil && c.OldRecord != nil && c.OldRecord.Held():
+		h, err := refundHoldOf(c.OldRecord, releasedAt(c.OldRecord.Hold))
+		return []event.Event{event.OfRefundRelease(h)}, err
+	}
+	return nil, nil
+}
+
+// refundHoldOf is what a refund record's events say of it: the charge
+// comes from its stored request.
+func refundHoldOf(rec *idem.Record, at time.Time) (event.RefundHold, error) {
+	canonical, err := idem.DecodeCanonical(rec.Request)
+	var req refund.Request
+	if err == nil {
+		req, err = refund.RequestFromCanonical(canonical)
+	}
+	if err != nil {
+		return event.RefundHold{}, fmt.Errorf("refund record %s: its request: %w", idem.Ref(rec.PK), err)
+	}
+	return event.RefundHold{
+		RefundID: refund.ID(rec.DownstreamKey), ChargeID: req.ChargeID, Account: rec.Account, IdempotencyKey: rec.Key,
+		Source: rec.Source, Reason: rec.Hold.Reason, At: at,
+	}, nil
+}
+
+// RefundEvent is the event of the refund row r: succeeded or declined.
+func RefundEvent(r refund.Refund) (event.Event, error) {
+	return event.OfRefundRow(event.RefundRow{
+		Refund:  event.Refund{ID: r.ID, ChargeID: r.ChargeID, Status: r.Status, Amount: r.Amount, Currency: r.Currency, DeclineCode: r.DeclineCode},
+		Account: r.Account, IdempotencyKey: r.IdempotencyKey, Source: r.Source, CreatedAt: r.CreatedAt,
+	})
 }
 
 // releasedAt is when the held record of h was released: its void's

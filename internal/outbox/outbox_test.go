@@ -8,6 +8,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/outbox"
+	"github.com/idempotent-payments/idempay/internal/refund"
 )
 
 // TestEvents: the changes that make an event, and those that do not.
@@ -50,15 +51,44 @@ func TestEvents(t *testing.T) {
 			}
 		}
 	}
-	refundHeld, refundReleased := record(idem.StatusInProgress, true), record(idem.StatusInProgress, true)
-	refundHeld.Operation, refundReleased.Operation = "refund", "refund"
+	// A refund's record: held, then released, as a charge's, with the
+	// charge its request names; other operations make none.
+	refundRecord := func(held bool) *idem.Record {
+		r := record(idem.StatusInProgress, held)
+		r.Operation, r.Request = refund.Operation, refund.Request{ChargeID: charge.ID(key), Amount: 300}.Canonical().Encode()
+		return r
+	}
+	for name, c := range map[string]struct {
+		change outbox.Change
+		want   event.Type
+	}{
+		"a refund's hold":             {outbox.Change{OldRecord: refundRecord(false), NewRecord: refundRecord(true)}, event.RefundHeld},
+		"a refund's held record gone": {outbox.Change{OldRecord: refundRecord(true)}, event.RefundReleased},
+	} {
+		got, err := outbox.Events(c.change)
+		if err != nil || len(got) != 1 || got[0].Type != c.want || got[0].Refund == nil || got[0].Refund.ID != refund.ID(key) ||
+			got[0].Refund.ChargeID != charge.ID(key) || got[0].Charge != nil {
+			t.Fatalf("%s: %+v, %v", name, got, err)
+		}
+	}
 	for name, c := range map[string]outbox.Change{
-		"a refund's hold":             {OldRecord: record(idem.StatusInProgress, false), NewRecord: refundHeld},
-		"a refund's held record gone": {OldRecord: refundReleased},
+		"a refund's claim":      {NewRecord: refundRecord(false)},
+		"a refund's completion": {OldRecord: refundRecord(false), NewRecord: func() *idem.Record { r := refundRecord(false); r.Status = idem.StatusCompleted; return r }()},
+		"another operation's hold": {OldRecord: record(idem.StatusInProgress, false), NewRecord: func() *idem.Record {
+			r := record(idem.StatusInProgress, true)
+			r.Operation = "payout"
+			return r
+		}()},
 	} {
 		if got, err := outbox.Events(c); err != nil || len(got) != 0 {
-			t.Fatalf("%s: %v, %v; want no charge event", name, got, err)
+			t.Fatalf("%s: %v, %v; want none", name, got, err)
 		}
+	}
+	refundRow := refund.Refund{ID: refund.ID(key), Account: "acct_1", ChargeID: charge.ID(key), IdempotencyKey: "refund-1", Source: event.SourceHTTP,
+		Status: "declined", DeclineCode: "insufficient_funds", Amount: 300, Currency: "BRL", CreatedAt: at}
+	if got, err := outbox.Events(outbox.Change{InsertedRefund: &refundRow}); err != nil || len(got) != 1 || got[0].Type != event.RefundDeclined ||
+		got[0].Refund.Amount != 300 || got[0].Refund.DeclineCode != "insufficient_funds" || !got[0].CreatedAt.Equal(at) {
+		t.Fatalf("a refund row: %+v, %v", got, err)
 	}
 	held, _ := outbox.Events(outbox.Change{OldRecord: record(idem.StatusInProgress, false), NewRecord: record(idem.StatusInProgress, true)})
 	if e := held[0]; e.Producer != "orders" || e.Reason != "amount_differs" || e.IdempotencyKey != "order-1-try-1" || !e.CreatedAt.Equal(at) {

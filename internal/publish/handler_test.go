@@ -35,8 +35,8 @@ func streamOf(t *testing.T) events.DynamoDBEvent {
 }
 
 // TestFiltersPassWhatMakesAnEvent: of the real stream records of a row's
-// insert, a claim, a hold, the operator's take-over and a release, the
-// trigger's filters in one region (streamfilter.For, deployed and applied
+// insert, a claim, a hold, the operator's take-over, a release and a
+// refund row's insert, the trigger's filters in one region (streamfilter.For, deployed and applied
 // locally) pass exactly those that make an event.
 func TestFiltersPassWhatMakesAnEvent(t *testing.T) {
 	t.Parallel()
@@ -62,8 +62,8 @@ func TestFiltersPassWhatMakesAnEvent(t *testing.T) {
 			passed++
 		}
 	}
-	if passed != 3 {
-		t.Fatalf("%d records passed, want the row, the hold and the release", passed)
+	if passed != 4 {
+		t.Fatalf("%d records passed, want the row, the hold, the release and the refund row", passed)
 	}
 }
 
@@ -124,7 +124,7 @@ func TestPublishesTheStreamsEvents(t *testing.T) {
 	if err != nil || len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("Handle: %+v, %v", resp, err)
 	}
-	want := []event.Type{event.Captured, event.Held, event.Released}
+	want := []event.Type{event.Captured, event.Held, event.Released, event.RefundSucceeded}
 	if len(got) != len(want) {
 		t.Fatalf("published %+v from %d records, want %v", got, len(ev.Records), want)
 	}
@@ -134,7 +134,7 @@ func TestPublishesTheStreamsEvents(t *testing.T) {
 		}
 	}
 	if got[0].Producer != "orders" || got[0].IdempotencyKey != "publish-key-1" || got[1].Producer != event.ProducerHTTP || got[1].Reason != "amount_differs" ||
-		got[1].Charge.ID != got[2].Charge.ID || got[1].ID == got[2].ID {
+		got[1].Charge.ID != got[2].Charge.ID || got[1].ID == got[2].ID || got[3].Refund == nil || got[3].Refund.Amount != 40 || got[3].Producer != event.ProducerHTTP {
 		t.Fatalf("events %+v", got)
 	}
 
@@ -166,7 +166,7 @@ func TestPublishesTheStreamsEvents(t *testing.T) {
 		SequenceNumber: "0"}}}, ev.Records...)
 	got = nil
 	h.Topic = topicFunc(func(e event.Event) error { got = append(got, e); return nil })
-	if resp, _ := h.Handle(context.Background(), bad); len(resp.BatchItemFailures) != 0 || len(got) != 3 {
+	if resp, _ := h.Handle(context.Background(), bad); len(resp.BatchItemFailures) != 0 || len(got) != 4 {
 		t.Fatalf("with an undecodable record first: %+v, %d published", resp, len(got))
 	}
 }

@@ -32,8 +32,8 @@ type Set struct {
 // published once, by the region that wrote it, and another region takes
 // over only from the unpublished index; and the rows written with no
 // region (an operator's accept, from a shell), which no region would take
-// over, so every region publishes them. Holds and releases pass in every
-// region.
+// over, so every region publishes them. Refund rows, holds and releases
+// pass in every region.
 func For(region string) Set {
 	rowPattern := func(image string) string {
 		return fmt.Sprintf(`{"eventName":["INSERT"],"dynamodb":{"Keys":{%q:{"S":[{"prefix":%q}]}}%s}}`, tabledef.KeyAttribute, tabledef.LedgerPrefix, image)
@@ -46,6 +46,10 @@ func For(region string) Set {
 		}
 	}
 	patterns := append(rows,
+		// every refund row inserted, in every mode: a refund row names no
+		// region, so in several regions each publishes its event (one id,
+		// one body, derived from the row)
+		fmt.Sprintf(`{"eventName":["INSERT"],"dynamodb":{"Keys":{%q:{"S":[{"prefix":%q}]}}}}`, tabledef.KeyAttribute, tabledef.RefundPrefix),
 		// a record that becomes held
 		fmt.Sprintf(`{"eventName":["INSERT","MODIFY"],"dynamodb":{"Keys":{%q:{"S":[{"prefix":%q}]}},"NewImage":%s,"OldImage":%s}}`,
 			tabledef.KeyAttribute, idem.RecordPrefix, holdReason(true), holdReason(false)),

@@ -16,6 +16,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/dynamo"
 	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/refund"
 )
 
 // StreamARN is the stream of table.
@@ -67,8 +68,9 @@ func Stream(t testing.TB, client *dynamodb.Client, table string) events.DynamoDB
 
 // WriteEveryKind writes to table one item change of every kind the
 // publisher reads, in this order: a ledger row's insert, a record's claim,
-// its hold for the operator, the operator's void-confirmed take-over of it
-// and the void's release (the held record's delete).
+// its hold for the operator, the operator's void-confirmed take-over of it,
+// the void's release marker and its release (the held record's delete),
+// and a refund row's insert.
 func WriteEveryKind(t testing.TB, client *dynamodb.Client, table string) {
 	t.Helper()
 	ctx := context.Background()
@@ -93,6 +95,11 @@ func WriteEveryKind(t testing.TB, client *dynamodb.Client, table string) {
 		t.Fatal(err)
 	}
 	if err := lease.VoidConfirmed(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tbl.Refunds().Write(ctx, refund.Refund{ID: "re_89abcdef0123456789abcdef0123456789abcdef", Account: "acct_p",
+		ChargeID: row.ID, IdempotencyKey: "publish-key-3", Source: event.SourceHTTP, Status: "succeeded", Amount: 40, Currency: "BRL",
+		Reason: "duplicate", AcquirerRefundID: "rf_1", AcquirerID: "sandbox", CreatedAt: time.Now().UTC()}); err != nil {
 		t.Fatal(err)
 	}
 }
