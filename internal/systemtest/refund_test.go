@@ -5,14 +5,19 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/dynamo"
+	"github.com/idempotent-payments/idempay/internal/dynamo/conflictproxy"
+	"github.com/idempotent-payments/idempay/internal/event"
+	"github.com/idempotent-payments/idempay/internal/event/eventtest"
 	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/localapi"
@@ -125,6 +130,28 @@ func TestRefundsNeverExceedTheCharge(t *testing.T) {
 		t.Fatalf("answers %v, want 5 × 201 and 15 × 422 REFUND_EXCEEDS_CHARGE", count)
 	}
 	mustRefundExactly(t, s, "acct_refund", ch, 10000)
+	// Each refund made has its event, once, on the HTTP subscriber's queue,
+	// beside the charge's; the refused ones have none.
+	made := map[string]bool{}
+	for _, r := range answers {
+		if r.status == 201 {
+			made[strings.TrimPrefix(r.header.Get("Location"), route.RefundsPath+"/")] = true
+		}
+	}
+	got := distinctEvents(t, s, eventtest.Schema(t), event.ProducerHTTP, 6, 20*time.Second)
+	refunds := 0
+	for _, e := range got {
+		if e.Type != event.RefundSucceeded {
+			continue
+		}
+		refunds++
+		if e.Refund == nil || !made[e.Refund.ID] || e.Refund.ChargeID != ch || e.Refund.Amount != 2000 || e.Account != "acct_refund" {
+			t.Fatalf("refund event %+v", e)
+		}
+	}
+	if refunds != 5 || len(got) != 6 {
+		t.Fatalf("%d refund events of %d, want 5 of 6", refunds, len(got))
+	}
 }
 
 // TestRefundContract: every row of the refund's contract and every step
@@ -405,4 +432,32 @@ func (killedBeforeSending) Refund(context.Context, string, acquirer.RefundReques
 
 func (killedBeforeSending) LookupRefund(context.Context, string) (acquirer.Refund, error) {
 	return acquirer.Refund{}, acquirer.ErrNotFound
+}
+
+// TestRefundStoreUnavailable: the table fails the refund's first write
+// (its claim) before anything was sent: 503 SERVICE_UNAVAILABLE with
+// Retry-After, nothing stored, and the same key refunds once the table is
+// back.
+func TestRefundStoreUnavailable(t *testing.T) {
+	t.Parallel()
+	var failing atomic.Bool
+	proxy, err := conflictproxy.Failing(os.Getenv("AWS_ENDPOINT_URL_DYNAMODB"), func(op string) bool { return failing.Load() && op == "PutItem" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { proxy.Close() })
+	s := newStack(t, "AWS_ENDPOINT_URL_DYNAMODB="+proxy.URL)
+	s.Sandbox.SetRefundBound(false)
+	ch := chargeOf(t, s, "acct_refund", "refund-store-charge", "pm_card_visa", 1000)
+	failing.Store(true)
+	r := postRefund(t, s, "acct_refund", "refund-store-1", ch, `{"amount": 100}`)
+	failing.Store(false)
+	expect(t, r, 503, "SERVICE_UNAVAILABLE")
+	if r.header.Get("Retry-After") == "" || refundRecord(t, s, "acct_refund", "refund-store-1") != nil || len(s.Sandbox.Refunds()) != 0 || proxy.Refused() == 0 {
+		t.Fatalf("Retry-After %q, record %+v, %d refunds, %d writes refused", r.header.Get("Retry-After"), refundRecord(t, s, "acct_refund", "refund-store-1"), len(s.Sandbox.Refunds()), proxy.Refused())
+	}
+	if r := postRefund(t, s, "acct_refund", "refund-store-1", ch, `{"amount": 100}`); r.status != 201 {
+		t.Fatalf("once the table is back: %d %s", r.status, r.body)
+	}
+	mustRefundExactly(t, s, "acct_refund", ch, 100)
 }

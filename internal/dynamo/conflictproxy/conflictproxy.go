@@ -1,6 +1,7 @@
 // Package conflictproxy answers a share of DynamoDB writes as a strongly
 // consistent global table answers a write that races another region's, for
-// local runs and tests of the multi-region mode. It imports only the
+// local runs and tests of the multi-region mode, or as a failing table
+// does (Failing). It imports only the
 // standard library, so any test helper can.
 package conflictproxy
 
@@ -36,6 +37,28 @@ type Proxy struct {
 
 // New serves a proxy to target (an http URL) until Close.
 func New(target string, refuse func(op string) bool) (*Proxy, error) {
+	return serve(target, refuse, func(w http.ResponseWriter) {
+		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = w.Write([]byte(`{"__type":"com.amazonaws.dynamodb.v20120810#ReplicatedWriteConflictException",` +
+			`"message":"Replicated write conflict: another region is writing the item"}`))
+	})
+}
+
+// Failing is a Proxy whose refused writes are answered as a table that
+// fails answers them: 500 InternalServerError, which the SDK retries and
+// then reports, with nothing written.
+func Failing(target string, fail func(op string) bool) (*Proxy, error) {
+	return serve(target, fail, func(w http.ResponseWriter) {
+		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+		w.WriteHeader(http.StatusInternalServerError)
+		_, _ = w.Write([]byte(`{"__type":"com.amazon.coral.availability#InternalServerError","message":"Internal server error"}`))
+	})
+}
+
+// serve serves a proxy to target that answers the writes refuse chooses
+// with answer.
+func serve(target string, refuse func(op string) bool, answer func(http.ResponseWriter)) (*Proxy, error) {
 	u, err := url.Parse(target)
 	if err != nil {
 		return nil, err
@@ -51,10 +74,7 @@ func New(target string, refuse func(op string) bool) (*Proxy, error) {
 		_, op, _ := strings.Cut(r.Header.Get("X-Amz-Target"), ".") // "DynamoDB_20120810.PutItem"
 		if conflictable[op] && refuse(op) {
 			p.refused.Add(1)
-			w.Header().Set("Content-Type", "application/x-amz-json-1.0")
-			w.WriteHeader(http.StatusBadRequest)
-			_, _ = w.Write([]byte(`{"__type":"com.amazonaws.dynamodb.v20120810#ReplicatedWriteConflictException",` +
-				`"message":"Replicated write conflict: another region is writing the item"}`))
+			answer(w)
 			return
 		}
 		pass.ServeHTTP(w, r)
