@@ -12,7 +12,7 @@
 //	idemctl release        --account A --key K [--yes]
 //	idemctl void-confirmed --account A --key K [--yes] | --decision ID --intent I
 //	idemctl accept         --account A --key K [--yes] | --decision ID --intent I
-//	idemctl republish      --charge ID [--charge ID ...] | --failures-queue URL [--topic ARN]
+//	idemctl republish      --charge ID [--charge ID ...] [--refund ID ...] | --failures-queue URL [--topic ARN]
 //
 // idemctl never calls the acquirer and reads no acquirer URL, id,
 // credential or protocol time: every acting command goes through the
@@ -35,7 +35,8 @@
 // settlement did, and do nothing else.
 //
 // republish publishes outcome events again, through the publisher's own
-// code: from the ledger rows of the charges named, or, draining the
+// code: from the ledger rows of the charges named and the rows of the
+// refunds named, or, draining the
 // publisher's failures queue, from the stream records of each batch the
 // stream trigger gave up on while the stream still holds them (24 hours).
 // A subscriber deduplicates by the event's id, the same on every
@@ -125,6 +126,7 @@ func run(ctx context.Context, args []string, sh shell) error {
 	f.yes = fs.Bool("yes", false, "acting commands: do not ask for confirmation")
 	f.debug = fs.Bool("debug", false, "write the SDK's own log lines to stderr")
 	fs.Var(&f.charges, "charge", "republish: a charge id whose event to publish again (repeatable)")
+	fs.Var(&f.refunds, "refund", "republish: a refund id whose event to publish again (repeatable)")
 	f.failuresQueue = fs.String("failures-queue", "", "republish: the URL of the publisher's failures queue, to drain")
 	f.topicARN = fs.String("topic", sh.getenv(deploy.EnvOutcomeTopicARN), "republish: the outcome topic's ARN")
 	f.region = fs.String("region", "", "the region whose table replica, queues and operator's channel to use (the SDK's AWS_REGION when empty); "+
@@ -143,7 +145,7 @@ func run(ctx context.Context, args []string, sh shell) error {
 	table := dynamo.Open(dynamodb.NewFromConfig(awsCfg), *f.table)
 	store := table.Store()
 	t := tool{
-		sh: sh, flags: f, aws: awsCfg, store: store, ledger: table.Ledger(), books: table.Books(),
+		sh: sh, flags: f, aws: awsCfg, store: store, ledger: table.Ledger(), refunds: table.Refunds(), books: table.Books(),
 		guard: idem.NewGuard(store, idem.Config{Now: sh.now}),
 		scope: idem.Scope{Operation: charge.Operation, Account: *f.account, Key: *f.key},
 		out:   json.NewEncoder(sh.stdout),
@@ -168,7 +170,7 @@ func run(ctx context.Context, args []string, sh shell) error {
 type flags struct {
 	table, account, key, operatorURL, decision, intent *string
 	yes, debug                                         *bool
-	charges                                            chargeIDs
+	charges, refunds                                   ids
 	failuresQueue, topicARN, region                    *string
 }
 
@@ -190,15 +192,16 @@ func sdkLogger(stderr io.Writer, debug bool) logging.Logger {
 // ledger (to read; idemctl writes no record), the engine on them to read
 // records, the record the flags name, and stdout as indented JSON.
 type tool struct {
-	sh     shell
-	flags  flags
-	aws    aws.Config
-	store  *dynamo.Store
-	ledger *dynamo.Ledger
-	books  *dynamo.Books
-	guard  *idem.Guard
-	scope  idem.Scope
-	out    *json.Encoder
+	sh      shell
+	flags   flags
+	aws     aws.Config
+	store   *dynamo.Store
+	ledger  *dynamo.Ledger
+	refunds *dynamo.Refunds
+	books   *dynamo.Books
+	guard   *idem.Guard
+	scope   idem.Scope
+	out     *json.Encoder
 }
 
 func (t tool) needScope() error {
@@ -262,12 +265,12 @@ func (t tool) held(ctx context.Context) error {
 	return nil
 }
 
-// republish publishes events again: of the charges named, or of the
-// failed batches on the publisher's failures queue.
+// republish publishes events again: of the charges and refunds named, or
+// of the failed batches on the publisher's failures queue.
 func (t tool) republish(ctx context.Context) error {
 	f := t.flags
-	if (len(f.charges) > 0) == (*f.failuresQueue != "") {
-		return errors.New("republish takes --charge ID (repeatable) or --failures-queue URL, one of the two")
+	if (len(f.charges)+len(f.refunds) > 0) == (*f.failuresQueue != "") {
+		return errors.New("republish takes --charge ID or --refund ID (each repeatable), or --failures-queue URL, one of the two")
 	}
 	r, err := newRepublisher(t.aws, t.sh, *f.topicARN, t.books)
 	if err != nil {
@@ -276,7 +279,7 @@ func (t tool) republish(ctx context.Context) error {
 	if *f.failuresQueue != "" {
 		return republishFailures(ctx, r, *f.failuresQueue)
 	}
-	return republishCharges(ctx, t.ledger, r, f.charges)
+	return errors.Join(republishCharges(ctx, t.ledger, r, f.charges), republishRefunds(ctx, t.refunds, r, f.refunds))
 }
 
 // actions are the channel's actions by command.

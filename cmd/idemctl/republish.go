@@ -17,16 +17,18 @@ import (
 	"github.com/idempotent-payments/idempay/internal/dynamo"
 	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/obs"
+	"github.com/idempotent-payments/idempay/internal/outbox"
 	"github.com/idempotent-payments/idempay/internal/publish"
+	"github.com/idempotent-payments/idempay/internal/refund"
 	"github.com/idempotent-payments/idempay/internal/streamfilter"
 	"github.com/idempotent-payments/idempay/internal/topic"
 )
 
-// chargeIDs is a repeatable --charge flag.
-type chargeIDs []string
+// ids is a repeatable flag of ids (--charge, --refund).
+type ids []string
 
-func (c *chargeIDs) String() string { return strings.Join(*c, ",") }
-func (c *chargeIDs) Set(id string) error {
+func (c *ids) String() string { return strings.Join(*c, ",") }
+func (c *ids) Set(id string) error {
 	*c = append(*c, id)
 	return nil
 }
@@ -62,9 +64,9 @@ func newRepublisher(awsCfg aws.Config, sh shell, topicARN string, books charge.B
 // charge, from its ledger row, as the publisher does (publish.Row, which
 // marks a row of a region published): the path once the stream no longer
 // holds the row. Every id is tried; the error names those that failed.
-func republishCharges(ctx context.Context, ledger charge.Ledger, r republisher, ids []string) error {
+func republishCharges(ctx context.Context, ledger charge.Ledger, r republisher, chargeIDs []string) error {
 	var failed []string
-	for _, id := range ids {
+	for _, id := range chargeIDs {
 		row, err := ledger.Get(ctx, id)
 		if err == nil {
 			err = publish.Row(ctx, r, r.books, row)
@@ -75,7 +77,32 @@ func republishCharges(ctx context.Context, ledger charge.Ledger, r republisher, 
 		}
 	}
 	if len(failed) > 0 {
-		return fmt.Errorf("%d of %d charges not republished: %s", len(failed), len(ids), strings.Join(failed, " "))
+		return fmt.Errorf("%d of %d charges not republished: %s", len(failed), len(chargeIDs), strings.Join(failed, " "))
+	}
+	return nil
+}
+
+// republishRefunds publishes again the succeeded or declined event of each
+// refund, from its row, as the publisher does from the row's insert.
+// Every id is tried; the error names those that failed.
+func republishRefunds(ctx context.Context, rows refund.Ledger, r republisher, refundIDs []string) error {
+	var failed []string
+	for _, id := range refundIDs {
+		row, err := rows.Get(ctx, id)
+		var e event.Event
+		if err == nil {
+			e, err = outbox.RefundEvent(row)
+		}
+		if err == nil {
+			err = r.Publish(ctx, e)
+		}
+		if err != nil {
+			fmt.Fprintf(r.sh.stdout, "%s: %v\n", id, err)
+			failed = append(failed, id)
+		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("%d of %d refunds not republished: %s", len(failed), len(refundIDs), strings.Join(failed, " "))
 	}
 	return nil
 }

@@ -19,10 +19,12 @@ import (
 
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/charge/chargetest"
+	"github.com/idempotent-payments/idempay/internal/dynamo"
 	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/outbox"
+	"github.com/idempotent-payments/idempay/internal/refund"
 	"github.com/idempotent-payments/idempay/internal/setup"
 )
 
@@ -179,5 +181,39 @@ func TestRepublish(t *testing.T) {
 	}
 	if got := o.received(t, 0); len(got) != 0 {
 		t.Fatalf("an unreadable message published %+v", got)
+	}
+}
+
+// TestRepublishRefund: an operator publishes a refund's event again from
+// its row: the same id as the publisher's; an unknown refund is reported.
+func TestRepublishRefund(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	w := newWorld(t)
+	o := newOutcomes(t)
+	row := refund.Refund{ID: refund.ID("0123456789abcdef0123456789abcdef01234567"), Account: "acct_r", ChargeID: charge.ID("89abcdef0123456789abcdef0123456789abcdef"),
+		IdempotencyKey: "refund-key-1", Source: event.SourceHTTP, Status: "succeeded", Amount: 300, Currency: "BRL", AcquirerRefundID: "rf_1",
+		AcquirerID: "sandbox", CreatedAt: time.Now().UTC().Truncate(time.Millisecond)}
+	if _, err := dynamo.Open(w.ddb, w.table).Refunds().Write(ctx, row); err != nil {
+		t.Fatal(err)
+	}
+	want, err := outbox.RefundEvent(row)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idemctl := func(args ...string) (string, error) {
+		var out bytes.Buffer
+		err := run(ctx, args, w.shell(strings.NewReader(""), &out))
+		return out.String(), err
+	}
+	if out, err := idemctl("republish", "--refund", row.ID, "--topic", o.topicARN); err != nil || !strings.Contains(out, want.ID) {
+		t.Fatalf("republish --refund: %v\n%s", err, out)
+	}
+	if got := o.received(t, 1); len(got) != 1 || got[0].ID != want.ID || got[0].Type != event.RefundSucceeded || *got[0].Refund != *want.Refund {
+		t.Fatalf("from the row: %+v, want %+v", got, want)
+	}
+	unknown := refund.ID("ffffffffffffffffffffffffffffffffffffffff")
+	if out, err := idemctl("republish", "--refund", unknown, "--topic", o.topicARN); err == nil || !strings.Contains(err.Error(), unknown) {
+		t.Fatalf("an unknown refund: %v\n%s", err, out)
 	}
 }
