@@ -81,15 +81,24 @@ func Events(c Change) ([]event.Event, error) {
 // refundRecordEvents are the events of a refund's record, by the rules
 // for a charge's: held once, released when a held one is deleted.
 func refundRecordEvents(c Change) ([]event.Event, error) {
+	var (
+		of  func(event.RefundHold) event.Event
+		rec *idem.Record
+		at  time.Time
+	)
 	switch {
 	case c.NewRecord != nil && c.NewRecord.Held() && (c.OldRecord == nil || !c.OldRecord.Held()):
-		h, err := refundHoldOf(c.NewRecord, c.NewRecord.Hold.At)
-		return []event.Event{event.OfRefundHold(h)}, err
+		of, rec, at = event.OfRefundHold, c.NewRecord, c.NewRecord.Hold.At
 	case c.NewRecord == nil && c.OldRecord != nil && c.OldRecord.Held():
-		h, err := refundHoldOf(c.OldRecord, releasedAt(c.OldRecord.Hold))
-		return []event.Event{event.OfRefundRelease(h)}, err
+		of, rec, at = event.OfRefundRelease, c.OldRecord, releasedAt(c.OldRecord.Hold)
+	default:
+		return nil, nil
 	}
-	return nil, nil
+	h, err := refundHoldOf(rec, at)
+	if err != nil {
+		return nil, err
+	}
+	return []event.Event{of(h)}, nil
 }
 
 // refundHoldOf is what a refund record's events say of it: the charge

@@ -84,6 +84,11 @@ func TestEvents(t *testing.T) {
 			t.Fatalf("%s: %v, %v; want none", name, got, err)
 		}
 	}
+	unreadable := refundRecord(true)
+	unreadable.Request = []byte("not a request")
+	if got, err := outbox.Events(outbox.Change{OldRecord: refundRecord(false), NewRecord: unreadable}); err == nil || got != nil {
+		t.Fatalf("a held refund whose request does not decode: %v, %v; want an error and no event", got, err)
+	}
 	refundRow := refund.Refund{ID: refund.ID(key), Account: "acct_1", ChargeID: charge.ID(key), IdempotencyKey: "refund-1", Source: event.SourceHTTP,
 		Status: "declined", DeclineCode: "insufficient_funds", Amount: 300, Currency: "BRL", CreatedAt: at}
 	if got, err := outbox.Events(outbox.Change{InsertedRefund: &refundRow}); err != nil || len(got) != 1 || got[0].Type != event.RefundDeclined ||
