@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -322,7 +323,8 @@ func TestRefundDroppedAnswerIsReconciled(t *testing.T) {
 
 // TestRefundLyingAcquirerIsHeld: a refund made for ten times the amount
 // asked is held for an operator: 503 REFUND_OUTCOME_PENDING, no refund row,
-// the reservation kept; the sweeper never flags it.
+// the reservation kept; the sweeper never flags it; refund.held reaches
+// the HTTP subscriber once.
 func TestRefundLyingAcquirerIsHeld(t *testing.T) {
 	t.Parallel()
 	s := newStack(t)
@@ -342,6 +344,13 @@ func TestRefundLyingAcquirerIsHeld(t *testing.T) {
 	expect(t, postRefund(t, s, "acct_refund", "refund-tenfold-1", ch, `{"amount": 50}`), 503, "REFUND_OUTCOME_PENDING")
 	if r, err := s.Sweep(context.Background()); err != nil || r.Flagged != 0 {
 		t.Fatalf("sweep: %+v, %v", r, err)
+	}
+	// The charge's event, then the refund's hold, each once.
+	got := distinctEvents(t, s, eventtest.Schema(t), event.ProducerHTTP, 2, 20*time.Second)
+	held := slices.IndexFunc(got, func(e event.Event) bool { return e.Type == event.RefundHeld })
+	if len(got) != 2 || held < 0 || got[held].Refund.ID != refund.ID(rec.DownstreamKey) || got[held].Refund.ChargeID != ch ||
+		got[held].Reason != acquirer.ReasonAmount {
+		t.Fatalf("events %+v", got)
 	}
 }
 
