@@ -60,7 +60,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -68,12 +70,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/smithy-go/logging"
 
+	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/deploy"
 	"github.com/idempotent-payments/idempay/internal/dynamo"
 	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/operator"
+	"github.com/idempotent-payments/idempay/internal/refund"
 	"github.com/idempotent-payments/idempay/internal/setup"
 )
 
@@ -145,7 +149,7 @@ func run(ctx context.Context, args []string, sh shell) error {
 	table := dynamo.Open(dynamodb.NewFromConfig(awsCfg), *f.table)
 	store := table.Store()
 	t := tool{
-		sh: sh, flags: f, aws: awsCfg, store: store, ledger: table.Ledger(), refunds: table.Refunds(), books: table.Books(),
+		sh: sh, flags: f, aws: awsCfg, store: store, ledger: table.Ledger(), refunds: table.Refunds(), balances: table.Balances(), books: table.Books(),
 		guard: idem.NewGuard(store, idem.Config{Now: sh.now}),
 		scope: idem.Scope{Operation: charge.Operation, Account: *f.account, Key: *f.key},
 		out:   json.NewEncoder(sh.stdout),
@@ -192,16 +196,17 @@ func sdkLogger(stderr io.Writer, debug bool) logging.Logger {
 // ledger (to read; idemctl writes no record), the engine on them to read
 // records, the record the flags name, and stdout as indented JSON.
 type tool struct {
-	sh      shell
-	flags   flags
-	aws     aws.Config
-	store   *dynamo.Store
-	ledger  *dynamo.Ledger
-	refunds *dynamo.Refunds
-	books   *dynamo.Books
-	guard   *idem.Guard
-	scope   idem.Scope
-	out     *json.Encoder
+	sh       shell
+	flags    flags
+	aws      aws.Config
+	store    *dynamo.Store
+	ledger   *dynamo.Ledger
+	refunds  *dynamo.Refunds
+	balances *dynamo.Balances
+	books    *dynamo.Books
+	guard    *idem.Guard
+	scope    idem.Scope
+	out      *json.Encoder
 }
 
 func (t tool) needScope() error {
@@ -223,7 +228,7 @@ func (t tool) inspect(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return t.out.Encode(describe(ctx, t.ledger, rec, t.sh.now()))
+	return t.out.Encode(describe(ctx, t.ledger, t.balances, rec, t.sh.now()))
 }
 
 // stale lists the records whose lease ended longer ago than the compiled
@@ -257,7 +262,7 @@ func (t tool) held(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			if err := t.out.Encode(describe(ctx, t.ledger, rec, t.sh.now())); err != nil {
+			if err := t.out.Encode(describe(ctx, t.ledger, t.balances, rec, t.sh.now())); err != nil {
 				return err
 			}
 		}
@@ -319,7 +324,7 @@ func (t tool) act(ctx context.Context, cmd string) error {
 	if err != nil {
 		return err
 	}
-	if err := t.out.Encode(describe(ctx, t.ledger, rec, t.sh.now())); err != nil {
+	if err := t.out.Encode(describe(ctx, t.ledger, t.balances, rec, t.sh.now())); err != nil {
 		return err
 	}
 	if err := fits(cmd, rec, ref); err != nil {
@@ -493,6 +498,23 @@ type view struct {
 	ReconcileAttempts int            `json:"reconcile_attempts"`
 	Response          *response      `json:"response,omitempty"`
 	Ledger            map[string]any `json:"ledger,omitempty"`
+	Balance           *balanceView   `json:"balance,omitempty"`
+}
+
+// balanceView is a charge's refund balance: what its refunds returned,
+// what refunds in flight reserve, what remains, and each refund intent's
+// entry by its refund id.
+type balanceView struct {
+	Refunded  int64             `json:"refunded"`
+	Reserved  int64             `json:"reserved"`
+	Remaining int64             `json:"remaining"`
+	Refunds   []refundEntryView `json:"refunds"`
+}
+
+type refundEntryView struct {
+	ID     string       `json:"id"`
+	State  refund.State `json:"state"` // "" for a take-over's stub: nothing reserved
+	Amount int64        `json:"amount"`
 }
 
 type protocolView struct {
@@ -516,7 +538,7 @@ type response struct {
 	Body    json.RawMessage   `json:"body"`
 }
 
-func describe(ctx context.Context, ledger charge.Ledger, rec *idem.Record, now time.Time) view {
+func describe(ctx context.Context, ledger charge.Ledger, balances refund.Balances, rec *idem.Record, now time.Time) view {
 	v := view{
 		Record: idem.Ref(rec.PK), PK: rec.PK, Status: rec.Status, Attempt: rec.Attempt,
 		LeaseExpiresAt: rec.LeaseExpiresAt, DownstreamKey: rec.DownstreamKey, CreatedAt: rec.CreatedAt,
@@ -543,6 +565,30 @@ func describe(ctx context.Context, ledger charge.Ledger, rec *idem.Record, now t
 		if json.Unmarshal(httpapi.Body(ch), &v.Ledger) == nil { // our own rendering: it parses
 			v.Ledger["account"] = ch.Account
 		}
+		v.Balance = balanceOf(ctx, balances, ch)
+	}
+	return v
+}
+
+// balanceOf is a captured charge's refund balance as inspect shows it:
+// nil for a declined charge, or when the balance does not read (inspect
+// shows the rest). A charge never refunded has all of its amount
+// remaining.
+func balanceOf(ctx context.Context, balances refund.Balances, ch charge.Charge) *balanceView {
+	if ch.Status != acquirer.StatusCaptured {
+		return nil
+	}
+	b, err := balances.Get(ctx, ch.ID)
+	if err != nil {
+		return nil
+	}
+	v := &balanceView{Refunded: b.Refunded, Reserved: b.Reserved, Remaining: b.Remaining, Refunds: []refundEntryView{}}
+	if b.ChargeAmount == 0 {
+		v.Remaining = ch.Amount
+	}
+	for _, key := range slices.Sorted(maps.Keys(b.ByKey)) {
+		e := b.ByKey[key]
+		v.Refunds = append(v.Refunds, refundEntryView{ID: refund.ID(key), State: e.State, Amount: e.Amount})
 	}
 	return v
 }

@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -36,6 +37,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/localapi"
 	"github.com/idempotent-payments/idempay/internal/operator"
+	"github.com/idempotent-payments/idempay/internal/refund"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
 )
 
@@ -647,6 +649,25 @@ func TestReadingCommands(t *testing.T) {
 	if err != nil || json.Unmarshal([]byte(out), &v) != nil || v.Status != idem.StatusCompleted || v.Response.Status != 201 || v.Ledger["status"] != "captured" ||
 		v.Lease != "ended: the record is completed" || v.Protocol == nil || v.Protocol.Acquirer != w.protocol.Downstream {
 		t.Fatalf("inspect completed: %v\n%s", err, out)
+	}
+	// A captured charge shows its refund balance: all of it remains, then
+	// what a refund returned, and the refund's entry.
+	if v.Balance == nil || v.Balance.Remaining != int64(v.Ledger["amount"].(float64)) || v.Balance.Refunded != 0 || len(v.Balance.Refunds) != 0 {
+		t.Fatalf("the balance of a charge never refunded: %+v", v.Balance)
+	}
+	balances, refundKey := dynamo.Open(w.ddb, w.table).Balances(), "0123456789abcdef0123456789abcdef01234567"
+	if _, err := balances.Reserve(ctx, refund.Reservation{ChargeID: v.Ledger["id"].(string), ChargeAmount: int64(v.Ledger["amount"].(float64)), Key: refundKey, Fence: 1, Amount: 40}); err != nil {
+		t.Fatal(err)
+	}
+	if err := balances.Succeed(ctx, v.Ledger["id"].(string), refundKey, 1); err != nil {
+		t.Fatal(err)
+	}
+	out, err = idemctl("inspect", "--account", "acct_ops", "--key", "ops-done-key")
+	v = view{}
+	if err != nil || json.Unmarshal([]byte(out), &v) != nil || v.Balance == nil || v.Balance.Refunded != 40 || v.Balance.Reserved != 0 ||
+		v.Balance.Remaining != int64(v.Ledger["amount"].(float64))-40 ||
+		!slices.Equal(v.Balance.Refunds, []refundEntryView{{ID: refund.ID(refundKey), State: refund.EntrySucceeded, Amount: 40}}) {
+		t.Fatalf("the balance after a refund: %v\n%s", err, out)
 	}
 	if _, err := idemctl("inspect", "--account", "acct_ops", "--key", "no-such-key-1"); err == nil {
 		t.Fatal("inspect of an absent record succeeded")

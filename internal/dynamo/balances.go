@@ -224,10 +224,25 @@ func (b *Balances) Get(ctx context.Context, chargeID string) (refund.Balance, er
 	if err != nil {
 		return refund.Balance{}, err
 	}
-	return refund.Balance{
+	bal := refund.Balance{
 		ChargeAmount: intOf(item, balanceChargeAmount), Remaining: intOf(item, balanceRemaining),
 		Reserved: intOf(item, balanceReserved), Refunded: intOf(item, balanceRefunded), Entries: int(intOf(item, balanceEntries)),
-	}, nil
+	}
+	for name := range item {
+		key, ok := strings.CutPrefix(name, "fence_")
+		if !ok {
+			continue // every entry has a fence: a stub has nothing else
+		}
+		e, err := entryOf(item, key)
+		if err != nil {
+			return refund.Balance{}, err
+		}
+		if bal.ByKey == nil {
+			bal.ByKey = map[string]refund.Entry{}
+		}
+		bal.ByKey[key] = e
+	}
+	return bal, nil
 }
 
 // Entry implements refund.Balances with a strongly consistent GetItem.

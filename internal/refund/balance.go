@@ -46,6 +46,9 @@ type Balance struct {
 	ChargeAmount, Remaining, Reserved, Refunded int64
 	// Entries counts the intents that reserved.
 	Entries int
+	// ByKey is every intent's entry by its downstream key, stubs included
+	// (nil for a charge never refunded).
+	ByKey map[string]Entry
 }
 
 // Reservation asks to reserve for one refund intent.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"testing"
 
@@ -97,6 +98,17 @@ func testReserveWithinTheCharge(t *testing.T, b refund.Balances) {
 	mustBalance(t, b, charge, 0, 1000, 0)
 	if _, ok, _ := b.Entry(ctx, charge, keyOf(2)); ok {
 		t.Fatal("a refused reservation left an entry")
+	}
+	got, err := b.Get(ctx, charge)
+	want := map[string]refund.Entry{
+		keyOf(1): {State: refund.EntryReserved, Fence: 1, Amount: 600},
+		keyOf(3): {State: refund.EntryReserved, Fence: 1, Amount: 400},
+	}
+	if err != nil || !maps.Equal(got.ByKey, want) {
+		t.Fatalf("the balance's entries: %+v, %v; want %+v", got.ByKey, err, want)
+	}
+	if never, err := b.Get(ctx, chargeOf(t)); err != nil || never.ByKey != nil || never.Entries != 0 {
+		t.Fatalf("a charge never refunded: %+v, %v", never, err)
 	}
 }
 

@@ -4,6 +4,7 @@ package refundtest
 
 import (
 	"context"
+	"maps"
 	"sync"
 
 	"github.com/idempotent-payments/idempay/internal/refund"
@@ -133,10 +134,15 @@ func (m *MemoryBalances) Release(_ context.Context, chargeID, key string, fence 
 func (m *MemoryBalances) Get(_ context.Context, chargeID string) (refund.Balance, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if b, ok := m.balances[chargeID]; ok {
-		return b.Balance, nil
+	b, ok := m.balances[chargeID]
+	if !ok {
+		return refund.Balance{}, nil
 	}
-	return refund.Balance{}, nil
+	out := b.Balance
+	if len(b.entries) > 0 {
+		out.ByKey = maps.Clone(b.entries)
+	}
+	return out, nil
 }
 
 // Entry implements refund.Balances.
