@@ -174,7 +174,7 @@ func run(ctx context.Context, args []string, sh shell) error {
 type flags struct {
 	table, account, key, operatorURL, decision, intent *string
 	yes, debug                                         *bool
-	charges, refunds                                   ids
+	charges, refunds                                   idFlag
 	failuresQueue, topicARN, region                    *string
 }
 
@@ -499,6 +499,9 @@ type view struct {
 	Response          *response      `json:"response,omitempty"`
 	Ledger            map[string]any `json:"ledger,omitempty"`
 	Balance           *balanceView   `json:"balance,omitempty"`
+	// BalanceError says why a captured charge's balance did not read (a
+	// missing grant, the table's failure).
+	BalanceError string `json:"balance_error,omitempty"`
 }
 
 // balanceView is a charge's refund balance: what its refunds returned,
@@ -565,22 +568,21 @@ func describe(ctx context.Context, ledger charge.Ledger, balances refund.Balance
 		if json.Unmarshal(httpapi.Body(ch), &v.Ledger) == nil { // our own rendering: it parses
 			v.Ledger["account"] = ch.Account
 		}
-		v.Balance = balanceOf(ctx, balances, ch)
+		v.Balance, v.BalanceError = balanceOf(ctx, balances, ch)
 	}
 	return v
 }
 
-// balanceOf is a captured charge's refund balance as inspect shows it:
-// nil for a declined charge, or when the balance does not read (inspect
-// shows the rest). A charge never refunded has all of its amount
-// remaining.
-func balanceOf(ctx context.Context, balances refund.Balances, ch charge.Charge) *balanceView {
+// balanceOf is a captured charge's refund balance as inspect shows it
+// (nil for a declined charge), or why it did not read. A charge never
+// refunded has all of its amount remaining.
+func balanceOf(ctx context.Context, balances refund.Balances, ch charge.Charge) (*balanceView, string) {
 	if ch.Status != acquirer.StatusCaptured {
-		return nil
+		return nil, ""
 	}
 	b, err := balances.Get(ctx, ch.ID)
 	if err != nil {
-		return nil
+		return nil, err.Error()
 	}
 	v := &balanceView{Refunded: b.Refunded, Reserved: b.Reserved, Remaining: b.Remaining, Refunds: []refundEntryView{}}
 	if b.ChargeAmount == 0 {
@@ -590,7 +592,7 @@ func balanceOf(ctx context.Context, balances refund.Balances, ch charge.Charge) 
 		e := b.ByKey[key]
 		v.Refunds = append(v.Refunds, refundEntryView{ID: refund.ID(key), State: e.State, Amount: e.Amount})
 	}
-	return v
+	return v, ""
 }
 
 // jsonOrString is b as JSON when it is JSON, else as a JSON string.

@@ -24,11 +24,11 @@ import (
 	"github.com/idempotent-payments/idempay/internal/topic"
 )
 
-// ids is a repeatable flag of ids (--charge, --refund).
-type ids []string
+// idFlag is a repeatable flag of ids (--charge, --refund).
+type idFlag []string
 
-func (c *ids) String() string { return strings.Join(*c, ",") }
-func (c *ids) Set(id string) error {
+func (c *idFlag) String() string { return strings.Join(*c, ",") }
+func (c *idFlag) Set(id string) error {
 	*c = append(*c, id)
 	return nil
 }

@@ -96,7 +96,8 @@ func awaitEvent(ctx context.Context, client *sqs.Client, queueURL, account, key 
 			return event.Event{}, "", err
 		}
 		for _, m := range out.Messages {
-			if e, err := event.Decode([]byte(aws.ToString(m.Body))); err == nil && e.Account == account && e.IdempotencyKey == key {
+			if e, err := event.Decode([]byte(aws.ToString(m.Body))); err == nil && e.Account == account && e.IdempotencyKey == key &&
+				(e.Charge != nil || e.Type == event.Rejected) { // a charge's event: a refund's may share the key
 				_, _ = client.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(queueURL), ReceiptHandle: m.ReceiptHandle})
 				return e, aws.ToString(m.Body), nil
 			}

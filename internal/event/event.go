@@ -1,12 +1,14 @@
 // Package event is the schema of the outcome events, version 1: what a
 // producer or a merchant backend receives when a charge is captured,
 // declined, held for an operator or released by one, when a refund
-// succeeds, is declined or is held, or when a queue command is rejected. Publishers build events with the constructors
+// succeeds, is declined, is held or is released, or when a queue command
+// is rejected. Publishers build events with the constructors
 // here and encode them with Encode; nothing else spells the format, which
 // docs/events.schema.json describes (a test holds them equal).
 //
 // Delivery is at least once and unordered: an event may arrive twice, and
-// a charge's held event may arrive after its captured one. Every event has
+// a charge's held event may arrive after its captured one, as a refund's
+// held event after its succeeded or declined one. Every event has
 // an id that is the same on every delivery of it and differs between any
 // two events, so a consumer deduplicates by ID, and orders by what it
 // already has (a charge that is captured or declined stays so).
@@ -61,9 +63,6 @@ const (
 	// RefundReleased: a held refund's record was released by an operator:
 	// nothing was refunded.
 	RefundReleased Type = "refund.released"
-	// RefundRejected: the consumer refused a refund command (Reason is its
-	// code). Sent to that queue's producer only.
-	RefundRejected Type = "refund.rejected"
 )
 
 // ProducerHTTP is the Producer of a charge requested over the HTTP API:
@@ -96,7 +95,8 @@ func FilterPolicy(subscriber string) string {
 // Event is one outcome.
 type Event struct {
 	// ID is stable: the same on every delivery, different for every event.
-	// It names the charge and the type (a rejection: the queue message).
+	// It names the charge or the refund and the type (a rejection: the
+	// queue message).
 	ID      string `json:"id"`
 	Type    Type   `json:"type"`
 	Version int    `json:"version"`
@@ -112,10 +112,10 @@ type Event struct {
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
 	// Charge is the charge, for every charge type but Rejected.
 	Charge *Charge `json:"charge,omitempty"`
-	// Refund is the refund, for every refund type but RefundRejected.
+	// Refund is the refund, for every refund type.
 	Refund *Refund `json:"refund,omitempty"`
-	// Reason is why a charge was held (the mismatch's reason) or a command
-	// rejected (its reject code).
+	// Reason is why a charge or a refund was held (the mismatch's reason)
+	// or a command rejected (its reject code).
 	Reason string `json:"reason,omitempty"`
 	// CreatedAt is when it happened: the ledger row's, the hold's or the
 	// settlement's time, or the rejection's.

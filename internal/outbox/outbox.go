@@ -8,6 +8,7 @@ package outbox
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"time"
 
@@ -31,6 +32,12 @@ type Change struct {
 	InsertedRefund *refund.Refund
 }
 
+// ErrUnreadable: a change's stored data cannot make its event (a row whose
+// status is no outcome, a refund record whose request does not decode).
+// Retrying cannot help: the publisher skips such a change, as it skips a
+// stream record that does not decode, and says so.
+var ErrUnreadable = errors.New("the change's data makes no event")
+
 // Events are the events a change makes, none for most:
 //   - a ledger row inserted: captured or declined; a refund row inserted:
 //     refund succeeded or declined;
@@ -52,7 +59,7 @@ func Events(c Change) ([]event.Event, error) {
 	if c.InsertedRefund != nil {
 		e, err := RefundEvent(*c.InsertedRefund)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%w: %w", ErrUnreadable, err)
 		}
 		return []event.Event{e}, nil
 	}
@@ -67,7 +74,7 @@ func Events(c Change) ([]event.Event, error) {
 	case c.InsertedRow != nil:
 		e, err := RowEvent(*c.InsertedRow)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%w: %w", ErrUnreadable, err)
 		}
 		return []event.Event{e}, nil
 	case c.NewRecord != nil && c.NewRecord.Held() && (c.OldRecord == nil || !c.OldRecord.Held()):
@@ -110,7 +117,7 @@ func refundHoldOf(rec *idem.Record, at time.Time) (event.RefundHold, error) {
 		req, err = refund.RequestFromCanonical(canonical)
 	}
 	if err != nil {
-		return event.RefundHold{}, fmt.Errorf("refund record %s: its request: %w", idem.Ref(rec.PK), err)
+		return event.RefundHold{}, fmt.Errorf("%w: refund record %s: its request: %w", ErrUnreadable, idem.Ref(rec.PK), err)
 	}
 	return event.RefundHold{
 		RefundID: refund.ID(rec.DownstreamKey), ChargeID: req.ChargeID, Account: rec.Account, IdempotencyKey: rec.Key,

@@ -1,6 +1,7 @@
 package outbox_test
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -86,7 +87,7 @@ func TestEvents(t *testing.T) {
 	}
 	unreadable := refundRecord(true)
 	unreadable.Request = []byte("not a request")
-	if got, err := outbox.Events(outbox.Change{OldRecord: refundRecord(false), NewRecord: unreadable}); err == nil || got != nil {
+	if got, err := outbox.Events(outbox.Change{OldRecord: refundRecord(false), NewRecord: unreadable}); !errors.Is(err, outbox.ErrUnreadable) || got != nil {
 		t.Fatalf("a held refund whose request does not decode: %v, %v; want an error and no event", got, err)
 	}
 	refundRow := refund.Refund{ID: refund.ID(key), Account: "acct_1", ChargeID: charge.ID(key), IdempotencyKey: "refund-1", Source: event.SourceHTTP,

@@ -1,11 +1,12 @@
-// Package publish turns the table's stream records into the charge outcome
-// events (package outbox decides which) and publishes them: the publisher
+// Package publish turns the table's stream records into the outcome
+// events of charges and refunds (package outbox decides which) and publishes them: the publisher
 // function's handler, and the operator's republish of a stream range,
 // which runs the same handler.
 package publish
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -52,7 +53,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.D
 		if err != nil {
 			undecodable++
 			h.Logger.ErrorContext(obs.WithAttrs(ctx, slog.String("record", refOf(r)), slog.String("messageId", r.Change.SequenceNumber)),
-				"a stream record does not decode; skipped: republish its charge from the ledger", "error", err)
+				"a stream record does not decode; skipped: republish its charge or refund from its row", "error", err)
 			continue
 		}
 		if change.InsertedRow != nil {
@@ -64,6 +65,12 @@ func (h *Handler) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.D
 			var n int
 			n, err = publishChange(ctx, h.Topic, change)
 			published += n
+		}
+		if errors.Is(err, outbox.ErrUnreadable) {
+			undecodable++
+			h.Logger.ErrorContext(obs.WithAttrs(ctx, slog.String("record", refOf(r)), slog.String("messageId", r.Change.SequenceNumber)),
+				"a stream record's data makes no event; skipped: a person must look at it", "error", err)
+			continue
 		}
 		if err != nil {
 			h.Logger.WarnContext(obs.WithAttrs(ctx, slog.String("record", refOf(r)), slog.String("messageId", r.Change.SequenceNumber)),

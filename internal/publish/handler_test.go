@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"maps"
 	"testing"
 	"time"
 
@@ -168,5 +169,19 @@ func TestPublishesTheStreamsEvents(t *testing.T) {
 	h.Topic = topicFunc(func(e event.Event) error { got = append(got, e); return nil })
 	if resp, _ := h.Handle(context.Background(), bad); len(resp.BatchItemFailures) != 0 || len(got) != 4 {
 		t.Fatalf("with an undecodable record first: %+v, %d published", resp, len(got))
+	}
+
+	// A row that decodes but whose status is no outcome makes no event:
+	// skipped as undecodable, never a failure the stream would redeliver
+	// for ever.
+	pending := ev
+	row := ev.Records[0] // the ledger row's insert
+	image := maps.Clone(row.Change.NewImage)
+	image["status"] = events.NewStringAttribute("pending")
+	row.Change.NewImage = image
+	pending.Records = append([]events.DynamoDBEventRecord{row}, ev.Records...)
+	got = nil
+	if resp, _ := h.Handle(context.Background(), pending); len(resp.BatchItemFailures) != 0 || len(got) != 4 {
+		t.Fatalf("with a row of no outcome first: %+v, %d published", resp, len(got))
 	}
 }

@@ -33,23 +33,27 @@ type Set struct {
 // over only from the unpublished index; and the rows written with no
 // region (an operator's accept, from a shell), which no region would take
 // over, so every region publishes them. Refund rows, holds and releases
-// pass in every region.
+// pass in every region. A set has at most MaxPatterns patterns.
 func For(region string) Set {
-	rowPattern := func(image string) string {
-		return fmt.Sprintf(`{"eventName":["INSERT"],"dynamodb":{"Keys":{%q:{"S":[{"prefix":%q}]}}%s}}`, tabledef.KeyAttribute, tabledef.LedgerPrefix, image)
+	rowPattern := func(image string, prefixes ...string) string {
+		var list []string
+		for _, p := range prefixes {
+			list = append(list, fmt.Sprintf(`{"prefix":%q}`, p))
+		}
+		return fmt.Sprintf(`{"eventName":["INSERT"],"dynamodb":{"Keys":{%q:{"S":[%s]}}%s}}`, tabledef.KeyAttribute, strings.Join(list, ","), image)
 	}
-	rows := []string{rowPattern("")} // every ledger row inserted
+	// every ledger row and refund row inserted
+	rows := []string{rowPattern("", tabledef.LedgerPrefix, tabledef.RefundPrefix)}
 	if region != "" {
 		rows = []string{
-			rowPattern(fmt.Sprintf(`,"NewImage":{%q:{"S":[%q]}}`, tabledef.RegionAttribute, region)),       // the region's rows
-			rowPattern(fmt.Sprintf(`,"NewImage":{%q:{"S":[{"exists":false}]}}`, tabledef.RegionAttribute)), // rows of no region
+			rowPattern(fmt.Sprintf(`,"NewImage":{%q:{"S":[%q]}}`, tabledef.RegionAttribute, region), tabledef.LedgerPrefix), // the region's rows
+			// rows of no region: refund rows name none, so in several
+			// regions each publishes a refund row's event (one id, one
+			// body, derived from the row)
+			rowPattern(fmt.Sprintf(`,"NewImage":{%q:{"S":[{"exists":false}]}}`, tabledef.RegionAttribute), tabledef.LedgerPrefix, tabledef.RefundPrefix),
 		}
 	}
 	patterns := append(rows,
-		// every refund row inserted, in every mode: a refund row names no
-		// region, so in several regions each publishes its event (one id,
-		// one body, derived from the row)
-		fmt.Sprintf(`{"eventName":["INSERT"],"dynamodb":{"Keys":{%q:{"S":[{"prefix":%q}]}}}}`, tabledef.KeyAttribute, tabledef.RefundPrefix),
 		// a record that becomes held
 		fmt.Sprintf(`{"eventName":["INSERT","MODIFY"],"dynamodb":{"Keys":{%q:{"S":[{"prefix":%q}]}},"NewImage":%s,"OldImage":%s}}`,
 			tabledef.KeyAttribute, idem.RecordPrefix, holdReason(true), holdReason(false)),
@@ -71,6 +75,10 @@ func For(region string) Set {
 func holdReason(exists bool) string {
 	return fmt.Sprintf(`{%q:{"M":{%q:{"S":[{"exists":%t}]}}}}`, tabledef.HoldAttribute, tabledef.HoldReasonAttribute, exists)
 }
+
+// MaxPatterns is how many filter patterns Lambda takes on one event source
+// mapping by default.
+const MaxPatterns = 5
 
 // Patterns are the set's patterns, as the trigger's filter criteria take
 // them.

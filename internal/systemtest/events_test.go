@@ -9,6 +9,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
+	"reflect"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -43,7 +44,7 @@ func distinctEvents(t *testing.T, s *localapi.Stack, schema *jsonschema.Schema, 
 		}
 		for _, e := range receiveEvents(t, s, schema, subscriber, 1, time.Second) {
 			if first, ok := byID[e.ID]; ok {
-				if !first.CreatedAt.Equal(e.CreatedAt) || first.Type != e.Type {
+				if !reflect.DeepEqual(first, e) { // one id, one body
 					t.Fatalf("%s: two events with the id %s: %+v and %+v", subscriber, e.ID, first, e)
 				}
 				continue
