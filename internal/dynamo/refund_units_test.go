@@ -4,7 +4,14 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"os"
+	"strings"
+	"sync/atomic"
 	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/charge"
@@ -16,6 +23,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/refund"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
+	"github.com/idempotent-payments/idempay/internal/tabledef"
 )
 
 // refundWorld is a charge of 1,000,000 and the refund service on DynamoDB
@@ -147,5 +155,77 @@ func BenchmarkRefundUnits(b *testing.B) {
 			}
 			b.ReportMetric(0, "ns/op")
 		})
+	}
+}
+
+// TestRefundConflicts: in the multi-region mode a reservation that races
+// another region's write is retried as every write is, and one that
+// conflicts on every try sends nothing.
+func TestRefundConflicts(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	client := dynamotest.Client(t)
+	table := dynamotest.NewTable(t, client)
+	var conflicts atomic.Int64 // how many of the next UpdateItems conflict
+	proxy := dynamotest.NewConflictProxy(t, os.Getenv("AWS_ENDPOINT_URL_DYNAMODB"), func(op string) bool {
+		return op == "UpdateItem" && conflicts.Add(-1) >= 0
+	})
+	proxied := dynamotest.Client(t, proxy.Option)
+	sb := sandbox.New("")
+	sb.SetRefundBound(false)
+	acq, _ := acquirer.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
+	direct := dynamo.Open(client, table)
+	charges := chargetest.ServiceWith(idem.NewGuard(direct.Store(), idem.Config{}), direct.Ledger(), acq, httpapi.Render, charge.Config{})
+	made := charges.Charge(ctx, charge.Input{Account: "acct_rt", Keys: []string{"conflict-charge"},
+		Body: []byte(`{"amount": 1000, "currency": "BRL", "order_id": "1", "payment_method": "pm_card_visa"}`)})
+	if made.Outcome != charge.Executed {
+		t.Fatalf("charge: %s", made.Outcome)
+	}
+	over := dynamo.Open(proxied, table)
+	svc := refund.NewService(idem.NewGuard(over.Store(), idem.Config{}), charges, over.Balances(), over.Refunds(), acq, httpapi.RenderRefund, charge.Config{})
+	in := func(key string) refund.Input {
+		return refund.Input{Account: "acct_rt", Keys: []string{key}, ChargeID: made.ChargeID, Body: []byte(`{"amount": 300}`)}
+	}
+
+	conflicts.Store(1) // the reservation's first try
+	if res := svc.Refund(ctx, in("conflict-once")); res.Outcome != refund.Executed || res.Response.StatusCode != 201 || len(sb.Refunds()) != 1 {
+		t.Fatalf("a reservation that conflicted once: %s %d, %d refunds", res.Outcome, res.Response.StatusCode, len(sb.Refunds()))
+	}
+	conflicts.Store(1 << 20) // every update
+	if res := svc.Refund(ctx, in("conflict-always")); res.Outcome == refund.Executed || len(sb.Refunds()) != 1 {
+		t.Fatalf("a reservation that always conflicts: %s, %d refunds; want nothing sent", res.Outcome, len(sb.Refunds()))
+	}
+	conflicts.Store(0)
+	if b, err := direct.Balances().Get(ctx, made.ChargeID); err != nil || b.Refunded != 300 || b.Reserved != 0 || b.Remaining != 700 {
+		t.Fatalf("balance %+v, %v", b, err)
+	}
+}
+
+// TestBalanceNeverExpires: in either table mode, a charge's balance and its
+// refund rows carry no expiry: no TTL attribute, no expiry bucket that the
+// multi-region mode's purge reads.
+func TestBalanceNeverExpires(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	client := dynamotest.Client(t)
+	for _, ttl := range []bool{true, false} {
+		table := dynamotest.NewTableFor(t, client, ttl)
+		w := newRefundWorld(t, client, table)
+		made := w.refund(fmt.Sprintf("never-expires-%v", ttl), `{"amount": 100}`)
+		if made.Outcome != refund.Executed {
+			t.Fatalf("refund: %s", made.Outcome)
+		}
+		for _, pk := range []string{tabledef.BalancePrefix + w.charge, tabledef.RefundPrefix + made.RefundID} {
+			out, err := client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true),
+				Key: map[string]types.AttributeValue{tabledef.KeyAttribute: &types.AttributeValueMemberS{Value: pk}}})
+			if err != nil || out.Item == nil {
+				t.Fatalf("%s: %v", pk, err)
+			}
+			for _, name := range []string{tabledef.TTLAttribute, tabledef.ExpiryBucketAttribute} {
+				if _, has := out.Item[name]; has {
+					t.Errorf("ttl %v: %s carries %s", ttl, pk[:strings.Index(pk, "#")+1], name)
+				}
+			}
+		}
 	}
 }

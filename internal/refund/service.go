@@ -53,7 +53,7 @@ func NewService(guard *idem.Guard, charges Charges, balances Balances, ledger Le
 	if guard == nil || charges == nil || balances == nil || ledger == nil || answer == nil {
 		panic("refund.NewService: a nil dependency")
 	}
-	return &Service{guard: guard, charges: charges, balances: balances, ledger: ledger, acquirer: acq, answer: answer, cfg: cfg.Defaulted()}
+	return &Service{guard: guard, charges: charges, balances: retrying{balances}, ledger: ledger, acquirer: acq, answer: answer, cfg: cfg.Defaulted()}
 }
 
 // Refund is the one door of a refund. The order of decisions is the
