@@ -386,13 +386,20 @@ func TestHeldRecordsAreCountedNotFlagged(t *testing.T) {
 
 // TestSweepPurgesWithoutTTL: where the table has no TTL, a run deletes the
 // records whose retention ended within its window, completed or left in
-// flight, and no live one; with no window (a table with TTL) it deletes
+// flight, a refund's as a charge's, and no live one; with no window (a table with TTL) it deletes
 // nothing.
 func TestSweepPurgesWithoutTTL(t *testing.T) {
 	eachStore(t, func(t *testing.T, f *fixture) {
 		ctx := context.Background()
 		f.guard = idem.NewGuard(f.store, idem.Config{Now: f.clock.Now, DefaultLease: time.Second, Retention: time.Hour})
 		old := f.claim(t, "purge-old", 5)
+		// A refund's record is purged as a charge's is: the purge reads
+		// every record's expiry bucket, whatever its operation.
+		refundScope := idem.Scope{Operation: "refund", Account: "acct_s", Key: "purge-old-refund"}
+		if _, err := f.guard.Begin(ctx, refundScope, idem.Canonical{{Name: "charge_id", Value: "ch_1"}}); err != nil {
+			t.Fatal(err)
+		}
+		old[refundScope.PK()] = true
 		completed := 0
 		for pk := range old {
 			rec, err := f.guard.Lookup(ctx, pk)
