@@ -5,7 +5,7 @@
 // variables say where the table is, OPERATOR_URL where the operator's
 // channel is.
 //
-//	idemctl inspect        --account A --key K
+//	idemctl inspect        --account A --key K [--operation refund]
 //	idemctl stale
 //	idemctl held
 //	idemctl reconcile      --account A --key K [--yes]
@@ -124,6 +124,7 @@ func run(ctx context.Context, args []string, sh shell) error {
 	f.table = fs.String("table", cmp.Or(sh.getenv(deploy.EnvTableName), "idempay-local"), "the table")
 	f.account = fs.String("account", "", "the account (the JWT's account claim)")
 	f.key = fs.String("key", "", "the client's Idempotency-Key")
+	f.operation = fs.String("operation", charge.Operation, "inspect: the key's operation, charge or refund (a key string names one intent of each)")
 	f.operatorURL = fs.String("operator-url", sh.getenv(deploy.EnvOperatorURL), "acting commands: the operator's channel (the stack's OperatorUrl output)")
 	f.decision = fs.String("decision", "", "void-confirmed/accept: read back what the decision of this id did (as printed), and do nothing else")
 	f.intent = fs.String("intent", "", "with --decision: the intent it was about (as printed)")
@@ -141,6 +142,12 @@ func run(ctx context.Context, args []string, sh shell) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q: every value is a flag's", fs.Args())
 	}
+	switch {
+	case *f.operation != charge.Operation && *f.operation != refund.Operation:
+		return fmt.Errorf("--operation %q: want %s or %s", *f.operation, charge.Operation, refund.Operation)
+	case *f.operation == refund.Operation && cmd != "inspect":
+		return fmt.Errorf("--operation %s: only inspect reads a refund's record; the operator's steps settle charges only", refund.Operation)
+	}
 	awsCfg, err := sh.aws(ctx, *f.region)
 	if err != nil {
 		return err
@@ -151,7 +158,7 @@ func run(ctx context.Context, args []string, sh shell) error {
 	t := tool{
 		sh: sh, flags: f, aws: awsCfg, store: store, ledger: table.Ledger(), refunds: table.Refunds(), balances: table.Balances(), books: table.Books(),
 		guard: idem.NewGuard(store, idem.Config{Now: sh.now}),
-		scope: idem.Scope{Operation: charge.Operation, Account: *f.account, Key: *f.key},
+		scope: idem.Scope{Operation: *f.operation, Account: *f.account, Key: *f.key},
 		out:   json.NewEncoder(sh.stdout),
 	}
 	t.out.SetIndent("", "  ")
@@ -172,10 +179,11 @@ func run(ctx context.Context, args []string, sh shell) error {
 
 // flags are the command line's values.
 type flags struct {
-	table, account, key, operatorURL, decision, intent *string
-	yes, debug                                         *bool
-	charges, refunds                                   idFlag
-	failuresQueue, topicARN, region                    *string
+	table, account, key, operation, operatorURL *string
+	decision, intent                            *string
+	yes, debug                                  *bool
+	charges, refunds                            idFlag
+	failuresQueue, topicARN, region             *string
 }
 
 // sdkLogger is where the SDK's own log lines go: a retried call's warnings
@@ -228,7 +236,7 @@ func (t tool) inspect(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return t.out.Encode(describe(ctx, t.ledger, t.balances, rec, t.sh.now()))
+	return t.out.Encode(describe(ctx, t.ledger, t.refunds, t.balances, rec, t.sh.now()))
 }
 
 // stale lists the records whose lease ended longer ago than the compiled
@@ -262,7 +270,7 @@ func (t tool) held(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			if err := t.out.Encode(describe(ctx, t.ledger, t.balances, rec, t.sh.now())); err != nil {
+			if err := t.out.Encode(describe(ctx, t.ledger, t.refunds, t.balances, rec, t.sh.now())); err != nil {
 				return err
 			}
 		}
@@ -324,7 +332,7 @@ func (t tool) act(ctx context.Context, cmd string) error {
 	if err != nil {
 		return err
 	}
-	if err := t.out.Encode(describe(ctx, t.ledger, t.balances, rec, t.sh.now())); err != nil {
+	if err := t.out.Encode(describe(ctx, t.ledger, t.refunds, t.balances, rec, t.sh.now())); err != nil {
 		return err
 	}
 	if err := fits(cmd, rec, ref); err != nil {
@@ -502,6 +510,8 @@ type view struct {
 	// BalanceError says why a captured charge's balance did not read (a
 	// missing grant, the table's failure).
 	BalanceError string `json:"balance_error,omitempty"`
+	// RefundEntry is a refund record's entry on its charge's balance.
+	RefundEntry *refundEntryView `json:"refund_entry,omitempty"`
 }
 
 // balanceView is a charge's refund balance: what its refunds returned,
@@ -541,7 +551,7 @@ type response struct {
 	Body    json.RawMessage   `json:"body"`
 }
 
-func describe(ctx context.Context, ledger charge.Ledger, balances refund.Balances, rec *idem.Record, now time.Time) view {
+func describe(ctx context.Context, ledger charge.Ledger, refunds refund.Ledger, balances refund.Balances, rec *idem.Record, now time.Time) view {
 	v := view{
 		Record: idem.Ref(rec.PK), PK: rec.PK, Status: rec.Status, Attempt: rec.Attempt,
 		LeaseExpiresAt: rec.LeaseExpiresAt, DownstreamKey: rec.DownstreamKey, CreatedAt: rec.CreatedAt,
@@ -559,6 +569,10 @@ func describe(ctx context.Context, ledger charge.Ledger, balances refund.Balance
 	if !rec.StaleAt.IsZero() {
 		v.StaleAt = &rec.StaleAt
 	}
+	if rec.Operation == refund.Operation {
+		describeRefund(ctx, &v, refunds, balances, rec)
+		return v
+	}
 	if rec.Response != nil {
 		v.Response = &response{Status: rec.Response.StatusCode, Headers: httpapi.Headers(*rec.Response, charge.AnsweredID(rec.DownstreamKey)), Body: jsonOrString(rec.Response.Body)}
 	}
@@ -571,6 +585,38 @@ func describe(ctx context.Context, ledger charge.Ledger, balances refund.Balance
 		v.Balance, v.BalanceError = balanceOf(ctx, balances, ch)
 	}
 	return v
+}
+
+// describeRefund adds what inspect shows of a refund's record: its stored
+// answer, its refund row (whatever the record's state) and its entry on the
+// charge's balance.
+func describeRefund(ctx context.Context, v *view, refunds refund.Ledger, balances refund.Balances, rec *idem.Record) {
+	id := refund.ID(rec.DownstreamKey)
+	if rec.Response != nil {
+		v.Response = &response{Status: rec.Response.StatusCode, Headers: httpapi.RefundHeaders(*rec.Response, id), Body: jsonOrString(rec.Response.Body)}
+	}
+	// The charge is the row's, or the stored request's while the record is
+	// in flight (a completion drops the request).
+	chargeID := ""
+	if row, err := refunds.Get(ctx, id); err == nil {
+		chargeID = row.ChargeID
+		if json.Unmarshal(httpapi.RefundBody(row), &v.Ledger) == nil {
+			v.Ledger["account"] = row.Account
+		}
+	} else if canonical, err := idem.DecodeCanonical(rec.Request); err == nil {
+		if req, err := refund.RequestFromCanonical(canonical); err == nil {
+			chargeID = req.ChargeID
+		}
+	}
+	if chargeID == "" {
+		return // a refusal by the bound, completed: no row, nothing reserved
+	}
+	switch e, ok, err := balances.Entry(ctx, chargeID, rec.DownstreamKey); {
+	case err != nil:
+		v.BalanceError = err.Error()
+	case ok:
+		v.RefundEntry = &refundEntryView{ID: id, State: e.State, Amount: e.Amount}
+	}
 }
 
 // balanceOf is a captured charge's refund balance as inspect shows it

@@ -669,6 +669,28 @@ func TestReadingCommands(t *testing.T) {
 		!slices.Equal(v.Balance.Refunds, []refundEntryView{{ID: refund.ID(refundKey), State: refund.EntrySucceeded, Amount: 40}}) {
 		t.Fatalf("the balance after a refund: %v\n%s", err, out)
 	}
+	// A refund's record, by its operation: its answer, its row and its
+	// entry on the charge's balance. The operator's steps take no refund.
+	guard := idem.NewGuard(w.store, idem.Config{Protocol: w.protocol})
+	refunds := refund.NewService(guard, svc, balances, dynamo.Open(w.ddb, w.table).Refunds(), w.acq, httpapi.RenderRefund, charge.Config{})
+	if r := refunds.Refund(ctx, refund.Input{Account: "acct_ops", Keys: []string{"ops-done-key"}, ChargeID: v.Ledger["id"].(string), Body: []byte(`{"amount": 10}`)}); r.Outcome != refund.Executed {
+		t.Fatalf("refund: %s", r.Outcome)
+	}
+	out, err = idemctl("inspect", "--account", "acct_ops", "--key", "ops-done-key", "--operation", "refund")
+	v = view{}
+	if err != nil || json.Unmarshal([]byte(out), &v) != nil || v.Response == nil || v.Response.Status != 201 || v.Response.Headers["Location"] == "" ||
+		v.Ledger["status"] != "succeeded" || v.Ledger["account"] != "acct_ops" || v.RefundEntry == nil || v.RefundEntry.State != refund.EntrySucceeded || v.RefundEntry.Amount != 10 ||
+		v.Ledger["id"] != v.RefundEntry.ID || v.Response.Headers["Location"] != "/v1/refunds/"+v.RefundEntry.ID || v.RefundEntry.ID != refund.ID(v.DownstreamKey) {
+		t.Fatalf("inspect a refund: %v\n%s", err, out)
+	}
+	for _, args := range [][]string{
+		{"inspect", "--account", "acct_ops", "--key", "ops-done-key", "--operation", "payout"},
+		{"reconcile", "--account", "acct_ops", "--key", "ops-done-key", "--operation", "refund", "--yes"},
+	} {
+		if _, err := idemctl(args...); err == nil || !strings.Contains(err.Error(), "--operation") {
+			t.Errorf("%v: %v", args, err)
+		}
+	}
 	if _, err := idemctl("inspect", "--account", "acct_ops", "--key", "no-such-key-1"); err == nil {
 		t.Fatal("inspect of an absent record succeeded")
 	}
