@@ -105,23 +105,12 @@ func ParseRequest(body []byte, maxAmount int64) (Request, error) {
 	add := func(field, msg string) { errs = append(errs, FieldError{Field: field, Message: msg}) }
 	var req Request
 
-	switch {
-	case w.Amount == nil || w.Amount.Kind() == 'n':
+	if w.Amount == nil || w.Amount.Kind() == 'n' {
 		add("amount", "required")
-	case w.Amount.Kind() != '0':
-		add("amount", "must be an integer number of minor units")
-	default:
-		n, err := strconv.ParseInt(string(w.Amount), 10, 64)
-		switch {
-		case err != nil:
-			add("amount", "must be an integer number of minor units")
-		case n <= 0:
-			add("amount", "must be positive")
-		case n > maxAmount:
-			add("amount", fmt.Sprintf("must be at most %d", maxAmount))
-		default:
-			req.Amount = n
-		}
+	} else if n, problem := ParseAmount(w.Amount, maxAmount); problem != "" {
+		add("amount", problem)
+	} else {
+		req.Amount = n
 	}
 	switch {
 	case w.Currency == nil:
@@ -138,6 +127,26 @@ func ParseRequest(body []byte, maxAmount int64) (Request, error) {
 		return Request{}, &ValidationError{Errors: errs}
 	}
 	return req, nil
+}
+
+// ParseAmount reads an amount in minor units as a request states it: a
+// positive integer literal no larger than maxAmount (a string, a fraction,
+// an exponent, null or any other value is refused). problem says what is
+// wrong, "" when nothing is. A refund's amount follows the same rule.
+func ParseAmount(raw jsontext.Value, maxAmount int64) (n int64, problem string) {
+	if raw.Kind() != '0' {
+		return 0, "must be an integer number of minor units"
+	}
+	n, err := strconv.ParseInt(string(raw), 10, 64)
+	switch {
+	case err != nil:
+		return 0, "must be an integer number of minor units"
+	case n <= 0:
+		return 0, "must be positive"
+	case n > maxAmount:
+		return 0, fmt.Sprintf("must be at most %d", maxAmount)
+	}
+	return n, ""
 }
 
 // identifier validates a required id: at most maxLen characters, none of

@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/idempotent-payments/idempay/internal/charge"
@@ -76,30 +75,21 @@ func ParseRequest(chargeID string, body []byte, maxAmount int64) (Request, error
 	var errs []charge.FieldError
 	add := func(field, msg string) { errs = append(errs, charge.FieldError{Field: field, Message: msg}) }
 	req := Request{ChargeID: chargeID}
-	switch {
-	case w.Amount == nil:
-	case w.Amount.Kind() != '0':
-		add("amount", "must be an integer number of minor units")
-	default:
-		n, err := strconv.ParseInt(string(w.Amount), 10, 64)
-		switch {
-		case err != nil:
-			add("amount", "must be an integer number of minor units")
-		case n <= 0:
-			add("amount", "must be positive")
-		case n > maxAmount:
-			add("amount", fmt.Sprintf("must be at most %d", maxAmount))
-		default:
+	if w.Amount != nil {
+		if n, problem := charge.ParseAmount(w.Amount, maxAmount); problem != "" {
+			add("amount", problem)
+		} else {
 			req.Amount = n
 		}
 	}
-	var reason string
-	switch {
-	case w.Reason == nil:
-	case w.Reason.Kind() != '"' || json.Unmarshal(w.Reason, &reason) != nil || !slices.Contains(Reasons(), reason):
-		add("reason", "must be one of "+strings.Join(Reasons(), ", "))
-	default:
-		req.Reason = reason
+	if w.Reason != nil {
+		// The strict decoder checked the value; a string is only unquoted.
+		reason, err := jsontext.AppendUnquote(nil, w.Reason)
+		if w.Reason.Kind() != '"' || err != nil || !slices.Contains(Reasons(), string(reason)) {
+			add("reason", "must be one of "+strings.Join(Reasons(), ", "))
+		} else {
+			req.Reason = string(reason)
+		}
 	}
 	if errs != nil {
 		return Request{}, &charge.ValidationError{Errors: errs}
