@@ -258,11 +258,11 @@ func (b *Balances) Entry(ctx context.Context, chargeID, key string) (refund.Entr
 }
 
 func (b *Balances) item(ctx context.Context, chargeID string) (map[string]types.AttributeValue, error) {
-	out, err := b.api.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(b.table), Key: balanceKey(chargeID), ConsistentRead: aws.Bool(true)})
+	item, err := getItem(ctx, b.api, b.table, tabledef.BalancePrefix+chargeID)
 	if err != nil {
 		return nil, fmt.Errorf("balance of %s: %w", chargeID, err)
 	}
-	return out.Item, nil
+	return item, nil
 }
 
 // entryOf is key's entry in item.

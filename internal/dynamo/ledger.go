@@ -6,14 +6,11 @@ package dynamo
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idempotent-payments/idempay/internal/charge"
@@ -94,43 +91,28 @@ func (l *Ledger) Write(ctx context.Context, c charge.Charge) (charge.Charge, err
 	if c.Region != "" {
 		r.UnpublishedShard, r.UnpublishedSince = shardOf(c.ID), c.CreatedAt.UnixMilli()
 	}
-	av, err := attributevalue.MarshalMap(r)
-	if err != nil {
-		return charge.Charge{}, fmt.Errorf("encode charge: %w", err)
-	}
-	_, err = l.api.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName:                           aws.String(l.table),
-		Item:                                av,
-		ConditionExpression:                 aws.String("attribute_not_exists(" + tabledef.KeyAttribute + ")"),
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	})
-	var exists *types.ConditionalCheckFailedException
-	if errors.As(err, &exists) {
-		if exists.Item == nil { // ALL_OLD should have returned it: read it
-			return l.Get(ctx, c.ID)
-		}
-		return decode(c.ID, exists.Item)
-	}
-	if err != nil {
-		return charge.Charge{}, fmt.Errorf("put charge: %w", writeError(err))
+	old, exists, err := putOnce(ctx, l.api, l.table, Key(c.ID), r)
+	switch {
+	case err != nil:
+		return charge.Charge{}, fmt.Errorf("put charge: %w", err)
+	case exists && old == nil:
+		return charge.Charge{}, charge.ErrNoCharge
+	case exists:
+		return decode(c.ID, old)
 	}
 	return c, nil
 }
 
 // Get implements charge.Ledger with a strongly consistent GetItem.
 func (l *Ledger) Get(ctx context.Context, id string) (charge.Charge, error) {
-	out, err := l.api.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName:      aws.String(l.table),
-		Key:            map[string]types.AttributeValue{tabledef.KeyAttribute: &types.AttributeValueMemberS{Value: Key(id)}},
-		ConsistentRead: aws.Bool(true),
-	})
+	item, err := getItem(ctx, l.api, l.table, Key(id))
 	if err != nil {
 		return charge.Charge{}, fmt.Errorf("get charge: %w", err)
 	}
-	if out.Item == nil {
+	if item == nil {
 		return charge.Charge{}, charge.ErrNoCharge
 	}
-	return decode(id, out.Item)
+	return decode(id, item)
 }
 
 // decode reads charge id's row; anything else is ErrUnreadableCharge.

@@ -6,13 +6,10 @@ package dynamo
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idempotent-payments/idempay/internal/idem"
@@ -50,48 +47,33 @@ type Refunds struct {
 // Write implements refund.Ledger with one PutItem conditioned on the
 // row's absence; an existing row comes back in the same call.
 func (l *Refunds) Write(ctx context.Context, r refund.Refund) (refund.Refund, error) {
-	av, err := attributevalue.MarshalMap(refundRow{
+	old, exists, err := putOnce(ctx, l.api, l.table, tabledef.RefundPrefix+r.ID, refundRow{
 		PK: tabledef.RefundPrefix + r.ID, Type: refundRowType, ID: r.ID, Account: r.Account, ChargeID: r.ChargeID,
 		IdempotencyKey: r.IdempotencyKey, Source: r.Source, Status: r.Status, DeclineCode: r.DeclineCode,
 		Amount: r.Amount, Currency: r.Currency, Reason: r.Reason, AcquirerRefundID: r.AcquirerRefundID, AcquirerID: r.AcquirerID,
 		CreatedAt: r.CreatedAt.UTC().Format(time.RFC3339Nano),
 	})
-	if err != nil {
-		return refund.Refund{}, fmt.Errorf("encode refund: %w", err)
-	}
-	_, err = l.api.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName:                           aws.String(l.table),
-		Item:                                av,
-		ConditionExpression:                 aws.String("attribute_not_exists(" + tabledef.KeyAttribute + ")"),
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	})
-	var exists *types.ConditionalCheckFailedException
-	if errors.As(err, &exists) {
-		if exists.Item == nil {
-			return l.Get(ctx, r.ID)
-		}
-		return decodeRefund(r.ID, exists.Item)
-	}
-	if err != nil {
-		return refund.Refund{}, fmt.Errorf("put refund: %w", writeError(err))
+	switch {
+	case err != nil:
+		return refund.Refund{}, fmt.Errorf("put refund: %w", err)
+	case exists && old == nil:
+		return refund.Refund{}, refund.ErrNoRefund
+	case exists:
+		return decodeRefund(r.ID, old)
 	}
 	return r, nil
 }
 
 // Get implements refund.Ledger with a strongly consistent GetItem.
 func (l *Refunds) Get(ctx context.Context, id string) (refund.Refund, error) {
-	out, err := l.api.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName:      aws.String(l.table),
-		Key:            pkKey(tabledef.RefundPrefix + id),
-		ConsistentRead: aws.Bool(true),
-	})
+	item, err := getItem(ctx, l.api, l.table, tabledef.RefundPrefix+id)
 	if err != nil {
 		return refund.Refund{}, fmt.Errorf("get refund: %w", err)
 	}
-	if out.Item == nil {
+	if item == nil {
 		return refund.Refund{}, refund.ErrNoRefund
 	}
-	return decodeRefund(id, out.Item)
+	return decodeRefund(id, item)
 }
 
 func decodeRefund(id string, item map[string]types.AttributeValue) (refund.Refund, error) {
