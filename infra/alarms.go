@@ -47,9 +47,9 @@ type watchedFunction struct {
 
 // Alarm thresholds the runbook (docs/operating.md) names.
 const (
-	// queueAgeAlarm: older than the redrive's worst path (14 min 32 s), a
+	// queueAgeAlarm: older than the redrive's worst path (17 min 4 s), a
 	// command is stuck, not waiting.
-	queueAgeAlarm = 15 * 60
+	queueAgeAlarm = 20 * 60
 	// staleHorizon: a record in flight this long after its lease ended has
 	// outlived T + skew, a sweep and three reconcile back-offs (1, 2, 4 min).
 	staleHorizon = 10 * 60

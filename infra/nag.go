@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -12,6 +13,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
+	"github.com/idempotent-payments/idempay/internal/deploy"
 	"github.com/idempotent-payments/idempay/internal/route"
 )
 
@@ -24,7 +26,7 @@ func suppressFunction(name string, fn awslambda.Function, policy awsiam.Policy) 
 	reason := map[string]string{
 		"Charge": "invoked synchronously by API Gateway: a dead-letter queue applies only to asynchronous invocations, and every failure is an HTTP answer",
 		"SqsConsumer": "invoked by the SQS event source mapping: a message that keeps failing goes to the queue's DLQ by its redrive policy " +
-			"(6 receives); a Lambda DLQ applies only to asynchronous invocations",
+			"(" + strconv.Itoa(deploy.MaxReceiveCount) + " receives); a Lambda DLQ applies only to asynchronous invocations",
 		"Reconciler": "invoked by the SQS event source mapping of the reconcile queue: a command that keeps failing goes to the DLQ by its redrive policy",
 		"Sweeper": "invoked every minute by the schedule: a failed sweep is neither retried nor kept (the next run redoes it), " +
 			"and the SweeperErrors and SweeperHeartbeat alarms report failures",

@@ -40,7 +40,7 @@ func runbook(cfg Config) []alarmSpec {
 			"check the DynamoDB alarms: throttles and system errors"},
 		{"AcquirerErrors", fmt.Sprintf("≥ %d failed acquirer calls (nothing sent or outcome unknown), HTTP and queues together", cfg.AlarmPendingPer5Min),
 			"the acquirer is down, slow, or refuses the credential"},
-		{"QueueAge-<queue>", fmt.Sprintf("a command older than %d min (the redrive's worst path is 14 min 32 s)", queueAgeAlarm/60),
+		{"QueueAge-<queue>", fmt.Sprintf("a command older than %d min (the redrive's worst path is 17 min 4 s)", queueAgeAlarm/60),
 			"its consumer fails, is throttled or its mapping is disabled: check the consumer's errors and its event source mapping"},
 		{"<Function>Errors", "an invocation failed",
 			"read its ERROR lines (requestId/messageId, record)"},

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strconv"
 	"sync"
 	"time"
 
@@ -32,13 +33,18 @@ type DeadLetters interface {
 
 // Handler processes batches of commands and reports partial batch
 // failures: one bad message never fails its batch. Which commands it takes
-// is its Inboxes': a producer's queue brings charge commands for that
-// producer's accounts, the reconcile queue the sweeper's reconcile commands.
+// is its Inboxes': a producer's queue brings charge and refund commands
+// for that producer's accounts, the reconcile queue the sweeper's
+// reconcile commands.
 type Handler struct {
 	Service *charge.Service
-	// Refunds reconciles the refund records the sweeper flags; a charge's
-	// record goes to Service.
-	Refunds Reconciler
+	// Refunds takes refund commands and reconciles the refund records the
+	// sweeper flags; a charge's record goes to Service.
+	Refunds Refunds
+	// RefundRefusal reads the bound's refusal code back from a refund's
+	// stored answer ("" for a refund the acquirer decided): the HTTP
+	// adapter's (httpapi.RefundRefusal), which renders those answers.
+	RefundRefusal func(idem.Response) string
 	// Inboxes are the queues this function reads, by ARN (a record's
 	// eventSourceARN). A message from any other queue is refused.
 	Inboxes     map[string]inbox
@@ -48,22 +54,30 @@ type Handler struct {
 	Logger      *slog.Logger
 	// Metrics gets one EMF line per message; nil skips it.
 	Metrics *obs.Metrics
-	// Outcomes, when set, gets a charge.rejected event for every command a
-	// producer's queue brought that is refused, before the message is
-	// dead-lettered and deleted: a refusal writes nothing to the table, so
-	// no change publishes it. A message from a queue of no producer has
-	// nobody to tell. It also gets the charge's captured or declined event
-	// again, the same id, when a producer's command is a replay: a producer
-	// that missed its event sends the same command again and receives it
-	// (its lookup by key; HTTP callers have GET /v1/charges?idempotency_key).
-	// The event goes where the ledger row says, to the charge's first asker.
+	// Outcomes, when set, gets a charge.rejected or refund.rejected event
+	// for every command a producer's queue brought that is refused at the
+	// door, before the message is dead-lettered and deleted: a refusal
+	// writes nothing to the table, so no change publishes it. A message
+	// from a queue of no producer has nobody to tell. It gets a refund's
+	// refund.rejected event when the bound refused it: the key's stored
+	// answer, which writes no row. It also gets the charge's or the
+	// refund's event again, the same id and body, when a producer's
+	// command is a replay: a producer that missed its event sends the same
+	// command again and receives it (its lookup by key; HTTP callers have
+	// GET /v1/charges?idempotency_key). The event goes where the row or
+	// the record says, to the first asker.
 	Outcomes Outcomes
-	// Now is the clock of the rejections' time (time.Now when nil).
+	// Now is the clock of a door rejection's time when its message has no
+	// SentTimestamp (time.Now when nil).
 	Now func() time.Time
 }
 
-// Reconciler resolves a stale record (refund.Service.Reconcile).
-type Reconciler interface {
+// Refunds is what the consumer needs of the refund service
+// (refund.Service): its door, its lookup by key, and the reconciliation
+// of its records.
+type Refunds interface {
+	Refund(ctx context.Context, in refund.Input) refund.Result
+	ByKey(ctx context.Context, account, key string) refund.Result
 	Reconcile(ctx context.Context, pk string) (charge.Reconciled, error)
 }
 
@@ -82,13 +96,17 @@ type inbox struct {
 // verdict is what to do with one message.
 type verdict struct {
 	outcome    obs.Outcome // for the log line and the metrics
+	operation  string      // charge.Operation or refund.Operation
 	record     string      // idem.Ref of the record, when known
 	attempt    int
 	retry      bool          // report a batch item failure
 	delay      time.Duration // and, when positive, redeliver after this
 	rejectCode string        // dead-letter with this code (and success)
 	reason     string
-	republish  bool // a replay: publish the charge's event again
+	republish  bool // a replay: publish the charge's or the refund's event again
+	// tell is an event to publish before the message is deleted: a refund
+	// the bound refused
+	tell *event.Event
 	// account is the command's ("" before it decoded); key is its key as
 	// the service parsed it (charge.Result.Key: the bare key, whether the
 	// command sent it bare or quoted), or as the command named it when it
@@ -121,7 +139,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 			// message never named one).
 			ctx = obs.WithAttrs(ctx, slog.String("record", v.record))
 			done := h.settle(ctx, in, msg, v)
-			h.Logger.InfoContext(ctx, "message", "operation", charge.Operation,
+			h.Logger.InfoContext(ctx, "message", "operation", cmp.Or(v.operation, charge.Operation),
 				"outcome", v.outcome, "attempt", v.attempt, "retry", !done, "acquirer_not_sent", v.notSent, "acquirer_unknown", v.unknown,
 				"total_ms", float64(time.Since(start).Microseconds())/1000)
 			if h.Metrics != nil {
@@ -147,11 +165,11 @@ func (h *Handler) settle(ctx context.Context, in inbox, msg events.SQSMessage, v
 	switch {
 	case v.rejectCode != "":
 		if h.Outcomes != nil && in.Producer != "" {
-			now := time.Now
-			if h.Now != nil {
-				now = h.Now
+			rejection := event.OfRejection
+			if v.operation == refund.Operation {
+				rejection = event.OfRefundRejection
 			}
-			if err := h.Outcomes.Publish(ctx, event.OfRejection(msg.MessageId, in.Producer, v.account, v.key, v.rejectCode, now())); err != nil {
+			if err := h.Outcomes.Publish(ctx, rejection(msg.MessageId, in.Producer, v.account, v.key, v.rejectCode, h.sentAt(msg))); err != nil {
 				h.Logger.WarnContext(ctx, "publishing the rejection failed; the message will be retried", "reject_code", v.rejectCode, "error", err)
 				return false
 			}
@@ -166,6 +184,14 @@ func (h *Handler) settle(ctx context.Context, in inbox, msg events.SQSMessage, v
 		}
 		h.Logger.WarnContext(ctx, "message rejected", "reject_code", v.rejectCode)
 		return true
+	case v.tell != nil && h.Outcomes != nil && in.Producer != "":
+		if err := h.Outcomes.Publish(ctx, *v.tell); err != nil {
+			h.Logger.WarnContext(ctx, "publishing a refund's refusal failed; the message will be retried", "error", err)
+			return false
+		}
+		return true
+	case v.republish && h.Outcomes != nil && in.Producer != "" && v.operation == refund.Operation:
+		return h.republishRefund(ctx, v)
 	case v.republish && h.Outcomes != nil && in.Producer != "":
 		return h.republish(ctx, v)
 	case v.retry:
@@ -198,6 +224,37 @@ func (h *Handler) republish(ctx context.Context, v verdict) bool {
 		return false
 	}
 	return true
+}
+
+// republishRefund is republish for a replayed refund command: the event
+// of the refund its key names (a refusal's is in v.tell).
+func (h *Handler) republishRefund(ctx context.Context, v verdict) bool {
+	res := h.Refunds.ByKey(ctx, v.account, v.key)
+	if res.Outcome != refund.Found {
+		h.Logger.WarnContext(ctx, "a replayed command's refund was not found to republish its event; the message will be retried", "lookup", res.Outcome.String())
+		return false
+	}
+	e, err := outbox.RefundEvent(res.Refund)
+	if err == nil {
+		err = h.Outcomes.Publish(ctx, e)
+	}
+	if err != nil {
+		h.Logger.WarnContext(ctx, "republishing a replayed command's event failed; the message will be retried", "error", err)
+		return false
+	}
+	return true
+}
+
+// sentAt is when msg was first sent (its SentTimestamp), the same on
+// every receive of it; now when SQS did not say.
+func (h *Handler) sentAt(msg events.SQSMessage) time.Time {
+	if ms, err := strconv.ParseInt(msg.Attributes["SentTimestamp"], 10, 64); err == nil && ms > 0 {
+		return time.UnixMilli(ms)
+	}
+	if h.Now != nil {
+		return h.Now()
+	}
+	return time.Now()
 }
 
 // process decides what to do with msg, which arrived on in (known false:
@@ -233,29 +290,53 @@ func (h *Handler) process(ctx context.Context, in inbox, known bool, msg events.
 		v := verdictOf(res)
 		v.account, v.key = cmd.Account, cmp.Or(res.Key, cmd.IdempotencyKey)
 		return v
+	case command.TypeRefund:
+		if h.Refunds == nil || h.RefundRefusal == nil { // a wiring mistake: kept, and loud
+			h.Logger.ErrorContext(ctx, "a refund command, and no refund service to run it; will retry")
+			return verdict{outcome: obs.OutcomeUnavailable, operation: refund.Operation, retry: true}
+		}
+		var keys []string
+		if cmd.IdempotencyKey != "" {
+			keys = []string{cmd.IdempotencyKey}
+		}
+		res := h.Refunds.Refund(ctx, refund.Input{Account: cmd.Account, Keys: keys, ChargeID: cmd.ChargeID, Body: cmd.Request, Source: event.SourceQueue(in.Producer)})
+		v := refundVerdictOf(res)
+		v.account, v.key = cmd.Account, cmp.Or(res.Key, cmd.IdempotencyKey)
+		if code := h.RefundRefusal(res.Response); code != "" && (res.Outcome == refund.Executed || res.Outcome == refund.Replayed) {
+			e := event.OfRefundRefusal(event.RefundRefusal{RefundID: res.RefundID, ChargeID: cmd.ChargeID, Account: cmd.Account,
+				IdempotencyKey: res.Key, Source: res.Source, Code: code, At: res.ClaimedAt})
+			v.tell, v.republish = &e, false
+		}
+		return v
 	default: // command.TypeReconcile: Decode knows no other
-		record := idem.Ref(cmd.PK)
-		reconcile := h.Service.Reconcile
-		if scope, err := idem.ParsePK(cmd.PK); err == nil && scope.Operation == refund.Operation {
-			if h.Refunds == nil { // a wiring mistake: kept, and loud, never dead-lettered as malformed
-				h.Logger.ErrorContext(obs.WithAttrs(ctx, slog.String("record", record)), "a refund's reconcile command, and no refund service to run it; will retry")
-				return verdict{outcome: obs.OutcomeReconcileFailed, record: record, retry: true}
-			}
-			reconcile = h.Refunds.Reconcile
-		}
-		outcome, err := reconcile(ctx, cmd.PK)
-		if outcome == charge.ReconciledMismatch { // held, unless the hold failed (err): then retried
-			return verdict{outcome: outcome.Name(), record: record, retry: err != nil}
-		}
-		if errors.Is(err, charge.ErrNotAChargeRecord) || errors.Is(err, refund.ErrNotARefundRecord) {
-			return verdict{outcome: obs.OutcomeMalformed, rejectCode: rejectMalformed, reason: err.Error()}
-		}
-		if err != nil {
-			h.Logger.WarnContext(obs.WithAttrs(ctx, slog.String("record", record)), "reconcile failed; will retry", "error", err)
-			return verdict{outcome: obs.OutcomeReconcileFailed, record: record, retry: true}
-		}
-		return verdict{outcome: outcome.Name(), record: record} // held: deleted, left to its operator
+		return h.reconcile(ctx, cmd.PK)
 	}
+}
+
+// reconcile runs the reconcile command of the record pk, on the service of
+// its operation.
+func (h *Handler) reconcile(ctx context.Context, pk string) verdict {
+	record := idem.Ref(pk)
+	reconcile, operation := h.Service.Reconcile, charge.Operation
+	if scope, err := idem.ParsePK(pk); err == nil && scope.Operation == refund.Operation {
+		operation = refund.Operation
+		if h.Refunds == nil { // a wiring mistake: kept, and loud, never dead-lettered as malformed
+			h.Logger.ErrorContext(obs.WithAttrs(ctx, slog.String("record", record)), "a refund's reconcile command, and no refund service to run it; will retry")
+			return verdict{outcome: obs.OutcomeReconcileFailed, operation: operation, record: record, retry: true}
+		}
+		reconcile = h.Refunds.Reconcile
+	}
+	outcome, err := reconcile(ctx, pk)
+	switch {
+	case outcome == charge.ReconciledMismatch: // held, unless the hold failed (err): then retried
+		return verdict{outcome: outcome.Name(), operation: operation, record: record, retry: err != nil}
+	case errors.Is(err, charge.ErrNotAChargeRecord) || errors.Is(err, refund.ErrNotARefundRecord):
+		return verdict{outcome: obs.OutcomeMalformed, operation: operation, rejectCode: rejectMalformed, reason: err.Error()}
+	case err != nil:
+		h.Logger.WarnContext(obs.WithAttrs(ctx, slog.String("record", record)), "reconcile failed; will retry", "error", err)
+		return verdict{outcome: obs.OutcomeReconcileFailed, operation: operation, record: record, retry: true}
+	}
+	return verdict{outcome: outcome.Name(), operation: operation, record: record} // held: deleted, left to its operator
 }
 
 // The queue path's own dead-letter codes (command.RejectMalformed, …).
@@ -287,6 +368,56 @@ var verdicts = map[charge.Outcome]verdict{
 	charge.KeyInvalid:     {rejectCode: charge.KeyInvalid.Code()},
 	charge.RequestInvalid: {rejectCode: charge.RequestInvalid.Code()},
 	charge.KeyReused:      {rejectCode: charge.KeyReused.Code()},
+}
+
+// refundVerdicts is verdicts for refund commands, by the same rules: a
+// refusal at the door is dead-lettered with the code the HTTP route
+// answers (no such charge and a charge that cannot be refunded are final
+// too); a held refund, or a refund of a held charge, is deleted with its
+// verdict, the operator deciding; what may change with time is retried.
+var refundVerdicts = map[refund.Outcome]verdict{
+	refund.Executed:       {},
+	refund.Replayed:       {republish: true},
+	refund.InFlight:       {retry: true},
+	refund.Released:       {retry: true},
+	refund.Pending:        {retry: true},
+	refund.Unavailable:    {retry: true},
+	refund.ChargePending:  {retry: true},
+	refund.Mismatch:       {},
+	refund.Held:           {},
+	refund.ChargeHeld:     {},
+	refund.AccountInvalid: {rejectCode: refund.AccountInvalid.Code()},
+	refund.KeyMissing:     {rejectCode: refund.KeyMissing.Code()},
+	refund.KeyInvalid:     {rejectCode: refund.KeyInvalid.Code()},
+	refund.RequestInvalid: {rejectCode: refund.RequestInvalid.Code()},
+	refund.KeyReused:      {rejectCode: refund.KeyReused.Code()},
+	refund.NotFound:       {rejectCode: refund.NotFound.Code()},
+	refund.NotRefundable:  {rejectCode: refund.NotRefundable.Code()},
+}
+
+// refundVerdictOf is verdictOf for a refund's result. A command that finds
+// the refund's key in flight, or its charge's record in flight, is hidden
+// until that lease has ended plus T and the skew.
+func refundVerdictOf(res refund.Result) verdict {
+	v, ok := refundVerdicts[res.Outcome]
+	if !ok {
+		v = verdict{retry: true}
+	}
+	v.outcome, v.operation, v.record, v.attempt = res.Outcome.Name(), refund.Operation, res.Record, res.Attempt
+	if res.Outcome == refund.InFlight || res.Outcome == refund.ChargePending {
+		v.delay = res.WaitOut
+	}
+	if v.rejectCode != "" {
+		switch {
+		case len(res.Errors) > 0:
+			v.reason = (&charge.ValidationError{Errors: res.Errors}).Error()
+		case res.Reason != "":
+			v.reason = res.Reason
+		default:
+			v.reason = res.Outcome.String()
+		}
+	}
+	return v
 }
 
 // verdictOf looks a charge result up in verdicts. An in-flight message is

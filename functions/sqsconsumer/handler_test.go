@@ -22,6 +22,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/command"
 	"github.com/idempotent-payments/idempay/internal/dynamo"
 	"github.com/idempotent-payments/idempay/internal/event"
+	"github.com/idempotent-payments/idempay/internal/event/eventtest"
 	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/idemtest"
@@ -408,5 +409,156 @@ func TestRefundReconcileWithoutTheService(t *testing.T) {
 	resp, _ := h.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m1", Body: msg, EventSourceARN: reconcile}}})
 	if len(resp.BatchItemFailures) != 1 || len(dl.codes) != 0 {
 		t.Fatalf("failures %v, dead letters %v; want the message kept", resp.BatchItemFailures, dl.codes)
+	}
+}
+
+func TestEveryRefundOutcomeHasAVerdict(t *testing.T) {
+	t.Parallel()
+	for _, o := range refund.Outcomes() {
+		v, ok := refundVerdicts[o]
+		if !ok && o != refund.Found {
+			t.Errorf("no verdict for %s", o)
+		}
+		if v.rejectCode != "" && v.rejectCode != o.Code() {
+			t.Errorf("%s: reject code %q, its code %q", o, v.rejectCode, o.Code())
+		}
+	}
+	for _, o := range []refund.Outcome{refund.Mismatch, refund.Held, refund.ChargeHeld} {
+		if v := refundVerdicts[o]; v.retry || v.rejectCode != "" {
+			t.Errorf("%s: %+v; a held refund or charge is deleted with its verdict", o, v)
+		}
+	}
+}
+
+// refundWorld is a consumer on one producer's queue with a captured
+// charge of 1000, on memory stores, publishing to a topic it keeps.
+type refundWorld struct {
+	h        *Handler
+	refunds  *refund.Service
+	sb       *sandbox.Server
+	dl       *deadLetters
+	topic    *eventtest.Topic
+	chargeID string
+}
+
+const ordersQueue = "arn:q:orders"
+
+func newRefundWorld(t *testing.T) *refundWorld {
+	t.Helper()
+	ctx := context.Background()
+	guard := idem.NewGuard(idemtest.NewMemoryStore(), idem.Config{DefaultLease: 30 * time.Second})
+	sb := sandbox.New("")
+	acq, _ := acquirer.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
+	charges, refunds := refundtest.Services(guard, acq, httpapi.Render, httpapi.RenderRefund, charge.Config{})
+	made := charges.Charge(ctx, charge.Input{Account: "acct_1", Keys: []string{"charge-key-1"},
+		Body: []byte(`{"amount": 1000, "currency": "BRL", "order_id": "1", "payment_method": "pm_card_visa"}`)})
+	if made.Outcome != charge.Executed {
+		t.Fatalf("charge: %s", made.Outcome)
+	}
+	w := &refundWorld{refunds: refunds, sb: sb, dl: &deadLetters{}, topic: &eventtest.Topic{}, chargeID: made.ChargeID}
+	w.h = &Handler{Service: charges, Refunds: refunds, RefundRefusal: func(r idem.Response) string { return string(httpapi.RefundRefusal(r)) },
+		Inboxes:     map[string]inbox{ordersQueue: {Inbox: command.Inbox{ARN: ordersQueue, URL: "u", Producer: "orders", Accounts: []string{"acct_1"}}, Queue: noDelay{}}},
+		DeadLetters: w.dl, Outcomes: w.topic, Concurrency: 1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	return w
+}
+
+// send hands the consumer one refund command and reports whether it was
+// kept for a retry.
+func (w *refundWorld) send(t *testing.T, messageID, key, chargeID, request string) bool {
+	t.Helper()
+	body, err := command.Refund("acct_1", chargeID, key, []byte(request)).Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := w.h.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{{MessageId: messageID, Body: body,
+		EventSourceARN: ordersQueue, Attributes: map[string]string{"SentTimestamp": "1800000000123"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(resp.BatchItemFailures) > 0
+}
+
+func encoded(t *testing.T, events []event.Event) []string {
+	t.Helper()
+	var out []string
+	for _, e := range events {
+		b, err := e.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, string(b))
+	}
+	return out
+}
+
+// TestRefundCommands: a refund command shares the HTTP route's door and
+// key space. It refunds once; its replay republishes the refund's event;
+// an HTTP request with its key replays it, and the reverse; the bound's
+// refusal is told as refund.rejected, the same body on every replay; a
+// refusal at the door is dead-lettered with its code and told.
+func TestRefundCommands(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	w := newRefundWorld(t)
+	if w.send(t, "m1", "refund-key-1", w.chargeID, `{"amount": 300}`) || len(w.dl.codes) != 0 {
+		t.Fatalf("a refund command: kept or dead-lettered %v", w.dl.codes)
+	}
+	if got := w.topic.TakeEvents(); len(got) != 0 {
+		t.Fatalf("an executed refund told %v: its row's change publishes it", got)
+	}
+	if w.send(t, "m2", "refund-key-1", w.chargeID, `{"amount": 300}`) {
+		t.Fatal("the replay was kept")
+	}
+	replayed := w.topic.TakeEvents()
+	if len(replayed) != 1 || replayed[0].Type != event.RefundSucceeded || replayed[0].Refund.Amount != 300 || replayed[0].Source != event.SourceQueue("orders") {
+		t.Fatalf("the replay told %+v", replayed)
+	}
+	httpRetry := w.refunds.Refund(ctx, refund.Input{Account: "acct_1", Keys: []string{"refund-key-1"}, ChargeID: w.chargeID, Body: []byte(`{"amount": 300}`), Source: event.SourceHTTP})
+	if httpRetry.Outcome != refund.Replayed || httpRetry.RefundID != replayed[0].Refund.ID {
+		t.Fatalf("an HTTP retry of the queued refund: %s %s", httpRetry.Outcome, httpRetry.RefundID)
+	}
+
+	first := w.refunds.Refund(ctx, refund.Input{Account: "acct_1", Keys: []string{"refund-key-2"}, ChargeID: w.chargeID, Body: []byte(`{"amount": 200}`), Source: event.SourceHTTP})
+	if first.Outcome != refund.Executed || w.send(t, "m3", "refund-key-2", w.chargeID, `{"amount": 200}`) {
+		t.Fatalf("an HTTP refund then its command: %s", first.Outcome)
+	}
+	if got := w.topic.TakeEvents(); len(got) != 1 || got[0].Refund.ID != first.RefundID || got[0].Source != event.SourceHTTP {
+		t.Fatalf("the command replaying an HTTP refund told %+v; want its event, to its first asker", got)
+	}
+	if n := len(w.sb.Refunds()); n != 2 {
+		t.Fatalf("%d acquirer refunds, want 2", n)
+	}
+
+	// 500 remain: 600 is the bound's refusal, told the same every time.
+	if w.send(t, "m4", "refund-key-3", w.chargeID, `{"amount": 600}`) || w.send(t, "m5", "refund-key-3", w.chargeID, `{"amount": 600}`) {
+		t.Fatal("the bound's refusal was kept")
+	}
+	told := encoded(t, w.topic.TakeEvents())
+	if len(told) != 2 || told[0] != told[1] || !strings.Contains(told[0], `"type":"refund.rejected"`) ||
+		!strings.Contains(told[0], `"reason":"REFUND_EXCEEDS_CHARGE"`) || !strings.Contains(told[0], `"status":"rejected"`) {
+		t.Fatalf("the bound's refusal and its replay told %q", told)
+	}
+	if len(w.dl.codes) != 0 {
+		t.Fatalf("the bound's refusal was dead-lettered: %v", w.dl.codes)
+	}
+
+	for _, tc := range []struct{ key, chargeID, request, code string }{
+		{"refund-key-4", w.chargeID, `{"amount": -1}`, "VALIDATION_FAILED"},
+		{"", w.chargeID, `{}`, "IDEMPOTENCY_KEY_MISSING"},
+		{"refund-key-5", "ch_0123456789abcdef0123456789abcdef01234567", `{}`, "NOT_FOUND"},
+		{"refund-key-1", w.chargeID, `{"amount": 301}`, "IDEMPOTENCY_KEY_REUSED"},
+	} {
+		w.dl.codes = nil
+		if w.send(t, "m-"+tc.code, tc.key, tc.chargeID, tc.request) || len(w.dl.codes) != 1 || w.dl.codes[0] != tc.code {
+			t.Fatalf("%s: dead-lettered %v", tc.code, w.dl.codes)
+		}
+		got := w.topic.TakeEvents()
+		if len(got) != 1 || got[0].Type != event.RefundRejected || got[0].Reason != tc.code || got[0].Refund != nil ||
+			!got[0].CreatedAt.Equal(time.UnixMilli(1800000000123)) {
+			t.Fatalf("%s: told %+v", tc.code, got)
+		}
+	}
+	if n := len(w.sb.Refunds()); n != 2 {
+		t.Fatalf("%d acquirer refunds after the refusals, want 2", n)
 	}
 }

@@ -1,6 +1,7 @@
 // Command sqsconsumer is the Lambda function on the command queues: each
-// producer's queue of charge commands (the same operation and key space as
-// POST /v1/charges) or the sweeper's queue of reconcile commands, as its
+// producer's queue of charge and refund commands (the same operations and
+// key spaces as POST /v1/charges and POST /v1/charges/{id}/refunds) or the
+// sweeper's queue of reconcile commands, as its
 // COMMAND_SOURCES say. The stack deploys it twice: one function for the
 // producers' queues, one for the reconcile queue. It reports partial batch
 // failures.
@@ -48,7 +49,7 @@ func run(logger *slog.Logger) error {
 		byARN[in.ARN] = inbox{Inbox: in, Queue: queue.New(sqsClient, in.URL)}
 	}
 	h := &Handler{
-		Service: c.Service, Refunds: c.Refunds, Inboxes: byARN, DeadLetters: queue.New(sqsClient, rejectedURL),
+		Service: c.Service, Refunds: c.Refunds, RefundRefusal: c.RefundRefusal, Inboxes: byARN, DeadLetters: queue.New(sqsClient, rejectedURL),
 		Concurrency: deploy.ConsumerConcurrency, Logger: logger, Metrics: obs.NewMetrics(os.Stdout, obs.FunctionConsumer, c.Config.Environment),
 	}
 	if arn := os.Getenv(deploy.EnvOutcomeTopicARN); arn != "" {

@@ -120,11 +120,17 @@ type Charging struct {
 	AWS     aws.Config
 	Service *charge.Service
 	Refunds *refund.Service
+	// RefundRefusal reads the bound's refusal code back from a refund's
+	// stored answer, which the HTTP adapter rendered
+	// (httpapi.RefundRefusal): "" for a refund the acquirer decided.
+	RefundRefusal func(idem.Response) string
 	// Tracer is nil when tracing is off; call Flush at the end of every
 	// invocation either way (Lambda freezes the process after the answer).
 	Tracer trace.Tracer
 	Flush  func(context.Context)
 }
+
+func refundRefusal(resp idem.Response) string { return string(httpapi.RefundRefusal(resp)) }
 
 // Start is the start-up the charging functions share, in one
 // order: the configuration from getenv, tracing as function, the AWS
@@ -149,7 +155,7 @@ func Start(ctx context.Context, function string, getenv func(string) string, log
 	if err != nil {
 		return Charging{}, err
 	}
-	return Charging{Config: cfg, AWS: awsCfg, Service: svc, Refunds: refunds, Tracer: tracer, Flush: flush}, nil
+	return Charging{Config: cfg, AWS: awsCfg, Service: svc, Refunds: refunds, RefundRefusal: refundRefusal, Tracer: tracer, Flush: flush}, nil
 }
 
 // Services builds the charge and the refund services: the table, opened

@@ -1,10 +1,13 @@
 // Package command is the schema of the messages on the command queues:
-// charge commands from producers (each on its own queue, see Inbox) and
-// reconcile commands from the sweeper (on the reconcile queue). Senders encode with Encode and the consumer decodes with Decode;
-// nothing else spells the format.
+// charge and refund commands from producers (each on its own queue, see
+// Inbox) and reconcile commands from the sweeper (on the reconcile queue).
+// Senders encode with Encode and the consumer decodes with Decode; nothing
+// else spells the format.
 //
 //	{"type": "charge", "account": "acct_7Hq2", "idempotency_key": "order-123-attempt",
 //	 "request": {"amount": 25000, "currency": "BRL", "order_id": "123", "payment_method": "pm_card_visa"}}
+//	{"type": "refund", "account": "acct_7Hq2", "charge_id": "ch_…", "idempotency_key": "order-123-refund-1",
+//	 "request": {"amount": 5000, "reason": "requested_by_customer"}}
 //	{"type": "reconcile", "pk": "IDEM#6:charge9:acct_7Hq217:order-123-attempt"}
 package command
 
@@ -26,6 +29,7 @@ type Type string
 // The command types.
 const (
 	TypeCharge    Type = "charge"
+	TypeRefund    Type = "refund"
 	TypeReconcile Type = "reconcile"
 )
 
@@ -39,6 +43,10 @@ type Command struct {
 	Account        string
 	IdempotencyKey string
 	Request        []byte
+	// ChargeID, with the three above, makes a refund command: the same
+	// operation and key space as POST /v1/charges/{id}/refunds, the
+	// request being the refund's body.
+	ChargeID string
 	// PK makes a reconcile command: the record to resolve.
 	PK string
 }
@@ -48,6 +56,11 @@ func Charge(account, idempotencyKey string, request []byte) Command {
 	return Command{Type: TypeCharge, Account: account, IdempotencyKey: idempotencyKey, Request: request}
 }
 
+// Refund returns a refund command of chargeID.
+func Refund(account, chargeID, idempotencyKey string, request []byte) Command {
+	return Command{Type: TypeRefund, Account: account, ChargeID: chargeID, IdempotencyKey: idempotencyKey, Request: request}
+}
+
 // Reconcile returns a reconcile command for the record pk.
 func Reconcile(pk string) Command { return Command{Type: TypeReconcile, PK: pk} }
 
@@ -55,6 +68,7 @@ func Reconcile(pk string) Command { return Command{Type: TypeReconcile, PK: pk} 
 type wire struct {
 	Type           string         `json:"type"`
 	Account        *string        `json:"account,omitzero"`
+	ChargeID       *string        `json:"charge_id,omitzero"`
 	IdempotencyKey *string        `json:"idempotency_key,omitzero"`
 	Request        jsontext.Value `json:"request,omitzero"`
 	PK             *string        `json:"pk,omitzero"`
@@ -69,13 +83,16 @@ type wire struct {
 func (c Command) Encode() (string, error) {
 	w := wire{Type: string(c.Type)}
 	switch c.Type {
-	case TypeCharge:
+	case TypeCharge, TypeRefund:
 		if !jsontext.Value(c.Request).IsValid(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)) {
-			return "", fmt.Errorf("encode charge command: the request is not one JSON value")
+			return "", fmt.Errorf("encode %s command: the request is not one JSON value", c.Type)
 		}
 		w.Account = &c.Account
 		if c.IdempotencyKey != "" {
 			w.IdempotencyKey = &c.IdempotencyKey
+		}
+		if c.Type == TypeRefund {
+			w.ChargeID = &c.ChargeID
 		}
 	case TypeReconcile:
 		if _, err := idem.ParsePK(c.PK); err != nil {
@@ -89,7 +106,7 @@ func (c Command) Encode() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("encode %s command: %w", c.Type, err)
 	}
-	if c.Type == TypeCharge {
+	if c.Type == TypeCharge || c.Type == TypeRefund {
 		// The request goes last and byte for byte: the marshaler would
 		// compact it and rewrite what it cannot represent.
 		b = append(append(append(b[:len(b)-1], `,"request":`...), c.Request...), '}')
@@ -100,9 +117,10 @@ func (c Command) Encode() (string, error) {
 // Decode parses a message body strictly (strictjson.Unmarshal: no
 // duplicate, case-variant or unknown member, valid UTF-8, one object),
 // then by its type: a charge command has an account and a request and may
-// have an idempotency_key; a reconcile command has a pk that is an
-// idempotency record's (idem.ParsePK); neither
-// has the other's members. Every refusal is a *strictjson.Error; one whose
+// have an idempotency_key; a refund command has those and a charge_id; a
+// reconcile command has a pk that is an idempotency record's
+// (idem.ParsePK); none has another's members. The charge id is taken as
+// given: the refund service checks it. Every refusal is a *strictjson.Error; one whose
 // Field starts with "request/" lies inside the charge request (see
 // RequestError).
 func Decode(body string) (Command, error) {
@@ -113,25 +131,34 @@ func Decode(body string) (Command, error) {
 	refuse := func(field, message string) (Command, error) {
 		return Command{}, &strictjson.Error{Field: field, Message: message}
 	}
-	switch Type(w.Type) {
-	case TypeCharge:
+	switch t := Type(w.Type); t {
+	case TypeCharge, TypeRefund:
 		switch {
 		case w.PK != nil:
-			return refuse("pk", "not a member of a charge command")
+			return refuse("pk", "not a member of a "+string(t)+" command")
+		case t == TypeCharge && w.ChargeID != nil:
+			return refuse("charge_id", "not a member of a charge command")
 		case w.Account == nil:
 			return refuse("account", "required")
+		case t == TypeRefund && w.ChargeID == nil:
+			return refuse("charge_id", "required")
 		case w.Request == nil:
 			return refuse("request", "required")
 		}
-		c := Charge(*w.Account, "", w.Request)
+		c := Command{Type: t, Account: *w.Account, Request: w.Request}
 		if w.IdempotencyKey != nil {
 			c.IdempotencyKey = *w.IdempotencyKey
+		}
+		if w.ChargeID != nil {
+			c.ChargeID = *w.ChargeID
 		}
 		return c, nil
 	case TypeReconcile:
 		switch {
 		case w.Account != nil:
 			return refuse("account", "not a member of a reconcile command")
+		case w.ChargeID != nil:
+			return refuse("charge_id", "not a member of a reconcile command")
 		case w.IdempotencyKey != nil:
 			return refuse("idempotency_key", "not a member of a reconcile command")
 		case w.Request != nil:
@@ -146,11 +173,11 @@ func Decode(body string) (Command, error) {
 	case "":
 		return refuse("type", "required")
 	}
-	return refuse("type", `must be "charge" or "reconcile"`)
+	return refuse("type", `must be "charge", "refund" or "reconcile"`)
 }
 
-// RequestError reports whether err, from Decode, lies inside a charge
-// command's request, and returns it relative to the request ("amount"
+// RequestError reports whether err, from Decode, lies inside a charge or
+// refund command's request, and returns it relative to the request ("amount"
 // rather than "request/amount"; "" for the request as a whole): the
 // consumer answers it as an invalid request, as the HTTP route answers the
 // same bytes (VALIDATION_FAILED). The request is embedded raw, so a syntax

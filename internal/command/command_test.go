@@ -18,6 +18,8 @@ func TestRoundTrip(t *testing.T) {
 		command.Charge("acct_7Hq2", "", []byte(visa)), // no key: the consumer refuses it, the format carries it
 		command.Charge("", "order-123-attempt", []byte(`"not an object"`)),
 		command.Reconcile("IDEM#6:charge4:acct8:some-key"),
+		command.Refund("acct_7Hq2", "ch_0123456789abcdef0123456789abcdef01234567", "order-123-refund-1", []byte(`{"amount": 5000}`)),
+		command.Refund("acct_7Hq2", "", "", []byte(`{}`)), // the service refuses both; the format carries them
 	} {
 		body, err := c.Encode()
 		if err != nil {
@@ -41,7 +43,8 @@ func TestEncodeRefuses(t *testing.T) {
 		command.Charge("acct_1", "order-123-attempt", nil),
 		command.Reconcile(""),
 		command.Reconcile("CHARGE#ch_0123"),
-		{Type: "refund"},
+		command.Refund("acct_1", "ch_1", "order-123-refund-1", []byte(`{},"account":"acct_victim"`)),
+		{Type: "payout"},
 	} {
 		if body, err := c.Encode(); err == nil {
 			t.Errorf("Encode(%+v) = %s, want an error", c, body)
@@ -68,7 +71,14 @@ func TestDecodeRefuses(t *testing.T) {
 		{`{"type":"reconcile","pk":"IDEM#x"}`, "pk", "not an idempotency record's key: part 1 has no valid length"},
 		{`{"type":"reconcile","pk":"CHARGE#ch_0123456789abcdef0123456789abcdef01234567"}`, "pk", "not an idempotency record's key: no IDEM# prefix"},
 		{`{"type":"reconcile","pk":"IDEM#6:charge9:acct_7Hq25:short"}`, "pk", "not an idempotency record's key: idempotency key invalid: length 5, want 8–128"},
-		{`{"type":"refund"}`, "type", `must be "charge" or "reconcile"`},
+		{`{"type":"payout"}`, "type", `must be "charge", "refund" or "reconcile"`},
+		{`{"type":"charge","account":"acct_1","charge_id":"ch_1","request":` + visa + `}`, "charge_id", "not a member of a charge command"},
+		{`{"type":"refund","account":"acct_1","request":{}}`, "charge_id", "required"},
+		{`{"type":"refund","charge_id":"ch_1","request":{}}`, "account", "required"},
+		{`{"type":"refund","account":"acct_1","charge_id":"ch_1"}`, "request", "required"},
+		{`{"type":"refund","account":"acct_1","charge_id":"ch_1","pk":"IDEM#x","request":{}}`, "pk", "not a member of a refund command"},
+		{`{"type":"refund","account":"acct_1","charge_id":"ch_1","charge_id":"ch_2","request":{}}`, "charge_id", "duplicate member"},
+		{`{"type":"reconcile","pk":"IDEM#6:charge1:a8:key-1234","charge_id":"ch_1"}`, "charge_id", "not a member of a reconcile command"},
 		{`{"pk":"IDEM#x"}`, "type", "required"},
 		{`{"type":"reconcile","pk":"IDEM#x"} {}`, "", "malformed JSON (a lone surrogate escape, an invalid character, or more than one value)"},
 		{`not json`, "", "malformed JSON (a lone surrogate escape, an invalid character, or more than one value)"},
@@ -129,6 +139,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add(`{"type":"reconcile","pk":"IDEM#6:charge1:a8:key-1234"}`)
 	f.Add(`{"type":"charge","account":"a","account":"b","request":{}}`)
 	f.Add(`{"type":"charge","Account":"a","request":{"amount":1,"amount":2}}`)
+	f.Add(`{"type":"refund","account":"acct_1","charge_id":"ch_0123456789abcdef0123456789abcdef01234567","idempotency_key":"refund-1-try1","request":{"amount":1}}`)
 	f.Fuzz(func(t *testing.T, body string) {
 		c, err := command.Decode(body)
 		if err != nil {
@@ -143,7 +154,8 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("decoded %+v does not encode: %v", c, err)
 		}
 		back, err := command.Decode(enc)
-		if err != nil || back.Type != c.Type || back.Account != c.Account || back.IdempotencyKey != c.IdempotencyKey || back.PK != c.PK || string(back.Request) != string(c.Request) {
+		if err != nil || back.Type != c.Type || back.Account != c.Account || back.IdempotencyKey != c.IdempotencyKey || back.PK != c.PK ||
+			back.ChargeID != c.ChargeID || string(back.Request) != string(c.Request) {
 			t.Fatalf("%q → %+v → %q → %+v, %v", body, c, enc, back, err)
 		}
 	})

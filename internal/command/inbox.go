@@ -42,18 +42,18 @@ type Inbox struct {
 }
 
 // Admits says whether c may arrive on in, and if not why (without echoing
-// the command's values): a producer queue admits charge commands for its
-// accounts, the reconcile queue reconcile commands.
+// the command's values): a producer queue admits charge and refund
+// commands for its accounts, the reconcile queue reconcile commands.
 func (in Inbox) Admits(c Command) (bool, string) {
 	switch {
 	case in.Reconcile && c.Type != TypeReconcile:
 		return false, "the reconcile queue carries reconcile commands only"
 	case in.Reconcile:
 		return true, ""
-	case c.Type != TypeCharge:
-		return false, fmt.Sprintf("producer %s may send charge commands only", in.Producer)
+	case c.Type != TypeCharge && c.Type != TypeRefund:
+		return false, fmt.Sprintf("producer %s may send charge and refund commands only", in.Producer)
 	case !slices.Contains(in.Accounts, c.Account):
-		return false, fmt.Sprintf("producer %s may not charge that account", in.Producer)
+		return false, fmt.Sprintf("producer %s may not charge or refund that account", in.Producer)
 	}
 	return true, ""
 }

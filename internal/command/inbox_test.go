@@ -54,6 +54,9 @@ func TestInboxAdmits(t *testing.T) {
 		{orders, command.Reconcile("IDEM#6:charge6:acct_18:key-1234"), false},
 		{rec, command.Reconcile("IDEM#6:charge6:acct_18:key-1234"), true},
 		{rec, charge, false},
+		{orders, command.Refund("acct_1", "ch_1", "key-12345", []byte(`{}`)), true},
+		{orders, command.Refund("acct_2", "ch_1", "key-12345", []byte(`{}`)), false},
+		{rec, command.Refund("acct_1", "ch_1", "key-12345", []byte(`{}`)), false},
 	} {
 		if ok, why := tc.src.Admits(tc.c); ok != tc.want || (!ok && why == "") {
 			t.Errorf("%+v admits %+v = %v %q; want %v", tc.src, tc.c, ok, why, tc.want)

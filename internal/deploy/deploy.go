@@ -81,14 +81,17 @@ type Protocol struct {
 // its key in flight is hidden until that lease has ended plus T + skew, so
 // each lease it meets costs one receive, however long the lease: the
 // owner's, then, if the sweeper's reconciliation got there first, the
-// reconciler's. The receive after those executes or replays. What is left
-// is for real transient failures, each retried after the queue's
-// visibility timeout.
+// reconciler's. A refund command may also find its charge's record in
+// flight (its row written, its completion not yet: the window a crash
+// leaves), hidden the same way, for two leases more. The receive after
+// those executes or replays. What is left is for real transient failures,
+// each retried after the queue's visibility timeout.
 const (
 	InFlightReceives  = 2 // the owner's lease, then one reconcile cycle
+	ChargeReceives    = 2 // a refund's charge in flight: the same, for the charge's record
 	ResolveReceives   = 1 // the receive that executes or replays
 	TransientReceives = 3
-	MaxReceiveCount   = InFlightReceives + ResolveReceives + TransientReceives
+	MaxReceiveCount   = InFlightReceives + ChargeReceives + ResolveReceives + TransientReceives
 )
 
 // Queues is how the command queues and their triggers behave.
@@ -236,11 +239,13 @@ func (d Description) HiddenInFlight() time.Duration {
 }
 
 // WorstRedrive is the longest a command may take through its queue
-// before the dead-letter queue: hidden once per lease it meets, a sweep,
-// then a visibility timeout per remaining receive.
+// before the dead-letter queue: hidden once per lease it meets, its own
+// key's and a refund's charge's, a sweep for each of the two, then a
+// visibility timeout per remaining receive.
 func (d Description) WorstRedrive() time.Duration {
-	return time.Duration(InFlightReceives)*d.HiddenInFlight() + d.SweepInterval +
-		time.Duration(d.Queues.MaxReceives-InFlightReceives)*d.Queues.Visibility
+	hidden := InFlightReceives + ChargeReceives
+	return time.Duration(hidden)*d.HiddenInFlight() + 2*d.SweepInterval +
+		time.Duration(d.Queues.MaxReceives-hidden)*d.Queues.Visibility
 }
 
 // Binaries are the packages under functions/ the functions are built from,

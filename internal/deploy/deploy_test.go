@@ -39,11 +39,11 @@ func TestRedriveArithmetic(t *testing.T) {
 		d           deploy.Description
 		hide, worst time.Duration
 	}{
-		"deployed": {deploy.Deployed(), 46 * time.Second, 14*time.Minute + 32*time.Second},
-		"local":    {deploy.Local(), 26 * time.Second, 3*time.Minute + 52*time.Second},
+		"deployed": {deploy.Deployed(), 46 * time.Second, 17*time.Minute + 4*time.Second},
+		"local":    {deploy.Local(), 26 * time.Second, 5*time.Minute + 44*time.Second},
 	} {
 		d := c.d
-		if d.Queues.MaxReceives < deploy.InFlightReceives+deploy.ResolveReceives+1 || deploy.TransientReceives < 1 || deploy.InFlightReceives < 2 {
+		if d.Queues.MaxReceives < deploy.InFlightReceives+deploy.ChargeReceives+deploy.ResolveReceives+1 || deploy.TransientReceives < 1 || deploy.InFlightReceives < 2 {
 			t.Fatalf("%s: %d receives leave none for a transient failure after %d in flight", name, d.Queues.MaxReceives, deploy.InFlightReceives)
 		}
 		if hide := d.HiddenInFlight(); hide > queue.MaxDelay {
@@ -52,7 +52,7 @@ func TestRedriveArithmetic(t *testing.T) {
 		if retention := 4 * 24 * time.Hour; d.WorstRedrive() > retention { // SQS's default, which the queues keep
 			t.Fatalf("%s: a command may need %s, past the queue's retention %s", name, d.WorstRedrive(), retention)
 		}
-		if d.HiddenInFlight() != c.hide || d.Queues.MaxReceives != 6 || d.WorstRedrive() != c.worst {
+		if d.HiddenInFlight() != c.hide || d.Queues.MaxReceives != 8 || d.WorstRedrive() != c.worst {
 			t.Fatalf("%s: hidden %s, %d receives, worst %s: update the redrive arithmetic in docs/queues.md", name, d.HiddenInFlight(), d.Queues.MaxReceives, d.WorstRedrive())
 		}
 	}
@@ -109,7 +109,7 @@ func TestDeployedValues(t *testing.T) {
 	d := deploy.Deployed()
 	want := deploy.Protocol{InTransitBound: 5 * time.Second, ClockSkew: time.Second, AcquirerTimeout: 3 * time.Second,
 		LeaseMargin: 10 * time.Second, Retention: 90 * 24 * time.Hour}
-	if d.Protocol != want || d.Queues.Visibility != 180*time.Second || d.Queues.MaxReceives != 6 || deploy.DefaultAccountClaim != "sub" || d.StaleRegion != 3*time.Minute {
+	if d.Protocol != want || d.Queues.Visibility != 180*time.Second || d.Queues.MaxReceives != 8 || deploy.DefaultAccountClaim != "sub" || d.StaleRegion != 3*time.Minute {
 		t.Fatalf("deployed %+v", d)
 	}
 	if !deploy.ValidMemory(128) || !deploy.ValidMemory(10240) || deploy.ValidMemory(127) || deploy.ValidMemory(10241) {

@@ -63,6 +63,13 @@ const (
 	// RefundReleased: a held refund's record was released by an operator:
 	// nothing was refunded.
 	RefundReleased Type = "refund.released"
+	// RefundRejected: a refund command was refused (Reason is its code);
+	// nothing was refunded. Refused at the door, nothing was written and
+	// the event has no Refund; refused by the bound (the amount exceeds
+	// what remains, or the charge has the most refunds), the refusal is
+	// the key's stored answer and the event names the refund. Sent to the
+	// producer whose command was refused first.
+	RefundRejected Type = "refund.rejected"
 )
 
 // ProducerHTTP is the Producer of a charge requested over the HTTP API:
@@ -112,10 +119,11 @@ type Event struct {
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
 	// Charge is the charge, for every charge type but Rejected.
 	Charge *Charge `json:"charge,omitempty"`
-	// Refund is the refund, for every refund type.
+	// Refund is the refund, for every refund type but a RefundRejected
+	// refused at the door.
 	Refund *Refund `json:"refund,omitempty"`
 	// Reason is why a charge or a refund was held (the mismatch's reason)
-	// or a command rejected (its reject code).
+	// or a command rejected (its reject code, or the bound's refusal).
 	Reason string `json:"reason,omitempty"`
 	// CreatedAt is when it happened: the ledger row's, the hold's or the
 	// settlement's time, or the rejection's.
@@ -146,6 +154,7 @@ type Refund struct {
 const (
 	StatusHeld     = "held"
 	StatusReleased = "released"
+	StatusRejected = "rejected" // a refund the bound refused
 )
 
 // SourceHTTP is the Source of a charge requested over the HTTP API.
@@ -289,6 +298,35 @@ func OfRejection(messageID, producer, account, idempotencyKey, code string, at t
 	return Event{
 		ID: id(Rejected, messageID), Type: Rejected, Version: Version, Producer: producer, Source: SourceQueue(producer),
 		Account: account, IdempotencyKey: idempotencyKey, Reason: code, CreatedAt: at.UTC(),
+	}
+}
+
+// OfRefundRejection is the RefundRejected event of the queue message
+// messageID from producer's queue, a refund command refused at the door
+// with code: nothing was written, so its id derives from the message.
+func OfRefundRejection(messageID, producer, account, idempotencyKey, code string, at time.Time) Event {
+	e := OfRejection(messageID, producer, account, idempotencyKey, code, at)
+	e.ID, e.Type = id(RefundRejected, messageID), RefundRejected
+	return e
+}
+
+// RefundRefusal is what the RefundRejected event of a refund the bound
+// refused says: every field is the key's record's, so each telling of it
+// is the same event.
+type RefundRefusal struct {
+	RefundID, ChargeID, Account, IdempotencyKey, Source, Code string
+	// At is when the refund's key was claimed.
+	At time.Time
+}
+
+// OfRefundRefusal is the RefundRejected event of a refund the bound
+// refused; its id derives from the refund id.
+func OfRefundRefusal(r RefundRefusal) Event {
+	source := cmp.Or(r.Source, SourceHTTP)
+	return Event{
+		ID: id(RefundRejected, r.RefundID), Type: RefundRejected, Version: Version, Producer: producerOf(source), Source: source,
+		Account: r.Account, IdempotencyKey: r.IdempotencyKey, Reason: r.Code, CreatedAt: r.At.UTC(),
+		Refund: &Refund{ID: r.RefundID, ChargeID: r.ChargeID, Status: StatusRejected},
 	}
 }
 

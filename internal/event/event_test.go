@@ -55,7 +55,10 @@ func examples(t testing.TB) []event.Event {
 	rh := event.RefundHold{RefundID: refundID, ChargeID: chargeID, Account: "acct_1", IdempotencyKey: "refund-1-try-1", Reason: "amount_differs", At: at}
 	return []event.Event{captured, declined, event.OfHold(h), event.OfRelease(h),
 		event.OfRejection("059f36b4-87a3-44ab-83d2-661975830a7d", "orders", "acct_1", "", "PRODUCER_NOT_ALLOWED", at),
-		succeeded, refundDeclined, event.OfRefundHold(rh), event.OfRefundRelease(rh)}
+		succeeded, refundDeclined, event.OfRefundHold(rh), event.OfRefundRelease(rh),
+		event.OfRefundRejection("059f36b4-87a3-44ab-83d2-661975830a7d", "orders", "acct_1", "refund-1-try-1", "VALIDATION_FAILED", at),
+		event.OfRefundRefusal(event.RefundRefusal{RefundID: refundID, ChargeID: chargeID, Account: "acct_1", IdempotencyKey: "refund-1-try-1",
+			Source: event.SourceQueue("orders"), Code: "REFUND_EXCEEDS_CHARGE", At: at})}
 }
 
 const refundID = "re_89abcdef0123456789abcdef0123456789abcdef"
@@ -75,12 +78,15 @@ func TestEventsMatchTheirSchema(t *testing.T) {
 		}
 	}
 	for name, bad := range map[string]string{
-		"an unknown member":              `{"id":"evt_0123456789abcdef0123456789abcdef","type":"charge.rejected","version":1,"producer":"orders","source":"queue:orders","account":"a","reason":"X","created_at":"2026-12-01T12:00:00Z","extra":1}`,
-		"a captured event without terms": `{"id":"evt_0123456789abcdef0123456789abcdef","type":"charge.captured","version":1,"producer":"http","source":"http","account":"a","charge":{"id":"` + chargeID + `","status":"captured"},"created_at":"2026-12-01T12:00:00Z"}`,
-		"another version":                `{"id":"evt_0123456789abcdef0123456789abcdef","type":"charge.rejected","version":2,"producer":"orders","source":"queue:orders","account":"a","reason":"X","created_at":"2026-12-01T12:00:00Z"}`,
-		"a refund event without terms":   `{"id":"evt_0123456789abcdef0123456789abcdef","type":"refund.succeeded","version":1,"producer":"http","source":"http","account":"a","refund":{"id":"` + refundID + `","charge_id":"` + chargeID + `","status":"succeeded"},"created_at":"2026-12-01T12:00:00Z"}`,
-		"a refund event with a charge":   `{"id":"evt_0123456789abcdef0123456789abcdef","type":"refund.held","version":1,"producer":"http","source":"http","account":"a","reason":"x","refund":{"id":"` + refundID + `","charge_id":"` + chargeID + `","status":"held"},"charge":{"id":"` + chargeID + `","status":"held"},"created_at":"2026-12-01T12:00:00Z"}`,
-		"a charge event with a refund":   `{"id":"evt_0123456789abcdef0123456789abcdef","type":"charge.held","version":1,"producer":"http","source":"http","account":"a","reason":"x","refund":{"id":"` + refundID + `","charge_id":"` + chargeID + `","status":"held"},"charge":{"id":"` + chargeID + `","status":"held"},"created_at":"2026-12-01T12:00:00Z"}`,
+		"an unknown member":                  `{"id":"evt_0123456789abcdef0123456789abcdef","type":"charge.rejected","version":1,"producer":"orders","source":"queue:orders","account":"a","reason":"X","created_at":"2026-12-01T12:00:00Z","extra":1}`,
+		"a captured event without terms":     `{"id":"evt_0123456789abcdef0123456789abcdef","type":"charge.captured","version":1,"producer":"http","source":"http","account":"a","charge":{"id":"` + chargeID + `","status":"captured"},"created_at":"2026-12-01T12:00:00Z"}`,
+		"another version":                    `{"id":"evt_0123456789abcdef0123456789abcdef","type":"charge.rejected","version":2,"producer":"orders","source":"queue:orders","account":"a","reason":"X","created_at":"2026-12-01T12:00:00Z"}`,
+		"a refund event without terms":       `{"id":"evt_0123456789abcdef0123456789abcdef","type":"refund.succeeded","version":1,"producer":"http","source":"http","account":"a","refund":{"id":"` + refundID + `","charge_id":"` + chargeID + `","status":"succeeded"},"created_at":"2026-12-01T12:00:00Z"}`,
+		"a refund event with a charge":       `{"id":"evt_0123456789abcdef0123456789abcdef","type":"refund.held","version":1,"producer":"http","source":"http","account":"a","reason":"x","refund":{"id":"` + refundID + `","charge_id":"` + chargeID + `","status":"held"},"charge":{"id":"` + chargeID + `","status":"held"},"created_at":"2026-12-01T12:00:00Z"}`,
+		"a rejected refund with a charge":    `{"id":"evt_0123456789abcdef0123456789abcdef","type":"refund.rejected","version":1,"producer":"orders","source":"queue:orders","account":"a","reason":"x","charge":{"id":"` + chargeID + `","status":"held"},"created_at":"2026-12-01T12:00:00Z"}`,
+		"a rejected refund without a code":   `{"id":"evt_0123456789abcdef0123456789abcdef","type":"refund.rejected","version":1,"producer":"orders","source":"queue:orders","account":"a","created_at":"2026-12-01T12:00:00Z"}`,
+		"a succeeded refund called rejected": `{"id":"evt_0123456789abcdef0123456789abcdef","type":"refund.succeeded","version":1,"producer":"http","source":"http","account":"a","refund":{"id":"` + refundID + `","charge_id":"` + chargeID + `","status":"rejected","amount":1,"currency":"BRL"},"created_at":"2026-12-01T12:00:00Z"}`,
+		"a charge event with a refund":       `{"id":"evt_0123456789abcdef0123456789abcdef","type":"charge.held","version":1,"producer":"http","source":"http","account":"a","reason":"x","refund":{"id":"` + refundID + `","charge_id":"` + chargeID + `","status":"held"},"charge":{"id":"` + chargeID + `","status":"held"},"created_at":"2026-12-01T12:00:00Z"}`,
 	} {
 		if err := validate(t, s, []byte(bad)); err == nil {
 			t.Errorf("the schema accepts %s", name)

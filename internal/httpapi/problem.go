@@ -101,6 +101,8 @@ var problems = map[obs.Outcome]problemType{
 		"only a captured charge of this deployment's acquirer can be refunded"},
 	obs.OutcomeChargePending: {ChargeOutcomePending, 503, "The outcome of the charge is not known yet",
 		"retry the refund with the same key once the charge's outcome is known"},
+	obs.OutcomeChargeHeld: {ChargeOutcomePending, 503, "The outcome of the charge is not known yet",
+		"the charge is under review; retry the refund with the same key once its outcome is known"},
 	answeredRefundDeclined: {RefundDeclined, 402, "The refund was declined", "the acquirer declined the refund; nothing was refunded"},
 	answeredRefundExceeds: {RefundExceedsCharge, 422, "The refund exceeds what remains refundable",
 		"refundable is what remained when this refund was decided; a smaller refund needs a new Idempotency-Key"},

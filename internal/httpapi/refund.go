@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"time"
 
@@ -8,6 +9,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/refund"
 	"github.com/idempotent-payments/idempay/internal/route"
+	"github.com/idempotent-payments/idempay/internal/strictjson"
 )
 
 // RenderRefund is the stored answer of a refund (a refund.Renderer): 201
@@ -30,6 +32,32 @@ func RenderRefund(a refund.Answer) idem.Response {
 	}
 	r := p.response()
 	return idem.Response{StatusCode: r.StatusCode, Body: r.Body}
+}
+
+// RefundRefusal reads back the code of a stored answer in which the bound
+// refused the refund: REFUND_EXCEEDS_CHARGE or REFUND_LIMIT_REACHED, and
+// "" for any other answer. It is RenderRefund's inverse for those two:
+// resp is that code's answer only if rendering it again gives the same
+// bytes, so nothing is guessed from a partial match.
+func RefundRefusal(resp idem.Response) Code {
+	if resp.StatusCode != 422 {
+		return ""
+	}
+	var doc struct {
+		Refundable *int64 `json:"refundable"`
+	}
+	a := refund.Answer{LimitReached: true}
+	if strictjson.UnmarshalResponse(resp.Body, &doc) == nil && doc.Refundable != nil {
+		a = refund.Answer{Exceeded: true, Refundable: *doc.Refundable}
+	}
+	again := RenderRefund(a)
+	if again.StatusCode != resp.StatusCode || !bytes.Equal(again.Body, resp.Body) {
+		return ""
+	}
+	if a.Exceeded {
+		return RefundExceedsCharge
+	}
+	return RefundLimitReached
 }
 
 // RefundHeaders are the HTTP headers of a refund's stored answer: for 201

@@ -103,9 +103,13 @@ type Claim struct {
 	// Lease is set when the caller owns the key and must do the work.
 	Lease *Lease
 	// Replay is the stored response when the key already completed, and
-	// DownstreamKey the key its completed attempt was sent under.
+	// DownstreamKey the key its completed attempt was sent under; Source
+	// and ClaimedAt are the record's (Record.Source, Record.CreatedAt):
+	// where its first request came from, and when that claimed the key.
 	Replay        *Response
 	DownstreamKey string
+	Source        string
+	ClaimedAt     time.Time
 }
 
 // Begin claims scope for the request req in one round trip (zero when the
@@ -149,7 +153,7 @@ func (g *Guard) Begin(ctx context.Context, scope Scope, req Canonical) (Claim, e
 		Attempt:        1,
 		DownstreamKey:  downstreamKey(pk, now),
 		Protocol:       g.cfg.Protocol,
-		CreatedAt:      now,
+		CreatedAt:      now.Truncate(time.Millisecond), // as stores keep it, so the lease's copy equals a later read
 		ExpiresAt:      now.Add(g.cfg.Retention),
 	}
 	var existing *Record
@@ -172,7 +176,7 @@ func (g *Guard) Begin(ctx context.Context, scope Scope, req Canonical) (Claim, e
 	}
 	if existing.Status == StatusCompleted {
 		g.cache.put(existing)
-		return Claim{Replay: existing.Response, DownstreamKey: existing.DownstreamKey}, nil
+		return replayOf(*existing), nil
 	}
 	if existing.Held() {
 		return Claim{}, fmt.Errorf("claim %s: %w", Ref(pk), ErrHeld)
@@ -378,7 +382,12 @@ func answerCompleted(rec *Record, fp string) (Claim, error) {
 	if rec.Fingerprint != fp {
 		return Claim{}, ErrKeyReused
 	}
-	return Claim{Replay: rec.Response, DownstreamKey: rec.DownstreamKey}, nil
+	return replayOf(*rec), nil
+}
+
+// replayOf is the Claim that replays the completed rec.
+func replayOf(rec Record) Claim {
+	return Claim{Replay: rec.Response, DownstreamKey: rec.DownstreamKey, Source: rec.Source, ClaimedAt: rec.CreatedAt}
 }
 
 // leaseUntil is the context deadline plus the margin: the worker is surely

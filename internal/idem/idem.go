@@ -58,6 +58,7 @@ type Record struct {
 	// Response is set once Status is StatusCompleted.
 	Response *Response
 
+	// CreatedAt is when the key was claimed, to the millisecond.
 	CreatedAt time.Time
 	// ExpiresAt is the logical end of retention. A record whose ExpiresAt has
 	// passed is treated as absent by every read and condition. A held record

@@ -29,10 +29,11 @@ const (
 
 // What only a refund comes to (refund.Outcome names its other outcomes by
 // the ones above): its charge cannot be refunded, or its charge's outcome
-// is not known yet.
+// is not known yet (in flight, or held for an operator).
 const (
 	OutcomeNotRefundable Outcome = "charge_not_refundable"
 	OutcomeChargePending Outcome = "charge_pending"
+	OutcomeChargeHeld    Outcome = "charge_held"
 )
 
 // The HTTP entry point's own refusals, made before the service is asked,
@@ -69,7 +70,7 @@ func Outcomes() []Outcome {
 	return []Outcome{
 		OutcomeExecuted, OutcomeReplayed, OutcomeAccountInvalid, OutcomeKeyMissing, OutcomeKeyInvalid, OutcomeRequestInvalid,
 		OutcomeInFlight, OutcomeKeyReused, OutcomeReleased, OutcomePending, OutcomeUnavailable, OutcomeFound, OutcomeNotFound,
-		OutcomeAcquirerMismatch, OutcomeHeld, OutcomeNotRefundable, OutcomeChargePending,
+		OutcomeAcquirerMismatch, OutcomeHeld, OutcomeNotRefundable, OutcomeChargePending, OutcomeChargeHeld,
 		OutcomeUnsupportedMediaType, OutcomeNoRoute, OutcomeHealthy, OutcomeUnhealthy,
 		OutcomeMalformed, OutcomeProducerNotAllowed, OutcomeReconcileFailed,
 		OutcomeReconciledNothing, OutcomeReconciledComplete, OutcomeReconciledReleased, OutcomeReconciledHeld,

@@ -13,7 +13,8 @@ import (
 type Outcome int
 
 // The outcomes. Nothing is stored for AccountInvalid, KeyMissing,
-// KeyInvalid, RequestInvalid, NotFound, NotRefundable and ChargePending.
+// KeyInvalid, RequestInvalid, NotFound, NotRefundable, ChargePending and
+// ChargeHeld.
 const (
 	// Executed: this call took the key and its answer is stored: the
 	// acquirer's refund (succeeded or declined), or the bound's refusal
@@ -52,8 +53,11 @@ const (
 	// acquirer than the deployment's.
 	NotRefundable
 	// ChargePending: the charge's own outcome is not known yet (its record
-	// is held or in flight); retry later.
+	// is in flight); retry later.
 	ChargePending
+	// ChargeHeld: the charge's record is held for an operator, whose
+	// decision comes first; retry once it is settled.
+	ChargeHeld
 
 	numOutcomes
 )
@@ -64,7 +68,7 @@ var outcomeNames = [numOutcomes]obs.Outcome{
 	InFlight: obs.OutcomeInFlight, KeyReused: obs.OutcomeKeyReused, Released: obs.OutcomeReleased, Pending: obs.OutcomePending,
 	Unavailable: obs.OutcomeUnavailable, Found: obs.OutcomeFound, NotFound: obs.OutcomeNotFound,
 	Mismatch: obs.OutcomeAcquirerMismatch, Held: obs.OutcomeHeld, NotRefundable: obs.OutcomeNotRefundable,
-	ChargePending: obs.OutcomeChargePending,
+	ChargePending: obs.OutcomeChargePending, ChargeHeld: obs.OutcomeChargeHeld,
 }
 
 // Name is the outcome's name in the observability vocabulary.
@@ -93,7 +97,7 @@ func (o Outcome) Code() string {
 		return CodeOutcomePending
 	case NotRefundable:
 		return CodeNotRefundable
-	case ChargePending:
+	case ChargePending, ChargeHeld:
 		return charge.Pending.Code()
 	case Executed, Replayed, Found:
 		return ""
@@ -176,6 +180,11 @@ type Result struct {
 	// valid scope; Key the key as parsed.
 	Record string
 	Key    string
+	// Source and ClaimedAt are the record's (Executed, Replayed): where the
+	// key's first request came from and when it claimed the key, so an
+	// entry point that tells of a stored answer tells the same every time.
+	Source    string
+	ClaimedAt time.Time
 	// Attempt is the lease's attempt when this request owned the key.
 	Attempt int
 }

@@ -113,10 +113,14 @@ func (s *Service) claimAndExecute(ctx context.Context, scope idem.Scope, req Req
 		s.cfg.Logger.ErrorContext(ctx, "claim failed", "error", err)
 		return Result{Outcome: Unavailable, RetryAfter: s.cfg.RetryAfter}
 	case claim.Replay != nil:
-		return Result{Outcome: Replayed, Response: *claim.Replay, RefundID: answeredID(claim.DownstreamKey)}
+		return Result{Outcome: Replayed, Response: *claim.Replay, RefundID: answeredID(claim.DownstreamKey), Source: claim.Source, ClaimedAt: claim.ClaimedAt}
 	}
 	res := s.execute(ctx, claim.Lease, req)
 	res.Attempt = claim.Lease.Attempt()
+	if res.Outcome == Executed {
+		rec := claim.Lease.Record()
+		res.Source, res.ClaimedAt, res.RefundID = rec.Source, rec.CreatedAt, answeredID(rec.DownstreamKey)
+	}
 	return res
 }
 
@@ -169,8 +173,10 @@ func (s *Service) refundable(ctx context.Context, lease *idem.Lease, req Request
 		res = Result{Outcome: NotRefundable}
 	case charge.NotFound:
 		res = Result{Outcome: NotFound}
-	case charge.Held, charge.InFlight:
-		res = Result{Outcome: ChargePending, RetryAfter: max(got.RetryAfter, s.cfg.RetryAfter)}
+	case charge.InFlight:
+		res = Result{Outcome: ChargePending, RetryAfter: max(got.RetryAfter, s.cfg.RetryAfter), WaitOut: got.WaitOut}
+	case charge.Held:
+		res = Result{Outcome: ChargeHeld, RetryAfter: max(got.RetryAfter, s.cfg.RetryAfter)}
 	default:
 		res = Result{Outcome: Unavailable, RetryAfter: s.cfg.RetryAfter}
 	}

@@ -141,6 +141,7 @@ var conformance = []conformanceTest{
 
 func testFirstExecutionThenReplay(ctx context.Context, t *testing.T, f *fixture) {
 	s := scope()
+	s.Source = "queue:orders"
 	lease := mustAcquire(t, f, s, request("100"))
 	if lease.Attempt() != 1 || lease.TakenOver() {
 		t.Fatalf("attempt = %d, want 1", lease.Attempt())
@@ -163,6 +164,9 @@ func testFirstExecutionThenReplay(ctx context.Context, t *testing.T, f *fixture)
 		}
 		if c.Replay.StatusCode != 201 || string(c.Replay.Body) != string(created.Body) || c.Replay.Headers["Content-Type"] != "application/json" {
 			t.Fatalf("replay = %+v, want %+v", c.Replay, created)
+		}
+		if c.DownstreamKey != rec.DownstreamKey || c.Source != rec.Source || !c.ClaimedAt.Equal(rec.CreatedAt) || c.ClaimedAt.IsZero() {
+			t.Fatalf("replay's record: downstream key %q, source %q, claimed at %s; want the record's %+v", c.DownstreamKey, c.Source, c.ClaimedAt, rec)
 		}
 	}
 }

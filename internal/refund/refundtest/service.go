@@ -48,6 +48,7 @@ func RunServiceConformance(t *testing.T, newStores NewStoresFunc) {
 		{"TheKeyIsScopedByOperation", serviceTheKeyIsScopedByOperation},
 		{"TheChargeDecidesFirst", serviceTheChargeDecidesFirst},
 		{"AChargeWhoseOutcomeIsPending", serviceAChargeWhoseOutcomeIsPending},
+		{"AHeldCharge", serviceAHeldCharge},
 		{"ADeclineFreesTheAmount", serviceADeclineFreesTheAmount},
 		{"ADroppedAnswerIsReconciled", serviceADroppedAnswerIsReconciled},
 		{"NothingSentReleasesBoth", serviceNothingSentReleasesBoth},
@@ -196,7 +197,12 @@ func serviceRefundsUpToTheCharge(t *testing.T, w *world) {
 	if !strings.Contains(string(over.Response.Body), `"Refundable":400`) {
 		t.Fatalf("the refusal %s does not say 400 remains", over.Response.Body)
 	}
-	mustAnswer(t, w.svc.Refund(ctx, in("refund-b", ch, `{"amount": 600}`)), refund.Replayed, 422)
+	replayed := w.svc.Refund(ctx, in("refund-b", ch, `{"amount": 600}`))
+	mustAnswer(t, replayed, refund.Replayed, 422)
+	if over.RefundID == "" || replayed.RefundID != over.RefundID || over.ClaimedAt.IsZero() || !replayed.ClaimedAt.Equal(over.ClaimedAt) || replayed.Source != over.Source {
+		t.Fatalf("the refusal and its replay name the refund %q and %q, claimed at %s and %s, from %q and %q: want one of each",
+			over.RefundID, replayed.RefundID, over.ClaimedAt, replayed.ClaimedAt, over.Source, replayed.Source)
+	}
 	rest := w.svc.Refund(ctx, in("refund-c", ch, `{}`))
 	mustAnswer(t, rest, refund.Executed, 201)
 	if row, err := w.stores.Refunds.Get(ctx, rest.RefundID); err != nil || row.Amount != 400 || row.Reason != "" {
@@ -344,6 +350,38 @@ func serviceAChargeWhoseOutcomeIsPending(t *testing.T, w *world) {
 	}
 	mustAnswer(t, w.svc.Refund(ctx, in("refund-of-pending", id, `{}`)), refund.Executed, 201)
 	w.mustHold(t, id, 0, 0, 700)
+}
+
+// serviceAHeldCharge: a charge whose record is held for an operator (its
+// row written) answers ChargeHeld, 503 CHARGE_OUTCOME_PENDING over HTTP,
+// apart from a charge in flight so a queue command is deleted rather than
+// retried; nothing is stored or reserved.
+func serviceAHeldCharge(t *testing.T, w *world) {
+	store := &failingCompletion{Store: w.stores.Store}
+	guard := idem.NewGuard(store, idem.Config{Now: w.now, DefaultLease: 30 * time.Second, Protocol: protocol})
+	charges := charge.NewService(guard, w.stores.Charges, w.acq, chargetest.Render, charge.Config{Now: w.now})
+	store.armed.Store(true)
+	chargeIn := charge.Input{Account: account, Keys: []string{"held-charge"},
+		Body: []byte(`{"amount": 700, "currency": "BRL", "order_id": "o-6", "payment_method": "pm_card_visa"}`)}
+	if res := charges.Charge(ctx, chargeIn); res.Outcome != charge.Pending {
+		t.Fatalf("the charge that died after its row: %s", res.Outcome)
+	}
+	scope := idem.Scope{Operation: charge.Operation, Account: account, Key: "held-charge"}
+	id := charge.ID(w.record(t, scope).DownstreamKey)
+	w.clock.Advance(time.Hour)
+	lease, err := guard.TakeOverStale(ctx, scope.PK())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lease.HoldForOperator(ctx, "amount_differs", nil); err != nil {
+		t.Fatal(err)
+	}
+	res := w.svc.Refund(ctx, in("refund-of-held", id, `{}`))
+	if res.Outcome != refund.ChargeHeld || res.RetryAfter <= 0 || res.Outcome.Code() != "CHARGE_OUTCOME_PENDING" {
+		t.Fatalf("%s (%s), retry after %s", res.Outcome, res.Outcome.Code(), res.RetryAfter)
+	}
+	w.mustBeGone(t, "refund-of-held")
+	w.mustHold(t, id, 0, 0, 0)
 }
 
 // record is the scope's record, as the store holds it now.
