@@ -9,11 +9,11 @@
  * sweeper's reconciler resolves stale records; the acquirer deduplicates
  * refunds by key, holds requests in transit, and refunds, declines, or
  * answers on terms nobody asked for (a mismatch: the record is held with
- * its reservation, and an operator settles it, outside this model).
+ * its reservation, and only the operator settles it: -DMISMATCHES adds
+ * the Operator below).
  *
- * The steps are DESIGN §7's; the Go code that will run them does not
- * exist yet. Every step on the balance is one conditional UpdateItem: an
- * atomic step here.
+ * The steps are DESIGN §7's, as internal/refund runs them. Every step on
+ * the balance is one conditional UpdateItem: an atomic step here.
  *
  * Bounds: a charge of 5 units, 2 intents of 3 units each, each record
  * claimed at most twice (a released key may be claimed again, under a new
@@ -25,7 +25,8 @@
  *   -DCOMPETITOR   intent 0 has a client's retry too (a take-over racing
  *                  the first attempt), and intent 1 is reduced to a
  *                  competing refund that reserves whenever there is room.
- * -DMISMATCHES adds the acquirer's answers on other terms (default shape).
+ * -DMISMATCHES adds the acquirer's answers on other terms, and the operator
+ * who settles the records they hold (either shape).
  * The largest run, liveness with a competitor, stores 6.3 million states
  * in about 600 MB and 20 s.
  *
@@ -39,6 +40,10 @@
  *                            not reserved yet, so an earlier attempt may
  *                            still reserve for a record that has ended
  *   -DNO_RECONCILER          no reconciler: the control of liveness
+ *   -DVOID_EARLY             void-confirmed as soon as the held lease ended,
+ *                            not T + skew later (with -DMISMATCHES
+ *                            -DCOMPETITOR: an earlier attempt's request
+ *                            lands after the void)
  */
 
 #define CHARGED 5
@@ -335,10 +340,23 @@ proctype Competitor() {
 	atomic { got = 0; ok = false }
 }
 
+/* The competitor's refund (key 2) is never answered on other terms: it
+ * has no record to hold. */
+#ifdef COMPETITOR
+#define MISMATCHABLE(k) (k != 2)
+#else
+#define MISMATCHABLE(k) true
+#endif
+
 /* The acquirer: a request in transit lands; one refund per key, its
- * outcome fixed when it lands. */
+ * outcome fixed when it lands. Nothing lands under a key whose refund
+ * the operator voided: the model assumes nothing of the acquirer's
+ * memory of a voided key, so the void must wait until nothing is in
+ * transit. */
+bool voided[KEYS];
 inline land(w) {
 	k = transit[w]; i = INTENT(w);
+	assert(!voided[k]);
 	if
 	:: acq[k] == UNKNOWN ->
 		acqKeys[i]++;
@@ -349,7 +367,7 @@ inline land(w) {
 		:: acq[k] = DECLINED
 #endif
 #ifdef MISMATCHES
-		:: acq[k] = MISMATCH; acqTotal = acqTotal + amt[k]	/* refunded, on terms nobody asked for */
+		:: MISMATCHABLE(k) -> acq[k] = MISMATCH; acqTotal = acqTotal + amt[k]	/* refunded, on terms nobody asked for */
 #endif
 		fi;
 		assert(acqTotal <= CHARGED)	/* the acquirer's refunds never exceed the charge */
@@ -420,6 +438,61 @@ end:	do
 next:	   atomic { i = 0; k = 0; a = 0; got = 0; ok = false }
 	od;
 done:	skip
+}
+#endif
+
+#ifdef MISMATCHES
+#define OPERATOR 8
+/* idemctl void-confirmed and accept, refund.Service.Settle: the operator
+ * settles a held record, and nothing else does. Both take the held lease
+ * over (idem.Guard.TakeOverHeld) and re-fence the entry first. Accept
+ * books only a lookup that agrees with the reservation; a key's answer is
+ * fixed here, so a mismatch's never does, and the accept gives the lease
+ * back, the record held (one whose lookup agrees runs finish, as the
+ * reconciler's take-over does). Void-confirmed: the operator voided the
+ * refund at the acquirer, once the lease ended more than T + skew ago
+ * (STALE: nothing in transit; -DVOID_EARLY: as soon as it ended); the
+ * entry is released, then the record removed. */
+#ifdef VOID_EARLY
+#define VOIDABLE(i) (lease[i] != LIVE)
+#else
+#define VOIDABLE(i) (lease[i] == STALE)
+#endif
+active proctype Operator() {
+	byte i, k, a, got;
+	bool ok, refused = false;	/* one refused accept in all bounds the attempts */
+end:	do
+	:: atomic {
+		if
+		:: !refused && rec[0] == INPROG && held[0] && lease[0] != LIVE -> i = 0
+		:: !refused && rec[1] == INPROG && held[1] && lease[1] != LIVE -> i = 1
+		fi;
+		refused = true;
+		owner[i] = OPERATOR; attempt[i]++; lease[i] = LIVE; a = attempt[i]; k = KEY(i);
+		refence(k, a, got);
+		lease[i] = ENDED	/* accept refused: the lookup disagrees; the record stays held */
+	   }
+	:: atomic {
+		if
+		:: rec[0] == INPROG && held[0] && VOIDABLE(0) -> i = 0
+		:: rec[1] == INPROG && held[1] && VOIDABLE(1) -> i = 1
+		fi;
+		owner[i] = OPERATOR; attempt[i]++; lease[i] = LIVE; a = attempt[i]; k = KEY(i);
+		if
+		:: acq[k] == MISMATCH -> acqTotal = acqTotal - amt[k]	/* voided at the acquirer */
+		:: else -> skip
+		fi;
+		if
+		:: acq[k] != UNKNOWN -> acqKeys[i]--	/* the intent's refund stands no more: a retry may refund anew */
+		:: else -> skip
+		fi;
+		voided[k] = true
+	   };
+	   refence(k, a, got);
+	   release(k, a, ok);
+	   assert(ok);	/* nobody else moves a held record's entry */
+	   atomic { held[i] = false; deleteRecord(i, OPERATOR) }
+	od
 }
 #endif
 

@@ -8,10 +8,10 @@
 //	idemctl inspect        --account A --key K [--operation refund]
 //	idemctl stale
 //	idemctl held
-//	idemctl reconcile      --account A --key K [--yes]
-//	idemctl release        --account A --key K [--yes]
-//	idemctl void-confirmed --account A --key K [--yes] | --decision ID --intent I
-//	idemctl accept         --account A --key K [--yes] | --decision ID --intent I
+//	idemctl reconcile      --account A --key K [--operation refund] [--yes]
+//	idemctl release        --account A --key K [--operation refund] [--yes]
+//	idemctl void-confirmed --account A --key K [--operation refund] [--yes] | --decision ID --intent I
+//	idemctl accept         --account A --key K [--operation refund] [--yes] | --decision ID --intent I
 //	idemctl republish      --charge ID [--charge ID ...] [--refund ID ...] | --failures-queue URL [--topic ARN]
 //
 // idemctl never calls the acquirer and reads no acquirer URL, id,
@@ -19,7 +19,8 @@
 // operator's channel (internal/operator), the operator function behind a
 // function URL with AWS_IAM auth, which only the operator's role may call.
 // It signs each request with the shell's AWS credentials; the function
-// runs the service's own path (charge.Service.Reconcile, Peek, Settle)
+// runs the service's own path (charge.Service.Reconcile, Peek, Settle, or
+// refund.Service's for a refund's record)
 // with the deployment's acquirer, credential and clock, so every wait-out
 // is the deployment's, and records as who decided the principal IAM
 // authenticated.
@@ -124,7 +125,7 @@ func run(ctx context.Context, args []string, sh shell) error {
 	f.table = fs.String("table", cmp.Or(sh.getenv(deploy.EnvTableName), "idempay-local"), "the table")
 	f.account = fs.String("account", "", "the account (the JWT's account claim)")
 	f.key = fs.String("key", "", "the client's Idempotency-Key")
-	f.operation = fs.String("operation", charge.Operation, "inspect: the key's operation, charge or refund (a key string names one intent of each)")
+	f.operation = fs.String("operation", charge.Operation, "the key's operation, charge or refund (a key string names one intent of each)")
 	f.operatorURL = fs.String("operator-url", sh.getenv(deploy.EnvOperatorURL), "acting commands: the operator's channel (the stack's OperatorUrl output)")
 	f.decision = fs.String("decision", "", "void-confirmed/accept: read back what the decision of this id did (as printed), and do nothing else")
 	f.intent = fs.String("intent", "", "with --decision: the intent it was about (as printed)")
@@ -145,8 +146,6 @@ func run(ctx context.Context, args []string, sh shell) error {
 	switch {
 	case *f.operation != charge.Operation && *f.operation != refund.Operation:
 		return fmt.Errorf("--operation %q: want %s or %s", *f.operation, charge.Operation, refund.Operation)
-	case *f.operation == refund.Operation && cmd != "inspect":
-		return fmt.Errorf("--operation %s: only inspect reads a refund's record; the operator's steps settle charges only", refund.Operation)
 	}
 	awsCfg, err := sh.aws(ctx, *f.region)
 	if err != nil {
@@ -345,14 +344,14 @@ func (t tool) act(ctx context.Context, cmd string) error {
 	}
 	fmt.Fprintf(t.sh.stdout, "The acquirer says now: %s\n", lookLine(look))
 	switch {
-	case cmd == "void-confirmed" && look.Outcome == operator.OutcomeLooked:
-		fmt.Fprintln(t.sh.stdout, "The acquirer still reports this charge: confirm only once you have voided it there.")
+	case cmd == "void-confirmed" && (look.Outcome == operator.OutcomeLooked || look.Outcome == operator.OutcomeMismatch):
+		fmt.Fprintf(t.sh.stdout, "The acquirer still reports this %s: confirm only once you have voided it there.\n", t.scope.Operation)
 	case cmd == "accept" && look.Outcome != operator.OutcomeLooked:
 		return fmt.Errorf("nothing done, record %s stays held: there are no terms to accept (%s)", ref, lookLine(look))
 	case cmd == "accept":
 		req.Terms = look.Terms
 	}
-	if err := confirm(t.sh, *f.yes, question(cmd, ref, req.Terms)); err != nil {
+	if err := confirm(t.sh, *f.yes, question(cmd, t.scope.Operation, ref, req.Terms)); err != nil {
 		return err
 	}
 	if operator.Settling(req.Action) {
@@ -416,12 +415,14 @@ func fits(cmd string, rec *idem.Record, ref string) error {
 	return nil
 }
 
-func question(cmd, ref string, terms *operator.Terms) string {
-	switch cmd {
-	case "void-confirmed":
+func question(cmd, operation, ref string, terms *operator.Terms) string {
+	switch {
+	case cmd == "void-confirmed" && operation == refund.Operation:
+		return fmt.Sprintf("Record %s is held. You had its refund voided at the acquirer: release its reservation and the key, so the client's next retry refunds anew?", ref)
+	case cmd == "void-confirmed":
 		return fmt.Sprintf("Record %s is held. You voided its charge at the acquirer: release the key, so the client's next retry charges anew?", ref)
-	case "accept":
-		return fmt.Sprintf("Record %s is held. Complete it with the acquirer's terms: %s %d %s, authorization %s?", ref, terms.Status, terms.Amount, terms.Currency, terms.AuthorizationID)
+	case cmd == "accept":
+		return fmt.Sprintf("Record %s is held. Complete it with the acquirer's terms: %s?", ref, termsLine(terms))
 	}
 	return fmt.Sprintf("Record %s is in flight. Have the deployment take its lease over (only if it ended more than T + skew ago), "+
 		"ask the acquirer, then store the acquirer's outcome or release the key so the client's next retry charges anew?", ref)
@@ -429,15 +430,24 @@ func question(cmd, ref string, terms *operator.Terms) string {
 
 func lookLine(a operator.Answer) string {
 	if t := a.Terms; t != nil && a.Outcome == operator.OutcomeLooked {
-		return fmt.Sprintf("%s %d %s, authorization %s", t.Status, t.Amount, t.Currency, t.AuthorizationID)
+		return termsLine(t)
 	}
 	return cmp.Or(a.Detail, a.Outcome)
+}
+
+// termsLine is terms as a person reads them: an authorization's, or a
+// refund's (its own id first).
+func termsLine(t *operator.Terms) string {
+	if t.RefundID != "" {
+		return fmt.Sprintf("%s %d %s, refund %s", t.Status, t.Amount, t.Currency, t.RefundID)
+	}
+	return fmt.Sprintf("%s %d %s, authorization %s", t.Status, t.Amount, t.Currency, t.AuthorizationID)
 }
 
 func outcomeLine(a operator.Answer) string {
 	line := a.Outcome
 	if t := a.Terms; t != nil {
-		line += fmt.Sprintf(", %s %d %s, authorization %s", t.Status, t.Amount, t.Currency, t.AuthorizationID)
+		line += ", " + termsLine(t)
 	}
 	if s := a.Settlement; s != nil {
 		line += fmt.Sprintf(" (decision %s: %s by %s at %s)", s.Decision, s.Action, s.By, s.At.Format(time.RFC3339))

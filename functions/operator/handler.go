@@ -15,15 +15,18 @@ import (
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/obs"
 	"github.com/idempotent-payments/idempay/internal/operator"
+	"github.com/idempotent-payments/idempay/internal/refund"
 )
 
 // Handler serves the operator's channel: one request per invocation of
 // the function URL. It runs the charge service's own operator paths
-// (Peek, Reconcile, Settle) with the deployment's acquirer and clock, and
-// records as who decided the caller Lambda authenticated (the request
-// context's IAM user ARN), never anything the request says of itself.
+// (Peek, Reconcile, Settle, ReadBack), or the refund service's for a
+// refund's record, with the deployment's acquirer and clock, and records
+// as who decided the caller Lambda authenticated (the request context's
+// IAM user ARN), never anything the request says of itself.
 type Handler struct {
 	Service *charge.Service
+	Refunds *refund.Service
 	Logger  *slog.Logger
 }
 
@@ -75,11 +78,14 @@ func callerOf(ev events.LambdaFunctionURLRequest) string {
 }
 
 func (h *Handler) serve(ctx context.Context, req operator.Request, by string) operator.Answer {
+	if scope, err := idem.ParsePK(req.Record); err == nil && scope.Operation == refund.Operation {
+		return h.serveRefund(ctx, req, by)
+	}
 	switch req.Action {
 	case operator.Look:
 		return h.look(ctx, req)
 	case operator.Reconcile, operator.Release:
-		return h.reconcile(ctx, req)
+		return h.reconcile(ctx, req, h.Service.Reconcile, h.chargeTerms)
 	case operator.ReadBack:
 		return settled(h.Service.ReadBack(ctx, charge.Decision{PK: req.Record, Instance: req.Intent, Action: req.Of, ID: req.Decision}))
 	}
@@ -124,12 +130,15 @@ func (h *Handler) gone(ctx context.Context, req operator.Request) (operator.Answ
 }
 
 // reconcile runs the reconciler's own path on the record (Release: the
-// same path, and an answer that says when it completed instead).
-func (h *Handler) reconcile(ctx context.Context, req operator.Request) operator.Answer {
+// same path, and an answer that says when it completed instead): the
+// charge service's or the refund service's, with terms reading what a
+// completed record's row says.
+func (h *Handler) reconcile(ctx context.Context, req operator.Request, reconcile func(context.Context, string) (charge.Reconciled, error),
+	terms func(context.Context, *idem.Record) *operator.Terms) operator.Answer {
 	if a, ok := h.gone(ctx, req); !ok {
 		return a
 	}
-	did, err := h.Service.Reconcile(ctx, req.Record)
+	did, err := reconcile(ctx, req.Record)
 	switch {
 	case did == charge.ReconciledMismatch && err != nil:
 		return operator.Answer{Outcome: operator.OutcomeFailed, Detail: "the acquirer's answer disagrees with the request, and holding the record failed; it stays in flight: " + err.Error()}
@@ -141,17 +150,15 @@ func (h *Handler) reconcile(ctx context.Context, req operator.Request) operator.
 	switch did {
 	case charge.ReconciledReleased:
 		return operator.Answer{Outcome: operator.OutcomeReleased, TookEffect: true,
-			Detail: "the acquirer has no charge under the record: the key is released, and the client's next retry charges anew"}
+			Detail: "the acquirer has nothing under the record: the key is released (a refund's reservation first), and the client's next retry starts anew"}
 	case charge.ReconciledCompleted:
 		a := operator.Answer{Outcome: operator.OutcomeCompleted, TookEffect: req.Action == operator.Reconcile,
-			Detail: "the acquirer has the charge: the record completed with the acquirer's outcome"}
+			Detail: "the acquirer has it: the record completed with the acquirer's outcome"}
 		if req.Action == operator.Release {
-			a.Detail = "not released: the acquirer has the charge, so the record completed with it"
+			a.Detail = "not released: the acquirer has it, so the record completed with it"
 		}
 		if rec, err := h.Service.Record(ctx, req.Record); err == nil {
-			if res := h.Service.Get(ctx, rec.Account, charge.ID(rec.DownstreamKey)); res.Outcome == charge.Found {
-				a.Terms = chargeTerms(res.Charge)
-			}
+			a.Terms = terms(ctx, rec)
 		}
 		return a
 	case charge.ReconciledMismatch:
@@ -182,6 +189,15 @@ func settled(st charge.Settled, err error) operator.Answer {
 		a.RetryAfter = max(1, int(time.Until(st.Until).Seconds()+1))
 	}
 	return a
+}
+
+// chargeTerms are the ledger row's terms of a completed charge record
+// (nil when it does not read).
+func (h *Handler) chargeTerms(ctx context.Context, rec *idem.Record) *operator.Terms {
+	if res := h.Service.Get(ctx, rec.Account, charge.ID(rec.DownstreamKey)); res.Outcome == charge.Found {
+		return chargeTerms(res.Charge)
+	}
+	return nil
 }
 
 func termsOf(auth acquirer.Authorization) *operator.Terms {

@@ -27,7 +27,7 @@ func run(logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	h := &Handler{Service: c.Service, Logger: logger}
+	h := &Handler{Service: c.Service, Refunds: c.Refunds, Logger: logger}
 	lambda.Start(func(ctx context.Context, ev events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error) {
 		defer c.Flush(ctx)
 		return h.Handle(ctx, ev)

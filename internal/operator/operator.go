@@ -4,8 +4,9 @@
 // (functions/operator) through a Lambda function URL with AWS_IAM auth,
 // signed with SigV4 by the operator's own AWS credentials (Client). Lambda
 // authenticates the caller and puts its ARN in the invocation's request
-// context; the function runs the charge service's own path with the
-// deployment's acquirer, credential and clock, and records that ARN as
+// context; the function runs the charge service's own path (the refund
+// service's, for a refund's record) with the deployment's acquirer,
+// credential and clock, and records that ARN as
 // who decided. The local stack serves the same URL the same way.
 //
 // This package is the contract both sides read: the actions, the request
@@ -80,9 +81,12 @@ type Request struct {
 	Terms *Terms `json:"terms,omitzero"`
 }
 
-// Terms are an authorization's terms as the acquirer stated them.
+// Terms are an authorization's or a refund's terms as the acquirer stated
+// them. For a refund's record, RefundID is the acquirer's refund and
+// AuthorizationID the charge's authorization it refunds.
 type Terms struct {
 	AuthorizationID string `json:"authorization_id"`
+	RefundID        string `json:"refund_id,omitzero"`
 	Status          string `json:"status"`
 	Amount          int64  `json:"amount"`
 	Currency        string `json:"currency"`

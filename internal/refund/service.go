@@ -445,7 +445,11 @@ func (s *Service) completeFromRow(ctx context.Context, lease *idem.Lease, ch cha
 // the key: answer with what it stored.
 func (s *Service) complete(ctx context.Context, lease *idem.Lease, a Answer, refundID string) Result {
 	resp := s.answer(a)
-	err := lease.Complete(ctx, resp)
+	completion := lease.Complete
+	if rec := lease.Record(); rec.Held() { // an operator's accept (Settle): the hold stays, with the settlement
+		completion = lease.Accept
+	}
+	err := completion(ctx, resp)
 	if err == nil {
 		return Result{Outcome: Executed, Response: resp, RefundID: refundID}
 	}

@@ -57,6 +57,8 @@ func RunServiceConformance(t *testing.T, newStores NewStoresFunc) {
 		{"TheReconcilerReleasesWhatNeverLeft", serviceTheReconcilerReleasesWhatNeverLeft},
 		{"KillsBetweenTheSteps", serviceKillsBetweenTheSteps},
 		{"ALyingAcquirerIsHeld", serviceALyingAcquirerIsHeld},
+		{"AHeldRefundIsAccepted", serviceAHeldRefundIsAccepted},
+		{"AHeldRefundIsVoided", serviceAHeldRefundIsVoided},
 		{"ARowThatDiffersIsHeld", serviceARowThatDiffersIsHeld},
 		{"ARefundAfterItsReleaseIsHeld", serviceARefundAfterItsReleaseIsHeld},
 		{"AGoneChargeWithAnEntryIsNotReleased", serviceAGoneChargeWithAnEntryIsNotReleased},

@@ -1,0 +1,96 @@
+package refundtest
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/idempotent-payments/idempay/internal/acquirer"
+	"github.com/idempotent-payments/idempay/internal/charge"
+	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/refund"
+	"github.com/idempotent-payments/idempay/internal/sandbox"
+)
+
+// garbledAnswer is an acquirer whose refund answers state ten times the
+// amount while its lookups tell the truth: a refund held on a garbled
+// answer, whose lookup an operator may accept.
+type garbledAnswer struct{ refund.Acquirer }
+
+func (g garbledAnswer) Refund(ctx context.Context, key string, req acquirer.RefundRequest) (acquirer.Refund, error) {
+	r, err := g.Acquirer.Refund(ctx, key, req)
+	r.Amount *= 10
+	return r, err
+}
+
+// serviceAHeldRefundIsAccepted: a refund held on a garbled answer, whose
+// lookup agrees with the reservation, is accepted: terms that are not the
+// ones shown are refused, the shown ones book the refund (row, entry,
+// completion, the hold kept with the settlement), a retry of the decision
+// only reads back, and the key replays the refund.
+func serviceAHeldRefundIsAccepted(t *testing.T, w *world) {
+	ch := w.charge(t, "pm_card_visa", 1000)
+	if res := w.with(garbledAnswer{w.acq}).Refund(ctx, in("garbled-refund", ch, `{"amount": 100}`)); res.Outcome != refund.Mismatch {
+		t.Fatalf("the garbled answer: %s", res.Outcome)
+	}
+	rec := w.record(t, idem.Scope{Operation: refund.Operation, Account: account, Key: "garbled-refund"})
+	shown, err := w.svc.Peek(ctx, rec.PK)
+	if err != nil || shown.Amount != 100 || shown.Status != acquirer.RefundSucceeded {
+		t.Fatalf("peek: %+v, %v", shown, err)
+	}
+	d := refund.Decision{PK: rec.PK, Instance: rec.DownstreamKey, Action: idem.SettleAccept, By: "ops:ana", ID: "dec-accept-1", Terms: shown}
+	d.Terms.Amount = 90
+	if st, err := w.svc.Settle(ctx, d); !errors.Is(err, charge.ErrTermsChanged) || st.State != charge.StillHeld {
+		t.Fatalf("accepting other terms: %s, %v", st.State, err)
+	}
+	d.Terms, d.ID = shown, "dec-accept-2"
+	st, err := w.svc.Settle(ctx, d)
+	if err != nil || st.State != charge.CompletedByThis || st.Refund.Amount != 100 || st.Decision == nil || st.Decision.By != "ops:ana" {
+		t.Fatalf("accept: %+v, %v", st, err)
+	}
+	w.mustHold(t, ch, 900, 0, 100)
+	if again, err := w.svc.Settle(ctx, d); err != nil || again.State != charge.CompletedByThis {
+		t.Fatalf("the decision again: %s, %v", again.State, err)
+	}
+	mustAnswer(t, w.svc.Refund(ctx, in("garbled-refund", ch, `{"amount": 100}`)), refund.Replayed, 201)
+}
+
+// serviceAHeldRefundIsVoided: a tenfold refund (its lookup tenfold too)
+// cannot be accepted: a tool never books what the bound did not reserve.
+// Void-confirmed waits out T + skew, then releases the entry (the amount
+// is refundable again) and removes the record with a release marker.
+func serviceAHeldRefundIsVoided(t *testing.T, w *world) {
+	ch := w.charge(t, sandbox.PaymentMethodRefundsTenfold, 1000)
+	if res := w.svc.Refund(ctx, in("voided-refund", ch, `{"amount": 100}`)); res.Outcome != refund.Mismatch {
+		t.Fatalf("the tenfold answer: %s", res.Outcome)
+	}
+	rec := w.record(t, idem.Scope{Operation: refund.Operation, Account: account, Key: "voided-refund"})
+	shown, err := w.svc.Peek(ctx, rec.PK)
+	var m *acquirer.RefundMismatchError
+	if !errors.As(err, &m) || shown.Amount != 1000 {
+		t.Fatalf("peek: %+v, %v; want the mismatch", shown, err)
+	}
+	accept := refund.Decision{PK: rec.PK, Instance: rec.DownstreamKey, Action: idem.SettleAccept, By: "ops:ana", ID: "dec-accept-3", Terms: shown}
+	if st, err := w.svc.Settle(ctx, accept); !errors.As(err, &m) || st.State != charge.StillHeld {
+		t.Fatalf("accepting a tenfold refund: %s, %v", st.State, err)
+	}
+	mustBalance(t, w.stores.Balances, ch, 900, 100, 0)
+	void := refund.Decision{PK: rec.PK, Instance: rec.DownstreamKey, Action: idem.SettleVoidConfirmed, By: "ops:ana", ID: "dec-void-1"}
+	if st, err := w.svc.Settle(ctx, void); !errors.Is(err, idem.ErrTooEarly) || st.State != charge.StillHeld {
+		t.Fatalf("a void within T + skew of the last lease: %s, %v", st.State, err)
+	}
+	w.clock.Advance(time.Hour)
+	st, err := w.svc.Settle(ctx, void)
+	if err != nil || st.State != charge.ReleasedByThis {
+		t.Fatalf("void-confirmed: %+v, %v", st, err)
+	}
+	mustBalance(t, w.stores.Balances, ch, 1000, 0, 0)
+	w.mustBeGone(t, "voided-refund")
+	if again, err := w.svc.Settle(ctx, void); err != nil || again.State != charge.ReleasedByThis {
+		t.Fatalf("the decision again: %s, %v", again.State, err)
+	}
+	if st, err := w.svc.ReadBack(ctx, accept); err != nil || st.State != charge.ReleasedByAnother {
+		t.Fatalf("the refused accept, read back: %s, %v", st.State, err)
+	}
+}

@@ -1,0 +1,352 @@
+package refund
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/idempotent-payments/idempay/internal/acquirer"
+	"github.com/idempotent-payments/idempay/internal/charge"
+	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/obs"
+)
+
+// Errors of an operator's settlement of a held refund; none writes
+// anything but the take-over of the lease, which is ended again.
+var (
+	// ErrNoAcquirerRefund: the acquirer has no refund under the record's
+	// downstream key: there are no terms to accept.
+	ErrNoAcquirerRefund = errors.New("the acquirer has no refund under the record's key")
+	// ErrRowExists: the held refund already has its row. A row is never
+	// deleted or changed, so a void is refused; accept it, or a person
+	// reconciles the books.
+	ErrRowExists = errors.New("the held refund already has its row")
+)
+
+// Decision is an operator's settlement of a held refund record, as the
+// operator's channel received it: charge.Decision's members, with the
+// acquirer's refund as the operator was shown it (Peek) for an accept.
+type Decision struct {
+	PK, Instance, Action, By, ID string
+	// Terms, for an accept: the acquirer's refund id, status, amount and
+	// currency as shown. The lookup after the take-over must state the
+	// same.
+	Terms acquirer.Refund
+}
+
+// Settled is what the table says of a refund decision's record, read
+// back (charge.Settled's counterpart): its state, the settlement it holds,
+// and the refund row of a completed record.
+type Settled struct {
+	State    charge.State
+	Decision *idem.Settlement
+	Refund   Refund
+	Until    time.Time
+}
+
+// TookEffect reports whether the decision read back is the one that
+// settled the record.
+func (s Settled) TookEffect() bool {
+	return s.State == charge.ReleasedByThis || s.State == charge.CompletedByThis
+}
+
+// refundRecord refuses, for step, a key that is not a refund's
+// idempotency record (ErrNotARefundRecord).
+func refundRecord(step, pk string) error {
+	scope, err := idem.ParsePK(pk)
+	if err == nil && scope.Operation != Operation {
+		err = fmt.Errorf("operation %q", scope.Operation)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w: %w", step, ErrNotARefundRecord, err)
+	}
+	return nil
+}
+
+// Peek is the acquirer's refund for the record pk's intent, asked
+// without taking anything over and checked against what its entry
+// reserved (a stub or a released entry reserved nothing, so any refund
+// disagrees): what an operator is shown before deciding. It writes
+// nothing. The record must be in progress, held or not. Errors:
+// idem.ErrNotFound, charge.ErrCompleted, idem.ErrOtherDownstream,
+// ErrNoAcquirerRefund, a mismatch (with the refund), or a read's or the
+// lookup's failure.
+func (s *Service) Peek(ctx context.Context, pk string) (acquirer.Refund, error) {
+	if err := refundRecord("peek", pk); err != nil {
+		return acquirer.Refund{}, err
+	}
+	rec, err := s.guard.Lookup(ctx, pk)
+	if err != nil {
+		return acquirer.Refund{}, err
+	}
+	if rec.Status != idem.StatusInProgress {
+		return acquirer.Refund{}, fmt.Errorf("peek %s: %w", idem.Ref(pk), charge.ErrCompleted)
+	}
+	if d := rec.Protocol.Downstream; d != "" && d != s.guard.Protocol().Downstream {
+		return acquirer.Refund{}, fmt.Errorf("peek %s (claimed for %q): %w", idem.Ref(pk), d, idem.ErrOtherDownstream)
+	}
+	ch, err := s.chargeOf(ctx, rec)
+	if err != nil {
+		return acquirer.Refund{}, fmt.Errorf("peek %s: %w", idem.Ref(pk), err)
+	}
+	entry, _, err := s.balances.Entry(ctx, ch.ID, rec.DownstreamKey)
+	if err != nil {
+		return acquirer.Refund{}, fmt.Errorf("peek %s: %w", idem.Ref(pk), err)
+	}
+	return s.ask(ctx, rec.DownstreamKey, ch, entry)
+}
+
+// chargeOf is the charge a refund record's stored request names, as its
+// account finds it.
+func (s *Service) chargeOf(ctx context.Context, rec *idem.Record) (charge.Charge, error) {
+	canonical, err := idem.DecodeCanonical(rec.Request)
+	if err != nil {
+		return charge.Charge{}, fmt.Errorf("stored request: %w", err)
+	}
+	req, err := RequestFromCanonical(canonical)
+	if err != nil {
+		return charge.Charge{}, fmt.Errorf("stored request: %w", err)
+	}
+	got := s.charges.Get(ctx, rec.Account, req.ChargeID)
+	if got.Outcome != charge.Found {
+		return charge.Charge{}, fmt.Errorf("the refund's charge: %s", got.Outcome)
+	}
+	return got.Charge, nil
+}
+
+// ask looks the refund under downstreamKey up and checks it against what
+// entry reserved of ch.
+func (s *Service) ask(ctx context.Context, downstreamKey string, ch charge.Charge, entry Entry) (acquirer.Refund, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.AcquirerTimeout)
+	defer cancel()
+	r, err := s.acquirer.LookupRefund(ctx, downstreamKey)
+	if errors.Is(err, acquirer.ErrNotFound) {
+		return r, ErrNoAcquirerRefund
+	}
+	if err == nil {
+		err = acquirer.CheckRefundTerms(r, downstreamKey, acquirerRequest(ch, entry))
+	}
+	var m *acquirer.RefundMismatchError
+	if errors.As(err, &m) {
+		m.Endpoint = acquirer.EndpointRefundLookup
+	}
+	return r, err
+}
+
+// Settle carries out an operator's decision d on the held refund record
+// d.PK, of the intent d.Instance, through the service's own steps, and
+// records who decided, the decision's id and when, as
+// charge.Service.Settle does for a charge:
+//
+//   - idem.SettleVoidConfirmed: the operator had the refund voided at the
+//     acquirer (or confirmed it never happened). Only once the record's
+//     last lease ended more than T + skew ago (idem.ErrTooEarly), and
+//     never when the refund has its row (ErrRowExists): the entry is
+//     re-fenced and released, giving its amount back to the charge, then
+//     the record is removed with a release marker naming the decision.
+//   - idem.SettleAccept: the lookup after the take-over must agree with
+//     itself and with what the entry reserved (acquirer.CheckRefundTerms:
+//     a tool never books a refund the bound did not reserve; a person
+//     reconciles that), and be d.Terms (charge.ErrTermsChanged). The
+//     refund then finishes as an attempt does: the row, the entry, the
+//     record's completion, which keeps the hold with the settlement.
+//
+// It reads the record back whatever happens and returns what the table
+// says; the error is nil exactly when Settled.TookEffect.
+func (s *Service) Settle(ctx context.Context, d Decision) (Settled, error) {
+	if err := refundRecord("settle", d.PK); err != nil {
+		return Settled{}, err
+	}
+	switch {
+	case d.By == "":
+		return Settled{}, errors.New("settle: who decides is required")
+	case !idem.ValidDecisionID(d.ID):
+		return Settled{}, errors.New("settle: a decision's id is 8 to 64 letters, digits, '-' and '_'")
+	case d.Instance == "":
+		return Settled{}, errors.New("settle: the intent decided on (the record's downstream key) is required")
+	case d.Action != idem.SettleVoidConfirmed && d.Action != idem.SettleAccept:
+		return Settled{}, fmt.Errorf("settle: unknown decision %q", d.Action)
+	}
+	ctx = obs.WithAttrs(ctx, slog.String("record", idem.Ref(d.PK)), slog.String("decision", d.ID))
+	before, err := s.ReadBack(ctx, d)
+	switch {
+	case err != nil:
+		return before, fmt.Errorf("settle %s: read the record: %w", idem.Ref(d.PK), err)
+	case before.TookEffect():
+		return before, nil
+	case before.State == charge.InProgress:
+		return before, fmt.Errorf("settle %s: an earlier call of this decision is carrying it out until %s: ask again then", idem.Ref(d.PK), before.Until.UTC().Format(time.RFC3339))
+	case before.State != charge.StillHeld:
+		return before, fmt.Errorf("settle %s: nothing to settle: %s", idem.Ref(d.PK), before.State)
+	}
+	if d.Action == idem.SettleVoidConfirmed {
+		err = s.voidConfirmed(ctx, d)
+	} else {
+		err = s.accept(ctx, d)
+	}
+	after, readErr := s.ReadBack(context.WithoutCancel(ctx), d)
+	if after.State == charge.InProgress {
+		after.State = charge.StillHeld
+	}
+	switch {
+	case readErr != nil:
+		return Settled{}, errors.Join(err, fmt.Errorf("settle %s: read the record back: %w", idem.Ref(d.PK), readErr))
+	case after.TookEffect():
+		if err != nil {
+			s.cfg.Logger.WarnContext(ctx, "the decision took effect although a step reported an error", "error", err)
+		}
+		return after, nil
+	case err == nil:
+		err = fmt.Errorf("settle %s: the decision did not take effect: %s", idem.Ref(d.PK), after.State)
+	}
+	return after, err
+}
+
+// ReadBack is what the table says of decision d's record, as
+// charge.Service.ReadBack: the intent's record while it is there, then
+// its refund row, then its release marker. It writes nothing.
+func (s *Service) ReadBack(ctx context.Context, d Decision) (Settled, error) {
+	if err := refundRecord("read back", d.PK); err != nil {
+		return Settled{}, err
+	}
+	rec, err := s.guard.Lookup(ctx, d.PK)
+	switch {
+	case err == nil && rec.DownstreamKey == d.Instance:
+		return s.stateOf(ctx, rec, d), nil
+	case err != nil && !errors.Is(err, idem.ErrNotFound):
+		return Settled{}, err
+	}
+	switch row, err := s.ledger.Get(ctx, ID(d.Instance)); {
+	case err == nil:
+		return Settled{State: charge.CompletedByAnother, Refund: row}, nil
+	case !errors.Is(err, ErrNoRefund):
+		return Settled{}, err
+	}
+	m, err := s.guard.ReleaseMarker(ctx, d.Instance)
+	switch {
+	case errors.Is(err, idem.ErrNotFound):
+		return Settled{State: charge.Gone}, nil
+	case err != nil:
+		return Settled{}, err
+	case ours(&m.Decision, d):
+		return Settled{State: charge.ReleasedByThis, Decision: &m.Decision}, nil
+	}
+	return Settled{State: charge.ReleasedByAnother, Decision: &m.Decision}, nil
+}
+
+func ours(s *idem.Settlement, d Decision) bool {
+	return s != nil && s.Decision == d.ID && s.Action == d.Action
+}
+
+func (s *Service) stateOf(ctx context.Context, rec *idem.Record, d Decision) Settled {
+	switch {
+	case rec.Held() && ours(rec.Hold.Settling, d) && rec.LeaseExpiresAt.After(s.cfg.Now()):
+		return Settled{State: charge.InProgress, Decision: rec.Hold.Settling, Until: rec.LeaseExpiresAt}
+	case rec.Held():
+		return Settled{State: charge.StillHeld, Decision: rec.Hold.Settling}
+	case rec.Status == idem.StatusInProgress:
+		return Settled{State: charge.NotHeld}
+	}
+	out := Settled{State: charge.CompletedByAnother}
+	if rec.Hold != nil && rec.Hold.Settlement != nil {
+		out.Decision = rec.Hold.Settlement
+		if ours(rec.Hold.Settlement, d) {
+			out.State = charge.CompletedByThis
+		}
+	}
+	if row, err := s.ledger.Get(ctx, ID(rec.DownstreamKey)); err == nil {
+		out.Refund = row
+	}
+	return out
+}
+
+// voidConfirmed: the take-over (waited out), no row, the entry re-fenced
+// and released, then the record removed: the entry first, as every
+// release of a refund.
+func (s *Service) voidConfirmed(ctx context.Context, d Decision) error {
+	lease, err := s.guard.TakeOverHeld(ctx, d.PK, d.Instance, idem.Settlement{Action: idem.SettleVoidConfirmed, By: d.By, Decision: d.ID})
+	if err != nil {
+		return err
+	}
+	giveBack := func(err error) error {
+		_ = lease.Abandon(context.WithoutCancel(ctx)) // the record stays held
+		return fmt.Errorf("void-confirmed %s: %w", idem.Ref(d.PK), err)
+	}
+	switch _, err := s.ledger.Get(ctx, ID(lease.DownstreamKey())); {
+	case err == nil:
+		return giveBack(ErrRowExists)
+	case !errors.Is(err, ErrNoRefund):
+		return giveBack(fmt.Errorf("refund row: %w", err))
+	}
+	canonical, err := lease.Request()
+	var req Request
+	if err == nil {
+		req, err = RequestFromCanonical(canonical)
+	}
+	if err != nil {
+		return giveBack(fmt.Errorf("stored request: %w", err))
+	}
+	entry, err := s.balances.Refence(ctx, req.ChargeID, lease.DownstreamKey(), lease.Attempt())
+	switch {
+	case err != nil:
+		return giveBack(fmt.Errorf("re-fence: %w", err))
+	case entry.State == EntrySucceeded:
+		return giveBack(errors.New("the entry says the refund succeeded: a person reconciles it"))
+	}
+	if err := s.balances.Release(ctx, req.ChargeID, lease.DownstreamKey(), lease.Attempt()); err != nil {
+		return giveBack(fmt.Errorf("release the entry: %w", err))
+	}
+	if err := lease.VoidConfirmed(ctx); err != nil {
+		return giveBack(err)
+	}
+	s.cfg.Logger.WarnContext(ctx, "held refund released: the operator confirmed nothing is refunded", "by", d.By, "amount", entry.Amount)
+	return nil
+}
+
+// accept: the take-over, the lookup checked against the reservation and
+// against what was shown, then the attempt's own finish, which completes
+// the held record with the settlement.
+func (s *Service) accept(ctx context.Context, d Decision) error {
+	lease, err := s.guard.TakeOverHeld(ctx, d.PK, d.Instance, idem.Settlement{Action: idem.SettleAccept, By: d.By, Decision: d.ID})
+	if err != nil {
+		return err
+	}
+	giveBack := func(err error) error {
+		_ = lease.Abandon(context.WithoutCancel(ctx)) // the record stays held
+		return fmt.Errorf("accept %s: %w", idem.Ref(d.PK), err)
+	}
+	rec := lease.Record()
+	canonical, err := lease.Request()
+	var req Request
+	if err == nil {
+		req, err = RequestFromCanonical(canonical)
+	}
+	if err != nil {
+		return giveBack(fmt.Errorf("stored request: %w", err))
+	}
+	ch, err := s.chargeOf(ctx, &rec)
+	if err != nil {
+		return giveBack(err)
+	}
+	entry, err := s.balances.Refence(ctx, ch.ID, lease.DownstreamKey(), lease.Attempt())
+	if err != nil {
+		return giveBack(fmt.Errorf("re-fence: %w", err))
+	}
+	r, err := s.ask(ctx, lease.DownstreamKey(), ch, entry)
+	if err != nil {
+		return giveBack(err)
+	}
+	if t := d.Terms; r.ID != t.ID || r.Status != t.Status || r.Amount != t.Amount || r.Currency != t.Currency {
+		return giveBack(fmt.Errorf("%w: shown %s %d %s (%s), now %s %d %s (%s)", charge.ErrTermsChanged,
+			t.Status, t.Amount, t.Currency, t.ID, r.Status, r.Amount, r.Currency, r.ID))
+	}
+	if res := s.finish(ctx, lease, req, ch, entry, r); res.Outcome != Executed {
+		_ = lease.Abandon(context.WithoutCancel(ctx))
+		return fmt.Errorf("accept %s: the refund did not complete (%s); the record stays held, and accepting again finishes it", idem.Ref(d.PK), res.Outcome)
+	}
+	s.cfg.Logger.WarnContext(ctx, "held refund accepted with the acquirer's terms", "by", d.By,
+		"acquirer_status", r.Status, "acquirer_amount", r.Amount, "acquirer_currency", r.Currency)
+	return nil
+}
