@@ -244,6 +244,11 @@ func (a alarms) sweeper(w watched) {
 	a.alarm("AcquirerMismatchAlarm", "AcquirerMismatch", "",
 		sum("mm", a.outcome(obs.FunctionCharge, obs.OutcomeAcquirerMismatch), a.outcome(obs.FunctionConsumer, obs.OutcomeAcquirerMismatch)), 1)
 	a.alarm("HeldRecordsAlarm", "HeldRecords", "", a.emf(obs.FunctionSweeper, obs.MetricHeldRecords, "Maximum", nil), 1)
+	// A refund's mismatch and a held refund page on their own besides:
+	// its amount stays reserved on the charge until an operator settles it.
+	a.alarm("RefundMismatchAlarm", "RefundMismatch", "",
+		sum("rm", a.emf(obs.FunctionCharge, obs.MetricRefundMismatches, "Sum", nil), a.emf(obs.FunctionConsumer, obs.MetricRefundMismatches, "Sum", nil)), 1)
+	a.alarm("HeldRefundsAlarm", "HeldRefunds", "", a.emf(obs.FunctionSweeper, obs.MetricHeldRefunds, "Maximum", nil), 1)
 	a.alarm("OldestStaleAlarm", "OldestStale", "", a.emf(obs.FunctionSweeper, obs.MetricOldestStaleSeconds, "Maximum", nil), staleHorizon)
 
 }

@@ -16,8 +16,9 @@ import (
 
 // newDashboard is the environment's one page: requests by outcome, latency
 // p50/p99, the acquirer's latency and errors, queue depth and age, stale
-// and failing records, throttles, the outcome events, and the write units
-// the table consumes.
+// and failing records, throttles, the outcome events, refunds and their
+// mismatches, held records (refunds' apart), and the write units the
+// table consumes.
 func newDashboard(stack awscdk.Stack, cfg Config, w watched,
 	emf func(function, name, statistic string, dims map[string]string) awscloudwatch.Metric,
 	ddb func(name string, dims map[string]string) awscloudwatch.Metric,
@@ -74,6 +75,10 @@ func newDashboard(stack awscdk.Stack, cfg Config, w watched,
 			{graph("Outcome events published, and the publisher's lag (ms)", emf(obs.FunctionPublisher, obs.MetricEventsPublished, "Sum", nil),
 				w.publisher.fn.Metric(jsii.String("IteratorAge"), &awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Maximum")})),
 				graph("Unread outcome events: oldest age (s)", unread...)},
+			{graph("Refunds (HTTP, queues) and refund mismatches", emf(obs.FunctionCharge, obs.MetricRefunds, "Sum", nil), emf(obs.FunctionConsumer, obs.MetricRefunds, "Sum", nil),
+				emf(obs.FunctionCharge, obs.MetricRefundMismatches, "Sum", nil), emf(obs.FunctionConsumer, obs.MetricRefundMismatches, "Sum", nil)),
+				graph("Held records: all, and refunds' (their amounts stay reserved)", emf(obs.FunctionSweeper, obs.MetricHeldRecords, "Maximum", nil),
+					emf(obs.FunctionSweeper, obs.MetricHeldRefunds, "Maximum", nil))},
 			{graph("Write units consumed (table, in-flight index)", ddb("ConsumedWriteCapacityUnits", nil), ddb("ConsumedWriteCapacityUnits", index)),
 				graph("DynamoDB throttles", ddb("WriteThrottleEvents", nil), ddb("ReadThrottleEvents", nil), ddb("WriteThrottleEvents", index))},
 		},

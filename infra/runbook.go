@@ -55,8 +55,14 @@ func runbook(cfg Config) []alarmSpec {
 		{"AcquirerMismatch", "an acquirer's answer disagreed with the request or with itself (outcome `acquirer_mismatch`): the first one pages",
 			"`idemctl held`; compare both sides with the acquirer's own records; `idemctl void-confirmed` (you voided it there) or `accept` (its terms stand)"},
 		{"HeldRecords", "the sweeper counted a record held for an operator",
-			"nothing settles a held record but an operator: `idemctl held`, then settle each with `idemctl void-confirmed` or `accept`. " +
-				"A held refund's record (operation `refund`) is refused by both steps: resolve it with the acquirer; its amount stays reserved on the charge's balance"},
+			"nothing settles a held record but an operator: `idemctl held`, then settle each with `idemctl void-confirmed` or `accept` " +
+				"(`--operation refund` for a refund's record)"},
+		{"RefundMismatch", "a refund's acquirer answer disagreed with what was sent or with itself, or with its row (`RefundMismatches`, also counted by `AcquirerMismatch`): the first one pages",
+			"`idemctl held`; the refund's record shows what was sent and answered, and its entry on the charge's balance. Ask the acquirer what it refunded"},
+		{"HeldRefunds", "the sweeper counted a held refund: its amount stays reserved on the charge, so it cannot be refunded again",
+			"`idemctl accept --operation refund` books the acquirer's refund only if its lookup agrees with the reservation; otherwise have the refund voided " +
+				"at the acquirer and `idemctl void-confirmed --operation refund` (it waits out T + skew, releases the reservation, then the key). " +
+				"A refund the acquirer made on other terms than reserved is a matter for the acquirer and the books, never for the tool"},
 		{"StaleRecords", "the sweeper flagged records left in flight (held records are never among them)",
 			"usually self-healing; watch `StaleFailing`"},
 		{"StaleFailing", "records still in flight after 3 reconciliations",

@@ -23,6 +23,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/dynamo"
 	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/obs"
 	"github.com/idempotent-payments/idempay/internal/route"
 	"github.com/idempotent-payments/idempay/internal/tabledef"
 )
@@ -599,7 +600,7 @@ func TestAlarms(t *testing.T) {
 	alarms := resources(tmpl, "AWS::CloudWatch::Alarm")
 	want := []string{"DeadLettersAlarm", "RejectedCommandsAlarm", "ProducerNotAllowedAlarm", "Api5xxRateAlarm", "ChargePendingAlarm", "ConsumerPendingAlarm",
 		"ChargeUnavailableAlarm", "ConsumerUnavailableAlarm", "AcquirerErrorsAlarm", "SweeperHeartbeatAlarm", "StaleRecordsAlarm",
-		"StaleFailingAlarm", "OldestStaleAlarm", "AcquirerMismatchAlarm", "HeldRecordsAlarm", "TableThrottlesAlarm", "IndexThrottlesAlarm", "TableSystemErrorsAlarm", "TableProbeAlarm", "QueueAgeAlarmreconcile",
+		"StaleFailingAlarm", "OldestStaleAlarm", "AcquirerMismatchAlarm", "HeldRecordsAlarm", "RefundMismatchAlarm", "HeldRefundsAlarm", "TableThrottlesAlarm", "IndexThrottlesAlarm", "TableSystemErrorsAlarm", "TableProbeAlarm", "QueueAgeAlarmreconcile",
 		"PublisherIteratorAgeAlarm", "PublisherFailuresAlarm", "StreamUndecodableAlarm", "UndeliveredOutcomesAlarm"}
 	for _, p := range cfg.Producers {
 		want = append(want, "QueueAgeAlarm"+p.Name)
@@ -632,6 +633,15 @@ func TestAlarms(t *testing.T) {
 	if a := asJSON(props(byPrefix(t, alarms, "AcquirerMismatchAlarm"))); !strings.Contains(a, `"Value":"`+charge.Mismatch.String()+`"`) || !strings.Contains(a, `"Threshold":1`) {
 		t.Errorf("the mismatch alarm: %s", a)
 	}
+	// A refund's mismatch pages from either entry point, a held refund
+	// from the sweeper's count.
+	if a := asJSON(props(byPrefix(t, alarms, "RefundMismatchAlarm"))); strings.Count(a, `"MetricName":"`+obs.MetricRefundMismatches+`"`) != 2 ||
+		!strings.Contains(a, `"Value":"`+obs.FunctionCharge+`"`) || !strings.Contains(a, `"Value":"`+obs.FunctionConsumer+`"`) || !strings.Contains(a, `"Threshold":1`) {
+		t.Errorf("the refund mismatch alarm: %s", a)
+	}
+	if a := asJSON(props(byPrefix(t, alarms, "HeldRefundsAlarm"))); !strings.Contains(a, `"MetricName":"`+obs.MetricHeldRefunds+`"`) || !strings.Contains(a, `"Value":"`+obs.FunctionSweeper+`"`) {
+		t.Errorf("the held refunds alarm: %s", a)
+	}
 	for fn, timeout := range map[string]float64{"Charge": timeoutOf(deploy.FunctionCharge), "Consumer": timeoutOf(deploy.FunctionConsumer), "Sweeper": timeoutOf(deploy.FunctionSweeper), "Publisher": timeoutOf(deploy.FunctionPublisher)} {
 		if d := props(byPrefix(t, alarms, fn+"DurationAlarm")); d["Threshold"] != 0.8*timeout*1000 || d["ExtendedStatistic"] != "p99" {
 			t.Errorf("%s duration alarm %s", fn, asJSON(d))
@@ -662,7 +672,8 @@ func TestAlarms(t *testing.T) {
 	}
 	body := asJSON(props(only(t, tmpl, "AWS::CloudWatch::Dashboard"))["DashboardBody"])
 	for _, w := range []string{"Charges by outcome", "Duration p50 / p99", "Acquirer latency", "Queue depth", "Oldest message age",
-		"Stale and failing", "Throttles", "Outcome events published", "Unread outcome events", "Write units consumed"} {
+		"Stale and failing", "Throttles", "Outcome events published", "Unread outcome events", "Write units consumed",
+		"Refunds (HTTP, queues) and refund mismatches", `\"` + obs.MetricRefunds + `\"`, `\"` + obs.MetricRefundMismatches + `\"`, "Held records: all, and refunds'", `\"` + obs.MetricHeldRefunds + `\"`} {
 		if !strings.Contains(body, w) {
 			t.Errorf("the dashboard has no %q", w)
 		}

@@ -147,6 +147,12 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 				if v.rejectCode != "" && done {
 					values[obs.MetricDeadLettered] = 1
 				}
+				if v.operation == refund.Operation {
+					values[obs.MetricRefunds] = 1
+					if v.outcome == obs.OutcomeAcquirerMismatch {
+						values[obs.MetricRefundMismatches] = 1
+					}
+				}
 				h.Metrics.Record(v.outcome, values)
 			}
 			if !done {

@@ -434,6 +434,7 @@ func TestEveryRefundOutcomeHasAVerdict(t *testing.T) {
 // charge of 1000, on memory stores, publishing to a topic it keeps.
 type refundWorld struct {
 	h        *Handler
+	charges  *charge.Service
 	refunds  *refund.Service
 	sb       *sandbox.Server
 	dl       *deadLetters
@@ -455,7 +456,7 @@ func newRefundWorld(t *testing.T) *refundWorld {
 	if made.Outcome != charge.Executed {
 		t.Fatalf("charge: %s", made.Outcome)
 	}
-	w := &refundWorld{refunds: refunds, sb: sb, dl: &deadLetters{}, topic: &eventtest.Topic{}, chargeID: made.ChargeID}
+	w := &refundWorld{charges: charges, refunds: refunds, sb: sb, dl: &deadLetters{}, topic: &eventtest.Topic{}, chargeID: made.ChargeID}
 	w.h = &Handler{Service: charges, Refunds: refunds, RefundRefusal: func(r idem.Response) string { return string(httpapi.RefundRefusal(r)) },
 		Inboxes:     map[string]inbox{ordersQueue: {Inbox: command.Inbox{ARN: ordersQueue, URL: "u", Producer: "orders", Accounts: []string{"acct_1"}}, Queue: noDelay{}}},
 		DeadLetters: w.dl, Outcomes: w.topic, Concurrency: 1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
@@ -560,5 +561,31 @@ func TestRefundCommands(t *testing.T) {
 	}
 	if n := len(w.sb.Refunds()); n != 2 {
 		t.Fatalf("%d acquirer refunds after the refusals, want 2", n)
+	}
+}
+
+// TestRefundMetrics: a refund command counts on Refunds, and one held on
+// the acquirer's answer on RefundMismatches too, for the refund alarms.
+func TestRefundMetrics(t *testing.T) {
+	t.Parallel()
+	w := newRefundWorld(t)
+	var lines bytes.Buffer
+	w.h.Metrics = obs.NewMetrics(&lines, obs.FunctionConsumer, "test")
+	tenfold := w.charges.Charge(context.Background(), charge.Input{Account: "acct_1", Keys: []string{"charge-key-2"},
+		Body: []byte(`{"amount": 1000, "currency": "BRL", "order_id": "2", "payment_method": "` + sandbox.PaymentMethodRefundsTenfold + `"}`)})
+	if w.send(t, "m1", "refund-key-1", w.chargeID, `{"amount": 100}`) || w.send(t, "m2", "refund-key-2", tenfold.ChargeID, `{"amount": 100}`) {
+		t.Fatal("a refund command was kept")
+	}
+	var got []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(lines.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, m)
+	}
+	if len(got) != 2 || got[0][obs.MetricRefunds] != 1.0 || got[0][obs.MetricRefundMismatches] != nil ||
+		got[1][obs.MetricRefunds] != 1.0 || got[1][obs.MetricRefundMismatches] != 1.0 || got[1][obs.DimensionOutcome] != string(obs.OutcomeAcquirerMismatch) {
+		t.Fatalf("metrics %v", got)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/idempotent-payments/idempay/internal/backstop"
 	"github.com/idempotent-payments/idempay/internal/obs"
+	"github.com/idempotent-payments/idempay/internal/refund"
 	"github.com/idempotent-payments/idempay/internal/sweep"
 )
 
@@ -22,7 +23,7 @@ type Handler struct {
 	Backstop *backstop.Publisher
 	Logger   *slog.Logger
 	// Metrics gets the run's counts as EMF (StaleFlagged, StaleFailing,
-	// OldestStaleSeconds, HeldRecords, OldestHeldSeconds, and in the
+	// OldestStaleSeconds, HeldRecords, HeldRefunds, OldestHeldSeconds, and in the
 	// multi-region mode EventsTakenOver and RegionsStopped): the stale-
 	// and held-records alarms read them. It gets the table probe's
 	// answer on a line of its own (TableProbe), which the table-probe
@@ -55,6 +56,7 @@ func (h *Handler) Handle(ctx context.Context, _ events.EventBridgeEvent) (Report
 	}
 	if r.HeldCounted { // a run that could not count them says nothing of them
 		values[obs.MetricHeldRecords], values[obs.MetricOldestHeldSeconds] = float64(r.Held), r.OldestHeld.Seconds()
+		values[obs.MetricHeldRefunds] = float64(r.HeldByOperation[refund.Operation])
 	}
 	report := Report{Report: r}
 	if h.Backstop != nil {

@@ -342,6 +342,12 @@ func (h *Handler) observe(ctx context.Context, req request, a reply, took time.D
 			values[obs.MetricAcquirerLatencyMs] = ms(tr.acquirerLatency)
 			values[obs.MetricAcquirerErrors] = float64(tr.acquirerErrors)
 		}
+		if tr.operation == refund.Operation {
+			values[obs.MetricRefunds] = 1
+			if a.outcome == obs.OutcomeAcquirerMismatch {
+				values[obs.MetricRefundMismatches] = 1
+			}
+		}
 		h.Metrics.Record(a.outcome, values)
 	}
 }

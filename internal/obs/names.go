@@ -35,6 +35,15 @@ const (
 	MetricStreamUndecodable  = "StreamUndecodable" // stream records the publisher skipped
 	MetricEventsTakenOver    = "EventsTakenOver"   // rows a sweeper published for their publisher: a stopped region's, or its own left behind (multi-region mode)
 	MetricRegionsStopped     = "RegionsStopped"    // regions a sweeper found with a stale heartbeat (multi-region mode)
+	// Refunds share the charges' outcomes (the Outcome dimension), so what
+	// is a refund's is counted apart, on the same lines: MetricRefunds
+	// once per refund request or command (a refund record's reconcile
+	// command included), MetricRefundMismatches once per refund held on
+	// the acquirer's answer, and MetricHeldRefunds the held records the
+	// sweeper counted that are refunds'.
+	MetricRefunds          = "Refunds"
+	MetricRefundMismatches = "RefundMismatches"
+	MetricHeldRefunds      = "HeldRefunds"
 	// MetricTableProbe is the sweeper's strongly consistent read of the
 	// table, once a run: 1 when the table answered, 0 when not (Values,
 	// not Record: it is no request's outcome). The table-probe alarm, and

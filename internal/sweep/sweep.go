@@ -100,8 +100,11 @@ type Report struct {
 	Held int `json:"held"`
 	// OldestHeld is how long the oldest of them has been held.
 	OldestHeld time.Duration `json:"oldest_held_ns"`
+	// HeldByOperation splits Held by the records' operation (charge,
+	// refund).
+	HeldByOperation map[string]int `json:"held_by_operation,omitempty"`
 	// HeldCounted is false when the run had no time left to count them:
-	// Held and OldestHeld then say nothing.
+	// Held, HeldByOperation and OldestHeld then say nothing.
 	HeldCounted bool `json:"held_counted"`
 	// Purged counts the expired records deleted (a table without TTL).
 	Purged int `json:"purged"`
@@ -158,8 +161,8 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 	}
 	wg.Wait()
 	if stopAt.Err() == nil { // held records are few: one page, within the margin
-		held, oldest, err := s.countHeld(ctx, now)
-		total.Held, total.OldestHeld, total.HeldCounted = held, oldest, err == nil
+		held, byOperation, oldest, err := s.countHeld(ctx, now)
+		total.Held, total.HeldByOperation, total.OldestHeld, total.HeldCounted = held, byOperation, oldest, err == nil
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -211,11 +214,11 @@ func (s *Sweeper) purge(ctx, stopAt context.Context, now time.Time) (purged int,
 // too, and the age of the oldest hold, read from each record (the listing
 // does not carry it; held records are few, so one read each). It only
 // reads: a held record is left to its operator.
-func (s *Sweeper) countHeld(ctx context.Context, now time.Time) (int, time.Duration, error) {
-	n, oldest := 0, time.Duration(0)
+func (s *Sweeper) countHeld(ctx context.Context, now time.Time) (int, map[string]int, time.Duration, error) {
+	n, byOperation, oldest := 0, map[string]int{}, time.Duration(0)
 	for page, err := range idem.HeldRecords(ctx, s.store, now.Add(24*time.Hour)) {
 		if err != nil {
-			return n, oldest, fmt.Errorf("held records: %w", err)
+			return n, byOperation, oldest, fmt.Errorf("held records: %w", err)
 		}
 		for _, e := range page {
 			rec, err := s.store.Get(ctx, e.PK, now)
@@ -223,15 +226,16 @@ func (s *Sweeper) countHeld(ctx context.Context, now time.Time) (int, time.Durat
 				continue // settled since it was listed
 			}
 			if err != nil {
-				return n, oldest, fmt.Errorf("held record %s: %w", idem.Ref(e.PK), err)
+				return n, byOperation, oldest, fmt.Errorf("held record %s: %w", idem.Ref(e.PK), err)
 			}
 			if rec.Held() {
 				n++
+				byOperation[rec.Operation]++
 				oldest = max(oldest, now.Sub(rec.Hold.At))
 			}
 		}
 	}
-	return n, oldest, nil
+	return n, byOperation, oldest, nil
 }
 
 // sweepShard sweeps one shard, one page at a time, sending the commands of

@@ -349,7 +349,7 @@ func TestFailedSendStrandsAtMostABatch(t *testing.T) {
 }
 
 // TestHeldRecordsAreCountedNotFlagged: a record held for an operator is
-// counted, with the age of its hold, and never flagged or sent for
+// counted, by its operation, with the age of its hold, and never flagged or sent for
 // reconciliation, however long it has been stale.
 func TestHeldRecordsAreCountedNotFlagged(t *testing.T) {
 	eachStore(t, func(t *testing.T, f *fixture) {
@@ -360,6 +360,14 @@ func TestHeldRecordsAreCountedNotFlagged(t *testing.T) {
 			t.Fatal(err)
 		}
 		if err := c.Lease.HoldForOperator(ctx, "amount_differs", []byte(`{}`)); err != nil {
+			t.Fatal(err)
+		}
+		refundScope := idem.Scope{Operation: "refund", Account: "acct_s", Key: "held-refund-01"}
+		rc, err := f.guard.Begin(ctx, refundScope, idem.Canonical{{Name: "amount", Value: "1"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rc.Lease.HoldForOperator(ctx, "amount_differs", []byte(`{}`)); err != nil {
 			t.Fatal(err)
 		}
 		f.claim(t, "stale", 2)
@@ -373,8 +381,8 @@ func TestHeldRecordsAreCountedNotFlagged(t *testing.T) {
 			t.Fatal(err)
 		}
 		r, err := f.sweeper(sweep.Config{}).Run(ctx)
-		if err != nil || r.Held != 1 || !r.HeldCounted || r.OldestHeld < time.Hour || r.Flagged != 2 || !r.Complete {
-			t.Fatalf("run: %+v, %v; want 1 held (an hour old) and the 2 stale flagged", r, err)
+		if err != nil || r.Held != 2 || r.HeldByOperation["charge"] != 1 || r.HeldByOperation["refund"] != 1 || !r.HeldCounted || r.OldestHeld < time.Hour || r.Flagged != 2 || !r.Complete {
+			t.Fatalf("run: %+v, %v; want 2 held (a charge's an hour old, a refund's) and the 2 stale flagged", r, err)
 		}
 		for _, body := range f.drain(t) {
 			if cmd, _ := command.Decode(body); cmd.PK == s.PK() {
