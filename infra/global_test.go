@@ -539,6 +539,17 @@ func TestGlobalLeastPrivilege(t *testing.T) {
 				}
 			}
 		}
+		// Refunds in every region: the charge and reconciler roles reach
+		// the refund rows and the balances by their key prefixes, on this
+		// region's replica, as in one region.
+		for _, prefix := range []string{"ChargePolicy", "ReconcilerPolicy"} {
+			p := asJSON(props(byPrefix(t, policies, prefix)))
+			for _, key := range []string{tabledef.RefundPrefix, tabledef.BalancePrefix} {
+				if !strings.Contains(p, `"dynamodb:LeadingKeys":["`+key+`*"]`) {
+					t.Errorf("%s %s: no grant on %s* rows: %s", s.name, prefix, key, p)
+				}
+			}
+		}
 		for id, role := range resources(s.template, "AWS::IAM::Role") {
 			if props(role)["ManagedPolicyArns"] != nil || props(role)["Policies"] != nil {
 				t.Errorf("%s: role %s has policies beyond its own: %s", s.name, id, asJSON(props(role)))

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -108,6 +109,42 @@ func queueBillOf(r map[string]metrics, size int) (sizeBill, bool) {
 	return sizeBill{memoryMB: size, parts: parts, total: cost.Total(parts), meets: q["p99_ms"] <= queueP99Target, shaped: q["shaped"] == 1}, true
 }
 
+// refundBillOf is size's bill of a million refunds over HTTP, each
+// waiting acquirerWaitMS for the acquirer: the refund path's billed
+// duration, publisher and logs in the run (its balances holding 1 to 25
+// entries), and the units of a charge's nth refund (RefundUnits measures
+// the first and the cap's, where each balance update is billed by the
+// whole item).
+func refundBillOf(r map[string]metrics, size, nth int) (sizeBill, bool) {
+	m, ok := sized(r, size, "refund")
+	units, unitsOK := r[fmt.Sprint(refundUnitsPrefix, nth)]
+	if !ok || !unitsOK {
+		return sizeBill{}, false
+	}
+	parts := cost.PerMillion(cost.Usage{
+		MemoryMB: size, BilledMS: m["billed_ms"] + acquirerWaitMS, Invocations: 1,
+		ColdStartMS: coldStartMS(r, size), ColdShare: coldShare,
+		APIRequests: 1, WriteUnits: units["WRU/op"], ReadUnits: units["RRU/op"],
+		Publishes: 1, EventRequests: subscriberRequestsPerEvent,
+		PublisherInvocations: m["publisher_invocations"], PublisherBilledMS: m["publisher_billed_ms"], PublisherMemoryMB: size,
+		LogBytes: m["log_bytes"],
+	})
+	return sizeBill{memoryMB: size, parts: parts, total: cost.Total(parts), meets: true, shaped: m["shaped"] == 1}, true
+}
+
+const refundUnitsPrefix = "RefundUnits/refund-"
+
+// lastRefund is the largest nth refund RefundUnits measured (refund.MaxEntries).
+func lastRefund(r map[string]metrics) int {
+	last := 0
+	for name := range r {
+		if n, err := strconv.Atoi(strings.TrimPrefix(name, refundUnitsPrefix)); err == nil && strings.HasPrefix(name, refundUnitsPrefix) {
+			last = max(last, n)
+		}
+	}
+	return last
+}
+
 // coldStartMS is what a cold invocation at size bills on top of a warm
 // one: the charge function's, measured; the consumer's is taken as the
 // same.
@@ -159,7 +196,7 @@ func memorySection(r map[string]metrics) string {
 	fmt.Fprintf(&b, "Each execution environment (the RIE and its bootstrap) in a cgroup of its own with the size's CPU quota (memory ÷ %d MB of a vCPU, per 20 ms CFS period) and memory limit; two charge and two consumer environments. Capacity: 4 closed-loop clients, per environment. Latency: requests sent at a steady rate of half that capacity, each timed from when it was due. Queue commands go through the local event source mapping, one poller, so one consumer environment works at a time; each is timed from its send to the end of the invocation that handled it, and its billed ms are per consumer invocation. A low throttled share means this machine, not the quota, was the limit.\n\n", deploy.MemoryPerVCPU)
 	b.WriteString("| size | path | capacity req/s per env | throttled % | p50 ms | p99 ms | billed ms | CPU ms |\n|---|---|---|---|---|---|---|---|\n")
 	for _, size := range memorySizes {
-		for _, path := range []string{"first-execution", "replay", "storm-of-20", "queue-command"} {
+		for _, path := range []string{"first-execution", "replay", "storm-of-20", "queue-command", "refund"} {
 			m, ok := sized(r, size, path)
 			if !ok {
 				continue
@@ -223,6 +260,19 @@ func memorySection(r map[string]metrics) string {
 		fmt.Fprintf(&b, "\n**A million charge commands on a queue, US$** (the same prices and assumptions; the consumer's batches as this run made them at half of capacity, each billed for the batch and %.0f ms per %d commands of it, as it calls the acquirer for %d at once; each command's send and its share of its batch's receive and delete; the charge function's cold start; every figure of a run whose acquirer answered at once):\n\n", acquirerWaitMS, deploy.ConsumerConcurrency, deploy.ConsumerConcurrency)
 		billTable(&b, queue)
 		fmt.Fprintf(&b, "\nApart from these, each command queue costs $%.4f a month while empty: %d pollers' %d-second long polls, each billed as a request (an assumption: AWS does not publish how many pollers keep an idle queue).\n", cost.IdleQueueMonthly(idlePollers), idlePollers, cost.LongPollSeconds)
+	}
+	if chosen, ok := cheapest(charge); ok {
+		last := lastRefund(r)
+		first, firstOK := refundBillOf(r, chosen.memoryMB, 1)
+		fullest, fullestOK := refundBillOf(r, chosen.memoryMB, last)
+		if firstOK && fullestOK {
+			fmt.Fprintf(&b, "\n**A million refunds over HTTP at the charge function's size, %d MB, US$** (the same prices and assumptions; the refund path's billed duration in this run; the write and read units of a charge's first refund and of its %dth, `RefundUnits`):\n\n", chosen.memoryMB, last)
+			fmt.Fprintf(&b, "| part | a charge's first refund | its %dth |\n|---|---|---|\n", last)
+			for i, p := range first.parts {
+				fmt.Fprintf(&b, "| %s | %.4f | %.4f |\n", p.Name, p.Dollars, fullest.parts[i].Dollars)
+			}
+			fmt.Fprintf(&b, "| **total** | **%.4f** | **%.4f** |\n", first.total, fullest.total)
+		}
 	}
 	b.WriteString("\n**Each function's size.** Per size: the charge function's total per million first executions, the consumers' (the producers' and the reconcile queue's, one binary) per million commands, the publisher's per million events, the sweeper's a month; a size that misses its p99 target is marked ✗.\n\n")
 	b.WriteString("| function | rule |")

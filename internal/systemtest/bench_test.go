@@ -22,6 +22,7 @@ import (
 
 	"github.com/idempotent-payments/idempay/internal/dynamo/dynamotest"
 	"github.com/idempotent-payments/idempay/internal/localapi"
+	"github.com/idempotent-payments/idempay/internal/route"
 )
 
 // benchClients is how many clients the benchmarks' loads run; the
@@ -137,6 +138,40 @@ func freshDynamoDB(b *testing.B) {
 
 func benchCharge(s *localapi.Stack, token, key string, want ...int) error {
 	return chargeAt(s.URL, token, key, want...)
+}
+
+// benchChargeID charges the visa charge under key and returns its id.
+func benchChargeID(s *localapi.Stack, token, key string) (string, error) {
+	req, _ := http.NewRequest(http.MethodPost, s.URL+route.ChargesPath, strings.NewReader(visa))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Idempotency-Key", key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := benchClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		return "", fmt.Errorf("charge %s: status %d", key, resp.StatusCode)
+	}
+	return strings.TrimPrefix(resp.Header.Get("Location"), route.ChargesPath+"/"), nil
+}
+
+// benchRefund refunds 1 unit of chargeID under key and wants 201.
+func benchRefund(s *localapi.Stack, token, chargeID, key string) error {
+	req, _ := http.NewRequest(http.MethodPost, s.URL+route.ChargesPath+"/"+chargeID+"/refunds", strings.NewReader(`{"amount": 1}`))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Idempotency-Key", key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := benchClient.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		return fmt.Errorf("refund %s: status %d", key, resp.StatusCode)
+	}
+	return nil
 }
 
 // benchClient keeps a connection per load goroutine: with the default two

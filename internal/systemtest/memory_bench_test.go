@@ -44,7 +44,10 @@ func sizesToMeasure(b *testing.B) []int {
 // how many sweeper runs the sweep is timed over.
 const (
 	memoryLoad = 300
-	sweeps     = 5
+	// refundsPerCharge: the refund path's refunds of each charge, half of
+	// refund.MaxEntries, so its balances average a quarter of the cap.
+	refundsPerCharge = 25
+	sweeps           = 5
 )
 
 // BenchmarkMemorySizes: the charge API as Lambda runs it at each memory
@@ -157,6 +160,39 @@ func BenchmarkMemorySizes(b *testing.B) {
 					}
 				})
 			}
+			// Refunds of 1 unit, refundsPerCharge of each charge made
+			// before the load (untimed), so the balances the load updates
+			// hold 1 to refundsPerCharge entries.
+			b.Run("refund", func(b *testing.B) {
+				for iter := 0; b.Loop(); iter++ {
+					prefix := fmt.Sprintf("memory-refund-%s-%d-", run, iter)
+					send := func(phase string) func(i int) error {
+						charges := make([]string, memoryLoad/refundsPerCharge+1)
+						for c := range charges {
+							id, err := benchChargeID(s, token, fmt.Sprint(prefix, phase, "-charge-", c))
+							if err != nil {
+								b.Fatal(err)
+							}
+							charges[c] = id
+						}
+						return func(i int) error {
+							return benchRefund(s, token, charges[i/refundsPerCharge], fmt.Sprint(prefix, phase, "-", i))
+						}
+					}
+					m := measurePath(b, s, logs, send("capacity"), send("half"))
+					b.ReportMetric(m.capacity/2, "capacity_rps_per_env")
+					b.ReportMetric(m.throttled*100, "throttled_pct")
+					b.ReportMetric(ms(m.p50), "p50_ms")
+					b.ReportMetric(ms(m.p99), "p99_ms")
+					b.ReportMetric(m.billed, "billed_ms")
+					b.ReportMetric(ms(m.cpu), "cpu_ms")
+					b.ReportMetric(m.publisherInvocations, "publisher_invocations")
+					b.ReportMetric(m.publisherBilled, "publisher_billed_ms")
+					b.ReportMetric(m.logBytes, "log_bytes")
+					b.ReportMetric(shaped, "shaped")
+					b.ReportMetric(0, "ns/op")
+				}
+			})
 			b.Run("queue-command", func(b *testing.B) {
 				for iter := 0; b.Loop(); iter++ {
 					m := measureQueue(b, s, logs, fmt.Sprintf("memory-queue-%s-%d-", run, iter))
