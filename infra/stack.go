@@ -450,9 +450,9 @@ func purgeAccess(cfg Config, env map[string]*string, tableArn *string) []stateme
 // beyond a Query of the unpublished index, to beat its region's heartbeat
 // and take over the events of regions that stopped (backstop.Publisher):
 // the topic and the stale age in env; a put of its own region's heartbeat
-// item only, with its attributes only; reads of the heartbeats and the
-// ledger rows; the mark on a ledger row (markStatement); and a publish to
-// its region's topic.
+// item only, with its attributes only; reads of the heartbeats, the
+// ledger rows and the refund rows; the mark on a ledger or refund row
+// (markStatement); and a publish to its region's topic.
 func takeOverAccess(cfg Config, env map[string]*string, tableArn, topicArn *string) []statement {
 	env[deploy.EnvOutcomeTopicARN] = topicArn
 	env[deploy.EnvStaleRegion] = jsii.String(deployed.StaleRegion.String())
@@ -464,7 +464,7 @@ func takeOverAccess(cfg Config, env map[string]*string, tableArn, topicArn *stri
 			},
 			"StringEqualsIfExists": map[string]any{"dynamodb:ReturnValues": "NONE"},
 		}},
-		{actions: []string{"dynamodb:GetItem"}, resources: []*string{tableArn}, conditions: leadingKeys(tabledef.HeartbeatPrefix, tabledef.LedgerPrefix)},
+		{actions: []string{"dynamodb:GetItem"}, resources: []*string{tableArn}, conditions: leadingKeys(tabledef.HeartbeatPrefix, tabledef.LedgerPrefix, tabledef.RefundPrefix)},
 		markStatement(tableArn),
 		{actions: []string{"sns:Publish"}, resources: []*string{topicArn}},
 	}
@@ -478,14 +478,14 @@ func markAccess(cfg Config, env map[string]*string, tableName, tableArn *string)
 	return []statement{markStatement(tableArn)}
 }
 
-// markStatement is the mark on a ledger row (dynamo.Books'
-// MarkPublished): an update of ledger rows that touches the row's key and
+// markStatement is the mark on a ledger or refund row (dynamo.Books'
+// MarkPublished): an update of those rows that touches the row's key and
 // its unpublished listing only and returns nothing, so a role that marks
 // can neither change what a row says nor write a row that reads as a
-// charge.
+// charge or a refund.
 func markStatement(tableArn *string) statement {
 	return statement{actions: []string{"dynamodb:UpdateItem"}, resources: []*string{tableArn}, conditions: map[string]any{
-		"ForAllValues:StringLike": map[string]any{"dynamodb:LeadingKeys": []string{tabledef.LedgerPrefix + "*"}},
+		"ForAllValues:StringLike": map[string]any{"dynamodb:LeadingKeys": []string{tabledef.LedgerPrefix + "*", tabledef.RefundPrefix + "*"}},
 		"ForAllValues:StringEquals": map[string]any{
 			"dynamodb:Attributes": []string{tabledef.KeyAttribute, tabledef.UnpublishedShardAttribute, tabledef.UnpublishedSinceAttribute},
 		},

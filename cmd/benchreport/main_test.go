@@ -125,12 +125,12 @@ func TestMemorySection(t *testing.T) {
 	// the units of the first refund and of the cap's.
 	r["MemorySizes/256MB/refund"] = metrics{"billed_ms": 30, "publisher_invocations": 0.1, "publisher_billed_ms": 20, "log_bytes": 900, "shaped": 1}
 	r["RefundUnits/refund-1"], r["RefundUnits/refund-50"] = metrics{"WRU/op": 7, "RRU/op": 2}, metrics{"WRU/op": 21, "RRU/op": 2}
-	got = memorySection(r)
+	withRefunds := memorySection(r)
 	fullest, _ := refundBillOf(r, 256, 50)
 	want = cost.Total(cost.PerMillion(cost.Usage{MemoryMB: 256, BilledMS: 30 + 300, Invocations: 1, ColdStartMS: 91, ColdShare: 0.01, APIRequests: 1, WriteUnits: 21,
 		ReadUnits: 2, Publishes: 1, EventRequests: 0.2, PublisherInvocations: 0.1, PublisherBilledMS: 20, PublisherMemoryMB: 256, LogBytes: 900}))
-	if math.Abs(fullest.total-want) > 1e-12 || lastRefund(r) != 50 || !strings.Contains(got, "A million refunds over HTTP at the charge function's size, 256 MB") {
-		t.Fatalf("a charge's 50th refund at 256 MB: $%.6f, want $%.6f; last %d\n%s", fullest.total, want, lastRefund(r), got)
+	if math.Abs(fullest.total-want) > 1e-12 || lastRefund(r) != 50 || !strings.Contains(withRefunds, "A million refunds over HTTP at the charge function's size, 256 MB") {
+		t.Fatalf("a charge's 50th refund at 256 MB: $%.6f, want $%.6f; last %d\n%s", fullest.total, want, lastRefund(r), withRefunds)
 	}
 	sweep, _ := sweeperMonthly(r, 128)
 	if want := 43200 * (0.125*0.1*cost.LambdaGBSecond + cost.LambdaRequest); math.Abs(sweep-want) > 1e-12 {

@@ -17,7 +17,6 @@ import (
 	"github.com/idempotent-payments/idempay/internal/dynamo"
 	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/obs"
-	"github.com/idempotent-payments/idempay/internal/outbox"
 	"github.com/idempotent-payments/idempay/internal/publish"
 	"github.com/idempotent-payments/idempay/internal/refund"
 	"github.com/idempotent-payments/idempay/internal/streamfilter"
@@ -89,12 +88,8 @@ func republishRefunds(ctx context.Context, rows refund.Ledger, r republisher, re
 	var failed []string
 	for _, id := range refundIDs {
 		row, err := rows.Get(ctx, id)
-		var e event.Event
 		if err == nil {
-			e, err = outbox.RefundEvent(row)
-		}
-		if err == nil {
-			err = r.Publish(ctx, e)
+			err = publish.RefundRow(ctx, r, r.books, row) // marks a region's row, as the publisher does
 		}
 		if err != nil {
 			fmt.Fprintf(r.sh.stdout, "%s: %v\n", id, err)

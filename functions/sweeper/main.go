@@ -48,7 +48,7 @@ func run(logger *slog.Logger) error {
 	}
 	if cfg.Region != "" {
 		h.Backstop = &backstop.Publisher{
-			Region: cfg.Region, Books: table.Books(), Ledger: table.Ledger(),
+			Region: cfg.Region, Books: table.Books(), Ledger: table.Ledger(), Refunds: table.Refunds(),
 			Topic: topic.New(sns.NewFromConfig(awsCfg), cfg.TopicARN), StaleAfter: cfg.StaleRegion, StopMargin: sweep.DefaultStopMargin,
 		}
 	}

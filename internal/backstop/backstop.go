@@ -1,6 +1,7 @@
 // Package backstop is each region's backstop, in the multi-region mode,
-// for the outcome events: it publishes the ledger rows a stopped region
-// left unpublished, and those its own publisher left, and beats the
+// for the outcome events: it publishes the ledger and refund rows a
+// stopped region left unpublished, and those its own publisher left, and
+// beats the
 // region's heartbeat. The sweeper runs it every minute.
 package backstop
 
@@ -8,11 +9,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/publish"
+	"github.com/idempotent-payments/idempay/internal/refund"
 )
 
 // Publisher is one region's part, in the multi-region mode, in publishing
@@ -37,9 +40,12 @@ import (
 type Publisher struct {
 	// Region is this region.
 	Region string
-	Books  charge.Books
-	Ledger charge.Ledger
-	Topic  publish.Topic
+	// Books list the unpublished rows, charges' and refunds' alike; Ledger
+	// and Refunds read them.
+	Books   charge.Books
+	Ledger  charge.Ledger
+	Refunds refund.Ledger
+	Topic   publish.Topic
 	// StaleAfter is how old a region's last heartbeat is when that region
 	// has stopped, and how long a row waits before anyone but its region
 	// publishes it. Several of the runs' interval, so one late run is not
@@ -153,9 +159,22 @@ func (p *Publisher) due(ctx context.Context, u charge.Unpublished, started time.
 	return stopped, nil
 }
 
-// publish publishes charge id's event from its row (publish.Row), which
-// marks the row.
+// publish publishes row id's event from its row (publish.Row, or
+// publish.RefundRow for a refund's), which marks the row.
 func (p *Publisher) publish(ctx context.Context, id string) error {
+	if strings.HasPrefix(id, refund.IDPrefix) {
+		if p.Refunds == nil { // a wiring mistake: the row stays listed, and loud
+			return fmt.Errorf("take over %s: no refund ledger to read it", idem.Ref(id))
+		}
+		r, err := p.Refunds.Get(ctx, id)
+		if err == nil {
+			err = publish.RefundRow(ctx, p.Topic, p.Books, r)
+		}
+		if err != nil {
+			return fmt.Errorf("take over %s: %w", idem.Ref(id), err)
+		}
+		return nil
+	}
 	c, err := p.Ledger.Get(ctx, id)
 	if err != nil {
 		return fmt.Errorf("take over %s: %w", idem.Ref(id), err)

@@ -99,9 +99,10 @@ func (c Charge) OfAcquirer(acquirer string) bool {
 	return c.AcquirerID == "" || c.AcquirerID == acquirer
 }
 
-// Unpublished is a ledger row whose event no region has published yet, as
-// the ledger lists it in the multi-region mode: the charge, the region
-// that wrote the row and when.
+// Unpublished is a row whose event no region has published yet, as the
+// books list it in the multi-region mode: the row's id (a charge's, or a
+// refund's, whose rows are listed beside them: refund.IDPrefix), the
+// region that wrote the row and when.
 type Unpublished struct {
 	ID, Region string
 	Since      time.Time

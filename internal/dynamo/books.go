@@ -16,6 +16,7 @@ import (
 
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/refund"
 	"github.com/idempotent-payments/idempay/internal/tabledef"
 )
 
@@ -33,23 +34,32 @@ type Books struct {
 	table string
 }
 
-// shardOf is the unpublished index's partition of charge id's row: the
-// in-flight index's sharding (idem.ShardOf), since each charge writes it
-// twice too (listed, then unlisted).
-func shardOf(id string) string { return fmt.Sprintf("%02d", idem.ShardOf(Key(id))) }
+// shardOf is the unpublished index's partition of row id's row (a
+// charge's or a refund's): the in-flight index's sharding (idem.ShardOf),
+// since each row writes it twice too (listed, then unlisted).
+func shardOf(id string) string { return fmt.Sprintf("%02d", idem.ShardOf(rowKey(id))) }
+
+// rowKey is the key of row id: a refund's (refund.IDPrefix) or a
+// charge's.
+func rowKey(id string) string {
+	if strings.HasPrefix(id, refund.IDPrefix) {
+		return tabledef.RefundPrefix + id
+	}
+	return Key(id)
+}
 
 // pageSize is how many index entries one query of the listing reads (a
 // variable for the test of the paging).
 var pageSize int32 = 100
 
-// MarkPublished unlists charge id's row: its event is published. One
-// UpdateItem, conditioned on the row's existence (charge.ErrNoCharge
-// without it); marking a row twice changes nothing. It may fail with
+// MarkPublished unlists row id's row, a charge's or a refund's: its event
+// is published. One UpdateItem, conditioned on the row's existence
+// (charge.ErrNoCharge without it); marking a row twice changes nothing. It may fail with
 // idem.ErrWriteConflict, without effect.
 func (b *Books) MarkPublished(ctx context.Context, id string) error {
 	_, err := b.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:           aws.String(b.table),
-		Key:                 map[string]types.AttributeValue{tabledef.KeyAttribute: &types.AttributeValueMemberS{Value: Key(id)}},
+		Key:                 map[string]types.AttributeValue{tabledef.KeyAttribute: &types.AttributeValueMemberS{Value: rowKey(id)}},
 		UpdateExpression:    aws.String("REMOVE " + tabledef.UnpublishedShardAttribute + ", " + tabledef.UnpublishedSinceAttribute),
 		ConditionExpression: aws.String("attribute_exists(" + tabledef.KeyAttribute + ")"),
 	})
@@ -108,14 +118,15 @@ func unpublishedOf(item map[string]types.AttributeValue) (charge.Unpublished, er
 	pk, _ := item[tabledef.KeyAttribute].(*types.AttributeValueMemberS)
 	region, _ := item[tabledef.RegionAttribute].(*types.AttributeValueMemberS)
 	since, _ := item[tabledef.UnpublishedSinceAttribute].(*types.AttributeValueMemberN)
-	if pk == nil || !strings.HasPrefix(pk.Value, tabledef.LedgerPrefix) || region == nil || since == nil {
+	if pk == nil || !strings.HasPrefix(pk.Value, tabledef.LedgerPrefix) && !strings.HasPrefix(pk.Value, tabledef.RefundPrefix) || region == nil || since == nil {
 		return charge.Unpublished{}, fmt.Errorf("%w: an unpublished index entry without its key, region or time", charge.ErrUnreadableCharge)
 	}
 	ms, err := strconv.ParseInt(since.Value, 10, 64)
 	if err != nil {
 		return charge.Unpublished{}, fmt.Errorf("%w: %s: %w", charge.ErrUnreadableCharge, tabledef.UnpublishedSinceAttribute, err)
 	}
-	return charge.Unpublished{ID: strings.TrimPrefix(pk.Value, tabledef.LedgerPrefix), Region: region.Value, Since: time.UnixMilli(ms).UTC()}, nil
+	id := strings.TrimPrefix(strings.TrimPrefix(pk.Value, tabledef.LedgerPrefix), tabledef.RefundPrefix)
+	return charge.Unpublished{ID: id, Region: region.Value, Since: time.UnixMilli(ms).UTC()}, nil
 }
 
 // heartbeatKey is the key of region's heartbeat item.

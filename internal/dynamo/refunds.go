@@ -36,6 +36,12 @@ type refundRow struct {
 	AcquirerRefundID string `dynamodbav:"acquirer_refund_id"`
 	AcquirerID       string `dynamodbav:"acquirer_id,omitempty"`
 	CreatedAt        string `dynamodbav:"created_at"` // RFC 3339, milliseconds, UTC
+	// Region, UnpublishedShard and UnpublishedSince as a ledger row's
+	// (row): a row written with a region is listed in the unpublished
+	// index until its event is published.
+	Region           string `dynamodbav:"region,omitempty"`
+	UnpublishedShard string `dynamodbav:"unpublished_shard,omitempty"`
+	UnpublishedSince int64  `dynamodbav:"unpublished_since,omitempty"` // epoch milliseconds
 }
 
 // Refunds is the refund.Ledger on the table (Table.Refunds).
@@ -45,14 +51,19 @@ type Refunds struct {
 }
 
 // Write implements refund.Ledger with one PutItem conditioned on the
-// row's absence; an existing row comes back in the same call.
+// row's absence; an existing row comes back in the same call. A row with
+// a region is listed as unpublished in the same write.
 func (l *Refunds) Write(ctx context.Context, r refund.Refund) (refund.Refund, error) {
-	old, exists, err := putOnce(ctx, l.api, l.table, tabledef.RefundPrefix+r.ID, refundRow{
+	item := refundRow{
 		PK: tabledef.RefundPrefix + r.ID, Type: refundRowType, ID: r.ID, Account: r.Account, ChargeID: r.ChargeID,
 		IdempotencyKey: r.IdempotencyKey, Source: r.Source, Status: r.Status, DeclineCode: r.DeclineCode,
 		Amount: r.Amount, Currency: r.Currency, Reason: r.Reason, AcquirerRefundID: r.AcquirerRefundID, AcquirerID: r.AcquirerID,
-		CreatedAt: r.CreatedAt.UTC().Format(time.RFC3339Nano),
-	})
+		CreatedAt: r.CreatedAt.UTC().Format(time.RFC3339Nano), Region: r.Region,
+	}
+	if r.Region != "" {
+		item.UnpublishedShard, item.UnpublishedSince = shardOf(r.ID), r.CreatedAt.UnixMilli()
+	}
+	old, exists, err := putOnce(ctx, l.api, l.table, item.PK, item)
 	switch {
 	case err != nil:
 		return refund.Refund{}, fmt.Errorf("put refund: %w", err)
@@ -91,6 +102,6 @@ func decodeRefund(id string, item map[string]types.AttributeValue) (refund.Refun
 	return refund.Refund{
 		ID: r.ID, Account: r.Account, ChargeID: r.ChargeID, IdempotencyKey: r.IdempotencyKey, Source: r.Source,
 		Status: r.Status, DeclineCode: r.DeclineCode, Amount: r.Amount, Currency: r.Currency, Reason: r.Reason,
-		AcquirerRefundID: r.AcquirerRefundID, AcquirerID: r.AcquirerID, CreatedAt: created,
+		AcquirerRefundID: r.AcquirerRefundID, AcquirerID: r.AcquirerID, CreatedAt: created, Region: r.Region,
 	}, nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/obs"
 	"github.com/idempotent-payments/idempay/internal/outbox"
+	"github.com/idempotent-payments/idempay/internal/refund"
 	"github.com/idempotent-payments/idempay/internal/tabledef"
 )
 
@@ -37,8 +38,9 @@ type Handler struct {
 	Logger *slog.Logger
 	// Metrics gets one EMF line per invocation; nil skips it.
 	Metrics *obs.Metrics
-	// Books, in the multi-region mode, records each ledger row published
-	// once its event is (Row), so no other region takes it over; a row
+	// Books, in the multi-region mode, records each ledger row and refund
+	// row published once its event is (Row, RefundRow), so no other region
+	// takes it over; a row
 	// whose mark fails is reported as the batch's failure, as a failed
 	// publish is. Nil in one region, where nothing takes over.
 	Books charge.Books
@@ -56,12 +58,18 @@ func (h *Handler) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.D
 				"a stream record does not decode; skipped: republish its charge or refund from its row", "error", err)
 			continue
 		}
-		if change.InsertedRow != nil {
+		switch {
+		case change.InsertedRow != nil:
 			err = Row(ctx, h.Topic, h.Books, *change.InsertedRow)
 			if err == nil {
 				published++
 			}
-		} else {
+		case change.InsertedRefund != nil:
+			err = RefundRow(ctx, h.Topic, h.Books, *change.InsertedRefund)
+			if err == nil {
+				published++
+			}
+		default:
 			var n int
 			n, err = publishChange(ctx, h.Topic, change)
 			published += n
@@ -103,6 +111,18 @@ func Row(ctx context.Context, topic Topic, books charge.Books, c charge.Charge) 
 		return nil
 	}
 	return idem.RetryConflicts(ctx, func() error { return books.MarkPublished(ctx, c.ID) })
+}
+
+// RefundRow is Row for a refund's row r (outbox.RefundEvent): its event,
+// then, with books, the mark of a row written with a region.
+func RefundRow(ctx context.Context, topic Topic, books charge.Books, r refund.Refund) error {
+	if _, err := publishChange(ctx, topic, outbox.Change{InsertedRefund: &r}); err != nil {
+		return err
+	}
+	if books == nil || r.Region == "" {
+		return nil
+	}
+	return idem.RetryConflicts(ctx, func() error { return books.MarkPublished(ctx, r.ID) })
 }
 
 // publishChange publishes the events of c (outbox.Events), in order, and

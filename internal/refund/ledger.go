@@ -35,6 +35,12 @@ type Refund struct {
 	AcquirerRefundID string
 	AcquirerID       string
 	CreatedAt        time.Time
+	// Region is the region whose service wrote the row, in the
+	// multi-region mode (charge.Config.Region); empty in one region. As a
+	// ledger row's (charge.Charge.Region), it names the region that
+	// publishes the row's event, and the row is listed unpublished
+	// (charge.Books) until one has.
+	Region string
 }
 
 // Ledger keeps the refund rows. Its implementations sit beside the
@@ -57,10 +63,13 @@ var (
 
 // ID is the id of the refund sent under downstreamKey (a record's): the
 // same for every attempt of one intent.
-func ID(downstreamKey string) string { return "re_" + downstreamKey }
+func ID(downstreamKey string) string { return IDPrefix + downstreamKey }
+
+// IDPrefix starts every refund id, as "ch_" every charge id.
+const IDPrefix = "re_"
 
 // IDPattern is the shape of a refund id, as api/openapi.yaml states it.
 const IDPattern = "^re_[0-9a-f]{40}$"
 
 // ValidID reports whether id has IDPattern's shape.
-func ValidID(id string) bool { return idem.IsDerivedID("re_", id) }
+func ValidID(id string) bool { return idem.IsDerivedID(IDPrefix, id) }

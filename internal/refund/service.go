@@ -369,6 +369,7 @@ func (s *Service) finish(ctx context.Context, lease *idem.Lease, req Request, ch
 		ID: ID(lease.DownstreamKey()), Account: rec.Account, ChargeID: ch.ID, IdempotencyKey: rec.Key, Source: rec.Source,
 		Status: r.Status, DeclineCode: r.DeclineCode, Amount: r.Amount, Currency: r.Currency, Reason: req.Reason,
 		AcquirerRefundID: r.ID, AcquirerID: rec.Protocol.Downstream, CreatedAt: s.cfg.Now().UTC().Truncate(time.Millisecond),
+		Region: s.cfg.Region,
 	}
 	var stored Refund
 	err := idem.RetryConflicts(ctx, func() (err error) {

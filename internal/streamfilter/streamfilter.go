@@ -27,13 +27,13 @@ type Set struct {
 }
 
 // For is the set of region's publisher. In one region (region empty) it
-// passes every ledger row inserted; in the multi-region mode the rows
-// region wrote (their region attribute), since each row's event is
-// published once, by the region that wrote it, and another region takes
-// over only from the unpublished index; and the rows written with no
-// region (an operator's accept, from a shell), which no region would take
-// over, so every region publishes them. Refund rows, holds and releases
-// pass in every region. A set has at most MaxPatterns patterns.
+// passes every ledger and refund row inserted; in the multi-region mode
+// the rows region wrote (their region attribute), since each row's event
+// is published once, by the region that wrote it, and another region
+// takes over only from the unpublished index; and the rows written with
+// no region (an operator's accept, from a shell), which no region would
+// take over, so every region publishes them. Holds and releases pass in
+// every region. A set has at most MaxPatterns patterns.
 func For(region string) Set {
 	rowPattern := func(image string, prefixes ...string) string {
 		var list []string
@@ -46,10 +46,9 @@ func For(region string) Set {
 	rows := []string{rowPattern("", tabledef.LedgerPrefix, tabledef.RefundPrefix)}
 	if region != "" {
 		rows = []string{
-			rowPattern(fmt.Sprintf(`,"NewImage":{%q:{"S":[%q]}}`, tabledef.RegionAttribute, region), tabledef.LedgerPrefix), // the region's rows
-			// rows of no region: refund rows name none, so in several
-			// regions each publishes a refund row's event (one id, one
-			// body, derived from the row)
+			// the region's ledger and refund rows
+			rowPattern(fmt.Sprintf(`,"NewImage":{%q:{"S":[%q]}}`, tabledef.RegionAttribute, region), tabledef.LedgerPrefix, tabledef.RefundPrefix),
+			// rows of no region (an operator's accept from a shell)
 			rowPattern(fmt.Sprintf(`,"NewImage":{%q:{"S":[{"exists":false}]}}`, tabledef.RegionAttribute), tabledef.LedgerPrefix, tabledef.RefundPrefix),
 		}
 	}

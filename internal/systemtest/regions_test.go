@@ -365,13 +365,18 @@ func TestEventsPublishedOnceAcrossRegions(t *testing.T) {
 		return n
 	}
 
-	// The normal case: three charges in each region.
+	// The normal case: three charges in each region, and a refund of one
+	// of them in each.
+	var charged []string
 	for i, s := range []*localapi.Stack{east, east, east, west, west, west} {
-		expect(t, postCharge(t, s, "acct_r", fmt.Sprintf("once-across-regions-%d", i), visa), 201, "")
+		charged = append(charged, chargeOf(t, s, "acct_r", fmt.Sprintf("once-across-regions-%d", i), "pm_card_visa", 25000))
+	}
+	for i, s := range []*localapi.Stack{east, west} {
+		expect(t, postRefund(t, s, "acct_r", fmt.Sprintf("once-across-regions-refund-%d", i), charged[3*i], `{"amount": 100}`), 201, "")
 	}
 	for _, s := range []*localapi.Stack{east, west} {
-		if got := deliveries(t, s, schema, 6); len(got) != 6 || !allOnce(got) {
-			t.Fatalf("%s's queue: %v; want each of the 6 events once", s.RegionName, got)
+		if got := deliveries(t, s, schema, 8); len(got) != 8 || !allOnce(got) {
+			t.Fatalf("%s's queue: %v; want each of the 8 events (6 charges', 2 refunds') once", s.RegionName, got)
 		}
 		if _, err := s.Sweep(ctx); err != nil { // each region beats its heartbeat
 			t.Fatal(err)
@@ -381,12 +386,14 @@ func TestEventsPublishedOnceAcrossRegions(t *testing.T) {
 		t.Fatalf("%d rows are unpublished after every event was published", n)
 	}
 
-	// West's publisher stops, and west writes three rows.
+	// West's publisher stops, and west writes three rows: two charges'
+	// and a refund's.
 	west.Publisher.Close()
 	written := time.Now()
-	for i := range 3 {
+	for i := range 2 {
 		expect(t, postCharge(t, west, "acct_r", fmt.Sprintf("once-across-regions-west-%d", i), visa), 201, "")
 	}
+	expect(t, postRefund(t, west, "acct_r", "once-across-regions-west-refund", charged[4], `{"amount": 100}`), 201, "")
 	if _, err := west.Sweep(ctx); err != nil { // west still beats
 		t.Fatal(err)
 	}
@@ -429,15 +436,15 @@ func TestEventsPublishedOnceAcrossRegions(t *testing.T) {
 
 // deliveries reads the http subscriber's outcome queue of s until it holds
 // want distinct events, then 2 s more, and counts the deliveries of each
-// charge's event.
+// event, by its id.
 func deliveries(t *testing.T, s *localapi.Stack, schema *jsonschema.Schema, want int) map[string]int {
 	t.Helper()
 	got := map[string]int{}
 	for _, e := range receiveEvents(t, s, schema, event.ProducerHTTP, want, 20*time.Second) {
-		got[e.Charge.ID]++
+		got[e.ID]++
 	}
 	for _, e := range receiveEvents(t, s, schema, event.ProducerHTTP, 1, 2*time.Second) {
-		got[e.Charge.ID]++
+		got[e.ID]++
 	}
 	return got
 }
