@@ -22,6 +22,7 @@ func main() {
 	flag.IntVar(&cfg.Parallel, "parallel", cfg.Parallel, "intents in flight at once")
 	flag.IntVar(&cfg.Instances, "instances", cfg.Instances, "charge function instances")
 	flag.Float64Var(&cfg.SQSShare, "sqs", cfg.SQSShare, "share of intents also sent as queue commands")
+	flag.IntVar(&cfg.RefundsPerCharge, "refunds", cfg.RefundsPerCharge, "each captured charge gets 1 to this many partial refunds (0: none)")
 	flag.DurationVar(&cfg.KillEvery, "kill-every", cfg.KillEvery, "SIGKILL the busy instances this often (0: never)")
 	flag.DurationVar(&cfg.StallEvery, "stall-every", cfg.StallEvery, "stall DynamoDB for 4 s this often (0: never)")
 	flag.DurationVar(&cfg.OutageEvery, "outage-every", cfg.OutageEvery, "take the acquirer down (connections refused) this often")

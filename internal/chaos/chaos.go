@@ -1,7 +1,9 @@
-// Package chaos runs a bounded storm of retried charges against the local
-// stack while it injects faults, kills function instances and stalls the
-// database, then checks the promise: at most one authorization per intent,
-// the same answer every time, nothing lost, nothing left in flight.
+// Package chaos runs a bounded storm of retried charges, and of partial
+// refunds of the captured ones, against the local stack while it injects
+// faults, kills function instances and stalls the database, then checks
+// the promise: at most one authorization and one refund per intent,
+// never more refunded than charged, the same answer every time, nothing
+// lost, nothing left in flight or reserved.
 package chaos
 
 import (
@@ -33,6 +35,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/dynamo/conflictproxy"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/localapi"
+	"github.com/idempotent-payments/idempay/internal/route"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
 )
 
@@ -42,7 +45,11 @@ type Config struct {
 	Clients   int     // concurrent clients per intent, each following the retry rule
 	Parallel  int     // intents in flight at once
 	Instances int     // charge function instances
-	SQSShare  float64 // share of intents also sent as a queue command
+	SQSShare  float64 // share of intents (charges and refunds) also sent as a queue command
+	// RefundsPerCharge: each captured charge gets 1 to RefundsPerCharge
+	// partial refunds, at once, each raced by Clients clients under its
+	// key; 0 refunds nothing. The sandbox's own bound is off.
+	RefundsPerCharge int
 	// KillEvery and StallEvery space the SIGKILLs of busy instances and the
 	// 4-second stalls of DynamoDB (which push invocations past their 3 s
 	// Lambda timeout); 0 disables.
@@ -77,7 +84,7 @@ type Config struct {
 // DefaultConfig is `make chaos` without flags: about 3 minutes here.
 func DefaultConfig() Config {
 	return Config{
-		Intents: 2000, Clients: 3, Parallel: 40, Instances: 3, SQSShare: 0.2,
+		Intents: 2000, Clients: 3, Parallel: 40, Instances: 3, SQSShare: 0.2, RefundsPerCharge: 4,
 		KillEvery: 4 * time.Second, StallEvery: 30 * time.Second, OutageEvery: 20 * time.Second, OutageFor: 2 * time.Second,
 		Faults: sandbox.Faults{LatencyMS: 5, HangRate: 0.02, HangMS: 1500, ErrorRate: 0.02, DropRate: 0.02, Seed: 1},
 		Seed:   1, Drain: 90 * time.Second,
@@ -114,7 +121,21 @@ type Summary struct {
 	// case. TakenOver counts the rows the regions' sweepers published for
 	// a region that had stopped (backstop.Publisher).
 	EventDeliveries, TakenOver int
-	Drain, Total               time.Duration
+	// RefundIntents counts the refunds asked, AcquirerRefunds those the
+	// acquirer made or declined. RefundsOverCharge counts charges the
+	// acquirer refunded more than; RefundsWithoutRecord acquirer refunds
+	// under a key no refund intent's record names (a second refund of an
+	// intent); RefundsMismatched 201 answers that are not the acquirer's
+	// refund; RefundedDiffers charges whose balance (amount_refunded) is
+	// not the acquirer's total; ReservationsLeft balances still reserving.
+	// RefundEvents counts the distinct succeeded and declined refund
+	// events, RefundEventsMissing refund rows without one,
+	// RefundEventsExtra refunds with more than one or without a row.
+	RefundIntents, AcquirerRefunds                                         int
+	RefundsOverCharge, RefundsWithoutRecord, RefundsMismatched             int
+	RefundedDiffers, ReservationsLeft                                      int
+	RefundEvents, RefundRejections, RefundEventsMissing, RefundEventsExtra int
+	Drain, Total                                                           time.Duration
 	// Regions is how many regions ran; Conflicts the writes their proxies
 	// refused, of ConflictShare asked for; StoppedAfter the intents sent
 	// when the second region was stopped, FailedOver the requests then sent
@@ -135,6 +156,13 @@ func (s Summary) Violations() []string {
 		"ledger rows without their outcome event":                          s.EventsMissing,
 		"outcome events more than one per charge, or without a ledger row": s.EventsExtra,
 		"outcome events to another subscriber":                             s.EventsMisrouted,
+		"charges refunded beyond their amount":                             s.RefundsOverCharge,
+		"acquirer refunds without their intent's record":                   s.RefundsWithoutRecord,
+		"refund answers that are not the acquirer's refund":                s.RefundsMismatched,
+		"charges whose amount_refunded is not the acquirer's":              s.RefundedDiffers,
+		"reservations left after the drain":                                s.ReservationsLeft,
+		"refund rows without their outcome event":                          s.RefundEventsMissing,
+		"refund events more than one per refund, or without a row":         s.RefundEventsExtra,
 	} {
 		if n > 0 {
 			v = append(v, fmt.Sprintf("%d %s", n, name))
@@ -173,6 +201,10 @@ func (s Summary) Table() string {
 		{"dlqInFlight", s.DeadLettersInFlight}, {"events", s.Events}, {"rejections", s.Rejections},
 		{"eventsMissing", s.EventsMissing}, {"eventsExtra", s.EventsExtra}, {"misrouted", s.EventsMisrouted},
 		{"deliveries", s.EventDeliveries}, {"takenOver", s.TakenOver},
+		{"refunds", s.RefundIntents}, {"acqRefunds", s.AcquirerRefunds}, {"overCharge", s.RefundsOverCharge},
+		{"refundNoRecord", s.RefundsWithoutRecord}, {"refundMismatch", s.RefundsMismatched}, {"refundedDiffers", s.RefundedDiffers},
+		{"reserved", s.ReservationsLeft}, {"refundEvents", s.RefundEvents}, {"refundRejected", s.RefundRejections},
+		{"refundEvMissing", s.RefundEventsMissing}, {"refundEvExtra", s.RefundEventsExtra},
 		{"regions", s.Regions}, {"conflicts", s.Conflicts}, {"stoppedAfter", s.StoppedAfter}, {"failedOver", s.FailedOver},
 		{"drain", s.Drain.Round(100 * time.Millisecond)}, {"total", s.Total.Round(100 * time.Millisecond)},
 	}
@@ -215,6 +247,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	defer regions.close()
 	stack := regions.stacks[0] // the region that stays up: its checks see the shared table and acquirer
 	stack.Sandbox.SetFaults(cfg.Faults)
+	stack.Sandbox.SetRefundBound(false) // the service's bound alone decides
 
 	sum := Summary{Intents: cfg.Intents, Clients: cfg.Clients, Regions: cfg.Regions, ConflictShare: cfg.ConflictShare}
 	intents := newIntents(cfg)
@@ -387,10 +420,12 @@ func newIntents(cfg Config) []intent {
 		if rng.Float64() < 0.1 {
 			pm = "pm_card_declined"
 		}
+		amount := int64(100 + rng.IntN(100000))
 		intents[i] = intent{
-			key:    fmt.Sprintf("chaos-%d-%05d", cfg.Seed, i),
-			body:   fmt.Sprintf(`{"amount": %d, "currency": "BRL", "order_id": "o%d", "payment_method": "%s"}`, 100+rng.IntN(100000), i, pm),
-			viaSQS: rng.Float64() < cfg.SQSShare,
+			key:     fmt.Sprintf("chaos-%d-%05d", cfg.Seed, i),
+			body:    fmt.Sprintf(`{"amount": %d, "currency": "BRL", "order_id": "o%d", "payment_method": "%s"}`, amount, i, pm),
+			viaSQS:  rng.Float64() < cfg.SQSShare,
+			refunds: newRefunds(cfg, rng, i, amount),
 		}
 	}
 	return intents
@@ -512,10 +547,13 @@ func sendLoad(ctx context.Context, cfg Config, r *regions, intents []intent) loa
 				var cw sync.WaitGroup
 				for c := range cfg.Clients {
 					cw.Go(func() {
-						in.answers[c] = retryUntilFinal(ctx, httpClient, urls, (i+c)%len(urls), r.token, in.key, in.body, &sent, &failedOver)
+						in.answers[c] = retryUntilFinal(ctx, httpClient, urls, (i+c)%len(urls), route.ChargesPath, r.token, in.key, in.body, &sent, &failedOver)
 					})
 				}
 				cw.Wait()
+				if in.chargeID = chargeIDOf(in); in.chargeID != "" && len(in.refunds) > 0 {
+					sendRefunds(ctx, cfg, r, httpClient, urls, i, in.chargeID, in, &sent, &queued, &failedOver)
+				}
 			}
 		})
 	}
@@ -554,6 +592,10 @@ type intent struct {
 	key, body string
 	viaSQS    bool
 	answers   []answer
+	// chargeID is the charge its 201 answers name (none declined);
+	// refunds are its refunds, sent once it is captured.
+	chargeID string
+	refunds  []refundIntent
 }
 
 // scope is the intent's idempotency scope, as the service builds it.
@@ -569,14 +611,15 @@ type answer struct {
 
 // retryUntilFinal is the documented client rule: on 409, 429 or 5xx (or no
 // answer) wait Retry-After, or back off, and retry with the same key.
-// A client starts at urls[first] and, when a region does not answer at all
-// (a connection refused: the region is down), fails over to the next one
-// with the same key, counting the request in failedOver.
-func retryUntilFinal(ctx context.Context, c *http.Client, urls []string, first int, token, key, body string, requests, failedOver *atomic.Int64) answer {
+// A client POSTs body to path, starts at urls[first] and, when a region
+// does not answer at all (a connection refused: the region is down), fails
+// over to the next one with the same key, counting the request in
+// failedOver.
+func retryUntilFinal(ctx context.Context, c *http.Client, urls []string, first int, path, token, key, body string, requests, failedOver *atomic.Int64) answer {
 	backoff := 100 * time.Millisecond
 	region := first
 	for deadline := time.Now().Add(3 * time.Minute); time.Now().Before(deadline); {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, urls[region]+"/v1/charges", bytes.NewReader([]byte(body)))
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, urls[region]+path, bytes.NewReader([]byte(body)))
 		req.Header.Set("Authorization", "Bearer "+token)
 		req.Header.Set("Idempotency-Key", key)
 		req.Header.Set("Content-Type", "application/json")

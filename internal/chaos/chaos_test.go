@@ -12,12 +12,12 @@ import (
 )
 
 // TestChaos is the small configuration of `make chaos`, with the same
-// checks. It starts a DynamoDB Local of its own and stalls it, so make test
+// checks, refunds of the captured charges included. It starts a DynamoDB Local of its own and stalls it, so make test
 // runs it on its own, after the other packages.
 func TestChaos(t *testing.T) {
 	rie, bin := functions(t)
 	sum, err := Run(context.Background(), Config{
-		Intents: 120, Clients: 3, Parallel: 20, Instances: 3, SQSShare: 0.2,
+		Intents: 120, Clients: 3, Parallel: 20, Instances: 3, SQSShare: 0.2, RefundsPerCharge: 4,
 		KillEvery: time.Second, StallEvery: 2 * time.Second, OutageEvery: 3 * time.Second, OutageFor: time.Second,
 		Faults: sandbox.Faults{LatencyMS: 5, HangRate: 0.05, HangMS: 1500, ErrorRate: 0.05, DropRate: 0.05, Seed: 7},
 		Seed:   7, Drain: 60 * time.Second, RIE: rie, BinDir: bin,
@@ -29,7 +29,8 @@ func TestChaos(t *testing.T) {
 	if v := sum.Violations(); len(v) > 0 {
 		t.Fatalf("violations: %v", v)
 	}
-	if sum.Kills < 3 || sum.Stalls == 0 || sum.Outages == 0 || sum.Drops == 0 || sum.NotSent == 0 || sum.Unknown == 0 || sum.Authorizations == 0 {
+	if sum.Kills < 3 || sum.Stalls == 0 || sum.Outages == 0 || sum.Drops == 0 || sum.NotSent == 0 || sum.Unknown == 0 || sum.Authorizations == 0 ||
+		sum.AcquirerRefunds == 0 || sum.RefundEvents == 0 {
 		t.Fatalf("the run injected too little to prove anything: %+v", sum)
 	}
 }
@@ -42,7 +43,7 @@ func TestChaos(t *testing.T) {
 func TestChaosTwoRegions(t *testing.T) {
 	rie, bin := functions(t)
 	sum, err := Run(context.Background(), Config{
-		Intents: 120, Clients: 2, Parallel: 20, Instances: 2, SQSShare: 0.2,
+		Intents: 120, Clients: 2, Parallel: 20, Instances: 2, SQSShare: 0.2, RefundsPerCharge: 4,
 		KillEvery: 2 * time.Second, StallEvery: 5 * time.Second, OutageEvery: 4 * time.Second, OutageFor: time.Second,
 		Faults: sandbox.Faults{LatencyMS: 5, HangRate: 0.03, HangMS: 1500, ErrorRate: 0.03, DropRate: 0.03, Seed: 11},
 		Seed:   11, Drain: 60 * time.Second, RIE: rie, BinDir: bin,
@@ -55,7 +56,7 @@ func TestChaosTwoRegions(t *testing.T) {
 	if v := sum.Violations(); len(v) > 0 {
 		t.Fatalf("violations: %v", v)
 	}
-	if sum.Conflicts == 0 || sum.FailedOver == 0 || sum.Authorizations == 0 {
+	if sum.Conflicts == 0 || sum.FailedOver == 0 || sum.Authorizations == 0 || sum.AcquirerRefunds == 0 || sum.RefundEvents == 0 {
 		t.Fatalf("the run injected too little to prove anything: %+v", sum)
 	}
 }

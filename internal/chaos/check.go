@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -89,7 +88,11 @@ func check(ctx context.Context, s *localapi.Stack, intents []intent, logs seen, 
 		}
 	}
 
-	if err := checkEvents(ctx, s, records, charged, sum); err != nil {
+	refunds, err := checkRefunds(ctx, s, intents, sum)
+	if err != nil {
+		return err
+	}
+	if err := checkEvents(ctx, s, records, charged, refunds, sum); err != nil {
 		return err
 	}
 
@@ -124,28 +127,75 @@ func check(ctx context.Context, s *localapi.Stack, intents []intent, logs seen, 
 	return nil
 }
 
+// tally is the distinct events of one kind received, by what they are
+// about (a charge id, a refund id), against want: what each must reach,
+// the subscriber of its source.
+type tally struct {
+	want     map[string]string
+	received map[string]map[string]bool // about → distinct event ids
+}
+
+func newTally(want map[string]string) tally {
+	return tally{want: want, received: map[string]map[string]bool{}}
+}
+
+// add counts event id about about, delivered to subscriber, and reports
+// whether it is misrouted: new, and on another queue than want says.
+func (t tally) add(about, id, subscriber string) (misrouted bool) {
+	if t.received[about] == nil {
+		t.received[about] = map[string]bool{}
+	}
+	misrouted = !t.received[about][id] && t.want[about] != "" && t.want[about] != subscriber
+	t.received[about][id] = true
+	return misrouted
+}
+
+// complete reports whether every wanted one has an event.
+func (t tally) complete() bool {
+	for about := range t.want {
+		if len(t.received[about]) == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// count returns the distinct events, the wanted ones without an event,
+// and those with more than one or none wanted.
+func (t tally) count() (events, missing, extra int) {
+	for about := range t.want {
+		if len(t.received[about]) == 0 {
+			missing++
+		}
+	}
+	for about, ids := range t.received {
+		events += len(ids)
+		if _, ok := t.want[about]; !ok || len(ids) > 1 {
+			extra++
+		}
+	}
+	return events, missing, extra
+}
+
 // checkEvents drains the outcome queues: every ledger row must have
-// exactly one distinct captured-or-declined event, on the queue of the
-// subscriber its charge came from, and no such event may exist without a
-// row. Rejections are counted apart. It waits up to a minute for the
-// events of every row.
-func checkEvents(ctx context.Context, s *localapi.Stack, records []*idem.Record, charged []bool, sum *Summary) error {
+// exactly one distinct captured-or-declined event, and every refund row
+// one succeeded-or-declined event (refunds, by refund id: the subscriber
+// of its source), on the queue of the subscriber its intent came from,
+// and no such event may exist without its row. Rejections are counted
+// apart. It waits up to a minute for the events of every row.
+func checkEvents(ctx context.Context, s *localapi.Stack, records []*idem.Record, charged []bool, refunds map[string]string, sum *Summary) error {
 	want := map[string]string{} // charge id → the subscriber of its source
 	for i, rec := range records {
 		if rec != nil && charged[i] {
-			subscriber := event.ProducerHTTP
-			if p, ok := strings.CutPrefix(rec.Source, "queue:"); ok {
-				subscriber = p
-			}
-			want[charge.ID(rec.DownstreamKey)] = subscriber
+			want[charge.ID(rec.DownstreamKey)] = subscriberOf(rec.Source)
 		}
 	}
-	outcomes := map[string]map[string]bool{} // charge id → distinct event ids
-	rejections := map[string]bool{}
+	charges, refundEvents := newTally(want), newTally(refunds)
+	rejections, refundRejections := map[string]bool{}, map[string]bool{}
 	// Events arrive within the publisher's latency; a minute bounds the wait.
 	wait, stop := context.WithTimeout(ctx, time.Minute)
 	defer stop()
-	for quiet := 0; wait.Err() == nil && (len(outcomes) < len(want) || quiet < 2); {
+	for quiet := 0; wait.Err() == nil && (!charges.complete() || !refundEvents.complete() || quiet < 2); {
 		got := 0
 		for subscriber, url := range s.OutcomeQueues {
 			// Each queue is read until it has nothing, ten at a time: a long
@@ -158,8 +208,27 @@ func checkEvents(ctx context.Context, s *localapi.Stack, records []*idem.Record,
 				}
 				n = len(out.Messages)
 				got += n
-				if err := takeEvents(ctx, s, url, subscriber, out.Messages, want, outcomes, rejections, sum); err != nil {
-					return err
+				for _, m := range out.Messages {
+					e, err := event.Decode([]byte(aws.ToString(m.Body)))
+					if err != nil {
+						return fmt.Errorf("an outcome queue holds %q: %w", aws.ToString(m.Body), err)
+					}
+					switch e.Type {
+					case event.Rejected:
+						rejections[e.ID] = true
+					case event.RefundRejected:
+						refundRejections[e.ID] = true
+					case event.Captured, event.Declined:
+						sum.EventDeliveries++
+						if charges.add(e.Charge.ID, e.ID, subscriber) {
+							sum.EventsMisrouted++
+						}
+					case event.RefundSucceeded, event.RefundDeclined:
+						if refundEvents.add(e.Refund.ID, e.ID, subscriber) {
+							sum.EventsMisrouted++
+						}
+					}
+					_, _ = s.SQS.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(url), ReceiptHandle: m.ReceiptHandle})
 				}
 			}
 		}
@@ -169,18 +238,9 @@ func checkEvents(ctx context.Context, s *localapi.Stack, records []*idem.Record,
 			time.Sleep(time.Second) // nothing anywhere: wait for the publisher
 		}
 	}
-	for id := range want {
-		if len(outcomes[id]) == 0 {
-			sum.EventsMissing++
-		}
-	}
-	for id, ids := range outcomes {
-		sum.Events += len(ids)
-		if _, ok := want[id]; !ok || len(ids) > 1 {
-			sum.EventsExtra++
-		}
-	}
-	sum.Rejections = len(rejections)
+	sum.Events, sum.EventsMissing, sum.EventsExtra = charges.count()
+	sum.RefundEvents, sum.RefundEventsMissing, sum.RefundEventsExtra = refundEvents.count()
+	sum.Rejections, sum.RefundRejections = len(rejections), len(refundRejections)
 	return nil
 }
 
@@ -242,33 +302,4 @@ func matches(resp *idem.Response, auth acquirer.Authorization) bool {
 		return resp.StatusCode == 402 && body.Code == "CHARGE_DECLINED" && body.DeclineCode == auth.DeclineCode
 	}
 	return false
-}
-
-// takeEvents counts the events msgs bring from subscriber's outcome queue
-// at url, and deletes them: each captured or declined event under its
-// charge (an event on another subscriber's queue than its charge's source's
-// is misrouted), each rejection by its id.
-func takeEvents(ctx context.Context, s *localapi.Stack, url, subscriber string, msgs []sqstypes.Message,
-	want map[string]string, outcomes map[string]map[string]bool, rejections map[string]bool, sum *Summary) error {
-	for _, m := range msgs {
-		e, err := event.Decode([]byte(aws.ToString(m.Body)))
-		if err != nil {
-			return fmt.Errorf("an outcome queue holds %q: %w", aws.ToString(m.Body), err)
-		}
-		switch {
-		case e.Type == event.Rejected:
-			rejections[e.ID] = true
-		case e.Type == event.Captured || e.Type == event.Declined:
-			sum.EventDeliveries++
-			if outcomes[e.Charge.ID] == nil {
-				outcomes[e.Charge.ID] = map[string]bool{}
-			}
-			if !outcomes[e.Charge.ID][e.ID] && want[e.Charge.ID] != "" && want[e.Charge.ID] != subscriber {
-				sum.EventsMisrouted++
-			}
-			outcomes[e.Charge.ID][e.ID] = true
-		}
-		_, _ = s.SQS.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(url), ReceiptHandle: m.ReceiptHandle})
-	}
-	return nil
 }
