@@ -73,15 +73,23 @@ func billOf(r map[string]metrics, size int) (sizeBill, bool) {
 	if !ok || !unitsOK {
 		return sizeBill{}, false
 	}
+	return httpBill(r, size, first, units, first["p99_ms"] <= p99Target), true
+}
+
+// httpBill is size's bill of a million requests of an HTTP path whose
+// figures in the run are m, each waiting acquirerWaitMS for the acquirer,
+// with the write and read units of units; meets is whether the path met
+// its target.
+func httpBill(r map[string]metrics, size int, m, units metrics, meets bool) sizeBill {
 	parts := cost.PerMillion(cost.Usage{
-		MemoryMB: size, BilledMS: first["billed_ms"] + acquirerWaitMS, Invocations: 1,
+		MemoryMB: size, BilledMS: m["billed_ms"] + acquirerWaitMS, Invocations: 1,
 		ColdStartMS: coldStartMS(r, size), ColdShare: coldShare,
 		APIRequests: 1, WriteUnits: units["WRU/op"], ReadUnits: units["RRU/op"],
 		Publishes: 1, EventRequests: subscriberRequestsPerEvent,
-		PublisherInvocations: first["publisher_invocations"], PublisherBilledMS: first["publisher_billed_ms"], PublisherMemoryMB: size,
-		LogBytes: first["log_bytes"],
+		PublisherInvocations: m["publisher_invocations"], PublisherBilledMS: m["publisher_billed_ms"], PublisherMemoryMB: size,
+		LogBytes: m["log_bytes"],
 	})
-	return sizeBill{memoryMB: size, parts: parts, total: cost.Total(parts), meets: first["p99_ms"] <= p99Target, shaped: first["shaped"] == 1}, true
+	return sizeBill{memoryMB: size, parts: parts, total: cost.Total(parts), meets: meets, shaped: m["shaped"] == 1}
 }
 
 // queueBillOf is size's bill of a million charge commands on a queue:
@@ -121,15 +129,7 @@ func refundBillOf(r map[string]metrics, size, nth int) (sizeBill, bool) {
 	if !ok || !unitsOK {
 		return sizeBill{}, false
 	}
-	parts := cost.PerMillion(cost.Usage{
-		MemoryMB: size, BilledMS: m["billed_ms"] + acquirerWaitMS, Invocations: 1,
-		ColdStartMS: coldStartMS(r, size), ColdShare: coldShare,
-		APIRequests: 1, WriteUnits: units["WRU/op"], ReadUnits: units["RRU/op"],
-		Publishes: 1, EventRequests: subscriberRequestsPerEvent,
-		PublisherInvocations: m["publisher_invocations"], PublisherBilledMS: m["publisher_billed_ms"], PublisherMemoryMB: size,
-		LogBytes: m["log_bytes"],
-	})
-	return sizeBill{memoryMB: size, parts: parts, total: cost.Total(parts), meets: true, shaped: m["shaped"] == 1}, true
+	return httpBill(r, size, m, units, true), true
 }
 
 const refundUnitsPrefix = "RefundUnits/refund-"

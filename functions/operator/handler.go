@@ -77,39 +77,80 @@ func callerOf(ev events.LambdaFunctionURLRequest) string {
 	return ""
 }
 
+// operation is what the channel runs of one operation's service: a
+// charge's (chargeOps) or a refund's (refundOps).
+type operation interface {
+	// look is the acquirer's answer for the record, writing nothing.
+	look(ctx context.Context, req operator.Request) operator.Answer
+	// reconcile is the reconciler's path; terms what a completed record's
+	// row says.
+	reconcile(ctx context.Context, pk string) (charge.Reconciled, error)
+	terms(ctx context.Context, rec *idem.Record) *operator.Terms
+	// settle carries out a settlement decided by by; readBack says what
+	// the decision req names did.
+	settle(ctx context.Context, req operator.Request, by string) operator.Answer
+	readBack(ctx context.Context, req operator.Request) operator.Answer
+}
+
 func (h *Handler) serve(ctx context.Context, req operator.Request, by string) operator.Answer {
+	var op operation = chargeOps{h}
 	if scope, err := idem.ParsePK(req.Record); err == nil && scope.Operation == refund.Operation {
-		return h.serveRefund(ctx, req, by)
+		if h.Refunds == nil { // a wiring mistake: said, never guessed around
+			return operator.Answer{Outcome: operator.OutcomeFailed, Detail: "this channel has no refund service"}
+		}
+		op = refundOps{h}
 	}
 	switch req.Action {
 	case operator.Look:
-		return h.look(ctx, req)
+		if a, ok := h.gone(ctx, req); !ok {
+			return a
+		}
+		return op.look(ctx, req)
 	case operator.Reconcile, operator.Release:
-		return h.reconcile(ctx, req, h.Service.Reconcile, h.chargeTerms)
+		return h.reconcile(ctx, req, op)
 	case operator.ReadBack:
-		return settled(h.Service.ReadBack(ctx, charge.Decision{PK: req.Record, Instance: req.Intent, Action: req.Of, ID: req.Decision}))
+		return op.readBack(ctx, req)
 	}
+	return op.settle(ctx, req, by)
+}
+
+// chargeOps are the charge service's paths.
+type chargeOps struct{ h *Handler }
+
+func (o chargeOps) reconcile(ctx context.Context, pk string) (charge.Reconciled, error) {
+	return o.h.Service.Reconcile(ctx, pk)
+}
+
+func (o chargeOps) readBack(ctx context.Context, req operator.Request) operator.Answer {
+	return chargeSettled(o.h.Service.ReadBack(ctx, charge.Decision{PK: req.Record, Instance: req.Intent, Action: req.Of, ID: req.Decision}))
+}
+
+func (o chargeOps) settle(ctx context.Context, req operator.Request, by string) operator.Answer {
 	d := charge.Decision{PK: req.Record, Instance: req.Intent, Action: req.Action, By: by, ID: req.Decision}
 	if t := req.Terms; t != nil {
 		d.Terms = acquirer.Authorization{ID: t.AuthorizationID, Status: t.Status, Amount: t.Amount, Currency: t.Currency}
 	}
-	return settled(h.Service.Settle(ctx, d))
+	return chargeSettled(o.h.Service.Settle(ctx, d))
 }
 
 // look asks the acquirer, writing nothing, what it has under the intent's
 // downstream key.
-func (h *Handler) look(ctx context.Context, req operator.Request) operator.Answer {
-	if a, ok := h.gone(ctx, req); !ok {
-		return a
-	}
-	auth, err := h.Service.Peek(ctx, req.Record)
+func (o chargeOps) look(ctx context.Context, req operator.Request) operator.Answer {
+	auth, err := o.h.Service.Peek(ctx, req.Record)
+	return looked(termsOf(auth), err, charge.ErrNoAuthorization, "the acquirer has no authorization under the record's downstream key",
+		"what the acquirer says now; nothing was written")
+}
+
+// looked is a look's answer: terms, or none (the acquirer has nothing:
+// errNone), a mismatch (with the terms), a refusal, or a failure.
+func looked(terms *operator.Terms, err, errNone error, noneDetail, lookedDetail string) operator.Answer {
 	switch {
 	case err == nil:
-		return operator.Answer{Outcome: operator.OutcomeLooked, Terms: termsOf(auth), Detail: "what the acquirer says now; nothing was written"}
-	case errors.Is(err, charge.ErrNoAuthorization):
-		return operator.Answer{Outcome: operator.OutcomeNoAuthorization, Detail: "the acquirer has no authorization under the record's downstream key"}
+		return operator.Answer{Outcome: operator.OutcomeLooked, Terms: terms, Detail: lookedDetail}
+	case errors.Is(err, errNone):
+		return operator.Answer{Outcome: operator.OutcomeNoAuthorization, Detail: noneDetail}
 	case errors.Is(err, acquirer.ErrMismatch):
-		return operator.Answer{Outcome: operator.OutcomeMismatch, Terms: termsOf(auth), Detail: err.Error()}
+		return operator.Answer{Outcome: operator.OutcomeMismatch, Terms: terms, Detail: err.Error()}
 	case errors.Is(err, charge.ErrCompleted), errors.Is(err, idem.ErrOtherDownstream):
 		return operator.Answer{Outcome: operator.OutcomeRefused, Detail: err.Error()}
 	}
@@ -133,12 +174,11 @@ func (h *Handler) gone(ctx context.Context, req operator.Request) (operator.Answ
 // same path, and an answer that says when it completed instead): the
 // charge service's or the refund service's, with terms reading what a
 // completed record's row says.
-func (h *Handler) reconcile(ctx context.Context, req operator.Request, reconcile func(context.Context, string) (charge.Reconciled, error),
-	terms func(context.Context, *idem.Record) *operator.Terms) operator.Answer {
+func (h *Handler) reconcile(ctx context.Context, req operator.Request, op operation) operator.Answer {
 	if a, ok := h.gone(ctx, req); !ok {
 		return a
 	}
-	did, err := reconcile(ctx, req.Record)
+	did, err := op.reconcile(ctx, req.Record)
 	switch {
 	case did == charge.ReconciledMismatch && err != nil:
 		return operator.Answer{Outcome: operator.OutcomeFailed, Detail: "the acquirer's answer disagrees with the request, and holding the record failed; it stays in flight: " + err.Error()}
@@ -158,7 +198,7 @@ func (h *Handler) reconcile(ctx context.Context, req operator.Request, reconcile
 			a.Detail = "not released: the acquirer has it, so the record completed with it"
 		}
 		if rec, err := h.Service.Record(ctx, req.Record); err == nil {
-			a.Terms = terms(ctx, rec)
+			a.Terms = op.terms(ctx, rec)
 		}
 		return a
 	case charge.ReconciledMismatch:
@@ -170,9 +210,10 @@ func (h *Handler) reconcile(ctx context.Context, req operator.Request, reconcile
 		Detail: "nothing changed: the record is completed, or its lease is live or ended less than T + skew ago; try again later"}
 }
 
-// settled is the answer of a settlement, from the state Settle read back.
-func settled(st charge.Settled, err error) operator.Answer {
-	a := operator.Answer{Outcome: st.State.String(), TookEffect: st.TookEffect()}
+// settled is the answer of a settlement, from the state Settle read back,
+// with terms the row's of a completed record (nil without one).
+func settled(st charge.Settlement, terms *operator.Terms, err error) operator.Answer {
+	a := operator.Answer{Outcome: st.State.String(), TookEffect: st.TookEffect(), Terms: terms}
 	if st.State == 0 {
 		a.Outcome = operator.OutcomeRefused
 	}
@@ -182,19 +223,25 @@ func settled(st charge.Settled, err error) operator.Answer {
 	if s := st.Decision; s != nil {
 		a.Settlement = &operator.Settlement{Action: s.Action, By: s.By, Decision: s.Decision, At: s.At.UTC()}
 	}
-	if st.Charge.ID != "" {
-		a.Terms = chargeTerms(st.Charge)
-	}
 	if st.State == charge.InProgress {
 		a.RetryAfter = max(1, int(time.Until(st.Until).Seconds()+1))
 	}
 	return a
 }
 
-// chargeTerms are the ledger row's terms of a completed charge record
-// (nil when it does not read).
-func (h *Handler) chargeTerms(ctx context.Context, rec *idem.Record) *operator.Terms {
-	if res := h.Service.Get(ctx, rec.Account, charge.ID(rec.DownstreamKey)); res.Outcome == charge.Found {
+// chargeSettled is settled for a charge's settlement.
+func chargeSettled(st charge.Settled, err error) operator.Answer {
+	var terms *operator.Terms
+	if st.Charge.ID != "" {
+		terms = chargeTerms(st.Charge)
+	}
+	return settled(st.Settlement, terms, err)
+}
+
+// terms are the ledger row's terms of a completed charge record (nil
+// when it does not read).
+func (o chargeOps) terms(ctx context.Context, rec *idem.Record) *operator.Terms {
+	if res := o.h.Service.Get(ctx, rec.Account, charge.ID(rec.DownstreamKey)); res.Outcome == charge.Found {
 		return chargeTerms(res.Charge)
 	}
 	return nil

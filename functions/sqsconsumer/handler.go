@@ -414,14 +414,7 @@ func refundVerdictOf(res refund.Result) verdict {
 		v.delay = res.WaitOut
 	}
 	if v.rejectCode != "" {
-		switch {
-		case len(res.Errors) > 0:
-			v.reason = (&charge.ValidationError{Errors: res.Errors}).Error()
-		case res.Reason != "":
-			v.reason = res.Reason
-		default:
-			v.reason = res.Outcome.String()
-		}
+		v.reason = refusal(res.Errors, res.Reason, res.Outcome.String())
 	}
 	return v
 }
@@ -447,13 +440,19 @@ func verdictOf(res charge.Result) verdict {
 	return v
 }
 
-// reasonOf says why a command was refused, without echoing its values.
-func reasonOf(res charge.Result) string {
-	if len(res.Errors) > 0 {
-		return (&charge.ValidationError{Errors: res.Errors}).Error() // as the HTTP detail reads
+// reasonOf says why a charge command was refused, without echoing its
+// values.
+func reasonOf(res charge.Result) string { return refusal(res.Errors, res.Reason, res.Outcome.String()) }
+
+// refusal says why a command was refused: its field errors, as the HTTP
+// detail reads, or the reason the key or the account was refused, or the
+// outcome.
+func refusal(errs []charge.FieldError, reason, outcome string) string {
+	switch {
+	case len(errs) > 0:
+		return (&charge.ValidationError{Errors: errs}).Error()
+	case reason != "":
+		return reason
 	}
-	if res.Reason != "" {
-		return res.Reason
-	}
-	return res.Outcome.String()
+	return outcome
 }

@@ -531,17 +531,7 @@ func sendLoad(ctx context.Context, cfg Config, r *regions, intents []intent) loa
 			for i := range work {
 				in := &intents[i]
 				if in.viaSQS {
-					stack := r.stacks[i%len(r.stacks)]
-					if r.stopped.Load() {
-						stack = r.stacks[0]
-					}
-					cmd, err := command.Charge(account, in.key, []byte(in.body)).Encode()
-					if err != nil {
-						panic(err) // the run's own bodies are valid JSON
-					}
-					if _, err := stack.SQS.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(stack.QueueURL), MessageBody: aws.String(cmd)}); err == nil {
-						queued.Add(1)
-					}
+					r.send(ctx, i, command.Charge(account, in.key, []byte(in.body)), &queued)
 				}
 				in.answers = make([]answer, cfg.Clients)
 				var cw sync.WaitGroup
@@ -568,6 +558,22 @@ func sendLoad(ctx context.Context, cfg Config, r *regions, intents []intent) loa
 	close(work)
 	wg.Wait()
 	return load{requests: int(sent.Load()), viaSQS: int(queued.Load()), stoppedAfter: stoppedAfter, failedOver: int(failedOver.Load())}
+}
+
+// send puts cmd on the producer's queue of the n-th region that is up
+// (the first, once the second stopped), counting it in queued.
+func (r *regions) send(ctx context.Context, n int, cmd command.Command, queued *atomic.Int64) {
+	stack := r.stacks[n%len(r.stacks)]
+	if r.stopped.Load() {
+		stack = r.stacks[0]
+	}
+	body, err := cmd.Encode()
+	if err != nil {
+		panic(err) // the run's own bodies are valid JSON
+	}
+	if _, err := stack.SQS.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(stack.QueueURL), MessageBody: aws.String(body)}); err == nil {
+		queued.Add(1)
+	}
 }
 
 // drain waits, up to limit and polling every 500 ms, until no record is

@@ -69,17 +69,7 @@ func check(ctx context.Context, s *localapi.Stack, intents []intent, logs seen, 
 
 	for i, in := range intents {
 		rec := records[i]
-		var first []byte
-		for _, a := range in.answers {
-			if !a.final {
-				sum.Unanswered++
-				continue
-			}
-			if first == nil {
-				first = a.body
-			} else if !bytes.Equal(first, a.body) {
-				sum.Divergent++
-			}
+		for _, a := range finalAnswers(in.answers, sum) {
 			if a.status == 201 || a.status == 402 {
 				if rec == nil || rec.Response == nil || !bytes.Equal(rec.Response.Body, a.body) || rec.Response.StatusCode != a.status {
 					sum.Mismatched++
@@ -125,6 +115,24 @@ func check(ctx context.Context, s *localapi.Stack, intents []intent, logs seen, 
 		}
 	}
 	return nil
+}
+
+// finalAnswers are an intent's clients' final answers; it counts in sum
+// the clients left without one, and the answers that differ from the
+// first.
+func finalAnswers(answers []answer, sum *Summary) []answer {
+	var final []answer
+	for _, a := range answers {
+		switch {
+		case !a.final:
+			sum.Unanswered++
+			continue
+		case len(final) > 0 && !bytes.Equal(final[0].body, a.body):
+			sum.Divergent++
+		}
+		final = append(final, a)
+	}
+	return final
 }
 
 // tally is the distinct events of one kind received, by what they are

@@ -1,7 +1,6 @@
 package chaos
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,9 +10,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/command"
@@ -66,17 +62,7 @@ func sendRefunds(ctx context.Context, cfg Config, r *regions, c *http.Client, ur
 		ref := &in.refunds[j]
 		wg.Go(func() {
 			if ref.viaSQS {
-				stack := r.stacks[(i+j)%len(r.stacks)]
-				if r.stopped.Load() {
-					stack = r.stacks[0]
-				}
-				cmd, err := command.Refund(account, chargeID, ref.key, []byte(ref.body)).Encode()
-				if err != nil {
-					panic(err) // the run's own bodies are valid JSON
-				}
-				if _, err := stack.SQS.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(stack.QueueURL), MessageBody: aws.String(cmd)}); err == nil {
-					queued.Add(1)
-				}
+				r.send(ctx, i+j, command.Refund(account, chargeID, ref.key, []byte(ref.body)), queued)
 			}
 			ref.answers = make([]answer, cfg.Clients)
 			var cw sync.WaitGroup
@@ -187,17 +173,7 @@ func checkRefunds(ctx context.Context, s *localapi.Stack, intents []intent, sum 
 		}
 		for j, ref := range intents[rr.intent].refunds {
 			rec := rr.records[j]
-			var first []byte
-			for _, a := range ref.answers {
-				if !a.final {
-					sum.Unanswered++
-					continue
-				}
-				if first == nil {
-					first = a.body
-				} else if !bytes.Equal(first, a.body) {
-					sum.Divergent++
-				}
+			for _, a := range finalAnswers(ref.answers, sum) {
 				if a.status == http.StatusCreated && (rec == nil || !refundMatches(a.body, byKey[rec.DownstreamKey], rec.DownstreamKey)) {
 					sum.RefundsMismatched++
 				}

@@ -103,16 +103,15 @@ func (s State) String() string {
 	return "unknown"
 }
 
-// Settled is a settlement's record as the table holds it, read back after
-// the decision ran (Settle), or instead of running it again (a retry).
-type Settled struct {
+// Settlement is what every settlement's record reads back as, a charge's
+// or a refund's (refund.Settled): its state, the settlement the table
+// holds, and when an earlier call's lease ends.
+type Settlement struct {
 	State State
 	// Decision is the settlement the table holds: the release marker's, the
 	// completed record's, or, for a record still held, the decision it was
 	// last taken over for (nil when none).
 	Decision *idem.Settlement
-	// Charge is the ledger row of a completed record, when it reads.
-	Charge Charge
 	// Until is when the lease of an earlier call of the decision ends
 	// (InProgress).
 	Until time.Time
@@ -120,7 +119,15 @@ type Settled struct {
 
 // TookEffect reports whether the decision read back is the one that
 // settled the record.
-func (s Settled) TookEffect() bool { return s.State == ReleasedByThis || s.State == CompletedByThis }
+func (s Settlement) TookEffect() bool { return s.State == ReleasedByThis || s.State == CompletedByThis }
+
+// Settled is a charge's settlement read back after the decision ran
+// (Settle), or instead of running it again (a retry): the Settlement, and
+// the ledger row of a completed record, when it reads.
+type Settled struct {
+	Settlement
+	Charge Charge
+}
 
 // chargeRecord refuses, for step, a key that is not a charge's
 // idempotency record (ErrNotAChargeRecord): a refund's record is settled
@@ -212,47 +219,65 @@ func (s *Service) Settle(ctx context.Context, d Decision) (Settled, error) {
 	if err := chargeRecord("settle", d.PK); err != nil {
 		return Settled{}, err
 	}
-	switch {
-	case d.By == "":
-		return Settled{}, errors.New("settle: who decides is required")
-	case !idem.ValidDecisionID(d.ID):
-		return Settled{}, errors.New("settle: a decision's id is 8 to 64 letters, digits, '-' and '_'")
-	case d.Instance == "":
-		return Settled{}, errors.New("settle: the intent decided on (the record's downstream key) is required")
-	case d.Action != idem.SettleVoidConfirmed && d.Action != idem.SettleAccept:
-		return Settled{}, fmt.Errorf("settle: unknown decision %q", d.Action)
+	act := s.accept
+	if d.Action == idem.SettleVoidConfirmed {
+		act = s.voidConfirmed
 	}
-	ctx = obs.WithAttrs(ctx, slog.String("record", idem.Ref(d.PK)), slog.String("decision", d.ID))
-	before, err := s.ReadBack(ctx, d)
+	return RunSettlement(ctx, d.PK, d.By, d.ID, d.Instance, d.Action, func(st *Settled) *Settlement { return &st.Settlement },
+		func(ctx context.Context) (Settled, error) { return s.ReadBack(ctx, d) },
+		func(ctx context.Context) error { return act(ctx, d) }, s.cfg.Logger)
+}
+
+// RunSettlement is the frame every operator's settlement runs in, a
+// charge's (Settle) or a refund's (refund.Service.Settle), for the decision
+// id of action by by on the intent instance of the held record pk: check
+// the decision; read the record back, and do nothing but return when this
+// decision took effect already (a retry), an earlier call of it is
+// carrying it out (InProgress), or there is nothing to settle; act; read
+// back again and return what the table says. The error is nil exactly
+// when the decision took effect; head is the Settlement of a read-back S.
+func RunSettlement[S any](ctx context.Context, pk, by, id, instance, action string, head func(*S) *Settlement,
+	readBack func(context.Context) (S, error), act func(context.Context) error, logger *slog.Logger) (S, error) {
+	var zero S
+	switch {
+	case by == "":
+		return zero, errors.New("settle: who decides is required")
+	case !idem.ValidDecisionID(id):
+		return zero, errors.New("settle: a decision's id is 8 to 64 letters, digits, '-' and '_'")
+	case instance == "":
+		return zero, errors.New("settle: the intent decided on (the record's downstream key) is required")
+	case action != idem.SettleVoidConfirmed && action != idem.SettleAccept:
+		return zero, fmt.Errorf("settle: unknown decision %q", action)
+	}
+	ctx = obs.WithAttrs(ctx, slog.String("record", idem.Ref(pk)), slog.String("decision", id))
+	before, err := readBack(ctx)
+	b := head(&before)
 	switch {
 	case err != nil:
-		return before, fmt.Errorf("settle %s: read the record: %w", idem.Ref(d.PK), err)
-	case before.TookEffect(): // a retry of a decision that took effect
+		return before, fmt.Errorf("settle %s: read the record: %w", idem.Ref(pk), err)
+	case b.TookEffect(): // a retry of a decision that took effect
 		return before, nil
-	case before.State == InProgress:
-		return before, fmt.Errorf("settle %s: an earlier call of this decision is carrying it out until %s: ask again then", idem.Ref(d.PK), before.Until.UTC().Format(time.RFC3339))
-	case before.State != StillHeld:
-		return before, fmt.Errorf("settle %s: nothing to settle: %s", idem.Ref(d.PK), before.State)
+	case b.State == InProgress:
+		return before, fmt.Errorf("settle %s: an earlier call of this decision is carrying it out until %s: ask again then", idem.Ref(pk), b.Until.UTC().Format(time.RFC3339))
+	case b.State != StillHeld:
+		return before, fmt.Errorf("settle %s: nothing to settle: %s", idem.Ref(pk), b.State)
 	}
-	if d.Action == idem.SettleVoidConfirmed {
-		err = s.voidConfirmed(ctx, d)
-	} else {
-		err = s.accept(ctx, d)
-	}
-	after, readErr := s.ReadBack(context.WithoutCancel(ctx), d)
-	if after.State == InProgress { // this call's own lease, which it could not end: the record is held
-		after.State = StillHeld
+	err = act(ctx)
+	after, readErr := readBack(context.WithoutCancel(ctx))
+	a := head(&after)
+	if a.State == InProgress { // this call's own lease, which it could not end: the record is held
+		a.State = StillHeld
 	}
 	switch {
 	case readErr != nil:
-		return Settled{}, errors.Join(err, fmt.Errorf("settle %s: read the record back: %w", idem.Ref(d.PK), readErr))
-	case after.TookEffect():
+		return zero, errors.Join(err, fmt.Errorf("settle %s: read the record back: %w", idem.Ref(pk), readErr))
+	case a.TookEffect():
 		if err != nil { // the write landed; its answer did not
-			s.cfg.Logger.WarnContext(ctx, "the decision took effect although a step reported an error", "error", err)
+			logger.WarnContext(ctx, "the decision took effect although a step reported an error", "error", err)
 		}
 		return after, nil
 	case err == nil:
-		err = fmt.Errorf("settle %s: the decision did not take effect: %s", idem.Ref(d.PK), after.State)
+		err = fmt.Errorf("settle %s: the decision did not take effect: %s", idem.Ref(pk), a.State)
 	}
 	return after, err
 }
@@ -277,47 +302,65 @@ func (s *Service) ReadBack(ctx context.Context, d Decision) (Settled, error) {
 	// Gone, or the key's next intent holds it.
 	switch row, err := s.ledger.Get(ctx, ID(d.Instance)); {
 	case err == nil:
-		return Settled{State: CompletedByAnother, Charge: row}, nil
+		return Settled{Settlement: Settlement{State: CompletedByAnother}, Charge: row}, nil
 	case !errors.Is(err, ErrNoCharge):
 		return Settled{}, err
 	}
-	m, err := s.guard.ReleaseMarker(ctx, d.Instance)
-	switch {
-	case errors.Is(err, idem.ErrNotFound):
-		return Settled{State: Gone}, nil
-	case err != nil:
-		return Settled{}, err
-	case ours(&m.Decision, d):
-		return Settled{State: ReleasedByThis, Decision: &m.Decision}, nil
-	}
-	return Settled{State: ReleasedByAnother, Decision: &m.Decision}, nil
+	st, err := ReleasedBy(ctx, s.guard, d.Instance, d.ID, d.Action)
+	return Settled{Settlement: st}, err
 }
 
-// ours reports whether the settlement s is decision d's: its id and its
-// action.
-func ours(s *idem.Settlement, d Decision) bool {
-	return s != nil && s.Decision == d.ID && s.Action == d.Action
+// ReleasedBy is what the release marker of the intent instance says of
+// the decision id of action: released by it or by another, or Gone when
+// no decision released the intent.
+func ReleasedBy(ctx context.Context, guard *idem.Guard, instance, id, action string) (Settlement, error) {
+	m, err := guard.ReleaseMarker(ctx, instance)
+	switch {
+	case errors.Is(err, idem.ErrNotFound):
+		return Settlement{State: Gone}, nil
+	case err != nil:
+		return Settlement{}, err
+	case ours(&m.Decision, id, action):
+		return Settlement{State: ReleasedByThis, Decision: &m.Decision}, nil
+	}
+	return Settlement{State: ReleasedByAnother, Decision: &m.Decision}, nil
+}
+
+// ours reports whether the settlement s is the decision id of action.
+func ours(s *idem.Settlement, id, action string) bool {
+	return s != nil && s.Decision == id && s.Action == action
 }
 
 // stateOf is the state of rec, the record decision d is about.
 func (s *Service) stateOf(ctx context.Context, rec *idem.Record, d Decision) Settled {
-	switch {
-	case rec.Held() && ours(rec.Hold.Settling, d) && rec.LeaseExpiresAt.After(s.cfg.Now()):
-		return Settled{State: InProgress, Decision: rec.Hold.Settling, Until: rec.LeaseExpiresAt}
-	case rec.Held():
-		return Settled{State: StillHeld, Decision: rec.Hold.Settling}
-	case rec.Status == idem.StatusInProgress:
-		return Settled{State: NotHeld}
-	}
-	out := Settled{State: CompletedByAnother}
-	if rec.Hold != nil && rec.Hold.Settlement != nil {
-		out.Decision = rec.Hold.Settlement
-		if ours(rec.Hold.Settlement, d) {
-			out.State = CompletedByThis
+	out := Settled{Settlement: SettlementOf(rec, d.ID, d.Action, s.cfg.Now())}
+	if out.State == CompletedByThis || out.State == CompletedByAnother {
+		if row, err := s.ledger.Get(ctx, ID(rec.DownstreamKey)); err == nil {
+			out.Charge = row
 		}
 	}
-	if row, err := s.ledger.Get(ctx, ID(rec.DownstreamKey)); err == nil {
-		out.Charge = row
+	return out
+}
+
+// SettlementOf is what rec, the live record of the intent the decision id
+// of action is about, says of it at now: carried out by an earlier call
+// of it (its lease live), still held, not held, or completed by it or by
+// another.
+func SettlementOf(rec *idem.Record, id, action string, now time.Time) Settlement {
+	switch {
+	case rec.Held() && ours(rec.Hold.Settling, id, action) && rec.LeaseExpiresAt.After(now):
+		return Settlement{State: InProgress, Decision: rec.Hold.Settling, Until: rec.LeaseExpiresAt}
+	case rec.Held():
+		return Settlement{State: StillHeld, Decision: rec.Hold.Settling}
+	case rec.Status == idem.StatusInProgress:
+		return Settlement{State: NotHeld}
+	}
+	out := Settlement{State: CompletedByAnother}
+	if rec.Hold != nil && rec.Hold.Settlement != nil {
+		out.Decision = rec.Hold.Settlement
+		if ours(rec.Hold.Settlement, id, action) {
+			out.State = CompletedByThis
+		}
 	}
 	return out
 }

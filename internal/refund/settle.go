@@ -4,13 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
-	"time"
 
 	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/idem"
-	"github.com/idempotent-payments/idempay/internal/obs"
 )
 
 // Errors of an operator's settlement of a held refund; none writes
@@ -37,19 +34,11 @@ type Decision struct {
 }
 
 // Settled is what the table says of a refund decision's record, read
-// back (charge.Settled's counterpart): its state, the settlement it holds,
-// and the refund row of a completed record.
+// back (charge.Settled's counterpart): the settlement, and the refund row
+// of a completed record.
 type Settled struct {
-	State    charge.State
-	Decision *idem.Settlement
-	Refund   Refund
-	Until    time.Time
-}
-
-// TookEffect reports whether the decision read back is the one that
-// settled the record.
-func (s Settled) TookEffect() bool {
-	return s.State == charge.ReleasedByThis || s.State == charge.CompletedByThis
+	charge.Settlement
+	Refund Refund
 }
 
 // refundRecord refuses, for step, a key that is not a refund's
@@ -159,49 +148,13 @@ func (s *Service) Settle(ctx context.Context, d Decision) (Settled, error) {
 	if err := refundRecord("settle", d.PK); err != nil {
 		return Settled{}, err
 	}
-	switch {
-	case d.By == "":
-		return Settled{}, errors.New("settle: who decides is required")
-	case !idem.ValidDecisionID(d.ID):
-		return Settled{}, errors.New("settle: a decision's id is 8 to 64 letters, digits, '-' and '_'")
-	case d.Instance == "":
-		return Settled{}, errors.New("settle: the intent decided on (the record's downstream key) is required")
-	case d.Action != idem.SettleVoidConfirmed && d.Action != idem.SettleAccept:
-		return Settled{}, fmt.Errorf("settle: unknown decision %q", d.Action)
-	}
-	ctx = obs.WithAttrs(ctx, slog.String("record", idem.Ref(d.PK)), slog.String("decision", d.ID))
-	before, err := s.ReadBack(ctx, d)
-	switch {
-	case err != nil:
-		return before, fmt.Errorf("settle %s: read the record: %w", idem.Ref(d.PK), err)
-	case before.TookEffect():
-		return before, nil
-	case before.State == charge.InProgress:
-		return before, fmt.Errorf("settle %s: an earlier call of this decision is carrying it out until %s: ask again then", idem.Ref(d.PK), before.Until.UTC().Format(time.RFC3339))
-	case before.State != charge.StillHeld:
-		return before, fmt.Errorf("settle %s: nothing to settle: %s", idem.Ref(d.PK), before.State)
-	}
+	act := s.accept
 	if d.Action == idem.SettleVoidConfirmed {
-		err = s.voidConfirmed(ctx, d)
-	} else {
-		err = s.accept(ctx, d)
+		act = s.voidConfirmed
 	}
-	after, readErr := s.ReadBack(context.WithoutCancel(ctx), d)
-	if after.State == charge.InProgress {
-		after.State = charge.StillHeld
-	}
-	switch {
-	case readErr != nil:
-		return Settled{}, errors.Join(err, fmt.Errorf("settle %s: read the record back: %w", idem.Ref(d.PK), readErr))
-	case after.TookEffect():
-		if err != nil {
-			s.cfg.Logger.WarnContext(ctx, "the decision took effect although a step reported an error", "error", err)
-		}
-		return after, nil
-	case err == nil:
-		err = fmt.Errorf("settle %s: the decision did not take effect: %s", idem.Ref(d.PK), after.State)
-	}
-	return after, err
+	return charge.RunSettlement(ctx, d.PK, d.By, d.ID, d.Instance, d.Action, func(st *Settled) *charge.Settlement { return &st.Settlement },
+		func(ctx context.Context) (Settled, error) { return s.ReadBack(ctx, d) },
+		func(ctx context.Context) error { return act(ctx, d) }, s.cfg.Logger)
 }
 
 // ReadBack is what the table says of decision d's record, as
@@ -220,65 +173,37 @@ func (s *Service) ReadBack(ctx context.Context, d Decision) (Settled, error) {
 	}
 	switch row, err := s.ledger.Get(ctx, ID(d.Instance)); {
 	case err == nil:
-		return Settled{State: charge.CompletedByAnother, Refund: row}, nil
+		return Settled{Settlement: charge.Settlement{State: charge.CompletedByAnother}, Refund: row}, nil
 	case !errors.Is(err, ErrNoRefund):
 		return Settled{}, err
 	}
-	m, err := s.guard.ReleaseMarker(ctx, d.Instance)
-	switch {
-	case errors.Is(err, idem.ErrNotFound):
-		return Settled{State: charge.Gone}, nil
-	case err != nil:
-		return Settled{}, err
-	case ours(&m.Decision, d):
-		return Settled{State: charge.ReleasedByThis, Decision: &m.Decision}, nil
-	}
-	return Settled{State: charge.ReleasedByAnother, Decision: &m.Decision}, nil
+	st, err := charge.ReleasedBy(ctx, s.guard, d.Instance, d.ID, d.Action)
+	return Settled{Settlement: st}, err
 }
 
-func ours(s *idem.Settlement, d Decision) bool {
-	return s != nil && s.Decision == d.ID && s.Action == d.Action
-}
-
+// stateOf is the state of rec, the record decision d is about, with its
+// refund row once it completed.
 func (s *Service) stateOf(ctx context.Context, rec *idem.Record, d Decision) Settled {
-	switch {
-	case rec.Held() && ours(rec.Hold.Settling, d) && rec.LeaseExpiresAt.After(s.cfg.Now()):
-		return Settled{State: charge.InProgress, Decision: rec.Hold.Settling, Until: rec.LeaseExpiresAt}
-	case rec.Held():
-		return Settled{State: charge.StillHeld, Decision: rec.Hold.Settling}
-	case rec.Status == idem.StatusInProgress:
-		return Settled{State: charge.NotHeld}
-	}
-	out := Settled{State: charge.CompletedByAnother}
-	if rec.Hold != nil && rec.Hold.Settlement != nil {
-		out.Decision = rec.Hold.Settlement
-		if ours(rec.Hold.Settlement, d) {
-			out.State = charge.CompletedByThis
+	out := Settled{Settlement: charge.SettlementOf(rec, d.ID, d.Action, s.cfg.Now())}
+	if out.State == charge.CompletedByThis || out.State == charge.CompletedByAnother {
+		if row, err := s.ledger.Get(ctx, ID(rec.DownstreamKey)); err == nil {
+			out.Refund = row
 		}
-	}
-	if row, err := s.ledger.Get(ctx, ID(rec.DownstreamKey)); err == nil {
-		out.Refund = row
 	}
 	return out
 }
 
-// voidConfirmed: the take-over (waited out), no row, the entry re-fenced
-// and released, then the record removed: the entry first, as every
-// release of a refund.
-func (s *Service) voidConfirmed(ctx context.Context, d Decision) error {
-	lease, err := s.guard.TakeOverHeld(ctx, d.PK, d.Instance, idem.Settlement{Action: idem.SettleVoidConfirmed, By: d.By, Decision: d.ID})
+// takeOverHeld takes the held record of d over for d (idem.Guard.TakeOverHeld)
+// and reads its stored request. giveBack ends the lease, the record held,
+// and wraps err in step's name; err is the take-over's or the request's.
+func (s *Service) takeOverHeld(ctx context.Context, d Decision, step string) (*idem.Lease, Request, func(error) error, error) {
+	lease, err := s.guard.TakeOverHeld(ctx, d.PK, d.Instance, idem.Settlement{Action: d.Action, By: d.By, Decision: d.ID})
 	if err != nil {
-		return err
+		return nil, Request{}, nil, err
 	}
 	giveBack := func(err error) error {
 		_ = lease.Abandon(context.WithoutCancel(ctx)) // the record stays held
-		return fmt.Errorf("void-confirmed %s: %w", idem.Ref(d.PK), err)
-	}
-	switch _, err := s.ledger.Get(ctx, ID(lease.DownstreamKey())); {
-	case err == nil:
-		return giveBack(ErrRowExists)
-	case !errors.Is(err, ErrNoRefund):
-		return giveBack(fmt.Errorf("refund row: %w", err))
+		return fmt.Errorf("%s %s: %w", step, idem.Ref(d.PK), err)
 	}
 	canonical, err := lease.Request()
 	var req Request
@@ -286,7 +211,24 @@ func (s *Service) voidConfirmed(ctx context.Context, d Decision) error {
 		req, err = RequestFromCanonical(canonical)
 	}
 	if err != nil {
-		return giveBack(fmt.Errorf("stored request: %w", err))
+		return nil, Request{}, nil, giveBack(fmt.Errorf("stored request: %w", err))
+	}
+	return lease, req, giveBack, nil
+}
+
+// voidConfirmed: the take-over (waited out), no row, the entry re-fenced
+// and released, then the record removed: the entry first, as every
+// release of a refund.
+func (s *Service) voidConfirmed(ctx context.Context, d Decision) error {
+	lease, req, giveBack, err := s.takeOverHeld(ctx, d, "void-confirmed")
+	if err != nil {
+		return err
+	}
+	switch _, err := s.ledger.Get(ctx, ID(lease.DownstreamKey())); {
+	case err == nil:
+		return giveBack(ErrRowExists)
+	case !errors.Is(err, ErrNoRefund):
+		return giveBack(fmt.Errorf("refund row: %w", err))
 	}
 	entry, err := s.balances.Refence(ctx, req.ChargeID, lease.DownstreamKey(), lease.Attempt())
 	switch {
@@ -309,23 +251,11 @@ func (s *Service) voidConfirmed(ctx context.Context, d Decision) error {
 // against what was shown, then the attempt's own finish, which completes
 // the held record with the settlement.
 func (s *Service) accept(ctx context.Context, d Decision) error {
-	lease, err := s.guard.TakeOverHeld(ctx, d.PK, d.Instance, idem.Settlement{Action: idem.SettleAccept, By: d.By, Decision: d.ID})
+	lease, req, giveBack, err := s.takeOverHeld(ctx, d, "accept")
 	if err != nil {
 		return err
 	}
-	giveBack := func(err error) error {
-		_ = lease.Abandon(context.WithoutCancel(ctx)) // the record stays held
-		return fmt.Errorf("accept %s: %w", idem.Ref(d.PK), err)
-	}
 	rec := lease.Record()
-	canonical, err := lease.Request()
-	var req Request
-	if err == nil {
-		req, err = RequestFromCanonical(canonical)
-	}
-	if err != nil {
-		return giveBack(fmt.Errorf("stored request: %w", err))
-	}
 	ch, err := s.chargeOf(ctx, &rec)
 	if err != nil {
 		return giveBack(err)

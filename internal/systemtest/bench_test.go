@@ -142,36 +142,32 @@ func benchCharge(s *localapi.Stack, token, key string, want ...int) error {
 
 // benchChargeID charges the visa charge under key and returns its id.
 func benchChargeID(s *localapi.Stack, token, key string) (string, error) {
-	req, _ := http.NewRequest(http.MethodPost, s.URL+route.ChargesPath, strings.NewReader(visa))
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Idempotency-Key", key)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := benchClient.Do(req)
-	if err != nil {
-		return "", err
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusCreated {
-		return "", fmt.Errorf("charge %s: status %d", key, resp.StatusCode)
-	}
-	return strings.TrimPrefix(resp.Header.Get("Location"), route.ChargesPath+"/"), nil
+	resp, err := benchPost(s.URL+route.ChargesPath, token, key, visa, http.StatusCreated)
+	return strings.TrimPrefix(resp.Get("Location"), route.ChargesPath+"/"), err
 }
 
 // benchRefund refunds 1 unit of chargeID under key and wants 201.
 func benchRefund(s *localapi.Stack, token, chargeID, key string) error {
-	req, _ := http.NewRequest(http.MethodPost, s.URL+route.ChargesPath+"/"+chargeID+"/refunds", strings.NewReader(`{"amount": 1}`))
+	_, err := benchPost(s.URL+route.ChargesPath+"/"+chargeID+"/refunds", token, key, `{"amount": 1}`, http.StatusCreated)
+	return err
+}
+
+// benchPost POSTs body to url with token and key, wants one of the
+// statuses, and returns the answer's headers.
+func benchPost(url, token, key, body string, want ...int) (http.Header, error) {
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Idempotency-Key", key)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := benchClient.Do(req)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusCreated {
-		return fmt.Errorf("refund %s: status %d", key, resp.StatusCode)
+	if !slices.Contains(want, resp.StatusCode) {
+		return resp.Header, fmt.Errorf("key %s: status %d, want %v", key, resp.StatusCode, want)
 	}
-	return nil
+	return resp.Header, nil
 }
 
 // benchClient keeps a connection per load goroutine: with the default two
@@ -183,19 +179,8 @@ var benchClient = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: i
 // chargeAt posts the visa charge under key to the gateway at url and
 // wants one of the statuses.
 func chargeAt(url, token, key string, want ...int) error {
-	req, _ := http.NewRequest(http.MethodPost, url+"/v1/charges", strings.NewReader(visa))
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Idempotency-Key", key)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := benchClient.Do(req)
-	if err != nil {
-		return err
-	}
-	resp.Body.Close()
-	if !slices.Contains(want, resp.StatusCode) {
-		return fmt.Errorf("key %s: status %d, want %v", key, resp.StatusCode, want)
-	}
-	return nil
+	_, err := benchPost(url+"/v1/charges", token, key, visa, want...)
+	return err
 }
 
 // BenchmarkLocalAPI: the charge API through the gateway, the RIE (two

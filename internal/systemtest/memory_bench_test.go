@@ -144,19 +144,8 @@ func BenchmarkMemorySizes(b *testing.B) {
 							}
 							return func(i int) error { return benchCharge(s, token, path.key(prefix+phase+"-", i), path.want...) }
 						}
-						m := measurePath(b, s, logs, send("capacity"), send("half"))
-						b.ReportMetric(m.capacity/2, "capacity_rps_per_env")
-						b.ReportMetric(m.throttled*100, "throttled_pct")
-						b.ReportMetric(ms(m.p50), "p50_ms")
-						b.ReportMetric(ms(m.p99), "p99_ms")
-						b.ReportMetric(m.billed, "billed_ms")
-						b.ReportMetric(ms(m.cpu), "cpu_ms")
-						b.ReportMetric(m.publisherInvocations, "publisher_invocations")
-						b.ReportMetric(m.publisherBilled, "publisher_billed_ms")
-						b.ReportMetric(m.logBytes, "log_bytes")
+						reportPath(b, measurePath(b, s, logs, send("capacity"), send("half")), shaped)
 						b.ReportMetric(raw, "raw_put_ms")
-						b.ReportMetric(shaped, "shaped")
-						b.ReportMetric(0, "ns/op")
 					}
 				})
 			}
@@ -179,18 +168,7 @@ func BenchmarkMemorySizes(b *testing.B) {
 							return benchRefund(s, token, charges[i/refundsPerCharge], fmt.Sprint(prefix, phase, "-", i))
 						}
 					}
-					m := measurePath(b, s, logs, send("capacity"), send("half"))
-					b.ReportMetric(m.capacity/2, "capacity_rps_per_env")
-					b.ReportMetric(m.throttled*100, "throttled_pct")
-					b.ReportMetric(ms(m.p50), "p50_ms")
-					b.ReportMetric(ms(m.p99), "p99_ms")
-					b.ReportMetric(m.billed, "billed_ms")
-					b.ReportMetric(ms(m.cpu), "cpu_ms")
-					b.ReportMetric(m.publisherInvocations, "publisher_invocations")
-					b.ReportMetric(m.publisherBilled, "publisher_billed_ms")
-					b.ReportMetric(m.logBytes, "log_bytes")
-					b.ReportMetric(shaped, "shaped")
-					b.ReportMetric(0, "ns/op")
+					reportPath(b, measurePath(b, s, logs, send("capacity"), send("half")), shaped)
 				}
 			})
 			b.Run("queue-command", func(b *testing.B) {
@@ -362,6 +340,22 @@ type pathFigures struct {
 	invocations, billed                             float64
 	cpu                                             time.Duration
 	publisherInvocations, publisherBilled, logBytes float64
+}
+
+// reportPath reports an HTTP path's figures: its capacity per
+// environment (of two), the rest as measurePath took them.
+func reportPath(b *testing.B, m pathFigures, shaped float64) {
+	b.ReportMetric(m.capacity/2, "capacity_rps_per_env")
+	b.ReportMetric(m.throttled*100, "throttled_pct")
+	b.ReportMetric(ms(m.p50), "p50_ms")
+	b.ReportMetric(ms(m.p99), "p99_ms")
+	b.ReportMetric(m.billed, "billed_ms")
+	b.ReportMetric(ms(m.cpu), "cpu_ms")
+	b.ReportMetric(m.publisherInvocations, "publisher_invocations")
+	b.ReportMetric(m.publisherBilled, "publisher_billed_ms")
+	b.ReportMetric(m.logBytes, "log_bytes")
+	b.ReportMetric(shaped, "shaped")
+	b.ReportMetric(0, "ns/op")
 }
 
 // measurePath loads the path to capacity (closedLoop) and then at half of
