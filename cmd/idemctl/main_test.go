@@ -134,8 +134,14 @@ func newLab(t *testing.T, extra []string, principals ...localapi.Principal) lab 
 // credentials (the SDK's when nil); it returns stdout and stderr.
 func (l lab) idemctl(t *testing.T, stdin string, env map[string]string, creds aws.CredentialsProvider, args ...string) (string, string, error) {
 	t.Helper()
+	return l.idemctlAt(t, time.Now, stdin, env, creds, args...)
+}
+
+// idemctlAt is idemctl in a shell whose clock is now.
+func (l lab) idemctlAt(t *testing.T, now func() time.Time, stdin string, env map[string]string, creds aws.CredentialsProvider, args ...string) (string, string, error) {
+	t.Helper()
 	var out, errOut bytes.Buffer
-	sh := shell{stdin: strings.NewReader(stdin), stdout: &out, stderr: &errOut, now: time.Now,
+	sh := shell{stdin: strings.NewReader(stdin), stdout: &out, stderr: &errOut, now: now,
 		getenv: func(k string) string {
 			switch k {
 			case deploy.EnvTableName:

@@ -95,8 +95,8 @@ func (l refundLab) refundRecord(t *testing.T, key string) *idem.Record {
 	return rec
 }
 
-// TestStaleRefundsThroughTheChannel: refund records left in flight, acted
-// on with --operation refund in a shell that names another acquirer and
+// TestStaleRefundsThroughTheChannel: refund records left in flight, listed
+// by stale and acted on with --operation refund in a shell that names another acquirer and
 // short protocol times. One whose refund reached the acquirer is
 // completed by release (which says it did not release), from the
 // deployment's acquirer; one whose request never left is released by
@@ -112,8 +112,17 @@ func TestStaleRefundsThroughTheChannel(t *testing.T) {
 		t.Fatalf("the lost request: %s", res.Outcome)
 	}
 	l.mustBalance(t, ch, 200, 800, 0)
+	// stale lists both, on a shell clock past the compiled T + skew (the
+	// listing decides nothing).
+	hourLater := func() time.Time { return time.Now().Add(time.Hour) }
+	out, _, err := l.idemctlAt(t, hourLater, "", hostileEnv(l.otherURL), nil, "stale")
+	for _, key := range []string{"refund-reached", "refund-never-left"} {
+		if rec := l.refundRecord(t, key); err != nil || rec == nil || !strings.Contains(out, idem.Ref(rec.PK)) {
+			t.Fatalf("stale: %v\n%s; want %s listed", err, out, key)
+		}
+	}
 	time.Sleep(workerLease + waitOut)
-	out, _, err := l.idemctl(t, "", hostileEnv(l.otherURL), nil, "release", "--operation", "refund", "--account", "acct_ops", "--key", "refund-reached", "--yes")
+	out, _, err = l.idemctl(t, "", hostileEnv(l.otherURL), nil, "release", "--operation", "refund", "--account", "acct_ops", "--key", "refund-reached", "--yes")
 	if err == nil || !strings.Contains(out, "The acquirer says now: succeeded 400 BRL, refund ") || !strings.Contains(out, "completed, succeeded 400 BRL") {
 		t.Fatalf("release of a refund the acquirer made: %v\n%s", err, out)
 	}

@@ -107,6 +107,10 @@ type verdict struct {
 	// tell is an event to publish before the message is deleted: a refund
 	// the bound refused
 	tell *event.Event
+	// told is a refusal code to tell the producer as refund.rejected when
+	// the message is deleted without a dead letter: a refund of a held
+	// charge, of which nothing was stored
+	told string
 	// account is the command's ("" before it decoded); key is its key as
 	// the service parsed it (charge.Result.Key: the bare key, whether the
 	// command sent it bare or quoted), or as the command named it when it
@@ -193,6 +197,12 @@ func (h *Handler) settle(ctx context.Context, in inbox, msg events.SQSMessage, v
 	case v.tell != nil && h.Outcomes != nil && in.Producer != "":
 		if err := h.Outcomes.Publish(ctx, *v.tell); err != nil {
 			h.Logger.WarnContext(ctx, "publishing a refund's refusal failed; the message will be retried", "error", err)
+			return false
+		}
+		return true
+	case v.told != "" && h.Outcomes != nil && in.Producer != "":
+		if err := h.Outcomes.Publish(ctx, event.OfRefundRejection(msg.MessageId, in.Producer, v.account, v.key, v.told, h.sentAt(msg))); err != nil {
+			h.Logger.WarnContext(ctx, "publishing a refusal failed; the message will be retried", "error", err)
 			return false
 		}
 		return true
@@ -380,7 +390,10 @@ var verdicts = map[charge.Outcome]verdict{
 // refusal at the door is dead-lettered with the code the HTTP route
 // answers (no such charge and a charge that cannot be refunded are final
 // too); a held refund, or a refund of a held charge, is deleted with its
-// verdict, the operator deciding; what may change with time is retried.
+// verdict, the operator deciding (the latter stored nothing, so the
+// producer is told: refund.rejected CHARGE_OUTCOME_PENDING, to send it
+// again once the charge is settled); what may change with time is
+// retried.
 var refundVerdicts = map[refund.Outcome]verdict{
 	refund.Executed:       {},
 	refund.Replayed:       {republish: true},
@@ -391,7 +404,7 @@ var refundVerdicts = map[refund.Outcome]verdict{
 	refund.ChargePending:  {retry: true},
 	refund.Mismatch:       {},
 	refund.Held:           {},
-	refund.ChargeHeld:     {},
+	refund.ChargeHeld:     {told: refund.ChargeHeld.Code()},
 	refund.AccountInvalid: {rejectCode: refund.AccountInvalid.Code()},
 	refund.KeyMissing:     {rejectCode: refund.KeyMissing.Code()},
 	refund.KeyInvalid:     {rejectCode: refund.KeyInvalid.Code()},

@@ -135,7 +135,10 @@ type Summary struct {
 	RefundsOverCharge, RefundsWithoutRecord, RefundsMismatched             int
 	RefundedDiffers, ReservationsLeft                                      int
 	RefundEvents, RefundRejections, RefundEventsMissing, RefundEventsExtra int
-	Drain, Total                                                           time.Duration
+	// EventBodiesDiffer counts deliveries of an event id with another body
+	// than its first: every telling of one event must be the same.
+	EventBodiesDiffer int
+	Drain, Total      time.Duration
 	// Regions is how many regions ran; Conflicts the writes their proxies
 	// refused, of ConflictShare asked for; StoppedAfter the intents sent
 	// when the second region was stopped, FailedOver the requests then sent
@@ -163,6 +166,7 @@ func (s Summary) Violations() []string {
 		"reservations left after the drain":                                s.ReservationsLeft,
 		"refund rows without their outcome event":                          s.RefundEventsMissing,
 		"refund events more than one per refund, or without a row":         s.RefundEventsExtra,
+		"events delivered under one id with two bodies":                    s.EventBodiesDiffer,
 	} {
 		if n > 0 {
 			v = append(v, fmt.Sprintf("%d %s", n, name))
@@ -204,7 +208,7 @@ func (s Summary) Table() string {
 		{"refunds", s.RefundIntents}, {"acqRefunds", s.AcquirerRefunds}, {"overCharge", s.RefundsOverCharge},
 		{"refundNoRecord", s.RefundsWithoutRecord}, {"refundMismatch", s.RefundsMismatched}, {"refundedDiffers", s.RefundedDiffers},
 		{"reserved", s.ReservationsLeft}, {"refundEvents", s.RefundEvents}, {"refundRejected", s.RefundRejections},
-		{"refundEvMissing", s.RefundEventsMissing}, {"refundEvExtra", s.RefundEventsExtra},
+		{"refundEvMissing", s.RefundEventsMissing}, {"refundEvExtra", s.RefundEventsExtra}, {"bodiesDiffer", s.EventBodiesDiffer},
 		{"regions", s.Regions}, {"conflicts", s.Conflicts}, {"stoppedAfter", s.StoppedAfter}, {"failedOver", s.FailedOver},
 		{"drain", s.Drain.Round(100 * time.Millisecond)}, {"total", s.Total.Round(100 * time.Millisecond)},
 	}

@@ -200,6 +200,7 @@ func checkEvents(ctx context.Context, s *localapi.Stack, records []*idem.Record,
 	}
 	charges, refundEvents := newTally(want), newTally(refunds)
 	rejections, refundRejections := map[string]bool{}, map[string]bool{}
+	bodies := map[string]string{} // event id → its first body: one id, one body
 	// Events arrive within the publisher's latency; a minute bounds the wait.
 	wait, stop := context.WithTimeout(ctx, time.Minute)
 	defer stop()
@@ -220,6 +221,11 @@ func checkEvents(ctx context.Context, s *localapi.Stack, records []*idem.Record,
 					e, err := event.Decode([]byte(aws.ToString(m.Body)))
 					if err != nil {
 						return fmt.Errorf("an outcome queue holds %q: %w", aws.ToString(m.Body), err)
+					}
+					if first, seen := bodies[e.ID]; seen && first != aws.ToString(m.Body) {
+						sum.EventBodiesDiffer++
+					} else if !seen {
+						bodies[e.ID] = aws.ToString(m.Body)
 					}
 					switch e.Type {
 					case event.Rejected:

@@ -174,7 +174,7 @@ func checkRefunds(ctx context.Context, s *localapi.Stack, intents []intent, sum 
 		for j, ref := range intents[rr.intent].refunds {
 			rec := rr.records[j]
 			for _, a := range finalAnswers(ref.answers, sum) {
-				if a.status == http.StatusCreated && (rec == nil || !refundMatches(a.body, byKey[rec.DownstreamKey], rec.DownstreamKey)) {
+				if a.status == http.StatusCreated && (rec == nil || !refundMatches(a.body, byKey[rec.DownstreamKey], rec.DownstreamKey, ref.amount)) {
 					sum.RefundsMismatched++
 				}
 			}
@@ -184,15 +184,16 @@ func checkRefunds(ctx context.Context, s *localapi.Stack, intents []intent, sum 
 }
 
 // refundMatches reports whether a 201 refund answer is the acquirer's
-// refund under downstreamKey: the same refund, succeeded, of its amount.
-func refundMatches(body []byte, r acquirer.Refund, downstreamKey string) bool {
+// refund under downstreamKey: the same refund, succeeded, of its amount,
+// which is the amount asked.
+func refundMatches(body []byte, r acquirer.Refund, downstreamKey string, asked int64) bool {
 	var got struct {
 		ID     string `json:"id"`
 		Amount int64  `json:"amount"`
 		Status string `json:"status"`
 	}
 	return json.Unmarshal(body, &got) == nil && got.ID == refund.ID(downstreamKey) && r.IdempotencyKey == downstreamKey &&
-		r.Status == acquirer.RefundSucceeded && got.Status == r.Status && got.Amount == r.Amount
+		r.Status == acquirer.RefundSucceeded && got.Status == r.Status && got.Amount == r.Amount && got.Amount == asked
 }
 
 // subscriberOf is the subscriber whose queue a record's events reach: its

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
 	"encoding/json"
 	"time"
 
@@ -36,28 +35,24 @@ func RenderRefund(a refund.Answer) idem.Response {
 
 // RefundRefusal reads back the code of a stored answer in which the bound
 // refused the refund: REFUND_EXCEEDS_CHARGE or REFUND_LIMIT_REACHED, and
-// "" for any other answer. It is RenderRefund's inverse for those two:
-// resp is that code's answer only if rendering it again gives the same
-// bytes, so nothing is guessed from a partial match.
+// "" for any other answer. It reads the problem's status and its code
+// member, not its wording, so an answer stored before a title or detail
+// changed still reads.
 func RefundRefusal(resp idem.Response) Code {
 	if resp.StatusCode != 422 {
 		return ""
 	}
 	var doc struct {
-		Refundable *int64 `json:"refundable"`
+		Code Code `json:"code"`
 	}
-	a := refund.Answer{LimitReached: true}
-	if strictjson.UnmarshalResponse(resp.Body, &doc) == nil && doc.Refundable != nil {
-		a = refund.Answer{Exceeded: true, Refundable: *doc.Refundable}
-	}
-	again := RenderRefund(a)
-	if again.StatusCode != resp.StatusCode || !bytes.Equal(again.Body, resp.Body) {
+	if strictjson.UnmarshalResponse(resp.Body, &doc) != nil {
 		return ""
 	}
-	if a.Exceeded {
-		return RefundExceedsCharge
+	switch doc.Code {
+	case RefundExceedsCharge, RefundLimitReached:
+		return doc.Code
 	}
-	return RefundLimitReached
+	return ""
 }
 
 // RefundHeaders are the HTTP headers of a refund's stored answer: for 201

@@ -460,7 +460,7 @@ func (s *Service) complete(ctx context.Context, lease *idem.Lease, a Answer, ref
 	}
 	rec, lookupErr := s.guard.Lookup(ctx, lease.PK())
 	if lookupErr == nil && rec.Status == idem.StatusCompleted {
-		return Result{Outcome: Replayed, Response: *rec.Response, RefundID: answeredID(rec.DownstreamKey)}
+		return Result{Outcome: Replayed, Response: *rec.Response, RefundID: answeredID(rec.DownstreamKey), Source: rec.Source, ClaimedAt: rec.CreatedAt}
 	}
 	return s.pendingResult()
 }

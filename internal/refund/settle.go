@@ -56,8 +56,10 @@ func refundRecord(step, pk string) error {
 
 // Peek is the acquirer's refund for the record pk's intent, asked
 // without taking anything over and checked against what its entry
-// reserved (a stub or a released entry reserved nothing, so any refund
-// disagrees): what an operator is shown before deciding. It writes
+// reserved: a refund disagrees unless the entry reserves it or has
+// succeeded with it (a stub reserved nothing, and a released entry gave
+// its amount back: ReasonEntryDisagrees). What an operator is shown
+// before deciding. It writes
 // nothing. The record must be in progress, held or not. Errors:
 // idem.ErrNotFound, charge.ErrCompleted, idem.ErrOtherDownstream,
 // ErrNoAcquirerRefund, a mismatch (with the refund), or a read's or the
@@ -106,7 +108,8 @@ func (s *Service) chargeOf(ctx context.Context, rec *idem.Record) (charge.Charge
 }
 
 // ask looks the refund under downstreamKey up and checks it against what
-// entry reserved of ch.
+// entry reserved of ch: its terms, and an entry that still holds them
+// (reserved, or succeeded with them).
 func (s *Service) ask(ctx context.Context, downstreamKey string, ch charge.Charge, entry Entry) (acquirer.Refund, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.AcquirerTimeout)
 	defer cancel()
@@ -116,6 +119,9 @@ func (s *Service) ask(ctx context.Context, downstreamKey string, ch charge.Charg
 	}
 	if err == nil {
 		err = acquirer.CheckRefundTerms(r, downstreamKey, acquirerRequest(ch, entry))
+	}
+	if err == nil && entry.State != EntryReserved && entry.State != EntrySucceeded {
+		err = &acquirer.RefundMismatchError{Reason: ReasonEntryDisagrees, Stated: r}
 	}
 	var m *acquirer.RefundMismatchError
 	if errors.As(err, &m) {

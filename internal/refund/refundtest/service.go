@@ -59,6 +59,7 @@ func RunServiceConformance(t *testing.T, newStores NewStoresFunc) {
 		{"ALyingAcquirerIsHeld", serviceALyingAcquirerIsHeld},
 		{"AHeldRefundIsAccepted", serviceAHeldRefundIsAccepted},
 		{"AHeldRefundIsVoided", serviceAHeldRefundIsVoided},
+		{"AReleasedEntryIsNotBooked", serviceAReleasedEntryIsNotBooked},
 		{"ARowThatDiffersIsHeld", serviceARowThatDiffersIsHeld},
 		{"ARefundAfterItsReleaseIsHeld", serviceARefundAfterItsReleaseIsHeld},
 		{"AGoneChargeWithAnEntryIsNotReleased", serviceAGoneChargeWithAnEntryIsNotReleased},

@@ -94,3 +94,43 @@ func serviceAHeldRefundIsVoided(t *testing.T, w *world) {
 		t.Fatalf("the refused accept, read back: %s, %v", st.State, err)
 	}
 }
+
+// serviceAReleasedEntryIsNotBooked: a held refund whose entry a void's
+// take-over released before the void itself failed (the record still
+// held) gave its amount back: the acquirer's refund, though its terms
+// agree, is shown as disagreeing with the entry, and accept refuses to
+// book it; void-confirmed then settles the record, the amount staying
+// refundable.
+func serviceAReleasedEntryIsNotBooked(t *testing.T, w *world) {
+	ch := w.charge(t, "pm_card_visa", 1000)
+	if res := w.with(garbledAnswer{w.acq}).Refund(ctx, in("released-entry", ch, `{"amount": 100}`)); res.Outcome != refund.Mismatch {
+		t.Fatalf("the garbled answer: %s", res.Outcome)
+	}
+	rec := w.record(t, idem.Scope{Operation: refund.Operation, Account: account, Key: "released-entry"})
+	// What a void's take-over (attempt 2) did before its last step failed.
+	if _, err := w.stores.Balances.Refence(ctx, ch, rec.DownstreamKey, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.stores.Balances.Release(ctx, ch, rec.DownstreamKey, 2); err != nil {
+		t.Fatal(err)
+	}
+	mustBalance(t, w.stores.Balances, ch, 1000, 0, 0)
+	shown, err := w.svc.Peek(ctx, rec.PK)
+	var m *acquirer.RefundMismatchError
+	if !errors.As(err, &m) || m.Reason != refund.ReasonEntryDisagrees {
+		t.Fatalf("peek: %+v, %v; want the entry's disagreement", shown, err)
+	}
+	accept := refund.Decision{PK: rec.PK, Instance: rec.DownstreamKey, Action: idem.SettleAccept, By: "ops:ana", ID: "dec-accept-4", Terms: shown}
+	if st, err := w.svc.Settle(ctx, accept); !errors.As(err, &m) || st.State != charge.StillHeld {
+		t.Fatalf("accepting against a released entry: %s, %v", st.State, err)
+	}
+	if _, err := w.stores.Refunds.Get(ctx, refund.ID(rec.DownstreamKey)); !errors.Is(err, refund.ErrNoRefund) {
+		t.Fatalf("the refused accept wrote a row: %v", err)
+	}
+	w.clock.Advance(time.Hour)
+	void := refund.Decision{PK: rec.PK, Instance: rec.DownstreamKey, Action: idem.SettleVoidConfirmed, By: "ops:ana", ID: "dec-void-2"}
+	if st, err := w.svc.Settle(ctx, void); err != nil || st.State != charge.ReleasedByThis {
+		t.Fatalf("void-confirmed: %s, %v", st.State, err)
+	}
+	mustBalance(t, w.stores.Balances, ch, 1000, 0, 0)
+}
