@@ -206,8 +206,6 @@ func (h *Handler) settle(ctx context.Context, in inbox, msg events.SQSMessage, v
 			return false
 		}
 		return true
-	case v.republish && h.Outcomes != nil && in.Producer != "" && v.operation == refund.Operation:
-		return h.republishRefund(ctx, v)
 	case v.republish && h.Outcomes != nil && in.Producer != "":
 		return h.republish(ctx, v)
 	case v.retry:
@@ -221,17 +219,17 @@ func (h *Handler) settle(ctx context.Context, in inbox, msg events.SQSMessage, v
 	return true
 }
 
-// republish publishes again the event of the charge a replayed command
-// names, read through the service's lookup by key, and reports whether
-// the message is done: a failed read or publish keeps it for a retry,
-// which replays again.
+// republish publishes again the event of the charge or the refund a
+// replayed command names, read through its service's lookup by key (a
+// bound's refusal is told from v.tell instead), and reports whether the
+// message is done: a failed read or publish keeps it for a retry, which
+// replays again.
 func (h *Handler) republish(ctx context.Context, v verdict) bool {
-	res := h.Service.ByKey(ctx, v.account, v.key)
-	if res.Outcome != charge.Found {
-		h.Logger.WarnContext(ctx, "a replayed command's charge was not found to republish its event; the message will be retried", "lookup", res.Outcome.String())
+	e, found, err := h.replayedEvent(ctx, v)
+	if !found {
+		h.Logger.WarnContext(ctx, "a replayed command's row was not found to republish its event; the message will be retried", "lookup", err)
 		return false
 	}
-	e, err := outbox.RowEvent(res.Charge)
 	if err == nil {
 		err = h.Outcomes.Publish(ctx, e)
 	}
@@ -242,23 +240,23 @@ func (h *Handler) republish(ctx context.Context, v verdict) bool {
 	return true
 }
 
-// republishRefund is republish for a replayed refund command: the event
-// of the refund its key names (a refusal's is in v.tell).
-func (h *Handler) republishRefund(ctx context.Context, v verdict) bool {
-	res := h.Refunds.ByKey(ctx, v.account, v.key)
-	if res.Outcome != refund.Found {
-		h.Logger.WarnContext(ctx, "a replayed command's refund was not found to republish its event; the message will be retried", "lookup", res.Outcome.String())
-		return false
+// replayedEvent is the event of the row v's key names: found false with
+// the lookup's outcome in err when there is none.
+func (h *Handler) replayedEvent(ctx context.Context, v verdict) (event.Event, bool, error) {
+	if v.operation == refund.Operation {
+		res := h.Refunds.ByKey(ctx, v.account, v.key)
+		if res.Outcome != refund.Found {
+			return event.Event{}, false, errors.New(res.Outcome.String())
+		}
+		e, err := outbox.RefundEvent(res.Refund)
+		return e, true, err
 	}
-	e, err := outbox.RefundEvent(res.Refund)
-	if err == nil {
-		err = h.Outcomes.Publish(ctx, e)
+	res := h.Service.ByKey(ctx, v.account, v.key)
+	if res.Outcome != charge.Found {
+		return event.Event{}, false, errors.New(res.Outcome.String())
 	}
-	if err != nil {
-		h.Logger.WarnContext(ctx, "republishing a replayed command's event failed; the message will be retried", "error", err)
-		return false
-	}
-	return true
+	e, err := outbox.RowEvent(res.Charge)
+	return e, true, err
 }
 
 // sentAt is when msg was first sent (its SentTimestamp), the same on

@@ -2,7 +2,6 @@ package chaos
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -19,6 +18,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/localapi"
 	"github.com/idempotent-payments/idempay/internal/refund"
 	"github.com/idempotent-payments/idempay/internal/route"
+	"github.com/idempotent-payments/idempay/internal/strictjson"
 )
 
 // refundIntent is one refund of a charge intent: its key, its body, and
@@ -84,7 +84,7 @@ func chargeIDOf(in *intent) string {
 			var body struct {
 				ID string `json:"id"`
 			}
-			if json.Unmarshal(a.body, &body) == nil {
+			if strictjson.UnmarshalResponse(a.body, &body) == nil { // the API's answer, read as strictly as its clients should
 				return body.ID
 			}
 		}
@@ -192,7 +192,7 @@ func refundMatches(body []byte, r acquirer.Refund, downstreamKey string, asked i
 		Amount int64  `json:"amount"`
 		Status string `json:"status"`
 	}
-	return json.Unmarshal(body, &got) == nil && got.ID == refund.ID(downstreamKey) && r.IdempotencyKey == downstreamKey &&
+	return strictjson.UnmarshalResponse(body, &got) == nil && got.ID == refund.ID(downstreamKey) && r.IdempotencyKey == downstreamKey &&
 		r.Status == acquirer.RefundSucceeded && got.Status == r.Status && got.Amount == r.Amount && got.Amount == asked
 }
 

@@ -99,7 +99,7 @@ func WriteEveryKind(t testing.TB, client *dynamodb.Client, table string) {
 	}
 	if _, err := tbl.Refunds().Write(ctx, refund.Refund{ID: "re_89abcdef0123456789abcdef0123456789abcdef", Account: "acct_p",
 		ChargeID: row.ID, IdempotencyKey: "publish-key-3", Source: event.SourceHTTP, Status: "succeeded", Amount: 40, Currency: "BRL",
-		Reason: "duplicate", AcquirerRefundID: "rf_1", AcquirerID: "sandbox", CreatedAt: time.Now().UTC()}); err != nil {
+		Reason: "duplicate", AcquirerRefundID: "rf_1", AcquirerID: "sandbox", CreatedAt: row.CreatedAt}); err != nil {
 		t.Fatal(err)
 	}
 }
