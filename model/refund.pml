@@ -4,9 +4,11 @@
  * it. Each intent has its own refund record, run by the engine of
  * model/idem.pml (claim, lease, take-over, fencing), and client attempts
  * (workers) that may crash at any step or stall past their lease.
- * The charge's balance item holds remaining, reserved and refunded, and one
- * entry per downstream key: its state, its fence and its amount. The
- * sweeper's reconciler resolves stale records; the acquirer deduplicates
+ * The charge's balance item holds remaining, reserved and refunded, one
+ * entry per refund reserved or succeeded (its state, its fence and its
+ * amount), and the watermark that folds the released ones (releasedThrough:
+ * an intent claimed at or before it that holds no entry may never reserve).
+ * The sweeper's reconciler resolves stale records; the acquirer deduplicates
  * refunds by key, holds requests in transit, and refunds, declines, or
  * answers on terms nobody asked for (a mismatch: the record is held with
  * its reservation, and only the operator settles it: -DMISMATCHES adds
@@ -27,8 +29,8 @@
  *                  competing refund that reserves whenever there is room.
  * -DMISMATCHES adds the acquirer's answers on other terms, and the operator
  * who settles the records they hold (either shape).
- * The largest run, liveness with a competitor, stores 6.3 million states
- * in about 600 MB and 20 s.
+ * The largest run, liveness with a competitor, stores 19.9 million states
+ * in about 2 GB.
  *
  * model/check.sh runs it. Compile-time switches break it; each must yield a
  * counterexample:
@@ -36,9 +38,11 @@
  *   -DRELEASE_AMBIGUOUS      a taken-over attempt releases when its own
  *                            call sent nothing (DESIGN §4 rule 2 dropped)
  *   -DRELEASE_UNFENCED       an entry released without checking its fence
- *   -DNO_STUB                a take-over does not re-fence an entry that is
- *                            not reserved yet, so an earlier attempt may
- *                            still reserve for a record that has ended
+ *   -DNO_FOLD                a take-over that finds no entry does not fold
+ *                            the intent, so an earlier attempt may still
+ *                            reserve for a record that has ended
+ *   -DNO_WATERMARK           a release removes the entry without raising
+ *                            the watermark: the tombstone's work undone
  *   -DNO_RECONCILER          no reconciler: the control of liveness
  *   -DVOID_EARLY             void-confirmed as soon as the held lease ended,
  *                            not T + skew later (with -DMISMATCHES
@@ -57,7 +61,7 @@
 
 mtype = { ABSENT, INPROG, COMPLETED };	/* the refund record */
 mtype = { LIVE, ENDED, STALE };		/* its lease against the clock */
-mtype = { NOENTRY, RESERVED, SUCCEEDED, RELEASED };	/* an entry's state_K */
+mtype = { NOENTRY, RESERVED, SUCCEEDED, FOLDED };	/* an entry's state_K; FOLDED: refused or re-fenced as released */
 mtype = { UNKNOWN, REFUNDED, DECLINED, MISMATCH };	/* the acquirer's refund, by key */
 
 /* The refund records, by intent. owner: a worker (1, 2: intent 0's; 3:
@@ -71,14 +75,21 @@ bool held[INTENTS];
 bool leaseHasTransit[INTENTS];	/* a request sent under the current lease has not landed */
 byte inTransitFor[INTENTS];	/* requests of the intent still in transit */
 
-/* The balance item of the charge. */
+/* The balance item of the charge. A released entry is removed, and the
+ * watermark raised to its intent's claim time. */
 byte remaining = CHARGED;
 byte reserved = 0;
 byte refunded = 0;
 mtype state[KEYS] = NOENTRY;
 byte fence[KEYS];		/* 0: absent */
 byte amt[KEYS];
-byte releases[KEYS];		/* times the entry was released */
+byte releasedThrough = 0;	/* released_through: 0 none */
+byte releases[KEYS];		/* times the entry was given back (a ghost: asserted, never read) */
+
+/* Claim times: each claim of a record (and the competitor's) takes the next
+ * tick, so a higher one was claimed later. */
+byte claimAt[KEYS];
+byte tick = 0;
 
 /* The acquirer, by downstream key. */
 mtype acq[KEYS] = UNKNOWN;
@@ -113,8 +124,9 @@ inline crash(i, bounded) {
 /* The invariants of the balance, after every step on it. */
 #define BALANCED (remaining + reserved + refunded == CHARGED)
 
-/* reserve (§7): state_K absent, fence_K absent or mine, room
- * (ROOM; -DUNCONDITIONED_RESERVE drops it, and remaining floors at 0). */
+/* reserve (§7): no entry, the intent not folded, room (ROOM;
+ * -DUNCONDITIONED_RESERVE drops it, and remaining floors at 0). FOLDED:
+ * refused, the intent is released (refund.ErrReleased). */
 #ifdef UNCONDITIONED_RESERVE
 #define ROOM true
 #else
@@ -123,30 +135,41 @@ inline crash(i, bounded) {
 inline reserve(k, a, result) {
 	atomic {
 		if
-		:: state[k] == NOENTRY && (fence[k] == 0 || fence[k] == a) && ROOM ->
+		:: state[k] == NOENTRY && claimAt[k] > releasedThrough && ROOM ->
 			if
 			:: remaining >= WANT -> remaining = remaining - WANT
 			:: else -> remaining = 0
 			fi;
 			reserved = reserved + WANT; state[k] = RESERVED; fence[k] = a; amt[k] = WANT; result = RESERVED
-		:: state[k] == NOENTRY && (fence[k] == 0 || fence[k] == a) && !ROOM -> result = NOENTRY	/* 422 REFUND_EXCEEDS_CHARGE */
+		:: state[k] == NOENTRY && claimAt[k] > releasedThrough && !ROOM -> result = NOENTRY	/* 422 REFUND_EXCEEDS_CHARGE */
+		:: state[k] == NOENTRY && claimAt[k] <= releasedThrough -> result = FOLDED
 		:: state[k] == RESERVED && fence[k] == a -> result = RESERVED	/* this attempt's own write, answered late */
 		:: else -> result = NONE	/* fenced out */
 		fi
 	}
 }
 
-/* re-fence (§7), by a take-over: fence_K = a if absent or below. */
+/* fold: the watermark raised to the intent's claim time, never lowered. */
+inline fold(k) {
+	if
+	:: releasedThrough < claimAt[k] -> releasedThrough = claimAt[k]
+	:: else -> skip
+	fi
+}
+
+/* re-fence (§7), by a take-over: fence_K = a if below; no entry: the
+ * intent is folded (no attempt reserved; after the fold none can). */
 inline refence(k, a, result) {
 	atomic {
 		if
-#ifdef NO_STUB
-		:: state[k] == NOENTRY -> result = NOENTRY	/* no stub */
 		:: state[k] != NOENTRY && fence[k] < a -> fence[k] = a; result = state[k]
+		:: state[k] != NOENTRY && fence[k] == a -> result = state[k]	/* its own write, answered again */
+		:: state[k] != NOENTRY && fence[k] > a -> result = NONE	/* a later attempt took it */
+#ifdef NO_FOLD
+		:: state[k] == NOENTRY -> result = FOLDED
 #else
-		:: fence[k] < a -> fence[k] = a; result = state[k]
+		:: state[k] == NOENTRY -> fold(k); result = FOLDED
 #endif
-		:: else -> result = NONE	/* a later attempt took it */
 		fi
 	}
 }
@@ -164,7 +187,14 @@ inline succeed(k, a, ok) {
 	}
 }
 
-/* release (§7): reserved -> released, or a stub -> released. */
+/* release (§7): a reserved entry of this fence given back, removed and
+ * folded; no entry (nothing reserved, or released already): folded.
+ * -DNO_WATERMARK: a release that keeps nothing of the intent. */
+#ifdef NO_WATERMARK
+#define RELEASE_FOLD(k) skip
+#else
+#define RELEASE_FOLD(k) fold(k)
+#endif
 inline release(k, a, ok) {
 	atomic {
 		if
@@ -173,12 +203,14 @@ inline release(k, a, ok) {
 #else
 		:: state[k] == RESERVED && fence[k] == a ->
 #endif
-			state[k] = RELEASED; reserved = reserved - amt[k]; remaining = remaining + amt[k]; releases[k]++; ok = true
-		:: state[k] == NOENTRY && (fence[k] == 0 || fence[k] == a) -> state[k] = RELEASED; fence[k] = a; ok = true
-		:: state[k] == RELEASED && fence[k] == a -> ok = true	/* already done */
-		:: else -> ok = false
+			reserved = reserved - amt[k]; remaining = remaining + amt[k]; releases[k]++;
+			state[k] = NOENTRY; fence[k] = 0; amt[k] = 0;
+			RELEASE_FOLD(k);
+			ok = true
+		:: state[k] == NOENTRY -> RELEASE_FOLD(k); ok = true
+		:: else -> ok = false	/* another attempt's, or succeeded */
 		fi;
-		assert(releases[k] <= 1);	/* an entry is released at most once */
+		assert(releases[k] <= 1);	/* an entry is given back at most once */
 		assert(BALANCED)
 	}
 }
@@ -240,13 +272,15 @@ proctype Worker(byte i; byte me) {
 	atomic {
 		if
 		:: rec[i] == ABSENT && gen[i] < MAXGEN -> rec[i] = INPROG; owner[i] = me; attempt[i] = 1; gen[i]++;
-			lease[i] = LIVE; leaseHasTransit[i] = false; a = 1; k = KEY(i)
+			lease[i] = LIVE; leaseHasTransit[i] = false; a = 1; k = KEY(i); tick++; claimAt[k] = tick
 		:: rec[i] == INPROG && !held[i] && lease[i] != LIVE -> owner[i] = me; attempt[i]++;
 			lease[i] = LIVE; leaseHasTransit[i] = false; a = attempt[i]; takenOver = true; k = KEY(i)
 		:: else -> goto done	/* a replay, 409 in flight, 503 held, or no more claims */
 		fi
 	}
-	/* A take-over re-fences the entry, then looks the refund up by key. */
+	/* A take-over re-fences the entry, then looks the refund up by key; it
+	 * sends only a reservation an earlier attempt made. A first attempt
+	 * reserves. */
 	if
 	:: takenOver ->
 		if
@@ -256,36 +290,44 @@ proctype Worker(byte i; byte me) {
 		if
 		:: got == NONE -> goto done
 		:: acq[k] != UNKNOWN -> finish(i, me, k, a, false, done); goto done
-		:: acq[k] == UNKNOWN && got == RELEASED -> deleteRecord(i, me); goto done	/* the last owner released the entry */
-		:: acq[k] == UNKNOWN && got != NONE && got != RELEASED -> skip
+		:: acq[k] == UNKNOWN && got == FOLDED -> deleteRecord(i, me); goto done	/* released: nothing sent */
+		:: acq[k] == UNKNOWN && got == RESERVED -> skip
 		fi
-	:: else -> skip
-	fi;
-	if
-	:: MAYCRASH(i) -> goto done	/* crash before reserving */
-	:: reserve(k, a, got)
-	fi;
-	/* The store fails at the reservation, its write perhaps landed (503
-	 * SERVICE_UNAVAILABLE): nothing was sent, so a first attempt releases
-	 * the entry (its reservation, or a tombstone), then the record; after
-	 * a take-over both are left to the reconciler. */
-	if
-	:: MAYCRASH(i) && got != NONE ->
+	:: else ->
 		if
-		:: !takenOver -> release(k, a, ok);
+		:: MAYCRASH(i) -> goto done	/* crash before reserving */
+		:: MAYCRASH(i) ->	/* the store fails the reservation, its write still on its way (503) */
+			release(k, a, ok);
 			if
 			:: ok -> deleteRecord(i, me)
 			:: else -> skip
-			fi
-		:: else -> skip
+			fi;
+			if
+			:: reserve(k, a, got)	/* the write lands late: refused, the intent folded */
+			:: skip	/* or never */
+			fi;
+			goto done
+		:: reserve(k, a, got)
 		fi;
-		goto done
-	:: true -> skip
-	fi;
-	if
-	:: got == NONE -> goto done
-	:: got == NOENTRY -> completeRecord(i, me); goto done	/* 422 REFUND_EXCEEDS_CHARGE, final */
-	:: got == RESERVED -> skip
+		/* The store fails at the reservation, its write perhaps landed (503
+		 * SERVICE_UNAVAILABLE): nothing was sent, so the first attempt
+		 * releases the entry (its reservation, or a fold), then the record. */
+		if
+		:: MAYCRASH(i) && got != NONE && got != FOLDED ->
+			release(k, a, ok);
+			if
+			:: ok -> deleteRecord(i, me)
+			:: else -> skip
+			fi;
+			goto done
+		:: true -> skip
+		fi;
+		if
+		:: got == NONE -> goto done
+		:: got == FOLDED -> deleteRecord(i, me); goto done	/* refused: released; nothing reserved or sent (503) */
+		:: got == NOENTRY -> completeRecord(i, me); goto done	/* 422 REFUND_EXCEEDS_CHARGE, final */
+		:: got == RESERVED -> skip
+		fi
 	fi;
 	/* Rule 3: send only with T + skew left on the lease. */
 	if
@@ -326,6 +368,7 @@ done:	atomic { k = 0; a = 0; got = 0; ok = false; takenOver = false }	/* nothing
 proctype Competitor() {
 	byte got;
 	bool ok;
+	atomic { tick++; claimAt[2] = tick };
 	reserve(2, 1, got);
 	if
 	:: got == RESERVED ->
@@ -335,7 +378,7 @@ proctype Competitor() {
 		:: acq[2] == REFUNDED -> succeed(2, 1, ok)
 		:: acq[2] == DECLINED -> release(2, 1, ok)
 		fi
-	:: else -> skip	/* no room: 422 */
+	:: else -> skip	/* no room: 422, or released by a fold: 503 */
 	fi;
 	atomic { got = 0; ok = false }
 }

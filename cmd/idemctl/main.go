@@ -532,11 +532,14 @@ type balanceView struct {
 	Reserved  int64             `json:"reserved"`
 	Remaining int64             `json:"remaining"`
 	Refunds   []refundEntryView `json:"refunds"`
+	// ReleasedThrough: every refund intent claimed by then that holds no
+	// entry is released (omitted when none was).
+	ReleasedThrough *time.Time `json:"released_through,omitempty"`
 }
 
 type refundEntryView struct {
 	ID     string       `json:"id"`
-	State  refund.State `json:"state"` // "" for a take-over's stub: nothing reserved
+	State  refund.State `json:"state"` // "released" for an intent the balance folded
 	Amount int64        `json:"amount"`
 }
 
@@ -621,7 +624,7 @@ func describeRefund(ctx context.Context, v *view, refunds refund.Ledger, balance
 	if chargeID == "" {
 		return // a refusal by the bound, completed: no row, nothing reserved
 	}
-	switch e, ok, err := balances.Entry(ctx, chargeID, rec.DownstreamKey); {
+	switch e, ok, err := balances.Entry(ctx, chargeID, refund.Intent{Key: rec.DownstreamKey, Claimed: rec.CreatedAt}); {
 	case err != nil:
 		v.BalanceError = err.Error()
 	case ok:
@@ -643,6 +646,9 @@ func balanceOf(ctx context.Context, balances refund.Balances, ch charge.Charge) 
 	v := &balanceView{Refunded: b.Refunded, Reserved: b.Reserved, Remaining: b.Remaining, Refunds: []refundEntryView{}}
 	if b.ChargeAmount == 0 {
 		v.Remaining = ch.Amount
+	}
+	if !b.ReleasedThrough.IsZero() {
+		v.ReleasedThrough = &b.ReleasedThrough
 	}
 	for _, key := range slices.Sorted(maps.Keys(b.ByKey)) {
 		e := b.ByKey[key]

@@ -662,7 +662,7 @@ func TestReadingCommands(t *testing.T) {
 		t.Fatalf("the balance of a charge never refunded: %+v", v.Balance)
 	}
 	balances, refundKey := dynamo.Open(w.ddb, w.table).Balances(), "0123456789abcdef0123456789abcdef01234567"
-	if _, err := balances.Reserve(ctx, refund.Reservation{ChargeID: v.Ledger["id"].(string), ChargeAmount: int64(v.Ledger["amount"].(float64)), Key: refundKey, Fence: 1, Amount: 40}); err != nil {
+	if _, err := balances.Reserve(ctx, refund.Reservation{ChargeID: v.Ledger["id"].(string), ChargeAmount: int64(v.Ledger["amount"].(float64)), Intent: refund.Intent{Key: refundKey, Claimed: time.Now()}, Fence: 1, Amount: 40}); err != nil {
 		t.Fatal(err)
 	}
 	if err := balances.Succeed(ctx, v.Ledger["id"].(string), refundKey, 1); err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -16,13 +17,17 @@ import (
 )
 
 // Balances are the refund.Balances on the table (Table.Balances): one item
-// per charge, BALANCE#<charge id>, with the balance's figures and one
-// entry per refund intent, three attributes named by its downstream key
-// (state_K, fence_K, amount_K). Each step is one UpdateItem whose
-// condition decides it (DESIGN §7); a refused one returns the item as it
-// was (ReturnValuesOnConditionCheckFailure ALL_OLD), which tells an
-// attempt's own earlier write from another's. The item has no expires_at
-// and no expiry bucket: it never expires, in either table mode.
+// per charge, BALANCE#<charge id>, with the balance's figures, the
+// watermark of the intents it has released (released_through, epoch
+// milliseconds) and one entry per refund reserved or succeeded, three
+// attributes named by its downstream key (state_K, fence_K, amount_K).
+// Each step is one UpdateItem whose condition decides it (DESIGN §7); a
+// refused one returns the item as it was
+// (ReturnValuesOnConditionCheckFailure ALL_OLD), which tells an attempt's
+// own earlier write from another's, and chooses the next write of a step
+// that takes more than one. The item has no expires_at and no expiry
+// bucket: it never expires, in either table mode. It holds at most
+// refund.MaxEntries entries, so it is never larger than MaxBalanceBytes.
 type Balances struct {
 	api   API
 	table string
@@ -30,12 +35,22 @@ type Balances struct {
 
 // The balance item's attributes.
 const (
-	balanceChargeAmount = "charge_amount"
-	balanceRemaining    = "remaining"
-	balanceReserved     = "reserved"
-	balanceRefunded     = "refunded"
-	balanceEntries      = "entries"
+	balanceChargeAmount    = "charge_amount"
+	balanceRemaining       = "remaining"
+	balanceReserved        = "reserved"
+	balanceRefunded        = "refunded"
+	balanceEntries         = "entries"
+	balanceReleasedThrough = "released_through"
 )
+
+// MaxBalanceBytes is the largest a balance item can be by DynamoDB's
+// measure of an item (the UTF-8 bytes of each attribute's name and value,
+// a number 1 byte and 1 per 2 digits): its key, its five figures and its
+// watermark, and refund.MaxEntries entries in the longest state, with a
+// fence and an amount of 19 digits each. An update of it is billed 9
+// write units (1 KB each); TestBalanceSizeIsBounded holds it against an
+// item driven there on DynamoDB Local.
+const MaxBalanceBytes = 8671
 
 // entryNames are the expression names of key's entry that expr uses, of
 // #st, #fe and #am (DynamoDB refuses a name no expression uses).
@@ -83,9 +98,25 @@ func (b *Balances) update(ctx context.Context, chargeID, key, update, condition 
 	return nil, out.Attributes, nil
 }
 
+// The conditions on the watermark: the intent claimed at :claimed is
+// folded, or it is not.
+const (
+	folded    = balanceReleasedThrough + " >= :claimed"
+	notFolded = "(attribute_not_exists(" + balanceReleasedThrough + ") OR " + balanceReleasedThrough + " < :claimed)"
+)
+
+// claimed is the value of :claimed: an intent's claim time.
+func claimed(in refund.Intent) types.AttributeValue { return num(in.Claimed.UnixMilli()) }
+
+// foldedIn reports whether item's watermark folds the intent.
+func foldedIn(item map[string]types.AttributeValue, in refund.Intent) bool {
+	_, ok := item[balanceReleasedThrough]
+	return ok && intOf(item, balanceReleasedThrough) >= in.Claimed.UnixMilli()
+}
+
 // Reserve implements refund.Balances: one UpdateItem conditioned on the
-// entry having no state, its fence being absent or r.Fence, room left
-// and fewer than refund.MaxEntries entries. Without an amount it reserves
+// intent holding no entry and not being folded, fewer than
+// refund.MaxEntries entries, and room left. Without an amount it reserves
 // what remains, resolved by the same write.
 func (b *Balances) Reserve(ctx context.Context, r refund.Reservation) (refund.Entry, error) {
 	if r.Amount > r.ChargeAmount {
@@ -101,9 +132,9 @@ func (b *Balances) Reserve(ctx context.Context, r refund.Reservation) (refund.En
 	}
 	values := map[string]types.AttributeValue{
 		":charged": num(r.ChargeAmount), ":zero": num(0), ":one": num(1), ":max": num(refund.MaxEntries),
-		":reserved": str(string(refund.EntryReserved)), ":fence": num(int64(r.Fence)),
+		":reserved": str(string(refund.EntryReserved)), ":fence": num(int64(r.Fence)), ":claimed": claimed(r.Intent),
 	}
-	condition := "attribute_not_exists(#st) AND (attribute_not_exists(#fe) OR #fe = :fence)" +
+	condition := "attribute_not_exists(#fe) AND " + notFolded +
 		" AND (attribute_not_exists(" + balanceEntries + ") OR " + balanceEntries + " < :max)"
 	update := "SET " + balanceChargeAmount + " = if_not_exists(" + balanceChargeAmount + ", :charged), " +
 		balanceRefunded + " = if_not_exists(" + balanceRefunded + ", :zero), " +
@@ -120,50 +151,86 @@ func (b *Balances) Reserve(ctx context.Context, r refund.Reservation) (refund.En
 			balanceReserved + " = if_not_exists(" + balanceReserved + ", :zero) + if_not_exists(" + balanceRemaining + ", :charged), " +
 			balanceRemaining + " = :zero"
 	}
-	old, updated, err := b.update(ctx, r.ChargeID, r.Key, update, condition, values, true)
+	key := r.Intent.Key
+	old, updated, err := b.update(ctx, r.ChargeID, key, update, condition, values, true)
 	switch {
 	case err != nil:
 		return refund.Entry{}, err
 	case old == nil:
-		return entryOf(updated, r.Key)
+		return entryOf(updated, key)
 	}
-	e, err := entryOf(old, r.Key)
+	e, err := entryOf(old, key)
 	if err != nil {
 		return refund.Entry{}, err
 	}
-	_, hasFence := old["fence_"+r.Key]
+	_, hasFence := old["fence_"+key]
 	switch {
 	case e.State == refund.EntryReserved && e.Fence == r.Fence:
 		return e, nil // this attempt's own reservation, answered again
-	case e.State != "" || hasFence && e.Fence != r.Fence:
+	case hasFence:
 		return e, refund.ErrFenced
+	case foldedIn(old, r.Intent):
+		return refund.Entry{State: refund.EntryReleased}, refund.ErrReleased
 	case intOf(old, balanceEntries) >= refund.MaxEntries:
 		return e, refund.ErrLimitReached
 	}
 	return e, &refund.NoRoomError{Refundable: intOf(old, balanceRemaining)}
 }
 
-// Refence implements refund.Balances: fence_K = fence if absent or lower,
-// returning the entry as it then is. A refusal that finds fence_K = fence
-// is this attempt's own write, answered again (the SDK's retry after a
-// lost answer): the entry, without error.
-func (b *Balances) Refence(ctx context.Context, chargeID, key string, fence int) (refund.Entry, error) {
-	old, updated, err := b.update(ctx, chargeID, key, "SET #fe = :fence", "attribute_not_exists(#fe) OR #fe < :fence",
-		map[string]types.AttributeValue{":fence": num(int64(fence))}, true)
-	switch {
-	case err != nil:
-		return refund.Entry{}, err
-	case old != nil:
-		e, err := entryOf(old, key)
-		if err != nil {
+// Refence implements refund.Balances: fence_K = fence where the entry has
+// a lower one; where the intent holds no entry, released_through =
+// its claim time, if lower (the fold). Each write's refusal shows the
+// item as it was, which says whether the other applies: an entry that
+// appeared meanwhile (an earlier attempt's reservation, landing) is
+// re-fenced, an intent folded meanwhile is released. A refusal that finds
+// fence_K = fence is this attempt's own write, answered again.
+func (b *Balances) Refence(ctx context.Context, chargeID string, in refund.Intent, fence int) (refund.Entry, error) {
+	values := map[string]types.AttributeValue{":fence": num(int64(fence))}
+	for range maxSteps {
+		old, updated, err := b.update(ctx, chargeID, in.Key, "SET #fe = :fence", "attribute_exists(#fe) AND #fe < :fence", values, true)
+		switch {
+		case err != nil:
 			return refund.Entry{}, err
+		case old == nil:
+			return entryOf(updated, in.Key)
 		}
-		if e.Fence == fence {
-			return e, nil
+		if _, hasFence := old["fence_"+in.Key]; hasFence {
+			e, err := entryOf(old, in.Key)
+			if err != nil {
+				return refund.Entry{}, err
+			}
+			if e.Fence == fence {
+				return e, nil
+			}
+			return e, refund.ErrFenced
 		}
-		return e, refund.ErrFenced
+		if foldedIn(old, in) {
+			return refund.Entry{State: refund.EntryReleased}, nil
+		}
+		// No entry: no attempt reserved, and after the fold none can.
+		old, err = b.fold(ctx, chargeID, in)
+		switch {
+		case err != nil:
+			return refund.Entry{}, err
+		case old == nil || foldedIn(old, in):
+			return refund.Entry{State: refund.EntryReleased}, nil
+		}
+		// An entry appeared between the two writes: re-fence it.
 	}
-	return entryOf(updated, key)
+	return refund.Entry{}, fmt.Errorf("balance of %s: the entry kept moving while re-fenced", chargeID)
+}
+
+// maxSteps bounds the writes of one step that takes more than one: each
+// refusal shows the item moved on (an entry reserved, an intent folded),
+// which happens once for an intent, so two rounds are enough.
+const maxSteps = 3
+
+// fold raises released_through to the intent's claim time where the
+// intent holds no entry; old is the item as it was when refused.
+func (b *Balances) fold(ctx context.Context, chargeID string, in refund.Intent) (old map[string]types.AttributeValue, err error) {
+	old, _, err = b.update(ctx, chargeID, in.Key, "SET "+balanceReleasedThrough+" = :claimed",
+		"attribute_not_exists(#fe) AND "+notFolded, map[string]types.AttributeValue{":claimed": claimed(in)}, false)
+	return old, err
 }
 
 // Succeed implements refund.Balances: reserved -> succeeded for this
@@ -182,40 +249,52 @@ func (b *Balances) Succeed(ctx context.Context, chargeID, key string, fence int)
 	return refund.ErrFenced
 }
 
-// Release implements refund.Balances: reserved -> released for this
-// fence, giving its amount back; or, when the entry has no state and its
-// fence is absent or this one, a tombstone: released, with this fence.
-func (b *Balances) Release(ctx context.Context, chargeID, key string, fence int) error {
+// Release implements refund.Balances. A reserved entry of this fence is
+// given back and removed in one UpdateItem, which also raises
+// released_through to the intent's claim time where it is lower (a
+// second form of the write keeps a higher one: DynamoDB has no max). An
+// intent that holds no entry is folded (fold). Each refusal chooses the
+// next write from the item as it was.
+func (b *Balances) Release(ctx context.Context, chargeID string, in refund.Intent, fence int) error {
 	values := map[string]types.AttributeValue{
-		":released": str(string(refund.EntryReleased)), ":reserved": str(string(refund.EntryReserved)), ":fence": num(int64(fence)),
+		":reserved": str(string(refund.EntryReserved)), ":fence": num(int64(fence)), ":one": num(1), ":claimed": claimed(in),
 	}
-	old, _, err := b.update(ctx, chargeID, key,
-		"SET #st = :released, "+balanceReserved+" = "+balanceReserved+" - #am, "+balanceRemaining+" = "+balanceRemaining+" + #am",
-		"#st = :reserved AND #fe = :fence", values, false)
-	if err != nil || old == nil {
-		return err
+	giveBack := "SET " + balanceReserved + " = " + balanceReserved + " - #am, " + balanceRemaining + " = " + balanceRemaining + " + #am, " +
+		balanceEntries + " = " + balanceEntries + " - :one"
+	const remove = " REMOVE #st, #fe, #am"
+	ours := "#st = :reserved AND #fe = :fence"
+	update, condition := giveBack+", "+balanceReleasedThrough+" = :claimed"+remove, ours+" AND "+notFolded
+	for range maxSteps {
+		var (
+			old map[string]types.AttributeValue
+			err error
+		)
+		if update == "" {
+			old, err = b.fold(ctx, chargeID, in)
+		} else {
+			old, _, err = b.update(ctx, chargeID, in.Key, update, condition, values, false)
+		}
+		if err != nil || old == nil {
+			return err
+		}
+		e, err := entryOf(old, in.Key)
+		_, hasFence := old["fence_"+in.Key]
+		switch {
+		case err != nil:
+			return err
+		case !hasFence && foldedIn(old, in):
+			return nil // released already: by this attempt's own earlier write, or by another
+		case !hasFence:
+			update = "" // nothing reserved: fold
+		case e.State == refund.EntryReserved && e.Fence == fence && foldedIn(old, in):
+			update, condition = giveBack+remove, ours+" AND "+folded
+		case e.State == refund.EntryReserved && e.Fence == fence:
+			update, condition = giveBack+", "+balanceReleasedThrough+" = :claimed"+remove, ours+" AND "+notFolded
+		default:
+			return refund.ErrFenced // another attempt's, or succeeded
+		}
 	}
-	e, err := entryOf(old, key)
-	_, hasFence := old["fence_"+key]
-	switch {
-	case err != nil:
-		return err
-	case e.State == refund.EntryReleased && e.Fence == fence:
-		return nil // done by this attempt's own earlier write
-	case e.State != "" || hasFence && e.Fence != fence:
-		return refund.ErrFenced
-	}
-	// Nothing reserved: mark it released, so no earlier attempt reserves.
-	delete(values, ":reserved")
-	old, _, err = b.update(ctx, chargeID, key, "SET #st = :released, #fe = :fence",
-		"attribute_not_exists(#st) AND (attribute_not_exists(#fe) OR #fe = :fence)", values, false)
-	if err != nil || old == nil {
-		return err
-	}
-	if e, err := entryOf(old, key); err != nil || e.State == refund.EntryReleased && e.Fence == fence {
-		return err
-	}
-	return refund.ErrFenced
+	return fmt.Errorf("balance of %s: the entry kept moving while released", chargeID)
 }
 
 // Get implements refund.Balances with a strongly consistent GetItem.
@@ -228,10 +307,13 @@ func (b *Balances) Get(ctx context.Context, chargeID string) (refund.Balance, er
 		ChargeAmount: intOf(item, balanceChargeAmount), Remaining: intOf(item, balanceRemaining),
 		Reserved: intOf(item, balanceReserved), Refunded: intOf(item, balanceRefunded), Entries: int(intOf(item, balanceEntries)),
 	}
+	if _, ok := item[balanceReleasedThrough]; ok {
+		bal.ReleasedThrough = time.UnixMilli(intOf(item, balanceReleasedThrough)).UTC()
+	}
 	for name := range item {
 		key, ok := strings.CutPrefix(name, "fence_")
 		if !ok {
-			continue // every entry has a fence: a stub has nothing else
+			continue // every entry has a fence
 		}
 		e, err := entryOf(item, key)
 		if err != nil {
@@ -246,15 +328,19 @@ func (b *Balances) Get(ctx context.Context, chargeID string) (refund.Balance, er
 }
 
 // Entry implements refund.Balances with a strongly consistent GetItem.
-func (b *Balances) Entry(ctx context.Context, chargeID, key string) (refund.Entry, bool, error) {
+func (b *Balances) Entry(ctx context.Context, chargeID string, in refund.Intent) (refund.Entry, bool, error) {
 	item, err := b.item(ctx, chargeID)
 	if err != nil {
 		return refund.Entry{}, false, err
 	}
-	_, hasFence := item["fence_"+key]
-	_, hasState := item["state_"+key]
-	e, err := entryOf(item, key)
-	return e, hasFence || hasState, err
+	if _, hasFence := item["fence_"+in.Key]; hasFence {
+		e, err := entryOf(item, in.Key)
+		return e, true, err
+	}
+	if foldedIn(item, in) {
+		return refund.Entry{State: refund.EntryReleased}, true, nil
+	}
+	return refund.Entry{}, false, nil
 }
 
 func (b *Balances) item(ctx context.Context, chargeID string) (map[string]types.AttributeValue, error) {

@@ -107,7 +107,7 @@ var problems = map[obs.Outcome]problemType{
 	answeredRefundExceeds: {RefundExceedsCharge, 422, "The refund exceeds what remains refundable",
 		"refundable is what remained when this refund was decided; a smaller refund needs a new Idempotency-Key"},
 	answeredRefundLimit: {RefundLimitReached, 422, "The charge has the most refunds allowed",
-		strconv.Itoa(refund.MaxEntries) + " refunds have reserved on the charge, declined and released ones included"},
+		"the charge holds " + strconv.Itoa(refund.MaxEntries) + " refunds, succeeded or in flight"},
 }
 
 // refundProblems are the rows a refund's routes answer in place of

@@ -22,9 +22,9 @@ func (r retrying) Reserve(ctx context.Context, res Reservation) (e Entry, err er
 	return e, err
 }
 
-func (r retrying) Refence(ctx context.Context, chargeID, key string, fence int) (e Entry, err error) {
+func (r retrying) Refence(ctx context.Context, chargeID string, in Intent, fence int) (e Entry, err error) {
 	err = idem.RetryConflicts(ctx, func() (err error) {
-		e, err = r.Balances.Refence(ctx, chargeID, key, fence)
+		e, err = r.Balances.Refence(ctx, chargeID, in, fence)
 		return err
 	})
 	return e, err
@@ -34,6 +34,6 @@ func (r retrying) Succeed(ctx context.Context, chargeID, key string, fence int) 
 	return idem.RetryConflicts(ctx, func() error { return r.Balances.Succeed(ctx, chargeID, key, fence) })
 }
 
-func (r retrying) Release(ctx context.Context, chargeID, key string, fence int) error {
-	return idem.RetryConflicts(ctx, func() error { return r.Balances.Release(ctx, chargeID, key, fence) })
+func (r retrying) Release(ctx context.Context, chargeID string, in Intent, fence int) error {
+	return idem.RetryConflicts(ctx, func() error { return r.Balances.Release(ctx, chargeID, in, fence) })
 }

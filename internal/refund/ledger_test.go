@@ -42,8 +42,8 @@ func TestDocumentedLimit(t *testing.T) {
 			t.Fatal(err)
 		}
 		text := strings.Join(strings.Fields(string(b)), " ") // a sentence may wrap
-		if !strings.Contains(text, strconv.Itoa(MaxEntries)+" refund intents") {
-			t.Errorf("%s does not state the limit of %d refund intents", doc, MaxEntries)
+		if !strings.Contains(text, "holds "+strconv.Itoa(MaxEntries)+" refunds") {
+			t.Errorf("%s does not state the limit of %d refunds a charge holds", doc, MaxEntries)
 		}
 	}
 }

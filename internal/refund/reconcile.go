@@ -57,10 +57,11 @@ func (s *Service) Reconcile(ctx context.Context, pk string) (charge.Reconciled, 
 	if ch.Outcome != charge.Found {
 		// No reservation is made without the charge's row.
 		if ch.Outcome == charge.NotFound {
-			// Released only when the balance has no entry for the intent: a
-			// charge's GET also says not found for an unreadable row.
-			_, has, err := s.balances.Entry(ctx, req.ChargeID, lease.DownstreamKey())
-			if err != nil || has {
+			// Released only when the balance holds no entry for the intent
+			// (none, or folded): a charge's GET also says not found for an
+			// unreadable row.
+			e, has, err := s.balances.Entry(ctx, req.ChargeID, intentOf(lease))
+			if err != nil || has && e.State != EntryReleased {
 				_ = lease.Abandon(ctx)
 				return charge.NothingToDo, fmt.Errorf("reconcile %s: the charge is not found, and its balance has an entry for the refund (or did not read: %v)", idem.Ref(pk), err)
 			}
@@ -72,7 +73,7 @@ func (s *Service) Reconcile(ctx context.Context, pk string) (charge.Reconciled, 
 		_ = lease.Abandon(ctx)
 		return charge.NothingToDo, fmt.Errorf("reconcile %s: the charge: %s", idem.Ref(pk), ch.Outcome)
 	}
-	entry, err := s.balances.Refence(ctx, req.ChargeID, lease.DownstreamKey(), lease.Attempt())
+	entry, err := s.balances.Refence(ctx, req.ChargeID, intentOf(lease), lease.Attempt())
 	if err != nil {
 		_ = lease.Abandon(ctx)
 		return charge.NothingToDo, fmt.Errorf("reconcile %s: re-fence: %w", idem.Ref(pk), err)
@@ -98,7 +99,7 @@ func (s *Service) Reconcile(ctx context.Context, pk string) (charge.Reconciled, 
 
 // releaseReconciled releases the entry, then the record.
 func (s *Service) releaseReconciled(ctx context.Context, lease *idem.Lease, chargeID string) (charge.Reconciled, error) {
-	if err := s.balances.Release(ctx, chargeID, lease.DownstreamKey(), lease.Attempt()); err != nil {
+	if err := s.balances.Release(ctx, chargeID, intentOf(lease), lease.Attempt()); err != nil {
 		_ = lease.Abandon(ctx)
 		return charge.NothingToDo, fmt.Errorf("reconcile %s: release the entry: %w", idem.Ref(lease.PK()), err)
 	}

@@ -3,6 +3,7 @@ package refund
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -139,20 +140,13 @@ func (s *Service) execute(ctx context.Context, lease *idem.Lease, req Request) R
 	if !ok {
 		return res
 	}
-	var entry Entry
+	step := s.reserve // a first attempt reserves
 	if lease.TakenOver() {
-		var done bool
-		entry, res, done = s.resume(ctx, lease, req, ch)
-		if done {
-			return res
-		}
+		step = s.resume // a take-over finds what an earlier attempt reserved
 	}
-	if entry.State != EntryReserved {
-		var done bool
-		entry, res, done = s.reserve(ctx, lease, req, ch)
-		if done {
-			return res
-		}
+	entry, res, done := step(ctx, lease, req, ch)
+	if done {
+		return res
 	}
 	return s.send(ctx, lease, req, ch, entry)
 }
@@ -192,11 +186,12 @@ func (s *Service) refundable(ctx context.Context, lease *idem.Lease, req Request
 }
 
 // resume is step 3, a take-over's: re-fence the entry, so no earlier
-// attempt can move it any more, then ask the acquirer. done reports that
-// res is the attempt's answer; otherwise entry is what to send with (a
-// reservation) or a stub to reserve on.
+// attempt can move it any more (an intent with none is released by the
+// same step: no attempt reserved, so none sent), then ask the acquirer.
+// done reports that res is the attempt's answer; otherwise entry is the
+// reservation to send with.
 func (s *Service) resume(ctx context.Context, lease *idem.Lease, req Request, ch charge.Charge) (entry Entry, res Result, done bool) {
-	entry, err := s.balances.Refence(ctx, ch.ID, lease.DownstreamKey(), lease.Attempt())
+	entry, err := s.balances.Refence(ctx, ch.ID, intentOf(lease), lease.Attempt())
 	if err != nil {
 		s.cfg.Logger.WarnContext(ctx, "re-fence failed", "attempt", lease.Attempt(), "error", err)
 		return Entry{}, s.abandonPending(ctx, lease), true
@@ -215,8 +210,9 @@ func (s *Service) resume(ctx context.Context, lease *idem.Lease, req Request, ch
 	switch entry.State {
 	case EntryReleased:
 		// Released only by an attempt that proved nothing was sent (rule
-		// 2) or by the reconciler after the wait-out (rule 3), and never
-		// reserved again: nothing is in transit, and the record may go.
+		// 2), by the reconciler after the wait-out (rule 3), or by this
+		// re-fence, which found nothing reserved; and never reserved
+		// again: nothing is in transit, and the record may go.
 		if err := lease.ReleaseReconciled(ctx); err != nil {
 			s.cfg.Logger.ErrorContext(ctx, "release failed", "error", err)
 			return entry, s.abandonPending(ctx, lease), true
@@ -226,15 +222,17 @@ func (s *Service) resume(ctx context.Context, lease *idem.Lease, req Request, ch
 		// Succeeded only after the row was written: answer from it.
 		return entry, s.completeFromRow(ctx, lease, ch, entry), true
 	}
-	return entry, Result{}, false
+	return entry, Result{}, false // reserved: send
 }
 
 // reserve is step 4: the bound's one conditional write. No room and the
 // limit are final answers for the key; a fenced reservation means a later
-// attempt owns the intent.
+// attempt owns the intent; a released one, that the intent can never
+// reserve, and a first attempt releases the key (nothing was reserved or
+// sent), so the client's retry is a new intent.
 func (s *Service) reserve(ctx context.Context, lease *idem.Lease, req Request, ch charge.Charge) (Entry, Result, bool) {
 	entry, err := s.balances.Reserve(ctx, Reservation{
-		ChargeID: ch.ID, ChargeAmount: ch.Amount, Key: lease.DownstreamKey(), Fence: lease.Attempt(), Amount: req.Amount,
+		ChargeID: ch.ID, ChargeAmount: ch.Amount, Intent: intentOf(lease), Fence: lease.Attempt(), Amount: req.Amount,
 	})
 	var noRoom *NoRoomError
 	switch {
@@ -246,13 +244,16 @@ func (s *Service) reserve(ctx context.Context, lease *idem.Lease, req Request, c
 		return entry, s.complete(ctx, lease, Answer{LimitReached: true}, ""), true
 	case errors.Is(err, ErrFenced):
 		return entry, s.pendingResult(), true
+	case errors.Is(err, ErrReleased):
+		if err := lease.Release(ctx); err != nil {
+			s.cfg.Logger.ErrorContext(ctx, "release failed; nothing is reserved or sent", "error", err)
+			return entry, s.abandonUnavailable(ctx, lease), true
+		}
+		return entry, Result{Outcome: Unavailable, RetryAfter: s.cfg.RetryAfter}, true
 	}
 	// The write may have landed: release the entry first, then the key
-	// (nothing was sent). After a take-over, leave both to the reconciler.
+	// (nothing was sent; only a first attempt reserves).
 	s.cfg.Logger.ErrorContext(ctx, "reserve failed", "error", err)
-	if lease.TakenOver() {
-		return entry, s.abandonPending(ctx, lease), true
-	}
 	if res, ok := s.releaseBoth(ctx, lease, ch.ID); !ok {
 		return entry, res, true
 	}
@@ -271,7 +272,7 @@ func (s *Service) send(ctx context.Context, lease *idem.Lease, req Request, ch c
 		return s.notSent(ctx, lease, ch.ID)
 	}
 	if err == nil {
-		err = checkTerms(acquirer.EndpointRefund, r, lease, ask)
+		err = s.check(ctx, acquirer.EndpointRefund, r, lease.DownstreamKey(), ch, entry)
 	}
 	switch {
 	case err == nil:
@@ -300,26 +301,20 @@ func (s *Service) call(ctx context.Context, lease *idem.Lease, ask acquirer.Refu
 	return r, true, err
 }
 
+// intentOf is the lease's refund intent on its charge's balance.
+func intentOf(lease *idem.Lease) Intent {
+	rec := lease.Record()
+	return Intent{Key: rec.DownstreamKey, Claimed: rec.CreatedAt}
+}
+
 // acquirerRequest is what every attempt sends: the entry's amount, which
 // the reservation resolved, of the charge's authorization.
 func acquirerRequest(ch charge.Charge, entry Entry) acquirer.RefundRequest {
 	return acquirer.RefundRequest{AuthorizationID: ch.AuthorizationID, Amount: entry.Amount, Currency: ch.Currency}
 }
 
-// checkTerms is acquirer.CheckRefundTerms for the lease's downstream key,
-// naming the endpoint that answered.
-func checkTerms(endpoint string, r acquirer.Refund, lease *idem.Lease, ask acquirer.RefundRequest) error {
-	err := acquirer.CheckRefundTerms(r, lease.DownstreamKey(), ask)
-	var m *acquirer.RefundMismatchError
-	if errors.As(err, &m) {
-		m.Endpoint = endpoint
-	}
-	return err
-}
-
 // lookup asks the acquirer for the lease's refund, checked against what
-// the entry says was sent. A stub (nothing reserved, so nothing sent) that
-// the acquirer has a refund for is a mismatch too.
+// the entry says was sent (check).
 func (s *Service) lookup(ctx context.Context, lease *idem.Lease, ch charge.Charge, entry Entry) (acquirer.Refund, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.AcquirerTimeout)
 	defer cancel()
@@ -327,9 +322,38 @@ func (s *Service) lookup(ctx context.Context, lease *idem.Lease, ch charge.Charg
 	r, err := s.acquirer.LookupRefund(ctx, lease.DownstreamKey())
 	span.End()
 	if err == nil {
-		err = checkTerms(acquirer.EndpointRefundLookup, r, lease, acquirerRequest(ch, entry))
+		err = s.check(ctx, acquirer.EndpointRefundLookup, r, lease.DownstreamKey(), ch, entry)
 	}
 	return r, err
+}
+
+// check compares the acquirer's refund under key with what the intent's
+// entry reserved of ch (acquirer.CheckRefundTerms), naming the endpoint
+// that answered. A released entry keeps no amount: the only refund that
+// agrees with it is a decline its row already states (an earlier attempt
+// wrote the row, then released the entry), checked against the row; any
+// other was made against an entry that gave its amount back
+// (ReasonEntryDisagrees). An error that is not a mismatch is a failed
+// read of the row.
+func (s *Service) check(ctx context.Context, endpoint string, r acquirer.Refund, key string, ch charge.Charge, entry Entry) error {
+	var err error
+	if entry.State == EntryReserved || entry.State == EntrySucceeded {
+		err = acquirer.CheckRefundTerms(r, key, acquirerRequest(ch, entry))
+	} else {
+		switch row, readErr := s.ledger.Get(ctx, ID(key)); {
+		case readErr != nil && !errors.Is(readErr, ErrNoRefund):
+			return fmt.Errorf("refund row: %w", readErr)
+		case readErr == nil && row.Status == acquirer.RefundDeclined:
+			err = acquirer.CheckRefundTerms(r, key, acquirer.RefundRequest{AuthorizationID: ch.AuthorizationID, Amount: row.Amount, Currency: row.Currency})
+		default:
+			err = &acquirer.RefundMismatchError{Reason: ReasonEntryDisagrees, Stated: r}
+		}
+	}
+	var m *acquirer.RefundMismatchError
+	if errors.As(err, &m) {
+		m.Endpoint = endpoint
+	}
+	return err
 }
 
 // notSent: nothing left this attempt. Only a first attempt releases
@@ -348,7 +372,7 @@ func (s *Service) notSent(ctx context.Context, lease *idem.Lease, chargeID strin
 // reservation is ever left without a record that lists it. ok false with
 // the pending result when either write failed.
 func (s *Service) releaseBoth(ctx context.Context, lease *idem.Lease, chargeID string) (Result, bool) {
-	if err := s.balances.Release(ctx, chargeID, lease.DownstreamKey(), lease.Attempt()); err != nil {
+	if err := s.balances.Release(ctx, chargeID, intentOf(lease), lease.Attempt()); err != nil {
 		s.cfg.Logger.ErrorContext(ctx, "releasing the reservation failed; the record stays in flight", "error", err)
 		return s.abandonPending(ctx, lease), false
 	}
@@ -393,9 +417,10 @@ const (
 	// ReasonRowDiffers: the acquirer's answer differs from the refund row
 	// an earlier attempt of the intent wrote from its answer.
 	ReasonRowDiffers = "refund_row_differs"
-	// ReasonEntryDisagrees: the row says one thing and this attempt's
-	// entry has moved the other way (a refund the acquirer made after its
-	// entry was released).
+	// ReasonEntryDisagrees: the acquirer has a refund that the intent's
+	// entry does not hold: made after the entry was released (the acquirer
+	// processed a request later than T allows), or the row says one thing
+	// and the entry has moved the other way.
 	ReasonEntryDisagrees = "entry_disagrees_with_row"
 )
 
@@ -407,18 +432,19 @@ func sameRefund(a, b Refund) bool {
 }
 
 // settleEntry moves the entry as the row says, then completes the record
-// with the row's answer. An entry this attempt holds that has already
-// moved the other way holds the record; one a later attempt holds leaves
-// the answer to it.
+// with the row's answer. An entry this attempt holds, or a released one,
+// that has already moved the other way holds the record; one a later
+// attempt holds leaves the answer to it.
 func (s *Service) settleEntry(ctx context.Context, lease *idem.Lease, ch charge.Charge, entry Entry, row Refund) Result {
-	step := s.balances.Succeed
-	if row.Status != acquirer.RefundSucceeded {
-		step = s.balances.Release
+	var err error
+	if row.Status == acquirer.RefundSucceeded {
+		err = s.balances.Succeed(ctx, row.ChargeID, lease.DownstreamKey(), lease.Attempt())
+	} else {
+		err = s.balances.Release(ctx, row.ChargeID, intentOf(lease), lease.Attempt())
 	}
-	err := step(ctx, row.ChargeID, lease.DownstreamKey(), lease.Attempt())
 	if errors.Is(err, ErrFenced) {
-		now, ok, readErr := s.balances.Entry(ctx, row.ChargeID, lease.DownstreamKey())
-		if readErr == nil && ok && now.Fence == lease.Attempt() {
+		now, ok, readErr := s.balances.Entry(ctx, row.ChargeID, intentOf(lease))
+		if readErr == nil && ok && (now.Fence == lease.Attempt() || now.State == EntryReleased) {
 			res, _ := s.hold(ctx, lease, acquirerRequest(ch, entry), &acquirer.RefundMismatchError{Reason: ReasonEntryDisagrees,
 				Stated: acquirer.Refund{ID: row.AcquirerRefundID, Status: row.Status, AuthorizationID: ch.AuthorizationID, Amount: row.Amount, Currency: row.Currency}})
 			return res

@@ -57,10 +57,9 @@ func refundRecord(step, pk string) error {
 // Peek is the acquirer's refund for the record pk's intent, asked
 // without taking anything over and checked against what its entry
 // reserved: a refund disagrees unless the entry reserves it or has
-// succeeded with it (a stub reserved nothing, and a released entry gave
-// its amount back: ReasonEntryDisagrees). What an operator is shown
-// before deciding. It writes
-// nothing. The record must be in progress, held or not. Errors:
+// succeeded with it (a released entry gave its amount back:
+// ReasonEntryDisagrees), or it is the decline the entry was released for.
+// What an operator is shown before deciding. It writes nothing. The record must be in progress, held or not. Errors:
 // idem.ErrNotFound, charge.ErrCompleted, idem.ErrOtherDownstream,
 // ErrNoAcquirerRefund, a mismatch (with the refund), or a read's or the
 // lookup's failure.
@@ -82,7 +81,7 @@ func (s *Service) Peek(ctx context.Context, pk string) (acquirer.Refund, error) 
 	if err != nil {
 		return acquirer.Refund{}, fmt.Errorf("peek %s: %w", idem.Ref(pk), err)
 	}
-	entry, _, err := s.balances.Entry(ctx, ch.ID, rec.DownstreamKey)
+	entry, _, err := s.balances.Entry(ctx, ch.ID, Intent{Key: rec.DownstreamKey, Claimed: rec.CreatedAt})
 	if err != nil {
 		return acquirer.Refund{}, fmt.Errorf("peek %s: %w", idem.Ref(pk), err)
 	}
@@ -108,8 +107,9 @@ func (s *Service) chargeOf(ctx context.Context, rec *idem.Record) (charge.Charge
 }
 
 // ask looks the refund under downstreamKey up and checks it against what
-// entry reserved of ch: its terms, and an entry that still holds them
-// (reserved, or succeeded with them).
+// entry reserved of ch (check): a refund agrees only with an entry that
+// reserves it, has succeeded with it, or was released for a decline its
+// row states.
 func (s *Service) ask(ctx context.Context, downstreamKey string, ch charge.Charge, entry Entry) (acquirer.Refund, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.AcquirerTimeout)
 	defer cancel()
@@ -118,14 +118,7 @@ func (s *Service) ask(ctx context.Context, downstreamKey string, ch charge.Charg
 		return r, ErrNoAcquirerRefund
 	}
 	if err == nil {
-		err = acquirer.CheckRefundTerms(r, downstreamKey, acquirerRequest(ch, entry))
-	}
-	if err == nil && entry.State != EntryReserved && entry.State != EntrySucceeded {
-		err = &acquirer.RefundMismatchError{Reason: ReasonEntryDisagrees, Stated: r}
-	}
-	var m *acquirer.RefundMismatchError
-	if errors.As(err, &m) {
-		m.Endpoint = acquirer.EndpointRefundLookup
+		err = s.check(ctx, acquirer.EndpointRefundLookup, r, downstreamKey, ch, entry)
 	}
 	return r, err
 }
@@ -236,14 +229,14 @@ func (s *Service) voidConfirmed(ctx context.Context, d Decision) error {
 	case !errors.Is(err, ErrNoRefund):
 		return giveBack(fmt.Errorf("refund row: %w", err))
 	}
-	entry, err := s.balances.Refence(ctx, req.ChargeID, lease.DownstreamKey(), lease.Attempt())
+	entry, err := s.balances.Refence(ctx, req.ChargeID, intentOf(lease), lease.Attempt())
 	switch {
 	case err != nil:
 		return giveBack(fmt.Errorf("re-fence: %w", err))
 	case entry.State == EntrySucceeded:
 		return giveBack(errors.New("the entry says the refund succeeded: a person reconciles it"))
 	}
-	if err := s.balances.Release(ctx, req.ChargeID, lease.DownstreamKey(), lease.Attempt()); err != nil {
+	if err := s.balances.Release(ctx, req.ChargeID, intentOf(lease), lease.Attempt()); err != nil {
 		return giveBack(fmt.Errorf("release the entry: %w", err))
 	}
 	if err := lease.VoidConfirmed(ctx); err != nil {
@@ -266,7 +259,7 @@ func (s *Service) accept(ctx context.Context, d Decision) error {
 	if err != nil {
 		return giveBack(err)
 	}
-	entry, err := s.balances.Refence(ctx, ch.ID, lease.DownstreamKey(), lease.Attempt())
+	entry, err := s.balances.Refence(ctx, ch.ID, intentOf(lease), lease.Attempt())
 	if err != nil {
 		return giveBack(fmt.Errorf("re-fence: %w", err))
 	}

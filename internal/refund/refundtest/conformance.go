@@ -7,6 +7,7 @@ import (
 	"maps"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/idempotent-payments/idempay/internal/refund"
 )
@@ -30,9 +31,11 @@ func RunConformance(t *testing.T, newBalances NewBalancesFunc) {
 		{"ReleaseGivesTheAmountBack", testReleaseGivesTheAmountBack},
 		{"SucceededIsNeverReleased", testSucceededIsNeverReleased},
 		{"RefenceShutsOutEarlierAttempts", testRefenceShutsOutEarlierAttempts},
-		{"StubShutsOutALateReservation", testStubShutsOutALateReservation},
-		{"ReleaseWithoutAnEntryIsATombstone", testReleaseWithoutAnEntryIsATombstone},
+		{"RefenceFoldsAnIntentWithoutAnEntry", testRefenceFoldsAnIntentWithoutAnEntry},
+		{"ReleaseWithoutAnEntryFolds", testReleaseWithoutAnEntryFolds},
+		{"ReleasedThroughOrdersIntents", testReleasedThroughOrdersIntents},
 		{"LimitOfEntries", testLimitOfEntries},
+		{"FailuresNeverGrowTheBalance", testFailuresNeverGrowTheBalance},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -57,7 +60,13 @@ func chargeOf(t *testing.T) string {
 	return fmt.Sprintf("ch_%040x", charges.n)
 }
 
-func keyOf(n int) string { return fmt.Sprintf("%040x", n+1000) }
+// intentOf is the nth intent of a test: its downstream key, and a claim
+// time n seconds after the first's, so a higher n was claimed later.
+func intentOf(n int) refund.Intent {
+	return refund.Intent{Key: fmt.Sprintf("%040x", n+1000), Claimed: firstClaim.Add(time.Duration(n) * time.Second)}
+}
+
+var firstClaim = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 // mustBalance checks the balance's figures and its invariant.
 func mustBalance(t *testing.T, b refund.Balances, charge string, remaining, reserved, refunded int64) {
@@ -74,35 +83,38 @@ func mustBalance(t *testing.T, b refund.Balances, charge string, remaining, rese
 	}
 }
 
-func reserve(b refund.Balances, charge, key string, fence int, amount int64) (refund.Entry, error) {
-	return b.Reserve(ctx, refund.Reservation{ChargeID: charge, ChargeAmount: 1000, Key: key, Fence: fence, Amount: amount})
+func reserve(b refund.Balances, charge string, in refund.Intent, fence int, amount int64) (refund.Entry, error) {
+	return b.Reserve(ctx, refund.Reservation{ChargeID: charge, ChargeAmount: 1000, Intent: in, Fence: fence, Amount: amount})
 }
+
+// released is what the balances say of an intent they folded.
+var released = refund.Entry{State: refund.EntryReleased}
 
 // testReserveWithinTheCharge: reservations are granted while they fit, and
 // one that does not fit is refused with what remains.
 func testReserveWithinTheCharge(t *testing.T, b refund.Balances) {
 	charge := chargeOf(t)
-	if e, err := reserve(b, charge, keyOf(1), 1, 600); err != nil || e != (refund.Entry{State: refund.EntryReserved, Fence: 1, Amount: 600}) {
+	if e, err := reserve(b, charge, intentOf(1), 1, 600); err != nil || e != (refund.Entry{State: refund.EntryReserved, Fence: 1, Amount: 600}) {
 		t.Fatalf("first: %+v, %v", e, err)
 	}
 	var noRoom *refund.NoRoomError
-	if _, err := reserve(b, charge, keyOf(2), 1, 600); !errors.As(err, &noRoom) || noRoom.Refundable != 400 {
+	if _, err := reserve(b, charge, intentOf(2), 1, 600); !errors.As(err, &noRoom) || noRoom.Refundable != 400 {
 		t.Fatalf("second of 600: %v, want no room with 400 refundable", err)
 	}
-	if _, err := reserve(b, charge, keyOf(3), 1, 400); err != nil {
+	if _, err := reserve(b, charge, intentOf(3), 1, 400); err != nil {
 		t.Fatalf("the rest: %v", err)
 	}
-	if _, err := reserve(b, charge, keyOf(4), 1, 1); !errors.As(err, &noRoom) || noRoom.Refundable != 0 {
+	if _, err := reserve(b, charge, intentOf(4), 1, 1); !errors.As(err, &noRoom) || noRoom.Refundable != 0 {
 		t.Fatalf("nothing left: %v", err)
 	}
 	mustBalance(t, b, charge, 0, 1000, 0)
-	if _, ok, _ := b.Entry(ctx, charge, keyOf(2)); ok {
+	if _, ok, _ := b.Entry(ctx, charge, intentOf(2)); ok {
 		t.Fatal("a refused reservation left an entry")
 	}
 	got, err := b.Get(ctx, charge)
 	want := map[string]refund.Entry{
-		keyOf(1): {State: refund.EntryReserved, Fence: 1, Amount: 600},
-		keyOf(3): {State: refund.EntryReserved, Fence: 1, Amount: 400},
+		intentOf(1).Key: {State: refund.EntryReserved, Fence: 1, Amount: 600},
+		intentOf(3).Key: {State: refund.EntryReserved, Fence: 1, Amount: 400},
 	}
 	if err != nil || !maps.Equal(got.ByKey, want) {
 		t.Fatalf("the balance's entries: %+v, %v; want %+v", got.ByKey, err, want)
@@ -116,18 +128,18 @@ func testReserveWithinTheCharge(t *testing.T, b refund.Balances) {
 // the write and stored on the entry; with nothing left it is refused.
 func testReserveWhatRemains(t *testing.T, b refund.Balances) {
 	charge := chargeOf(t)
-	if _, err := reserve(b, charge, keyOf(1), 1, 300); err != nil {
+	if _, err := reserve(b, charge, intentOf(1), 1, 300); err != nil {
 		t.Fatal(err)
 	}
-	e, err := reserve(b, charge, keyOf(2), 1, 0)
+	e, err := reserve(b, charge, intentOf(2), 1, 0)
 	if err != nil || e.Amount != 700 {
 		t.Fatalf("the rest: %+v, %v; want 700", e, err)
 	}
-	if stored, ok, err := b.Entry(ctx, charge, keyOf(2)); err != nil || !ok || stored.Amount != 700 || stored.State != refund.EntryReserved {
+	if stored, ok, err := b.Entry(ctx, charge, intentOf(2)); err != nil || !ok || stored.Amount != 700 || stored.State != refund.EntryReserved {
 		t.Fatalf("stored %+v %t %v", stored, ok, err)
 	}
 	var noRoom *refund.NoRoomError
-	if _, err := reserve(b, charge, keyOf(3), 1, 0); !errors.As(err, &noRoom) || noRoom.Refundable != 0 {
+	if _, err := reserve(b, charge, intentOf(3), 1, 0); !errors.As(err, &noRoom) || noRoom.Refundable != 0 {
 		t.Fatalf("the rest of nothing: %v", err)
 	}
 	mustBalance(t, b, charge, 0, 1000, 0)
@@ -142,7 +154,7 @@ func testConcurrentReservationsNeverExceed(t *testing.T, b refund.Balances) {
 	granted, refused := 0, 0
 	for i := range 20 {
 		wg.Go(func() {
-			_, err := reserve(b, charge, keyOf(i), 1, 200)
+			_, err := reserve(b, charge, intentOf(i), 1, 200)
 			var noRoom *refund.NoRoomError
 			mu.Lock()
 			defer mu.Unlock()
@@ -168,14 +180,14 @@ func testConcurrentReservationsNeverExceed(t *testing.T, b refund.Balances) {
 // more; another attempt's is refused.
 func testReserveIsIdempotentForItsAttempt(t *testing.T, b refund.Balances) {
 	charge := chargeOf(t)
-	first, err := reserve(b, charge, keyOf(1), 1, 300)
+	first, err := reserve(b, charge, intentOf(1), 1, 300)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again, err := reserve(b, charge, keyOf(1), 1, 300); err != nil || again != first {
+	if again, err := reserve(b, charge, intentOf(1), 1, 300); err != nil || again != first {
 		t.Fatalf("again: %+v, %v; want %+v", again, err, first)
 	}
-	if _, err := reserve(b, charge, keyOf(1), 2, 300); !errors.Is(err, refund.ErrFenced) {
+	if _, err := reserve(b, charge, intentOf(1), 2, 300); !errors.Is(err, refund.ErrFenced) {
 		t.Fatalf("another attempt without a re-fence: %v, want ErrFenced", err)
 	}
 	mustBalance(t, b, charge, 700, 300, 0)
@@ -185,14 +197,14 @@ func testReserveIsIdempotentForItsAttempt(t *testing.T, b refund.Balances) {
 // retry finds it done; another fence is refused.
 func testSucceedMovesReservedToRefunded(t *testing.T, b refund.Balances) {
 	charge := chargeOf(t)
-	if _, err := reserve(b, charge, keyOf(1), 1, 300); err != nil {
+	if _, err := reserve(b, charge, intentOf(1), 1, 300); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Succeed(ctx, charge, keyOf(1), 2); !errors.Is(err, refund.ErrFenced) {
+	if err := b.Succeed(ctx, charge, intentOf(1).Key, 2); !errors.Is(err, refund.ErrFenced) {
 		t.Fatalf("another fence: %v", err)
 	}
 	for range 2 {
-		if err := b.Succeed(ctx, charge, keyOf(1), 1); err != nil {
+		if err := b.Succeed(ctx, charge, intentOf(1).Key, 1); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -203,22 +215,28 @@ func testSucceedMovesReservedToRefunded(t *testing.T, b refund.Balances) {
 // it can be reserved again under another key; a retry finds it done.
 func testReleaseGivesTheAmountBack(t *testing.T, b refund.Balances) {
 	charge := chargeOf(t)
-	if _, err := reserve(b, charge, keyOf(1), 1, 800); err != nil {
+	if _, err := reserve(b, charge, intentOf(1), 1, 800); err != nil {
 		t.Fatal(err)
 	}
 	for range 2 {
-		if err := b.Release(ctx, charge, keyOf(1), 1); err != nil {
+		if err := b.Release(ctx, charge, intentOf(1), 1); err != nil {
 			t.Fatal(err)
 		}
 	}
 	mustBalance(t, b, charge, 1000, 0, 0)
-	if _, err := reserve(b, charge, keyOf(2), 1, 800); err != nil {
+	if _, err := reserve(b, charge, intentOf(2), 1, 800); err != nil {
 		t.Fatalf("the freed amount: %v", err)
 	}
-	if _, err := reserve(b, charge, keyOf(1), 1, 100); !errors.Is(err, refund.ErrFenced) {
-		t.Fatalf("a released entry reserved again: %v", err)
+	if _, err := reserve(b, charge, intentOf(1), 1, 100); !errors.Is(err, refund.ErrReleased) {
+		t.Fatalf("a released entry reserved again: %v, want ErrReleased", err)
+	}
+	if e, ok, err := b.Entry(ctx, charge, intentOf(1)); err != nil || !ok || e != released {
+		t.Fatalf("the released intent: %+v %t %v", e, ok, err)
 	}
 	mustBalance(t, b, charge, 200, 800, 0)
+	if got, err := b.Get(ctx, charge); err != nil || got.Entries != 1 || len(got.ByKey) != 1 || !got.ReleasedThrough.Equal(intentOf(1).Claimed) {
+		t.Fatalf("after one release and one reservation: %+v, %v; want 1 entry, released through the first's claim", got, err)
+	}
 }
 
 // testSucceededIsNeverReleased: a succeeded entry refuses release, and a
@@ -226,20 +244,20 @@ func testReleaseGivesTheAmountBack(t *testing.T, b refund.Balances) {
 func testSucceededIsNeverReleased(t *testing.T, b refund.Balances) {
 	charge := chargeOf(t)
 	for i := range 2 {
-		if _, err := reserve(b, charge, keyOf(i), 1, 100); err != nil {
+		if _, err := reserve(b, charge, intentOf(i), 1, 100); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := b.Succeed(ctx, charge, keyOf(0), 1); err != nil {
+	if err := b.Succeed(ctx, charge, intentOf(0).Key, 1); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Release(ctx, charge, keyOf(0), 1); !errors.Is(err, refund.ErrFenced) {
+	if err := b.Release(ctx, charge, intentOf(0), 1); !errors.Is(err, refund.ErrFenced) {
 		t.Fatalf("released a succeeded entry: %v", err)
 	}
-	if err := b.Release(ctx, charge, keyOf(1), 1); err != nil {
+	if err := b.Release(ctx, charge, intentOf(1), 1); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Succeed(ctx, charge, keyOf(1), 1); !errors.Is(err, refund.ErrFenced) {
+	if err := b.Succeed(ctx, charge, intentOf(1).Key, 1); !errors.Is(err, refund.ErrFenced) {
 		t.Fatalf("a released entry succeeded: %v", err)
 	}
 	mustBalance(t, b, charge, 900, 0, 100)
@@ -250,89 +268,192 @@ func testSucceededIsNeverReleased(t *testing.T, b refund.Balances) {
 // taker learns the stored amount and moves it.
 func testRefenceShutsOutEarlierAttempts(t *testing.T, b refund.Balances) {
 	charge := chargeOf(t)
-	if _, err := reserve(b, charge, keyOf(1), 1, 0); err != nil {
+	if _, err := reserve(b, charge, intentOf(1), 1, 0); err != nil {
 		t.Fatal(err)
 	}
-	e, err := b.Refence(ctx, charge, keyOf(1), 2)
+	e, err := b.Refence(ctx, charge, intentOf(1), 2)
 	if err != nil || e != (refund.Entry{State: refund.EntryReserved, Fence: 2, Amount: 1000}) {
 		t.Fatalf("refence: %+v, %v", e, err)
 	}
-	if again, err := b.Refence(ctx, charge, keyOf(1), 2); err != nil || again != e {
+	if again, err := b.Refence(ctx, charge, intentOf(1), 2); err != nil || again != e {
 		t.Fatalf("the same fence again (its own write, answered again): %+v, %v", again, err)
 	}
-	if _, err := b.Refence(ctx, charge, keyOf(1), 1); !errors.Is(err, refund.ErrFenced) {
+	if _, err := b.Refence(ctx, charge, intentOf(1), 1); !errors.Is(err, refund.ErrFenced) {
 		t.Fatalf("an earlier fence: %v", err)
 	}
-	if err := b.Release(ctx, charge, keyOf(1), 1); !errors.Is(err, refund.ErrFenced) {
+	if err := b.Release(ctx, charge, intentOf(1), 1); !errors.Is(err, refund.ErrFenced) {
 		t.Fatalf("the earlier attempt released: %v", err)
 	}
-	if err := b.Succeed(ctx, charge, keyOf(1), 1); !errors.Is(err, refund.ErrFenced) {
+	if err := b.Succeed(ctx, charge, intentOf(1).Key, 1); !errors.Is(err, refund.ErrFenced) {
 		t.Fatalf("the earlier attempt succeeded: %v", err)
 	}
-	if _, err := reserve(b, charge, keyOf(1), 2, 0); err != nil {
+	if _, err := reserve(b, charge, intentOf(1), 2, 0); err != nil {
 		t.Fatalf("the taker's reservation, already there: %v", err)
 	}
-	if err := b.Succeed(ctx, charge, keyOf(1), 2); err != nil {
+	if err := b.Succeed(ctx, charge, intentOf(1).Key, 2); err != nil {
 		t.Fatal(err)
 	}
 	mustBalance(t, b, charge, 0, 0, 1000)
 }
 
-// testStubShutsOutALateReservation: a take-over that finds no entry leaves
-// a stub; the earlier attempt's late reservation is refused, and the
-// taker reserves under its own fence.
-func testStubShutsOutALateReservation(t *testing.T, b refund.Balances) {
+// testRefenceFoldsAnIntentWithoutAnEntry: a take-over that finds no
+// entry releases the intent in the same step (no attempt reserved, so
+// none sent); the earlier attempt's late reservation is refused, and a
+// re-fence again answers the same.
+func testRefenceFoldsAnIntentWithoutAnEntry(t *testing.T, b refund.Balances) {
 	charge := chargeOf(t)
-	e, err := b.Refence(ctx, charge, keyOf(1), 2)
-	if err != nil || e != (refund.Entry{Fence: 2}) {
-		t.Fatalf("stub: %+v, %v", e, err)
+	for range 2 {
+		if e, err := b.Refence(ctx, charge, intentOf(1), 2); err != nil || e != released {
+			t.Fatalf("re-fence of no entry: %+v, %v; want released", e, err)
+		}
 	}
-	if _, err := reserve(b, charge, keyOf(1), 1, 300); !errors.Is(err, refund.ErrFenced) {
-		t.Fatalf("a late reservation of the earlier attempt: %v", err)
+	if _, err := reserve(b, charge, intentOf(1), 1, 300); !errors.Is(err, refund.ErrReleased) {
+		t.Fatalf("a late reservation of the earlier attempt: %v, want ErrReleased", err)
 	}
-	if _, err := reserve(b, charge, keyOf(1), 2, 300); err != nil {
-		t.Fatalf("the taker's reservation: %v", err)
+	if err := b.Release(ctx, charge, intentOf(1), 2); err != nil {
+		t.Fatalf("the taker's release of its folded intent: %v", err)
+	}
+	if _, err := reserve(b, charge, intentOf(2), 1, 300); err != nil {
+		t.Fatalf("an intent claimed later: %v", err)
 	}
 	mustBalance(t, b, charge, 700, 300, 0)
 }
 
-// testReleaseWithoutAnEntryIsATombstone: releasing a stub (or no entry)
-// leaves it released, gives nothing back, and refuses a late reservation.
-func testReleaseWithoutAnEntryIsATombstone(t *testing.T, b refund.Balances) {
+// testReleaseWithoutAnEntryFolds: releasing an intent that holds no entry
+// (its reservation failed, perhaps without landing) gives nothing back,
+// keeps nothing of it, and refuses its late reservation.
+func testReleaseWithoutAnEntryFolds(t *testing.T, b refund.Balances) {
 	charge := chargeOf(t)
-	if _, err := reserve(b, charge, keyOf(9), 1, 100); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := b.Refence(ctx, charge, keyOf(1), 2); err != nil {
+	if _, err := reserve(b, charge, intentOf(1), 1, 100); err != nil {
 		t.Fatal(err)
 	}
 	for range 2 {
-		if err := b.Release(ctx, charge, keyOf(1), 2); err != nil {
-			t.Fatalf("release of a stub: %v", err)
+		if err := b.Release(ctx, charge, intentOf(2), 1); err != nil {
+			t.Fatalf("release of no entry: %v", err)
 		}
 	}
-	if err := b.Release(ctx, charge, keyOf(2), 3); err != nil {
-		t.Fatalf("release of no entry: %v", err)
-	}
-	for _, k := range []string{keyOf(1), keyOf(2)} {
-		if _, err := reserve(b, charge, k, 1, 100); !errors.Is(err, refund.ErrFenced) {
-			t.Fatalf("a late reservation after the release: %v", err)
-		}
+	if _, err := reserve(b, charge, intentOf(2), 1, 100); !errors.Is(err, refund.ErrReleased) {
+		t.Fatalf("a late reservation after the release: %v, want ErrReleased", err)
 	}
 	mustBalance(t, b, charge, 900, 100, 0)
+	if got, err := b.Get(ctx, charge); err != nil || got.Entries != 1 || len(got.ByKey) != 1 {
+		t.Fatalf("the balance kept the folded intent: %+v, %v", got, err)
+	}
 }
 
-// testLimitOfEntries: MaxEntries intents may reserve; the next is refused
-// with ErrLimitReached even with room left.
+// testReleasedThroughOrdersIntents: a release folds every intent claimed
+// up to its own claim that holds no entry (the watermark's price: such an
+// intent is refused, and its first attempt releases its key); an intent
+// that holds an entry, or was claimed later, is untouched.
+func testReleasedThroughOrdersIntents(t *testing.T, b refund.Balances) {
+	charge := chargeOf(t)
+	if _, err := reserve(b, charge, intentOf(1), 1, 100); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Release(ctx, charge, intentOf(5), 1); err != nil {
+		t.Fatal(err)
+	}
+	earlier := intentOf(3)
+	if _, err := reserve(b, charge, earlier, 1, 100); !errors.Is(err, refund.ErrReleased) {
+		t.Fatalf("an intent claimed before the released one: %v, want ErrReleased", err)
+	}
+	sameInstant := refund.Intent{Key: intentOf(6).Key, Claimed: intentOf(5).Claimed}
+	if _, err := reserve(b, charge, sameInstant, 1, 100); !errors.Is(err, refund.ErrReleased) {
+		t.Fatalf("an intent claimed at the same millisecond: %v, want ErrReleased", err)
+	}
+	if err := b.Succeed(ctx, charge, intentOf(1).Key, 1); err != nil {
+		t.Fatalf("the entry held before the fold: %v", err)
+	}
+	if _, err := reserve(b, charge, intentOf(7), 1, 100); err != nil {
+		t.Fatalf("an intent claimed after: %v", err)
+	}
+	// A release of an earlier intent never lowers the watermark.
+	if err := b.Release(ctx, charge, intentOf(7), 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Release(ctx, charge, intentOf(2), 1); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.Get(ctx, charge); err != nil || !got.ReleasedThrough.Equal(intentOf(7).Claimed) {
+		t.Fatalf("released through %v, %v; want the latest release's claim, %v", got.ReleasedThrough, err, intentOf(7).Claimed)
+	}
+	mustBalance(t, b, charge, 900, 0, 100)
+}
+
+// testLimitOfEntries: MaxEntries refunds may be held (reserved or
+// succeeded); the next is refused with ErrLimitReached even with room
+// left, until one of them is released.
 func testLimitOfEntries(t *testing.T, b refund.Balances) {
 	charge := chargeOf(t)
 	for i := range refund.MaxEntries {
-		if _, err := reserve(b, charge, keyOf(i), 1, 1); err != nil {
+		if _, err := reserve(b, charge, intentOf(i), 1, 1); err != nil {
 			t.Fatalf("reservation %d: %v", i, err)
 		}
+		if i%2 == 0 {
+			if err := b.Succeed(ctx, charge, intentOf(i).Key, 1); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
-	if _, err := reserve(b, charge, keyOf(refund.MaxEntries), 1, 1); !errors.Is(err, refund.ErrLimitReached) {
+	if _, err := reserve(b, charge, intentOf(refund.MaxEntries), 1, 1); !errors.Is(err, refund.ErrLimitReached) {
 		t.Fatalf("one more: %v, want ErrLimitReached", err)
 	}
-	mustBalance(t, b, charge, 1000-refund.MaxEntries, refund.MaxEntries, 0)
+	if err := b.Release(ctx, charge, intentOf(1), 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reserve(b, charge, intentOf(refund.MaxEntries), 1, 1); err != nil {
+		t.Fatalf("one more once a reservation is released: %v", err)
+	}
+	if _, err := reserve(b, charge, intentOf(refund.MaxEntries+1), 1, 1); !errors.Is(err, refund.ErrLimitReached) {
+		t.Fatalf("and the next: %v, want ErrLimitReached", err)
+	}
+	mustBalance(t, b, charge, 1000-refund.MaxEntries, refund.MaxEntries/2, refund.MaxEntries/2)
+}
+
+// testFailuresNeverGrowTheBalance: on a charge holding MaxEntries-1
+// refunds, 200 intents that each reserve and are released (an acquirer
+// that refuses every call), 100 releases of intents whose reservation
+// failed, and 100 take-overs that find no entry leave the balance holding
+// the same entries, and the next refund reserves.
+func testFailuresNeverGrowTheBalance(t *testing.T, b refund.Balances) {
+	charge := chargeOf(t)
+	n := 0
+	next := func() refund.Intent { n++; return intentOf(n) }
+	for range refund.MaxEntries - 1 {
+		in := next()
+		if _, err := reserve(b, charge, in, 1, 1); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Succeed(ctx, charge, in.Key, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 400 {
+		in := next()
+		switch {
+		case i < 200:
+			if _, err := reserve(b, charge, in, 1, 1); err != nil {
+				t.Fatalf("reservation %d: %v", i, err)
+			}
+			if err := b.Release(ctx, charge, in, 1); err != nil {
+				t.Fatal(err)
+			}
+		case i < 300:
+			if err := b.Release(ctx, charge, in, 1); err != nil {
+				t.Fatal(err)
+			}
+		default:
+			if e, err := b.Refence(ctx, charge, in, 2); err != nil || e != released {
+				t.Fatalf("take-over %d: %+v, %v", i, e, err)
+			}
+		}
+	}
+	got, err := b.Get(ctx, charge)
+	if err != nil || got.Entries != refund.MaxEntries-1 || len(got.ByKey) != refund.MaxEntries-1 {
+		t.Fatalf("after 400 failures: %d entries counted, %d held, %v; want %d", got.Entries, len(got.ByKey), err, refund.MaxEntries-1)
+	}
+	if _, err := reserve(b, charge, next(), 1, 1); err != nil {
+		t.Fatalf("the next refund: %v", err)
+	}
+	mustBalance(t, b, charge, 1000-refund.MaxEntries, 1, refund.MaxEntries-1)
 }

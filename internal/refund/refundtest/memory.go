@@ -6,6 +6,7 @@ import (
 	"context"
 	"maps"
 	"sync"
+	"time"
 
 	"github.com/idempotent-payments/idempay/internal/refund"
 )
@@ -46,12 +47,14 @@ func (m *MemoryBalances) Reserve(_ context.Context, r refund.Reservation) (refun
 	if b.ChargeAmount == 0 {
 		b.ChargeAmount, b.Remaining = r.ChargeAmount, r.ChargeAmount
 	}
-	e, exists := b.entries[r.Key]
+	e, exists := b.entries[r.Intent.Key]
 	switch {
 	case e.State == refund.EntryReserved && e.Fence == r.Fence:
 		return e, nil // this attempt's own reservation, answered again
-	case e.State != "" || exists && e.Fence != r.Fence:
+	case exists:
 		return e, refund.ErrFenced
+	case b.folds(r.Intent):
+		return refund.Entry{State: refund.EntryReleased}, refund.ErrReleased
 	case b.Entries >= refund.MaxEntries:
 		return e, refund.ErrLimitReached
 	}
@@ -63,27 +66,42 @@ func (m *MemoryBalances) Reserve(_ context.Context, r refund.Reservation) (refun
 		return e, &refund.NoRoomError{Refundable: b.Remaining}
 	}
 	e = refund.Entry{State: refund.EntryReserved, Fence: r.Fence, Amount: amount}
-	b.entries[r.Key] = e
+	b.entries[r.Intent.Key] = e
 	b.Remaining -= amount
 	b.Reserved += amount
 	b.Entries++
 	return e, nil
 }
 
+// folds reports whether the balance's watermark folds the intent.
+func (b *balance) folds(in refund.Intent) bool {
+	return !b.ReleasedThrough.IsZero() && !b.ReleasedThrough.Before(in.Claimed.Truncate(time.Millisecond))
+}
+
+// fold raises the watermark to the intent's claim time.
+func (b *balance) fold(in refund.Intent) {
+	if !b.folds(in) {
+		b.ReleasedThrough = in.Claimed.Truncate(time.Millisecond)
+	}
+}
+
 // Refence implements refund.Balances.
-func (m *MemoryBalances) Refence(_ context.Context, chargeID, key string, fence int) (refund.Entry, error) {
+func (m *MemoryBalances) Refence(_ context.Context, chargeID string, in refund.Intent, fence int) (refund.Entry, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	b := m.of(chargeID)
-	e := b.entries[key]
+	e, exists := b.entries[in.Key]
 	switch {
+	case !exists:
+		b.fold(in) // no attempt reserved, and now none can
+		return refund.Entry{State: refund.EntryReleased}, nil
 	case e.Fence == fence:
 		return e, nil // this attempt's own write, answered again
 	case e.Fence > fence:
 		return e, refund.ErrFenced
 	}
 	e.Fence = fence
-	b.entries[key] = e
+	b.entries[in.Key] = e
 	return e, nil
 }
 
@@ -92,9 +110,9 @@ func (m *MemoryBalances) Succeed(_ context.Context, chargeID, key string, fence 
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	b := m.of(chargeID)
-	e := b.entries[key]
+	e, exists := b.entries[key]
 	switch {
-	case e.Fence != fence:
+	case !exists || e.Fence != fence:
 		return refund.ErrFenced
 	case e.State == refund.EntrySucceeded:
 		return nil
@@ -109,24 +127,23 @@ func (m *MemoryBalances) Succeed(_ context.Context, chargeID, key string, fence 
 }
 
 // Release implements refund.Balances.
-func (m *MemoryBalances) Release(_ context.Context, chargeID, key string, fence int) error {
+func (m *MemoryBalances) Release(_ context.Context, chargeID string, in refund.Intent, fence int) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	b := m.of(chargeID)
-	e, exists := b.entries[key]
+	e, exists := b.entries[in.Key]
 	switch {
-	case exists && e.Fence != fence:
-		return refund.ErrFenced
-	case e.State == refund.EntryReleased:
+	case !exists:
+		b.fold(in) // nothing reserved, or released already
 		return nil
-	case e.State == refund.EntrySucceeded:
+	case e.State != refund.EntryReserved || e.Fence != fence:
 		return refund.ErrFenced
-	case e.State == refund.EntryReserved:
-		b.Reserved -= e.Amount
-		b.Remaining += e.Amount
 	}
-	e.State, e.Fence = refund.EntryReleased, fence
-	b.entries[key] = e
+	b.Reserved -= e.Amount
+	b.Remaining += e.Amount
+	b.Entries--
+	delete(b.entries, in.Key)
+	b.fold(in)
 	return nil
 }
 
@@ -146,13 +163,18 @@ func (m *MemoryBalances) Get(_ context.Context, chargeID string) (refund.Balance
 }
 
 // Entry implements refund.Balances.
-func (m *MemoryBalances) Entry(_ context.Context, chargeID, key string) (refund.Entry, bool, error) {
+func (m *MemoryBalances) Entry(_ context.Context, chargeID string, in refund.Intent) (refund.Entry, bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	b, ok := m.balances[chargeID]
 	if !ok {
 		return refund.Entry{}, false, nil
 	}
-	e, ok := b.entries[key]
-	return e, ok, nil
+	if e, ok := b.entries[in.Key]; ok {
+		return e, true, nil
+	}
+	if b.folds(in) {
+		return refund.Entry{State: refund.EntryReleased}, true, nil
+	}
+	return refund.Entry{}, false, nil
 }

@@ -52,7 +52,9 @@ func RunServiceConformance(t *testing.T, newStores NewStoresFunc) {
 		{"ADeclineFreesTheAmount", serviceADeclineFreesTheAmount},
 		{"ADroppedAnswerIsReconciled", serviceADroppedAnswerIsReconciled},
 		{"NothingSentReleasesBoth", serviceNothingSentReleasesBoth},
+		{"AnOutageNeverUsesUpTheRefunds", serviceAnOutageNeverUsesUpTheRefunds},
 		{"AReservationWhoseAnswerWasLost", serviceAReservationWhoseAnswerWasLost},
+		{"FailedReservationsNeverGrowTheBalance", serviceFailedReservationsNeverGrowTheBalance},
 		{"AnUnknownOutcomeIsTakenOverAndSent", serviceAnUnknownOutcomeIsTakenOverAndSent},
 		{"TheReconcilerReleasesWhatNeverLeft", serviceTheReconcilerReleasesWhatNeverLeft},
 		{"KillsBetweenTheSteps", serviceKillsBetweenTheSteps},
@@ -388,6 +390,12 @@ func serviceAHeldCharge(t *testing.T, w *world) {
 }
 
 // record is the scope's record, as the store holds it now.
+// intentOfRecord is the refund intent of a refund record, as the service
+// names it on the balance.
+func intentOfRecord(rec *idem.Record) refund.Intent {
+	return refund.Intent{Key: rec.DownstreamKey, Claimed: rec.CreatedAt}
+}
+
 func (w *world) record(t *testing.T, scope idem.Scope) *idem.Record {
 	t.Helper()
 	rec, err := w.stores.Store.Get(ctx, scope.PK(), w.now())
@@ -410,6 +418,7 @@ func serviceADeclineFreesTheAmount(t *testing.T, w *world) {
 	}
 	w.mustHold(t, ch, 1000, 0, 0)
 	w.sb.SetFaults(sandbox.Faults{})
+	w.clock.Advance(time.Millisecond) // claimed after the declined intent, which the balance folded
 	mustAnswer(t, w.svc.Refund(ctx, in("after-the-decline", ch, `{"amount": 1000}`)), refund.Executed, 201)
 	w.mustHold(t, ch, 0, 0, 1000)
 }
@@ -449,6 +458,77 @@ func serviceNothingSentReleasesBoth(t *testing.T, w *world) {
 	w.mustHold(t, ch, 1000, 0, 0)
 	w.clock.Advance(time.Millisecond) // a new intent: a new downstream key
 	mustAnswer(t, w.svc.Refund(ctx, in("unsent-refund", ch, `{"amount": 1000}`)), refund.Executed, 201)
+}
+
+// serviceAnOutageNeverUsesUpTheRefunds: a charge with MaxEntries-1
+// refunds made; one refund key retried by the client's rule, and 20 more
+// keys (a queue redelivering its commands), 3 times the limit of tries in
+// all while the acquirer cannot be reached: each answers 503 with nothing
+// reserved and takes nothing from the limit. Once the acquirer is back,
+// the key retried refunds, and a further key meets the limit.
+func serviceAnOutageNeverUsesUpTheRefunds(t *testing.T, w *world) {
+	ch := w.charge(t, "pm_card_visa", 10000)
+	for i := range refund.MaxEntries - 1 {
+		mustAnswer(t, w.svc.Refund(ctx, in(fmt.Sprintf("made-refund-%d", i), ch, `{"amount": 1}`)), refund.Executed, 201)
+	}
+	closed := httptest.NewServer(nil)
+	closed.Close()
+	unreachable, _ := acquirer.NewClient(closed.URL, "", nil)
+	down := w.with(unreachable)
+	for i := range 3 * refund.MaxEntries {
+		key := "retried-in-the-outage"
+		if i%7 == 6 {
+			key = fmt.Sprintf("another-key-%d", i)
+		}
+		w.clock.Advance(time.Millisecond) // each try a new intent, claimed after the last
+		res := down.Refund(ctx, in(key, ch, `{"amount": 100}`))
+		if res.Outcome != refund.Released || res.RetryAfter <= 0 {
+			t.Fatalf("try %d in the outage: %s, want released with a Retry-After", i, res.Outcome)
+		}
+	}
+	w.mustHold(t, ch, 10000-refund.MaxEntries+1, 0, refund.MaxEntries-1)
+	if bal, err := w.stores.Balances.Get(ctx, ch); err != nil || bal.Entries != refund.MaxEntries-1 || len(bal.ByKey) != refund.MaxEntries-1 {
+		t.Fatalf("the balance after the outage: %d entries counted, %d held, %v", bal.Entries, len(bal.ByKey), err)
+	}
+	w.clock.Advance(time.Millisecond)
+	mustAnswer(t, w.svc.Refund(ctx, in("retried-in-the-outage", ch, `{"amount": 100}`)), refund.Executed, 201)
+	mustAnswer(t, w.svc.Refund(ctx, in("one-too-many", ch, `{"amount": 1}`)), refund.Executed, 422)
+	w.mustHold(t, ch, 10000-refund.MaxEntries+1-100, 0, refund.MaxEntries-1+100)
+}
+
+// serviceFailedReservationsNeverGrowTheBalance: 200 refunds whose
+// reservation the store fails (its write landing, or not) leave the
+// balance as it was: nothing reserved, no entry kept, and the next
+// refund is made.
+func serviceFailedReservationsNeverGrowTheBalance(t *testing.T, w *world) {
+	ch := w.charge(t, "pm_card_visa", 1000)
+	mustAnswer(t, w.svc.Refund(ctx, in("the-one-refund", ch, `{"amount": 100}`)), refund.Executed, 201)
+	guard := idem.NewGuard(w.stores.Store, idem.Config{Now: w.now, DefaultLease: 30 * time.Second, Protocol: protocol})
+	for i := range 200 {
+		balances := refund.Balances(lostReservation{w.stores.Balances})
+		if i%2 == 1 {
+			balances = failedReservation{w.stores.Balances}
+		}
+		svc := refund.NewService(guard, w.charges, balances, w.stores.Refunds, w.acq, Render, charge.Config{Now: w.now})
+		w.clock.Advance(time.Millisecond)
+		if res := svc.Refund(ctx, in(fmt.Sprintf("failed-%d", i), ch, `{"amount": 100}`)); res.Outcome != refund.Unavailable {
+			t.Fatalf("try %d: %s", i, res.Outcome)
+		}
+	}
+	if bal, err := w.stores.Balances.Get(ctx, ch); err != nil || bal.Entries != 1 || len(bal.ByKey) != 1 {
+		t.Fatalf("the balance after 200 failed reservations: %d entries counted, %d held, %v", bal.Entries, len(bal.ByKey), err)
+	}
+	w.clock.Advance(time.Millisecond)
+	mustAnswer(t, w.svc.Refund(ctx, in("after-the-failures", ch, `{"amount": 100}`)), refund.Executed, 201)
+	w.mustHold(t, ch, 800, 0, 200)
+}
+
+// failedReservation is balances whose Reserve fails without writing, as a
+// throttled or failed write does.
+type failedReservation struct{ refund.Balances }
+
+func (failedReservation) Reserve(context.Context, refund.Reservation) (refund.Entry, error) {
+	return refund.Entry{}, errors.New("the reservation failed")
 }
 
 // lostReservation is balances whose Reserve lands and then fails, as a
@@ -666,7 +746,7 @@ func serviceARefundAfterItsReleaseIsHeld(t *testing.T, w *world) {
 	}
 	w.sb.SetFaults(sandbox.Faults{})
 	rec := w.record(t, idem.Scope{Operation: refund.Operation, Account: account, Key: "late-refund"})
-	if err := w.stores.Balances.Release(ctx, ch, rec.DownstreamKey, rec.Attempt); err != nil {
+	if err := w.stores.Balances.Release(ctx, ch, intentOfRecord(rec), rec.Attempt); err != nil {
 		t.Fatal(err)
 	}
 	row, err := w.stores.Charges.Get(ctx, ch)
@@ -696,7 +776,7 @@ func serviceAGoneChargeWithAnEntryIsNotReleased(t *testing.T, w *world) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.stores.Balances.Reserve(ctx, refund.Reservation{ChargeID: gone, ChargeAmount: 1000, Key: claim.Lease.DownstreamKey(), Fence: 1, Amount: 100}); err != nil {
+	if _, err := w.stores.Balances.Reserve(ctx, refund.Reservation{ChargeID: gone, ChargeAmount: 1000, Intent: intentOfRecord(new(claim.Lease.Record())), Fence: 1, Amount: 100}); err != nil {
 		t.Fatal(err)
 	}
 	w.clock.Advance(reconcilable)

@@ -108,10 +108,10 @@ func serviceAReleasedEntryIsNotBooked(t *testing.T, w *world) {
 	}
 	rec := w.record(t, idem.Scope{Operation: refund.Operation, Account: account, Key: "released-entry"})
 	// What a void's take-over (attempt 2) did before its last step failed.
-	if _, err := w.stores.Balances.Refence(ctx, ch, rec.DownstreamKey, 2); err != nil {
+	if _, err := w.stores.Balances.Refence(ctx, ch, intentOfRecord(rec), 2); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.stores.Balances.Release(ctx, ch, rec.DownstreamKey, 2); err != nil {
+	if err := w.stores.Balances.Release(ctx, ch, intentOfRecord(rec), 2); err != nil {
 		t.Fatal(err)
 	}
 	mustBalance(t, w.stores.Balances, ch, 1000, 0, 0)
