@@ -57,7 +57,24 @@ type MismatchError struct {
 }
 
 func (e *MismatchError) Error() string {
-	return fmt.Sprintf("%s: %s (%s answered %d %s)", ErrMismatch, e.Reason, e.Endpoint, e.HTTPStatus, e.Stated.Status)
+	return mismatchText(e.Reason, e.Endpoint, e.HTTPStatus, e.Stated.Status)
+}
+
+// mismatchText is a mismatch's error text: the reason, and what answered
+// with what (the HTTP status only where there was one, and the endpoint
+// only where an answer came over HTTP).
+func mismatchText(reason, endpoint string, httpStatus int, status string) string {
+	answered := "answered"
+	if endpoint != "" {
+		answered = endpoint + " answered"
+	}
+	if httpStatus != 0 {
+		answered += fmt.Sprintf(" %d", httpStatus)
+	}
+	if status == "" {
+		status = "no status"
+	}
+	return fmt.Sprintf("%s: %s (%s %s)", ErrMismatch, reason, answered, status)
 }
 
 // Is makes errors.Is(err, ErrMismatch) true.

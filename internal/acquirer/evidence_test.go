@@ -271,3 +271,22 @@ func fuzzRefund(t *testing.T, endpoint string, status int, body string) {
 		t.Fatalf("an answer read as neither outcome, mismatch nor unknown: %v", err)
 	}
 }
+
+// TestMismatchText: a mismatch says what answered with what, and names an
+// HTTP status only where the answer had one.
+func TestMismatchText(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{&MismatchError{Reason: ReasonAmount, Endpoint: EndpointAuthorize, HTTPStatus: 201, Stated: Authorization{Status: StatusCaptured}},
+			"amount_differs (authorize answered 201 captured)"},
+		{&RefundMismatchError{Reason: ReasonAmount, Endpoint: EndpointRefundLookup, Stated: Refund{Status: RefundSucceeded}},
+			"amount_differs (refund_lookup answered succeeded)"},
+		{&RefundMismatchError{Reason: "entry_disagrees_with_row"}, "entry_disagrees_with_row (answered no status)"},
+	} {
+		if got := c.err.Error(); !strings.HasSuffix(got, c.want) || strings.Contains(got, "answered 0") {
+			t.Errorf("%q, want it to end %q", got, c.want)
+		}
+	}
+}

@@ -100,7 +100,7 @@ type RefundMismatchError struct {
 }
 
 func (e *RefundMismatchError) Error() string {
-	return fmt.Sprintf("%s: %s (%s answered %d %s)", ErrMismatch, e.Reason, e.Endpoint, e.HTTPStatus, e.Stated.Status)
+	return mismatchText(e.Reason, e.Endpoint, e.HTTPStatus, e.Stated.Status)
 }
 
 // Is makes errors.Is(err, ErrMismatch) true.

@@ -83,9 +83,10 @@ type Request struct {
 
 // Terms are an authorization's or a refund's terms as the acquirer stated
 // them. For a refund's record, RefundID is the acquirer's refund and
-// AuthorizationID the charge's authorization it refunds.
+// AuthorizationID the charge's authorization it refunds, as the acquirer
+// stated it; a refund row's terms have none (the row names its charge).
 type Terms struct {
-	AuthorizationID string `json:"authorization_id"`
+	AuthorizationID string `json:"authorization_id,omitzero"`
 	RefundID        string `json:"refund_id,omitzero"`
 	Status          string `json:"status"`
 	Amount          int64  `json:"amount"`

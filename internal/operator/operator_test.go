@@ -1,8 +1,10 @@
 package operator_test
 
 import (
+	"encoding/json"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/idempotent-payments/idempay/internal/charge"
@@ -107,4 +109,13 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("%q decoded to %+v, which re-decodes to %+v, %v", body, r, again, err)
 		}
 	})
+}
+
+// TestTermsWithoutAnAuthorization: a refund row's terms, which name no
+// authorization, say nothing of one rather than an empty one.
+func TestTermsWithoutAnAuthorization(t *testing.T) {
+	b, err := json.Marshal(operator.Terms{RefundID: "rf_1", Status: "succeeded", Amount: 100, Currency: "BRL"})
+	if err != nil || strings.Contains(string(b), "authorization_id") {
+		t.Fatalf("%s, %v", b, err)
+	}
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/idempotent-payments/idempay/internal/acquirer"
@@ -131,5 +133,32 @@ func TestRefundFaults(t *testing.T) {
 	}
 	if _, _, drops := sb.Injected(); drops != 1 || sb.Refunded(auth.ID) != 100 {
 		t.Fatalf("drops %d, refunded %d", drops, sb.Refunded(auth.ID))
+	}
+}
+
+// TestClearingFaultsKeepsTheRefundBound: DELETE /_sandbox/faults clears
+// the faults and nothing else: the refund bound stays off once turned off
+// over HTTP.
+func TestClearingFaultsKeepsTheRefundBound(t *testing.T) {
+	t.Parallel()
+	sb, c, auth := refundClient(t, "pm_card_visa")
+	srv := httptest.NewServer(sb)
+	t.Cleanup(srv.Close)
+	for _, r := range []*http.Request{
+		httptest.NewRequestWithContext(t.Context(), http.MethodPut, srv.URL+"/_sandbox/refund-bound", strings.NewReader(`{"enforced":false}`)),
+		httptest.NewRequestWithContext(t.Context(), http.MethodDelete, srv.URL+"/_sandbox/faults", nil),
+	} {
+		r.RequestURI = ""
+		resp, err := http.DefaultClient.Do(r)
+		if err != nil || resp.StatusCode >= 300 {
+			t.Fatalf("%s %s: %v, %v", r.Method, r.URL.Path, resp, err)
+		}
+		resp.Body.Close()
+	}
+	ask := acquirer.RefundRequest{AuthorizationID: auth.ID, Amount: 1000, Currency: "BRL"}
+	for _, key := range []string{"all-of-it", "all-of-it-again"} {
+		if r, err := c.Refund(t.Context(), key, ask); err != nil || r.Status != acquirer.RefundSucceeded {
+			t.Fatalf("%s, the bound off after the faults were cleared: %+v, %v", key, r, err)
+		}
 	}
 }
