@@ -3,6 +3,7 @@ package localapi
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -43,6 +44,57 @@ func TestPoolRetriesAnEmulatorThatExitsAtStart(t *testing.T) {
 	}
 	if _, err := os.Stat(failed); err != nil {
 		t.Fatal("the emulator never exited at start: the test proves nothing")
+	}
+}
+
+// TestPoolOwnsItsEmulatorsPorts: a port picked for an emulator and taken
+// by another process before the emulator binds it (here by the test, when
+// the pool has picked it) is never taken for the emulator's, although the
+// other listener accepts connections as any would: the pool starts the
+// emulator again on new ports, and the instance it hands out serves from
+// its own emulator once the other listener is gone. One case takes the
+// port of the emulator's invocations, the other its runtime API's.
+func TestPoolOwnsItsEmulatorsPorts(t *testing.T) {
+	t.Parallel()
+	rie, dir := chargeFunction(t)
+	for _, taken := range []string{"emulator", "runtime API"} {
+		t.Run(taken, func(t *testing.T) {
+			t.Parallel()
+			var other net.Listener
+			picks := 0
+			p, err := StartPool(PoolConfig{
+				RIE: rie, Bootstrap: filepath.Join(dir, "charge", "bootstrap"), Name: "charge", Instances: 1, Timeout: 10 * time.Second,
+				Env: []string{"TABLE_NAME=pool-ports", "ACQUIRER_URL=http://127.0.0.1:1", "ACQUIRER_ID=sandbox"},
+				picked: func(addr, api string) {
+					if picks++; picks > 1 {
+						return
+					}
+					if taken == "runtime API" {
+						addr = api
+					}
+					var err error
+					if other, err = net.Listen("tcp", addr); err != nil {
+						t.Errorf("take %s: %v", addr, err)
+					}
+				},
+			})
+			if other != nil {
+				other.Close()
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			if picks < 2 {
+				t.Fatalf("the pool took another process's listener on the %s port for its emulator's", taken)
+			}
+			if _, err := p.Invoke(context.Background(), healthEvent); err != nil {
+				t.Fatalf("the instance does not serve: %v", err)
+			}
+			if n := p.Replaced(); n != 0 {
+				t.Fatalf("the instance the pool started had exited before it served (%d replaced)", n)
+			}
+		})
 	}
 }
 

