@@ -11,6 +11,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -20,7 +21,10 @@ import (
 // may bind the port, and a connection to it then reaches that process. So
 // a process given ports counts as started only once it alone listens on
 // every one of them (awaitListening), and is otherwise stopped and started
-// again on new ones.
+// again on new ones. The ports the stack serves on itself (the gateway's,
+// the sandbox's, the operator channel's) are bound before any emulator
+// starts and stay reserved (reservePort) until the stack closes: none is
+// picked, even while a sandbox outage has released its listener.
 
 // errExitedAtStart: a process given ports exited before it listened on
 // them, as it does when another process bound one of them first.
@@ -35,18 +39,62 @@ func retryPorts(err error) bool {
 	return errors.Is(err, errExitedAtStart) || errors.Is(err, errPortTaken)
 }
 
+// reserved counts, by port, the listeners of stacks in this process that
+// hold it or will bind it again.
+var reserved = struct {
+	sync.Mutex
+	ports map[int]int
+}{ports: map[int]int{}}
+
+// reservePort keeps port out of every pick (freeAddrs) until release is
+// called, once.
+func reservePort(port int) (release func()) {
+	reserved.Lock()
+	reserved.ports[port]++
+	reserved.Unlock()
+	return sync.OnceFunc(func() {
+		reserved.Lock()
+		defer reserved.Unlock()
+		if reserved.ports[port]--; reserved.ports[port] == 0 {
+			delete(reserved.ports, port)
+		}
+	})
+}
+
+func isReserved(port int) bool {
+	reserved.Lock()
+	defer reserved.Unlock()
+	return reserved.ports[port] > 0
+}
+
 // freeAddrs picks n distinct loopback addresses whose ports were free
-// when picked: the kernel's choices for port 0. Each listener stays open
-// until n are picked, so no port comes twice.
+// when picked and are not reserved: the kernel's choices for port 0.
 func freeAddrs(n int) ([]string, error) {
+	return pickAddrs(n, func() (net.Listener, error) { return net.Listen("tcp", "127.0.0.1:0") })
+}
+
+// pickAddrs is freeAddrs with the kernel's choice made by listen. Each
+// listener stays open until n are picked, so no port comes twice.
+func pickAddrs(n int, listen func() (net.Listener, error)) ([]string, error) {
+	var held []net.Listener
+	defer func() {
+		for _, l := range held {
+			l.Close()
+		}
+	}()
 	var addrs []string
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+	for len(addrs) < n {
+		if len(held) > n+100 {
+			return nil, fmt.Errorf("pick a free port: %d picks, all reserved", len(held))
+		}
+		l, err := listen()
 		if err != nil {
 			return nil, fmt.Errorf("pick a free port: %w", err)
 		}
-		defer l.Close()
-		addrs = append(addrs, l.Addr().String())
+		held = append(held, l)
+		if !isReserved(l.Addr().(*net.TCPAddr).Port) {
+			addrs = append(addrs, l.Addr().String())
+		}
 	}
 	return addrs, nil
 }

@@ -44,6 +44,47 @@ func TestListensAlone(t *testing.T) {
 	}
 }
 
+// TestPickSkipsReservedPorts: a port reserved by a stack is never picked
+// for an emulator, even when it is free and the kernel offers it, until
+// it is released; no port is picked twice.
+func TestPickSkipsReservedPorts(t *testing.T) {
+	t.Parallel()
+	reservedPort, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := reservedPort.Addr().(*net.TCPAddr).Port
+	release := reservePort(port)
+	reservedPort.Close()
+	// The kernel's choices, the reserved port first.
+	offer := func() func() (net.Listener, error) {
+		first := true
+		return func() (net.Listener, error) {
+			if first {
+				first = false
+				return net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+			}
+			return net.Listen("tcp", "127.0.0.1:0")
+		}
+	}
+	addrs, err := pickAddrs(2, offer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range addrs {
+		if a == fmt.Sprintf("127.0.0.1:%d", port) {
+			t.Fatalf("picked %s, reserved", a)
+		}
+	}
+	if len(addrs) != 2 || addrs[0] == addrs[1] {
+		t.Fatalf("picked %v, want two ports", addrs)
+	}
+	release()
+	if addrs, err = pickAddrs(1, offer()); err != nil || addrs[0] != fmt.Sprintf("127.0.0.1:%d", port) {
+		t.Fatalf("released, the port is not picked: %v, %v", addrs, err)
+	}
+}
+
 // TestDynamoDBLocalOwnsItsPort: a port picked for DynamoDB Local and taken
 // by another process before it binds it (here by the test) is never taken
 // for DynamoDB Local's: it is started again on a new port, and answers
