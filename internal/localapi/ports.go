@@ -16,9 +16,10 @@ import (
 )
 
 // Ports. The emulators and DynamoDB Local are given loopback ports picked
-// here (freeAddrs), which they bind themselves: none of them can take a
-// socket already bound. Between the pick and their bind another process
-// may bind the port, and a connection to it then reaches that process. So
+// here (freeAddrs), which they bind themselves: each takes an address on
+// its command line, and none can be handed a socket already bound. Between
+// the pick and their bind another process may bind the port, and a
+// connection to it then reaches that process. So
 // a process given ports counts as started only once it alone listens on
 // every one of them (awaitListening), and is otherwise stopped and started
 // again on new ones. The ports the stack serves on itself (the gateway's,
