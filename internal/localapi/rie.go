@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -70,6 +69,11 @@ type PoolConfig struct {
 	// MemoryOnly keeps the memory limit and lifts the CPU quota.
 	MemoryMB   int
 	MemoryOnly bool
+	// pick, when set, picks an emulator's two addresses (its own and its
+	// runtime API's) in place of freeAddrs: a test hands it one that
+	// another listener holds, as another process may bind a picked port
+	// before the emulator does.
+	pick func(n int) ([]string, error)
 }
 
 // Pool is a set of RIE instances of one function. Each RIE handles one
@@ -215,33 +219,33 @@ func (p *Pool) Environments() ([]Environment, error) {
 	return out, nil
 }
 
-// errExitedAtStart: the emulator exited before it listened, as it does when
-// a port freeAddr found was taken by another process before the emulator
-// could bind it.
-var errExitedAtStart = errors.New("instance exited at start")
-
 // start starts the instance's emulator on fresh ports, trying new ports
-// when the emulator exits at start (up to 3 times).
+// when the emulator exits at start or another process listens on one of
+// its ports (up to 3 times).
 func (in *instance) start() error {
 	var err error
 	for range 3 {
-		if err = in.startOnce(); !errors.Is(err, errExitedAtStart) {
+		if err = in.startOnce(); !retryPorts(err) {
 			return err
 		}
 	}
 	return err
 }
 
+// startOnce starts the emulator on two ports picked for it, its own and
+// its runtime API's, and returns once it alone listens on both
+// (awaitListening): from then on every connection to them reaches it.
 func (in *instance) startOnce() error {
-	addr, err := freeAddr()
-	if err != nil {
-		return err
-	}
-	api, err := freeAddr()
-	if err != nil {
-		return err
-	}
 	cfg := in.pool.cfg
+	pick := freeAddrs
+	if cfg.pick != nil {
+		pick = cfg.pick
+	}
+	addrs, err := pick(2)
+	if err != nil {
+		return err
+	}
+	addr, api := addrs[0], addrs[1]
 	in.invocations.Store(0)
 	cmd := exec.Command(cfg.RIE, "--log-level", "error", "--runtime-interface-emulator-address", addr, "--runtime-api-address", api, cfg.Bootstrap)
 	cmd.Env = append(os.Environ(), cfg.Env...)
@@ -270,20 +274,15 @@ func (in *instance) startOnce() error {
 	in.mu.Lock()
 	in.cmd, in.addr, in.api, in.done = cmd, addr, api, done
 	in.mu.Unlock()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond); err == nil {
-			c.Close()
-			return nil
-		}
-		select {
-		case <-done:
-			return fmt.Errorf("%s: %w", cfg.Name, errExitedAtStart) // reaped; it starts the bootstrap only when invoked
-		case <-time.After(20 * time.Millisecond):
-		}
+	// The emulator listens on both at start, its runtime API's before any
+	// bootstrap runs, and exits when it cannot bind one.
+	if err := awaitListening(cmd.Process.Pid, done, 10*time.Second, addr, api); err != nil {
+		if !errors.Is(err, errExitedAtStart) {
+			in.kill() // not left running where no pool can reach it
+		} // one that exited is reaped, and started no bootstrap: it starts one only when invoked
+		return fmt.Errorf("%s instance: %w", cfg.Name, err)
 	}
-	in.kill() // not left running where no pool can reach it
-	return fmt.Errorf("%s instance not listening on %s after 10 s", cfg.Name, addr)
+	return nil
 }
 
 // kill ends the instance's process group at once (SIGKILL), as a crashed
@@ -603,13 +602,4 @@ func (in *instance) removeGroup() {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-}
-
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
 }

@@ -199,11 +199,16 @@ type Stack struct {
 
 	outcomeARNs map[string]string // the outcome queues' ARNs, by subscriber
 
-	mu            sync.Mutex // guards servers and sandboxServer
+	mu            sync.Mutex // guards servers, listeners, reservations and sandboxServer
 	servers       []*http.Server
 	sandboxServer *http.Server
-	stopTriggers  context.CancelFunc
-	triggers      sync.WaitGroup // the event source mappings, the stream's and the schedule
+	// listeners are every listener the stack bound (a served one closes
+	// with its server too); reservations keep their ports from the
+	// emulators (reservePort) until Close.
+	listeners    []net.Listener
+	reservations []func()
+	stopTriggers context.CancelFunc
+	triggers     sync.WaitGroup // the event source mappings, the stream's and the schedule
 }
 
 // StopSandbox closes the sandbox acquirer's listener and connections: from
@@ -221,8 +226,9 @@ func (s *Stack) StopSandbox() {
 // connections are closed, so every acquirer call begun in that time is
 // refused before a connection is made (nothing sent); calls under way when
 // it closes lose their connection (outcome unknown). Then it serves again,
-// with its authorizations, on the same address; it retries the listen for
-// 5 s should another process hold the port meanwhile. Only a sandbox the
+// with its authorizations, on the same address: no emulator of this
+// process is given its port meanwhile (reservePort), and the listen is
+// retried for 5 s should another process hold it. Only a sandbox the
 // stack started can have an outage.
 func (s *Stack) SandboxOutage(d time.Duration) error {
 	if s.Sandbox == nil {
@@ -246,8 +252,9 @@ func (s *Stack) SandboxOutage(d time.Duration) error {
 	return nil
 }
 
-// StartStack creates the table (if missing) and starts everything. The
-// DynamoDB endpoint comes from the SDK's standard variables.
+// StartStack binds the addresses it serves on (bindListeners), then
+// creates the table (if missing) and starts everything. The DynamoDB
+// endpoint comes from the SDK's standard variables.
 func StartStack(ctx context.Context, cfg StackConfig) (_ *Stack, err error) {
 	local := deploy.Local()
 	cfg = cfg.withDefaults(local)
@@ -264,12 +271,14 @@ func StartStack(ctx context.Context, cfg StackConfig) (_ *Stack, err error) {
 			s.Close()
 		}
 	}()
+	own, err := s.bindListeners(cfg)
+	if err != nil {
+		return nil, err
+	}
 	if err := dynamo.CreateTable(ctx, s.DynamoDB, cfg.TableName, cfg.TableMode.TTL()); err != nil {
 		return nil, err
 	}
-	if err := s.startSandbox(cfg); err != nil {
-		return nil, err
-	}
+	s.startSandbox(cfg, own.sandbox)
 	s.SQS, s.SNS = sqs.NewFromConfig(awsCfg), sns.NewFromConfig(awsCfg)
 	if err := s.createQueues(ctx, cfg); err != nil {
 		return nil, err
@@ -286,24 +295,47 @@ func StartStack(ctx context.Context, cfg StackConfig) (_ *Stack, err error) {
 		return nil, err
 	}
 	s.startTriggers(cfg, awsCfg, producers, streamARN)
-	if err := s.startGateway(cfg); err != nil {
-		return nil, err
-	}
-	if err := s.startOperatorChannel(ctx, cfg, awsCfg); err != nil {
+	s.startGateway(cfg, own.gateway)
+	if err := s.startOperatorChannel(ctx, cfg, awsCfg, own.operator); err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+// stackListeners are the listeners of the addresses a stack serves on;
+// sandbox is nil when the stack starts no sandbox.
+type stackListeners struct{ gateway, operator, sandbox net.Listener }
+
+// bindListeners binds the addresses the stack serves on, before any
+// emulator is given a port: the gateway's, the operator channel's and,
+// unless cfg.AcquirerURL names the acquirer, the sandbox's. An emulator's
+// ports are picked from the kernel's ephemeral range, where a port the
+// caller chose may be; bound first, and reserved until Close (reservePort)
+// so that none is picked while a sandbox outage has released its
+// listener, none of them is given to an emulator.
+func (s *Stack) bindListeners(cfg StackConfig) (l stackListeners, err error) {
+	if l.gateway, err = s.listen(cfg.GatewayAddr); err != nil {
+		return l, err
+	}
+	if l.operator, err = s.listen(cfg.OperatorAddr); err != nil {
+		return l, err
+	}
+	if cfg.AcquirerURL == "" {
+		l.sandbox, err = s.listen(cfg.SandboxAddr)
+	}
+	return l, err
 }
 
 // LocalAccount is the account the local stack's ARNs name.
 const LocalAccount = "000000000000"
 
 // startOperatorChannel serves the operator function behind a FunctionURL
-// at cfg.OperatorAddr. Its one admitted principal is the operator's role,
-// whose credentials locally are the shell's (the SDK's, as idemctl's are):
-// arn:aws:iam::000000000000:role/<prefix>-operator, the session named
-// after the access key. cfg.Principals are known and refused.
-func (s *Stack) startOperatorChannel(ctx context.Context, cfg StackConfig, awsCfg aws.Config) error {
+// on l, cfg.OperatorAddr's listener. Its one admitted principal is the
+// operator's role, whose credentials locally are the shell's (the SDK's,
+// as idemctl's are): arn:aws:iam::000000000000:role/<prefix>-operator,
+// the session named after the access key. cfg.Principals are known and
+// refused.
+func (s *Stack) startOperatorChannel(ctx context.Context, cfg StackConfig, awsCfg aws.Config, l net.Listener) error {
 	creds, err := awsCfg.Credentials.Retrieve(ctx)
 	if err != nil {
 		return fmt.Errorf("the operator's local credentials (the SDK's): %w", err)
@@ -320,11 +352,7 @@ func (s *Stack) startOperatorChannel(ctx context.Context, cfg StackConfig, awsCf
 		Target: s.Operator, Region: s.OperatorRegion, Allowed: s.OperatorPrincipal.ARN, AccountID: LocalAccount,
 		Principals: append([]Principal{s.OperatorPrincipal}, cfg.Principals...),
 	}
-	s.OperatorURL, err = s.serve(cfg.OperatorAddr, url)
-	if err != nil {
-		return err
-	}
-	s.OperatorURL += "/"
+	s.OperatorURL = s.serve(l, url) + "/"
 	return nil
 }
 
@@ -370,19 +398,16 @@ func (cfg StackConfig) withDefaults(local deploy.Description) StackConfig {
 	return cfg
 }
 
-// startSandbox serves the stack's own sandbox acquirer at cfg.SandboxAddr,
-// unless cfg.AcquirerURL names the acquirer; either way s.SandboxURL is
-// then the acquirer's URL.
-func (s *Stack) startSandbox(cfg StackConfig) (err error) {
+// startSandbox serves the stack's own sandbox acquirer on l,
+// cfg.SandboxAddr's listener, unless cfg.AcquirerURL names the acquirer;
+// either way s.SandboxURL is then the acquirer's URL.
+func (s *Stack) startSandbox(cfg StackConfig, l net.Listener) {
 	if s.SandboxURL = cfg.AcquirerURL; s.SandboxURL != "" {
-		return nil
+		return
 	}
 	s.Sandbox = sandbox.New("")
-	if s.SandboxURL, err = s.serve(cfg.SandboxAddr, s.Sandbox); err != nil {
-		return err
-	}
+	s.SandboxURL = s.serve(l, s.Sandbox)
 	s.sandboxServer = s.servers[len(s.servers)-1] // no other goroutine yet
-	return nil
 }
 
 // producerQueues is the producers' charge-commands queues, in cfg's order.
@@ -495,10 +520,10 @@ func (s *Stack) startTriggers(cfg StackConfig, awsCfg aws.Config, producers []co
 	}
 }
 
-// startGateway serves the gateway at cfg.GatewayAddr: every route to the
-// charge function, its bearer tokens checked against cfg.Trust. s.URL is
-// its base URL.
-func (s *Stack) startGateway(cfg StackConfig) (err error) {
+// startGateway serves the gateway on l, cfg.GatewayAddr's listener: every
+// route to the charge function, its bearer tokens checked against
+// cfg.Trust. s.URL is its base URL.
+func (s *Stack) startGateway(cfg StackConfig, l net.Listener) {
 	gw := &Gateway{Trust: cfg.Trust}
 	for _, key := range route.All {
 		gw.Routes = append(gw.Routes, Route{Key: key, Target: s.Charge, Scope: route.Scopes[key]})
@@ -506,8 +531,7 @@ func (s *Stack) startGateway(cfg StackConfig) (err error) {
 	for _, key := range route.Public {
 		gw.Routes = append(gw.Routes, Route{Key: key, Target: s.Charge, Public: true})
 	}
-	s.URL, err = s.serve(cfg.GatewayAddr, gw)
-	return err
+	s.URL = s.serve(l, gw)
 }
 
 // timeout is override when positive, else the function's own.
@@ -529,17 +553,42 @@ func envOf(env []string) func(string) string {
 	return func(k string) string { return m[k] }
 }
 
-func (s *Stack) serve(addr string, h http.Handler) (string, error) {
+// listen binds addr for a server of the stack's and reserves its port
+// (reservePort) until Close.
+func (s *Stack) listen(addr string) (net.Listener, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.serveLocked(addr, h)
+	return s.listenLocked(addr)
 }
 
-func (s *Stack) serveLocked(addr string, h http.Handler) (string, error) {
+func (s *Stack) listenLocked(addr string) (net.Listener, error) {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
-		return "", fmt.Errorf("listen %s: %w", addr, err)
+		return nil, fmt.Errorf("listen %s: %w", addr, err)
 	}
+	s.listeners = append(s.listeners, l)
+	s.reservations = append(s.reservations, reservePort(l.Addr().(*net.TCPAddr).Port))
+	return l, nil
+}
+
+// serve serves h on l, one of the stack's listeners, until Close, and
+// returns its base URL.
+func (s *Stack) serve(l net.Listener, h http.Handler) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.serveOnLocked(l, h)
+}
+
+// serveLocked binds addr and serves h there.
+func (s *Stack) serveLocked(addr string, h http.Handler) (string, error) {
+	l, err := s.listenLocked(addr)
+	if err != nil {
+		return "", err
+	}
+	return s.serveOnLocked(l, h), nil
+}
+
+func (s *Stack) serveOnLocked(l net.Listener, h http.Handler) string {
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 	s.servers = append(s.servers, srv)
 	go func() {
@@ -547,7 +596,7 @@ func (s *Stack) serveLocked(addr string, h http.Handler) (string, error) {
 			panic(err)
 		}
 	}()
-	return "http://" + l.Addr().String(), nil
+	return "http://" + l.Addr().String()
 }
 
 // createQueues makes the dead-letter queue, the rejected-commands queue, one charge-commands queue per
@@ -660,7 +709,8 @@ func (s *Stack) Sweep(ctx context.Context) (sweep.Report, error) {
 }
 
 // Close stops the triggers, the gateway, the functions and the sandbox,
-// and returns once none of them runs.
+// and returns once none of them runs; their ports are then no longer
+// reserved.
 func (s *Stack) Close() {
 	if s.stopTriggers != nil {
 		s.stopTriggers()
@@ -669,10 +719,16 @@ func (s *Stack) Close() {
 	for _, srv := range s.servers {
 		_ = srv.Close()
 	}
+	for _, l := range s.listeners {
+		_ = l.Close() // closed already when served
+	}
 	for _, p := range []*Pool{s.Charge, s.Consumer, s.Reconciler, s.Sweeper, s.Publisher, s.Operator} {
 		if p != nil {
 			p.Close()
 		}
+	}
+	for _, release := range s.reservations {
+		release()
 	}
 	s.mu.Unlock()
 	s.triggers.Wait()
