@@ -72,6 +72,7 @@ control "refund: a release after an ambiguous send" "-DRELEASE_AMBIGUOUS -DCOMPE
 control "refund: a release without the fence"   "-DRELEASE_UNFENCED -DCOMPETITOR" "-DNOCLAIM" "" refund.pml
 control "refund: a take-over that does not fold" "-DNO_FOLD -DCOMPETITOR"          "-DNOCLAIM" "" refund.pml
 control "refund: a release without the watermark" "-DNO_WATERMARK -DCOMPETITOR"   "-DNOCLAIM" "" refund.pml
+control "refund: a refused fold taken for a fold" "-DREFUSED_FOLD_RELEASES -DCOMPETITOR" "-DNOCLAIM" "" refund.pml
 control "refund: no reconciler, liveness"       "-DNO_RECONCILER"                 "-DNFAIR=4" "-a -f -N ends" refund.pml
 control "refund: void-confirmed without the wait" "-DVOID_EARLY -DMISMATCHES -DCOMPETITOR" "-DNOCLAIM" "" refund.pml
 exit $fail

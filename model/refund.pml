@@ -43,6 +43,10 @@
  *                            reserve for a record that has ended
  *   -DNO_WATERMARK           a release removes the entry without raising
  *                            the watermark: the tombstone's work undone
+ *   -DREFUSED_FOLD_RELEASES  a take-over's fold refused by a reservation
+ *                            that landed after the re-fence, with the
+ *                            watermark past the intent, is taken for a
+ *                            fold: the reservation is never re-fenced
  *   -DNO_RECONCILER          no reconciler: the control of liveness
  *   -DVOID_EARLY             void-confirmed as soon as the held lease ended,
  *                            not T + skew later (with -DMISMATCHES
@@ -158,20 +162,49 @@ inline fold(k) {
 }
 
 /* re-fence (§7), by a take-over: fence_K = a if below; no entry: the
- * intent is folded (no attempt reserved; after the fold none can). */
+ * intent is folded (no attempt reserved; after the fold none can). Two
+ * writes, as dynamo.Balances.Refence makes them, anything between them:
+ * the re-fence of an entry (or its refusal, which shows none), then the
+ * fold conditioned on there being none; an entry that landed in between
+ * (an earlier attempt's reservation) is re-fenced on the next round.
+ * result is NOENTRY until decided. */
+#ifdef NO_FOLD
+#define FOLD(k) skip
+#else
+#define FOLD(k) fold(k)
+#endif
 inline refence(k, a, result) {
-	atomic {
+	result = NOENTRY;
+	do
+	:: atomic {
 		if
 		:: state[k] != NOENTRY && fence[k] < a -> fence[k] = a; result = state[k]
 		:: state[k] != NOENTRY && fence[k] == a -> result = state[k]	/* its own write, answered again */
 		:: state[k] != NOENTRY && fence[k] > a -> result = NONE	/* a later attempt took it */
-#ifdef NO_FOLD
-		:: state[k] == NOENTRY -> result = FOLDED
+		:: state[k] == NOENTRY && claimAt[k] <= releasedThrough -> result = FOLDED
+		:: state[k] == NOENTRY && claimAt[k] > releasedThrough -> skip	/* no entry: fold it */
+		fi
+	   };
+	   if
+	   :: result != NOENTRY -> break
+	   :: else -> skip
+	   fi;
+	   atomic {
+		if
+		:: state[k] == NOENTRY -> FOLD(k); result = FOLDED
+#ifdef REFUSED_FOLD_RELEASES
+		:: state[k] != NOENTRY && claimAt[k] <= releasedThrough -> result = FOLDED
+		:: state[k] != NOENTRY && claimAt[k] > releasedThrough -> skip
 #else
-		:: state[k] == NOENTRY -> fold(k); result = FOLDED
+		:: else -> skip	/* an entry landed meanwhile: re-fence it */
 #endif
 		fi
-	}
+	   };
+	   if
+	   :: result != NOENTRY -> break
+	   :: else -> skip
+	   fi
+	od
 }
 
 /* succeed (§7): reserved -> succeeded, fenced. */
@@ -363,13 +396,18 @@ done:	atomic { k = 0; a = 0; got = 0; ok = false; takenOver = false }	/* nothing
 
 /* With -DCOMPETITOR, intent 1 is reduced to what matters to intent 0's
  * bound: a refund under its own key that reserves whenever there is room,
- * sends, and then succeeds or is declined (and released). It has no
+ * sends, and then succeeds or is declined (and released); or whose
+ * reservation fails, so that it is folded having reserved nothing (the
+ * watermark passing intent 0's claim while intent 0 still holds room). It has no
  * record to crash, so intent 0 can have a client's retry as well. */
 proctype Competitor() {
 	byte got;
 	bool ok;
 	atomic { tick++; claimAt[2] = tick };
-	reserve(2, 1, got);
+	if
+	:: true -> reserve(2, 1, got)
+	:: true -> release(2, 1, ok); goto out	/* its reservation failed without landing: folded */
+	fi;
 	if
 	:: got == RESERVED ->
 		atomic { transit[3] = 2; inTransitFor[1]++ };
@@ -380,7 +418,7 @@ proctype Competitor() {
 		fi
 	:: else -> skip	/* no room: 422, or released by a fold: 503 */
 	fi;
-	atomic { got = 0; ok = false }
+out:	atomic { got = 0; ok = false }
 }
 
 /* The competitor's refund (key 2) is never answered on other terms: it

@@ -177,59 +177,109 @@ func (b *Balances) Reserve(ctx context.Context, r refund.Reservation) (refund.En
 	return e, &refund.NoRoomError{Refundable: intOf(old, balanceRemaining)}
 }
 
-// Refence implements refund.Balances: fence_K = fence where the entry has
-// a lower one; where the intent holds no entry, released_through =
-// its claim time, if lower (the fold). Each write's refusal shows the
-// item as it was, which says whether the other applies: an entry that
-// appeared meanwhile (an earlier attempt's reservation, landing) is
-// re-fenced, an intent folded meanwhile is released. A refusal that finds
-// fence_K = fence is this attempt's own write, answered again.
+// Refence implements refund.Balances: fence_K = fence where the entry is
+// reserved or succeeded under a lower one; where the intent holds no
+// entry, released_through = its claim time, if lower (the fold). Each
+// write's refusal shows the item as it was, which chooses the next: an
+// entry that appeared meanwhile (an earlier attempt's reservation,
+// landing) is re-fenced, an intent folded meanwhile is released. A
+// refusal that finds fence_K = fence is this attempt's own write,
+// answered again. An entry an earlier version left (released, or a stub)
+// is folded in its place (foldLegacy).
 func (b *Balances) Refence(ctx context.Context, chargeID string, in refund.Intent, fence int) (refund.Entry, error) {
-	values := map[string]types.AttributeValue{":fence": num(int64(fence))}
+	values := map[string]types.AttributeValue{":fence": num(int64(fence)), ":reserved": str(string(refund.EntryReserved)),
+		":succeeded": str(string(refund.EntrySucceeded))}
+	var old map[string]types.AttributeValue // the item as the last refusal showed it; nil before the first write
 	for range maxSteps {
-		old, updated, err := b.update(ctx, chargeID, in.Key, "SET #fe = :fence", "attribute_exists(#fe) AND #fe < :fence", values, true)
-		switch {
-		case err != nil:
+		var (
+			updated map[string]types.AttributeValue
+			err     error
+		)
+		e, err := entryOf(old, in.Key)
+		if err != nil {
 			return refund.Entry{}, err
-		case old == nil:
-			return entryOf(updated, in.Key)
 		}
-		if _, hasFence := old["fence_"+in.Key]; hasFence {
-			e, err := entryOf(old, in.Key)
-			if err != nil {
-				return refund.Entry{}, err
+		_, hasFence := old["fence_"+in.Key]
+		switch held := e.State == refund.EntryReserved || e.State == refund.EntrySucceeded; {
+		case old == nil || held && e.Fence < fence:
+			old, updated, err = b.update(ctx, chargeID, in.Key, "SET #fe = :fence",
+				"#st IN (:reserved, :succeeded) AND #fe < :fence", values, true)
+			if err == nil && old == nil {
+				return entryOf(updated, in.Key)
 			}
-			if e.Fence == fence {
-				return e, nil
-			}
+		case held && e.Fence == fence:
+			return e, nil // this attempt's own write, answered again
+		case held, e.State == "" && hasFence && e.Fence > fence:
 			return e, refund.ErrFenced
-		}
-		if foldedIn(old, in) {
+		case hasFence:
+			old, err = b.foldLegacy(ctx, chargeID, in, old)
+		case foldedIn(old, in):
 			return refund.Entry{State: refund.EntryReleased}, nil
+		default: // no entry: no attempt reserved, and after the fold none can
+			old, err = b.fold(ctx, chargeID, in)
 		}
-		// No entry: no attempt reserved, and after the fold none can.
-		old, err = b.fold(ctx, chargeID, in)
-		switch {
-		case err != nil:
+		if err != nil {
 			return refund.Entry{}, err
-		case old == nil || foldedIn(old, in):
+		}
+		if old == nil { // folded
 			return refund.Entry{State: refund.EntryReleased}, nil
 		}
-		// An entry appeared between the two writes: re-fence it.
 	}
 	return refund.Entry{}, fmt.Errorf("balance of %s: the entry kept moving while re-fenced", chargeID)
 }
 
-// maxSteps bounds the writes of one step that takes more than one: each
-// refusal shows the item moved on (an entry reserved, an intent folded),
-// which happens once for an intent, so two rounds are enough.
-const maxSteps = 3
+// maxSteps bounds the writes of one step that takes more than one. Each
+// refusal shows the item moved on, and each move happens once for an
+// intent: an entry reserved (a late reservation landing), an earlier
+// version's entry folded, the watermark passing the intent's claim. The
+// longest run is Release's: give back, fold (an entry appeared), give
+// back (the watermark passed the claim), give back in its other form.
+const maxSteps = 5
 
 // fold raises released_through to the intent's claim time where the
-// intent holds no entry; old is the item as it was when refused.
+// intent holds no entry; old is the item as it was when refused (nil when
+// the write was made).
 func (b *Balances) fold(ctx context.Context, chargeID string, in refund.Intent) (old map[string]types.AttributeValue, err error) {
 	old, _, err = b.update(ctx, chargeID, in.Key, "SET "+balanceReleasedThrough+" = :claimed",
 		"attribute_not_exists(#fe) AND "+notFolded, map[string]types.AttributeValue{":claimed": claimed(in)}, false)
+	return old, err
+}
+
+// foldLegacy folds an entry an earlier version of the balance left behind
+// (seen in old): a released one, which it kept as a tombstone, or a
+// take-over's stub (a fence and no state). The entry is removed, entries
+// no longer counts it (it counted one that reserved: it has an amount),
+// and released_through rises to the intent's claim time where it is lower,
+// so no attempt of the intent can reserve: what the tombstone or the stub
+// did. The condition is the entry as old shows it; old is the item as it
+// was when refused (nil when the write was made).
+func (b *Balances) foldLegacy(ctx context.Context, chargeID string, in refund.Intent, old map[string]types.AttributeValue) (map[string]types.AttributeValue, error) {
+	e, err := entryOf(old, in.Key)
+	if err != nil {
+		return nil, err
+	}
+	values := map[string]types.AttributeValue{":was": num(int64(e.Fence)), ":claimed": claimed(in)}
+	condition := "#fe = :was AND attribute_not_exists(#st)"
+	if e.State != "" {
+		values[":st"] = str(string(e.State))
+		condition = "#fe = :was AND #st = :st"
+	}
+	var set []string
+	if _, counted := old["amount_"+in.Key]; counted {
+		values[":one"] = num(1)
+		set = append(set, balanceEntries+" = "+balanceEntries+" - :one")
+	}
+	if foldedIn(old, in) {
+		condition += " AND " + folded
+	} else {
+		condition += " AND " + notFolded
+		set = append(set, balanceReleasedThrough+" = :claimed")
+	}
+	update := "REMOVE #st, #fe, #am"
+	if len(set) > 0 {
+		update = "SET " + strings.Join(set, ", ") + " " + update
+	}
+	old, _, err = b.update(ctx, chargeID, in.Key, update, condition, values, false)
 	return old, err
 }
 
@@ -253,8 +303,9 @@ func (b *Balances) Succeed(ctx context.Context, chargeID, key string, fence int)
 // given back and removed in one UpdateItem, which also raises
 // released_through to the intent's claim time where it is lower (a
 // second form of the write keeps a higher one: DynamoDB has no max). An
-// intent that holds no entry is folded (fold). Each refusal chooses the
-// next write from the item as it was.
+// intent that holds no entry is folded (fold), and an entry an earlier
+// version left (foldLegacy). Each refusal chooses the next write from the
+// item as it was.
 func (b *Balances) Release(ctx context.Context, chargeID string, in refund.Intent, fence int) error {
 	values := map[string]types.AttributeValue{
 		":reserved": str(string(refund.EntryReserved)), ":fence": num(int64(fence)), ":one": num(1), ":claimed": claimed(in),
@@ -263,35 +314,29 @@ func (b *Balances) Release(ctx context.Context, chargeID string, in refund.Inten
 		balanceEntries + " = " + balanceEntries + " - :one"
 	const remove = " REMOVE #st, #fe, #am"
 	ours := "#st = :reserved AND #fe = :fence"
-	update, condition := giveBack+", "+balanceReleasedThrough+" = :claimed"+remove, ours+" AND "+notFolded
+	var old map[string]types.AttributeValue // the item as the last refusal showed it; nil before the first write
 	for range maxSteps {
-		var (
-			old map[string]types.AttributeValue
-			err error
-		)
-		if update == "" {
+		e, err := entryOf(old, in.Key)
+		if err != nil {
+			return err
+		}
+		_, hasFence := old["fence_"+in.Key]
+		switch {
+		case old == nil || e.State == refund.EntryReserved && e.Fence == fence && !foldedIn(old, in):
+			old, _, err = b.update(ctx, chargeID, in.Key, giveBack+", "+balanceReleasedThrough+" = :claimed"+remove, ours+" AND "+notFolded, values, false)
+		case e.State == refund.EntryReserved && e.Fence == fence:
+			old, _, err = b.update(ctx, chargeID, in.Key, giveBack+remove, ours+" AND "+folded, values, false)
+		case e.State == refund.EntryReleased || e.State == "" && hasFence && e.Fence <= fence:
+			old, err = b.foldLegacy(ctx, chargeID, in, old)
+		case hasFence:
+			return refund.ErrFenced // another attempt's, or succeeded
+		case foldedIn(old, in):
+			return nil // released already: by this attempt's own earlier write, or by another
+		default: // nothing reserved
 			old, err = b.fold(ctx, chargeID, in)
-		} else {
-			old, _, err = b.update(ctx, chargeID, in.Key, update, condition, values, false)
 		}
 		if err != nil || old == nil {
 			return err
-		}
-		e, err := entryOf(old, in.Key)
-		_, hasFence := old["fence_"+in.Key]
-		switch {
-		case err != nil:
-			return err
-		case !hasFence && foldedIn(old, in):
-			return nil // released already: by this attempt's own earlier write, or by another
-		case !hasFence:
-			update = "" // nothing reserved: fold
-		case e.State == refund.EntryReserved && e.Fence == fence && foldedIn(old, in):
-			update, condition = giveBack+remove, ours+" AND "+folded
-		case e.State == refund.EntryReserved && e.Fence == fence:
-			update, condition = giveBack+", "+balanceReleasedThrough+" = :claimed"+remove, ours+" AND "+notFolded
-		default:
-			return refund.ErrFenced // another attempt's, or succeeded
 		}
 	}
 	return fmt.Errorf("balance of %s: the entry kept moving while released", chargeID)

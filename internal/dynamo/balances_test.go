@@ -2,6 +2,7 @@ package dynamo_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -154,4 +155,173 @@ func TestBalanceSizeIsBounded(t *testing.T) {
 	t.Logf("49 refunds of 18 digits: %d bytes besides the watermark, %d with a 50th in flight (MaxBalanceBytes %d)", first, first+dynamotest.ItemSize(map[string]types.AttributeValue{
 		"state_" + strings.Repeat("0", 40): &types.AttributeValueMemberS{Value: "reserved"}, "fence_" + strings.Repeat("0", 40): &types.AttributeValueMemberN{Value: "1"},
 		"amount_" + strings.Repeat("0", 40): &types.AttributeValueMemberN{Value: strconv.Itoa(amount)}}), dynamo.MaxBalanceBytes)
+}
+
+// between is a client that runs a function before the nth UpdateItem
+// whose update expression is update: what another instance's writes do
+// between two of a step's.
+type between struct {
+	*dynamodb.Client
+	update string
+	n      int
+	do     func()
+}
+
+func (c *between) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	if aws.ToString(in.UpdateExpression) == c.update {
+		if c.n--; c.n == 0 {
+			c.do()
+		}
+	}
+	return c.Client.UpdateItem(ctx, in, opts...)
+}
+
+// balanceWorld is a table's balances through a plain client, and one
+// charge of 1,000 on it.
+type balanceWorld struct {
+	client   *dynamodb.Client
+	table    string
+	balances *dynamo.Balances
+	charge   string
+}
+
+func newBalanceWorld(t *testing.T) balanceWorld {
+	t.Helper()
+	client := dynamotest.Client(t)
+	table := dynamotest.NewTable(t, client)
+	return balanceWorld{client: client, table: table, balances: dynamo.Open(client, table).Balances(), charge: charge.ID(strings.Repeat("d", 40))}
+}
+
+func (w balanceWorld) intent(n int) refund.Intent {
+	return refund.Intent{Key: fmt.Sprintf("%040x", n), Claimed: time.Date(2026, 3, 1, 12, 0, n, 0, time.UTC)}
+}
+
+func (w balanceWorld) reserve(t *testing.T, in refund.Intent, fence int, amount int64) {
+	t.Helper()
+	if _, err := w.balances.Reserve(context.Background(), refund.Reservation{ChargeID: w.charge, ChargeAmount: 1000, Intent: in, Fence: fence, Amount: amount}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRefenceMeetsALateReservation: a take-over's re-fence finds no entry,
+// and before its fold lands, the first attempt's reservation does, and
+// another intent's release passes the first's claim time: the re-fence
+// still takes the entry, never answering released while it is reserved.
+func TestRefenceMeetsALateReservation(t *testing.T) {
+	t.Parallel()
+	w := newBalanceWorld(t)
+	ctx := context.Background()
+	late, other := w.intent(10), w.intent(20)
+	api := &between{Client: w.client, update: "SET released_through = :claimed", n: 1, do: func() {
+		w.reserve(t, late, 1, 30)
+		w.reserve(t, other, 1, 100)
+		if err := w.balances.Release(ctx, w.charge, other, 1); err != nil {
+			t.Error(err)
+		}
+	}}
+	e, err := dynamo.Open(api, w.table).Balances().Refence(ctx, w.charge, late, 2)
+	if err != nil || e != (refund.Entry{State: refund.EntryReserved, Fence: 2, Amount: 30}) {
+		t.Fatalf("re-fence: %+v, %v; want the reservation, re-fenced", e, err)
+	}
+	if err := w.balances.Release(ctx, w.charge, late, 1); !errors.Is(err, refund.ErrFenced) {
+		t.Fatalf("the first attempt's release after the re-fence: %v", err)
+	}
+}
+
+// TestReleaseMeetsEveryMove: a first attempt's release whose reservation
+// had not landed yet meets it landing before its fold, then another
+// intent's release passing its claim time before its give-back: the
+// release still gives the amount back and folds the intent.
+func TestReleaseMeetsEveryMove(t *testing.T) {
+	t.Parallel()
+	w := newBalanceWorld(t)
+	ctx := context.Background()
+	mine, other := w.intent(10), w.intent(20)
+	var api *between
+	api = &between{Client: w.client, update: "SET released_through = :claimed", n: 1, do: func() {
+		w.reserve(t, mine, 1, 30)
+		// Before the next give-back: another release passes the claim.
+		api.update, api.n = "SET reserved = reserved - #am, remaining = remaining + #am, entries = entries - :one, released_through = :claimed REMOVE #st, #fe, #am", 1
+		api.do = func() {
+			w.reserve(t, other, 1, 100)
+			if err := w.balances.Release(ctx, w.charge, other, 1); err != nil {
+				t.Error(err)
+			}
+		}
+	}}
+	if err := dynamo.Open(api, w.table).Balances().Release(ctx, w.charge, mine, 1); err != nil {
+		t.Fatalf("release: %v", err)
+	}
+	bal, err := w.balances.Get(ctx, w.charge)
+	if err != nil || bal.Remaining != 1000 || bal.Reserved != 0 || bal.Entries != 0 || len(bal.ByKey) != 0 || !bal.ReleasedThrough.Equal(other.Claimed) {
+		t.Fatalf("after the release: %+v, %v", bal, err)
+	}
+	if _, err := w.balances.Reserve(ctx, refund.Reservation{ChargeID: w.charge, ChargeAmount: 1000, Intent: mine, Fence: 1, Amount: 30}); !errors.Is(err, refund.ErrReleased) {
+		t.Fatalf("the released intent reserves again: %v", err)
+	}
+}
+
+// TestEarlierVersionsEntriesAreFolded: a balance an earlier version wrote
+// keeps released entries (tombstones, counted in entries when they had
+// reserved) and take-overs' stubs. A re-fence or a release of their
+// intents folds them: removed, no longer counted, and their intents never
+// reserve; a charge that tombstones had filled takes refunds again.
+func TestEarlierVersionsEntriesAreFolded(t *testing.T) {
+	t.Parallel()
+	w := newBalanceWorld(t)
+	ctx := context.Background()
+	item := map[string]types.AttributeValue{
+		"pk":            &types.AttributeValueMemberS{Value: tabledef.BalancePrefix + w.charge},
+		"charge_amount": &types.AttributeValueMemberN{Value: "1000"}, "remaining": &types.AttributeValueMemberN{Value: "900"},
+		"reserved": &types.AttributeValueMemberN{Value: "0"}, "refunded": &types.AttributeValueMemberN{Value: "100"},
+		"entries": &types.AttributeValueMemberN{Value: strconv.Itoa(refund.MaxEntries)},
+	}
+	// Intent 1 succeeded; 2..MaxEntries reserved and were released (or
+	// declined); intent 60 is a stub; intent 61 a tombstone of a stub.
+	entry := func(n int, state string, fence int, amount int64) {
+		key := w.intent(n).Key
+		if state != "" {
+			item["state_"+key] = &types.AttributeValueMemberS{Value: state}
+		}
+		item["fence_"+key] = &types.AttributeValueMemberN{Value: strconv.Itoa(fence)}
+		if amount > 0 {
+			item["amount_"+key] = &types.AttributeValueMemberN{Value: strconv.FormatInt(amount, 10)}
+		}
+	}
+	entry(1, "succeeded", 1, 100)
+	for n := 2; n <= refund.MaxEntries; n++ {
+		entry(n, "released", 1, 10)
+	}
+	entry(60, "", 2, 0)
+	entry(61, "released", 2, 0)
+	if _, err := w.client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(w.table), Item: item}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.balances.Reserve(ctx, refund.Reservation{ChargeID: w.charge, ChargeAmount: 1000, Intent: w.intent(70), Fence: 1, Amount: 10}); !errors.Is(err, refund.ErrLimitReached) {
+		t.Fatalf("the earlier version's full balance: %v, want the limit", err)
+	}
+	if e, err := w.balances.Refence(ctx, w.charge, w.intent(2), 2); err != nil || e.State != refund.EntryReleased {
+		t.Fatalf("re-fence of a tombstone: %+v, %v", e, err)
+	}
+	if e, err := w.balances.Refence(ctx, w.charge, w.intent(60), 3); err != nil || e.State != refund.EntryReleased {
+		t.Fatalf("re-fence of a stub: %+v, %v", e, err)
+	}
+	for n := 3; n <= 10; n++ {
+		if err := w.balances.Release(ctx, w.charge, w.intent(n), 2); err != nil {
+			t.Fatalf("release of tombstone %d: %v", n, err)
+		}
+	}
+	if err := w.balances.Release(ctx, w.charge, w.intent(61), 2); err != nil {
+		t.Fatalf("release of a stub's tombstone: %v", err)
+	}
+	bal, err := w.balances.Get(ctx, w.charge)
+	if err != nil || bal.Entries != refund.MaxEntries-9 || len(bal.ByKey) != bal.Entries || !bal.ReleasedThrough.Equal(w.intent(61).Claimed) {
+		t.Fatalf("after folding 10 of them: %d counted, %d held, released through %v, %v", bal.Entries, len(bal.ByKey), bal.ReleasedThrough, err)
+	}
+	for _, n := range []int{2, 60, 61} {
+		if _, err := w.balances.Reserve(ctx, refund.Reservation{ChargeID: w.charge, ChargeAmount: 1000, Intent: w.intent(n), Fence: 1, Amount: 10}); !errors.Is(err, refund.ErrReleased) {
+			t.Fatalf("intent %d reserves after its fold: %v", n, err)
+		}
+	}
+	w.reserve(t, w.intent(70), 1, 10)
 }

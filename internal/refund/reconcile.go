@@ -57,13 +57,14 @@ func (s *Service) Reconcile(ctx context.Context, pk string) (charge.Reconciled, 
 	if ch.Outcome != charge.Found {
 		// No reservation is made without the charge's row.
 		if ch.Outcome == charge.NotFound {
-			// Released only when the balance holds no entry for the intent
-			// (none, or folded): a charge's GET also says not found for an
-			// unreadable row.
-			e, has, err := s.balances.Entry(ctx, req.ChargeID, intentOf(lease))
-			if err != nil || has && e.State != EntryReleased {
+			// Released only when the intent holds no entry: the re-fence
+			// folds it, so a reservation still on its way can never land
+			// (a charge's GET also says not found for an unreadable row,
+			// and an entry is left to a person).
+			e, err := s.balances.Refence(ctx, req.ChargeID, intentOf(lease), lease.Attempt())
+			if err != nil || e.State != EntryReleased {
 				_ = lease.Abandon(ctx)
-				return charge.NothingToDo, fmt.Errorf("reconcile %s: the charge is not found, and its balance has an entry for the refund (or did not read: %v)", idem.Ref(pk), err)
+				return charge.NothingToDo, fmt.Errorf("reconcile %s: the charge is not found, and its balance has an entry for the refund (or did not answer: %v)", idem.Ref(pk), err)
 			}
 			if err := lease.ReleaseReconciled(ctx); err != nil {
 				return charge.NothingToDo, fmt.Errorf("reconcile %s: %w", idem.Ref(pk), err)

@@ -39,13 +39,18 @@ func (m *MemoryBalances) of(chargeID string) *balance {
 	return b
 }
 
-// Reserve implements refund.Balances.
+// Reserve implements refund.Balances. An amount over the charge is
+// refused before anything else, as the DynamoDB balances refuse it.
 func (m *MemoryBalances) Reserve(_ context.Context, r refund.Reservation) (refund.Entry, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	b := m.of(r.ChargeID)
+	remaining := b.Remaining
 	if b.ChargeAmount == 0 {
-		b.ChargeAmount, b.Remaining = r.ChargeAmount, r.ChargeAmount
+		remaining = r.ChargeAmount // nothing reserved yet: the charge's amount remains
+	}
+	if r.Amount > r.ChargeAmount {
+		return refund.Entry{}, &refund.NoRoomError{Refundable: remaining}
 	}
 	e, exists := b.entries[r.Intent.Key]
 	switch {
@@ -60,10 +65,13 @@ func (m *MemoryBalances) Reserve(_ context.Context, r refund.Reservation) (refun
 	}
 	amount := r.Amount
 	if amount == 0 {
-		amount = b.Remaining
+		amount = remaining
 	}
-	if amount == 0 || amount > b.Remaining {
-		return e, &refund.NoRoomError{Refundable: b.Remaining}
+	if amount == 0 || amount > remaining {
+		return e, &refund.NoRoomError{Refundable: remaining}
+	}
+	if b.ChargeAmount == 0 {
+		b.ChargeAmount, b.Remaining = r.ChargeAmount, r.ChargeAmount
 	}
 	e = refund.Entry{State: refund.EntryReserved, Fence: r.Fence, Amount: amount}
 	b.entries[r.Intent.Key] = e

@@ -65,6 +65,7 @@ func RunServiceConformance(t *testing.T, newStores NewStoresFunc) {
 		{"ARowThatDiffersIsHeld", serviceARowThatDiffersIsHeld},
 		{"ARefundAfterItsReleaseIsHeld", serviceARefundAfterItsReleaseIsHeld},
 		{"AGoneChargeWithAnEntryIsNotReleased", serviceAGoneChargeWithAnEntryIsNotReleased},
+		{"AGoneChargesReleaseFoldsTheIntent", serviceAGoneChargesReleaseFoldsTheIntent},
 		{"TheLimitOfRefunds", serviceTheLimitOfRefunds},
 		{"LookupsByIDAndKey", serviceLookupsByIDAndKey},
 	} {
@@ -787,6 +788,29 @@ func serviceAGoneChargeWithAnEntryIsNotReleased(t *testing.T, w *world) {
 		t.Fatalf("record %+v", rec)
 	}
 	mustBalance(t, w.stores.Balances, gone, 900, 100, 0)
+}
+
+// serviceAGoneChargesReleaseFoldsTheIntent: a stale refund whose charge
+// no longer reads and whose balance holds no entry is released, and its
+// intent folded: its first attempt's reservation, landing afterwards, is
+// refused.
+func serviceAGoneChargesReleaseFoldsTheIntent(t *testing.T, w *world) {
+	gone := charge.ID(strings.Repeat("8", 40))
+	guard := idem.NewGuard(w.stores.Store, idem.Config{Now: w.now, DefaultLease: 30 * time.Second, Protocol: protocol})
+	scope := idem.Scope{Operation: refund.Operation, Account: account, Key: "gone-charge-no-entry"}
+	claim, err := guard.Begin(ctx, scope, refund.Request{ChargeID: gone, Amount: 100}.Canonical())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.clock.Advance(reconcilable)
+	if got, err := w.svc.Reconcile(ctx, scope.PK()); err != nil || got != charge.ReconciledReleased {
+		t.Fatalf("reconcile: %s, %v; want released", got, err)
+	}
+	w.mustBeGone(t, "gone-charge-no-entry")
+	late := refund.Reservation{ChargeID: gone, ChargeAmount: 1000, Intent: intentOfRecord(new(claim.Lease.Record())), Fence: 1, Amount: 100}
+	if _, err := w.stores.Balances.Reserve(ctx, late); !errors.Is(err, refund.ErrReleased) {
+		t.Fatalf("the first attempt's late reservation: %v, want ErrReleased", err)
+	}
 }
 
 // serviceTheLimitOfRefunds: a charge takes MaxEntries refunds; the next
