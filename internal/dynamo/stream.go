@@ -68,7 +68,7 @@ func Change(r events.DynamoDBEventRecord) (outbox.Change, error) {
 }
 
 // isMarker reports whether the item type t is a marker's: a held or a
-// voided marker at a row's key, which makes no change.
+// voided marker at a row's key (markers.go), which makes no change.
 func isMarker(t string) bool {
 	return t == tabledef.HeldMarkerType || t == tabledef.VoidedMarkerType
 }
