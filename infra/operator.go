@@ -28,9 +28,10 @@ var operatorInvokeActions = []string{"lambda:InvokeFunctionUrl", "lambda:InvokeF
 
 // newOperatorChannel makes the channel. The function may do what the
 // reconciler does (take records over, complete and release them, put the
-// ledger rows a completion writes first; never put a record, so it claims
-// nothing), read the acquirer's credential, and put and read the release
-// markers of its voids. The operator's role may call the channel and read
+// ledger rows a completion writes first, deleting a held marker there;
+// never put a record, so it claims nothing), put the voided markers of its
+// voids at the ledger's keys, read the acquirer's credential, and put and
+// read the release markers of its voids. The operator's role may call the channel and read
 // the table, and keeps only the grants idemctl republish needs; it writes
 // no record and holds no secret.
 func newOperatorChannel(stack awscdk.Stack, cfg Config, assets StackAssets, removal awscdk.RemovalPolicy, env *map[string]*string,
@@ -38,7 +39,9 @@ func newOperatorChannel(stack awscdk.Stack, cfg Config, assets StackAssets, remo
 	tableArn := table.arn
 	fn := newFunction(stack, "Operator", cfg, assets, removal, timeoutOf(deploy.FunctionOperator), env, []statement{
 		{actions: []string{"dynamodb:GetItem"}, resources: []*string{tableArn}, conditions: leadingKeys(idem.RecordPrefix, tabledef.LedgerPrefix, tabledef.ReleasePrefix)},
-		{actions: []string{"dynamodb:UpdateItem", "dynamodb:DeleteItem"}, resources: []*string{tableArn}, conditions: leadingKeys(idem.RecordPrefix)},
+		{actions: []string{"dynamodb:UpdateItem"}, resources: []*string{tableArn}, conditions: leadingKeys(idem.RecordPrefix)},
+		// an accept's row deletes a held marker, conditioned on being one
+		{actions: []string{"dynamodb:DeleteItem"}, resources: []*string{tableArn}, conditions: leadingKeys(idem.RecordPrefix, tabledef.LedgerPrefix)},
 		{actions: []string{"dynamodb:PutItem"}, resources: []*string{tableArn}, conditions: leadingKeys(tabledef.LedgerPrefix, tabledef.ReleasePrefix)},
 		{actions: []string{"secretsmanager:GetSecretValue"}, resources: []*string{secretArn}},
 	})

@@ -84,7 +84,8 @@ func TestOperatorChannel(t *testing.T) {
 	fn := asJSON(props(byPrefix(t, policies, "OperatorPolicy"))["PolicyDocument"])
 	for _, want := range []string{
 		`{"Action":"dynamodb:PutItem","Condition":{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["` + tabledef.LedgerPrefix + `*","` + tabledef.ReleasePrefix + `*"]}}`,
-		`{"Action":["dynamodb:UpdateItem","dynamodb:DeleteItem"],"Condition":{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["` + idem.RecordPrefix + `*"]}}`,
+		`{"Action":"dynamodb:UpdateItem","Condition":{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["` + idem.RecordPrefix + `*"]}}`,
+		`{"Action":"dynamodb:DeleteItem","Condition":{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["` + idem.RecordPrefix + `*","` + tabledef.LedgerPrefix + `*"]}}`,
 		`"secretsmanager:GetSecretValue"`,
 	} {
 		if !strings.Contains(fn, want) {

@@ -237,15 +237,20 @@ func newFunctions(stack awscdk.Stack, cfg Config, assets StackAssets, removal aw
 	// Rows by prefix: a role may touch only the rows it owns. Claims and
 	// completions put (and read) records and ledger rows, and nothing else;
 	// take-overs, completions and releases update and delete records;
-	// nothing updates or deletes a ledger row once written. IAM cannot
-	// require attribute_not_exists, so a role that may put ledger rows
-	// could overwrite one: the code's conditional write is what prevents it.
+	// nothing updates a ledger row once written. A hold puts a held marker
+	// at a ledger row's key and the row's write deletes it, so a role that
+	// writes ledger rows may delete under their prefix too. IAM cannot
+	// require a condition on the item: a role that may put or delete
+	// ledger rows could overwrite or delete one, and the code's conditional
+	// writes (a put if absent, a delete of a held marker only) are what
+	// prevent it.
 	onlyRecords := leadingKeys(idem.RecordPrefix)
 	onlyLedger := leadingKeys(tabledef.LedgerPrefix)
 	recordsAndLedger := leadingKeys(idem.RecordPrefix, tabledef.LedgerPrefix)
 	recordStatements := []statement{
 		{actions: []string{"dynamodb:PutItem", "dynamodb:GetItem"}, resources: []*string{tableArn}, conditions: recordsAndLedger},
-		{actions: []string{"dynamodb:UpdateItem", "dynamodb:DeleteItem"}, resources: []*string{tableArn}, conditions: onlyRecords},
+		{actions: []string{"dynamodb:UpdateItem"}, resources: []*string{tableArn}, conditions: onlyRecords},
+		{actions: []string{"dynamodb:DeleteItem"}, resources: []*string{tableArn}, conditions: recordsAndLedger},
 	}
 	// Refunds (DESIGN §7): the refund rows are put and read like ledger
 	// rows, written once by a conditional put; the balances are read and
@@ -288,8 +293,8 @@ func newFunctions(stack awscdk.Stack, cfg Config, assets StackAssets, removal aw
 			deploy.EnvCommandSources:   encodeSources([]command.Inbox{{ARN: *reconcileQueue.QueueArn(), URL: *reconcileQueue.QueueUrl(), Reconcile: true}}),
 			deploy.EnvRejectedQueueURL: rejected.QueueUrl(),
 		}), slices.Concat([]statement{
-			{actions: []string{"dynamodb:GetItem"}, resources: []*string{tableArn}, conditions: recordsAndLedger},
-			{actions: []string{"dynamodb:UpdateItem", "dynamodb:DeleteItem"}, resources: []*string{tableArn}, conditions: onlyRecords},
+			{actions: []string{"dynamodb:GetItem", "dynamodb:DeleteItem"}, resources: []*string{tableArn}, conditions: recordsAndLedger},
+			{actions: []string{"dynamodb:UpdateItem"}, resources: []*string{tableArn}, conditions: onlyRecords},
 			{actions: []string{"dynamodb:PutItem"}, resources: []*string{tableArn}, conditions: onlyLedger},
 			{actions: []string{"secretsmanager:GetSecretValue"}, resources: []*string{secret.SecretArn()}},
 			{actions: consumeActions, resources: []*string{reconcileQueue.QueueArn()}},

@@ -393,8 +393,9 @@ func TestLeastPrivilege(t *testing.T) {
 		t.Error("something may Scan")
 	}
 	// Rows by prefix: every item action names the prefixes it may touch; no
-	// role updates or deletes a ledger row or a refund row, and none puts
-	// or deletes a balance; the sweeper touches records only and reads the
+	// role updates a ledger row or a refund row or deletes a refund row
+	// (the deletes under the ledger's prefix are of held markers, by the
+	// code's condition), and none puts or deletes a balance; the sweeper touches records only and reads the
 	// table probe's one key (idem.SentinelPK) and no other; the reconciler
 	// puts ledger and refund rows only (never an idempotency record: the
 	// claim path fails for it); the queue consumer refunds nothing.
@@ -405,10 +406,10 @@ func TestLeastPrivilege(t *testing.T) {
 	balances := `{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["` + tabledef.BalancePrefix + `*"]}}`
 	for prefix, want := range map[string]map[string][]string{ // action → the conditions of its statements ("" none)
 		"ChargePolicy": {"dynamodb:PutItem": {both, refunds}, "dynamodb:GetItem": {both, refunds, balances},
-			"dynamodb:UpdateItem": {records, balances}, "dynamodb:DeleteItem": {records}},
-		"SqsConsumerPolicy": {"dynamodb:PutItem": {both}, "dynamodb:GetItem": {both}, "dynamodb:UpdateItem": {records}, "dynamodb:DeleteItem": {records}},
+			"dynamodb:UpdateItem": {records, balances}, "dynamodb:DeleteItem": {both}},
+		"SqsConsumerPolicy": {"dynamodb:PutItem": {both}, "dynamodb:GetItem": {both}, "dynamodb:UpdateItem": {records}, "dynamodb:DeleteItem": {both}},
 		"ReconcilerPolicy": {"dynamodb:PutItem": {ledger, refunds}, "dynamodb:GetItem": {both, refunds, balances},
-			"dynamodb:UpdateItem": {records, balances}, "dynamodb:DeleteItem": {records}},
+			"dynamodb:UpdateItem": {records, balances}, "dynamodb:DeleteItem": {both}},
 		"SweeperPolicy": {"dynamodb:UpdateItem": {records}, "dynamodb:Query": {""}, "dynamodb:GetItem": {sentinelOnly}},
 	} {
 		got := map[string][]string{}

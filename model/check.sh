@@ -37,7 +37,7 @@ verify "LTL [] authorizations <= 1"                ""                 ""        
 verify "LTL in flight -> <> settled (weak fair)"   "-DCONFLICTS=0"    "-DNFAIR=4" "-a -f -N settles" || fail=1
 verify "the same with a conflict (2 workers)"       "-DWORKERS=2"      "-DNFAIR=4" "-a -f -N settles" || fail=1
 verify "LTL completed -> its ledger row"            ""                 ""          "-a -N ledgerFirst" || fail=1
-verify "safety with lying lookups (2 workers)"      "-DLYING_LOOKUPS -DWORKERS=2" "-DNOCLAIM" "" || fail=1
+verify "safety, lying lookups, a late accept (2 workers)" "-DLYING_LOOKUPS -DLATE_ACCEPT -DWORKERS=2" "-DNOCLAIM" "" || fail=1
 # control NAME DEFINES PAN_FLAGS PAN_ARGS [MODEL]: a switch that breaks the
 # model; it must find a counterexample.
 control() {
@@ -53,7 +53,8 @@ control "record before ledger row"          "-DCOMPLETE_FIRST" ""          "-a -
 control "a mismatch stored as the outcome"  "-DNO_HOLD"        "-DNOCLAIM" ""
 control "void-confirmed without the wait"   "-DVOID_EARLY"     "-DNOCLAIM" ""
 control "void-confirmed with a ledger row"  "-DLYING_LOOKUPS -DWORKERS=2 -DVOID_WITH_ROW" "-DNOCLAIM" ""
-control "rows after the lease margin"       "-DLYING_LOOKUPS -DWORKERS=2 -DNO_GONE"       "-DNOCLAIM" ""
+control "void without the marker, a zombie's row" "-DLYING_LOOKUPS -DWORKERS=2 -DNO_VOID_MARKER" "-DNOCLAIM" ""
+control "void without the marker, a late accept" "-DLATE_ACCEPT -DWORKERS=2 -DNO_VOID_MARKER"   "-DNOCLAIM" ""
 control "no reconciler, liveness"           "-DNO_RECONCILER"  "-DNFAIR=4" "-a -f -N settles"
 
 # The refund bound, in two shapes (model/refund.pml says why): one worker an

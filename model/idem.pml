@@ -8,7 +8,7 @@
  * Each step names the Go function it stands for.
  *
  * model/check.sh runs it (make model, and make test). Compile-time switches
- * drop one rule each; each yields a counterexample, a lost charge:
+ * drop one rule each; each yields a counterexample:
  *   -DDROP_RULE1  every take-over sends a downstream key of its own
  *   -DDROP_RULE2  a taken-over attempt releases when its own call sent nothing
  *   -DDROP_RULE3  workers send without T + skew left on their lease, and the
@@ -27,9 +27,11 @@
  *   -DVOID_WITH_ROW void-confirmed releases a held record that already has
  *                 its ledger row (an earlier attempt's answer agreed): the
  *                 retry writes a second row for the same intent
- *   -DNO_GONE     a worker may still write its ledger row long after its
- *                 lease ended (no LeaseMargin): a row lands for a charge
- *                 the operator voided
+ *   -DNO_VOID_MARKER void-confirmed releases without first putting the
+ *                 voided marker at the row's key: a row write still on its
+ *                 way (a zombie worker's, with -DLYING_LOOKUPS; an
+ *                 accept's, with -DLATE_ACCEPT) lands after the void, a row
+ *                 for a charge the operator voided
  *
  * A write may conflict (a strongly consistent global table's
  * ReplicatedWriteConflictException, idem.ErrWriteConflict): it fails with
@@ -43,14 +45,25 @@
  * two workers, to keep the state space small) a lookup may also disagree
  * on its own after an earlier attempt's answer agreed and its ledger row
  * was written: a record held with a row, which void-confirmed must refuse,
- * and a zombie's late row, which gone[] bounds. A worker or the reconciler that
- * reads such an answer holds the record (idem.Lease.HoldForOperator): it
- * stays in flight, is never taken over or reconciled, and only the
- * operator settles it, by accept (complete with the acquirer's terms) or
- * void-confirmed (the operator voided it at the acquirer; release). The
- * model assumes nothing of the acquirer's memory of a voided key: a
+ * and a zombie's row write that lands after a void. A worker or the
+ * reconciler that reads such an answer holds the record
+ * (idem.Lease.HoldForOperator): it stays in flight, is never taken over
+ * or reconciled, and only the operator settles it, by accept (complete
+ * with the acquirer's terms) or void-confirmed (the operator voided it at
+ * the acquirer; release). The model assumes nothing of the acquirer's memory of a voided key: a
  * request that lands under it afterwards may charge again, which is why
  * void-confirmed waits out the in-transit bound.
+ *
+ * A row write is fenced by no lease, and may land at any time after its
+ * writer had the acquirer's answer: a worker's, however long after its
+ * lease ended (a delay ahead of the table outlives the invocation that
+ * sent it), and with -DLATE_ACCEPT (checked with two workers and lying
+ * lookups) an operator's accept whose row lands after its invocation
+ * ended, once. Markers at the row's key order it against the operator:
+ * the hold puts a held marker there (if the key holds nothing), which a
+ * row write deletes and replaces; void-confirmed first puts the voided
+ * marker (refused when a row is there) and only then releases, and a row
+ * write that meets it fails and leaves the record as it is.
  */
 
 #ifndef WORKERS
@@ -85,15 +98,12 @@ byte transit[WORKERS + 1];	/* the key each worker's request carries while in tra
 bool leaseHasTransit = false;	/* a request sent under the current lease has not landed */
 
 bool ledger[8];		/* the ledger rows, by downstream key (the charge id is derived from it) */
+#define NOMARK 0
+#define HELDM 1		/* the held marker (charge.Ledger.Hold) */
+#define VOIDM 2		/* the voided marker (charge.Ledger.Void) */
+byte mark[8];		/* the marker at the row's key, by downstream key */
 bool mismatch[8];	/* the authorization under the key disagrees with the request */
 byte rows = 0;		/* ledger rows written, over every key */
-/* gone[w]: worker w held an earlier lease, and the record's lease has gone
- * STALE since, so that earlier lease ended more than T + skew ago:
- * LeaseMargin puts a lease's end after its holder's deadline, so such a
- * worker does nothing more. It bounds the one write no lease fences, the
- * ledger row. (The reconciler and the operator write their row in the
- * step that takes the lease and asks the acquirer: one invocation.) */
-bool gone[WORKERS + 1];
 bool voided[8];		/* the operator voided the authorization under the key */
 bool held = false;	/* idem.Record.Held: the record is held for the operator */
 byte heldKey = NONE;
@@ -101,6 +111,7 @@ bool stored = false;
 byte storedKey = NONE;
 byte reconcileFailures = 0;
 byte conflicts = 0;	/* writes refused with idem.ErrWriteConflict so far */
+byte delays = 0;	/* accepts whose row write outlived their invocation so far */
 
 /* The guard of a conflict: a write that fails with no effect. */
 #define CONFLICT	(conflicts < CONFLICTS) -> conflicts++
@@ -113,19 +124,35 @@ inline keyOf(k) {
 #endif
 }
 
-/* charge.Ledger.Write: PutItem if no row exists for the charge id. An
- * existing row is this intent's, written by an earlier attempt from the
- * same authorization: it is taken as it is. No lease fence: a zombie's late
- * write finds the row and changes nothing; the holder must not be gone
- * (the caller's guard). */
+/* A row lands under key k. */
 inline ledgerRow(k) {
 	atomic {
+		assert(!voided[k]);	/* no row for a charge the operator voided */
 		assert(authorized[k]);	/* no ledger row without an authorization behind it */
 		if
 		:: !ledger[k] -> ledger[k] = true; rows++
 		:: else -> skip
 		fi;
 		assert(rows <= 1)	/* one intent, one ledger row */
+	}
+}
+
+/* charge.Ledger.Write: a PutItem if the key holds nothing. An existing
+ * row is this intent's, written by an earlier attempt from the same
+ * authorization: it is taken as it is. A held marker gives way: it is
+ * deleted (if still one), then the row put. A voided marker refuses the
+ * row (charge.ErrVoided), and the writer leaves the record as it is. No
+ * lease fence: the write may land at any time after the answer. ok: the
+ * row is there. The delete and the put are one step here: what may come
+ * between them (a void's marker, a hold's) makes the put fail as the
+ * voided marker does, and the writer then leaves the record as it is. */
+inline rowWrite(k, ok) {
+	atomic {
+		if
+		:: ledger[k] -> ok = true
+		:: !ledger[k] && mark[k] != VOIDM -> mark[k] = NOMARK; ledgerRow(k); ok = true
+		:: !ledger[k] && mark[k] == VOIDM -> ok = false
+		fi
 	}
 }
 
@@ -148,12 +175,19 @@ inline completeRecord(me, k) {
 	}
 }
 
-/* charge.Service.hold, idem.Lease.HoldForOperator: the answer disagrees;
- * the lease ends now, the record stays in flight, held. */
+/* charge.Service.hold: the answer disagrees. charge.Ledger.Hold puts the
+ * held marker at the row's key if it holds nothing (a row there is
+ * fine), then idem.Lease.HoldForOperator: the lease ends now, the record
+ * stays in flight, held. */
 inline hold(me, k) {
 	atomic {
 		if
-		:: rec == INPROG && owner == me -> held = true; heldKey = k; lease = ENDED
+		:: rec == INPROG && owner == me ->	/* the marker and the hold, one step here: no step reads a held marker but to replace it */
+			if
+			:: !ledger[k] && mark[k] == NOMARK -> mark[k] = HELDM
+			:: else -> skip
+			fi;
+			held = true; heldKey = k; lease = ENDED
 		:: rec == INPROG && owner == me && CONFLICT	/* not held: in flight; a retry or the reconciler meets the answer again */
 		:: else -> skip	/* idem.ErrLeaseLost */
 		fi
@@ -175,20 +209,22 @@ inline finish(me, k) {
 		completeRecord(me, k);
 		if
 		:: goto done	/* crash between the writes: the only way to lose the row */
-		:: !gone[me] -> ledgerRow(k)
-		:: gone[me] -> goto done
+		:: rowWrite(k, wrote)
 		fi
 	}
 #else
 	if
-	:: atomic { !gone[me] -> ledgerRow(k) }
-	:: atomic { !gone[me] && CONFLICT };	/* the row refused after its retries: pending, idem.Lease.Abandon (or its own conflict) */
+	:: rowWrite(k, wrote);	/* whenever it lands: a worker may stall here past its lease */
+	   if
+	   :: !wrote -> goto done	/* charge.ErrVoided: the record left as it is */
+	   :: else -> wrote = false
+	   fi
+	:: atomic { CONFLICT };	/* the row refused after its retries: pending, idem.Lease.Abandon (or its own conflict) */
 	   if
 	   :: atomic { rec == INPROG && owner == me -> lease = ENDED }
 	   :: skip
 	   fi;
 	   goto done
-	:: gone[me] -> goto done	/* its invocation ended long ago */
 	fi;
 	if
 	:: goto done	/* crash between the writes */
@@ -201,11 +237,12 @@ inline finish(me, k) {
 proctype Worker(byte me) {
 	byte k;
 	bool takenOver = false;
+	bool wrote;
 	/* idem.Guard.Begin: the conditional PutItem, or the fenced take-over. */
 	atomic {
 		if
-		:: rec == ABSENT -> rec = INPROG; owner = me; attempt = 1; gen++; lease = LIVE; leaseHasTransit = false; gone[me] = false
-		:: rec == INPROG && !held && lease != LIVE -> owner = me; attempt++; lease = LIVE; leaseHasTransit = false; takenOver = true; gone[me] = false
+		:: rec == ABSENT -> rec = INPROG; owner = me; attempt = 1; gen++; lease = LIVE; leaseHasTransit = false
+		:: rec == INPROG && !held && lease != LIVE -> owner = me; attempt++; lease = LIVE; leaseHasTransit = false; takenOver = true
 		:: rec == COMPLETED -> goto done	/* replay of the stored response */
 		:: rec == INPROG && !held && lease == LIVE -> goto done	/* 409 in flight: retryable */
 		:: (rec == ABSENT || (rec == INPROG && !held && lease != LIVE)) && CONFLICT -> goto done	/* the claim or take-over conflicted: 409 in flight */
@@ -246,7 +283,7 @@ proctype Worker(byte me) {
 	:: atomic { rec == INPROG && owner == me -> lease = ENDED }	/* unknown: idem.Lease.Abandon */
 	:: goto done	/* crash while waiting */
 	fi;
-done:	gone[me] = false	/* nothing more of it: the flag no longer matters */
+done:	skip
 }
 
 /* sandbox.Server.record: a request in transit lands; one authorization per key. */
@@ -283,23 +320,13 @@ end:	do
  * lease ends, and a lease turns STALE T + skew after its end, when nothing
  * can be in transit any more. */
 active proctype Clock() {
-	byte i;
 end:	do
 #ifdef DROP_RULE3
 	:: atomic { rec == INPROG && lease == LIVE -> lease = ENDED }
 #else
 	:: atomic { rec == INPROG && lease == LIVE && !leaseHasTransit -> lease = ENDED }
 #endif
-	:: atomic { rec == INPROG && lease == ENDED && inTransit == 0 -> lease = STALE;
-#if defined(LYING_LOOKUPS) && !defined(NO_GONE)
-		for (i : 1 .. WORKERS) {	/* every earlier lease ended more than T + skew ago */
-			if
-			:: i != owner -> gone[i] = true
-			:: else -> skip
-			fi
-		}
-#endif
-	   }
+	:: atomic { rec == INPROG && lease == ENDED && inTransit == 0 -> lease = STALE }
 	od
 }
 
@@ -311,6 +338,7 @@ end:	do
 active proctype Reconciler() {
 	byte k;
 	byte answer = NONE;
+	bool wrote;
 #ifdef LOOKUP_FIRST
 	bool seen;
 end:	do
@@ -319,7 +347,7 @@ end:	do
 	   :: atomic { rec == INPROG && !held && lease == STALE -> owner = RECONCILER; attempt++; lease = LIVE; leaseHasTransit = false };
 	      if
 	      :: seen && mismatch[k] -> hold(RECONCILER, k)
-	      :: seen && !mismatch[k] -> ledgerRow(k); completeRecord(RECONCILER, k)
+	      :: seen && !mismatch[k] -> rowWrite(k, wrote); completeRecord(RECONCILER, k)
 	      :: atomic { !seen && rec == INPROG && owner == RECONCILER -> rec = ABSENT; owner = 0 }	/* released on the old answer */
 	      :: else -> skip
 	      fi
@@ -336,7 +364,7 @@ end:	do
 #endif
 		owner = RECONCILER; attempt++; lease = LIVE; leaseHasTransit = false; keyOf(k);
 		if	/* the lookup's answer, and the row of one that agrees */
-		:: authorized[k] && !mismatch[k] -> answer = AGREES; ledgerRow(k)
+		:: authorized[k] && !mismatch[k] -> rowWrite(k, wrote); answer = AGREES	/* one step: nothing here can hold or void its record meanwhile */
 		:: authorized[k] && mismatch[k] -> answer = DISAGREES
 #ifdef LYING_LOOKUPS
 		:: authorized[k] && !mismatch[k] -> answer = DISAGREES	/* this lookup alone disagrees; a worker's take-over lookup that does is not modelled (chargetest's AHeldRecordWithALedgerRow plays it) */
@@ -365,27 +393,46 @@ end:	do
 
 /* idemctl void-confirmed and accept, charge.Service.Settle: the operator
  * settles a held record, and nothing else does. Accept takes the held
- * lease over (idem.Guard.TakeOverHeld) and completes with the acquirer's
- * own terms (a fresh lookup: the authorization the hold was about).
- * Void-confirmed voids the authorization at the acquirer and releases the
- * record, once the lease ended more than T + skew ago (STALE: nothing in
- * transit); -DVOID_EARLY releases as soon as the lease ended. The code
+ * lease over (idem.Guard.TakeOverHeld), asks the acquirer (the
+ * authorization the hold was about), writes the row and completes with
+ * the acquirer's own terms; with -DLATE_ACCEPT its row write may outlive
+ * the accept's invocation and land later (once, DELAY). Void-confirmed
+ * voids the authorization at the acquirer, once the lease ended more than
+ * T + skew ago (STALE: nothing in transit; -DVOID_EARLY: as soon as it
+ * ended), puts the voided marker at the row's key (charge.Ledger.Void:
+ * refused when a row is there), and then releases the record. The code
  * writes the decision with the take-over (Hold.Settling) and a release
  * marker before the delete: both record who decided, and neither is read
- * by any step that charges, so the step below stays one atomic step. */
+ * by any step that charges, so the release below stays one atomic step. */
+#define DELAY	(delays < 1) -> delays++
+
+inline voidRelease(k) {
+	if
+	:: authorized[k] -> authorized[k] = false; authorizations--
+	:: else -> skip
+	fi;
+	voided[k] = true; rec = ABSENT; held = false; owner = 0
+}
+
 active proctype Operator() {
 	byte k;
-	bool rowWritten;
+	byte late = NONE;	/* an accept's row write still on its way */
+	bool wrote;
 end:	do
-	:: atomic { held && rec == INPROG && lease != LIVE -> owner = OPERATOR; attempt++; lease = LIVE; leaseHasTransit = false; k = heldKey;
-		if
-		:: ledgerRow(k); rowWritten = true
-		:: CONFLICT; rowWritten = false	/* the row refused: the accept fails, the record held as it was */
-		fi };
-	   if	/* accept: the lookup and the row in the take-over's step */
-	   :: rowWritten -> completeRecord(OPERATOR, k)
-	   :: else -> skip
+	:: atomic { held && rec == INPROG && lease != LIVE && late == NONE && mark[heldKey] != VOIDM ->	/* charge.ErrVoided: a voided intent is not accepted */
+		owner = OPERATOR; attempt++; lease = LIVE; leaseHasTransit = false; k = heldKey };
+	   if	/* accept: the lookup in the take-over's step, then the row, then the record */
+	   :: rowWrite(k, wrote);
+	      if
+	      :: wrote -> completeRecord(OPERATOR, k)
+	      :: else -> skip	/* charge.ErrVoided */
+	      fi
+	   :: atomic { CONFLICT }	/* the row refused: the accept fails, the record held as it was */
+#ifdef LATE_ACCEPT
+	   :: atomic { DELAY; late = k }	/* the invocation ends with its row write on its way */
+#endif
 	   fi
+	:: late != NONE -> rowWrite(late, wrote); late = NONE	/* the late row lands */
 	:: atomic {
 #ifdef VOID_EARLY
 		held && rec == INPROG && lease != LIVE ->
@@ -395,12 +442,17 @@ end:	do
 		held && rec == INPROG && lease == STALE && !ledger[heldKey] ->	/* charge.ErrLedgerRowExists */
 #endif
 		k = heldKey;
-		if
-		:: authorized[k] -> authorized[k] = false; authorizations--
-		:: else -> skip
-		fi;
-		voided[k] = true; rec = ABSENT; held = false; owner = 0	/* void-confirmed */
+#ifdef NO_VOID_MARKER
+		voidRelease(k)
 	   }
+#else
+		mark[k] = VOIDM	/* over nothing, the held marker, or its own */
+	   };
+	   if
+	   :: atomic { held && rec == INPROG && heldKey == k -> voidRelease(k) }	/* idem.Lease.VoidConfirmed */
+	   :: atomic { CONFLICT }	/* the release refused: held with its marker; a void again releases it */
+	   fi
+#endif
 	od
 }
 

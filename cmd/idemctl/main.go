@@ -516,7 +516,11 @@ type view struct {
 	ReconcileAttempts int            `json:"reconcile_attempts"`
 	Response          *response      `json:"response,omitempty"`
 	Ledger            map[string]any `json:"ledger,omitempty"`
-	Balance           *balanceView   `json:"balance,omitempty"`
+	// Marker is the marker at the intent's row key when it has no row:
+	// "held" (a held charge: its id leads to this record) or "voided" (an
+	// operator confirmed it void: no row of it is ever written).
+	Marker  string       `json:"marker,omitempty"`
+	Balance *balanceView `json:"balance,omitempty"`
 	// BalanceError says why a captured charge's balance did not read (a
 	// missing grant, the table's failure).
 	BalanceError string `json:"balance_error,omitempty"`
@@ -591,14 +595,27 @@ func describe(ctx context.Context, ledger charge.Ledger, refunds refund.Ledger, 
 	}
 	// The ledger row, whatever the record's state: an in-flight or held
 	// record may have one already.
-	if ch, err := ledger.Get(ctx, charge.ID(rec.DownstreamKey)); err == nil {
+	ch, err := ledger.Get(ctx, charge.ID(rec.DownstreamKey))
+	var held *charge.HeldMarkerError
+	switch {
+	case err == nil:
 		if json.Unmarshal(httpapi.Body(ch), &v.Ledger) == nil { // our own rendering: it parses
 			v.Ledger["account"] = ch.Account
 		}
 		v.Balance, v.BalanceError = balanceOf(ctx, balances, ch)
+	case errors.As(err, &held):
+		v.Marker = markerHeld
+	case errors.Is(err, charge.ErrVoided):
+		v.Marker = markerVoided
 	}
 	return v
 }
+
+// The markers inspect names (view.Marker).
+const (
+	markerHeld   = "held"
+	markerVoided = "voided"
+)
 
 // describeRefund adds what inspect shows of a refund's record: its stored
 // answer, its refund row (whatever the record's state) and its entry on the
@@ -611,7 +628,11 @@ func describeRefund(ctx context.Context, v *view, refunds refund.Ledger, balance
 	// The charge is the row's, or the stored request's while the record is
 	// in flight (a completion drops the request).
 	chargeID := ""
-	if row, err := refunds.Get(ctx, id); err == nil {
+	row, err := refunds.Get(ctx, id)
+	if errors.Is(err, refund.ErrVoided) {
+		v.Marker = markerVoided
+	}
+	if err == nil {
 		chargeID = row.ChargeID
 		if json.Unmarshal(httpapi.RefundBody(row), &v.Ledger) == nil {
 			v.Ledger["account"] = row.Account

@@ -201,6 +201,10 @@ func (l lab) heldWith(t *testing.T, guard *idem.Guard, key string) string {
 	if _, err := l.s.Sandbox.Authorize(ctx, c.Lease.DownstreamKey(), acquirer.Request{Amount: 1000, Currency: "BRL", PaymentMethod: "pm_card_visa", OrderID: "1"}); err != nil {
 		t.Fatal(err)
 	}
+	// The held marker first, as the charge service's hold writes it.
+	if err := dynamo.Open(l.s.DynamoDB, l.s.TableName).Ledger().Hold(ctx, charge.ID(c.Lease.DownstreamKey()), charge.HeldMarker{Account: "acct_ops", Key: key}); err != nil {
+		t.Fatal(err)
+	}
 	if err := c.Lease.HoldForOperator(ctx, acquirer.ReasonAmount, []byte(`{"asked":{"amount":100},"answer":{"amount":1000}}`)); err != nil {
 		t.Fatal(err)
 	}
@@ -294,13 +298,18 @@ func TestActingCommands(t *testing.T) {
 		t.Fatalf("void-confirmed: %v\n%s", err, out)
 	}
 
+	var v view
+	out, err = act("", "inspect", "--account", "acct_ops", "--key", "held-accept-key")
+	if err != nil || json.Unmarshal([]byte(out), &v) != nil || v.Marker != markerHeld || v.Ledger != nil {
+		t.Fatalf("inspect of a held charge without its row: %v\n%s; want its held marker", err, out)
+	}
 	out, err = act("yes\n", "accept", "--account", "acct_ops", "--key", "held-accept-key")
 	if err != nil || !strings.Contains(out, "The acquirer says now: captured 1000 BRL") || !strings.Contains(out, operator.OutcomeCompletedByThis) {
 		t.Fatalf("accept: %v\n%s", err, out)
 	}
 	out, err = act("", "inspect", "--account", "acct_ops", "--key", "held-accept-key")
-	var v view
-	if err != nil || json.Unmarshal([]byte(out), &v) != nil || v.Status != idem.StatusCompleted || v.Hold == nil || v.Hold.Settlement == nil ||
+	v = view{}
+	if err != nil || json.Unmarshal([]byte(out), &v) != nil || v.Marker != "" || v.Status != idem.StatusCompleted || v.Hold == nil || v.Hold.Settlement == nil ||
 		v.Hold.Settlement.By != l.s.OperatorPrincipal.UserARN || v.Hold.Settlement.Decision == "" || v.Ledger["amount"] != 1000.0 {
 		t.Fatalf("inspect after accept: %v\n%s", err, out)
 	}

@@ -3,6 +3,7 @@ package charge
 import (
 	"context"
 	"errors"
+	"fmt"
 	"iter"
 	"time"
 
@@ -16,18 +17,62 @@ import (
 // authorization behind it. Its implementations sit beside the stores
 // (dynamo on DynamoDB, chargetest in memory); only they know the
 // row's layout and key.
+//
+// Two markers may stand at a row's key instead of the row (DESIGN §4):
+// the held marker (Hold), written before a record is held for an
+// operator, so the charge's id leads to its record before it has a row;
+// and the voided marker (Void), written by an operator's void-confirmed
+// before the record is released, after which no row of the charge can be
+// written. Neither is a charge: Get reads either as ErrNoCharge, and
+// neither makes an event.
 type Ledger interface {
 	// Write writes c's row unless a row for c.ID exists, and returns the
 	// row as stored: c, or the existing row, which an earlier attempt of
 	// the same intent wrote from the same authorization and which wins.
-	// Not fenced by any lease: a late writer finds the row and changes
-	// nothing. It may fail with idem.ErrWriteConflict, without effect (the
-	// service retries it, idem.RetryConflicts).
+	// Not fenced by any lease, and it may land at any time after the
+	// acquirer answered: a late writer finds the row and changes nothing,
+	// or finds the voided marker and writes nothing (ErrVoided). A held
+	// marker gives way: it is removed, if it is still one, and the row is
+	// written as any other. It may fail with idem.ErrWriteConflict,
+	// without effect (the service retries it, idem.RetryConflicts).
 	Write(ctx context.Context, c Charge) (Charge, error)
 	// Get returns charge id, ErrNoCharge when there is none,
 	// ErrUnreadableCharge when its row does not decode, or a store error.
+	// A voided marker is ErrNoCharge and ErrVoided; a held marker is a
+	// *HeldMarkerError, which is ErrNoCharge too.
 	Get(ctx context.Context, id string) (Charge, error)
+	// Hold writes charge id's held marker, m, unless the key holds
+	// anything (a row, or a marker): then it writes nothing and returns
+	// nil. It may fail with idem.ErrWriteConflict, without effect.
+	Hold(ctx context.Context, id string, m HeldMarker) error
+	// Void writes charge id's voided marker, over nothing, the held
+	// marker or a voided marker (a void again), unless the charge has its
+	// row: ErrLedgerRowExists, nothing written. Once it returns nil, no
+	// row of the charge is ever written. It may fail with
+	// idem.ErrWriteConflict, without effect.
+	Void(ctx context.Context, id string) error
 }
+
+// HeldMarker is what a charge's held marker says: the account and the
+// idempotency key of its record, which is held for an operator (or about
+// to be), so a lookup by the charge's id finds the record.
+type HeldMarker struct {
+	Account, Key string
+}
+
+// HeldMarkerError is Get's error for a charge whose key holds the held
+// marker: no row (it is ErrNoCharge), and the record Marker names.
+type HeldMarkerError struct {
+	ID     string
+	Marker HeldMarker
+}
+
+func (e *HeldMarkerError) Error() string {
+	return fmt.Sprintf("charge %s: no row; the held marker names its record", idem.Ref(e.ID))
+}
+
+// Unwrap makes it ErrNoCharge.
+func (e *HeldMarkerError) Unwrap() error { return ErrNoCharge }
 
 // Books keep the books of the ledger rows' events in the
 // multi-region mode, where each row's event is published once, by the
@@ -60,6 +105,11 @@ var (
 	// ErrUnreadableCharge: the row under that id is not a charge this code
 	// can read. Retrying does not help; an operator should look.
 	ErrUnreadableCharge = errors.New("unreadable ledger row")
+	// ErrVoided: an operator's void-confirmed put the voided marker at
+	// the charge's key: its row is never written (Write writes nothing),
+	// and it reads as no charge (Get, with ErrNoCharge). A writer that
+	// meets it leaves the record as it is: the void releases it.
+	ErrVoided = errors.New("the charge was confirmed void by an operator")
 )
 
 // Charge is the ledger row of one charge. Its public JSON is the HTTP API's

@@ -514,11 +514,15 @@ func (s *Service) held() Result {
 // disagrees with req. Money may have moved on terms nobody asked for, and
 // the service cannot know which side is right: the record is held for an
 // operator with what was asked and what was answered, and nothing is
-// stored as an outcome. The ERROR line and the Mismatch outcome (its
-// alarm) say so whether or not the hold is written (held false). If it is
-// not, the record stays in flight until its lease runs out, and the next
-// attempt asks the acquirer again: its lookup may find the same answer and
-// hold the record, or agree, or find what another attempt stored meanwhile.
+// stored as an outcome. The held marker goes first, at the charge's row
+// key (Ledger.Hold), so the charge's id leads to the held record on
+// every route although it has no row. The ERROR line and the Mismatch
+// outcome (its alarm) say so whether or not the hold is written (held
+// false). If it is not (the marker's write failed, and then the lease is
+// ended, or the hold's), the record stays in flight until its lease ends,
+// and the next attempt asks the acquirer again: its lookup may find the
+// same answer and hold the record, or agree, or find what another
+// attempt stored meanwhile.
 func (s *Service) hold(ctx context.Context, lease *idem.Lease, req Request, mismatch error) (res Result, held bool) {
 	var m *acquirer.MismatchError
 	errors.As(mismatch, &m)
@@ -526,7 +530,16 @@ func (s *Service) hold(ctx context.Context, lease *idem.Lease, req Request, mism
 		"reason", m.Reason, "endpoint", m.Endpoint, "http_status", m.HTTPStatus, "acquirer_status", m.Stated.Status,
 		"acquirer_amount", m.Stated.Amount, "acquirer_currency", m.Stated.Currency, "amount", req.Amount, "currency", req.Currency,
 		"authorization_id", m.Stated.ID, "attempt", lease.Attempt())
-	err := lease.HoldForOperator(ctx, m.Reason, m.Evidence(lease.DownstreamKey(), acquirerRequest(req)))
+	rec := lease.Record()
+	err := idem.RetryConflicts(ctx, func() error {
+		return s.ledger.Hold(ctx, ID(lease.DownstreamKey()), HeldMarker{Account: rec.Account, Key: rec.Key})
+	})
+	if err != nil {
+		s.cfg.Logger.ErrorContext(ctx, "the held marker was not written; the record is not held, and the next attempt asks again", "error", err)
+		s.abandonPending(ctx, lease)
+		return Result{Outcome: Mismatch, RetryAfter: s.cfg.HeldRetryAfter}, false
+	}
+	err = lease.HoldForOperator(ctx, m.Reason, m.Evidence(lease.DownstreamKey(), acquirerRequest(req)))
 	if err != nil {
 		s.cfg.Logger.ErrorContext(ctx, "hold failed; the record stays in flight until its lease ends", "error", err)
 	}
@@ -570,6 +583,12 @@ func (s *Service) store(ctx context.Context, lease *idem.Lease, ch Charge, compl
 	if errors.Is(err, ErrUnreadableCharge) {
 		s.cfg.Logger.ErrorContext(ctx, "the ledger holds an unreadable row for this charge; the record stays in flight for an operator", "error", err)
 		return s.abandonPending(ctx, lease)
+	}
+	if errors.Is(err, ErrVoided) {
+		// An operator confirmed this intent void: no row, and the record
+		// is the void's to release, so it is left as it is.
+		s.cfg.Logger.ErrorContext(ctx, "an operator confirmed this charge void; its ledger row is refused and the record left as it is", "error", err)
+		return s.pendingResult()
 	}
 	if err != nil {
 		// The acquirer has answered and nothing is in transit: end the
@@ -644,6 +663,12 @@ func (s *Service) Healthy(ctx context.Context) error {
 // written before rows kept it) or the warm cache holds the record
 // completed. A record that is gone (past its retention) or that the key's
 // later intent replaced leaves the row as the answer.
+//
+// A charge held for an operator before it had a row has the held marker
+// at its row's key instead (Ledger.Hold): it names the record, which is
+// read as above, so the charge answers Held (or InFlight) on every route
+// too; once the record is gone or completed, the row answers if one has
+// replaced the marker, and NotFound if not. A voided marker is NotFound.
 func (s *Service) Get(ctx context.Context, account, id string) Result {
 	res := s.row(ctx, account, id)
 	if res.Outcome != Found {
@@ -662,6 +687,10 @@ func (s *Service) row(ctx context.Context, account, id string) Result {
 	}
 	ctx = obs.WithAttrs(ctx, slog.String("record", idem.Ref(id)))
 	ch, err := s.ledger.Get(ctx, id)
+	var marked *HeldMarkerError
+	if errors.As(err, &marked) {
+		return s.heldWithoutRow(ctx, account, id, marked.Marker)
+	}
 	if errors.Is(err, ErrNoCharge) {
 		return Result{Outcome: NotFound}
 	}
@@ -677,6 +706,42 @@ func (s *Service) row(ctx context.Context, account, id string) Result {
 		return Result{Outcome: NotFound}
 	}
 	return Result{Outcome: Found, Charge: ch}
+}
+
+// heldWithoutRow is what account's charge id answers when its key holds
+// the held marker m: the record m names, read as settled reads a row's,
+// while it holds the intent (held or in flight); once it is completed,
+// gone or replaced, the row, read again, if one replaced the marker, and
+// NotFound if not. Another account's marker is NotFound.
+func (s *Service) heldWithoutRow(ctx context.Context, account, id string, m HeldMarker) Result {
+	if m.Account != account {
+		return Result{Outcome: NotFound}
+	}
+	rec, err := s.guard.Find(ctx, idem.Scope{Operation: Operation, Account: account, Key: m.Key})
+	var inFlight *idem.InFlightError
+	switch {
+	case err == nil || errors.Is(err, idem.ErrNotFound) || errors.Is(err, idem.ErrKeyInvalid):
+	case rec != nil && ID(rec.DownstreamKey) != id: // the key's later intent
+	case errors.Is(err, idem.ErrHeld):
+		return s.held()
+	case errors.As(err, &inFlight):
+		return Result{Outcome: InFlight, RetryAfter: inFlight.RetryAfter, WaitOut: max(inFlight.WaitOut, inFlight.RetryAfter)}
+	default:
+		s.cfg.Logger.ErrorContext(ctx, "get charge: the held marker's record failed to read", "error", err)
+		return Result{Outcome: Unavailable, RetryAfter: s.cfg.RetryAfter}
+	}
+	ch, err := s.ledger.Get(ctx, id)
+	switch {
+	case err == nil && ch.Account == account:
+		return Result{Outcome: Found, Charge: ch}
+	case err == nil || errors.Is(err, ErrNoCharge):
+		return Result{Outcome: NotFound}
+	case errors.Is(err, ErrUnreadableCharge):
+		s.cfg.Logger.ErrorContext(ctx, "get charge: unreadable ledger row", "error", err)
+		return Result{Outcome: NotFound}
+	}
+	s.cfg.Logger.ErrorContext(ctx, "get charge failed", "error", err)
+	return Result{Outcome: Unavailable, RetryAfter: s.cfg.RetryAfter}
 }
 
 // settled is Found with ch once ch's record has completed or is gone,

@@ -198,14 +198,17 @@ func (s *Service) askSelf(ctx context.Context, downstreamKey string) (acquirer.A
 //     under a new downstream key, but only once the record's last lease
 //     ended more than T + skew ago (the record's or this service's,
 //     whichever is larger): a request of an earlier attempt may still be in
-//     transit (idem.ErrTooEarly). Refused when the record has a ledger row
-//     (ErrLedgerRowExists). A release marker names the decision; the
-//     record is gone.
+//     transit (idem.ErrTooEarly). The voided marker goes first, at the
+//     charge's row key (Ledger.Void), so no row of the intent is ever
+//     written after it, however late; refused when the record has a
+//     ledger row (ErrLedgerRowExists). A release marker names the
+//     decision; the record is gone.
 //   - idem.SettleAccept: the record completes with the acquirer's own
 //     terms as a fresh lookup after the take-over reports them, which must
 //     be d.Terms (ErrTermsChanged) and must agree with themselves
 //     (acquirer.CheckSelf: a mismatch, and the operator chooses again);
-//     ErrNoAuthorization when the acquirer has none. The ledger row states
+//     ErrNoAuthorization when the acquirer has none; ErrVoided when a
+//     void of the intent put its marker and did not finish. The ledger row states
 //     those terms; a row written earlier is kept and must state the same
 //     (ErrLedgerDisagrees). The record keeps its hold with the settlement.
 //
@@ -370,11 +373,13 @@ func (s *Service) voidConfirmed(ctx context.Context, d Decision) error {
 	if err != nil {
 		return err
 	}
-	switch _, err := s.ledger.Get(ctx, ID(lease.DownstreamKey())); {
-	case err == nil:
+	// The voided marker first: after it no row of the intent can land,
+	// however late its write; a row already there refuses the void.
+	switch err := idem.RetryConflicts(ctx, func() error { return s.ledger.Void(ctx, ID(lease.DownstreamKey())) }); {
+	case errors.Is(err, ErrLedgerRowExists):
 		_ = lease.Abandon(context.WithoutCancel(ctx))
 		return fmt.Errorf("void-confirmed %s: %w: it records a charge under this key; accept it, or reconcile the ledger by hand", idem.Ref(d.PK), ErrLedgerRowExists)
-	case !errors.Is(err, ErrNoCharge):
+	case err != nil:
 		_ = lease.Abandon(context.WithoutCancel(ctx))
 		return fmt.Errorf("void-confirmed %s: ledger: %w", idem.Ref(d.PK), err)
 	}
@@ -415,6 +420,8 @@ func (s *Service) accept(ctx context.Context, d Decision) error {
 	switch row, err := s.ledger.Get(ctx, ch.ID); {
 	case err == nil && !sameCharge(row, ch):
 		return giveBack(fmt.Errorf("%w: the row states %s %d %s (%s)", ErrLedgerDisagrees, row.Status, row.Amount, row.Currency, row.AuthorizationID))
+	case errors.Is(err, ErrVoided):
+		return giveBack(fmt.Errorf("%w: a void-confirmed of this intent began; confirm the void again to finish it", ErrVoided))
 	case err != nil && !errors.Is(err, ErrNoCharge):
 		return giveBack(fmt.Errorf("ledger: %w", err))
 	}

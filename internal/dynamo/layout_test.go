@@ -10,15 +10,21 @@ import (
 
 // TestRowAttributeNames: a ledger row's key is the table's partition key, and
 // its region and unpublished listing are stored under the names the
-// table's unpublished index reads.
+// table's unpublished index reads; a row's and a marker's type, under the
+// name the stream filters read.
 func TestRowAttributeNames(t *testing.T) {
 	for field, want := range map[string]string{
-		"PK": tabledef.KeyAttribute, "Region": tabledef.RegionAttribute,
+		"PK": tabledef.KeyAttribute, "Region": tabledef.RegionAttribute, "Type": tabledef.TypeAttribute,
 		"UnpublishedShard": tabledef.UnpublishedShardAttribute, "UnpublishedSince": tabledef.UnpublishedSinceAttribute,
 	} {
-		f, ok := reflect.TypeFor[row]().FieldByName(field)
-		if name, _, _ := strings.Cut(f.Tag.Get("dynamodbav"), ","); !ok || name != want {
-			t.Errorf("row.%s is stored as %q, the table's name is %q", field, name, want)
+		for name, layout := range map[string]reflect.Type{"row": reflect.TypeFor[row](), "refundRow": reflect.TypeFor[refundRow](), "rowMarker": reflect.TypeFor[rowMarker]()} {
+			f, ok := layout.FieldByName(field)
+			if !ok && name != "row" && field != "PK" && field != "Type" {
+				continue
+			}
+			if tag, _, _ := strings.Cut(f.Tag.Get("dynamodbav"), ","); !ok || tag != want {
+				t.Errorf("%s.%s is stored as %q, the table's name is %q", name, field, tag, want)
+			}
 		}
 	}
 }

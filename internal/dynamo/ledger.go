@@ -1,11 +1,12 @@
 package dynamo
 
 // The charge ledger: one item per charge under tabledef.LedgerPrefix + the
-// charge id, without TTL. This file is the one place that knows the ledger
-// row's key and layout.
+// charge id, without TTL, or a marker in its place (markers.go). This file
+// is the one place that knows the ledger row's key and layout.
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -18,8 +19,9 @@ import (
 	"github.com/idempotent-payments/idempay/internal/tabledef"
 )
 
-// rowType tells a ledger row from any other item in a scan.
-const rowType = "charge"
+// rowType tells a ledger row from any other item in a scan, and from a
+// marker under its key.
+const rowType = tabledef.ChargeRowType
 
 // row is the item layout. The amount is a number, in minor units.
 type row struct {
@@ -80,7 +82,9 @@ func Key(id string) string { return tabledef.LedgerPrefix + id }
 // Write implements charge.Ledger with one PutItem conditioned on the row's
 // absence; an existing row comes back in the same call
 // (ReturnValuesOnConditionCheckFailure ALL_OLD). A row with a region is
-// listed as unpublished in the same write.
+// listed as unpublished in the same write. A held marker in its place
+// costs a DeleteItem and a second PutItem; a voided marker refuses it
+// (charge.ErrVoided).
 func (l *Ledger) Write(ctx context.Context, c charge.Charge) (charge.Charge, error) {
 	r := row{
 		PK: Key(c.ID), Type: rowType, ID: c.ID, Account: c.Account, IdempotencyKey: c.IdempotencyKey, Source: c.Source, Status: c.Status,
@@ -91,12 +95,12 @@ func (l *Ledger) Write(ctx context.Context, c charge.Charge) (charge.Charge, err
 	if c.Region != "" {
 		r.UnpublishedShard, r.UnpublishedSince = shardOf(c.ID), c.CreatedAt.UnixMilli()
 	}
-	old, exists, err := putOnce(ctx, l.api, l.table, Key(c.ID), r)
+	old, exists, err := putRow(ctx, l.api, l.table, Key(c.ID), r)
 	switch {
+	case errors.Is(err, errVoided):
+		return charge.Charge{}, fmt.Errorf("put charge %s: %w", idem.Ref(c.ID), charge.ErrVoided)
 	case err != nil:
 		return charge.Charge{}, fmt.Errorf("put charge: %w", err)
-	case exists && old == nil:
-		return charge.Charge{}, charge.ErrNoCharge
 	case exists:
 		return decode(c.ID, old)
 	}
@@ -109,10 +113,43 @@ func (l *Ledger) Get(ctx context.Context, id string) (charge.Charge, error) {
 	if err != nil {
 		return charge.Charge{}, fmt.Errorf("get charge: %w", err)
 	}
+	switch itemType(item) {
+	case tabledef.VoidedMarkerType:
+		return charge.Charge{}, fmt.Errorf("charge %s: %w: %w", idem.Ref(id), charge.ErrNoCharge, charge.ErrVoided)
+	case tabledef.HeldMarkerType:
+		m, err := heldMarkerOf(item)
+		if err != nil {
+			return charge.Charge{}, fmt.Errorf("charge %s: %w: %w", idem.Ref(id), charge.ErrUnreadableCharge, err)
+		}
+		return charge.Charge{}, &charge.HeldMarkerError{ID: id, Marker: charge.HeldMarker{Account: m.Account, Key: m.IdempotencyKey}}
+	}
 	if item == nil {
 		return charge.Charge{}, charge.ErrNoCharge
 	}
 	return decode(id, item)
+}
+
+// Hold implements charge.Ledger: one PutItem conditioned on the key's
+// absence (putHeldMarker).
+func (l *Ledger) Hold(ctx context.Context, id string, m charge.HeldMarker) error {
+	if err := putHeldMarker(ctx, l.api, l.table, Key(id), m.Account, m.Key); err != nil {
+		return fmt.Errorf("charge %s: %w", idem.Ref(id), err)
+	}
+	return nil
+}
+
+// Void implements charge.Ledger: one PutItem whose condition admits
+// nothing, a held marker or a voided marker at the key
+// (putVoidedMarker).
+func (l *Ledger) Void(ctx context.Context, id string) error {
+	row, err := putVoidedMarker(ctx, l.api, l.table, Key(id))
+	switch {
+	case err != nil:
+		return fmt.Errorf("charge %s: %w", idem.Ref(id), err)
+	case row:
+		return fmt.Errorf("void charge %s: %w", idem.Ref(id), charge.ErrLedgerRowExists)
+	}
+	return nil
 }
 
 // decode reads charge id's row; anything else is ErrUnreadableCharge.

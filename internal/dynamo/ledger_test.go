@@ -94,7 +94,9 @@ func TestRowLayout(t *testing.T) {
 
 // TestChargeRoundTrips pins the DynamoDB requests of the charge paths
 // (DESIGN §4): a first execution is 3 (the claim, the ledger row, the
-// completion), a replay 1, a GET by id 2 (the row, then its record).
+// completion), a replay 1, a GET by id 2 (the row, then its record); a
+// charge held on its first answer 3 (the claim, the held marker, the
+// hold), and its GET by id 2 (the marker, then its record).
 func TestChargeRoundTrips(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -120,6 +122,20 @@ func TestChargeRoundTrips(t *testing.T) {
 	}
 	if r := svc.Get(ctx, "acct_rt", id); r.Outcome != charge.Found || !maps.Equal(trips.Take(), map[string]int{"GetItem": 2}) {
 		t.Fatalf("get: %s (the row, then its record)", r.Outcome)
+	}
+	// Held on its first answer: the claim, the held marker, the hold; a
+	// GET by id reads the marker, then the record it names.
+	held := charge.Input{Account: "acct_rt", Keys: []string{"round-trip-held-key"}, Body: []byte(`{"amount": 100, "currency": "BRL", "order_id": "2", "payment_method": "` + sandbox.PaymentMethodTenfold + `"}`)}
+	if r := svc.Charge(ctx, held); r.Outcome != charge.Mismatch || !maps.Equal(trips.Take(), map[string]int{"PutItem": 2, "UpdateItem": 1}) {
+		t.Fatalf("held: %s", r.Outcome)
+	}
+	rec, err := tbl.Store().Get(ctx, idem.Scope{Operation: charge.Operation, Account: "acct_rt", Key: "round-trip-held-key"}.PK(), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	trips.Take()
+	if r := svc.Get(ctx, "acct_rt", charge.ID(rec.DownstreamKey)); r.Outcome != charge.Held || !maps.Equal(trips.Take(), map[string]int{"GetItem": 2}) {
+		t.Fatalf("get of a held charge: %s (its marker, then its record)", r.Outcome)
 	}
 }
 

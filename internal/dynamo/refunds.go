@@ -1,11 +1,13 @@
 package dynamo
 
 // The refund rows: one item per refund the acquirer decided, under
-// tabledef.RefundPrefix + the refund id, without TTL. This file is the one
-// place that knows their key and layout.
+// tabledef.RefundPrefix + the refund id, without TTL, or the voided marker
+// in its place (markers.go). This file is the one place that knows their
+// key and layout.
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -18,7 +20,7 @@ import (
 )
 
 // refundRowType tells a refund row from any other item in a scan.
-const refundRowType = "refund"
+const refundRowType = tabledef.RefundRowType
 
 type refundRow struct {
 	PK               string `dynamodbav:"pk"`
@@ -52,7 +54,8 @@ type Refunds struct {
 
 // Write implements refund.Ledger with one PutItem conditioned on the
 // row's absence; an existing row comes back in the same call. A row with
-// a region is listed as unpublished in the same write.
+// a region is listed as unpublished in the same write. A voided marker
+// refuses it (refund.ErrVoided).
 func (l *Refunds) Write(ctx context.Context, r refund.Refund) (refund.Refund, error) {
 	item := refundRow{
 		PK: tabledef.RefundPrefix + r.ID, Type: refundRowType, ID: r.ID, Account: r.Account, ChargeID: r.ChargeID,
@@ -63,12 +66,12 @@ func (l *Refunds) Write(ctx context.Context, r refund.Refund) (refund.Refund, er
 	if r.Region != "" {
 		item.UnpublishedShard, item.UnpublishedSince = shardOf(r.ID), r.CreatedAt.UnixMilli()
 	}
-	old, exists, err := putOnce(ctx, l.api, l.table, item.PK, item)
+	old, exists, err := putRow(ctx, l.api, l.table, item.PK, item)
 	switch {
+	case errors.Is(err, errVoided):
+		return refund.Refund{}, fmt.Errorf("put refund %s: %w", idem.Ref(r.ID), refund.ErrVoided)
 	case err != nil:
 		return refund.Refund{}, fmt.Errorf("put refund: %w", err)
-	case exists && old == nil:
-		return refund.Refund{}, refund.ErrNoRefund
 	case exists:
 		return decodeRefund(r.ID, old)
 	}
@@ -84,7 +87,23 @@ func (l *Refunds) Get(ctx context.Context, id string) (refund.Refund, error) {
 	if item == nil {
 		return refund.Refund{}, refund.ErrNoRefund
 	}
+	if itemType(item) == tabledef.VoidedMarkerType {
+		return refund.Refund{}, fmt.Errorf("refund %s: %w: %w", idem.Ref(id), refund.ErrNoRefund, refund.ErrVoided)
+	}
 	return decodeRefund(id, item)
+}
+
+// Void implements refund.Ledger: one PutItem whose condition admits
+// nothing or a marker at the key (putVoidedMarker).
+func (l *Refunds) Void(ctx context.Context, id string) error {
+	row, err := putVoidedMarker(ctx, l.api, l.table, tabledef.RefundPrefix+id)
+	switch {
+	case err != nil:
+		return fmt.Errorf("refund %s: %w", idem.Ref(id), err)
+	case row:
+		return fmt.Errorf("void refund %s: %w", idem.Ref(id), refund.ErrRowExists)
+	}
+	return nil
 }
 
 func decodeRefund(id string, item map[string]types.AttributeValue) (refund.Refund, error) {

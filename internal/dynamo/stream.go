@@ -23,8 +23,8 @@ import (
 
 // Change decodes a stream record of the table, in Lambda's form, into the
 // change it is: an idempotency record before and after, or the ledger row
-// or refund row inserted (a row's other changes, and other items, make an
-// empty Change).
+// or refund row inserted (a row's other changes, a marker's at a row's
+// key, and other items, make an empty Change).
 // The key's prefix says which, once: the images are then decoded as that
 // item, without asking again. A record without a string key, or an image
 // that does not decode, is an error.
@@ -35,6 +35,8 @@ func Change(r events.DynamoDBEventRecord) (outbox.Change, error) {
 		return c, errors.New("stream record: no pk")
 	}
 	switch key := pk.String(); {
+	case (strings.HasPrefix(key, tabledef.LedgerPrefix) || strings.HasPrefix(key, tabledef.RefundPrefix)) && isMarker(imageType(r.Change.NewImage)):
+		return c, nil // a marker put: no row, no event
 	case strings.HasPrefix(key, tabledef.LedgerPrefix):
 		if r.EventName != string(events.DynamoDBOperationTypeInsert) {
 			return c, nil // rows are written once; nothing else makes an event
@@ -63,6 +65,21 @@ func Change(r events.DynamoDBEventRecord) (outbox.Change, error) {
 		}
 	}
 	return c, nil
+}
+
+// isMarker reports whether the item type t is a marker's: a held or a
+// voided marker at a row's key (markers.go), which makes no change.
+func isMarker(t string) bool {
+	return t == tabledef.HeldMarkerType || t == tabledef.VoidedMarkerType
+}
+
+// imageType is an image's type attribute, "" when it has none.
+func imageType(image map[string]events.DynamoDBAttributeValue) string {
+	t, ok := image[tabledef.TypeAttribute]
+	if !ok || t.DataType() != events.DataTypeString {
+		return ""
+	}
+	return t.String()
 }
 
 // recordOf is a record's image, or nil for none.

@@ -68,6 +68,47 @@ func TestFiltersPassWhatMakesAnEvent(t *testing.T) {
 	}
 }
 
+// TestMarkersMakeNoEvent: of the real stream records of the markers at a
+// row's key (dynamotest.WriteMarkers: a held marker put, then deleted
+// for its row; a held marker replaced by a voided one; voided markers put
+// on a charge's and a refund's key), every one decodes, the filters of
+// one region and of a region of several pass only the row's insert, and
+// only it makes an event, the row's.
+func TestMarkersMakeNoEvent(t *testing.T) {
+	t.Parallel()
+	ddb := dynamotest.Client(t)
+	table := dynamotest.NewTable(t, ddb)
+	dynamotest.WriteMarkers(t, ddb, table)
+	records := dynamotest.Stream(t, ddb, table).Records
+	if len(records) != 7 {
+		t.Fatalf("%d stream records, want 7", len(records))
+	}
+	var made []event.Type
+	for _, r := range records {
+		c, err := dynamo.Change(r)
+		if err != nil {
+			t.Fatalf("%s of %s: %v", r.EventName, r.Change.Keys["pk"].String(), err)
+		}
+		evs, err := outbox.Events(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range evs {
+			made = append(made, e.Type)
+		}
+		b, _ := json.Marshal(r)
+		for _, region := range []string{"", "region-a"} {
+			ok, err := streamfilter.For(region).Match(b)
+			if err != nil || ok != (len(evs) > 0) {
+				t.Errorf("%q: %s of %s: filter %v (%v), events %d", region, r.EventName, r.Change.Keys["pk"].String(), ok, err, len(evs))
+			}
+		}
+	}
+	if len(made) != 1 || made[0] != event.Captured {
+		t.Fatalf("events %v, want the row's captured alone", made)
+	}
+}
+
 // TestReleaseReadsTheSameInEveryRegion: every region publishes a held
 // record's release, each from its own replica's stream record, and the
 // replicas stamp their records with times of their own. The event is byte

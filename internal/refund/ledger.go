@@ -44,21 +44,37 @@ type Refund struct {
 }
 
 // Ledger keeps the refund rows. Its implementations sit beside the
-// stores (dynamo on DynamoDB, refundtest in memory).
+// stores (dynamo on DynamoDB, refundtest in memory). An operator's
+// void-confirmed puts the voided marker at a row's key before it
+// releases the refund (Void), as charge.Ledger's does for a charge: after
+// it no row of that refund is ever written.
 type Ledger interface {
 	// Write writes r's row unless a row for r.ID exists, and returns the
 	// row as stored: r, or the existing row, which an earlier attempt of
-	// the same intent wrote from the same refund and which wins.
+	// the same intent wrote from the same refund and which wins. Fenced by
+	// no lease, it may land at any time after the acquirer answered; one
+	// that meets the voided marker writes nothing (ErrVoided).
 	Write(ctx context.Context, r Refund) (Refund, error)
-	// Get returns refund id, ErrNoRefund when there is none,
+	// Get returns refund id, ErrNoRefund when there is none (also, with
+	// ErrVoided, when its key holds the voided marker),
 	// ErrUnreadableRefund when its row does not decode, or a store error.
 	Get(ctx context.Context, id string) (Refund, error)
+	// Void writes refund id's voided marker, over nothing or a voided
+	// marker (a void again), unless the refund has its row: ErrRowExists,
+	// nothing written. It may fail with idem.ErrWriteConflict, without
+	// effect.
+	Void(ctx context.Context, id string) error
 }
 
 // Errors of a Ledger.
 var (
 	ErrNoRefund         = errors.New("no such refund")
 	ErrUnreadableRefund = errors.New("unreadable refund row")
+	// ErrVoided: an operator's void-confirmed put the voided marker at
+	// the refund's key: its row is never written, and it reads as no
+	// refund. A writer that meets it leaves the record as it is: the void
+	// releases it.
+	ErrVoided = errors.New("the refund was confirmed void by an operator")
 )
 
 // ID is the id of the refund sent under downstreamKey (a record's): the

@@ -400,6 +400,10 @@ func (s *Service) finish(ctx context.Context, lease *idem.Lease, req Request, ch
 		stored, err = s.ledger.Write(ctx, row)
 		return err
 	})
+	if errors.Is(err, ErrVoided) {
+		s.cfg.Logger.ErrorContext(ctx, "an operator confirmed this refund void; its row is refused and the record left as it is", "error", err)
+		return s.pendingResult()
+	}
 	if err != nil {
 		s.cfg.Logger.ErrorContext(ctx, "refund row write failed; the record stays in flight", "error", err)
 		return s.abandonPending(ctx, lease)

@@ -131,9 +131,11 @@ func (s *Service) ask(ctx context.Context, downstreamKey string, ch charge.Charg
 //   - idem.SettleVoidConfirmed: the operator had the refund voided at the
 //     acquirer (or confirmed it never happened). Only once the record's
 //     last lease ended more than T + skew ago (idem.ErrTooEarly), and
-//     never when the refund has its row (ErrRowExists): the entry is
-//     re-fenced and released, giving its amount back to the charge, then
-//     the record is removed with a release marker naming the decision.
+//     never when the refund has its row (ErrRowExists): the voided marker
+//     at the row's key first (Ledger.Void), so no row of the refund is
+//     ever written after it; then the entry is re-fenced and released,
+//     giving its amount back to the charge, then the record is removed
+//     with a release marker naming the decision.
 //   - idem.SettleAccept: the lookup after the take-over must agree with
 //     itself and with what the entry reserved (acquirer.CheckRefundTerms:
 //     a tool never books a refund the bound did not reserve; a person
@@ -215,18 +217,20 @@ func (s *Service) takeOverHeld(ctx context.Context, d Decision, step string) (*i
 	return lease, req, giveBack, nil
 }
 
-// voidConfirmed: the take-over (waited out), no row, the entry re-fenced
-// and released, then the record removed: the entry first, as every
-// release of a refund.
+// voidConfirmed: the take-over (waited out), the voided marker at the
+// row's key (refused when the row is there), so no row of the refund can
+// land afterwards, however late its write; then the entry re-fenced and
+// released, then the record removed: the entry first, as every release
+// of a refund.
 func (s *Service) voidConfirmed(ctx context.Context, d Decision) error {
 	lease, req, giveBack, err := s.takeOverHeld(ctx, d, "void-confirmed")
 	if err != nil {
 		return err
 	}
-	switch _, err := s.ledger.Get(ctx, ID(lease.DownstreamKey())); {
-	case err == nil:
+	switch err := idem.RetryConflicts(ctx, func() error { return s.ledger.Void(ctx, ID(lease.DownstreamKey())) }); {
+	case errors.Is(err, ErrRowExists):
 		return giveBack(ErrRowExists)
-	case !errors.Is(err, ErrNoRefund):
+	case err != nil:
 		return giveBack(fmt.Errorf("refund row: %w", err))
 	}
 	entry, err := s.balances.Refence(ctx, req.ChargeID, intentOf(lease), lease.Attempt())

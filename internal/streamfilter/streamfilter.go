@@ -27,7 +27,8 @@ type Set struct {
 }
 
 // For is the set of region's publisher. In one region (region empty) it
-// passes every ledger and refund row inserted; in the multi-region mode
+// passes every ledger and refund row inserted (by the item's type: a
+// marker put under a row's key is no row); in the multi-region mode
 // the rows region wrote (their region attribute), since each row's event
 // is published once, by the region that wrote it, and another region
 // takes over only from the unpublished index; and the rows written with
@@ -35,21 +36,25 @@ type Set struct {
 // take over, so every region publishes them. Holds and releases pass in
 // every region. A set has at most MaxPatterns patterns.
 func For(region string) Set {
-	rowPattern := func(image string, prefixes ...string) string {
+	rowPattern := func(region string, prefixes ...string) string {
 		var list []string
 		for _, p := range prefixes {
 			list = append(list, fmt.Sprintf(`{"prefix":%q}`, p))
 		}
-		return fmt.Sprintf(`{"eventName":["INSERT"],"dynamodb":{"Keys":{%q:{"S":[%s]}}%s}}`, tabledef.KeyAttribute, strings.Join(list, ","), image)
+		image := fmt.Sprintf(`%q:{"S":[%q,%q]}`, tabledef.TypeAttribute, tabledef.ChargeRowType, tabledef.RefundRowType)
+		if region != "" {
+			image += "," + region
+		}
+		return fmt.Sprintf(`{"eventName":["INSERT"],"dynamodb":{"Keys":{%q:{"S":[%s]}},"NewImage":{%s}}}`, tabledef.KeyAttribute, strings.Join(list, ","), image)
 	}
 	// every ledger row and refund row inserted
 	rows := []string{rowPattern("", tabledef.LedgerPrefix, tabledef.RefundPrefix)}
 	if region != "" {
 		rows = []string{
 			// the region's ledger and refund rows
-			rowPattern(fmt.Sprintf(`,"NewImage":{%q:{"S":[%q]}}`, tabledef.RegionAttribute, region), tabledef.LedgerPrefix, tabledef.RefundPrefix),
+			rowPattern(fmt.Sprintf(`%q:{"S":[%q]}`, tabledef.RegionAttribute, region), tabledef.LedgerPrefix, tabledef.RefundPrefix),
 			// rows of no region (an operator's accept from a shell)
-			rowPattern(fmt.Sprintf(`,"NewImage":{%q:{"S":[{"exists":false}]}}`, tabledef.RegionAttribute), tabledef.LedgerPrefix, tabledef.RefundPrefix),
+			rowPattern(fmt.Sprintf(`%q:{"S":[{"exists":false}]}`, tabledef.RegionAttribute), tabledef.LedgerPrefix, tabledef.RefundPrefix),
 		}
 	}
 	patterns := append(rows,

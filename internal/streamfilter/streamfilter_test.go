@@ -9,15 +9,16 @@ import (
 )
 
 // TestPatterns: every set stays within Lambda's default number of
-// filters, and passes the ledger rows it should and every refund row.
+// filters, and passes the ledger rows it should and every refund row, and
+// never a marker put at a row's key.
 func TestPatterns(t *testing.T) {
 	t.Parallel()
-	insert := func(prefix, region string) []byte {
-		image := fmt.Sprintf(`{%q:{"S":%q}}`, tabledef.KeyAttribute, prefix+"x")
+	insert := func(prefix, typ, region string) []byte {
+		image := fmt.Sprintf(`{%q:{"S":%q},%q:{"S":%q}`, tabledef.KeyAttribute, prefix+"x", tabledef.TypeAttribute, typ)
 		if region != "" {
-			image = fmt.Sprintf(`{%q:{"S":%q},%q:{"S":%q}}`, tabledef.KeyAttribute, prefix+"x", tabledef.RegionAttribute, region)
+			image += fmt.Sprintf(`,%q:{"S":%q}`, tabledef.RegionAttribute, region)
 		}
-		return fmt.Appendf(nil, `{"eventName":"INSERT","dynamodb":{"Keys":{%q:{"S":%q}},"NewImage":%s}}`, tabledef.KeyAttribute, prefix+"x", image)
+		return fmt.Appendf(nil, `{"eventName":"INSERT","dynamodb":{"Keys":{%q:{"S":%q}},"NewImage":%s}}`, tabledef.KeyAttribute, prefix+"x", image+"}")
 	}
 	for _, c := range []struct {
 		set                                                   string
@@ -34,11 +35,14 @@ func TestPatterns(t *testing.T) {
 			record []byte
 			pass   bool
 		}{
-			"the region's row":       {insert(tabledef.LedgerPrefix, "region-a"), c.ownRow},
-			"another region's row":   {insert(tabledef.LedgerPrefix, "region-b"), c.otherRegionsRow},
-			"a row of no region":     {insert(tabledef.LedgerPrefix, ""), c.noRegionRow},
-			"a refund row":           {insert(tabledef.RefundPrefix, ""), c.refund},
-			"a balance item written": {insert(tabledef.BalancePrefix, ""), c.balance},
+			"the region's row":         {insert(tabledef.LedgerPrefix, tabledef.ChargeRowType, "region-a"), c.ownRow},
+			"another region's row":     {insert(tabledef.LedgerPrefix, tabledef.ChargeRowType, "region-b"), c.otherRegionsRow},
+			"a row of no region":       {insert(tabledef.LedgerPrefix, tabledef.ChargeRowType, ""), c.noRegionRow},
+			"a refund row":             {insert(tabledef.RefundPrefix, tabledef.RefundRowType, "region-a"), c.refund},
+			"a balance item written":   {insert(tabledef.BalancePrefix, "", ""), c.balance},
+			"a held marker":            {insert(tabledef.LedgerPrefix, tabledef.HeldMarkerType, ""), false},
+			"a voided marker":          {insert(tabledef.LedgerPrefix, tabledef.VoidedMarkerType, ""), false},
+			"a refund's voided marker": {insert(tabledef.RefundPrefix, tabledef.VoidedMarkerType, ""), false},
 		} {
 			got, err := s.Match(want.record)
 			if err != nil || got != want.pass {

@@ -226,13 +226,18 @@ func heldRecord(t *testing.T, s *localapi.Stack, account, key string) *idem.Reco
 	return rec
 }
 
-// ledgerRows counts the table's ledger rows.
+// ledgerRows counts the table's ledger rows (not the markers at a row's
+// key).
 func ledgerRows(t *testing.T, s *localapi.Stack) int {
 	t.Helper()
 	out, err := s.DynamoDB.Scan(context.Background(), &dynamodb.ScanInput{
 		TableName: aws.String(s.TableName), Select: "COUNT", ConsistentRead: aws.Bool(true),
-		FilterExpression:          aws.String("begins_with(pk, :ledger)"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":ledger": &types.AttributeValueMemberS{Value: tabledef.LedgerPrefix}},
+		FilterExpression:         aws.String("begins_with(pk, :ledger) AND #type = :row"),
+		ExpressionAttributeNames: map[string]string{"#type": tabledef.TypeAttribute},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":ledger": &types.AttributeValueMemberS{Value: tabledef.LedgerPrefix},
+			":row":    &types.AttributeValueMemberS{Value: tabledef.ChargeRowType},
+		},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -51,11 +51,31 @@ const (
 	// hold's reason appears or whose held image is deleted.
 	HoldAttribute       = "hold"
 	HoldReasonAttribute = "reason"
+	// TypeAttribute says what an item under a row's key is: a row
+	// (ChargeRowType, RefundRowType) or a marker (HeldMarkerType,
+	// VoidedMarkerType). The stream filters pass rows only.
+	TypeAttribute = "type"
 )
 
-// LedgerPrefix begins the key of every ledger row; nothing else is written
-// under it (a record's key begins with idem.RecordPrefix), so the
-// reconciler's role may put only such rows.
+// The types of the items under a row's key (TypeAttribute).
+const (
+	// ChargeRowType is a ledger row's, RefundRowType a refund row's.
+	ChargeRowType = "charge"
+	RefundRowType = "refund"
+	// HeldMarkerType is the held marker's: a charge whose record is held
+	// for an operator, before it has a row, naming the record's account
+	// and key. A row write replaces it.
+	HeldMarkerType = "held"
+	// VoidedMarkerType is the voided marker's: an operator confirmed the
+	// intent void, and no row of it may be written, ever.
+	VoidedMarkerType = "voided"
+)
+
+// LedgerPrefix begins the key of every ledger row, and of the markers
+// that stand at a row's key until, or instead of, the row (a held
+// marker, a voided marker; TypeAttribute tells them apart). Nothing else
+// is written under it (a record's key begins with idem.RecordPrefix), so
+// the reconciler's role may put only such items.
 const LedgerPrefix = "CHARGE#"
 
 // ReleasePrefix begins the key of each release marker (idem.ReleaseMarker),
@@ -74,7 +94,8 @@ const HeartbeatPrefix = "HEARTBEAT#"
 const BalancePrefix = "BALANCE#"
 
 // RefundPrefix begins the key of each refund row, followed by the refund
-// id: written once, never expires.
+// id: written once, never expires; or of the voided marker that stands
+// there instead of a row an operator voided.
 const RefundPrefix = "REFUND#"
 
 // Type is an attribute's DynamoDB scalar type.

@@ -33,7 +33,8 @@ var epoch = time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC)
 
 // RunLedgerConformance runs what every charge.Ledger must do: a row
 // written reads back equal; a second write for the same charge changes
-// nothing and returns the first row; a missing row is ErrNoCharge.
+// nothing and returns the first row; a missing row is ErrNoCharge; and
+// the markers (ledgerMarkers).
 func RunLedgerConformance(t *testing.T, newStores NewStoresFunc) {
 	ctx := context.Background()
 	_, ledger := newStores(t)
@@ -68,6 +69,95 @@ func RunLedgerConformance(t *testing.T, newStores NewStoresFunc) {
 	if _, err := ledger.Get(ctx, newID()); !errors.Is(err, charge.ErrNoCharge) {
 		t.Fatalf("Get of a missing charge: %v, want ErrNoCharge", err)
 	}
+	ledgerMarkers(t, ledger, want)
+}
+
+// ledgerMarkers runs the markers' part of the ledger conformance: a held
+// marker reads as no charge that names its record, stays the first one
+// written, and gives way to the row; a voided marker replaces a held
+// marker, reads as a voided charge and refuses every row after it; a row
+// refuses the void and keeps out both markers. written is a row the
+// ledger holds.
+func ledgerMarkers(t *testing.T, ledger charge.Ledger, written charge.Charge) {
+	ctx := context.Background()
+	mark := charge.HeldMarker{Account: "acct_ledger", Key: "order-2-attempt-1"}
+	mustBeMarked := func(id string, want charge.HeldMarker) {
+		t.Helper()
+		_, err := ledger.Get(ctx, id)
+		var held *charge.HeldMarkerError
+		if !errors.As(err, &held) || held.Marker != want || !errors.Is(err, charge.ErrNoCharge) || errors.Is(err, charge.ErrVoided) {
+			t.Fatalf("Get of a held charge: %v; want its held marker %+v, no charge", err, want)
+		}
+	}
+	mustBeVoided := func(id string) {
+		t.Helper()
+		_, err := ledger.Get(ctx, id)
+		var held *charge.HeldMarkerError
+		if !errors.Is(err, charge.ErrNoCharge) || !errors.Is(err, charge.ErrVoided) || errors.As(err, &held) {
+			t.Fatalf("Get of a voided charge: %v; want no charge, voided", err)
+		}
+	}
+
+	// Held, then its row: the marker gives way.
+	held := charge.Charge{ID: newID(), Account: mark.Account, IdempotencyKey: mark.Key, Status: acquirer.StatusCaptured,
+		Amount: 250000, Currency: "BRL", OrderID: "2", AuthorizationID: "auth_2", CreatedAt: epoch}
+	if err := ledger.Hold(ctx, held.ID, mark); err != nil {
+		t.Fatal(err)
+	}
+	mustBeMarked(held.ID, mark)
+	if err := ledger.Hold(ctx, held.ID, charge.HeldMarker{Account: "acct_ledger", Key: "another-key"}); err != nil {
+		t.Fatal(err)
+	}
+	mustBeMarked(held.ID, mark)
+	if got, err := ledger.Write(ctx, held); err != nil || got != held {
+		t.Fatalf("Write over the held marker = %+v, %v; want the row", got, err)
+	}
+	if got, err := ledger.Get(ctx, held.ID); err != nil || got != held {
+		t.Fatalf("Get after the row replaced the held marker = %+v, %v", got, err)
+	}
+
+	// A row keeps out both markers.
+	if err := ledger.Hold(ctx, written.ID, mark); err != nil {
+		t.Fatalf("Hold on a row: %v, want nil (nothing written)", err)
+	}
+	if err := ledger.Void(ctx, written.ID); !errors.Is(err, charge.ErrLedgerRowExists) {
+		t.Fatalf("Void of a row: %v, want ErrLedgerRowExists", err)
+	}
+	if got, err := ledger.Get(ctx, written.ID); err != nil || got != written {
+		t.Fatalf("the row after a Hold and a Void = %+v, %v", got, err)
+	}
+
+	// Held, then voided: no row of it, ever.
+	voided := held
+	voided.ID = newID()
+	if err := ledger.Hold(ctx, voided.ID, mark); err != nil {
+		t.Fatal(err)
+	}
+	if err := ledger.Void(ctx, voided.ID); err != nil {
+		t.Fatalf("Void over the held marker: %v", err)
+	}
+	mustBeVoided(voided.ID)
+	if err := ledger.Void(ctx, voided.ID); err != nil {
+		t.Fatalf("Void again: %v", err)
+	}
+	if _, err := ledger.Write(ctx, voided); !errors.Is(err, charge.ErrVoided) {
+		t.Fatalf("Write after the void: %v, want ErrVoided", err)
+	}
+	if err := ledger.Hold(ctx, voided.ID, mark); err != nil {
+		t.Fatalf("Hold after the void: %v, want nil (nothing written)", err)
+	}
+	mustBeVoided(voided.ID)
+
+	// Voided with nothing there.
+	never := held
+	never.ID = newID()
+	if err := ledger.Void(ctx, never.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ledger.Write(ctx, never); !errors.Is(err, charge.ErrVoided) {
+		t.Fatalf("Write after a void of nothing: %v, want ErrVoided", err)
+	}
+	mustBeVoided(never.ID)
 }
 
 // failingCompletion is a store whose next Complete fails once armed: a

@@ -75,6 +75,8 @@ func RunHoldConformance(t *testing.T, newStores NewStoresFunc) {
 		{"AHeldRecordWithALedgerRow", holdWithALedgerRow},
 		{"AcceptCompletesWithTheFreshLookupsTerms", holdAcceptCompletesWithTheFreshLookupsTerms},
 		{"ReadBackNamesOnlyItsDecision", holdReadBackNamesOnlyItsDecision},
+		{"ALateRowAfterAVoidIsRefused", holdALateRowAfterAVoid},
+		{"AHeldChargeWithoutARowOnEveryRoute", holdWithoutARowOnEveryRoute},
 	})
 }
 

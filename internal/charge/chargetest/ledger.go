@@ -5,6 +5,7 @@ package chargetest
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"iter"
 	"slices"
 	"sync"
@@ -17,13 +18,16 @@ import (
 type Ledger struct {
 	mu          sync.Mutex
 	rows        map[string]charge.Charge
+	held        map[string]charge.HeldMarker  // the held markers, by charge id
+	voided      map[string]bool               // the voided markers, by charge id
 	unpublished map[string]charge.Unpublished // by charge id
 	beats       map[string]time.Time          // by region
 }
 
 // NewLedger returns an empty ledger.
 func NewLedger() *Ledger {
-	return &Ledger{rows: map[string]charge.Charge{}, unpublished: map[string]charge.Unpublished{}, beats: map[string]time.Time{}}
+	return &Ledger{rows: map[string]charge.Charge{}, held: map[string]charge.HeldMarker{}, voided: map[string]bool{},
+		unpublished: map[string]charge.Unpublished{}, beats: map[string]time.Time{}}
 }
 
 // Write implements charge.Ledger; a row with a region is unpublished.
@@ -33,6 +37,10 @@ func (l *Ledger) Write(_ context.Context, c charge.Charge) (charge.Charge, error
 	if existing, ok := l.rows[c.ID]; ok {
 		return existing, nil
 	}
+	if l.voided[c.ID] {
+		return charge.Charge{}, fmt.Errorf("put charge %s: %w", c.ID, charge.ErrVoided)
+	}
+	delete(l.held, c.ID)
 	l.rows[c.ID] = c
 	if c.Region != "" {
 		l.unpublished[c.ID] = charge.Unpublished{ID: c.ID, Region: c.Region, Since: c.CreatedAt.Truncate(time.Millisecond)}
@@ -56,10 +64,41 @@ func (l *Ledger) Get(_ context.Context, id string) (charge.Charge, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	c, ok := l.rows[id]
+	if m, held := l.held[id]; !ok && held {
+		return charge.Charge{}, &charge.HeldMarkerError{ID: id, Marker: m}
+	}
+	if !ok && l.voided[id] {
+		return charge.Charge{}, fmt.Errorf("charge %s: %w: %w", id, charge.ErrNoCharge, charge.ErrVoided)
+	}
 	if !ok {
 		return charge.Charge{}, charge.ErrNoCharge
 	}
 	return c, nil
+}
+
+// Hold implements charge.Ledger.
+func (l *Ledger) Hold(_ context.Context, id string, m charge.HeldMarker) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, row := l.rows[id]; row || l.voided[id] {
+		return nil
+	}
+	if _, held := l.held[id]; !held {
+		l.held[id] = m
+	}
+	return nil
+}
+
+// Void implements charge.Ledger.
+func (l *Ledger) Void(_ context.Context, id string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, row := l.rows[id]; row {
+		return fmt.Errorf("void charge %s: %w", id, charge.ErrLedgerRowExists)
+	}
+	delete(l.held, id)
+	l.voided[id] = true
+	return nil
 }
 
 // Len is how many rows the ledger holds.

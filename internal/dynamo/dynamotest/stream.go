@@ -103,3 +103,31 @@ func WriteEveryKind(t testing.TB, client *dynamodb.Client, table string) {
 		t.Fatal(err)
 	}
 }
+
+// WriteMarkers writes to table, in this order, the changes of the
+// markers at a row's key: a charge's held marker put, the held marker
+// deleted for the charge's row and the row put, another charge's held
+// marker replaced by its voided marker, a voided marker put where
+// nothing was, and a refund's voided marker put. Only the row's insert
+// makes an event.
+func WriteMarkers(t testing.TB, client *dynamodb.Client, table string) {
+	t.Helper()
+	ctx := context.Background()
+	tbl := dynamo.Open(client, table)
+	mark := charge.HeldMarker{Account: "acct_p", Key: "marker-key-1"}
+	row := charge.Charge{ID: charge.ID("1123456789abcdef0123456789abcdef01234567"), Account: "acct_p", IdempotencyKey: "marker-key-1",
+		Source: event.SourceHTTP, Status: "captured", Amount: 100, Currency: "BRL", AuthorizationID: "auth_2", CreatedAt: time.Now().UTC()}
+	voided := charge.ID("2123456789abcdef0123456789abcdef01234567")
+	for _, step := range []func() error{
+		func() error { return tbl.Ledger().Hold(ctx, row.ID, mark) },
+		func() error { _, err := tbl.Ledger().Write(ctx, row); return err },
+		func() error { return tbl.Ledger().Hold(ctx, voided, mark) },
+		func() error { return tbl.Ledger().Void(ctx, voided) },
+		func() error { return tbl.Ledger().Void(ctx, charge.ID("3123456789abcdef0123456789abcdef01234567")) },
+		func() error { return tbl.Refunds().Void(ctx, refund.ID("4123456789abcdef0123456789abcdef01234567")) },
+	} {
+		if err := step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

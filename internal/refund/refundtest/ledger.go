@@ -3,6 +3,7 @@ package refundtest
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"sync"
 
@@ -13,19 +14,24 @@ import (
 
 // Ledger is refund.Ledger in memory.
 type Ledger struct {
-	mu   sync.Mutex
-	rows map[string]refund.Refund
+	mu     sync.Mutex
+	rows   map[string]refund.Refund
+	voided map[string]bool // the voided markers, by refund id
 }
 
 // NewLedger returns an empty ledger.
-func NewLedger() *Ledger { return &Ledger{rows: map[string]refund.Refund{}} }
+func NewLedger() *Ledger { return &Ledger{rows: map[string]refund.Refund{}, voided: map[string]bool{}} }
 
-// Write implements refund.Ledger: the first row under an id wins.
+// Write implements refund.Ledger: the first row under an id wins; none
+// is written where the voided marker is.
 func (l *Ledger) Write(_ context.Context, r refund.Refund) (refund.Refund, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if old, ok := l.rows[r.ID]; ok {
 		return old, nil
+	}
+	if l.voided[r.ID] {
+		return refund.Refund{}, fmt.Errorf("put refund %s: %w", r.ID, refund.ErrVoided)
 	}
 	l.rows[r.ID] = r
 	return r, nil
@@ -36,10 +42,24 @@ func (l *Ledger) Get(_ context.Context, id string) (refund.Refund, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	r, ok := l.rows[id]
+	if !ok && l.voided[id] {
+		return refund.Refund{}, fmt.Errorf("refund %s: %w: %w", id, refund.ErrNoRefund, refund.ErrVoided)
+	}
 	if !ok {
 		return refund.Refund{}, refund.ErrNoRefund
 	}
 	return r, nil
+}
+
+// Void implements refund.Ledger.
+func (l *Ledger) Void(_ context.Context, id string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.rows[id]; ok {
+		return fmt.Errorf("void refund %s: %w", id, refund.ErrRowExists)
+	}
+	l.voided[id] = true
+	return nil
 }
 
 // Render is a refund.Renderer for the suites: the row as JSON, 201 or

@@ -10,7 +10,8 @@ import (
 
 // RunLedgerConformance runs what every refund.Ledger must do: a row
 // written reads back equal; a second write of the same id changes nothing
-// and returns the first row; a missing row is ErrNoRefund.
+// and returns the first row; a missing row is ErrNoRefund; the voided
+// marker refuses every row after it.
 func RunLedgerConformance(t *testing.T, ledger refund.Ledger) {
 	id := refund.ID(chargeOf(t)[3:])
 	want := refund.Refund{
@@ -31,5 +32,27 @@ func RunLedgerConformance(t *testing.T, ledger refund.Ledger) {
 	}
 	if _, err := ledger.Get(ctx, refund.ID(chargeOf(t)[3:])); !errors.Is(err, refund.ErrNoRefund) {
 		t.Fatalf("Get of a missing refund: %v", err)
+	}
+	// The voided marker: refused over a row; over nothing, it reads as no
+	// refund, voided, and refuses every row after it; a void again is
+	// nothing new.
+	if err := ledger.Void(ctx, id); !errors.Is(err, refund.ErrRowExists) {
+		t.Fatalf("Void of a row: %v, want ErrRowExists", err)
+	}
+	if got, err := ledger.Get(ctx, id); err != nil || got != want {
+		t.Fatalf("the row after a Void = %+v, %v", got, err)
+	}
+	voided := want
+	voided.ID = refund.ID(chargeOf(t)[3:])
+	for range 2 {
+		if err := ledger.Void(ctx, voided.ID); err != nil {
+			t.Fatalf("Void: %v", err)
+		}
+	}
+	if _, err := ledger.Write(ctx, voided); !errors.Is(err, refund.ErrVoided) {
+		t.Fatalf("Write after the void: %v, want ErrVoided", err)
+	}
+	if _, err := ledger.Get(ctx, voided.ID); !errors.Is(err, refund.ErrNoRefund) || !errors.Is(err, refund.ErrVoided) {
+		t.Fatalf("Get of a voided refund: %v, want no refund, voided", err)
 	}
 }
