@@ -68,6 +68,7 @@ for shape in "" "-DCOMPETITOR"; do
 done
 verify "refund: safety with mismatches"                    "-DMISMATCHES" "-DNOCLAIM" ""         refund.pml || fail=1
 verify "refund: the same, a retry and a competitor"        "-DMISMATCHES -DCOMPETITOR" "-DNOCLAIM" "" refund.pml || fail=1
+verify "refund: safety with an accept's late row"           "-DMISMATCHES -DLATE_ACCEPT" "-DNOCLAIM" "" refund.pml || fail=1
 control "refund: an unconditioned reservation"  "-DUNCONDITIONED_RESERVE"         "-DNOCLAIM" "" refund.pml
 control "refund: a release after an ambiguous send" "-DRELEASE_AMBIGUOUS -DCOMPETITOR" "-DNOCLAIM" "" refund.pml
 control "refund: a release without the fence"   "-DRELEASE_UNFENCED -DCOMPETITOR" "-DNOCLAIM" "" refund.pml
@@ -76,4 +77,5 @@ control "refund: a release without the watermark" "-DNO_WATERMARK -DCOMPETITOR" 
 control "refund: a refused fold taken for a fold" "-DREFUSED_FOLD_RELEASES -DCOMPETITOR" "-DNOCLAIM" "" refund.pml
 control "refund: no reconciler, liveness"       "-DNO_RECONCILER"                 "-DNFAIR=4" "-a -f -N ends" refund.pml
 control "refund: void-confirmed without the wait" "-DVOID_EARLY -DMISMATCHES -DCOMPETITOR" "-DNOCLAIM" "" refund.pml
+control "refund: void-confirmed without its marker" "-DNO_VOID_MARKER -DMISMATCHES -DLATE_ACCEPT" "-DNOCLAIM" "" refund.pml
 exit $fail

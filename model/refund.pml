@@ -28,7 +28,9 @@
  *                  the first attempt), and intent 1 is reduced to a
  *                  competing refund that reserves whenever there is room.
  * -DMISMATCHES adds the acquirer's answers on other terms, and the operator
- * who settles the records they hold (either shape).
+ * who settles the records they hold (either shape); -DLATE_ACCEPT adds to
+ * it one answer garbled although the refund agrees, and an accept of it
+ * whose row may land long after its invocation ended.
  * The largest run, liveness with a competitor, stores 19.9 million states
  * in about 2 GB.
  *
@@ -48,6 +50,10 @@
  *                            watermark past the intent, is taken for a
  *                            fold: the reservation is never re-fenced
  *   -DNO_RECONCILER          no reconciler: the control of liveness
+ *   -DNO_VOID_MARKER         void-confirmed checks for the refund's row but
+ *                            puts no voided marker at its key (with
+ *                            -DMISMATCHES -DLATE_ACCEPT: an accept's row,
+ *                            on its way, lands after the void)
  *   -DVOID_EARLY             void-confirmed as soon as the held lease ended,
  *                            not T + skew later (with -DMISMATCHES
  *                            -DCOMPETITOR: an earlier attempt's request
@@ -101,6 +107,8 @@ byte acqTotal = 0;		/* units the acquirer has refunded */
 byte acqKeys[INTENTS];		/* keys of the intent the acquirer has acted on */
 byte transit[SENDERS + 1] = NONE;	/* the key a worker's request carries in transit */
 byte reconcileFailures = 0;
+bool garbled = false;		/* -DLATE_ACCEPT: the one garbled answer */
+byte lateRow = 255;		/* -DLATE_ACCEPT: the key of an accept's row on its way (NONE) */
 
 #define KEY(i) (i * MAXGEN + gen[i] - 1)	/* idem.downstreamKey: one per record */
 #define INTENT(w) (w / 3)		/* a worker's intent */
@@ -273,19 +281,61 @@ inline deleteRecord(i, me) {
 	}
 }
 
+/* The refund rows, by key (with -DMISMATCHES, where the operator's void
+ * can meet them): none, the row, or the voided marker that void-confirmed
+ * puts at the row's key before it releases anything (refund.Ledger.Void).
+ * A row's write (refund.Ledger.Write) takes a row already there, and
+ * fails on the marker (refund.ErrVoided: it moves nothing); confirmed[k]
+ * says a void-confirmed of k took effect, after which no row may land.
+ * -DNO_VOID_MARKER: the void checks for a row and puts no marker. */
+#ifdef MISMATCHES
+#define ROWS
+#endif
+#define NOROW 0
+#define ROW 1
+#define VOIDM 2
+byte row[KEYS];
+bool confirmed[KEYS];
+inline rowWrite(k, ok) {
+#ifdef ROWS
+	atomic {
+		if
+		:: row[k] == VOIDM -> ok = false
+		:: else -> assert(!confirmed[k]); row[k] = ROW; ok = true	/* no row of a voided refund */
+		fi
+	}
+#else
+	ok = true
+#endif
+}
+
 /* finish (§7, step 6): the acquirer's answer under k, known. Refunded:
  * the refund row, then succeed, then complete. Declined: the row, then
  * release, then complete. A mismatch: hold, reservation kept. The row is
- * written once, from the acquirer's answer, and decides nothing here. It
- * may crash before each write (a worker at will, the reconciler bounded:
- * crash) and then goes to out. */
+ * written once, from the acquirer's answer (rowWrite: refused by the
+ * voided marker). It may crash before each write (a worker at will, the
+ * reconciler bounded: crash) and then goes to out. With -DLATE_ACCEPT an
+ * answer that disagreed although the acquirer's refund agrees (a garbled
+ * answer) holds the record once, so that the operator's accept can find
+ * agreeing terms. */
 inline finish(i, me, k, a, bounded, out) {
 	if
 	:: atomic { acq[k] == MISMATCH && rec[i] == INPROG && owner[i] == me -> held[i] = true; lease[i] = ENDED }
 	:: atomic { acq[k] == MISMATCH && !(rec[i] == INPROG && owner[i] == me) }	/* fenced out */
 	:: crash(i, bounded); goto out
-	:: acq[k] == REFUNDED -> succeed(k, a, ok)
-	:: acq[k] == DECLINED -> release(k, a, ok)
+#ifdef LATE_ACCEPT
+	:: atomic { acq[k] == REFUNDED && !garbled && rec[i] == INPROG && owner[i] == me -> garbled = true; held[i] = true; lease[i] = ENDED }; goto out
+#endif
+	:: acq[k] == REFUNDED -> rowWrite(k, ok);
+		if
+		:: ok -> succeed(k, a, ok)
+		:: else -> skip	/* the voided marker: nothing moves */
+		fi
+	:: acq[k] == DECLINED -> rowWrite(k, ok);
+		if
+		:: ok -> release(k, a, ok)
+		:: else -> skip
+		fi
 	fi;
 	if
 	:: acq[k] == MISMATCH -> goto out
@@ -464,10 +514,14 @@ inline land(w) {
 
 active proctype Acquirer() {
 	byte k, i;
+	bool landed;
 end:	do
 	:: atomic { transit[1] != NONE -> land(1) }
 	:: atomic { transit[2] != NONE -> land(2) }
 	:: atomic { transit[3] != NONE -> land(3) }
+#ifdef LATE_ACCEPT
+	:: atomic { lateRow != NONE -> rowWrite(lateRow, landed); lateRow = NONE; landed = false }	/* an accept's row, landing late */
+#endif
 	od
 }
 
@@ -542,6 +596,9 @@ done:	skip
 active proctype Operator() {
 	byte i, k, a, got;
 	bool ok, refused = false;	/* one refused accept in all bounds the attempts */
+#ifdef LATE_ACCEPT
+	bool accepted = false;		/* one agreeing accept in all */
+#endif
 end:	do
 	:: atomic {
 		if
@@ -553,14 +610,47 @@ end:	do
 		refence(k, a, got);
 		lease[i] = ENDED	/* accept refused: the lookup disagrees; the record stays held */
 	   }
+#ifdef LATE_ACCEPT
+	/* An accept whose lookup agrees with the reservation: the row, then
+	 * succeed, then the completion, which keeps the hold with the
+	 * settlement; or its row's write is slow, and its invocation ends
+	 * while the write is on its way (lateRow: it lands when it lands). */
 	:: atomic {
 		if
-		:: rec[0] == INPROG && held[0] && VOIDABLE(0) -> i = 0
-		:: rec[1] == INPROG && held[1] && VOIDABLE(1) -> i = 1
+		:: !accepted && rec[0] == INPROG && held[0] && lease[0] != LIVE && acq[KEY(0)] == REFUNDED && !voided[KEY(0)] && row[KEY(0)] != VOIDM -> i = 0
+		:: !accepted && rec[1] == INPROG && held[1] && lease[1] != LIVE && acq[KEY(1)] == REFUNDED && !voided[KEY(1)] && row[KEY(1)] != VOIDM -> i = 1
+		fi;
+		accepted = true;
+		owner[i] = OPERATOR; attempt[i]++; lease[i] = LIVE; a = attempt[i]; k = KEY(i);
+		refence(k, a, got)
+	   };
+	   if
+	   :: got != RESERVED -> atomic { lease[i] = ENDED }	/* the entry does not hold it: refused */
+	   :: got == RESERVED ->
+		if
+		:: atomic { lateRow = k; lease[i] = ENDED }	/* the row on its way; the invocation ends */
+		:: rowWrite(k, ok);
+		   if
+		   :: ok -> succeed(k, a, ok)
+		   :: else -> skip
+		   fi;
+		   atomic {
+			if
+			:: ok && rec[i] == INPROG && owner[i] == OPERATOR -> held[i] = false; rec[i] = COMPLETED; owner[i] = 0
+			:: else -> lease[i] = ENDED	/* refused or fenced: the record stays held */
+			fi
+		   }
+		fi
+	   fi
+#endif
+	:: atomic {
+		if
+		:: rec[0] == INPROG && held[0] && VOIDABLE(0) && !voided[KEY(0)] -> i = 0
+		:: rec[1] == INPROG && held[1] && VOIDABLE(1) && !voided[KEY(1)] -> i = 1
 		fi;
 		owner[i] = OPERATOR; attempt[i]++; lease[i] = LIVE; a = attempt[i]; k = KEY(i);
 		if
-		:: acq[k] == MISMATCH -> acqTotal = acqTotal - amt[k]	/* voided at the acquirer */
+		:: acq[k] == MISMATCH || acq[k] == REFUNDED -> acqTotal = acqTotal - amt[k]	/* voided at the acquirer */
 		:: else -> skip
 		fi;
 		if
@@ -569,10 +659,26 @@ end:	do
 		fi;
 		voided[k] = true
 	   };
-	   refence(k, a, got);
-	   release(k, a, ok);
-	   assert(ok);	/* nobody else moves a held record's entry */
-	   atomic { held[i] = false; deleteRecord(i, OPERATOR) }
+	   /* The voided marker first, refused by a row (a person reconciles
+	    * that one: the record stays held); then the entry, then the record. */
+	   atomic {
+		if
+		:: row[k] == ROW -> lease[i] = ENDED; ok = false
+		:: else ->
+#ifndef NO_VOID_MARKER
+			row[k] = VOIDM;
+#endif
+			confirmed[k] = true; ok = true
+		fi
+	   };
+	   if
+	   :: ok ->
+		refence(k, a, got);
+		release(k, a, ok);
+		assert(ok);	/* nobody else moves a held record's entry */
+		atomic { held[i] = false; deleteRecord(i, OPERATOR) }
+	   :: else -> skip
+	   fi
 	od
 }
 #endif
