@@ -28,23 +28,24 @@ var operatorInvokeActions = []string{"lambda:InvokeFunctionUrl", "lambda:InvokeF
 
 // newOperatorChannel makes the channel. The function may do what the
 // reconciler does (take records over, complete and release them, put the
-// ledger rows a completion writes first, deleting a held marker there;
-// never put a record, so it claims nothing), put the voided markers of its
-// voids at the ledger's keys, read the acquirer's credential, and put and
-// read the release markers of its voids. The operator's role may call the channel and read
+// ledger and refund rows a completion writes first, deleting a held
+// marker there, move refund balances; never put a record, so it claims
+// nothing), put the voided markers of its voids at the rows' keys, read
+// the acquirer's credential, and put and read the release markers of its
+// voids. The operator's role may call the channel and read
 // the table, and keeps only the grants idemctl republish needs; it writes
 // no record and holds no secret.
 func newOperatorChannel(stack awscdk.Stack, cfg Config, assets StackAssets, removal awscdk.RemovalPolicy, env *map[string]*string,
 	table tableRef, topicArn *string, publisherFailures awssqs.Queue, secretArn *string) operatorChannel {
 	tableArn := table.arn
-	fn := newFunction(stack, "Operator", cfg, assets, removal, timeoutOf(deploy.FunctionOperator), env, []statement{
+	fn := newFunction(stack, "Operator", cfg, assets, removal, timeoutOf(deploy.FunctionOperator), env, append([]statement{
 		{actions: []string{"dynamodb:GetItem"}, resources: []*string{tableArn}, conditions: leadingKeys(idem.RecordPrefix, tabledef.LedgerPrefix, tabledef.ReleasePrefix)},
 		{actions: []string{"dynamodb:UpdateItem"}, resources: []*string{tableArn}, conditions: leadingKeys(idem.RecordPrefix)},
 		// an accept's row deletes a held marker, conditioned on being one
 		{actions: []string{"dynamodb:DeleteItem"}, resources: []*string{tableArn}, conditions: leadingKeys(idem.RecordPrefix, tabledef.LedgerPrefix)},
 		{actions: []string{"dynamodb:PutItem"}, resources: []*string{tableArn}, conditions: leadingKeys(tabledef.LedgerPrefix, tabledef.ReleasePrefix)},
 		{actions: []string{"secretsmanager:GetSecretValue"}, resources: []*string{secretArn}},
-	})
+	}, refundGrants(tableArn)...))
 	url := fn.fn.AddFunctionUrl(&awslambda.FunctionUrlOptions{AuthType: awslambda.FunctionUrlAuthType_AWS_IAM})
 
 	var assumedBy awsiam.IPrincipal = awsiam.NewAccountRootPrincipal()

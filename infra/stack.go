@@ -252,14 +252,7 @@ func newFunctions(stack awscdk.Stack, cfg Config, assets StackAssets, removal aw
 		{actions: []string{"dynamodb:UpdateItem"}, resources: []*string{tableArn}, conditions: onlyRecords},
 		{actions: []string{"dynamodb:DeleteItem"}, resources: []*string{tableArn}, conditions: recordsAndLedger},
 	}
-	// Refunds (DESIGN §7): the refund rows are put and read like ledger
-	// rows, written once by a conditional put; the balances are read and
-	// moved only by conditional updates, never put or deleted. The charge
-	// function refunds; the reconciler resolves stale refunds.
-	refundStatements := []statement{
-		{actions: []string{"dynamodb:PutItem", "dynamodb:GetItem"}, resources: []*string{tableArn}, conditions: leadingKeys(tabledef.RefundPrefix)},
-		{actions: []string{"dynamodb:UpdateItem", "dynamodb:GetItem"}, resources: []*string{tableArn}, conditions: leadingKeys(tabledef.BalancePrefix)},
-	}
+	refundStatements := refundGrants(tableArn)
 	consumeActions := []string{"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ChangeMessageVisibility"}
 
 	charge := newFunction(stack, "Charge", cfg, assets, removal, timeoutOf(deploy.FunctionCharge), with(nil), slices.Concat(recordStatements, refundStatements, []statement{
@@ -276,7 +269,7 @@ func newFunctions(stack awscdk.Stack, cfg Config, assets StackAssets, removal aw
 	}
 	consumer := newFunction(stack, "SqsConsumer", cfg, assets, removal, timeoutOf(deploy.FunctionConsumer),
 		with(map[string]*string{deploy.EnvCommandSources: encodeSources(sources), deploy.EnvRejectedQueueURL: rejected.QueueUrl(), deploy.EnvOutcomeTopicARN: outcomes.topic.TopicArn()}),
-		slices.Concat(recordStatements, []statement{
+		slices.Concat(recordStatements, refundStatements, []statement{
 			{actions: []string{"secretsmanager:GetSecretValue"}, resources: []*string{secret.SecretArn()}},
 			{actions: consumeActions, resources: producerARNs},
 			{actions: []string{"sqs:SendMessage"}, resources: []*string{rejected.QueueArn()}},
@@ -694,4 +687,18 @@ func retention(days int) awslogs.RetentionDays {
 		panic(fmt.Sprintf("log retention %d days: use 7, 14, 30, 90 or 365", days))
 	}
 	return r
+}
+
+// refundGrants are the grants of a role that refunds (DESIGN §7): the
+// refund rows are put and read like ledger rows, written once by a
+// conditional put (as is a void's marker at a row's key); the balances
+// are read and moved only by conditional updates, never put or deleted.
+// The charge function refunds over HTTP, the queue consumer refund
+// commands; the reconciler resolves stale refunds, and the operator's
+// channel settles held ones.
+func refundGrants(tableArn *string) []statement {
+	return []statement{
+		{actions: []string{"dynamodb:PutItem", "dynamodb:GetItem"}, resources: []*string{tableArn}, conditions: leadingKeys(tabledef.RefundPrefix)},
+		{actions: []string{"dynamodb:UpdateItem", "dynamodb:GetItem"}, resources: []*string{tableArn}, conditions: leadingKeys(tabledef.BalancePrefix)},
+	}
 }

@@ -398,7 +398,8 @@ func TestLeastPrivilege(t *testing.T) {
 	// code's condition), and none puts or deletes a balance; the sweeper touches records only and reads the
 	// table probe's one key (idem.SentinelPK) and no other; the reconciler
 	// puts ledger and refund rows only (never an idempotency record: the
-	// claim path fails for it); the queue consumer refunds nothing.
+	// claim path fails for it); the queue consumer and the operator's
+	// channel refund as the charge function does.
 	records := `{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["` + idem.RecordPrefix + `*"]}}`
 	ledger := `{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["` + tabledef.LedgerPrefix + `*"]}}`
 	both := `{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["` + idem.RecordPrefix + `*","` + tabledef.LedgerPrefix + `*"]}}`
@@ -407,7 +408,11 @@ func TestLeastPrivilege(t *testing.T) {
 	for prefix, want := range map[string]map[string][]string{ // action → the conditions of its statements ("" none)
 		"ChargePolicy": {"dynamodb:PutItem": {both, refunds}, "dynamodb:GetItem": {both, refunds, balances},
 			"dynamodb:UpdateItem": {records, balances}, "dynamodb:DeleteItem": {both}},
-		"SqsConsumerPolicy": {"dynamodb:PutItem": {both}, "dynamodb:GetItem": {both}, "dynamodb:UpdateItem": {records}, "dynamodb:DeleteItem": {both}},
+		"SqsConsumerPolicy": {"dynamodb:PutItem": {both, refunds}, "dynamodb:GetItem": {both, refunds, balances},
+			"dynamodb:UpdateItem": {records, balances}, "dynamodb:DeleteItem": {both}},
+		"OperatorPolicy": {"dynamodb:PutItem": {leadingKeysOf(tabledef.LedgerPrefix, tabledef.ReleasePrefix), refunds},
+			"dynamodb:GetItem": {leadingKeysOf(idem.RecordPrefix, tabledef.LedgerPrefix, tabledef.ReleasePrefix), refunds, balances},
+			"dynamodb:UpdateItem": {records, balances}, "dynamodb:DeleteItem": {both}},
 		"ReconcilerPolicy": {"dynamodb:PutItem": {ledger, refunds}, "dynamodb:GetItem": {both, refunds, balances},
 			"dynamodb:UpdateItem": {records, balances}, "dynamodb:DeleteItem": {both}},
 		"SweeperPolicy": {"dynamodb:UpdateItem": {records}, "dynamodb:Query": {""}, "dynamodb:GetItem": {sentinelOnly}},
@@ -432,6 +437,16 @@ func TestLeastPrivilege(t *testing.T) {
 			}
 		}
 	}
+}
+
+// leadingKeysOf is a statement's condition on the prefixes of the keys it
+// may touch.
+func leadingKeysOf(prefixes ...string) string {
+	var like []string
+	for _, p := range prefixes {
+		like = append(like, `"`+p+`*"`)
+	}
+	return `{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":[` + strings.Join(like, ",") + `]}}`
 }
 
 // sentinelOnly is the condition of the sweeper's one read of the table in
