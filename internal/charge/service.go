@@ -691,57 +691,41 @@ func (s *Service) row(ctx context.Context, account, id string) Result {
 	if errors.As(err, &marked) {
 		return s.heldWithoutRow(ctx, account, id, marked.Marker)
 	}
-	if errors.Is(err, ErrNoCharge) {
+	return s.rowResult(ctx, account, ch, err)
+}
+
+// rowResult is what a read of a ledger row (ch, err) answers account: a
+// marker, another account's row and an unreadable one are NotFound.
+func (s *Service) rowResult(ctx context.Context, account string, ch Charge, err error) Result {
+	switch {
+	case errors.Is(err, ErrNoCharge):
 		return Result{Outcome: NotFound}
-	}
-	if errors.Is(err, ErrUnreadableCharge) {
+	case errors.Is(err, ErrUnreadableCharge):
 		s.cfg.Logger.ErrorContext(ctx, "get charge: unreadable ledger row", "error", err)
 		return Result{Outcome: NotFound}
-	}
-	if err != nil {
+	case err != nil:
 		s.cfg.Logger.ErrorContext(ctx, "get charge failed", "error", err)
 		return Result{Outcome: Unavailable, RetryAfter: s.cfg.RetryAfter}
-	}
-	if ch.Account != account {
+	case ch.Account != account:
 		return Result{Outcome: NotFound}
 	}
 	return Result{Outcome: Found, Charge: ch}
 }
 
 // heldWithoutRow is what account's charge id answers when its key holds
-// the held marker m: the record m names, read as settled reads a row's,
-// while it holds the intent (held or in flight); once it is completed,
-// gone or replaced, the row, read again, if one replaced the marker, and
-// NotFound if not. Another account's marker is NotFound.
+// the held marker m: what the record m names says while it holds the
+// intent (held or in flight); once it is completed, gone or replaced, the
+// row, read again, if one replaced the marker, and NotFound if not.
+// Another account's marker is NotFound.
 func (s *Service) heldWithoutRow(ctx context.Context, account, id string, m HeldMarker) Result {
 	if m.Account != account {
 		return Result{Outcome: NotFound}
 	}
-	rec, err := s.guard.Find(ctx, idem.Scope{Operation: Operation, Account: account, Key: m.Key})
-	var inFlight *idem.InFlightError
-	switch {
-	case err == nil || errors.Is(err, idem.ErrNotFound) || errors.Is(err, idem.ErrKeyInvalid):
-	case rec != nil && ID(rec.DownstreamKey) != id: // the key's later intent
-	case errors.Is(err, idem.ErrHeld):
-		return s.held()
-	case errors.As(err, &inFlight):
-		return Result{Outcome: InFlight, RetryAfter: inFlight.RetryAfter, WaitOut: max(inFlight.WaitOut, inFlight.RetryAfter)}
-	default:
-		s.cfg.Logger.ErrorContext(ctx, "get charge: the held marker's record failed to read", "error", err)
-		return Result{Outcome: Unavailable, RetryAfter: s.cfg.RetryAfter}
+	if res, holds := s.recordOf(ctx, account, m.Key, id); holds {
+		return res
 	}
-	ch, err := s.ledger.Get(ctx, id)
-	switch {
-	case err == nil && ch.Account == account:
-		return Result{Outcome: Found, Charge: ch}
-	case err == nil || errors.Is(err, ErrNoCharge):
-		return Result{Outcome: NotFound}
-	case errors.Is(err, ErrUnreadableCharge):
-		s.cfg.Logger.ErrorContext(ctx, "get charge: unreadable ledger row", "error", err)
-		return Result{Outcome: NotFound}
-	}
-	s.cfg.Logger.ErrorContext(ctx, "get charge failed", "error", err)
-	return Result{Outcome: Unavailable, RetryAfter: s.cfg.RetryAfter}
+	ch, err := s.ledger.Get(ctx, id) // a marker still there is NotFound (a *HeldMarkerError is ErrNoCharge)
+	return s.rowResult(ctx, account, ch, err)
 }
 
 // settled is Found with ch once ch's record has completed or is gone,
@@ -750,20 +734,31 @@ func (s *Service) settled(ctx context.Context, ch Charge) Result {
 	if ch.IdempotencyKey == "" {
 		return Result{Outcome: Found, Charge: ch}
 	}
-	rec, err := s.guard.Find(ctx, idem.Scope{Operation: Operation, Account: ch.Account, Key: ch.IdempotencyKey})
+	if res, holds := s.recordOf(ctx, ch.Account, ch.IdempotencyKey, ch.ID); holds {
+		return res
+	}
+	return Result{Outcome: Found, Charge: ch}
+}
+
+// recordOf is what the record of account's key says of charge id while
+// it holds the intent: Held, InFlight, or Unavailable when it failed to
+// read. holds is false once the record has completed, is gone, or the
+// key's later intent replaced it: then the row answers.
+func (s *Service) recordOf(ctx context.Context, account, key, id string) (res Result, holds bool) {
+	rec, err := s.guard.Find(ctx, idem.Scope{Operation: Operation, Account: account, Key: key})
 	var inFlight *idem.InFlightError
 	switch {
 	case err == nil || errors.Is(err, idem.ErrNotFound) || errors.Is(err, idem.ErrKeyInvalid):
-		return Result{Outcome: Found, Charge: ch}
-	case rec != nil && ID(rec.DownstreamKey) != ch.ID: // the key's later intent
-		return Result{Outcome: Found, Charge: ch}
+		return Result{}, false
+	case rec != nil && ID(rec.DownstreamKey) != id: // the key's later intent
+		return Result{}, false
 	case errors.Is(err, idem.ErrHeld):
-		return s.held()
+		return s.held(), true
 	case errors.As(err, &inFlight):
-		return Result{Outcome: InFlight, RetryAfter: inFlight.RetryAfter, WaitOut: max(inFlight.WaitOut, inFlight.RetryAfter)}
+		return Result{Outcome: InFlight, RetryAfter: inFlight.RetryAfter, WaitOut: max(inFlight.WaitOut, inFlight.RetryAfter)}, true
 	}
 	s.cfg.Logger.ErrorContext(ctx, "get charge: its record failed to read", "error", err)
-	return Result{Outcome: Unavailable, RetryAfter: s.cfg.RetryAfter}
+	return Result{Outcome: Unavailable, RetryAfter: s.cfg.RetryAfter}, true
 }
 
 // ByKey finds account's charge by the client's idempotency key, as a

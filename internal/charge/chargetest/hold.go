@@ -77,6 +77,7 @@ func RunHoldConformance(t *testing.T, newStores NewStoresFunc) {
 		{"ReadBackNamesOnlyItsDecision", holdReadBackNamesOnlyItsDecision},
 		{"ALateRowAfterAVoidIsRefused", holdALateRowAfterAVoid},
 		{"AHeldChargeWithoutARowOnEveryRoute", holdWithoutARowOnEveryRoute},
+		{"AMarkerWhoseRecordIsGone", holdAMarkerWhoseRecordIsGone},
 	})
 }
 

@@ -3,6 +3,7 @@ package chargetest
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -118,4 +119,20 @@ func holdWithoutARowOnEveryRoute(t *testing.T, newStores NewStoresFunc) {
 		t.Fatalf("accept: %+v, %v", st, err)
 	}
 	w.mustAnswerOnEveryRoute(t, svc, "held-no-row-key", id, charge.Found)
+}
+
+// holdAMarkerWhoseRecordIsGone: a held marker whose hold never landed and
+// whose record was released since (the marker is kept: it names a record
+// no longer there) answers NotFound, once, on the charge's id.
+func holdAMarkerWhoseRecordIsGone(t *testing.T, newStores NewStoresFunc) {
+	ctx := context.Background()
+	w := newWorld(t, newStores)
+	svc := w.service(&liar{sb: sandbox.New("")})
+	id := charge.ID(strings.Repeat("7", 40))
+	if err := w.ledger.Hold(ctx, id, charge.HeldMarker{Account: "acct_1", Key: "released-since-key"}); err != nil {
+		t.Fatal(err)
+	}
+	if r := svc.Get(ctx, "acct_1", id); r.Outcome != charge.NotFound {
+		t.Fatalf("GET of a marker whose record is gone: %s", r.Outcome)
+	}
 }
