@@ -411,7 +411,7 @@ func TestLeastPrivilege(t *testing.T) {
 		"SqsConsumerPolicy": {"dynamodb:PutItem": {both, refunds}, "dynamodb:GetItem": {both, refunds, balances},
 			"dynamodb:UpdateItem": {records, balances}, "dynamodb:DeleteItem": {both}},
 		"OperatorPolicy": {"dynamodb:PutItem": {leadingKeysOf(tabledef.LedgerPrefix, tabledef.ReleasePrefix), refunds},
-			"dynamodb:GetItem": {leadingKeysOf(idem.RecordPrefix, tabledef.LedgerPrefix, tabledef.ReleasePrefix), refunds, balances},
+			"dynamodb:GetItem":    {leadingKeysOf(idem.RecordPrefix, tabledef.LedgerPrefix, tabledef.ReleasePrefix), refunds, balances},
 			"dynamodb:UpdateItem": {records, balances}, "dynamodb:DeleteItem": {both}},
 		"ReconcilerPolicy": {"dynamodb:PutItem": {ledger, refunds}, "dynamodb:GetItem": {both, refunds, balances},
 			"dynamodb:UpdateItem": {records, balances}, "dynamodb:DeleteItem": {both}},
