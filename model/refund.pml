@@ -31,8 +31,8 @@
  * who settles the records they hold (either shape); -DLATE_ACCEPT adds to
  * it one answer garbled although the refund agrees, and an accept of it
  * whose row may land long after its invocation ended.
- * The largest run, liveness with a competitor, stores 19.9 million states
- * in about 2 GB.
+ * The largest runs, liveness and mismatches with a competitor, store 34
+ * million states in about 3.5 GB.
  *
  * model/check.sh runs it. Compile-time switches break it; each must yield a
  * counterexample:
