@@ -15,6 +15,7 @@ import (
 
 	"github.com/idempotent-payments/idempay/internal/charging"
 	"github.com/idempotent-payments/idempay/internal/obs"
+	"github.com/idempotent-payments/idempay/internal/operator"
 	"github.com/idempotent-payments/idempay/internal/setup"
 )
 
@@ -27,7 +28,7 @@ func run(logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	h := &Handler{Service: c.Service, Refunds: c.Refunds, Logger: logger}
+	h := &operator.Handler{Operations: c.Operations, Lookup: c.Service.Record, Logger: logger}
 	lambda.Start(func(ctx context.Context, ev events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error) {
 		defer c.Flush(ctx)
 		return h.Handle(ctx, ev)

@@ -1,10 +1,8 @@
-// Command sqsconsumer is the Lambda function on the command queues: each
-// producer's queue of charge and refund commands (the same operations and
-// key spaces as POST /v1/charges and POST /v1/charges/{id}/refunds) or the
-// sweeper's queue of reconcile commands, as its
-// COMMAND_SOURCES say. The stack deploys it twice: one function for the
-// producers' queues, one for the reconcile queue. It reports partial batch
-// failures.
+// Command sqsconsumer is the Lambda function on the command queues
+// (internal/consumer): each producer's queue of commands, or the
+// sweeper's queue of reconcile commands, as its COMMAND_SOURCES say. The
+// stack deploys it twice: for the producers' queues, for the reconcile
+// queue.
 package main
 
 import (
@@ -19,6 +17,7 @@ import (
 
 	"github.com/idempotent-payments/idempay/internal/charging"
 	"github.com/idempotent-payments/idempay/internal/command"
+	"github.com/idempotent-payments/idempay/internal/consumer"
 	"github.com/idempotent-payments/idempay/internal/deploy"
 	"github.com/idempotent-payments/idempay/internal/obs"
 	"github.com/idempotent-payments/idempay/internal/queue"
@@ -44,12 +43,9 @@ func run(logger *slog.Logger) error {
 		return err
 	}
 	sqsClient := sqs.NewFromConfig(c.AWS)
-	byARN := map[string]inbox{}
-	for _, in := range inboxes {
-		byARN[in.ARN] = inbox{Inbox: in, Queue: queue.New(sqsClient, in.URL)}
-	}
-	h := &Handler{
-		Service: c.Service, Refunds: c.Refunds, RefundRefusal: c.RefundRefusal, Inboxes: byARN, DeadLetters: queue.New(sqsClient, rejectedURL),
+	byARN := consumer.InboxesOf(inboxes, func(url string) consumer.Delayer { return queue.New(sqsClient, url) })
+	h := &consumer.Handler{
+		Service: c.Service, Refunds: c.Refunds, Operations: c.Operations, RefundRefusal: c.RefundRefusal, Inboxes: byARN, DeadLetters: queue.New(sqsClient, rejectedURL),
 		Concurrency: deploy.ConsumerConcurrency, Logger: logger, Metrics: obs.NewMetrics(os.Stdout, obs.FunctionConsumer, c.Config.Environment),
 	}
 	if arn := os.Getenv(deploy.EnvOutcomeTopicARN); arn != "" {

@@ -11,6 +11,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/idemtest"
 	"github.com/idempotent-payments/idempay/internal/obs"
+	"github.com/idempotent-payments/idempay/internal/op"
 )
 
 // TestOutcomeNames: every outcome has a name of its own in the
@@ -27,7 +28,7 @@ func TestOutcomeNames(t *testing.T) {
 		}
 		seen[name] = o
 	}
-	for _, r := range []charge.Reconciled{charge.NothingToDo, charge.ReconciledCompleted, charge.ReconciledReleased, charge.ReconciledHeld, charge.ReconciledMismatch} {
+	for _, r := range []op.Reconciled{op.NothingToDo, op.ReconciledCompleted, op.ReconciledReleased, op.ReconciledHeld, op.ReconciledMismatch} {
 		if !slices.Contains(obs.Outcomes(), r.Name()) {
 			t.Errorf("reconciliation %d is named %q, which is not in the vocabulary", int(r), r.Name())
 		}

@@ -9,44 +9,12 @@ import (
 	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/obs"
+	"github.com/idempotent-payments/idempay/internal/op"
 )
-
-// Reconciled is what a reconciliation did.
-type Reconciled int
-
-const (
-	// NothingToDo: the record is gone, completed, or its lease is live or
-	// ended too recently (someone else is on it, or may still be).
-	NothingToDo Reconciled = iota
-	// ReconciledCompleted: the acquirer had the authorization; it is stored.
-	ReconciledCompleted
-	// ReconciledReleased: the acquirer never saw the request; the key is
-	// free and the client's next retry executes.
-	ReconciledReleased
-	// ReconciledHeld: the record was held for an operator. Nothing was
-	// asked of the acquirer; only Settle settles it.
-	ReconciledHeld
-	// ReconciledMismatch: the acquirer's answer disagreed with the request
-	// (acquirer.ErrMismatch) and the record is now held, as a charge's
-	// Mismatch outcome holds it; if the hold could not be written, Reconcile
-	// returns it with an error, the record still in flight.
-	ReconciledMismatch
-)
-
-// Name is r's name in the observability vocabulary. A mismatch is named as
-// a charge's mismatch is (obs.OutcomeAcquirerMismatch), so one alarm counts
-// both.
-func (r Reconciled) Name() obs.Outcome {
-	return [...]obs.Outcome{obs.OutcomeReconciledNothing, obs.OutcomeReconciledComplete, obs.OutcomeReconciledReleased,
-		obs.OutcomeReconciledHeld, obs.OutcomeAcquirerMismatch}[r]
-}
-
-// String is Name, as text.
-func (r Reconciled) String() string { return string(r.Name()) }
 
 // ErrNotAChargeRecord: Reconcile was given a key that is not a charge's
 // idempotency record. Nothing was read or written; retrying cannot help.
-var ErrNotAChargeRecord = errors.New("not a charge's idempotency record")
+var ErrNotAChargeRecord = op.NotItsRecord("not a charge's idempotency record")
 
 // Reconcile resolves a record left in flight: it takes over the lease (only
 // if it ended more than the in-transit bound plus the clock-skew margin ago,
@@ -58,42 +26,42 @@ var ErrNotAChargeRecord = errors.New("not a charge's idempotency record")
 // flight: retry later; except ErrNotAChargeRecord, which no retry changes.
 // A record claimed for another acquirer is an error wrapping
 // idem.ErrOtherDownstream, and nothing is asked or written.
-func (s *Service) Reconcile(ctx context.Context, pk string) (Reconciled, error) {
+func (s *Service) Reconcile(ctx context.Context, pk string) (op.Reconciled, error) {
 	if err := chargeRecord("reconcile", pk); err != nil {
-		return NothingToDo, err
+		return op.NothingToDo, err
 	}
 	ctx = obs.WithAttrs(ctx, slog.String("record", idem.Ref(pk)))
 	lease, err := s.guard.TakeOverStale(ctx, pk)
 	switch {
 	case errors.Is(err, idem.ErrNotFound) || errors.Is(err, idem.ErrLeaseLost):
-		return NothingToDo, nil
+		return op.NothingToDo, nil
 	case errors.Is(err, idem.ErrHeld):
-		return ReconciledHeld, nil
+		return op.ReconciledHeld, nil
 	}
 	if err != nil {
-		return NothingToDo, err
+		return op.NothingToDo, err
 	}
 	canonical, err := lease.Request()
 	if err != nil {
-		return NothingToDo, fmt.Errorf("reconcile %s: stored request: %w", idem.Ref(pk), err)
+		return op.NothingToDo, fmt.Errorf("reconcile %s: stored request: %w", idem.Ref(pk), err)
 	}
 	req, err := RequestFromCanonical(canonical)
 	if err != nil {
-		return NothingToDo, fmt.Errorf("reconcile %s: %w", idem.Ref(pk), err)
+		return op.NothingToDo, fmt.Errorf("reconcile %s: %w", idem.Ref(pk), err)
 	}
 	auth, err := s.lookup(ctx, lease, req)
 	switch {
 	case errors.Is(err, acquirer.ErrMismatch):
 		if _, held := s.hold(ctx, lease, req, err); !held {
-			return ReconciledMismatch, fmt.Errorf("reconcile %s: the acquirer's answer disagrees, and the hold was not written", idem.Ref(pk))
+			return op.ReconciledMismatch, fmt.Errorf("reconcile %s: the acquirer's answer disagrees, and the hold was not written", idem.Ref(pk))
 		}
-		return ReconciledMismatch, nil
+		return op.ReconciledMismatch, nil
 	case err == nil:
 		res := s.finish(ctx, lease, req, auth)
 		if res.Outcome != Executed && res.Outcome != Replayed {
-			return NothingToDo, fmt.Errorf("reconcile %s: completion did not land", idem.Ref(pk))
+			return op.NothingToDo, fmt.Errorf("reconcile %s: completion did not land", idem.Ref(pk))
 		}
-		return ReconciledCompleted, nil
+		return op.ReconciledCompleted, nil
 	case errors.Is(err, acquirer.ErrNotFound):
 		// A ledger row is written only from an authorization: if an attempt
 		// wrote one and died before completing, the charge exists whatever
@@ -103,23 +71,23 @@ func (s *Service) Reconcile(ctx context.Context, pk string) (Reconciled, error) 
 			return s.completeFromRow(ctx, lease, pk, row)
 		} else if !errors.Is(rowErr, ErrNoCharge) {
 			_ = lease.Abandon(ctx)
-			return NothingToDo, fmt.Errorf("reconcile %s: ledger: %w", idem.Ref(pk), rowErr)
+			return op.NothingToDo, fmt.Errorf("reconcile %s: ledger: %w", idem.Ref(pk), rowErr)
 		}
 		if err := lease.ReleaseReconciled(ctx); err != nil {
-			return NothingToDo, fmt.Errorf("reconcile %s: %w", idem.Ref(pk), err)
+			return op.NothingToDo, fmt.Errorf("reconcile %s: %w", idem.Ref(pk), err)
 		}
-		return ReconciledReleased, nil
+		return op.ReconciledReleased, nil
 	default:
 		_ = lease.Abandon(ctx)
-		return NothingToDo, fmt.Errorf("reconcile %s: acquirer lookup: %w", idem.Ref(pk), err)
+		return op.NothingToDo, fmt.Errorf("reconcile %s: acquirer lookup: %w", idem.Ref(pk), err)
 	}
 }
 
 // completeFromRow completes the record with the answer of a ledger row
 // already written for it.
-func (s *Service) completeFromRow(ctx context.Context, lease *idem.Lease, pk string, row Charge) (Reconciled, error) {
+func (s *Service) completeFromRow(ctx context.Context, lease *idem.Lease, pk string, row Charge) (op.Reconciled, error) {
 	if err := lease.Complete(ctx, s.answer(row)); err != nil {
-		return NothingToDo, fmt.Errorf("reconcile %s: %w", idem.Ref(pk), err)
+		return op.NothingToDo, fmt.Errorf("reconcile %s: %w", idem.Ref(pk), err)
 	}
-	return ReconciledCompleted, nil
+	return op.ReconciledCompleted, nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/idemtest"
+	"github.com/idempotent-payments/idempay/internal/op"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
 )
 
@@ -143,24 +144,24 @@ func TestReconcile(t *testing.T) {
 	}
 	clock.Advance(5 * time.Second) // lease ended 5 s ago: less than T + skew
 	acq.lookup = captured
-	if got, err := svc.Reconcile(ctx, pk("found-key-1")); err != nil || got != charge.NothingToDo {
+	if got, err := svc.Reconcile(ctx, pk("found-key-1")); err != nil || got != op.NothingToDo {
 		t.Fatalf("within T + skew: %v, %v; want nothing to do", got, err)
 	}
 	clock.Advance(2 * time.Second)
-	if got, err := svc.Reconcile(ctx, pk("found-key-1")); err != nil || got != charge.ReconciledCompleted {
+	if got, err := svc.Reconcile(ctx, pk("found-key-1")); err != nil || got != op.ReconciledCompleted {
 		t.Fatalf("found: %v, %v", got, err)
 	}
 	if st, _ := status(t, guard, "acct", "found-key-1"); st != idem.StatusCompleted {
 		t.Fatalf("found: record %q", st)
 	}
 	acq.lookup = absent
-	if got, err := svc.Reconcile(ctx, pk("absent-key-1")); err != nil || got != charge.ReconciledReleased {
+	if got, err := svc.Reconcile(ctx, pk("absent-key-1")); err != nil || got != op.ReconciledReleased {
 		t.Fatalf("absent: %v, %v", got, err)
 	}
 	if st, _ := status(t, guard, "acct", "absent-key-1"); st != "" {
 		t.Fatalf("absent: record %q, want released", st)
 	}
-	if got, err := svc.Reconcile(ctx, pk("found-key-1")); err != nil || got != charge.NothingToDo {
+	if got, err := svc.Reconcile(ctx, pk("found-key-1")); err != nil || got != op.NothingToDo {
 		t.Fatalf("completed record: %v, %v", got, err)
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/dynamo"
 	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/op"
 	"github.com/idempotent-payments/idempay/internal/refund"
 	"github.com/idempotent-payments/idempay/internal/setup"
 )
@@ -120,6 +121,9 @@ type Charging struct {
 	AWS     aws.Config
 	Service *charge.Service
 	Refunds *refund.Service
+	// Operations are both services as the operator's channel and the
+	// reconciler reach them, by their records' keys.
+	Operations *op.Registry
 	// RefundRefusal reads the bound's refusal code back from a refund's
 	// stored answer, which the HTTP adapter rendered
 	// (httpapi.RefundRefusal): "" for a refund the acquirer decided.
@@ -155,7 +159,8 @@ func Start(ctx context.Context, function string, getenv func(string) string, log
 	if err != nil {
 		return Charging{}, err
 	}
-	return Charging{Config: cfg, AWS: awsCfg, Service: svc, Refunds: refunds, RefundRefusal: refundRefusal, Tracer: tracer, Flush: flush}, nil
+	return Charging{Config: cfg, AWS: awsCfg, Service: svc, Refunds: refunds, Operations: op.NewRegistry(svc.Operation(), refunds.Operation()),
+		RefundRefusal: refundRefusal, Tracer: tracer, Flush: flush}, nil
 }
 
 // Services builds the charge and the refund services: the table, opened

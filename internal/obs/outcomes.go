@@ -46,7 +46,7 @@ const (
 )
 
 // The queue consumers' own verdicts, and what a reconcile command came to
-// (charge.Reconciled names each of its results by one of these).
+// (op.Reconciled names each of its results by one of these).
 const (
 	OutcomeMalformed          Outcome = "malformed"
 	OutcomeProducerNotAllowed Outcome = "producer_not_allowed"

@@ -166,13 +166,13 @@ const (
 	// Look's: the acquirer has an authorization (Terms), or none.
 	OutcomeLooked          = "looked"
 	OutcomeNoAuthorization = "no_authorization"
-	// Reconcile's and Release's (charge.Reconciled's names).
+	// Reconcile's and Release's (op.Reconciled's names).
 	OutcomeCompleted   = "completed"
 	OutcomeReleased    = "released"
 	OutcomeNothingToDo = "nothing_to_do"
 	OutcomeHeld        = "held"
 	OutcomeMismatch    = "mismatch"
-	// A settlement's: the state read back (charge.State's names).
+	// A settlement's: the state read back (op.State's names).
 	OutcomeStillHeld          = "still_held"
 	OutcomeReleasedByThis     = "released_by_this_decision"
 	OutcomeCompletedByThis    = "completed_by_this_decision"

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/op"
 	"github.com/idempotent-payments/idempay/internal/operator"
 	"github.com/idempotent-payments/idempay/internal/strictjson"
 )
@@ -79,7 +79,7 @@ func TestDecodeRefuses(t *testing.T) {
 func TestSettlementOutcomesAreTheStates(t *testing.T) {
 	t.Parallel()
 	var names []string
-	for s := charge.StillHeld; s <= charge.InProgress; s++ {
+	for s := op.StillHeld; s <= op.InProgress; s++ {
 		names = append(names, s.String())
 	}
 	want := []string{operator.OutcomeStillHeld, operator.OutcomeReleasedByThis, operator.OutcomeCompletedByThis, operator.OutcomeReleasedByAnother,

@@ -10,11 +10,12 @@ import (
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/obs"
+	"github.com/idempotent-payments/idempay/internal/op"
 )
 
 // ErrNotARefundRecord: Reconcile was given a key that is not a refund's
 // idempotency record. Nothing was read or written.
-var ErrNotARefundRecord = errors.New("not a refund's idempotency record")
+var ErrNotARefundRecord = op.NotItsRecord("not a refund's idempotency record")
 
 // Reconcile resolves a refund record left in flight, as
 // charge.Service.Reconcile does a charge's: it takes the lease over only
@@ -23,26 +24,26 @@ var ErrNotARefundRecord = errors.New("not a refund's idempotency record")
 // (the row, the entry, the completion); absent, it releases the entry,
 // then the record: nothing can be in transit any more. A held record is
 // left to its operator, and an answer that disagrees holds the record. It
-// answers in charge.Reconciled's terms, so one reconciler counts both. An
+// answers in op.Reconciled's terms, so one reconciler counts both. An
 // error means nothing is known yet: retry later; except
 // ErrNotARefundRecord, which no retry changes.
-func (s *Service) Reconcile(ctx context.Context, pk string) (charge.Reconciled, error) {
+func (s *Service) Reconcile(ctx context.Context, pk string) (op.Reconciled, error) {
 	scope, err := idem.ParsePK(pk)
 	if err == nil && scope.Operation != Operation {
 		err = fmt.Errorf("operation %q", scope.Operation)
 	}
 	if err != nil {
-		return charge.NothingToDo, fmt.Errorf("reconcile: %w: %w", ErrNotARefundRecord, err)
+		return op.NothingToDo, fmt.Errorf("reconcile: %w: %w", ErrNotARefundRecord, err)
 	}
 	ctx = obs.WithAttrs(ctx, slog.String("record", idem.Ref(pk)))
 	lease, err := s.guard.TakeOverStale(ctx, pk)
 	switch {
 	case errors.Is(err, idem.ErrNotFound) || errors.Is(err, idem.ErrLeaseLost):
-		return charge.NothingToDo, nil
+		return op.NothingToDo, nil
 	case errors.Is(err, idem.ErrHeld):
-		return charge.ReconciledHeld, nil
+		return op.ReconciledHeld, nil
 	case err != nil:
-		return charge.NothingToDo, err
+		return op.NothingToDo, err
 	}
 	canonical, err := lease.Request()
 	var req Request
@@ -51,7 +52,7 @@ func (s *Service) Reconcile(ctx context.Context, pk string) (charge.Reconciled, 
 	}
 	if err != nil {
 		_ = lease.Abandon(ctx)
-		return charge.NothingToDo, fmt.Errorf("reconcile %s: stored request: %w", idem.Ref(pk), err)
+		return op.NothingToDo, fmt.Errorf("reconcile %s: stored request: %w", idem.Ref(pk), err)
 	}
 	ch := s.charges.Get(ctx, lease.Record().Account, req.ChargeID)
 	if ch.Outcome != charge.Found {
@@ -64,33 +65,33 @@ func (s *Service) Reconcile(ctx context.Context, pk string) (charge.Reconciled, 
 			e, err := s.balances.Refence(ctx, req.ChargeID, intentOf(lease), lease.Attempt())
 			if err != nil || e.State != EntryReleased {
 				_ = lease.Abandon(ctx)
-				return charge.NothingToDo, fmt.Errorf("reconcile %s: the charge is not found, and its balance has an entry for the refund (or did not answer: %v)", idem.Ref(pk), err)
+				return op.NothingToDo, fmt.Errorf("reconcile %s: the charge is not found, and its balance has an entry for the refund (or did not answer: %v)", idem.Ref(pk), err)
 			}
 			if err := lease.ReleaseReconciled(ctx); err != nil {
-				return charge.NothingToDo, fmt.Errorf("reconcile %s: %w", idem.Ref(pk), err)
+				return op.NothingToDo, fmt.Errorf("reconcile %s: %w", idem.Ref(pk), err)
 			}
-			return charge.ReconciledReleased, nil
+			return op.ReconciledReleased, nil
 		}
 		_ = lease.Abandon(ctx)
-		return charge.NothingToDo, fmt.Errorf("reconcile %s: the charge: %s", idem.Ref(pk), ch.Outcome)
+		return op.NothingToDo, fmt.Errorf("reconcile %s: the charge: %s", idem.Ref(pk), ch.Outcome)
 	}
 	entry, err := s.balances.Refence(ctx, req.ChargeID, intentOf(lease), lease.Attempt())
 	if err != nil {
 		_ = lease.Abandon(ctx)
-		return charge.NothingToDo, fmt.Errorf("reconcile %s: re-fence: %w", idem.Ref(pk), err)
+		return op.NothingToDo, fmt.Errorf("reconcile %s: re-fence: %w", idem.Ref(pk), err)
 	}
 	found, err := s.lookup(ctx, lease, ch.Charge, entry)
 	switch {
 	case errors.Is(err, acquirer.ErrMismatch):
 		if _, held := s.hold(ctx, lease, acquirerRequest(ch.Charge, entry), err); !held {
-			return charge.ReconciledMismatch, fmt.Errorf("reconcile %s: the hold was not written", idem.Ref(pk))
+			return op.ReconciledMismatch, fmt.Errorf("reconcile %s: the hold was not written", idem.Ref(pk))
 		}
-		return charge.ReconciledMismatch, nil
+		return op.ReconciledMismatch, nil
 	case err == nil:
 		return s.reconciled(pk, s.finish(ctx, lease, req, ch.Charge, entry, found))
 	case !errors.Is(err, acquirer.ErrNotFound):
 		_ = lease.Abandon(ctx)
-		return charge.NothingToDo, fmt.Errorf("reconcile %s: acquirer refund lookup: %w", idem.Ref(pk), err)
+		return op.NothingToDo, fmt.Errorf("reconcile %s: acquirer refund lookup: %w", idem.Ref(pk), err)
 	}
 	if entry.State == EntrySucceeded {
 		return s.reconciled(pk, s.completeFromRow(ctx, lease, ch.Charge, entry))
@@ -99,21 +100,21 @@ func (s *Service) Reconcile(ctx context.Context, pk string) (charge.Reconciled, 
 }
 
 // releaseReconciled releases the entry, then the record.
-func (s *Service) releaseReconciled(ctx context.Context, lease *idem.Lease, chargeID string) (charge.Reconciled, error) {
+func (s *Service) releaseReconciled(ctx context.Context, lease *idem.Lease, chargeID string) (op.Reconciled, error) {
 	if err := s.balances.Release(ctx, chargeID, intentOf(lease), lease.Attempt()); err != nil {
 		_ = lease.Abandon(ctx)
-		return charge.NothingToDo, fmt.Errorf("reconcile %s: release the entry: %w", idem.Ref(lease.PK()), err)
+		return op.NothingToDo, fmt.Errorf("reconcile %s: release the entry: %w", idem.Ref(lease.PK()), err)
 	}
 	if err := lease.ReleaseReconciled(ctx); err != nil {
-		return charge.NothingToDo, fmt.Errorf("reconcile %s: %w", idem.Ref(lease.PK()), err)
+		return op.NothingToDo, fmt.Errorf("reconcile %s: %w", idem.Ref(lease.PK()), err)
 	}
-	return charge.ReconciledReleased, nil
+	return op.ReconciledReleased, nil
 }
 
 // reconciled is what a finishing attempt's result means to the reconciler.
-func (s *Service) reconciled(pk string, res Result) (charge.Reconciled, error) {
+func (s *Service) reconciled(pk string, res Result) (op.Reconciled, error) {
 	if res.Outcome != Executed && res.Outcome != Replayed {
-		return charge.NothingToDo, fmt.Errorf("reconcile %s: completion did not land (%s)", idem.Ref(pk), res.Outcome)
+		return op.NothingToDo, fmt.Errorf("reconcile %s: completion did not land (%s)", idem.Ref(pk), res.Outcome)
 	}
-	return charge.ReconciledCompleted, nil
+	return op.ReconciledCompleted, nil
 }

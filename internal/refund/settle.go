@@ -8,6 +8,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/op"
 )
 
 // Errors of an operator's settlement of a held refund; none writes
@@ -15,7 +16,7 @@ import (
 var (
 	// ErrNoAcquirerRefund: the acquirer has no refund under the record's
 	// downstream key: there are no terms to accept.
-	ErrNoAcquirerRefund = errors.New("the acquirer has no refund under the record's key")
+	ErrNoAcquirerRefund = op.NothingAtAcquirer("the acquirer has no refund under the record's downstream key")
 	// ErrRowExists: the held refund already has its row. A row is never
 	// deleted or changed, so a void is refused; accept it, or a person
 	// reconciles the books.
@@ -37,7 +38,7 @@ type Decision struct {
 // back (charge.Settled's counterpart): the settlement, and the refund row
 // of a completed record.
 type Settled struct {
-	charge.Settlement
+	op.Settlement
 	Refund Refund
 }
 
@@ -60,7 +61,7 @@ func refundRecord(step, pk string) error {
 // succeeded with it (a released entry gave its amount back:
 // ReasonEntryDisagrees), or it is the decline the entry was released for.
 // What an operator is shown before deciding. It writes nothing. The record must be in progress, held or not. Errors:
-// idem.ErrNotFound, charge.ErrCompleted, idem.ErrOtherDownstream,
+// idem.ErrNotFound, op.ErrCompleted, idem.ErrOtherDownstream,
 // ErrNoAcquirerRefund, a mismatch (with the refund), or a read's or the
 // lookup's failure.
 func (s *Service) Peek(ctx context.Context, pk string) (acquirer.Refund, error) {
@@ -72,7 +73,7 @@ func (s *Service) Peek(ctx context.Context, pk string) (acquirer.Refund, error) 
 		return acquirer.Refund{}, err
 	}
 	if rec.Status != idem.StatusInProgress {
-		return acquirer.Refund{}, fmt.Errorf("peek %s: %w", idem.Ref(pk), charge.ErrCompleted)
+		return acquirer.Refund{}, fmt.Errorf("peek %s: %w", idem.Ref(pk), op.ErrCompleted)
 	}
 	if d := rec.Protocol.Downstream; d != "" && d != s.guard.Protocol().Downstream {
 		return acquirer.Refund{}, fmt.Errorf("peek %s (claimed for %q): %w", idem.Ref(pk), d, idem.ErrOtherDownstream)
@@ -139,7 +140,7 @@ func (s *Service) ask(ctx context.Context, downstreamKey string, ch charge.Charg
 //   - idem.SettleAccept: the lookup after the take-over must agree with
 //     itself and with what the entry reserved (acquirer.CheckRefundTerms:
 //     a tool never books a refund the bound did not reserve; a person
-//     reconciles that), and be d.Terms (charge.ErrTermsChanged). The
+//     reconciles that), and be d.Terms (op.ErrTermsChanged). The
 //     refund then finishes as an attempt does: the row, the entry, the
 //     record's completion, which keeps the hold with the settlement.
 //
@@ -153,7 +154,7 @@ func (s *Service) Settle(ctx context.Context, d Decision) (Settled, error) {
 	if d.Action == idem.SettleVoidConfirmed {
 		act = s.voidConfirmed
 	}
-	return charge.RunSettlement(ctx, d.PK, d.By, d.ID, d.Instance, d.Action, func(st *Settled) *charge.Settlement { return &st.Settlement },
+	return op.RunSettlement(ctx, d.PK, d.By, d.ID, d.Instance, d.Action, func(st *Settled) *op.Settlement { return &st.Settlement },
 		func(ctx context.Context) (Settled, error) { return s.ReadBack(ctx, d) },
 		func(ctx context.Context) error { return act(ctx, d) }, s.cfg.Logger)
 }
@@ -174,19 +175,19 @@ func (s *Service) ReadBack(ctx context.Context, d Decision) (Settled, error) {
 	}
 	switch row, err := s.ledger.Get(ctx, ID(d.Instance)); {
 	case err == nil:
-		return Settled{Settlement: charge.Settlement{State: charge.CompletedByAnother}, Refund: row}, nil
+		return Settled{Settlement: op.Settlement{State: op.CompletedByAnother}, Refund: row}, nil
 	case !errors.Is(err, ErrNoRefund):
 		return Settled{}, err
 	}
-	st, err := charge.ReleasedBy(ctx, s.guard, d.Instance, d.ID, d.Action)
+	st, err := op.ReleasedBy(ctx, s.guard, d.Instance, d.ID, d.Action)
 	return Settled{Settlement: st}, err
 }
 
 // stateOf is the state of rec, the record decision d is about, with its
 // refund row once it completed.
 func (s *Service) stateOf(ctx context.Context, rec *idem.Record, d Decision) Settled {
-	out := Settled{Settlement: charge.SettlementOf(rec, d.ID, d.Action, s.cfg.Now())}
-	if out.State == charge.CompletedByThis || out.State == charge.CompletedByAnother {
+	out := Settled{Settlement: op.SettlementOf(rec, d.ID, d.Action, s.cfg.Now())}
+	if out.State == op.CompletedByThis || out.State == op.CompletedByAnother {
 		if row, err := s.ledger.Get(ctx, ID(rec.DownstreamKey)); err == nil {
 			out.Refund = row
 		}
@@ -272,7 +273,7 @@ func (s *Service) accept(ctx context.Context, d Decision) error {
 		return giveBack(err)
 	}
 	if t := d.Terms; r.ID != t.ID || r.Status != t.Status || r.Amount != t.Amount || r.Currency != t.Currency {
-		return giveBack(fmt.Errorf("%w: shown %s %d %s (%s), now %s %d %s (%s)", charge.ErrTermsChanged,
+		return giveBack(fmt.Errorf("%w: shown %s %d %s (%s), now %s %d %s (%s)", op.ErrTermsChanged,
 			t.Status, t.Amount, t.Currency, t.ID, r.Status, r.Amount, r.Currency, r.ID))
 	}
 	if res := s.finish(ctx, lease, req, ch, entry, r); res.Outcome != Executed {

@@ -30,6 +30,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/idemtest"
 	"github.com/idempotent-payments/idempay/internal/localapi"
+	"github.com/idempotent-payments/idempay/internal/op"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
 	"github.com/idempotent-payments/idempay/internal/sweep"
 	"github.com/idempotent-payments/idempay/internal/sweep/sweeptest"
@@ -280,7 +281,7 @@ func TestTwoRegionsSweepAndReconcileOnce(t *testing.T) {
 	}
 
 	var mu sync.Mutex
-	did := map[charge.Reconciled]int{}
+	did := map[op.Reconciled]int{}
 	for _, svc := range []*charge.Service{east, west} { // both regions get every command
 		for _, body := range commands {
 			wg.Go(func() {
@@ -300,7 +301,7 @@ func TestTwoRegionsSweepAndReconcileOnce(t *testing.T) {
 		}
 	}
 	wg.Wait()
-	if did[charge.ReconciledCompleted] != records || did[charge.NothingToDo] != records || len(sb.ByKey()) != records {
+	if did[op.ReconciledCompleted] != records || did[op.NothingToDo] != records || len(sb.ByKey()) != records {
 		t.Fatalf("reconciles: %v, %d authorizations; want %d completed, %d with nothing to do, one authorization each", did, len(sb.ByKey()), records, records)
 	}
 	for _, svc := range []*charge.Service{east, west} {
@@ -312,7 +313,7 @@ func TestTwoRegionsSweepAndReconcileOnce(t *testing.T) {
 		}
 	}
 	t.Logf("two regions: %d stale records, %d + %d flagged, %d commands, %d reconciles of which %d found nothing to do",
-		records, reports[0].Flagged, reports[1].Flagged, len(commands), 2*len(commands), did[charge.NothingToDo])
+		records, reports[0].Flagged, reports[1].Flagged, len(commands), 2*len(commands), did[op.NothingToDo])
 }
 
 // answerLost authorizes, then loses the answer: the outcome is unknown.

@@ -15,6 +15,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/idemtest"
+	"github.com/idempotent-payments/idempay/internal/op"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
 )
 
@@ -328,7 +329,7 @@ func completionCrashRecoveredByTheReconciler(t *testing.T, newStores NewStoresFu
 	w.dieAfterTheRow(t, svc, "crash-reconcile-key")
 	w.clock.Advance(reconcilable)
 	pk := pkOf("crash-reconcile-key")
-	if did, err := svc.Reconcile(ctx, pk); err != nil || did != charge.ReconciledCompleted {
+	if did, err := svc.Reconcile(ctx, pk); err != nil || did != op.ReconciledCompleted {
 		t.Fatalf("Reconcile: %s, %v", did, err)
 	}
 	r := svc.Charge(ctx, input("crash-reconcile-key"))
@@ -396,7 +397,7 @@ func completionTheRowSaysWhoAsked(t *testing.T, newStores NewStoresFunc) {
 		t.Fatalf("the attempt whose answer was lost: %s", r.Outcome)
 	}
 	w.clock.Advance(reconcilable)
-	if did, err := w.service(acq).Reconcile(ctx, pkOf("who-asked-http-key")); err != nil || did != charge.ReconciledCompleted {
+	if did, err := w.service(acq).Reconcile(ctx, pkOf("who-asked-http-key")); err != nil || did != op.ReconciledCompleted {
 		t.Fatalf("Reconcile: %s, %v", did, err)
 	}
 	queued := input("who-asked-queue-key")
@@ -428,7 +429,7 @@ func completionFromARowTheAcquirerForgot(t *testing.T, newStores NewStoresFunc) 
 	w.dieAfterTheRow(t, w.service(acq), "forgotten-key")
 	w.clock.Advance(reconcilable)
 	pk := pkOf("forgotten-key")
-	if did, err := w.service(forgetful{acq}).Reconcile(ctx, pk); err != nil || did != charge.ReconciledCompleted {
+	if did, err := w.service(forgetful{acq}).Reconcile(ctx, pk); err != nil || did != op.ReconciledCompleted {
 		t.Fatalf("Reconcile with an acquirer that finds nothing: %s, %v; want completed from the row", did, err)
 	}
 	r := w.service(acq).Charge(ctx, input("forgotten-key"))

@@ -11,6 +11,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/op"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
 )
 
@@ -136,7 +137,7 @@ func holdTheReconcilersLookupThatClaimsTenTimes(t *testing.T, newStores NewStore
 	acq := &liar{sb: sandbox.New(""), lookup: tenTimes}
 	w.dieAfterTheRowless(t, acq, "reconciler-lies-key")
 	w.clock.Advance(reconcilable)
-	if did, err := w.service(acq).Reconcile(ctx, pkOf("reconciler-lies-key")); err != nil || did != charge.ReconciledMismatch {
+	if did, err := w.service(acq).Reconcile(ctx, pkOf("reconciler-lies-key")); err != nil || did != op.ReconciledMismatch {
 		t.Fatalf("Reconcile: %s, %v; want a mismatch", did, err)
 	}
 	w.mustHaveNoRow(t, w.mustBeHeld(t, "reconciler-lies-key", acquirer.ReasonAmount))
@@ -155,21 +156,21 @@ func holdVoidConfirmedWaitsOutThenTheRetryChargesOnce(t *testing.T, newStores Ne
 	first := w.mustBeHeld(t, "void-key", acquirer.ReasonAmount)
 	w.clock.Advance(5 * time.Second) // less than T + skew (6 s) after the hold ended the lease
 	void := w.decision(t, "void-key", idem.SettleVoidConfirmed, "dec-void-key", acquirer.Authorization{})
-	if st, err := svc.Settle(ctx, void); !errors.Is(err, idem.ErrTooEarly) || st.State != charge.StillHeld {
+	if st, err := svc.Settle(ctx, void); !errors.Is(err, idem.ErrTooEarly) || st.State != op.StillHeld {
 		t.Fatalf("void-confirmed before T + skew: %s, %v; want still held, ErrTooEarly", st.State, err)
 	}
 	w.mustBeHeld(t, "void-key", acquirer.ReasonAmount)
 	w.clock.Advance(2 * time.Second)
 	st, err := svc.Settle(ctx, void)
-	if err != nil || st.State != charge.ReleasedByThis || st.Decision == nil || st.Decision.By != "ops:ana" {
+	if err != nil || st.State != op.ReleasedByThis || st.Decision == nil || st.Decision.By != "ops:ana" {
 		t.Fatalf("void-confirmed: %+v, %v", st, err)
 	}
-	if again, err := svc.Settle(ctx, void); err != nil || again.State != charge.ReleasedByThis {
+	if again, err := svc.Settle(ctx, void); err != nil || again.State != op.ReleasedByThis {
 		t.Fatalf("the same decision retried: %s, %v; want released by this decision, nothing done", again.State, err)
 	}
 	other := void
 	other.ID = "dec-void-key-2"
-	if st, err := svc.Settle(ctx, other); err == nil || st.State != charge.ReleasedByAnother {
+	if st, err := svc.Settle(ctx, other); err == nil || st.State != op.ReleasedByAnother {
 		t.Fatalf("another decision on the released record: %s, %v; want released by another, refused", st.State, err)
 	}
 	acq.authorize = nil // the acquirer answers truly now
@@ -235,7 +236,7 @@ func holdWithALedgerRow(t *testing.T, newStores NewStoresFunc) {
 		t.Fatal(err)
 	}
 	st, err := svc.Settle(ctx, w.decision(t, "held-row-key", idem.SettleAccept, "dec-held-row-3", shown))
-	if err != nil || st.State != charge.CompletedByThis || st.Charge != row {
+	if err != nil || st.State != op.CompletedByThis || st.Charge != row {
 		t.Fatalf("accept of the row's terms: %+v, %v; want the row %+v", st, err, row)
 	}
 	if r := svc.Charge(ctx, input("held-row-key")); r.Outcome != charge.Replayed || len(sb.ByKey()) != 1 {
@@ -296,14 +297,14 @@ func holdAcceptCompletesWithTheFreshLookupsTerms(t *testing.T, newStores NewStor
 	w.mustBeHeld(t, "accept-key", acquirer.ReasonCurrency)
 	acq.lookup = func(a acquirer.Authorization) acquirer.Authorization { return tenTimes(otherCurrency(a)) }
 	w.clock.Advance(time.Second)
-	if _, err := svc.Settle(ctx, accept); !errors.Is(err, charge.ErrTermsChanged) {
+	if _, err := svc.Settle(ctx, accept); !errors.Is(err, op.ErrTermsChanged) {
 		t.Fatalf("accept when the terms changed since they were shown: %v, want ErrTermsChanged", err)
 	}
 	w.mustBeHeld(t, "accept-key", acquirer.ReasonCurrency)
 	acq.lookup = otherCurrency
 	w.clock.Advance(time.Second)
 	st, err := svc.Settle(ctx, accept)
-	if ch := st.Charge; err != nil || st.State != charge.CompletedByThis || ch.Currency != "JPY" || ch.Amount != 25000 || ch.AuthorizationID == "" {
+	if ch := st.Charge; err != nil || st.State != op.CompletedByThis || ch.Currency != "JPY" || ch.Amount != 25000 || ch.AuthorizationID == "" {
 		t.Fatalf("accept: %+v, %v; want the acquirer's terms (25000 JPY)", st, err)
 	}
 	rec, err := w.guard.Lookup(ctx, pkOf("accept-key"))
@@ -311,12 +312,12 @@ func holdAcceptCompletesWithTheFreshLookupsTerms(t *testing.T, newStores NewStor
 		rec.Hold.Settlement.Action != idem.SettleAccept || rec.Hold.Settlement.Decision != "dec-accept-key" || !rec.Hold.Settlement.At.Equal(w.clock.Now()) {
 		t.Fatalf("accepted record: %+v, %v", rec, err)
 	}
-	if again, err := svc.Settle(ctx, accept); err != nil || again.State != charge.CompletedByThis {
+	if again, err := svc.Settle(ctx, accept); err != nil || again.State != op.CompletedByThis {
 		t.Fatalf("the same accept retried: %s, %v; want completed by this decision, nothing done", again.State, err)
 	}
 	other := accept
 	other.ID = "dec-accept-key-2"
-	if st, err := svc.Settle(ctx, other); err == nil || st.State != charge.CompletedByAnother {
+	if st, err := svc.Settle(ctx, other); err == nil || st.State != op.CompletedByAnother {
 		t.Fatalf("another decision on the completed record: %s, %v; want completed by another, refused", st.State, err)
 	}
 	if row, err := w.ledger.Get(ctx, charge.ID(rec.DownstreamKey)); err != nil || row.Currency != "JPY" {
@@ -376,7 +377,7 @@ func (w *world) mustNotTouch(t *testing.T, svc *charge.Service, acq *liar, key s
 	if r := svc.Charge(ctx, input(key)); r.Outcome != charge.Held || r.RetryAfter <= 0 {
 		t.Fatalf("a retry of a held record past its retention: %s", r.Outcome)
 	}
-	if did, err := svc.Reconcile(ctx, pkOf(key)); err != nil || did != charge.ReconciledHeld {
+	if did, err := svc.Reconcile(ctx, pkOf(key)); err != nil || did != op.ReconciledHeld {
 		t.Fatalf("Reconcile of a held record: %s, %v", did, err)
 	}
 	if n := acq.calls.Load() - calls; n != 0 {
@@ -410,7 +411,7 @@ func holdReadBackNamesOnlyItsDecision(t *testing.T, newStores NewStoresFunc) {
 	if _, err := w.guard.TakeOverHeld(ctx, pkOf("read-back-key"), rec.DownstreamKey, idem.Settlement{Action: idem.SettleAccept, By: "ops:ana", Decision: accept.ID}); err != nil {
 		t.Fatal(err)
 	}
-	if st, err := svc.Settle(ctx, accept); st.State != charge.InProgress || err == nil || st.Until.IsZero() {
+	if st, err := svc.Settle(ctx, accept); st.State != op.InProgress || err == nil || st.Until.IsZero() {
 		t.Fatalf("a call while an earlier one of the decision runs: %+v, %v; want in progress", st, err)
 	}
 	if r := w.mustBeHeld(t, "read-back-key", acquirer.ReasonAmount); r.Attempt != rec.Attempt+1 {
@@ -427,20 +428,20 @@ func holdReadBackNamesOnlyItsDecision(t *testing.T, newStores NewStoresFunc) {
 		t.Fatal(err)
 	}
 	w.clock.Advance(2 * time.Minute)
-	if st, err := svc.Settle(ctx, accept); err != nil || st.State != charge.CompletedByThis {
+	if st, err := svc.Settle(ctx, accept); err != nil || st.State != op.CompletedByThis {
 		t.Fatalf("the accept: %+v, %v", st, err)
 	}
 	// The same id under the other action is not this decision.
 	crossed := accept
 	crossed.Action = idem.SettleVoidConfirmed
-	if st, err := svc.ReadBack(ctx, crossed); err != nil || st.State != charge.CompletedByAnother {
+	if st, err := svc.ReadBack(ctx, crossed); err != nil || st.State != op.CompletedByAnother {
 		t.Fatalf("the accept's id read back as a void: %s, %v; want completed by another", st.State, err)
 	}
 	// Past its retention the record is gone: the row, not the stale
 	// marker, says what became of the intent.
 	w.clock.Advance(idem.DefaultRetention + time.Hour)
 	staleVoid := charge.Decision{PK: rec.PK, Instance: rec.DownstreamKey, Action: idem.SettleVoidConfirmed, By: "ops:bia", ID: "dec-read-back-2"}
-	if st, err := svc.ReadBack(ctx, staleVoid); err != nil || st.State != charge.CompletedByAnother || st.Charge.ID == "" {
+	if st, err := svc.ReadBack(ctx, staleVoid); err != nil || st.State != op.CompletedByAnother || st.Charge.ID == "" {
 		t.Fatalf("the unfinished void, read back once the record is gone: %+v, %v; want completed (its row)", st, err)
 	}
 }

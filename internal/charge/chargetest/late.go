@@ -11,6 +11,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/op"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
 )
 
@@ -68,7 +69,7 @@ func holdALateRowAfterAVoid(t *testing.T, newStores NewStoresFunc) {
 	w.mustBeHeld(t, "late-row-key", acquirer.ReasonAmount)
 	w.clock.Advance(7 * time.Second) // past T + skew
 	void := w.decision(t, "late-row-key", idem.SettleVoidConfirmed, "dec-late-row", acquirer.Authorization{})
-	if st, err := svc.Settle(ctx, void); err != nil || st.State != charge.ReleasedByThis {
+	if st, err := svc.Settle(ctx, void); err != nil || st.State != op.ReleasedByThis {
 		t.Fatalf("void-confirmed: %+v, %v", st, err)
 	}
 	close(late.release) // the late row lands
@@ -82,7 +83,7 @@ func holdALateRowAfterAVoid(t *testing.T, newStores NewStoresFunc) {
 	if r := svc.Get(ctx, account, id); r.Outcome != charge.NotFound {
 		t.Fatalf("GET of the voided charge: %s, want %s", r.Outcome, charge.NotFound)
 	}
-	if st, err := svc.ReadBack(ctx, void); err != nil || st.State != charge.ReleasedByThis {
+	if st, err := svc.ReadBack(ctx, void); err != nil || st.State != op.ReleasedByThis {
 		t.Fatalf("the void read back: %s, %v", st.State, err)
 	}
 	acq.lookup = nil
@@ -115,7 +116,7 @@ func holdWithoutARowOnEveryRoute(t *testing.T, newStores NewStoresFunc) {
 		t.Fatal(err)
 	}
 	st, err := svc.Settle(ctx, w.decision(t, "held-no-row-key", idem.SettleAccept, "dec-held-no-row", shown))
-	if err != nil || st.State != charge.CompletedByThis || st.Charge.Amount != 250000 {
+	if err != nil || st.State != op.CompletedByThis || st.Charge.Amount != 250000 {
 		t.Fatalf("accept: %+v, %v", st, err)
 	}
 	w.mustAnswerOnEveryRoute(t, svc, "held-no-row-key", id, charge.Found)

@@ -10,6 +10,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/charge/chargetest"
 	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/op"
 	"github.com/idempotent-payments/idempay/internal/refund"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
 )
@@ -67,7 +68,7 @@ func serviceALateRowAfterAVoid(t *testing.T, w *world) {
 	<-late.entered // the accept's row is on its way
 	w.clock.Advance(time.Hour)
 	void := refund.Decision{PK: rec.PK, Instance: rec.DownstreamKey, Action: idem.SettleVoidConfirmed, By: "ops:bia", ID: "dec-late-void"}
-	if st, err := w.svc.Settle(ctx, void); err != nil || st.State != charge.ReleasedByThis {
+	if st, err := w.svc.Settle(ctx, void); err != nil || st.State != op.ReleasedByThis {
 		t.Fatalf("void-confirmed: %+v, %v", st, err)
 	}
 	mustBalance(t, w.stores.Balances, ch, 1000, 0, 0)
@@ -83,7 +84,7 @@ func serviceALateRowAfterAVoid(t *testing.T, w *world) {
 		t.Fatalf("GET of the voided refund: %s", res.Outcome)
 	}
 	mustBalance(t, w.stores.Balances, ch, 1000, 0, 0)
-	if st, err := w.svc.ReadBack(ctx, void); err != nil || st.State != charge.ReleasedByThis {
+	if st, err := w.svc.ReadBack(ctx, void); err != nil || st.State != op.ReleasedByThis {
 		t.Fatalf("the void read back: %s, %v", st.State, err)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/charge/chargetest"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/idemtest"
+	"github.com/idempotent-payments/idempay/internal/op"
 	"github.com/idempotent-payments/idempay/internal/refund"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
 )
@@ -439,7 +440,7 @@ func serviceADroppedAnswerIsReconciled(t *testing.T, w *world) {
 	w.sb.SetFaults(sandbox.Faults{})
 	mustBalance(t, w.stores.Balances, ch, 700, 300, 0)
 	w.clock.Advance(reconcilable)
-	if got, err := w.svc.Reconcile(ctx, pkOf("dropped-refund")); err != nil || got != charge.ReconciledCompleted {
+	if got, err := w.svc.Reconcile(ctx, pkOf("dropped-refund")); err != nil || got != op.ReconciledCompleted {
 		t.Fatalf("reconcile: %s, %v", got, err)
 	}
 	w.mustHold(t, ch, 700, 0, 300)
@@ -589,11 +590,11 @@ func serviceTheReconcilerReleasesWhatNeverLeft(t *testing.T, w *world) {
 		t.Fatalf("%s", res.Outcome)
 	}
 	w.sb.SetFaults(sandbox.Faults{})
-	if got, err := w.svc.Reconcile(ctx, pkOf("never-left")); err != nil || got != charge.NothingToDo {
+	if got, err := w.svc.Reconcile(ctx, pkOf("never-left")); err != nil || got != op.NothingToDo {
 		t.Fatalf("reconcile before the wait-out: %s, %v", got, err)
 	}
 	w.clock.Advance(reconcilable)
-	if got, err := w.svc.Reconcile(ctx, pkOf("never-left")); err != nil || got != charge.ReconciledReleased {
+	if got, err := w.svc.Reconcile(ctx, pkOf("never-left")); err != nil || got != op.ReconciledReleased {
 		t.Fatalf("reconcile: %s, %v", got, err)
 	}
 	w.mustBeGone(t, "never-left")
@@ -667,9 +668,9 @@ func serviceKillsBetweenTheSteps(t *testing.T, w *world) {
 			case "reconciler":
 				w.clock.Advance(reconcilable)
 				got, err := w.svc.Reconcile(ctx, pkOf(key))
-				want := charge.ReconciledReleased
+				want := op.ReconciledReleased
 				if sent {
-					want = charge.ReconciledCompleted
+					want = op.ReconciledCompleted
 				}
 				if err != nil || got != want {
 					t.Fatalf("%s, %s: %s, %v; want %s", kill, by, got, err, want)
@@ -705,7 +706,7 @@ func serviceALyingAcquirerIsHeld(t *testing.T, w *world) {
 	if again := w.svc.Refund(ctx, in("tenfold-refund", ch, `{"amount": 100}`)); again.Outcome != refund.Held {
 		t.Fatalf("retry: %s", again.Outcome)
 	}
-	if got, err := w.svc.Reconcile(ctx, pkOf("tenfold-refund")); err != nil || got != charge.ReconciledHeld {
+	if got, err := w.svc.Reconcile(ctx, pkOf("tenfold-refund")); err != nil || got != op.ReconciledHeld {
 		t.Fatalf("reconcile: %s, %v", got, err)
 	}
 }
@@ -780,7 +781,7 @@ func serviceAGoneChargeWithAnEntryIsNotReleased(t *testing.T, w *world) {
 		t.Fatal(err)
 	}
 	w.clock.Advance(reconcilable)
-	if got, err := w.svc.Reconcile(ctx, scope.PK()); err == nil || got != charge.NothingToDo {
+	if got, err := w.svc.Reconcile(ctx, scope.PK()); err == nil || got != op.NothingToDo {
 		t.Fatalf("reconcile: %s, %v; want an error and nothing done", got, err)
 	}
 	if rec := w.record(t, scope); rec.Status != idem.StatusInProgress {
@@ -802,7 +803,7 @@ func serviceAGoneChargesReleaseFoldsTheIntent(t *testing.T, w *world) {
 		t.Fatal(err)
 	}
 	w.clock.Advance(reconcilable)
-	if got, err := w.svc.Reconcile(ctx, scope.PK()); err != nil || got != charge.ReconciledReleased {
+	if got, err := w.svc.Reconcile(ctx, scope.PK()); err != nil || got != op.ReconciledReleased {
 		t.Fatalf("reconcile: %s, %v; want released", got, err)
 	}
 	w.mustBeGone(t, "gone-charge-no-entry")

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/idempotent-payments/idempay/internal/acquirer"
-	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/op"
 	"github.com/idempotent-payments/idempay/internal/refund"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
 )
@@ -41,16 +41,16 @@ func serviceAHeldRefundIsAccepted(t *testing.T, w *world) {
 	}
 	d := refund.Decision{PK: rec.PK, Instance: rec.DownstreamKey, Action: idem.SettleAccept, By: "ops:ana", ID: "dec-accept-1", Terms: shown}
 	d.Terms.Amount = 90
-	if st, err := w.svc.Settle(ctx, d); !errors.Is(err, charge.ErrTermsChanged) || st.State != charge.StillHeld {
+	if st, err := w.svc.Settle(ctx, d); !errors.Is(err, op.ErrTermsChanged) || st.State != op.StillHeld {
 		t.Fatalf("accepting other terms: %s, %v", st.State, err)
 	}
 	d.Terms, d.ID = shown, "dec-accept-2"
 	st, err := w.svc.Settle(ctx, d)
-	if err != nil || st.State != charge.CompletedByThis || st.Refund.Amount != 100 || st.Decision == nil || st.Decision.By != "ops:ana" {
+	if err != nil || st.State != op.CompletedByThis || st.Refund.Amount != 100 || st.Decision == nil || st.Decision.By != "ops:ana" {
 		t.Fatalf("accept: %+v, %v", st, err)
 	}
 	w.mustHold(t, ch, 900, 0, 100)
-	if again, err := w.svc.Settle(ctx, d); err != nil || again.State != charge.CompletedByThis {
+	if again, err := w.svc.Settle(ctx, d); err != nil || again.State != op.CompletedByThis {
 		t.Fatalf("the decision again: %s, %v", again.State, err)
 	}
 	mustAnswer(t, w.svc.Refund(ctx, in("garbled-refund", ch, `{"amount": 100}`)), refund.Replayed, 201)
@@ -72,25 +72,25 @@ func serviceAHeldRefundIsVoided(t *testing.T, w *world) {
 		t.Fatalf("peek: %+v, %v; want the mismatch", shown, err)
 	}
 	accept := refund.Decision{PK: rec.PK, Instance: rec.DownstreamKey, Action: idem.SettleAccept, By: "ops:ana", ID: "dec-accept-3", Terms: shown}
-	if st, err := w.svc.Settle(ctx, accept); !errors.As(err, &m) || st.State != charge.StillHeld {
+	if st, err := w.svc.Settle(ctx, accept); !errors.As(err, &m) || st.State != op.StillHeld {
 		t.Fatalf("accepting a tenfold refund: %s, %v", st.State, err)
 	}
 	mustBalance(t, w.stores.Balances, ch, 900, 100, 0)
 	void := refund.Decision{PK: rec.PK, Instance: rec.DownstreamKey, Action: idem.SettleVoidConfirmed, By: "ops:ana", ID: "dec-void-1"}
-	if st, err := w.svc.Settle(ctx, void); !errors.Is(err, idem.ErrTooEarly) || st.State != charge.StillHeld {
+	if st, err := w.svc.Settle(ctx, void); !errors.Is(err, idem.ErrTooEarly) || st.State != op.StillHeld {
 		t.Fatalf("a void within T + skew of the last lease: %s, %v", st.State, err)
 	}
 	w.clock.Advance(time.Hour)
 	st, err := w.svc.Settle(ctx, void)
-	if err != nil || st.State != charge.ReleasedByThis {
+	if err != nil || st.State != op.ReleasedByThis {
 		t.Fatalf("void-confirmed: %+v, %v", st, err)
 	}
 	mustBalance(t, w.stores.Balances, ch, 1000, 0, 0)
 	w.mustBeGone(t, "voided-refund")
-	if again, err := w.svc.Settle(ctx, void); err != nil || again.State != charge.ReleasedByThis {
+	if again, err := w.svc.Settle(ctx, void); err != nil || again.State != op.ReleasedByThis {
 		t.Fatalf("the decision again: %s, %v", again.State, err)
 	}
-	if st, err := w.svc.ReadBack(ctx, accept); err != nil || st.State != charge.ReleasedByAnother {
+	if st, err := w.svc.ReadBack(ctx, accept); err != nil || st.State != op.ReleasedByAnother {
 		t.Fatalf("the refused accept, read back: %s, %v", st.State, err)
 	}
 }
@@ -121,7 +121,7 @@ func serviceAReleasedEntryIsNotBooked(t *testing.T, w *world) {
 		t.Fatalf("peek: %+v, %v; want the entry's disagreement", shown, err)
 	}
 	accept := refund.Decision{PK: rec.PK, Instance: rec.DownstreamKey, Action: idem.SettleAccept, By: "ops:ana", ID: "dec-accept-4", Terms: shown}
-	if st, err := w.svc.Settle(ctx, accept); !errors.As(err, &m) || st.State != charge.StillHeld {
+	if st, err := w.svc.Settle(ctx, accept); !errors.As(err, &m) || st.State != op.StillHeld {
 		t.Fatalf("accepting against a released entry: %s, %v", st.State, err)
 	}
 	if _, err := w.stores.Refunds.Get(ctx, refund.ID(rec.DownstreamKey)); !errors.Is(err, refund.ErrNoRefund) {
@@ -129,7 +129,7 @@ func serviceAReleasedEntryIsNotBooked(t *testing.T, w *world) {
 	}
 	w.clock.Advance(time.Hour)
 	void := refund.Decision{PK: rec.PK, Instance: rec.DownstreamKey, Action: idem.SettleVoidConfirmed, By: "ops:ana", ID: "dec-void-2"}
-	if st, err := w.svc.Settle(ctx, void); err != nil || st.State != charge.ReleasedByThis {
+	if st, err := w.svc.Settle(ctx, void); err != nil || st.State != op.ReleasedByThis {
 		t.Fatalf("void-confirmed: %s, %v", st.State, err)
 	}
 	mustBalance(t, w.stores.Balances, ch, 1000, 0, 0)

@@ -1,4 +1,4 @@
-package main
+package consumer
 
 import (
 	"cmp"
@@ -16,6 +16,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/obs"
+	"github.com/idempotent-payments/idempay/internal/op"
 	"github.com/idempotent-payments/idempay/internal/outbox"
 	"github.com/idempotent-payments/idempay/internal/refund"
 )
@@ -38,6 +39,9 @@ type DeadLetters interface {
 // reconcile commands.
 type Handler struct {
 	Service *charge.Service
+	// Operations are the services a reconcile command reaches, by its
+	// record's key.
+	Operations *op.Registry
 	// Refunds takes refund commands and reconciles the refund records the
 	// sweeper flags; a charge's record goes to Service.
 	Refunds Refunds
@@ -47,7 +51,7 @@ type Handler struct {
 	RefundRefusal func(idem.Response) string
 	// Inboxes are the queues this function reads, by ARN (a record's
 	// eventSourceARN). A message from any other queue is refused.
-	Inboxes     map[string]inbox
+	Inboxes     map[string]Inbox
 	DeadLetters DeadLetters
 	// Concurrency bounds the messages of one batch processed at once.
 	Concurrency int
@@ -78,7 +82,7 @@ type Handler struct {
 type Refunds interface {
 	Refund(ctx context.Context, in refund.Input) refund.Result
 	ByKey(ctx context.Context, account, key string) refund.Result
-	Reconcile(ctx context.Context, pk string) (charge.Reconciled, error)
+	Reconcile(ctx context.Context, pk string) (op.Reconciled, error)
 }
 
 // Outcomes is where the consumer's rejections are published.
@@ -86,11 +90,21 @@ type Outcomes interface {
 	Publish(ctx context.Context, e event.Event) error
 }
 
-// inbox is one queue the handler reads: what it admits, and the queue
+// Inbox is one queue the handler reads: what it admits, and the queue
 // itself, to delay a message's redelivery.
-type inbox struct {
+type Inbox struct {
 	command.Inbox
 	Queue Delayer
+}
+
+// InboxesOf are the inboxes the list admits, by ARN, each with its queue
+// as queueOf makes it from its URL.
+func InboxesOf(list []command.Inbox, queueOf func(url string) Delayer) map[string]Inbox {
+	out := make(map[string]Inbox, len(list))
+	for _, in := range list {
+		out[in.ARN] = Inbox{Inbox: in, Queue: queueOf(in.URL)}
+	}
+	return out
 }
 
 // verdict is what to do with one message.
@@ -171,7 +185,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 }
 
 // settle carries out v and reports whether the message is done (deleted).
-func (h *Handler) settle(ctx context.Context, in inbox, msg events.SQSMessage, v verdict) bool {
+func (h *Handler) settle(ctx context.Context, in Inbox, msg events.SQSMessage, v verdict) bool {
 	switch {
 	case v.rejectCode != "":
 		if h.Outcomes != nil && in.Producer != "" {
@@ -273,7 +287,7 @@ func (h *Handler) sentAt(msg events.SQSMessage) time.Time {
 
 // process decides what to do with msg, which arrived on in (known false:
 // on a queue not among the handler's Inboxes).
-func (h *Handler) process(ctx context.Context, in inbox, known bool, msg events.SQSMessage) verdict {
+func (h *Handler) process(ctx context.Context, in Inbox, known bool, msg events.SQSMessage) verdict {
 	if !known {
 		return verdict{outcome: obs.OutcomeProducerNotAllowed, rejectCode: rejectNotAllowed, reason: "the message came from a queue this consumer does not read for any producer"}
 	}
@@ -327,24 +341,20 @@ func (h *Handler) process(ctx context.Context, in inbox, known bool, msg events.
 	}
 }
 
-// reconcile runs the reconcile command of the record pk, on the service of
-// its operation.
+// reconcile runs the reconcile command of the record pk, on the service
+// of its operation (op.Registry.Of).
 func (h *Handler) reconcile(ctx context.Context, pk string) verdict {
 	record := idem.Ref(pk)
-	reconcile, operation := h.Service.Reconcile, charge.Operation
-	if scope, err := idem.ParsePK(pk); err == nil && scope.Operation == refund.Operation {
-		operation = refund.Operation
-		if h.Refunds == nil { // a wiring mistake: kept, and loud, never dead-lettered as malformed
-			h.Logger.ErrorContext(obs.WithAttrs(ctx, slog.String("record", record)), "a refund's reconcile command, and no refund service to run it; will retry")
-			return verdict{outcome: obs.OutcomeReconcileFailed, operation: operation, record: record, retry: true}
-		}
-		reconcile = h.Refunds.Reconcile
+	o, err := h.Operations.Of(pk)
+	if err != nil { // no record's key, or of no operation registered: the sweeper flags a stale record again
+		return verdict{outcome: obs.OutcomeMalformed, rejectCode: rejectMalformed, reason: err.Error()}
 	}
-	outcome, err := reconcile(ctx, pk)
+	outcome, err := o.Reconcile(ctx, pk)
+	operation := o.Name()
 	switch {
-	case outcome == charge.ReconciledMismatch: // held, unless the hold failed (err): then retried
+	case outcome == op.ReconciledMismatch: // held, unless the hold failed (err): then retried
 		return verdict{outcome: outcome.Name(), operation: operation, record: record, retry: err != nil}
-	case errors.Is(err, charge.ErrNotAChargeRecord) || errors.Is(err, refund.ErrNotARefundRecord):
+	case errors.Is(err, op.ErrUnknownOperation): // a service given another's record: no retry changes it
 		return verdict{outcome: obs.OutcomeMalformed, operation: operation, rejectCode: rejectMalformed, reason: err.Error()}
 	case err != nil:
 		h.Logger.WarnContext(obs.WithAttrs(ctx, slog.String("record", record)), "reconcile failed; will retry", "error", err)

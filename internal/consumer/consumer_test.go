@@ -1,4 +1,4 @@
-package main
+package consumer
 
 import (
 	"bytes"
@@ -27,6 +27,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/idemtest"
 	"github.com/idempotent-payments/idempay/internal/obs"
+	"github.com/idempotent-payments/idempay/internal/op"
 	"github.com/idempotent-payments/idempay/internal/refund"
 	"github.com/idempotent-payments/idempay/internal/refund/refundtest"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
@@ -69,7 +70,7 @@ func TestHandleSQSEvent(t *testing.T) {
 	dl := &deadLetters{}
 	ledger := chargetest.NewLedger()
 	h := &Handler{Service: chargetest.ServiceWith(guard, ledger, sb, httpapi.Render, charge.Config{}), DeadLetters: dl,
-		Inboxes:     map[string]inbox{testQueue: {Inbox: command.Inbox{ARN: testQueue, URL: "u", Producer: "orders", Accounts: []string{"acct_7Hq2"}}, Queue: noDelay{}}},
+		Inboxes:     map[string]Inbox{testQueue: {Inbox: command.Inbox{ARN: testQueue, URL: "u", Producer: "orders", Accounts: []string{"acct_7Hq2"}}, Queue: noDelay{}}},
 		Concurrency: 2, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	resp, err := h.Handle(context.Background(), ev)
 	if err != nil || len(resp.BatchItemFailures) != 0 {
@@ -114,7 +115,7 @@ func TestEveryOutcomeHasAVerdict(t *testing.T) {
 func TestProducerBinding(t *testing.T) {
 	t.Parallel()
 	const orders, billing, reconcile = "arn:q:orders", "arn:q:billing", "arn:q:reconcile"
-	inboxes := map[string]inbox{
+	inboxes := map[string]Inbox{
 		orders:    {Inbox: command.Inbox{ARN: orders, URL: "u1", Producer: "orders", Accounts: []string{"acct_orders"}}, Queue: noDelay{}},
 		billing:   {Inbox: command.Inbox{ARN: billing, URL: "u2", Producer: "billing", Accounts: []string{"acct_billing", "acct_shared"}}, Queue: noDelay{}},
 		reconcile: {Inbox: command.Inbox{ARN: reconcile, URL: "u3", Reconcile: true}, Queue: noDelay{}},
@@ -203,7 +204,7 @@ func TestInFlightHiddenUntilTheLeaseIsOver(t *testing.T) {
 	clock.Advance(15 * time.Second)
 	d := &delays{}
 	h := &Handler{Service: chargetest.Service(guard, sandbox.New(""), httpapi.Render, charge.Config{Now: clock.Now}),
-		Inboxes:     map[string]inbox{testQueue: {Inbox: command.Inbox{ARN: testQueue, URL: "u", Producer: "orders", Accounts: []string{"acct_7Hq2"}}, Queue: d}},
+		Inboxes:     map[string]Inbox{testQueue: {Inbox: command.Inbox{ARN: testQueue, URL: "u", Producer: "orders", Accounts: []string{"acct_7Hq2"}}, Queue: d}},
 		DeadLetters: &deadLetters{}, Concurrency: 1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	msg, _ := command.Charge("acct_7Hq2", "held-elsewhere", body).Encode()
 	resp, _ := h.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m1", Body: msg, EventSourceARN: testQueue}}})
@@ -220,8 +221,9 @@ func TestReconcileWithoutARecordIsMalformed(t *testing.T) {
 	const reconcile = "arn:q:reconcile"
 	dl := &deadLetters{}
 	store := idemtest.NewMemoryStore()
-	h := &Handler{Service: chargetest.Service(idem.NewGuard(store, idem.Config{}), sandbox.New(""), httpapi.Render, charge.Config{}),
-		Inboxes:     map[string]inbox{reconcile: {Inbox: command.Inbox{ARN: reconcile, URL: "u", Reconcile: true}, Queue: noDelay{}}},
+	charges := chargetest.Service(idem.NewGuard(store, idem.Config{}), sandbox.New(""), httpapi.Render, charge.Config{})
+	h := &Handler{Service: charges, Operations: op.NewRegistry(charges.Operation()),
+		Inboxes:     map[string]Inbox{reconcile: {Inbox: command.Inbox{ARN: reconcile, URL: "u", Reconcile: true}, Queue: noDelay{}}},
 		DeadLetters: dl, Concurrency: 1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	var ev events.SQSEvent
 	for i, body := range []string{
@@ -266,8 +268,8 @@ func TestReconcileARefund(t *testing.T) {
 	clock.Advance(time.Minute)
 	dl := &deadLetters{}
 	var logs bytes.Buffer
-	h := &Handler{Service: charges, Refunds: refunds,
-		Inboxes:     map[string]inbox{reconcile: {Inbox: command.Inbox{ARN: reconcile, URL: "u", Reconcile: true}, Queue: noDelay{}}},
+	h := &Handler{Service: charges, Refunds: refunds, Operations: op.NewRegistry(charges.Operation(), refunds.Operation()),
+		Inboxes:     map[string]Inbox{reconcile: {Inbox: command.Inbox{ARN: reconcile, URL: "u", Reconcile: true}, Queue: noDelay{}}},
 		DeadLetters: dl, Concurrency: 1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: obs.NewMetrics(&logs, obs.FunctionConsumer, "test")}
 	pk := idem.Scope{Operation: refund.Operation, Account: "acct_1", Key: "refund-key-1"}.PK()
 	msg, _ := command.Reconcile(pk).Encode()
@@ -344,8 +346,9 @@ func TestVerdicts(t *testing.T) {
 			}
 			d, dl := &delays{}, &deadLetters{}
 			var logs bytes.Buffer
-			h := &Handler{Service: chargetest.Service(guard, tc.acq, httpapi.Render, charge.Config{Now: clock.Now}), DeadLetters: dl, Concurrency: 1,
-				Inboxes: map[string]inbox{
+			charges := chargetest.Service(guard, tc.acq, httpapi.Render, charge.Config{Now: clock.Now})
+			h := &Handler{Service: charges, Operations: op.NewRegistry(charges.Operation()), DeadLetters: dl, Concurrency: 1,
+				Inboxes: map[string]Inbox{
 					orders:    {Inbox: command.Inbox{ARN: orders, URL: "u1", Producer: "orders", Accounts: []string{"acct_7Hq2"}}, Queue: d},
 					reconcile: {Inbox: command.Inbox{ARN: reconcile, URL: "u2", Reconcile: true}, Queue: d},
 				},
@@ -395,23 +398,6 @@ func complete(t *testing.T, g *idem.Guard, key string, req charge.Request) {
 	}
 }
 
-// TestRefundReconcileWithoutTheService: a refund's reconcile command on a
-// consumer wired without the refund service is kept for a retry, loudly,
-// never dead-lettered as malformed.
-func TestRefundReconcileWithoutTheService(t *testing.T) {
-	t.Parallel()
-	const reconcile = "arn:q:reconcile"
-	dl := &deadLetters{}
-	h := &Handler{Service: chargetest.Service(idem.NewGuard(idemtest.NewMemoryStore(), idem.Config{}), sandbox.New(""), httpapi.Render, charge.Config{}),
-		Inboxes:     map[string]inbox{reconcile: {Inbox: command.Inbox{ARN: reconcile, URL: "u", Reconcile: true}, Queue: noDelay{}}},
-		DeadLetters: dl, Concurrency: 1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	msg, _ := command.Reconcile(idem.Scope{Operation: refund.Operation, Account: "acct_1", Key: "refund-key-1"}.PK()).Encode()
-	resp, _ := h.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m1", Body: msg, EventSourceARN: reconcile}}})
-	if len(resp.BatchItemFailures) != 1 || len(dl.codes) != 0 {
-		t.Fatalf("failures %v, dead letters %v; want the message kept", resp.BatchItemFailures, dl.codes)
-	}
-}
-
 func TestEveryRefundOutcomeHasAVerdict(t *testing.T) {
 	t.Parallel()
 	for _, o := range refund.Outcomes() {
@@ -458,7 +444,7 @@ func newRefundWorld(t *testing.T) *refundWorld {
 	}
 	w := &refundWorld{charges: charges, refunds: refunds, sb: sb, dl: &deadLetters{}, topic: &eventtest.Topic{}, chargeID: made.ChargeID}
 	w.h = &Handler{Service: charges, Refunds: refunds, RefundRefusal: func(r idem.Response) string { return string(httpapi.RefundRefusal(r)) },
-		Inboxes:     map[string]inbox{ordersQueue: {Inbox: command.Inbox{ARN: ordersQueue, URL: "u", Producer: "orders", Accounts: []string{"acct_1"}}, Queue: noDelay{}}},
+		Inboxes:     map[string]Inbox{ordersQueue: {Inbox: command.Inbox{ARN: ordersQueue, URL: "u", Producer: "orders", Accounts: []string{"acct_1"}}, Queue: noDelay{}}},
 		DeadLetters: w.dl, Outcomes: w.topic, Concurrency: 1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	return w
 }

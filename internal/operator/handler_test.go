@@ -1,4 +1,4 @@
-package main
+package operator_test
 
 import (
 	"context"
@@ -18,7 +18,10 @@ import (
 	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/idemtest"
+	"github.com/idempotent-payments/idempay/internal/op"
 	"github.com/idempotent-payments/idempay/internal/operator"
+	"github.com/idempotent-payments/idempay/internal/refund"
+	"github.com/idempotent-payments/idempay/internal/refund/refundtest"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
 )
 
@@ -29,7 +32,7 @@ const ana = "arn:aws:sts::123456789012:assumed-role/idempay-prod-operator/ana"
 // world is a handler on a memory store, the sandbox acquirer in process
 // and a clock of the test's.
 type world struct {
-	h      *Handler
+	h      *operator.Handler
 	guard  *idem.Guard
 	clock  *idemtest.Clock
 	acq    *acquirer.Client
@@ -48,7 +51,9 @@ func newWorld(t *testing.T) world {
 	}
 	ledger := chargetest.NewLedger()
 	svc := chargetest.ServiceWith(guard, ledger, acq, httpapi.Render, charge.Config{Now: clock.Now})
-	return world{h: &Handler{Service: svc, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, guard: guard, clock: clock, acq: acq, sb: sb, ledger: ledger}
+	refunds := refund.NewService(guard, svc, refundtest.NewMemoryBalances(), refundtest.NewLedger(), acq, httpapi.RenderRefund, charge.Config{Now: clock.Now})
+	h := &operator.Handler{Operations: op.NewRegistry(svc.Operation(), refunds.Operation()), Lookup: guard.Lookup, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	return world{h: h, guard: guard, clock: clock, acq: acq, sb: sb, ledger: ledger}
 }
 
 var scope = idem.Scope{Operation: charge.Operation, Account: "acct_ops", Key: "order-123-attempt-1"}

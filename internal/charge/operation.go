@@ -1,0 +1,64 @@
+package charge
+
+import (
+	"context"
+
+	"github.com/idempotent-payments/idempay/internal/acquirer"
+	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/op"
+)
+
+// Operation is the service as the operator's channel and the reconciler
+// run it, through the registry of operations (op.Registry).
+func (s *Service) Operation() op.Operation { return operation{s} }
+
+type operation struct{ s *Service }
+
+func (o operation) Name() string { return Operation }
+
+func (o operation) Peek(ctx context.Context, pk string) (op.Terms, error) {
+	auth, err := o.s.Peek(ctx, pk)
+	return authorizationTerms(auth), err
+}
+
+func (o operation) Reconcile(ctx context.Context, pk string) (op.Reconciled, error) {
+	return o.s.Reconcile(ctx, pk)
+}
+
+func (o operation) Settle(ctx context.Context, d op.Decision) (op.Settled, error) {
+	return settled(o.s.Settle(ctx, decision(d)))
+}
+
+func (o operation) ReadBack(ctx context.Context, d op.Decision) (op.Settled, error) {
+	return settled(o.s.ReadBack(ctx, decision(d)))
+}
+
+func (o operation) RowTerms(ctx context.Context, rec *idem.Record) *op.Terms {
+	if res := o.s.Get(ctx, rec.Account, ID(rec.DownstreamKey)); res.Outcome == Found {
+		return rowTerms(res.Charge)
+	}
+	return nil
+}
+
+// decision is d as the service takes it: the terms an authorization's.
+func decision(d op.Decision) Decision {
+	return Decision{PK: d.PK, Instance: d.Instance, Action: d.Action, By: d.By, ID: d.ID,
+		Terms: acquirer.Authorization{ID: d.Terms.AuthorizationID, Status: d.Terms.Status, Amount: d.Terms.Amount, Currency: d.Terms.Currency}}
+}
+
+// settled is st, with its row's terms when it has a row.
+func settled(st Settled, err error) (op.Settled, error) {
+	out := op.Settled{Settlement: st.Settlement}
+	if st.Charge.ID != "" {
+		out.Row = rowTerms(st.Charge)
+	}
+	return out, err
+}
+
+func authorizationTerms(auth acquirer.Authorization) op.Terms {
+	return op.Terms{AuthorizationID: auth.ID, Status: auth.Status, Amount: auth.Amount, Currency: auth.Currency}
+}
+
+func rowTerms(c Charge) *op.Terms {
+	return &op.Terms{AuthorizationID: c.AuthorizationID, Status: c.Status, Amount: c.Amount, Currency: c.Currency}
+}
