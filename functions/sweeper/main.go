@@ -19,6 +19,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/dynamo"
 	"github.com/idempotent-payments/idempay/internal/obs"
 	"github.com/idempotent-payments/idempay/internal/queue"
+	"github.com/idempotent-payments/idempay/internal/scheduled"
 	"github.com/idempotent-payments/idempay/internal/setup"
 	"github.com/idempotent-payments/idempay/internal/sweep"
 	"github.com/idempotent-payments/idempay/internal/topic"
@@ -29,7 +30,7 @@ func main() { setup.Main(run) }
 // run builds the sweeper from the environment and serves invocations; it
 // returns only when start-up fails.
 func run(logger *slog.Logger) error {
-	cfg, err := configFromEnv(os.Getenv)
+	cfg, err := scheduled.ConfigFromEnv(os.Getenv)
 	if err != nil {
 		return err
 	}
@@ -38,7 +39,7 @@ func run(logger *slog.Logger) error {
 		return err
 	}
 	table := dynamo.Open(dynamo.NewClient(awsCfg, cfg.SkipResponseCRC32), cfg.TableName)
-	h := &Handler{
+	h := &scheduled.Handler{
 		Sweeper: sweep.New(
 			table.Store(),
 			queue.New(sqs.NewFromConfig(awsCfg), cfg.QueueURL),

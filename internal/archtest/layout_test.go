@@ -55,3 +55,30 @@ func readmeBlock(t *testing.T, heading string) []string {
 	block, _, _ = strings.Cut(block, "```")
 	return strings.Split(strings.TrimSpace(block), "\n")
 }
+
+// maxWiringLines is the most lines a non-test file of a function may
+// hold: a function only wires (reads its environment, builds an adapter
+// from internal/, starts it).
+const maxWiringLines = 60
+
+// TestFunctionsOnlyWire holds every non-test .go file under functions/ to
+// maxWiringLines lines, so handler and sweep logic live in the adapters
+// under internal/, where they are tested with fixtures.
+func TestFunctionsOnlyWire(t *testing.T) {
+	files, err := filepath.Glob("../../functions/*/*.go")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no functions found (%v)", err)
+	}
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := strings.Count(string(b), "\n"); n > maxWiringLines {
+			t.Errorf("%s has %d lines, more than %d: move its logic to an adapter under internal/", strings.TrimPrefix(f, "../../"), n, maxWiringLines)
+		}
+	}
+}

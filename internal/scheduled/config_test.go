@@ -1,4 +1,4 @@
-package main
+package scheduled
 
 import (
 	"testing"
@@ -11,12 +11,12 @@ func envOf(m map[string]string) func(string) string { return func(k string) stri
 func TestConfigSkipResponseCRC32(t *testing.T) {
 	t.Parallel()
 	for value, want := range map[string]bool{"": false, "false": false, "true": true} {
-		s, err := configFromEnv(envOf(map[string]string{"TABLE_NAME": "t", deploy.EnvReconcileQueueURL: "http://q", deploy.EnvSkipResponseCRC32: value}))
+		s, err := ConfigFromEnv(envOf(map[string]string{"TABLE_NAME": "t", deploy.EnvReconcileQueueURL: "http://q", deploy.EnvSkipResponseCRC32: value}))
 		if err != nil || s.SkipResponseCRC32 != want {
 			t.Errorf("%s=%q: %v, %v; want %v", deploy.EnvSkipResponseCRC32, value, s.SkipResponseCRC32, err, want)
 		}
 	}
-	if _, err := configFromEnv(envOf(map[string]string{"TABLE_NAME": "t", deploy.EnvReconcileQueueURL: "http://q", deploy.EnvSkipResponseCRC32: "1"})); err == nil {
+	if _, err := ConfigFromEnv(envOf(map[string]string{"TABLE_NAME": "t", deploy.EnvReconcileQueueURL: "http://q", deploy.EnvSkipResponseCRC32: "1"})); err == nil {
 		t.Error("1 accepted")
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package scheduled
 
 import (
 	"time"
@@ -8,8 +8,8 @@ import (
 	"github.com/idempotent-payments/idempay/internal/setup"
 )
 
-// config is the sweeper's environment.
-type config struct {
+// Config is the sweeper's environment.
+type Config struct {
 	TableName      string        // TABLE_NAME (required)
 	QueueURL       string        // RECONCILE_QUEUE_URL (required): where reconcile commands go
 	InTransitBound time.Duration // IN_TRANSIT_BOUND, as the charge functions'
@@ -30,46 +30,46 @@ type config struct {
 	StaleRegion      time.Duration
 }
 
-// configFromEnv reads config with getenv.
-func configFromEnv(getenv func(string) string) (config, error) {
-	var c config
+// ConfigFromEnv reads Config with getenv.
+func ConfigFromEnv(getenv func(string) string) (Config, error) {
+	var c Config
 	var err error
 	if c.TableName, err = setup.Require(getenv, deploy.EnvTableName); err != nil {
-		return config{}, err
+		return Config{}, err
 	}
 	if c.QueueURL, err = setup.Require(getenv, deploy.EnvReconcileQueueURL); err != nil {
-		return config{}, err
+		return Config{}, err
 	}
 	if c.InTransitBound, err = setup.Duration(getenv, deploy.EnvInTransitBound, idem.DefaultInTransitBound); err != nil {
-		return config{}, err
+		return Config{}, err
 	}
 	if c.ClockSkew, err = setup.Duration(getenv, deploy.EnvClockSkew, idem.DefaultClockSkew); err != nil {
-		return config{}, err
+		return Config{}, err
 	}
 	c.Environment = setup.EnvironmentOf(getenv)
 	if c.SkipResponseCRC32, err = setup.Boolean(getenv, deploy.EnvSkipResponseCRC32); err != nil {
-		return config{}, err
+		return Config{}, err
 	}
 	mode, err := setup.TableModeOf(getenv)
 	if err != nil {
-		return config{}, err
+		return Config{}, err
 	}
 	if !mode.TTL() {
 		if c.PurgeWindow, err = setup.Duration(getenv, deploy.EnvPurgeWindow, deploy.Deployed().PurgeWindow); err != nil {
-			return config{}, err
+			return Config{}, err
 		}
 	}
 	if mode != deploy.MultiRegionStrong {
 		return c, nil
 	}
 	if c.Region, err = setup.RegionOf(getenv); err != nil {
-		return config{}, err
+		return Config{}, err
 	}
 	if c.TopicARN, err = setup.Require(getenv, deploy.EnvOutcomeTopicARN); err != nil {
-		return config{}, err
+		return Config{}, err
 	}
 	if c.StaleRegion, err = setup.Duration(getenv, deploy.EnvStaleRegion, deploy.Deployed().StaleRegion); err != nil {
-		return config{}, err
+		return Config{}, err
 	}
 	return c, nil
 }

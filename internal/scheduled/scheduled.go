@@ -1,4 +1,8 @@
-package main
+// Package scheduled is the sweeper's trigger: the scheduled event
+// (EventBridge, every minute) that probes the table, runs one sweep
+// (package sweep) and, in the multi-region mode, the region's backstop
+// (package backstop), and reports their counts as metrics.
+package scheduled
 
 import (
 	"context"
