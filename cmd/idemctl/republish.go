@@ -17,6 +17,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/dynamo"
 	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/obs"
+	"github.com/idempotent-payments/idempay/internal/operations"
 	"github.com/idempotent-payments/idempay/internal/publish"
 	"github.com/idempotent-payments/idempay/internal/refund"
 	"github.com/idempotent-payments/idempay/internal/streamfilter"
@@ -68,7 +69,7 @@ func republishCharges(ctx context.Context, ledger charge.Ledger, r republisher, 
 	for _, id := range chargeIDs {
 		row, err := ledger.Get(ctx, id)
 		if err == nil {
-			err = publish.Row(ctx, r, r.books, row)
+			err = publish.Row(ctx, r, r.books, operations.ChargeRow{Charge: row})
 		}
 		if err != nil {
 			fmt.Fprintf(r.sh.stdout, "%s: %v\n", id, err)
@@ -89,7 +90,7 @@ func republishRefunds(ctx context.Context, rows refund.Ledger, r republisher, re
 	for _, id := range refundIDs {
 		row, err := rows.Get(ctx, id)
 		if err == nil {
-			err = publish.RefundRow(ctx, r, r.books, row) // marks a region's row, as the publisher does
+			err = publish.Row(ctx, r, r.books, operations.RefundRow{Refund: row}) // marks a region's row, as the publisher does
 		}
 		if err != nil {
 			fmt.Fprintf(r.sh.stdout, "%s: %v\n", id, err)

@@ -23,7 +23,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
-	"github.com/idempotent-payments/idempay/internal/outbox"
+	"github.com/idempotent-payments/idempay/internal/operations"
 	"github.com/idempotent-payments/idempay/internal/refund"
 	"github.com/idempotent-payments/idempay/internal/setup"
 )
@@ -112,7 +112,7 @@ func TestRepublish(t *testing.T) {
 		t.Fatalf("charge: %s", r.Outcome)
 	}
 	row := svc.ByKey(ctx, "acct_r", "republish-key-1").Charge
-	want, err := outbox.RowEvent(row)
+	want, err := operations.ChargeRow{Charge: row}.RowEvent()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +197,7 @@ func TestRepublishRefund(t *testing.T) {
 	if _, err := dynamo.Open(w.ddb, w.table).Refunds().Write(ctx, row); err != nil {
 		t.Fatal(err)
 	}
-	want, err := outbox.RefundEvent(row)
+	want, err := operations.RefundRow{Refund: row}.RowEvent()
 	if err != nil {
 		t.Fatal(err)
 	}

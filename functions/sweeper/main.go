@@ -49,7 +49,7 @@ func run(logger *slog.Logger) error {
 	}
 	if cfg.Region != "" {
 		h.Backstop = &backstop.Publisher{
-			Region: cfg.Region, Books: table.Books(), Ledger: table.Ledger(), Refunds: table.Refunds(),
+			Region: cfg.Region, Books: table.Books(), Rows: table.Rows(),
 			Topic: topic.New(sns.NewFromConfig(awsCfg), cfg.TopicARN), StaleAfter: cfg.StaleRegion, StopMargin: sweep.DefaultStopMargin,
 		}
 	}

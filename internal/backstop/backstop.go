@@ -9,13 +9,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/outbox"
 	"github.com/idempotent-payments/idempay/internal/publish"
-	"github.com/idempotent-payments/idempay/internal/refund"
 )
 
 // Publisher is one region's part, in the multi-region mode, in publishing
@@ -40,12 +39,11 @@ import (
 type Publisher struct {
 	// Region is this region.
 	Region string
-	// Books list the unpublished rows, charges' and refunds' alike; Ledger
-	// and Refunds read them.
-	Books   charge.Books
-	Ledger  charge.Ledger
-	Refunds refund.Ledger
-	Topic   publish.Topic
+	// Books list the unpublished rows, of every operation alike; Rows
+	// read them.
+	Books charge.Books
+	Rows  Rows
+	Topic publish.Topic
 	// StaleAfter is how old a region's last heartbeat is when that region
 	// has stopped, and how long a row waits before anyone but its region
 	// publishes it. Several of the runs' interval, so one late run is not
@@ -56,6 +54,11 @@ type Publisher struct {
 	StopMargin time.Duration
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
+}
+
+// Rows read a row of any operation by its id (dynamo.Rows).
+type Rows interface {
+	Row(ctx context.Context, id string) (outbox.Row, error)
 }
 
 // Report is what one run did.
@@ -159,27 +162,14 @@ func (p *Publisher) due(ctx context.Context, u charge.Unpublished, started time.
 	return stopped, nil
 }
 
-// publish publishes row id's event from its row (publish.Row, or
-// publish.RefundRow for a refund's), which marks the row.
+// publish publishes row id's event from its row, of any operation
+// (publish.Row), which marks the row.
 func (p *Publisher) publish(ctx context.Context, id string) error {
-	if strings.HasPrefix(id, refund.IDPrefix) {
-		if p.Refunds == nil { // a wiring mistake: the row stays listed, and loud
-			return fmt.Errorf("take over %s: no refund ledger to read it", idem.Ref(id))
-		}
-		r, err := p.Refunds.Get(ctx, id)
-		if err == nil {
-			err = publish.RefundRow(ctx, p.Topic, p.Books, r)
-		}
-		if err != nil {
-			return fmt.Errorf("take over %s: %w", idem.Ref(id), err)
-		}
-		return nil
+	row, err := p.Rows.Row(ctx, id)
+	if err == nil {
+		err = publish.Row(ctx, p.Topic, p.Books, row)
 	}
-	c, err := p.Ledger.Get(ctx, id)
 	if err != nil {
-		return fmt.Errorf("take over %s: %w", idem.Ref(id), err)
-	}
-	if err := publish.Row(ctx, p.Topic, p.Books, c); err != nil {
 		return fmt.Errorf("take over %s: %w", idem.Ref(id), err)
 	}
 	return nil

@@ -9,6 +9,8 @@ import (
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/charge/chargetest"
 	"github.com/idempotent-payments/idempay/internal/event/eventtest"
+	"github.com/idempotent-payments/idempay/internal/operations"
+	"github.com/idempotent-payments/idempay/internal/outbox"
 )
 
 // TestBackstop: a region never takes over the rows of a region that
@@ -23,7 +25,7 @@ func TestBackstop(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	ledger := chargetest.NewLedger()
 	topic := &eventtest.Topic{}
-	takeOver := &Publisher{Region: "a", Books: ledger, Ledger: ledger, Topic: topic, StaleAfter: 3 * time.Minute, Now: func() time.Time { return now }}
+	takeOver := &Publisher{Region: "a", Books: ledger, Rows: chargeRows{ledger}, Topic: topic, StaleAfter: 3 * time.Minute, Now: func() time.Time { return now }}
 	old := now.Add(-10 * time.Minute)
 	rows := []charge.Charge{
 		chargetest.RowIn("a", now.Add(-5*time.Minute), 0), // its own, waiting for its publisher
@@ -91,7 +93,7 @@ func TestBackstopStopsAtItsDeadline(t *testing.T) {
 	topic := &eventtest.Topic{}
 	ctx, cancel := context.WithDeadline(context.Background(), now.Add(time.Second))
 	defer cancel()
-	takeOver := &Publisher{Region: "a", Books: ledger, Ledger: ledger, Topic: topic, StaleAfter: time.Minute, StopMargin: 2 * time.Second,
+	takeOver := &Publisher{Region: "a", Books: ledger, Rows: chargeRows{ledger}, Topic: topic, StaleAfter: time.Minute, StopMargin: 2 * time.Second,
 		Now: func() time.Time { return now }}
 	if r, err := takeOver.Run(ctx); err != nil || r.Complete || r.TakenOver != 0 || len(topic.Take()) != 0 || !r.Beat {
 		t.Fatalf("a run past its deadline: %+v, %v", r, err)
@@ -107,4 +109,13 @@ type unreadableBeats struct{ charge.Books }
 
 func (unreadableBeats) LastBeat(context.Context, string) (time.Time, error) {
 	return time.Time{}, errors.New("table down")
+}
+
+// chargeRows read the memory ledger's rows as the backstop reads any
+// operation's (dynamo.Rows on the table).
+type chargeRows struct{ charge.Ledger }
+
+func (r chargeRows) Row(ctx context.Context, id string) (outbox.Row, error) {
+	c, err := r.Get(ctx, id)
+	return operations.ChargeRow{Charge: c}, err
 }

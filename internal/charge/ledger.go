@@ -160,7 +160,10 @@ type Unpublished struct {
 
 // ID is the id of the charge sent under downstreamKey (a record's): the
 // same for every attempt of one intent.
-func ID(downstreamKey string) string { return "ch_" + downstreamKey }
+func ID(downstreamKey string) string { return IDPrefix + downstreamKey }
+
+// IDPrefix starts every charge id.
+const IDPrefix = "ch_"
 
 // IDPattern is the shape of a charge id, as api/openapi.yaml and
 // docs/events.schema.json state it (TestIDPattern holds them equal).

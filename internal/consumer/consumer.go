@@ -17,7 +17,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/obs"
 	"github.com/idempotent-payments/idempay/internal/op"
-	"github.com/idempotent-payments/idempay/internal/outbox"
+	"github.com/idempotent-payments/idempay/internal/operations"
 	"github.com/idempotent-payments/idempay/internal/refund"
 )
 
@@ -262,14 +262,14 @@ func (h *Handler) replayedEvent(ctx context.Context, v verdict) (event.Event, bo
 		if res.Outcome != refund.Found {
 			return event.Event{}, false, errors.New(res.Outcome.String())
 		}
-		e, err := outbox.RefundEvent(res.Refund)
+		e, err := operations.RefundRow{Refund: res.Refund}.RowEvent()
 		return e, true, err
 	}
 	res := h.Service.ByKey(ctx, v.account, v.key)
 	if res.Outcome != charge.Found {
 		return event.Event{}, false, errors.New(res.Outcome.String())
 	}
-	e, err := outbox.RowEvent(res.Charge)
+	e, err := operations.ChargeRow{Charge: res.Charge}.RowEvent()
 	return e, true, err
 }
 

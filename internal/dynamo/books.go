@@ -16,7 +16,6 @@ import (
 
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/idem"
-	"github.com/idempotent-payments/idempay/internal/refund"
 	"github.com/idempotent-payments/idempay/internal/tabledef"
 )
 
@@ -38,15 +37,6 @@ type Books struct {
 // charge's or a refund's): the in-flight index's sharding (idem.ShardOf),
 // since each row writes it twice too (listed, then unlisted).
 func shardOf(id string) string { return fmt.Sprintf("%02d", idem.ShardOf(rowKey(id))) }
-
-// rowKey is the key of row id: a refund's (refund.IDPrefix) or a
-// charge's.
-func rowKey(id string) string {
-	if strings.HasPrefix(id, refund.IDPrefix) {
-		return tabledef.RefundPrefix + id
-	}
-	return Key(id)
-}
 
 // pageSize is how many index entries one query of the listing reads (a
 // variable for the test of the paging).

@@ -11,6 +11,7 @@ import (
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
 	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/operations"
 	"github.com/idempotent-payments/idempay/internal/outbox"
 	"github.com/idempotent-payments/idempay/internal/tabledef"
 )
@@ -23,48 +24,39 @@ import (
 
 // Change decodes a stream record of the table, in Lambda's form, into the
 // change it is: an idempotency record before and after, or the ledger row
-// or refund row inserted (a row's other changes, a marker's at a row's
-// key, and other items, make an empty Change).
-// The key's prefix says which, once: the images are then decoded as that
-// item, without asking again. A record without a string key, or an image
-// that does not decode, is an error.
+// inserted, of whichever operation registers the key's prefix
+// (operations.ByRowKey; a row's other changes, a marker's at a row's key,
+// and other items, make an empty Change). The key says which, once: the
+// images are then decoded as that item, without asking again. A record
+// without a string key, or an image that does not decode, is an error.
 func Change(r events.DynamoDBEventRecord) (outbox.Change, error) {
 	var c outbox.Change
 	pk := r.Change.Keys[tabledef.KeyAttribute]
 	if pk.DataType() != events.DataTypeString {
 		return c, errors.New("stream record: no pk")
 	}
-	switch key := pk.String(); {
-	case (strings.HasPrefix(key, tabledef.LedgerPrefix) || strings.HasPrefix(key, tabledef.RefundPrefix)) && isMarker(imageType(r.Change.NewImage)):
-		return c, nil // a marker put: no row, no event
-	case strings.HasPrefix(key, tabledef.LedgerPrefix):
-		if r.EventName != string(events.DynamoDBOperationTypeInsert) {
-			return c, nil // rows are written once; nothing else makes an event
-		}
-		row, err := decode(strings.TrimPrefix(key, tabledef.LedgerPrefix), item(r.Change.NewImage))
-		if err != nil {
-			return c, err
-		}
-		c.InsertedRow = &row
-	case strings.HasPrefix(key, tabledef.RefundPrefix):
-		if r.EventName != string(events.DynamoDBOperationTypeInsert) {
-			return c, nil // refund rows are written once too
-		}
-		row, err := decodeRefund(strings.TrimPrefix(key, tabledef.RefundPrefix), item(r.Change.NewImage))
-		if err != nil {
-			return c, err
-		}
-		c.InsertedRefund = &row
-	case strings.HasPrefix(key, idem.RecordPrefix):
+	key := pk.String()
+	if strings.HasPrefix(key, idem.RecordPrefix) {
 		var err error
 		if c.OldRecord, err = recordOf(r.Change.OldImage); err != nil {
 			return c, err
 		}
-		if c.NewRecord, err = recordOf(r.Change.NewImage); err != nil {
-			return c, err
-		}
+		c.NewRecord, err = recordOf(r.Change.NewImage)
+		return c, err
 	}
-	return c, nil
+	reg, ok := operations.ByRowKey(key)
+	if !ok || isMarker(imageType(r.Change.NewImage)) || r.EventName != string(events.DynamoDBOperationTypeInsert) {
+		return c, nil // not a row; a marker put; or a row's later change: rows are written once, nothing else makes an event
+	}
+	l, err := layoutOf(reg)
+	if err != nil {
+		return c, err
+	}
+	c.Inserted, err = l.decode(strings.TrimPrefix(key, reg.RowKeyPrefix), item(r.Change.NewImage))
+	if err != nil {
+		c.Inserted = nil
+	}
+	return c, err
 }
 
 // isMarker reports whether the item type t is a marker's: a held or a

@@ -18,6 +18,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/dynamo/dynamotest"
 	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/operations"
 	"github.com/idempotent-payments/idempay/internal/outbox"
 	"github.com/idempotent-payments/idempay/internal/tabledef"
 )
@@ -34,8 +35,9 @@ var streamFixtures = []struct {
 	check  func(t *testing.T, c outbox.Change)
 }{
 	{"ledger_row", []event.Type{event.Captured}, func(t *testing.T, c outbox.Change) {
-		r := c.InsertedRow
-		if r == nil || c.OldRecord != nil || c.NewRecord != nil {
+		row, ok := c.Inserted.(operations.ChargeRow)
+		r := row.Charge
+		if !ok || c.OldRecord != nil || c.NewRecord != nil {
 			t.Fatalf("%+v: want the row alone", c)
 		}
 		if r.ID != "ch_0123456789abcdef0123456789abcdef01234567" || r.Account != "acct_p" || r.IdempotencyKey != "publish-key-1" ||
@@ -46,7 +48,7 @@ var streamFixtures = []struct {
 	}},
 	{"record", nil, func(t *testing.T, c outbox.Change) {
 		r := c.NewRecord
-		if r == nil || c.OldRecord != nil || c.InsertedRow != nil {
+		if r == nil || c.OldRecord != nil || c.Inserted != nil {
 			t.Fatalf("%+v: want a new record alone", c)
 		}
 		if r.Operation != "charge" || r.Account != "acct_p" || r.Key != "publish-key-2" || r.Source != event.SourceHTTP ||
@@ -79,7 +81,7 @@ var streamFixtures = []struct {
 		}
 	}},
 	{"release", []event.Type{event.Released}, func(t *testing.T, c outbox.Change) {
-		if c.OldRecord == nil || !c.OldRecord.Held() || c.NewRecord != nil || c.InsertedRow != nil {
+		if c.OldRecord == nil || !c.OldRecord.Held() || c.NewRecord != nil || c.Inserted != nil {
 			t.Fatalf("%+v: want a held record deleted", c)
 		}
 		if s := c.OldRecord.Hold.Settling; s == nil || s.Decision != "dec-publish-1" {
@@ -87,8 +89,9 @@ var streamFixtures = []struct {
 		}
 	}},
 	{"refund_row", []event.Type{event.RefundSucceeded}, func(t *testing.T, c outbox.Change) {
-		r := c.InsertedRefund
-		if r == nil || c.InsertedRow != nil || c.OldRecord != nil || c.NewRecord != nil {
+		row, ok := c.Inserted.(operations.RefundRow)
+		r := row.Refund
+		if !ok || c.OldRecord != nil || c.NewRecord != nil {
 			t.Fatalf("%+v: want the refund row alone", c)
 		}
 		if r.ID != "re_89abcdef0123456789abcdef0123456789abcdef" || r.ChargeID != "ch_0123456789abcdef0123456789abcdef01234567" ||

@@ -12,10 +12,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/idem"
-	"github.com/idempotent-payments/idempay/internal/refund"
+	"github.com/idempotent-payments/idempay/internal/operations"
 )
 
 // Change is one item's change, decoded by the table's adapter: the record
@@ -25,11 +24,18 @@ import (
 // published by every region must read the same from each.
 type Change struct {
 	OldRecord, NewRecord *idem.Record
-	// InsertedRow is the ledger row the change wrote (rows are written
-	// once: an insert is the only change a row has).
-	InsertedRow *charge.Charge
-	// InsertedRefund is the refund row the change wrote, likewise.
-	InsertedRefund *refund.Refund
+	// Inserted is the ledger row the change wrote, of any operation (rows
+	// are written once: an insert is the only change a row has).
+	Inserted Row
+}
+
+// Row is an operation's ledger row (operations.ChargeRow,
+// operations.RefundRow): its id, the region that wrote it ("" in one
+// region), and the one event its insert makes.
+type Row interface {
+	RowID() string
+	RowRegion() string
+	RowEvent() (event.Event, error)
 }
 
 // ErrUnreadable: a change's stored data cannot make its event (a row whose
@@ -43,7 +49,7 @@ var ErrUnreadable = errors.New("the change's data makes no event")
 //     refund succeeded or declined;
 //   - a record that becomes held: held, with the hold's reason and time,
 //     once (a held record touched again for another reason stays held and
-//     makes none): a charge's or a refund's, by the record's operation;
+//     makes none): made by the record's operation (operations.ByName);
 //   - a held record deleted: released (an operator's void-confirmed is the
 //     only step that deletes a held record), at the time of the void's
 //     settling take-over, which the deleted record carries (Hold.Settling),
@@ -56,81 +62,35 @@ var ErrUnreadable = errors.New("the change's data makes no event")
 // ledger row's insert says captured or declined. A record of any other
 // operation makes none.
 func Events(c Change) ([]event.Event, error) {
-	if c.InsertedRefund != nil {
-		e, err := RefundEvent(*c.InsertedRefund)
+	if c.Inserted != nil {
+		e, err := c.Inserted.RowEvent()
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrUnreadable, err)
 		}
 		return []event.Event{e}, nil
 	}
 	rec := cmp.Or(c.NewRecord, c.OldRecord)
-	if rec != nil && rec.Operation == refund.Operation {
-		return refundRecordEvents(c)
-	}
-	if rec != nil && rec.Operation != charge.Operation {
+	if rec == nil {
 		return nil, nil
 	}
-	switch {
-	case c.InsertedRow != nil:
-		e, err := RowEvent(*c.InsertedRow)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrUnreadable, err)
-		}
-		return []event.Event{e}, nil
-	case c.NewRecord != nil && c.NewRecord.Held() && (c.OldRecord == nil || !c.OldRecord.Held()):
-		return []event.Event{event.OfHold(holdOf(c.NewRecord, c.NewRecord.Hold.At))}, nil
-	case c.NewRecord == nil && c.OldRecord != nil && c.OldRecord.Held():
-		return []event.Event{event.OfRelease(holdOf(c.OldRecord, releasedAt(c.OldRecord.Hold)))}, nil
+	reg, ok := operations.ByName(rec.Operation)
+	if !ok {
+		return nil, nil
 	}
-	return nil, nil
-}
-
-// refundRecordEvents are the events of a refund's record, by the rules
-// for a charge's: held once, released when a held one is deleted.
-func refundRecordEvents(c Change) ([]event.Event, error) {
-	var (
-		of  func(event.RefundHold) event.Event
-		rec *idem.Record
-		at  time.Time
-	)
+	var e event.Event
+	var err error
 	switch {
 	case c.NewRecord != nil && c.NewRecord.Held() && (c.OldRecord == nil || !c.OldRecord.Held()):
-		of, rec, at = event.OfRefundHold, c.NewRecord, c.NewRecord.Hold.At
+		e, err = reg.Held(c.NewRecord, c.NewRecord.Hold.At)
 	case c.NewRecord == nil && c.OldRecord != nil && c.OldRecord.Held():
-		of, rec, at = event.OfRefundRelease, c.OldRecord, releasedAt(c.OldRecord.Hold)
+		e, err = reg.Released(c.OldRecord, releasedAt(c.OldRecord.Hold))
 	default:
 		return nil, nil
 	}
-	h, err := refundHoldOf(rec, at)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", ErrUnreadable, err)
 	}
-	return []event.Event{of(h)}, nil
-}
-
-// refundHoldOf is what a refund record's events say of it: the charge
-// comes from its stored request.
-func refundHoldOf(rec *idem.Record, at time.Time) (event.RefundHold, error) {
-	canonical, err := idem.DecodeCanonical(rec.Request)
-	var req refund.Request
-	if err == nil {
-		req, err = refund.RequestFromCanonical(canonical)
-	}
-	if err != nil {
-		return event.RefundHold{}, fmt.Errorf("%w: refund record %s: its request: %w", ErrUnreadable, idem.Ref(rec.PK), err)
-	}
-	return event.RefundHold{
-		RefundID: refund.ID(rec.DownstreamKey), ChargeID: req.ChargeID, Account: rec.Account, IdempotencyKey: rec.Key,
-		Source: rec.Source, Reason: rec.Hold.Reason, At: at,
-	}, nil
-}
-
-// RefundEvent is the event of the refund row r: succeeded or declined.
-func RefundEvent(r refund.Refund) (event.Event, error) {
-	return event.OfRefundRow(event.RefundRow{
-		Refund:  event.Refund{ID: r.ID, ChargeID: r.ChargeID, Status: r.Status, Amount: r.Amount, Currency: r.Currency, DeclineCode: r.DeclineCode},
-		Account: r.Account, IdempotencyKey: r.IdempotencyKey, Source: r.Source, CreatedAt: r.CreatedAt,
-	})
+	return []event.Event{e}, nil
 }
 
 // releasedAt is when the held record of h was released: its void's
@@ -140,21 +100,4 @@ func releasedAt(h *idem.Hold) time.Time {
 		return h.Settling.At
 	}
 	return h.At
-}
-
-// RowEvent is the event of the ledger row c: Captured or Declined.
-func RowEvent(c charge.Charge) (event.Event, error) {
-	return event.OfRow(event.Row{
-		Charge: event.Charge{
-			ID: c.ID, Status: c.Status, Amount: c.Amount, Currency: c.Currency, AuthorizationID: c.AuthorizationID, DeclineCode: c.DeclineCode,
-		},
-		Account: c.Account, IdempotencyKey: c.IdempotencyKey, Source: c.Source, CreatedAt: c.CreatedAt,
-	})
-}
-
-func holdOf(rec *idem.Record, at time.Time) event.Hold {
-	return event.Hold{
-		ChargeID: charge.ID(rec.DownstreamKey), Account: rec.Account, IdempotencyKey: rec.Key,
-		Source: rec.Source, Reason: rec.Hold.Reason, At: at,
-	}
 }

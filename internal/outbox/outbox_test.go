@@ -8,6 +8,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/operations"
 	"github.com/idempotent-payments/idempay/internal/outbox"
 	"github.com/idempotent-payments/idempay/internal/refund"
 )
@@ -30,7 +31,7 @@ func TestEvents(t *testing.T) {
 		change outbox.Change
 		want   []event.Type
 	}{
-		{"a ledger row", outbox.Change{InsertedRow: row}, []event.Type{event.Captured}},
+		{"a ledger row", outbox.Change{Inserted: operations.ChargeRow{Charge: *row}}, []event.Type{event.Captured}},
 		{"a claim", outbox.Change{NewRecord: record(idem.StatusInProgress, false)}, nil},
 		{"a hold", outbox.Change{OldRecord: record(idem.StatusInProgress, false), NewRecord: record(idem.StatusInProgress, true)}, []event.Type{event.Held}},
 		{"a held record touched again", outbox.Change{OldRecord: record(idem.StatusInProgress, true), NewRecord: record(idem.StatusInProgress, true)}, nil},
@@ -92,7 +93,7 @@ func TestEvents(t *testing.T) {
 	}
 	refundRow := refund.Refund{ID: refund.ID(key), Account: "acct_1", ChargeID: charge.ID(key), IdempotencyKey: "refund-1", Source: event.SourceHTTP,
 		Status: "declined", DeclineCode: "insufficient_funds", Amount: 300, Currency: "BRL", CreatedAt: at}
-	if got, err := outbox.Events(outbox.Change{InsertedRefund: &refundRow}); err != nil || len(got) != 1 || got[0].Type != event.RefundDeclined ||
+	if got, err := outbox.Events(outbox.Change{Inserted: operations.RefundRow{Refund: refundRow}}); err != nil || len(got) != 1 || got[0].Type != event.RefundDeclined ||
 		got[0].Refund.Amount != 300 || got[0].Refund.DeclineCode != "insufficient_funds" || !got[0].CreatedAt.Equal(at) {
 		t.Fatalf("a refund row: %+v, %v", got, err)
 	}

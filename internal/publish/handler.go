@@ -1,5 +1,5 @@
 // Package publish turns the table's stream records into the outcome
-// events of charges and refunds (package outbox decides which) and publishes them: the publisher
+// events of every operation (package outbox decides which) and publishes them: the publisher
 // function's handler, and the operator's republish of a stream range,
 // which runs the same handler.
 package publish
@@ -17,7 +17,6 @@ import (
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/obs"
 	"github.com/idempotent-payments/idempay/internal/outbox"
-	"github.com/idempotent-payments/idempay/internal/refund"
 	"github.com/idempotent-payments/idempay/internal/tabledef"
 )
 
@@ -38,10 +37,9 @@ type Handler struct {
 	Logger *slog.Logger
 	// Metrics gets one EMF line per invocation; nil skips it.
 	Metrics *obs.Metrics
-	// Books, in the multi-region mode, records each ledger row and refund
-	// row published once its event is (Row, RefundRow), so no other region
-	// takes it over; a row
-	// whose mark fails is reported as the batch's failure, as a failed
+	// Books, in the multi-region mode, records each ledger row, of any
+	// operation, published once its event is (Row), so no other region
+	// takes it over; a row whose mark fails is reported as the batch's failure, as a failed
 	// publish is. Nil in one region, where nothing takes over.
 	Books charge.Books
 }
@@ -58,18 +56,12 @@ func (h *Handler) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.D
 				"a stream record does not decode; skipped: republish its charge or refund from its row", "error", err)
 			continue
 		}
-		switch {
-		case change.InsertedRow != nil:
-			err = Row(ctx, h.Topic, h.Books, *change.InsertedRow)
+		if change.Inserted != nil {
+			err = Row(ctx, h.Topic, h.Books, change.Inserted)
 			if err == nil {
 				published++
 			}
-		case change.InsertedRefund != nil:
-			err = RefundRow(ctx, h.Topic, h.Books, *change.InsertedRefund)
-			if err == nil {
-				published++
-			}
-		default:
+		} else {
 			var n int
 			n, err = publishChange(ctx, h.Topic, change)
 			published += n
@@ -97,32 +89,20 @@ func (h *Handler) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.D
 	return resp, nil
 }
 
-// Row publishes the event of the ledger row c (outbox.RowEvent) and then,
-// with books, marks a row written with a region (the multi-region mode)
-// published, retrying a conflict with another region's write
-// (idem.RetryConflicts); a row of no region is listed nowhere and is not
-// marked. An error leaves the row unpublished in the books; publishing it
-// again is the same event.
-func Row(ctx context.Context, topic Topic, books charge.Books, c charge.Charge) error {
-	if _, err := publishChange(ctx, topic, outbox.Change{InsertedRow: &c}); err != nil {
+// Row publishes the event of the ledger row r, of any operation
+// (outbox.Row.RowEvent), and then, with books, marks a row written with a
+// region (the multi-region mode) published, retrying a conflict with
+// another region's write (idem.RetryConflicts); a row of no region is
+// listed nowhere and is not marked. An error leaves the row unpublished in
+// the books; publishing it again is the same event.
+func Row(ctx context.Context, topic Topic, books charge.Books, r outbox.Row) error {
+	if _, err := publishChange(ctx, topic, outbox.Change{Inserted: r}); err != nil {
 		return err
 	}
-	if books == nil || c.Region == "" {
+	if books == nil || r.RowRegion() == "" {
 		return nil
 	}
-	return idem.RetryConflicts(ctx, func() error { return books.MarkPublished(ctx, c.ID) })
-}
-
-// RefundRow is Row for a refund's row r (outbox.RefundEvent): its event,
-// then, with books, the mark of a row written with a region.
-func RefundRow(ctx context.Context, topic Topic, books charge.Books, r refund.Refund) error {
-	if _, err := publishChange(ctx, topic, outbox.Change{InsertedRefund: &r}); err != nil {
-		return err
-	}
-	if books == nil || r.Region == "" {
-		return nil
-	}
-	return idem.RetryConflicts(ctx, func() error { return books.MarkPublished(ctx, r.ID) })
+	return idem.RetryConflicts(ctx, func() error { return books.MarkPublished(ctx, r.RowID()) })
 }
 
 // publishChange publishes the events of c (outbox.Events), in order, and

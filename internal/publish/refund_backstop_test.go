@@ -11,6 +11,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/dynamo/dynamotest"
 	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/event/eventtest"
+	"github.com/idempotent-payments/idempay/internal/operations"
 	"github.com/idempotent-payments/idempay/internal/publish"
 	"github.com/idempotent-payments/idempay/internal/refund"
 )
@@ -25,7 +26,7 @@ func refundIn(region string, at time.Time, n int) refund.Refund {
 // TestRefundRowsArePublishedOnce (beside the publisher's tests, which run
 // on DynamoDB Local; the backstop's own run on memory): a refund row written
 // with a region is listed unpublished beside the ledger rows until its
-// event is published: by its own region's publisher (publish.RefundRow,
+// event is published: by its own region's publisher (publish.Row,
 // which marks it), or, its region stopped, by another's backstop. A row
 // of no region is listed nowhere.
 func TestRefundRowsArePublishedOnce(t *testing.T) {
@@ -53,13 +54,13 @@ func TestRefundRowsArePublishedOnce(t *testing.T) {
 	if got := listed(); len(got) != 2 || got[own.ID] != "a" || got[stopped.ID] != "c" {
 		t.Fatalf("listed %v; want the two rows written with a region", got)
 	}
-	if err := publish.RefundRow(ctx, topic, books, own); err != nil {
+	if err := publish.Row(ctx, topic, books, operations.RefundRow{Refund: own}); err != nil {
 		t.Fatal(err)
 	}
 	if got := listed(); len(got) != 1 || got[stopped.ID] != "c" {
 		t.Fatalf("after its region published it: listed %v", got)
 	}
-	takeOver := &backstop.Publisher{Region: "a", Books: books, Ledger: table.Ledger(), Refunds: refunds, Topic: topic, StaleAfter: 3 * time.Minute}
+	takeOver := &backstop.Publisher{Region: "a", Books: books, Rows: table.Rows(), Topic: topic, StaleAfter: 3 * time.Minute}
 	r, err := takeOver.Run(ctx)
 	if err != nil || r.TakenOver != 1 || len(listed()) != 0 {
 		t.Fatalf("the backstop: %+v, %v; listed %v", r, err, listed())

@@ -14,6 +14,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/dynamo/dynamotest"
 	"github.com/idempotent-payments/idempay/internal/event/eventtest"
 	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/operations"
 	"github.com/idempotent-payments/idempay/internal/streamfilter"
 )
 
@@ -29,11 +30,11 @@ func TestRowMarksAfterPublishing(t *testing.T) {
 	}
 	topic := &eventtest.Topic{Fail: errors.New("topic down")}
 	books := &conflictingBooks{Books: ledger, conflicts: 2}
-	if err := Row(ctx, topic, books, c); err == nil || books.marks != 0 {
+	if err := Row(ctx, topic, books, operations.ChargeRow{Charge: c}); err == nil || books.marks != 0 {
 		t.Fatalf("a failed publish: %v, %d marks", err, books.marks)
 	}
 	topic.Fail = nil
-	if err := Row(ctx, topic, books, c); err != nil || books.marks != 3 {
+	if err := Row(ctx, topic, books, operations.ChargeRow{Charge: c}); err != nil || books.marks != 3 {
 		t.Fatalf("Row: %v after %d tries of the mark; want 3 (two conflicts)", err, books.marks)
 	}
 	for u := range ledger.Unpublished(ctx, time.Now().Add(time.Hour)) {
@@ -80,11 +81,11 @@ func TestPublishOnceAcrossRegions(t *testing.T) {
 		forA, errA := streamfilter.For("a").Match(raw)
 		forB, errB := streamfilter.For("b").Match(raw)
 		c, err := dynamo.Change(r)
-		if errA != nil || errB != nil || err != nil || c.InsertedRow == nil {
+		if errA != nil || errB != nil || err != nil || c.Inserted == nil {
 			t.Fatalf("%v %v %v %+v", errA, errB, err, c)
 		}
-		if region := c.InsertedRow.Region; forA != (region != "b") || forB != (region != "a") {
-			t.Fatalf("the row of %s passes a's filters %t, b's %t", c.InsertedRow.Region, forA, forB)
+		if region := c.Inserted.RowRegion(); forA != (region != "b") || forB != (region != "a") {
+			t.Fatalf("the row of %s passes a's filters %t, b's %t", c.Inserted.RowRegion(), forA, forB)
 		}
 	}
 	topic := &eventtest.Topic{}

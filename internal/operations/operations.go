@@ -1,0 +1,96 @@
+// Package operations is the one place where the calls that move money
+// register: each operation's name, the keys and ids of its ledger rows,
+// the events it makes, and the triggers that carry it. The table's
+// adapter, the outbox, the publisher and the backstop find an operation
+// here, by its records' name or its rows' id or key, and never branch on
+// one; adding an operation adds one Registration to the list below.
+package operations
+
+import (
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/idempotent-payments/idempay/internal/charge"
+	"github.com/idempotent-payments/idempay/internal/event"
+	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/refund"
+	"github.com/idempotent-payments/idempay/internal/tabledef"
+)
+
+// Trigger is a way a call reaches an operation.
+type Trigger string
+
+// The triggers. An operation declares those that carry it; the matrix
+// test proves that each one it declares serves it.
+const (
+	HTTP       Trigger = "http"       // API Gateway (package httpapi)
+	Queue      Trigger = "queue"      // SQS commands (package consumer)
+	Operator   Trigger = "operator"   // the operator's function URL (package operator)
+	Stream     Trigger = "stream"     // the table's stream: its events (package publish)
+	Reconciler Trigger = "reconciler" // the reconcile queue (package consumer, op.Operation.Reconcile)
+	Backstop   Trigger = "backstop"   // another region's take-over of its rows (package backstop)
+)
+
+// Registration is one operation as every adapter knows it.
+type Registration struct {
+	// Name is the operation its records are claimed under
+	// (idem.Scope.Operation).
+	Name string
+	// RowIDPrefix starts the id of each of its ledger rows, and
+	// RowKeyPrefix the table key of each (tabledef).
+	RowIDPrefix, RowKeyPrefix string
+	// Triggers are the triggers that carry it.
+	Triggers []Trigger
+	// Events are the events it makes: its rows' outcomes, its records'
+	// holds and releases, and a queued command's rejection.
+	Events []event.Type
+	// Held and Released are the events of its record rec, made held at
+	// at, or deleted while held (released at at).
+	Held, Released func(rec *idem.Record, at time.Time) (event.Event, error)
+}
+
+// Carries reports whether t carries the operation.
+func (r Registration) Carries(t Trigger) bool { return slices.Contains(r.Triggers, t) }
+
+// all are the registrations, in the order they were added.
+var all = []Registration{
+	{
+		Name: charge.Operation, RowIDPrefix: charge.IDPrefix, RowKeyPrefix: tabledef.LedgerPrefix,
+		Triggers: []Trigger{HTTP, Queue, Operator, Stream, Reconciler, Backstop},
+		Events:   []event.Type{event.Captured, event.Declined, event.Held, event.Released, event.Rejected},
+		Held:     chargeHeld, Released: chargeReleased,
+	},
+	{
+		Name: refund.Operation, RowIDPrefix: refund.IDPrefix, RowKeyPrefix: tabledef.RefundPrefix,
+		Triggers: []Trigger{HTTP, Queue, Operator, Stream, Reconciler, Backstop},
+		Events:   []event.Type{event.RefundSucceeded, event.RefundDeclined, event.RefundHeld, event.RefundReleased, event.RefundRejected},
+		Held:     refundHeld, Released: refundReleased,
+	},
+}
+
+// All are the registrations.
+func All() []Registration { return slices.Clone(all) }
+
+// ByName is the registration of the operation name.
+func ByName(name string) (Registration, bool) {
+	return find(func(r Registration) bool { return r.Name == name })
+}
+
+// ByRowID is the registration whose rows' ids row id starts with.
+func ByRowID(id string) (Registration, bool) {
+	return find(func(r Registration) bool { return strings.HasPrefix(id, r.RowIDPrefix) })
+}
+
+// ByRowKey is the registration whose rows' keys the table key key starts
+// with.
+func ByRowKey(key string) (Registration, bool) {
+	return find(func(r Registration) bool { return strings.HasPrefix(key, r.RowKeyPrefix) })
+}
+
+func find(match func(Registration) bool) (Registration, bool) {
+	if i := slices.IndexFunc(all, match); i >= 0 {
+		return all[i], true
+	}
+	return Registration{}, false
+}

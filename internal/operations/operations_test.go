@@ -1,0 +1,41 @@
+package operations_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/idempotent-payments/idempay/internal/operations"
+)
+
+// TestRegistrations: every registration names its rows and events and
+// declares its triggers, and no two can be mistaken for each other by a
+// name, a row id or a row key.
+func TestRegistrations(t *testing.T) {
+	regs := operations.All()
+	if len(regs) == 0 {
+		t.Fatal("no operation registered")
+	}
+	for i, r := range regs {
+		if r.Name == "" || r.RowIDPrefix == "" || r.RowKeyPrefix == "" || len(r.Triggers) == 0 || len(r.Events) == 0 || r.Held == nil || r.Released == nil {
+			t.Errorf("registration %d is incomplete: %+v", i, r)
+		}
+		if got, ok := operations.ByName(r.Name); !ok || got.Name != r.Name {
+			t.Errorf("ByName(%q) = %q, %t", r.Name, got.Name, ok)
+		}
+		if got, ok := operations.ByRowID(r.RowIDPrefix + "x"); !ok || got.Name != r.Name {
+			t.Errorf("ByRowID of %s's row = %q, %t", r.Name, got.Name, ok)
+		}
+		if got, ok := operations.ByRowKey(r.RowKeyPrefix + r.RowIDPrefix + "x"); !ok || got.Name != r.Name {
+			t.Errorf("ByRowKey of %s's row = %q, %t", r.Name, got.Name, ok)
+		}
+		for _, o := range regs[i+1:] {
+			if r.Name == o.Name || strings.HasPrefix(r.RowIDPrefix, o.RowIDPrefix) || strings.HasPrefix(o.RowIDPrefix, r.RowIDPrefix) ||
+				strings.HasPrefix(r.RowKeyPrefix, o.RowKeyPrefix) || strings.HasPrefix(o.RowKeyPrefix, r.RowKeyPrefix) {
+				t.Errorf("%s and %s can be mistaken for each other", r.Name, o.Name)
+			}
+		}
+	}
+	if _, ok := operations.ByName("payout"); ok {
+		t.Error("an operation nobody registered is found")
+	}
+}
