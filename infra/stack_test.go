@@ -24,6 +24,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/obs"
+	"github.com/idempotent-payments/idempay/internal/op"
 	"github.com/idempotent-payments/idempay/internal/route"
 	"github.com/idempotent-payments/idempay/internal/tabledef"
 )
@@ -646,7 +647,7 @@ func TestAlarms(t *testing.T) {
 		len(list(hb["InsufficientDataActions"])) != 1 || strings.Contains(asJSON(hb), "FILL") {
 		t.Errorf("heartbeat %s", asJSON(hb))
 	}
-	if a := asJSON(props(byPrefix(t, alarms, "AcquirerMismatchAlarm"))); !strings.Contains(a, `"Value":"`+charge.Mismatch.String()+`"`) || !strings.Contains(a, `"Threshold":1`) {
+	if a := asJSON(props(byPrefix(t, alarms, "AcquirerMismatchAlarm"))); !strings.Contains(a, `"Value":"`+op.Mismatch.String()+`"`) || !strings.Contains(a, `"Threshold":1`) {
 		t.Errorf("the mismatch alarm: %s", a)
 	}
 	// A refund's mismatch pages from either entry point, a held refund

@@ -36,6 +36,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/localapi"
+	"github.com/idempotent-payments/idempay/internal/op"
 	"github.com/idempotent-payments/idempay/internal/operator"
 	"github.com/idempotent-payments/idempay/internal/refund"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
@@ -563,7 +564,7 @@ func TestAPersonsPromptDoesNotRace(t *testing.T) {
 		l.ledger, losesAnswers{acq}, httpapi.Render, charge.Config{AcquirerTimeout: 150 * time.Millisecond})
 	stdin := &duringConfirmation{answer: strings.NewReader("yes\n"), meanwhile: func() {
 		r := client.Charge(ctx, charge.Input{Account: "acct_ops", Keys: []string{"prompt-key"}, Body: body})
-		if r.Outcome != charge.Pending {
+		if r.Outcome != op.Pending {
 			t.Errorf("the client's retry: %s, want pending (authorized, answer lost)", r.Outcome)
 		}
 		time.Sleep(2*time.Second + waitOut) // its lease ends, and T + skew after it
@@ -651,7 +652,7 @@ func TestReadingCommands(t *testing.T) {
 		return out.String(), err
 	}
 	svc := chargetest.ServiceWith(idem.NewGuard(w.store, idem.Config{Protocol: w.protocol}), w.ledger, w.acq, httpapi.Render, charge.Config{})
-	if r := svc.Charge(ctx, charge.Input{Account: "acct_ops", Keys: []string{"ops-done-key"}, Body: body}); r.Outcome != charge.Executed {
+	if r := svc.Charge(ctx, charge.Input{Account: "acct_ops", Keys: []string{"ops-done-key"}, Body: body}); r.Outcome != op.Executed {
 		t.Fatalf("setup: %s", r.Outcome)
 	}
 	stale := idem.Scope{Operation: charge.Operation, Account: "acct_ops", Key: "ops-stuck-key"}
@@ -688,7 +689,7 @@ func TestReadingCommands(t *testing.T) {
 	// entry on the charge's balance.
 	guard := idem.NewGuard(w.store, idem.Config{Protocol: w.protocol})
 	refunds := refund.NewService(guard, svc, balances, dynamo.Open(w.ddb, w.table).Refunds(), w.acq, httpapi.RenderRefund, charge.Config{})
-	if r := refunds.Refund(ctx, refund.Input{Account: "acct_ops", Keys: []string{"ops-done-key"}, ChargeID: v.Ledger["id"].(string), Body: []byte(`{"amount": 10}`)}); r.Outcome != refund.Executed {
+	if r := refunds.Refund(ctx, refund.Input{Account: "acct_ops", Keys: []string{"ops-done-key"}, ChargeID: v.Ledger["id"].(string), Body: []byte(`{"amount": 10}`)}); r.Outcome != op.Executed {
 		t.Fatalf("refund: %s", r.Outcome)
 	}
 	out, err = idemctl("inspect", "--account", "acct_ops", "--key", "ops-done-key", "--operation", "refund")
@@ -723,7 +724,7 @@ func TestRegionFlag(t *testing.T) {
 	ctx := context.Background()
 	w := newWorld(t)
 	svc := chargetest.ServiceWith(idem.NewGuard(w.store, idem.Config{Protocol: w.protocol}), w.ledger, w.acq, httpapi.Render, charge.Config{})
-	if r := svc.Charge(ctx, charge.Input{Account: "acct_region", Keys: []string{"region-flag-key"}, Body: body}); r.Outcome != charge.Executed {
+	if r := svc.Charge(ctx, charge.Input{Account: "acct_region", Keys: []string{"region-flag-key"}, Body: body}); r.Outcome != op.Executed {
 		t.Fatalf("setup: %s", r.Outcome)
 	}
 	var outs []string

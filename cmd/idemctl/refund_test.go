@@ -12,6 +12,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/dynamo"
 	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/op"
 	"github.com/idempotent-payments/idempay/internal/operator"
 	"github.com/idempotent-payments/idempay/internal/refund"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
@@ -63,7 +64,7 @@ func (l refundLab) chargeOf(t *testing.T, key, method string) string {
 	t.Helper()
 	res := l.charges.Charge(context.Background(), charge.Input{Account: "acct_ops", Keys: []string{key},
 		Body: fmt.Appendf(nil, `{"amount": 1000, "currency": "BRL", "order_id": "1", "payment_method": %q}`, method)})
-	if res.Outcome != charge.Executed {
+	if res.Outcome != op.Executed {
 		t.Fatalf("charge: %s", res.Outcome)
 	}
 	return res.ChargeID
@@ -105,10 +106,10 @@ func TestStaleRefundsThroughTheChannel(t *testing.T) {
 	t.Parallel()
 	l := newRefundLab(t)
 	ch := l.chargeOf(t, "refund-ops-charge", "pm_card_visa")
-	if res := l.refundWith(t, answerDropped{Acquirer: l.acq, send: true}, "refund-reached", ch); res.Outcome != refund.Pending {
+	if res := l.refundWith(t, answerDropped{Acquirer: l.acq, send: true}, "refund-reached", ch); res.Outcome != op.Pending {
 		t.Fatalf("the dropped answer: %s", res.Outcome)
 	}
-	if res := l.refundWith(t, answerDropped{Acquirer: l.acq}, "refund-never-left", ch); res.Outcome != refund.Pending {
+	if res := l.refundWith(t, answerDropped{Acquirer: l.acq}, "refund-never-left", ch); res.Outcome != op.Pending {
 		t.Fatalf("the lost request: %s", res.Outcome)
 	}
 	l.mustBalance(t, ch, 200, 800, 0)
@@ -146,7 +147,7 @@ func TestHeldRefundThroughTheChannel(t *testing.T) {
 	t.Parallel()
 	l := newRefundLab(t)
 	ch := l.chargeOf(t, "refund-held-charge", sandbox.PaymentMethodRefundsTenfold)
-	if res := l.refundWith(t, l.acq, "refund-tenfold", ch); res.Outcome != refund.Mismatch {
+	if res := l.refundWith(t, l.acq, "refund-tenfold", ch); res.Outcome != op.Mismatch {
 		t.Fatalf("the tenfold refund: %s", res.Outcome)
 	}
 	l.mustBalance(t, ch, 600, 400, 0)

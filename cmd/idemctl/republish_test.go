@@ -23,6 +23,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/op"
 	"github.com/idempotent-payments/idempay/internal/operations"
 	"github.com/idempotent-payments/idempay/internal/refund"
 	"github.com/idempotent-payments/idempay/internal/setup"
@@ -108,7 +109,7 @@ func TestRepublish(t *testing.T) {
 	svc := chargetest.ServiceWith(idem.NewGuard(w.store, idem.Config{Protocol: w.protocol}), w.ledger, w.acq, httpapi.Render, charge.Config{})
 	in := charge.Input{Account: "acct_r", Keys: []string{"republish-key-1"}, Source: event.SourceHTTP,
 		Body: []byte(`{"amount": 500, "currency": "BRL", "order_id": "r-1", "payment_method": "pm_card_visa"}`)}
-	if r := svc.Charge(ctx, in); r.Outcome != charge.Executed {
+	if r := svc.Charge(ctx, in); r.Outcome != op.Executed {
 		t.Fatalf("charge: %s", r.Outcome)
 	}
 	row := svc.ByKey(ctx, "acct_r", "republish-key-1").Charge

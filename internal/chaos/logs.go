@@ -7,7 +7,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/idempotent-payments/idempay/internal/charge"
+	"github.com/idempotent-payments/idempay/internal/op"
 )
 
 // seen is what the functions' log lines say they saw.
@@ -72,7 +72,7 @@ func readLogs(path string, offset int64) (seen, error) {
 func (s seen) onlyInFlight(id string) bool {
 	outs := s.outcomes[id]
 	for _, o := range outs {
-		if o != charge.InFlight.String() {
+		if o != op.InFlight.String() {
 			return false
 		}
 	}

@@ -34,7 +34,7 @@ func (o operation) ReadBack(ctx context.Context, d op.Decision) (op.Settled, err
 }
 
 func (o operation) RowTerms(ctx context.Context, rec *idem.Record) *op.Terms {
-	if res := o.s.Get(ctx, rec.Account, ID(rec.DownstreamKey)); res.Outcome == Found {
+	if res := o.s.Get(ctx, rec.Account, ID(rec.DownstreamKey)); res.Outcome == op.Found {
 		return rowTerms(res.Charge)
 	}
 	return nil

@@ -17,8 +17,8 @@ import (
 // TestOutcomeNames: every outcome has a name of its own in the
 // observability vocabulary (obs.Outcomes, which docs/operating.md lists).
 func TestOutcomeNames(t *testing.T) {
-	seen := map[obs.Outcome]charge.Outcome{}
-	for _, o := range charge.Outcomes() {
+	seen := map[obs.Outcome]op.Outcome{}
+	for _, o := range op.Outcomes() {
 		name := o.Name()
 		if !slices.Contains(obs.Outcomes(), name) {
 			t.Errorf("outcome %d is named %q, which is not in the vocabulary", int(o), name)
@@ -46,13 +46,13 @@ func TestResultCarriesTheParsedKey(t *testing.T) {
 	svc := chargetest.Service(guard, &scripted{authorize: captured, lookup: absent}, httpapi.Render, charge.Config{})
 	first := svc.Charge(context.Background(), input("acct", "quoted-key-1", body))
 	again := svc.Charge(context.Background(), input("acct", `"quoted-key-1"`, body))
-	if first.Outcome != charge.Executed || again.Outcome != charge.Replayed || first.Key != "quoted-key-1" || again.Key != "quoted-key-1" {
+	if first.Outcome != op.Executed || again.Outcome != op.Replayed || first.Key != "quoted-key-1" || again.Key != "quoted-key-1" {
 		t.Fatalf("bare: %s %q; quoted: %s %q; want executed then replayed, both with the bare key", first.Outcome, first.Key, again.Outcome, again.Key)
 	}
-	if res := svc.ByKey(context.Background(), "acct", again.Key); res.Outcome != charge.Found {
+	if res := svc.ByKey(context.Background(), "acct", again.Key); res.Outcome != op.Found {
 		t.Fatalf("the lookup by the result's key: %s, want found", res.Outcome)
 	}
-	if bad := svc.Charge(context.Background(), input("acct", "short", body)); bad.Outcome != charge.KeyInvalid || bad.Key != "" {
+	if bad := svc.Charge(context.Background(), input("acct", "short", body)); bad.Outcome != op.KeyInvalid || bad.Key != "" {
 		t.Fatalf("an invalid key: %s %q, want refused with no parsed key", bad.Outcome, bad.Key)
 	}
 }

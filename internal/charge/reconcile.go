@@ -58,7 +58,7 @@ func (s *Service) Reconcile(ctx context.Context, pk string) (op.Reconciled, erro
 		return op.ReconciledMismatch, nil
 	case err == nil:
 		res := s.finish(ctx, lease, req, auth)
-		if res.Outcome != Executed && res.Outcome != Replayed {
+		if res.Outcome != op.Executed && res.Outcome != op.Replayed {
 			return op.NothingToDo, fmt.Errorf("reconcile %s: completion did not land", idem.Ref(pk))
 		}
 		return op.ReconciledCompleted, nil

@@ -75,7 +75,7 @@ func TestRule2NoReleaseAfterTakeOver(t *testing.T) {
 		return acquirer.Authorization{}, fmt.Errorf("%w: timeout", acquirer.ErrOutcomeUnknown) // the first request: sent, no answer
 	}, lookup: absent}
 	svc := chargetest.Service(guard, acq, httpapi.Render, charge.Config{Now: clock.Now})
-	if r := svc.Charge(context.Background(), input("acct", "rule-2-key", body)); r.Outcome != charge.Pending || r.AcquirerErrors != 1 || r.Attempt != 1 ||
+	if r := svc.Charge(context.Background(), input("acct", "rule-2-key", body)); r.Outcome != op.Pending || r.AcquirerErrors != 1 || r.Attempt != 1 ||
 		r.Record != idem.Ref(idem.Scope{Operation: charge.Operation, Account: "acct", Key: "rule-2-key"}.PK()) {
 		t.Fatalf("first attempt: %s, %d acquirer errors, attempt %d", r.Outcome, r.AcquirerErrors, r.Attempt)
 	}
@@ -85,7 +85,7 @@ func TestRule2NoReleaseAfterTakeOver(t *testing.T) {
 	if st, attempt := status(t, guard, "acct", "rule-2-key"); st != idem.StatusInProgress || attempt != 2 {
 		t.Fatalf("record %q attempt %d; want IN_PROGRESS after the take-over — a release here loses the in-transit charge", st, attempt)
 	}
-	if r.Outcome != charge.Pending {
+	if r.Outcome != op.Pending {
 		t.Fatalf("retry answered %s, want pending (503 CHARGE_OUTCOME_PENDING)", r.Outcome)
 	}
 }
@@ -119,7 +119,7 @@ func TestRule3StalledWorkerDoesNotSend(t *testing.T) {
 		if n := acq.authorized.Load(); n != 0 {
 			t.Fatalf("stall %s: the worker sent %d request(s) with %s of its lease left", stall, n, 30*time.Second-stall)
 		}
-		if r.Outcome != charge.Released && r.Outcome != charge.Pending {
+		if r.Outcome != op.Released && r.Outcome != op.Pending {
 			t.Fatalf("stall %s: answered %s, want a 503", stall, r.Outcome)
 		}
 	}
@@ -187,7 +187,7 @@ func TestInFlightWaitOut(t *testing.T) {
 	}
 	clock.Advance(10 * time.Second)
 	res := svc.Charge(ctx, charge.Input{Account: "acct_1", Keys: []string{"wait-out-key"}, Body: []byte(body)})
-	if res.Outcome != charge.InFlight || res.WaitOut != 26*time.Second || res.RetryAfter != 2*time.Second {
+	if res.Outcome != op.InFlight || res.WaitOut != 26*time.Second || res.RetryAfter != 2*time.Second {
 		t.Fatalf("%s: WaitOut %s, RetryAfter %s; want in flight, 20 s left + 5 s + 1 s, 2 s", res.Outcome, res.WaitOut, res.RetryAfter)
 	}
 }
@@ -221,7 +221,7 @@ func TestCredentialRotation(t *testing.T) {
 	}
 
 	var wg sync.WaitGroup
-	results := make(chan charge.Outcome, 200)
+	results := make(chan op.Outcome, 200)
 	for w := range 10 {
 		wg.Go(func() {
 			for i := range 20 {
@@ -236,7 +236,7 @@ func TestCredentialRotation(t *testing.T) {
 	wg.Wait()
 	close(results)
 	for o := range results {
-		if o != charge.Executed {
+		if o != op.Executed {
 			t.Fatalf("a charge during the rotation: %s", o)
 		}
 	}
@@ -245,14 +245,14 @@ func TestCredentialRotation(t *testing.T) {
 	}
 
 	sb.SetAPIKey("key-3") // the acquirer moved on; the secret has not yet
-	if r := charge1("rotation-late-secret"); r.Outcome != charge.Released {
+	if r := charge1("rotation-late-secret"); r.Outcome != op.Released {
 		t.Fatalf("refused credential: %s, want released (nothing sent)", r.Outcome)
 	}
 	if st, _ := status(t, guard, "acct_1", "rotation-late-secret"); st != "" || len(sb.Authorizations()) != 200 {
 		t.Fatalf("after a refusal: record %q, %d authorizations", st, len(sb.Authorizations()))
 	}
 	secret.Store("key-3")
-	if r := charge1("rotation-late-secret"); r.Outcome != charge.Executed || len(sb.Authorizations()) != 201 {
+	if r := charge1("rotation-late-secret"); r.Outcome != op.Executed || len(sb.Authorizations()) != 201 {
 		t.Fatalf("the retry once the secret has the key: %s, %d authorizations", r.Outcome, len(sb.Authorizations()))
 	}
 }
@@ -279,7 +279,7 @@ func TestRefusedAfterTakeOverStaysInFlight(t *testing.T) {
 	}
 	clock.Advance(31 * time.Second) // the first owner's lease is over
 	r := svc.Charge(ctx, charge.Input{Account: "acct_1", Keys: []string{"refused-after-take-over"}, Body: []byte(body)})
-	if st, attempt := status(t, guard, "acct_1", "refused-after-take-over"); r.Outcome != charge.Pending || st != idem.StatusInProgress || attempt != 2 {
+	if st, attempt := status(t, guard, "acct_1", "refused-after-take-over"); r.Outcome != op.Pending || st != idem.StatusInProgress || attempt != 2 {
 		t.Fatalf("%s, record %s attempt %d; want pending, still in flight after the take-over", r.Outcome, st, attempt)
 	}
 	if n := acq.authorized.Load(); n != 2 {
@@ -287,7 +287,7 @@ func TestRefusedAfterTakeOverStaysInFlight(t *testing.T) {
 	}
 	// A first attempt refused twice is released: nothing was processed.
 	r = svc.Charge(ctx, charge.Input{Account: "acct_1", Keys: []string{"refused-first-attempt"}, Body: []byte(body)})
-	if st, _ := status(t, guard, "acct_1", "refused-first-attempt"); r.Outcome != charge.Released || st != "" {
+	if st, _ := status(t, guard, "acct_1", "refused-first-attempt"); r.Outcome != op.Released || st != "" {
 		t.Fatalf("first attempt: %s, record %q; want released", r.Outcome, st)
 	}
 }
@@ -329,7 +329,7 @@ func TestRefusedWithTheSameCredentialIsNotResent(t *testing.T) {
 	}}
 	guard := idem.NewGuard(idemtest.NewMemoryStore(), idem.Config{})
 	svc := chargetest.Service(guard, acq, httpapi.Render, charge.Config{})
-	if r := svc.Charge(context.Background(), input("acct", "same-credential", body)); r.Outcome != charge.Released || acq.authorized.Load() != 1 {
+	if r := svc.Charge(context.Background(), input("acct", "same-credential", body)); r.Outcome != op.Released || acq.authorized.Load() != 1 {
 		t.Fatalf("%s after %d authorizations; want released after 1", r.Outcome, acq.authorized.Load())
 	}
 }

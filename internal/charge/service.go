@@ -14,6 +14,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/obs"
+	"github.com/idempotent-payments/idempay/internal/op"
 )
 
 // Acquirer is what the service needs of the card acquirer.
@@ -144,124 +145,12 @@ type Input struct {
 	Source string
 }
 
-// Outcome is what one call came to. The entry points map every outcome in a
-// table of their own (an HTTP response, a queue verdict); the service knows
-// nothing of either.
-type Outcome int
-
-// The outcomes. Nothing is written for KeyMissing, KeyInvalid,
-// RequestInvalid and AccountInvalid; InFlight, Released, Pending,
-// Unavailable, Mismatch and Held come with a RetryAfter.
-const (
-	// Executed: this call took the key, the acquirer decided (captured or
-	// declined) and Response is the stored answer.
-	Executed Outcome = iota + 1
-	// Replayed: the key completed earlier for the same request; Response is
-	// the stored answer.
-	Replayed
-	// AccountInvalid: the caller names no usable account (Reason says why).
-	AccountInvalid
-	// KeyMissing: no idempotency key.
-	KeyMissing
-	// KeyInvalid: not one valid key (Reason says why).
-	KeyInvalid
-	// RequestInvalid: the body is not a valid charge request (Errors).
-	RequestInvalid
-	// InFlight: another attempt holds the key; retry with it later.
-	InFlight
-	// KeyReused: the key belongs to a different request; never retried.
-	KeyReused
-	// Released: the acquirer was unreachable and nothing was sent; the key
-	// is free again.
-	Released
-	// Pending: the acquirer's outcome is unknown; the key stays in flight
-	// until a retry or the reconciler resolves it.
-	Pending
-	// Unavailable: the store failed before anything was sent.
-	Unavailable
-	// Found: Get or ByKey found the caller's charge (Charge).
-	Found
-	// NotFound: Get or ByKey found no such charge for the caller.
-	NotFound
-	// Mismatch: the acquirer answered, but its answer disagrees with the
-	// request or with itself (acquirer.ErrMismatch). Money may have moved on
-	// terms nobody asked for: nothing is stored as an outcome, no ledger row
-	// is written, and the record is held for an operator (Held from then
-	// on). An entry point answers as for Pending, never with a final code.
-	Mismatch
-	// Held: the key's record is held for an operator after a mismatch.
-	// Nothing was sent or written; only the operator's step (Settle)
-	// settles it.
-	Held
-
-	numOutcomes // one past the last: every outcome below has a name
-)
-
-var outcomeNames = [numOutcomes]obs.Outcome{
-	Executed: obs.OutcomeExecuted, Replayed: obs.OutcomeReplayed, AccountInvalid: obs.OutcomeAccountInvalid,
-	KeyMissing: obs.OutcomeKeyMissing, KeyInvalid: obs.OutcomeKeyInvalid, RequestInvalid: obs.OutcomeRequestInvalid,
-	InFlight: obs.OutcomeInFlight, KeyReused: obs.OutcomeKeyReused, Released: obs.OutcomeReleased, Pending: obs.OutcomePending,
-	Unavailable: obs.OutcomeUnavailable, Found: obs.OutcomeFound, NotFound: obs.OutcomeNotFound,
-	Mismatch: obs.OutcomeAcquirerMismatch, Held: obs.OutcomeHeld,
-}
-
-// Name is the outcome's stable name in the observability vocabulary: the
-// logs' outcome and the metrics' Outcome dimension.
-func (o Outcome) Name() obs.Outcome {
-	if o > 0 && o < numOutcomes {
-		return outcomeNames[o]
-	}
-	return "unknown"
-}
-
-// String is Name, as text.
-func (o Outcome) String() string { return string(o.Name()) }
-
-// outcomeCodes are the stable codes of the outcomes that are not an answer
-// of their own: the refusals, which are final, and those retried with the
-// same key.
-var outcomeCodes = [numOutcomes]string{
-	AccountInvalid: "UNAUTHENTICATED", KeyMissing: "IDEMPOTENCY_KEY_MISSING", KeyInvalid: "IDEMPOTENCY_KEY_INVALID",
-	RequestInvalid: "VALIDATION_FAILED", KeyReused: "IDEMPOTENCY_KEY_REUSED",
-	InFlight: "IDEMPOTENCY_IN_FLIGHT", Released: "ACQUIRER_UNAVAILABLE", Pending: "CHARGE_OUTCOME_PENDING",
-	Mismatch: "CHARGE_OUTCOME_PENDING", Held: "CHARGE_OUTCOME_PENDING", Unavailable: "SERVICE_UNAVAILABLE",
-	NotFound: "NOT_FOUND",
-}
-
-// Code is the stable code each entry point renders the outcome with: the
-// problem's code over HTTP, the reject_code of a refused queue command.
-// It is empty for the outcomes that are an answer (Executed, Replayed,
-// Found). A mismatch and a held record answer as a pending charge does:
-// the client learns the outcome by retrying.
-func (o Outcome) Code() string {
-	if o > 0 && o < numOutcomes {
-		return outcomeCodes[o]
-	}
-	return ""
-}
-
-// Refused reports whether the outcome is a final refusal of the input,
-// which a retry with the same key and input meets again.
-func (o Outcome) Refused() bool {
-	switch o {
-	case AccountInvalid, KeyMissing, KeyInvalid, RequestInvalid, KeyReused:
-		return true
-	}
-	return false
-}
-
-// Outcomes are every outcome, in order.
-func Outcomes() []Outcome {
-	out := make([]Outcome, 0, numOutcomes-1)
-	for o := Executed; o < numOutcomes; o++ {
-		out = append(out, o)
-	}
-	return out
-}
+// Codes are how a charge's outcomes read: its own pending code.
+var Codes = op.Codes{Pending: op.CodeChargeOutcomePending}
 
 // Result is what one call came to; Outcome says which fields are set.
 type Result struct {
-	Outcome Outcome
+	Outcome op.Outcome
 	// Response is the stored answer, and ChargeID the id of the charge it
 	// answers with (Executed, Replayed).
 	Response idem.Response
@@ -308,18 +197,18 @@ type Result struct {
 // return because every failure has an answer. Refused input writes nothing.
 func (s *Service) Charge(ctx context.Context, in Input) Result {
 	if err := idem.ValidateAccount(in.Account); err != nil {
-		return Result{Outcome: AccountInvalid, Reason: err.Error()}
+		return Result{Outcome: op.AccountInvalid, Reason: err.Error()}
 	}
 	key, err := idem.ParseKeyHeader(in.Keys)
 	switch {
 	case errors.Is(err, idem.ErrKeyMissing):
-		return Result{Outcome: KeyMissing}
+		return Result{Outcome: op.KeyMissing}
 	case err != nil:
-		return Result{Outcome: KeyInvalid, Reason: err.Error()}
+		return Result{Outcome: op.KeyInvalid, Reason: err.Error()}
 	}
 	req, err := ParseRequest(in.Body, s.cfg.MaxAmount)
 	if err != nil {
-		return Result{Outcome: RequestInvalid, Errors: fieldErrors(err), Key: key}
+		return Result{Outcome: op.RequestInvalid, Errors: fieldErrors(err), Key: key}
 	}
 	scope := idem.Scope{Operation: Operation, Account: in.Account, Key: key, Source: in.Source}
 	record := idem.Ref(scope.PK())
@@ -345,9 +234,9 @@ func (s *Service) claimAndExecute(ctx context.Context, scope idem.Scope, req Req
 	var inFlight *idem.InFlightError
 	switch {
 	case errors.As(err, &inFlight):
-		return Result{Outcome: InFlight, RetryAfter: inFlight.RetryAfter, WaitOut: max(inFlight.WaitOut, inFlight.RetryAfter)}
+		return Result{Outcome: op.InFlight, RetryAfter: inFlight.RetryAfter, WaitOut: max(inFlight.WaitOut, inFlight.RetryAfter)}
 	case errors.Is(err, idem.ErrKeyReused):
-		return Result{Outcome: KeyReused}
+		return Result{Outcome: op.KeyReused}
 	case errors.Is(err, idem.ErrHeld):
 		return s.held()
 	case errors.Is(err, idem.ErrOtherDownstream):
@@ -362,9 +251,9 @@ func (s *Service) claimAndExecute(ctx context.Context, scope idem.Scope, req Req
 		// sent, and a retry with the same key is safe (a written claim's lease
 		// expires and is taken over).
 		s.cfg.Logger.ErrorContext(ctx, "claim failed", "error", err)
-		return Result{Outcome: Unavailable, RetryAfter: s.cfg.RetryAfter}
+		return Result{Outcome: op.Unavailable, RetryAfter: s.cfg.RetryAfter}
 	case claim.Replay != nil:
-		return Result{Outcome: Replayed, Response: *claim.Replay, ChargeID: AnsweredID(claim.DownstreamKey)}
+		return Result{Outcome: op.Replayed, Response: *claim.Replay, ChargeID: AnsweredID(claim.DownstreamKey)}
 	}
 	var calls acquirerCalls
 	res := s.execute(ctx, claim.Lease, req, &calls)
@@ -489,7 +378,7 @@ func (s *Service) notSent(ctx context.Context, lease *idem.Lease) Result {
 		s.cfg.Logger.ErrorContext(ctx, "release failed", "error", err)
 		return s.abandonPending(ctx, lease)
 	}
-	return Result{Outcome: Released, RetryAfter: s.cfg.RetryAfter}
+	return Result{Outcome: op.Released, RetryAfter: s.cfg.RetryAfter}
 }
 
 // abandonPending: the outcome is unknown. The record stays in flight; the
@@ -503,11 +392,11 @@ func (s *Service) abandonPending(ctx context.Context, lease *idem.Lease) Result 
 
 // pendingResult is the Pending result; the lease is left as it is.
 func (s *Service) pendingResult() Result {
-	return Result{Outcome: Pending, RetryAfter: s.cfg.RetryAfter}
+	return Result{Outcome: op.Pending, RetryAfter: s.cfg.RetryAfter}
 }
 
 func (s *Service) held() Result {
-	return Result{Outcome: Held, RetryAfter: s.cfg.HeldRetryAfter}
+	return Result{Outcome: op.Held, RetryAfter: s.cfg.HeldRetryAfter}
 }
 
 // hold: the acquirer's answer (mismatch, an acquirer.ErrMismatch)
@@ -537,13 +426,13 @@ func (s *Service) hold(ctx context.Context, lease *idem.Lease, req Request, mism
 	if err != nil {
 		s.cfg.Logger.ErrorContext(ctx, "the held marker was not written; the record is not held, and the next attempt asks again", "error", err)
 		s.abandonPending(ctx, lease)
-		return Result{Outcome: Mismatch, RetryAfter: s.cfg.HeldRetryAfter}, false
+		return Result{Outcome: op.Mismatch, RetryAfter: s.cfg.HeldRetryAfter}, false
 	}
 	err = lease.HoldForOperator(ctx, m.Reason, m.Evidence(lease.DownstreamKey(), acquirerRequest(req)))
 	if err != nil {
 		s.cfg.Logger.ErrorContext(ctx, "hold failed; the record stays in flight until its lease ends", "error", err)
 	}
-	return Result{Outcome: Mismatch, RetryAfter: s.cfg.HeldRetryAfter}, err == nil
+	return Result{Outcome: op.Mismatch, RetryAfter: s.cfg.HeldRetryAfter}, err == nil
 }
 
 // chargeOf is the ledger row of an authorization the acquirer gave for
@@ -610,7 +499,7 @@ func (s *Service) store(ctx context.Context, lease *idem.Lease, ch Charge, compl
 	err = complete(completeCtx, resp)
 	endSpan(span, err)
 	if err == nil {
-		return Result{Outcome: Executed, Response: resp, ChargeID: stored.ID}
+		return Result{Outcome: op.Executed, Response: resp, ChargeID: stored.ID}
 	}
 	if !errors.Is(err, idem.ErrLeaseLost) {
 		s.cfg.Logger.ErrorContext(ctx, "complete failed; the record stays in flight", "error", err)
@@ -618,7 +507,7 @@ func (s *Service) store(ctx context.Context, lease *idem.Lease, ch Charge, compl
 	}
 	rec, lookupErr := s.guard.Lookup(ctx, lease.PK())
 	if lookupErr == nil && rec.Status == idem.StatusCompleted {
-		return Result{Outcome: Replayed, Response: *rec.Response, ChargeID: AnsweredID(rec.DownstreamKey)}
+		return Result{Outcome: op.Replayed, Response: *rec.Response, ChargeID: AnsweredID(rec.DownstreamKey)}
 	}
 	return s.pendingResult()
 }
@@ -671,7 +560,7 @@ func (s *Service) Healthy(ctx context.Context) error {
 // replaced the marker, and NotFound if not. A voided marker is NotFound.
 func (s *Service) Get(ctx context.Context, account, id string) Result {
 	res := s.row(ctx, account, id)
-	if res.Outcome != Found {
+	if res.Outcome != op.Found {
 		return res
 	}
 	return s.settled(ctx, res.Charge)
@@ -680,10 +569,10 @@ func (s *Service) Get(ctx context.Context, account, id string) Result {
 // row is account's ledger row id, as Get finds it, without its record.
 func (s *Service) row(ctx context.Context, account, id string) Result {
 	if err := idem.ValidateAccount(account); err != nil {
-		return Result{Outcome: AccountInvalid, Reason: err.Error()}
+		return Result{Outcome: op.AccountInvalid, Reason: err.Error()}
 	}
 	if !ValidID(id) {
-		return Result{Outcome: NotFound}
+		return Result{Outcome: op.NotFound}
 	}
 	ctx = obs.WithAttrs(ctx, slog.String("record", idem.Ref(id)))
 	ch, err := s.ledger.Get(ctx, id)
@@ -699,17 +588,17 @@ func (s *Service) row(ctx context.Context, account, id string) Result {
 func (s *Service) rowResult(ctx context.Context, account string, ch Charge, err error) Result {
 	switch {
 	case errors.Is(err, ErrNoCharge):
-		return Result{Outcome: NotFound}
+		return Result{Outcome: op.NotFound}
 	case errors.Is(err, ErrUnreadableCharge):
 		s.cfg.Logger.ErrorContext(ctx, "get charge: unreadable ledger row", "error", err)
-		return Result{Outcome: NotFound}
+		return Result{Outcome: op.NotFound}
 	case err != nil:
 		s.cfg.Logger.ErrorContext(ctx, "get charge failed", "error", err)
-		return Result{Outcome: Unavailable, RetryAfter: s.cfg.RetryAfter}
+		return Result{Outcome: op.Unavailable, RetryAfter: s.cfg.RetryAfter}
 	case ch.Account != account:
-		return Result{Outcome: NotFound}
+		return Result{Outcome: op.NotFound}
 	}
-	return Result{Outcome: Found, Charge: ch}
+	return Result{Outcome: op.Found, Charge: ch}
 }
 
 // heldWithoutRow is what account's charge id answers when its key holds
@@ -719,7 +608,7 @@ func (s *Service) rowResult(ctx context.Context, account string, ch Charge, err 
 // Another account's marker is NotFound.
 func (s *Service) heldWithoutRow(ctx context.Context, account, id string, m HeldMarker) Result {
 	if m.Account != account {
-		return Result{Outcome: NotFound}
+		return Result{Outcome: op.NotFound}
 	}
 	if res, holds := s.recordOf(ctx, account, m.Key, id); holds {
 		return res
@@ -732,12 +621,12 @@ func (s *Service) heldWithoutRow(ctx context.Context, account, id string, m Held
 // and otherwise what its record says (Get).
 func (s *Service) settled(ctx context.Context, ch Charge) Result {
 	if ch.IdempotencyKey == "" {
-		return Result{Outcome: Found, Charge: ch}
+		return Result{Outcome: op.Found, Charge: ch}
 	}
 	if res, holds := s.recordOf(ctx, ch.Account, ch.IdempotencyKey, ch.ID); holds {
 		return res
 	}
-	return Result{Outcome: Found, Charge: ch}
+	return Result{Outcome: op.Found, Charge: ch}
 }
 
 // recordOf is what the record of account's key says of charge id while
@@ -755,10 +644,10 @@ func (s *Service) recordOf(ctx context.Context, account, key, id string) (res Re
 	case errors.Is(err, idem.ErrHeld):
 		return s.held(), true
 	case errors.As(err, &inFlight):
-		return Result{Outcome: InFlight, RetryAfter: inFlight.RetryAfter, WaitOut: max(inFlight.WaitOut, inFlight.RetryAfter)}, true
+		return Result{Outcome: op.InFlight, RetryAfter: inFlight.RetryAfter, WaitOut: max(inFlight.WaitOut, inFlight.RetryAfter)}, true
 	}
 	s.cfg.Logger.ErrorContext(ctx, "get charge: its record failed to read", "error", err)
-	return Result{Outcome: Unavailable, RetryAfter: s.cfg.RetryAfter}, true
+	return Result{Outcome: op.Unavailable, RetryAfter: s.cfg.RetryAfter}, true
 }
 
 // ByKey finds account's charge by the client's idempotency key, as a
@@ -774,25 +663,25 @@ func (s *Service) recordOf(ctx context.Context, account, key, id string) (res Re
 // first): a lookup just after it may still answer InFlight.
 func (s *Service) ByKey(ctx context.Context, account, key string) Result {
 	if err := idem.ValidateAccount(account); err != nil {
-		return Result{Outcome: AccountInvalid, Reason: err.Error()}
+		return Result{Outcome: op.AccountInvalid, Reason: err.Error()}
 	}
 	scope := idem.Scope{Operation: Operation, Account: account, Key: key}
 	rec, err := s.guard.Find(ctx, scope)
 	var inFlight *idem.InFlightError
 	switch {
 	case errors.Is(err, idem.ErrKeyMissing):
-		return Result{Outcome: KeyMissing}
+		return Result{Outcome: op.KeyMissing}
 	case errors.Is(err, idem.ErrKeyInvalid):
-		return Result{Outcome: KeyInvalid, Reason: err.Error()}
+		return Result{Outcome: op.KeyInvalid, Reason: err.Error()}
 	case errors.Is(err, idem.ErrNotFound):
-		return Result{Outcome: NotFound}
+		return Result{Outcome: op.NotFound}
 	case errors.As(err, &inFlight):
-		return Result{Outcome: InFlight, RetryAfter: inFlight.RetryAfter, WaitOut: max(inFlight.WaitOut, inFlight.RetryAfter)}
+		return Result{Outcome: op.InFlight, RetryAfter: inFlight.RetryAfter, WaitOut: max(inFlight.WaitOut, inFlight.RetryAfter)}
 	case errors.Is(err, idem.ErrHeld):
 		return s.held()
 	case err != nil:
 		s.cfg.Logger.ErrorContext(ctx, "lookup by key failed", "error", err)
-		return Result{Outcome: Unavailable, RetryAfter: s.cfg.RetryAfter}
+		return Result{Outcome: op.Unavailable, RetryAfter: s.cfg.RetryAfter}
 	}
 	// The record completed: its row is the answer (no second look at the
 	// record, as Get takes).

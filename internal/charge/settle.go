@@ -255,8 +255,8 @@ func (s *Service) accept(ctx context.Context, d Decision) error {
 		return giveBack(fmt.Errorf("ledger: %w", err))
 	}
 	switch res := s.store(ctx, lease, ch, lease.Accept); res.Outcome {
-	case Executed:
-	case Replayed: // completed meanwhile, by this decision's own write or by another (Settle reads back which)
+	case op.Executed:
+	case op.Replayed: // completed meanwhile, by this decision's own write or by another (Settle reads back which)
 		return fmt.Errorf("accept %s: the record completed while this decision ran", idem.Ref(d.PK))
 	default:
 		_ = lease.Abandon(context.WithoutCancel(ctx))

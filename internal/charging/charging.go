@@ -124,17 +124,11 @@ type Charging struct {
 	// Operations are both services as the operator's channel and the
 	// reconciler reach them, by their records' keys.
 	Operations *op.Registry
-	// RefundRefusal reads the bound's refusal code back from a refund's
-	// stored answer, which the HTTP adapter rendered
-	// (httpapi.RefundRefusal): "" for a refund the acquirer decided.
-	RefundRefusal func(idem.Response) string
 	// Tracer is nil when tracing is off; call Flush at the end of every
 	// invocation either way (Lambda freezes the process after the answer).
 	Tracer trace.Tracer
 	Flush  func(context.Context)
 }
-
-func refundRefusal(resp idem.Response) string { return string(httpapi.RefundRefusal(resp)) }
 
 // Start is the start-up the charging functions share, in one
 // order: the configuration from getenv, tracing as function, the AWS
@@ -160,7 +154,7 @@ func Start(ctx context.Context, function string, getenv func(string) string, log
 		return Charging{}, err
 	}
 	return Charging{Config: cfg, AWS: awsCfg, Service: svc, Refunds: refunds, Operations: op.NewRegistry(svc.Operation(), refunds.Operation()),
-		RefundRefusal: refundRefusal, Tracer: tracer, Flush: flush}, nil
+		Tracer: tracer, Flush: flush}, nil
 }
 
 // Services builds the charge and the refund services: the table, opened

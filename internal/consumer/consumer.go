@@ -45,10 +45,6 @@ type Handler struct {
 	// Refunds takes refund commands and reconciles the refund records the
 	// sweeper flags; a charge's record goes to Service.
 	Refunds Refunds
-	// RefundRefusal reads the bound's refusal code back from a refund's
-	// stored answer ("" for a refund the acquirer decided): the HTTP
-	// adapter's (httpapi.RefundRefusal), which renders those answers.
-	RefundRefusal func(idem.Response) string
 	// Inboxes are the queues this function reads, by ARN (a record's
 	// eventSourceARN). A message from any other queue is refused.
 	Inboxes     map[string]Inbox
@@ -259,14 +255,14 @@ func (h *Handler) republish(ctx context.Context, v verdict) bool {
 func (h *Handler) replayedEvent(ctx context.Context, v verdict) (event.Event, bool, error) {
 	if v.operation == refund.Operation {
 		res := h.Refunds.ByKey(ctx, v.account, v.key)
-		if res.Outcome != refund.Found {
+		if res.Outcome != op.Found {
 			return event.Event{}, false, errors.New(res.Outcome.String())
 		}
 		e, err := operations.RefundRow{Refund: res.Refund}.RowEvent()
 		return e, true, err
 	}
 	res := h.Service.ByKey(ctx, v.account, v.key)
-	if res.Outcome != charge.Found {
+	if res.Outcome != op.Found {
 		return event.Event{}, false, errors.New(res.Outcome.String())
 	}
 	e, err := operations.ChargeRow{Charge: res.Charge}.RowEvent()
@@ -297,10 +293,7 @@ func (h *Handler) process(ctx context.Context, in Inbox, known bool, msg events.
 		// duplicate name, invalid UTF-8, a lone surrogate), so the envelope
 		// cannot be read past it: refused as the HTTP route refuses those
 		// bytes (VALIDATION_FAILED), before the key is looked at.
-		v := verdicts[charge.RequestInvalid]
-		v.outcome = charge.RequestInvalid.Name()
-		v.reason = charge.DecodeError(reqErr).Error()
-		return v
+		return verdict{outcome: op.RequestInvalid.Name(), rejectCode: string(op.CodeValidationFailed), reason: charge.DecodeError(reqErr).Error()}
 	}
 	if err != nil {
 		return verdict{outcome: obs.OutcomeMalformed, rejectCode: rejectMalformed, reason: err.Error()}
@@ -315,11 +308,11 @@ func (h *Handler) process(ctx context.Context, in Inbox, known bool, msg events.
 			keys = []string{cmd.IdempotencyKey}
 		}
 		res := h.Service.Charge(ctx, charge.Input{Account: cmd.Account, Keys: keys, Body: cmd.Request, Source: event.SourceQueue(in.Producer)})
-		v := verdictOf(res)
+		v := chargeVerdictOf(res)
 		v.account, v.key = cmd.Account, cmp.Or(res.Key, cmd.IdempotencyKey)
 		return v
 	case command.TypeRefund:
-		if h.Refunds == nil || h.RefundRefusal == nil { // a wiring mistake: kept, and loud
+		if h.Refunds == nil { // a wiring mistake: kept, and loud
 			h.Logger.ErrorContext(ctx, "a refund command, and no refund service to run it; will retry")
 			return verdict{outcome: obs.OutcomeUnavailable, operation: refund.Operation, retry: true}
 		}
@@ -330,7 +323,7 @@ func (h *Handler) process(ctx context.Context, in Inbox, known bool, msg events.
 		res := h.Refunds.Refund(ctx, refund.Input{Account: cmd.Account, Keys: keys, ChargeID: cmd.ChargeID, Body: cmd.Request, Source: event.SourceQueue(in.Producer)})
 		v := refundVerdictOf(res)
 		v.account, v.key = cmd.Account, cmp.Or(res.Key, cmd.IdempotencyKey)
-		if code := h.RefundRefusal(res.Response); code != "" && (res.Outcome == refund.Executed || res.Outcome == refund.Replayed) {
+		if code := string(res.Refusal); code != "" && (res.Outcome == op.Executed || res.Outcome == op.Replayed) {
 			e := event.OfRefundRefusal(event.RefundRefusal{RefundID: res.RefundID, ChargeID: cmd.ChargeID, Account: cmd.Account,
 				IdempotencyKey: res.Key, Source: res.Source, Code: code, At: res.ClaimedAt})
 			v.tell, v.republish = &e, false
@@ -369,101 +362,98 @@ const (
 	rejectNotAllowed = command.RejectProducerNotAllowed
 )
 
-// verdicts is the one table from the service's outcomes to what happens to
-// a message. A charge command is refused with the code the HTTP route
-// answers the same input with; a refusal is final, so it is dead-lettered
-// with the reason and never retried. A command without a key is refused
-// rather than given one: SQS's message id covers redelivery of one message,
-// not a producer that sends the same intent twice.
-var verdicts = map[charge.Outcome]verdict{
-	charge.Executed:    {},
-	charge.Replayed:    {republish: true},
-	charge.InFlight:    {retry: true},
-	charge.Released:    {retry: true},
-	charge.Pending:     {retry: true},
-	charge.Unavailable: {retry: true},
+// verdicts is the one table from an operation's outcomes to what happens
+// to a message, for every operation. A command is refused with the code
+// the HTTP route answers the same input with (the operation's op.Codes);
+// a refusal is final, so it is dead-lettered with the reason and never
+// retried (no such charge and a charge that cannot be refunded are final
+// too). A command without a key is refused rather than given one: SQS's
+// message id covers redelivery of one message, not a producer that sends
+// the same intent twice. What may change with time is retried.
+var verdicts = map[op.Outcome]rule{
+	op.Executed:      {},
+	op.Replayed:      {verdict: verdict{republish: true}},
+	op.InFlight:      {verdict: verdict{retry: true}, waitOut: true},
+	op.Released:      {verdict: verdict{retry: true}},
+	op.Pending:       {verdict: verdict{retry: true}},
+	op.Unavailable:   {verdict: verdict{retry: true}},
+	op.ChargePending: {verdict: verdict{retry: true}, waitOut: true},
 	// Held for an operator: no receive can change that, so the message is
 	// deleted with its own verdict (its outcome), never retried into the
-	// DLQ; the operator's settlement decides the charge.
-	charge.Mismatch:       {},
-	charge.Held:           {},
-	charge.AccountInvalid: {rejectCode: charge.AccountInvalid.Code()},
-	charge.KeyMissing:     {rejectCode: charge.KeyMissing.Code()},
-	charge.KeyInvalid:     {rejectCode: charge.KeyInvalid.Code()},
-	charge.RequestInvalid: {rejectCode: charge.RequestInvalid.Code()},
-	charge.KeyReused:      {rejectCode: charge.KeyReused.Code()},
+	// DLQ; the operator's settlement decides.
+	op.Mismatch: {},
+	op.Held:     {},
+	// A call on a held charge stored nothing, so the producer is told
+	// (a rejection event with the code), to send it again once the charge
+	// is settled.
+	op.ChargeHeld:     {tell: true},
+	op.AccountInvalid: {reject: true},
+	op.KeyMissing:     {reject: true},
+	op.KeyInvalid:     {reject: true},
+	op.RequestInvalid: {reject: true},
+	op.KeyReused:      {reject: true},
+	op.NotFound:       {reject: true},
+	op.NotRefundable:  {reject: true},
 }
 
-// refundVerdicts is verdicts for refund commands, by the same rules: a
-// refusal at the door is dead-lettered with the code the HTTP route
-// answers (no such charge and a charge that cannot be refunded are final
-// too); a held refund, or a refund of a held charge, is deleted with its
-// verdict, the operator deciding (the latter stored nothing, so the
-// producer is told: refund.rejected CHARGE_OUTCOME_PENDING, to send it
-// again once the charge is settled); what may change with time is
-// retried.
-var refundVerdicts = map[refund.Outcome]verdict{
-	refund.Executed:       {},
-	refund.Replayed:       {republish: true},
-	refund.InFlight:       {retry: true},
-	refund.Released:       {retry: true},
-	refund.Pending:        {retry: true},
-	refund.Unavailable:    {retry: true},
-	refund.ChargePending:  {retry: true},
-	refund.Mismatch:       {},
-	refund.Held:           {},
-	refund.ChargeHeld:     {told: refund.ChargeHeld.Code()},
-	refund.AccountInvalid: {rejectCode: refund.AccountInvalid.Code()},
-	refund.KeyMissing:     {rejectCode: refund.KeyMissing.Code()},
-	refund.KeyInvalid:     {rejectCode: refund.KeyInvalid.Code()},
-	refund.RequestInvalid: {rejectCode: refund.RequestInvalid.Code()},
-	refund.KeyReused:      {rejectCode: refund.KeyReused.Code()},
-	refund.NotFound:       {rejectCode: refund.NotFound.Code()},
-	refund.NotRefundable:  {rejectCode: refund.NotRefundable.Code()},
+// rule is a row of verdicts: the verdict, and whether its message is
+// dead-lettered with the outcome's code (reject), told the producer with
+// it (tell), or hidden until the lease it met has ended (waitOut: the
+// owner's lease plus T and the skew, capped by SQS's 12 hours, so one
+// receive is spent per lease met, however long the lease, and no
+// in-flight intent runs out of receives).
+type rule struct {
+	verdict
+	reject, tell, waitOut bool
 }
 
-// refundVerdictOf is verdictOf for a refund's result. A command that finds
-// the refund's key in flight, or its charge's record in flight, is hidden
-// until that lease has ended plus T and the skew.
-func refundVerdictOf(res refund.Result) verdict {
-	v, ok := refundVerdicts[res.Outcome]
+// call is what the table reads of one operation's result.
+type call struct {
+	operation string
+	codes     op.Codes
+	outcome   op.Outcome
+	record    string
+	attempt   int
+	waitOut   time.Duration
+	errs      []charge.FieldError
+	reason    string
+}
+
+// verdictOf looks c up in verdicts; an outcome the table does not know
+// keeps the message.
+func verdictOf(c call) verdict {
+	r, ok := verdicts[c.outcome]
 	if !ok {
-		v = verdict{retry: true}
+		r = rule{verdict: verdict{retry: true}}
 	}
-	v.outcome, v.operation, v.record, v.attempt = res.Outcome.Name(), refund.Operation, res.Record, res.Attempt
-	if res.Outcome == refund.InFlight || res.Outcome == refund.ChargePending {
-		v.delay = res.WaitOut
+	v := r.verdict
+	v.outcome, v.operation, v.record, v.attempt = c.outcome.Name(), c.operation, c.record, c.attempt
+	if r.waitOut {
+		v.delay = c.waitOut
 	}
-	if v.rejectCode != "" {
-		v.reason = refusal(res.Errors, res.Reason, res.Outcome.String())
+	switch {
+	case r.reject:
+		v.rejectCode = string(c.codes.Of(c.outcome))
+		v.reason = refusal(c.errs, c.reason, c.outcome.String())
+	case r.tell:
+		v.told = string(c.codes.Of(c.outcome))
 	}
 	return v
 }
 
-// verdictOf looks a charge result up in verdicts. An in-flight message is
-// hidden until the owner's lease has ended plus T and the skew (WaitOut,
-// capped by SQS's 12 hours): by then the owner has finished or the record
-// can be taken over, so one receive is spent per lease met, however long
-// the lease, and no in-flight intent runs out of receives.
-func verdictOf(res charge.Result) verdict {
-	v, ok := verdicts[res.Outcome]
-	if !ok { // an outcome this table does not know yet: keep the message
-		v = verdict{retry: true}
-	}
-	v.outcome, v.record, v.attempt = res.Outcome.Name(), res.Record, res.Attempt
+// chargeVerdictOf is the verdict of a charge command's result.
+func chargeVerdictOf(res charge.Result) verdict {
+	v := verdictOf(call{operation: charge.Operation, codes: charge.Codes, outcome: res.Outcome, record: res.Record, attempt: res.Attempt,
+		waitOut: res.WaitOut, errs: res.Errors, reason: res.Reason})
 	v.notSent, v.unknown = res.AcquirerNotSent, res.AcquirerUnknown
-	if res.Outcome == charge.InFlight {
-		v.delay = res.WaitOut
-	}
-	if v.rejectCode != "" {
-		v.reason = reasonOf(res)
-	}
 	return v
 }
 
-// reasonOf says why a charge command was refused, without echoing its
-// values.
-func reasonOf(res charge.Result) string { return refusal(res.Errors, res.Reason, res.Outcome.String()) }
+// refundVerdictOf is the verdict of a refund command's result.
+func refundVerdictOf(res refund.Result) verdict {
+	return verdictOf(call{operation: refund.Operation, codes: refund.Codes, outcome: res.Outcome, record: res.Record, attempt: res.Attempt,
+		waitOut: res.WaitOut, errs: res.Errors, reason: res.Reason})
+}
 
 // refusal says why a command was refused: its field errors, as the HTTP
 // detail reads, or the reason the key or the account was refused, or the

@@ -91,18 +91,28 @@ func TestHandleSQSEvent(t *testing.T) {
 	}
 }
 
-// TestEveryOutcomeHasAVerdict: the table knows every outcome of the door
-// (Get's Found and NotFound are not the door's), and refuses exactly the
-// final refusals, each with the outcome's code, which HTTP answers too.
+// TestEveryOutcomeHasAVerdict: the table knows every outcome of a door
+// (a lookup's Found is not a door's), and refuses exactly the final
+// refusals of the input and of what it acts on, each with the outcome's
+// code in its operation, which HTTP answers too; a held call is deleted
+// with its verdict.
 func TestEveryOutcomeHasAVerdict(t *testing.T) {
 	t.Parallel()
-	for _, o := range charge.Outcomes() {
-		v, ok := verdicts[o]
-		if !ok && o != charge.Found && o != charge.NotFound {
+	for _, o := range op.Outcomes() {
+		if _, ok := verdicts[o]; !ok && o != op.Found {
 			t.Errorf("no verdict for %s", o)
 		}
-		if o.Refused() && v.rejectCode != o.Code() || !o.Refused() && v.rejectCode != "" {
-			t.Errorf("%s: reject code %q, its code %q, refused %v", o, v.rejectCode, o.Code(), o.Refused())
+		for _, codes := range []op.Codes{charge.Codes, refund.Codes} {
+			v := verdictOf(call{codes: codes, outcome: o})
+			final := o.Refused() || o == op.NotFound || o == op.NotRefundable
+			if final && v.rejectCode != string(codes.Of(o)) || !final && v.rejectCode != "" {
+				t.Errorf("%s: reject code %q, its code %q", o, v.rejectCode, codes.Of(o))
+			}
+		}
+	}
+	for _, o := range []op.Outcome{op.Mismatch, op.Held, op.ChargeHeld} {
+		if v := verdictOf(call{codes: refund.Codes, outcome: o}); v.retry || v.rejectCode != "" {
+			t.Errorf("%s: %+v; a held refund or charge is deleted with its verdict", o, v)
 		}
 	}
 }
@@ -261,7 +271,7 @@ func TestReconcileARefund(t *testing.T) {
 	made := charges.Charge(ctx, charge.Input{Account: "acct_1", Keys: []string{"charge-key-1"},
 		Body: []byte(`{"amount": 100, "currency": "BRL", "order_id": "1", "payment_method": "pm_card_visa"}`)})
 	sb.SetFaults(sandbox.Faults{ErrorRate: 1})
-	if res := refunds.Refund(ctx, refund.Input{Account: "acct_1", Keys: []string{"refund-key-1"}, ChargeID: made.ChargeID, Body: []byte(`{}`)}); res.Outcome != refund.Pending {
+	if res := refunds.Refund(ctx, refund.Input{Account: "acct_1", Keys: []string{"refund-key-1"}, ChargeID: made.ChargeID, Body: []byte(`{}`)}); res.Outcome != op.Pending {
 		t.Fatalf("refund: %s", res.Outcome)
 	}
 	sb.SetFaults(sandbox.Faults{})
@@ -398,24 +408,6 @@ func complete(t *testing.T, g *idem.Guard, key string, req charge.Request) {
 	}
 }
 
-func TestEveryRefundOutcomeHasAVerdict(t *testing.T) {
-	t.Parallel()
-	for _, o := range refund.Outcomes() {
-		v, ok := refundVerdicts[o]
-		if !ok && o != refund.Found {
-			t.Errorf("no verdict for %s", o)
-		}
-		if v.rejectCode != "" && v.rejectCode != o.Code() {
-			t.Errorf("%s: reject code %q, its code %q", o, v.rejectCode, o.Code())
-		}
-	}
-	for _, o := range []refund.Outcome{refund.Mismatch, refund.Held, refund.ChargeHeld} {
-		if v := refundVerdicts[o]; v.retry || v.rejectCode != "" {
-			t.Errorf("%s: %+v; a held refund or charge is deleted with its verdict", o, v)
-		}
-	}
-}
-
 // refundWorld is a consumer on one producer's queue with a captured
 // charge of 1000, on memory stores, publishing to a topic it keeps.
 type refundWorld struct {
@@ -439,11 +431,11 @@ func newRefundWorld(t *testing.T) *refundWorld {
 	charges, refunds := refundtest.Services(guard, acq, httpapi.Render, httpapi.RenderRefund, charge.Config{})
 	made := charges.Charge(ctx, charge.Input{Account: "acct_1", Keys: []string{"charge-key-1"},
 		Body: []byte(`{"amount": 1000, "currency": "BRL", "order_id": "1", "payment_method": "pm_card_visa"}`)})
-	if made.Outcome != charge.Executed {
+	if made.Outcome != op.Executed {
 		t.Fatalf("charge: %s", made.Outcome)
 	}
 	w := &refundWorld{charges: charges, refunds: refunds, sb: sb, dl: &deadLetters{}, topic: &eventtest.Topic{}, chargeID: made.ChargeID}
-	w.h = &Handler{Service: charges, Refunds: refunds, RefundRefusal: func(r idem.Response) string { return string(httpapi.RefundRefusal(r)) },
+	w.h = &Handler{Service: charges, Refunds: refunds,
 		Inboxes:     map[string]Inbox{ordersQueue: {Inbox: command.Inbox{ARN: ordersQueue, URL: "u", Producer: "orders", Accounts: []string{"acct_1"}}, Queue: noDelay{}}},
 		DeadLetters: w.dl, Outcomes: w.topic, Concurrency: 1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	return w
@@ -501,12 +493,12 @@ func TestRefundCommands(t *testing.T) {
 		t.Fatalf("the replay told %+v", replayed)
 	}
 	httpRetry := w.refunds.Refund(ctx, refund.Input{Account: "acct_1", Keys: []string{"refund-key-1"}, ChargeID: w.chargeID, Body: []byte(`{"amount": 300}`), Source: event.SourceHTTP})
-	if httpRetry.Outcome != refund.Replayed || httpRetry.RefundID != replayed[0].Refund.ID {
+	if httpRetry.Outcome != op.Replayed || httpRetry.RefundID != replayed[0].Refund.ID {
 		t.Fatalf("an HTTP retry of the queued refund: %s %s", httpRetry.Outcome, httpRetry.RefundID)
 	}
 
 	first := w.refunds.Refund(ctx, refund.Input{Account: "acct_1", Keys: []string{"refund-key-2"}, ChargeID: w.chargeID, Body: []byte(`{"amount": 200}`), Source: event.SourceHTTP})
-	if first.Outcome != refund.Executed || w.send(t, "m3", "refund-key-2", w.chargeID, `{"amount": 200}`) {
+	if first.Outcome != op.Executed || w.send(t, "m3", "refund-key-2", w.chargeID, `{"amount": 200}`) {
 		t.Fatalf("an HTTP refund then its command: %s", first.Outcome)
 	}
 	if got := w.topic.TakeEvents(); len(got) != 1 || got[0].Refund.ID != first.RefundID || got[0].Source != event.SourceHTTP {

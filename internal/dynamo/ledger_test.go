@@ -21,6 +21,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/op"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
 )
 
@@ -110,23 +111,23 @@ func TestChargeRoundTrips(t *testing.T) {
 	in := charge.Input{Account: "acct_rt", Keys: []string{"round-trip-key"}, Body: []byte(`{"amount": 100, "currency": "BRL", "order_id": "1", "payment_method": "pm_card_visa"}`)}
 	trips.Take()
 	first := svc.Charge(ctx, in)
-	if got := trips.Take(); first.Outcome != charge.Executed || !maps.Equal(got, map[string]int{"PutItem": 2, "UpdateItem": 1}) {
+	if got := trips.Take(); first.Outcome != op.Executed || !maps.Equal(got, map[string]int{"PutItem": 2, "UpdateItem": 1}) {
 		t.Fatalf("first execution: %s, round trips %v", first.Outcome, got)
 	}
-	if r := svc.Charge(ctx, in); r.Outcome != charge.Replayed || !maps.Equal(trips.Take(), map[string]int{"PutItem": 1}) {
+	if r := svc.Charge(ctx, in); r.Outcome != op.Replayed || !maps.Equal(trips.Take(), map[string]int{"PutItem": 1}) {
 		t.Fatalf("replay: %s", r.Outcome)
 	}
 	var id string
 	for k := range sb.ByKey() {
 		id = charge.ID(k)
 	}
-	if r := svc.Get(ctx, "acct_rt", id); r.Outcome != charge.Found || !maps.Equal(trips.Take(), map[string]int{"GetItem": 2}) {
+	if r := svc.Get(ctx, "acct_rt", id); r.Outcome != op.Found || !maps.Equal(trips.Take(), map[string]int{"GetItem": 2}) {
 		t.Fatalf("get: %s (the row, then its record)", r.Outcome)
 	}
 	// Held on its first answer: the claim, the held marker, the hold; a
 	// GET by id reads the marker, then the record it names.
 	held := charge.Input{Account: "acct_rt", Keys: []string{"round-trip-held-key"}, Body: []byte(`{"amount": 100, "currency": "BRL", "order_id": "2", "payment_method": "` + sandbox.PaymentMethodTenfold + `"}`)}
-	if r := svc.Charge(ctx, held); r.Outcome != charge.Mismatch || !maps.Equal(trips.Take(), map[string]int{"PutItem": 2, "UpdateItem": 1}) {
+	if r := svc.Charge(ctx, held); r.Outcome != op.Mismatch || !maps.Equal(trips.Take(), map[string]int{"PutItem": 2, "UpdateItem": 1}) {
 		t.Fatalf("held: %s", r.Outcome)
 	}
 	rec, err := tbl.Store().Get(ctx, idem.Scope{Operation: charge.Operation, Account: "acct_rt", Key: "round-trip-held-key"}.PK(), time.Now())
@@ -134,7 +135,7 @@ func TestChargeRoundTrips(t *testing.T) {
 		t.Fatal(err)
 	}
 	trips.Take()
-	if r := svc.Get(ctx, "acct_rt", charge.ID(rec.DownstreamKey)); r.Outcome != charge.Held || !maps.Equal(trips.Take(), map[string]int{"GetItem": 2}) {
+	if r := svc.Get(ctx, "acct_rt", charge.ID(rec.DownstreamKey)); r.Outcome != op.Held || !maps.Equal(trips.Take(), map[string]int{"GetItem": 2}) {
 		t.Fatalf("get of a held charge: %s (its marker, then its record)", r.Outcome)
 	}
 }
@@ -176,7 +177,7 @@ func TestItemSizes(t *testing.T) {
 		}
 		claimed := dynamotest.ItemSize(raw(claimScope.PK()))
 		res := svc.Charge(ctx, charge.Input{Account: scope.Account, Keys: []string{scope.Key}, Body: []byte(body)})
-		if res.Outcome != charge.Executed {
+		if res.Outcome != op.Executed {
 			t.Fatalf("%d: %s", n, res.Outcome)
 		}
 		rec, _ := guard.Lookup(ctx, scope.PK())
@@ -212,25 +213,25 @@ func TestLookupByKey(t *testing.T) {
 	body := func(pm string) []byte {
 		return []byte(`{"amount": 1990, "currency": "BRL", "order_id": "o-1", "payment_method": "` + pm + `"}`)
 	}
-	if r := charger.Charge(ctx, charge.Input{Account: "acct_a", Keys: []string{"lookup-captured"}, Body: body("pm_card_visa")}); r.Outcome != charge.Executed {
+	if r := charger.Charge(ctx, charge.Input{Account: "acct_a", Keys: []string{"lookup-captured"}, Body: body("pm_card_visa")}); r.Outcome != op.Executed {
 		t.Fatalf("charge: %s", r.Outcome)
 	}
-	if r := charger.Charge(ctx, charge.Input{Account: "acct_a", Keys: []string{"lookup-declined"}, Body: body("pm_card_declined")}); r.Outcome != charge.Executed {
+	if r := charger.Charge(ctx, charge.Input{Account: "acct_a", Keys: []string{"lookup-declined"}, Body: body("pm_card_declined")}); r.Outcome != op.Executed {
 		t.Fatalf("decline: %s", r.Outcome)
 	}
 
 	lookup := service(idem.Config{CacheSize: 16}) // another instance: a cold cache
 	trips.Take()
 	got := lookup.ByKey(ctx, "acct_a", "lookup-captured")
-	if n := trips.Take(); got.Outcome != charge.Found || got.Charge.Status != acquirer.StatusCaptured || got.Charge.IdempotencyKey != "lookup-captured" ||
+	if n := trips.Take(); got.Outcome != op.Found || got.Charge.Status != acquirer.StatusCaptured || got.Charge.IdempotencyKey != "lookup-captured" ||
 		got.Charge.Account != "acct_a" || !maps.Equal(n, map[string]int{"GetItem": 2}) {
 		t.Fatalf("own charge: %s %+v, round trips %v; want Found, captured, two reads", got.Outcome, got.Charge, n)
 	}
 	again := lookup.ByKey(ctx, "acct_a", "lookup-captured")
-	if n := trips.Take(); again.Outcome != charge.Found || again.Charge.ID != got.Charge.ID || !maps.Equal(n, map[string]int{"GetItem": 1}) {
+	if n := trips.Take(); again.Outcome != op.Found || again.Charge.ID != got.Charge.ID || !maps.Equal(n, map[string]int{"GetItem": 1}) {
 		t.Fatalf("warm: %s, round trips %v; want Found from the cached record and one read", again.Outcome, n)
 	}
-	if d := lookup.ByKey(ctx, "acct_a", "lookup-declined"); d.Outcome != charge.Found || d.Charge.Status != acquirer.StatusDeclined || d.Charge.DeclineCode == "" {
+	if d := lookup.ByKey(ctx, "acct_a", "lookup-declined"); d.Outcome != op.Found || d.Charge.Status != acquirer.StatusDeclined || d.Charge.DeclineCode == "" {
 		t.Fatalf("decline: %s %+v, want Found with the declined charge", d.Outcome, d.Charge)
 	}
 	for name, r := range map[string]charge.Result{
@@ -239,7 +240,7 @@ func TestLookupByKey(t *testing.T) {
 		"an expired record": service(idem.Config{Now: func() time.Time { return time.Now().Add(idem.DefaultRetention + time.Hour) }}).
 			ByKey(ctx, "acct_a", "lookup-captured"),
 	} {
-		if r.Outcome != charge.NotFound {
+		if r.Outcome != op.NotFound {
 			t.Errorf("%s: %s, want NotFound", name, r.Outcome)
 		}
 	}
@@ -262,29 +263,29 @@ func TestLookupByKey(t *testing.T) {
 	}
 	trips.Take()
 	claim("lookup-in-flight", time.Minute)
-	if r := lookup.ByKey(ctx, "acct_a", "lookup-in-flight"); r.Outcome != charge.InFlight || r.RetryAfter < time.Second {
+	if r := lookup.ByKey(ctx, "acct_a", "lookup-in-flight"); r.Outcome != op.InFlight || r.RetryAfter < time.Second {
 		t.Errorf("in flight: %s, Retry-After %s; want InFlight as for a POST", r.Outcome, r.RetryAfter)
 	}
 	held := claim("lookup-held", time.Minute)
 	if err := held.HoldForOperator(ctx, "acquirer_mismatch", []byte(`{}`)); err != nil {
 		t.Fatal(err)
 	}
-	if r := lookup.ByKey(ctx, "acct_a", "lookup-held"); r.Outcome != charge.Held || r.RetryAfter <= 0 {
+	if r := lookup.ByKey(ctx, "acct_a", "lookup-held"); r.Outcome != op.Held || r.RetryAfter <= 0 {
 		t.Errorf("held: %s, want Held", r.Outcome)
 	}
 	ended := service(idem.Config{Now: func() time.Time { return time.Now().Add(2 * time.Hour) }})
-	if r := ended.ByKey(ctx, "acct_a", "lookup-in-flight"); r.Outcome != charge.InFlight {
+	if r := ended.ByKey(ctx, "acct_a", "lookup-in-flight"); r.Outcome != op.InFlight {
 		t.Errorf("in flight, its lease ended: %s, want InFlight (the retry or the reconciler resolves it)", r.Outcome)
 	}
 
 	for name, r := range map[string]struct {
 		res  charge.Result
-		want charge.Outcome
+		want op.Outcome
 	}{
-		"no account": {lookup.ByKey(ctx, "", "lookup-captured"), charge.AccountInvalid},
-		"no key":     {lookup.ByKey(ctx, "acct_a", ""), charge.KeyMissing},
-		"short key":  {lookup.ByKey(ctx, "acct_a", "short"), charge.KeyInvalid},
-		"bad byte":   {lookup.ByKey(ctx, "acct_a", "lookup-\x7f-key"), charge.KeyInvalid},
+		"no account": {lookup.ByKey(ctx, "", "lookup-captured"), op.AccountInvalid},
+		"no key":     {lookup.ByKey(ctx, "acct_a", ""), op.KeyMissing},
+		"short key":  {lookup.ByKey(ctx, "acct_a", "short"), op.KeyInvalid},
+		"bad byte":   {lookup.ByKey(ctx, "acct_a", "lookup-\x7f-key"), op.KeyInvalid},
 	} {
 		if r.res.Outcome != r.want {
 			t.Errorf("%s: %s, want %s", name, r.res.Outcome, r.want)

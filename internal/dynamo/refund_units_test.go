@@ -21,6 +21,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/dynamo/dynamotest"
 	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/op"
 	"github.com/idempotent-payments/idempay/internal/refund"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
 	"github.com/idempotent-payments/idempay/internal/tabledef"
@@ -43,7 +44,7 @@ func newRefundWorld(tb testing.TB, api dynamo.API, table string) refundWorld {
 	charges := chargetest.ServiceWith(guard, tbl.Ledger(), acq, httpapi.Render, charge.Config{})
 	made := charges.Charge(context.Background(), charge.Input{Account: "acct_rt", Keys: []string{"refund-units-charge"},
 		Body: []byte(`{"amount": 1000000, "currency": "BRL", "order_id": "1", "payment_method": "pm_card_visa"}`)})
-	if made.Outcome != charge.Executed {
+	if made.Outcome != op.Executed {
 		tb.Fatalf("charge: %s", made.Outcome)
 	}
 	return refundWorld{svc: refund.NewService(guard, charges, tbl.Balances(), tbl.Refunds(), acq, httpapi.RenderRefund, charge.Config{}), charge: made.ChargeID}
@@ -70,18 +71,18 @@ func TestRefundRoundTrips(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		run  func() refund.Result
-		want refund.Outcome
+		want op.Outcome
 		rt   map[string]int
 	}{
-		{"made", func() refund.Result { made = w.refund("refund-rt-1", `{"amount": 600000}`); return made }, refund.Executed,
+		{"made", func() refund.Result { made = w.refund("refund-rt-1", `{"amount": 600000}`); return made }, op.Executed,
 			map[string]int{"PutItem": 2, "GetItem": 2, "UpdateItem": 3}},
-		{"replay", func() refund.Result { return w.refund("refund-rt-1", `{"amount": 600000}`) }, refund.Replayed,
+		{"replay", func() refund.Result { return w.refund("refund-rt-1", `{"amount": 600000}`) }, op.Replayed,
 			map[string]int{"PutItem": 1}},
-		{"refused by the bound", func() refund.Result { return w.refund("refund-rt-2", `{"amount": 600000}`) }, refund.Executed,
+		{"refused by the bound", func() refund.Result { return w.refund("refund-rt-2", `{"amount": 600000}`) }, op.Executed,
 			map[string]int{"PutItem": 1, "GetItem": 2, "UpdateItem": 2}},
-		{"GET a refund", func() refund.Result { return w.svc.Get(ctx, "acct_rt", made.RefundID) }, refund.Found,
+		{"GET a refund", func() refund.Result { return w.svc.Get(ctx, "acct_rt", made.RefundID) }, op.Found,
 			map[string]int{"GetItem": 1}},
-		{"lookup by key", func() refund.Result { return w.svc.ByKey(ctx, "acct_rt", "refund-rt-1") }, refund.Found,
+		{"lookup by key", func() refund.Result { return w.svc.ByKey(ctx, "acct_rt", "refund-rt-1") }, op.Found,
 			map[string]int{"GetItem": 2}},
 	} {
 		trips.Take()
@@ -104,7 +105,7 @@ func refundUnits(tb testing.TB, n int) dynamotest.Units {
 	w := newRefundWorld(tb, meter, dynamotest.NewTable(tb, meter.Client))
 	for i := range n {
 		meter.Take()
-		if res := w.refund(fmt.Sprintf("refund-units-%d", i), `{"amount": 100}`); res.Outcome != refund.Executed || res.Response.StatusCode != 201 {
+		if res := w.refund(fmt.Sprintf("refund-units-%d", i), `{"amount": 100}`); res.Outcome != op.Executed || res.Response.StatusCode != 201 {
 			tb.Fatalf("refund %d: %s %d", i, res.Outcome, res.Response.StatusCode)
 		}
 	}
@@ -178,7 +179,7 @@ func TestRefundConflicts(t *testing.T) {
 	charges := chargetest.ServiceWith(idem.NewGuard(direct.Store(), idem.Config{}), direct.Ledger(), acq, httpapi.Render, charge.Config{})
 	made := charges.Charge(ctx, charge.Input{Account: "acct_rt", Keys: []string{"conflict-charge"},
 		Body: []byte(`{"amount": 1000, "currency": "BRL", "order_id": "1", "payment_method": "pm_card_visa"}`)})
-	if made.Outcome != charge.Executed {
+	if made.Outcome != op.Executed {
 		t.Fatalf("charge: %s", made.Outcome)
 	}
 	over := dynamo.Open(proxied, table)
@@ -188,11 +189,11 @@ func TestRefundConflicts(t *testing.T) {
 	}
 
 	conflicts.Store(1) // the reservation's first try
-	if res := svc.Refund(ctx, in("conflict-once")); res.Outcome != refund.Executed || res.Response.StatusCode != 201 || len(sb.Refunds()) != 1 {
+	if res := svc.Refund(ctx, in("conflict-once")); res.Outcome != op.Executed || res.Response.StatusCode != 201 || len(sb.Refunds()) != 1 {
 		t.Fatalf("a reservation that conflicted once: %s %d, %d refunds", res.Outcome, res.Response.StatusCode, len(sb.Refunds()))
 	}
 	conflicts.Store(1 << 20) // every update
-	if res := svc.Refund(ctx, in("conflict-always")); res.Outcome == refund.Executed || len(sb.Refunds()) != 1 {
+	if res := svc.Refund(ctx, in("conflict-always")); res.Outcome == op.Executed || len(sb.Refunds()) != 1 {
 		t.Fatalf("a reservation that always conflicts: %s, %d refunds; want nothing sent", res.Outcome, len(sb.Refunds()))
 	}
 	conflicts.Store(0)
@@ -212,7 +213,7 @@ func TestBalanceNeverExpires(t *testing.T) {
 		table := dynamotest.NewTableFor(t, client, ttl)
 		w := newRefundWorld(t, client, table)
 		made := w.refund(fmt.Sprintf("never-expires-%v", ttl), `{"amount": 100}`)
-		if made.Outcome != refund.Executed {
+		if made.Outcome != op.Executed {
 			t.Fatalf("refund: %s", made.Outcome)
 		}
 		for _, pk := range []string{tabledef.BalancePrefix + w.charge, tabledef.RefundPrefix + made.RefundID} {

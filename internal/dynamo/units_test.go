@@ -15,6 +15,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/dynamo/dynamotest"
 	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/op"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
 )
 
@@ -69,8 +70,8 @@ func unitsOf(tb testing.TB, path string, n int) dynamotest.Units {
 		case "get":
 			res = svc.Get(ctx, "acct_units", id)
 		}
-		want := map[string]charge.Outcome{"first-execution": charge.Executed, "replay": charge.Replayed, "replay-warm-cache": charge.Replayed, "in-flight": charge.InFlight, "get": charge.Found}[path]
-		if res.Outcome != want || first.Outcome != charge.Executed {
+		want := map[string]op.Outcome{"first-execution": op.Executed, "replay": op.Replayed, "replay-warm-cache": op.Replayed, "in-flight": op.InFlight, "get": op.Found}[path]
+		if res.Outcome != want || first.Outcome != op.Executed {
 			tb.Fatalf("%s: %s, want %s", path, res.Outcome, want)
 		}
 	}
@@ -145,7 +146,7 @@ func BenchmarkChargeCPU(b *testing.B) {
 				}
 				n++
 				ops++
-				if r := svc.Charge(ctx, charge.Input{Account: "acct_cpu", Keys: []string{key}, Body: body}); r.Outcome != charge.Executed && r.Outcome != charge.Replayed {
+				if r := svc.Charge(ctx, charge.Input{Account: "acct_cpu", Keys: []string{key}, Body: body}); r.Outcome != op.Executed && r.Outcome != op.Replayed {
 					b.Fatal(r.Outcome)
 				}
 			}
@@ -193,7 +194,7 @@ func unitsOfALife(tb testing.TB, ttl bool, n int) lifeUnits {
 	body := []byte(`{"amount": 25000, "currency": "BRL", "order_id": "order-123", "payment_method": "pm_card_visa", "description": "a typical description of seventy characters or so, for the bill"}`)
 	meter.Take()
 	for i := range n {
-		if res := svc.Charge(ctx, charge.Input{Account: "acct_life", Keys: []string{fmt.Sprintf("record-life-%d", i)}, Body: body}); res.Outcome != charge.Executed {
+		if res := svc.Charge(ctx, charge.Input{Account: "acct_life", Keys: []string{fmt.Sprintf("record-life-%d", i)}, Body: body}); res.Outcome != op.Executed {
 			tb.Fatalf("charge %d: %s", i, res.Outcome)
 		}
 	}
@@ -293,7 +294,7 @@ func BenchmarkFirstExecutionByTableMode(b *testing.B) {
 			i := 0
 			for b.Loop() {
 				i++
-				if res := svc.Charge(ctx, charge.Input{Account: "acct_mode", Keys: []string{fmt.Sprintf("mode-%s-%d", mode.name, i)}, Body: body}); res.Outcome != charge.Executed {
+				if res := svc.Charge(ctx, charge.Input{Account: "acct_mode", Keys: []string{fmt.Sprintf("mode-%s-%d", mode.name, i)}, Body: body}); res.Outcome != op.Executed {
 					b.Fatalf("charge %d: %s", i, res.Outcome)
 				}
 			}

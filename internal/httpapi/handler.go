@@ -22,6 +22,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/obs"
+	"github.com/idempotent-payments/idempay/internal/op"
 	"github.com/idempotent-payments/idempay/internal/refund"
 	"github.com/idempotent-payments/idempay/internal/route"
 )
@@ -200,17 +201,17 @@ func (h *Handler) serve(ctx context.Context, req request) reply {
 		}
 		return health(err)
 	}
-	return refusal(obs.OutcomeNoRoute, "")
+	return refusal(obs.OutcomeNoRoute, op.CodeNotFound, "no such route")
 }
 
 // refuseBody is the door's check of a body that moves money: JSON, and
 // readable; ok false with the refusal otherwise.
 func (h *Handler) refuseBody(req request) (reply, bool) {
 	if !jsonBody(req) {
-		return refusal(obs.OutcomeUnsupportedMediaType, ""), false
+		return refusal(obs.OutcomeUnsupportedMediaType, op.CodeUnsupportedMediaType, detailUnsupportedMediaType), false
 	}
 	if !req.bodyOK {
-		return refusal(obs.OutcomeRequestInvalid, "body: not valid base64"), false
+		return refusal(obs.OutcomeRequestInvalid, op.CodeValidationFailed, "body: not valid base64"), false
 	}
 	return reply{}, true
 }
@@ -221,9 +222,9 @@ func lookupKey(req request) (string, reply, bool) {
 	key, err := LookupKey(req.rawQuery)
 	switch {
 	case errors.Is(err, ErrNoKeyParameter):
-		return "", refusal(obs.OutcomeKeyMissing, "send the key as the query parameter "+route.LookupParameter+", percent-encoded"), false
+		return "", refusal(obs.OutcomeKeyMissing, op.CodeIdempotencyKeyMissing, "send the key as the query parameter "+route.LookupParameter+", percent-encoded"), false
 	case err != nil:
-		return "", refusal(obs.OutcomeRequestInvalid, err.Error()), false
+		return "", refusal(obs.OutcomeRequestInvalid, op.CodeValidationFailed, err.Error()), false
 	}
 	return key, reply{}, true
 }
@@ -231,7 +232,7 @@ func lookupKey(req request) (string, reply, bool) {
 // found renders a charge's GET: the charge with what its refunds returned
 // (one more read, of its refund balance), or the problem.
 func (h *Handler) found(ctx context.Context, res charge.Result) reply {
-	if res.Outcome != charge.Found {
+	if res.Outcome != op.Found {
 		return respond(res)
 	}
 	refunded, err := h.Refunds.Refunded(ctx, res.Charge.ID)
@@ -239,7 +240,7 @@ func (h *Handler) found(ctx context.Context, res charge.Result) reply {
 		if h.Log != nil {
 			h.Log.ErrorContext(ctx, "the charge's refunded amount failed to read", "error", err)
 		}
-		return respond(charge.Result{Outcome: charge.Unavailable, RetryAfter: h.Refunds.RetryAfter(), Record: res.Record})
+		return respond(charge.Result{Outcome: op.Unavailable, RetryAfter: h.Refunds.RetryAfter(), Record: res.Record})
 	}
 	a := respond(res)
 	a.Body = FoundBody(res.Charge, refunded)
@@ -261,10 +262,10 @@ func health(err error) reply {
 func respond(res charge.Result) reply {
 	a := reply{outcome: res.Outcome.Name(), trail: chargeTrail(res)}
 	switch res.Outcome {
-	case charge.Executed, charge.Replayed:
-		a.Response, a.replay = res.Response, res.Outcome == charge.Replayed
+	case op.Executed, op.Replayed:
+		a.Response, a.replay = res.Response, res.Outcome == op.Replayed
 		a.Headers = Headers(res.Response, res.ChargeID)
-	case charge.Found:
+	case op.Found:
 		a.Response = idem.Response{StatusCode: 200, Headers: map[string]string{"Content-Type": "application/json"}, Body: Body(res.Charge)}
 	default:
 		a.Response = outcomeProblem(res).response()
@@ -281,14 +282,14 @@ const noSuchRefund = "no such refund"
 func respondRefund(res refund.Result, notFound string) reply {
 	a := reply{outcome: res.Outcome.Name(), trail: trail{operation: refund.Operation, record: res.Record, attempt: res.Attempt}}
 	switch res.Outcome {
-	case refund.Executed, refund.Replayed:
-		a.Response, a.replay = res.Response, res.Outcome == refund.Replayed
+	case op.Executed, op.Replayed:
+		a.Response, a.replay = res.Response, res.Outcome == op.Replayed
 		a.Headers = RefundHeaders(res.Response, res.RefundID)
-	case refund.Found:
+	case op.Found:
 		a.Response = idem.Response{StatusCode: 200, Headers: map[string]string{"Content-Type": "application/json"}, Body: RefundBody(res.Refund)}
 	default:
 		p := refundProblem(res)
-		if res.Outcome == refund.NotFound && notFound != "" {
+		if res.Outcome == op.NotFound && notFound != "" {
 			p.detail = notFound
 		}
 		a.Response = p.response()
@@ -297,9 +298,9 @@ func respondRefund(res refund.Result, notFound string) reply {
 }
 
 // refusal is an answer of the handler's own, before the service is asked:
-// outcome's problem, with detail in place of the row's when given.
-func refusal(outcome obs.Outcome, detail string) reply {
-	return reply{Response: problem{outcome: outcome, detail: detail}.response(), outcome: outcome}
+// code's problem with detail, logged as outcome.
+func refusal(outcome obs.Outcome, code op.Code, detail string) reply {
+	return reply{Response: problem{code: code, detail: detail}.response(), outcome: outcome}
 }
 
 // jsonBody reports whether the headers announce a body the service reads:

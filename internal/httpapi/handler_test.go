@@ -23,6 +23,8 @@ import (
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/idemtest"
 	"github.com/idempotent-payments/idempay/internal/obs"
+	"github.com/idempotent-payments/idempay/internal/op"
+	"github.com/idempotent-payments/idempay/internal/refund"
 	"github.com/idempotent-payments/idempay/internal/refund/refundtest"
 	"github.com/idempotent-payments/idempay/internal/route"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
@@ -91,7 +93,7 @@ func TestHandleAPIGatewayEvent(t *testing.T) {
 	}
 	// The ledger row says the charge came over HTTP, with the client's key.
 	res := h.Service.Get(context.Background(), "acct_7Hq2", strings.TrimPrefix(first.Headers["Location"], "/v1/charges/"))
-	if res.Outcome != charge.Found || res.Charge.Source != event.SourceHTTP || res.Charge.IdempotencyKey != ev.Headers["idempotency-key"] {
+	if res.Outcome != op.Found || res.Charge.Source != event.SourceHTTP || res.Charge.IdempotencyKey != ev.Headers["idempotency-key"] {
 		t.Fatalf("the row: %s %+v; want source %s and the request's key", res.Outcome, res.Charge, event.SourceHTTP)
 	}
 }
@@ -333,27 +335,35 @@ func FuzzHandle(f *testing.F) {
 	})
 }
 
-// TestEveryOutcomeHasAnAnswer: respond renders every outcome of the service
-// as a stored answer, a charge or a problem with the outcome's own code
-// (Outcome.Code) and its row's status — never INTERNAL — and a detail of
-// what to do.
+// TestEveryOutcomeHasAnAnswer: respond renders every outcome of a charge,
+// and respondRefund every outcome of a refund, as a stored answer, a row
+// or a problem with the outcome's own code in its operation (op.Codes)
+// and its code's status, never INTERNAL, and a detail of what to do.
 func TestEveryOutcomeHasAnAnswer(t *testing.T) {
 	t.Parallel()
-	for _, o := range charge.Outcomes() {
-		if o == charge.Executed || o == charge.Replayed || o == charge.Found {
-			if o.Code() != "" {
-				t.Errorf("%s is an answer, with code %q", o, o.Code())
+	for _, o := range op.Outcomes() {
+		for _, c := range []struct {
+			codes op.Codes
+			reply reply
+		}{
+			{charge.Codes, respond(charge.Result{Outcome: o})},
+			{refund.Codes, respondRefund(refund.Result{Outcome: o}, "")},
+		} {
+			code := c.codes.Of(o)
+			if o == op.Executed || o == op.Replayed || o == op.Found {
+				if code != "" {
+					t.Errorf("%s is an answer, with code %q", o, code)
+				}
+				continue
 			}
-			continue
-		}
-		a := respond(charge.Result{Outcome: o})
-		var p struct{ Code string }
-		if err := json.Unmarshal(a.Response.Body, &p); err != nil || p.Code != o.Code() || problems[o.Name()].status != a.Response.StatusCode ||
-			a.Response.StatusCode == 500 {
-			t.Errorf("%s: %d %s, want code %q", o, a.Response.StatusCode, a.Response.Body, o.Code())
-		}
-		if problems[o.Name()].detail == "" && o != charge.RequestInvalid { // an invalid request's detail is its field errors
-			t.Errorf("%s: no detail", o)
+			var p struct{ Code, Detail string }
+			if err := json.Unmarshal(c.reply.Response.Body, &p); err != nil || p.Code != string(code) || forms[code].status != c.reply.Response.StatusCode ||
+				c.reply.Response.StatusCode == 500 {
+				t.Errorf("%s: %d %s, want code %q", o, c.reply.Response.StatusCode, c.reply.Response.Body, code)
+			}
+			if p.Detail == "" && o != op.RequestInvalid { // an invalid request's detail is its field errors
+				t.Errorf("%s: no detail", o)
+			}
 		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/op"
 	"github.com/idempotent-payments/idempay/internal/route"
 )
 
@@ -28,7 +29,7 @@ import (
 // answer.
 func Render(ch charge.Charge) idem.Response {
 	if ch.Status == acquirer.StatusDeclined {
-		r := problem{outcome: answeredDeclined, extensions: map[string]any{"charge_id": ch.ID, "decline_code": ch.DeclineCode}}.response()
+		r := problem{code: op.CodeChargeDeclined, detail: detailChargeDeclined, extensions: map[string]any{"charge_id": ch.ID, "decline_code": ch.DeclineCode}}.response()
 		return idem.Response{StatusCode: r.StatusCode, Body: r.Body}
 	}
 	return idem.Response{StatusCode: 201, Body: Body(ch)}

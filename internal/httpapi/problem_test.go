@@ -1,51 +1,28 @@
 package httpapi
 
 import (
-	"maps"
 	"testing"
 
 	"github.com/idempotent-payments/idempay/internal/charge"
+	"github.com/idempotent-payments/idempay/internal/op"
 	"github.com/idempotent-payments/idempay/internal/refund"
 )
 
-// TestProblemsMatchTheOutcomes: each outcome of the service answered with
-// a problem has its row, with the code the outcome carries (written in
-// charge too: the domain may not import this package, and the queue
-// consumer renders the same codes); and a code has one status and one
-// title, whichever outcome answers with it.
-func TestProblemsMatchTheOutcomes(t *testing.T) {
-	for _, o := range charge.Outcomes() {
-		if o.Code() == "" {
+// TestEveryCodeHasAForm: every code an operation's outcome answers with,
+// and every code of a stored answer or of the adapter's own, has its
+// status and title, one per code.
+func TestEveryCodeHasAForm(t *testing.T) {
+	codes := []op.Code{op.CodeChargeDeclined, op.CodeRefundDeclined, op.CodeRefundExceedsCharge, op.CodeRefundLimitReached,
+		op.CodeUnsupportedMediaType, op.CodeInternal}
+	for _, o := range op.Outcomes() {
+		codes = append(codes, charge.Codes.Of(o), refund.Codes.Of(o))
+	}
+	for _, code := range codes {
+		if code == "" {
 			continue
 		}
-		if row, ok := problems[o.Name()]; !ok || row.code != Code(o.Code()) {
-			t.Errorf("%s: row %+v, want code %s", o, row, o.Code())
+		if f, ok := forms[code]; !ok || f.status < 400 || f.status > 599 || f.title == "" {
+			t.Errorf("%s: form %+v", code, f)
 		}
-	}
-	for _, o := range refund.Outcomes() {
-		if o.Code() == "" {
-			continue
-		}
-		row, ok := refundProblems[o.Name()]
-		if !ok {
-			row, ok = problems[o.Name()]
-		}
-		if !ok || row.code != Code(o.Code()) {
-			t.Errorf("refund %s: row %+v, want code %s", o, row, o.Code())
-		}
-	}
-	byCode := map[Code]problemType{}
-	rows := maps.Collect(maps.All(problems))
-	for outcome, row := range refundProblems {
-		rows["refund "+outcome] = row
-	}
-	for outcome, row := range rows {
-		if row.status < 400 || row.status > 599 || row.title == "" {
-			t.Errorf("%s: %+v", outcome, row)
-		}
-		if first, seen := byCode[row.code]; seen && (first.status != row.status || first.title != row.title) {
-			t.Errorf("%s: %s answered as %d %q and as %d %q", outcome, row.code, first.status, first.title, row.status, row.title)
-		}
-		byCode[row.code] = row
 	}
 }

@@ -6,9 +6,9 @@ import (
 
 	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/op"
 	"github.com/idempotent-payments/idempay/internal/refund"
 	"github.com/idempotent-payments/idempay/internal/route"
-	"github.com/idempotent-payments/idempay/internal/strictjson"
 )
 
 // RenderRefund is the stored answer of a refund (a refund.Renderer): 201
@@ -23,36 +23,14 @@ func RenderRefund(a refund.Answer) idem.Response {
 	case a.Refund != nil && a.Refund.Status == acquirer.RefundSucceeded:
 		return idem.Response{StatusCode: 201, Body: RefundBody(*a.Refund)}
 	case a.Refund != nil:
-		p = problem{outcome: answeredRefundDeclined, extensions: map[string]any{"refund_id": a.Refund.ID, "decline_code": a.Refund.DeclineCode}}
+		p = problem{code: op.CodeRefundDeclined, detail: detailRefundDeclined, extensions: map[string]any{"refund_id": a.Refund.ID, "decline_code": a.Refund.DeclineCode}}
 	case a.Exceeded:
-		p = problem{outcome: answeredRefundExceeds, extensions: map[string]any{"refundable": a.Refundable}}
+		p = problem{code: op.CodeRefundExceedsCharge, detail: detailRefundExceeds, extensions: map[string]any{"refundable": a.Refundable}}
 	default:
-		p = problem{outcome: answeredRefundLimit}
+		p = problem{code: op.CodeRefundLimitReached, detail: detailRefundLimit}
 	}
 	r := p.response()
 	return idem.Response{StatusCode: r.StatusCode, Body: r.Body}
-}
-
-// RefundRefusal reads back the code of a stored answer in which the bound
-// refused the refund: REFUND_EXCEEDS_CHARGE or REFUND_LIMIT_REACHED, and
-// "" for any other answer. It reads the problem's status and its code
-// member, not its wording, so an answer stored before a title or detail
-// changed still reads.
-func RefundRefusal(resp idem.Response) Code {
-	if resp.StatusCode != 422 {
-		return ""
-	}
-	var doc struct {
-		Code Code `json:"code"`
-	}
-	if strictjson.UnmarshalResponse(resp.Body, &doc) != nil {
-		return ""
-	}
-	switch doc.Code {
-	case RefundExceedsCharge, RefundLimitReached:
-		return doc.Code
-	}
-	return ""
 }
 
 // RefundHeaders are the HTTP headers of a refund's stored answer: for 201

@@ -7,6 +7,7 @@ import (
 
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/obs"
+	"github.com/idempotent-payments/idempay/internal/op"
 )
 
 // Get finds account's refund id: Found with its row (succeeded or
@@ -15,26 +16,26 @@ import (
 // Unavailable when the store failed. One read.
 func (s *Service) Get(ctx context.Context, account, id string) Result {
 	if err := idem.ValidateAccount(account); err != nil {
-		return Result{Outcome: AccountInvalid, Reason: err.Error()}
+		return Result{Outcome: op.AccountInvalid, Reason: err.Error()}
 	}
 	if !ValidID(id) {
-		return Result{Outcome: NotFound}
+		return Result{Outcome: op.NotFound}
 	}
 	ctx = obs.WithAttrs(ctx, slog.String("record", idem.Ref(id)))
 	r, err := s.ledger.Get(ctx, id)
 	switch {
 	case errors.Is(err, ErrNoRefund):
-		return Result{Outcome: NotFound}
+		return Result{Outcome: op.NotFound}
 	case errors.Is(err, ErrUnreadableRefund):
 		s.cfg.Logger.ErrorContext(ctx, "get refund: unreadable row", "error", err)
-		return Result{Outcome: NotFound}
+		return Result{Outcome: op.NotFound}
 	case err != nil:
 		s.cfg.Logger.ErrorContext(ctx, "get refund failed", "error", err)
-		return Result{Outcome: Unavailable, RetryAfter: s.cfg.RetryAfter}
+		return Result{Outcome: op.Unavailable, RetryAfter: s.cfg.RetryAfter}
 	case r.Account != account:
-		return Result{Outcome: NotFound}
+		return Result{Outcome: op.NotFound}
 	}
-	return Result{Outcome: Found, Refund: r}
+	return Result{Outcome: op.Found, Refund: r}
 }
 
 // ByKey finds account's refund by the client's idempotency key, as the
@@ -44,24 +45,24 @@ func (s *Service) Get(ctx context.Context, account, id string) Result {
 // refund (the bound refused it).
 func (s *Service) ByKey(ctx context.Context, account, key string) Result {
 	if err := idem.ValidateAccount(account); err != nil {
-		return Result{Outcome: AccountInvalid, Reason: err.Error()}
+		return Result{Outcome: op.AccountInvalid, Reason: err.Error()}
 	}
 	rec, err := s.guard.Find(ctx, idem.Scope{Operation: Operation, Account: account, Key: key})
 	var inFlight *idem.InFlightError
 	switch {
 	case errors.Is(err, idem.ErrKeyMissing):
-		return Result{Outcome: KeyMissing}
+		return Result{Outcome: op.KeyMissing}
 	case errors.Is(err, idem.ErrKeyInvalid):
-		return Result{Outcome: KeyInvalid, Reason: err.Error()}
+		return Result{Outcome: op.KeyInvalid, Reason: err.Error()}
 	case errors.Is(err, idem.ErrNotFound):
-		return Result{Outcome: NotFound}
+		return Result{Outcome: op.NotFound}
 	case errors.As(err, &inFlight):
-		return Result{Outcome: InFlight, RetryAfter: inFlight.RetryAfter, WaitOut: max(inFlight.WaitOut, inFlight.RetryAfter)}
+		return Result{Outcome: op.InFlight, RetryAfter: inFlight.RetryAfter, WaitOut: max(inFlight.WaitOut, inFlight.RetryAfter)}
 	case errors.Is(err, idem.ErrHeld):
-		return Result{Outcome: Held, RetryAfter: s.cfg.HeldRetryAfter}
+		return Result{Outcome: op.Held, RetryAfter: s.cfg.HeldRetryAfter}
 	case err != nil:
 		s.cfg.Logger.ErrorContext(ctx, "refund lookup by key failed", "error", err)
-		return Result{Outcome: Unavailable, RetryAfter: s.cfg.RetryAfter}
+		return Result{Outcome: op.Unavailable, RetryAfter: s.cfg.RetryAfter}
 	}
 	res := s.Get(obs.WithAttrs(ctx, slog.String("record", idem.Ref(rec.PK))), account, ID(rec.DownstreamKey))
 	res.Record = idem.Ref(rec.PK)

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 
 	"github.com/idempotent-payments/idempay/internal/acquirer"
-	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/obs"
 	"github.com/idempotent-payments/idempay/internal/op"
@@ -55,9 +54,9 @@ func (s *Service) Reconcile(ctx context.Context, pk string) (op.Reconciled, erro
 		return op.NothingToDo, fmt.Errorf("reconcile %s: stored request: %w", idem.Ref(pk), err)
 	}
 	ch := s.charges.Get(ctx, lease.Record().Account, req.ChargeID)
-	if ch.Outcome != charge.Found {
+	if ch.Outcome != op.Found {
 		// No reservation is made without the charge's row.
-		if ch.Outcome == charge.NotFound {
+		if ch.Outcome == op.NotFound {
 			// Released only when the intent holds no entry: the re-fence
 			// folds it, so a reservation still on its way can never land
 			// (a charge's GET also says not found for an unreadable row,
@@ -113,7 +112,7 @@ func (s *Service) releaseReconciled(ctx context.Context, lease *idem.Lease, char
 
 // reconciled is what a finishing attempt's result means to the reconciler.
 func (s *Service) reconciled(pk string, res Result) (op.Reconciled, error) {
-	if res.Outcome != Executed && res.Outcome != Replayed {
+	if res.Outcome != op.Executed && res.Outcome != op.Replayed {
 		return op.NothingToDo, fmt.Errorf("reconcile %s: completion did not land (%s)", idem.Ref(pk), res.Outcome)
 	}
 	return op.ReconciledCompleted, nil

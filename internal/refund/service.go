@@ -13,6 +13,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/obs"
+	"github.com/idempotent-payments/idempay/internal/op"
 )
 
 // Acquirer is what the refund service needs of the card acquirer.
@@ -65,21 +66,21 @@ func NewService(guard *idem.Guard, charges Charges, balances Balances, ledger Le
 // the acquirer.
 func (s *Service) Refund(ctx context.Context, in Input) Result {
 	if err := idem.ValidateAccount(in.Account); err != nil {
-		return Result{Outcome: AccountInvalid, Reason: err.Error()}
+		return Result{Outcome: op.AccountInvalid, Reason: err.Error()}
 	}
 	key, err := idem.ParseKeyHeader(in.Keys)
 	switch {
 	case errors.Is(err, idem.ErrKeyMissing):
-		return Result{Outcome: KeyMissing}
+		return Result{Outcome: op.KeyMissing}
 	case err != nil:
-		return Result{Outcome: KeyInvalid, Reason: err.Error()}
+		return Result{Outcome: op.KeyInvalid, Reason: err.Error()}
 	}
 	req, err := ParseRequest(in.ChargeID, in.Body, s.cfg.MaxAmount)
 	if err != nil {
-		return Result{Outcome: RequestInvalid, Errors: fieldErrors(err), Key: key}
+		return Result{Outcome: op.RequestInvalid, Errors: fieldErrors(err), Key: key}
 	}
 	if !charge.ValidID(in.ChargeID) {
-		return Result{Outcome: NotFound, Key: key}
+		return Result{Outcome: op.NotFound, Key: key}
 	}
 	scope := idem.Scope{Operation: Operation, Account: in.Account, Key: key, Source: in.Source}
 	record := idem.Ref(scope.PK())
@@ -102,23 +103,23 @@ func (s *Service) claimAndExecute(ctx context.Context, scope idem.Scope, req Req
 	var inFlight *idem.InFlightError
 	switch {
 	case errors.As(err, &inFlight):
-		return Result{Outcome: InFlight, RetryAfter: inFlight.RetryAfter, WaitOut: max(inFlight.WaitOut, inFlight.RetryAfter)}
+		return Result{Outcome: op.InFlight, RetryAfter: inFlight.RetryAfter, WaitOut: max(inFlight.WaitOut, inFlight.RetryAfter)}
 	case errors.Is(err, idem.ErrKeyReused):
-		return Result{Outcome: KeyReused}
+		return Result{Outcome: op.KeyReused}
 	case errors.Is(err, idem.ErrHeld):
-		return Result{Outcome: Held, RetryAfter: s.cfg.HeldRetryAfter}
+		return Result{Outcome: op.Held, RetryAfter: s.cfg.HeldRetryAfter}
 	case errors.Is(err, idem.ErrOtherDownstream):
 		s.cfg.Logger.ErrorContext(ctx, "the refund's record was claimed for another acquirer; nothing sent", "error", err)
 		return s.pendingResult()
 	case err != nil:
 		s.cfg.Logger.ErrorContext(ctx, "claim failed", "error", err)
-		return Result{Outcome: Unavailable, RetryAfter: s.cfg.RetryAfter}
+		return Result{Outcome: op.Unavailable, RetryAfter: s.cfg.RetryAfter}
 	case claim.Replay != nil:
-		return Result{Outcome: Replayed, Response: *claim.Replay, RefundID: answeredID(claim.DownstreamKey), Source: claim.Source, ClaimedAt: claim.ClaimedAt}
+		return Result{Outcome: op.Replayed, Response: *claim.Replay, Refusal: RefusalOf(*claim.Replay), RefundID: answeredID(claim.DownstreamKey), Source: claim.Source, ClaimedAt: claim.ClaimedAt}
 	}
 	res := s.execute(ctx, claim.Lease, req)
 	res.Attempt = claim.Lease.Attempt()
-	if res.Outcome == Executed {
+	if res.Outcome == op.Executed {
 		rec := claim.Lease.Record()
 		res.Source, res.ClaimedAt, res.RefundID = rec.Source, rec.CreatedAt, answeredID(rec.DownstreamKey)
 	}
@@ -160,19 +161,19 @@ func (s *Service) refundable(ctx context.Context, lease *idem.Lease, req Request
 	got := s.charges.Get(ctx, rec.Account, req.ChargeID)
 	var res Result
 	switch got.Outcome {
-	case charge.Found:
+	case op.Found:
 		if got.Charge.Status == acquirer.StatusCaptured && got.Charge.OfAcquirer(rec.Protocol.Downstream) {
 			return got.Charge, Result{}, true
 		}
-		res = Result{Outcome: NotRefundable}
-	case charge.NotFound:
-		res = Result{Outcome: NotFound}
-	case charge.InFlight:
-		res = Result{Outcome: ChargePending, RetryAfter: max(got.RetryAfter, s.cfg.RetryAfter), WaitOut: got.WaitOut}
-	case charge.Held:
-		res = Result{Outcome: ChargeHeld, RetryAfter: max(got.RetryAfter, s.cfg.RetryAfter)}
+		res = Result{Outcome: op.NotRefundable}
+	case op.NotFound:
+		res = Result{Outcome: op.NotFound}
+	case op.InFlight:
+		res = Result{Outcome: op.ChargePending, RetryAfter: max(got.RetryAfter, s.cfg.RetryAfter), WaitOut: got.WaitOut}
+	case op.Held:
+		res = Result{Outcome: op.ChargeHeld, RetryAfter: max(got.RetryAfter, s.cfg.RetryAfter)}
 	default:
-		res = Result{Outcome: Unavailable, RetryAfter: s.cfg.RetryAfter}
+		res = Result{Outcome: op.Unavailable, RetryAfter: s.cfg.RetryAfter}
 	}
 	if lease.TakenOver() {
 		s.cfg.Logger.ErrorContext(ctx, "a taken-over refund's charge did not read as refundable; left for the reconciler", "charge_outcome", got.Outcome.String())
@@ -217,7 +218,7 @@ func (s *Service) resume(ctx context.Context, lease *idem.Lease, req Request, ch
 			s.cfg.Logger.ErrorContext(ctx, "release failed", "error", err)
 			return entry, s.abandonPending(ctx, lease), true
 		}
-		return entry, Result{Outcome: Released, RetryAfter: s.cfg.RetryAfter}, true
+		return entry, Result{Outcome: op.Released, RetryAfter: s.cfg.RetryAfter}, true
 	case EntrySucceeded:
 		// Succeeded only after the row was written: answer from it.
 		return entry, s.completeFromRow(ctx, lease, ch, entry), true
@@ -249,7 +250,7 @@ func (s *Service) reserve(ctx context.Context, lease *idem.Lease, req Request, c
 			s.cfg.Logger.ErrorContext(ctx, "release failed; nothing is reserved or sent", "error", err)
 			return entry, s.abandonUnavailable(ctx, lease), true
 		}
-		return entry, Result{Outcome: Unavailable, RetryAfter: s.cfg.RetryAfter}, true
+		return entry, Result{Outcome: op.Unavailable, RetryAfter: s.cfg.RetryAfter}, true
 	}
 	// The write may have landed: release the entry first, then the key
 	// (nothing was sent; only a first attempt reserves).
@@ -257,7 +258,7 @@ func (s *Service) reserve(ctx context.Context, lease *idem.Lease, req Request, c
 	if res, ok := s.releaseBoth(ctx, lease, ch.ID); !ok {
 		return entry, res, true
 	}
-	return entry, Result{Outcome: Unavailable, RetryAfter: s.cfg.RetryAfter}, true
+	return entry, Result{Outcome: op.Unavailable, RetryAfter: s.cfg.RetryAfter}, true
 }
 
 // send is steps 5 and 6: the acquirer's refund of the entry's amount,
@@ -365,7 +366,7 @@ func (s *Service) notSent(ctx context.Context, lease *idem.Lease, chargeID strin
 	if res, ok := s.releaseBoth(ctx, lease, chargeID); !ok {
 		return res
 	}
-	return Result{Outcome: Released, RetryAfter: s.cfg.RetryAfter}
+	return Result{Outcome: op.Released, RetryAfter: s.cfg.RetryAfter}
 }
 
 // releaseBoth releases the entry, then deletes the record, so no
@@ -482,7 +483,7 @@ func (s *Service) complete(ctx context.Context, lease *idem.Lease, a Answer, ref
 	}
 	err := completion(ctx, resp)
 	if err == nil {
-		return Result{Outcome: Executed, Response: resp, RefundID: refundID}
+		return Result{Outcome: op.Executed, Response: resp, Refusal: a.Refusal(), RefundID: refundID}
 	}
 	if !errors.Is(err, idem.ErrLeaseLost) {
 		s.cfg.Logger.ErrorContext(ctx, "complete failed; the record stays in flight", "error", err)
@@ -490,7 +491,7 @@ func (s *Service) complete(ctx context.Context, lease *idem.Lease, a Answer, ref
 	}
 	rec, lookupErr := s.guard.Lookup(ctx, lease.PK())
 	if lookupErr == nil && rec.Status == idem.StatusCompleted {
-		return Result{Outcome: Replayed, Response: *rec.Response, RefundID: answeredID(rec.DownstreamKey), Source: rec.Source, ClaimedAt: rec.CreatedAt}
+		return Result{Outcome: op.Replayed, Response: *rec.Response, Refusal: RefusalOf(*rec.Response), RefundID: answeredID(rec.DownstreamKey), Source: rec.Source, ClaimedAt: rec.CreatedAt}
 	}
 	return s.pendingResult()
 }
@@ -512,7 +513,7 @@ func (s *Service) hold(ctx context.Context, lease *idem.Lease, ask acquirer.Refu
 	if err != nil {
 		s.cfg.Logger.ErrorContext(ctx, "hold failed; the record stays in flight until its lease ends", "error", err)
 	}
-	return Result{Outcome: Mismatch, RetryAfter: s.cfg.HeldRetryAfter}, err == nil
+	return Result{Outcome: op.Mismatch, RetryAfter: s.cfg.HeldRetryAfter}, err == nil
 }
 
 // abandonPending: the outcome is unknown. The record stays in flight, the
@@ -525,7 +526,7 @@ func (s *Service) abandonPending(ctx context.Context, lease *idem.Lease) Result 
 }
 
 func (s *Service) pendingResult() Result {
-	return Result{Outcome: Pending, RetryAfter: s.cfg.RetryAfter}
+	return Result{Outcome: op.Pending, RetryAfter: s.cfg.RetryAfter}
 }
 
 // abandonUnavailable: the store failed after nothing was reserved or
@@ -533,7 +534,7 @@ func (s *Service) pendingResult() Result {
 // reconciler finds nothing and releases it.
 func (s *Service) abandonUnavailable(ctx context.Context, lease *idem.Lease) Result {
 	s.abandonPending(ctx, lease)
-	return Result{Outcome: Unavailable, RetryAfter: s.cfg.RetryAfter}
+	return Result{Outcome: op.Unavailable, RetryAfter: s.cfg.RetryAfter}
 }
 
 // RetryAfter is the delay the service gives with a 503 (a held record's

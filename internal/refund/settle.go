@@ -101,7 +101,7 @@ func (s *Service) chargeOf(ctx context.Context, rec *idem.Record) (charge.Charge
 		return charge.Charge{}, fmt.Errorf("stored request: %w", err)
 	}
 	got := s.charges.Get(ctx, rec.Account, req.ChargeID)
-	if got.Outcome != charge.Found {
+	if got.Outcome != op.Found {
 		return charge.Charge{}, fmt.Errorf("the refund's charge: %s", got.Outcome)
 	}
 	return got.Charge, nil
@@ -276,7 +276,7 @@ func (s *Service) accept(ctx context.Context, d Decision) error {
 		return giveBack(fmt.Errorf("%w: shown %s %d %s (%s), now %s %d %s (%s)", op.ErrTermsChanged,
 			t.Status, t.Amount, t.Currency, t.ID, r.Status, r.Amount, r.Currency, r.ID))
 	}
-	if res := s.finish(ctx, lease, req, ch, entry, r); res.Outcome != Executed {
+	if res := s.finish(ctx, lease, req, ch, entry, r); res.Outcome != op.Executed {
 		_ = lease.Abandon(context.WithoutCancel(ctx))
 		return fmt.Errorf("accept %s: the refund did not complete (%s); the record stays held, and accepting again finishes it", idem.Ref(d.PK), res.Outcome)
 	}

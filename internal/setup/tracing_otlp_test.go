@@ -21,6 +21,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/idemtest"
+	"github.com/idempotent-payments/idempay/internal/op"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
 )
 
@@ -73,7 +74,7 @@ func TestOTLPExport(t *testing.T) {
 	res := svc.Charge(invocation, charge.Input{Account: "acct_1", Keys: []string{"traced-key-1"},
 		Body: []byte(`{"amount": 100, "currency": "BRL", "order_id": "1", "payment_method": "pm_card_visa"}`)})
 	root.End()
-	if res.Outcome != charge.Executed {
+	if res.Outcome != op.Executed {
 		t.Fatalf("charge: %s", res.Outcome)
 	}
 	flushCtx, cancel := context.WithTimeout(ctx, 5*time.Second)

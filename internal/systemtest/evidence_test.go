@@ -28,6 +28,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/localapi"
 	"github.com/idempotent-payments/idempay/internal/obs"
+	"github.com/idempotent-payments/idempay/internal/op"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
 	"github.com/idempotent-payments/idempay/internal/tabledef"
 )
@@ -199,8 +200,8 @@ func TestAcquirerAnswersAreEvidence(t *testing.T) {
 	if err != nil || r.Held != len(cases) || r.Flagged != 0 {
 		t.Fatalf("sweep: %+v, %v; want %d held, none flagged", r, err, len(cases))
 	}
-	if n := emfOutcomes(t, logs.Name(), charge.Mismatch.String()); n != len(cases) {
-		t.Fatalf("%d EMF lines with outcome %s, want %d", n, charge.Mismatch, len(cases))
+	if n := emfOutcomes(t, logs.Name(), op.Mismatch.String()); n != len(cases) {
+		t.Fatalf("%d EMF lines with outcome %s, want %d", n, op.Mismatch, len(cases))
 	}
 
 	// Each hold is one held event, to the HTTP subscriber, once.

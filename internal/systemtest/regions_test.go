@@ -104,7 +104,7 @@ func regionStorm(t *testing.T, sb *sandbox.Server, intents int, regions [2]*char
 					Account: "acct_regions", Keys: []string{fmt.Sprintf("region-storm-%d", i)}, Source: event.SourceHTTP,
 					Body: []byte(fmt.Sprintf(`{"amount": 2500, "currency": "BRL", "order_id": "o-%d", "payment_method": "pm_card_visa"}`, i)),
 				})
-				if res.Outcome != charge.Executed && res.Outcome != charge.Replayed && res.Outcome != charge.InFlight {
+				if res.Outcome != op.Executed && res.Outcome != op.Replayed && res.Outcome != op.InFlight {
 					t.Errorf("intent %d: %s", i, res.Outcome)
 				}
 			})
@@ -257,7 +257,7 @@ func TestTwoRegionsSweepAndReconcileOnce(t *testing.T) {
 	for i := range records {
 		res := lossy.Charge(ctx, charge.Input{Account: "acct_sweep", Keys: []string{fmt.Sprintf("two-sweepers-%d", i)}, Source: event.SourceHTTP,
 			Body: []byte(`{"amount": 2500, "currency": "BRL", "order_id": "o-1", "payment_method": "pm_card_visa"}`)})
-		if res.Outcome != charge.Pending {
+		if res.Outcome != op.Pending {
 			t.Fatalf("charge %d with its answer dropped: %s", i, res.Outcome)
 		}
 	}
@@ -307,7 +307,7 @@ func TestTwoRegionsSweepAndReconcileOnce(t *testing.T) {
 	for _, svc := range []*charge.Service{east, west} {
 		for i := range records {
 			if res := svc.Charge(ctx, charge.Input{Account: "acct_sweep", Keys: []string{fmt.Sprintf("two-sweepers-%d", i)}, Source: event.SourceHTTP,
-				Body: []byte(`{"amount": 2500, "currency": "BRL", "order_id": "o-1", "payment_method": "pm_card_visa"}`)}); res.Outcome != charge.Replayed {
+				Body: []byte(`{"amount": 2500, "currency": "BRL", "order_id": "o-1", "payment_method": "pm_card_visa"}`)}); res.Outcome != op.Replayed {
 				t.Fatalf("the retry of %d after the reconciles: %s", i, res.Outcome)
 			}
 		}

@@ -224,7 +224,7 @@ func pkOf(key string) string {
 func (w *world) dieAfterTheRow(t *testing.T, svc *charge.Service, key string) {
 	t.Helper()
 	w.store.armed.Store(true)
-	if r := svc.Charge(context.Background(), input(key)); r.Outcome != charge.Pending {
+	if r := svc.Charge(context.Background(), input(key)); r.Outcome != op.Pending {
 		t.Fatalf("the attempt that died after the row: %s", r.Outcome)
 	}
 }
@@ -306,14 +306,14 @@ func completionCrashRecoveredByARetry(t *testing.T, newStores NewStoresFunc) {
 	w.dieAfterTheRow(t, svc, "crash-retry-key")
 	w.clock.Advance(time.Minute) // its lease is over
 	r := svc.Charge(ctx, input("crash-retry-key"))
-	if r.Outcome != charge.Executed || r.Attempt != 2 {
+	if r.Outcome != op.Executed || r.Attempt != 2 {
 		t.Fatalf("retry: %s attempt %d", r.Outcome, r.Attempt)
 	}
 	row := w.mustMatchLedger(t, sb, "crash-retry-key", r)
 	if !row.CreatedAt.Before(w.clock.Now().Add(-30 * time.Second)) {
 		t.Fatalf("the row was rewritten by the retry: created %s", row.CreatedAt)
 	}
-	if again := svc.Charge(ctx, input("crash-retry-key")); again.Outcome != charge.Replayed || string(again.Response.Body) != string(r.Response.Body) {
+	if again := svc.Charge(ctx, input("crash-retry-key")); again.Outcome != op.Replayed || string(again.Response.Body) != string(r.Response.Body) {
 		t.Fatalf("replay: %s %s", again.Outcome, again.Response.Body)
 	}
 }
@@ -333,7 +333,7 @@ func completionCrashRecoveredByTheReconciler(t *testing.T, newStores NewStoresFu
 		t.Fatalf("Reconcile: %s, %v", did, err)
 	}
 	r := svc.Charge(ctx, input("crash-reconcile-key"))
-	if r.Outcome != charge.Replayed {
+	if r.Outcome != op.Replayed {
 		t.Fatalf("the client's retry after the reconciler: %s", r.Outcome)
 	}
 	w.mustMatchLedger(t, sb, "crash-reconcile-key", r)
@@ -350,7 +350,7 @@ func completionLedgerWriteFailureLeavesTheRecordInFlight(t *testing.T, newStores
 	w.ledger = down
 	sb, acq := sandboxAcquirer()
 	svc := w.service(acq)
-	if r := svc.Charge(ctx, input("ledger-down-key")); r.Outcome != charge.Pending {
+	if r := svc.Charge(ctx, input("ledger-down-key")); r.Outcome != op.Pending {
 		t.Fatalf("with the ledger down: %s, want pending", r.Outcome)
 	}
 	rec, err := w.guard.Lookup(ctx, pkOf("ledger-down-key"))
@@ -361,7 +361,7 @@ func completionLedgerWriteFailureLeavesTheRecordInFlight(t *testing.T, newStores
 	// over at once (well before the lease would have run out).
 	w.clock.Advance(2 * time.Second)
 	r := svc.Charge(ctx, input("ledger-down-key"))
-	if r.Outcome != charge.Executed || r.Attempt != 2 {
+	if r.Outcome != op.Executed || r.Attempt != 2 {
 		t.Fatalf("retry: %s attempt %d", r.Outcome, r.Attempt)
 	}
 	w.mustMatchLedger(t, sb, "ledger-down-key", r)
@@ -377,7 +377,7 @@ func completionARowThatDiffersWins(t *testing.T, newStores NewStoresFunc) {
 	w.ledger = odd
 	_, acq := sandboxAcquirer()
 	r := w.service(acq).Charge(ctx, input("odd-row-key"))
-	if r.Outcome != charge.Executed || !strings.Contains(string(r.Response.Body), `"auth_written_first"`) {
+	if r.Outcome != op.Executed || !strings.Contains(string(r.Response.Body), `"auth_written_first"`) {
 		t.Fatalf("answer %s %s: want the row written first", r.Outcome, r.Response.Body)
 	}
 }
@@ -393,7 +393,7 @@ func completionTheRowSaysWhoAsked(t *testing.T, newStores NewStoresFunc) {
 	in := input("who-asked-http-key")
 	in.Source = event.SourceHTTP
 	lost := &losesAnswer{Acquirer: acq}
-	if r := w.service(lost).Charge(ctx, in); r.Outcome != charge.Pending {
+	if r := w.service(lost).Charge(ctx, in); r.Outcome != op.Pending {
 		t.Fatalf("the attempt whose answer was lost: %s", r.Outcome)
 	}
 	w.clock.Advance(reconcilable)
@@ -402,7 +402,7 @@ func completionTheRowSaysWhoAsked(t *testing.T, newStores NewStoresFunc) {
 	}
 	queued := input("who-asked-queue-key")
 	queued.Source = event.SourceQueue("orders")
-	if r := w.service(acq).Charge(ctx, queued); r.Outcome != charge.Executed {
+	if r := w.service(acq).Charge(ctx, queued); r.Outcome != op.Executed {
 		t.Fatalf("the queued charge: %s", r.Outcome)
 	}
 	for key, source := range map[string]string{"who-asked-http-key": event.SourceHTTP, "who-asked-queue-key": event.SourceQueue("orders")} {
@@ -433,7 +433,7 @@ func completionFromARowTheAcquirerForgot(t *testing.T, newStores NewStoresFunc) 
 		t.Fatalf("Reconcile with an acquirer that finds nothing: %s, %v; want completed from the row", did, err)
 	}
 	r := w.service(acq).Charge(ctx, input("forgotten-key"))
-	if r.Outcome != charge.Replayed {
+	if r.Outcome != op.Replayed {
 		t.Fatalf("the client's retry: %s", r.Outcome)
 	}
 	w.mustMatchLedger(t, sb, "forgotten-key", r)
@@ -454,14 +454,14 @@ func completionZombieLedgerWriteChangesNothing(t *testing.T, newStores NewStores
 	<-slow.entered // the acquirer has the authorization; its answer is late
 	w.clock.Advance(time.Minute)
 	second := retry.Charge(ctx, input("zombie-key"))
-	if second.Outcome != charge.Executed || second.Attempt != 2 {
+	if second.Outcome != op.Executed || second.Attempt != 2 {
 		t.Fatalf("the take-over: %s attempt %d", second.Outcome, second.Attempt)
 	}
 	row := w.mustMatchLedger(t, sb, "zombie-key", second)
 	w.clock.Advance(time.Second) // the zombie would stamp its row later
 	close(slow.release)          // the zombie writes its row and completes, late
 	wg.Wait()
-	if first.Outcome != charge.Replayed || string(first.Response.Body) != string(second.Response.Body) || first.ChargeID != second.ChargeID {
+	if first.Outcome != op.Replayed || string(first.Response.Body) != string(second.Response.Body) || first.ChargeID != second.ChargeID {
 		t.Fatalf("the zombie: %s %s; want the take-over's answer %s", first.Outcome, first.Response.Body, second.Response.Body)
 	}
 	if after := w.mustMatchLedger(t, sb, "zombie-key", second); after != row {
@@ -483,7 +483,7 @@ func completionLedgerRowConflictIsRetried(t *testing.T, newStores NewStoresFunc)
 	svc := w.service(acq)
 	row.refuse.Store(1)
 	r := svc.Charge(ctx, input("row-conflict-once-key"))
-	if r.Outcome != charge.Executed {
+	if r.Outcome != op.Executed {
 		t.Fatalf("a row refused once: %s, want executed", r.Outcome)
 	}
 	w.mustMatchLedger(t, sb, "row-conflict-once-key", r)
@@ -494,7 +494,7 @@ func completionLedgerRowConflictIsRetried(t *testing.T, newStores NewStoresFunc)
 	sb, acq = sandboxAcquirer()
 	svc = w.service(acq)
 	row.refuse.Store(1 << 30)
-	if r := svc.Charge(ctx, input("row-conflict-key")); r.Outcome != charge.Pending {
+	if r := svc.Charge(ctx, input("row-conflict-key")); r.Outcome != op.Pending {
 		t.Fatalf("a row refused on every try: %s, want pending", r.Outcome)
 	}
 	rec, err := w.guard.Lookup(ctx, pkOf("row-conflict-key"))
@@ -507,7 +507,7 @@ func completionLedgerRowConflictIsRetried(t *testing.T, newStores NewStoresFunc)
 	row.refuse.Store(0)
 	w.clock.Advance(2 * time.Second)
 	r = svc.Charge(ctx, input("row-conflict-key"))
-	if r.Outcome != charge.Executed || r.Attempt != 2 {
+	if r.Outcome != op.Executed || r.Attempt != 2 {
 		t.Fatalf("the retry: %s attempt %d", r.Outcome, r.Attempt)
 	}
 	w.mustMatchLedger(t, sb, "row-conflict-key", r)

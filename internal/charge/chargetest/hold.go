@@ -94,8 +94,8 @@ func holdOnAMismatch(authorize func(acquirer.Authorization) acquirer.Authorizati
 		acq := &liar{sb: sandbox.New(""), authorize: authorize}
 		svc := w.service(acq)
 		r := svc.Charge(ctx, input("mismatch-key"))
-		if r.Outcome != charge.Mismatch || r.RetryAfter <= 0 {
-			t.Fatalf("first attempt: %s, want %s", r.Outcome, charge.Mismatch)
+		if r.Outcome != op.Mismatch || r.RetryAfter <= 0 {
+			t.Fatalf("first attempt: %s, want %s", r.Outcome, op.Mismatch)
 		}
 		rec := w.mustBeHeld(t, "mismatch-key", reason)
 		var evidence struct {
@@ -121,8 +121,8 @@ func holdALookupThatClaimsTenTimes(t *testing.T, newStores NewStoresFunc) {
 	acq := &liar{sb: sandbox.New(""), lookup: tenTimes}
 	w.dieAfterTheRowless(t, acq, "lookup-lies-key")
 	w.clock.Advance(time.Minute)
-	if r := w.service(acq).Charge(ctx, input("lookup-lies-key")); r.Outcome != charge.Mismatch || r.Attempt != 2 {
-		t.Fatalf("the take-over: %s attempt %d, want %s", r.Outcome, r.Attempt, charge.Mismatch)
+	if r := w.service(acq).Charge(ctx, input("lookup-lies-key")); r.Outcome != op.Mismatch || r.Attempt != 2 {
+		t.Fatalf("the take-over: %s attempt %d, want %s", r.Outcome, r.Attempt, op.Mismatch)
 	}
 	rec := w.mustBeHeld(t, "lookup-lies-key", acquirer.ReasonAmount)
 	w.mustHaveNoRow(t, rec)
@@ -175,14 +175,14 @@ func holdVoidConfirmedWaitsOutThenTheRetryChargesOnce(t *testing.T, newStores Ne
 	}
 	acq.authorize = nil // the acquirer answers truly now
 	r := svc.Charge(ctx, input("void-key"))
-	if r.Outcome != charge.Executed || r.Attempt != 1 {
+	if r.Outcome != op.Executed || r.Attempt != 1 {
 		t.Fatalf("the retry after void-confirmed: %s attempt %d", r.Outcome, r.Attempt)
 	}
 	rec, _ := w.guard.Lookup(ctx, pkOf("void-key"))
 	if rec.DownstreamKey == first.DownstreamKey || len(sb.ByKey()) != 2 {
 		t.Fatalf("the retry charged under the voided key, or more than once: %d authorizations", len(sb.ByKey()))
 	}
-	if again := svc.Charge(ctx, input("void-key")); again.Outcome != charge.Replayed || len(sb.ByKey()) != 2 {
+	if again := svc.Charge(ctx, input("void-key")); again.Outcome != op.Replayed || len(sb.ByKey()) != 2 {
 		t.Fatalf("a second retry: %s, %d authorizations", again.Outcome, len(sb.ByKey()))
 	}
 }
@@ -205,10 +205,10 @@ func holdWithALedgerRow(t *testing.T, newStores NewStoresFunc) {
 	}
 	// One status per charge: a record not completed answers the same on
 	// every route, although its row exists.
-	w.mustAnswerOnEveryRoute(t, svc, "held-row-key", charge.ID(inFlight.DownstreamKey), charge.InFlight)
+	w.mustAnswerOnEveryRoute(t, svc, "held-row-key", charge.ID(inFlight.DownstreamKey), op.InFlight)
 	acq.lookup = tenTimes
 	w.clock.Advance(time.Minute)
-	if r := svc.Charge(ctx, input("held-row-key")); r.Outcome != charge.Mismatch {
+	if r := svc.Charge(ctx, input("held-row-key")); r.Outcome != op.Mismatch {
 		t.Fatalf("the take-over whose lookup disagrees: %s", r.Outcome)
 	}
 	rec := w.mustBeHeld(t, "held-row-key", acquirer.ReasonAmount)
@@ -216,7 +216,7 @@ func holdWithALedgerRow(t *testing.T, newStores NewStoresFunc) {
 	if err != nil {
 		t.Fatalf("the row written before the hold: %v", err)
 	}
-	w.mustAnswerOnEveryRoute(t, svc, "held-row-key", row.ID, charge.Held)
+	w.mustAnswerOnEveryRoute(t, svc, "held-row-key", row.ID, op.Held)
 	w.clock.Advance(time.Minute)
 	if _, err := svc.Settle(ctx, w.decision(t, "held-row-key", idem.SettleVoidConfirmed, "dec-held-row-1", acquirer.Authorization{})); !errors.Is(err, charge.ErrLedgerRowExists) {
 		t.Fatalf("void-confirmed of a held record with a ledger row: %v, want ErrLedgerRowExists", err)
@@ -239,10 +239,10 @@ func holdWithALedgerRow(t *testing.T, newStores NewStoresFunc) {
 	if err != nil || st.State != op.CompletedByThis || st.Charge != row {
 		t.Fatalf("accept of the row's terms: %+v, %v; want the row %+v", st, err, row)
 	}
-	if r := svc.Charge(ctx, input("held-row-key")); r.Outcome != charge.Replayed || len(sb.ByKey()) != 1 {
+	if r := svc.Charge(ctx, input("held-row-key")); r.Outcome != op.Replayed || len(sb.ByKey()) != 1 {
 		t.Fatalf("the client's retry: %s, %d authorizations", r.Outcome, len(sb.ByKey()))
 	}
-	w.mustAnswerOnEveryRoute(t, svc, "held-row-key", row.ID, charge.Found)
+	w.mustAnswerOnEveryRoute(t, svc, "held-row-key", row.ID, op.Found)
 }
 
 // decision is ops:ana's decision id of the given action on key's record
@@ -259,11 +259,11 @@ func (w *world) decision(t *testing.T, key, action, id string, terms acquirer.Au
 // mustAnswerOnEveryRoute checks that key's charge id has one status on
 // every route: the POST's retry (Charge), the lookup by key (ByKey) and
 // the lookup by id (Get) answer want (a retry that replays is Found).
-func (w *world) mustAnswerOnEveryRoute(t *testing.T, svc *charge.Service, key, id string, want charge.Outcome) {
+func (w *world) mustAnswerOnEveryRoute(t *testing.T, svc *charge.Service, key, id string, want op.Outcome) {
 	t.Helper()
 	post := svc.Charge(context.Background(), input(key)).Outcome
-	if post == charge.Replayed {
-		post = charge.Found
+	if post == op.Replayed {
+		post = op.Found
 	}
 	byKey := svc.ByKey(context.Background(), account, key).Outcome
 	byID := svc.Get(context.Background(), account, id).Outcome
@@ -323,7 +323,7 @@ func holdAcceptCompletesWithTheFreshLookupsTerms(t *testing.T, newStores NewStor
 	if row, err := w.ledger.Get(ctx, charge.ID(rec.DownstreamKey)); err != nil || row.Currency != "JPY" {
 		t.Fatalf("ledger row %+v, %v; want the acquirer's terms", row, err)
 	}
-	if r := svc.Charge(ctx, input("accept-key")); r.Outcome != charge.Replayed || len(sb.ByKey()) != 1 {
+	if r := svc.Charge(ctx, input("accept-key")); r.Outcome != op.Replayed || len(sb.ByKey()) != 1 {
 		t.Fatalf("the client's retry: %s, %d authorizations", r.Outcome, len(sb.ByKey()))
 	}
 }
@@ -334,7 +334,7 @@ func holdAcceptCompletesWithTheFreshLookupsTerms(t *testing.T, newStores NewStor
 func (w *world) dieAfterTheRowless(t *testing.T, acq *liar, key string) {
 	t.Helper()
 	lost := &loses{liar: acq}
-	if r := w.service(lost).Charge(context.Background(), input(key)); r.Outcome != charge.Pending {
+	if r := w.service(lost).Charge(context.Background(), input(key)); r.Outcome != op.Pending {
 		t.Fatalf("the attempt whose answer was lost: %s", r.Outcome)
 	}
 }
@@ -374,7 +374,7 @@ func (w *world) mustNotTouch(t *testing.T, svc *charge.Service, acq *liar, key s
 	ctx := context.Background()
 	calls := acq.calls.Load()
 	w.clock.Advance(idem.DefaultRetention + reconcilable)
-	if r := svc.Charge(ctx, input(key)); r.Outcome != charge.Held || r.RetryAfter <= 0 {
+	if r := svc.Charge(ctx, input(key)); r.Outcome != op.Held || r.RetryAfter <= 0 {
 		t.Fatalf("a retry of a held record past its retention: %s", r.Outcome)
 	}
 	if did, err := svc.Reconcile(ctx, pkOf(key)); err != nil || did != op.ReconciledHeld {

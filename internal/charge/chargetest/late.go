@@ -63,7 +63,7 @@ func holdALateRowAfterAVoid(t *testing.T, newStores NewStoresFunc) {
 	w.clock.Advance(time.Minute) // the attempt's lease ended
 	acq.lookup = tenTimes
 	svc := w.service(acq)
-	if r := svc.Charge(ctx, input("late-row-key")); r.Outcome != charge.Mismatch {
+	if r := svc.Charge(ctx, input("late-row-key")); r.Outcome != op.Mismatch {
 		t.Fatalf("the take-over whose lookup disagrees: %s", r.Outcome)
 	}
 	w.mustBeHeld(t, "late-row-key", acquirer.ReasonAmount)
@@ -74,20 +74,20 @@ func holdALateRowAfterAVoid(t *testing.T, newStores NewStoresFunc) {
 	}
 	close(late.release) // the late row lands
 	wg.Wait()
-	if first.Outcome == charge.Executed || first.Outcome == charge.Replayed {
+	if first.Outcome == op.Executed || first.Outcome == op.Replayed {
 		t.Fatalf("the attempt whose row landed late: %s", first.Outcome)
 	}
 	if row, err := w.ledger.Get(ctx, id); !errors.Is(err, charge.ErrNoCharge) {
 		t.Fatalf("a row for the voided charge: %+v, %v", row, err)
 	}
-	if r := svc.Get(ctx, account, id); r.Outcome != charge.NotFound {
-		t.Fatalf("GET of the voided charge: %s, want %s", r.Outcome, charge.NotFound)
+	if r := svc.Get(ctx, account, id); r.Outcome != op.NotFound {
+		t.Fatalf("GET of the voided charge: %s, want %s", r.Outcome, op.NotFound)
 	}
 	if st, err := svc.ReadBack(ctx, void); err != nil || st.State != op.ReleasedByThis {
 		t.Fatalf("the void read back: %s, %v", st.State, err)
 	}
 	acq.lookup = nil
-	if r := svc.Charge(ctx, input("late-row-key")); r.Outcome != charge.Executed || r.ChargeID == id {
+	if r := svc.Charge(ctx, input("late-row-key")); r.Outcome != op.Executed || r.ChargeID == id {
 		t.Fatalf("the client's retry: %s %s, want a new charge", r.Outcome, r.ChargeID)
 	}
 }
@@ -100,14 +100,14 @@ func holdWithoutARowOnEveryRoute(t *testing.T, newStores NewStoresFunc) {
 	w := newWorld(t, newStores)
 	acq := &liar{sb: sandbox.New(""), authorize: tenTimes, lookup: tenTimes}
 	svc := w.service(acq)
-	if r := svc.Charge(ctx, input("held-no-row-key")); r.Outcome != charge.Mismatch {
+	if r := svc.Charge(ctx, input("held-no-row-key")); r.Outcome != op.Mismatch {
 		t.Fatalf("first attempt: %s", r.Outcome)
 	}
 	rec := w.mustBeHeld(t, "held-no-row-key", acquirer.ReasonAmount)
 	w.mustHaveNoRow(t, rec)
 	id := charge.ID(rec.DownstreamKey)
-	w.mustAnswerOnEveryRoute(t, svc, "held-no-row-key", id, charge.Held)
-	if r := svc.Get(ctx, "acct_other", id); r.Outcome != charge.NotFound {
+	w.mustAnswerOnEveryRoute(t, svc, "held-no-row-key", id, op.Held)
+	if r := svc.Get(ctx, "acct_other", id); r.Outcome != op.NotFound {
 		t.Fatalf("another account's GET: %s", r.Outcome)
 	}
 	w.clock.Advance(time.Second)
@@ -119,7 +119,7 @@ func holdWithoutARowOnEveryRoute(t *testing.T, newStores NewStoresFunc) {
 	if err != nil || st.State != op.CompletedByThis || st.Charge.Amount != 250000 {
 		t.Fatalf("accept: %+v, %v", st, err)
 	}
-	w.mustAnswerOnEveryRoute(t, svc, "held-no-row-key", id, charge.Found)
+	w.mustAnswerOnEveryRoute(t, svc, "held-no-row-key", id, op.Found)
 }
 
 // holdAMarkerWhoseRecordIsGone: a held marker whose hold never landed and
@@ -133,7 +133,7 @@ func holdAMarkerWhoseRecordIsGone(t *testing.T, newStores NewStoresFunc) {
 	if err := w.ledger.Hold(ctx, id, charge.HeldMarker{Account: "acct_1", Key: "released-since-key"}); err != nil {
 		t.Fatal(err)
 	}
-	if r := svc.Get(ctx, "acct_1", id); r.Outcome != charge.NotFound {
+	if r := svc.Get(ctx, "acct_1", id); r.Outcome != op.NotFound {
 		t.Fatalf("GET of a marker whose record is gone: %s", r.Outcome)
 	}
 }

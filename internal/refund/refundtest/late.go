@@ -51,7 +51,7 @@ func (w *world) withRows(rows refund.Ledger) *refund.Service {
 // amount stays refundable, and the void reads back as its decision's.
 func serviceALateRowAfterAVoid(t *testing.T, w *world) {
 	ch := w.charge(t, "pm_card_visa", 1000)
-	if res := w.with(garbledAnswer{w.acq}).Refund(ctx, in("late-refund-row", ch, `{"amount": 1000}`)); res.Outcome != refund.Mismatch {
+	if res := w.with(garbledAnswer{w.acq}).Refund(ctx, in("late-refund-row", ch, `{"amount": 1000}`)); res.Outcome != op.Mismatch {
 		t.Fatalf("the garbled answer: %s", res.Outcome)
 	}
 	rec := w.record(t, idem.Scope{Operation: refund.Operation, Account: account, Key: "late-refund-row"})
@@ -80,7 +80,7 @@ func serviceALateRowAfterAVoid(t *testing.T, w *world) {
 	if row, err := w.stores.Refunds.Get(ctx, id); !errors.Is(err, refund.ErrNoRefund) {
 		t.Fatalf("a row for the voided refund: %+v, %v", row, err)
 	}
-	if res := w.svc.Get(ctx, account, id); res.Outcome != refund.NotFound {
+	if res := w.svc.Get(ctx, account, id); res.Outcome != op.NotFound {
 		t.Fatalf("GET of the voided refund: %s", res.Outcome)
 	}
 	mustBalance(t, w.stores.Balances, ch, 1000, 0, 0)
@@ -97,19 +97,19 @@ func serviceALateRowAfterAVoid(t *testing.T, w *world) {
 func serviceAHeldChargeWithoutARow(t *testing.T, w *world) {
 	res := w.charges.Charge(ctx, charge.Input{Account: account, Keys: []string{"held-charge-no-row"},
 		Body: []byte(`{"amount": 700, "currency": "BRL", "order_id": "o-7", "payment_method": "` + sandbox.PaymentMethodTenfold + `"}`)})
-	if res.Outcome != charge.Mismatch {
+	if res.Outcome != op.Mismatch {
 		t.Fatalf("the tenfold charge: %s", res.Outcome)
 	}
 	id := charge.ID(w.record(t, idem.Scope{Operation: charge.Operation, Account: account, Key: "held-charge-no-row"}).DownstreamKey)
-	if got := w.charges.Get(ctx, account, id); got.Outcome != charge.Held {
+	if got := w.charges.Get(ctx, account, id); got.Outcome != op.Held {
 		t.Fatalf("GET of the held charge: %s", got.Outcome)
 	}
-	if got := w.charges.Get(ctx, "acct_other", id); got.Outcome != charge.NotFound {
+	if got := w.charges.Get(ctx, "acct_other", id); got.Outcome != op.NotFound {
 		t.Fatalf("another account's GET: %s", got.Outcome)
 	}
 	r := w.svc.Refund(ctx, in("refund-of-held-no-row", id, `{}`))
-	if r.Outcome != refund.ChargeHeld || r.RetryAfter <= 0 || r.Outcome.Code() != "CHARGE_OUTCOME_PENDING" {
-		t.Fatalf("%s (%s), retry after %s", r.Outcome, r.Outcome.Code(), r.RetryAfter)
+	if r.Outcome != op.ChargeHeld || r.RetryAfter <= 0 || refund.Codes.Of(r.Outcome) != "CHARGE_OUTCOME_PENDING" {
+		t.Fatalf("%s (%s), retry after %s", r.Outcome, refund.Codes.Of(r.Outcome), r.RetryAfter)
 	}
 	w.mustBeGone(t, "refund-of-held-no-row")
 }

@@ -137,7 +137,7 @@ func (w *world) charge(t *testing.T, method string, amount int64) string {
 	t.Helper()
 	res := w.charges.Charge(ctx, charge.Input{Account: account, Keys: []string{fmt.Sprintf("charge-key-%d", w.n.Add(1))},
 		Body: fmt.Appendf(nil, `{"amount": %d, "currency": "BRL", "order_id": "o-1", "payment_method": %q}`, amount, method)})
-	if res.Outcome != charge.Executed || res.ChargeID == "" {
+	if res.Outcome != op.Executed || res.ChargeID == "" {
 		t.Fatalf("charge: %s", res.Outcome)
 	}
 	return res.ChargeID
@@ -153,7 +153,7 @@ func pkOf(key string) string {
 }
 
 // mustAnswer checks a result's outcome and its stored answer's status.
-func mustAnswer(t *testing.T, res refund.Result, outcome refund.Outcome, status int) {
+func mustAnswer(t *testing.T, res refund.Result, outcome op.Outcome, status int) {
 	t.Helper()
 	if res.Outcome != outcome || (status != 0 && res.Response.StatusCode != status) {
 		t.Fatalf("%s %d %s, want %s %d", res.Outcome, res.Response.StatusCode, res.Response.Body, outcome, status)
@@ -192,32 +192,32 @@ func (w *world) mustBeGone(t *testing.T, key string) {
 func serviceRefundsUpToTheCharge(t *testing.T, w *world) {
 	ch := w.charge(t, "pm_card_visa", 1000)
 	first := w.svc.Refund(ctx, in("refund-a", ch, `{"amount": 600, "reason": "requested_by_customer"}`))
-	mustAnswer(t, first, refund.Executed, 201)
+	mustAnswer(t, first, op.Executed, 201)
 	if first.RefundID == "" || first.Attempt != 1 {
 		t.Fatalf("first: %+v", first)
 	}
 	again := w.svc.Refund(ctx, in("refund-a", ch, `{"reason": "requested_by_customer", "amount": 600}`))
-	mustAnswer(t, again, refund.Replayed, 201)
+	mustAnswer(t, again, op.Replayed, 201)
 	if string(again.Response.Body) != string(first.Response.Body) || again.RefundID != first.RefundID {
 		t.Fatalf("replay %s, first %s", again.Response.Body, first.Response.Body)
 	}
 	over := w.svc.Refund(ctx, in("refund-b", ch, `{"amount": 600}`))
-	mustAnswer(t, over, refund.Executed, 422)
+	mustAnswer(t, over, op.Executed, 422)
 	if !strings.Contains(string(over.Response.Body), `"Refundable":400`) {
 		t.Fatalf("the refusal %s does not say 400 remains", over.Response.Body)
 	}
 	replayed := w.svc.Refund(ctx, in("refund-b", ch, `{"amount": 600}`))
-	mustAnswer(t, replayed, refund.Replayed, 422)
+	mustAnswer(t, replayed, op.Replayed, 422)
 	if over.RefundID == "" || replayed.RefundID != over.RefundID || over.ClaimedAt.IsZero() || !replayed.ClaimedAt.Equal(over.ClaimedAt) || replayed.Source != over.Source {
 		t.Fatalf("the refusal and its replay name the refund %q and %q, claimed at %s and %s, from %q and %q: want one of each",
 			over.RefundID, replayed.RefundID, over.ClaimedAt, replayed.ClaimedAt, over.Source, replayed.Source)
 	}
 	rest := w.svc.Refund(ctx, in("refund-c", ch, `{}`))
-	mustAnswer(t, rest, refund.Executed, 201)
+	mustAnswer(t, rest, op.Executed, 201)
 	if row, err := w.stores.Refunds.Get(ctx, rest.RefundID); err != nil || row.Amount != 400 || row.Reason != "" {
 		t.Fatalf("the rest: %+v, %v", row, err)
 	}
-	mustAnswer(t, w.svc.Refund(ctx, in("refund-d", ch, `{}`)), refund.Executed, 422)
+	mustAnswer(t, w.svc.Refund(ctx, in("refund-d", ch, `{}`)), op.Executed, 422)
 	w.mustHold(t, ch, 0, 0, 1000)
 	if got, err := w.svc.Refunded(ctx, ch); err != nil || got != 1000 {
 		t.Fatalf("refunded %d, %v", got, err)
@@ -240,7 +240,7 @@ func serviceConcurrentRefundsOnTwoInstances(t *testing.T, w *world) {
 	wg.Wait()
 	count := map[int]int{}
 	for _, r := range results {
-		if r.Outcome != refund.Executed {
+		if r.Outcome != op.Executed {
 			t.Fatalf("%s: %s", r.Key, r.Outcome)
 		}
 		count[r.Response.StatusCode]++
@@ -257,13 +257,13 @@ func serviceConcurrentRefundsOnTwoInstances(t *testing.T, w *world) {
 func serviceTheKeyIsScopedByOperation(t *testing.T, w *world) {
 	res := w.charges.Charge(ctx, charge.Input{Account: account, Keys: []string{"shared-key-1"},
 		Body: []byte(`{"amount": 500, "currency": "BRL", "order_id": "o-2", "payment_method": "pm_card_visa"}`)})
-	if res.Outcome != charge.Executed {
+	if res.Outcome != op.Executed {
 		t.Fatalf("charge: %s", res.Outcome)
 	}
-	mustAnswer(t, w.svc.Refund(ctx, in("shared-key-1", res.ChargeID, `{}`)), refund.Executed, 201)
-	mustAnswer(t, w.svc.Refund(ctx, in("shared-key-1", res.ChargeID, `{"amount": 500}`)), refund.KeyReused, 0)
+	mustAnswer(t, w.svc.Refund(ctx, in("shared-key-1", res.ChargeID, `{}`)), op.Executed, 201)
+	mustAnswer(t, w.svc.Refund(ctx, in("shared-key-1", res.ChargeID, `{"amount": 500}`)), op.KeyReused, 0)
 	other := w.charge(t, "pm_card_visa", 500)
-	mustAnswer(t, w.svc.Refund(ctx, in("shared-key-1", other, `{}`)), refund.KeyReused, 0)
+	mustAnswer(t, w.svc.Refund(ctx, in("shared-key-1", other, `{}`)), op.KeyReused, 0)
 }
 
 // serviceTheChargeDecidesFirst: no such charge, another account's, a
@@ -290,17 +290,17 @@ func serviceTheChargeDecidesFirst(t *testing.T, w *world) {
 	for _, c := range []struct {
 		name string
 		in   refund.Input
-		want refund.Outcome
+		want op.Outcome
 	}{
-		{"no such charge", in("decide-1", charge.ID(strings.Repeat("0", 40)), `{}`), refund.NotFound},
-		{"another account's", refund.Input{Account: "acct_other", Keys: []string{"decide-2"}, ChargeID: ch, Body: []byte(`{}`)}, refund.NotFound},
-		{"declined", in("decide-3", declined.ChargeID, `{}`), refund.NotRefundable},
-		{"another acquirer's", in("decide-4", foreign.ID, `{}`), refund.NotRefundable},
-		{"not a charge id", in("decide-5", "ch_1", `{}`), refund.NotFound},
-		{"no key", refund.Input{Account: account, ChargeID: ch, Body: []byte(`{}`)}, refund.KeyMissing},
-		{"two keys", refund.Input{Account: account, Keys: []string{"decide-6", "decide-7"}, ChargeID: ch, Body: []byte(`{}`)}, refund.KeyInvalid},
-		{"a bad body", in("decide-8", ch, `{"amount": 1, "Amount": 2}`), refund.RequestInvalid},
-		{"no account", refund.Input{Keys: []string{"decide-9"}, ChargeID: ch, Body: []byte(`{}`)}, refund.AccountInvalid},
+		{"no such charge", in("decide-1", charge.ID(strings.Repeat("0", 40)), `{}`), op.NotFound},
+		{"another account's", refund.Input{Account: "acct_other", Keys: []string{"decide-2"}, ChargeID: ch, Body: []byte(`{}`)}, op.NotFound},
+		{"declined", in("decide-3", declined.ChargeID, `{}`), op.NotRefundable},
+		{"another acquirer's", in("decide-4", foreign.ID, `{}`), op.NotRefundable},
+		{"not a charge id", in("decide-5", "ch_1", `{}`), op.NotFound},
+		{"no key", refund.Input{Account: account, ChargeID: ch, Body: []byte(`{}`)}, op.KeyMissing},
+		{"two keys", refund.Input{Account: account, Keys: []string{"decide-6", "decide-7"}, ChargeID: ch, Body: []byte(`{}`)}, op.KeyInvalid},
+		{"a bad body", in("decide-8", ch, `{"amount": 1, "Amount": 2}`), op.RequestInvalid},
+		{"no account", refund.Input{Keys: []string{"decide-9"}, ChargeID: ch, Body: []byte(`{}`)}, op.AccountInvalid},
 	} {
 		if res := w.svc.Refund(ctx, c.in); res.Outcome != c.want {
 			t.Errorf("%s: %s, want %s", c.name, res.Outcome, c.want)
@@ -315,7 +315,7 @@ func serviceTheChargeDecidesFirst(t *testing.T, w *world) {
 	}
 	// The legacy row's refund reaches the acquirer, which knows no such
 	// authorization here and declines it: what matters is that it was sent.
-	if res := w.svc.Refund(ctx, in("decide-legacy", legacy.ID, `{}`)); res.Outcome != refund.Executed || len(w.sb.Refunds()) != 1 {
+	if res := w.svc.Refund(ctx, in("decide-legacy", legacy.ID, `{}`)); res.Outcome != op.Executed || len(w.sb.Refunds()) != 1 {
 		t.Fatalf("a row without an acquirer id: %s, %d refunds sent", res.Outcome, len(w.sb.Refunds()))
 	}
 }
@@ -344,20 +344,20 @@ func serviceAChargeWhoseOutcomeIsPending(t *testing.T, w *world) {
 	store.armed.Store(true)
 	chargeIn := charge.Input{Account: account, Keys: []string{"pending-charge"},
 		Body: []byte(`{"amount": 700, "currency": "BRL", "order_id": "o-5", "payment_method": "pm_card_visa"}`)}
-	if res := charges.Charge(ctx, chargeIn); res.Outcome != charge.Pending {
+	if res := charges.Charge(ctx, chargeIn); res.Outcome != op.Pending {
 		t.Fatalf("the charge that died after its row: %s", res.Outcome)
 	}
 	id := charge.ID(w.record(t, idem.Scope{Operation: charge.Operation, Account: account, Key: "pending-charge"}).DownstreamKey)
 	res := w.svc.Refund(ctx, in("refund-of-pending", id, `{}`))
-	if res.Outcome != refund.ChargePending || res.RetryAfter <= 0 || res.Outcome.Code() != "CHARGE_OUTCOME_PENDING" {
-		t.Fatalf("%s (%s), retry after %s", res.Outcome, res.Outcome.Code(), res.RetryAfter)
+	if res.Outcome != op.ChargePending || res.RetryAfter <= 0 || refund.Codes.Of(res.Outcome) != "CHARGE_OUTCOME_PENDING" {
+		t.Fatalf("%s (%s), retry after %s", res.Outcome, refund.Codes.Of(res.Outcome), res.RetryAfter)
 	}
 	w.mustBeGone(t, "refund-of-pending")
 	w.clock.Advance(time.Minute)
-	if res := charges.Charge(ctx, chargeIn); res.Outcome != charge.Executed {
+	if res := charges.Charge(ctx, chargeIn); res.Outcome != op.Executed {
 		t.Fatalf("the charge's retry: %s", res.Outcome)
 	}
-	mustAnswer(t, w.svc.Refund(ctx, in("refund-of-pending", id, `{}`)), refund.Executed, 201)
+	mustAnswer(t, w.svc.Refund(ctx, in("refund-of-pending", id, `{}`)), op.Executed, 201)
 	w.mustHold(t, id, 0, 0, 700)
 }
 
@@ -372,7 +372,7 @@ func serviceAHeldCharge(t *testing.T, w *world) {
 	store.armed.Store(true)
 	chargeIn := charge.Input{Account: account, Keys: []string{"held-charge"},
 		Body: []byte(`{"amount": 700, "currency": "BRL", "order_id": "o-6", "payment_method": "pm_card_visa"}`)}
-	if res := charges.Charge(ctx, chargeIn); res.Outcome != charge.Pending {
+	if res := charges.Charge(ctx, chargeIn); res.Outcome != op.Pending {
 		t.Fatalf("the charge that died after its row: %s", res.Outcome)
 	}
 	scope := idem.Scope{Operation: charge.Operation, Account: account, Key: "held-charge"}
@@ -386,8 +386,8 @@ func serviceAHeldCharge(t *testing.T, w *world) {
 		t.Fatal(err)
 	}
 	res := w.svc.Refund(ctx, in("refund-of-held", id, `{}`))
-	if res.Outcome != refund.ChargeHeld || res.RetryAfter <= 0 || res.Outcome.Code() != "CHARGE_OUTCOME_PENDING" {
-		t.Fatalf("%s (%s), retry after %s", res.Outcome, res.Outcome.Code(), res.RetryAfter)
+	if res.Outcome != op.ChargeHeld || res.RetryAfter <= 0 || refund.Codes.Of(res.Outcome) != "CHARGE_OUTCOME_PENDING" {
+		t.Fatalf("%s (%s), retry after %s", res.Outcome, refund.Codes.Of(res.Outcome), res.RetryAfter)
 	}
 	w.mustBeGone(t, "refund-of-held")
 	w.mustHold(t, id, 0, 0, 0)
@@ -416,14 +416,14 @@ func serviceADeclineFreesTheAmount(t *testing.T, w *world) {
 	ch := w.charge(t, "pm_card_visa", 1000)
 	w.sb.SetFaults(sandbox.Faults{DeclineRefunds: true})
 	declined := w.svc.Refund(ctx, in("declined-refund", ch, `{"amount": 1000}`))
-	mustAnswer(t, declined, refund.Executed, 402)
+	mustAnswer(t, declined, op.Executed, 402)
 	if row, err := w.stores.Refunds.Get(ctx, declined.RefundID); err != nil || row.Status != acquirer.RefundDeclined || row.DeclineCode == "" {
 		t.Fatalf("the declined row: %+v, %v", row, err)
 	}
 	w.mustHold(t, ch, 1000, 0, 0)
 	w.sb.SetFaults(sandbox.Faults{})
 	w.clock.Advance(time.Millisecond) // claimed after the declined intent, which the balance folded
-	mustAnswer(t, w.svc.Refund(ctx, in("after-the-decline", ch, `{"amount": 1000}`)), refund.Executed, 201)
+	mustAnswer(t, w.svc.Refund(ctx, in("after-the-decline", ch, `{"amount": 1000}`)), op.Executed, 201)
 	w.mustHold(t, ch, 0, 0, 1000)
 }
 
@@ -434,7 +434,7 @@ func serviceADroppedAnswerIsReconciled(t *testing.T, w *world) {
 	ch := w.charge(t, "pm_card_visa", 1000)
 	w.sb.SetFaults(sandbox.Faults{DropRate: 1})
 	res := w.svc.Refund(ctx, in("dropped-refund", ch, `{"amount": 300}`))
-	if res.Outcome != refund.Pending || res.Outcome.Code() != refund.CodeOutcomePending {
+	if res.Outcome != op.Pending || refund.Codes.Of(res.Outcome) != op.CodeRefundOutcomePending {
 		t.Fatalf("%s", res.Outcome)
 	}
 	w.sb.SetFaults(sandbox.Faults{})
@@ -444,7 +444,7 @@ func serviceADroppedAnswerIsReconciled(t *testing.T, w *world) {
 		t.Fatalf("reconcile: %s, %v", got, err)
 	}
 	w.mustHold(t, ch, 700, 0, 300)
-	mustAnswer(t, w.svc.Refund(ctx, in("dropped-refund", ch, `{"amount": 300}`)), refund.Replayed, 201)
+	mustAnswer(t, w.svc.Refund(ctx, in("dropped-refund", ch, `{"amount": 300}`)), op.Replayed, 201)
 }
 
 // serviceNothingSentReleasesBoth: an acquirer that cannot be reached on a
@@ -455,13 +455,13 @@ func serviceNothingSentReleasesBoth(t *testing.T, w *world) {
 	closed.Close()
 	unreachable, _ := acquirer.NewClient(closed.URL, "", nil)
 	res := w.with(unreachable).Refund(ctx, in("unsent-refund", ch, `{"amount": 1000}`))
-	if res.Outcome != refund.Released {
+	if res.Outcome != op.Released {
 		t.Fatalf("%s", res.Outcome)
 	}
 	w.mustBeGone(t, "unsent-refund")
 	w.mustHold(t, ch, 1000, 0, 0)
 	w.clock.Advance(time.Millisecond) // a new intent: a new downstream key
-	mustAnswer(t, w.svc.Refund(ctx, in("unsent-refund", ch, `{"amount": 1000}`)), refund.Executed, 201)
+	mustAnswer(t, w.svc.Refund(ctx, in("unsent-refund", ch, `{"amount": 1000}`)), op.Executed, 201)
 }
 
 // serviceAnOutageNeverUsesUpTheRefunds: a charge with one refund made;
@@ -472,7 +472,7 @@ func serviceNothingSentReleasesBoth(t *testing.T, w *world) {
 // back, the key retried refunds.
 func serviceAnOutageNeverUsesUpTheRefunds(t *testing.T, w *world) {
 	ch := w.charge(t, "pm_card_visa", 10000)
-	mustAnswer(t, w.svc.Refund(ctx, in("made-refund", ch, `{"amount": 1}`)), refund.Executed, 201)
+	mustAnswer(t, w.svc.Refund(ctx, in("made-refund", ch, `{"amount": 1}`)), op.Executed, 201)
 	closed := httptest.NewServer(nil)
 	closed.Close()
 	unreachable, _ := acquirer.NewClient(closed.URL, "", nil)
@@ -484,7 +484,7 @@ func serviceAnOutageNeverUsesUpTheRefunds(t *testing.T, w *world) {
 		}
 		w.clock.Advance(time.Millisecond) // each try a new intent, claimed after the last
 		res := down.Refund(ctx, in(key, ch, `{"amount": 100}`))
-		if res.Outcome != refund.Released || res.RetryAfter <= 0 {
+		if res.Outcome != op.Released || res.RetryAfter <= 0 {
 			t.Fatalf("try %d in the outage: %s, want released with a Retry-After", i, res.Outcome)
 		}
 	}
@@ -493,7 +493,7 @@ func serviceAnOutageNeverUsesUpTheRefunds(t *testing.T, w *world) {
 		t.Fatalf("the balance after the outage: %d entries counted, %d held, %v", bal.Entries, len(bal.ByKey), err)
 	}
 	w.clock.Advance(time.Millisecond)
-	mustAnswer(t, w.svc.Refund(ctx, in("retried-in-the-outage", ch, `{"amount": 100}`)), refund.Executed, 201)
+	mustAnswer(t, w.svc.Refund(ctx, in("retried-in-the-outage", ch, `{"amount": 100}`)), op.Executed, 201)
 	w.mustHold(t, ch, 9899, 0, 101)
 }
 
@@ -503,7 +503,7 @@ func serviceAnOutageNeverUsesUpTheRefunds(t *testing.T, w *world) {
 // refund is made.
 func serviceFailedReservationsNeverGrowTheBalance(t *testing.T, w *world) {
 	ch := w.charge(t, "pm_card_visa", 1000)
-	mustAnswer(t, w.svc.Refund(ctx, in("the-one-refund", ch, `{"amount": 100}`)), refund.Executed, 201)
+	mustAnswer(t, w.svc.Refund(ctx, in("the-one-refund", ch, `{"amount": 100}`)), op.Executed, 201)
 	guard := idem.NewGuard(w.stores.Store, idem.Config{Now: w.now, DefaultLease: 30 * time.Second, Protocol: protocol})
 	for i := range refund.MaxEntries + 10 {
 		balances := refund.Balances(lostReservation{w.stores.Balances})
@@ -512,7 +512,7 @@ func serviceFailedReservationsNeverGrowTheBalance(t *testing.T, w *world) {
 		}
 		svc := refund.NewService(guard, w.charges, balances, w.stores.Refunds, w.acq, Render, charge.Config{Now: w.now})
 		w.clock.Advance(time.Millisecond)
-		if res := svc.Refund(ctx, in(fmt.Sprintf("failed-%d", i), ch, `{"amount": 100}`)); res.Outcome != refund.Unavailable {
+		if res := svc.Refund(ctx, in(fmt.Sprintf("failed-%d", i), ch, `{"amount": 100}`)); res.Outcome != op.Unavailable {
 			t.Fatalf("try %d: %s", i, res.Outcome)
 		}
 	}
@@ -520,7 +520,7 @@ func serviceFailedReservationsNeverGrowTheBalance(t *testing.T, w *world) {
 		t.Fatalf("the balance after %d failed reservations: %d entries counted, %d held, %v", refund.MaxEntries+10, bal.Entries, len(bal.ByKey), err)
 	}
 	w.clock.Advance(time.Millisecond)
-	mustAnswer(t, w.svc.Refund(ctx, in("after-the-failures", ch, `{"amount": 100}`)), refund.Executed, 201)
+	mustAnswer(t, w.svc.Refund(ctx, in("after-the-failures", ch, `{"amount": 100}`)), op.Executed, 201)
 	w.mustHold(t, ch, 800, 0, 200)
 }
 
@@ -550,7 +550,7 @@ func serviceAReservationWhoseAnswerWasLost(t *testing.T, w *world) {
 	ch := w.charge(t, "pm_card_visa", 1000)
 	guard := idem.NewGuard(w.stores.Store, idem.Config{Now: w.now, DefaultLease: 30 * time.Second, Protocol: protocol})
 	svc := refund.NewService(guard, w.charges, lostReservation{w.stores.Balances}, w.stores.Refunds, w.acq, Render, charge.Config{Now: w.now})
-	if res := svc.Refund(ctx, in("lost-reservation", ch, `{"amount": 700}`)); res.Outcome != refund.Unavailable || res.RetryAfter <= 0 {
+	if res := svc.Refund(ctx, in("lost-reservation", ch, `{"amount": 700}`)); res.Outcome != op.Unavailable || res.RetryAfter <= 0 {
 		t.Fatalf("%s", res.Outcome)
 	}
 	w.mustBeGone(t, "lost-reservation")
@@ -566,14 +566,14 @@ func serviceAReservationWhoseAnswerWasLost(t *testing.T, w *world) {
 func serviceAnUnknownOutcomeIsTakenOverAndSent(t *testing.T, w *world) {
 	ch := w.charge(t, "pm_card_visa", 1000)
 	w.sb.SetFaults(sandbox.Faults{ErrorRate: 1})
-	if res := w.svc.Refund(ctx, in("unknown-refund", ch, `{}`)); res.Outcome != refund.Pending {
+	if res := w.svc.Refund(ctx, in("unknown-refund", ch, `{}`)); res.Outcome != op.Pending {
 		t.Fatalf("%s", res.Outcome)
 	}
 	w.sb.SetFaults(sandbox.Faults{})
 	mustBalance(t, w.stores.Balances, ch, 0, 1000, 0)
 	w.clock.Advance(time.Minute)
 	res := w.svc.Refund(ctx, in("unknown-refund", ch, `{}`))
-	mustAnswer(t, res, refund.Executed, 201)
+	mustAnswer(t, res, op.Executed, 201)
 	if res.Attempt != 2 || len(w.sb.Refunds()) != 1 {
 		t.Fatalf("attempt %d, %d refunds at the acquirer", res.Attempt, len(w.sb.Refunds()))
 	}
@@ -586,7 +586,7 @@ func serviceAnUnknownOutcomeIsTakenOverAndSent(t *testing.T, w *world) {
 func serviceTheReconcilerReleasesWhatNeverLeft(t *testing.T, w *world) {
 	ch := w.charge(t, "pm_card_visa", 1000)
 	w.sb.SetFaults(sandbox.Faults{ErrorRate: 1})
-	if res := w.svc.Refund(ctx, in("never-left", ch, `{"amount": 400}`)); res.Outcome != refund.Pending {
+	if res := w.svc.Refund(ctx, in("never-left", ch, `{"amount": 400}`)); res.Outcome != op.Pending {
 		t.Fatalf("%s", res.Outcome)
 	}
 	w.sb.SetFaults(sandbox.Faults{})
@@ -663,7 +663,7 @@ func serviceKillsBetweenTheSteps(t *testing.T, w *world) {
 			switch by {
 			case "retry":
 				w.clock.Advance(time.Minute)
-				mustAnswer(t, w.svc.Refund(ctx, in(key, ch, `{"amount": 600}`)), refund.Executed, 201)
+				mustAnswer(t, w.svc.Refund(ctx, in(key, ch, `{"amount": 600}`)), op.Executed, 201)
 				w.mustHold(t, ch, 400, 0, 600)
 			case "reconciler":
 				w.clock.Advance(reconcilable)
@@ -691,7 +691,7 @@ func serviceKillsBetweenTheSteps(t *testing.T, w *world) {
 func serviceALyingAcquirerIsHeld(t *testing.T, w *world) {
 	ch := w.charge(t, sandbox.PaymentMethodRefundsTenfold, 1000)
 	res := w.svc.Refund(ctx, in("tenfold-refund", ch, `{"amount": 100}`))
-	if res.Outcome != refund.Mismatch || res.Outcome.Code() != refund.CodeOutcomePending {
+	if res.Outcome != op.Mismatch || refund.Codes.Of(res.Outcome) != op.CodeRefundOutcomePending {
 		t.Fatalf("%s", res.Outcome)
 	}
 	rec := w.record(t, idem.Scope{Operation: refund.Operation, Account: account, Key: "tenfold-refund"})
@@ -703,7 +703,7 @@ func serviceALyingAcquirerIsHeld(t *testing.T, w *world) {
 	}
 	mustBalance(t, w.stores.Balances, ch, 900, 100, 0)
 	w.clock.Advance(time.Hour)
-	if again := w.svc.Refund(ctx, in("tenfold-refund", ch, `{"amount": 100}`)); again.Outcome != refund.Held {
+	if again := w.svc.Refund(ctx, in("tenfold-refund", ch, `{"amount": 100}`)); again.Outcome != op.Held {
 		t.Fatalf("retry: %s", again.Outcome)
 	}
 	if got, err := w.svc.Reconcile(ctx, pkOf("tenfold-refund")); err != nil || got != op.ReconciledHeld {
@@ -717,7 +717,7 @@ func serviceALyingAcquirerIsHeld(t *testing.T, w *world) {
 func serviceARowThatDiffersIsHeld(t *testing.T, w *world) {
 	ch := w.charge(t, "pm_card_visa", 1000)
 	w.sb.SetFaults(sandbox.Faults{DropRate: 1})
-	if res := w.svc.Refund(ctx, in("row-differs", ch, `{"amount": 300}`)); res.Outcome != refund.Pending {
+	if res := w.svc.Refund(ctx, in("row-differs", ch, `{"amount": 300}`)); res.Outcome != op.Pending {
 		t.Fatalf("%s", res.Outcome)
 	}
 	w.sb.SetFaults(sandbox.Faults{})
@@ -727,7 +727,7 @@ func serviceARowThatDiffersIsHeld(t *testing.T, w *world) {
 		t.Fatal(err)
 	}
 	w.clock.Advance(time.Minute)
-	if res := w.svc.Refund(ctx, in("row-differs", ch, `{"amount": 300}`)); res.Outcome != refund.Mismatch {
+	if res := w.svc.Refund(ctx, in("row-differs", ch, `{"amount": 300}`)); res.Outcome != op.Mismatch {
 		t.Fatalf("the retry: %s", res.Outcome)
 	}
 	if rec := w.record(t, idem.Scope{Operation: refund.Operation, Account: account, Key: "row-differs"}); !rec.Held() || rec.Hold.Reason != refund.ReasonRowDiffers {
@@ -742,7 +742,7 @@ func serviceARowThatDiffersIsHeld(t *testing.T, w *world) {
 func serviceARefundAfterItsReleaseIsHeld(t *testing.T, w *world) {
 	ch := w.charge(t, "pm_card_visa", 1000)
 	w.sb.SetFaults(sandbox.Faults{ErrorRate: 1})
-	if res := w.svc.Refund(ctx, in("late-refund", ch, `{"amount": 300}`)); res.Outcome != refund.Pending {
+	if res := w.svc.Refund(ctx, in("late-refund", ch, `{"amount": 300}`)); res.Outcome != op.Pending {
 		t.Fatalf("%s", res.Outcome)
 	}
 	w.sb.SetFaults(sandbox.Faults{})
@@ -758,7 +758,7 @@ func serviceARefundAfterItsReleaseIsHeld(t *testing.T, w *world) {
 		t.Fatal(err)
 	}
 	w.clock.Advance(time.Minute)
-	if res := w.svc.Refund(ctx, in("late-refund", ch, `{"amount": 300}`)); res.Outcome != refund.Mismatch {
+	if res := w.svc.Refund(ctx, in("late-refund", ch, `{"amount": 300}`)); res.Outcome != op.Mismatch {
 		t.Fatalf("the retry: %s", res.Outcome)
 	}
 	if rec := w.record(t, idem.Scope{Operation: refund.Operation, Account: account, Key: "late-refund"}); !rec.Held() {
@@ -818,9 +818,9 @@ func serviceAGoneChargesReleaseFoldsTheIntent(t *testing.T, w *world) {
 func serviceTheLimitOfRefunds(t *testing.T, w *world) {
 	ch := w.charge(t, "pm_card_visa", 1000)
 	for i := range refund.MaxEntries {
-		mustAnswer(t, w.svc.Refund(ctx, in(fmt.Sprintf("small-refund-%d", i), ch, `{"amount": 1}`)), refund.Executed, 201)
+		mustAnswer(t, w.svc.Refund(ctx, in(fmt.Sprintf("small-refund-%d", i), ch, `{"amount": 1}`)), op.Executed, 201)
 	}
-	mustAnswer(t, w.svc.Refund(ctx, in("one-too-many", ch, `{"amount": 1}`)), refund.Executed, 422)
+	mustAnswer(t, w.svc.Refund(ctx, in("one-too-many", ch, `{"amount": 1}`)), op.Executed, 422)
 	w.mustHold(t, ch, 1000-refund.MaxEntries, 0, refund.MaxEntries)
 }
 
@@ -830,12 +830,12 @@ func serviceTheLimitOfRefunds(t *testing.T, w *world) {
 func serviceLookupsByIDAndKey(t *testing.T, w *world) {
 	ch := w.charge(t, "pm_card_visa", 1000)
 	made := w.svc.Refund(ctx, in("looked-up", ch, `{"amount": 1000}`))
-	mustAnswer(t, made, refund.Executed, 201)
-	mustAnswer(t, w.svc.Refund(ctx, in("refused-lookup", ch, `{"amount": 1}`)), refund.Executed, 422)
-	if got := w.svc.Get(ctx, account, made.RefundID); got.Outcome != refund.Found || got.Refund.Amount != 1000 || got.Refund.ChargeID != ch {
+	mustAnswer(t, made, op.Executed, 201)
+	mustAnswer(t, w.svc.Refund(ctx, in("refused-lookup", ch, `{"amount": 1}`)), op.Executed, 422)
+	if got := w.svc.Get(ctx, account, made.RefundID); got.Outcome != op.Found || got.Refund.Amount != 1000 || got.Refund.ChargeID != ch {
 		t.Fatalf("get: %s %+v", got.Outcome, got.Refund)
 	}
-	if got := w.svc.ByKey(ctx, account, "looked-up"); got.Outcome != refund.Found || got.Refund.ID != made.RefundID {
+	if got := w.svc.ByKey(ctx, account, "looked-up"); got.Outcome != op.Found || got.Refund.ID != made.RefundID {
 		t.Fatalf("by key: %s", got.Outcome)
 	}
 	for name, got := range map[string]refund.Result{
@@ -845,7 +845,7 @@ func serviceLookupsByIDAndKey(t *testing.T, w *world) {
 		"no such key":              w.svc.ByKey(ctx, account, "never-used"),
 		"not a refund id":          w.svc.Get(ctx, account, ch),
 	} {
-		if got.Outcome != refund.NotFound {
+		if got.Outcome != op.NotFound {
 			t.Errorf("%s: %s", name, got.Outcome)
 		}
 	}

@@ -31,7 +31,7 @@ func (g garbledAnswer) Refund(ctx context.Context, key string, req acquirer.Refu
 // only reads back, and the key replays the refund.
 func serviceAHeldRefundIsAccepted(t *testing.T, w *world) {
 	ch := w.charge(t, "pm_card_visa", 1000)
-	if res := w.with(garbledAnswer{w.acq}).Refund(ctx, in("garbled-refund", ch, `{"amount": 100}`)); res.Outcome != refund.Mismatch {
+	if res := w.with(garbledAnswer{w.acq}).Refund(ctx, in("garbled-refund", ch, `{"amount": 100}`)); res.Outcome != op.Mismatch {
 		t.Fatalf("the garbled answer: %s", res.Outcome)
 	}
 	rec := w.record(t, idem.Scope{Operation: refund.Operation, Account: account, Key: "garbled-refund"})
@@ -53,7 +53,7 @@ func serviceAHeldRefundIsAccepted(t *testing.T, w *world) {
 	if again, err := w.svc.Settle(ctx, d); err != nil || again.State != op.CompletedByThis {
 		t.Fatalf("the decision again: %s, %v", again.State, err)
 	}
-	mustAnswer(t, w.svc.Refund(ctx, in("garbled-refund", ch, `{"amount": 100}`)), refund.Replayed, 201)
+	mustAnswer(t, w.svc.Refund(ctx, in("garbled-refund", ch, `{"amount": 100}`)), op.Replayed, 201)
 }
 
 // serviceAHeldRefundIsVoided: a tenfold refund (its lookup tenfold too)
@@ -62,7 +62,7 @@ func serviceAHeldRefundIsAccepted(t *testing.T, w *world) {
 // is refundable again) and removes the record with a release marker.
 func serviceAHeldRefundIsVoided(t *testing.T, w *world) {
 	ch := w.charge(t, sandbox.PaymentMethodRefundsTenfold, 1000)
-	if res := w.svc.Refund(ctx, in("voided-refund", ch, `{"amount": 100}`)); res.Outcome != refund.Mismatch {
+	if res := w.svc.Refund(ctx, in("voided-refund", ch, `{"amount": 100}`)); res.Outcome != op.Mismatch {
 		t.Fatalf("the tenfold answer: %s", res.Outcome)
 	}
 	rec := w.record(t, idem.Scope{Operation: refund.Operation, Account: account, Key: "voided-refund"})
@@ -103,7 +103,7 @@ func serviceAHeldRefundIsVoided(t *testing.T, w *world) {
 // refundable.
 func serviceAReleasedEntryIsNotBooked(t *testing.T, w *world) {
 	ch := w.charge(t, "pm_card_visa", 1000)
-	if res := w.with(garbledAnswer{w.acq}).Refund(ctx, in("released-entry", ch, `{"amount": 100}`)); res.Outcome != refund.Mismatch {
+	if res := w.with(garbledAnswer{w.acq}).Refund(ctx, in("released-entry", ch, `{"amount": 100}`)); res.Outcome != op.Mismatch {
 		t.Fatalf("the garbled answer: %s", res.Outcome)
 	}
 	rec := w.record(t, idem.Scope{Operation: refund.Operation, Account: account, Key: "released-entry"})
