@@ -75,7 +75,6 @@ import (
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/deploy"
 	"github.com/idempotent-payments/idempay/internal/dynamo"
-	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/operator"
 	"github.com/idempotent-payments/idempay/internal/refund"
@@ -564,8 +563,32 @@ type holdView struct {
 
 type response struct {
 	Status  int               `json:"status"`
-	Headers map[string]string `json:"headers"`
+	Headers map[string]string `json:"headers,omitempty"`
 	Body    json.RawMessage   `json:"body"`
+}
+
+// storedResponse is the answer as the record stores it: its status, the
+// headers stored with it (none for answers stored without them: the HTTP
+// adapter rebuilds those on a replay) and its body.
+func storedResponse(r *idem.Response) *response {
+	return &response{Status: r.StatusCode, Headers: r.Headers, Body: jsonOrString(r.Body)}
+}
+
+// chargeRow is what inspect shows of a charge's ledger row: every field
+// the row holds, by the names the API gives them, and its account.
+func chargeRow(c charge.Charge) map[string]any {
+	return map[string]any{
+		"id": c.ID, "account": c.Account, "status": c.Status, "amount": c.Amount, "currency": c.Currency, "order_id": c.OrderID,
+		"description": c.Description, "decline_code": c.DeclineCode, "authorization_id": c.AuthorizationID, "created_at": c.CreatedAt,
+	}
+}
+
+// refundRow is chargeRow for a refund's row.
+func refundRow(r refund.Refund) map[string]any {
+	return map[string]any{
+		"id": r.ID, "account": r.Account, "charge_id": r.ChargeID, "status": r.Status, "amount": r.Amount, "currency": r.Currency,
+		"decline_code": r.DeclineCode, "reason": r.Reason, "created_at": r.CreatedAt,
+	}
 }
 
 func describe(ctx context.Context, ledger charge.Ledger, refunds refund.Ledger, balances refund.Balances, rec *idem.Record, now time.Time) view {
@@ -591,7 +614,7 @@ func describe(ctx context.Context, ledger charge.Ledger, refunds refund.Ledger, 
 		return v
 	}
 	if rec.Response != nil {
-		v.Response = &response{Status: rec.Response.StatusCode, Headers: httpapi.Headers(*rec.Response, charge.AnsweredID(rec.DownstreamKey)), Body: jsonOrString(rec.Response.Body)}
+		v.Response = storedResponse(rec.Response)
 	}
 	// The ledger row, whatever the record's state: an in-flight or held
 	// record may have one already.
@@ -599,9 +622,7 @@ func describe(ctx context.Context, ledger charge.Ledger, refunds refund.Ledger, 
 	var held *charge.HeldMarkerError
 	switch {
 	case err == nil:
-		if json.Unmarshal(httpapi.Body(ch), &v.Ledger) == nil { // our own rendering: it parses
-			v.Ledger["account"] = ch.Account
-		}
+		v.Ledger = chargeRow(ch)
 		v.Balance, v.BalanceError = balanceOf(ctx, balances, ch)
 	case errors.As(err, &held):
 		v.Marker = markerHeld
@@ -623,7 +644,7 @@ const (
 func describeRefund(ctx context.Context, v *view, refunds refund.Ledger, balances refund.Balances, rec *idem.Record) {
 	id := refund.ID(rec.DownstreamKey)
 	if rec.Response != nil {
-		v.Response = &response{Status: rec.Response.StatusCode, Headers: httpapi.RefundHeaders(*rec.Response, id), Body: jsonOrString(rec.Response.Body)}
+		v.Response = storedResponse(rec.Response)
 	}
 	// The charge is the row's, or the stored request's while the record is
 	// in flight (a completion drops the request).
@@ -634,9 +655,7 @@ func describeRefund(ctx context.Context, v *view, refunds refund.Ledger, balance
 	}
 	if err == nil {
 		chargeID = row.ChargeID
-		if json.Unmarshal(httpapi.RefundBody(row), &v.Ledger) == nil {
-			v.Ledger["account"] = row.Account
-		}
+		v.Ledger = refundRow(row)
 	} else if canonical, err := idem.DecodeCanonical(rec.Request); err == nil {
 		if req, err := refund.RequestFromCanonical(canonical); err == nil {
 			chargeID = req.ChargeID

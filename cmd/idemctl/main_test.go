@@ -694,9 +694,9 @@ func TestReadingCommands(t *testing.T) {
 	}
 	out, err = idemctl("inspect", "--account", "acct_ops", "--key", "ops-done-key", "--operation", "refund")
 	v = view{}
-	if err != nil || json.Unmarshal([]byte(out), &v) != nil || v.Response == nil || v.Response.Status != 201 || v.Response.Headers["Location"] == "" ||
+	if err != nil || json.Unmarshal([]byte(out), &v) != nil || v.Response == nil || v.Response.Status != 201 ||
 		v.Ledger["status"] != "succeeded" || v.Ledger["account"] != "acct_ops" || v.RefundEntry == nil || v.RefundEntry.State != refund.EntrySucceeded || v.RefundEntry.Amount != 10 ||
-		v.Ledger["id"] != v.RefundEntry.ID || v.Response.Headers["Location"] != "/v1/refunds/"+v.RefundEntry.ID || v.RefundEntry.ID != refund.ID(v.DownstreamKey) {
+		v.Ledger["id"] != v.RefundEntry.ID || v.RefundEntry.ID != refund.ID(v.DownstreamKey) {
 		t.Fatalf("inspect a refund: %v\n%s", err, out)
 	}
 	if _, err := idemctl("inspect", "--account", "acct_ops", "--key", "ops-done-key", "--operation", "payout"); err == nil || !strings.Contains(err.Error(), "--operation") {
