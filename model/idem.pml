@@ -391,9 +391,10 @@ end:	do
 }
 #endif
 
-/* idemctl void-confirmed and accept, charge.Service.Settle: the operator
+/* idemctl void-confirmed and accept, charge.Service.Settle in the frame
+ * every operation settles in (op.Settler.Settle): the operator
  * settles a held record, and nothing else does. Accept takes the held
- * lease over (idem.Guard.TakeOverHeld), asks the acquirer (the
+ * lease over (op.Settler.TakeOver, idem.Guard.TakeOverHeld), asks the acquirer (the
  * authorization the hold was about), writes the row and completes with
  * the acquirer's own terms; with -DLATE_ACCEPT its row write may outlive
  * the accept's invocation and land later (once, DELAY). Void-confirmed

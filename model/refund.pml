@@ -578,9 +578,10 @@ done:	skip
 
 #ifdef MISMATCHES
 #define OPERATOR 8
-/* idemctl void-confirmed and accept, refund.Service.Settle: the operator
+/* idemctl void-confirmed and accept, refund.Service.Settle in the frame
+ * every operation settles in (op.Settler.Settle): the operator
  * settles a held record, and nothing else does. Both take the held lease
- * over (idem.Guard.TakeOverHeld) and re-fence the entry first. Accept
+ * over (op.Settler.TakeOver) and re-fence the entry first. Accept
  * books only a lookup that agrees with the reservation; a key's answer is
  * fixed here, so a mismatch's never does, and the accept gives the lease
  * back, the record held (one whose lookup agrees runs finish, as the

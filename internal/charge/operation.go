@@ -18,19 +18,19 @@ func (o operation) Name() string { return Operation }
 
 func (o operation) Peek(ctx context.Context, pk string) (op.Terms, error) {
 	auth, err := o.s.Peek(ctx, pk)
-	return authorizationTerms(auth), err
+	return TermsOf(auth), err
 }
 
 func (o operation) Reconcile(ctx context.Context, pk string) (op.Reconciled, error) {
 	return o.s.Reconcile(ctx, pk)
 }
 
-func (o operation) Settle(ctx context.Context, d op.Decision) (op.Settled, error) {
-	return settled(o.s.Settle(ctx, decision(d)))
+func (o operation) Settle(ctx context.Context, d op.Decision) (op.Settled[*op.Terms], error) {
+	return settled(o.s.Settle(ctx, d))
 }
 
-func (o operation) ReadBack(ctx context.Context, d op.Decision) (op.Settled, error) {
-	return settled(o.s.ReadBack(ctx, decision(d)))
+func (o operation) ReadBack(ctx context.Context, d op.Decision) (op.Settled[*op.Terms], error) {
+	return settled(o.s.ReadBack(ctx, d))
 }
 
 func (o operation) RowTerms(ctx context.Context, rec *idem.Record) *op.Terms {
@@ -40,22 +40,17 @@ func (o operation) RowTerms(ctx context.Context, rec *idem.Record) *op.Terms {
 	return nil
 }
 
-// decision is d as the service takes it: the terms an authorization's.
-func decision(d op.Decision) Decision {
-	return Decision{PK: d.PK, Instance: d.Instance, Action: d.Action, By: d.By, ID: d.ID,
-		Terms: acquirer.Authorization{ID: d.Terms.AuthorizationID, Status: d.Terms.Status, Amount: d.Terms.Amount, Currency: d.Terms.Currency}}
-}
-
 // settled is st, with its row's terms when it has a row.
-func settled(st Settled, err error) (op.Settled, error) {
-	out := op.Settled{Settlement: st.Settlement}
-	if st.Charge.ID != "" {
-		out.Row = rowTerms(st.Charge)
+func settled(st op.Settled[Charge], err error) (op.Settled[*op.Terms], error) {
+	out := op.Settled[*op.Terms]{Settlement: st.Settlement}
+	if st.Row.ID != "" {
+		out.Row = rowTerms(st.Row)
 	}
 	return out, err
 }
 
-func authorizationTerms(auth acquirer.Authorization) op.Terms {
+// TermsOf are the acquirer's authorization auth as an operator is shown it.
+func TermsOf(auth acquirer.Authorization) op.Terms {
 	return op.Terms{AuthorizationID: auth.ID, Status: auth.Status, Amount: auth.Amount, Currency: auth.Currency}
 }
 

@@ -27,7 +27,7 @@ var ErrNotAChargeRecord = op.NotItsRecord("not a charge's idempotency record")
 // A record claimed for another acquirer is an error wrapping
 // idem.ErrOtherDownstream, and nothing is asked or written.
 func (s *Service) Reconcile(ctx context.Context, pk string) (op.Reconciled, error) {
-	if err := chargeRecord("reconcile", pk); err != nil {
+	if err := s.settler().Own("reconcile", pk); err != nil {
 		return op.NothingToDo, err
 	}
 	ctx = obs.WithAttrs(ctx, slog.String("record", idem.Ref(pk)))

@@ -29,55 +29,26 @@ var (
 	ErrLedgerDisagrees = errors.New("the ledger row and the acquirer's terms disagree")
 )
 
-// Decision is an operator's settlement of a held record, as the
-// operator's channel received it.
-type Decision struct {
-	// PK is the held record.
-	PK string
-	// Instance is the record's downstream key as the operator was shown
-	// it: a decision settles that intent of the key, never a later one.
-	Instance string
-	// Action is idem.SettleAccept or idem.SettleVoidConfirmed.
-	Action string
-	// By names who decided: the principal the operator's channel
-	// authenticated. It is recorded.
-	By string
-	// ID is the decision's id, the same on every retry of one decision
-	// (idem.ValidDecisionID): what is stored with the settlement, and what a
-	// retry reads back.
-	ID string
-	// Terms, for an accept, are the acquirer's terms as the operator was
-	// shown them (Peek): the fresh lookup after the take-over must state
-	// the same authorization, status, amount and currency.
-	Terms acquirer.Authorization
-}
-
-// Settled is a charge's settlement read back after the decision ran
-// (Settle), or instead of running it again (a retry): the Settlement, and
-// the ledger row of a completed record, when it reads.
-type Settled struct {
-	op.Settlement
-	Charge Charge
-}
-
-// chargeRecord refuses, for step, a key that is not a charge's
-// idempotency record (ErrNotAChargeRecord): a refund's record is settled
-// by its own service, whose balance a charge's step would not touch.
-func chargeRecord(step, pk string) error {
-	scope, err := idem.ParsePK(pk)
-	if err == nil && scope.Operation != Operation {
-		err = fmt.Errorf("operation %q", scope.Operation)
-	}
-	if err != nil {
-		return fmt.Errorf("%s: %w: %w", step, ErrNotAChargeRecord, err)
-	}
-	return nil
-}
-
 // Record is the live record pk (idem.ErrNotFound when there is none), as
 // an operator's step reads it before acting.
 func (s *Service) Record(ctx context.Context, pk string) (*idem.Record, error) {
 	return s.guard.Lookup(ctx, pk)
+}
+
+// settler is the settlement's frame (op.Settler) with a charge's own
+// steps: its ledger row, its accept and its void-confirmed.
+func (s *Service) settler() op.Settler[Charge] {
+	return op.Settler[Charge]{
+		Guard: s.guard, Operation: Operation, NotItsRecord: ErrNotAChargeRecord, Now: s.cfg.Now, Logger: s.cfg.Logger,
+		Row: func(ctx context.Context, downstreamKey string) (Charge, bool, error) {
+			row, err := s.ledger.Get(ctx, ID(downstreamKey))
+			if errors.Is(err, ErrNoCharge) {
+				return Charge{}, false, nil
+			}
+			return row, err == nil, err
+		},
+		Accept: s.accept, VoidConfirmed: s.voidConfirmed,
+	}
 }
 
 // Peek is the acquirer's answer for the record pk's intent, asked without
@@ -87,18 +58,9 @@ func (s *Service) Record(ctx context.Context, pk string) (*idem.Record, error) {
 // idem.ErrOtherDownstream (this service's acquirer is not the record's),
 // ErrNoAuthorization, a mismatch, or the lookup's failure.
 func (s *Service) Peek(ctx context.Context, pk string) (acquirer.Authorization, error) {
-	if err := chargeRecord("peek", pk); err != nil {
-		return acquirer.Authorization{}, err
-	}
-	rec, err := s.guard.Lookup(ctx, pk)
+	rec, err := s.settler().Live(ctx, pk)
 	if err != nil {
 		return acquirer.Authorization{}, err
-	}
-	if rec.Status != idem.StatusInProgress {
-		return acquirer.Authorization{}, fmt.Errorf("peek %s: %w", idem.Ref(pk), op.ErrCompleted)
-	}
-	if d := rec.Protocol.Downstream; d != "" && d != s.guard.Protocol().Downstream {
-		return acquirer.Authorization{}, fmt.Errorf("peek %s (claimed for %q): %w", idem.Ref(pk), d, idem.ErrOtherDownstream)
 	}
 	return s.askSelf(ctx, rec.DownstreamKey)
 }
@@ -145,60 +107,20 @@ func (s *Service) askSelf(ctx context.Context, downstreamKey string) (acquirer.A
 // nothing but read. The error says why the decision did not take effect,
 // and is nil exactly when Settled.TookEffect; a refusal writes nothing but
 // the take-over of the lease, which it ends again.
-func (s *Service) Settle(ctx context.Context, d Decision) (Settled, error) {
-	if err := chargeRecord("settle", d.PK); err != nil {
-		return Settled{}, err
-	}
-	act := s.accept
-	if d.Action == idem.SettleVoidConfirmed {
-		act = s.voidConfirmed
-	}
-	return op.RunSettlement(ctx, d.PK, d.By, d.ID, d.Instance, d.Action, func(st *Settled) *op.Settlement { return &st.Settlement },
-		func(ctx context.Context) (Settled, error) { return s.ReadBack(ctx, d) },
-		func(ctx context.Context) error { return act(ctx, d) }, s.cfg.Logger)
+func (s *Service) Settle(ctx context.Context, d op.Decision) (op.Settled[Charge], error) {
+	return s.settler().Settle(ctx, d)
 }
 
-// ReadBack is what the table says of decision d's record (Settled): the
-// record of the intent d.Instance if it is still there; otherwise the
-// intent's ledger row (a void is refused when there is one, and an accept
-// writes one, so a row means the intent completed), then its release
-// marker. A settlement counts as this decision's only when both its id
-// and its action are d's. It writes nothing: one to three reads.
-func (s *Service) ReadBack(ctx context.Context, d Decision) (Settled, error) {
-	if err := chargeRecord("read back", d.PK); err != nil {
-		return Settled{}, err
-	}
-	rec, err := s.guard.Lookup(ctx, d.PK)
-	switch {
-	case err == nil && rec.DownstreamKey == d.Instance:
-		return s.stateOf(ctx, rec, d), nil
-	case err != nil && !errors.Is(err, idem.ErrNotFound):
-		return Settled{}, err
-	}
-	// Gone, or the key's next intent holds it.
-	switch row, err := s.ledger.Get(ctx, ID(d.Instance)); {
-	case err == nil:
-		return Settled{Settlement: op.Settlement{State: op.CompletedByAnother}, Charge: row}, nil
-	case !errors.Is(err, ErrNoCharge):
-		return Settled{}, err
-	}
-	st, err := op.ReleasedBy(ctx, s.guard, d.Instance, d.ID, d.Action)
-	return Settled{Settlement: st}, err
+// ReadBack is what the table says of decision d's record
+// (op.Settler.ReadBack): the record of the intent d.Instance if it is
+// still there; otherwise the intent's ledger row, then its release
+// marker. It writes nothing: one to three reads.
+func (s *Service) ReadBack(ctx context.Context, d op.Decision) (op.Settled[Charge], error) {
+	return s.settler().ReadBack(ctx, d)
 }
 
-// stateOf is the state of rec, the record decision d is about.
-func (s *Service) stateOf(ctx context.Context, rec *idem.Record, d Decision) Settled {
-	out := Settled{Settlement: op.SettlementOf(rec, d.ID, d.Action, s.cfg.Now())}
-	if out.State == op.CompletedByThis || out.State == op.CompletedByAnother {
-		if row, err := s.ledger.Get(ctx, ID(rec.DownstreamKey)); err == nil {
-			out.Charge = row
-		}
-	}
-	return out
-}
-
-func (s *Service) voidConfirmed(ctx context.Context, d Decision) error {
-	lease, err := s.guard.TakeOverHeld(ctx, d.PK, d.Instance, idem.Settlement{Action: idem.SettleVoidConfirmed, By: d.By, Decision: d.ID})
+func (s *Service) voidConfirmed(ctx context.Context, d op.Decision) error {
+	lease, giveBack, err := s.settler().TakeOver(ctx, d, "void-confirmed")
 	if err != nil {
 		return err
 	}
@@ -206,11 +128,9 @@ func (s *Service) voidConfirmed(ctx context.Context, d Decision) error {
 	// however late its write; a row already there refuses the void.
 	switch err := idem.RetryConflicts(ctx, func() error { return s.ledger.Void(ctx, ID(lease.DownstreamKey())) }); {
 	case errors.Is(err, ErrLedgerRowExists):
-		_ = lease.Abandon(context.WithoutCancel(ctx))
-		return fmt.Errorf("void-confirmed %s: %w: it records a charge under this key; accept it, or reconcile the ledger by hand", idem.Ref(d.PK), ErrLedgerRowExists)
+		return giveBack(fmt.Errorf("%w: it records a charge under this key; accept it, or reconcile the ledger by hand", ErrLedgerRowExists))
 	case err != nil:
-		_ = lease.Abandon(context.WithoutCancel(ctx))
-		return fmt.Errorf("void-confirmed %s: ledger: %w", idem.Ref(d.PK), err)
+		return giveBack(fmt.Errorf("ledger: %w", err))
 	}
 	if err := lease.VoidConfirmed(ctx); err != nil {
 		_ = lease.Abandon(context.WithoutCancel(ctx))
@@ -220,14 +140,10 @@ func (s *Service) voidConfirmed(ctx context.Context, d Decision) error {
 	return nil
 }
 
-func (s *Service) accept(ctx context.Context, d Decision) error {
-	lease, err := s.guard.TakeOverHeld(ctx, d.PK, d.Instance, idem.Settlement{Action: idem.SettleAccept, By: d.By, Decision: d.ID})
+func (s *Service) accept(ctx context.Context, d op.Decision) error {
+	lease, giveBack, err := s.settler().TakeOver(ctx, d, "accept")
 	if err != nil {
 		return err
-	}
-	giveBack := func(err error) error {
-		_ = lease.Abandon(context.WithoutCancel(ctx)) // the record stays held; end this lease, even past the deadline
-		return fmt.Errorf("accept %s: %w", idem.Ref(d.PK), err)
 	}
 	canonical, err := lease.Request()
 	if err != nil {
@@ -241,9 +157,8 @@ func (s *Service) accept(ctx context.Context, d Decision) error {
 	if err != nil {
 		return giveBack(err)
 	}
-	if t := d.Terms; auth.ID != t.ID || auth.Status != t.Status || auth.Amount != t.Amount || auth.Currency != t.Currency {
-		return giveBack(fmt.Errorf("%w: shown %s %d %s (%s), now %s %d %s (%s)", op.ErrTermsChanged,
-			t.Status, t.Amount, t.Currency, t.ID, auth.Status, auth.Amount, auth.Currency, auth.ID))
+	if err := d.Terms.Changed(TermsOf(auth)); err != nil {
+		return giveBack(err)
 	}
 	ch := s.chargeOf(lease, req, auth)
 	switch row, err := s.ledger.Get(ctx, ch.ID); {

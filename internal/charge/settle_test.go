@@ -9,6 +9,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/charge/chargetest"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/idemtest"
+	"github.com/idempotent-payments/idempay/internal/op"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
 )
 
@@ -22,7 +23,7 @@ func TestStepsRefuseARefundsRecord(t *testing.T) {
 	store := idemtest.NewMemoryStore()
 	svc := chargetest.Service(idem.NewGuard(store, idem.Config{}), sandbox.New(""), chargetest.Render, charge.Config{})
 	pk := idem.Scope{Operation: "refund", Account: "acct_1", Key: "refund-key-1"}.PK()
-	d := charge.Decision{PK: pk, Instance: "0123456789abcdef0123456789abcdef01234567", ID: "decision-1", By: "ops", Action: idem.SettleVoidConfirmed}
+	d := op.Decision{PK: pk, Instance: "0123456789abcdef0123456789abcdef01234567", ID: "decision-1", By: "ops", Action: idem.SettleVoidConfirmed}
 	for name, err := range map[string]error{
 		"settle":    func() error { _, err := svc.Settle(ctx, d); return err }(),
 		"read back": func() error { _, err := svc.ReadBack(ctx, d); return err }(),

@@ -66,14 +66,6 @@ type Decision struct {
 	Terms Terms
 }
 
-// Settled is what the table says of a decision's record, read back: the
-// Settlement, and the terms of the record's row once it completed (nil
-// without one).
-type Settled struct {
-	Settlement
-	Row *Terms
-}
-
 // Operation is what the operator's channel and the reconciler run of one
 // operation's service (charge, refund), the same for every operation: a
 // trigger finds it by its records' key (Registry.Of) and never branches on
@@ -94,11 +86,12 @@ type Operation interface {
 	// ErrUnknownOperation, which no retry changes.
 	Reconcile(ctx context.Context, pk string) (Reconciled, error)
 	// Settle carries out d through the operation's own steps and reads
-	// the record back (RunSettlement): the error is nil exactly when the
+	// the record back (Settler.Settle): the error is nil exactly when the
 	// decision took effect. ReadBack reads back what d did, writing
-	// nothing.
-	Settle(ctx context.Context, d Decision) (Settled, error)
-	ReadBack(ctx context.Context, d Decision) (Settled, error)
+	// nothing. The row, once the intent completed, is its terms (nil
+	// without one).
+	Settle(ctx context.Context, d Decision) (Settled[*Terms], error)
+	ReadBack(ctx context.Context, d Decision) (Settled[*Terms], error)
 	// RowTerms are the terms the row of rec, a completed record, states
 	// (nil when it does not read).
 	RowTerms(ctx context.Context, rec *idem.Record) *Terms

@@ -171,7 +171,7 @@ func (h *Handler) reconcile(ctx context.Context, req Request, o op.Operation) An
 
 // settled is the answer of a settlement, from the state Settle or
 // ReadBack read back, with the terms of a completed record's row.
-func settled(st op.Settled, err error) Answer {
+func settled(st op.Settled[*op.Terms], err error) Answer {
 	a := Answer{Outcome: st.State.String(), TookEffect: st.TookEffect(), Terms: termsOf(st.Row)}
 	if st.State == 0 {
 		a.Outcome = OutcomeRefused

@@ -18,19 +18,19 @@ func (o operation) Name() string { return Operation }
 
 func (o operation) Peek(ctx context.Context, pk string) (op.Terms, error) {
 	r, err := o.s.Peek(ctx, pk)
-	return op.Terms{AuthorizationID: r.AuthorizationID, ActionID: r.ID, Status: r.Status, Amount: r.Amount, Currency: r.Currency}, err
+	return TermsOf(r), err
 }
 
 func (o operation) Reconcile(ctx context.Context, pk string) (op.Reconciled, error) {
 	return o.s.Reconcile(ctx, pk)
 }
 
-func (o operation) Settle(ctx context.Context, d op.Decision) (op.Settled, error) {
-	return settled(o.s.Settle(ctx, decision(d)))
+func (o operation) Settle(ctx context.Context, d op.Decision) (op.Settled[*op.Terms], error) {
+	return settled(o.s.Settle(ctx, d))
 }
 
-func (o operation) ReadBack(ctx context.Context, d op.Decision) (op.Settled, error) {
-	return settled(o.s.ReadBack(ctx, decision(d)))
+func (o operation) ReadBack(ctx context.Context, d op.Decision) (op.Settled[*op.Terms], error) {
+	return settled(o.s.ReadBack(ctx, d))
 }
 
 func (o operation) RowTerms(ctx context.Context, rec *idem.Record) *op.Terms {
@@ -40,17 +40,11 @@ func (o operation) RowTerms(ctx context.Context, rec *idem.Record) *op.Terms {
 	return nil
 }
 
-// decision is d as the service takes it: the terms a refund's.
-func decision(d op.Decision) Decision {
-	return Decision{PK: d.PK, Instance: d.Instance, Action: d.Action, By: d.By, ID: d.ID,
-		Terms: acquirer.Refund{ID: d.Terms.ActionID, AuthorizationID: d.Terms.AuthorizationID, Status: d.Terms.Status, Amount: d.Terms.Amount, Currency: d.Terms.Currency}}
-}
-
 // settled is st, with its row's terms when it has a row.
-func settled(st Settled, err error) (op.Settled, error) {
-	out := op.Settled{Settlement: st.Settlement}
-	if st.Refund.ID != "" {
-		out.Row = rowTerms(st.Refund)
+func settled(st op.Settled[Refund], err error) (op.Settled[*op.Terms], error) {
+	out := op.Settled[*op.Terms]{Settlement: st.Settlement}
+	if st.Row.ID != "" {
+		out.Row = rowTerms(st.Row)
 	}
 	return out, err
 }
@@ -59,4 +53,9 @@ func settled(st Settled, err error) (op.Settled, error) {
 // authorization.
 func rowTerms(r Refund) *op.Terms {
 	return &op.Terms{ActionID: r.AcquirerRefundID, Status: r.Status, Amount: r.Amount, Currency: r.Currency}
+}
+
+// TermsOf are the acquirer's refund r as an operator is shown it.
+func TermsOf(r acquirer.Refund) op.Terms {
+	return op.Terms{AuthorizationID: r.AuthorizationID, ActionID: r.ID, Status: r.Status, Amount: r.Amount, Currency: r.Currency}
 }

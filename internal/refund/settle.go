@@ -23,36 +23,20 @@ var (
 	ErrRowExists = errors.New("the held refund already has its row")
 )
 
-// Decision is an operator's settlement of a held refund record, as the
-// operator's channel received it: charge.Decision's members, with the
-// acquirer's refund as the operator was shown it (Peek) for an accept.
-type Decision struct {
-	PK, Instance, Action, By, ID string
-	// Terms, for an accept: the acquirer's refund id, status, amount and
-	// currency as shown. The lookup after the take-over must state the
-	// same.
-	Terms acquirer.Refund
-}
-
-// Settled is what the table says of a refund decision's record, read
-// back (charge.Settled's counterpart): the settlement, and the refund row
-// of a completed record.
-type Settled struct {
-	op.Settlement
-	Refund Refund
-}
-
-// refundRecord refuses, for step, a key that is not a refund's
-// idempotency record (ErrNotARefundRecord).
-func refundRecord(step, pk string) error {
-	scope, err := idem.ParsePK(pk)
-	if err == nil && scope.Operation != Operation {
-		err = fmt.Errorf("operation %q", scope.Operation)
+// settler is the settlement's frame (op.Settler) with a refund's own
+// steps: its row, its accept and its void-confirmed.
+func (s *Service) settler() op.Settler[Refund] {
+	return op.Settler[Refund]{
+		Guard: s.guard, Operation: Operation, NotItsRecord: ErrNotARefundRecord, Now: s.cfg.Now, Logger: s.cfg.Logger,
+		Row: func(ctx context.Context, downstreamKey string) (Refund, bool, error) {
+			row, err := s.ledger.Get(ctx, ID(downstreamKey))
+			if errors.Is(err, ErrNoRefund) {
+				return Refund{}, false, nil
+			}
+			return row, err == nil, err
+		},
+		Accept: s.accept, VoidConfirmed: s.voidConfirmed,
 	}
-	if err != nil {
-		return fmt.Errorf("%s: %w: %w", step, ErrNotARefundRecord, err)
-	}
-	return nil
 }
 
 // Peek is the acquirer's refund for the record pk's intent, asked
@@ -65,18 +49,9 @@ func refundRecord(step, pk string) error {
 // ErrNoAcquirerRefund, a mismatch (with the refund), or a read's or the
 // lookup's failure.
 func (s *Service) Peek(ctx context.Context, pk string) (acquirer.Refund, error) {
-	if err := refundRecord("peek", pk); err != nil {
-		return acquirer.Refund{}, err
-	}
-	rec, err := s.guard.Lookup(ctx, pk)
+	rec, err := s.settler().Live(ctx, pk)
 	if err != nil {
 		return acquirer.Refund{}, err
-	}
-	if rec.Status != idem.StatusInProgress {
-		return acquirer.Refund{}, fmt.Errorf("peek %s: %w", idem.Ref(pk), op.ErrCompleted)
-	}
-	if d := rec.Protocol.Downstream; d != "" && d != s.guard.Protocol().Downstream {
-		return acquirer.Refund{}, fmt.Errorf("peek %s (claimed for %q): %w", idem.Ref(pk), d, idem.ErrOtherDownstream)
 	}
 	ch, err := s.chargeOf(ctx, rec)
 	if err != nil {
@@ -146,66 +121,24 @@ func (s *Service) ask(ctx context.Context, downstreamKey string, ch charge.Charg
 //
 // It reads the record back whatever happens and returns what the table
 // says; the error is nil exactly when Settled.TookEffect.
-func (s *Service) Settle(ctx context.Context, d Decision) (Settled, error) {
-	if err := refundRecord("settle", d.PK); err != nil {
-		return Settled{}, err
-	}
-	act := s.accept
-	if d.Action == idem.SettleVoidConfirmed {
-		act = s.voidConfirmed
-	}
-	return op.RunSettlement(ctx, d.PK, d.By, d.ID, d.Instance, d.Action, func(st *Settled) *op.Settlement { return &st.Settlement },
-		func(ctx context.Context) (Settled, error) { return s.ReadBack(ctx, d) },
-		func(ctx context.Context) error { return act(ctx, d) }, s.cfg.Logger)
+func (s *Service) Settle(ctx context.Context, d op.Decision) (op.Settled[Refund], error) {
+	return s.settler().Settle(ctx, d)
 }
 
-// ReadBack is what the table says of decision d's record, as
-// charge.Service.ReadBack: the intent's record while it is there, then
-// its refund row, then its release marker. It writes nothing.
-func (s *Service) ReadBack(ctx context.Context, d Decision) (Settled, error) {
-	if err := refundRecord("read back", d.PK); err != nil {
-		return Settled{}, err
-	}
-	rec, err := s.guard.Lookup(ctx, d.PK)
-	switch {
-	case err == nil && rec.DownstreamKey == d.Instance:
-		return s.stateOf(ctx, rec, d), nil
-	case err != nil && !errors.Is(err, idem.ErrNotFound):
-		return Settled{}, err
-	}
-	switch row, err := s.ledger.Get(ctx, ID(d.Instance)); {
-	case err == nil:
-		return Settled{Settlement: op.Settlement{State: op.CompletedByAnother}, Refund: row}, nil
-	case !errors.Is(err, ErrNoRefund):
-		return Settled{}, err
-	}
-	st, err := op.ReleasedBy(ctx, s.guard, d.Instance, d.ID, d.Action)
-	return Settled{Settlement: st}, err
+// ReadBack is what the table says of decision d's record
+// (op.Settler.ReadBack): the intent's record while it is there, then its
+// refund row, then its release marker. It writes nothing.
+func (s *Service) ReadBack(ctx context.Context, d op.Decision) (op.Settled[Refund], error) {
+	return s.settler().ReadBack(ctx, d)
 }
 
-// stateOf is the state of rec, the record decision d is about, with its
-// refund row once it completed.
-func (s *Service) stateOf(ctx context.Context, rec *idem.Record, d Decision) Settled {
-	out := Settled{Settlement: op.SettlementOf(rec, d.ID, d.Action, s.cfg.Now())}
-	if out.State == op.CompletedByThis || out.State == op.CompletedByAnother {
-		if row, err := s.ledger.Get(ctx, ID(rec.DownstreamKey)); err == nil {
-			out.Refund = row
-		}
-	}
-	return out
-}
-
-// takeOverHeld takes the held record of d over for d (idem.Guard.TakeOverHeld)
-// and reads its stored request. giveBack ends the lease, the record held,
-// and wraps err in step's name; err is the take-over's or the request's.
-func (s *Service) takeOverHeld(ctx context.Context, d Decision, step string) (*idem.Lease, Request, func(error) error, error) {
-	lease, err := s.guard.TakeOverHeld(ctx, d.PK, d.Instance, idem.Settlement{Action: d.Action, By: d.By, Decision: d.ID})
+// takeOverHeld takes the held record of d over for d
+// (op.Settler.TakeOver) and reads its stored request. giveBack ends the
+// lease, the record held, and wraps err in step's name.
+func (s *Service) takeOverHeld(ctx context.Context, d op.Decision, step string) (*idem.Lease, Request, func(error) error, error) {
+	lease, giveBack, err := s.settler().TakeOver(ctx, d, step)
 	if err != nil {
 		return nil, Request{}, nil, err
-	}
-	giveBack := func(err error) error {
-		_ = lease.Abandon(context.WithoutCancel(ctx)) // the record stays held
-		return fmt.Errorf("%s %s: %w", step, idem.Ref(d.PK), err)
 	}
 	canonical, err := lease.Request()
 	var req Request
@@ -223,7 +156,7 @@ func (s *Service) takeOverHeld(ctx context.Context, d Decision, step string) (*i
 // land afterwards, however late its write; then the entry re-fenced and
 // released, then the record removed: the entry first, as every release
 // of a refund.
-func (s *Service) voidConfirmed(ctx context.Context, d Decision) error {
+func (s *Service) voidConfirmed(ctx context.Context, d op.Decision) error {
 	lease, req, giveBack, err := s.takeOverHeld(ctx, d, "void-confirmed")
 	if err != nil {
 		return err
@@ -254,7 +187,7 @@ func (s *Service) voidConfirmed(ctx context.Context, d Decision) error {
 // accept: the take-over, the lookup checked against the reservation and
 // against what was shown, then the attempt's own finish, which completes
 // the held record with the settlement.
-func (s *Service) accept(ctx context.Context, d Decision) error {
+func (s *Service) accept(ctx context.Context, d op.Decision) error {
 	lease, req, giveBack, err := s.takeOverHeld(ctx, d, "accept")
 	if err != nil {
 		return err
@@ -272,9 +205,8 @@ func (s *Service) accept(ctx context.Context, d Decision) error {
 	if err != nil {
 		return giveBack(err)
 	}
-	if t := d.Terms; r.ID != t.ID || r.Status != t.Status || r.Amount != t.Amount || r.Currency != t.Currency {
-		return giveBack(fmt.Errorf("%w: shown %s %d %s (%s), now %s %d %s (%s)", op.ErrTermsChanged,
-			t.Status, t.Amount, t.Currency, t.ID, r.Status, r.Amount, r.Currency, r.ID))
+	if err := d.Terms.Changed(TermsOf(r)); err != nil {
+		return giveBack(err)
 	}
 	if res := s.finish(ctx, lease, req, ch, entry, r); res.Outcome != op.Executed {
 		_ = lease.Abandon(context.WithoutCancel(ctx))

@@ -236,7 +236,7 @@ func holdWithALedgerRow(t *testing.T, newStores NewStoresFunc) {
 		t.Fatal(err)
 	}
 	st, err := svc.Settle(ctx, w.decision(t, "held-row-key", idem.SettleAccept, "dec-held-row-3", shown))
-	if err != nil || st.State != op.CompletedByThis || st.Charge != row {
+	if err != nil || st.State != op.CompletedByThis || st.Row != row {
 		t.Fatalf("accept of the row's terms: %+v, %v; want the row %+v", st, err, row)
 	}
 	if r := svc.Charge(ctx, input("held-row-key")); r.Outcome != op.Replayed || len(sb.ByKey()) != 1 {
@@ -247,13 +247,13 @@ func holdWithALedgerRow(t *testing.T, newStores NewStoresFunc) {
 
 // decision is ops:ana's decision id of the given action on key's record
 // as it is now (its intent), with terms for an accept.
-func (w *world) decision(t *testing.T, key, action, id string, terms acquirer.Authorization) charge.Decision {
+func (w *world) decision(t *testing.T, key, action, id string, terms acquirer.Authorization) op.Decision {
 	t.Helper()
 	rec, err := w.guard.Lookup(context.Background(), pkOf(key))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return charge.Decision{PK: pkOf(key), Instance: rec.DownstreamKey, Action: action, By: "ops:ana", ID: id, Terms: terms}
+	return op.Decision{PK: pkOf(key), Instance: rec.DownstreamKey, Action: action, By: "ops:ana", ID: id, Terms: charge.TermsOf(terms)}
 }
 
 // mustAnswerOnEveryRoute checks that key's charge id has one status on
@@ -304,7 +304,7 @@ func holdAcceptCompletesWithTheFreshLookupsTerms(t *testing.T, newStores NewStor
 	acq.lookup = otherCurrency
 	w.clock.Advance(time.Second)
 	st, err := svc.Settle(ctx, accept)
-	if ch := st.Charge; err != nil || st.State != op.CompletedByThis || ch.Currency != "JPY" || ch.Amount != 25000 || ch.AuthorizationID == "" {
+	if ch := st.Row; err != nil || st.State != op.CompletedByThis || ch.Currency != "JPY" || ch.Amount != 25000 || ch.AuthorizationID == "" {
 		t.Fatalf("accept: %+v, %v; want the acquirer's terms (25000 JPY)", st, err)
 	}
 	rec, err := w.guard.Lookup(ctx, pkOf("accept-key"))
@@ -440,8 +440,8 @@ func holdReadBackNamesOnlyItsDecision(t *testing.T, newStores NewStoresFunc) {
 	// Past its retention the record is gone: the row, not the stale
 	// marker, says what became of the intent.
 	w.clock.Advance(idem.DefaultRetention + time.Hour)
-	staleVoid := charge.Decision{PK: rec.PK, Instance: rec.DownstreamKey, Action: idem.SettleVoidConfirmed, By: "ops:bia", ID: "dec-read-back-2"}
-	if st, err := svc.ReadBack(ctx, staleVoid); err != nil || st.State != op.CompletedByAnother || st.Charge.ID == "" {
+	staleVoid := op.Decision{PK: rec.PK, Instance: rec.DownstreamKey, Action: idem.SettleVoidConfirmed, By: "ops:bia", ID: "dec-read-back-2"}
+	if st, err := svc.ReadBack(ctx, staleVoid); err != nil || st.State != op.CompletedByAnother || st.Row.ID == "" {
 		t.Fatalf("the unfinished void, read back once the record is gone: %+v, %v; want completed (its row)", st, err)
 	}
 }

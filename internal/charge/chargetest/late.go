@@ -116,7 +116,7 @@ func holdWithoutARowOnEveryRoute(t *testing.T, newStores NewStoresFunc) {
 		t.Fatal(err)
 	}
 	st, err := svc.Settle(ctx, w.decision(t, "held-no-row-key", idem.SettleAccept, "dec-held-no-row", shown))
-	if err != nil || st.State != op.CompletedByThis || st.Charge.Amount != 250000 {
+	if err != nil || st.State != op.CompletedByThis || st.Row.Amount != 250000 {
 		t.Fatalf("accept: %+v, %v", st, err)
 	}
 	w.mustAnswerOnEveryRoute(t, svc, "held-no-row-key", id, op.Found)

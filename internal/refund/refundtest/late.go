@@ -61,13 +61,13 @@ func serviceALateRowAfterAVoid(t *testing.T, w *world) {
 		t.Fatal(err)
 	}
 	late := &stalledRows{Ledger: w.stores.Refunds, entered: make(chan struct{}), release: make(chan struct{})}
-	accept := refund.Decision{PK: rec.PK, Instance: rec.DownstreamKey, Action: idem.SettleAccept, By: "ops:ana", ID: "dec-late-accept", Terms: shown}
+	accept := op.Decision{PK: rec.PK, Instance: rec.DownstreamKey, Action: idem.SettleAccept, By: "ops:ana", ID: "dec-late-accept", Terms: refund.TermsOf(shown)}
 	var accepted error
 	var wg sync.WaitGroup
 	wg.Go(func() { _, accepted = w.withRows(late).Settle(ctx, accept) })
 	<-late.entered // the accept's row is on its way
 	w.clock.Advance(time.Hour)
-	void := refund.Decision{PK: rec.PK, Instance: rec.DownstreamKey, Action: idem.SettleVoidConfirmed, By: "ops:bia", ID: "dec-late-void"}
+	void := op.Decision{PK: rec.PK, Instance: rec.DownstreamKey, Action: idem.SettleVoidConfirmed, By: "ops:bia", ID: "dec-late-void"}
 	if st, err := w.svc.Settle(ctx, void); err != nil || st.State != op.ReleasedByThis {
 		t.Fatalf("void-confirmed: %+v, %v", st, err)
 	}

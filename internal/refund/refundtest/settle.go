@@ -39,14 +39,14 @@ func serviceAHeldRefundIsAccepted(t *testing.T, w *world) {
 	if err != nil || shown.Amount != 100 || shown.Status != acquirer.RefundSucceeded {
 		t.Fatalf("peek: %+v, %v", shown, err)
 	}
-	d := refund.Decision{PK: rec.PK, Instance: rec.DownstreamKey, Action: idem.SettleAccept, By: "ops:ana", ID: "dec-accept-1", Terms: shown}
+	d := op.Decision{PK: rec.PK, Instance: rec.DownstreamKey, Action: idem.SettleAccept, By: "ops:ana", ID: "dec-accept-1", Terms: refund.TermsOf(shown)}
 	d.Terms.Amount = 90
 	if st, err := w.svc.Settle(ctx, d); !errors.Is(err, op.ErrTermsChanged) || st.State != op.StillHeld {
 		t.Fatalf("accepting other terms: %s, %v", st.State, err)
 	}
-	d.Terms, d.ID = shown, "dec-accept-2"
+	d.Terms, d.ID = refund.TermsOf(shown), "dec-accept-2"
 	st, err := w.svc.Settle(ctx, d)
-	if err != nil || st.State != op.CompletedByThis || st.Refund.Amount != 100 || st.Decision == nil || st.Decision.By != "ops:ana" {
+	if err != nil || st.State != op.CompletedByThis || st.Row.Amount != 100 || st.Decision == nil || st.Decision.By != "ops:ana" {
 		t.Fatalf("accept: %+v, %v", st, err)
 	}
 	w.mustHold(t, ch, 900, 0, 100)
@@ -71,12 +71,12 @@ func serviceAHeldRefundIsVoided(t *testing.T, w *world) {
 	if !errors.As(err, &m) || shown.Amount != 1000 {
 		t.Fatalf("peek: %+v, %v; want the mismatch", shown, err)
 	}
-	accept := refund.Decision{PK: rec.PK, Instance: rec.DownstreamKey, Action: idem.SettleAccept, By: "ops:ana", ID: "dec-accept-3", Terms: shown}
+	accept := op.Decision{PK: rec.PK, Instance: rec.DownstreamKey, Action: idem.SettleAccept, By: "ops:ana", ID: "dec-accept-3", Terms: refund.TermsOf(shown)}
 	if st, err := w.svc.Settle(ctx, accept); !errors.As(err, &m) || st.State != op.StillHeld {
 		t.Fatalf("accepting a tenfold refund: %s, %v", st.State, err)
 	}
 	mustBalance(t, w.stores.Balances, ch, 900, 100, 0)
-	void := refund.Decision{PK: rec.PK, Instance: rec.DownstreamKey, Action: idem.SettleVoidConfirmed, By: "ops:ana", ID: "dec-void-1"}
+	void := op.Decision{PK: rec.PK, Instance: rec.DownstreamKey, Action: idem.SettleVoidConfirmed, By: "ops:ana", ID: "dec-void-1"}
 	if st, err := w.svc.Settle(ctx, void); !errors.Is(err, idem.ErrTooEarly) || st.State != op.StillHeld {
 		t.Fatalf("a void within T + skew of the last lease: %s, %v", st.State, err)
 	}
@@ -120,7 +120,7 @@ func serviceAReleasedEntryIsNotBooked(t *testing.T, w *world) {
 	if !errors.As(err, &m) || m.Reason != refund.ReasonEntryDisagrees {
 		t.Fatalf("peek: %+v, %v; want the entry's disagreement", shown, err)
 	}
-	accept := refund.Decision{PK: rec.PK, Instance: rec.DownstreamKey, Action: idem.SettleAccept, By: "ops:ana", ID: "dec-accept-4", Terms: shown}
+	accept := op.Decision{PK: rec.PK, Instance: rec.DownstreamKey, Action: idem.SettleAccept, By: "ops:ana", ID: "dec-accept-4", Terms: refund.TermsOf(shown)}
 	if st, err := w.svc.Settle(ctx, accept); !errors.As(err, &m) || st.State != op.StillHeld {
 		t.Fatalf("accepting against a released entry: %s, %v", st.State, err)
 	}
@@ -128,7 +128,7 @@ func serviceAReleasedEntryIsNotBooked(t *testing.T, w *world) {
 		t.Fatalf("the refused accept wrote a row: %v", err)
 	}
 	w.clock.Advance(time.Hour)
-	void := refund.Decision{PK: rec.PK, Instance: rec.DownstreamKey, Action: idem.SettleVoidConfirmed, By: "ops:ana", ID: "dec-void-2"}
+	void := op.Decision{PK: rec.PK, Instance: rec.DownstreamKey, Action: idem.SettleVoidConfirmed, By: "ops:ana", ID: "dec-void-2"}
 	if st, err := w.svc.Settle(ctx, void); err != nil || st.State != op.ReleasedByThis {
 		t.Fatalf("void-confirmed: %s, %v", st.State, err)
 	}
