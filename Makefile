@@ -53,21 +53,27 @@ fast: $(RIE)
 	go test -count=1 -skip '^TestLint' $(FAST_PACKAGES)
 	cd cmd/benchreport && go test -count=1 ./...
 
-## lint: in every module (LINT_MODULES), gofmt -l prints nothing, go vet and staticcheck (pinned; staticcheck.conf) find nothing, and go mod tidy changes nothing
+## lint: in every module (LINT_MODULES), gofmt -l prints nothing, go vet and staticcheck (pinned; staticcheck.conf) find nothing, go mod tidy changes nothing, and dupl (pinned) finds no duplicate of 10+ lines that the module's .twins does not accept (lint/twins.sh)
 # The three modules: the service, the CDK app, the bench report's.
 LINT_MODULES ?= . infra cmd/benchreport
 STATICCHECK := bin/staticcheck
 STATICCHECK_VERSION := v0.8.2
-lint: $(STATICCHECK)
+DUPL := bin/dupl
+DUPL_VERSION := v1.1.0
+lint: $(STATICCHECK) $(DUPL)
 	@for m in $(LINT_MODULES); do \
 	  echo "lint $$m"; \
 	  files=$$(cd "$$m" && go list -f '{{$$d := .Dir}}{{range .GoFiles}}{{$$d}}/{{.}} {{end}}{{range .TestGoFiles}}{{$$d}}/{{.}} {{end}}{{range .XTestGoFiles}}{{$$d}}/{{.}} {{end}}{{range .IgnoredGoFiles}}{{$$d}}/{{.}} {{end}}' ./...); \
 	  out=$$(gofmt -l $$files); test -z "$$out" || { echo "gofmt -l (run gofmt -w):"; echo "$$out"; exit 1; }; \
 	  (cd "$$m" && go vet ./... && "$(CURDIR)/$(STATICCHECK)" ./... && go mod tidy -diff) || exit 1; \
+	  "$(CURDIR)/lint/twins.sh" "$(CURDIR)/$(DUPL)" "$$m" || exit 1; \
 	done
 
 $(STATICCHECK):
 	GOBIN=$(CURDIR)/bin go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+
+$(DUPL):
+	GOBIN=$(CURDIR)/bin go install github.com/mibk/dupl@$(DUPL_VERSION)
 
 ## chaos: the chaos run (ARGS="-intents 5000 -seed 3" to change it); exits 1 on any violation
 chaos: $(RIE)

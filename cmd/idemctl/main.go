@@ -154,7 +154,7 @@ func run(ctx context.Context, args []string, sh shell) error {
 	table := dynamo.Open(dynamodb.NewFromConfig(awsCfg), *f.table)
 	store := table.Store()
 	t := tool{
-		sh: sh, flags: f, aws: awsCfg, store: store, ledger: table.Ledger(), refunds: table.Refunds(), balances: table.Balances(), books: table.Books(),
+		sh: sh, flags: f, aws: awsCfg, store: store, ledger: table.Ledger(), refunds: table.Refunds(), rows: table.Rows(), balances: table.Balances(), books: table.Books(),
 		guard: idem.NewGuard(store, idem.Config{Now: sh.now}),
 		scope: idem.Scope{Operation: *f.operation, Account: *f.account, Key: *f.key},
 		out:   json.NewEncoder(sh.stdout),
@@ -208,6 +208,7 @@ type tool struct {
 	store    *dynamo.Store
 	ledger   *dynamo.Ledger
 	refunds  *dynamo.Refunds
+	rows     *dynamo.Rows
 	balances *dynamo.Balances
 	books    *dynamo.Books
 	guard    *idem.Guard
@@ -290,7 +291,7 @@ func (t tool) republish(ctx context.Context) error {
 	if *f.failuresQueue != "" {
 		return republishFailures(ctx, r, *f.failuresQueue)
 	}
-	return errors.Join(republishCharges(ctx, t.ledger, r, f.charges), republishRefunds(ctx, t.refunds, r, f.refunds))
+	return errors.Join(republishRows(ctx, t.rows, r, f.charges, "charges"), republishRows(ctx, t.rows, r, f.refunds, "refunds"))
 }
 
 // actions are the channel's actions by command.

@@ -17,9 +17,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/dynamo"
 	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/obs"
-	"github.com/idempotent-payments/idempay/internal/operations"
 	"github.com/idempotent-payments/idempay/internal/publish"
-	"github.com/idempotent-payments/idempay/internal/refund"
 	"github.com/idempotent-payments/idempay/internal/streamfilter"
 	"github.com/idempotent-payments/idempay/internal/topic"
 )
@@ -60,16 +58,17 @@ func newRepublisher(awsCfg aws.Config, sh shell, topicARN string, books charge.B
 	return republisher{topic: topic.New(sns.NewFromConfig(awsCfg), topicARN), books: books, sh: sh, aws: awsCfg}, nil
 }
 
-// republishCharges publishes again the captured or declined event of each
-// charge, from its ledger row, as the publisher does (publish.Row, which
-// marks a row of a region published): the path once the stream no longer
-// holds the row. Every id is tried; the error names those that failed.
-func republishCharges(ctx context.Context, ledger charge.Ledger, r republisher, chargeIDs []string) error {
+// republishRows publishes again the event of each row named (a charge's
+// captured or declined, a refund's succeeded or declined), from the row,
+// as the publisher does (publish.Row, which marks a row of a region
+// published): the path once the stream no longer holds the row. Every id
+// is tried; the error names those that failed, as noun ("charges").
+func republishRows(ctx context.Context, rows *dynamo.Rows, r republisher, ids []string, noun string) error {
 	var failed []string
-	for _, id := range chargeIDs {
-		row, err := ledger.Get(ctx, id)
+	for _, id := range ids {
+		row, err := rows.Row(ctx, id)
 		if err == nil {
-			err = publish.Row(ctx, r, r.books, operations.ChargeRow{Charge: row})
+			err = publish.Row(ctx, r, r.books, row)
 		}
 		if err != nil {
 			fmt.Fprintf(r.sh.stdout, "%s: %v\n", id, err)
@@ -77,28 +76,7 @@ func republishCharges(ctx context.Context, ledger charge.Ledger, r republisher, 
 		}
 	}
 	if len(failed) > 0 {
-		return fmt.Errorf("%d of %d charges not republished: %s", len(failed), len(chargeIDs), strings.Join(failed, " "))
-	}
-	return nil
-}
-
-// republishRefunds publishes again the succeeded or declined event of each
-// refund, from its row, as the publisher does from the row's insert.
-// Every id is tried; the error names those that failed.
-func republishRefunds(ctx context.Context, rows refund.Ledger, r republisher, refundIDs []string) error {
-	var failed []string
-	for _, id := range refundIDs {
-		row, err := rows.Get(ctx, id)
-		if err == nil {
-			err = publish.Row(ctx, r, r.books, operations.RefundRow{Refund: row}) // marks a region's row, as the publisher does
-		}
-		if err != nil {
-			fmt.Fprintf(r.sh.stdout, "%s: %v\n", id, err)
-			failed = append(failed, id)
-		}
-	}
-	if len(failed) > 0 {
-		return fmt.Errorf("%d of %d refunds not republished: %s", len(failed), len(refundIDs), strings.Join(failed, " "))
+		return fmt.Errorf("%d of %d %s not republished: %s", len(failed), len(ids), noun, strings.Join(failed, " "))
 	}
 	return nil
 }

@@ -186,18 +186,26 @@ func read(endpoint string, status int, body []byte) (Authorization, error) {
 // failure is an error that proves nothing either way. The terms are the
 // caller's to check (CheckTerms).
 func (c *Client) Lookup(ctx context.Context, key string) (Authorization, error) {
-	status, body, err := c.get(ctx, "v1", "authorizations", key)
+	return lookup(ctx, c, "lookup", EndpointLookup, read, "v1", "authorizations", key)
+}
+
+// lookup reads the path and, when it names something, decodes it with
+// read as an answer of endpoint: ErrNotFound as it is, any other failure
+// wrapped in what.
+func lookup[T any](ctx context.Context, c *Client, what, endpoint string, read func(string, int, []byte) (T, error), path ...string) (T, error) {
+	var zero T
+	status, body, err := c.get(ctx, path...)
 	if errors.Is(err, ErrNotFound) {
-		return Authorization{}, err
+		return zero, err
 	}
 	if err != nil {
-		return Authorization{}, fmt.Errorf("lookup: %w", err)
+		return zero, fmt.Errorf("%s: %w", what, err)
 	}
-	a, err := read(EndpointLookup, status, body)
+	v, err := read(endpoint, status, body)
 	if err != nil {
-		return a, fmt.Errorf("lookup: %w", err)
+		return v, fmt.Errorf("%s: %w", what, err)
 	}
-	return a, nil
+	return v, nil
 }
 
 // do sends the request build makes, with the credential, and reads the

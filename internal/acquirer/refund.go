@@ -2,7 +2,6 @@ package acquirer
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -55,18 +54,7 @@ func (c *Client) Refund(ctx context.Context, key string, req RefundRequest) (Ref
 // other failure proves nothing either way. The terms are the caller's to
 // check (CheckRefundTerms).
 func (c *Client) LookupRefund(ctx context.Context, key string) (Refund, error) {
-	status, body, err := c.get(ctx, "v1", "refunds", key)
-	if errors.Is(err, ErrNotFound) {
-		return Refund{}, err
-	}
-	if err != nil {
-		return Refund{}, fmt.Errorf("refund lookup: %w", err)
-	}
-	r, err := readRefund(EndpointRefundLookup, status, body)
-	if err != nil {
-		return r, fmt.Errorf("refund lookup: %w", err)
-	}
-	return r, nil
+	return lookup(ctx, c, "refund lookup", EndpointRefundLookup, readRefund, "v1", "refunds", key)
 }
 
 // readRefund decodes an answer of endpoint that carries a refund and

@@ -10,7 +10,9 @@ import (
 
 // TestLint runs the repository's own `make lint` on throwaway modules: a
 // clean one passes, and each planted violation fails it, naming its check.
-// So the checks make test runs on the three modules bite.
+// So the checks make test runs on the three modules bite: among them a
+// planted twin (two operations' copies of one function), which passes
+// only once .twins accepts it, and an acceptance that outlived its twin.
 func TestLint(t *testing.T) {
 	t.Parallel()
 	root, err := filepath.Abs("../..")
@@ -32,6 +34,9 @@ func TestLint(t *testing.T) {
 		{"go vet", "Sprintf", map[string]string{"b.go": "package lint\n\nimport \"fmt\"\n\n// Bad formats badly.\nfunc Bad() string { return fmt.Sprintf(\"%d\", \"x\") }\n"}},
 		{"staticcheck", "U1000", map[string]string{"b.go": "package lint\n\nfunc unused() {}\n"}},
 		{"not tidy", "-require golang.org/x/sync", map[string]string{"go.mod": goMod + "\nrequire golang.org/x/sync v0.1.0\n"}},
+		{"a twin", "twins: duplicate code", map[string]string{"charge.go": twin("Charge"), "refund.go": twin("Refund")}},
+		{"an accepted twin", "", map[string]string{"charge.go": twin("Charge"), "refund.go": twin("Refund"), ".twins": "charge.go refund.go planted, and accepted\n"}},
+		{"a stale acceptance", "no longer found", map[string]string{".twins": "charge.go refund.go accepted, and gone\n"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -55,6 +60,14 @@ func TestLint(t *testing.T) {
 			}
 		})
 	}
+}
+
+// twin is a function named name whose body is the same for every name:
+// two of them are a twin of 14 lines, as two operations' copies would be.
+func twin(name string) string {
+	return "package lint\n\n// " + name + " sums the amounts, capped.\nfunc " + name + "(xs []int) int {\n\ttotal := 0\n" +
+		"\tfor _, x := range xs {\n\t\tif x > 0 {\n\t\t\ttotal += x\n\t\t} else {\n\t\t\ttotal -= x\n\t\t}\n\t}\n" +
+		"\tif total > 100 {\n\t\treturn 100\n\t}\n\treturn total\n}\n"
 }
 
 func write(t *testing.T, dir, name, body string) {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/op"
 )
 
 // Ledger keeps the charges: one row per charge, written before the
@@ -26,31 +27,17 @@ import (
 // written. Neither is a charge: Get reads either as ErrNoCharge, and
 // neither makes an event.
 type Ledger interface {
-	// Write writes c's row unless a row for c.ID exists, and returns the
-	// row as stored: c, or the existing row, which an earlier attempt of
-	// the same intent wrote from the same authorization and which wins.
-	// Not fenced by any lease, and it may land at any time after the
-	// acquirer answered: a late writer finds the row and changes nothing,
-	// or finds the voided marker and writes nothing (ErrVoided). A held
-	// marker gives way: it is removed, if it is still one, and the row is
-	// written as any other. It may fail with idem.ErrWriteConflict,
-	// without effect (the service retries it, idem.RetryConflicts).
-	Write(ctx context.Context, c Charge) (Charge, error)
-	// Get returns charge id, ErrNoCharge when there is none,
-	// ErrUnreadableCharge when its row does not decode, or a store error.
-	// A voided marker is ErrNoCharge and ErrVoided; a held marker is a
-	// *HeldMarkerError, which is ErrNoCharge too.
-	Get(ctx context.Context, id string) (Charge, error)
+	// The rows (op.Rows): a voided marker is ErrNoCharge and ErrVoided to
+	// Get, a held marker a *HeldMarkerError, which is ErrNoCharge too; a
+	// late Write that meets the voided marker fails with ErrVoided, one
+	// that meets a held marker removes it, if it is still one, and writes
+	// the row as any other; Void is refused by a row with
+	// ErrLedgerRowExists.
+	op.Rows[Charge]
 	// Hold writes charge id's held marker, m, unless the key holds
 	// anything (a row, or a marker): then it writes nothing and returns
 	// nil. It may fail with idem.ErrWriteConflict, without effect.
 	Hold(ctx context.Context, id string, m HeldMarker) error
-	// Void writes charge id's voided marker, over nothing, the held
-	// marker or a voided marker (a void again), unless the charge has its
-	// row: ErrLedgerRowExists, nothing written. Once it returns nil, no
-	// row of the charge is ever written. It may fail with
-	// idem.ErrWriteConflict, without effect.
-	Void(ctx context.Context, id string) error
 }
 
 // HeldMarker is what a charge's held marker says: the account and the

@@ -10,43 +10,12 @@ import (
 
 // Operation is the service as the operator's channel and the reconciler
 // run it, through the registry of operations (op.Registry).
-func (s *Service) Operation() op.Operation { return operation{s} }
-
-type operation struct{ s *Service }
-
-func (o operation) Name() string { return Operation }
-
-func (o operation) Peek(ctx context.Context, pk string) (op.Terms, error) {
-	auth, err := o.s.Peek(ctx, pk)
-	return TermsOf(auth), err
-}
-
-func (o operation) Reconcile(ctx context.Context, pk string) (op.Reconciled, error) {
-	return o.s.Reconcile(ctx, pk)
-}
-
-func (o operation) Settle(ctx context.Context, d op.Decision) (op.Settled[*op.Terms], error) {
-	return settled(o.s.Settle(ctx, d))
-}
-
-func (o operation) ReadBack(ctx context.Context, d op.Decision) (op.Settled[*op.Terms], error) {
-	return settled(o.s.ReadBack(ctx, d))
-}
-
-func (o operation) RowTerms(ctx context.Context, rec *idem.Record) *op.Terms {
-	if res := o.s.Get(ctx, rec.Account, ID(rec.DownstreamKey)); res.Outcome == op.Found {
-		return rowTerms(res.Charge)
-	}
-	return nil
-}
-
-// settled is st, with its row's terms when it has a row.
-func settled(st op.Settled[Charge], err error) (op.Settled[*op.Terms], error) {
-	out := op.Settled[*op.Terms]{Settlement: st.Settlement}
-	if st.Row.ID != "" {
-		out.Row = rowTerms(st.Row)
-	}
-	return out, err
+func (s *Service) Operation() op.Operation {
+	return op.Adapt(s, op.Kind[Charge, acquirer.Authorization]{Name: Operation, AnswerTerms: TermsOf, RowTerms: rowTerms,
+		RowOf: func(ctx context.Context, rec *idem.Record) (Charge, bool) {
+			res := s.Get(ctx, rec.Account, ID(rec.DownstreamKey))
+			return res.Charge, res.Outcome == op.Found
+		}})
 }
 
 // TermsOf are the acquirer's authorization auth as an operator is shown it.
@@ -54,6 +23,10 @@ func TermsOf(auth acquirer.Authorization) op.Terms {
 	return op.Terms{AuthorizationID: auth.ID, Status: auth.Status, Amount: auth.Amount, Currency: auth.Currency}
 }
 
+// rowTerms are the terms charge row c states, nil for no row.
 func rowTerms(c Charge) *op.Terms {
+	if c.ID == "" {
+		return nil
+	}
 	return &op.Terms{AuthorizationID: c.AuthorizationID, Status: c.Status, Amount: c.Amount, Currency: c.Currency}
 }

@@ -145,8 +145,19 @@ type Input struct {
 	Source string
 }
 
+// endedEarly is the result of a call that ended before its answer.
+func endedEarly(e op.Early) Result {
+	return Result{Outcome: e.Outcome, Reason: e.Reason, RetryAfter: e.RetryAfter, WaitOut: e.WaitOut}
+}
+
 // Codes are how a charge's outcomes read: its own pending code.
 var Codes = op.Codes{Pending: op.CodeChargeOutcomePending}
+
+// Lookups are the lookups every operation answers alike (op.Lookups),
+// with cfg's delays.
+func (cfg Config) Lookups(guard *idem.Guard) op.Lookups {
+	return op.Lookups{Guard: guard, RetryAfter: cfg.RetryAfter, HeldRetryAfter: cfg.HeldRetryAfter, Logger: cfg.Logger}
+}
 
 // Result is what one call came to; Outcome says which fields are set.
 type Result struct {
@@ -586,17 +597,8 @@ func (s *Service) row(ctx context.Context, account, id string) Result {
 // rowResult is what a read of a ledger row (ch, err) answers account: a
 // marker, another account's row and an unreadable one are NotFound.
 func (s *Service) rowResult(ctx context.Context, account string, ch Charge, err error) Result {
-	switch {
-	case errors.Is(err, ErrNoCharge):
-		return Result{Outcome: op.NotFound}
-	case errors.Is(err, ErrUnreadableCharge):
-		s.cfg.Logger.ErrorContext(ctx, "get charge: unreadable ledger row", "error", err)
-		return Result{Outcome: op.NotFound}
-	case err != nil:
-		s.cfg.Logger.ErrorContext(ctx, "get charge failed", "error", err)
-		return Result{Outcome: op.Unavailable, RetryAfter: s.cfg.RetryAfter}
-	case ch.Account != account:
-		return Result{Outcome: op.NotFound}
+	if early := s.cfg.Lookups(s.guard).Answer(ctx, Operation, account, op.RowRead{Account: ch.Account, Err: err, None: ErrNoCharge, Unreadable: ErrUnreadableCharge}); early != nil {
+		return endedEarly(*early)
 	}
 	return Result{Outcome: op.Found, Charge: ch}
 }
@@ -662,32 +664,13 @@ func (s *Service) recordOf(ctx context.Context, account, key, id string) (res Re
 // event can arrive before its record completes (the row is written
 // first): a lookup just after it may still answer InFlight.
 func (s *Service) ByKey(ctx context.Context, account, key string) Result {
-	if err := idem.ValidateAccount(account); err != nil {
-		return Result{Outcome: op.AccountInvalid, Reason: err.Error()}
-	}
-	scope := idem.Scope{Operation: Operation, Account: account, Key: key}
-	rec, err := s.guard.Find(ctx, scope)
-	var inFlight *idem.InFlightError
-	switch {
-	case errors.Is(err, idem.ErrKeyMissing):
-		return Result{Outcome: op.KeyMissing}
-	case errors.Is(err, idem.ErrKeyInvalid):
-		return Result{Outcome: op.KeyInvalid, Reason: err.Error()}
-	case errors.Is(err, idem.ErrNotFound):
-		return Result{Outcome: op.NotFound}
-	case errors.As(err, &inFlight):
-		return Result{Outcome: op.InFlight, RetryAfter: inFlight.RetryAfter, WaitOut: max(inFlight.WaitOut, inFlight.RetryAfter)}
-	case errors.Is(err, idem.ErrHeld):
-		return s.held()
-	case err != nil:
-		s.cfg.Logger.ErrorContext(ctx, "lookup by key failed", "error", err)
-		return Result{Outcome: op.Unavailable, RetryAfter: s.cfg.RetryAfter}
-	}
-	// The record completed: its row is the answer (no second look at the
-	// record, as Get takes).
-	res := s.row(obs.WithAttrs(ctx, slog.String("record", idem.Ref(rec.PK))), account, ID(rec.DownstreamKey))
-	res.Record = idem.Ref(rec.PK)
-	return res
+	return op.ByKey(ctx, s.cfg.Lookups(s.guard), Operation, account, key, endedEarly, func(ctx context.Context, rec *idem.Record) Result {
+		// The record completed: its row is the answer (no second look at
+		// the record, as Get takes).
+		res := s.row(ctx, account, ID(rec.DownstreamKey))
+		res.Record = idem.Ref(rec.PK)
+		return res
+	})
 }
 
 // lookup asks the acquirer what it knows of the lease's downstream key,

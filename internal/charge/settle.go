@@ -40,13 +40,7 @@ func (s *Service) Record(ctx context.Context, pk string) (*idem.Record, error) {
 func (s *Service) settler() op.Settler[Charge] {
 	return op.Settler[Charge]{
 		Guard: s.guard, Operation: Operation, NotItsRecord: ErrNotAChargeRecord, Now: s.cfg.Now, Logger: s.cfg.Logger,
-		Row: func(ctx context.Context, downstreamKey string) (Charge, bool, error) {
-			row, err := s.ledger.Get(ctx, ID(downstreamKey))
-			if errors.Is(err, ErrNoCharge) {
-				return Charge{}, false, nil
-			}
-			return row, err == nil, err
-		},
+		Row:    op.RowOf[Charge](s.ledger, ID, ErrNoCharge),
 		Accept: s.accept, VoidConfirmed: s.voidConfirmed,
 	}
 }

@@ -6,12 +6,9 @@ package dynamo
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
-	"time"
 
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idempotent-payments/idempay/internal/charge"
@@ -23,28 +20,16 @@ import (
 // marker under its key.
 const rowType = tabledef.ChargeRowType
 
-// row is the item layout. The amount is a number, in minor units.
+// row is the item layout of a charge's row (besides rowCommon's). The
+// amount is a number, in minor units.
 type row struct {
-	PK              string `dynamodbav:"pk"`
-	Type            string `dynamodbav:"type"`
-	ID              string `dynamodbav:"id"`
-	Account         string `dynamodbav:"account"`
+	rowCommon
 	IdempotencyKey  string `dynamodbav:"idempotency_key,omitempty"`
-	Source          string `dynamodbav:"source,omitempty"`
-	Status          string `dynamodbav:"status"`
 	Amount          amount `dynamodbav:"amount"`
-	Currency        string `dynamodbav:"currency"`
 	OrderID         string `dynamodbav:"order_id"`
 	Description     string `dynamodbav:"description"`
 	DeclineCode     string `dynamodbav:"decline_code"`
 	AuthorizationID string `dynamodbav:"authorization_id"`
-	AcquirerID      string `dynamodbav:"acquirer_id,omitempty"`
-	CreatedAt       string `dynamodbav:"created_at"` // RFC 3339, milliseconds, UTC
-	Region          string `dynamodbav:"region,omitempty"`
-	// UnpublishedShard and UnpublishedSince list a row that has a region in
-	// the unpublished index until its event is published (MarkPublished).
-	UnpublishedShard string `dynamodbav:"unpublished_shard,omitempty"`
-	UnpublishedSince int64  `dynamodbav:"unpublished_since,omitempty"` // epoch milliseconds
 }
 
 // amount decodes a number, or the decimal string rows written before the
@@ -87,24 +72,11 @@ func Key(id string) string { return tabledef.LedgerPrefix + id }
 // (charge.ErrVoided).
 func (l *Ledger) Write(ctx context.Context, c charge.Charge) (charge.Charge, error) {
 	r := row{
-		PK: Key(c.ID), Type: rowType, ID: c.ID, Account: c.Account, IdempotencyKey: c.IdempotencyKey, Source: c.Source, Status: c.Status,
-		Amount: amount(c.Amount), Currency: c.Currency, OrderID: c.OrderID, Description: c.Description,
-		DeclineCode: c.DeclineCode, AuthorizationID: c.AuthorizationID, AcquirerID: c.AcquirerID,
-		CreatedAt: c.CreatedAt.UTC().Format(time.RFC3339Nano), Region: c.Region,
+		rowCommon:      commonOf(Key(c.ID), rowType, c.ID, c.Account, c.Source, c.Status, c.Currency, c.AcquirerID, c.CreatedAt, c.Region),
+		IdempotencyKey: c.IdempotencyKey, Amount: amount(c.Amount), OrderID: c.OrderID, Description: c.Description,
+		DeclineCode: c.DeclineCode, AuthorizationID: c.AuthorizationID,
 	}
-	if c.Region != "" {
-		r.UnpublishedShard, r.UnpublishedSince = shardOf(c.ID), c.CreatedAt.UnixMilli()
-	}
-	old, exists, err := putRow(ctx, l.api, l.table, Key(c.ID), r)
-	switch {
-	case errors.Is(err, errVoided):
-		return charge.Charge{}, fmt.Errorf("put charge %s: %w", idem.Ref(c.ID), charge.ErrVoided)
-	case err != nil:
-		return charge.Charge{}, fmt.Errorf("put charge: %w", err)
-	case exists:
-		return decode(c.ID, old)
-	}
-	return c, nil
+	return writeRow(ctx, l.api, l.table, r, r.rowCommon, "charge", charge.ErrVoided, decode, c)
 }
 
 // Get implements charge.Ledger with a strongly consistent GetItem.
@@ -155,15 +127,9 @@ func (l *Ledger) Void(ctx context.Context, id string) error {
 // decode reads charge id's row; anything else is ErrUnreadableCharge.
 func decode(id string, item map[string]types.AttributeValue) (charge.Charge, error) {
 	var r row
-	if err := attributevalue.UnmarshalMap(item, &r); err != nil {
-		return charge.Charge{}, fmt.Errorf("charge %s: %w: %w", idem.Ref(id), charge.ErrUnreadableCharge, err)
-	}
-	if r.Type != rowType || r.ID != id {
-		return charge.Charge{}, fmt.Errorf("charge %s: %w: not a ledger row", idem.Ref(id), charge.ErrUnreadableCharge)
-	}
-	created, err := time.Parse(time.RFC3339Nano, r.CreatedAt)
+	created, err := readRow(item, &r, &r.rowCommon, id, rowType)
 	if err != nil {
-		return charge.Charge{}, fmt.Errorf("charge %s: %w: created_at: %w", idem.Ref(id), charge.ErrUnreadableCharge, err)
+		return charge.Charge{}, fmt.Errorf("charge %s: %w: %w", idem.Ref(id), charge.ErrUnreadableCharge, err)
 	}
 	return charge.Charge{
 		ID: r.ID, Account: r.Account, IdempotencyKey: r.IdempotencyKey, Source: r.Source, Status: r.Status, Amount: int64(r.Amount), Currency: r.Currency,

@@ -2,8 +2,11 @@ package dynamo
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idempotent-payments/idempay/internal/charge"
@@ -24,26 +27,28 @@ type rowLayout struct {
 // rowLayouts are the layouts by operation (operations.Registration.Name):
 // TestEveryOperationHasARowLayout holds them equal to the registrations.
 var rowLayouts = map[string]rowLayout{
-	charge.Operation: {
+	charge.Operation: layout(decode, func(t *Table) getter[charge.Charge] { return t.Ledger().Get },
+		func(c charge.Charge) outbox.Row { return operations.ChargeRow{Charge: c} }),
+	refund.Operation: layout(decodeRefund, func(t *Table) getter[refund.Refund] { return t.Refunds().Get },
+		func(r refund.Refund) outbox.Row { return operations.RefundRow{Refund: r} }),
+}
+
+// getter reads a row by its id, as an operation's ledger does.
+type getter[R any] func(ctx context.Context, id string) (R, error)
+
+// layout is the rowLayout of rows R: decoded by decode, read by the
+// ledger's get, seen by the outbox as wrap makes them.
+func layout[R any](decode func(string, map[string]types.AttributeValue) (R, error), get func(*Table) getter[R], wrap func(R) outbox.Row) rowLayout {
+	return rowLayout{
 		decode: func(id string, item map[string]types.AttributeValue) (outbox.Row, error) {
-			c, err := decode(id, item)
-			return operations.ChargeRow{Charge: c}, err
+			r, err := decode(id, item)
+			return wrap(r), err
 		},
 		get: func(ctx context.Context, t *Table, id string) (outbox.Row, error) {
-			c, err := t.Ledger().Get(ctx, id)
-			return operations.ChargeRow{Charge: c}, err
+			r, err := get(t)(ctx, id)
+			return wrap(r), err
 		},
-	},
-	refund.Operation: {
-		decode: func(id string, item map[string]types.AttributeValue) (outbox.Row, error) {
-			r, err := decodeRefund(id, item)
-			return operations.RefundRow{Refund: r}, err
-		},
-		get: func(ctx context.Context, t *Table, id string) (outbox.Row, error) {
-			r, err := t.Refunds().Get(ctx, id)
-			return operations.RefundRow{Refund: r}, err
-		},
-	},
+	}
 }
 
 // layoutOf is the layout of the rows of reg's operation; a registration
@@ -84,4 +89,75 @@ func rowKey(id string) string {
 		return reg.RowKeyPrefix + id
 	}
 	return id
+}
+
+// rowCommon are the attributes every operation's row has: its key, its
+// type (which tells it from any other item in a scan, and from a marker
+// under its key), who asked, the outcome's status and currency, the
+// acquirer, when, and, written with a region, its listing in the
+// unpublished index until its event is published (Books.MarkPublished).
+// An operation's row embeds it, whose attributes sit beside its own.
+type rowCommon struct {
+	PK         string `dynamodbav:"pk"`
+	Type       string `dynamodbav:"type"`
+	ID         string `dynamodbav:"id"`
+	Account    string `dynamodbav:"account"`
+	Source     string `dynamodbav:"source,omitempty"`
+	Status     string `dynamodbav:"status"`
+	Currency   string `dynamodbav:"currency"`
+	AcquirerID string `dynamodbav:"acquirer_id,omitempty"`
+	CreatedAt  string `dynamodbav:"created_at"` // RFC 3339, milliseconds, UTC
+	Region     string `dynamodbav:"region,omitempty"`
+	// UnpublishedShard and UnpublishedSince list a row that has a region.
+	UnpublishedShard string `dynamodbav:"unpublished_shard,omitempty"`
+	UnpublishedSince int64  `dynamodbav:"unpublished_since,omitempty"` // epoch milliseconds
+}
+
+// commonOf is rowCommon of the row id at key, of type typ.
+func commonOf(key, typ, id, account, source, status, currency, acquirerID string, created time.Time, region string) rowCommon {
+	c := rowCommon{
+		PK: key, Type: typ, ID: id, Account: account, Source: source, Status: status, Currency: currency, AcquirerID: acquirerID,
+		CreatedAt: created.UTC().Format(time.RFC3339Nano), Region: region,
+	}
+	if region != "" {
+		c.UnpublishedShard, c.UnpublishedSince = shardOf(id), created.UnixMilli()
+	}
+	return c
+}
+
+// writeRow writes item, a row whose common attributes are c, with one
+// PutItem conditioned on its key's holding no row (putRow), and returns
+// the row as stored: want, or the row already there (decoded), which
+// wins. A voided marker refuses it (voided); noun names the row in
+// errors.
+func writeRow[R any](ctx context.Context, api API, table string, item any, c rowCommon, noun string, voided error,
+	decode func(string, map[string]types.AttributeValue) (R, error), want R) (R, error) {
+	var zero R
+	old, exists, err := putRow(ctx, api, table, c.PK, item)
+	switch {
+	case errors.Is(err, errVoided):
+		return zero, fmt.Errorf("put %s %s: %w", noun, idem.Ref(c.ID), voided)
+	case err != nil:
+		return zero, fmt.Errorf("put %s: %w", noun, err)
+	case exists:
+		return decode(c.ID, old)
+	}
+	return want, nil
+}
+
+// readRow decodes item into row, whose common attributes are c, and
+// checks it is a row of type typ and id: its creation time, or why it
+// does not read.
+func readRow(item map[string]types.AttributeValue, row any, c *rowCommon, id, typ string) (time.Time, error) {
+	if err := attributevalue.UnmarshalMap(item, row); err != nil {
+		return time.Time{}, err
+	}
+	if c.Type != typ || c.ID != id {
+		return time.Time{}, fmt.Errorf("not a %s row", typ)
+	}
+	created, err := time.Parse(time.RFC3339Nano, c.CreatedAt)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("created_at: %w", err)
+	}
+	return created, nil
 }

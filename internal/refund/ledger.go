@@ -1,11 +1,11 @@
 package refund
 
 import (
-	"context"
 	"errors"
 	"time"
 
 	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/op"
 )
 
 // Refund is the row of one refund the acquirer decided, succeeded or
@@ -49,21 +49,11 @@ type Refund struct {
 // releases the refund (Void), as charge.Ledger's does for a charge: after
 // it no row of that refund is ever written.
 type Ledger interface {
-	// Write writes r's row unless a row for r.ID exists, and returns the
-	// row as stored: r, or the existing row, which an earlier attempt of
-	// the same intent wrote from the same refund and which wins. Fenced by
-	// no lease, it may land at any time after the acquirer answered; one
-	// that meets the voided marker writes nothing (ErrVoided).
-	Write(ctx context.Context, r Refund) (Refund, error)
-	// Get returns refund id, ErrNoRefund when there is none (also, with
-	// ErrVoided, when its key holds the voided marker),
-	// ErrUnreadableRefund when its row does not decode, or a store error.
-	Get(ctx context.Context, id string) (Refund, error)
-	// Void writes refund id's voided marker, over nothing or a voided
-	// marker (a void again), unless the refund has its row: ErrRowExists,
-	// nothing written. It may fail with idem.ErrWriteConflict, without
-	// effect.
-	Void(ctx context.Context, id string) error
+	// The rows (op.Rows): Get reads a voided marker as ErrNoRefund and
+	// ErrVoided, an unreadable row as ErrUnreadableRefund; a late Write
+	// that meets the voided marker fails with ErrVoided; Void is refused
+	// by a row with ErrRowExists.
+	op.Rows[Refund]
 }
 
 // Errors of a Ledger.

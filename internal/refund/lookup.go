@@ -2,7 +2,6 @@ package refund
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 
 	"github.com/idempotent-payments/idempay/internal/idem"
@@ -23,17 +22,8 @@ func (s *Service) Get(ctx context.Context, account, id string) Result {
 	}
 	ctx = obs.WithAttrs(ctx, slog.String("record", idem.Ref(id)))
 	r, err := s.ledger.Get(ctx, id)
-	switch {
-	case errors.Is(err, ErrNoRefund):
-		return Result{Outcome: op.NotFound}
-	case errors.Is(err, ErrUnreadableRefund):
-		s.cfg.Logger.ErrorContext(ctx, "get refund: unreadable row", "error", err)
-		return Result{Outcome: op.NotFound}
-	case err != nil:
-		s.cfg.Logger.ErrorContext(ctx, "get refund failed", "error", err)
-		return Result{Outcome: op.Unavailable, RetryAfter: s.cfg.RetryAfter}
-	case r.Account != account:
-		return Result{Outcome: op.NotFound}
+	if early := s.cfg.Lookups(s.guard).Answer(ctx, Operation, account, op.RowRead{Account: r.Account, Err: err, None: ErrNoRefund, Unreadable: ErrUnreadableRefund}); early != nil {
+		return endedEarly(*early)
 	}
 	return Result{Outcome: op.Found, Refund: r}
 }
@@ -44,29 +34,11 @@ func (s *Service) Get(ctx context.Context, account, id string) Result {
 // held, NotFound when the key has no live record or its answer has no
 // refund (the bound refused it).
 func (s *Service) ByKey(ctx context.Context, account, key string) Result {
-	if err := idem.ValidateAccount(account); err != nil {
-		return Result{Outcome: op.AccountInvalid, Reason: err.Error()}
-	}
-	rec, err := s.guard.Find(ctx, idem.Scope{Operation: Operation, Account: account, Key: key})
-	var inFlight *idem.InFlightError
-	switch {
-	case errors.Is(err, idem.ErrKeyMissing):
-		return Result{Outcome: op.KeyMissing}
-	case errors.Is(err, idem.ErrKeyInvalid):
-		return Result{Outcome: op.KeyInvalid, Reason: err.Error()}
-	case errors.Is(err, idem.ErrNotFound):
-		return Result{Outcome: op.NotFound}
-	case errors.As(err, &inFlight):
-		return Result{Outcome: op.InFlight, RetryAfter: inFlight.RetryAfter, WaitOut: max(inFlight.WaitOut, inFlight.RetryAfter)}
-	case errors.Is(err, idem.ErrHeld):
-		return Result{Outcome: op.Held, RetryAfter: s.cfg.HeldRetryAfter}
-	case err != nil:
-		s.cfg.Logger.ErrorContext(ctx, "refund lookup by key failed", "error", err)
-		return Result{Outcome: op.Unavailable, RetryAfter: s.cfg.RetryAfter}
-	}
-	res := s.Get(obs.WithAttrs(ctx, slog.String("record", idem.Ref(rec.PK))), account, ID(rec.DownstreamKey))
-	res.Record = idem.Ref(rec.PK)
-	return res
+	return op.ByKey(ctx, s.cfg.Lookups(s.guard), Operation, account, key, endedEarly, func(ctx context.Context, rec *idem.Record) Result {
+		res := s.Get(ctx, account, ID(rec.DownstreamKey))
+		res.Record = idem.Ref(rec.PK)
+		return res
+	})
 }
 
 // Refunded is what charge id's succeeded refunds add up to: one read of

@@ -78,3 +78,8 @@ type Result struct {
 	// Attempt is the lease's attempt when this request owned the key.
 	Attempt int
 }
+
+// endedEarly is the result of a call that ended before its answer.
+func endedEarly(e op.Early) Result {
+	return Result{Outcome: e.Outcome, Reason: e.Reason, RetryAfter: e.RetryAfter, WaitOut: e.WaitOut}
+}

@@ -28,13 +28,7 @@ var (
 func (s *Service) settler() op.Settler[Refund] {
 	return op.Settler[Refund]{
 		Guard: s.guard, Operation: Operation, NotItsRecord: ErrNotARefundRecord, Now: s.cfg.Now, Logger: s.cfg.Logger,
-		Row: func(ctx context.Context, downstreamKey string) (Refund, bool, error) {
-			row, err := s.ledger.Get(ctx, ID(downstreamKey))
-			if errors.Is(err, ErrNoRefund) {
-				return Refund{}, false, nil
-			}
-			return row, err == nil, err
-		},
+		Row:    op.RowOf[Refund](s.ledger, ID, ErrNoRefund),
 		Accept: s.accept, VoidConfirmed: s.voidConfirmed,
 	}
 }

@@ -31,11 +31,18 @@ func (s *Server) Authorize(_ context.Context, key string, req acquirer.Request) 
 
 // Lookup is GET /v1/authorizations/{key} in process.
 func (s *Server) Lookup(_ context.Context, key string) (acquirer.Authorization, error) {
+	return lookupIn(s, s.byKey, key, func(r stored) acquirer.Authorization { return r.auth })
+}
+
+// lookupIn is what m, one of s's maps, holds under key, read by answer
+// under s's lock: acquirer.ErrNotFound for nothing.
+func lookupIn[R, T any](s *Server, m map[string]R, key string, answer func(R) T) (T, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	rec, ok := s.byKey[key]
+	rec, ok := m[key]
 	if !ok {
-		return acquirer.Authorization{}, acquirer.ErrNotFound
+		var zero T
+		return zero, acquirer.ErrNotFound
 	}
-	return rec.auth, nil
+	return answer(rec), nil
 }

@@ -169,11 +169,5 @@ func (s *Server) Refund(_ context.Context, key string, req acquirer.RefundReques
 
 // LookupRefund is GET /v1/refunds/{key} in process.
 func (s *Server) LookupRefund(_ context.Context, key string) (acquirer.Refund, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	rec, ok := s.refunds[key]
-	if !ok {
-		return acquirer.Refund{}, acquirer.ErrNotFound
-	}
-	return rec.refund, nil
+	return lookupIn(s, s.refunds, key, func(r storedRefund) acquirer.Refund { return r.refund })
 }
