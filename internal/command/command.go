@@ -122,10 +122,18 @@ func (c Command) Encode() (string, error) {
 // (idem.ParsePK); none has another's members. The charge id is taken as
 // given: the refund service checks it. Every refusal is a *strictjson.Error; one whose
 // Field starts with "request/" lies inside the charge request (see
-// RequestError).
+// RequestError), and comes with the command's Type when the type was read
+// before the request.
 func Decode(body string) (Command, error) {
 	var w wire
 	if err := strictjson.Unmarshal([]byte(body), &w); err != nil {
+		// The decoder reads in order: a charge or refund command's type,
+		// which Encode writes before the request, comes with an error
+		// inside the request (RequestError), so its refusal is told as
+		// that operation's; nothing else read before an error is kept.
+		if t := Type(w.Type); (t == TypeCharge || t == TypeRefund) && isRequestError(err) {
+			return Command{Type: t}, err
+		}
 		return Command{}, err
 	}
 	refuse := func(field, message string) (Command, error) {
@@ -184,6 +192,11 @@ func Decode(body string) (Command, error) {
 // error the decoder met while inside its value ({not json}, a trailing
 // comma, "amount":01) is the request's; one in the envelope around it is
 // not.
+func isRequestError(err error) bool {
+	_, in := RequestError(err)
+	return in
+}
+
 func RequestError(err error) (*strictjson.Error, bool) {
 	var e *strictjson.Error
 	if !errors.As(err, &e) {

@@ -17,7 +17,6 @@ import (
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/obs"
 	"github.com/idempotent-payments/idempay/internal/op"
-	"github.com/idempotent-payments/idempay/internal/operations"
 	"github.com/idempotent-payments/idempay/internal/refund"
 )
 
@@ -161,11 +160,8 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 				if v.rejectCode != "" && done {
 					values[obs.MetricDeadLettered] = 1
 				}
-				if v.operation == refund.Operation {
-					values[obs.MetricRefunds] = 1
-					if v.outcome == obs.OutcomeAcquirerMismatch {
-						values[obs.MetricRefundMismatches] = 1
-					}
+				if m := queuedOf(v).metrics; m != nil {
+					m(v, values)
 				}
 				h.Metrics.Record(v.outcome, values)
 			}
@@ -185,11 +181,7 @@ func (h *Handler) settle(ctx context.Context, in Inbox, msg events.SQSMessage, v
 	switch {
 	case v.rejectCode != "":
 		if h.Outcomes != nil && in.Producer != "" {
-			rejection := event.OfRejection
-			if v.operation == refund.Operation {
-				rejection = event.OfRefundRejection
-			}
-			if err := h.Outcomes.Publish(ctx, rejection(msg.MessageId, in.Producer, v.account, v.key, v.rejectCode, h.sentAt(msg))); err != nil {
+			if err := h.Outcomes.Publish(ctx, queuedOf(v).rejection(msg.MessageId, in.Producer, v.account, v.key, v.rejectCode, h.sentAt(msg))); err != nil {
 				h.Logger.WarnContext(ctx, "publishing the rejection failed; the message will be retried", "reject_code", v.rejectCode, "error", err)
 				return false
 			}
@@ -211,7 +203,7 @@ func (h *Handler) settle(ctx context.Context, in Inbox, msg events.SQSMessage, v
 		}
 		return true
 	case v.told != "" && h.Outcomes != nil && in.Producer != "":
-		if err := h.Outcomes.Publish(ctx, event.OfRefundRejection(msg.MessageId, in.Producer, v.account, v.key, v.told, h.sentAt(msg))); err != nil {
+		if err := h.Outcomes.Publish(ctx, queuedOf(v).rejection(msg.MessageId, in.Producer, v.account, v.key, v.told, h.sentAt(msg))); err != nil {
 			h.Logger.WarnContext(ctx, "publishing a refusal failed; the message will be retried", "error", err)
 			return false
 		}
@@ -250,25 +242,6 @@ func (h *Handler) republish(ctx context.Context, v verdict) bool {
 	return true
 }
 
-// replayedEvent is the event of the row v's key names: found false with
-// the lookup's outcome in err when there is none.
-func (h *Handler) replayedEvent(ctx context.Context, v verdict) (event.Event, bool, error) {
-	if v.operation == refund.Operation {
-		res := h.Refunds.ByKey(ctx, v.account, v.key)
-		if res.Outcome != op.Found {
-			return event.Event{}, false, errors.New(res.Outcome.String())
-		}
-		e, err := operations.RefundRow{Refund: res.Refund}.RowEvent()
-		return e, true, err
-	}
-	res := h.Service.ByKey(ctx, v.account, v.key)
-	if res.Outcome != op.Found {
-		return event.Event{}, false, errors.New(res.Outcome.String())
-	}
-	e, err := operations.ChargeRow{Charge: res.Charge}.RowEvent()
-	return e, true, err
-}
-
 // sentAt is when msg was first sent (its SentTimestamp), the same on
 // every receive of it; now when SQS did not say.
 func (h *Handler) sentAt(msg events.SQSMessage) time.Time {
@@ -293,45 +266,30 @@ func (h *Handler) process(ctx context.Context, in Inbox, known bool, msg events.
 		// duplicate name, invalid UTF-8, a lone surrogate), so the envelope
 		// cannot be read past it: refused as the HTTP route refuses those
 		// bytes (VALIDATION_FAILED), before the key is looked at.
-		return verdict{outcome: op.RequestInvalid.Name(), rejectCode: string(op.CodeValidationFailed), reason: charge.DecodeError(reqErr).Error()}
+		// It is told as its operation's refusal when the command's type
+		// came before its request (as Encode writes it); a message that
+		// names no operation is told as a charge's.
+		return verdict{outcome: op.RequestInvalid.Name(), operation: operationOf(cmd.Type), rejectCode: string(op.CodeValidationFailed),
+			reason: charge.DecodeError(reqErr).Error()}
 	}
 	if err != nil {
 		return verdict{outcome: obs.OutcomeMalformed, rejectCode: rejectMalformed, reason: err.Error()}
 	}
 	if ok, why := in.Admits(cmd); !ok {
-		return verdict{outcome: obs.OutcomeProducerNotAllowed, rejectCode: rejectNotAllowed, reason: why, account: cmd.Account, key: cmd.IdempotencyKey}
+		return verdict{outcome: obs.OutcomeProducerNotAllowed, operation: operationOf(cmd.Type), rejectCode: rejectNotAllowed, reason: why,
+			account: cmd.Account, key: cmd.IdempotencyKey}
 	}
-	switch cmd.Type {
-	case command.TypeCharge:
-		var keys []string
-		if cmd.IdempotencyKey != "" {
-			keys = []string{cmd.IdempotencyKey}
-		}
-		res := h.Service.Charge(ctx, charge.Input{Account: cmd.Account, Keys: keys, Body: cmd.Request, Source: event.SourceQueue(in.Producer)})
-		v := chargeVerdictOf(res)
-		v.account, v.key = cmd.Account, cmp.Or(res.Key, cmd.IdempotencyKey)
-		return v
-	case command.TypeRefund:
-		if h.Refunds == nil { // a wiring mistake: kept, and loud
-			h.Logger.ErrorContext(ctx, "a refund command, and no refund service to run it; will retry")
-			return verdict{outcome: obs.OutcomeUnavailable, operation: refund.Operation, retry: true}
-		}
-		var keys []string
-		if cmd.IdempotencyKey != "" {
-			keys = []string{cmd.IdempotencyKey}
-		}
-		res := h.Refunds.Refund(ctx, refund.Input{Account: cmd.Account, Keys: keys, ChargeID: cmd.ChargeID, Body: cmd.Request, Source: event.SourceQueue(in.Producer)})
-		v := refundVerdictOf(res)
-		v.account, v.key = cmd.Account, cmp.Or(res.Key, cmd.IdempotencyKey)
-		if code := string(res.Refusal); code != "" && (res.Outcome == op.Executed || res.Outcome == op.Replayed) {
-			e := event.OfRefundRefusal(event.RefundRefusal{RefundID: res.RefundID, ChargeID: cmd.ChargeID, Account: cmd.Account,
-				IdempotencyKey: res.Key, Source: res.Source, Code: code, At: res.ClaimedAt})
-			v.tell, v.republish = &e, false
-		}
-		return v
-	default: // command.TypeReconcile: Decode knows no other
+	q, ok := queuedByType(cmd.Type)
+	if !ok { // command.TypeReconcile: Decode knows no other
 		return h.reconcile(ctx, cmd.PK)
 	}
+	var keys []string
+	if cmd.IdempotencyKey != "" {
+		keys = []string{cmd.IdempotencyKey}
+	}
+	v := q.run(ctx, h, in, cmd, keys)
+	v.account, v.key = cmd.Account, cmp.Or(v.key, cmd.IdempotencyKey)
+	return v
 }
 
 // reconcile runs the reconcile command of the record pk, on the service
@@ -439,20 +397,6 @@ func verdictOf(c call) verdict {
 		v.told = string(c.codes.Of(c.outcome))
 	}
 	return v
-}
-
-// chargeVerdictOf is the verdict of a charge command's result.
-func chargeVerdictOf(res charge.Result) verdict {
-	v := verdictOf(call{operation: charge.Operation, codes: charge.Codes, outcome: res.Outcome, record: res.Record, attempt: res.Attempt,
-		waitOut: res.WaitOut, errs: res.Errors, reason: res.Reason})
-	v.notSent, v.unknown = res.AcquirerNotSent, res.AcquirerUnknown
-	return v
-}
-
-// refundVerdictOf is the verdict of a refund command's result.
-func refundVerdictOf(res refund.Result) verdict {
-	return verdictOf(call{operation: refund.Operation, codes: refund.Codes, outcome: res.Outcome, record: res.Record, attempt: res.Attempt,
-		waitOut: res.WaitOut, errs: res.Errors, reason: res.Reason})
 }
 
 // refusal says why a command was refused: its field errors, as the HTTP
