@@ -76,6 +76,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/deploy"
 	"github.com/idempotent-payments/idempay/internal/dynamo"
 	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/operations"
 	"github.com/idempotent-payments/idempay/internal/operator"
 	"github.com/idempotent-payments/idempay/internal/refund"
 	"github.com/idempotent-payments/idempay/internal/setup"
@@ -142,9 +143,8 @@ func run(ctx context.Context, args []string, sh shell) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q: every value is a flag's", fs.Args())
 	}
-	switch {
-	case *f.operation != charge.Operation && *f.operation != refund.Operation:
-		return fmt.Errorf("--operation %q: want %s or %s", *f.operation, charge.Operation, refund.Operation)
+	if _, ok := operations.ByName(*f.operation); !ok {
+		return fmt.Errorf("--operation %q: want one of %s", *f.operation, strings.Join(operationNames(), ", "))
 	}
 	awsCfg, err := sh.aws(ctx, *f.region)
 	if err != nil {
@@ -416,12 +416,10 @@ func fits(cmd string, rec *idem.Record, ref string) error {
 }
 
 func question(cmd, operation, ref string, terms *operator.Terms) string {
-	switch {
-	case cmd == "void-confirmed" && operation == refund.Operation:
-		return fmt.Sprintf("Record %s is held. You had its refund voided at the acquirer: release its reservation and the key, so the client's next retry refunds anew?", ref)
-	case cmd == "void-confirmed":
-		return fmt.Sprintf("Record %s is held. You voided its charge at the acquirer: release the key, so the client's next retry charges anew?", ref)
-	case cmd == "accept":
+	switch cmd {
+	case "void-confirmed":
+		return fmt.Sprintf("Record %s is held. "+voidQuestions[operation], ref)
+	case "accept":
 		return fmt.Sprintf("Record %s is held. Complete it with the acquirer's terms: %s?", ref, termsLine(terms))
 	}
 	return fmt.Sprintf("Record %s is in flight. Have the deployment take its lease over (only if it ended more than T + skew ago), "+
@@ -610,27 +608,61 @@ func describe(ctx context.Context, ledger charge.Ledger, refunds refund.Ledger, 
 	if !rec.StaleAt.IsZero() {
 		v.StaleAt = &rec.StaleAt
 	}
-	if rec.Operation == refund.Operation {
-		describeRefund(ctx, &v, refunds, balances, rec)
-		return v
-	}
 	if rec.Response != nil {
 		v.Response = storedResponse(rec.Response)
 	}
-	// The ledger row, whatever the record's state: an in-flight or held
-	// record may have one already.
-	ch, err := ledger.Get(ctx, charge.ID(rec.DownstreamKey))
+	if d, ok := describers[rec.Operation]; ok {
+		d(ctx, &v, tables{ledger, refunds, balances}, rec)
+	}
+	return v
+}
+
+// tables are what inspect reads besides the record.
+type tables struct {
+	ledger   charge.Ledger
+	refunds  refund.Ledger
+	balances refund.Balances
+}
+
+// describers add what inspect shows of a record of each operation: its
+// row (whatever the record's state: an in-flight or held record may have
+// one already) or the marker at its key, and its place on a balance.
+// TestEveryOperationIsDescribed holds them equal to the registered
+// operations.
+var describers = map[string]func(context.Context, *view, tables, *idem.Record){
+	charge.Operation: describeCharge,
+	refund.Operation: describeRefund,
+}
+
+// voidQuestions ask an operator to confirm a void of a held record of
+// each operation, after its reference.
+var voidQuestions = map[string]string{
+	charge.Operation: "You voided its charge at the acquirer: release the key, so the client's next retry charges anew?",
+	refund.Operation: "You had its refund voided at the acquirer: release its reservation and the key, so the client's next retry refunds anew?",
+}
+
+// operationNames are the registered operations' names.
+func operationNames() []string {
+	var names []string
+	for _, r := range operations.All() {
+		names = append(names, r.Name)
+	}
+	return names
+}
+
+// describeCharge is what inspect shows of a charge's record.
+func describeCharge(ctx context.Context, v *view, t tables, rec *idem.Record) {
+	ch, err := t.ledger.Get(ctx, charge.ID(rec.DownstreamKey))
 	var held *charge.HeldMarkerError
 	switch {
 	case err == nil:
 		v.Ledger = chargeRow(ch)
-		v.Balance, v.BalanceError = balanceOf(ctx, balances, ch)
+		v.Balance, v.BalanceError = balanceOf(ctx, t.balances, ch)
 	case errors.As(err, &held):
 		v.Marker = markerHeld
 	case errors.Is(err, charge.ErrVoided):
 		v.Marker = markerVoided
 	}
-	return v
 }
 
 // The markers inspect names (view.Marker).
@@ -639,14 +671,12 @@ const (
 	markerVoided = "voided"
 )
 
-// describeRefund adds what inspect shows of a refund's record: its stored
-// answer, its refund row (whatever the record's state) and its entry on the
-// charge's balance.
-func describeRefund(ctx context.Context, v *view, refunds refund.Ledger, balances refund.Balances, rec *idem.Record) {
+// describeRefund is what inspect shows of a refund's record: its refund
+// row (whatever the record's state) and its entry on the charge's
+// balance.
+func describeRefund(ctx context.Context, v *view, t tables, rec *idem.Record) {
+	refunds, balances := t.refunds, t.balances
 	id := refund.ID(rec.DownstreamKey)
-	if rec.Response != nil {
-		v.Response = storedResponse(rec.Response)
-	}
 	// The charge is the row's, or the stored request's while the record is
 	// in flight (a completion drops the request).
 	chargeID := ""

@@ -17,6 +17,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/obs"
 	"github.com/idempotent-payments/idempay/internal/op"
+	"github.com/idempotent-payments/idempay/internal/operations"
 	"github.com/idempotent-payments/idempay/internal/refund"
 )
 
@@ -160,8 +161,8 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 				if v.rejectCode != "" && done {
 					values[obs.MetricDeadLettered] = 1
 				}
-				if m := queuedOf(v).metrics; m != nil {
-					m(v, values)
+				if reg, ok := operations.ByName(v.operation); ok {
+					reg.Count(v.outcome, values)
 				}
 				h.Metrics.Record(v.outcome, values)
 			}

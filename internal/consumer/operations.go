@@ -17,8 +17,8 @@ import (
 
 // queued is how the queue adapter carries one operation's commands: the
 // command type that names it, its door, the row a replay's event comes
-// from, its refusal's event, and its own counts on a message's metrics
-// line. Every operation that declares the queue (operations.Queue) has
+// from, and its refusal's event (its own metrics are its registration's,
+// operations.Registration.Count). Every operation that declares the queue (operations.Queue) has
 // one (TestEveryQueuedOperationIsCarried); the handler finds it here by
 // the command's type or the verdict's operation, and never branches on
 // either.
@@ -27,7 +27,6 @@ type queued struct {
 	run         func(ctx context.Context, h *Handler, in Inbox, cmd command.Command, keys []string) verdict
 	replayed    func(ctx context.Context, h *Handler, account, key string) (outbox.Row, op.Outcome)
 	rejection   func(messageID, producer, account, idempotencyKey, code string, at time.Time) event.Event
-	metrics     func(v verdict, values map[string]float64)
 }
 
 // queuedOps are the queued operations, by name.
@@ -54,12 +53,6 @@ var queuedOps = map[string]queued{
 			return operations.RefundRow{Refund: res.Refund}, res.Outcome
 		},
 		rejection: event.OfRefundRejection,
-		metrics: func(v verdict, values map[string]float64) {
-			values[obs.MetricRefunds] = 1
-			if v.outcome == obs.OutcomeAcquirerMismatch {
-				values[obs.MetricRefundMismatches] = 1
-			}
-		},
 	},
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/obs"
 	"github.com/idempotent-payments/idempay/internal/op"
+	"github.com/idempotent-payments/idempay/internal/operations"
 	"github.com/idempotent-payments/idempay/internal/refund"
 	"github.com/idempotent-payments/idempay/internal/route"
 )
@@ -343,11 +344,8 @@ func (h *Handler) observe(ctx context.Context, req request, a reply, took time.D
 			values[obs.MetricAcquirerLatencyMs] = ms(tr.acquirerLatency)
 			values[obs.MetricAcquirerErrors] = float64(tr.acquirerErrors)
 		}
-		if tr.operation == refund.Operation {
-			values[obs.MetricRefunds] = 1
-			if a.outcome == obs.OutcomeAcquirerMismatch {
-				values[obs.MetricRefundMismatches] = 1
-			}
+		if reg, ok := operations.ByName(tr.operation); ok {
+			reg.Count(a.outcome, values)
 		}
 		h.Metrics.Record(a.outcome, values)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/obs"
 	"github.com/idempotent-payments/idempay/internal/refund"
 	"github.com/idempotent-payments/idempay/internal/tabledef"
 )
@@ -48,6 +49,22 @@ type Registration struct {
 	// Held and Released are the events of its record rec, made held at
 	// at, or deleted while held (released at at).
 	Held, Released func(rec *idem.Record, at time.Time) (event.Event, error)
+	// Metric, when set, counts each of its requests and commands on their
+	// metrics line, and MismatchMetric those held on the acquirer's
+	// answer: the operation's own alarms read them (Count).
+	Metric, MismatchMetric string
+}
+
+// Count adds the operation's own counts to the values of one request or
+// command that came to outcome.
+func (r Registration) Count(outcome obs.Outcome, values map[string]float64) {
+	if r.Metric == "" {
+		return
+	}
+	values[r.Metric] = 1
+	if outcome == obs.OutcomeAcquirerMismatch && r.MismatchMetric != "" {
+		values[r.MismatchMetric] = 1
+	}
 }
 
 // Carries reports whether t carries the operation.
@@ -66,6 +83,7 @@ var all = []Registration{
 		Triggers: []Trigger{HTTP, Queue, Operator, Stream, Reconciler, Backstop},
 		Events:   []event.Type{event.RefundSucceeded, event.RefundDeclined, event.RefundHeld, event.RefundReleased, event.RefundRejected},
 		Held:     refundHeld, Released: refundReleased,
+		Metric: obs.MetricRefunds, MismatchMetric: obs.MetricRefundMismatches,
 	},
 }
 
