@@ -33,6 +33,14 @@ const (
 	TypeReconcile Type = "reconcile"
 )
 
+// shape is what a command of an operation carries beside its account,
+// key and request: the charge it acts on (a refund's) or not (a
+// charge's). The operations' commands are the types listed here; Encode,
+// Decode and Inbox.Admits read this table and never an operation's name.
+type shape struct{ chargeID bool }
+
+var shapes = map[Type]shape{TypeCharge: {}, TypeRefund: {chargeID: true}}
+
 // Command is one message. Type says which of the other fields are set.
 type Command struct {
 	Type Type
@@ -82,8 +90,9 @@ type wire struct {
 // a PK that is not an idempotency record's, a Request that is not one JSON value.
 func (c Command) Encode() (string, error) {
 	w := wire{Type: string(c.Type)}
-	switch c.Type {
-	case TypeCharge, TypeRefund:
+	sh, operation := shapes[c.Type]
+	switch {
+	case operation:
 		if !jsontext.Value(c.Request).IsValid(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)) {
 			return "", fmt.Errorf("encode %s command: the request is not one JSON value", c.Type)
 		}
@@ -91,10 +100,10 @@ func (c Command) Encode() (string, error) {
 		if c.IdempotencyKey != "" {
 			w.IdempotencyKey = &c.IdempotencyKey
 		}
-		if c.Type == TypeRefund {
+		if sh.chargeID {
 			w.ChargeID = &c.ChargeID
 		}
-	case TypeReconcile:
+	case c.Type == TypeReconcile:
 		if _, err := idem.ParsePK(c.PK); err != nil {
 			return "", fmt.Errorf("encode reconcile command: pk: %w", err)
 		}
@@ -106,7 +115,7 @@ func (c Command) Encode() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("encode %s command: %w", c.Type, err)
 	}
-	if c.Type == TypeCharge || c.Type == TypeRefund {
+	if operation {
 		// The request goes last and byte for byte: the marshaler would
 		// compact it and rewrite what it cannot represent.
 		b = append(append(append(b[:len(b)-1], `,"request":`...), c.Request...), '}')
@@ -131,7 +140,7 @@ func Decode(body string) (Command, error) {
 		// which Encode writes before the request, comes with an error
 		// inside the request (RequestError), so its refusal is told as
 		// that operation's; nothing else read before an error is kept.
-		if t := Type(w.Type); (t == TypeCharge || t == TypeRefund) && isRequestError(err) {
+		if t := Type(w.Type); isOperation(t) && isRequestError(err) {
 			return Command{Type: t}, err
 		}
 		return Command{}, err
@@ -139,16 +148,18 @@ func Decode(body string) (Command, error) {
 	refuse := func(field, message string) (Command, error) {
 		return Command{}, &strictjson.Error{Field: field, Message: message}
 	}
-	switch t := Type(w.Type); t {
-	case TypeCharge, TypeRefund:
+	t := Type(w.Type)
+	sh, operation := shapes[t]
+	switch {
+	case operation:
 		switch {
 		case w.PK != nil:
 			return refuse("pk", "not a member of a "+string(t)+" command")
-		case t == TypeCharge && w.ChargeID != nil:
-			return refuse("charge_id", "not a member of a charge command")
+		case !sh.chargeID && w.ChargeID != nil:
+			return refuse("charge_id", "not a member of a "+string(t)+" command")
 		case w.Account == nil:
 			return refuse("account", "required")
-		case t == TypeRefund && w.ChargeID == nil:
+		case sh.chargeID && w.ChargeID == nil:
 			return refuse("charge_id", "required")
 		case w.Request == nil:
 			return refuse("request", "required")
@@ -161,7 +172,7 @@ func Decode(body string) (Command, error) {
 			c.ChargeID = *w.ChargeID
 		}
 		return c, nil
-	case TypeReconcile:
+	case t == TypeReconcile:
 		switch {
 		case w.Account != nil:
 			return refuse("account", "not a member of a reconcile command")
@@ -178,7 +189,7 @@ func Decode(body string) (Command, error) {
 			return refuse("pk", err.Error())
 		}
 		return Reconcile(*w.PK), nil
-	case "":
+	case t == "":
 		return refuse("type", "required")
 	}
 	return refuse("type", `must be "charge", "refund" or "reconcile"`)

@@ -50,7 +50,7 @@ func (in Inbox) Admits(c Command) (bool, string) {
 		return false, "the reconcile queue carries reconcile commands only"
 	case in.Reconcile:
 		return true, ""
-	case c.Type != TypeCharge && c.Type != TypeRefund:
+	case !isOperation(c.Type):
 		return false, fmt.Sprintf("producer %s may send charge and refund commands only", in.Producer)
 	case !slices.Contains(in.Accounts, c.Account):
 		return false, fmt.Sprintf("producer %s may not charge or refund that account", in.Producer)
@@ -108,4 +108,11 @@ func checkInboxes(inboxes []Inbox) error {
 		seen[in.ARN] = true
 	}
 	return nil
+}
+
+// isOperation reports whether t is an operation's command (a charge's, a
+// refund's), not the sweeper's.
+func isOperation(t Type) bool {
+	_, ok := shapes[t]
+	return ok
 }

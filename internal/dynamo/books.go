@@ -16,6 +16,7 @@ import (
 
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/operations"
 	"github.com/idempotent-payments/idempay/internal/tabledef"
 )
 
@@ -108,14 +109,18 @@ func unpublishedOf(item map[string]types.AttributeValue) (charge.Unpublished, er
 	pk, _ := item[tabledef.KeyAttribute].(*types.AttributeValueMemberS)
 	region, _ := item[tabledef.RegionAttribute].(*types.AttributeValueMemberS)
 	since, _ := item[tabledef.UnpublishedSinceAttribute].(*types.AttributeValueMemberN)
-	if pk == nil || !strings.HasPrefix(pk.Value, tabledef.LedgerPrefix) && !strings.HasPrefix(pk.Value, tabledef.RefundPrefix) || region == nil || since == nil {
-		return charge.Unpublished{}, fmt.Errorf("%w: an unpublished index entry without its key, region or time", charge.ErrUnreadableCharge)
+	var reg operations.Registration
+	if pk != nil {
+		reg, _ = operations.ByRowKey(pk.Value)
+	}
+	if reg.Name == "" || region == nil || since == nil {
+		return charge.Unpublished{}, fmt.Errorf("%w: an unpublished index entry without its row's key, region or time", charge.ErrUnreadableCharge)
 	}
 	ms, err := strconv.ParseInt(since.Value, 10, 64)
 	if err != nil {
 		return charge.Unpublished{}, fmt.Errorf("%w: %s: %w", charge.ErrUnreadableCharge, tabledef.UnpublishedSinceAttribute, err)
 	}
-	id := strings.TrimPrefix(strings.TrimPrefix(pk.Value, tabledef.LedgerPrefix), tabledef.RefundPrefix)
+	id := strings.TrimPrefix(pk.Value, reg.RowKeyPrefix)
 	return charge.Unpublished{ID: id, Region: region.Value, Since: time.UnixMilli(ms).UTC()}, nil
 }
 
