@@ -46,7 +46,7 @@ test: $(RIE) spin lint
 FAST_PACKAGES := ./internal/idem/ ./internal/idem/idemtest/ ./internal/charge/ ./internal/charge/chargetest/ ./internal/refund/ ./internal/refund/refundtest/ \
 	./internal/httpapi/ ./internal/strictjson/ ./internal/command/ ./internal/event/ ./internal/outbox/ ./internal/backstop/ ./internal/tabledef/ \
 	./internal/acquirer/ ./internal/sandbox/ ./internal/obs/ ./internal/setup/ ./internal/charging/ ./internal/localapi/ ./internal/archtest/ ./internal/deploy/ \
-	./functions/charge/ ./internal/scheduled/ ./internal/operator/ ./internal/consumer/ ./internal/op/ ./internal/operations/ ./internal/matrix/ ./cmd/localapi/
+	./functions/charge/ ./internal/scheduled/ ./internal/operator/ ./internal/consumer/ ./internal/op/ ./internal/operations/ ./internal/matrix/ ./internal/storetest/ ./cmd/localapi/
 fast: $(RIE)
 	@out=$$(gofmt -l $(FAST_PACKAGES)); test -z "$$out" || { echo "gofmt -l (run gofmt -w):"; echo "$$out"; exit 1; }
 	go vet $(FAST_PACKAGES)

@@ -86,7 +86,7 @@ func (s *Service) Reconcile(ctx context.Context, pk string) (op.Reconciled, erro
 // completeFromRow completes the record with the answer of a ledger row
 // already written for it.
 func (s *Service) completeFromRow(ctx context.Context, lease *idem.Lease, pk string, row Charge) (op.Reconciled, error) {
-	if err := lease.Complete(ctx, s.answer(row)); err != nil {
+	if err := lease.Complete(ctx, s.stored(row)); err != nil {
 		return op.NothingToDo, fmt.Errorf("reconcile %s: %w", idem.Ref(pk), err)
 	}
 	return op.ReconciledCompleted, nil

@@ -145,6 +145,17 @@ type Input struct {
 	Source string
 }
 
+// stored is the answer a record of ch stores: its rendering, and beside
+// it the typed result (op.Result): ch's id, and CHARGE_DECLINED for a
+// decline.
+func (s *Service) stored(ch Charge) idem.Response {
+	r := op.Result{ID: ch.ID}
+	if ch.Status == acquirer.StatusDeclined {
+		r.Code = op.CodeChargeDeclined
+	}
+	return r.With(s.answer(ch))
+}
+
 // endedEarly is the result of a call that ended before its answer.
 func endedEarly(e op.Early) Result {
 	return Result{Outcome: e.Outcome, Reason: e.Reason, RetryAfter: e.RetryAfter, WaitOut: e.WaitOut}
@@ -505,7 +516,7 @@ func (s *Service) store(ctx context.Context, lease *idem.Lease, ch Charge, compl
 			"row_status", stored.Status, "status", ch.Status, "same_authorization", stored.AuthorizationID == ch.AuthorizationID,
 			"same_amount", stored.Amount == ch.Amount && stored.Currency == ch.Currency)
 	}
-	resp := s.answer(stored)
+	resp := s.stored(stored)
 	completeCtx, span := s.cfg.Tracer.Start(ctx, "idem.complete")
 	err = complete(completeCtx, resp)
 	endSpan(span, err)

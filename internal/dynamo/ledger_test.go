@@ -25,28 +25,6 @@ import (
 	"github.com/idempotent-payments/idempay/internal/sandbox"
 )
 
-func onDynamoDB(t *testing.T) (idem.Store, charge.Ledger) {
-	client := dynamotest.Client(t)
-	table := dynamotest.NewTable(t, client)
-	tbl := dynamo.Open(client, table)
-	return tbl.Store(), tbl.Ledger()
-}
-
-func TestLedgerConformance(t *testing.T) {
-	t.Parallel()
-	chargetest.RunLedgerConformance(t, onDynamoDB)
-}
-
-func TestCompletionConformance(t *testing.T) {
-	t.Parallel()
-	chargetest.RunCompletionConformance(t, onDynamoDB)
-}
-
-func TestHoldConformance(t *testing.T) {
-	t.Parallel()
-	chargetest.RunHoldConformance(t, onDynamoDB)
-}
-
 // TestRowLayout: the amount is a DynamoDB number, so the table can be
 // summed without parsing strings; a row written before that, with the
 // amount as a decimal string, still reads; a row that is not a charge is
@@ -296,14 +274,4 @@ func TestLookupByKey(t *testing.T) {
 	if !maps.Equal(n, map[string]int{"PutItem": 2, "UpdateItem": 1}) { // the two claims and the hold
 		t.Errorf("writes %v: a lookup wrote", n)
 	}
-}
-
-func TestBooksConformance(t *testing.T) {
-	t.Parallel()
-	chargetest.RunBooksConformance(t, func(t *testing.T) (charge.Ledger, charge.Books) {
-		client := dynamotest.Client(t)
-		table := dynamotest.NewTableFor(t, client, false)
-		tbl := dynamo.Open(client, table)
-		return tbl.Ledger(), tbl.Books()
-	})
 }

@@ -48,6 +48,7 @@ type record struct {
 	ResponseStatus    int               `dynamodbav:"response_status,omitempty"`
 	ResponseHeaders   map[string]string `dynamodbav:"response_headers,omitempty"`
 	ResponseBody      []byte            `dynamodbav:"response_body,omitempty"`
+	ResponseResult    map[string]string `dynamodbav:"response_result,omitempty"`
 	CreatedAt         int64             `dynamodbav:"created_at"`
 	ExpiresAt         int64             `dynamodbav:"expires_at,omitempty"`     // absent while held: TTL never deletes it
 	ExpiryBucket      string            `dynamodbav:"expiry_bucket,omitempty"`  // with expires_at: the expiry index's partition (idem.ExpiryBucket)
@@ -145,6 +146,7 @@ func toItem(r idem.Record) record {
 		out.ResponseStatus = r.Response.StatusCode
 		out.ResponseHeaders = r.Response.Headers
 		out.ResponseBody = r.Response.Body
+		out.ResponseResult = r.Response.Result
 	}
 	return out
 }
@@ -176,7 +178,7 @@ func fromItem(av map[string]types.AttributeValue) (*idem.Record, error) {
 		r.StaleAt = time.UnixMilli(it.StaleAt)
 	}
 	if r.Status == idem.StatusCompleted {
-		r.Response = &idem.Response{StatusCode: it.ResponseStatus, Headers: it.ResponseHeaders, Body: it.ResponseBody}
+		r.Response = &idem.Response{StatusCode: it.ResponseStatus, Headers: it.ResponseHeaders, Body: it.ResponseBody, Result: it.ResponseResult}
 	}
 	return r, nil
 }
@@ -390,7 +392,8 @@ func (s *Store) Hold(ctx context.Context, pk, token, heldToken string, h idem.Ho
 }
 
 // Complete implements idem.Store with one UpdateItem fenced on the lease:
-// it stores the response, leaves the in-flight index (REMOVE
+// it stores the response (its typed result as response_result), leaves
+// the in-flight index (REMOVE
 // inflight_shard) and drops the canonical request; with settled, it also
 // stores the settlement on the hold and the new expires_at.
 func (s *Store) Complete(ctx context.Context, pk, token string, resp idem.Response, settled *idem.Settlement, expiresAt time.Time) error {
@@ -416,6 +419,14 @@ func (s *Store) Complete(ctx context.Context, pk, token string, resp idem.Respon
 		}
 		values[":headers"] = headers
 		set += ", response_headers = :headers"
+	}
+	if len(resp.Result) > 0 { // answers stored before results store none
+		result, err := attributevalue.Marshal(resp.Result)
+		if err != nil {
+			return fmt.Errorf("encode result: %w", err)
+		}
+		values[":result"] = result
+		set += ", response_result = :result"
 	}
 	body := resp.Body
 	if body == nil {

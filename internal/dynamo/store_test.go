@@ -15,16 +15,19 @@ import (
 	"github.com/idempotent-payments/idempay/internal/dynamo"
 	"github.com/idempotent-payments/idempay/internal/dynamo/dynamotest"
 	"github.com/idempotent-payments/idempay/internal/idem"
-	"github.com/idempotent-payments/idempay/internal/idem/idemtest"
+	"github.com/idempotent-payments/idempay/internal/storetest"
 	"github.com/idempotent-payments/idempay/internal/tabledef"
 )
 
+// TestConformance: the table on DynamoDB Local passes every suite the
+// memory stores pass (storetest), each test on a table of its own,
+// without TTL as the multi-region mode has it: the expiry index the purge
+// lists is there (and TTL deletes nothing locally).
 func TestConformance(t *testing.T) {
 	client := dynamotest.Client(t)
-	// Tables without TTL, as the multi-region mode has them: the expiry
-	// index the purge lists is there (and TTL deletes nothing locally).
-	idemtest.RunConformance(t, func(t *testing.T) idem.Store {
-		return dynamo.Open(client, dynamotest.NewTableFor(t, client, false)).Store()
+	storetest.RunConformance(t, func(t *testing.T) storetest.Stores {
+		tbl := dynamo.Open(client, dynamotest.NewTableFor(t, client, false))
+		return storetest.Stores{Store: tbl.Store(), Ledger: tbl.Ledger(), Books: tbl.Books(), Balances: tbl.Balances(), Refunds: tbl.Refunds()}
 	})
 }
 

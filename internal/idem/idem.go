@@ -22,6 +22,11 @@ type Response struct {
 	StatusCode int
 	Headers    map[string]string
 	Body       []byte
+	// Result is what the answer says, typed, beside its bytes: the keys
+	// and values of the operation that stored it, for whoever acts on the
+	// answer without reading its bytes. Nil for an answer stored without
+	// one (records written before results were stored).
+	Result map[string]string
 }
 
 // Record is one idempotency record. Stores persist every field; the Guard

@@ -27,3 +27,23 @@ func FuzzRefusalOf(f *testing.F) {
 		}
 	})
 }
+
+// TestRefusalOfReadsTheTypedResultFirst: a record's typed result decides
+// (whatever its bytes say), and only a record written without one has
+// its bytes read.
+func TestRefusalOfReadsTheTypedResultFirst(t *testing.T) {
+	limit := []byte(`{"code":"REFUND_LIMIT_REACHED","status":422}`)
+	for _, c := range []struct {
+		resp idem.Response
+		want op.Code
+	}{
+		{idem.Response{StatusCode: 422, Body: limit, Result: map[string]string{"code": "REFUND_EXCEEDS_CHARGE", "id": "re_1", "refundable": "5"}}, op.CodeRefundExceedsCharge},
+		{idem.Response{StatusCode: 422, Body: limit, Result: map[string]string{"id": "re_1"}}, ""},
+		{idem.Response{StatusCode: 402, Result: map[string]string{"code": "REFUND_DECLINED", "id": "re_1"}}, ""},
+		{idem.Response{StatusCode: 422, Body: limit}, op.CodeRefundLimitReached}, // written before results: the bytes
+	} {
+		if got := refund.RefusalOf(c.resp); got != c.want {
+			t.Errorf("RefusalOf(%d %s, %v) = %q, want %q", c.resp.StatusCode, c.resp.Body, c.resp.Result, got, c.want)
+		}
+	}
+}

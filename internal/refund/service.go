@@ -1,6 +1,7 @@
 package refund
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -476,7 +477,7 @@ func (s *Service) completeFromRow(ctx context.Context, lease *idem.Lease, ch cha
 // complete stores the answer. A lost lease means another attempt resolved
 // the key: answer with what it stored.
 func (s *Service) complete(ctx context.Context, lease *idem.Lease, a Answer, refundID string) Result {
-	resp := s.answer(a)
+	resp := a.Result(cmp.Or(refundID, answeredID(lease.DownstreamKey()))).With(s.answer(a))
 	completion := lease.Complete
 	if rec := lease.Record(); rec.Held() { // an operator's accept (Settle): the hold stays, with the settlement
 		completion = lease.Accept

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -56,7 +57,8 @@ func acceptBy(decision string) idem.Settlement {
 	return idem.Settlement{Action: idem.SettleAccept, By: "ops:ana", Decision: decision}
 }
 
-var created = idem.Response{StatusCode: 201, Headers: map[string]string{"Content-Type": "application/json"}, Body: []byte(`{"id":"ch_1"}`)}
+var created = idem.Response{StatusCode: 201, Headers: map[string]string{"Content-Type": "application/json"}, Body: []byte(`{"id":"ch_1"}`),
+	Result: map[string]string{"id": "ch_1"}}
 
 func mustAcquire(t *testing.T, f *fixture, s idem.Scope, req idem.Canonical) *idem.Lease {
 	t.Helper()
@@ -124,6 +126,7 @@ var conformance = []conformanceTest{
 	{"ExpiredRecordIsAbsent", testExpiredRecordIsAbsent},
 	{"LeaseFromContextDeadline", testLeaseFromContextDeadline},
 	{"CompleteDropsTheRequest", testCompleteDropsTheRequest},
+	{"AnAnswerWithoutAResult", testAnAnswerWithoutAResult},
 	{"TakeOverStaleForReconcile", testTakeOverStaleForReconcile},
 	{"ListInFlightPagesByLeaseEnd", testListInFlightPagesByLeaseEnd},
 	{"ListInFlightPagesThroughEqualLeaseEnds", testListInFlightPagesThroughEqualLeaseEnds},
@@ -153,7 +156,9 @@ func testFirstExecutionThenReplay(ctx context.Context, t *testing.T, f *fixture)
 	if err := lease.Complete(ctx, created); err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
-	mustStatus(t, f, s.PK(), idem.StatusCompleted)
+	if done := mustStatus(t, f, s.PK(), idem.StatusCompleted); !maps.Equal(done.Response.Result, created.Result) {
+		t.Fatalf("the stored result %v, want %v beside the answer", done.Response.Result, created.Result)
+	}
 	if listed(t, f, s.PK()) {
 		t.Fatal("completed record still listed in flight")
 	}
@@ -168,6 +173,19 @@ func testFirstExecutionThenReplay(ctx context.Context, t *testing.T, f *fixture)
 		if c.DownstreamKey != rec.DownstreamKey || c.Source != rec.Source || !c.ClaimedAt.Equal(rec.CreatedAt) || c.ClaimedAt.IsZero() {
 			t.Fatalf("replay's record: downstream key %q, source %q, claimed at %s; want the record's %+v", c.DownstreamKey, c.Source, c.ClaimedAt, rec)
 		}
+	}
+}
+
+// testAnAnswerWithoutAResult: an answer stored without a typed result (as
+// records written before results were) reads back without one.
+func testAnAnswerWithoutAResult(ctx context.Context, t *testing.T, f *fixture) {
+	s := scope()
+	old := idem.Response{StatusCode: 201, Body: []byte(`{"id":"ch_2"}`)}
+	if err := mustAcquire(t, f, s, request("100")).Complete(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	if rec := mustStatus(t, f, s.PK(), idem.StatusCompleted); rec.Response.Result != nil || string(rec.Response.Body) != string(old.Body) {
+		t.Fatalf("an answer without a result read back as %+v", rec.Response)
 	}
 }
 

@@ -130,7 +130,7 @@ func (m *MemoryStore) Complete(_ context.Context, pk, token string, resp idem.Re
 		rec.Hold, rec.ExpiresAt = &h, expiresAt
 	}
 	rec.Status = idem.StatusCompleted
-	rec.Response = &idem.Response{StatusCode: resp.StatusCode, Headers: maps.Clone(resp.Headers), Body: slices.Clone(resp.Body)}
+	rec.Response = &idem.Response{StatusCode: resp.StatusCode, Headers: maps.Clone(resp.Headers), Body: slices.Clone(resp.Body), Result: maps.Clone(resp.Result)}
 	rec.Request = nil
 	m.records[pk] = rec
 	return nil
@@ -320,6 +320,7 @@ func clone(rec idem.Record) *idem.Record {
 		r := *rec.Response
 		r.Headers = maps.Clone(r.Headers)
 		r.Body = slices.Clone(r.Body)
+		r.Result = maps.Clone(r.Result)
 		rec.Response = &r
 	}
 	return &rec

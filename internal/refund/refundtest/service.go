@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http/httptest"
 	"strings"
 	"sync"
@@ -211,6 +212,13 @@ func serviceRefundsUpToTheCharge(t *testing.T, w *world) {
 	if over.RefundID == "" || replayed.RefundID != over.RefundID || over.ClaimedAt.IsZero() || !replayed.ClaimedAt.Equal(over.ClaimedAt) || replayed.Source != over.Source {
 		t.Fatalf("the refusal and its replay name the refund %q and %q, claimed at %s and %s, from %q and %q: want one of each",
 			over.RefundID, replayed.RefundID, over.ClaimedAt, replayed.ClaimedAt, over.Source, replayed.Source)
+	}
+	// The record stores the typed result beside the bytes, and the replay
+	// carries the refusal from it.
+	want := map[string]string{"code": string(op.CodeRefundExceedsCharge), "id": over.RefundID, "refundable": "400"}
+	if got := w.record(t, idem.Scope{Operation: refund.Operation, Account: account, Key: "refund-b"}).Response.Result; !maps.Equal(got, want) ||
+		over.Refusal != op.CodeRefundExceedsCharge || replayed.Refusal != op.CodeRefundExceedsCharge || first.Refusal != "" || again.Refusal != "" {
+		t.Fatalf("the stored result %v (want %v); refusals %q, %q, %q, %q", got, want, over.Refusal, replayed.Refusal, first.Refusal, again.Refusal)
 	}
 	rest := w.svc.Refund(ctx, in("refund-c", ch, `{}`))
 	mustAnswer(t, rest, op.Executed, 201)

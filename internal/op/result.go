@@ -1,0 +1,60 @@
+package op
+
+import (
+	"strconv"
+
+	"github.com/idempotent-payments/idempay/internal/idem"
+)
+
+// Result is the typed result a completed record stores beside its
+// answer's bytes (idem.Response.Result, the attribute response_result on
+// the table): the answer's code ("" for a success), the id of the row it
+// answers with, and what a refusal carried (a refund bound's Refundable).
+// Adapters act on it without reading another adapter's bytes.
+type Result struct {
+	Code       Code
+	ID         string
+	Refundable *int64
+}
+
+// The keys of a stored result.
+const (
+	resultCode       = "code"
+	resultID         = "id"
+	resultRefundable = "refundable"
+)
+
+// Stored is r as a record stores it.
+func (r Result) Stored() map[string]string {
+	out := map[string]string{resultID: r.ID}
+	if r.Code != "" {
+		out[resultCode] = string(r.Code)
+	}
+	if r.Refundable != nil {
+		out[resultRefundable] = strconv.FormatInt(*r.Refundable, 10)
+	}
+	return out
+}
+
+// With is resp carrying r.
+func (r Result) With(resp idem.Response) idem.Response {
+	resp.Result = r.Stored()
+	return resp
+}
+
+// ResultOf reads the typed result resp carries; ok is false for an answer
+// stored without one (written before results were stored, so until its
+// retention has passed), whose operation derives it from the answer
+// itself.
+func ResultOf(resp idem.Response) (r Result, ok bool) {
+	if resp.Result == nil {
+		return Result{}, false
+	}
+	r = Result{Code: Code(resp.Result[resultCode]), ID: resp.Result[resultID]}
+	if v, has := resp.Result[resultRefundable]; has {
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+			r.Refundable = &n
+		}
+	}
+	return r, true
+}

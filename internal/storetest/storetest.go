@@ -1,0 +1,67 @@
+// Package storetest runs every conformance suite on one store
+// implementation, as one entry: the engine's records (idemtest), the
+// charges' ledger rows, completions, holds and books (chargetest), the
+// refund balances, the refund rows and the services on them
+// (refundtest). Each implementation (the memory stores, the table on
+// DynamoDB Local) calls RunConformance once.
+package storetest
+
+import (
+	"testing"
+
+	"github.com/idempotent-payments/idempay/internal/charge"
+	"github.com/idempotent-payments/idempay/internal/charge/chargetest"
+	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/idem/idemtest"
+	"github.com/idempotent-payments/idempay/internal/refund"
+	"github.com/idempotent-payments/idempay/internal/refund/refundtest"
+)
+
+// Stores are every seam of one store implementation, fresh and empty:
+// the records, the charges' rows and their books (Books lists Ledger's
+// rows), the refund balances and the refund rows.
+type Stores struct {
+	Store    idem.Store
+	Ledger   charge.Ledger
+	Books    charge.Books
+	Balances refund.Balances
+	Refunds  refund.Ledger
+}
+
+// NewStoresFunc makes fresh Stores for a test.
+type NewStoresFunc func(t *testing.T) Stores
+
+// RunConformance runs every suite, in parallel, on the stores newStores
+// makes, each suite (and each of its tests) on fresh ones.
+func RunConformance(t *testing.T, newStores NewStoresFunc) {
+	charges := func(t *testing.T) (idem.Store, charge.Ledger) {
+		s := newStores(t)
+		return s.Store, s.Ledger
+	}
+	t.Run("engine", func(t *testing.T) {
+		t.Parallel()
+		idemtest.RunConformance(t, func(t *testing.T) idem.Store { return newStores(t).Store })
+	})
+	t.Run("ledger", func(t *testing.T) { t.Parallel(); chargetest.RunLedgerConformance(t, charges) })
+	t.Run("completion", func(t *testing.T) { t.Parallel(); chargetest.RunCompletionConformance(t, charges) })
+	t.Run("holds", func(t *testing.T) { t.Parallel(); chargetest.RunHoldConformance(t, charges) })
+	t.Run("books", func(t *testing.T) {
+		t.Parallel()
+		chargetest.RunBooksConformance(t, func(t *testing.T) (charge.Ledger, charge.Books) {
+			s := newStores(t)
+			return s.Ledger, s.Books
+		})
+	})
+	t.Run("balances", func(t *testing.T) {
+		t.Parallel()
+		refundtest.RunConformance(t, func(t *testing.T) refund.Balances { return newStores(t).Balances })
+	})
+	t.Run("refund rows", func(t *testing.T) { t.Parallel(); refundtest.RunLedgerConformance(t, newStores(t).Refunds) })
+	t.Run("services", func(t *testing.T) {
+		t.Parallel()
+		refundtest.RunServiceConformance(t, func(t *testing.T) refundtest.Stores {
+			s := newStores(t)
+			return refundtest.Stores{Store: s.Store, Charges: s.Ledger, Balances: s.Balances, Refunds: s.Refunds}
+		})
+	})
+}
