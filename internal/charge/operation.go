@@ -11,11 +11,7 @@ import (
 // Operation is the service as the operator's channel and the reconciler
 // run it, through the registry of operations (op.Registry).
 func (s *Service) Operation() op.Operation {
-	return op.Adapt(s, op.Kind[Charge, acquirer.Authorization]{Name: Operation, AnswerTerms: TermsOf, RowTerms: rowTerms,
-		RowOf: func(ctx context.Context, rec *idem.Record) (Charge, bool) {
-			res := s.Get(ctx, rec.Account, ID(rec.DownstreamKey))
-			return res.Charge, res.Outcome == op.Found
-		}})
+	return op.Adapt(s, op.Kind[Charge, acquirer.Authorization]{Name: Operation, AnswerTerms: TermsOf, RowTerms: rowTerms, RowOf: s.completedRow})
 }
 
 // TermsOf are the acquirer's authorization auth as an operator is shown it.
@@ -29,4 +25,10 @@ func rowTerms(c Charge) *op.Terms {
 		return nil
 	}
 	return &op.Terms{AuthorizationID: c.AuthorizationID, Status: c.Status, Amount: c.Amount, Currency: c.Currency}
+}
+
+// completedRow is the row of rec, a completed record, when it reads.
+func (s *Service) completedRow(ctx context.Context, rec *idem.Record) (Charge, bool) {
+	res := s.Get(ctx, rec.Account, ID(rec.DownstreamKey))
+	return res.Charge, res.Outcome == op.Found
 }

@@ -11,11 +11,7 @@ import (
 // Operation is the service as the operator's channel and the reconciler
 // run it, through the registry of operations (op.Registry).
 func (s *Service) Operation() op.Operation {
-	return op.Adapt(s, op.Kind[Refund, acquirer.Refund]{Name: Operation, AnswerTerms: TermsOf, RowTerms: rowTerms,
-		RowOf: func(ctx context.Context, rec *idem.Record) (Refund, bool) {
-			res := s.Get(ctx, rec.Account, ID(rec.DownstreamKey))
-			return res.Refund, res.Outcome == op.Found
-		}})
+	return op.Adapt(s, op.Kind[Refund, acquirer.Refund]{Name: Operation, AnswerTerms: TermsOf, RowTerms: rowTerms, RowOf: s.completedRow})
 }
 
 // TermsOf are the acquirer's refund r as an operator is shown it.
@@ -30,4 +26,10 @@ func rowTerms(r Refund) *op.Terms {
 		return nil
 	}
 	return &op.Terms{ActionID: r.AcquirerRefundID, Status: r.Status, Amount: r.Amount, Currency: r.Currency}
+}
+
+// completedRow is the row of rec, a completed record, when it reads.
+func (s *Service) completedRow(ctx context.Context, rec *idem.Record) (Refund, bool) {
+	res := s.Get(ctx, rec.Account, ID(rec.DownstreamKey))
+	return res.Refund, res.Outcome == op.Found
 }
