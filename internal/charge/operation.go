@@ -1,10 +1,7 @@
 package charge
 
 import (
-	"context"
-
 	"github.com/idempotent-payments/idempay/internal/acquirer"
-	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/op"
 )
 
@@ -25,10 +22,4 @@ func rowTerms(c Charge) *op.Terms {
 		return nil
 	}
 	return &op.Terms{AuthorizationID: c.AuthorizationID, Status: c.Status, Amount: c.Amount, Currency: c.Currency}
-}
-
-// completedRow is the row of rec, a completed record, when it reads.
-func (s *Service) completedRow(ctx context.Context, rec *idem.Record) (Charge, bool) {
-	res := s.Get(ctx, rec.Account, ID(rec.DownstreamKey))
-	return res.Charge, res.Outcome == op.Found
 }

@@ -588,6 +588,12 @@ func (s *Service) Get(ctx context.Context, account, id string) Result {
 	return s.settled(ctx, res.Charge)
 }
 
+// completedRow is the row of rec, a completed record, when it reads.
+func (s *Service) completedRow(ctx context.Context, rec *idem.Record) (Charge, bool) {
+	res := s.Get(ctx, rec.Account, ID(rec.DownstreamKey))
+	return res.Charge, res.Outcome == op.Found
+}
+
 // row is account's ledger row id, as Get finds it, without its record.
 func (s *Service) row(ctx context.Context, account, id string) Result {
 	if err := idem.ValidateAccount(account); err != nil {

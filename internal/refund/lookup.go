@@ -28,6 +28,12 @@ func (s *Service) Get(ctx context.Context, account, id string) Result {
 	return Result{Outcome: op.Found, Refund: r}
 }
 
+// completedRow is the row of rec, a completed record, when it reads.
+func (s *Service) completedRow(ctx context.Context, rec *idem.Record) (Refund, bool) {
+	res := s.Get(ctx, rec.Account, ID(rec.DownstreamKey))
+	return res.Refund, res.Outcome == op.Found
+}
+
 // ByKey finds account's refund by the client's idempotency key, as the
 // charges' lookup does: the key's record, then the row its downstream key
 // names. InFlight while the key is in flight, Held while its record is

@@ -1,10 +1,7 @@
 package refund
 
 import (
-	"context"
-
 	"github.com/idempotent-payments/idempay/internal/acquirer"
-	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/op"
 )
 
@@ -26,10 +23,4 @@ func rowTerms(r Refund) *op.Terms {
 		return nil
 	}
 	return &op.Terms{ActionID: r.AcquirerRefundID, Status: r.Status, Amount: r.Amount, Currency: r.Currency}
-}
-
-// completedRow is the row of rec, a completed record, when it reads.
-func (s *Service) completedRow(ctx context.Context, rec *idem.Record) (Refund, bool) {
-	res := s.Get(ctx, rec.Account, ID(rec.DownstreamKey))
-	return res.Refund, res.Outcome == op.Found
 }
