@@ -164,10 +164,10 @@ func endedEarly(e op.Early) Result {
 // Codes are how a charge's outcomes read: its own pending code.
 var Codes = op.Codes{Pending: op.CodeChargeOutcomePending}
 
-// Lookups are the lookups every operation answers alike (op.Lookups),
+// Frame is the frame every operation's calls run in (op.Frame),
 // with cfg's delays.
-func (cfg Config) Lookups(guard *idem.Guard) op.Lookups {
-	return op.Lookups{Guard: guard, RetryAfter: cfg.RetryAfter, HeldRetryAfter: cfg.HeldRetryAfter, Logger: cfg.Logger}
+func (cfg Config) Frame(guard *idem.Guard) op.Frame {
+	return op.Frame{Guard: guard, RetryAfter: cfg.RetryAfter, HeldRetryAfter: cfg.HeldRetryAfter, Logger: cfg.Logger}
 }
 
 // Result is what one call came to; Outcome says which fields are set.
@@ -218,15 +218,9 @@ type Result struct {
 // (account, key). Every outcome of DESIGN §3 is a Result; there is no error
 // return because every failure has an answer. Refused input writes nothing.
 func (s *Service) Charge(ctx context.Context, in Input) Result {
-	if err := idem.ValidateAccount(in.Account); err != nil {
-		return Result{Outcome: op.AccountInvalid, Reason: err.Error()}
-	}
-	key, err := idem.ParseKeyHeader(in.Keys)
-	switch {
-	case errors.Is(err, idem.ErrKeyMissing):
-		return Result{Outcome: op.KeyMissing}
-	case err != nil:
-		return Result{Outcome: op.KeyInvalid, Reason: err.Error()}
+	key, early := op.Open(in.Account, in.Keys)
+	if early != nil {
+		return endedEarly(*early)
 	}
 	req, err := ParseRequest(in.Body, s.cfg.MaxAmount)
 	if err != nil {
@@ -251,29 +245,11 @@ func fieldErrors(err error) []FieldError {
 // valid.
 func (s *Service) claimAndExecute(ctx context.Context, scope idem.Scope, req Request) Result {
 	claimCtx, span := s.cfg.Tracer.Start(ctx, "idem.claim")
-	claim, err := s.guard.Begin(claimCtx, scope, req.Canonical())
+	claim, early := s.cfg.Frame(s.guard).Claim(claimCtx, scope, req.Canonical())
 	span.End()
-	var inFlight *idem.InFlightError
 	switch {
-	case errors.As(err, &inFlight):
-		return Result{Outcome: op.InFlight, RetryAfter: inFlight.RetryAfter, WaitOut: max(inFlight.WaitOut, inFlight.RetryAfter)}
-	case errors.Is(err, idem.ErrKeyReused):
-		return Result{Outcome: op.KeyReused}
-	case errors.Is(err, idem.ErrHeld):
-		return s.held()
-	case errors.Is(err, idem.ErrOtherDownstream):
-		// Configuration, not chance: this deployment talks to another
-		// acquirer than the one the record's attempts used, and cannot ask
-		// that one what it received. Nothing is sent; an operator must
-		// resolve the record with a tool configured for its acquirer.
-		s.cfg.Logger.ErrorContext(ctx, "the record was claimed for another acquirer; nothing sent", "error", err)
-		return s.pendingResult()
-	case err != nil:
-		// The claim may or may not have been written; either way nothing was
-		// sent, and a retry with the same key is safe (a written claim's lease
-		// expires and is taken over).
-		s.cfg.Logger.ErrorContext(ctx, "claim failed", "error", err)
-		return Result{Outcome: op.Unavailable, RetryAfter: s.cfg.RetryAfter}
+	case early != nil:
+		return endedEarly(*early)
 	case claim.Replay != nil:
 		return Result{Outcome: op.Replayed, Response: *claim.Replay, ChargeID: AnsweredID(claim.DownstreamKey)}
 	}
@@ -614,7 +590,7 @@ func (s *Service) row(ctx context.Context, account, id string) Result {
 // rowResult is what a read of a ledger row (ch, err) answers account: a
 // marker, another account's row and an unreadable one are NotFound.
 func (s *Service) rowResult(ctx context.Context, account string, ch Charge, err error) Result {
-	if early := s.cfg.Lookups(s.guard).Answer(ctx, Operation, account, op.RowRead{Account: ch.Account, Err: err, None: ErrNoCharge, Unreadable: ErrUnreadableCharge}); early != nil {
+	if early := s.cfg.Frame(s.guard).Answer(ctx, Operation, account, op.RowRead{Account: ch.Account, Err: err, None: ErrNoCharge, Unreadable: ErrUnreadableCharge}); early != nil {
 		return endedEarly(*early)
 	}
 	return Result{Outcome: op.Found, Charge: ch}
@@ -681,7 +657,7 @@ func (s *Service) recordOf(ctx context.Context, account, key, id string) (res Re
 // event can arrive before its record completes (the row is written
 // first): a lookup just after it may still answer InFlight.
 func (s *Service) ByKey(ctx context.Context, account, key string) Result {
-	return op.ByKey(ctx, s.cfg.Lookups(s.guard), Operation, account, key, endedEarly, func(ctx context.Context, rec *idem.Record) Result {
+	return op.ByKey(ctx, s.cfg.Frame(s.guard), Operation, account, key, endedEarly, func(ctx context.Context, rec *idem.Record) Result {
 		// The record completed: its row is the answer (no second look at
 		// the record, as Get takes).
 		res := s.row(ctx, account, ID(rec.DownstreamKey))

@@ -373,6 +373,11 @@ func TestOpenAPIRefunds(t *testing.T) {
 	exchange(h, refundEv("spec-refund-2", ch, `{}`), 422) // IDEMPOTENCY_KEY_REUSED
 	sb.SetFaults(sandbox.Faults{DeclineRefunds: true})
 	exchange(h, refundEv("spec-refund-3", ch, `{}`), 402)
+	// The decline released its entry and raised the balance's watermark to
+	// its claim's millisecond: an intent claimed in that same millisecond
+	// would be refused (503 SERVICE_UNAVAILABLE, design.md §7), so the next
+	// one is claimed after it.
+	time.Sleep(2 * time.Millisecond)
 	sb.SetFaults(sandbox.Faults{ErrorRate: 1})
 	pending := exchange(h, refundEv("spec-refund-4", ch, `{"amount": 1}`), 503)
 	if !strings.Contains(pending.Body, "REFUND_OUTCOME_PENDING") {

@@ -66,15 +66,9 @@ func NewService(guard *idem.Guard, charges Charges, balances Balances, ledger Le
 // known yet: the key is released, nothing stored); then the bound; then
 // the acquirer.
 func (s *Service) Refund(ctx context.Context, in Input) Result {
-	if err := idem.ValidateAccount(in.Account); err != nil {
-		return Result{Outcome: op.AccountInvalid, Reason: err.Error()}
-	}
-	key, err := idem.ParseKeyHeader(in.Keys)
-	switch {
-	case errors.Is(err, idem.ErrKeyMissing):
-		return Result{Outcome: op.KeyMissing}
-	case err != nil:
-		return Result{Outcome: op.KeyInvalid, Reason: err.Error()}
+	key, early := op.Open(in.Account, in.Keys)
+	if early != nil {
+		return endedEarly(*early)
 	}
 	req, err := ParseRequest(in.ChargeID, in.Body, s.cfg.MaxAmount)
 	if err != nil {
@@ -100,21 +94,10 @@ func fieldErrors(err error) []charge.FieldError {
 }
 
 func (s *Service) claimAndExecute(ctx context.Context, scope idem.Scope, req Request) Result {
-	claim, err := s.guard.Begin(ctx, scope, req.Canonical())
-	var inFlight *idem.InFlightError
+	claim, early := s.cfg.Frame(s.guard).Claim(ctx, scope, req.Canonical())
 	switch {
-	case errors.As(err, &inFlight):
-		return Result{Outcome: op.InFlight, RetryAfter: inFlight.RetryAfter, WaitOut: max(inFlight.WaitOut, inFlight.RetryAfter)}
-	case errors.Is(err, idem.ErrKeyReused):
-		return Result{Outcome: op.KeyReused}
-	case errors.Is(err, idem.ErrHeld):
-		return Result{Outcome: op.Held, RetryAfter: s.cfg.HeldRetryAfter}
-	case errors.Is(err, idem.ErrOtherDownstream):
-		s.cfg.Logger.ErrorContext(ctx, "the refund's record was claimed for another acquirer; nothing sent", "error", err)
-		return s.pendingResult()
-	case err != nil:
-		s.cfg.Logger.ErrorContext(ctx, "claim failed", "error", err)
-		return Result{Outcome: op.Unavailable, RetryAfter: s.cfg.RetryAfter}
+	case early != nil:
+		return endedEarly(*early)
 	case claim.Replay != nil:
 		return Result{Outcome: op.Replayed, Response: *claim.Replay, Refusal: RefusalOf(*claim.Replay), RefundID: answeredID(claim.DownstreamKey), Source: claim.Source, ClaimedAt: claim.ClaimedAt}
 	}

@@ -19,11 +19,12 @@ type Early struct {
 	RetryAfter, WaitOut time.Duration
 }
 
-// Lookups are the lookups every operation answers the same way: by a
-// row's id, and by the client's idempotency key. RetryAfter is the delay
-// of an Unavailable, HeldRetryAfter a held record's; Logger says what
-// failed.
-type Lookups struct {
+// Frame is what every operation's calls run in alike: its door's claim
+// (Open, Claim) and its lookups by a row's id and by the client's
+// idempotency key (Answer, FindKey, ByKey). RetryAfter is the delay of an
+// Unavailable or a Pending, HeldRetryAfter a held record's; Logger says
+// what failed.
+type Frame struct {
 	Guard                      *idem.Guard
 	RetryAfter, HeldRetryAfter time.Duration
 	Logger                     *slog.Logger
@@ -35,7 +36,7 @@ type Lookups struct {
 // key has no live record (none, expired, or another account's: keys are
 // scoped per account); InFlight as a request would answer; Held for a
 // record held for an operator; Unavailable when the read failed.
-func (l Lookups) FindKey(ctx context.Context, operation, account, key string) (*idem.Record, *Early) {
+func (l Frame) FindKey(ctx context.Context, operation, account, key string) (*idem.Record, *Early) {
 	if err := idem.ValidateAccount(account); err != nil {
 		return nil, &Early{Outcome: AccountInvalid, Reason: err.Error()}
 	}
@@ -71,7 +72,7 @@ type RowRead struct {
 // Found: NotFound for no row, an unreadable one (logged) or another
 // account's (the three are indistinguishable to the caller); Unavailable
 // when the store failed.
-func (l Lookups) Answer(ctx context.Context, operation, account string, r RowRead) *Early {
+func (l Frame) Answer(ctx context.Context, operation, account string, r RowRead) *Early {
 	switch {
 	case errors.Is(r.Err, r.None):
 		return &Early{Outcome: NotFound}
@@ -91,11 +92,59 @@ func (l Lookups) Answer(ctx context.Context, operation, account string, r RowRea
 // key's record (FindKey; a call that ends there is early's result), then
 // what row answers of the completed record, with the record named in
 // ctx's log lines.
-func ByKey[Res any](ctx context.Context, l Lookups, operation, account, key string, early func(Early) Res,
+func ByKey[Res any](ctx context.Context, l Frame, operation, account, key string, early func(Early) Res,
 	row func(ctx context.Context, rec *idem.Record) Res) Res {
 	rec, e := l.FindKey(ctx, operation, account, key)
 	if e != nil {
 		return early(*e)
 	}
 	return row(obs.WithAttrs(ctx, slog.String("record", idem.Ref(rec.PK))), rec)
+}
+
+// Open is the start of every operation's door, in the API's order: the
+// account, then the idempotency key (bare, or the quoted form): the key
+// as parsed, or how the call ends (AccountInvalid, KeyMissing,
+// KeyInvalid), nothing stored. The operation's own strict parser reads
+// the request next.
+func Open(account string, keys []string) (string, *Early) {
+	if err := idem.ValidateAccount(account); err != nil {
+		return "", &Early{Outcome: AccountInvalid, Reason: err.Error()}
+	}
+	key, err := idem.ParseKeyHeader(keys)
+	switch {
+	case errors.Is(err, idem.ErrKeyMissing):
+		return "", &Early{Outcome: KeyMissing}
+	case err != nil:
+		return "", &Early{Outcome: KeyInvalid, Reason: err.Error()}
+	}
+	return key, nil
+}
+
+// Claim claims scope's record for the request req (idem.Guard.Begin):
+// the claim (a replay, or the lease to act under), or how the call ends
+// with nothing sent: InFlight; KeyReused; Held; Pending for a record
+// claimed for another acquirer than this deployment's (configuration,
+// not chance: this deployment cannot ask that one what it received, and
+// an operator resolves the record with a tool configured for it); or
+// Unavailable when the claim failed (written or not, nothing was sent,
+// and a retry with the same key is safe: a written claim's lease expires
+// and is taken over).
+func (l Frame) Claim(ctx context.Context, scope idem.Scope, req idem.Canonical) (idem.Claim, *Early) {
+	claim, err := l.Guard.Begin(ctx, scope, req)
+	var inFlight *idem.InFlightError
+	switch {
+	case err == nil:
+		return claim, nil
+	case errors.As(err, &inFlight):
+		return claim, &Early{Outcome: InFlight, RetryAfter: inFlight.RetryAfter, WaitOut: max(inFlight.WaitOut, inFlight.RetryAfter)}
+	case errors.Is(err, idem.ErrKeyReused):
+		return claim, &Early{Outcome: KeyReused}
+	case errors.Is(err, idem.ErrHeld):
+		return claim, &Early{Outcome: Held, RetryAfter: l.HeldRetryAfter}
+	case errors.Is(err, idem.ErrOtherDownstream):
+		l.Logger.ErrorContext(ctx, "the "+scope.Operation+"'s record was claimed for another acquirer; nothing sent", "error", err)
+		return claim, &Early{Outcome: Pending, RetryAfter: l.RetryAfter}
+	}
+	l.Logger.ErrorContext(ctx, "claim failed", "error", err)
+	return claim, &Early{Outcome: Unavailable, RetryAfter: l.RetryAfter}
 }
