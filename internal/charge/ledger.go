@@ -61,16 +61,17 @@ func (e *HeldMarkerError) Error() string {
 // Unwrap makes it ErrNoCharge.
 func (e *HeldMarkerError) Unwrap() error { return ErrNoCharge }
 
-// Books keep the books of the ledger rows' events in the
-// multi-region mode, where each row's event is published once, by the
-// region that wrote it (Charge.Region), and another region takes over only
-// when that one has stopped. A row written with a region is unpublished
+// Books keep the books of the rows' events of every operation (a charge's
+// ledger row, a refund's row: operations.ByRowID tells them apart by their
+// id) in the multi-region mode, where each row's event is published once,
+// by the region that wrote it (Charge.Region, refund.Refund.Region), and
+// another region takes over only when that one has stopped. A row written with a region is unpublished
 // until MarkPublished; each region's heartbeat tells whether it runs. Its
 // implementations sit beside the ledgers (dynamo.Books, chargetest.Ledger).
 type Books interface {
-	// MarkPublished records that charge id's event is published, so no
+	// MarkPublished records that row id's event is published, so no
 	// region takes it over; again changes nothing. ErrNoCharge when there
-	// is no such row; it may fail with idem.ErrWriteConflict, without
+	// is no such row, of any operation; it may fail with idem.ErrWriteConflict, without
 	// effect.
 	MarkPublished(ctx context.Context, id string) error
 	// Unpublished lists the rows written before before whose event is not
