@@ -238,7 +238,7 @@ proctype Worker(byte me) {
 	byte k;
 	bool takenOver = false;
 	bool wrote;
-	/* idem.Guard.Begin: the conditional PutItem, or the fenced take-over. */
+	/* op.Frame.Claim (idem.Guard.Begin): the conditional PutItem, or the fenced take-over. */
 	atomic {
 		if
 		:: rec == ABSENT -> rec = INPROG; owner = me; attempt = 1; gen++; lease = LIVE; leaseHasTransit = false

@@ -351,7 +351,7 @@ inline finish(i, me, k, a, bounded, out) {
 proctype Worker(byte i; byte me) {
 	byte k, a, got;
 	bool takenOver = false, ok;
-	/* idem.Guard.Begin: the claim, or the fenced take-over. */
+	/* op.Frame.Claim (idem.Guard.Begin): the claim, or the fenced take-over. */
 	atomic {
 		if
 		:: rec[i] == ABSENT && gen[i] < MAXGEN -> rec[i] = INPROG; owner[i] = me; attempt[i] = 1; gen[i]++;
