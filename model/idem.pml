@@ -331,7 +331,8 @@ end:	do
 }
 
 /* sweep.Sweeper.Run flags, charge.Service.Reconcile resolves:
- * idem.Guard.TakeOverStale, acquirer Lookup, complete or ReleaseReconciled.
+ * op.Settler.Stale (idem.Guard.TakeOverStale), acquirer Lookup, complete or
+ * ReleaseReconciled.
  * idemctl reconcile and release run the same charge.Service.Reconcile.
  * -DNO_RECONCILER removes it: the control of the liveness property. */
 #ifndef NO_RECONCILER

@@ -536,7 +536,8 @@ end:	do
 	od
 }
 
-/* sweep.Sweeper flags, the reconciler resolves: take over, re-fence, look
+/* sweep.Sweeper flags, the reconciler (refund.Service.Reconcile) resolves:
+ * take over (op.Settler.Stale), re-fence, look
  * up; found: finish; absent: release the entry, then the record. It may
  * crash between its writes (its lease ends; it comes back once stale). */
 #ifndef NO_RECONCILER

@@ -27,19 +27,10 @@ var ErrNotAChargeRecord = op.NotItsRecord("not a charge's idempotency record")
 // A record claimed for another acquirer is an error wrapping
 // idem.ErrOtherDownstream, and nothing is asked or written.
 func (s *Service) Reconcile(ctx context.Context, pk string) (op.Reconciled, error) {
-	if err := s.settler().Own("reconcile", pk); err != nil {
-		return op.NothingToDo, err
-	}
 	ctx = obs.WithAttrs(ctx, slog.String("record", idem.Ref(pk)))
-	lease, err := s.guard.TakeOverStale(ctx, pk)
-	switch {
-	case errors.Is(err, idem.ErrNotFound) || errors.Is(err, idem.ErrLeaseLost):
-		return op.NothingToDo, nil
-	case errors.Is(err, idem.ErrHeld):
-		return op.ReconciledHeld, nil
-	}
-	if err != nil {
-		return op.NothingToDo, err
+	lease, stopped, err := s.settler().Stale(ctx, pk)
+	if lease == nil {
+		return stopped, err
 	}
 	canonical, err := lease.Request()
 	if err != nil {

@@ -159,3 +159,26 @@ func (shown Terms) Changed(now Terms) error {
 
 // id is the terms' own id: the action's, or the authorization's.
 func (t Terms) id() string { return cmp.Or(t.ActionID, t.AuthorizationID) }
+
+// Stale is the reconciler's start on the record pk, the same for every
+// operation: the record check (Own), then the take-over of a lease that
+// ended more than the wait-out ago (idem.Guard.TakeOverStale, DESIGN §4
+// rule 3). The lease is nil when the reconciler stops there: nothing to
+// do (no record, or another attempt took it over), a record held for its
+// operator (ReconciledHeld), or an error (the check's, which no retry
+// changes, or the take-over's).
+func (s Settler[R]) Stale(ctx context.Context, pk string) (*idem.Lease, Reconciled, error) {
+	if err := s.Own("reconcile", pk); err != nil {
+		return nil, NothingToDo, err
+	}
+	lease, err := s.Guard.TakeOverStale(ctx, pk)
+	switch {
+	case errors.Is(err, idem.ErrNotFound) || errors.Is(err, idem.ErrLeaseLost):
+		return nil, NothingToDo, nil
+	case errors.Is(err, idem.ErrHeld):
+		return nil, ReconciledHeld, nil
+	case err != nil:
+		return nil, NothingToDo, err
+	}
+	return lease, NothingToDo, nil
+}

@@ -27,22 +27,10 @@ var ErrNotARefundRecord = op.NotItsRecord("not a refund's idempotency record")
 // error means nothing is known yet: retry later; except
 // ErrNotARefundRecord, which no retry changes.
 func (s *Service) Reconcile(ctx context.Context, pk string) (op.Reconciled, error) {
-	scope, err := idem.ParsePK(pk)
-	if err == nil && scope.Operation != Operation {
-		err = fmt.Errorf("operation %q", scope.Operation)
-	}
-	if err != nil {
-		return op.NothingToDo, fmt.Errorf("reconcile: %w: %w", ErrNotARefundRecord, err)
-	}
 	ctx = obs.WithAttrs(ctx, slog.String("record", idem.Ref(pk)))
-	lease, err := s.guard.TakeOverStale(ctx, pk)
-	switch {
-	case errors.Is(err, idem.ErrNotFound) || errors.Is(err, idem.ErrLeaseLost):
-		return op.NothingToDo, nil
-	case errors.Is(err, idem.ErrHeld):
-		return op.ReconciledHeld, nil
-	case err != nil:
-		return op.NothingToDo, err
+	lease, stopped, err := s.settler().Stale(ctx, pk)
+	if lease == nil {
+		return stopped, err
 	}
 	canonical, err := lease.Request()
 	var req Request
