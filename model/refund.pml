@@ -412,7 +412,7 @@ proctype Worker(byte i; byte me) {
 		:: got == RESERVED -> skip
 		fi
 	fi;
-	/* Rule 3: send only with T + skew left on the lease. */
+	/* Rule 3: send only with T + skew left on the lease (op.Send). */
 	if
 	:: atomic { owner[i] == me && lease[i] == LIVE && state[k] == RESERVED ->
 		transit[me] = k; inTransitFor[i]++; leaseHasTransit[i] = true }

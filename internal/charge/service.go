@@ -323,21 +323,18 @@ func (s *Service) execute(ctx context.Context, lease *idem.Lease, req Request, c
 	}
 }
 
-// authorize sends one authorization, if the lease allows it (callContext):
+// authorize sends one authorization, if the lease allows it (op.Send):
 // sent false means it did not send.
 func (s *Service) authorize(ctx context.Context, lease *idem.Lease, req Request, calls *acquirerCalls) (acquirer.Authorization, bool, error) {
-	callCtx, cancel, ok := s.callContext(ctx, lease)
-	if !ok {
-		return acquirer.Authorization{}, false, nil
-	}
-	defer cancel()
-	start := time.Now()
-	callCtx, span := s.cfg.Tracer.Start(callCtx, "acquirer.authorize", trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(attribute.Int("idem.attempt", lease.Attempt())))
-	auth, err := s.acquirer.Authorize(callCtx, lease.DownstreamKey(), acquirerRequest(req))
-	endSpan(span, err)
-	calls.add(start, err)
-	return auth, true, err
+	return op.Send(ctx, lease, s.cfg.AcquirerTimeout, s.cfg.StoreReserve, func(callCtx context.Context) (acquirer.Authorization, error) {
+		start := time.Now()
+		callCtx, span := s.cfg.Tracer.Start(callCtx, "acquirer.authorize", trace.WithSpanKind(trace.SpanKindClient),
+			trace.WithAttributes(attribute.Int("idem.attempt", lease.Attempt())))
+		auth, err := s.acquirer.Authorize(callCtx, lease.DownstreamKey(), acquirerRequest(req))
+		endSpan(span, err)
+		calls.add(start, err)
+		return auth, err
+	})
 }
 
 func acquirerRequest(req Request) acquirer.Request {
@@ -358,14 +355,6 @@ func checkTerms(endpoint string, auth acquirer.Authorization, lease *idem.Lease,
 	return err
 }
 
-// callContext bounds the acquirer call (idem.Lease.SendContext): the
-// acquirer timeout, the invocation deadline less the time to store the
-// outcome, and the lease; ok false when the lease has too little left to
-// send (DESIGN §4 rule 3).
-func (s *Service) callContext(ctx context.Context, lease *idem.Lease) (context.Context, context.CancelFunc, bool) {
-	return lease.SendContext(ctx, s.cfg.AcquirerTimeout, s.cfg.StoreReserve)
-}
-
 // notSent: nothing left this attempt. Only a first attempt may release
 // (DESIGN §4 rule 2); after a take-over an earlier request may be in transit.
 func (s *Service) notSent(ctx context.Context, lease *idem.Lease) Result {
@@ -382,10 +371,7 @@ func (s *Service) notSent(ctx context.Context, lease *idem.Lease) Result {
 // abandonPending: the outcome is unknown. The record stays in flight; the
 // lease is ended so the client's retry can take over and ask the acquirer.
 func (s *Service) abandonPending(ctx context.Context, lease *idem.Lease) Result {
-	if err := lease.Abandon(ctx); err != nil && !errors.Is(err, idem.ErrLeaseLost) {
-		s.cfg.Logger.ErrorContext(ctx, "abandon failed; the lease will expire by itself", "error", err)
-	}
-	return s.pendingResult()
+	return endedEarly(s.cfg.Frame(s.guard).Abandon(ctx, lease))
 }
 
 // pendingResult is the Pending result; the lease is left as it is.

@@ -148,3 +148,29 @@ func (l Frame) Claim(ctx context.Context, scope idem.Scope, req idem.Canonical) 
 	l.Logger.ErrorContext(ctx, "claim failed", "error", err)
 	return claim, &Early{Outcome: Unavailable, RetryAfter: l.RetryAfter}
 }
+
+// Send makes one acquirer call under the lease's deadline
+// (idem.Lease.SendContext: the acquirer's timeout, the invocation's
+// deadline less what storing the outcome needs, and the lease). sent is
+// false when the lease has too little left to send (DESIGN §4 rule 3):
+// then call was not made and nothing left.
+func Send[T any](ctx context.Context, lease *idem.Lease, timeout, storeReserve time.Duration, call func(context.Context) (T, error)) (answer T, sent bool, err error) {
+	callCtx, cancel, ok := lease.SendContext(ctx, timeout, storeReserve)
+	if !ok {
+		return answer, false, nil
+	}
+	defer cancel()
+	answer, err = call(callCtx)
+	return answer, true, err
+}
+
+// Abandon ends the lease of an attempt whose outcome is unknown, so a
+// retry can take over and ask the acquirer; the record stays in flight
+// (and whatever the operation reserved stays reserved). It ends as
+// Pending.
+func (l Frame) Abandon(ctx context.Context, lease *idem.Lease) Early {
+	if err := lease.Abandon(ctx); err != nil && !errors.Is(err, idem.ErrLeaseLost) {
+		l.Logger.ErrorContext(ctx, "abandon failed; the lease will expire by itself", "error", err)
+	}
+	return Early{Outcome: Pending, RetryAfter: l.RetryAfter}
+}

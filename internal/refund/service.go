@@ -272,18 +272,14 @@ func (s *Service) send(ctx context.Context, lease *idem.Lease, req Request, ch c
 	return s.abandonPending(ctx, lease)
 }
 
-// call sends one refund, if the lease allows it (idem.Lease.SendContext):
+// call sends one refund, if the lease allows it (op.Send):
 // called false means it did not call the acquirer at all.
 func (s *Service) call(ctx context.Context, lease *idem.Lease, ask acquirer.RefundRequest) (acquirer.Refund, bool, error) {
-	callCtx, cancel, ok := lease.SendContext(ctx, s.cfg.AcquirerTimeout, s.cfg.StoreReserve)
-	if !ok {
-		return acquirer.Refund{}, false, nil
-	}
-	defer cancel()
-	callCtx, span := s.cfg.Tracer.Start(callCtx, "acquirer.refund", trace.WithSpanKind(trace.SpanKindClient))
-	r, err := s.acquirer.Refund(callCtx, lease.DownstreamKey(), ask)
-	span.End()
-	return r, true, err
+	return op.Send(ctx, lease, s.cfg.AcquirerTimeout, s.cfg.StoreReserve, func(callCtx context.Context) (acquirer.Refund, error) {
+		callCtx, span := s.cfg.Tracer.Start(callCtx, "acquirer.refund", trace.WithSpanKind(trace.SpanKindClient))
+		defer span.End()
+		return s.acquirer.Refund(callCtx, lease.DownstreamKey(), ask)
+	})
 }
 
 // intentOf is the lease's refund intent on its charge's balance.
@@ -503,10 +499,7 @@ func (s *Service) hold(ctx context.Context, lease *idem.Lease, ask acquirer.Refu
 // abandonPending: the outcome is unknown. The record stays in flight, the
 // amount reserved; the lease is ended so a retry can take over.
 func (s *Service) abandonPending(ctx context.Context, lease *idem.Lease) Result {
-	if err := lease.Abandon(ctx); err != nil && !errors.Is(err, idem.ErrLeaseLost) {
-		s.cfg.Logger.ErrorContext(ctx, "abandon failed; the lease will expire by itself", "error", err)
-	}
-	return s.pendingResult()
+	return endedEarly(s.cfg.Frame(s.guard).Abandon(ctx, lease))
 }
 
 func (s *Service) pendingResult() Result {
