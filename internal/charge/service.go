@@ -412,11 +412,8 @@ func (s *Service) hold(ctx context.Context, lease *idem.Lease, req Request, mism
 		s.abandonPending(ctx, lease)
 		return Result{Outcome: op.Mismatch, RetryAfter: s.cfg.HeldRetryAfter}, false
 	}
-	err = lease.HoldForOperator(ctx, m.Reason, m.Evidence(lease.DownstreamKey(), acquirerRequest(req)))
-	if err != nil {
-		s.cfg.Logger.ErrorContext(ctx, "hold failed; the record stays in flight until its lease ends", "error", err)
-	}
-	return Result{Outcome: op.Mismatch, RetryAfter: s.cfg.HeldRetryAfter}, err == nil
+	e, held := s.cfg.Frame(s.guard).Hold(ctx, lease, m.Reason, m.Evidence(lease.DownstreamKey(), acquirerRequest(req)))
+	return endedEarly(e), held
 }
 
 // chargeOf is the ledger row of an authorization the acquirer gave for

@@ -174,3 +174,18 @@ func (l Frame) Abandon(ctx context.Context, lease *idem.Lease) Early {
 	}
 	return Early{Outcome: Pending, RetryAfter: l.RetryAfter}
 }
+
+// Hold holds the record for an operator (idem.Lease.HoldForOperator): the
+// acquirer's answer disagreed with what was asked, or with itself, for
+// reason, shown by evidence. Money may have moved on terms nobody asked
+// for, so nothing is stored as an outcome. held is false when the hold
+// was not written: the record stays in flight until its lease ends, and
+// the next attempt asks the acquirer again. It ends as Mismatch, retried
+// after a held record's delay.
+func (l Frame) Hold(ctx context.Context, lease *idem.Lease, reason string, evidence []byte) (e Early, held bool) {
+	err := lease.HoldForOperator(ctx, reason, evidence)
+	if err != nil {
+		l.Logger.ErrorContext(ctx, "hold failed; the record stays in flight until its lease ends", "error", err)
+	}
+	return Early{Outcome: Mismatch, RetryAfter: l.HeldRetryAfter}, err == nil
+}

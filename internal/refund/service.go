@@ -489,11 +489,8 @@ func (s *Service) hold(ctx context.Context, lease *idem.Lease, ask acquirer.Refu
 		"reason", m.Reason, "endpoint", m.Endpoint, "http_status", m.HTTPStatus, "acquirer_status", m.Stated.Status,
 		"acquirer_amount", m.Stated.Amount, "acquirer_currency", m.Stated.Currency, "amount", ask.Amount, "currency", ask.Currency,
 		"attempt", lease.Attempt())
-	err := lease.HoldForOperator(ctx, m.Reason, m.Evidence(lease.DownstreamKey(), ask))
-	if err != nil {
-		s.cfg.Logger.ErrorContext(ctx, "hold failed; the record stays in flight until its lease ends", "error", err)
-	}
-	return Result{Outcome: op.Mismatch, RetryAfter: s.cfg.HeldRetryAfter}, err == nil
+	e, held := s.cfg.Frame(s.guard).Hold(ctx, lease, m.Reason, m.Evidence(lease.DownstreamKey(), ask))
+	return endedEarly(e), held
 }
 
 // abandonPending: the outcome is unknown. The record stays in flight, the
