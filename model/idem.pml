@@ -177,7 +177,7 @@ inline completeRecord(me, k) {
 
 /* charge.Service.hold: the answer disagrees. charge.Ledger.Hold puts the
  * held marker at the row's key if it holds nothing (a row there is
- * fine), then idem.Lease.HoldForOperator: the lease ends now, the record
+ * fine), then op.Frame.Hold (idem.Lease.HoldForOperator): the lease ends now, the record
  * stays in flight, held. */
 inline hold(me, k) {
 	atomic {
