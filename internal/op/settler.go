@@ -88,7 +88,7 @@ func (s Settler[R]) Settle(ctx context.Context, d Decision) (Settled[R], error) 
 		act = s.VoidConfirmed
 	}
 	return RunSettlement(ctx, d.PK, d.By, d.ID, d.Instance, d.Action, func(st *Settled[R]) *Settlement { return &st.Settlement },
-		func(ctx context.Context) (Settled[R], error) { return s.ReadBack(ctx, d) },
+		func(ctx context.Context) (Settled[R], error) { return s.readBack(ctx, d) },
 		func(ctx context.Context) error { return act(ctx, d) }, s.Logger)
 }
 
@@ -102,6 +102,12 @@ func (s Settler[R]) ReadBack(ctx context.Context, d Decision) (Settled[R], error
 	if err := s.Own("read back", d.PK); err != nil {
 		return Settled[R]{}, err
 	}
+	return s.readBack(ctx, d)
+}
+
+// readBack is ReadBack of a record already checked to be the
+// operation's (Settle's reads: the key is parsed once a decision).
+func (s Settler[R]) readBack(ctx context.Context, d Decision) (Settled[R], error) {
 	rec, err := s.Guard.Lookup(ctx, d.PK)
 	switch {
 	case err == nil && rec.DownstreamKey == d.Instance:
