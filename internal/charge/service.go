@@ -6,11 +6,6 @@ import (
 	"log/slog"
 	"time"
 
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/trace"
-	"go.opentelemetry.io/otel/trace/noop"
-
 	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/obs"
@@ -56,8 +51,9 @@ type Config struct {
 	MaxAmount int64
 	// Logger receives one line per anomaly; never card data or keys.
 	Logger *slog.Logger
-	// Tracer makes the claim, acquirer and completion spans (none when nil).
-	Tracer trace.Tracer
+	// Tracer makes the claim, acquirer and completion spans (none when
+	// nil): injected (setup.Spans), so the domain imports no tracing.
+	Tracer op.Tracer
 	// Now is the clock (time.Now when nil). Give it the guard's: leases are
 	// compared with it.
 	Now func() time.Time
@@ -119,7 +115,7 @@ func (cfg Config) Defaulted() Config {
 		cfg.Logger = slog.Default()
 	}
 	if cfg.Tracer == nil {
-		cfg.Tracer = noop.NewTracerProvider().Tracer("")
+		cfg.Tracer = op.NoTracer
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -244,9 +240,9 @@ func fieldErrors(err error) []FieldError {
 // claimAndExecute claims scope and, as the owner, executes. The scope is
 // valid.
 func (s *Service) claimAndExecute(ctx context.Context, scope idem.Scope, req Request) Result {
-	claimCtx, span := s.cfg.Tracer.Start(ctx, "idem.claim")
+	claimCtx, end := s.cfg.Tracer.Start(ctx, op.Step{Name: "idem.claim"})
 	claim, early := s.cfg.Frame(s.guard).Claim(claimCtx, scope, req.Canonical())
-	span.End()
+	end(nil)
 	switch {
 	case early != nil:
 		return endedEarly(*early)
@@ -328,10 +324,9 @@ func (s *Service) execute(ctx context.Context, lease *idem.Lease, req Request, c
 func (s *Service) authorize(ctx context.Context, lease *idem.Lease, req Request, calls *acquirerCalls) (acquirer.Authorization, bool, error) {
 	return op.Send(ctx, lease, s.cfg.AcquirerTimeout, s.cfg.StoreReserve, func(callCtx context.Context) (acquirer.Authorization, error) {
 		start := time.Now()
-		callCtx, span := s.cfg.Tracer.Start(callCtx, "acquirer.authorize", trace.WithSpanKind(trace.SpanKindClient),
-			trace.WithAttributes(attribute.Int("idem.attempt", lease.Attempt())))
+		callCtx, end := s.cfg.Tracer.Start(callCtx, op.Step{Name: "acquirer.authorize", Client: true, Attempt: lease.Attempt()})
 		auth, err := s.acquirer.Authorize(callCtx, lease.DownstreamKey(), acquirerRequest(req))
-		endSpan(span, err)
+		end(err)
 		calls.add(start, err)
 		return auth, err
 	})
@@ -443,13 +438,13 @@ func (s *Service) finish(ctx context.Context, lease *idem.Lease, req Request, au
 // store writes ch's ledger row, then completes the record with complete
 // (Lease.Complete, or an operator's Lease.Accept) and the row's answer.
 func (s *Service) store(ctx context.Context, lease *idem.Lease, ch Charge, complete func(context.Context, idem.Response) error) Result {
-	ledgerCtx, span := s.cfg.Tracer.Start(ctx, "ledger.write")
+	ledgerCtx, end := s.cfg.Tracer.Start(ctx, op.Step{Name: "ledger.write"})
 	var stored Charge
 	err := idem.RetryConflicts(ledgerCtx, func() (err error) {
 		stored, err = s.ledger.Write(ledgerCtx, ch)
 		return err
 	})
-	endSpan(span, err)
+	end(err)
 	if errors.Is(err, ErrUnreadableCharge) {
 		s.cfg.Logger.ErrorContext(ctx, "the ledger holds an unreadable row for this charge; the record stays in flight for an operator", "error", err)
 		return s.abandonPending(ctx, lease)
@@ -476,9 +471,9 @@ func (s *Service) store(ctx context.Context, lease *idem.Lease, ch Charge, compl
 			"same_amount", stored.Amount == ch.Amount && stored.Currency == ch.Currency)
 	}
 	resp := s.stored(stored)
-	completeCtx, span := s.cfg.Tracer.Start(ctx, "idem.complete")
+	completeCtx, end := s.cfg.Tracer.Start(ctx, op.Step{Name: "idem.complete"})
 	err = complete(completeCtx, resp)
-	endSpan(span, err)
+	end(err)
 	if err == nil {
 		return Result{Outcome: op.Executed, Response: resp, ChargeID: stored.ID}
 	}
@@ -665,15 +660,8 @@ func (s *Service) lookup(ctx context.Context, lease *idem.Lease, req Request) (a
 func (s *Service) ask(ctx context.Context, downstreamKey string) (acquirer.Authorization, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.AcquirerTimeout)
 	defer cancel()
-	ctx, span := s.cfg.Tracer.Start(ctx, "acquirer.lookup", trace.WithSpanKind(trace.SpanKindClient))
+	ctx, end := s.cfg.Tracer.Start(ctx, op.Step{Name: "acquirer.lookup", Client: true})
 	auth, err := s.acquirer.Lookup(ctx, downstreamKey)
-	endSpan(span, err)
+	end(err)
 	return auth, err
-}
-
-func endSpan(span trace.Span, err error) {
-	if err != nil {
-		span.SetStatus(codes.Error, "failed") // the cause stays in the logs: it may name a record
-	}
-	span.End()
 }

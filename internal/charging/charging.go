@@ -189,7 +189,7 @@ func Services(ctx context.Context, awsCfg aws.Config, c Config, logger *slog.Log
 	if err != nil {
 		return nil, nil, err
 	}
-	svcCfg := charge.Config{AcquirerTimeout: c.AcquirerTimeout, MaxAmount: c.MaxAmount, Logger: logger, Tracer: tracer, Region: c.Region}
+	svcCfg := charge.Config{AcquirerTimeout: c.AcquirerTimeout, MaxAmount: c.MaxAmount, Logger: logger, Tracer: setup.Spans(tracer), Region: c.Region}
 	charges := charge.NewService(guard, table.Ledger(), acq, httpapi.Render, svcCfg)
 	return charges, refund.NewService(guard, charges, table.Balances(), table.Refunds(), acq, httpapi.RenderRefund, svcCfg), nil
 }

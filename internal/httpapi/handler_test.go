@@ -48,7 +48,7 @@ func newHandler(t testing.TB) (*Handler, *sandbox.Server) {
 // balances in memory, sending to acq.
 func handlerOn(guard *idem.Guard, acq refundtest.Acquirer, cfg charge.Config) *Handler {
 	charges, refunds := refundtest.Services(guard, acq, Render, RenderRefund, cfg)
-	return &Handler{Service: charges, Refunds: refunds, AccountClaim: "sub", Tracer: cfg.Tracer}
+	return &Handler{Service: charges, Refunds: refunds, AccountClaim: "sub"}
 }
 
 func loadEvent(t testing.TB, name string) events.APIGatewayV2HTTPRequest {

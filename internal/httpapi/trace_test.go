@@ -12,6 +12,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/idemtest"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
+	"github.com/idempotent-payments/idempay/internal/setup"
 )
 
 // TestSpansContinueTheGatewayTrace: the request span continues the trace in
@@ -27,7 +28,8 @@ func TestSpansContinueTheGatewayTrace(t *testing.T) {
 		tracer := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)).Tracer("test")
 		store := idemtest.NewMemoryStore()
 		guard := idem.NewGuard(store, idem.Config{})
-		h := handlerOn(guard, sandbox.New(""), charge.Config{Tracer: tracer})
+		h := handlerOn(guard, sandbox.New(""), charge.Config{Tracer: setup.Spans(tracer)})
+		h.Tracer = tracer
 		ev := loadEvent(t, "create-charge.json")
 		ev.Headers[hdr[0]] = hdr[1]
 		if resp, _ := h.Handle(context.Background(), ev); resp.StatusCode != 201 {

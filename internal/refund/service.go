@@ -8,8 +8,6 @@ import (
 	"log/slog"
 	"time"
 
-	"go.opentelemetry.io/otel/trace"
-
 	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/idem"
@@ -276,8 +274,8 @@ func (s *Service) send(ctx context.Context, lease *idem.Lease, req Request, ch c
 // called false means it did not call the acquirer at all.
 func (s *Service) call(ctx context.Context, lease *idem.Lease, ask acquirer.RefundRequest) (acquirer.Refund, bool, error) {
 	return op.Send(ctx, lease, s.cfg.AcquirerTimeout, s.cfg.StoreReserve, func(callCtx context.Context) (acquirer.Refund, error) {
-		callCtx, span := s.cfg.Tracer.Start(callCtx, "acquirer.refund", trace.WithSpanKind(trace.SpanKindClient))
-		defer span.End()
+		callCtx, end := s.cfg.Tracer.Start(callCtx, op.Step{Name: "acquirer.refund", Client: true})
+		defer end(nil)
 		return s.acquirer.Refund(callCtx, lease.DownstreamKey(), ask)
 	})
 }
@@ -299,9 +297,9 @@ func acquirerRequest(ch charge.Charge, entry Entry) acquirer.RefundRequest {
 func (s *Service) lookup(ctx context.Context, lease *idem.Lease, ch charge.Charge, entry Entry) (acquirer.Refund, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.AcquirerTimeout)
 	defer cancel()
-	ctx, span := s.cfg.Tracer.Start(ctx, "acquirer.refund_lookup", trace.WithSpanKind(trace.SpanKindClient))
+	ctx, end := s.cfg.Tracer.Start(ctx, op.Step{Name: "acquirer.refund_lookup", Client: true})
 	r, err := s.acquirer.LookupRefund(ctx, lease.DownstreamKey())
-	span.End()
+	end(nil)
 	if err == nil {
 		err = s.check(ctx, acquirer.EndpointRefundLookup, r, lease.DownstreamKey(), ch, entry)
 	}

@@ -69,7 +69,7 @@ func TestOTLPExport(t *testing.T) {
 	defer acqSrv.Close()
 	acq, _ := acquirer.NewClient(acqSrv.URL, "", nil)
 	store := idemtest.NewMemoryStore()
-	svc := chargetest.Service(idem.NewGuard(store, idem.Config{}), acq, httpapi.Render, charge.Config{Tracer: tracer})
+	svc := chargetest.Service(idem.NewGuard(store, idem.Config{}), acq, httpapi.Render, charge.Config{Tracer: Spans(tracer)})
 	invocation, root := tracer.Start(ctx, "invocation")
 	res := svc.Charge(invocation, charge.Input{Account: "acct_1", Keys: []string{"traced-key-1"},
 		Body: []byte(`{"amount": 100, "currency": "BRL", "order_id": "1", "payment_method": "pm_card_visa"}`)})
