@@ -48,7 +48,7 @@ func suppressStack(mappings []awslambda.EventSourceMapping, dlq, rejected, secre
 	}
 	suppress(dlq, "Serverless-SQSRedrivePolicy", "this is the dead-letter queue: its messages are read by an operator, never redriven automatically")
 	suppress(secret, "AwsSolutions-SMG4", "the acquirer issues and rotates its API key; put each new value in the secret first, and the functions re-read it "+
-		"every 5 minutes and on the acquirer's first refusal (acquirer.Credential)")
+		"every 5 minutes and on the acquirer's first refusal (acquirerhttp.Credential)")
 	suppress(schedule, "Serverless-EventBusDLQ", "a missed scheduled event needs no replay: the next one a minute later sweeps the same records; the heartbeat alarm fires after 5 minutes without a sweep")
 	suppress(topic, "Serverless-SNSRedrivePolicy", "alarm e-mails SNS cannot deliver are retried by SNS; a queue of undelivered alarms would itself need an alarm, and the alarm states stay in CloudWatch")
 }

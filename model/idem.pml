@@ -259,7 +259,7 @@ proctype Worker(byte me) {
 	:: takenOver && authorized[k] -> finish(me, k); goto done
 	:: else -> skip
 	fi;
-	/* op.Send (idem.Lease.SendContext, rule 3), then acquirer.Client.Authorize. */
+	/* op.Send (idem.Lease.SendContext, rule 3), then acquirerhttp.Client.Authorize. */
 	if
 	:: atomic { owner == me && lease == LIVE -> transit[me] = k; inTransit++; leaseHasTransit = true }
 #ifdef DROP_RULE3

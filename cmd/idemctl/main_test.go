@@ -28,6 +28,7 @@ import (
 	"github.com/aws/smithy-go/logging"
 
 	"github.com/idempotent-payments/idempay/internal/acquirer"
+	"github.com/idempotent-payments/idempay/internal/acquirer/acquirerhttp"
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/charge/chargetest"
 	"github.com/idempotent-payments/idempay/internal/deploy"
@@ -556,7 +557,7 @@ func TestAPersonsPromptDoesNotRace(t *testing.T) {
 	ctx := context.Background()
 	l.stuck(t, "prompt-key")
 	time.Sleep(waitOut)
-	acq, err := acquirer.NewClient(l.s.SandboxURL, "", nil)
+	acq, err := acquirerhttp.NewClient(l.s.SandboxURL, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -585,7 +586,7 @@ func TestAPersonsPromptDoesNotRace(t *testing.T) {
 // losesAnswers answers the authorizations it makes as lost: the acquirer
 // charges, the caller hears "outcome unknown", as when a connection drops
 // mid-answer.
-type losesAnswers struct{ *acquirer.Client }
+type losesAnswers struct{ *acquirerhttp.Client }
 
 func (l losesAnswers) Authorize(ctx context.Context, key string, req acquirer.Request) (acquirer.Authorization, error) {
 	if _, err := l.Client.Authorize(ctx, key, req); err != nil {
@@ -616,7 +617,7 @@ type world struct {
 	ddb      *dynamodb.Client
 	store    *dynamo.Store
 	ledger   *dynamo.Ledger
-	acq      *acquirer.Client
+	acq      *acquirerhttp.Client
 	protocol idem.Protocol
 }
 
@@ -624,7 +625,7 @@ func newWorld(t *testing.T) world {
 	t.Helper()
 	ddb := dynamotest.Client(t)
 	table := dynamotest.NewTable(t, ddb)
-	acq, err := acquirer.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sandbox.New("")))
+	acq, err := acquirerhttp.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sandbox.New("")))
 	if err != nil {
 		t.Fatal(err)
 	}

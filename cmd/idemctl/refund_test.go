@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/idempotent-payments/idempay/internal/acquirer"
+	"github.com/idempotent-payments/idempay/internal/acquirer/acquirerhttp"
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/dynamo"
 	"github.com/idempotent-payments/idempay/internal/httpapi"
@@ -39,13 +40,13 @@ func (a answerDropped) Refund(ctx context.Context, key string, req acquirer.Refu
 type refundLab struct {
 	lab
 	charges  *charge.Service
-	acq      *acquirer.Client
+	acq      *acquirerhttp.Client
 	balances *dynamo.Balances
 }
 
 func newRefundLab(t *testing.T) refundLab {
 	l := newLab(t, nil)
-	acq, err := acquirer.NewClient("http://sandbox.invalid", "", sandbox.InProcess(l.s.Sandbox))
+	acq, err := acquirerhttp.NewClient("http://sandbox.invalid", "", sandbox.InProcess(l.s.Sandbox))
 	if err != nil {
 		t.Fatal(err)
 	}

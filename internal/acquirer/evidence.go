@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"slices"
 )
 
@@ -98,24 +97,32 @@ const (
 	EndpointRefundLookup = "refund_lookup"
 )
 
+// The HTTP statuses that may carry an answer (net/http's values; this
+// package knows no transport).
+const (
+	statusOK              = 200
+	statusCreated         = 201
+	statusPaymentRequired = 402
+)
+
 // answerTable: for each endpoint, the HTTP statuses that carry an
 // authorization or a refund, and the body statuses each may carry.
 var answerTable = map[string]map[int][]string{
 	EndpointAuthorize: {
-		http.StatusOK:              {StatusCaptured},
-		http.StatusCreated:         {StatusCaptured},
-		http.StatusPaymentRequired: {StatusDeclined},
+		statusOK:              {StatusCaptured},
+		statusCreated:         {StatusCaptured},
+		statusPaymentRequired: {StatusDeclined},
 	},
 	EndpointLookup: {
-		http.StatusOK: {StatusCaptured, StatusDeclined},
+		statusOK: {StatusCaptured, StatusDeclined},
 	},
 	EndpointRefund: {
-		http.StatusOK:              {RefundSucceeded},
-		http.StatusCreated:         {RefundSucceeded},
-		http.StatusPaymentRequired: {RefundDeclined},
+		statusOK:              {RefundSucceeded},
+		statusCreated:         {RefundSucceeded},
+		statusPaymentRequired: {RefundDeclined},
 	},
 	EndpointRefundLookup: {
-		http.StatusOK: {RefundSucceeded, RefundDeclined},
+		statusOK: {RefundSucceeded, RefundDeclined},
 	},
 }
 

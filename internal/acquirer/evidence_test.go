@@ -1,83 +1,11 @@
 package acquirer
 
 import (
-	"context"
 	"errors"
-	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
 )
-
-// TestAnswerTable: each endpoint's pairings of HTTP status and body status
-// (evidence.go), as the client reads them: an outcome, a mismatch, or
-// unknown.
-func TestAnswerTable(t *testing.T) {
-	t.Parallel()
-	const (
-		ok       = "outcome"
-		mismatch = "mismatch"
-		unknown  = "unknown"
-	)
-	body := func(status string) string {
-		return fmt.Sprintf(`{"id":"auth_1","status":%q,"amount":100,"currency":"BRL","idempotency_key":"k-1"}`, status)
-	}
-	for _, c := range []struct {
-		endpoint, answer string
-		status           int
-		want             string
-	}{
-		{EndpointAuthorize, body(StatusCaptured), 201, ok},
-		{EndpointAuthorize, body(StatusCaptured), 200, ok},
-		{EndpointAuthorize, body(StatusDeclined), 402, ok},
-		{EndpointAuthorize, body(StatusDeclined), 201, mismatch},
-		{EndpointAuthorize, body(StatusDeclined), 200, mismatch},
-		{EndpointAuthorize, body(StatusCaptured), 402, mismatch},
-		{EndpointAuthorize, body("pending"), 201, unknown},
-		{EndpointAuthorize, body(StatusCaptured), 202, unknown},
-		{EndpointAuthorize, body(StatusCaptured), 500, unknown},
-		{EndpointLookup, body(StatusCaptured), 200, ok},
-		{EndpointLookup, body(StatusDeclined), 200, ok},
-		{EndpointLookup, body(StatusCaptured), 201, unknown},
-		{EndpointLookup, body(StatusDeclined), 402, unknown},
-		{EndpointLookup, body("refunded"), 200, unknown},
-	} {
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(c.status)
-			fmt.Fprint(w, c.answer)
-		}))
-		client, err := NewClient(srv.URL, "", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var a Authorization
-		if c.endpoint == EndpointAuthorize {
-			a, err = client.Authorize(context.Background(), "k-1", Request{Amount: 100, Currency: "BRL"})
-		} else {
-			a, err = client.Lookup(context.Background(), "k-1")
-		}
-		srv.Close()
-		var m *MismatchError
-		got := ok
-		switch {
-		case errors.As(err, &m):
-			got = mismatch
-			if !errors.Is(err, ErrMismatch) || m.Endpoint != c.endpoint || m.HTTPStatus != c.status || m.Reason != ReasonStatusPairing || m.Stated.ID != "auth_1" {
-				t.Errorf("%s %d %s: mismatch %+v", c.endpoint, c.status, c.answer, m)
-			}
-		case errors.Is(err, ErrOutcomeUnknown):
-			got = unknown
-		case err != nil:
-			got = err.Error()
-		}
-		if got != c.want || (got == ok && a.ID != "auth_1") {
-			t.Errorf("%s answered %d %s: %s (%v), want %s", c.endpoint, c.status, c.answer, got, err, c.want)
-		}
-	}
-}
 
 // TestCheckTerms: the terms must be the ones asked, byte for byte, every
 // answer states them, and an echoed key must be the one sent.
@@ -110,66 +38,6 @@ func TestCheckTerms(t *testing.T) {
 			t.Errorf("%s: %v, want agreement", c.name, err)
 		case c.reason != "" && (!errors.As(err, &m) || m.Reason != c.reason || !errors.Is(err, ErrMismatch)):
 			t.Errorf("%s: %v, want a mismatch for %s", c.name, err, c.reason)
-		}
-	}
-}
-
-// TestRefundAnswerTable: the refund endpoints' pairings, as the client
-// reads them.
-func TestRefundAnswerTable(t *testing.T) {
-	t.Parallel()
-	body := func(status string) string {
-		return fmt.Sprintf(`{"id":"rf_1","status":%q,"authorization_id":"auth_1","amount":100,"currency":"BRL","idempotency_key":"k-1"}`, status)
-	}
-	for _, c := range []struct {
-		endpoint, answer string
-		status           int
-		want             string // "outcome", "mismatch" or "unknown"
-	}{
-		{EndpointRefund, body(RefundSucceeded), 201, "outcome"},
-		{EndpointRefund, body(RefundSucceeded), 200, "outcome"},
-		{EndpointRefund, body(RefundDeclined), 402, "outcome"},
-		{EndpointRefund, body(RefundDeclined), 201, "mismatch"},
-		{EndpointRefund, body(RefundSucceeded), 402, "mismatch"},
-		{EndpointRefund, body(StatusCaptured), 201, "unknown"},
-		{EndpointRefund, body(RefundSucceeded), 202, "unknown"},
-		{EndpointRefund, body(RefundSucceeded), 500, "unknown"},
-		{EndpointRefundLookup, body(RefundSucceeded), 200, "outcome"},
-		{EndpointRefundLookup, body(RefundDeclined), 200, "outcome"},
-		{EndpointRefundLookup, body(RefundSucceeded), 201, "unknown"},
-		{EndpointRefundLookup, body("pending"), 200, "unknown"},
-	} {
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(c.status)
-			fmt.Fprint(w, c.answer)
-		}))
-		client, err := NewClient(srv.URL, "", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var r Refund
-		if c.endpoint == EndpointRefund {
-			r, err = client.Refund(context.Background(), "k-1", RefundRequest{AuthorizationID: "auth_1", Amount: 100, Currency: "BRL"})
-		} else {
-			r, err = client.LookupRefund(context.Background(), "k-1")
-		}
-		srv.Close()
-		var m *RefundMismatchError
-		got := "outcome"
-		switch {
-		case errors.As(err, &m):
-			got = "mismatch"
-			if !errors.Is(err, ErrMismatch) || m.Endpoint != c.endpoint || m.HTTPStatus != c.status || m.Reason != ReasonStatusPairing || m.Stated.ID != "rf_1" {
-				t.Errorf("%s %d %s: mismatch %+v", c.endpoint, c.status, c.answer, m)
-			}
-		case errors.Is(err, ErrOutcomeUnknown):
-			got = "unknown"
-		case err != nil:
-			got = err.Error()
-		}
-		if got != c.want || (got == "outcome" && r.ID != "rf_1") {
-			t.Errorf("%s answered %d %s: %s (%v), want %s", c.endpoint, c.status, c.answer, got, err, c.want)
 		}
 	}
 }
@@ -230,7 +98,7 @@ func FuzzAnswer(f *testing.F) {
 			fuzzRefund(t, endpoint, status, body)
 			return
 		}
-		a, err := read(endpoint, status, []byte(body))
+		a, err := ReadAuthorization(endpoint, status, []byte(body))
 		var m *MismatchError
 		switch {
 		case err == nil:
@@ -253,7 +121,7 @@ func FuzzAnswer(f *testing.F) {
 // fuzzRefund is FuzzAnswer for a refund's endpoint.
 func fuzzRefund(t *testing.T, endpoint string, status int, body string) {
 	asked := RefundRequest{AuthorizationID: "auth_1", Amount: 100, Currency: "BRL"}
-	r, err := readRefund(endpoint, status, []byte(body))
+	r, err := ReadRefund(endpoint, status, []byte(body))
 	var m *RefundMismatchError
 	switch {
 	case err == nil:

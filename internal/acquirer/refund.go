@@ -1,7 +1,6 @@
 package acquirer
 
 import (
-	"context"
 	"fmt"
 	"time"
 
@@ -36,30 +35,9 @@ type Refund struct {
 	CreatedAt      time.Time `json:"created_at"`
 }
 
-// Refund asks the acquirer to refund req under key. The acquirer
-// deduplicates by key: every call with one key returns the first refund.
-// It is sent once, as Authorize is, with the same errors; a
-// *RefundMismatchError when the HTTP status and the body disagree. The
-// terms are the caller's to check (CheckRefundTerms).
-func (c *Client) Refund(ctx context.Context, key string, req RefundRequest) (Refund, error) {
-	status, body, err := c.post(ctx, key, req, "v1", "refunds")
-	if err != nil {
-		return Refund{}, err
-	}
-	return readRefund(EndpointRefund, status, body)
-}
-
-// LookupRefund returns the refund made under key, or ErrNotFound; a
-// *RefundMismatchError when the HTTP status and the body disagree. Any
-// other failure proves nothing either way. The terms are the caller's to
-// check (CheckRefundTerms).
-func (c *Client) LookupRefund(ctx context.Context, key string) (Refund, error) {
-	return lookup(ctx, c, "refund lookup", EndpointRefundLookup, readRefund, "v1", "refunds", key)
-}
-
-// readRefund decodes an answer of endpoint that carries a refund and
+// ReadRefund decodes an answer of endpoint that carries a refund and
 // checks its status against the body's.
-func readRefund(endpoint string, status int, body []byte) (Refund, error) {
+func ReadRefund(endpoint string, status int, body []byte) (Refund, error) {
 	if !carriesAnswer(endpoint, status) {
 		return Refund{}, fmt.Errorf("%w: status %d", ErrOutcomeUnknown, status)
 	}

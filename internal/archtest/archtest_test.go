@@ -18,10 +18,10 @@ var rules = []struct {
 	reason string
 }{
 	{"internal/idem", []string{"internal/", "github.com/aws/"}, "the engine depends on nothing of this module and on no AWS SDK"},
-	{"internal/charge", []string{"internal/httpapi", "internal/command", "internal/queue", "github.com/aws/", "go.opentelemetry.io/"},
-		"the charge domain knows neither HTTP problems nor queues nor AWS nor a tracing library: each entry point maps its outcomes, and tracing is injected (op.Tracer)"},
+	{"internal/charge", []string{"internal/httpapi", "internal/command", "internal/queue", "github.com/aws/", "go.opentelemetry.io/", "std:net/http"},
+		"the charge domain knows neither HTTP problems nor queues nor AWS nor a tracing library nor an HTTP client: each entry point maps its outcomes, and tracing and the acquirer's client are injected (op.Tracer, acquirerhttp)"},
 	{"internal/command", []string{"internal/charge", "github.com/aws/"}, "the message format is a leaf above the engine"},
-	{"internal/refund", []string{"internal/httpapi", "internal/command", "internal/queue", "internal/dynamo", "github.com/aws/", "go.opentelemetry.io/"},
+	{"internal/refund", []string{"internal/httpapi", "internal/command", "internal/queue", "internal/dynamo", "github.com/aws/", "go.opentelemetry.io/", "std:net/http"},
 		"the refund domain knows no entry point, no store, no AWS and no tracing library: the table's package implements its seams, and tracing is injected"},
 	{"internal/route", []string{"internal/", "github.com/"}, "the routes import nothing, so the CDK app can"},
 	{"internal/deploy", []string{"internal/", "github.com/"}, "the system's description imports nothing, so the CDK app, the local stack and idemctl can"},
@@ -30,7 +30,7 @@ var rules = []struct {
 	{"internal/obs", []string{"internal/", "github.com/"}, "the observability vocabulary imports nothing, so the CDK app's alarms can"},
 	{"internal/streamfilter", []string{"internal/charge", "internal/outbox", "github.com/aws/"}, "the stream filters read only the table's definition, so the CDK app can"},
 	{"internal/event", []string{"internal/charge"}, "the events' schema is read by the CDK app, which links no service"},
-	{"internal/acquirer", []string{"internal/idem", "internal/charge"}, "the acquirer client knows no idempotency"},
+	{"internal/acquirer", []string{"internal/idem", "internal/charge", "std:net/http"}, "the acquirer's answers know no idempotency and no transport (its client is acquirerhttp)"},
 	{"internal/sweep", []string{"internal/charge", "internal/acquirer"}, "the sweeper never calls the acquirer"},
 	{"internal/event", []string{"internal/httpapi", "internal/queue", "internal/dynamo", "github.com/aws/"},
 		"the events' schema knows no transport and no store: publishers encode with it"},

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/idempotent-payments/idempay/internal/acquirer"
+	"github.com/idempotent-payments/idempay/internal/acquirer/acquirerhttp"
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/charge/chargetest"
 	"github.com/idempotent-payments/idempay/internal/httpapi"
@@ -19,7 +19,7 @@ import (
 func ExampleService_Charge() {
 	ctx := context.Background()
 	sb := sandbox.New("")
-	acq, _ := acquirer.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
+	acq, _ := acquirerhttp.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
 	store := idemtest.NewMemoryStore()
 	svc := charge.NewService(idem.NewGuard(store, idem.Config{}), chargetest.NewLedger(), acq, httpapi.Render, charge.Config{})
 

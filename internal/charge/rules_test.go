@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/idempotent-payments/idempay/internal/acquirer"
+	"github.com/idempotent-payments/idempay/internal/acquirer/acquirerhttp"
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/charge/chargetest"
 	"github.com/idempotent-payments/idempay/internal/httpapi"
@@ -208,8 +209,8 @@ func TestCredentialRotation(t *testing.T) {
 	var secret atomic.Value
 	secret.Store("key-1")
 	var reads atomic.Int64
-	cred := acquirer.NewCredential(func(context.Context) (string, error) { reads.Add(1); return secret.Load().(string), nil }, time.Hour, time.Nanosecond)
-	client, err := acquirer.NewClientWithCredential(srv.URL, cred, nil)
+	cred := acquirerhttp.NewCredential(func(context.Context) (string, error) { reads.Add(1); return secret.Load().(string), nil }, time.Hour, time.Nanosecond)
+	client, err := acquirerhttp.NewClientWithCredential(srv.URL, cred, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/idempotent-payments/idempay/internal/acquirer"
+	"github.com/idempotent-payments/idempay/internal/acquirer/acquirerhttp"
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/deploy"
 	"github.com/idempotent-payments/idempay/internal/dynamo"
@@ -167,14 +167,14 @@ func Services(ctx context.Context, awsCfg aws.Config, c Config, logger *slog.Log
 		Retention: c.Retention, LeaseMargin: c.LeaseMargin, CacheSize: c.CacheSize,
 		Protocol: idem.Protocol{InTransitBound: c.InTransitBound, ClockSkew: c.ClockSkew, Downstream: c.AcquirerID},
 	})
-	cred := acquirer.StaticCredential(c.AcquirerAPIKey)
+	cred := acquirerhttp.StaticCredential(c.AcquirerAPIKey)
 	if c.AcquirerSecret != "" {
 		// Read at start-up (a missing secret fails the start), then again
 		// every 5 minutes and when the acquirer refuses it (at most every
 		// 10 s): a rotation or the first real value takes effect without a
 		// restart. The credential never sits in the function's environment.
 		sm := secretsmanager.NewFromConfig(awsCfg)
-		cred = acquirer.NewCredential(func(ctx context.Context) (string, error) {
+		cred = acquirerhttp.NewCredential(func(ctx context.Context) (string, error) {
 			out, err := sm.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(c.AcquirerSecret)})
 			if err != nil {
 				return "", err
@@ -185,7 +185,7 @@ func Services(ctx context.Context, awsCfg aws.Config, c Config, logger *slog.Log
 			return nil, nil, err
 		}
 	}
-	acq, err := acquirer.NewClientWithCredential(c.AcquirerURL, cred, nil)
+	acq, err := acquirerhttp.NewClientWithCredential(c.AcquirerURL, cred, nil)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idempotent-payments/idempay/internal/acquirer"
+	"github.com/idempotent-payments/idempay/internal/acquirer/acquirerhttp"
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/charge/chargetest"
 	"github.com/idempotent-payments/idempay/internal/command"
@@ -263,7 +264,7 @@ func TestReconcileARefund(t *testing.T) {
 	clock := idemtest.NewClock(time.Unix(1_800_000_000, 0))
 	guard := idem.NewGuard(idemtest.NewMemoryStore(), idem.Config{Now: clock.Now, DefaultLease: 30 * time.Second})
 	sb := sandbox.New("")
-	acq, _ := acquirer.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
+	acq, _ := acquirerhttp.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
 	cfg := charge.Config{Now: clock.Now}
 	charges := chargetest.Service(guard, acq, httpapi.Render, cfg)
 	balances := refundtest.NewMemoryBalances()
@@ -427,7 +428,7 @@ func newRefundWorld(t *testing.T) *refundWorld {
 	ctx := context.Background()
 	guard := idem.NewGuard(idemtest.NewMemoryStore(), idem.Config{DefaultLease: 30 * time.Second})
 	sb := sandbox.New("")
-	acq, _ := acquirer.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
+	acq, _ := acquirerhttp.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
 	charges, refunds := refundtest.Services(guard, acq, httpapi.Render, httpapi.RenderRefund, charge.Config{})
 	made := charges.Charge(ctx, charge.Input{Account: "acct_1", Keys: []string{"charge-key-1"},
 		Body: []byte(`{"amount": 1000, "currency": "BRL", "order_id": "1", "payment_method": "pm_card_visa"}`)})

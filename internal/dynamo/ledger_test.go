@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idempotent-payments/idempay/internal/acquirer"
+	"github.com/idempotent-payments/idempay/internal/acquirer/acquirerhttp"
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/charge/chargetest"
 	"github.com/idempotent-payments/idempay/internal/dynamo"
@@ -83,7 +84,7 @@ func TestChargeRoundTrips(t *testing.T) {
 	client := dynamotest.Client(t, trips.Option)
 	table := dynamotest.NewTable(t, client)
 	sb := sandbox.New("")
-	acq, _ := acquirer.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
+	acq, _ := acquirerhttp.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
 	tbl := dynamo.Open(client, table)
 	svc := chargetest.ServiceWith(idem.NewGuard(tbl.Store(), idem.Config{}), tbl.Ledger(), acq, httpapi.Render, charge.Config{})
 	in := charge.Input{Account: "acct_rt", Keys: []string{"round-trip-key"}, Body: []byte(`{"amount": 100, "currency": "BRL", "order_id": "1", "payment_method": "pm_card_visa"}`)}
@@ -129,7 +130,7 @@ func TestItemSizes(t *testing.T) {
 	table := dynamotest.NewTable(t, client)
 	store := dynamo.Open(client, table).Store()
 	sb := sandbox.New("")
-	acq, _ := acquirer.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
+	acq, _ := acquirerhttp.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
 	svc := chargetest.ServiceWith(idem.NewGuard(store, idem.Config{}), dynamo.Open(client, table).Ledger(), acq, httpapi.Render, charge.Config{})
 	raw := func(pk string) map[string]types.AttributeValue {
 		out, err := client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: pk}}, ConsistentRead: aws.Bool(true)})
@@ -183,7 +184,7 @@ func TestLookupByKey(t *testing.T) {
 	tbl := dynamo.Open(client, table)
 	store, ledger := tbl.Store(), tbl.Ledger()
 	sb := sandbox.New("")
-	acq, _ := acquirer.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
+	acq, _ := acquirerhttp.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
 	service := func(cfg idem.Config) *charge.Service {
 		return chargetest.ServiceWith(idem.NewGuard(store, cfg), ledger, acq, httpapi.Render, charge.Config{})
 	}

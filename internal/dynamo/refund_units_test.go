@@ -13,7 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/idempotent-payments/idempay/internal/acquirer"
+	"github.com/idempotent-payments/idempay/internal/acquirer/acquirerhttp"
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/charge/chargetest"
 	"github.com/idempotent-payments/idempay/internal/cost"
@@ -38,7 +38,7 @@ func newRefundWorld(tb testing.TB, api dynamo.API, table string) refundWorld {
 	tb.Helper()
 	sb := sandbox.New("")
 	sb.SetRefundBound(false)
-	acq, _ := acquirer.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
+	acq, _ := acquirerhttp.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
 	tbl := dynamo.Open(api, table)
 	guard := idem.NewGuard(tbl.Store(), idem.Config{})
 	charges := chargetest.ServiceWith(guard, tbl.Ledger(), acq, httpapi.Render, charge.Config{})
@@ -174,7 +174,7 @@ func TestRefundConflicts(t *testing.T) {
 	proxied := dynamotest.Client(t, proxy.Option)
 	sb := sandbox.New("")
 	sb.SetRefundBound(false)
-	acq, _ := acquirer.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
+	acq, _ := acquirerhttp.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
 	direct := dynamo.Open(client, table)
 	charges := chargetest.ServiceWith(idem.NewGuard(direct.Store(), idem.Config{}), direct.Ledger(), acq, httpapi.Render, charge.Config{})
 	made := charges.Charge(ctx, charge.Input{Account: "acct_rt", Keys: []string{"conflict-charge"},

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/idempotent-payments/idempay/internal/acquirer"
+	"github.com/idempotent-payments/idempay/internal/acquirer/acquirerhttp"
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/charge/chargetest"
 	"github.com/idempotent-payments/idempay/internal/cost"
@@ -31,7 +32,7 @@ func unitsOf(tb testing.TB, path string, n int) dynamotest.Units {
 	meter := &dynamotest.Meter{Client: dynamotest.Client(tb)}
 	table := dynamotest.NewTable(tb, meter.Client)
 	sb := sandbox.New("")
-	acq, _ := acquirer.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
+	acq, _ := acquirerhttp.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
 	cache := 0
 	if path == "replay-warm-cache" {
 		cache = 10
@@ -126,7 +127,7 @@ func BenchmarkChargeCPU(b *testing.B) {
 	client := dynamotest.Client(b)
 	table := dynamotest.NewTable(b, client)
 	sb := sandbox.New("")
-	acq, _ := acquirer.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
+	acq, _ := acquirerhttp.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
 	tbl := dynamo.Open(client, table)
 	svc := chargetest.ServiceWith(idem.NewGuard(tbl.Store(), idem.Config{}), tbl.Ledger(), acq, httpapi.Render, charge.Config{})
 	body := []byte(`{"amount": 25000, "currency": "BRL", "order_id": "order-123", "payment_method": "pm_card_visa", "description": "a typical description"}`)
@@ -181,7 +182,7 @@ func unitsOfALife(tb testing.TB, ttl bool, n int) lifeUnits {
 	meter := &dynamotest.Meter{Client: dynamotest.Client(tb)}
 	table := dynamotest.NewTableFor(tb, meter.Client, ttl)
 	sb := sandbox.New("")
-	acq, _ := acquirer.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
+	acq, _ := acquirerhttp.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
 	now := time.Now()
 	clock := func() time.Time { return now }
 	store := dynamo.Open(meter, table).Store()
@@ -287,7 +288,7 @@ func BenchmarkFirstExecutionByTableMode(b *testing.B) {
 			ctx := context.Background()
 			client := dynamotest.Client(b)
 			table := dynamotest.NewTableFor(b, client, mode.ttl)
-			acq, _ := acquirer.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sandbox.New("")))
+			acq, _ := acquirerhttp.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sandbox.New("")))
 			tbl := dynamo.Open(client, table)
 			svc := chargetest.ServiceWith(idem.NewGuard(tbl.Store(), idem.Config{}), tbl.Ledger(), acq, httpapi.Render, charge.Config{})
 			body := []byte(`{"amount": 25000, "currency": "BRL", "order_id": "order-123", "payment_method": "pm_card_visa"}`)

@@ -17,7 +17,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/idempotent-payments/idempay/internal/acquirer"
+	"github.com/idempotent-payments/idempay/internal/acquirer/acquirerhttp"
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/idem"
@@ -35,7 +35,7 @@ import (
 func newHandler(t testing.TB) (*Handler, *sandbox.Server) {
 	t.Helper()
 	sb := sandbox.New("")
-	acq, err := acquirer.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
+	acq, err := acquirerhttp.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -376,7 +376,7 @@ func TestReplayHeadersAreTheFirstAnswers(t *testing.T) {
 	t.Parallel()
 	for _, cache := range []int{0, 100} {
 		sb := sandbox.New("")
-		acq, _ := acquirer.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
+		acq, _ := acquirerhttp.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
 		h := handlerOn(idem.NewGuard(idemtest.NewMemoryStore(), idem.Config{CacheSize: cache}), acq, charge.Config{})
 		for i, body := range []string{
 			`{"amount": 100, "currency": "BRL", "order_id": "1", "payment_method": "pm_card_visa"}`,

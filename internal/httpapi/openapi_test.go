@@ -19,7 +19,7 @@ import (
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/legacy"
 
-	"github.com/idempotent-payments/idempay/internal/acquirer"
+	"github.com/idempotent-payments/idempay/internal/acquirer/acquirerhttp"
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/idemtest"
@@ -128,11 +128,11 @@ func TestOpenAPIMatchesHandler(t *testing.T) {
 		}
 	}
 	sb := sandbox.New("")
-	acq, _ := acquirer.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
+	acq, _ := acquirerhttp.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
 	store := idemtest.NewMemoryStore()
 	guard := idem.NewGuard(store, idem.Config{})
 	h := handlerOn(guard, acq, charge.Config{})
-	refused, _ := acquirer.NewClient("http://127.0.0.1:1", "", nil)
+	refused, _ := acquirerhttp.NewClient("http://127.0.0.1:1", "", nil)
 	hRefused := handlerOn(guard, refused, charge.Config{})
 
 	post := func(h *Handler, key, body string) events.APIGatewayV2HTTPResponse {
@@ -216,7 +216,7 @@ func TestOpenAPIControls(t *testing.T) {
 	ctx := context.Background()
 	store := idemtest.NewMemoryStore()
 	sb := sandbox.New("")
-	acq, _ := acquirer.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
+	acq, _ := acquirerhttp.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
 	h := handlerOn(idem.NewGuard(store, idem.Config{}), acq, charge.Config{})
 	ev := loadEvent(t, "create-charge.json")
 	resp, _ := h.Handle(ctx, ev)
@@ -302,10 +302,10 @@ func TestOpenAPIRefunds(t *testing.T) {
 	ctx := context.Background()
 	sb := sandbox.New("")
 	sb.SetRefundBound(false)
-	acq, _ := acquirer.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
+	acq, _ := acquirerhttp.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
 	guard := idem.NewGuard(idemtest.NewMemoryStore(), idem.Config{})
 	h := handlerOn(guard, acq, charge.Config{})
-	refused, _ := acquirer.NewClient("http://127.0.0.1:1", "", nil)
+	refused, _ := acquirerhttp.NewClient("http://127.0.0.1:1", "", nil)
 	hRefused := &Handler{Service: h.Service, AccountClaim: "sub",
 		Refunds: refund.NewService(guard, h.Service, refundtest.NewMemoryBalances(), refundtest.NewLedger(), refused, RenderRefund, charge.Config{})}
 	exchange := func(h *Handler, ev events.APIGatewayV2HTTPRequest, want int) events.APIGatewayV2HTTPResponse {

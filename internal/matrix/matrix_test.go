@@ -23,6 +23,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idempotent-payments/idempay/internal/acquirer"
+	"github.com/idempotent-payments/idempay/internal/acquirer/acquirerhttp"
 	"github.com/idempotent-payments/idempay/internal/backstop"
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/charge/chargetest"
@@ -114,7 +115,7 @@ type world struct {
 	clock    *idemtest.Clock
 	guard    *idem.Guard
 	sb       *sandbox.Server
-	acq      *acquirer.Client
+	acq      *acquirerhttp.Client
 	ledger   *chargetest.Ledger
 	refunds  *refundtest.Ledger
 	balances refund.Balances
@@ -135,7 +136,7 @@ func newWorld(t *testing.T) *world {
 		cfg: charge.Config{Now: clock.Now, Region: region, Logger: slog.New(slog.DiscardHandler)}}
 	w.guard = idem.NewGuard(idemtest.NewMemoryStore(), idem.Config{Now: clock.Now, DefaultLease: time.Minute, Protocol: idem.Protocol{Downstream: "sandbox"}})
 	var err error
-	if w.acq, err = acquirer.NewClient("http://sandbox.invalid", "", sandbox.InProcess(w.sb)); err != nil {
+	if w.acq, err = acquirerhttp.NewClient("http://sandbox.invalid", "", sandbox.InProcess(w.sb)); err != nil {
 		t.Fatal(err)
 	}
 	w.charges, w.refundSv = w.services(w.acq)
@@ -381,7 +382,7 @@ func (r rows) Row(ctx context.Context, id string) (outbox.Row, error) {
 
 // lostAnswers is the acquirer whose answers are lost after it acted: the
 // outcome is unknown to the service.
-type lostAnswers struct{ *acquirer.Client }
+type lostAnswers struct{ *acquirerhttp.Client }
 
 func (l lostAnswers) Authorize(ctx context.Context, key string, req acquirer.Request) (acquirer.Authorization, error) {
 	if _, err := l.Client.Authorize(ctx, key, req); err != nil {

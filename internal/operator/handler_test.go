@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idempotent-payments/idempay/internal/acquirer"
+	"github.com/idempotent-payments/idempay/internal/acquirer/acquirerhttp"
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/charge/chargetest"
 	"github.com/idempotent-payments/idempay/internal/httpapi"
@@ -35,7 +36,7 @@ type world struct {
 	h      *operator.Handler
 	guard  *idem.Guard
 	clock  *idemtest.Clock
-	acq    *acquirer.Client
+	acq    *acquirerhttp.Client
 	sb     *sandbox.Server
 	ledger charge.Ledger
 }
@@ -45,7 +46,7 @@ func newWorld(t *testing.T) world {
 	clock := idemtest.NewClock(time.Now().Truncate(time.Millisecond))
 	guard := idem.NewGuard(idemtest.NewMemoryStore(), idem.Config{Now: clock.Now, DefaultLease: time.Minute, Protocol: idem.Protocol{Downstream: "sandbox"}})
 	sb := sandbox.New("")
-	acq, err := acquirer.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
+	acq, err := acquirerhttp.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,17 +10,18 @@ import (
 	"testing"
 
 	"github.com/idempotent-payments/idempay/internal/acquirer"
+	"github.com/idempotent-payments/idempay/internal/acquirer/acquirerhttp"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
 )
 
 // refundClient is the real acquirer client on a fresh sandbox, with one
 // captured authorization of 1,000 BRL made with method.
-func refundClient(t *testing.T, method string) (*sandbox.Server, *acquirer.Client, acquirer.Authorization) {
+func refundClient(t *testing.T, method string) (*sandbox.Server, *acquirerhttp.Client, acquirer.Authorization) {
 	t.Helper()
 	sb := sandbox.New("")
 	srv := httptest.NewServer(sb)
 	t.Cleanup(srv.Close)
-	c, err := acquirer.NewClient(srv.URL, "", nil)
+	c, err := acquirerhttp.NewClient(srv.URL, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/idempotent-payments/idempay/internal/acquirer"
+	"github.com/idempotent-payments/idempay/internal/acquirer/acquirerhttp"
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/charge/chargetest"
 	"github.com/idempotent-payments/idempay/internal/httpapi"
@@ -67,7 +67,7 @@ func TestOTLPExport(t *testing.T) {
 	sb := sandbox.New("")
 	acqSrv := httptest.NewServer(sb)
 	defer acqSrv.Close()
-	acq, _ := acquirer.NewClient(acqSrv.URL, "", nil)
+	acq, _ := acquirerhttp.NewClient(acqSrv.URL, "", nil)
 	store := idemtest.NewMemoryStore()
 	svc := chargetest.Service(idem.NewGuard(store, idem.Config{}), acq, httpapi.Render, charge.Config{Tracer: Spans(tracer)})
 	invocation, root := tracer.Start(ctx, "invocation")

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idempotent-payments/idempay/internal/acquirer"
+	"github.com/idempotent-payments/idempay/internal/acquirer/acquirerhttp"
 	"github.com/idempotent-payments/idempay/internal/dynamo/dynamotest"
 	"github.com/idempotent-payments/idempay/internal/localapi"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
@@ -28,7 +29,7 @@ import (
 type checkThenWrite struct {
 	db    *dynamodb.Client
 	table string
-	acq   *acquirer.Client
+	acq   *acquirerhttp.Client
 	n     int64
 	mu    sync.Mutex
 }
@@ -112,7 +113,7 @@ func BenchmarkStormDuplicates(b *testing.B) {
 		sb.SetFaults(sandbox.Faults{LatencyMS: 50})
 		acqSrv := httptest.NewServer(sb)
 		defer acqSrv.Close()
-		acq, _ := acquirer.NewClient(acqSrv.URL, "", nil)
+		acq, _ := acquirerhttp.NewClient(acqSrv.URL, "", nil)
 		api := httptest.NewServer(&checkThenWrite{db: client, table: dynamotest.NewTable(b, client), acq: acq})
 		defer api.Close()
 		dups := 0

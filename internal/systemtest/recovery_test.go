@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idempotent-payments/idempay/internal/acquirer"
+	"github.com/idempotent-payments/idempay/internal/acquirer/acquirerhttp"
 	"github.com/idempotent-payments/idempay/internal/command"
 	"github.com/idempotent-payments/idempay/internal/dynamo"
 	"github.com/idempotent-payments/idempay/internal/event"
@@ -183,7 +184,7 @@ func TestRule3ReconcilerWaitsForInTransit(t *testing.T) {
 	t.Parallel()
 	s := recoveryStack(t)
 	ctx := context.Background()
-	acq, err := acquirer.NewClient(s.SandboxURL, "", nil)
+	acq, err := acquirerhttp.NewClient(s.SandboxURL, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

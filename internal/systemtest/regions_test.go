@@ -18,6 +18,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/idempotent-payments/idempay/internal/acquirer"
+	"github.com/idempotent-payments/idempay/internal/acquirer/acquirerhttp"
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/charge/chargetest"
 	"github.com/idempotent-payments/idempay/internal/command"
@@ -82,7 +83,7 @@ func TestEventualConsistencyDoubleCharges(t *testing.T) {
 // regionService is one region's charge service on table, charging sb.
 func regionService(t *testing.T, client *dynamodb.Client, table string, sb *sandbox.Server) *charge.Service {
 	t.Helper()
-	acq, err := acquirer.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
+	acq, err := acquirerhttp.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +237,7 @@ func TestTwoRegionsSweepAndReconcileOnce(t *testing.T) {
 	clock := idemtest.NewClock(time.Now().Truncate(time.Millisecond))
 	sb := sandbox.New("")
 	region := func() (*charge.Service, *charge.Service, *sweep.Sweeper, *sweeptest.Queue) {
-		acq, err := acquirer.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
+		acq, err := acquirerhttp.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
 		if err != nil {
 			t.Fatal(err)
 		}

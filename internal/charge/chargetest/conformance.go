@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/idempotent-payments/idempay/internal/acquirer"
+	"github.com/idempotent-payments/idempay/internal/acquirer/acquirerhttp"
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/idem"
@@ -271,9 +272,9 @@ func runParallel(t *testing.T, newStores NewStoresFunc, cases []suiteCase) {
 
 // sandboxAcquirer is a fresh sandbox and an acquirer client that reaches it
 // in process.
-func sandboxAcquirer() (*sandbox.Server, *acquirer.Client) {
+func sandboxAcquirer() (*sandbox.Server, *acquirerhttp.Client) {
 	sb := sandbox.New("")
-	acq, _ := acquirer.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
+	acq, _ := acquirerhttp.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
 	return sb, acq
 }
 

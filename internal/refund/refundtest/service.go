@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/idempotent-payments/idempay/internal/acquirer"
+	"github.com/idempotent-payments/idempay/internal/acquirer/acquirerhttp"
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/charge/chargetest"
 	"github.com/idempotent-payments/idempay/internal/idem"
@@ -99,7 +100,7 @@ type world struct {
 	clock   *idemtest.Clock
 	began   time.Time
 	sb      *sandbox.Server
-	acq     *acquirer.Client
+	acq     *acquirerhttp.Client
 	charges *charge.Service
 	svc     *refund.Service
 	n       atomic.Int64
@@ -110,7 +111,7 @@ func newWorld(t *testing.T, newStores NewStoresFunc) *world {
 	w.sb.SetRefundBound(false)
 	srv := httptest.NewServer(w.sb)
 	t.Cleanup(srv.Close)
-	w.acq, _ = acquirer.NewClient(srv.URL, "", nil)
+	w.acq, _ = acquirerhttp.NewClient(srv.URL, "", nil)
 	w.charges, w.svc = w.instance(w.acq)
 	return w
 }
@@ -461,7 +462,7 @@ func serviceNothingSentReleasesBoth(t *testing.T, w *world) {
 	ch := w.charge(t, "pm_card_visa", 1000)
 	closed := httptest.NewServer(nil)
 	closed.Close()
-	unreachable, _ := acquirer.NewClient(closed.URL, "", nil)
+	unreachable, _ := acquirerhttp.NewClient(closed.URL, "", nil)
 	res := w.with(unreachable).Refund(ctx, in("unsent-refund", ch, `{"amount": 1000}`))
 	if res.Outcome != op.Released {
 		t.Fatalf("%s", res.Outcome)
@@ -483,7 +484,7 @@ func serviceAnOutageNeverUsesUpTheRefunds(t *testing.T, w *world) {
 	mustAnswer(t, w.svc.Refund(ctx, in("made-refund", ch, `{"amount": 1}`)), op.Executed, 201)
 	closed := httptest.NewServer(nil)
 	closed.Close()
-	unreachable, _ := acquirer.NewClient(closed.URL, "", nil)
+	unreachable, _ := acquirerhttp.NewClient(closed.URL, "", nil)
 	down := w.with(unreachable)
 	for i := range refund.MaxEntries + 10 {
 		key := "retried-in-the-outage"
@@ -860,7 +861,7 @@ func serviceLookupsByIDAndKey(t *testing.T, w *world) {
 }
 
 // Acquirer is an acquirer that authorizes and refunds, as
-// *acquirer.Client and *sandbox.Server do.
+// *acquirerhttp.Client and *sandbox.Server do.
 type Acquirer interface {
 	charge.Acquirer
 	refund.Acquirer

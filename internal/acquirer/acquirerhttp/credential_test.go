@@ -1,4 +1,4 @@
-package acquirer
+package acquirerhttp
 
 import (
 	"context"

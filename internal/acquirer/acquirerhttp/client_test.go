@@ -1,4 +1,4 @@
-package acquirer_test
+package acquirerhttp_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/idempotent-payments/idempay/internal/acquirer"
+	"github.com/idempotent-payments/idempay/internal/acquirer/acquirerhttp"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
 )
 
@@ -23,7 +24,7 @@ func TestOneCallOneSend(t *testing.T) {
 	sb := sandbox.New("")
 	srv := httptest.NewServer(sb)
 	defer srv.Close()
-	c, err := acquirer.NewClient(srv.URL, "", nil)
+	c, err := acquirerhttp.NewClient(srv.URL, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,10 +67,10 @@ func TestRefusals(t *testing.T) {
 			requests.Add(1)
 			w.WriteHeader(tc.status)
 		}))
-		cred := acquirer.NewCredential(func(context.Context) (string, error) {
+		cred := acquirerhttp.NewCredential(func(context.Context) (string, error) {
 			return fmt.Sprintf("key-%d", reads.Add(1)), nil
 		}, time.Hour, time.Nanosecond)
-		c, _ := acquirer.NewClientWithCredential(srv.URL, cred, nil)
+		c, _ := acquirerhttp.NewClientWithCredential(srv.URL, cred, nil)
 		_, err := c.Authorize(ctx, "refused-key-1", acquirer.Request{Amount: 1, Currency: "BRL", PaymentMethod: "pm_card_visa", OrderID: "1"})
 		if errors.Is(err, acquirer.ErrNotSent) != tc.notSent || errors.Is(err, acquirer.ErrOutcomeUnknown) == tc.notSent ||
 			errors.Is(err, acquirer.ErrCredentialChanged) != tc.notSent { // the re-read gave another key
@@ -92,9 +93,28 @@ func TestRefusedStaticCredential(t *testing.T) {
 	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusUnauthorized) }))
 	defer srv.Close()
-	c, _ := acquirer.NewClient(srv.URL, "the-only-key", nil)
+	c, _ := acquirerhttp.NewClient(srv.URL, "the-only-key", nil)
 	_, err := c.Authorize(context.Background(), "static-key-1", acquirer.Request{Amount: 1, Currency: "BRL", PaymentMethod: "pm_card_visa", OrderID: "1"})
 	if !errors.Is(err, acquirer.ErrCredentialRefused) || errors.Is(err, acquirer.ErrCredentialChanged) {
 		t.Fatalf("%v: want refused, not changed", err)
+	}
+}
+
+// TestTheCredentialIsABearer: the key goes in the Authorization header as
+// a bearer credential, and a sandbox holding that key authorizes.
+func TestTheCredentialIsABearer(t *testing.T) {
+	sb := sandbox.New("key-1")
+	var got atomic.Value
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got.Store(r.Header.Get("Authorization"))
+		sb.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	c, err := acquirerhttp.NewClient(srv.URL, "key-1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Authorize(context.Background(), "bearer-key-1", acquirer.Request{Amount: 1, Currency: "BRL", PaymentMethod: "pm_card_visa", OrderID: "1"}); err != nil || got.Load() != "Bearer key-1" {
+		t.Fatalf("Authorize: %v, with Authorization %q", err, got.Load())
 	}
 }
