@@ -477,15 +477,11 @@ func (s *Service) store(ctx context.Context, lease *idem.Lease, ch Charge, compl
 	if err == nil {
 		return Result{Outcome: op.Executed, Response: resp, ChargeID: stored.ID}
 	}
-	if !errors.Is(err, idem.ErrLeaseLost) {
-		s.cfg.Logger.ErrorContext(ctx, "complete failed; the record stays in flight", "error", err)
-		return s.pendingResult()
+	rec, pending := s.cfg.Frame(s.guard).Unstored(ctx, lease, err)
+	if rec == nil {
+		return endedEarly(pending)
 	}
-	rec, lookupErr := s.guard.Lookup(ctx, lease.PK())
-	if lookupErr == nil && rec.Status == idem.StatusCompleted {
-		return Result{Outcome: op.Replayed, Response: *rec.Response, ChargeID: AnsweredID(rec.DownstreamKey)}
-	}
-	return s.pendingResult()
+	return Result{Outcome: op.Replayed, Response: *rec.Response, ChargeID: AnsweredID(rec.DownstreamKey)}
 }
 
 // AnsweredID is the id of the charge a completed record's answer is of,

@@ -189,3 +189,21 @@ func (l Frame) Hold(ctx context.Context, lease *idem.Lease, reason string, evide
 	}
 	return Early{Outcome: Mismatch, RetryAfter: l.HeldRetryAfter}, err == nil
 }
+
+// Unstored is how an attempt ends when storing its answer failed with err
+// (idem.Lease.Complete or Accept): a lost lease means another attempt
+// resolved the key, so its completed record answers (rec, a replay); any
+// other failure, or a record not completed, leaves the record in flight
+// (rec nil: Pending).
+func (l Frame) Unstored(ctx context.Context, lease *idem.Lease, err error) (rec *idem.Record, pending Early) {
+	pending = Early{Outcome: Pending, RetryAfter: l.RetryAfter}
+	if !errors.Is(err, idem.ErrLeaseLost) {
+		l.Logger.ErrorContext(ctx, "complete failed; the record stays in flight", "error", err)
+		return nil, pending
+	}
+	rec, lookupErr := l.Guard.Lookup(ctx, lease.PK())
+	if lookupErr == nil && rec.Status == idem.StatusCompleted {
+		return rec, pending
+	}
+	return nil, pending
+}

@@ -463,15 +463,11 @@ func (s *Service) complete(ctx context.Context, lease *idem.Lease, a Answer, ref
 	if err == nil {
 		return Result{Outcome: op.Executed, Response: resp, Refusal: a.Refusal(), RefundID: refundID}
 	}
-	if !errors.Is(err, idem.ErrLeaseLost) {
-		s.cfg.Logger.ErrorContext(ctx, "complete failed; the record stays in flight", "error", err)
-		return s.pendingResult()
+	rec, pending := s.cfg.Frame(s.guard).Unstored(ctx, lease, err)
+	if rec == nil {
+		return endedEarly(pending)
 	}
-	rec, lookupErr := s.guard.Lookup(ctx, lease.PK())
-	if lookupErr == nil && rec.Status == idem.StatusCompleted {
-		return Result{Outcome: op.Replayed, Response: *rec.Response, Refusal: RefusalOf(*rec.Response), RefundID: answeredID(rec.DownstreamKey), Source: rec.Source, ClaimedAt: rec.CreatedAt}
-	}
-	return s.pendingResult()
+	return Result{Outcome: op.Replayed, Response: *rec.Response, Refusal: RefusalOf(*rec.Response), RefundID: answeredID(rec.DownstreamKey), Source: rec.Source, ClaimedAt: rec.CreatedAt}
 }
 
 // hold: the acquirer's refund disagrees with what was sent (ask) or with
