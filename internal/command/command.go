@@ -203,11 +203,6 @@ func Decode(body string) (Command, error) {
 // error the decoder met while inside its value ({not json}, a trailing
 // comma, "amount":01) is the request's; one in the envelope around it is
 // not.
-func isRequestError(err error) bool {
-	_, in := RequestError(err)
-	return in
-}
-
 func RequestError(err error) (*strictjson.Error, bool) {
 	var e *strictjson.Error
 	if !errors.As(err, &e) {
@@ -220,4 +215,11 @@ func RequestError(err error) (*strictjson.Error, bool) {
 		return &strictjson.Error{Message: e.Message, Syntax: true}, true
 	}
 	return nil, false
+}
+
+// isRequestError reports whether err lies inside a command's request
+// (RequestError).
+func isRequestError(err error) bool {
+	_, in := RequestError(err)
+	return in
 }
