@@ -8,7 +8,7 @@ import (
 // Operation is the service as the operator's channel and the reconciler
 // run it, through the registry of operations (op.Registry).
 func (s *Service) Operation() op.Operation {
-	return op.Adapt(s, op.Kind[Charge, acquirer.Authorization]{Name: Operation, AnswerTerms: TermsOf, RowTerms: rowTerms, RowOf: s.completedRow})
+	return op.Adapt(s, op.Kind[Charge, acquirer.Authorization]{Name: Operation, Shown: "what the acquirer says now; nothing was written", AnswerTerms: TermsOf, RowTerms: rowTerms, RowOf: s.completedRow})
 }
 
 // TermsOf are the acquirer's authorization auth as an operator is shown it.

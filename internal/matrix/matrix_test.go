@@ -263,7 +263,8 @@ func (w *world) operator(reg operations.Registration, dir string) error {
 	h := &operator.Handler{Operations: w.registry, Lookup: w.guard.Lookup, Logger: slog.New(slog.NewJSONHandler(w.logs, nil))}
 	resp, err := h.Handle(context.Background(), ev)
 	var a operator.Answer
-	if err != nil || json.Unmarshal([]byte(resp.Body), &a) != nil || a.Outcome != operator.OutcomeLooked || a.Terms == nil {
+	o, _ := w.registry.Of(pk)
+	if err != nil || json.Unmarshal([]byte(resp.Body), &a) != nil || a.Outcome != operator.OutcomeLooked || a.Terms == nil || o == nil || a.Detail != o.Shown() {
 		return fmt.Errorf("%s through the operator's channel: %d %s, %v", reg.Name, resp.StatusCode, resp.Body, err)
 	}
 	return nil

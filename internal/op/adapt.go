@@ -20,7 +20,9 @@ type Service[R, A any] interface {
 // acquirer's answer as terms, a row's terms (nil for R's zero value: no
 // row), and the row of a completed record (found false without one).
 type Kind[R, A any] struct {
-	Name        string
+	Name string
+	// Shown says what a look's terms are (Operation.Shown).
+	Shown       string
 	AnswerTerms func(A) Terms
 	RowTerms    func(R) *Terms
 	RowOf       func(ctx context.Context, rec *idem.Record) (R, bool)
@@ -36,6 +38,8 @@ type adapted[R, A any] struct {
 }
 
 func (a adapted[R, A]) Name() string { return a.k.Name }
+
+func (a adapted[R, A]) Shown() string { return a.k.Shown }
 
 func (a adapted[R, A]) Peek(ctx context.Context, pk string) (Terms, error) {
 	answer, err := a.svc.Peek(ctx, pk)

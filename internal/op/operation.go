@@ -81,6 +81,9 @@ type Operation interface {
 	// wrapping ErrNothingAtAcquirer, a mismatch (with the terms), or the
 	// lookup's failure.
 	Peek(ctx context.Context, pk string) (Terms, error)
+	// Shown says what Peek's terms are, for the person shown them: what
+	// the acquirer says now, checked as the operation checks it.
+	Shown() string
 	// Reconcile resolves the record pk left in flight (the reconciler's
 	// path): an error means nothing is known yet, except one wrapping
 	// ErrUnknownOperation, which no retry changes.

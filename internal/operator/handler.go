@@ -88,7 +88,8 @@ func (h *Handler) serve(ctx context.Context, req Request, by string) Answer {
 		if a, ok := h.gone(ctx, req); !ok {
 			return a
 		}
-		return looked(o.Peek(ctx, req.Record))
+		t, err := o.Peek(ctx, req.Record)
+		return looked(t, err, o.Shown())
 	case Reconcile, Release:
 		return h.reconcile(ctx, req, o)
 	case ReadBack:
@@ -103,10 +104,10 @@ func (h *Handler) serve(ctx context.Context, req Request, by string) Answer {
 
 // looked is a look's answer: terms, or none (the acquirer has nothing), a
 // mismatch (with the terms), a refusal, or a failure.
-func looked(t op.Terms, err error) Answer {
+func looked(t op.Terms, err error, shown string) Answer {
 	switch {
 	case err == nil:
-		return Answer{Outcome: OutcomeLooked, Terms: termsOf(&t), Detail: "what the acquirer says now; nothing was written"}
+		return Answer{Outcome: OutcomeLooked, Terms: termsOf(&t), Detail: shown}
 	case errors.Is(err, op.ErrNothingAtAcquirer):
 		return Answer{Outcome: OutcomeNoAuthorization, Detail: err.Error()}
 	case errors.Is(err, acquirer.ErrMismatch):

@@ -8,7 +8,7 @@ import (
 // Operation is the service as the operator's channel and the reconciler
 // run it, through the registry of operations (op.Registry).
 func (s *Service) Operation() op.Operation {
-	return op.Adapt(s, op.Kind[Refund, acquirer.Refund]{Name: Operation, AnswerTerms: TermsOf, RowTerms: rowTerms, RowOf: s.completedRow})
+	return op.Adapt(s, op.Kind[Refund, acquirer.Refund]{Name: Operation, Shown: "what the acquirer says now, as the entry reserved it; nothing was written", AnswerTerms: TermsOf, RowTerms: rowTerms, RowOf: s.completedRow})
 }
 
 // TermsOf are the acquirer's refund r as an operator is shown it.
