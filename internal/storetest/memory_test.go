@@ -14,6 +14,6 @@ func TestMemoryConformance(t *testing.T) {
 	storetest.RunConformance(t, func(*testing.T) storetest.Stores {
 		ledger := chargetest.NewLedger()
 		return storetest.Stores{Store: idemtest.NewMemoryStore(), Ledger: ledger, Books: ledger,
-			Balances: refundtest.NewMemoryBalances(), Refunds: refundtest.NewLedger()}
+			Balances: refundtest.NewMemoryBalances(), Refunds: refundtest.NewLedgerListedIn(ledger)}
 	})
 }

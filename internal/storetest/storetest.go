@@ -1,8 +1,8 @@
 // Package storetest runs every conformance suite on one store
 // implementation, as one entry: the engine's records (idemtest), the
 // charges' ledger rows, completions, holds and books (chargetest), the
-// refund balances, the refund rows and the services on them
-// (refundtest). Each implementation (the memory stores, the table on
+// refund balances, the refund rows, the books of those rows and the
+// services on them (refundtest). Each implementation (the memory stores, the table on
 // DynamoDB Local) calls RunConformance once.
 package storetest
 
@@ -18,8 +18,8 @@ import (
 )
 
 // Stores are every seam of one store implementation, fresh and empty:
-// the records, the charges' rows and their books (Books lists Ledger's
-// rows), the refund balances and the refund rows.
+// the records, the charges' rows, the books (Books lists Ledger's rows
+// and Refunds' alike), the refund balances and the refund rows.
 type Stores struct {
 	Store    idem.Store
 	Ledger   charge.Ledger
@@ -50,6 +50,13 @@ func RunConformance(t *testing.T, newStores NewStoresFunc) {
 		chargetest.RunBooksConformance(t, func(t *testing.T) (charge.Ledger, charge.Books) {
 			s := newStores(t)
 			return s.Ledger, s.Books
+		})
+	})
+	t.Run("books of refund rows", func(t *testing.T) {
+		t.Parallel()
+		refundtest.RunBooksConformance(t, func(t *testing.T) (refund.Ledger, charge.Books) {
+			s := newStores(t)
+			return s.Refunds, s.Books
 		})
 	})
 	t.Run("balances", func(t *testing.T) {

@@ -20,14 +20,15 @@ type Ledger struct {
 	rows        map[string]charge.Charge
 	held        map[string]charge.HeldMarker  // the held markers, by charge id
 	voided      map[string]bool               // the voided markers, by charge id
-	unpublished map[string]charge.Unpublished // by charge id
+	unpublished map[string]charge.Unpublished // by row id, a charge's or another operation's (List)
+	listed      map[string]bool               // the rows of other operations listed here, by id
 	beats       map[string]time.Time          // by region
 }
 
 // NewLedger returns an empty ledger.
 func NewLedger() *Ledger {
 	return &Ledger{rows: map[string]charge.Charge{}, held: map[string]charge.HeldMarker{}, voided: map[string]bool{},
-		unpublished: map[string]charge.Unpublished{}, beats: map[string]time.Time{}}
+		unpublished: map[string]charge.Unpublished{}, listed: map[string]bool{}, beats: map[string]time.Time{}}
 }
 
 // Write implements charge.Ledger; a row with a region is unpublished.
@@ -108,11 +109,21 @@ func (l *Ledger) Len() int {
 	return len(l.rows)
 }
 
-// MarkPublished implements charge.Books.
+// List lists u, a row another operation's memory ledger wrote with a
+// region, in these books beside the charges' (refundtest.NewLedgerListedIn).
+func (l *Ledger) List(u charge.Unpublished) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.listed[u.ID] = true
+	l.unpublished[u.ID] = u
+}
+
+// MarkPublished implements charge.Books, for a charge's row or one listed
+// by another operation's ledger.
 func (l *Ledger) MarkPublished(_ context.Context, id string) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if _, ok := l.rows[id]; !ok {
+	if _, ok := l.rows[id]; !ok && !l.listed[id] {
 		return charge.ErrNoCharge
 	}
 	delete(l.unpublished, id)

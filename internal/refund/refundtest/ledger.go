@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/idempotent-payments/idempay/internal/acquirer"
+	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/refund"
 )
@@ -17,10 +19,26 @@ type Ledger struct {
 	mu     sync.Mutex
 	rows   map[string]refund.Refund
 	voided map[string]bool // the voided markers, by refund id
+	books  Lister          // nil: its rows are listed nowhere
+}
+
+// Lister lists a row of another operation in its books
+// (chargetest.Ledger.List): the books every operation's rows share.
+type Lister interface {
+	List(u charge.Unpublished)
 }
 
 // NewLedger returns an empty ledger.
 func NewLedger() *Ledger { return &Ledger{rows: map[string]refund.Refund{}, voided: map[string]bool{}} }
+
+// NewLedgerListedIn returns an empty ledger whose rows written with a
+// region are listed unpublished in books, as the table lists them beside
+// the charges'.
+func NewLedgerListedIn(books Lister) *Ledger {
+	l := NewLedger()
+	l.books = books
+	return l
+}
 
 // Write implements refund.Ledger: the first row under an id wins; none
 // is written where the voided marker is.
@@ -34,6 +52,9 @@ func (l *Ledger) Write(_ context.Context, r refund.Refund) (refund.Refund, error
 		return refund.Refund{}, fmt.Errorf("put refund %s: %w", r.ID, refund.ErrVoided)
 	}
 	l.rows[r.ID] = r
+	if l.books != nil && r.Region != "" {
+		l.books.List(charge.Unpublished{ID: r.ID, Region: r.Region, Since: r.CreatedAt.Truncate(time.Millisecond)})
+	}
 	return r, nil
 }
 

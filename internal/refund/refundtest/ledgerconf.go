@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/refund"
 )
 
@@ -54,5 +55,44 @@ func RunLedgerConformance(t *testing.T, ledger refund.Ledger) {
 	}
 	if _, err := ledger.Get(ctx, voided.ID); !errors.Is(err, refund.ErrNoRefund) || !errors.Is(err, refund.ErrVoided) {
 		t.Fatalf("Get of a voided refund: %v, want no refund, voided", err)
+	}
+}
+
+// RunBooksConformance runs what the books (charge.Books) must do with
+// refund rows, which the table lists beside the charges': a row written
+// with a region is listed unpublished until MarkPublished; a row of no
+// region is listed nowhere.
+func RunBooksConformance(t *testing.T, newStores func(t *testing.T) (refund.Ledger, charge.Books)) {
+	ledger, books := newStores(t)
+	at := time.Now().UTC().Truncate(time.Millisecond).Add(-time.Minute)
+	row := func(region string) refund.Refund {
+		c := chargeOf(t)
+		return refund.Refund{ID: refund.ID(c[3:]), Account: "acct_b", ChargeID: c, IdempotencyKey: "refund-" + region, Source: "http",
+			Status: "succeeded", Amount: 10, Currency: "BRL", AcquirerRefundID: "rf_" + region, AcquirerID: "sandbox", CreatedAt: at, Region: region}
+	}
+	listed, none := row("a"), row("")
+	for _, r := range []refund.Refund{listed, none} {
+		if _, err := ledger.Write(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	unpublished := func() map[string]string {
+		out := map[string]string{}
+		for u, err := range books.Unpublished(ctx, at.Add(time.Hour)) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[u.ID] = u.Region
+		}
+		return out
+	}
+	if got := unpublished(); len(got) != 1 || got[listed.ID] != "a" {
+		t.Fatalf("listed %v; want the refund row written with a region alone", got)
+	}
+	if err := books.MarkPublished(ctx, listed.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := unpublished(); len(got) != 0 {
+		t.Fatalf("after MarkPublished: listed %v", got)
 	}
 }
