@@ -20,10 +20,11 @@ type Early struct {
 }
 
 // Frame is what every operation's calls run in alike: its door's claim
-// (Open, Claim) and its lookups by a row's id and by the client's
-// idempotency key (Answer, FindKey, ByKey). RetryAfter is the delay of an
-// Unavailable or a Pending, HeldRetryAfter a held record's; Logger says
-// what failed.
+// (Open, Claim); the hold for an operator (Hold), an unknown outcome's
+// abandon (Abandon) and a completion that did not land (Unstored); and
+// its lookups by a row's id and by the client's idempotency key (Answer,
+// FindKey, ByKey). RetryAfter is the delay of an Unavailable or a
+// Pending, HeldRetryAfter a held record's; Logger says what failed.
 type Frame struct {
 	Guard                      *idem.Guard
 	RetryAfter, HeldRetryAfter time.Duration
@@ -36,11 +37,11 @@ type Frame struct {
 // key has no live record (none, expired, or another account's: keys are
 // scoped per account); InFlight as a request would answer; Held for a
 // record held for an operator; Unavailable when the read failed.
-func (l Frame) FindKey(ctx context.Context, operation, account, key string) (*idem.Record, *Early) {
+func (f Frame) FindKey(ctx context.Context, operation, account, key string) (*idem.Record, *Early) {
 	if err := idem.ValidateAccount(account); err != nil {
 		return nil, &Early{Outcome: AccountInvalid, Reason: err.Error()}
 	}
-	rec, err := l.Guard.Find(ctx, idem.Scope{Operation: operation, Account: account, Key: key})
+	rec, err := f.Guard.Find(ctx, idem.Scope{Operation: operation, Account: account, Key: key})
 	var inFlight *idem.InFlightError
 	switch {
 	case err == nil:
@@ -54,10 +55,10 @@ func (l Frame) FindKey(ctx context.Context, operation, account, key string) (*id
 	case errors.As(err, &inFlight):
 		return nil, &Early{Outcome: InFlight, RetryAfter: inFlight.RetryAfter, WaitOut: max(inFlight.WaitOut, inFlight.RetryAfter)}
 	case errors.Is(err, idem.ErrHeld):
-		return nil, &Early{Outcome: Held, RetryAfter: l.HeldRetryAfter}
+		return nil, &Early{Outcome: Held, RetryAfter: f.HeldRetryAfter}
 	}
-	l.Logger.ErrorContext(ctx, operation+" lookup by key failed", "error", err)
-	return nil, &Early{Outcome: Unavailable, RetryAfter: l.RetryAfter}
+	f.Logger.ErrorContext(ctx, operation+" lookup by key failed", "error", err)
+	return nil, &Early{Outcome: Unavailable, RetryAfter: f.RetryAfter}
 }
 
 // RowRead is a read of one row of an operation, as a lookup by id finds
@@ -72,16 +73,16 @@ type RowRead struct {
 // Found: NotFound for no row, an unreadable one (logged) or another
 // account's (the three are indistinguishable to the caller); Unavailable
 // when the store failed.
-func (l Frame) Answer(ctx context.Context, operation, account string, r RowRead) *Early {
+func (f Frame) Answer(ctx context.Context, operation, account string, r RowRead) *Early {
 	switch {
 	case errors.Is(r.Err, r.None):
 		return &Early{Outcome: NotFound}
 	case errors.Is(r.Err, r.Unreadable):
-		l.Logger.ErrorContext(ctx, "get "+operation+": unreadable row", "error", r.Err)
+		f.Logger.ErrorContext(ctx, "get "+operation+": unreadable row", "error", r.Err)
 		return &Early{Outcome: NotFound}
 	case r.Err != nil:
-		l.Logger.ErrorContext(ctx, "get "+operation+" failed", "error", r.Err)
-		return &Early{Outcome: Unavailable, RetryAfter: l.RetryAfter}
+		f.Logger.ErrorContext(ctx, "get "+operation+" failed", "error", r.Err)
+		return &Early{Outcome: Unavailable, RetryAfter: f.RetryAfter}
 	case r.Account != account:
 		return &Early{Outcome: NotFound}
 	}
@@ -92,9 +93,9 @@ func (l Frame) Answer(ctx context.Context, operation, account string, r RowRead)
 // key's record (FindKey; a call that ends there is early's result), then
 // what row answers of the completed record, with the record named in
 // ctx's log lines.
-func ByKey[Res any](ctx context.Context, l Frame, operation, account, key string, early func(Early) Res,
+func ByKey[Res any](ctx context.Context, f Frame, operation, account, key string, early func(Early) Res,
 	row func(ctx context.Context, rec *idem.Record) Res) Res {
-	rec, e := l.FindKey(ctx, operation, account, key)
+	rec, e := f.FindKey(ctx, operation, account, key)
 	if e != nil {
 		return early(*e)
 	}
@@ -129,8 +130,8 @@ func Open(account string, keys []string) (string, *Early) {
 // Unavailable when the claim failed (written or not, nothing was sent,
 // and a retry with the same key is safe: a written claim's lease expires
 // and is taken over).
-func (l Frame) Claim(ctx context.Context, scope idem.Scope, req idem.Canonical) (idem.Claim, *Early) {
-	claim, err := l.Guard.Begin(ctx, scope, req)
+func (f Frame) Claim(ctx context.Context, scope idem.Scope, req idem.Canonical) (idem.Claim, *Early) {
+	claim, err := f.Guard.Begin(ctx, scope, req)
 	var inFlight *idem.InFlightError
 	switch {
 	case err == nil:
@@ -140,13 +141,13 @@ func (l Frame) Claim(ctx context.Context, scope idem.Scope, req idem.Canonical) 
 	case errors.Is(err, idem.ErrKeyReused):
 		return claim, &Early{Outcome: KeyReused}
 	case errors.Is(err, idem.ErrHeld):
-		return claim, &Early{Outcome: Held, RetryAfter: l.HeldRetryAfter}
+		return claim, &Early{Outcome: Held, RetryAfter: f.HeldRetryAfter}
 	case errors.Is(err, idem.ErrOtherDownstream):
-		l.Logger.ErrorContext(ctx, "the "+scope.Operation+"'s record was claimed for another acquirer; nothing sent", "error", err)
-		return claim, &Early{Outcome: Pending, RetryAfter: l.RetryAfter}
+		f.Logger.ErrorContext(ctx, "the "+scope.Operation+"'s record was claimed for another acquirer; nothing sent", "error", err)
+		return claim, &Early{Outcome: Pending, RetryAfter: f.RetryAfter}
 	}
-	l.Logger.ErrorContext(ctx, "claim failed", "error", err)
-	return claim, &Early{Outcome: Unavailable, RetryAfter: l.RetryAfter}
+	f.Logger.ErrorContext(ctx, "claim failed", "error", err)
+	return claim, &Early{Outcome: Unavailable, RetryAfter: f.RetryAfter}
 }
 
 // Send makes one acquirer call under the lease's deadline
@@ -168,11 +169,11 @@ func Send[T any](ctx context.Context, lease *idem.Lease, timeout, storeReserve t
 // retry can take over and ask the acquirer; the record stays in flight
 // (and whatever the operation reserved stays reserved). It ends as
 // Pending.
-func (l Frame) Abandon(ctx context.Context, lease *idem.Lease) Early {
+func (f Frame) Abandon(ctx context.Context, lease *idem.Lease) Early {
 	if err := lease.Abandon(ctx); err != nil && !errors.Is(err, idem.ErrLeaseLost) {
-		l.Logger.ErrorContext(ctx, "abandon failed; the lease will expire by itself", "error", err)
+		f.Logger.ErrorContext(ctx, "abandon failed; the lease will expire by itself", "error", err)
 	}
-	return Early{Outcome: Pending, RetryAfter: l.RetryAfter}
+	return Early{Outcome: Pending, RetryAfter: f.RetryAfter}
 }
 
 // Hold holds the record for an operator (idem.Lease.HoldForOperator): the
@@ -182,12 +183,12 @@ func (l Frame) Abandon(ctx context.Context, lease *idem.Lease) Early {
 // was not written: the record stays in flight until its lease ends, and
 // the next attempt asks the acquirer again. It ends as Mismatch, retried
 // after a held record's delay.
-func (l Frame) Hold(ctx context.Context, lease *idem.Lease, reason string, evidence []byte) (e Early, held bool) {
+func (f Frame) Hold(ctx context.Context, lease *idem.Lease, reason string, evidence []byte) (e Early, held bool) {
 	err := lease.HoldForOperator(ctx, reason, evidence)
 	if err != nil {
-		l.Logger.ErrorContext(ctx, "hold failed; the record stays in flight until its lease ends", "error", err)
+		f.Logger.ErrorContext(ctx, "hold failed; the record stays in flight until its lease ends", "error", err)
 	}
-	return Early{Outcome: Mismatch, RetryAfter: l.HeldRetryAfter}, err == nil
+	return Early{Outcome: Mismatch, RetryAfter: f.HeldRetryAfter}, err == nil
 }
 
 // Unstored is how an attempt ends when storing its answer failed with err
@@ -195,13 +196,13 @@ func (l Frame) Hold(ctx context.Context, lease *idem.Lease, reason string, evide
 // resolved the key, so its completed record answers (rec, a replay); any
 // other failure, or a record not completed, leaves the record in flight
 // (rec nil: Pending).
-func (l Frame) Unstored(ctx context.Context, lease *idem.Lease, err error) (rec *idem.Record, pending Early) {
-	pending = Early{Outcome: Pending, RetryAfter: l.RetryAfter}
+func (f Frame) Unstored(ctx context.Context, lease *idem.Lease, err error) (rec *idem.Record, pending Early) {
+	pending = Early{Outcome: Pending, RetryAfter: f.RetryAfter}
 	if !errors.Is(err, idem.ErrLeaseLost) {
-		l.Logger.ErrorContext(ctx, "complete failed; the record stays in flight", "error", err)
+		f.Logger.ErrorContext(ctx, "complete failed; the record stays in flight", "error", err)
 		return nil, pending
 	}
-	rec, lookupErr := l.Guard.Lookup(ctx, lease.PK())
+	rec, lookupErr := f.Guard.Lookup(ctx, lease.PK())
 	if lookupErr == nil && rec.Status == idem.StatusCompleted {
 		return rec, pending
 	}
