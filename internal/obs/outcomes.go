@@ -7,8 +7,9 @@ package obs
 // lists them (TestDocumentedOutcomes holds the two equal).
 type Outcome string
 
-// What a charge or a lookup came to, over HTTP and on the producers'
-// queues alike (charge.Outcome names each of its outcomes by one of these).
+// What a call of an operation or a lookup came to, over HTTP and on the
+// producers' queues alike (op.Outcome names each of its outcomes by one of
+// these).
 const (
 	OutcomeExecuted         Outcome = "executed"
 	OutcomeReplayed         Outcome = "replayed"
@@ -27,9 +28,9 @@ const (
 	OutcomeHeld             Outcome = "held"
 )
 
-// What only a refund comes to (refund.Outcome names its other outcomes by
-// the ones above): its charge cannot be refunded, or its charge's outcome
-// is not known yet (in flight, or held for an operator).
+// What only a call on a charge comes to (a refund's, today): the charge
+// cannot be refunded, or its outcome is not known yet (in flight, or held
+// for an operator).
 const (
 	OutcomeNotRefundable Outcome = "charge_not_refundable"
 	OutcomeChargePending Outcome = "charge_pending"

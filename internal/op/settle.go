@@ -67,8 +67,8 @@ func (s State) String() string {
 	return "unknown"
 }
 
-// Settlement is what every settlement's record reads back as, a charge's
-// or a refund's (refund.Settled): its state, the settlement the table
+// Settlement is what every settlement's record reads back as, of any
+// operation (Settled): its state, the settlement the table
 // holds, and when an earlier call's lease ends.
 type Settlement struct {
 	State State
