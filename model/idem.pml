@@ -194,7 +194,7 @@ inline hold(me, k) {
 	}
 }
 
-/* charge.Service.finish for a worker: the ledger row, then the record; it
+/* charge's Attempt.Finish (op.Run) for a worker: the ledger row, then the record; it
  * may crash between the two (the record stays in flight for a retry or the
  * reconciler, which find the row and reuse it). */
 inline finish(me, k) {
@@ -254,7 +254,7 @@ proctype Worker(byte me) {
 	:: goto done	/* crash after the claim */
 	:: skip
 	fi;
-	/* charge.Service.execute: after a take-over, Lookup by downstream key first. */
+	/* op.Run, every operation's attempt: after a take-over, Ask (the lookup by downstream key) first. */
 	if
 	:: takenOver && authorized[k] -> finish(me, k); goto done
 	:: else -> skip
@@ -265,7 +265,7 @@ proctype Worker(byte me) {
 #ifdef DROP_RULE3
 	:: atomic { transit[me] = k; inTransit++ }	/* stalled past its lease, sends anyway */
 #endif
-	:: atomic {	/* acquirer.ErrNotSent (also a 401 that stands, resent once through the same lease check) → charge.Service.notSent → idem.Lease.Release */
+	:: atomic {	/* acquirer.ErrNotSent (also a 401 that stands, resent once through the same lease check) → op.Run's notSent → op.Frame.Release (idem.Lease.Release) */
 		if
 #ifdef DROP_RULE2
 		:: rec == INPROG && owner == me -> assert(!held); rec = ABSENT; owner = 0

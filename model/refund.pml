@@ -361,9 +361,10 @@ proctype Worker(byte i; byte me) {
 		:: else -> goto done	/* a replay, 409 in flight, 503 held, or no more claims */
 		fi
 	}
-	/* A take-over re-fences the entry, then looks the refund up by key; it
-	 * sends only a reservation an earlier attempt made. A first attempt
-	 * reserves. */
+	/* op.Run, with the refund's Attempt and Bound: a take-over re-fences
+	 * the entry (Bound.Refence), then looks the refund up by key (Ask);
+	 * it sends only a reservation an earlier attempt made (Bound.Unsent).
+	 * A first attempt reserves (Bound.Reserve). */
 	if
 	:: takenOver ->
 		if
@@ -421,7 +422,7 @@ proctype Worker(byte i; byte me) {
 		release(k, a, ok);
 #else
 		if
-		:: !takenOver -> release(k, a, ok)	/* rule 2: the first attempt, its own call sent nothing */
+		:: !takenOver -> release(k, a, ok)	/* rule 2: the first attempt, its own call sent nothing (op.Run's notSent: Bound.Release, then the key) */
 		:: else -> goto done	/* after a take-over: 503 pending, for the reconciler */
 		fi;
 #endif

@@ -163,7 +163,8 @@ var Codes = op.Codes{Pending: op.CodeChargeOutcomePending}
 // Frame is the frame every operation's calls run in (op.Frame),
 // with cfg's delays.
 func (cfg Config) Frame(guard *idem.Guard) op.Frame {
-	return op.Frame{Guard: guard, RetryAfter: cfg.RetryAfter, HeldRetryAfter: cfg.HeldRetryAfter, Logger: cfg.Logger}
+	return op.Frame{Guard: guard, RetryAfter: cfg.RetryAfter, HeldRetryAfter: cfg.HeldRetryAfter,
+		AcquirerTimeout: cfg.AcquirerTimeout, StoreReserve: cfg.StoreReserve, Logger: cfg.Logger, Tracer: cfg.Tracer}
 }
 
 // Result is what one call came to; Outcome says which fields are set.
@@ -249,10 +250,10 @@ func (s *Service) claimAndExecute(ctx context.Context, scope idem.Scope, req Req
 	case claim.Replay != nil:
 		return Result{Outcome: op.Replayed, Response: *claim.Replay, ChargeID: AnsweredID(claim.DownstreamKey)}
 	}
-	var calls acquirerCalls
-	res := s.execute(ctx, claim.Lease, req, &calls)
-	res.Attempt, res.AcquirerLatency = claim.Lease.Attempt(), calls.spent
-	res.AcquirerErrors, res.AcquirerNotSent, res.AcquirerUnknown = calls.notSent+calls.unknown, calls.notSent, calls.unknown
+	a := &attempt{s: s, req: req}
+	res := op.Run[acquirer.Authorization, Result](ctx, s.cfg.Frame(s.guard), claim.Lease, a, nil)
+	res.Attempt, res.AcquirerLatency = claim.Lease.Attempt(), a.calls.spent
+	res.AcquirerErrors, res.AcquirerNotSent, res.AcquirerUnknown = a.calls.notSent+a.calls.unknown, a.calls.notSent, a.calls.unknown
 	return res
 }
 
@@ -273,63 +274,50 @@ func (c *acquirerCalls) add(start time.Time, err error) {
 	}
 }
 
-// execute runs the owner's path: after a take-over, ask the acquirer first;
-// then authorize within the lease and store the outcome. Every answer is
-// checked against the request first (acquirer.CheckTerms): one that
-// disagrees holds the record. The acquirer calls are added up in calls.
-func (s *Service) execute(ctx context.Context, lease *idem.Lease, req Request, calls *acquirerCalls) Result {
-	if lease.TakenOver() {
-		start := time.Now()
-		auth, err := s.lookup(ctx, lease, req)
-		calls.add(start, err)
-		switch {
-		case err == nil:
-			return s.finish(ctx, lease, req, auth)
-		case errors.Is(err, acquirer.ErrMismatch):
-			res, _ := s.hold(ctx, lease, req, err)
-			return res
-		case !errors.Is(err, acquirer.ErrNotFound):
-			s.cfg.Logger.WarnContext(ctx, "acquirer lookup failed", "attempt", lease.Attempt(), "error", err)
-			return s.abandonPending(ctx, lease)
-		}
-	}
-	auth, sent, err := s.authorize(ctx, lease, req, calls)
-	if errors.Is(err, acquirer.ErrNotSent) && errors.Is(err, acquirer.ErrCredentialChanged) && sent {
-		// Refused before processing, and the client now holds another
-		// credential: send once more, through the same lease check.
-		auth, sent, err = s.authorize(ctx, lease, req, calls)
-	}
-	if !sent {
-		return s.notSent(ctx, lease)
-	}
-	if err == nil {
-		err = checkTerms(acquirer.EndpointAuthorize, auth, lease, req)
-	}
-	switch {
-	case err == nil:
-		return s.finish(ctx, lease, req, auth)
-	case errors.Is(err, acquirer.ErrMismatch):
-		res, _ := s.hold(ctx, lease, req, err)
-		return res
-	case errors.Is(err, acquirer.ErrNotSent):
-		return s.notSent(ctx, lease)
-	default:
-		s.cfg.Logger.WarnContext(ctx, "acquirer outcome unknown", "attempt", lease.Attempt(), "error", err)
-		return s.abandonPending(ctx, lease)
-	}
+// attempt is one owner's attempt at a charge: the steps op.Run takes in
+// the one order (a charge reads nothing first and has no bound), and the
+// acquirer calls they made, added up in calls.
+type attempt struct {
+	s     *Service
+	req   Request
+	calls acquirerCalls
 }
 
-// authorize sends one authorization, if the lease allows it (op.Send):
-// sent false means it did not send.
-func (s *Service) authorize(ctx context.Context, lease *idem.Lease, req Request, calls *acquirerCalls) (acquirer.Authorization, bool, error) {
-	return op.Send(ctx, lease, s.cfg.AcquirerTimeout, s.cfg.StoreReserve, func(callCtx context.Context) (acquirer.Authorization, error) {
-		start := time.Now()
-		callCtx, end := s.cfg.Tracer.Start(callCtx, op.Step{Name: "acquirer.authorize", Client: true, Attempt: lease.Attempt()})
-		auth, err := s.acquirer.Authorize(callCtx, lease.DownstreamKey(), acquirerRequest(req))
-		end(err)
-		calls.add(start, err)
-		return auth, err
-	})
+func (a *attempt) Ended(e op.Early) Result { return endedEarly(e) }
+
+// Ready: a charge needs nothing read before it is sent.
+func (a *attempt) Ready(context.Context, *idem.Lease) *Result { return nil }
+
+// Ask is a take-over's lookup, checked against the request.
+func (a *attempt) Ask(ctx context.Context, lease *idem.Lease) (acquirer.Authorization, error) {
+	start := time.Now()
+	auth, err := a.s.lookup(ctx, lease, a.req)
+	a.calls.add(start, err)
+	return auth, err
+}
+
+// Send sends one authorization under the lease's downstream key.
+func (a *attempt) Send(ctx context.Context, lease *idem.Lease) (acquirer.Authorization, error) {
+	start := time.Now()
+	ctx, end := a.s.cfg.Tracer.Start(ctx, op.Step{Name: "acquirer.authorize", Client: true, Attempt: lease.Attempt()})
+	auth, err := a.s.acquirer.Authorize(ctx, lease.DownstreamKey(), acquirerRequest(a.req))
+	end(err)
+	a.calls.add(start, err)
+	return auth, err
+}
+
+// Verify checks the authorization against the request
+// (acquirer.CheckTerms).
+func (a *attempt) Verify(_ context.Context, lease *idem.Lease, auth acquirer.Authorization) error {
+	return checkTerms(acquirer.EndpointAuthorize, auth, lease, a.req)
+}
+
+func (a *attempt) Finish(ctx context.Context, lease *idem.Lease, auth acquirer.Authorization) Result {
+	return a.s.finish(ctx, lease, a.req, auth)
+}
+
+func (a *attempt) Hold(ctx context.Context, lease *idem.Lease, mismatch error) (Result, bool) {
+	return a.s.hold(ctx, lease, a.req, mismatch)
 }
 
 func acquirerRequest(req Request) acquirer.Request {
@@ -348,19 +336,6 @@ func checkTerms(endpoint string, auth acquirer.Authorization, lease *idem.Lease,
 		m.Endpoint = endpoint
 	}
 	return err
-}
-
-// notSent: nothing left this attempt. Only a first attempt may release
-// (DESIGN §4 rule 2); after a take-over an earlier request may be in transit.
-func (s *Service) notSent(ctx context.Context, lease *idem.Lease) Result {
-	if lease.TakenOver() {
-		return s.abandonPending(ctx, lease)
-	}
-	if err := lease.Release(ctx); err != nil {
-		s.cfg.Logger.ErrorContext(ctx, "release failed", "error", err)
-		return s.abandonPending(ctx, lease)
-	}
-	return Result{Outcome: op.Released, RetryAfter: s.cfg.RetryAfter}
 }
 
 // abandonPending: the outcome is unknown. The record stays in flight; the
@@ -432,12 +407,12 @@ func (s *Service) chargeOf(lease *idem.Lease, req Request, auth acquirer.Authori
 // attempt or the reconciler finds the row and answers from it. A lost
 // lease means another attempt resolved the key: answer with what it stored.
 func (s *Service) finish(ctx context.Context, lease *idem.Lease, req Request, auth acquirer.Authorization) Result {
-	return s.store(ctx, lease, s.chargeOf(lease, req, auth), lease.Complete)
+	return s.store(ctx, lease, s.chargeOf(lease, req, auth))
 }
 
-// store writes ch's ledger row, then completes the record with complete
-// (Lease.Complete, or an operator's Lease.Accept) and the row's answer.
-func (s *Service) store(ctx context.Context, lease *idem.Lease, ch Charge, complete func(context.Context, idem.Response) error) Result {
+// store writes ch's ledger row, then completes the record with the row's
+// answer (op.Frame.Complete: an operator's accept, for a held record).
+func (s *Service) store(ctx context.Context, lease *idem.Lease, ch Charge) Result {
 	ledgerCtx, end := s.cfg.Tracer.Start(ctx, op.Step{Name: "ledger.write"})
 	var stored Charge
 	err := idem.RetryConflicts(ledgerCtx, func() (err error) {
@@ -471,17 +446,14 @@ func (s *Service) store(ctx context.Context, lease *idem.Lease, ch Charge, compl
 			"same_amount", stored.Amount == ch.Amount && stored.Currency == ch.Currency)
 	}
 	resp := s.stored(stored)
-	completeCtx, end := s.cfg.Tracer.Start(ctx, op.Step{Name: "idem.complete"})
-	err = complete(completeCtx, resp)
-	end(err)
-	if err == nil {
+	done, rec, pending := s.cfg.Frame(s.guard).Complete(ctx, lease, resp)
+	switch {
+	case done:
 		return Result{Outcome: op.Executed, Response: resp, ChargeID: stored.ID}
+	case rec != nil:
+		return Result{Outcome: op.Replayed, Response: *rec.Response, ChargeID: AnsweredID(rec.DownstreamKey)}
 	}
-	rec, pending := s.cfg.Frame(s.guard).Unstored(ctx, lease, err)
-	if rec == nil {
-		return endedEarly(pending)
-	}
-	return Result{Outcome: op.Replayed, Response: *rec.Response, ChargeID: AnsweredID(rec.DownstreamKey)}
+	return endedEarly(pending)
 }
 
 // AnsweredID is the id of the charge a completed record's answer is of,

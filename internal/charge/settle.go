@@ -163,7 +163,7 @@ func (s *Service) accept(ctx context.Context, d op.Decision) error {
 	case err != nil && !errors.Is(err, ErrNoCharge):
 		return giveBack(fmt.Errorf("ledger: %w", err))
 	}
-	switch res := s.store(ctx, lease, ch, lease.Accept); res.Outcome {
+	switch res := s.store(ctx, lease, ch); res.Outcome {
 	case op.Executed:
 	case op.Replayed: // completed meanwhile, by this decision's own write or by another (Settle reads back which)
 		return fmt.Errorf("accept %s: the record completed while this decision ran", idem.Ref(d.PK))

@@ -20,15 +20,21 @@ type Early struct {
 }
 
 // Frame is what every operation's calls run in alike: its door's claim
-// (Open, Claim); the hold for an operator (Hold), an unknown outcome's
-// abandon (Abandon) and a completion that did not land (Unstored); and
-// its lookups by a row's id and by the client's idempotency key (Answer,
-// FindKey, ByKey). RetryAfter is the delay of an Unavailable or a
-// Pending, HeldRetryAfter a held record's; Logger says what failed.
+// (Open, Claim); an owner's attempt (Run) with its release (Release), the
+// hold for an operator (Hold), an unknown outcome's abandon (Abandon) and
+// the completion (Complete); and its lookups by a row's id and by the
+// client's idempotency key (Answer, FindKey, ByKey). RetryAfter is the
+// delay of an Unavailable or a Pending, HeldRetryAfter a held record's;
+// AcquirerTimeout caps one acquirer call, and StoreReserve is kept back
+// from the invocation's deadline to store what it answered (Send).
+// Logger says what failed; Tracer makes the completion's span (none when
+// nil).
 type Frame struct {
-	Guard                      *idem.Guard
-	RetryAfter, HeldRetryAfter time.Duration
-	Logger                     *slog.Logger
+	Guard                         *idem.Guard
+	RetryAfter, HeldRetryAfter    time.Duration
+	AcquirerTimeout, StoreReserve time.Duration
+	Logger                        *slog.Logger
+	Tracer                        Tracer
 }
 
 // FindKey finds account's live record of key for the operation: the
@@ -189,6 +195,45 @@ func (f Frame) Hold(ctx context.Context, lease *idem.Lease, reason string, evide
 		f.Logger.ErrorContext(ctx, "hold failed; the record stays in flight until its lease ends", "error", err)
 	}
 	return Early{Outcome: Mismatch, RetryAfter: f.HeldRetryAfter}, err == nil
+}
+
+// Release deletes the record of a first attempt that provably sent
+// nothing (idem.Lease.Release; DESIGN §4 rule 2), so the client's retry
+// is a new intent. released is false when the delete failed: the lease is
+// then ended (Abandon), and the call ends as Unavailable: nothing was
+// sent, and a retry takes the record over and asks the acquirer.
+func (f Frame) Release(ctx context.Context, lease *idem.Lease) (e Early, released bool) {
+	if err := lease.Release(ctx); err != nil {
+		f.Logger.ErrorContext(ctx, "release failed; nothing was sent", "error", err)
+		f.Abandon(ctx, lease)
+		return Early{Outcome: Unavailable, RetryAfter: f.RetryAfter}, false
+	}
+	return Early{}, true
+}
+
+// Complete stores resp as the answer of the lease's record, after its
+// row (DESIGN §4): idem.Lease.Complete, or Lease.Accept for a record held
+// for an operator, whose accept keeps the hold beside the settlement.
+// stored is false when the write failed: replay is then the completed
+// record of the attempt that resolved the key meanwhile, or nil, and the
+// call ends as pending (Unstored).
+func (f Frame) Complete(ctx context.Context, lease *idem.Lease, resp idem.Response) (stored bool, replay *idem.Record, pending Early) {
+	complete := lease.Complete
+	if rec := lease.Record(); rec.Held() {
+		complete = lease.Accept
+	}
+	tracer := f.Tracer
+	if tracer == nil {
+		tracer = NoTracer
+	}
+	completeCtx, end := tracer.Start(ctx, Step{Name: "idem.complete"})
+	err := complete(completeCtx, resp)
+	end(err)
+	if err == nil {
+		return true, nil, Early{}
+	}
+	replay, pending = f.Unstored(ctx, lease, err)
+	return false, replay, pending
 }
 
 // Unstored is how an attempt ends when storing its answer failed with err

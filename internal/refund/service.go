@@ -99,7 +99,8 @@ func (s *Service) claimAndExecute(ctx context.Context, scope idem.Scope, req Req
 	case claim.Replay != nil:
 		return Result{Outcome: op.Replayed, Response: *claim.Replay, Refusal: RefusalOf(*claim.Replay), RefundID: answeredID(claim.DownstreamKey), Source: claim.Source, ClaimedAt: claim.ClaimedAt}
 	}
-	res := s.execute(ctx, claim.Lease, req)
+	a := &attempt{s: s, req: req}
+	res := op.Run[acquirer.Refund, Result](ctx, s.cfg.Frame(s.guard), claim.Lease, a, a)
 	res.Attempt = claim.Lease.Attempt()
 	if res.Outcome == op.Executed {
 		rec := claim.Lease.Record()
@@ -117,167 +118,163 @@ func answeredID(downstreamKey string) string {
 	return ID(downstreamKey)
 }
 
-// execute is the owner's path (DESIGN §7, "The order of one attempt").
-func (s *Service) execute(ctx context.Context, lease *idem.Lease, req Request) Result {
-	ch, res, ok := s.refundable(ctx, lease, req)
-	if !ok {
-		return res
-	}
-	step := s.reserve // a first attempt reserves
-	if lease.TakenOver() {
-		step = s.resume // a take-over finds what an earlier attempt reserved
-	}
-	entry, res, done := step(ctx, lease, req, ch)
-	if done {
-		return res
-	}
-	return s.send(ctx, lease, req, ch, entry)
+// attempt is one owner's attempt at a refund: the steps op.Run takes in
+// the one order (DESIGN §7, "The order of one attempt"), with the charge
+// Ready read and the entry the balance holds for the intent (the bound).
+type attempt struct {
+	s     *Service
+	req   Request
+	ch    charge.Charge
+	entry Entry
 }
 
-// refundable is step 2: the charge, as its GET answers it. Anything but a
-// captured charge of this deployment's acquirer ends the attempt: on a
-// first attempt the key is released (nothing was reserved or sent); after
-// a take-over the record is left in flight for the reconciler.
-func (s *Service) refundable(ctx context.Context, lease *idem.Lease, req Request) (charge.Charge, Result, bool) {
+func (a *attempt) Ended(e op.Early) Result { return endedEarly(e) }
+
+// Ready is step 2: the charge, as its GET answers it. Anything but a
+// captured charge of this deployment's acquirer ends the attempt (op.Run
+// releases a first attempt's key: nothing was reserved or sent; a
+// take-over's record is left in flight for the reconciler).
+func (a *attempt) Ready(ctx context.Context, lease *idem.Lease) *Result {
 	rec := lease.Record()
-	got := s.charges.Get(ctx, rec.Account, req.ChargeID)
+	got := a.s.charges.Get(ctx, rec.Account, a.req.ChargeID)
 	var res Result
 	switch got.Outcome {
 	case op.Found:
 		if got.Charge.Status == acquirer.StatusCaptured && got.Charge.OfAcquirer(rec.Protocol.Downstream) {
-			return got.Charge, Result{}, true
+			a.ch = got.Charge
+			return nil
 		}
 		res = Result{Outcome: op.NotRefundable}
 	case op.NotFound:
 		res = Result{Outcome: op.NotFound}
 	case op.InFlight:
-		res = Result{Outcome: op.ChargePending, RetryAfter: max(got.RetryAfter, s.cfg.RetryAfter), WaitOut: got.WaitOut}
+		res = Result{Outcome: op.ChargePending, RetryAfter: max(got.RetryAfter, a.s.cfg.RetryAfter), WaitOut: got.WaitOut}
 	case op.Held:
-		res = Result{Outcome: op.ChargeHeld, RetryAfter: max(got.RetryAfter, s.cfg.RetryAfter)}
+		res = Result{Outcome: op.ChargeHeld, RetryAfter: max(got.RetryAfter, a.s.cfg.RetryAfter)}
 	default:
-		res = Result{Outcome: op.Unavailable, RetryAfter: s.cfg.RetryAfter}
+		res = Result{Outcome: op.Unavailable, RetryAfter: a.s.cfg.RetryAfter}
 	}
 	if lease.TakenOver() {
-		s.cfg.Logger.ErrorContext(ctx, "a taken-over refund's charge did not read as refundable; left for the reconciler", "charge_outcome", got.Outcome.String())
-		return charge.Charge{}, s.abandonPending(ctx, lease), false
+		a.s.cfg.Logger.ErrorContext(ctx, "a taken-over refund's charge did not read as refundable; left for the reconciler", "charge_outcome", got.Outcome.String())
 	}
-	if err := lease.Release(ctx); err != nil {
-		s.cfg.Logger.ErrorContext(ctx, "release failed; nothing is reserved or sent", "error", err)
-		return charge.Charge{}, s.abandonUnavailable(ctx, lease), false
-	}
-	return charge.Charge{}, res, false
+	return &res
 }
 
-// resume is step 3, a take-over's: re-fence the entry, so no earlier
+// Refence is step 3, a take-over's: re-fence the entry, so no earlier
 // attempt can move it any more (an intent with none is released by the
-// same step: no attempt reserved, so none sent), then ask the acquirer.
-// done reports that res is the attempt's answer; otherwise entry is the
-// reservation to send with.
-func (s *Service) resume(ctx context.Context, lease *idem.Lease, req Request, ch charge.Charge) (entry Entry, res Result, done bool) {
-	entry, err := s.balances.Refence(ctx, ch.ID, intentOf(lease), lease.Attempt())
+// same step: no attempt reserved, so none sent); op.Run then asks the
+// acquirer.
+func (a *attempt) Refence(ctx context.Context, lease *idem.Lease) *Result {
+	entry, err := a.s.balances.Refence(ctx, a.ch.ID, intentOf(lease), lease.Attempt())
 	if err != nil {
-		s.cfg.Logger.WarnContext(ctx, "re-fence failed", "attempt", lease.Attempt(), "error", err)
-		return Entry{}, s.abandonPending(ctx, lease), true
+		a.s.cfg.Logger.WarnContext(ctx, "re-fence failed", "attempt", lease.Attempt(), "error", err)
+		res := a.s.abandonPending(ctx, lease)
+		return &res
 	}
-	found, err := s.lookup(ctx, lease, ch, entry)
-	switch {
-	case err == nil:
-		return entry, s.finish(ctx, lease, req, ch, entry, found), true
-	case errors.Is(err, acquirer.ErrMismatch):
-		res, _ := s.hold(ctx, lease, acquirerRequest(ch, entry), err)
-		return entry, res, true
-	case !errors.Is(err, acquirer.ErrNotFound):
-		s.cfg.Logger.WarnContext(ctx, "acquirer refund lookup failed", "attempt", lease.Attempt(), "error", err)
-		return entry, s.abandonPending(ctx, lease), true
-	}
-	switch entry.State {
+	a.entry = entry
+	return nil
+}
+
+// Unsent is what a take-over's entry says when the acquirer has no
+// refund of the intent: reserved, send it.
+func (a *attempt) Unsent(ctx context.Context, lease *idem.Lease) *Result {
+	var res Result
+	switch a.entry.State {
 	case EntryReleased:
 		// Released only by an attempt that proved nothing was sent (rule
-		// 2), by the reconciler after the wait-out (rule 3), or by this
+		// 2), by the reconciler after the wait-out (rule 3), or by the
 		// re-fence, which found nothing reserved; and never reserved
 		// again: nothing is in transit, and the record may go.
 		if err := lease.ReleaseReconciled(ctx); err != nil {
-			s.cfg.Logger.ErrorContext(ctx, "release failed", "error", err)
-			return entry, s.abandonPending(ctx, lease), true
+			a.s.cfg.Logger.ErrorContext(ctx, "release failed", "error", err)
+			res = a.s.abandonPending(ctx, lease)
+		} else {
+			res = Result{Outcome: op.Released, RetryAfter: a.s.cfg.RetryAfter}
 		}
-		return entry, Result{Outcome: op.Released, RetryAfter: s.cfg.RetryAfter}, true
 	case EntrySucceeded:
 		// Succeeded only after the row was written: answer from it.
-		return entry, s.completeFromRow(ctx, lease, ch, entry), true
+		res = a.s.completeFromRow(ctx, lease, a.ch, a.entry)
+	default:
+		return nil // reserved: send
 	}
-	return entry, Result{}, false // reserved: send
+	return &res
 }
 
-// reserve is step 4: the bound's one conditional write. No room and the
+// Reserve is step 4: the bound's one conditional write. No room and the
 // limit are final answers for the key; a fenced reservation means a later
 // attempt owns the intent; a released one, that the intent can never
 // reserve, and a first attempt releases the key (nothing was reserved or
 // sent), so the client's retry is a new intent.
-func (s *Service) reserve(ctx context.Context, lease *idem.Lease, req Request, ch charge.Charge) (Entry, Result, bool) {
+func (a *attempt) Reserve(ctx context.Context, lease *idem.Lease) *Result {
+	s := a.s
 	entry, err := s.balances.Reserve(ctx, Reservation{
-		ChargeID: ch.ID, ChargeAmount: ch.Amount, Intent: intentOf(lease), Fence: lease.Attempt(), Amount: req.Amount,
+		ChargeID: a.ch.ID, ChargeAmount: a.ch.Amount, Intent: intentOf(lease), Fence: lease.Attempt(), Amount: a.req.Amount,
 	})
+	a.entry = entry
 	var noRoom *NoRoomError
+	var res Result
 	switch {
 	case err == nil:
-		return entry, Result{}, false
+		return nil
 	case errors.As(err, &noRoom):
-		return entry, s.complete(ctx, lease, Answer{Exceeded: true, Refundable: noRoom.Refundable}, ""), true
+		res = s.complete(ctx, lease, Answer{Exceeded: true, Refundable: noRoom.Refundable}, "")
 	case errors.Is(err, ErrLimitReached):
-		return entry, s.complete(ctx, lease, Answer{LimitReached: true}, ""), true
+		res = s.complete(ctx, lease, Answer{LimitReached: true}, "")
 	case errors.Is(err, ErrFenced):
-		return entry, s.pendingResult(), true
+		res = s.pendingResult()
 	case errors.Is(err, ErrReleased):
-		if err := lease.Release(ctx); err != nil {
-			s.cfg.Logger.ErrorContext(ctx, "release failed; nothing is reserved or sent", "error", err)
-			return entry, s.abandonUnavailable(ctx, lease), true
+		res = s.unavailable(ctx, lease)
+	default:
+		// The write may have landed: release the entry first, then the
+		// key (nothing was sent; only a first attempt reserves).
+		s.cfg.Logger.ErrorContext(ctx, "reserve failed", "error", err)
+		if err := a.Release(ctx, lease); err != nil {
+			s.cfg.Logger.ErrorContext(ctx, "releasing the reservation failed; the record stays in flight", "error", err)
+			res = s.abandonPending(ctx, lease)
+		} else {
+			res = s.unavailable(ctx, lease)
 		}
-		return entry, Result{Outcome: op.Unavailable, RetryAfter: s.cfg.RetryAfter}, true
 	}
-	// The write may have landed: release the entry first, then the key
-	// (nothing was sent; only a first attempt reserves).
-	s.cfg.Logger.ErrorContext(ctx, "reserve failed", "error", err)
-	if res, ok := s.releaseBoth(ctx, lease, ch.ID); !ok {
-		return entry, res, true
-	}
-	return entry, Result{Outcome: op.Unavailable, RetryAfter: s.cfg.RetryAfter}, true
+	return &res
 }
 
-// send is steps 5 and 6: the acquirer's refund of the entry's amount,
-// only with T plus the skew left on the lease, and its answer.
-func (s *Service) send(ctx context.Context, lease *idem.Lease, req Request, ch charge.Charge, entry Entry) Result {
-	ask := acquirerRequest(ch, entry)
-	r, called, err := s.call(ctx, lease, ask)
-	if errors.Is(err, acquirer.ErrNotSent) && errors.Is(err, acquirer.ErrCredentialChanged) && called {
-		r, called, err = s.call(ctx, lease, ask)
-	}
-	if !called {
-		return s.notSent(ctx, lease, ch.ID)
-	}
-	if err == nil {
-		err = s.check(ctx, acquirer.EndpointRefund, r, lease.DownstreamKey(), ch, entry)
-	}
-	switch {
-	case err == nil:
-		return s.finish(ctx, lease, req, ch, entry, r)
-	case errors.Is(err, acquirer.ErrMismatch):
-		res, _ := s.hold(ctx, lease, ask, err)
-		return res
-	case errors.Is(err, acquirer.ErrNotSent):
-		return s.notSent(ctx, lease, ch.ID)
-	}
-	s.cfg.Logger.WarnContext(ctx, "acquirer refund outcome unknown", "attempt", lease.Attempt(), "error", err)
-	return s.abandonPending(ctx, lease)
+// Release gives the intent's entry back: nothing was sent.
+func (a *attempt) Release(ctx context.Context, lease *idem.Lease) error {
+	return a.s.balances.Release(ctx, a.ch.ID, intentOf(lease), lease.Attempt())
 }
 
-// call sends one refund, if the lease allows it (op.Send):
-// called false means it did not call the acquirer at all.
-func (s *Service) call(ctx context.Context, lease *idem.Lease, ask acquirer.RefundRequest) (acquirer.Refund, bool, error) {
-	return op.Send(ctx, lease, s.cfg.AcquirerTimeout, s.cfg.StoreReserve, func(callCtx context.Context) (acquirer.Refund, error) {
-		callCtx, end := s.cfg.Tracer.Start(callCtx, op.Step{Name: "acquirer.refund", Client: true})
-		defer end(nil)
-		return s.acquirer.Refund(callCtx, lease.DownstreamKey(), ask)
-	})
+// Ask is the take-over's lookup, checked against what the entry says was
+// sent.
+func (a *attempt) Ask(ctx context.Context, lease *idem.Lease) (acquirer.Refund, error) {
+	return a.s.lookup(ctx, lease, a.ch, a.entry)
+}
+
+// Send is step 5: the acquirer's refund of the entry's amount.
+func (a *attempt) Send(ctx context.Context, lease *idem.Lease) (acquirer.Refund, error) {
+	ctx, end := a.s.cfg.Tracer.Start(ctx, op.Step{Name: "acquirer.refund", Client: true})
+	defer end(nil)
+	return a.s.acquirer.Refund(ctx, lease.DownstreamKey(), acquirerRequest(a.ch, a.entry))
+}
+
+// Verify is step 6's check of the acquirer's answer.
+func (a *attempt) Verify(ctx context.Context, lease *idem.Lease, r acquirer.Refund) error {
+	return a.s.check(ctx, acquirer.EndpointRefund, r, lease.DownstreamKey(), a.ch, a.entry)
+}
+
+func (a *attempt) Finish(ctx context.Context, lease *idem.Lease, r acquirer.Refund) Result {
+	return a.s.finish(ctx, lease, a.req, a.ch, a.entry, r)
+}
+
+func (a *attempt) Hold(ctx context.Context, lease *idem.Lease, mismatch error) (Result, bool) {
+	return a.s.hold(ctx, lease, acquirerRequest(a.ch, a.entry), mismatch)
+}
+
+// unavailable releases the key of a first attempt that reserved nothing
+// and sent nothing (op.Frame.Release), and answers Unavailable: the store
+// refused or failed the reservation.
+func (s *Service) unavailable(ctx context.Context, lease *idem.Lease) Result {
+	s.cfg.Frame(s.guard).Release(ctx, lease)
+	return Result{Outcome: op.Unavailable, RetryAfter: s.cfg.RetryAfter}
 }
 
 // intentOf is the lease's refund intent on its charge's balance.
@@ -333,33 +330,6 @@ func (s *Service) check(ctx context.Context, endpoint string, r acquirer.Refund,
 		m.Endpoint = endpoint
 	}
 	return err
-}
-
-// notSent: nothing left this attempt. Only a first attempt releases
-// (rule 2): the entry first, then the key.
-func (s *Service) notSent(ctx context.Context, lease *idem.Lease, chargeID string) Result {
-	if lease.TakenOver() {
-		return s.abandonPending(ctx, lease)
-	}
-	if res, ok := s.releaseBoth(ctx, lease, chargeID); !ok {
-		return res
-	}
-	return Result{Outcome: op.Released, RetryAfter: s.cfg.RetryAfter}
-}
-
-// releaseBoth releases the entry, then deletes the record, so no
-// reservation is ever left without a record that lists it. ok false with
-// the pending result when either write failed.
-func (s *Service) releaseBoth(ctx context.Context, lease *idem.Lease, chargeID string) (Result, bool) {
-	if err := s.balances.Release(ctx, chargeID, intentOf(lease), lease.Attempt()); err != nil {
-		s.cfg.Logger.ErrorContext(ctx, "releasing the reservation failed; the record stays in flight", "error", err)
-		return s.abandonPending(ctx, lease), false
-	}
-	if err := lease.Release(ctx); err != nil {
-		s.cfg.Logger.ErrorContext(ctx, "release failed; the reservation is released, nothing was sent", "error", err)
-		return s.abandonUnavailable(ctx, lease), false
-	}
-	return Result{}, true
 }
 
 // finish is step 6 with the acquirer's checked answer: the row, then the
@@ -455,19 +425,14 @@ func (s *Service) completeFromRow(ctx context.Context, lease *idem.Lease, ch cha
 // the key: answer with what it stored.
 func (s *Service) complete(ctx context.Context, lease *idem.Lease, a Answer, refundID string) Result {
 	resp := a.Result(cmp.Or(refundID, answeredID(lease.DownstreamKey()))).With(s.answer(a))
-	completion := lease.Complete
-	if rec := lease.Record(); rec.Held() { // an operator's accept (Settle): the hold stays, with the settlement
-		completion = lease.Accept
-	}
-	err := completion(ctx, resp)
-	if err == nil {
+	done, rec, pending := s.cfg.Frame(s.guard).Complete(ctx, lease, resp)
+	switch {
+	case done:
 		return Result{Outcome: op.Executed, Response: resp, Refusal: a.Refusal(), RefundID: refundID}
+	case rec != nil:
+		return Result{Outcome: op.Replayed, Response: *rec.Response, Refusal: RefusalOf(*rec.Response), RefundID: answeredID(rec.DownstreamKey), Source: rec.Source, ClaimedAt: rec.CreatedAt}
 	}
-	rec, pending := s.cfg.Frame(s.guard).Unstored(ctx, lease, err)
-	if rec == nil {
-		return endedEarly(pending)
-	}
-	return Result{Outcome: op.Replayed, Response: *rec.Response, Refusal: RefusalOf(*rec.Response), RefundID: answeredID(rec.DownstreamKey), Source: rec.Source, ClaimedAt: rec.CreatedAt}
+	return endedEarly(pending)
 }
 
 // hold: the acquirer's refund disagrees with what was sent (ask) or with
@@ -495,14 +460,6 @@ func (s *Service) abandonPending(ctx context.Context, lease *idem.Lease) Result 
 
 func (s *Service) pendingResult() Result {
 	return Result{Outcome: op.Pending, RetryAfter: s.cfg.RetryAfter}
-}
-
-// abandonUnavailable: the store failed after nothing was reserved or
-// sent; the record stays in flight, its lease ended, until a retry or the
-// reconciler finds nothing and releases it.
-func (s *Service) abandonUnavailable(ctx context.Context, lease *idem.Lease) Result {
-	s.abandonPending(ctx, lease)
-	return Result{Outcome: op.Unavailable, RetryAfter: s.cfg.RetryAfter}
 }
 
 // RetryAfter is the delay the service gives with a 503 (a held record's
