@@ -33,52 +33,34 @@ func (s *Service) Reconcile(ctx context.Context, pk string) (op.Reconciled, erro
 		return stopped, err
 	}
 	canonical, err := lease.Request()
+	var req Request
+	if err == nil {
+		req, err = RequestFromCanonical(canonical)
+	}
 	if err != nil {
+		_ = lease.Abandon(ctx)
 		return op.NothingToDo, fmt.Errorf("reconcile %s: stored request: %w", idem.Ref(pk), err)
 	}
-	req, err := RequestFromCanonical(canonical)
-	if err != nil {
-		return op.NothingToDo, fmt.Errorf("reconcile %s: %w", idem.Ref(pk), err)
-	}
-	auth, err := s.lookup(ctx, lease, req)
-	switch {
-	case errors.Is(err, acquirer.ErrMismatch):
-		if _, held := s.hold(ctx, lease, req, err); !held {
-			return op.ReconciledMismatch, fmt.Errorf("reconcile %s: the acquirer's answer disagrees, and the hold was not written", idem.Ref(pk))
-		}
-		return op.ReconciledMismatch, nil
-	case err == nil:
-		res := s.finish(ctx, lease, req, auth)
-		if res.Outcome != op.Executed && res.Outcome != op.Replayed {
-			return op.NothingToDo, fmt.Errorf("reconcile %s: completion did not land", idem.Ref(pk))
-		}
-		return op.ReconciledCompleted, nil
-	case errors.Is(err, acquirer.ErrNotFound):
-		// A ledger row is written only from an authorization: if an attempt
-		// wrote one and died before completing, the charge exists whatever
-		// the acquirer's lookup says now, and the record completes from it.
-		if row, rowErr := s.ledger.Get(ctx, ID(lease.DownstreamKey())); rowErr == nil {
-			s.cfg.Logger.ErrorContext(ctx, "the acquirer does not find a charge the ledger has; completing from the ledger row")
-			return s.completeFromRow(ctx, lease, pk, row)
-		} else if !errors.Is(rowErr, ErrNoCharge) {
-			_ = lease.Abandon(ctx)
-			return op.NothingToDo, fmt.Errorf("reconcile %s: ledger: %w", idem.Ref(pk), rowErr)
-		}
-		if err := lease.ReleaseReconciled(ctx); err != nil {
-			return op.NothingToDo, fmt.Errorf("reconcile %s: %w", idem.Ref(pk), err)
-		}
-		return op.ReconciledReleased, nil
-	default:
-		_ = lease.Abandon(ctx)
-		return op.NothingToDo, fmt.Errorf("reconcile %s: acquirer lookup: %w", idem.Ref(pk), err)
-	}
+	return op.Resolve[acquirer.Authorization, Result](ctx, lease, &attempt{s: s, req: req}, nil)
 }
 
-// completeFromRow completes the record with the answer of a ledger row
-// already written for it.
-func (s *Service) completeFromRow(ctx context.Context, lease *idem.Lease, pk string, row Charge) (op.Reconciled, error) {
-	if err := lease.Complete(ctx, s.stored(row)); err != nil {
-		return op.NothingToDo, fmt.Errorf("reconcile %s: %w", idem.Ref(pk), err)
+// Stored reports whether res is a stored answer.
+func (a *attempt) Stored(res Result) bool {
+	return res.Outcome == op.Executed || res.Outcome == op.Replayed
+}
+
+// Leftover: a ledger row is written only from an authorization, so if
+// an attempt wrote one and died before completing, the charge exists
+// whatever the acquirer's lookup says now, and the record completes from
+// it.
+func (a *attempt) Leftover(ctx context.Context, lease *idem.Lease) (Result, bool, error) {
+	row, err := a.s.ledger.Get(ctx, ID(lease.DownstreamKey()))
+	switch {
+	case errors.Is(err, ErrNoCharge):
+		return Result{}, false, nil
+	case err != nil:
+		return Result{}, false, fmt.Errorf("ledger: %w", err)
 	}
-	return op.ReconciledCompleted, nil
+	a.s.cfg.Logger.ErrorContext(ctx, "the acquirer does not find a charge the ledger has; completing from the ledger row")
+	return a.s.complete(ctx, lease, row), true, nil
 }

@@ -445,11 +445,17 @@ func (s *Service) store(ctx context.Context, lease *idem.Lease, ch Charge) Resul
 			"row_status", stored.Status, "status", ch.Status, "same_authorization", stored.AuthorizationID == ch.AuthorizationID,
 			"same_amount", stored.Amount == ch.Amount && stored.Currency == ch.Currency)
 	}
-	resp := s.stored(stored)
+	return s.complete(ctx, lease, stored)
+}
+
+// complete completes the lease's record with the answer of its stored
+// row ch (op.Frame.Complete).
+func (s *Service) complete(ctx context.Context, lease *idem.Lease, ch Charge) Result {
+	resp := s.stored(ch)
 	done, rec, pending := s.cfg.Frame(s.guard).Complete(ctx, lease, resp)
 	switch {
 	case done:
-		return Result{Outcome: op.Executed, Response: resp, ChargeID: stored.ID}
+		return Result{Outcome: op.Executed, Response: resp, ChargeID: ch.ID}
 	case rec != nil:
 		return Result{Outcome: op.Replayed, Response: *rec.Response, ChargeID: AnsweredID(rec.DownstreamKey)}
 	}

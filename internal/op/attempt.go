@@ -3,6 +3,7 @@ package op
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/idem"
@@ -178,4 +179,73 @@ func notSent[Res any](ctx context.Context, f Frame, lease *idem.Lease, b Bound[R
 		return e
 	}
 	return Early{Outcome: Released, RetryAfter: f.RetryAfter}
+}
+
+// Resolver is what the reconciler needs of an operation beyond its
+// attempt's steps (Resolve).
+type Resolver[Ans, Res any] interface {
+	Attempt[Ans, Res]
+	// Stored reports whether res is a stored answer (Executed or
+	// Replayed).
+	Stored(res Res) bool
+	// Leftover is what an earlier attempt left of an intent the acquirer
+	// has nothing of: found, the record completed from the row that
+	// attempt wrote (res); else nothing, and the intent is released. An
+	// error is a failed read.
+	Leftover(ctx context.Context, lease *idem.Lease) (res Res, found bool, err error)
+}
+
+// Resolve is the reconciler's path through a stale record's lease,
+// taken over once the wait-out has passed (Settler.Stale), the attempt
+// ready (its precondition read): Bound.Refence, then Ask. An answer is
+// finished (ReconciledCompleted once stored) or, when it disagrees,
+// held (ReconciledMismatch); none is resolved from what an earlier
+// attempt left (Leftover), or released, the reservation first, then the
+// record (ReconciledReleased): nothing can be in transit any more (DESIGN
+// §4 rule 3). An error means nothing is known yet: the record stays in
+// flight, its lease ended, for a later pass. b is nil for an operation
+// without a bound.
+func Resolve[Ans, Res any](ctx context.Context, lease *idem.Lease, r Resolver[Ans, Res], b Bound[Res]) (Reconciled, error) {
+	ref := idem.Ref(lease.PK())
+	if b != nil && b.Refence(ctx, lease) != nil {
+		return NothingToDo, fmt.Errorf("reconcile %s: the re-fence failed", ref)
+	}
+	ans, err := r.Ask(ctx, lease)
+	switch {
+	case errors.Is(err, acquirer.ErrMismatch):
+		if _, held := r.Hold(ctx, lease, err); !held {
+			return ReconciledMismatch, fmt.Errorf("reconcile %s: the acquirer's answer disagrees, and the hold was not written", ref)
+		}
+		return ReconciledMismatch, nil
+	case err == nil:
+		return stored(ref, r, r.Finish(ctx, lease, ans))
+	case !errors.Is(err, acquirer.ErrNotFound):
+		_ = lease.Abandon(ctx)
+		return NothingToDo, fmt.Errorf("reconcile %s: acquirer lookup: %w", ref, err)
+	}
+	switch res, found, err := r.Leftover(ctx, lease); {
+	case err != nil:
+		_ = lease.Abandon(ctx)
+		return NothingToDo, fmt.Errorf("reconcile %s: %w", ref, err)
+	case found:
+		return stored(ref, r, res)
+	}
+	if b != nil {
+		if err := b.Release(ctx, lease); err != nil {
+			_ = lease.Abandon(ctx)
+			return NothingToDo, fmt.Errorf("reconcile %s: release the reservation: %w", ref, err)
+		}
+	}
+	if err := lease.ReleaseReconciled(ctx); err != nil {
+		return NothingToDo, fmt.Errorf("reconcile %s: %w", ref, err)
+	}
+	return ReconciledReleased, nil
+}
+
+// stored is what an attempt's result res means to the reconciler.
+func stored[Ans, Res any](ref string, r Resolver[Ans, Res], res Res) (Reconciled, error) {
+	if !r.Stored(res) {
+		return NothingToDo, fmt.Errorf("reconcile %s: the completion did not land", ref)
+	}
+	return ReconciledCompleted, nil
 }

@@ -2,7 +2,6 @@ package refund
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 
@@ -62,46 +61,20 @@ func (s *Service) Reconcile(ctx context.Context, pk string) (op.Reconciled, erro
 		_ = lease.Abandon(ctx)
 		return op.NothingToDo, fmt.Errorf("reconcile %s: the charge: %s", idem.Ref(pk), ch.Outcome)
 	}
-	entry, err := s.balances.Refence(ctx, req.ChargeID, intentOf(lease), lease.Attempt())
-	if err != nil {
-		_ = lease.Abandon(ctx)
-		return op.NothingToDo, fmt.Errorf("reconcile %s: re-fence: %w", idem.Ref(pk), err)
-	}
-	found, err := s.lookup(ctx, lease, ch.Charge, entry)
-	switch {
-	case errors.Is(err, acquirer.ErrMismatch):
-		if _, held := s.hold(ctx, lease, acquirerRequest(ch.Charge, entry), err); !held {
-			return op.ReconciledMismatch, fmt.Errorf("reconcile %s: the hold was not written", idem.Ref(pk))
-		}
-		return op.ReconciledMismatch, nil
-	case err == nil:
-		return s.reconciled(pk, s.finish(ctx, lease, req, ch.Charge, entry, found))
-	case !errors.Is(err, acquirer.ErrNotFound):
-		_ = lease.Abandon(ctx)
-		return op.NothingToDo, fmt.Errorf("reconcile %s: acquirer refund lookup: %w", idem.Ref(pk), err)
-	}
-	if entry.State == EntrySucceeded {
-		return s.reconciled(pk, s.completeFromRow(ctx, lease, ch.Charge, entry))
-	}
-	return s.releaseReconciled(ctx, lease, req.ChargeID)
+	a := &attempt{s: s, req: req, ch: ch.Charge}
+	return op.Resolve[acquirer.Refund, Result](ctx, lease, a, a)
 }
 
-// releaseReconciled releases the entry, then the record.
-func (s *Service) releaseReconciled(ctx context.Context, lease *idem.Lease, chargeID string) (op.Reconciled, error) {
-	if err := s.balances.Release(ctx, chargeID, intentOf(lease), lease.Attempt()); err != nil {
-		_ = lease.Abandon(ctx)
-		return op.NothingToDo, fmt.Errorf("reconcile %s: release the entry: %w", idem.Ref(lease.PK()), err)
-	}
-	if err := lease.ReleaseReconciled(ctx); err != nil {
-		return op.NothingToDo, fmt.Errorf("reconcile %s: %w", idem.Ref(lease.PK()), err)
-	}
-	return op.ReconciledReleased, nil
+// Stored reports whether res is a stored answer.
+func (a *attempt) Stored(res Result) bool {
+	return res.Outcome == op.Executed || res.Outcome == op.Replayed
 }
 
-// reconciled is what a finishing attempt's result means to the reconciler.
-func (s *Service) reconciled(pk string, res Result) (op.Reconciled, error) {
-	if res.Outcome != op.Executed && res.Outcome != op.Replayed {
-		return op.NothingToDo, fmt.Errorf("reconcile %s: completion did not land (%s)", idem.Ref(pk), res.Outcome)
+// Leftover: an entry that succeeded did so only after the row was
+// written: the record completes from the row. Any other is released.
+func (a *attempt) Leftover(ctx context.Context, lease *idem.Lease) (Result, bool, error) {
+	if a.entry.State != EntrySucceeded {
+		return Result{}, false, nil
 	}
-	return op.ReconciledCompleted, nil
+	return a.s.completeFromRow(ctx, lease, a.ch, a.entry), true, nil
 }
