@@ -165,7 +165,7 @@ func (a alarms) deadEnds(w watched) {
 	a.alarm("RejectedCommandsAlarm", "RejectedCommands", "",
 		w.rejected.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Period: a.five, Statistic: jsii.String("Maximum")}), 1)
 	a.alarm("ProducerNotAllowedAlarm", "ProducerNotAllowed", "",
-		a.outcome(obs.FunctionConsumer, obs.OutcomeProducerNotAllowed), 1)
+		a.outcome(obs.FunctionSQSConsumer, obs.OutcomeProducerNotAllowed), 1)
 	// The two queue alarms stay in ALARM while their queue holds a message:
 	// drain it to re-arm them.
 
@@ -182,13 +182,13 @@ func (a alarms) api(w watched) {
 		Label: jsii.String("5xx %"), Period: a.five,
 	})
 	a.alarm("Api5xxRateAlarm", "Api5xxRate", "", api5xx, api5xxPercent)
-	for _, fn := range []string{obs.FunctionCharge, obs.FunctionConsumer} {
-		id := map[string]string{obs.FunctionCharge: "Charge", obs.FunctionConsumer: "Consumer"}[fn]
+	for _, fn := range []string{obs.FunctionCharge, obs.FunctionSQSConsumer} {
+		id := map[string]string{obs.FunctionCharge: "Charge", obs.FunctionSQSConsumer: "Consumer"}[fn]
 		a.alarm(id+"PendingAlarm", "<Entry>Pending", id, a.outcome(fn, obs.OutcomePending), float64(a.cfg.AlarmPendingPer5Min))
 		a.alarm(id+"UnavailableAlarm", "<Entry>Unavailable", id, a.outcome(fn, obs.OutcomeUnavailable), 1)
 	}
 	a.alarm("AcquirerErrorsAlarm", "AcquirerErrors", "",
-		sum("acq", a.emf(obs.FunctionCharge, obs.MetricAcquirerErrors, "Sum", nil), a.emf(obs.FunctionConsumer, obs.MetricAcquirerErrors, "Sum", nil)), float64(a.cfg.AlarmPendingPer5Min))
+		sum("acq", a.emf(obs.FunctionCharge, obs.MetricAcquirerErrors, "Sum", nil), a.emf(obs.FunctionSQSConsumer, obs.MetricAcquirerErrors, "Sum", nil)), float64(a.cfg.AlarmPendingPer5Min))
 
 }
 
@@ -242,12 +242,12 @@ func (a alarms) sweeper(w watched) {
 	// first one pages, from the request that met it and from the sweeper's
 	// count; they are in none of the stale counts above.
 	a.alarm("AcquirerMismatchAlarm", "AcquirerMismatch", "",
-		sum("mm", a.outcome(obs.FunctionCharge, obs.OutcomeAcquirerMismatch), a.outcome(obs.FunctionConsumer, obs.OutcomeAcquirerMismatch)), 1)
+		sum("mm", a.outcome(obs.FunctionCharge, obs.OutcomeAcquirerMismatch), a.outcome(obs.FunctionSQSConsumer, obs.OutcomeAcquirerMismatch)), 1)
 	a.alarm("HeldRecordsAlarm", "HeldRecords", "", a.emf(obs.FunctionSweeper, obs.MetricHeldRecords, "Maximum", nil), 1)
 	// A refund's mismatch and a held refund page on their own besides:
 	// its amount stays reserved on the charge until an operator settles it.
 	a.alarm("RefundMismatchAlarm", "RefundMismatch", "",
-		sum("rm", a.emf(obs.FunctionCharge, obs.MetricRefundMismatches, "Sum", nil), a.emf(obs.FunctionConsumer, obs.MetricRefundMismatches, "Sum", nil)), 1)
+		sum("rm", a.emf(obs.FunctionCharge, obs.MetricRefundMismatches, "Sum", nil), a.emf(obs.FunctionSQSConsumer, obs.MetricRefundMismatches, "Sum", nil)), 1)
 	a.alarm("HeldRefundsAlarm", "HeldRefunds", "", a.emf(obs.FunctionSweeper, obs.MetricHeldRefunds, "Maximum", nil), 1)
 	a.alarm("OldestStaleAlarm", "OldestStale", "", a.emf(obs.FunctionSweeper, obs.MetricOldestStaleSeconds, "Maximum", nil), staleHorizon)
 

@@ -653,7 +653,7 @@ func TestAlarms(t *testing.T) {
 	// A refund's mismatch pages from either entry point, a held refund
 	// from the sweeper's count.
 	if a := asJSON(props(byPrefix(t, alarms, "RefundMismatchAlarm"))); strings.Count(a, `"MetricName":"`+obs.MetricRefundMismatches+`"`) != 2 ||
-		!strings.Contains(a, `"Value":"`+obs.FunctionCharge+`"`) || !strings.Contains(a, `"Value":"`+obs.FunctionConsumer+`"`) || !strings.Contains(a, `"Threshold":1`) {
+		!strings.Contains(a, `"Value":"`+obs.FunctionCharge+`"`) || !strings.Contains(a, `"Value":"`+obs.FunctionSQSConsumer+`"`) || !strings.Contains(a, `"Threshold":1`) {
 		t.Errorf("the refund mismatch alarm: %s", a)
 	}
 	if a := asJSON(props(byPrefix(t, alarms, "HeldRefundsAlarm"))); !strings.Contains(a, `"MetricName":"`+obs.MetricHeldRefunds+`"`) || !strings.Contains(a, `"Value":"`+obs.FunctionSweeper+`"`) {

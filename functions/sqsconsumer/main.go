@@ -38,7 +38,7 @@ func run(logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	c, err := charging.Start(context.Background(), obs.FunctionConsumer, os.Getenv, logger)
+	c, err := charging.Start(context.Background(), obs.FunctionSQSConsumer, os.Getenv, logger)
 	if err != nil {
 		return err
 	}
@@ -46,7 +46,7 @@ func run(logger *slog.Logger) error {
 	byARN := consumer.InboxesOf(inboxes, func(url string) consumer.Delayer { return queue.New(sqsClient, url) })
 	h := &consumer.Handler{
 		Service: c.Service, Refunds: c.Refunds, Operations: c.Operations, Inboxes: byARN, DeadLetters: queue.New(sqsClient, rejectedURL),
-		Concurrency: deploy.ConsumerConcurrency, Logger: logger, Metrics: obs.NewMetrics(os.Stdout, obs.FunctionConsumer, c.Config.Environment),
+		Concurrency: deploy.ConsumerConcurrency, Logger: logger, Metrics: obs.NewMetrics(os.Stdout, obs.FunctionSQSConsumer, c.Config.Environment),
 	}
 	if arn := os.Getenv(deploy.EnvOutcomeTopicARN); arn != "" {
 		h.Outcomes = topic.New(sns.NewFromConfig(c.AWS), arn)

@@ -281,7 +281,7 @@ func TestReconcileARefund(t *testing.T) {
 	var logs bytes.Buffer
 	h := &Handler{Service: charges, Refunds: refunds, Operations: op.NewRegistry(charges.Operation(), refunds.Operation()),
 		Inboxes:     map[string]Inbox{reconcile: {Inbox: command.Inbox{ARN: reconcile, URL: "u", Reconcile: true}, Queue: noDelay{}}},
-		DeadLetters: dl, Concurrency: 1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: obs.NewMetrics(&logs, obs.FunctionConsumer, "test")}
+		DeadLetters: dl, Concurrency: 1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: obs.NewMetrics(&logs, obs.FunctionSQSConsumer, "test")}
 	pk := idem.Scope{Operation: refund.Operation, Account: "acct_1", Key: "refund-key-1"}.PK()
 	msg, _ := command.Reconcile(pk).Encode()
 	resp, _ := h.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m1", Body: msg, EventSourceARN: reconcile}}})
@@ -554,7 +554,7 @@ func TestRefundMetrics(t *testing.T) {
 	t.Parallel()
 	w := newRefundWorld(t)
 	var lines bytes.Buffer
-	w.h.Metrics = obs.NewMetrics(&lines, obs.FunctionConsumer, "test")
+	w.h.Metrics = obs.NewMetrics(&lines, obs.FunctionSQSConsumer, "test")
 	tenfold := w.charges.Charge(context.Background(), charge.Input{Account: "acct_1", Keys: []string{"charge-key-2"},
 		Body: []byte(`{"amount": 1000, "currency": "BRL", "order_id": "2", "payment_method": "` + sandbox.PaymentMethodRefundsTenfold + `"}`)})
 	if w.send(t, "m1", "refund-key-1", w.chargeID, `{"amount": 100}`) || w.send(t, "m2", "refund-key-2", tenfold.ChargeID, `{"amount": 100}`) {

@@ -131,7 +131,7 @@ func TestMetricFunctions(t *testing.T) {
 	for _, f := range deploy.Deployed().Functions {
 		binaries[f.Binary] = true
 	}
-	dims := map[string]bool{obs.FunctionCharge: true, obs.FunctionConsumer: true, obs.FunctionSweeper: true, obs.FunctionPublisher: true, obs.FunctionOperator: true}
+	dims := map[string]bool{obs.FunctionCharge: true, obs.FunctionSQSConsumer: true, obs.FunctionSweeper: true, obs.FunctionPublisher: true, obs.FunctionOperator: true}
 	if !reflect.DeepEqual(binaries, dims) {
 		t.Fatalf("the functions' binaries are %v, the metrics' Function values %v", binaries, dims)
 	}

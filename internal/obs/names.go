@@ -2,13 +2,16 @@ package obs
 
 // The Function dimension of each function's metrics (NewMetrics): the
 // function's binary (deploy.Function.Binary, TestMetricFunctions), which
-// the CDK app's alarms and dashboard select on.
+// the CDK app's alarms and dashboard select on. A binary that more than
+// one function runs is named as the binary: sqsconsumer is both the
+// producers' queues' consumer and the reconciler (deploy.FunctionConsumer
+// and deploy.FunctionReconciler).
 const (
-	FunctionCharge    = "charge"
-	FunctionConsumer  = "sqsconsumer" // both consumers: the producers' queues and the reconciler's
-	FunctionSweeper   = "sweeper"
-	FunctionPublisher = "publisher"
-	FunctionOperator  = "operator" // the operator's channel
+	FunctionCharge      = "charge"
+	FunctionSQSConsumer = "sqsconsumer"
+	FunctionSweeper     = "sweeper"
+	FunctionPublisher   = "publisher"
+	FunctionOperator    = "operator" // the operator's channel
 )
 
 // The dimensions of every metric: Function and Environment on all, and
