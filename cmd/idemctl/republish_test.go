@@ -192,9 +192,13 @@ func TestRepublishRefund(t *testing.T) {
 	ctx := context.Background()
 	w := newWorld(t)
 	o := newOutcomes(t)
-	row := refund.Refund{ID: refund.ID("0123456789abcdef0123456789abcdef01234567"), Account: "acct_r", ChargeID: charge.ID("89abcdef0123456789abcdef0123456789abcdef"),
-		IdempotencyKey: "refund-key-1", Source: event.SourceHTTP, Status: "succeeded", Amount: 300, Currency: "BRL", AcquirerRefundID: "rf_1",
-		AcquirerID: "sandbox", CreatedAt: time.Now().UTC().Truncate(time.Millisecond)}
+	row := refund.Refund{
+		Origin: op.Origin{ID: refund.ID("0123456789abcdef0123456789abcdef01234567"), Account: "acct_r",
+			IdempotencyKey: "refund-key-1", Source: event.SourceHTTP, AcquirerID: "sandbox",
+			CreatedAt: time.Now().UTC().Truncate(time.Millisecond)},
+		ChargeID: charge.ID("89abcdef0123456789abcdef0123456789abcdef"), Status: "succeeded", Amount: 300,
+		Currency: "BRL", AcquirerRefundID: "rf_1",
+	}
 	if _, err := dynamo.Open(w.ddb, w.table).Refunds().Write(ctx, row); err != nil {
 		t.Fatal(err)
 	}

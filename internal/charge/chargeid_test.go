@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/idempotent-payments/idempay/internal/op"
 )
 
 // TestIDPattern: the documents state the charge id's shape as the
@@ -36,7 +38,7 @@ func TestIDPattern(t *testing.T) {
 // without a name counts as any deployment's acquirer's.
 func TestOfAcquirer(t *testing.T) {
 	t.Parallel()
-	named := Charge{AcquirerID: "acquirer-a"}
+	named := Charge{Origin: op.Origin{AcquirerID: "acquirer-a"}}
 	if !named.OfAcquirer("acquirer-a") || named.OfAcquirer("acquirer-b") {
 		t.Fatal("a named row")
 	}

@@ -101,15 +101,11 @@ var (
 )
 
 // Charge is the ledger row of one charge. Its public JSON is the HTTP API's
-// (httpapi.Body).
+// (httpapi.Body). Its acquirer (Origin.AcquirerID) is the one a refund is
+// sent to; a row written before rows carried it counts as the
+// deployment's acquirer's (OfAcquirer).
 type Charge struct {
-	ID      string
-	Account string
-	// IdempotencyKey and Source are who asked: the client's key and the
-	// entry point (Input.Source) its record was claimed with. Rows written
-	// before they were kept have neither.
-	IdempotencyKey  string
-	Source          string
+	op.Origin
 	Status          string
 	Amount          int64
 	Currency        string
@@ -117,17 +113,6 @@ type Charge struct {
 	Description     string
 	DeclineCode     string
 	AuthorizationID string
-	// AcquirerID is the id of the acquirer that authorized the charge (the
-	// record's idem.Protocol.Downstream). A refund is sent only to that
-	// acquirer. Rows written before rows carried it have none, and count
-	// as the deployment's acquirer's (OfAcquirer).
-	AcquirerID string
-	CreatedAt  time.Time
-	// Region is the region whose service wrote the row, in the
-	// multi-region mode (Config.Region); empty in one region. That region
-	// publishes the row's event, and until some region has, the ledger
-	// lists the row as unpublished.
-	Region string
 }
 
 // OfAcquirer reports whether acquirer authorized the charge: a row without

@@ -391,13 +391,10 @@ func (s *Service) hold(ctx context.Context, lease *idem.Lease, req Request, mism
 // accepted by an operator), the rest the request's, and the client's key
 // and the source the record kept from its claim.
 func (s *Service) chargeOf(lease *idem.Lease, req Request, auth acquirer.Authorization) Charge {
-	rec := lease.Record()
 	return Charge{
-		ID: ID(lease.DownstreamKey()), Account: rec.Account, IdempotencyKey: rec.Key, Source: rec.Source,
-		Status: auth.Status, Amount: auth.Amount, Currency: auth.Currency,
-		OrderID: req.OrderID, Description: req.Description,
-		DeclineCode: auth.DeclineCode, AuthorizationID: auth.ID, AcquirerID: rec.Protocol.Downstream,
-		CreatedAt: s.cfg.Now().UTC().Truncate(time.Millisecond), Region: s.cfg.Region,
+		Origin: op.OriginOf(lease, ID(lease.DownstreamKey()), s.cfg.Now(), s.cfg.Region),
+		Status: auth.Status, Amount: auth.Amount, Currency: auth.Currency, OrderID: req.OrderID,
+		Description: req.Description, DeclineCode: auth.DeclineCode, AuthorizationID: auth.ID,
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/dynamo"
 	"github.com/idempotent-payments/idempay/internal/dynamo/dynamotest"
+	"github.com/idempotent-payments/idempay/internal/op"
 )
 
 // TestUnpublishedPages: the listing reads a shard page by page, oldest
@@ -35,8 +36,11 @@ func TestUnpublishedPages(t *testing.T) {
 		other += "0"
 	}
 	for i, id := range append(want, other) {
-		c := charge.Charge{ID: id, Account: "acct", Status: acquirer.StatusCaptured, Amount: 1, Currency: "BRL",
-			CreatedAt: start.Add(time.Duration(len(want)-i) * time.Second), Region: "region-a"}
+		c := charge.Charge{
+			Origin: op.Origin{ID: id, Account: "acct",
+				CreatedAt: start.Add(time.Duration(len(want)-i) * time.Second), Region: "region-a"},
+			Status: acquirer.StatusCaptured, Amount: 1, Currency: "BRL",
+		}
 		if i == len(want) {
 			c.CreatedAt = start
 		}

@@ -24,7 +24,6 @@ const rowType = tabledef.ChargeRowType
 // amount is a number, in minor units.
 type row struct {
 	rowCommon
-	IdempotencyKey  string `dynamodbav:"idempotency_key,omitempty"`
 	Amount          amount `dynamodbav:"amount"`
 	OrderID         string `dynamodbav:"order_id"`
 	Description     string `dynamodbav:"description"`
@@ -72,8 +71,8 @@ func Key(id string) string { return tabledef.LedgerPrefix + id }
 // (charge.ErrVoided).
 func (l *Ledger) Write(ctx context.Context, c charge.Charge) (charge.Charge, error) {
 	r := row{
-		rowCommon:      commonOf(Key(c.ID), rowType, c.ID, c.Account, c.Source, c.Status, c.Currency, c.AcquirerID, c.CreatedAt, c.Region),
-		IdempotencyKey: c.IdempotencyKey, Amount: amount(c.Amount), OrderID: c.OrderID, Description: c.Description,
+		rowCommon: commonOf(Key(c.ID), rowType, c.Origin, c.Status, c.Currency),
+		Amount:    amount(c.Amount), OrderID: c.OrderID, Description: c.Description,
 		DeclineCode: c.DeclineCode, AuthorizationID: c.AuthorizationID,
 	}
 	return writeRow(ctx, l.api, l.table, r, r.rowCommon, "charge", charge.ErrVoided, decode, c)
@@ -132,8 +131,8 @@ func decode(id string, item map[string]types.AttributeValue) (charge.Charge, err
 		return charge.Charge{}, fmt.Errorf("charge %s: %w: %w", idem.Ref(id), charge.ErrUnreadableCharge, err)
 	}
 	return charge.Charge{
-		ID: r.ID, Account: r.Account, IdempotencyKey: r.IdempotencyKey, Source: r.Source, Status: r.Status, Amount: int64(r.Amount), Currency: r.Currency,
-		OrderID: r.OrderID, Description: r.Description, DeclineCode: r.DeclineCode,
-		AuthorizationID: r.AuthorizationID, AcquirerID: r.AcquirerID, CreatedAt: created, Region: r.Region,
+		Origin: r.origin(created),
+		Status: r.Status, Amount: int64(r.Amount), Currency: r.Currency, OrderID: r.OrderID,
+		Description: r.Description, DeclineCode: r.DeclineCode, AuthorizationID: r.AuthorizationID,
 	}, nil
 }

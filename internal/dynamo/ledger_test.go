@@ -37,7 +37,8 @@ func TestRowLayout(t *testing.T) {
 	table := dynamotest.NewTable(t, client)
 	ledger := dynamo.Open(client, table).Ledger()
 	id := "ch_0123456789abcdef0123456789abcdef01234567"
-	c := charge.Charge{ID: id, Account: "acct_n", Status: acquirer.StatusCaptured, Amount: 1990, Currency: "BRL", CreatedAt: time.Now().UTC().Truncate(time.Millisecond)}
+	c := charge.Charge{Origin: op.Origin{ID: id, Account: "acct_n",
+		CreatedAt: time.Now().UTC().Truncate(time.Millisecond)}, Status: acquirer.StatusCaptured, Amount: 1990, Currency: "BRL"}
 	if _, err := ledger.Write(ctx, c); err != nil {
 		t.Fatal(err)
 	}

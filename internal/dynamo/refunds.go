@@ -23,7 +23,6 @@ const refundRowType = tabledef.RefundRowType
 type refundRow struct {
 	rowCommon
 	ChargeID         string `dynamodbav:"charge_id"`
-	IdempotencyKey   string `dynamodbav:"idempotency_key"`
 	DeclineCode      string `dynamodbav:"decline_code,omitempty"`
 	Amount           int64  `dynamodbav:"amount"`
 	Reason           string `dynamodbav:"reason,omitempty"`
@@ -42,8 +41,8 @@ type Refunds struct {
 // refuses it (refund.ErrVoided).
 func (l *Refunds) Write(ctx context.Context, r refund.Refund) (refund.Refund, error) {
 	item := refundRow{
-		rowCommon: commonOf(tabledef.RefundPrefix+r.ID, refundRowType, r.ID, r.Account, r.Source, r.Status, r.Currency, r.AcquirerID, r.CreatedAt, r.Region),
-		ChargeID:  r.ChargeID, IdempotencyKey: r.IdempotencyKey, DeclineCode: r.DeclineCode, Amount: r.Amount, Reason: r.Reason,
+		rowCommon: commonOf(tabledef.RefundPrefix+r.ID, refundRowType, r.Origin, r.Status, r.Currency),
+		ChargeID:  r.ChargeID, DeclineCode: r.DeclineCode, Amount: r.Amount, Reason: r.Reason,
 		AcquirerRefundID: r.AcquirerRefundID,
 	}
 	return writeRow(ctx, l.api, l.table, item, item.rowCommon, "refund", refund.ErrVoided, decodeRefund, r)
@@ -84,8 +83,8 @@ func decodeRefund(id string, item map[string]types.AttributeValue) (refund.Refun
 		return refund.Refund{}, fmt.Errorf("refund %s: %w: %w", idem.Ref(id), refund.ErrUnreadableRefund, err)
 	}
 	return refund.Refund{
-		ID: r.ID, Account: r.Account, ChargeID: r.ChargeID, IdempotencyKey: r.IdempotencyKey, Source: r.Source,
-		Status: r.Status, DeclineCode: r.DeclineCode, Amount: r.Amount, Currency: r.Currency, Reason: r.Reason,
-		AcquirerRefundID: r.AcquirerRefundID, AcquirerID: r.AcquirerID, CreatedAt: created, Region: r.Region,
+		Origin:   r.origin(created),
+		ChargeID: r.ChargeID, Status: r.Status, DeclineCode: r.DeclineCode, Amount: r.Amount, Currency: r.Currency,
+		Reason: r.Reason, AcquirerRefundID: r.AcquirerRefundID,
 	}, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/op"
 	"github.com/idempotent-payments/idempay/internal/operations"
 	"github.com/idempotent-payments/idempay/internal/outbox"
 	"github.com/idempotent-payments/idempay/internal/refund"
@@ -98,31 +99,42 @@ func rowKey(id string) string {
 // unpublished index until its event is published (Books.MarkPublished).
 // An operation's row embeds it, whose attributes sit beside its own.
 type rowCommon struct {
-	PK         string `dynamodbav:"pk"`
-	Type       string `dynamodbav:"type"`
-	ID         string `dynamodbav:"id"`
-	Account    string `dynamodbav:"account"`
-	Source     string `dynamodbav:"source,omitempty"`
-	Status     string `dynamodbav:"status"`
-	Currency   string `dynamodbav:"currency"`
-	AcquirerID string `dynamodbav:"acquirer_id,omitempty"`
-	CreatedAt  string `dynamodbav:"created_at"` // RFC 3339, milliseconds, UTC
-	Region     string `dynamodbav:"region,omitempty"`
+	PK      string `dynamodbav:"pk"`
+	Type    string `dynamodbav:"type"`
+	ID      string `dynamodbav:"id"`
+	Account string `dynamodbav:"account"`
+	// IdempotencyKey is the client's (rows written before rows kept it
+	// have none).
+	IdempotencyKey string `dynamodbav:"idempotency_key,omitempty"`
+	Source         string `dynamodbav:"source,omitempty"`
+	Status         string `dynamodbav:"status"`
+	Currency       string `dynamodbav:"currency"`
+	AcquirerID     string `dynamodbav:"acquirer_id,omitempty"`
+	CreatedAt      string `dynamodbav:"created_at"` // RFC 3339, milliseconds, UTC
+	Region         string `dynamodbav:"region,omitempty"`
 	// UnpublishedShard and UnpublishedSince list a row that has a region.
 	UnpublishedShard string `dynamodbav:"unpublished_shard,omitempty"`
 	UnpublishedSince int64  `dynamodbav:"unpublished_since,omitempty"` // epoch milliseconds
 }
 
-// commonOf is rowCommon of the row id at key, of type typ.
-func commonOf(key, typ, id, account, source, status, currency, acquirerID string, created time.Time, region string) rowCommon {
+// commonOf is rowCommon of the row of origin o at key, of type typ.
+func commonOf(key, typ string, o op.Origin, status, currency string) rowCommon {
 	c := rowCommon{
-		PK: key, Type: typ, ID: id, Account: account, Source: source, Status: status, Currency: currency, AcquirerID: acquirerID,
-		CreatedAt: created.UTC().Format(time.RFC3339Nano), Region: region,
+		PK: key, Type: typ, ID: o.ID, Account: o.Account, IdempotencyKey: o.IdempotencyKey, Source: o.Source, Status: status,
+		Currency: currency, AcquirerID: o.AcquirerID, CreatedAt: o.CreatedAt.UTC().Format(time.RFC3339Nano), Region: o.Region,
 	}
-	if region != "" {
-		c.UnpublishedShard, c.UnpublishedSince = shardOf(id), created.UnixMilli()
+	if o.Region != "" {
+		c.UnpublishedShard, c.UnpublishedSince = shardOf(o.ID), o.CreatedAt.UnixMilli()
 	}
 	return c
+}
+
+// origin is the origin c records, created at created (readRow).
+func (c rowCommon) origin(created time.Time) op.Origin {
+	return op.Origin{
+		ID: c.ID, Account: c.Account, IdempotencyKey: c.IdempotencyKey, Source: c.Source, AcquirerID: c.AcquirerID,
+		CreatedAt: created, Region: c.Region,
+	}
 }
 
 // writeRow writes item, a row whose common attributes are c, with one

@@ -9,6 +9,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/op"
 	"github.com/idempotent-payments/idempay/internal/route"
 )
 
@@ -17,7 +18,8 @@ import (
 // first answer and every replay, and headers stored by older records are
 // kept as they are.
 func TestHeadersAreRebuilt(t *testing.T) {
-	ch := charge.Charge{ID: "ch_0123456789abcdef0123456789abcdef01234567", Status: acquirer.StatusCaptured, Amount: 1, Currency: "BRL", CreatedAt: time.Unix(0, 0)}
+	ch := charge.Charge{Origin: op.Origin{ID: "ch_0123456789abcdef0123456789abcdef01234567",
+		CreatedAt: time.Unix(0, 0)}, Status: acquirer.StatusCaptured, Amount: 1, Currency: "BRL"}
 	captured := httpapi.Render(ch)
 	if captured.Headers != nil {
 		t.Fatalf("stored headers %v, want none", captured.Headers)

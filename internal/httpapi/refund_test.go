@@ -15,8 +15,8 @@ import (
 // as Answer.Refusal names it.
 func TestRefusalReadsBackTheBound(t *testing.T) {
 	t.Parallel()
-	succeeded := &refund.Refund{ID: "re_1", ChargeID: "ch_1", Amount: 100, Currency: "BRL", Status: acquirer.RefundSucceeded}
-	declined := &refund.Refund{ID: "re_1", ChargeID: "ch_1", Amount: 100, Currency: "BRL", Status: acquirer.RefundDeclined, DeclineCode: "do_not_honor"}
+	succeeded := &refund.Refund{Origin: op.Origin{ID: "re_1"}, ChargeID: "ch_1", Amount: 100, Currency: "BRL", Status: acquirer.RefundSucceeded}
+	declined := &refund.Refund{Origin: op.Origin{ID: "re_1"}, ChargeID: "ch_1", Amount: 100, Currency: "BRL", Status: acquirer.RefundDeclined, DeclineCode: "do_not_honor"}
 	for _, tc := range []struct {
 		answer refund.Answer
 		want   op.Code

@@ -3,7 +3,40 @@ package op
 import (
 	"context"
 	"errors"
+	"time"
+
+	"github.com/idempotent-payments/idempay/internal/idem"
 )
+
+// Origin is what every operation's row has from its intent's record:
+// its id (which derives from the record's downstream key) and account;
+// who asked, the client's idempotency key and the entry point
+// (idem.Record.Source) its record was claimed with; the acquirer that
+// decided it (the record's idem.Protocol.Downstream); when it was written;
+// and the region whose service wrote it, in the multi-region mode (empty
+// in one region): that region publishes the row's event, and until one
+// has, the books list the row as unpublished. An operation's row embeds
+// it beside its own fields. Charge rows written before rows kept the key,
+// the source or the acquirer have none of them.
+type Origin struct {
+	ID             string
+	Account        string
+	IdempotencyKey string
+	Source         string
+	AcquirerID     string
+	CreatedAt      time.Time
+	Region         string
+}
+
+// OriginOf is the origin of the row id that the lease's attempt writes at
+// time at (to the millisecond, in UTC), in region.
+func OriginOf(lease *idem.Lease, id string, at time.Time, region string) Origin {
+	rec := lease.Record()
+	return Origin{
+		ID: id, Account: rec.Account, IdempotencyKey: rec.Key, Source: rec.Source, AcquirerID: rec.Protocol.Downstream,
+		CreatedAt: at.UTC().Truncate(time.Millisecond), Region: region,
+	}
+}
 
 // Rows keep one operation's ledger rows, R: each written once, before the
 // completion that answers its intent, and never changed after; its id

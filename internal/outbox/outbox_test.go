@@ -8,6 +8,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/op"
 	"github.com/idempotent-payments/idempay/internal/operations"
 	"github.com/idempotent-payments/idempay/internal/outbox"
 	"github.com/idempotent-payments/idempay/internal/refund"
@@ -25,7 +26,8 @@ func TestEvents(t *testing.T) {
 		}
 		return r
 	}
-	row := &charge.Charge{ID: charge.ID(key), Account: "acct_1", Source: event.SourceHTTP, Status: "captured", Amount: 100, Currency: "BRL", AuthorizationID: "auth_1", CreatedAt: at}
+	row := &charge.Charge{Origin: op.Origin{ID: charge.ID(key), Account: "acct_1", Source: event.SourceHTTP,
+		CreatedAt: at}, Status: "captured", Amount: 100, Currency: "BRL", AuthorizationID: "auth_1"}
 	for _, c := range []struct {
 		name   string
 		change outbox.Change
@@ -91,8 +93,11 @@ func TestEvents(t *testing.T) {
 	if got, err := outbox.Events(outbox.Change{OldRecord: refundRecord(false), NewRecord: unreadable}); !errors.Is(err, outbox.ErrUnreadable) || got != nil {
 		t.Fatalf("a held refund whose request does not decode: %v, %v; want an error and no event", got, err)
 	}
-	refundRow := refund.Refund{ID: refund.ID(key), Account: "acct_1", ChargeID: charge.ID(key), IdempotencyKey: "refund-1", Source: event.SourceHTTP,
-		Status: "declined", DeclineCode: "insufficient_funds", Amount: 300, Currency: "BRL", CreatedAt: at}
+	refundRow := refund.Refund{
+		Origin: op.Origin{ID: refund.ID(key), Account: "acct_1", IdempotencyKey: "refund-1",
+			Source: event.SourceHTTP, CreatedAt: at},
+		ChargeID: charge.ID(key), Status: "declined", DeclineCode: "insufficient_funds", Amount: 300, Currency: "BRL",
+	}
 	if got, err := outbox.Events(outbox.Change{Inserted: operations.RefundRow{Refund: refundRow}}); err != nil || len(got) != 1 || got[0].Type != event.RefundDeclined ||
 		got[0].Refund.Amount != 300 || got[0].Refund.DeclineCode != "insufficient_funds" || !got[0].CreatedAt.Equal(at) {
 		t.Fatalf("a refund row: %+v, %v", got, err)

@@ -15,6 +15,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/dynamo"
 	"github.com/idempotent-payments/idempay/internal/dynamo/dynamotest"
 	"github.com/idempotent-payments/idempay/internal/event"
+	"github.com/idempotent-payments/idempay/internal/op"
 )
 
 // BenchmarkPublishStreamRecords is the publisher's own work per event, in
@@ -30,8 +31,12 @@ func BenchmarkPublishStreamRecords(b *testing.B) {
 	ledger := dynamo.Open(ddb, table).Ledger()
 	const batch = 100
 	for i := range batch {
-		row := charge.Charge{ID: charge.ID(fmt.Sprintf("%040x", i)), Account: "acct_bench", IdempotencyKey: fmt.Sprintf("bench-key-%d", i),
-			Source: event.SourceHTTP, Status: "captured", Amount: 25000, Currency: "BRL", OrderID: "123", AuthorizationID: "auth_bench", CreatedAt: time.Now().UTC()}
+		row := charge.Charge{
+			Origin: op.Origin{ID: charge.ID(fmt.Sprintf("%040x", i)), Account: "acct_bench",
+				IdempotencyKey: fmt.Sprintf("bench-key-%d", i), Source: event.SourceHTTP,
+				CreatedAt: time.Now().UTC()},
+			Status: "captured", Amount: 25000, Currency: "BRL", OrderID: "123", AuthorizationID: "auth_bench",
+		}
 		if _, err := ledger.Write(ctx, row); err != nil {
 			b.Fatal(err)
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/dynamo/dynamotest"
 	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/event/eventtest"
+	"github.com/idempotent-payments/idempay/internal/op"
 	"github.com/idempotent-payments/idempay/internal/operations"
 	"github.com/idempotent-payments/idempay/internal/publish"
 	"github.com/idempotent-payments/idempay/internal/refund"
@@ -18,9 +19,13 @@ import (
 
 // refundIn is a succeeded refund row written by region at at.
 func refundIn(region string, at time.Time, n int) refund.Refund {
-	return refund.Refund{ID: refund.ID(fmt.Sprintf("%040x", n+1)), Account: "acct_t", ChargeID: fmt.Sprintf("ch_%040x", n+1), IdempotencyKey: "refund-key",
-		Source: event.SourceHTTP, Status: "succeeded", Amount: 100, Currency: "BRL", AcquirerRefundID: "rf_1", AcquirerID: "sandbox",
-		CreatedAt: at.UTC().Truncate(time.Millisecond), Region: region}
+	return refund.Refund{
+		Origin: op.Origin{ID: refund.ID(fmt.Sprintf("%040x", n+1)), Account: "acct_t",
+			IdempotencyKey: "refund-key", Source: event.SourceHTTP, AcquirerID: "sandbox",
+			CreatedAt: at.UTC().Truncate(time.Millisecond), Region: region},
+		ChargeID: fmt.Sprintf("ch_%040x", n+1), Status: "succeeded", Amount: 100, Currency: "BRL",
+		AcquirerRefundID: "rf_1",
+	}
 }
 
 // TestRefundRowsArePublishedOnce (beside the publisher's tests, which run

@@ -2,7 +2,6 @@ package refund
 
 import (
 	"errors"
-	"time"
 
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/op"
@@ -13,13 +12,8 @@ import (
 // never changed after. Its id derives from the intent's downstream key,
 // so every attempt of one intent names the same row.
 type Refund struct {
-	ID       string
-	Account  string
+	op.Origin
 	ChargeID string
-	// IdempotencyKey and Source are who asked: the client's key and the
-	// entry point its record was claimed with.
-	IdempotencyKey string
-	Source         string
 	// Status is acquirer.RefundSucceeded or acquirer.RefundDeclined, and
 	// DeclineCode the acquirer's reason for a decline.
 	Status      string
@@ -30,17 +24,8 @@ type Refund struct {
 	Currency string
 	// Reason is the request's, "" when it gave none.
 	Reason string
-	// AcquirerRefundID is the acquirer's id of the refund, and AcquirerID
-	// the acquirer's (the record's idem.Protocol.Downstream).
+	// AcquirerRefundID is the acquirer's id of the refund.
 	AcquirerRefundID string
-	AcquirerID       string
-	CreatedAt        time.Time
-	// Region is the region whose service wrote the row, in the
-	// multi-region mode (charge.Config.Region); empty in one region. As a
-	// ledger row's (charge.Charge.Region), it names the region that
-	// publishes the row's event, and the row is listed unpublished
-	// (charge.Books) until one has.
-	Region string
 }
 
 // Ledger keeps the refund rows. Its implementations sit beside the

@@ -337,12 +337,10 @@ func (s *Service) check(ctx context.Context, endpoint string, r acquirer.Refund,
 // row an earlier attempt wrote must state what the acquirer answers now:
 // it decides the entry's step, so a difference holds the record.
 func (s *Service) finish(ctx context.Context, lease *idem.Lease, req Request, ch charge.Charge, entry Entry, r acquirer.Refund) Result {
-	rec := lease.Record()
 	row := Refund{
-		ID: ID(lease.DownstreamKey()), Account: rec.Account, ChargeID: ch.ID, IdempotencyKey: rec.Key, Source: rec.Source,
-		Status: r.Status, DeclineCode: r.DeclineCode, Amount: r.Amount, Currency: r.Currency, Reason: req.Reason,
-		AcquirerRefundID: r.ID, AcquirerID: rec.Protocol.Downstream, CreatedAt: s.cfg.Now().UTC().Truncate(time.Millisecond),
-		Region: s.cfg.Region,
+		Origin:   op.OriginOf(lease, ID(lease.DownstreamKey()), s.cfg.Now(), s.cfg.Region),
+		ChargeID: ch.ID, Status: r.Status, DeclineCode: r.DeclineCode, Amount: r.Amount, Currency: r.Currency,
+		Reason: req.Reason, AcquirerRefundID: r.ID,
 	}
 	var stored Refund
 	err := idem.RetryConflicts(ctx, func() (err error) {

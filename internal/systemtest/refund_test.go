@@ -22,6 +22,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/localapi"
+	"github.com/idempotent-payments/idempay/internal/op"
 	"github.com/idempotent-payments/idempay/internal/refund"
 	"github.com/idempotent-payments/idempay/internal/route"
 )
@@ -425,8 +426,11 @@ func inFlightWithARow(t *testing.T, s *localapi.Stack, account, key string) stri
 		t.Fatal(err)
 	}
 	id := charge.ID(claim.Lease.DownstreamKey())
-	if _, err := table.Ledger().Write(context.Background(), charge.Charge{ID: id, Account: account, IdempotencyKey: key, Status: acquirer.StatusCaptured,
-		Amount: 25000, Currency: "BRL", OrderID: "123", AuthorizationID: "auth_pending", AcquirerID: s.Protocol.Downstream, CreatedAt: time.Now()}); err != nil {
+	if _, err := table.Ledger().Write(context.Background(), charge.Charge{
+		Origin: op.Origin{ID: id, Account: account, IdempotencyKey: key, AcquirerID: s.Protocol.Downstream, CreatedAt: time.Now()},
+		Status: acquirer.StatusCaptured, Amount: 25000, Currency: "BRL", OrderID: "123",
+		AuthorizationID: "auth_pending",
+	}); err != nil {
 		t.Fatal(err)
 	}
 	return id

@@ -41,10 +41,10 @@ func RunLedgerConformance(t *testing.T, newStores NewStoresFunc) {
 	ctx := context.Background()
 	_, ledger := newStores(t)
 	want := charge.Charge{
-		ID: newID(), Account: "acct_ledger", IdempotencyKey: "order-1-attempt-1", Source: event.SourceQueue("orders"),
-		Status: acquirer.StatusCaptured, Amount: 123456789012, Currency: "BRL",
-		OrderID: "order-1", Description: "café ☕", AuthorizationID: "auth_1", AcquirerID: "acquirer-1",
-		CreatedAt: epoch,
+		Origin: op.Origin{ID: newID(), Account: "acct_ledger", IdempotencyKey: "order-1-attempt-1",
+			Source: event.SourceQueue("orders"), AcquirerID: "acquirer-1", CreatedAt: epoch},
+		Status: acquirer.StatusCaptured, Amount: 123456789012, Currency: "BRL", OrderID: "order-1",
+		Description: "café ☕", AuthorizationID: "auth_1",
 	}
 	if got, err := ledger.Write(ctx, want); err != nil || got != want {
 		t.Fatalf("Write = %+v, %v; want %+v", got, err, want)
@@ -60,8 +60,10 @@ func RunLedgerConformance(t *testing.T, newStores NewStoresFunc) {
 	if got, err := ledger.Get(ctx, want.ID); err != nil || got != want {
 		t.Fatalf("Get after a second Write = %+v, %v; want the first row", got, err)
 	}
-	declined := charge.Charge{ID: newID(), Account: "acct_ledger", Status: acquirer.StatusDeclined, Amount: 1, Currency: "USD",
-		OrderID: "2", DeclineCode: "insufficient_funds", CreatedAt: want.CreatedAt}
+	declined := charge.Charge{
+		Origin: op.Origin{ID: newID(), Account: "acct_ledger", CreatedAt: want.CreatedAt},
+		Status: acquirer.StatusDeclined, Amount: 1, Currency: "USD", OrderID: "2", DeclineCode: "insufficient_funds",
+	}
 	if _, err := ledger.Write(ctx, declined); err != nil {
 		t.Fatal(err)
 	}
@@ -101,8 +103,10 @@ func ledgerMarkers(t *testing.T, ledger charge.Ledger, written charge.Charge) {
 	}
 
 	// Held, then its row: the marker gives way.
-	held := charge.Charge{ID: newID(), Account: mark.Account, IdempotencyKey: mark.Key, Status: acquirer.StatusCaptured,
-		Amount: 250000, Currency: "BRL", OrderID: "2", AuthorizationID: "auth_2", CreatedAt: epoch}
+	held := charge.Charge{
+		Origin: op.Origin{ID: newID(), Account: mark.Account, IdempotencyKey: mark.Key, CreatedAt: epoch},
+		Status: acquirer.StatusCaptured, Amount: 250000, Currency: "BRL", OrderID: "2", AuthorizationID: "auth_2",
+	}
 	if err := ledger.Hold(ctx, held.ID, mark); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/charge"
+	"github.com/idempotent-payments/idempay/internal/op"
 )
 
 // NewBooksFunc returns a fresh ledger and the books of its rows'
@@ -25,8 +26,10 @@ func RunBooksConformance(t *testing.T, newBooks NewBooksFunc) {
 	ctx := context.Background()
 	ledger, books := newBooks(t)
 	row := func(region string, at time.Time) charge.Charge {
-		return charge.Charge{ID: newID(), Account: "acct_books", Status: acquirer.StatusCaptured, Amount: 100, Currency: "BRL",
-			OrderID: "o", CreatedAt: at, Region: region}
+		return charge.Charge{
+			Origin: op.Origin{ID: newID(), Account: "acct_books", CreatedAt: at, Region: region},
+			Status: acquirer.StatusCaptured, Amount: 100, Currency: "BRL", OrderID: "o",
+		}
 	}
 	a, b, local := row("region-a", epoch), row("region-b", epoch.Add(time.Second)), row("", epoch)
 	for _, c := range []charge.Charge{a, b, local} {

@@ -16,6 +16,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/dynamo"
 	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/op"
 	"github.com/idempotent-payments/idempay/internal/refund"
 )
 
@@ -75,8 +76,11 @@ func WriteEveryKind(t testing.TB, client *dynamodb.Client, table string) {
 	t.Helper()
 	ctx := context.Background()
 	tbl := dynamo.Open(client, table)
-	row := charge.Charge{ID: charge.ID("0123456789abcdef0123456789abcdef01234567"), Account: "acct_p", IdempotencyKey: "publish-key-1",
-		Source: event.SourceQueue("orders"), Status: "captured", Amount: 100, Currency: "BRL", AuthorizationID: "auth_1", CreatedAt: time.Now().UTC()}
+	row := charge.Charge{
+		Origin: op.Origin{ID: charge.ID("0123456789abcdef0123456789abcdef01234567"), Account: "acct_p",
+			IdempotencyKey: "publish-key-1", Source: event.SourceQueue("orders"), CreatedAt: time.Now().UTC()},
+		Status: "captured", Amount: 100, Currency: "BRL", AuthorizationID: "auth_1",
+	}
 	if _, err := tbl.Ledger().Write(ctx, row); err != nil {
 		t.Fatal(err)
 	}
@@ -97,9 +101,13 @@ func WriteEveryKind(t testing.TB, client *dynamodb.Client, table string) {
 	if err := lease.VoidConfirmed(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tbl.Refunds().Write(ctx, refund.Refund{ID: "re_89abcdef0123456789abcdef0123456789abcdef", Account: "acct_p",
-		ChargeID: row.ID, IdempotencyKey: "publish-key-3", Source: event.SourceHTTP, Status: "succeeded", Amount: 40, Currency: "BRL",
-		Reason: "duplicate", AcquirerRefundID: "rf_1", AcquirerID: "sandbox", CreatedAt: row.CreatedAt}); err != nil {
+	if _, err := tbl.Refunds().Write(ctx, refund.Refund{
+		Origin: op.Origin{ID: "re_89abcdef0123456789abcdef0123456789abcdef", Account: "acct_p",
+			IdempotencyKey: "publish-key-3", Source: event.SourceHTTP, AcquirerID: "sandbox",
+			CreatedAt: row.CreatedAt},
+		ChargeID: row.ID, Status: "succeeded", Amount: 40, Currency: "BRL", Reason: "duplicate",
+		AcquirerRefundID: "rf_1",
+	}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -115,8 +123,11 @@ func WriteMarkers(t testing.TB, client *dynamodb.Client, table string) {
 	ctx := context.Background()
 	tbl := dynamo.Open(client, table)
 	mark := charge.HeldMarker{Account: "acct_p", Key: "marker-key-1"}
-	row := charge.Charge{ID: charge.ID("1123456789abcdef0123456789abcdef01234567"), Account: "acct_p", IdempotencyKey: "marker-key-1",
-		Source: event.SourceHTTP, Status: "captured", Amount: 100, Currency: "BRL", AuthorizationID: "auth_2", CreatedAt: time.Now().UTC()}
+	row := charge.Charge{
+		Origin: op.Origin{ID: charge.ID("1123456789abcdef0123456789abcdef01234567"), Account: "acct_p",
+			IdempotencyKey: "marker-key-1", Source: event.SourceHTTP, CreatedAt: time.Now().UTC()},
+		Status: "captured", Amount: 100, Currency: "BRL", AuthorizationID: "auth_2",
+	}
 	voided := charge.ID("2123456789abcdef0123456789abcdef01234567")
 	for _, step := range []func() error{
 		func() error { return tbl.Ledger().Hold(ctx, row.ID, mark) },

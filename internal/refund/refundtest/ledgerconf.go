@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/idempotent-payments/idempay/internal/charge"
+	"github.com/idempotent-payments/idempay/internal/op"
 	"github.com/idempotent-payments/idempay/internal/refund"
 )
 
@@ -16,9 +17,10 @@ import (
 func RunLedgerConformance(t *testing.T, ledger refund.Ledger) {
 	id := refund.ID(chargeOf(t)[3:])
 	want := refund.Refund{
-		ID: id, Account: "acct_l", ChargeID: chargeOf(t), IdempotencyKey: "refund-1", Source: "http", Status: "succeeded",
-		Amount: 123456789012, Currency: "BRL", Reason: refund.ReasonDuplicate, AcquirerRefundID: "rf_1", AcquirerID: "sandbox",
-		CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
+		Origin: op.Origin{ID: id, Account: "acct_l", IdempotencyKey: "refund-1", Source: "http",
+			AcquirerID: "sandbox", CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)},
+		ChargeID: chargeOf(t), Status: "succeeded", Amount: 123456789012, Currency: "BRL",
+		Reason: refund.ReasonDuplicate, AcquirerRefundID: "rf_1",
 	}
 	if got, err := ledger.Write(ctx, want); err != nil || got != want {
 		t.Fatalf("Write = %+v, %v", got, err)
@@ -67,8 +69,11 @@ func RunBooksConformance(t *testing.T, newStores func(t *testing.T) (refund.Ledg
 	at := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC) // rows of the past: every one is before the listing's bound
 	row := func(region string) refund.Refund {
 		c := chargeOf(t)
-		return refund.Refund{ID: refund.ID(c[3:]), Account: "acct_b", ChargeID: c, IdempotencyKey: "refund-" + region, Source: "http",
-			Status: "succeeded", Amount: 10, Currency: "BRL", AcquirerRefundID: "rf_" + region, AcquirerID: "sandbox", CreatedAt: at, Region: region}
+		return refund.Refund{
+			Origin: op.Origin{ID: refund.ID(c[3:]), Account: "acct_b", IdempotencyKey: "refund-" + region,
+				Source: "http", AcquirerID: "sandbox", CreatedAt: at, Region: region},
+			ChargeID: c, Status: "succeeded", Amount: 10, Currency: "BRL", AcquirerRefundID: "rf_" + region,
+		}
 	}
 	listed, none := row("a"), row("")
 	for _, r := range []refund.Refund{listed, none} {

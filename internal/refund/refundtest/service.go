@@ -284,8 +284,11 @@ func serviceTheChargeDecidesFirst(t *testing.T, w *world) {
 	ch := w.charge(t, "pm_card_visa", 1000)
 	declined := w.charges.Charge(ctx, charge.Input{Account: account, Keys: []string{"declined-charge"},
 		Body: []byte(`{"amount": 100, "currency": "BRL", "order_id": "o-3", "payment_method": "pm_card_declined"}`)})
-	foreign := charge.Charge{ID: charge.ID(strings.Repeat("e", 40)), Account: account, Status: acquirer.StatusCaptured,
-		Amount: 100, Currency: "BRL", OrderID: "o-4", AuthorizationID: "auth_x", AcquirerID: "another-acquirer", CreatedAt: w.now()}
+	foreign := charge.Charge{
+		Origin: op.Origin{ID: charge.ID(strings.Repeat("e", 40)), Account: account,
+			AcquirerID: "another-acquirer", CreatedAt: w.now()},
+		Status: acquirer.StatusCaptured, Amount: 100, Currency: "BRL", OrderID: "o-4", AuthorizationID: "auth_x",
+	}
 	if _, err := w.stores.Charges.Write(ctx, foreign); err != nil {
 		t.Fatal(err)
 	}
@@ -731,8 +734,11 @@ func serviceARowThatDiffersIsHeld(t *testing.T, w *world) {
 	}
 	w.sb.SetFaults(sandbox.Faults{})
 	rec := w.record(t, idem.Scope{Operation: refund.Operation, Account: account, Key: "row-differs"})
-	if _, err := w.stores.Refunds.Write(ctx, refund.Refund{ID: refund.ID(rec.DownstreamKey), Account: account, ChargeID: ch, Status: acquirer.RefundDeclined,
-		DeclineCode: "insufficient_funds", Amount: 300, Currency: "BRL", AcquirerRefundID: "rf_other", CreatedAt: w.now()}); err != nil {
+	if _, err := w.stores.Refunds.Write(ctx, refund.Refund{
+		Origin:   op.Origin{ID: refund.ID(rec.DownstreamKey), Account: account, CreatedAt: w.now()},
+		ChargeID: ch, Status: acquirer.RefundDeclined, DeclineCode: "insufficient_funds", Amount: 300, Currency: "BRL",
+		AcquirerRefundID: "rf_other",
+	}); err != nil {
 		t.Fatal(err)
 	}
 	w.clock.Advance(time.Minute)
