@@ -270,17 +270,17 @@ func (h *Handler) process(ctx context.Context, in Inbox, known bool, msg events.
 		// It is told as its operation's refusal when the command's type
 		// came before its request (as Encode writes it); a message that
 		// names no operation is told as a charge's.
-		return verdict{outcome: op.RequestInvalid.Name(), operation: operationOf(cmd.Type), rejectCode: string(op.CodeValidationFailed),
+		return verdict{outcome: op.RequestInvalid.Name(), operation: queuedOps[cmd.Type].operation, rejectCode: string(op.CodeValidationFailed),
 			reason: charge.DecodeError(reqErr).Error()}
 	}
 	if err != nil {
 		return verdict{outcome: obs.OutcomeMalformed, rejectCode: rejectMalformed, reason: err.Error()}
 	}
 	if ok, why := in.Admits(cmd); !ok {
-		return verdict{outcome: obs.OutcomeProducerNotAllowed, operation: operationOf(cmd.Type), rejectCode: rejectNotAllowed, reason: why,
+		return verdict{outcome: obs.OutcomeProducerNotAllowed, operation: queuedOps[cmd.Type].operation, rejectCode: rejectNotAllowed, reason: why,
 			account: cmd.Account, key: cmd.IdempotencyKey}
 	}
-	q, ok := queuedByType(cmd.Type)
+	q, ok := queuedOps[cmd.Type]
 	if !ok { // command.TypeReconcile: Decode knows no other
 		return h.reconcile(ctx, cmd.PK)
 	}

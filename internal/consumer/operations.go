@@ -16,23 +16,23 @@ import (
 )
 
 // queued is how the queue adapter carries one operation's commands: the
-// command type that names it, its door, the row a replay's event comes
+// operation its command type names, its door, the row a replay's event comes
 // from, and its refusal's event (its own metrics are its registration's,
 // operations.Registration.Count). Every operation that declares the queue (operations.Queue) has
 // one (TestEveryQueuedOperationIsCarried); the handler finds it here by
 // the command's type or the verdict's operation, and never branches on
 // either.
 type queued struct {
-	commandType command.Type
-	run         func(ctx context.Context, h *Handler, in Inbox, cmd command.Command, keys []string) verdict
-	replayed    func(ctx context.Context, h *Handler, account, key string) (outbox.Row, op.Outcome)
-	rejection   func(messageID, producer, account, idempotencyKey, code string, at time.Time) event.Event
+	operation string
+	run       func(ctx context.Context, h *Handler, in Inbox, cmd command.Command, keys []string) verdict
+	replayed  func(ctx context.Context, h *Handler, account, key string) (outbox.Row, op.Outcome)
+	rejection func(messageID, producer, account, idempotencyKey, code string, at time.Time) event.Event
 }
 
-// queuedOps are the queued operations, by name.
-var queuedOps = map[string]queued{
-	charge.Operation: {
-		commandType: command.TypeCharge,
+// queuedOps are the queued operations, by the type of their commands.
+var queuedOps = map[command.Type]queued{
+	command.TypeCharge: {
+		operation: charge.Operation,
 		run: func(ctx context.Context, h *Handler, in Inbox, cmd command.Command, keys []string) verdict {
 			res := h.Service.Charge(ctx, charge.Input{Account: cmd.Account, Keys: keys, Body: cmd.Request, Source: event.SourceQueue(in.Producer)})
 			v := chargeVerdictOf(res)
@@ -45,9 +45,9 @@ var queuedOps = map[string]queued{
 		},
 		rejection: event.OfRejection,
 	},
-	refund.Operation: {
-		commandType: command.TypeRefund,
-		run:         runRefund,
+	command.TypeRefund: {
+		operation: refund.Operation,
+		run:       runRefund,
 		replayed: func(ctx context.Context, h *Handler, account, key string) (outbox.Row, op.Outcome) {
 			res := h.Refunds.ByKey(ctx, account, key)
 			return operations.RefundRow{Refund: res.Refund}, res.Outcome
@@ -92,30 +92,12 @@ func refundVerdictOf(res refund.Result) verdict {
 // queuedOf is the queued operation of verdict v: a charge's before the
 // command named one (a message that is no command).
 func queuedOf(v verdict) queued {
-	if q, ok := queuedOps[v.operation]; ok {
-		return q
-	}
-	return queuedOps[charge.Operation]
-}
-
-// queuedByType is the queued operation of command type t.
-func queuedByType(t command.Type) (queued, bool) {
 	for _, q := range queuedOps {
-		if q.commandType == t {
-			return q, true
+		if q.operation == v.operation {
+			return q
 		}
 	}
-	return queued{}, false
-}
-
-// operationOf is the operation command type t names, "" for none.
-func operationOf(t command.Type) string {
-	for name, q := range queuedOps {
-		if q.commandType == t {
-			return name
-		}
-	}
-	return ""
+	return queuedOps[command.TypeCharge]
 }
 
 // replayedEvent is the event of the row v's key names: found false with
