@@ -131,7 +131,8 @@ type world struct {
 func newWorld(t *testing.T) *world {
 	t.Helper()
 	clock := idemtest.NewClock(time.Now().UTC().Truncate(time.Millisecond))
-	w := &world{t: t, clock: clock, sb: sandbox.New(""), ledger: chargetest.NewLedger(), refunds: refundtest.NewLedger(),
+	ledger := chargetest.NewLedger()
+	w := &world{t: t, clock: clock, sb: sandbox.New(""), ledger: ledger, refunds: refundtest.NewLedgerListedIn(ledger),
 		balances: refundtest.NewMemoryBalances(), logs: &syncBuffer{}, topic: &eventtest.Topic{},
 		cfg: charge.Config{Now: clock.Now, Region: region, Logger: slog.New(slog.DiscardHandler)}}
 	w.guard = idem.NewGuard(idemtest.NewMemoryStore(), idem.Config{Now: clock.Now, DefaultLease: time.Minute, Protocol: idem.Protocol{Downstream: "sandbox"}})
@@ -315,14 +316,18 @@ func (w *world) backstop(reg operations.Registration, dir string) error {
 	if err := w.fixture(dir, operations.Backstop, reg, &ev, nil); err != nil {
 		return err
 	}
-	id, err := w.post(reg, dir) // its row, written in region
-	if err != nil {
+	ctx := context.Background()
+	for u, err := range w.ledger.Unpublished(ctx, w.clock.Now().Add(time.Hour)) { // the books hold only the row below
+		if err != nil || w.ledger.MarkPublished(ctx, u.ID) != nil {
+			return fmt.Errorf("the books before %s's row: %v", reg.Name, err)
+		}
+	}
+	if _, err := w.post(reg, dir); err != nil { // its row, written in region
 		return err
 	}
-	books := &books{Ledger: w.ledger, rows: []charge.Unpublished{{ID: id, Region: region, Since: w.clock.Now()}}}
-	p := &backstop.Publisher{Region: "a", Books: books, Rows: rows{w}, Topic: w.topic, StaleAfter: time.Minute,
+	p := &backstop.Publisher{Region: "a", Books: w.ledger, Rows: rows{w}, Topic: w.topic, StaleAfter: time.Minute,
 		Now: func() time.Time { return w.clock.Now().Add(time.Hour) }}
-	report, err := p.Run(context.Background())
+	report, err := p.Run(ctx)
 	if err != nil || report.TakenOver != 1 {
 		return fmt.Errorf("%s through the backstop (%s): %+v, %v", reg.Name, ev.DetailType, report, err)
 	}
@@ -337,24 +342,6 @@ func (w *world) published(reg operations.Registration, by string) error {
 	}
 	return nil
 }
-
-// books are the memory ledger's books, listing the rows given.
-type books struct {
-	*chargetest.Ledger
-	rows []charge.Unpublished
-}
-
-func (b *books) Unpublished(context.Context, time.Time) iter.Seq2[charge.Unpublished, error] {
-	return func(yield func(charge.Unpublished, error) bool) {
-		for _, u := range b.rows {
-			if !yield(u, nil) {
-				return
-			}
-		}
-	}
-}
-
-func (b *books) MarkPublished(context.Context, string) error { return nil }
 
 // rows read a row of any operation from the memory ledgers, by its
 // operation's id (operations.ByRowID), as dynamo.Rows does on the table.
