@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 
 	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/idem"
-	"github.com/idempotent-payments/idempay/internal/obs"
 	"github.com/idempotent-payments/idempay/internal/op"
 )
 
@@ -27,21 +25,9 @@ var ErrNotAChargeRecord = op.NotItsRecord("not a charge's idempotency record")
 // A record claimed for another acquirer is an error wrapping
 // idem.ErrOtherDownstream, and nothing is asked or written.
 func (s *Service) Reconcile(ctx context.Context, pk string) (op.Reconciled, error) {
-	ctx = obs.WithAttrs(ctx, slog.String("record", idem.Ref(pk)))
-	lease, stopped, err := s.settler().Stale(ctx, pk)
-	if lease == nil {
-		return stopped, err
-	}
-	canonical, err := lease.Request()
-	var req Request
-	if err == nil {
-		req, err = RequestFromCanonical(canonical)
-	}
-	if err != nil {
-		_ = lease.Abandon(ctx)
-		return op.NothingToDo, fmt.Errorf("reconcile %s: stored request: %w", idem.Ref(pk), err)
-	}
-	return op.Resolve[acquirer.Authorization, Result](ctx, lease, &attempt{s: s, req: req}, nil)
+	return op.Reconcile(ctx, s.settler(), pk, RequestFromCanonical, func(ctx context.Context, lease *idem.Lease, req Request) (op.Reconciled, error) {
+		return op.Resolve[acquirer.Authorization, Result](ctx, lease, &attempt{s: s, req: req}, nil)
+	})
 }
 
 // Stored reports whether res is a stored answer.

@@ -139,11 +139,7 @@ func (s *Service) accept(ctx context.Context, d op.Decision) error {
 	if err != nil {
 		return err
 	}
-	canonical, err := lease.Request()
-	if err != nil {
-		return giveBack(fmt.Errorf("stored request: %w", err))
-	}
-	req, err := RequestFromCanonical(canonical)
+	req, err := op.StoredRequest(lease, RequestFromCanonical)
 	if err != nil {
 		return giveBack(err)
 	}

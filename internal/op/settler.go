@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/obs"
 )
 
 // Settled is what the table says of a decision's record, read back: the
@@ -187,4 +188,38 @@ func (s Settler[R]) Stale(ctx context.Context, pk string) (*idem.Lease, Reconcil
 		return nil, NothingToDo, err
 	}
 	return lease, NothingToDo, nil
+}
+
+// StoredRequest is the request the lease's record was claimed with,
+// parsed by parse (the operation's own reading of its canonical form).
+func StoredRequest[Req any](lease *idem.Lease, parse func(idem.Canonical) (Req, error)) (Req, error) {
+	canonical, err := lease.Request()
+	var req Req
+	if err == nil {
+		req, err = parse(canonical)
+	}
+	if err != nil {
+		return req, fmt.Errorf("stored request: %w", err)
+	}
+	return req, nil
+}
+
+// Reconcile is the reconciler's path on the record pk, the same for
+// every operation: the take-over of a stale lease (Settler.Stale), the
+// stored request (StoredRequest; one that does not read ends the lease
+// and is an error), then resolve: the operation's own reads, then
+// Resolve.
+func Reconcile[R, Req any](ctx context.Context, s Settler[R], pk string, parse func(idem.Canonical) (Req, error),
+	resolve func(context.Context, *idem.Lease, Req) (Reconciled, error)) (Reconciled, error) {
+	ctx = obs.WithAttrs(ctx, slog.String("record", idem.Ref(pk)))
+	lease, stopped, err := s.Stale(ctx, pk)
+	if lease == nil {
+		return stopped, err
+	}
+	req, err := StoredRequest(lease, parse)
+	if err != nil {
+		_ = lease.Abandon(ctx)
+		return NothingToDo, fmt.Errorf("reconcile %s: %w", idem.Ref(pk), err)
+	}
+	return resolve(ctx, lease, req)
 }

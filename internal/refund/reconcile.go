@@ -3,11 +3,9 @@ package refund
 import (
 	"context"
 	"fmt"
-	"log/slog"
 
 	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/idem"
-	"github.com/idempotent-payments/idempay/internal/obs"
 	"github.com/idempotent-payments/idempay/internal/op"
 )
 
@@ -26,20 +24,13 @@ var ErrNotARefundRecord = op.NotItsRecord("not a refund's idempotency record")
 // error means nothing is known yet: retry later; except
 // ErrNotARefundRecord, which no retry changes.
 func (s *Service) Reconcile(ctx context.Context, pk string) (op.Reconciled, error) {
-	ctx = obs.WithAttrs(ctx, slog.String("record", idem.Ref(pk)))
-	lease, stopped, err := s.settler().Stale(ctx, pk)
-	if lease == nil {
-		return stopped, err
-	}
-	canonical, err := lease.Request()
-	var req Request
-	if err == nil {
-		req, err = RequestFromCanonical(canonical)
-	}
-	if err != nil {
-		_ = lease.Abandon(ctx)
-		return op.NothingToDo, fmt.Errorf("reconcile %s: stored request: %w", idem.Ref(pk), err)
-	}
+	return op.Reconcile(ctx, s.settler(), pk, RequestFromCanonical, s.resolve)
+}
+
+// resolve is the reconciler's path once the lease is taken over: the
+// charge, then op.Resolve.
+func (s *Service) resolve(ctx context.Context, lease *idem.Lease, req Request) (op.Reconciled, error) {
+	pk := lease.PK()
 	ch := s.charges.Get(ctx, lease.Record().Account, req.ChargeID)
 	if ch.Outcome != op.Found {
 		// No reservation is made without the charge's row.

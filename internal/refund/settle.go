@@ -134,13 +134,9 @@ func (s *Service) takeOverHeld(ctx context.Context, d op.Decision, step string) 
 	if err != nil {
 		return nil, Request{}, nil, err
 	}
-	canonical, err := lease.Request()
-	var req Request
-	if err == nil {
-		req, err = RequestFromCanonical(canonical)
-	}
+	req, err := op.StoredRequest(lease, RequestFromCanonical)
 	if err != nil {
-		return nil, Request{}, nil, giveBack(fmt.Errorf("stored request: %w", err))
+		return nil, Request{}, nil, giveBack(err)
 	}
 	return lease, req, giveBack, nil
 }
