@@ -344,11 +344,6 @@ func (s *Service) abandonPending(ctx context.Context, lease *idem.Lease) Result 
 	return endedEarly(s.cfg.Frame(s.guard).Abandon(ctx, lease))
 }
 
-// pendingResult is the Pending result; the lease is left as it is.
-func (s *Service) pendingResult() Result {
-	return Result{Outcome: op.Pending, RetryAfter: s.cfg.RetryAfter}
-}
-
 func (s *Service) held() Result {
 	return Result{Outcome: op.Held, RetryAfter: s.cfg.HeldRetryAfter}
 }
@@ -409,30 +404,12 @@ func (s *Service) finish(ctx context.Context, lease *idem.Lease, req Request, au
 
 // store writes ch's ledger row, then completes the record with the row's
 // answer (op.Frame.Complete: an operator's accept, for a held record).
+// A row already there that does not read (ErrUnreadableCharge) leaves
+// the record in flight for an operator, as a failed write does.
 func (s *Service) store(ctx context.Context, lease *idem.Lease, ch Charge) Result {
-	ledgerCtx, end := s.cfg.Tracer.Start(ctx, op.Step{Name: "ledger.write"})
-	var stored Charge
-	err := idem.RetryConflicts(ledgerCtx, func() (err error) {
-		stored, err = s.ledger.Write(ledgerCtx, ch)
-		return err
-	})
-	end(err)
-	if errors.Is(err, ErrUnreadableCharge) {
-		s.cfg.Logger.ErrorContext(ctx, "the ledger holds an unreadable row for this charge; the record stays in flight for an operator", "error", err)
-		return s.abandonPending(ctx, lease)
-	}
-	if errors.Is(err, ErrVoided) {
-		// An operator confirmed this intent void: no row, and the record
-		// is the void's to release, so it is left as it is.
-		s.cfg.Logger.ErrorContext(ctx, "an operator confirmed this charge void; its ledger row is refused and the record left as it is", "error", err)
-		return s.pendingResult()
-	}
-	if err != nil {
-		// The acquirer has answered and nothing is in transit: end the
-		// lease, so the client's retry takes over, finds the charge by its
-		// downstream key and writes the row.
-		s.cfg.Logger.ErrorContext(ctx, "ledger write failed; the record stays in flight", "error", err)
-		return s.abandonPending(ctx, lease)
+	stored, end := op.WriteRow(ctx, s.cfg.Frame(s.guard), lease, s.ledger, ch, ErrVoided)
+	if end != nil {
+		return endedEarly(*end)
 	}
 	if !sameCharge(stored, ch) {
 		// The row is this intent's (its id comes from the downstream key),

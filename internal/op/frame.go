@@ -222,11 +222,7 @@ func (f Frame) Complete(ctx context.Context, lease *idem.Lease, resp idem.Respon
 	if rec := lease.Record(); rec.Held() {
 		complete = lease.Accept
 	}
-	tracer := f.Tracer
-	if tracer == nil {
-		tracer = NoTracer
-	}
-	completeCtx, end := tracer.Start(ctx, Step{Name: "idem.complete"})
+	completeCtx, end := f.tracer().Start(ctx, Step{Name: "idem.complete"})
 	err := complete(completeCtx, resp)
 	end(err)
 	if err == nil {
@@ -252,4 +248,42 @@ func (f Frame) Unstored(ctx context.Context, lease *idem.Lease, err error) (rec 
 		return rec, pending
 	}
 	return nil, pending
+}
+
+// WriteRow writes the attempt's row with rows (Rows.Write, retried on
+// write conflicts), the first of the two writes that store an answer
+// (DESIGN §4: the row, then the record): the row as stored (row, or the
+// one an earlier attempt of the intent wrote, which wins), or how the
+// attempt ends without it: Pending with the record left as it is when an
+// operator confirmed the intent void (voided: no row is ever written,
+// and the record is the void's to release); Pending with the record in
+// flight and its lease ended when the write failed (the acquirer has
+// answered and nothing is in transit, so a retry takes over, finds the
+// answer by the downstream key and writes the row).
+func WriteRow[R any](ctx context.Context, f Frame, lease *idem.Lease, rows Rows[R], row R, voided error) (R, *Early) {
+	writeCtx, end := f.tracer().Start(ctx, Step{Name: "ledger.write"})
+	var stored R
+	err := idem.RetryConflicts(writeCtx, func() (err error) {
+		stored, err = rows.Write(writeCtx, row)
+		return err
+	})
+	end(err)
+	switch {
+	case errors.Is(err, voided):
+		f.Logger.ErrorContext(ctx, "an operator confirmed this intent void; its row is refused and the record left as it is", "error", err)
+		return stored, &Early{Outcome: Pending, RetryAfter: f.RetryAfter}
+	case err != nil:
+		f.Logger.ErrorContext(ctx, "row write failed; the record stays in flight", "error", err)
+		e := f.Abandon(ctx, lease)
+		return stored, &e
+	}
+	return stored, nil
+}
+
+// tracer is f's Tracer, NoTracer when none is given.
+func (f Frame) tracer() Tracer {
+	if f.Tracer == nil {
+		return NoTracer
+	}
+	return f.Tracer
 }

@@ -342,18 +342,9 @@ func (s *Service) finish(ctx context.Context, lease *idem.Lease, req Request, ch
 		ChargeID: ch.ID, Status: r.Status, DeclineCode: r.DeclineCode, Amount: r.Amount, Currency: r.Currency,
 		Reason: req.Reason, AcquirerRefundID: r.ID,
 	}
-	var stored Refund
-	err := idem.RetryConflicts(ctx, func() (err error) {
-		stored, err = s.ledger.Write(ctx, row)
-		return err
-	})
-	if errors.Is(err, ErrVoided) {
-		s.cfg.Logger.ErrorContext(ctx, "an operator confirmed this refund void; its row is refused and the record left as it is", "error", err)
-		return s.pendingResult()
-	}
-	if err != nil {
-		s.cfg.Logger.ErrorContext(ctx, "refund row write failed; the record stays in flight", "error", err)
-		return s.abandonPending(ctx, lease)
+	stored, end := op.WriteRow(ctx, s.cfg.Frame(s.guard), lease, s.ledger, row, ErrVoided)
+	if end != nil {
+		return endedEarly(*end)
 	}
 	if !sameRefund(stored, row) {
 		res, _ := s.hold(ctx, lease, acquirerRequest(ch, entry), &acquirer.RefundMismatchError{Reason: ReasonRowDiffers, Stated: r})
