@@ -194,7 +194,7 @@ inline hold(me, k) {
 	}
 }
 
-/* charge's Attempt.Finish (op.Run) for a worker: the ledger row, then the record; it
+/* op.Store for a charge's worker: the ledger row (op.WriteRow), then the record; it
  * may crash between the two (the record stays in flight for a retry or the
  * reconciler, which find the row and reuse it). */
 inline finish(me, k) {

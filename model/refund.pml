@@ -309,7 +309,8 @@ inline rowWrite(k, ok) {
 #endif
 }
 
-/* finish (§7, step 6): the acquirer's answer under k, known. Refunded:
+/* finish (§7, step 6; op.Store with the refund's Kept, Close and
+ * Complete): the acquirer's answer under k, known. Refunded:
  * the refund row, then succeed, then complete. Declined: the row, then
  * release, then complete. A mismatch: hold, reservation kept. The row is
  * written once, from the acquirer's answer (rowWrite: refused by the

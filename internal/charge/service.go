@@ -403,23 +403,35 @@ func (s *Service) finish(ctx context.Context, lease *idem.Lease, req Request, au
 }
 
 // store writes ch's ledger row, then completes the record with the row's
-// answer (op.Frame.Complete: an operator's accept, for a held record).
-// A row already there that does not read (ErrUnreadableCharge) leaves
-// the record in flight for an operator, as a failed write does.
+// answer (op.Store; an operator's accept, for a held record). A row
+// already there that does not read (ErrUnreadableCharge) leaves the
+// record in flight for an operator, as a failed write does.
 func (s *Service) store(ctx context.Context, lease *idem.Lease, ch Charge) Result {
-	stored, end := op.WriteRow(ctx, s.cfg.Frame(s.guard), lease, s.ledger, ch, ErrVoided)
-	if end != nil {
-		return endedEarly(*end)
-	}
+	return op.Store(ctx, s.cfg.Frame(s.guard), lease, s.ledger, ch, ErrVoided, storing{s})
+}
+
+// storing is how a charge stores its row (op.Storing): a charge has no
+// bound to close.
+type storing struct{ s *Service }
+
+func (storing) Ended(e op.Early) Result { return endedEarly(e) }
+
+// Kept: the row is this intent's (its id comes from the downstream key),
+// and the acquirer deduplicates by that key: a row that differs is an
+// anomaly for an operator. The row was first and stays the answer.
+func (st storing) Kept(ctx context.Context, _ *idem.Lease, stored, ch Charge) *Result {
 	if !sameCharge(stored, ch) {
-		// The row is this intent's (its id comes from the downstream key),
-		// and the acquirer deduplicates by that key: a difference is an
-		// anomaly for an operator. The row was first and stays the answer.
-		s.cfg.Logger.ErrorContext(ctx, "the ledger row differs from this attempt's authorization; answering with the row",
+		st.s.cfg.Logger.ErrorContext(ctx, "the ledger row differs from this attempt's authorization; answering with the row",
 			"row_status", stored.Status, "status", ch.Status, "same_authorization", stored.AuthorizationID == ch.AuthorizationID,
 			"same_amount", stored.Amount == ch.Amount && stored.Currency == ch.Currency)
 	}
-	return s.complete(ctx, lease, stored)
+	return nil
+}
+
+func (storing) Close(context.Context, *idem.Lease, Charge) *Result { return nil }
+
+func (st storing) Complete(ctx context.Context, lease *idem.Lease, ch Charge) Result {
+	return st.s.complete(ctx, lease, ch)
 }
 
 // complete completes the lease's record with the answer of its stored

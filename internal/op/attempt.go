@@ -249,3 +249,49 @@ func stored[Ans, Res any](ref string, r Resolver[Ans, Res], res Res) (Reconciled
 	}
 	return ReconciledCompleted, nil
 }
+
+// Storing is how an operation stores a checked answer as its row R
+// (Store): what a row already there means, the bound's closing step, and
+// the completion.
+type Storing[R, Res any] interface {
+	// Ended is an early ending (Early) as the operation's result.
+	Ended(Early) Res
+	// Kept checks the row as stored (an earlier attempt's row of the
+	// intent wins) against the row this attempt wrote: nil to go on with
+	// the stored row, else how the attempt ends.
+	Kept(ctx context.Context, lease *idem.Lease, stored, row R) *Res
+	// Close is the bound's closing step with the stored row (a refund's
+	// entry moved as the row says): nil to complete, else how the attempt
+	// ends. An operation without a bound returns nil.
+	Close(ctx context.Context, lease *idem.Lease, stored R) *Res
+	// Complete completes the record with the stored row's answer
+	// (Frame.Complete).
+	Complete(ctx context.Context, lease *idem.Lease, stored R) Res
+}
+
+// Store is how every operation stores a checked answer (an attempt's
+// Finish, an operator's accept), in DESIGN §4's order: the row
+// (WriteRow), the operation's check of the row as stored (Kept), then
+// the bound's closing step and the completion (FromRow). A crash or a
+// failure between two of them leaves the record in flight, and the next
+// attempt or the reconciler finds the row and answers from it.
+func Store[R, Res any](ctx context.Context, f Frame, lease *idem.Lease, rows Rows[R], row R, voided error, s Storing[R, Res]) Res {
+	stored, end := WriteRow(ctx, f, lease, rows, row, voided)
+	if end != nil {
+		return s.Ended(*end)
+	}
+	if res := s.Kept(ctx, lease, stored, row); res != nil {
+		return *res
+	}
+	return FromRow(ctx, lease, stored, s)
+}
+
+// FromRow completes the record from its row as stored, written by this
+// attempt or an earlier one: the bound's closing step (Close), then the
+// completion (Complete).
+func FromRow[R, Res any](ctx context.Context, lease *idem.Lease, stored R, s Storing[R, Res]) Res {
+	if res := s.Close(ctx, lease, stored); res != nil {
+		return *res
+	}
+	return s.Complete(ctx, lease, stored)
+}

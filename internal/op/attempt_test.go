@@ -224,3 +224,92 @@ func TestRunWithoutABound(t *testing.T) {
 		t.Fatalf("the record: %v, want it released", err)
 	}
 }
+
+// rowsOf is a planted operation's rows: one row per id, the first wins.
+type rowsOf struct {
+	rows map[string]string
+	err  error
+}
+
+func (r *rowsOf) Write(_ context.Context, row string) (string, error) {
+	if r.err != nil {
+		return "", r.err
+	}
+	if old, ok := r.rows["id"]; ok {
+		return old, nil
+	}
+	r.rows["id"] = row
+	return row, nil
+}
+
+func (r *rowsOf) Get(context.Context, string) (string, error) { return r.rows["id"], nil }
+func (r *rowsOf) Void(context.Context, string) error          { return nil }
+
+// storing is a planted operation's Storing: it writes down its steps.
+type storing struct {
+	taken         []string
+	refuse, close bool
+}
+
+func (s *storing) Ended(e op.Early) result { return result{outcome: e.Outcome} }
+
+func (s *storing) Kept(_ context.Context, _ *idem.Lease, stored, row string) *result {
+	s.taken = append(s.taken, "kept:"+stored)
+	if s.refuse && stored != row {
+		return &result{outcome: op.Mismatch}
+	}
+	return nil
+}
+
+func (s *storing) Close(context.Context, *idem.Lease, string) *result {
+	s.taken = append(s.taken, "close")
+	if s.close {
+		return &result{outcome: op.Pending}
+	}
+	return nil
+}
+
+func (s *storing) Complete(_ context.Context, _ *idem.Lease, stored string) result {
+	s.taken = append(s.taken, "complete:"+stored)
+	return result{outcome: op.Executed}
+}
+
+var errVoided = errors.New("voided")
+
+// TestStore: op.Store writes the row, lets the operation check the row
+// as stored, then closes the bound and completes; a voided intent and a
+// failed write end it before anything else, the record left in flight.
+func TestStore(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		rows    rowsOf
+		st      storing
+		want    []string
+		outcome op.Outcome
+	}{
+		{name: "written", rows: rowsOf{rows: map[string]string{}},
+			want: []string{"kept:mine", "close", "complete:mine"}, outcome: op.Executed},
+		{name: "an earlier row wins", rows: rowsOf{rows: map[string]string{"id": "theirs"}},
+			want: []string{"kept:theirs", "close", "complete:theirs"}, outcome: op.Executed},
+		{name: "an earlier row refused", rows: rowsOf{rows: map[string]string{"id": "theirs"}}, st: storing{refuse: true},
+			want: []string{"kept:theirs"}, outcome: op.Mismatch},
+		{name: "the bound does not close", rows: rowsOf{rows: map[string]string{}}, st: storing{close: true},
+			want: []string{"kept:mine", "close"}, outcome: op.Pending},
+		{name: "voided", rows: rowsOf{err: errVoided}, outcome: op.Pending},
+		{name: "the write fails", rows: rowsOf{err: errors.New("throttled")}, outcome: op.Pending},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			guard := idem.NewGuard(idemtest.NewMemoryStore(), idem.Config{})
+			claim, err := guard.Begin(ctx, idem.Scope{Operation: "planted", Account: "acct_1", Key: "key-of-the-test"}, idem.Canonical{{Name: "amount", Value: "1"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := op.Frame{Guard: guard, RetryAfter: time.Second, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+			res := op.Store[string, result](ctx, f, claim.Lease, &tc.rows, "mine", errVoided, &tc.st)
+			if !slices.Equal(tc.st.taken, tc.want) || res.outcome != tc.outcome {
+				t.Fatalf("steps %v, %s; want %v, %s", tc.st.taken, res.outcome, tc.want, tc.outcome)
+			}
+		})
+	}
+}

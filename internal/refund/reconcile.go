@@ -67,5 +67,5 @@ func (a *attempt) Leftover(ctx context.Context, lease *idem.Lease) (Result, bool
 	if a.entry.State != EntrySucceeded {
 		return Result{}, false, nil
 	}
-	return a.s.completeFromRow(ctx, lease, a.ch, a.entry), true, nil
+	return a.fromRow(ctx, lease), true, nil
 }

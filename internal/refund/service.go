@@ -126,6 +126,8 @@ type attempt struct {
 	req   Request
 	ch    charge.Charge
 	entry Entry
+	// answer is the acquirer's checked answer Finish stores.
+	answer acquirer.Refund
 }
 
 func (a *attempt) Ended(e op.Early) Result { return endedEarly(e) }
@@ -193,7 +195,7 @@ func (a *attempt) Unsent(ctx context.Context, lease *idem.Lease) *Result {
 		}
 	case EntrySucceeded:
 		// Succeeded only after the row was written: answer from it.
-		res = a.s.completeFromRow(ctx, lease, a.ch, a.entry)
+		res = a.fromRow(ctx, lease)
 	default:
 		return nil // reserved: send
 	}
@@ -259,10 +261,6 @@ func (a *attempt) Send(ctx context.Context, lease *idem.Lease) (acquirer.Refund,
 // Verify is step 6's check of the acquirer's answer.
 func (a *attempt) Verify(ctx context.Context, lease *idem.Lease, r acquirer.Refund) error {
 	return a.s.check(ctx, acquirer.EndpointRefund, r, lease.DownstreamKey(), a.ch, a.entry)
-}
-
-func (a *attempt) Finish(ctx context.Context, lease *idem.Lease, r acquirer.Refund) Result {
-	return a.s.finish(ctx, lease, a.req, a.ch, a.entry, r)
 }
 
 func (a *attempt) Hold(ctx context.Context, lease *idem.Lease, mismatch error) (Result, bool) {
@@ -332,25 +330,28 @@ func (s *Service) check(ctx context.Context, endpoint string, r acquirer.Refund,
 	return err
 }
 
-// finish is step 6 with the acquirer's checked answer: the row, then the
-// entry (succeeded, or released for a decline), then the completion. A
-// row an earlier attempt wrote must state what the acquirer answers now:
-// it decides the entry's step, so a difference holds the record.
-func (s *Service) finish(ctx context.Context, lease *idem.Lease, req Request, ch charge.Charge, entry Entry, r acquirer.Refund) Result {
+// Finish is step 6 with the acquirer's checked answer (op.Store): the
+// row, then the entry (succeeded, or released for a decline), then the
+// completion.
+func (a *attempt) Finish(ctx context.Context, lease *idem.Lease, r acquirer.Refund) Result {
+	a.answer = r
 	row := Refund{
-		Origin:   op.OriginOf(lease, ID(lease.DownstreamKey()), s.cfg.Now(), s.cfg.Region),
-		ChargeID: ch.ID, Status: r.Status, DeclineCode: r.DeclineCode, Amount: r.Amount, Currency: r.Currency,
-		Reason: req.Reason, AcquirerRefundID: r.ID,
+		Origin:   op.OriginOf(lease, ID(lease.DownstreamKey()), a.s.cfg.Now(), a.s.cfg.Region),
+		ChargeID: a.ch.ID, Status: r.Status, DeclineCode: r.DeclineCode, Amount: r.Amount, Currency: r.Currency,
+		Reason: a.req.Reason, AcquirerRefundID: r.ID,
 	}
-	stored, end := op.WriteRow(ctx, s.cfg.Frame(s.guard), lease, s.ledger, row, ErrVoided)
-	if end != nil {
-		return endedEarly(*end)
+	return op.Store(ctx, a.s.cfg.Frame(a.s.guard), lease, a.s.ledger, row, ErrVoided, a)
+}
+
+// Kept: a row an earlier attempt wrote must state what the acquirer
+// answers now: it decides the entry's step, so a difference holds the
+// record.
+func (a *attempt) Kept(ctx context.Context, lease *idem.Lease, stored, row Refund) *Result {
+	if sameRefund(stored, row) {
+		return nil
 	}
-	if !sameRefund(stored, row) {
-		res, _ := s.hold(ctx, lease, acquirerRequest(ch, entry), &acquirer.RefundMismatchError{Reason: ReasonRowDiffers, Stated: r})
-		return res
-	}
-	return s.settleEntry(ctx, lease, ch, entry, stored)
+	res, _ := a.Hold(ctx, lease, &acquirer.RefundMismatchError{Reason: ReasonRowDiffers, Stated: a.answer})
+	return &res
 }
 
 // The reasons a refund is held for that are the refund's own, beside the
@@ -373,41 +374,51 @@ func sameRefund(a, b Refund) bool {
 		a.Currency == b.Currency && a.AcquirerRefundID == b.AcquirerRefundID
 }
 
-// settleEntry moves the entry as the row says, then completes the record
-// with the row's answer. An entry this attempt holds, or a released one,
-// that has already moved the other way holds the record; one a later
-// attempt holds leaves the answer to it.
-func (s *Service) settleEntry(ctx context.Context, lease *idem.Lease, ch charge.Charge, entry Entry, row Refund) Result {
+// Close moves the entry as the row says (succeeded, or released for a
+// decline); op.FromRow then completes the record with the row's answer.
+// An entry this attempt holds, or a released one, that has already moved
+// the other way holds the record; one a later attempt holds leaves the
+// answer to it.
+func (a *attempt) Close(ctx context.Context, lease *idem.Lease, row Refund) *Result {
+	s := a.s
 	var err error
 	if row.Status == acquirer.RefundSucceeded {
 		err = s.balances.Succeed(ctx, row.ChargeID, lease.DownstreamKey(), lease.Attempt())
 	} else {
 		err = s.balances.Release(ctx, row.ChargeID, intentOf(lease), lease.Attempt())
 	}
-	if errors.Is(err, ErrFenced) {
+	var res Result
+	switch {
+	case errors.Is(err, ErrFenced):
 		now, ok, readErr := s.balances.Entry(ctx, row.ChargeID, intentOf(lease))
 		if readErr == nil && ok && (now.Fence == lease.Attempt() || now.State == EntryReleased) {
-			res, _ := s.hold(ctx, lease, acquirerRequest(ch, entry), &acquirer.RefundMismatchError{Reason: ReasonEntryDisagrees,
-				Stated: acquirer.Refund{ID: row.AcquirerRefundID, Status: row.Status, AuthorizationID: ch.AuthorizationID, Amount: row.Amount, Currency: row.Currency}})
-			return res
+			res, _ = a.Hold(ctx, lease, &acquirer.RefundMismatchError{Reason: ReasonEntryDisagrees,
+				Stated: acquirer.Refund{ID: row.AcquirerRefundID, Status: row.Status, AuthorizationID: a.ch.AuthorizationID, Amount: row.Amount, Currency: row.Currency}})
+		} else {
+			res = s.pendingResult() // a later attempt owns the intent
 		}
-		return s.pendingResult() // a later attempt owns the intent
-	}
-	if err != nil {
+	case err != nil:
 		s.cfg.Logger.ErrorContext(ctx, "moving the refund's entry failed; the record stays in flight", "error", err)
-		return s.abandonPending(ctx, lease)
+		res = s.abandonPending(ctx, lease)
+	default:
+		return nil
 	}
-	return s.complete(ctx, lease, Answer{Refund: &row}, row.ID)
+	return &res
 }
 
-// completeFromRow answers from the row an earlier attempt wrote.
-func (s *Service) completeFromRow(ctx context.Context, lease *idem.Lease, ch charge.Charge, entry Entry) Result {
-	row, err := s.ledger.Get(ctx, ID(lease.DownstreamKey()))
+// Complete completes the record with the row's answer.
+func (a *attempt) Complete(ctx context.Context, lease *idem.Lease, row Refund) Result {
+	return a.s.complete(ctx, lease, Answer{Refund: &row}, row.ID)
+}
+
+// fromRow answers from the row an earlier attempt wrote (op.FromRow).
+func (a *attempt) fromRow(ctx context.Context, lease *idem.Lease) Result {
+	row, err := a.s.ledger.Get(ctx, ID(lease.DownstreamKey()))
 	if err != nil {
-		s.cfg.Logger.ErrorContext(ctx, "a succeeded entry without its row; the record stays in flight", "error", err)
-		return s.abandonPending(ctx, lease)
+		a.s.cfg.Logger.ErrorContext(ctx, "a succeeded entry without its row; the record stays in flight", "error", err)
+		return a.s.abandonPending(ctx, lease)
 	}
-	return s.settleEntry(ctx, lease, ch, entry, row)
+	return op.FromRow(ctx, lease, row, a)
 }
 
 // complete stores the answer. A lost lease means another attempt resolved

@@ -198,7 +198,7 @@ func (s *Service) accept(ctx context.Context, d op.Decision) error {
 	if err := d.Terms.Changed(TermsOf(r)); err != nil {
 		return giveBack(err)
 	}
-	if res := s.finish(ctx, lease, req, ch, entry, r); res.Outcome != op.Executed {
+	if res := (&attempt{s: s, req: req, ch: ch, entry: entry}).Finish(ctx, lease, r); res.Outcome != op.Executed {
 		_ = lease.Abandon(context.WithoutCancel(ctx))
 		return fmt.Errorf("accept %s: the refund did not complete (%s); the record stays held, and accepting again finishes it", idem.Ref(d.PK), res.Outcome)
 	}
