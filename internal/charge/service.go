@@ -78,6 +78,8 @@ type Service struct {
 	acquirer Acquirer
 	answer   Renderer
 	cfg      Config
+	// frame is the frame its calls run in (Config.Frame), made once.
+	frame op.Frame
 }
 
 // NewService returns a Service with cfg's zero fields defaulted. The
@@ -90,7 +92,8 @@ func NewService(guard *idem.Guard, ledger Ledger, acq Acquirer, answer Renderer,
 	if ledger == nil || answer == nil {
 		panic("charge.NewService: nil Ledger or Renderer")
 	}
-	return &Service{guard: guard, ledger: ledger, acquirer: acq, answer: answer, cfg: cfg.Defaulted()}
+	cfg = cfg.Defaulted()
+	return &Service{guard: guard, ledger: ledger, acquirer: acq, answer: answer, cfg: cfg, frame: cfg.Frame(guard)}
 }
 
 // Defaulted is cfg with its zero fields given the defaults. The refund
@@ -242,7 +245,7 @@ func fieldErrors(err error) []FieldError {
 // valid.
 func (s *Service) claimAndExecute(ctx context.Context, scope idem.Scope, req Request) Result {
 	claimCtx, end := s.cfg.Tracer.Start(ctx, op.Step{Name: "idem.claim"})
-	claim, early := s.cfg.Frame(s.guard).Claim(claimCtx, scope, req.Canonical())
+	claim, early := s.frame.Claim(claimCtx, scope, req.Canonical())
 	end(nil)
 	switch {
 	case early != nil:
@@ -251,7 +254,7 @@ func (s *Service) claimAndExecute(ctx context.Context, scope idem.Scope, req Req
 		return Result{Outcome: op.Replayed, Response: *claim.Replay, ChargeID: AnsweredID(claim.DownstreamKey)}
 	}
 	a := &attempt{s: s, req: req}
-	res := op.Run[acquirer.Authorization, Result](ctx, s.cfg.Frame(s.guard), claim.Lease, a, nil)
+	res := op.Run[acquirer.Authorization, Result](ctx, s.frame, claim.Lease, a, nil)
 	res.Attempt, res.AcquirerLatency = claim.Lease.Attempt(), a.calls.spent
 	res.AcquirerErrors, res.AcquirerNotSent, res.AcquirerUnknown = a.calls.notSent+a.calls.unknown, a.calls.notSent, a.calls.unknown
 	return res
@@ -341,7 +344,7 @@ func checkTerms(endpoint string, auth acquirer.Authorization, lease *idem.Lease,
 // abandonPending: the outcome is unknown. The record stays in flight; the
 // lease is ended so the client's retry can take over and ask the acquirer.
 func (s *Service) abandonPending(ctx context.Context, lease *idem.Lease) Result {
-	return endedEarly(s.cfg.Frame(s.guard).Abandon(ctx, lease))
+	return endedEarly(s.frame.Abandon(ctx, lease))
 }
 
 func (s *Service) held() Result {
@@ -377,7 +380,7 @@ func (s *Service) hold(ctx context.Context, lease *idem.Lease, req Request, mism
 		s.abandonPending(ctx, lease)
 		return Result{Outcome: op.Mismatch, RetryAfter: s.cfg.HeldRetryAfter}, false
 	}
-	e, held := s.cfg.Frame(s.guard).Hold(ctx, lease, m.Reason, m.Evidence(lease.DownstreamKey(), acquirerRequest(req)))
+	e, held := s.frame.Hold(ctx, lease, m.Reason, m.Evidence(lease.DownstreamKey(), acquirerRequest(req)))
 	return endedEarly(e), held
 }
 
@@ -407,7 +410,7 @@ func (s *Service) finish(ctx context.Context, lease *idem.Lease, req Request, au
 // already there that does not read (ErrUnreadableCharge) leaves the
 // record in flight for an operator, as a failed write does.
 func (s *Service) store(ctx context.Context, lease *idem.Lease, ch Charge) Result {
-	return op.Store(ctx, s.cfg.Frame(s.guard), lease, s.ledger, ch, ErrVoided, storing{s})
+	return op.Store(ctx, s.frame, lease, s.ledger, ch, ErrVoided, storing{s})
 }
 
 // storing is how a charge stores its row (op.Storing): a charge has no
@@ -438,7 +441,7 @@ func (st storing) Complete(ctx context.Context, lease *idem.Lease, ch Charge) Re
 // row ch (op.Frame.Complete).
 func (s *Service) complete(ctx context.Context, lease *idem.Lease, ch Charge) Result {
 	resp := s.stored(ch)
-	done, rec, pending := s.cfg.Frame(s.guard).Complete(ctx, lease, resp)
+	done, rec, pending := s.frame.Complete(ctx, lease, resp)
 	switch {
 	case done:
 		return Result{Outcome: op.Executed, Response: resp, ChargeID: ch.ID}
@@ -528,7 +531,7 @@ func (s *Service) row(ctx context.Context, account, id string) Result {
 // rowResult is what a read of a ledger row (ch, err) answers account: a
 // marker, another account's row and an unreadable one are NotFound.
 func (s *Service) rowResult(ctx context.Context, account string, ch Charge, err error) Result {
-	if early := s.cfg.Frame(s.guard).Answer(ctx, Operation, account, op.RowRead{Account: ch.Account, Err: err, None: ErrNoCharge, Unreadable: ErrUnreadableCharge}); early != nil {
+	if early := s.frame.Answer(ctx, Operation, account, op.RowRead{Account: ch.Account, Err: err, None: ErrNoCharge, Unreadable: ErrUnreadableCharge}); early != nil {
 		return endedEarly(*early)
 	}
 	return Result{Outcome: op.Found, Charge: ch}
@@ -595,7 +598,7 @@ func (s *Service) recordOf(ctx context.Context, account, key, id string) (res Re
 // event can arrive before its record completes (the row is written
 // first): a lookup just after it may still answer InFlight.
 func (s *Service) ByKey(ctx context.Context, account, key string) Result {
-	return op.ByKey(ctx, s.cfg.Frame(s.guard), Operation, account, key, endedEarly, func(ctx context.Context, rec *idem.Record) Result {
+	return op.ByKey(ctx, s.frame, Operation, account, key, endedEarly, func(ctx context.Context, rec *idem.Record) Result {
 		// The record completed: its row is the answer (no second look at
 		// the record, as Get takes).
 		res := s.row(ctx, account, ID(rec.DownstreamKey))

@@ -130,12 +130,13 @@ type world struct {
 
 func newWorld(t *testing.T) *world {
 	t.Helper()
-	clock := idemtest.NewClock(time.Now().UTC().Truncate(time.Millisecond))
+	clock := idemtest.NewClock(time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC))
 	ledger := chargetest.NewLedger()
 	w := &world{t: t, clock: clock, sb: sandbox.New(""), ledger: ledger, refunds: refundtest.NewLedgerListedIn(ledger),
 		balances: refundtest.NewMemoryBalances(), logs: &syncBuffer{}, topic: &eventtest.Topic{},
 		cfg: charge.Config{Now: clock.Now, Region: region, Logger: slog.New(slog.DiscardHandler)}}
 	w.guard = idem.NewGuard(idemtest.NewMemoryStore(), idem.Config{Now: clock.Now, DefaultLease: time.Minute, Protocol: idem.Protocol{Downstream: "sandbox"}})
+	w.sb.Now = clock.Now
 	var err error
 	if w.acq, err = acquirerhttp.NewClient("http://sandbox.invalid", "", sandbox.InProcess(w.sb)); err != nil {
 		t.Fatal(err)

@@ -22,7 +22,7 @@ func (s *Service) Get(ctx context.Context, account, id string) Result {
 	}
 	ctx = obs.WithAttrs(ctx, slog.String("record", idem.Ref(id)))
 	r, err := s.ledger.Get(ctx, id)
-	if early := s.cfg.Frame(s.guard).Answer(ctx, Operation, account, op.RowRead{Account: r.Account, Err: err, None: ErrNoRefund, Unreadable: ErrUnreadableRefund}); early != nil {
+	if early := s.frame.Answer(ctx, Operation, account, op.RowRead{Account: r.Account, Err: err, None: ErrNoRefund, Unreadable: ErrUnreadableRefund}); early != nil {
 		return endedEarly(*early)
 	}
 	return Result{Outcome: op.Found, Refund: r}
@@ -40,7 +40,7 @@ func (s *Service) completedRow(ctx context.Context, rec *idem.Record) (Refund, b
 // held, NotFound when the key has no live record or its answer has no
 // refund (the bound refused it).
 func (s *Service) ByKey(ctx context.Context, account, key string) Result {
-	return op.ByKey(ctx, s.cfg.Frame(s.guard), Operation, account, key, endedEarly, func(ctx context.Context, rec *idem.Record) Result {
+	return op.ByKey(ctx, s.frame, Operation, account, key, endedEarly, func(ctx context.Context, rec *idem.Record) Result {
 		res := s.Get(ctx, account, ID(rec.DownstreamKey))
 		res.Record = idem.Ref(rec.PK)
 		return res

@@ -43,6 +43,9 @@ type Service struct {
 	acquirer Acquirer
 	answer   Renderer
 	cfg      charge.Config
+	// frame is the frame its calls run in (charge.Config.Frame), made
+	// once.
+	frame op.Frame
 }
 
 // NewService returns a Service. The guard, the balances and the ledger
@@ -54,7 +57,9 @@ func NewService(guard *idem.Guard, charges Charges, balances Balances, ledger Le
 	if guard == nil || charges == nil || balances == nil || ledger == nil || answer == nil {
 		panic("refund.NewService: a nil dependency")
 	}
-	return &Service{guard: guard, charges: charges, balances: retrying{balances}, ledger: ledger, acquirer: acq, answer: answer, cfg: cfg.Defaulted()}
+	cfg = cfg.Defaulted()
+	return &Service{guard: guard, charges: charges, balances: retrying{balances}, ledger: ledger, acquirer: acq, answer: answer,
+		cfg: cfg, frame: cfg.Frame(guard)}
 }
 
 // Refund is the one door of a refund. The order of decisions is the
@@ -92,7 +97,7 @@ func fieldErrors(err error) []charge.FieldError {
 }
 
 func (s *Service) claimAndExecute(ctx context.Context, scope idem.Scope, req Request) Result {
-	claim, early := s.cfg.Frame(s.guard).Claim(ctx, scope, req.Canonical())
+	claim, early := s.frame.Claim(ctx, scope, req.Canonical())
 	switch {
 	case early != nil:
 		return endedEarly(*early)
@@ -100,7 +105,7 @@ func (s *Service) claimAndExecute(ctx context.Context, scope idem.Scope, req Req
 		return Result{Outcome: op.Replayed, Response: *claim.Replay, Refusal: RefusalOf(*claim.Replay), RefundID: answeredID(claim.DownstreamKey), Source: claim.Source, ClaimedAt: claim.ClaimedAt}
 	}
 	a := &attempt{s: s, req: req}
-	res := op.Run[acquirer.Refund, Result](ctx, s.cfg.Frame(s.guard), claim.Lease, a, a)
+	res := op.Run[acquirer.Refund, Result](ctx, s.frame, claim.Lease, a, a)
 	res.Attempt = claim.Lease.Attempt()
 	if res.Outcome == op.Executed {
 		rec := claim.Lease.Record()
@@ -271,7 +276,7 @@ func (a *attempt) Hold(ctx context.Context, lease *idem.Lease, mismatch error) (
 // and sent nothing (op.Frame.Release), and answers Unavailable: the store
 // refused or failed the reservation.
 func (s *Service) unavailable(ctx context.Context, lease *idem.Lease) Result {
-	s.cfg.Frame(s.guard).Release(ctx, lease)
+	s.frame.Release(ctx, lease)
 	return Result{Outcome: op.Unavailable, RetryAfter: s.cfg.RetryAfter}
 }
 
@@ -340,7 +345,7 @@ func (a *attempt) Finish(ctx context.Context, lease *idem.Lease, r acquirer.Refu
 		ChargeID: a.ch.ID, Status: r.Status, DeclineCode: r.DeclineCode, Amount: r.Amount, Currency: r.Currency,
 		Reason: a.req.Reason, AcquirerRefundID: r.ID,
 	}
-	return op.Store(ctx, a.s.cfg.Frame(a.s.guard), lease, a.s.ledger, row, ErrVoided, a)
+	return op.Store(ctx, a.s.frame, lease, a.s.ledger, row, ErrVoided, a)
 }
 
 // Kept: a row an earlier attempt wrote must state what the acquirer
@@ -425,7 +430,7 @@ func (a *attempt) fromRow(ctx context.Context, lease *idem.Lease) Result {
 // the key: answer with what it stored.
 func (s *Service) complete(ctx context.Context, lease *idem.Lease, a Answer, refundID string) Result {
 	resp := a.Result(cmp.Or(refundID, answeredID(lease.DownstreamKey()))).With(s.answer(a))
-	done, rec, pending := s.cfg.Frame(s.guard).Complete(ctx, lease, resp)
+	done, rec, pending := s.frame.Complete(ctx, lease, resp)
 	switch {
 	case done:
 		return Result{Outcome: op.Executed, Response: resp, Refusal: a.Refusal(), RefundID: refundID}
@@ -448,14 +453,14 @@ func (s *Service) hold(ctx context.Context, lease *idem.Lease, ask acquirer.Refu
 		"reason", m.Reason, "endpoint", m.Endpoint, "http_status", m.HTTPStatus, "acquirer_status", m.Stated.Status,
 		"acquirer_amount", m.Stated.Amount, "acquirer_currency", m.Stated.Currency, "amount", ask.Amount, "currency", ask.Currency,
 		"attempt", lease.Attempt())
-	e, held := s.cfg.Frame(s.guard).Hold(ctx, lease, m.Reason, m.Evidence(lease.DownstreamKey(), ask))
+	e, held := s.frame.Hold(ctx, lease, m.Reason, m.Evidence(lease.DownstreamKey(), ask))
 	return endedEarly(e), held
 }
 
 // abandonPending: the outcome is unknown. The record stays in flight, the
 // amount reserved; the lease is ended so a retry can take over.
 func (s *Service) abandonPending(ctx context.Context, lease *idem.Lease) Result {
-	return endedEarly(s.cfg.Frame(s.guard).Abandon(ctx, lease))
+	return endedEarly(s.frame.Abandon(ctx, lease))
 }
 
 func (s *Service) pendingResult() Result {

@@ -45,15 +45,8 @@ func TestAnswerTable(t *testing.T) {
 		{acquirer.EndpointLookup, body(acquirer.StatusDeclined), 402, unknown},
 		{acquirer.EndpointLookup, body("refunded"), 200, unknown},
 	} {
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(c.status)
-			fmt.Fprint(w, c.answer)
-		}))
-		client, err := acquirerhttp.NewClient(srv.URL, "", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		client, srv := answering(t, c.status, c.answer)
+		var err error
 		var a acquirer.Authorization
 		if c.endpoint == acquirer.EndpointAuthorize {
 			a, err = client.Authorize(context.Background(), "k-1", acquirer.Request{Amount: 100, Currency: "BRL"})
@@ -105,15 +98,8 @@ func TestRefundAnswerTable(t *testing.T) {
 		{acquirer.EndpointRefundLookup, body(acquirer.RefundSucceeded), 201, "unknown"},
 		{acquirer.EndpointRefundLookup, body("pending"), 200, "unknown"},
 	} {
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(c.status)
-			fmt.Fprint(w, c.answer)
-		}))
-		client, err := acquirerhttp.NewClient(srv.URL, "", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		client, srv := answering(t, c.status, c.answer)
+		var err error
 		var r acquirer.Refund
 		if c.endpoint == acquirer.EndpointRefund {
 			r, err = client.Refund(context.Background(), "k-1", acquirer.RefundRequest{AuthorizationID: "auth_1", Amount: 100, Currency: "BRL"})
@@ -138,4 +124,21 @@ func TestRefundAnswerTable(t *testing.T) {
 			t.Errorf("%s answered %d %s: %s (%v), want %s", c.endpoint, c.status, c.answer, got, err, c.want)
 		}
 	}
+}
+
+// answering is a client of an acquirer that answers every request with
+// status and the JSON body; the caller closes srv once it has asked.
+func answering(t *testing.T, status int, body string) (*acquirerhttp.Client, *httptest.Server) {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		fmt.Fprint(w, body)
+	}))
+	client, err := acquirerhttp.NewClient(srv.URL, "", nil)
+	if err != nil {
+		srv.Close()
+		t.Fatal(err)
+	}
+	return client, srv
 }
