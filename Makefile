@@ -79,7 +79,7 @@ $(DUPL):
 chaos: $(RIE)
 	$(WITH_EMULATORS) go run ./cmd/chaos $(ARGS)
 
-## model: check the protocol models with spin (DESIGN §4, §7), and that dropping any rule breaks them
+## model: check the protocol models with spin (DESIGN §4, §7, §8), and that dropping any rule breaks them
 model: spin
 	model/check.sh
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Checks the protocol models exhaustively with spin: idem.pml (the charge's
-# record, DESIGN §4) and refund.pml (the refund bound, DESIGN §7), and shows
+# record, DESIGN §4), refund.pml (the refund bound, DESIGN §7) and
+# capture.pml (captures and voids on the charge's balance, §8), and shows
 # that each rule is needed. Exits non-zero if a property fails or a control
 # does not fail. States are stored compressed (-DCOLLAPSE), which halves the
 # memory; liveness under weak fairness is checked with three workers and no
@@ -10,7 +11,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-cp "$here/idem.pml" "$here/refund.pml" "$work/"
+cp "$here/idem.pml" "$here/refund.pml" "$here/capture.pml" "$work/"
 cd "$work"
 
 # verify NAME DEFINES PAN_FLAGS PAN_ARGS [MODEL]: prints pan's verdict,
@@ -81,4 +82,22 @@ control "refund: a refused fold taken for a fold" "-DREFUSED_FOLD_RELEASES -DCOM
 control "refund: no reconciler, liveness"       "-DNO_RECONCILER"                 "-DNFAIR=4" "-a -f -N ends" refund.pml
 control "refund: void-confirmed without the wait" "-DVOID_EARLY -DMISMATCHES -DCOMPETITOR" "-DNOCLAIM" "" refund.pml
 control "refund: void-confirmed without its marker" "-DNO_VOID_MARKER -DMISMATCHES -DLATE_ACCEPT" "-DNOCLAIM" "" refund.pml
+
+# Captures and voids on one balance (model/capture.pml says why each shape):
+# a non-final capture against each other kind of intent, with and without
+# the authorization's expiry; and a capture with a client's retry racing its
+# first attempt.
+for versus in CAPTURE FINAL VOID REFUND; do
+  verify "capture: safety, a capture against a ${versus,,}" "-DVERSUS_$versus" "-DNOCLAIM" "" capture.pml || fail=1
+done
+for versus in CAPTURE VOID; do
+  verify "capture: the same with the expiry (${versus,,})" "-DVERSUS_$versus -DEXPIRY" "-DNOCLAIM" "" capture.pml || fail=1
+done
+verify "capture: LTL ends (weak fair), against a void"  "-DVERSUS_VOID"     "-DNFAIR=4" "-a -f -N ends" capture.pml || fail=1
+verify "capture: safety, a retry racing, the expiry"    "-DRETRY -DEXPIRY"  "-DNOCLAIM" ""              capture.pml || fail=1
+verify "capture: LTL ends (weak fair), a retry racing"  "-DRETRY"           "-DNFAIR=4" "-a -f -N ends" capture.pml || fail=1
+control "capture: a void that ignores captures in flight" "-DVERSUS_VOID -DVOID_IGNORES_CAPTURES" "-DNOCLAIM" "" capture.pml
+control "capture: a success folded without the watermark" "-DRETRY -DFOLD_NO_WATERMARK" "-DNOCLAIM" "" capture.pml
+control "capture: a capture that trusts a read"  "-DVERSUS_CAPTURE -DCAPTURE_TRUSTS_READ" "-DNOCLAIM" "" capture.pml
+control "capture: an expiry that ignores captures in flight" "-DVERSUS_VOID -DEXPIRY -DEXPIRY_IGNORES_CAPTURES" "-DNOCLAIM" "" capture.pml
 exit $fail
