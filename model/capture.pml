@@ -22,15 +22,18 @@
  * capture sets while in flight), the refund side (refundable, reserved,
  * refunded), one entry per intent in flight (state, fence, amount) and
  * the watermark. An entry is folded when its intent ends: removed, its
- * amount moved into the figures, and the watermark raised to its intent's
- * claim time, so that no attempt of an intent claimed at or before it
- * that holds no entry may ever reserve. A success folds as a release
- * does: the item holds in-flight intents only, at constant size.
+ * amount moved into the figures, and the watermark raised to the time of
+ * the fold. A reservation's write carries the time it was issued (its
+ * stamp) and reserves only if that is after the watermark. A success
+ * folds as a release does: the item holds in-flight intents only, at
+ * constant size.
  *
  * Every step on the balance is one conditional UpdateItem: an atomic step
  * here. A write may also land late (a retry of the SDK, its first try
  * having landed, or a write whose answer was lost): one reservation write
- * per run lands at any later moment (the Network).
+ * per run lands at any later moment (the Acquirer process lands it). A
+ * worker issues a write only while its invocation lives, which ends
+ * before its lease does.
  *
  * Bounds: AUTH 4; each record claimed at most twice (a released key may
  * be claimed again under a new downstream key); the reconciler fails (a
@@ -44,6 +47,9 @@
  *   -DFOLD_NO_WATERMARK      a success folds its entry without raising the
  *                            watermark: a late reservation of the same
  *                            intent lands after the fold
+ *   -DZOMBIE_WRITES          a worker whose lease was taken over still
+ *                            issues its reservation: stamped after the
+ *                            fold, it reserves for an ended intent
  *   -DCAPTURE_TRUSTS_READ    a capture reads what is capturable, then
  *                            writes its reservation unconditioned
  *   -DEXPIRY_IGNORES_CAPTURES the sweeper closes an expired balance while
@@ -93,8 +99,9 @@ byte amt[KEYS];
 byte watermark = 0;		/* released_through: 0 none */
 bool succeeded[KEYS];		/* ghost: the entry was folded by its success */
 
-/* Claim times: each claim takes the next tick. */
-byte claimAt[KEYS];
+/* The clock: a reservation's write carries the time it was issued at
+ * (its stamp: each issue takes the next tick), and a fold raises the
+ * watermark to the time it is made at (the current tick). */
 byte tick = 0;
 
 /* The authorization window: it passes once, at any moment. */
@@ -113,6 +120,7 @@ byte reconcileFailures = 0;
 /* The late reservation write: its key and fence, once in a run. */
 byte lateKey = NONE;
 byte lateFence;
+byte lateStamp;
 bool lateUsed = false;
 
 #define KEY(i) (i * MAXGEN + gen[i] - 1)	/* idem.downstreamKey: one per record */
@@ -148,10 +156,7 @@ inline crash(i, bounded) {
 
 /* fold: the watermark raised to the intent's claim time, never lowered. */
 inline fold(k) {
-	if
-	:: watermark < claimAt[k] -> watermark = claimAt[k]
-	:: else -> skip
-	fi
+	watermark = tick	/* now: at or after every stamp issued so far */
 }
 
 /* The reservation's condition beyond the entry's own: what its kind
@@ -172,13 +177,13 @@ inline fold(k) {
  * flight for a void or a final capture); REFUSED (422: closed or
  * expired, or nothing left); EXCEEDS (422: too little remains);
  * NONE (fenced out). */
-inline reserve(k, a, result) {
+inline reserve(k, a, st, result) {
 	atomic {
 		if
 		:: state[k] == RESERVED && fence[k] == a -> result = RESERVED	/* its own write, answered late */
 		:: state[k] != NOENTRY && !(state[k] == RESERVED && fence[k] == a) -> result = NONE
-		:: state[k] == NOENTRY && claimAt[k] <= watermark -> result = FOLDED
-		:: state[k] == NOENTRY && claimAt[k] > watermark ->
+		:: state[k] == NOENTRY && st <= watermark -> result = FOLDED
+		:: state[k] == NOENTRY && st > watermark ->
 			if
 			:: kind[OF(k)] == REFUND ->
 				if
@@ -222,18 +227,18 @@ inline reserve(k, a, result) {
 
 /* A capture that trusts a read (-DCAPTURE_TRUSTS_READ): it reads the
  * balance, and writes later with no condition but the entry's. */
-inline reserveRead(k, a, result) {
+inline reserveRead(k, a, st, result) {
 	atomic { room = (OPENED && closing == NONE && capturable >= WANT(k)) };
 	atomic {
 		if
-		:: state[k] == NOENTRY && claimAt[k] <= watermark -> result = FOLDED
-		:: state[k] == NOENTRY && claimAt[k] > watermark && room ->
+		:: state[k] == NOENTRY && st <= watermark -> result = FOLDED
+		:: state[k] == NOENTRY && st > watermark && room ->
 			if
 			:: capturable >= WANT(k) -> capturable = capturable - WANT(k)
 			:: else -> capturable = 0
 			fi;
 			capReserved = capReserved + WANT(k); amt[k] = WANT(k); state[k] = RESERVED; fence[k] = a; result = RESERVED
-		:: state[k] == NOENTRY && claimAt[k] > watermark && !room -> result = EXCEEDS
+		:: state[k] == NOENTRY && st > watermark && !room -> result = EXCEEDS
 		:: state[k] == RESERVED && fence[k] == a -> result = RESERVED
 		:: else -> result = NONE
 		fi
@@ -251,8 +256,7 @@ inline refence(k, a, result) {
 		:: state[k] != NOENTRY && fence[k] < a -> fence[k] = a; result = state[k]
 		:: state[k] != NOENTRY && fence[k] == a -> result = state[k]
 		:: state[k] != NOENTRY && fence[k] > a -> result = NONE
-		:: state[k] == NOENTRY && claimAt[k] <= watermark -> result = FOLDED
-		:: state[k] == NOENTRY && claimAt[k] > watermark -> skip
+		:: state[k] == NOENTRY -> skip	/* no entry: fold */
 		fi
 	   };
 	   if
@@ -305,7 +309,7 @@ inline succeed(k, a, ok) {
 				capReserved = capReserved - amt[k]; released = released + amt[k]; closing = NONE; auth = VOIDED
 			fi;
 			remove(k); SUCCEED_FOLD(k); succeeded[k] = true; ok = true
-		:: state[k] == NOENTRY && claimAt[k] <= watermark -> assert(succeeded[k]); ok = true	/* done already */
+		:: state[k] == NOENTRY -> assert(succeeded[k]); ok = true	/* folded: done already */
 		:: else -> ok = false
 		fi;
 		assert(BALANCED)
@@ -397,13 +401,22 @@ inline finish(i, me, k, a, bounded, out) {
 	(CAPTURES(k) && auth == OPEN && (closing == NONE || closing == k)) || \
 	(kind[OF(k)] == VOIDING && auth == OPEN && closing == k)))
 
+/* Whether a worker may still issue a write: its invocation lives, so its
+ * lease has not ended (-DZOMBIE_WRITES: a worker whose lease was taken
+ * over issues one). */
+#ifdef ZOMBIE_WRITES
+#define ISSUABLE(i, me) true
+#else
+#define ISSUABLE(i, me) (owner[i] == me && lease[i] == LIVE)
+#endif
+
 proctype Worker(byte i; byte me) {
-	byte k, a, got;
+	byte k, a, got, st;
 	bool takenOver = false, ok, room;
 	atomic {
 		if
 		:: rec[i] == ABSENT && gen[i] < MAXGEN -> rec[i] = INPROG; owner[i] = me; attempt[i] = 1; gen[i]++;
-			lease[i] = LIVE; leaseHasTransit[i] = false; a = 1; k = KEY(i); tick++; claimAt[k] = tick
+			lease[i] = LIVE; leaseHasTransit[i] = false; a = 1; k = KEY(i)
 		:: rec[i] == INPROG && lease[i] != LIVE -> owner[i] = me; attempt[i]++;
 			lease[i] = LIVE; leaseHasTransit[i] = false; a = attempt[i]; takenOver = true; k = KEY(i)
 		:: else -> goto done
@@ -422,9 +435,16 @@ proctype Worker(byte i; byte me) {
 		:: acq[k] == UNKNOWN && got == RESERVED -> skip
 		fi
 	:: else ->
+		/* The reservation's write is issued while the invocation lives: its
+		 * deadline comes before the lease's end, and the SDK issues no try
+		 * after it. It carries the time it was issued at. */
 		if
 		:: MAYCRASH(i) -> goto done	/* crash before reserving */
-		:: atomic { MAYCRASH(i) && !lateUsed -> lateUsed = true; lateKey = k; lateFence = a };	/* the store fails the reservation, its write still on its way (503) */
+		:: atomic { ISSUABLE(i, me) -> tick++; st = tick }
+		:: atomic { !ISSUABLE(i, me) } -> goto done	/* the invocation is over */
+		fi;
+		if
+		:: atomic { MAYCRASH(i) && !lateUsed -> lateUsed = true; lateKey = k; lateFence = a; lateStamp = st };	/* the store fails the reservation, its write still on its way (503) */
 			release(k, a, ok);
 			if
 			:: ok -> deleteRecord(i, me)
@@ -432,14 +452,14 @@ proctype Worker(byte i; byte me) {
 			fi;
 			goto done
 #ifdef CAPTURE_TRUSTS_READ
-		:: CAPTURES(k) -> reserveRead(k, a, got)
-		:: !CAPTURES(k) -> reserve(k, a, got)
+		:: CAPTURES(k) -> reserveRead(k, a, st, got)
+		:: !CAPTURES(k) -> reserve(k, a, st, got)
 #else
-		:: reserve(k, a, got)
+		:: reserve(k, a, st, got)
 #endif
 		fi;
 		if
-		:: got == RESERVED && MAYCRASH(i) && !lateUsed -> atomic { lateUsed = true; lateKey = k; lateFence = a }	/* retried by the SDK, its first try landed: the retry lands later */
+		:: got == RESERVED && MAYCRASH(i) && !lateUsed -> atomic { lateUsed = true; lateKey = k; lateFence = a; lateStamp = st }	/* retried by the SDK, its first try landed: the retry lands later */
 		:: else -> skip
 		fi;
 		if
@@ -475,7 +495,7 @@ proctype Worker(byte i; byte me) {
 	:: atomic { MAYCRASH(i) && rec[i] == INPROG && owner[i] == me -> lease[i] = ENDED }	/* unknown: 503 pending */
 	:: MAYCRASH(i) -> goto done	/* crash while waiting */
 	fi;
-done:	atomic { k = 0; a = 0; got = 0; ok = false; takenOver = false }
+done:	atomic { k = 0; a = 0; got = 0; st = 0; ok = false; takenOver = false }
 }
 
 /* The acquirer, without bounds of its own: one action per key, its
@@ -517,7 +537,7 @@ end:	do
 	:: atomic { transit[1] != NONE -> land(1) }
 	:: atomic { transit[2] != NONE -> land(2) }
 	:: atomic { transit[3] != NONE -> land(3) }
-	:: atomic { lateKey != NONE -> reserve(lateKey, lateFence, got); lateKey = NONE; got = 0 }	/* the late write lands */
+	:: atomic { lateKey != NONE -> reserve(lateKey, lateFence, lateStamp, got); lateKey = NONE; got = 0 }	/* the late write lands */
 	od
 }
 

@@ -98,6 +98,7 @@ verify "capture: safety, a retry racing, the expiry"    "-DRETRY -DEXPIRY"  "-DN
 verify "capture: LTL ends (weak fair), a retry racing"  "-DRETRY"           "-DNFAIR=4" "-a -f -N ends" capture.pml || fail=1
 control "capture: a void that ignores captures in flight" "-DVERSUS_VOID -DVOID_IGNORES_CAPTURES" "-DNOCLAIM" "" capture.pml
 control "capture: a success folded without the watermark" "-DRETRY -DFOLD_NO_WATERMARK" "-DNOCLAIM" "" capture.pml
+control "capture: a write issued after the lease ended" "-DRETRY -DZOMBIE_WRITES" "-DNOCLAIM" "" capture.pml
 control "capture: a capture that trusts a read"  "-DVERSUS_CAPTURE -DCAPTURE_TRUSTS_READ" "-DNOCLAIM" "" capture.pml
 control "capture: an expiry that ignores captures in flight" "-DVERSUS_VOID -DEXPIRY -DEXPIRY_IGNORES_CAPTURES" "-DNOCLAIM" "" capture.pml
 exit $fail
