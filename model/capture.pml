@@ -8,7 +8,10 @@
  *   -DVERSUS_VOID     a void (it releases all that remains capturable)
  *   -DVERSUS_REFUND   a refund of 2 (bounded by what was captured)
  * and -DEXPIRY adds the authorization's expiry with the sweeper that
- * closes an expired balance (either pair).
+ * closes an expired balance (either pair). -DRETRY runs intent 0 alone
+ * with a client's retry racing its first attempt, and -DFORGETFUL adds an
+ * acquirer whose lookup, once, does not find an action whose row is
+ * written.
  *
  * Each intent has its own record, run by the engine of model/idem.pml
  * (claim, lease, take-over, fencing), and a worker that may crash, stall
@@ -33,7 +36,9 @@
  * having landed, or a write whose answer was lost): one reservation write
  * per run lands at any later moment (the Acquirer process lands it). A
  * worker issues a write only while its invocation lives, which ends
- * before its lease does.
+ * before its lease does. A folder's clock may run a tick behind (a wall
+ * clock stepped back, or behind another instance's); the fold's floor,
+ * the intent's own stamp, keeps it safe.
  *
  * Bounds: AUTH 4; each record claimed at most twice (a released key may
  * be claimed again under a new downstream key); the reconciler fails (a
@@ -50,6 +55,13 @@
  *   -DZOMBIE_WRITES          a worker whose lease was taken over still
  *                            issues its reservation: stamped after the
  *                            fold, it reserves for an ended intent
+ *   -DNO_FLOOR               a fold raises the watermark to the folder's
+ *                            clock alone, which may be behind: a late
+ *                            reservation of the intent lands after it
+ *   -DABSENT_IGNORES_ROW     (with -DFORGETFUL) a lookup that does not
+ *                            find an action whose row is written releases
+ *                            the entry: the stalled attempt's success then
+ *                            finds nothing, and the books lose a capture
  *   -DCAPTURE_TRUSTS_READ    a capture reads what is capturable, then
  *                            writes its reservation unconditioned
  *   -DEXPIRY_IGNORES_CAPTURES the sweeper closes an expired balance while
@@ -103,6 +115,7 @@ bool succeeded[KEYS];		/* ghost: the entry was folded by its success */
  * (its stamp: each issue takes the next tick), and a fold raises the
  * watermark to the time it is made at (the current tick). */
 byte tick = 0;
+byte floor[KEYS];		/* an intent's reservation stamp: the fold's floor */
 
 /* The authorization window: it passes once, at any moment. */
 bool expired = false;
@@ -155,16 +168,33 @@ inline crash(i, bounded) {
 }
 
 /* fold: the watermark raised to the intent's claim time, never lowered. */
+/* fold: the watermark raised to the folder's clock, which may run one
+ * tick behind (a wall clock stepped back, or behind another instance's),
+ * and to the floor: the intent's own stamp (for a take-over, the lease end
+ * it took over, which comes after every stamp of the earlier attempts).
+ * -DNO_FLOOR: the folder's clock alone. */
 inline fold(k) {
-	watermark = tick	/* now: at or after every stamp issued so far */
+	if
+	:: watermark < tick -> watermark = tick
+	:: tick > 0 && watermark <= tick - 1 -> watermark = tick - 1	/* the folder's clock is behind: perhaps no raise */
+	:: watermark >= tick -> skip
+	fi;
+#ifndef NO_FLOOR
+	if
+	:: watermark < floor[k] -> watermark = floor[k]
+	:: else -> skip
+	fi
+#endif
 }
 
 /* The reservation's condition beyond the entry's own: what its kind
- * requires of the balance (one conditional write decides it). OPEN: the
- * authorization open, not expired, and no void or final capture in
+ * requires of the balance (one conditional write decides it). OPENED: the
+ * authorization not closed (its expiry is read before, at the door, from
+ * the charge's row: a capture may reserve after the window passed and
+ * before the sweeper closes the balance); and no void or final capture in
  * flight. A void and a final capture also require that no capture is
  * reserved (409 CAPTURE_IN_FLIGHT), and take closing. */
-#define OPENED (auth == OPEN && !expired)
+#define OPENED (auth == OPEN)
 #ifdef VOID_IGNORES_CAPTURES
 #define NO_CAPTURE_IN_FLIGHT true
 #else
@@ -380,6 +410,12 @@ inline deleteRecord(i, me) {
 /* finish (op.Store): the row, then the entry (succeed, or release for a
  * decline), then the completion; a crash may come before each write. */
 inline finish(i, me, k, a, bounded, out) {
+#ifdef FORGETFUL
+	if
+	:: crash(i, bounded); goto out
+	:: row[k] = true	/* the row, from the acquirer's answer */
+	fi;
+#endif
 	if
 	:: crash(i, bounded); goto out
 	:: acq[k] == DONE -> succeed(k, a, ok)
@@ -393,6 +429,35 @@ inline finish(i, me, k, a, bounded, out) {
 	:: crash(i, bounded); goto out
 	:: completeRecord(i, me)
 	fi
+}
+
+/* The take-over's lookup by key. With -DFORGETFUL the acquirer, once,
+ * does not find an action it made whose row is written (a lookup that
+ * lies; one with no row is the daily match's to find, beyond any
+ * protocol). An answer of "absent" then reads the intent's row before it
+ * releases anything, and finishes from it when it is there
+ * (-DABSENT_IGNORES_ROW drops that read). */
+#ifdef FORGETFUL
+bool row[KEYS];
+bool forgot = false;
+#ifdef ABSENT_IGNORES_ROW
+#define ROWREAD(k) false
+#else
+#define ROWREAD(k) row[k]
+#endif
+#else
+#define ROWREAD(k) false
+#endif
+inline lookup(k, found) {
+	atomic {
+		if
+		:: acq[k] != UNKNOWN -> found = true
+#ifdef FORGETFUL
+		:: acq[k] != UNKNOWN && row[k] && !forgot -> forgot = true; found = false
+#endif
+		:: acq[k] == UNKNOWN -> found = false
+		fi
+	}
 }
 
 /* What may be sent: a capture never under a closed or closing balance
@@ -412,7 +477,7 @@ inline finish(i, me, k, a, bounded, out) {
 
 proctype Worker(byte i; byte me) {
 	byte k, a, got, st;
-	bool takenOver = false, ok, room;
+	bool takenOver = false, ok, room, found;
 	atomic {
 		if
 		:: rec[i] == ABSENT && gen[i] < MAXGEN -> rec[i] = INPROG; owner[i] = me; attempt[i] = 1; gen[i]++;
@@ -430,17 +495,24 @@ proctype Worker(byte i; byte me) {
 		fi;
 		if
 		:: got == NONE -> goto done
-		:: acq[k] != UNKNOWN -> finish(i, me, k, a, false, done); goto done
-		:: acq[k] == UNKNOWN && got == FOLDED -> deleteRecord(i, me); goto done
-		:: acq[k] == UNKNOWN && got == RESERVED -> skip
+		:: else -> lookup(k, found)
+		fi;
+		if
+		:: found || ROWREAD(k) -> finish(i, me, k, a, false, done); goto done
+		:: !found && !ROWREAD(k) && got == FOLDED -> deleteRecord(i, me); goto done
+		:: !found && !ROWREAD(k) && got == RESERVED -> skip
 		fi
 	:: else ->
 		/* The reservation's write is issued while the invocation lives: its
 		 * deadline comes before the lease's end, and the SDK issues no try
 		 * after it. It carries the time it was issued at. */
 		if
+		:: CAPTURES(k) && expired -> deleteRecord(i, me); goto done	/* the door: 422 AUTHORIZATION_EXPIRED, the key released */
+		:: else -> skip	/* read before the window passed, or not a capture */
+		fi;
+		if
 		:: MAYCRASH(i) -> goto done	/* crash before reserving */
-		:: atomic { ISSUABLE(i, me) -> tick++; st = tick }
+		:: atomic { ISSUABLE(i, me) -> tick++; st = tick; floor[k] = st }
 		:: atomic { !ISSUABLE(i, me) } -> goto done	/* the invocation is over */
 		fi;
 		if
@@ -495,7 +567,7 @@ proctype Worker(byte i; byte me) {
 	:: atomic { MAYCRASH(i) && rec[i] == INPROG && owner[i] == me -> lease[i] = ENDED }	/* unknown: 503 pending */
 	:: MAYCRASH(i) -> goto done	/* crash while waiting */
 	fi;
-done:	atomic { k = 0; a = 0; got = 0; st = 0; ok = false; takenOver = false }
+done:	atomic { k = 0; a = 0; got = 0; st = 0; ok = false; takenOver = false; found = false }
 }
 
 /* The acquirer, without bounds of its own: one action per key, its
@@ -556,7 +628,7 @@ end:	do
  * up; found: finish; absent: release the entry, then the record. */
 active proctype Reconciler() {
 	byte i, k, a, got;
-	bool ok;
+	bool ok, found;
 end:	do
 	:: atomic {
 		if
@@ -570,10 +642,11 @@ end:	do
 	   :: got == NONE -> goto next
 	   :: else -> skip
 	   fi;
+	   lookup(k, found);
 	   if
-	   :: acq[k] != UNKNOWN -> finish(i, RECONCILER, k, a, true, next)
-	   :: atomic { acq[k] == UNKNOWN && reconcileFailures < 1 && owner[i] == RECONCILER -> reconcileFailures++; lease[i] = ENDED }	/* the lookup failed */
-	   :: acq[k] == UNKNOWN ->
+	   :: found || ROWREAD(k) -> finish(i, RECONCILER, k, a, true, next)
+	   :: atomic { !found && reconcileFailures < 1 && owner[i] == RECONCILER -> reconcileFailures++; lease[i] = ENDED }	/* the lookup failed */
+	   :: !found && !ROWREAD(k) ->
 		release(k, a, ok);
 		if
 		:: ok ->
@@ -584,7 +657,7 @@ end:	do
 		:: else -> skip
 		fi
 	   fi;
-next:	   atomic { i = 0; k = 0; a = 0; got = 0; ok = false }
+next:	   atomic { i = 0; k = 0; a = 0; got = 0; ok = false; found = false }
 	od
 }
 

@@ -96,9 +96,12 @@ done
 verify "capture: LTL ends (weak fair), against a void"  "-DVERSUS_VOID"     "-DNFAIR=4" "-a -f -N ends" capture.pml || fail=1
 verify "capture: safety, a retry racing, the expiry"    "-DRETRY -DEXPIRY"  "-DNOCLAIM" ""              capture.pml || fail=1
 verify "capture: LTL ends (weak fair), a retry racing"  "-DRETRY"           "-DNFAIR=4" "-a -f -N ends" capture.pml || fail=1
+verify "capture: safety, a lookup that forgets, a retry" "-DRETRY -DFORGETFUL" "-DNOCLAIM" ""           capture.pml || fail=1
 control "capture: a void that ignores captures in flight" "-DVERSUS_VOID -DVOID_IGNORES_CAPTURES" "-DNOCLAIM" "" capture.pml
 control "capture: a success folded without the watermark" "-DRETRY -DFOLD_NO_WATERMARK" "-DNOCLAIM" "" capture.pml
 control "capture: a write issued after the lease ended" "-DRETRY -DZOMBIE_WRITES" "-DNOCLAIM" "" capture.pml
+control "capture: a fold without its floor, a clock behind" "-DRETRY -DNO_FLOOR" "-DNOCLAIM" "" capture.pml
+control "capture: an absent answer that ignores the row" "-DRETRY -DFORGETFUL -DABSENT_IGNORES_ROW" "-DNOCLAIM" "" capture.pml
 control "capture: a capture that trusts a read"  "-DVERSUS_CAPTURE -DCAPTURE_TRUSTS_READ" "-DNOCLAIM" "" capture.pml
 control "capture: an expiry that ignores captures in flight" "-DVERSUS_VOID -DEXPIRY -DEXPIRY_IGNORES_CAPTURES" "-DNOCLAIM" "" capture.pml
 exit $fail
