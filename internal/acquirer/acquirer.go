@@ -56,6 +56,10 @@ type Request struct {
 	PaymentMethod string `json:"payment_method"`
 	OrderID       string `json:"order_id"`
 	Description   string `json:"description,omitempty"`
+	// Capture false asks for the authorization alone (StatusAuthorized),
+	// captured later; nil captures at once, and is not sent, so a
+	// request without it is the same bytes as before it existed.
+	Capture *bool `json:"capture,omitempty"`
 }
 
 // Authorization is the acquirer's answer: evidence to be checked
@@ -70,6 +74,9 @@ type Authorization struct {
 	// where it echoes it ("" when it does not).
 	IdempotencyKey string    `json:"idempotency_key,omitempty"`
 	CreatedAt      time.Time `json:"created_at"`
+	// ExpiresAt is when an authorization made without its capture lapses,
+	// where the acquirer states it (zero otherwise).
+	ExpiresAt time.Time `json:"expires_at,omitzero"`
 }
 
 // ReadAuthorization decodes an answer of endpoint that carries an authorization and

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/idempotent-payments/idempay/internal/acquirer"
@@ -62,29 +63,80 @@ func (s *Server) RefundsReceived() int { return int(s.refundsReceived.Load()) }
 // exceeded their authorization (DeclineExceedsAuthorization).
 func (s *Server) RefundsRefused() int { return int(s.refundsRefused.Load()) }
 
-func (s *Server) refund(w http.ResponseWriter, r *http.Request) {
-	key := r.Header.Get("Idempotency-Key")
-	if key == "" {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "Idempotency-Key required"})
-		return
+// moving is the handler of a request that moves money other than an
+// authorization: the Idempotency-Key required, the body decoded and
+// checked by valid, counted in received (when not nil) as it arrives,
+// then process under the faults (withFaults).
+func moving[Req any](s *Server, received *atomic.Int64, valid func(Req) bool, process func(key string, req Req) (int, any)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		key := r.Header.Get("Idempotency-Key")
+		if key == "" {
+			writeJSON(w, http.StatusBadRequest, map[string]string{"error": "Idempotency-Key required"})
+			return
+		}
+		var req Req
+		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10)).Decode(&req); err != nil || !valid(req) {
+			writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid request"})
+			return
+		}
+		if received != nil {
+			received.Add(1)
+		}
+		s.noteResend(key)
+		s.withFaults(w, key, func() (int, any) { return process(key, req) })
 	}
-	var req acquirer.RefundRequest
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10)).Decode(&req); err != nil || req.Amount <= 0 || req.Currency == "" || req.AuthorizationID == "" {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid refund request"})
-		return
+}
+
+// lookingUp is the handler of GET .../{key}: what lookup finds, or 404.
+func lookingUp[T any](lookup func(context.Context, string) (T, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		answer, err := lookup(r.Context(), r.PathValue("key"))
+		if err != nil {
+			writeJSON(w, http.StatusNotFound, map[string]string{"error": "not found"})
+			return
+		}
+		writeJSON(w, http.StatusOK, answer)
 	}
-	s.refundsReceived.Add(1)
-	s.noteResend(key)
-	s.withFaults(w, key, func() (int, any) {
-		rec := s.recordRefund(key, req)
+}
+
+// settingBound is the handler of PUT /_sandbox/...-bound:
+// {"enforced": true|false}.
+func settingBound(set func(bool)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var b struct {
+			Enforced *bool `json:"enforced"`
+		}
+		dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<10))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&b); err != nil || b.Enforced == nil {
+			writeJSON(w, http.StatusBadRequest, map[string]string{"error": `want {"enforced": true|false}`})
+			return
+		}
+		set(*b.Enforced)
+		writeJSON(w, http.StatusOK, b)
+	}
+}
+
+// refundRoutes serves the refunds' routes on s's mux.
+func (s *Server) refundRoutes() {
+	s.mux.HandleFunc("POST /v1/refunds", moving(s, &s.refundsReceived, func(r acquirer.RefundRequest) bool {
+		return r.Amount > 0 && r.Currency != "" && r.AuthorizationID != ""
+	}, func(key string, r acquirer.RefundRequest) (int, any) {
+		rec := s.recordRefund(key, r)
 		return rec.status, rec.refund
+	}))
+	s.mux.HandleFunc("GET /v1/refunds/{key}", lookingUp(s.LookupRefund))
+	s.mux.HandleFunc("GET /v1/refunds", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]any{"refunds": s.Refunds(), "refused": s.RefundsRefused()})
 	})
+	s.mux.HandleFunc("PUT /_sandbox/refund-bound", settingBound(s.SetRefundBound))
 }
 
 // recordRefund returns the refund under key, making it if there is none:
 // one refund per key, however many requests carry it. A refund of an
-// authorization the sandbox did not capture, in another currency, or
-// beyond what remains of it while the bound is on, is declined.
+// authorization the sandbox did not make, or declined, in another
+// currency, or beyond what remains of what it captured while the bound is
+// on, is declined.
 func (s *Server) recordRefund(key string, req acquirer.RefundRequest) storedRefund {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -100,11 +152,11 @@ func (s *Server) recordRefund(key string, req acquirer.RefundRequest) storedRefu
 	switch {
 	case s.faults.DeclineRefunds:
 		ref.DeclineCode = DeclineRefundFunds
-	case !ok || auth.auth.Status != acquirer.StatusCaptured:
+	case !ok || auth.auth.Status != acquirer.StatusCaptured && auth.auth.Status != acquirer.StatusAuthorized:
 		ref.DeclineCode = DeclineNoSuchAuthorization
 	case auth.auth.Currency != req.Currency:
 		ref.DeclineCode = DeclineCurrency
-	case s.refundBound && s.refunded[req.AuthorizationID]+req.Amount > auth.auth.Amount:
+	case s.refundBound && s.refunded[req.AuthorizationID]+req.Amount > s.refundable(auth):
 		ref.DeclineCode = DeclineExceedsAuthorization
 		s.refundsRefused.Add(1)
 	}
@@ -123,6 +175,16 @@ func (s *Server) recordRefund(key string, req acquirer.RefundRequest) storedRefu
 	return rec
 }
 
+// refundable is what refunds of auth may return in all: its amount when it
+// was captured as it was made, what its captures took otherwise. The
+// caller holds mu.
+func (s *Server) refundable(auth stored) int64 {
+	if auth.auth.Status == acquirer.StatusAuthorized {
+		return s.held[auth.auth.ID].captured
+	}
+	return auth.auth.Amount
+}
+
 // authorization is the authorization with that id. The caller holds mu.
 func (s *Server) authorization(id string) (stored, bool) {
 	for _, rec := range s.byKey {
@@ -131,33 +193,6 @@ func (s *Server) authorization(id string) (stored, bool) {
 		}
 	}
 	return stored{}, false
-}
-
-func (s *Server) lookupRefund(w http.ResponseWriter, r *http.Request) {
-	ref, err := s.LookupRefund(r.Context(), r.PathValue("key"))
-	if err != nil {
-		writeJSON(w, http.StatusNotFound, map[string]string{"error": "not found"})
-		return
-	}
-	writeJSON(w, http.StatusOK, ref)
-}
-
-func (s *Server) listRefunds(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"refunds": s.Refunds(), "refused": s.RefundsRefused()})
-}
-
-func (s *Server) setRefundBound(w http.ResponseWriter, r *http.Request) {
-	var b struct {
-		Enforced *bool `json:"enforced"`
-	}
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<10))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&b); err != nil || b.Enforced == nil {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": `want {"enforced": true|false}`})
-		return
-	}
-	s.SetRefundBound(*b.Enforced)
-	writeJSON(w, http.StatusOK, b)
 }
 
 // Refund is the sandbox's refund called in process, without HTTP or

@@ -16,6 +16,14 @@
 //	PUT    /_sandbox/faults          set Faults (JSON), for authorizations and refunds alike
 //	DELETE /_sandbox/faults          clear them
 //	PUT    /_sandbox/refund-bound    {"enforced": false} turns the refund bound off
+//	POST   /v1/captures              capture part of an authorization made with "capture": false (Idempotency-Key required)
+//	GET    /v1/captures/{key}        the capture made under key, or 404
+//	GET    /v1/captures              every capture
+//	POST   /v1/voids                 release what remains of such an authorization (Idempotency-Key required)
+//	GET    /v1/voids/{key}           the void made under key, or 404
+//	GET    /v1/voids                 every void
+//	PUT    /_sandbox/capture-bound   {"enforced": false} turns the bounds on captures and voids off
+//	PUT    /_sandbox/authorization-window  {"seconds": N} sets the window of new authorizations
 //
 // Payment methods: pm_card_declined is declined (card_declined),
 // pm_card_insufficient_funds is declined (insufficient_funds),
@@ -30,6 +38,15 @@
 // turned off (SetRefundBound) so that a test sees the service's own bound
 // alone. The refunds of an authorization made with
 // pm_card_refunds_tenfold are made for ten times the amount asked.
+//
+// An authorization asked with "capture": false is answered "authorized",
+// with its expires_at (DefaultAuthorizationWindow after it was made, or
+// SetAuthorizationWindow's). Captures and voids (capture.go) are bounded
+// as a real acquirer's are: captures together within the authorization,
+// none after a void, a final capture or the window's end; a void
+// releases what the captures left. SetCaptureBound turns those bounds
+// off, so that a test sees the service's own alone. Refunds of such an
+// authorization are bounded by what its captures took.
 package sandbox
 
 import (
@@ -99,6 +116,17 @@ type Server struct {
 	refundBound     bool
 	refundsReceived atomic.Int64
 	refundsRefused  atomic.Int64
+	// held is what captures and voids did to each authorization made
+	// without its capture, by its id; captures and voids by key, in
+	// their order; captureBound and window as SetCaptureBound and
+	// SetAuthorizationWindow set them.
+	held         map[string]held
+	captures     map[string]storedCapture
+	captureOrder []string
+	voids        map[string]storedVoid
+	voidOrder    []string
+	captureBound bool
+	window       time.Duration
 	// Now is the sandbox's clock: authorizations' created_at and the resend
 	// window (time.Now; a test may set it before serving).
 	Now func() time.Time
@@ -125,15 +153,15 @@ func New(apiKey string) *Server {
 	s := &Server{
 		byKey: map[string]stored{}, dropped: map[string]time.Time{}, Now: time.Now, rng: rand.New(rand.NewPCG(0, 0)), mux: http.NewServeMux(),
 		refunds: map[string]storedRefund{}, refunded: map[string]int64{}, refundBound: true,
+		held: map[string]held{}, captures: map[string]storedCapture{}, voids: map[string]storedVoid{}, captureBound: true,
+		window: DefaultAuthorizationWindow,
 	}
 	s.apiKey.Store(&apiKey)
 	s.mux.HandleFunc("POST /v1/authorizations", s.authorize)
 	s.mux.HandleFunc("GET /v1/authorizations/{key}", s.lookup)
 	s.mux.HandleFunc("GET /v1/authorizations", s.list)
-	s.mux.HandleFunc("POST /v1/refunds", s.refund)
-	s.mux.HandleFunc("GET /v1/refunds/{key}", s.lookupRefund)
-	s.mux.HandleFunc("GET /v1/refunds", s.listRefunds)
-	s.mux.HandleFunc("PUT /_sandbox/refund-bound", s.setRefundBound)
+	s.refundRoutes()
+	s.captureRoutes()
 	s.mux.HandleFunc("PUT /_sandbox/faults", s.setFaults)
 	s.mux.HandleFunc("DELETE /_sandbox/faults", s.clearFaults)
 	return s
@@ -295,12 +323,15 @@ func (s *Server) record(key string, req acquirer.Request) stored {
 		IdempotencyKey: key,
 		CreatedAt:      s.Now().UTC().Truncate(time.Millisecond),
 	}
+	if req.Capture != nil && !*req.Capture {
+		auth.Status, auth.ExpiresAt = acquirer.StatusAuthorized, auth.CreatedAt.Add(s.window)
+	}
 	status := http.StatusCreated
 	switch req.PaymentMethod {
 	case "pm_card_declined":
-		auth.Status, auth.DeclineCode, status = acquirer.StatusDeclined, "card_declined", http.StatusPaymentRequired
+		auth.Status, auth.DeclineCode, auth.ExpiresAt, status = acquirer.StatusDeclined, "card_declined", time.Time{}, http.StatusPaymentRequired
 	case "pm_card_insufficient_funds":
-		auth.Status, auth.DeclineCode, status = acquirer.StatusDeclined, "insufficient_funds", http.StatusPaymentRequired
+		auth.Status, auth.DeclineCode, auth.ExpiresAt, status = acquirer.StatusDeclined, "insufficient_funds", time.Time{}, http.StatusPaymentRequired
 	case PaymentMethodTenfold:
 		auth.Amount *= 10
 	}
