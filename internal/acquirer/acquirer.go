@@ -62,6 +62,9 @@ type Request struct {
 	Capture *bool `json:"capture,omitempty"`
 }
 
+// AuthorizeOnly reports whether r asks for the authorization alone.
+func (r Request) AuthorizeOnly() bool { return r.Capture != nil && !*r.Capture }
+
 // Authorization is the acquirer's answer: evidence to be checked
 // (CheckTerms) before it becomes an outcome.
 type Authorization struct {
@@ -98,7 +101,7 @@ func ReadAuthorization(endpoint string, status int, body []byte) (Authorization,
 // again rather than guessed.
 func decode(body []byte) (Authorization, error) {
 	var a Authorization
-	if err := strictjson.UnmarshalResponse(body, &a); err != nil || a.ID == "" || (a.Status != StatusCaptured && a.Status != StatusDeclined) {
+	if err := strictjson.UnmarshalResponse(body, &a); err != nil || a.ID == "" || (a.Status != StatusCaptured && a.Status != StatusAuthorized && a.Status != StatusDeclined) {
 		return Authorization{}, fmt.Errorf("%w: unreadable authorization", ErrOutcomeUnknown)
 	}
 	return a, nil

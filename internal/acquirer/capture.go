@@ -64,3 +64,55 @@ type Void struct {
 	IdempotencyKey string    `json:"idempotency_key,omitempty"`
 	CreatedAt      time.Time `json:"created_at"`
 }
+
+// The reason of a capture whose answer states another finality than the
+// one asked.
+const ReasonFinal = "final_differs"
+
+// CaptureMismatchError is a capture's answer that disagrees with what was
+// asked or with itself.
+type CaptureMismatchError = ActionMismatchError[Capture]
+
+// VoidMismatchError is a void's answer that disagrees with what was asked
+// or with itself.
+type VoidMismatchError = ActionMismatchError[Void]
+
+// ReadCapture decodes an answer of endpoint that carries a capture and
+// checks its status against the body's. An answer no table names (202
+// Accepted: an acquirer that will decide later) proves nothing:
+// ErrOutcomeUnknown, to be looked up again, never a capture.
+func ReadCapture(endpoint string, status int, body []byte) (Capture, error) {
+	return readAction[Capture]("capture", endpoint, status, body)
+}
+
+// ReadVoid decodes an answer of endpoint that carries a void, as
+// ReadCapture does a capture.
+func ReadVoid(endpoint string, status int, body []byte) (Void, error) {
+	return readAction[Void]("void", endpoint, status, body)
+}
+
+// CheckCaptureTerms compares a capture with what was asked under key, as
+// CheckRefundTerms does a refund: the echoed key, terms stated, the amount,
+// the currency and the authorization, and then whether it is final as
+// asked. It returns nil or a *CaptureMismatchError whose Endpoint and
+// HTTPStatus are the caller's to fill.
+func CheckCaptureTerms(c Capture, key string, asked CaptureRequest) error {
+	reason := checkAction(c, key, actionTerms{key, asked.Amount, asked.Currency, asked.AuthorizationID}, false)
+	if reason == "" && c.Final != asked.Final {
+		reason = ReasonFinal
+	}
+	return mismatch(reason, c)
+}
+
+// CheckVoidTerms compares a void with what was asked under key. A void
+// that succeeded must have released the amount asked, which is what the
+// caller's books hold as remaining: another amount means the two sides'
+// books differ. A declined void released nothing, and states 0.
+func CheckVoidTerms(v Void, key string, asked VoidRequest) error {
+	want := actionTerms{key, asked.Amount, asked.Currency, asked.AuthorizationID}
+	declined := v.Status == VoidDeclined
+	if declined {
+		want.amount = 0
+	}
+	return mismatch(checkAction(v, key, want, declined), v)
+}

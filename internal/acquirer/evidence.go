@@ -14,10 +14,14 @@ import (
 // The HTTP status and the body's status must pair as the endpoint's table
 // says (answerTable):
 //
-//	authorize      POST /v1/authorizations        200 or 201 with "captured"; 402 with "declined"
-//	lookup         GET  /v1/authorizations/{key}  200 with "captured" or "declined"; 404 is "not found"
+//	authorize      POST /v1/authorizations        200 or 201 with "captured" (or "authorized", asked without the capture); 402 with "declined"
+//	lookup         GET  /v1/authorizations/{key}  200 with "captured", "authorized" or "declined"; 404 is "not found"
 //	refund         POST /v1/refunds               200 or 201 with "succeeded"; 402 with "declined"
 //	refund_lookup  GET  /v1/refunds/{key}         200 with "succeeded" or "declined"; 404 is "not found"
+//	capture        POST /v1/captures              200 or 201 with "succeeded"; 402 with "declined"
+//	capture_lookup GET  /v1/captures/{key}        200 with "succeeded" or "declined"; 404 is "not found"
+//	void           POST /v1/voids                 200 or 201 with "succeeded"; 402 with "declined"
+//	void_lookup    GET  /v1/voids/{key}           200 with "succeeded" or "declined"; 404 is "not found"
 //
 // Any other pairing of a known status with a known body status is a
 // mismatch. An HTTP status the table does not name for the endpoint, or a
@@ -87,14 +91,21 @@ const (
 	ReasonTermsMissing  = "terms_missing"
 	ReasonKey           = "idempotency_key_differs"
 	ReasonAuthorization = "authorization_differs"
+	// ReasonCapture: an authorization held that was asked to be captured,
+	// or captured that was asked to be held (Request.Capture).
+	ReasonCapture = "capture_differs"
 )
 
 // The endpoints, as a MismatchError names them.
 const (
-	EndpointAuthorize    = "authorize"
-	EndpointLookup       = "lookup"
-	EndpointRefund       = "refund"
-	EndpointRefundLookup = "refund_lookup"
+	EndpointAuthorize     = "authorize"
+	EndpointLookup        = "lookup"
+	EndpointRefund        = "refund"
+	EndpointRefundLookup  = "refund_lookup"
+	EndpointCapture       = "capture"
+	EndpointCaptureLookup = "capture_lookup"
+	EndpointVoid          = "void"
+	EndpointVoidLookup    = "void_lookup"
 )
 
 // The HTTP statuses that may carry an answer (net/http's values; this
@@ -109,12 +120,12 @@ const (
 // authorization or a refund, and the body statuses each may carry.
 var answerTable = map[string]map[int][]string{
 	EndpointAuthorize: {
-		statusOK:              {StatusCaptured},
-		statusCreated:         {StatusCaptured},
+		statusOK:              {StatusCaptured, StatusAuthorized},
+		statusCreated:         {StatusCaptured, StatusAuthorized},
 		statusPaymentRequired: {StatusDeclined},
 	},
 	EndpointLookup: {
-		statusOK: {StatusCaptured, StatusDeclined},
+		statusOK: {StatusCaptured, StatusAuthorized, StatusDeclined},
 	},
 	EndpointRefund: {
 		statusOK:              {RefundSucceeded},
@@ -123,6 +134,22 @@ var answerTable = map[string]map[int][]string{
 	},
 	EndpointRefundLookup: {
 		statusOK: {RefundSucceeded, RefundDeclined},
+	},
+	EndpointCapture: {
+		statusOK:              {CaptureSucceeded},
+		statusCreated:         {CaptureSucceeded},
+		statusPaymentRequired: {CaptureDeclined},
+	},
+	EndpointCaptureLookup: {
+		statusOK: {CaptureSucceeded, CaptureDeclined},
+	},
+	EndpointVoid: {
+		statusOK:              {VoidSucceeded},
+		statusCreated:         {VoidSucceeded},
+		statusPaymentRequired: {VoidDeclined},
+	},
+	EndpointVoidLookup: {
+		statusOK: {VoidSucceeded, VoidDeclined},
 	},
 }
 
@@ -149,8 +176,8 @@ func pairs(endpoint string, status int, bodyStatus string) bool {
 }
 
 // CheckTerms compares an authorization with what was asked under key: the
-// amount and the currency, and the echoed key where there is one (see the
-// rules at the top of this file). It returns nil or a *MismatchError whose
+// amount and the currency, the echoed key where there is one (see the
+// rules at the top of this file), and whether it was captured as asked. It returns nil or a *MismatchError whose
 // Endpoint and HTTPStatus are the caller's to fill (an in-process acquirer
 // has none). Every path that reads an authorization calls it: authorize,
 // the take-over's lookup, the reconciler's; an operator's accept calls
@@ -165,6 +192,8 @@ func CheckTerms(a Authorization, key string, asked Request) error {
 		reason = ReasonAmount
 	case a.Currency != asked.Currency:
 		reason = ReasonCurrency
+	case a.Status != StatusDeclined && (a.Status == StatusAuthorized) != asked.AuthorizeOnly():
+		reason = ReasonCapture
 	default:
 		return nil
 	}

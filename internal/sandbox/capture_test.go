@@ -3,6 +3,7 @@ package sandbox_test
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/idempotent-payments/idempay/internal/acquirer"
+	"github.com/idempotent-payments/idempay/internal/acquirer/acquirerhttp"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
 )
 
@@ -258,5 +260,47 @@ func TestCaptureFaults(t *testing.T) {
 	}
 	if len(c.sb.Captures()) != 0 || len(c.sb.Voids()) != 0 || c.sb.Captured(auth.ID) != 0 {
 		t.Fatal("an injected 500 processed the request")
+	}
+}
+
+// TestCaptureThroughTheClient: the acquirer client captures, voids and
+// looks both up on the sandbox, and each answer agrees with what was
+// asked (the evidence checks the service will run).
+func TestCaptureThroughTheClient(t *testing.T) {
+	t.Parallel()
+	c := newCapturing(t)
+	client, err := acquirerhttp.NewClient(c.srv.URL, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	no := false
+	ask := acquirer.Request{Amount: 1000, Currency: "BRL", PaymentMethod: "pm_card_visa", OrderID: "1", Capture: &no}
+	auth, err := client.Authorize(ctx, "auth-1", ask)
+	if err != nil || acquirer.CheckTerms(auth, "auth-1", ask) != nil || auth.Status != acquirer.StatusAuthorized {
+		t.Fatalf("authorize only: %+v, %v", auth, err)
+	}
+	capture := acquirer.CaptureRequest{AuthorizationID: auth.ID, Amount: 600, Currency: "BRL"}
+	got, err := client.Capture(ctx, "capture-1", capture)
+	if err != nil || acquirer.CheckCaptureTerms(got, "capture-1", capture) != nil {
+		t.Fatalf("capture: %+v, %v", got, err)
+	}
+	if looked, err := client.LookupCapture(ctx, "capture-1"); err != nil || looked != got {
+		t.Fatalf("capture lookup: %+v, %v", looked, err)
+	}
+	void := acquirer.VoidRequest{AuthorizationID: auth.ID, Amount: 400, Currency: "BRL"}
+	v, err := client.Void(ctx, "void-1", void)
+	if err != nil || acquirer.CheckVoidTerms(v, "void-1", void) != nil {
+		t.Fatalf("void: %+v, %v", v, err)
+	}
+	if looked, err := client.LookupVoid(ctx, "void-1"); err != nil || looked != v {
+		t.Fatalf("void lookup: %+v, %v", looked, err)
+	}
+	late, err := client.Capture(ctx, "capture-2", acquirer.CaptureRequest{AuthorizationID: auth.ID, Amount: 1, Currency: "BRL"})
+	if err != nil || late.Status != acquirer.CaptureDeclined || late.DeclineCode != sandbox.DeclineAuthorizationClosed {
+		t.Fatalf("a capture after the void: %+v, %v", late, err)
+	}
+	if _, err := client.LookupVoid(ctx, "void-2"); !errors.Is(err, acquirer.ErrNotFound) {
+		t.Fatalf("a void never asked: %v", err)
 	}
 }

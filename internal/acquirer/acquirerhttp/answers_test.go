@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/idempotent-payments/idempay/internal/acquirer"
@@ -121,6 +122,72 @@ func TestRefundAnswerTable(t *testing.T) {
 			got = err.Error()
 		}
 		if got != c.want || (got == "outcome" && r.ID != "rf_1") {
+			t.Errorf("%s answered %d %s: %s (%v), want %s", c.endpoint, c.status, c.answer, got, err, c.want)
+		}
+	}
+}
+
+// TestCaptureAndVoidAnswerTables: the capture and void endpoints'
+// pairings, as the client reads them; an acquirer that accepts an action
+// for later (202) is read as an unknown outcome, never as done.
+func TestCaptureAndVoidAnswerTables(t *testing.T) {
+	t.Parallel()
+	body := func(id, status string) string {
+		return fmt.Sprintf(`{"id":%q,"status":%q,"authorization_id":"auth_1","amount":100,"currency":"BRL","idempotency_key":"k-1"}`, id, status)
+	}
+	ctx := context.Background()
+	calls := map[string]func(c *acquirerhttp.Client) (string, error){
+		acquirer.EndpointCapture: func(c *acquirerhttp.Client) (string, error) {
+			got, err := c.Capture(ctx, "k-1", acquirer.CaptureRequest{AuthorizationID: "auth_1", Amount: 100, Currency: "BRL"})
+			return got.ID, err
+		},
+		acquirer.EndpointCaptureLookup: func(c *acquirerhttp.Client) (string, error) {
+			got, err := c.LookupCapture(ctx, "k-1")
+			return got.ID, err
+		},
+		acquirer.EndpointVoid: func(c *acquirerhttp.Client) (string, error) {
+			got, err := c.Void(ctx, "k-1", acquirer.VoidRequest{AuthorizationID: "auth_1", Amount: 100, Currency: "BRL"})
+			return got.ID, err
+		},
+		acquirer.EndpointVoidLookup: func(c *acquirerhttp.Client) (string, error) {
+			got, err := c.LookupVoid(ctx, "k-1")
+			return got.ID, err
+		},
+	}
+	for _, c := range []struct {
+		endpoint, answer string
+		status           int
+		want             string // "outcome", "mismatch" or "unknown"
+	}{
+		{acquirer.EndpointCapture, body("cp_1", acquirer.CaptureSucceeded), 201, "outcome"},
+		{acquirer.EndpointCapture, body("cp_1", acquirer.CaptureDeclined), 402, "outcome"},
+		{acquirer.EndpointCapture, body("cp_1", acquirer.CaptureDeclined), 201, "mismatch"},
+		{acquirer.EndpointCapture, body("cp_1", acquirer.CaptureSucceeded), 202, "unknown"},
+		{acquirer.EndpointCapture, body("cp_1", "pending"), 201, "unknown"},
+		{acquirer.EndpointCaptureLookup, body("cp_1", acquirer.CaptureDeclined), 200, "outcome"},
+		{acquirer.EndpointCaptureLookup, body("cp_1", acquirer.CaptureSucceeded), 404, "unknown"},
+		{acquirer.EndpointVoid, body("vd_1", acquirer.VoidSucceeded), 200, "outcome"},
+		{acquirer.EndpointVoid, body("vd_1", acquirer.VoidSucceeded), 402, "mismatch"},
+		{acquirer.EndpointVoid, body("vd_1", acquirer.VoidSucceeded), 202, "unknown"},
+		{acquirer.EndpointVoidLookup, body("vd_1", acquirer.VoidSucceeded), 200, "outcome"},
+		{acquirer.EndpointVoidLookup, body("vd_1", acquirer.VoidSucceeded), 500, "unknown"},
+	} {
+		client, srv := answering(t, c.status, c.answer)
+		id, err := calls[c.endpoint](client)
+		srv.Close()
+		got := "outcome"
+		switch {
+		case errors.Is(err, acquirer.ErrMismatch):
+			got = "mismatch"
+			if !strings.Contains(err.Error(), acquirer.ReasonStatusPairing) || !strings.Contains(err.Error(), c.endpoint) {
+				t.Errorf("%s %d: mismatch %v", c.endpoint, c.status, err)
+			}
+		case errors.Is(err, acquirer.ErrOutcomeUnknown), errors.Is(err, acquirer.ErrNotFound):
+			got = "unknown"
+		case err != nil:
+			got = err.Error()
+		}
+		if got != c.want || (got == "outcome" && id == "") {
 			t.Errorf("%s answered %d %s: %s (%v), want %s", c.endpoint, c.status, c.answer, got, err, c.want)
 		}
 	}

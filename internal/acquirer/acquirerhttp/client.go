@@ -202,11 +202,7 @@ func (c *Client) send(req *http.Request, apiKey string) (int, []byte, error) {
 // *acquirer.RefundMismatchError when the HTTP status and the body disagree. The
 // terms are the caller's to check (CheckRefundTerms).
 func (c *Client) Refund(ctx context.Context, key string, req acquirer.RefundRequest) (acquirer.Refund, error) {
-	status, body, err := c.post(ctx, key, req, "v1", "refunds")
-	if err != nil {
-		return acquirer.Refund{}, err
-	}
-	return acquirer.ReadRefund(acquirer.EndpointRefund, status, body)
+	return act(ctx, c, key, req, acquirer.EndpointRefund, acquirer.ReadRefund, "v1", "refunds")
 }
 
 // LookupRefund returns the refund made under key, or acquirer.ErrNotFound; a
@@ -215,4 +211,40 @@ func (c *Client) Refund(ctx context.Context, key string, req acquirer.RefundRequ
 // check (CheckRefundTerms).
 func (c *Client) LookupRefund(ctx context.Context, key string) (acquirer.Refund, error) {
 	return lookup(ctx, c, "refund lookup", acquirer.EndpointRefundLookup, acquirer.ReadRefund, "v1", "refunds", key)
+}
+
+// Capture captures part or all of an authorization made without its
+// capture, under key; the answer as ReadCapture reads it. The terms are
+// the caller's to check (acquirer.CheckCaptureTerms).
+func (c *Client) Capture(ctx context.Context, key string, req acquirer.CaptureRequest) (acquirer.Capture, error) {
+	return act(ctx, c, key, req, acquirer.EndpointCapture, acquirer.ReadCapture, "v1", "captures")
+}
+
+// LookupCapture returns the capture made under key, or
+// acquirer.ErrNotFound, as LookupRefund does a refund.
+func (c *Client) LookupCapture(ctx context.Context, key string) (acquirer.Capture, error) {
+	return lookup(ctx, c, "capture lookup", acquirer.EndpointCaptureLookup, acquirer.ReadCapture, "v1", "captures", key)
+}
+
+// Void releases what remains of an authorization made without its
+// capture, under key; the answer as ReadVoid reads it. The terms are the
+// caller's to check (acquirer.CheckVoidTerms).
+func (c *Client) Void(ctx context.Context, key string, req acquirer.VoidRequest) (acquirer.Void, error) {
+	return act(ctx, c, key, req, acquirer.EndpointVoid, acquirer.ReadVoid, "v1", "voids")
+}
+
+// LookupVoid returns the void made under key, or acquirer.ErrNotFound.
+func (c *Client) LookupVoid(ctx context.Context, key string) (acquirer.Void, error) {
+	return lookup(ctx, c, "void lookup", acquirer.EndpointVoidLookup, acquirer.ReadVoid, "v1", "voids", key)
+}
+
+// act posts an action's request under key to path and reads its answer
+// with read, as Refund does.
+func act[T any](ctx context.Context, c *Client, key string, req any, endpoint string, read func(string, int, []byte) (T, error), path ...string) (T, error) {
+	status, body, err := c.post(ctx, key, req, path...)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return read(endpoint, status, body)
 }
