@@ -177,9 +177,9 @@ func pairs(endpoint string, status int, bodyStatus string) bool {
 
 // CheckTerms compares an authorization with what was asked under key: the
 // amount and the currency, the echoed key where there is one (see the
-// rules at the top of this file), and whether it was captured as asked. It returns nil or a *MismatchError whose
-// Endpoint and HTTPStatus are the caller's to fill (an in-process acquirer
-// has none). Every path that reads an authorization calls it: authorize,
+// rules at the top of this file), and whether it was captured as asked.
+// It returns nil or a *MismatchError whose Endpoint and HTTPStatus are the
+// caller's to fill (an in-process acquirer has none). Every path that reads an authorization calls it: authorize,
 // the take-over's lookup, the reconciler's; an operator's accept calls
 // CheckSelf instead.
 func CheckTerms(a Authorization, key string, asked Request) error {

@@ -147,6 +147,9 @@ func (s *Service) accept(ctx context.Context, d op.Decision) error {
 	if err != nil {
 		return giveBack(err)
 	}
+	if auth.Status == acquirer.StatusAuthorized { // no charge asks to be held yet (docs/design.md §8)
+		return giveBack(fmt.Errorf("%w: the acquirer holds the authorization without its capture, which the charge did not ask for; a person reconciles it", acquirer.ErrMismatch))
+	}
 	if err := d.Terms.Changed(TermsOf(auth)); err != nil {
 		return giveBack(err)
 	}

@@ -295,6 +295,16 @@ func holdAcceptCompletesWithTheFreshLookupsTerms(t *testing.T, newStores NewStor
 		t.Fatalf("accept of a lookup that disagrees with itself: %v, want a mismatch (the operator chooses)", err)
 	}
 	w.mustBeHeld(t, "accept-key", acquirer.ReasonCurrency)
+	acq.lookup = func(a acquirer.Authorization) acquirer.Authorization {
+		a = otherCurrency(a)
+		a.Status = acquirer.StatusAuthorized
+		return a
+	}
+	w.clock.Advance(time.Second)
+	if _, err := svc.Settle(ctx, accept); !errors.Is(err, acquirer.ErrMismatch) {
+		t.Fatalf("accept of an authorization held without its capture, never asked for: %v, want a mismatch", err)
+	}
+	w.mustBeHeld(t, "accept-key", acquirer.ReasonCurrency)
 	acq.lookup = func(a acquirer.Authorization) acquirer.Authorization { return tenTimes(otherCurrency(a)) }
 	w.clock.Advance(time.Second)
 	if _, err := svc.Settle(ctx, accept); !errors.Is(err, op.ErrTermsChanged) {
