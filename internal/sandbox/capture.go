@@ -44,15 +44,15 @@ type held struct {
 	closed   string
 }
 
-type storedCapture struct {
-	capture acquirer.Capture
-	status  int
-}
-
-type storedVoid struct {
-	void   acquirer.Void
+// answered is an action as the sandbox made it under a key: its answer
+// and the HTTP status it is answered with, every time the key comes back.
+type answered[T any] struct {
+	answer T
 	status int
 }
+
+// answerOf is a's answer.
+func answerOf[T any](a answered[T]) T { return a.answer }
 
 // SetCaptureBound turns the sandbox's own bounds on captures and voids on
 // or off: captures together never beyond the authorization, none after a
@@ -83,21 +83,21 @@ func (s *Server) Captured(authorizationID string) int64 {
 
 // Captures returns every capture in the order they were made.
 func (s *Server) Captures() []acquirer.Capture {
-	return inOrder(s, s.captureOrder, s.captures, func(c storedCapture) acquirer.Capture { return c.capture })
+	return inOrder(s, &s.captureOrder, s.captures, answerOf[acquirer.Capture])
 }
 
 // Voids returns every void in the order they were made.
 func (s *Server) Voids() []acquirer.Void {
-	return inOrder(s, s.voidOrder, s.voids, func(v storedVoid) acquirer.Void { return v.void })
+	return inOrder(s, &s.voidOrder, s.voids, answerOf[acquirer.Void])
 }
 
-// inOrder is what m holds under each of keys, read by answer under s's
-// lock.
-func inOrder[R, T any](s *Server, keys []string, m map[string]R, answer func(R) T) []T {
+// inOrder is what m holds under each of *keys, read by answer under s's
+// lock (keys grows under it, so it is read there too).
+func inOrder[R, T any](s *Server, keys *[]string, m map[string]R, answer func(R) T) []T {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]T, len(keys))
-	for i, k := range keys {
+	out := make([]T, len(*keys))
+	for i, k := range *keys {
 		out[i] = answer(m[k])
 	}
 	return out
@@ -126,7 +126,7 @@ func (s *Server) capturable(id, currency string) (stored, string) {
 
 // recordCapture returns the capture under key, making it if there is
 // none: one capture per key, however many requests carry it.
-func (s *Server) recordCapture(key string, req acquirer.CaptureRequest) storedCapture {
+func (s *Server) recordCapture(key string, req acquirer.CaptureRequest) answered[acquirer.Capture] {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if rec, ok := s.captures[key]; ok {
@@ -152,7 +152,7 @@ func (s *Server) recordCapture(key string, req acquirer.CaptureRequest) storedCa
 		}
 		s.held[req.AuthorizationID] = h
 	}
-	rec := storedCapture{capture: c, status: status}
+	rec := answered[acquirer.Capture]{answer: c, status: status}
 	s.captures[key] = rec
 	s.captureOrder = append(s.captureOrder, key)
 	return rec
@@ -161,7 +161,7 @@ func (s *Server) recordCapture(key string, req acquirer.CaptureRequest) storedCa
 // recordVoid returns the void under key, making it if there is none. It
 // releases what the authorization's captures left, whatever the request
 // said remains.
-func (s *Server) recordVoid(key string, req acquirer.VoidRequest) storedVoid {
+func (s *Server) recordVoid(key string, req acquirer.VoidRequest) answered[acquirer.Void] {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if rec, ok := s.voids[key]; ok {
@@ -186,7 +186,7 @@ func (s *Server) recordVoid(key string, req acquirer.VoidRequest) storedVoid {
 		h.closed = closedByVoid
 		s.held[req.AuthorizationID] = h
 	}
-	rec := storedVoid{void: v, status: status}
+	rec := answered[acquirer.Void]{answer: v, status: status}
 	s.voids[key] = rec
 	s.voidOrder = append(s.voidOrder, key)
 	return rec
@@ -195,22 +195,22 @@ func (s *Server) recordVoid(key string, req acquirer.VoidRequest) storedVoid {
 // Capture is the sandbox's capture called in process, without HTTP or
 // faults.
 func (s *Server) Capture(_ context.Context, key string, req acquirer.CaptureRequest) (acquirer.Capture, error) {
-	return s.recordCapture(key, req).capture, nil
+	return s.recordCapture(key, req).answer, nil
 }
 
 // LookupCapture is GET /v1/captures/{key} in process.
 func (s *Server) LookupCapture(_ context.Context, key string) (acquirer.Capture, error) {
-	return lookupIn(s, s.captures, key, func(c storedCapture) acquirer.Capture { return c.capture })
+	return lookupIn(s, s.captures, key, answerOf[acquirer.Capture])
 }
 
 // Void is the sandbox's void called in process, without HTTP or faults.
 func (s *Server) Void(_ context.Context, key string, req acquirer.VoidRequest) (acquirer.Void, error) {
-	return s.recordVoid(key, req).void, nil
+	return s.recordVoid(key, req).answer, nil
 }
 
 // LookupVoid is GET /v1/voids/{key} in process.
 func (s *Server) LookupVoid(_ context.Context, key string) (acquirer.Void, error) {
-	return lookupIn(s, s.voids, key, func(v storedVoid) acquirer.Void { return v.void })
+	return lookupIn(s, s.voids, key, answerOf[acquirer.Void])
 }
 
 // captureRoutes serves the captures' and voids' routes on s's mux.
@@ -219,7 +219,7 @@ func (s *Server) captureRoutes() {
 		return r.Amount > 0 && r.Currency != "" && r.AuthorizationID != ""
 	}, func(key string, r acquirer.CaptureRequest) (int, any) {
 		rec := s.recordCapture(key, r)
-		return rec.status, rec.capture
+		return rec.status, rec.answer
 	}))
 	s.mux.HandleFunc("GET /v1/captures/{key}", lookingUp(s.LookupCapture))
 	s.mux.HandleFunc("GET /v1/captures", func(w http.ResponseWriter, _ *http.Request) {
@@ -229,7 +229,7 @@ func (s *Server) captureRoutes() {
 		return r.Amount >= 0 && r.Currency != "" && r.AuthorizationID != ""
 	}, func(key string, r acquirer.VoidRequest) (int, any) {
 		rec := s.recordVoid(key, r)
-		return rec.status, rec.void
+		return rec.status, rec.answer
 	}))
 	s.mux.HandleFunc("GET /v1/voids/{key}", lookingUp(s.LookupVoid))
 	s.mux.HandleFunc("GET /v1/voids", func(w http.ResponseWriter, _ *http.Request) {

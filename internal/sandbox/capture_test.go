@@ -304,3 +304,25 @@ func TestCaptureThroughTheClient(t *testing.T) {
 		t.Fatalf("a void never asked: %v", err)
 	}
 }
+
+// TestListsWhileActing: the lists are read under the sandbox's lock while
+// actions are made (go test -race).
+func TestListsWhileActing(t *testing.T) {
+	t.Parallel()
+	c := newCapturing(t)
+	auth := c.authorizeOnly(t, "auth-1", 1000)
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Go(func() {
+			key := "action-" + string(rune('a'+i))
+			c.sb.Capture(t.Context(), key, acquirer.CaptureRequest{AuthorizationID: auth.ID, Amount: 1, Currency: "BRL"})
+			c.sb.Void(t.Context(), key, acquirer.VoidRequest{AuthorizationID: auth.ID, Currency: "BRL"})
+			c.sb.Refund(t.Context(), key, acquirer.RefundRequest{AuthorizationID: auth.ID, Amount: 1, Currency: "BRL"})
+		})
+		wg.Go(func() { _, _, _ = c.sb.Captures(), c.sb.Voids(), c.sb.Refunds() })
+	}
+	wg.Wait()
+	if n := len(c.sb.Captures()) + len(c.sb.Voids()) + len(c.sb.Refunds()); n != 60 {
+		t.Fatalf("%d actions listed, want 60", n)
+	}
+}

@@ -25,11 +25,6 @@ const (
 	DeclineRefundFunds          = "insufficient_funds"
 )
 
-type storedRefund struct {
-	refund acquirer.Refund
-	status int
-}
-
 // SetRefundBound turns the bound on refunds per authorization on or off.
 // It is on in a new sandbox.
 func (s *Server) SetRefundBound(enforced bool) {
@@ -40,13 +35,7 @@ func (s *Server) SetRefundBound(enforced bool) {
 
 // Refunds returns every refund in the order they were made.
 func (s *Server) Refunds() []acquirer.Refund {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]acquirer.Refund, len(s.refundOrder))
-	for i, k := range s.refundOrder {
-		out[i] = s.refunds[k].refund
-	}
-	return out
+	return inOrder(s, &s.refundOrder, s.refunds, answerOf[acquirer.Refund])
 }
 
 // Refunded is what the succeeded refunds of authorization id add up to.
@@ -123,7 +112,7 @@ func (s *Server) refundRoutes() {
 		return r.Amount > 0 && r.Currency != "" && r.AuthorizationID != ""
 	}, func(key string, r acquirer.RefundRequest) (int, any) {
 		rec := s.recordRefund(key, r)
-		return rec.status, rec.refund
+		return rec.status, rec.answer
 	}))
 	s.mux.HandleFunc("GET /v1/refunds/{key}", lookingUp(s.LookupRefund))
 	s.mux.HandleFunc("GET /v1/refunds", func(w http.ResponseWriter, _ *http.Request) {
@@ -137,7 +126,7 @@ func (s *Server) refundRoutes() {
 // authorization the sandbox did not make, or declined, in another
 // currency, or beyond what remains of what it captured while the bound is
 // on, is declined.
-func (s *Server) recordRefund(key string, req acquirer.RefundRequest) storedRefund {
+func (s *Server) recordRefund(key string, req acquirer.RefundRequest) answered[acquirer.Refund] {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if rec, ok := s.refunds[key]; ok {
@@ -169,7 +158,7 @@ func (s *Server) recordRefund(key string, req acquirer.RefundRequest) storedRefu
 		}
 		s.refunded[req.AuthorizationID] += ref.Amount
 	}
-	rec := storedRefund{refund: ref, status: status}
+	rec := answered[acquirer.Refund]{answer: ref, status: status}
 	s.refunds[key] = rec
 	s.refundOrder = append(s.refundOrder, key)
 	return rec
@@ -199,10 +188,10 @@ func (s *Server) authorization(id string) (stored, bool) {
 // faults: with LookupRefund it makes *Server the refund service's acquirer
 // for benchmarks.
 func (s *Server) Refund(_ context.Context, key string, req acquirer.RefundRequest) (acquirer.Refund, error) {
-	return s.recordRefund(key, req).refund, nil
+	return s.recordRefund(key, req).answer, nil
 }
 
 // LookupRefund is GET /v1/refunds/{key} in process.
 func (s *Server) LookupRefund(_ context.Context, key string) (acquirer.Refund, error) {
-	return lookupIn(s, s.refunds, key, func(r storedRefund) acquirer.Refund { return r.refund })
+	return lookupIn(s, s.refunds, key, answerOf[acquirer.Refund])
 }

@@ -110,7 +110,7 @@ type Server struct {
 	resent  atomic.Int64
 	// refunds by key, in refundOrder; refunded sums the succeeded refunds
 	// of each authorization id, which refundBound caps at its amount.
-	refunds         map[string]storedRefund
+	refunds         map[string]answered[acquirer.Refund]
 	refundOrder     []string
 	refunded        map[string]int64
 	refundBound     bool
@@ -121,9 +121,9 @@ type Server struct {
 	// their order; captureBound and window as SetCaptureBound and
 	// SetAuthorizationWindow set them.
 	held         map[string]held
-	captures     map[string]storedCapture
+	captures     map[string]answered[acquirer.Capture]
 	captureOrder []string
-	voids        map[string]storedVoid
+	voids        map[string]answered[acquirer.Void]
 	voidOrder    []string
 	captureBound bool
 	window       time.Duration
@@ -152,8 +152,8 @@ type stored struct {
 func New(apiKey string) *Server {
 	s := &Server{
 		byKey: map[string]stored{}, dropped: map[string]time.Time{}, Now: time.Now, rng: rand.New(rand.NewPCG(0, 0)), mux: http.NewServeMux(),
-		refunds: map[string]storedRefund{}, refunded: map[string]int64{}, refundBound: true,
-		held: map[string]held{}, captures: map[string]storedCapture{}, voids: map[string]storedVoid{}, captureBound: true,
+		refunds: map[string]answered[acquirer.Refund]{}, refunded: map[string]int64{}, refundBound: true,
+		held: map[string]held{}, captures: map[string]answered[acquirer.Capture]{}, voids: map[string]answered[acquirer.Void]{}, captureBound: true,
 		window: DefaultAuthorizationWindow,
 	}
 	s.apiKey.Store(&apiKey)
