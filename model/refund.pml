@@ -5,9 +5,17 @@
  * model/idem.pml (claim, lease, take-over, fencing), and client attempts
  * (workers) that may crash at any step or stall past their lease.
  * The charge's balance item holds remaining, reserved and refunded, one
- * entry per refund reserved or succeeded (its state, its fence and its
- * amount), and the watermark that folds the released ones (releasedThrough:
- * an intent claimed at or before it that holds no entry may never reserve).
+ * entry per refund in flight (its state, its fence and its amount), and
+ * two watermarks. An entry is folded when its intent ends, by its success
+ * or its release: removed, its amount moved into the figures, and
+ * folded_at raised to the time of the fold. A reservation's
+ * write carries the time it was issued (its stamp) and reserves only if
+ * that is after folded_at, so a write of an ended intent that lands late is
+ * refused. Every fold but a first attempt's success also raises
+ * releasedThrough to the intent's claim time (released_through: an intent
+ * claimed at or before it that holds no entry may never reserve), which
+ * earlier versions' reservations check; the item holds in-flight intents
+ * only, at constant size.
  * The sweeper's reconciler resolves stale records; the acquirer deduplicates
  * refunds by key, holds requests in transit, and refunds, declines, or
  * answers on terms nobody asked for (a mismatch: the record is held with
@@ -15,7 +23,10 @@
  * the Operator below).
  *
  * The steps are DESIGN §7's, as internal/refund runs them. Every step on
- * the balance is one conditional UpdateItem: an atomic step here.
+ * the balance is one conditional UpdateItem: an atomic step here. A
+ * reservation's write may land late (a retry of the SDK whose first try
+ * landed, or one whose answer was lost): once a run (see lateKey). A
+ * worker issues a write only while its lease lives.
  *
  * Bounds: a charge of 5 units, 2 intents of 3 units each, each record
  * claimed at most twice (a released key may be claimed again, under a new
@@ -30,9 +41,11 @@
  * -DMISMATCHES adds the acquirer's answers on other terms, and the operator
  * who settles the records they hold (either shape); -DLATE_ACCEPT adds to
  * it one answer garbled although the refund agrees, and an accept of it
- * whose row may land long after its invocation ended.
- * The largest runs, liveness and mismatches with a competitor, store 34
- * million states in about 3.5 GB.
+ * whose row may land long after its invocation ended. -DNO_LATE leaves
+ * the late reservation write out, and -DNO_LATE_DUP its landing again
+ * after a success (model/check.sh says where, and why).
+ * The largest run, mismatches with a competitor, stores 50 million states
+ * in 3.4 GB.
  *
  * model/check.sh runs it. Compile-time switches break it; each must yield a
  * counterexample:
@@ -44,7 +57,10 @@
  *                            the intent, so an earlier attempt may still
  *                            reserve for a record that has ended
  *   -DNO_WATERMARK           a release removes the entry without raising
- *                            the watermark: the tombstone's work undone
+ *                            either watermark: the tombstone's work undone
+ *   -DFOLD_NO_WATERMARK      a success folds its entry without raising
+ *                            folded_at: a late reservation of the same
+ *                            intent lands after the fold
  *   -DREFUSED_FOLD_RELEASES  a take-over's fold refused by a reservation
  *                            that landed after the re-fence, with the
  *                            watermark past the intent, is taken for a
@@ -61,7 +77,9 @@
  */
 
 #define CHARGED 5
-#define WANT 3
+#ifndef WANT
+#define WANT 3		/* -DWANT=2: two refunds fit the charge, so a success leaves room */
+#endif
 #define INTENTS 2
 #define SENDERS 3		/* workers in all: 2 of intent 0, 1 of intent 1 */
 #define MAXGEN 2		/* claims of one intent's record */
@@ -71,7 +89,7 @@
 
 mtype = { ABSENT, INPROG, COMPLETED };	/* the refund record */
 mtype = { LIVE, ENDED, STALE };		/* its lease against the clock */
-mtype = { NOENTRY, RESERVED, SUCCEEDED, FOLDED };	/* an entry's state_K; FOLDED: refused or re-fenced as released */
+mtype = { NOENTRY, RESERVED, FOLDED };	/* an entry's state_K; FOLDED: refused or re-fenced as released */
 mtype = { UNKNOWN, REFUNDED, DECLINED, MISMATCH };	/* the acquirer's refund, by key */
 
 /* The refund records, by intent. owner: a worker (1, 2: intent 0's; 3:
@@ -85,8 +103,8 @@ bool held[INTENTS];
 bool leaseHasTransit[INTENTS];	/* a request sent under the current lease has not landed */
 byte inTransitFor[INTENTS];	/* requests of the intent still in transit */
 
-/* The balance item of the charge. A released entry is removed, and the
- * watermark raised to its intent's claim time. */
+/* The balance item of the charge. An ended intent's entry is removed, and
+ * the watermarks raised. */
 byte remaining = CHARGED;
 byte reserved = 0;
 byte refunded = 0;
@@ -95,11 +113,32 @@ byte fence[KEYS];		/* 0: absent */
 byte amt[KEYS];
 byte releasedThrough = 0;	/* released_through: 0 none */
 byte releases[KEYS];		/* times the entry was given back (a ghost: asserted, never read) */
+bool succeeded[KEYS];		/* ghost: the entry was folded by its success */
 
-/* Claim times: each claim of a record (and the competitor's) takes the next
- * tick, so a higher one was claimed later. */
+/* The clock: each claim of a record (and the competitor's) takes the next
+ * tick, so a higher one was claimed later. A reservation's write carries
+ * the time it was issued (its stamp), and folded_at is raised to the time
+ * of each fold; all that matters of a stamp is whether a fold came after
+ * it, so the model keeps that instead of the times: stamped[k], the
+ * reservation of key k was issued (one per key: only a first attempt
+ * reserves), and passed[k], a fold was made after it (folded_at >= its
+ * stamp). A clock that runs behind, and the floor that makes it safe, are
+ * model/capture.pml's to check (its -DNO_FLOOR). */
 byte claimAt[KEYS];
 byte tick = 0;
+bool stamped[KEYS];
+bool passed[KEYS];
+
+/* The late reservation write: its key and fence, once in a run. It lands
+ * at any moment before a fold passes its stamp (the Acquirer process), or
+ * right after that fold (landLate), or never. While its key holds an
+ * entry it would be refused and change nothing, and after the fold every
+ * condition that refuses it only grows stronger, so later moments add
+ * nothing. */
+byte lateKey = NONE;
+byte lateFence;
+bool lateUsed = false;
+byte lateGot;
 
 /* The acquirer, by downstream key. */
 mtype acq[KEYS] = UNKNOWN;
@@ -144,30 +183,61 @@ inline crash(i, bounded) {
 #else
 #define ROOM (remaining >= WANT)
 #endif
+#define UNFOLDED(k) (claimAt[k] > releasedThrough && !passed[k])
 inline reserve(k, a, result) {
 	atomic {
 		if
-		:: state[k] == NOENTRY && claimAt[k] > releasedThrough && ROOM ->
+		:: state[k] == NOENTRY && UNFOLDED(k) && ROOM ->
 			if
 			:: remaining >= WANT -> remaining = remaining - WANT
 			:: else -> remaining = 0
 			fi;
 			reserved = reserved + WANT; state[k] = RESERVED; fence[k] = a; amt[k] = WANT; result = RESERVED
-		:: state[k] == NOENTRY && claimAt[k] > releasedThrough && !ROOM -> result = NOENTRY	/* 422 REFUND_EXCEEDS_CHARGE */
-		:: state[k] == NOENTRY && claimAt[k] <= releasedThrough -> result = FOLDED
+		:: state[k] == NOENTRY && UNFOLDED(k) && !ROOM -> result = NOENTRY	/* 422 REFUND_EXCEEDS_CHARGE */
+		:: state[k] == NOENTRY && !UNFOLDED(k) -> result = FOLDED
 		:: state[k] == RESERVED && fence[k] == a -> result = RESERVED	/* this attempt's own write, answered late */
 		:: else -> result = NONE	/* fenced out */
 		fi
 	}
 }
 
-/* fold: the watermark raised to the intent's claim time, never lowered. */
-inline fold(k) {
+/* forget: once a key's last reservation write has been decided, its
+ * stamp matters no more (only a first attempt reserves, once): cleared,
+ * so that states that differ only there are one. */
+inline forget(k) {
+	stamped[k] = false; passed[k] = false
+}
+
+/* landLate: the late write, if it is on its way, may land right after a
+ * fold (the moment after which it can only be refused). */
+inline landLate() {
 	if
-	:: releasedThrough < claimAt[k] -> releasedThrough = claimAt[k]
-	:: else -> skip
+	:: lateKey != NONE && state[lateKey] == NOENTRY -> reserve(lateKey, lateFence, lateGot); forget(lateKey); lateKey = NONE; lateGot = 0
+	:: true -> skip
 	fi
 }
+
+/* fold: folded_at raised to the folder's clock, past every stamp issued
+ * so far, and releasedThrough raised to the intent's claim time unless
+ * byClaim is false (a first attempt's success: no earlier attempt of the
+ * intent exists). Neither is ever lowered. */
+inline fold(k, byClaim) {
+	passed[0] = passed[0] || stamped[0];
+	passed[1] = passed[1] || stamped[1];
+	passed[2] = passed[2] || stamped[2];
+	passed[3] = passed[3] || stamped[3];
+	if
+	:: byClaim && releasedThrough < claimAt[k] -> releasedThrough = claimAt[k]
+	:: else -> skip
+	fi;
+	landLate()
+}
+
+/* Whether the item shows a fold of k already made: releasedThrough at its
+ * claim, and folded_at past every stamp issued (a fold now would raise
+ * neither, and dynamo.Balances.Refence writes nothing more). */
+#define FOLDED_ALREADY(k) (claimAt[k] <= releasedThrough && (!stamped[0] || passed[0]) && (!stamped[1] || passed[1]) && \
+	(!stamped[2] || passed[2]) && (!stamped[3] || passed[3]))
 
 /* re-fence (§7), by a take-over: fence_K = a if below; no entry: the
  * intent is folded (no attempt reserved; after the fold none can). Two
@@ -179,7 +249,7 @@ inline fold(k) {
 #ifdef NO_FOLD
 #define FOLD(k) skip
 #else
-#define FOLD(k) fold(k)
+#define FOLD(k) fold(k, true)
 #endif
 inline refence(k, a, result) {
 	result = NOENTRY;
@@ -189,8 +259,8 @@ inline refence(k, a, result) {
 		:: state[k] != NOENTRY && fence[k] < a -> fence[k] = a; result = state[k]
 		:: state[k] != NOENTRY && fence[k] == a -> result = state[k]	/* its own write, answered again */
 		:: state[k] != NOENTRY && fence[k] > a -> result = NONE	/* a later attempt took it */
-		:: state[k] == NOENTRY && claimAt[k] <= releasedThrough -> result = FOLDED
-		:: state[k] == NOENTRY && claimAt[k] > releasedThrough -> skip	/* no entry: fold it */
+		:: state[k] == NOENTRY && FOLDED_ALREADY(k) -> result = FOLDED	/* the refusal shows both watermarks past it */
+		:: state[k] == NOENTRY && !FOLDED_ALREADY(k) -> skip	/* no entry: fold it (the fold writes) */
 		fi
 	   };
 	   if
@@ -215,13 +285,23 @@ inline refence(k, a, result) {
 	od
 }
 
-/* succeed (§7): reserved -> succeeded, fenced. */
-inline succeed(k, a, ok) {
+/* succeed (§7): a reserved entry of this fence moves into the figures
+ * and is folded (byClaim: raising releasedThrough too, unless a first
+ * attempt). An intent with no entry has ended: the success is taken as
+ * done already (the caller holds its row, written before the entry moves
+ * and only from the acquirer's answer), and the ghost says that is true.
+ * -DFOLD_NO_WATERMARK: the entry removed, no watermark raised. */
+inline succeed(k, a, ok, byClaim) {
 	atomic {
 		if
 		:: state[k] == RESERVED && fence[k] == a ->
-			state[k] = SUCCEEDED; reserved = reserved - amt[k]; refunded = refunded + amt[k]; ok = true
-		:: state[k] == SUCCEEDED && fence[k] == a -> ok = true	/* already done */
+			reserved = reserved - amt[k]; refunded = refunded + amt[k];
+			state[k] = NOENTRY; fence[k] = 0; amt[k] = 0; succeeded[k] = true;
+#ifndef FOLD_NO_WATERMARK
+			fold(k, byClaim);
+#endif
+			ok = true
+		:: state[k] == NOENTRY -> assert(succeeded[k]); ok = true	/* folded: done already */
 		:: else -> ok = false
 		fi;
 		assert(BALANCED)
@@ -234,7 +314,7 @@ inline succeed(k, a, ok) {
 #ifdef NO_WATERMARK
 #define RELEASE_FOLD(k) skip
 #else
-#define RELEASE_FOLD(k) fold(k)
+#define RELEASE_FOLD(k) fold(k, true)
 #endif
 inline release(k, a, ok) {
 	atomic {
@@ -248,8 +328,8 @@ inline release(k, a, ok) {
 			state[k] = NOENTRY; fence[k] = 0; amt[k] = 0;
 			RELEASE_FOLD(k);
 			ok = true
-		:: state[k] == NOENTRY -> RELEASE_FOLD(k); ok = true
-		:: else -> ok = false	/* another attempt's, or succeeded */
+		:: state[k] == NOENTRY -> RELEASE_FOLD(k); ok = true	/* nothing reserved, or folded already (a stale attempt's release after a success: its record's delete is fenced) */
+		:: else -> ok = false	/* another attempt's */
 		fi;
 		assert(releases[k] <= 1);	/* an entry is given back at most once */
 		assert(BALANCED)
@@ -274,7 +354,7 @@ inline deleteRecord(i, me) {
 	atomic {
 		if
 		:: rec[i] == INPROG && owner[i] == me ->
-			assert(state[KEY(i)] != RESERVED && state[KEY(i)] != SUCCEEDED);	/* the entry first */
+			assert(state[KEY(i)] != RESERVED && !succeeded[KEY(i)]);	/* the entry first */
 			rec[i] = ABSENT; owner[i] = 0
 		:: else -> skip
 		fi
@@ -318,8 +398,9 @@ inline rowWrite(k, ok) {
  * reconciler bounded: crash) and then goes to out. With -DLATE_ACCEPT an
  * answer that disagreed although the acquirer's refund agrees (a garbled
  * answer) holds the record once, so that the operator's accept can find
- * agreeing terms. */
-inline finish(i, me, k, a, bounded, out) {
+ * agreeing terms. byClaim: the folds raise releasedThrough too (all but
+ * a first attempt's success). */
+inline finish(i, me, k, a, byClaim, bounded, out) {
 	if
 	:: atomic { acq[k] == MISMATCH && rec[i] == INPROG && owner[i] == me -> held[i] = true; lease[i] = ENDED }
 	:: atomic { acq[k] == MISMATCH && !(rec[i] == INPROG && owner[i] == me) }	/* fenced out */
@@ -329,7 +410,7 @@ inline finish(i, me, k, a, bounded, out) {
 #endif
 	:: acq[k] == REFUNDED -> rowWrite(k, ok);
 		if
-		:: ok -> succeed(k, a, ok)
+		:: ok -> succeed(k, a, ok, byClaim)
 		:: else -> skip	/* the voided marker: nothing moves */
 		fi
 	:: acq[k] == DECLINED -> rowWrite(k, ok);
@@ -348,6 +429,18 @@ inline finish(i, me, k, a, bounded, out) {
 	:: completeRecord(i, me)
 	fi
 }
+
+/* LATE_OK: the late write may still be scheduled (-DNO_LATE: never, for
+ * the liveness runs, where a late write refused changes nothing). */
+#ifdef NO_LATE
+#define LATE_OK false
+#else
+#define LATE_OK !lateUsed
+#endif
+
+/* Whether a worker may still issue a write: it owns the record under a
+ * live lease. */
+#define ISSUABLE(i, me) (owner[i] == me && lease[i] == LIVE)
 
 proctype Worker(byte i; byte me) {
 	byte k, a, got;
@@ -374,25 +467,42 @@ proctype Worker(byte i; byte me) {
 		fi;
 		if
 		:: got == NONE -> goto done
-		:: acq[k] != UNKNOWN -> finish(i, me, k, a, false, done); goto done
+		:: acq[k] != UNKNOWN -> finish(i, me, k, a, true, false, done); goto done
 		:: acq[k] == UNKNOWN && got == FOLDED -> deleteRecord(i, me); goto done	/* released: nothing sent */
 		:: acq[k] == UNKNOWN && got == RESERVED -> skip
 		fi
 	:: else ->
+		/* The reservation's write is issued while the lease lives (the
+		 * invocation's deadline comes before its end, and the SDK issues
+		 * no try after it), and carries the time it was issued at. */
 		if
 		:: MAYCRASH(i) -> goto done	/* crash before reserving */
-		:: MAYCRASH(i) ->	/* the store fails the reservation, its write still on its way (503) */
+		:: atomic { ISSUABLE(i, me) -> stamped[k] = true }
+		:: atomic { !ISSUABLE(i, me) } -> goto done	/* the invocation is over */
+		fi;
+		if
+		:: MAYCRASH(i) ->	/* the store fails the reservation, its write perhaps still on its way (503) */
+			atomic {
+				if
+				:: LATE_OK -> lateUsed = true; lateKey = k; lateFence = a
+				:: else -> forget(k)	/* it never lands */
+				fi
+			};
 			release(k, a, ok);
 			if
 			:: ok -> deleteRecord(i, me)
 			:: else -> skip
 			fi;
-			if
-			:: reserve(k, a, got)	/* the write lands late: refused, the intent folded */
-			:: skip	/* or never */
-			fi;
 			goto done
-		:: reserve(k, a, got)
+		:: atomic {
+			reserve(k, a, got);
+			if
+#ifndef NO_LATE_DUP
+			:: got == RESERVED && MAYCRASH(i) && LATE_OK -> lateUsed = true; lateKey = k; lateFence = a	/* retried by the SDK, its first try landed: the retry lands later (or never) */
+#endif
+			:: else -> forget(k)
+			fi
+		   }
 		fi;
 		/* The store fails at the reservation, its write perhaps landed (503
 		 * SERVICE_UNAVAILABLE): nothing was sent, so the first attempt
@@ -439,7 +549,7 @@ proctype Worker(byte i; byte me) {
 	:: MAYCRASH(i) -> goto done	/* crash before sending */
 	fi;
 	if
-	:: transit[me] == NONE -> finish(i, me, k, a, false, done)	/* answered */
+	:: transit[me] == NONE -> finish(i, me, k, a, takenOver, false, done)	/* answered */
 	:: atomic { MAYCRASH(i) && rec[i] == INPROG && owner[i] == me -> lease[i] = ENDED }	/* unknown: idem.Lease.Abandon, 503 pending */
 	:: MAYCRASH(i) -> goto done	/* crash while waiting */
 	fi;
@@ -457,15 +567,15 @@ proctype Competitor() {
 	bool ok;
 	atomic { tick++; claimAt[2] = tick };
 	if
-	:: true -> reserve(2, 1, got)
-	:: true -> release(2, 1, ok); goto out	/* its reservation failed without landing: folded */
+	:: true -> atomic { stamped[2] = true; reserve(2, 1, got); forget(2) }	/* issued and landed at once: only intent 0's writes land late */
+	:: true -> atomic { stamped[2] = true; release(2, 1, ok); forget(2) }; goto out	/* its reservation failed without landing: folded */
 	fi;
 	if
 	:: got == RESERVED ->
 		atomic { transit[3] = 2; inTransitFor[1]++ };
 		transit[3] == NONE;	/* answered */
 		if
-		:: acq[2] == REFUNDED -> succeed(2, 1, ok)
+		:: acq[2] == REFUNDED -> succeed(2, 1, ok, false)
 		:: acq[2] == DECLINED -> release(2, 1, ok)
 		fi
 	:: else -> skip	/* no room: 422, or released by a fold: 503 */
@@ -515,12 +625,13 @@ inline land(w) {
 }
 
 active proctype Acquirer() {
-	byte k, i;
+	byte k, i, got;
 	bool landed;
 end:	do
 	:: atomic { transit[1] != NONE -> land(1) }
 	:: atomic { transit[2] != NONE -> land(2) }
 	:: atomic { transit[3] != NONE -> land(3) }
+	:: atomic { lateKey != NONE && state[lateKey] == NOENTRY && !passed[lateKey] -> reserve(lateKey, lateFence, got); forget(lateKey); lateKey = NONE; got = 0 }	/* the late write lands before a fold passed its stamp (see landLate) */
 #ifdef LATE_ACCEPT
 	:: atomic { lateRow != NONE -> rowWrite(lateRow, landed); lateRow = NONE; landed = false }	/* an accept's row, landing late */
 #endif
@@ -560,7 +671,7 @@ end:	do
 	   :: else -> skip
 	   fi;
 	   if
-	   :: acq[k] != UNKNOWN -> finish(i, RECONCILER, k, a, true, next)
+	   :: acq[k] != UNKNOWN -> finish(i, RECONCILER, k, a, true, true, next)
 	   :: atomic { acq[k] == UNKNOWN && reconcileFailures < 1 && owner[i] == RECONCILER -> reconcileFailures++; lease[i] = ENDED }	/* the lookup failed */
 	   :: acq[k] == UNKNOWN ->
 		release(k, a, ok);
@@ -635,7 +746,7 @@ end:	do
 		:: atomic { lateRow = k; lease[i] = ENDED }	/* the row on its way; the invocation ends */
 		:: rowWrite(k, ok);
 		   if
-		   :: ok -> succeed(k, a, ok)
+		   :: ok -> succeed(k, a, ok, true)
 		   :: else -> skip
 		   fi;
 		   atomic {
@@ -715,6 +826,5 @@ init {
 	}
 }
 
-ltl bounded { [] (acqTotal <= CHARGED && refunded + reserved <= CHARGED) }
 ltl ends { [] ((rec[0] == INPROG && !held[0] -> <> (rec[0] != INPROG || held[0])) &&
                (rec[1] == INPROG && !held[1] -> <> (rec[1] != INPROG || held[1]))) }

@@ -134,7 +134,7 @@ func refundBillOf(r map[string]metrics, size, nth int) (sizeBill, bool) {
 
 const refundUnitsPrefix = "RefundUnits/refund-"
 
-// lastRefund is the largest nth refund RefundUnits measured (refund.MaxEntries).
+// lastRefund is the largest nth refund RefundUnits measured (its 150th).
 func lastRefund(r map[string]metrics) int {
 	last := 0
 	for name := range r {

@@ -527,8 +527,9 @@ type view struct {
 }
 
 // balanceView is a charge's refund balance: what its refunds returned,
-// what refunds in flight reserve, what remains, and each refund intent's
-// entry by its refund id.
+// what refunds in flight reserve, what remains, and the entry of each
+// refund in flight by its refund id (an ended refund's entry is folded
+// into the figures).
 type balanceView struct {
 	Refunded  int64             `json:"refunded"`
 	Reserved  int64             `json:"reserved"`
@@ -537,11 +538,14 @@ type balanceView struct {
 	// ReleasedThrough: every refund intent claimed by then that holds no
 	// entry is released (omitted when none was).
 	ReleasedThrough *time.Time `json:"released_through,omitempty"`
+	// FoldedAt: the latest fold; a reservation issued by then is refused
+	// (omitted when none was).
+	FoldedAt *time.Time `json:"folded_at,omitempty"`
 }
 
 type refundEntryView struct {
 	ID     string       `json:"id"`
-	State  refund.State `json:"state"` // "released" for an intent the balance folded
+	State  refund.State `json:"state"` // "released" for an intent the claim watermark folded, "folded" for one whose row tells how it ended
 	Amount int64        `json:"amount"`
 }
 
@@ -700,8 +704,14 @@ func describeRefund(ctx context.Context, v *view, t tables, rec *idem.Record) {
 		v.BalanceError = err.Error()
 	case ok:
 		v.RefundEntry = &refundEntryView{ID: id, State: e.State, Amount: e.Amount}
+	case v.Ledger != nil:
+		v.RefundEntry = &refundEntryView{ID: id, State: stateFolded}
 	}
 }
+
+// stateFolded is what inspect shows of a refund whose entry its success
+// or its release folded: its row tells how it ended.
+const stateFolded refund.State = "folded"
 
 // balanceOf is a captured charge's refund balance as inspect shows it
 // (nil for a declined charge), or why it did not read. A charge never
@@ -720,6 +730,9 @@ func balanceOf(ctx context.Context, balances refund.Balances, ch charge.Charge) 
 	}
 	if !b.ReleasedThrough.IsZero() {
 		v.ReleasedThrough = &b.ReleasedThrough
+	}
+	if !b.FoldedAt.IsZero() {
+		v.FoldedAt = &b.FoldedAt
 	}
 	for _, key := range slices.Sorted(maps.Keys(b.ByKey)) {
 		e := b.ByKey[key]

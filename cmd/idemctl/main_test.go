@@ -673,17 +673,23 @@ func TestReadingCommands(t *testing.T) {
 		t.Fatalf("the balance of a charge never refunded: %+v", v.Balance)
 	}
 	balances, refundKey := dynamo.Open(w.ddb, w.table).Balances(), "0123456789abcdef0123456789abcdef01234567"
-	if _, err := balances.Reserve(ctx, refund.Reservation{ChargeID: v.Ledger["id"].(string), ChargeAmount: int64(v.Ledger["amount"].(float64)), Intent: refund.Intent{Key: refundKey, Claimed: time.Now()}, Fence: 1, Amount: 40}); err != nil {
+	intent := refund.Intent{Key: refundKey, Claimed: time.Now(), FoldAt: time.Now().Add(time.Millisecond), First: true}
+	if _, err := balances.Reserve(ctx, refund.Reservation{ChargeID: v.Ledger["id"].(string), ChargeAmount: int64(v.Ledger["amount"].(float64)), Intent: intent, Fence: 1, Stamp: time.Now(), Amount: 40}); err != nil {
 		t.Fatal(err)
 	}
-	if err := balances.Succeed(ctx, v.Ledger["id"].(string), refundKey, 1); err != nil {
+	out, err = idemctl("inspect", "--account", "acct_ops", "--key", "ops-done-key")
+	v = view{}
+	if err != nil || json.Unmarshal([]byte(out), &v) != nil || v.Balance == nil || v.Balance.Reserved != 40 ||
+		!slices.Equal(v.Balance.Refunds, []refundEntryView{{ID: refund.ID(refundKey), State: refund.EntryReserved, Amount: 40}}) {
+		t.Fatalf("the balance with a refund in flight: %v\n%s", err, out)
+	}
+	if err := balances.Succeed(ctx, v.Ledger["id"].(string), intent, 1); err != nil {
 		t.Fatal(err)
 	}
 	out, err = idemctl("inspect", "--account", "acct_ops", "--key", "ops-done-key")
 	v = view{}
 	if err != nil || json.Unmarshal([]byte(out), &v) != nil || v.Balance == nil || v.Balance.Refunded != 40 || v.Balance.Reserved != 0 ||
-		v.Balance.Remaining != int64(v.Ledger["amount"].(float64))-40 ||
-		!slices.Equal(v.Balance.Refunds, []refundEntryView{{ID: refund.ID(refundKey), State: refund.EntrySucceeded, Amount: 40}}) {
+		v.Balance.Remaining != int64(v.Ledger["amount"].(float64))-40 || len(v.Balance.Refunds) != 0 || v.Balance.FoldedAt == nil {
 		t.Fatalf("the balance after a refund: %v\n%s", err, out)
 	}
 	// A refund's record, by its operation: its answer, its row and its
@@ -696,7 +702,7 @@ func TestReadingCommands(t *testing.T) {
 	out, err = idemctl("inspect", "--account", "acct_ops", "--key", "ops-done-key", "--operation", "refund")
 	v = view{}
 	if err != nil || json.Unmarshal([]byte(out), &v) != nil || v.Response == nil || v.Response.Status != 201 ||
-		v.Ledger["status"] != "succeeded" || v.Ledger["account"] != "acct_ops" || v.RefundEntry == nil || v.RefundEntry.State != refund.EntrySucceeded || v.RefundEntry.Amount != 10 ||
+		v.Ledger["status"] != "succeeded" || v.Ledger["account"] != "acct_ops" || v.RefundEntry == nil || v.RefundEntry.State != stateFolded ||
 		v.Ledger["id"] != v.RefundEntry.ID || v.RefundEntry.ID != refund.ID(v.DownstreamKey) {
 		t.Fatalf("inspect a refund: %v\n%s", err, out)
 	}

@@ -41,6 +41,7 @@ const (
 	balanceRefunded        = "refunded"
 	balanceEntries         = "entries"
 	balanceReleasedThrough = "released_through"
+	balanceFoldedAt        = "folded_at"
 )
 
 // MaxBalanceBytes is the largest a balance item can be by DynamoDB's
@@ -50,7 +51,7 @@ const (
 // fence and an amount of 19 digits each. An update of it is billed 9
 // write units (1 KB each); TestBalanceSizeIsBounded holds it against an
 // item driven there on DynamoDB Local.
-const MaxBalanceBytes = 8671
+const MaxBalanceBytes = 8691
 
 // entryNames are the expression names of key's entry that expr uses, of
 // #st, #fe and #am (DynamoDB refuses a name no expression uses).
@@ -98,8 +99,8 @@ func (b *Balances) update(ctx context.Context, chargeID, key, update, condition 
 	return nil, out.Attributes, nil
 }
 
-// The conditions on the watermark: the intent claimed at :claimed is
-// folded, or it is not.
+// The conditions on the claim watermark: the intent claimed at :claimed
+// is folded, or it is not.
 const (
 	folded    = balanceReleasedThrough + " >= :claimed"
 	notFolded = "(attribute_not_exists(" + balanceReleasedThrough + ") OR " + balanceReleasedThrough + " < :claimed)"
@@ -108,16 +109,72 @@ const (
 // claimed is the value of :claimed: an intent's claim time.
 func claimed(in refund.Intent) types.AttributeValue { return num(in.Claimed.UnixMilli()) }
 
-// foldedIn reports whether item's watermark folds the intent.
+// foldedIn reports whether item's claim watermark folds the intent.
 func foldedIn(item map[string]types.AttributeValue, in refund.Intent) bool {
 	_, ok := item[balanceReleasedThrough]
 	return ok && intOf(item, balanceReleasedThrough) >= in.Claimed.UnixMilli()
 }
 
+// stampFolded reports whether item's folded_at refuses a reservation
+// issued at stamp.
+func stampFolded(item map[string]types.AttributeValue, stamp time.Time) bool {
+	_, ok := item[balanceFoldedAt]
+	return ok && intOf(item, balanceFoldedAt) >= stamp.UnixNano()
+}
+
+// A mark is one watermark a fold raises: its attribute, the expression
+// value that names its target, and the target.
+type mark struct {
+	attribute, value string
+	to               int64
+}
+
+// marks are the watermarks a fold of in raises: folded_at to its FoldAt,
+// and with byClaim released_through to its claim time.
+func marks(in refund.Intent, byClaim bool) []mark {
+	var ms []mark
+	if !in.FoldAt.IsZero() {
+		ms = append(ms, mark{balanceFoldedAt, ":foldAt", in.FoldAt.UnixNano()})
+	}
+	if byClaim {
+		ms = append(ms, mark{balanceReleasedThrough, ":claimed", in.Claimed.UnixMilli()})
+	}
+	return ms
+}
+
+// raise is the SET clauses and the conditions of a write that raises
+// each mark: where old (the item as the last refusal showed it, nil
+// before the first write) has it at its target or above, the condition
+// that it still is and no clause (DynamoDB has no max); else the
+// condition that it is below or absent, and the clause that raises it.
+// A mark only rises, so each write form a refusal rules out stays ruled
+// out.
+func raise(old map[string]types.AttributeValue, ms []mark, values map[string]types.AttributeValue) (set, conditions []string) {
+	for _, m := range ms {
+		values[m.value] = num(m.to)
+		if _, ok := old[m.attribute]; ok && intOf(old, m.attribute) >= m.to {
+			conditions = append(conditions, m.attribute+" >= "+m.value)
+			continue
+		}
+		conditions = append(conditions, "(attribute_not_exists("+m.attribute+") OR "+m.attribute+" < "+m.value+")")
+		set = append(set, m.attribute+" = "+m.value)
+	}
+	return set, conditions
+}
+
+// setAnd is an update expression of SET clauses (none: only the rest).
+func setAnd(set []string, rest string) string {
+	if len(set) == 0 {
+		return rest
+	}
+	return strings.TrimSpace("SET " + strings.Join(set, ", ") + " " + rest)
+}
+
 // Reserve implements refund.Balances: one UpdateItem conditioned on the
-// intent holding no entry and not being folded, fewer than
-// refund.MaxEntries entries, and room left. Without an amount it reserves
-// what remains, resolved by the same write.
+// intent holding no entry, its claim after released_through and the
+// reservation's stamp after folded_at, fewer than refund.MaxEntries
+// entries, and room left. Without an amount it reserves what remains,
+// resolved by the same write.
 func (b *Balances) Reserve(ctx context.Context, r refund.Reservation) (refund.Entry, error) {
 	if r.Amount > r.ChargeAmount {
 		bal, err := b.Get(ctx, r.ChargeID) // only to say what remains: the answer decides nothing
@@ -133,8 +190,10 @@ func (b *Balances) Reserve(ctx context.Context, r refund.Reservation) (refund.En
 	values := map[string]types.AttributeValue{
 		":charged": num(r.ChargeAmount), ":zero": num(0), ":one": num(1), ":max": num(refund.MaxEntries),
 		":reserved": str(string(refund.EntryReserved)), ":fence": num(int64(r.Fence)), ":claimed": claimed(r.Intent),
+		":stamp": num(r.Stamp.UnixNano()),
 	}
 	condition := "attribute_not_exists(#fe) AND " + notFolded +
+		" AND (attribute_not_exists(" + balanceFoldedAt + ") OR " + balanceFoldedAt + " < :stamp)" +
 		" AND (attribute_not_exists(" + balanceEntries + ") OR " + balanceEntries + " < :max)"
 	update := "SET " + balanceChargeAmount + " = if_not_exists(" + balanceChargeAmount + ", :charged), " +
 		balanceRefunded + " = if_not_exists(" + balanceRefunded + ", :zero), " +
@@ -169,7 +228,7 @@ func (b *Balances) Reserve(ctx context.Context, r refund.Reservation) (refund.En
 		return e, nil // this attempt's own reservation, answered again
 	case hasFence:
 		return e, refund.ErrFenced
-	case foldedIn(old, r.Intent):
+	case foldedIn(old, r.Intent) || stampFolded(old, r.Stamp):
 		return refund.Entry{State: refund.EntryReleased}, refund.ErrReleased
 	case intOf(old, balanceEntries) >= refund.MaxEntries:
 		return e, refund.ErrLimitReached
@@ -178,14 +237,13 @@ func (b *Balances) Reserve(ctx context.Context, r refund.Reservation) (refund.En
 }
 
 // Refence implements refund.Balances: fence_K = fence where the entry is
-// reserved or succeeded under a lower one; where the intent holds no
-// entry, released_through = its claim time, if lower (the fold). Each
-// write's refusal shows the item as it was, which chooses the next: an
-// entry that appeared meanwhile (an earlier attempt's reservation,
-// landing) is re-fenced, an intent folded meanwhile is released. A
-// refusal that finds fence_K = fence is this attempt's own write,
-// answered again. An entry an earlier version left (released, or a stub)
-// is folded in its place (foldLegacy).
+// reserved (or an earlier version's succeeded one) under a lower one;
+// where the intent holds no entry, the fold (fold). Each write's refusal
+// shows the item as it was, which chooses the next: an entry that
+// appeared meanwhile (an earlier attempt's reservation, landing) is
+// re-fenced. A refusal that finds fence_K = fence is this attempt's own
+// write, answered again. An entry an earlier version left (released, or
+// a stub) is folded in its place (foldLegacy).
 func (b *Balances) Refence(ctx context.Context, chargeID string, in refund.Intent, fence int) (refund.Entry, error) {
 	values := map[string]types.AttributeValue{":fence": num(int64(fence)), ":reserved": str(string(refund.EntryReserved)),
 		":succeeded": str(string(refund.EntrySucceeded))}
@@ -194,6 +252,7 @@ func (b *Balances) Refence(ctx context.Context, chargeID string, in refund.Inten
 		var (
 			updated map[string]types.AttributeValue
 			err     error
+			done    bool
 		)
 		e, err := entryOf(old, in.Key)
 		if err != nil {
@@ -212,16 +271,14 @@ func (b *Balances) Refence(ctx context.Context, chargeID string, in refund.Inten
 		case held, e.State == "" && hasFence && e.Fence > fence:
 			return e, refund.ErrFenced
 		case hasFence:
-			old, err = b.foldLegacy(ctx, chargeID, in, old)
-		case foldedIn(old, in):
-			return refund.Entry{State: refund.EntryReleased}, nil
-		default: // no entry: no attempt reserved, and after the fold none can
-			old, err = b.fold(ctx, chargeID, in)
+			old, done, err = b.foldLegacy(ctx, chargeID, in, true, old)
+		default: // no entry: no attempt reserved, or the intent ended; after the fold none can reserve
+			old, done, err = b.fold(ctx, chargeID, in, old)
 		}
 		if err != nil {
 			return refund.Entry{}, err
 		}
-		if old == nil { // folded
+		if done {
 			return refund.Entry{State: refund.EntryReleased}, nil
 		}
 	}
@@ -231,89 +288,66 @@ func (b *Balances) Refence(ctx context.Context, chargeID string, in refund.Inten
 // maxSteps bounds the writes of one step that takes more than one. Each
 // refusal shows the item moved on, and each move happens once for an
 // intent: an entry reserved (a late reservation landing), an earlier
-// version's entry folded, the watermark passing the intent's claim. The
-// longest run is Release's: give back, fold (an entry appeared), give
-// back (the watermark passed the claim), give back in its other form.
-const maxSteps = 5
+// version's entry folded, a watermark passing its target. The longest
+// run is Release's: give back, fold (an entry appeared), give back (a
+// watermark passed its target), give back (the other one did).
+const maxSteps = 6
 
-// fold raises released_through to the intent's claim time where the
-// intent holds no entry; old is the item as it was when refused (nil when
-// the write was made).
-func (b *Balances) fold(ctx context.Context, chargeID string, in refund.Intent) (old map[string]types.AttributeValue, err error) {
-	old, _, err = b.update(ctx, chargeID, in.Key, "SET "+balanceReleasedThrough+" = :claimed",
-		"attribute_not_exists(#fe) AND "+notFolded, map[string]types.AttributeValue{":claimed": claimed(in)}, false)
-	return old, err
+// fold raises the watermarks of a fold of in (marks) where the intent
+// holds no entry, as old (the item as the last refusal showed it, nil
+// before the first write) says they stand. Every fold writes, unless old
+// shows both at their targets already; done reports the fold made (or
+// found made), else old is the item as the write's refusal showed it.
+func (b *Balances) fold(ctx context.Context, chargeID string, in refund.Intent, old map[string]types.AttributeValue) (map[string]types.AttributeValue, bool, error) {
+	values := map[string]types.AttributeValue{}
+	set, conditions := raise(old, marks(in, true), values)
+	if old != nil && len(set) == 0 {
+		return old, true, nil // the item showed no entry and both marks reached
+	}
+	old, _, err := b.update(ctx, chargeID, in.Key, setAnd(set, ""),
+		"attribute_not_exists(#fe) AND "+strings.Join(conditions, " AND "), values, false)
+	return old, err == nil && old == nil, err
 }
 
 // foldLegacy folds an entry an earlier version of the balance left behind
-// (seen in old): a released one, which it kept as a tombstone, or a
-// take-over's stub (a fence and no state). The entry is removed, entries
-// no longer counts it (it counted one that reserved: it has an amount),
-// and released_through rises to the intent's claim time where it is lower,
-// so no attempt of the intent can reserve: what the tombstone or the stub
-// did. The condition is the entry as old shows it; old is the item as it
-// was when refused (nil when the write was made).
-func (b *Balances) foldLegacy(ctx context.Context, chargeID string, in refund.Intent, old map[string]types.AttributeValue) (map[string]types.AttributeValue, error) {
+// (seen in old): a released one, which it kept as a tombstone, a
+// take-over's stub (a fence and no state), or a succeeded one. The entry
+// is removed, entries no longer counts it (it counted one that reserved:
+// it has an amount), and the watermarks rise (marks, byClaim as the
+// caller's fold), so no attempt of the intent can reserve. The condition
+// is the entry as old shows it; done reports the fold made, else old is
+// the item as the write's refusal showed it.
+func (b *Balances) foldLegacy(ctx context.Context, chargeID string, in refund.Intent, byClaim bool, old map[string]types.AttributeValue) (map[string]types.AttributeValue, bool, error) {
 	e, err := entryOf(old, in.Key)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	values := map[string]types.AttributeValue{":was": num(int64(e.Fence)), ":claimed": claimed(in)}
+	values := map[string]types.AttributeValue{":was": num(int64(e.Fence))}
 	condition := "#fe = :was AND attribute_not_exists(#st)"
 	if e.State != "" {
 		values[":st"] = str(string(e.State))
 		condition = "#fe = :was AND #st = :st"
 	}
-	var set []string
+	set, conditions := raise(old, marks(in, byClaim), values)
 	if _, counted := old["amount_"+in.Key]; counted {
 		values[":one"] = num(1)
 		set = append(set, balanceEntries+" = "+balanceEntries+" - :one")
 	}
-	if foldedIn(old, in) {
-		condition += " AND " + folded
-	} else {
-		condition += " AND " + notFolded
-		set = append(set, balanceReleasedThrough+" = :claimed")
+	if len(conditions) > 0 {
+		condition += " AND " + strings.Join(conditions, " AND ")
 	}
-	update := "REMOVE #st, #fe, #am"
-	if len(set) > 0 {
-		update = "SET " + strings.Join(set, ", ") + " " + update
-	}
-	old, _, err = b.update(ctx, chargeID, in.Key, update, condition, values, false)
-	return old, err
+	old, _, err = b.update(ctx, chargeID, in.Key, setAnd(set, "REMOVE #st, #fe, #am"), condition, values, false)
+	return old, err == nil && old == nil, err
 }
 
-// Succeed implements refund.Balances: reserved -> succeeded for this
-// fence, its amount moved from reserved to refunded.
-func (b *Balances) Succeed(ctx context.Context, chargeID, key string, fence int) error {
-	old, _, err := b.update(ctx, chargeID, key,
-		"SET #st = :succeeded, "+balanceReserved+" = "+balanceReserved+" - #am, "+balanceRefunded+" = "+balanceRefunded+" + #am",
-		"#st = :reserved AND #fe = :fence",
-		map[string]types.AttributeValue{":succeeded": str(string(refund.EntrySucceeded)), ":reserved": str(string(refund.EntryReserved)), ":fence": num(int64(fence))}, false)
-	if err != nil || old == nil {
-		return err
-	}
-	if e, err := entryOf(old, key); err != nil || e.State == refund.EntrySucceeded && e.Fence == fence {
-		return err // done by this attempt's own earlier write
-	}
-	return refund.ErrFenced
-}
-
-// Release implements refund.Balances. A reserved entry of this fence is
-// given back and removed in one UpdateItem, which also raises
-// released_through to the intent's claim time where it is lower (a
-// second form of the write keeps a higher one: DynamoDB has no max). An
-// intent that holds no entry is folded (fold), and an entry an earlier
-// version left (foldLegacy). Each refusal chooses the next write from the
-// item as it was.
-func (b *Balances) Release(ctx context.Context, chargeID string, in refund.Intent, fence int) error {
-	values := map[string]types.AttributeValue{
-		":reserved": str(string(refund.EntryReserved)), ":fence": num(int64(fence)), ":one": num(1), ":claimed": claimed(in),
-	}
-	giveBack := "SET " + balanceReserved + " = " + balanceReserved + " - #am, " + balanceRemaining + " = " + balanceRemaining + " + #am, " +
-		balanceEntries + " = " + balanceEntries + " - :one"
-	const remove = " REMOVE #st, #fe, #am"
-	ours := "#st = :reserved AND #fe = :fence"
+// Succeed implements refund.Balances: a reserved entry of this fence is
+// folded in one UpdateItem, its amount moved from reserved to refunded,
+// the entry removed and the watermarks raised (released_through only
+// when in is not a first attempt's). An intent with no entry has ended:
+// done. An earlier version's succeeded entry of this fence is folded
+// (foldLegacy). Each refusal chooses the next write from the item as it
+// was.
+func (b *Balances) Succeed(ctx context.Context, chargeID string, in refund.Intent, fence int) error {
 	var old map[string]types.AttributeValue // the item as the last refusal showed it; nil before the first write
 	for range maxSteps {
 		e, err := entryOf(old, in.Key)
@@ -322,20 +356,62 @@ func (b *Balances) Release(ctx context.Context, chargeID string, in refund.Inten
 		}
 		_, hasFence := old["fence_"+in.Key]
 		switch {
-		case old == nil || e.State == refund.EntryReserved && e.Fence == fence && !foldedIn(old, in):
-			old, _, err = b.update(ctx, chargeID, in.Key, giveBack+", "+balanceReleasedThrough+" = :claimed"+remove, ours+" AND "+notFolded, values, false)
-		case e.State == refund.EntryReserved && e.Fence == fence:
-			old, _, err = b.update(ctx, chargeID, in.Key, giveBack+remove, ours+" AND "+folded, values, false)
-		case e.State == refund.EntryReleased || e.State == "" && hasFence && e.Fence <= fence:
-			old, err = b.foldLegacy(ctx, chargeID, in, old)
-		case hasFence:
-			return refund.ErrFenced // another attempt's, or succeeded
-		case foldedIn(old, in):
-			return nil // released already: by this attempt's own earlier write, or by another
-		default: // nothing reserved
-			old, err = b.fold(ctx, chargeID, in)
+		case old == nil || e.State == refund.EntryReserved && e.Fence == fence:
+			values := map[string]types.AttributeValue{":reserved": str(string(refund.EntryReserved)), ":fence": num(int64(fence)), ":one": num(1)}
+			set, conditions := raise(old, marks(in, !in.First), values)
+			set = append(set, balanceReserved+" = "+balanceReserved+" - #am", balanceRefunded+" = "+balanceRefunded+" + #am",
+				balanceEntries+" = "+balanceEntries+" - :one")
+			old, _, err = b.update(ctx, chargeID, in.Key, setAnd(set, "REMOVE #st, #fe, #am"),
+				strings.Join(append([]string{"#st = :reserved AND #fe = :fence"}, conditions...), " AND "), values, false)
+		case e.State == refund.EntrySucceeded && e.Fence == fence:
+			var done bool
+			old, done, err = b.foldLegacy(ctx, chargeID, in, !in.First, old)
+			if done {
+				return err
+			}
+		case !hasFence:
+			return nil // ended: succeeded by this attempt's own earlier write, or by another's
+		default:
+			return refund.ErrFenced
 		}
 		if err != nil || old == nil {
+			return err
+		}
+	}
+	return fmt.Errorf("balance of %s: the entry kept moving while it succeeded", chargeID)
+}
+
+// Release implements refund.Balances. A reserved entry of this fence is
+// given back and removed in one UpdateItem, which also raises the
+// watermarks. An intent that holds no entry is folded (fold), and an
+// entry an earlier version left (foldLegacy). Each refusal chooses the
+// next write from the item as it was.
+func (b *Balances) Release(ctx context.Context, chargeID string, in refund.Intent, fence int) error {
+	var old map[string]types.AttributeValue // the item as the last refusal showed it; nil before the first write
+	for range maxSteps {
+		e, err := entryOf(old, in.Key)
+		if err != nil {
+			return err
+		}
+		_, hasFence := old["fence_"+in.Key]
+		done := false
+		switch {
+		case old == nil || e.State == refund.EntryReserved && e.Fence == fence:
+			values := map[string]types.AttributeValue{":reserved": str(string(refund.EntryReserved)), ":fence": num(int64(fence)), ":one": num(1)}
+			set, conditions := raise(old, marks(in, true), values)
+			set = append(set, balanceReserved+" = "+balanceReserved+" - #am", balanceRemaining+" = "+balanceRemaining+" + #am",
+				balanceEntries+" = "+balanceEntries+" - :one")
+			old, _, err = b.update(ctx, chargeID, in.Key, setAnd(set, "REMOVE #st, #fe, #am"),
+				strings.Join(append([]string{"#st = :reserved AND #fe = :fence"}, conditions...), " AND "), values, false)
+			done = err == nil && old == nil
+		case e.State == refund.EntryReleased || e.State == "" && hasFence && e.Fence <= fence:
+			old, done, err = b.foldLegacy(ctx, chargeID, in, true, old)
+		case hasFence:
+			return refund.ErrFenced // another attempt's, or an earlier version's succeeded one
+		default: // nothing reserved, or ended already
+			old, done, err = b.fold(ctx, chargeID, in, old)
+		}
+		if err != nil || done {
 			return err
 		}
 	}
@@ -354,6 +430,9 @@ func (b *Balances) Get(ctx context.Context, chargeID string) (refund.Balance, er
 	}
 	if _, ok := item[balanceReleasedThrough]; ok {
 		bal.ReleasedThrough = time.UnixMilli(intOf(item, balanceReleasedThrough)).UTC()
+	}
+	if _, ok := item[balanceFoldedAt]; ok {
+		bal.FoldedAt = time.Unix(0, intOf(item, balanceFoldedAt)).UTC()
 	}
 	for name := range item {
 		key, ok := strings.CutPrefix(name, "fence_")

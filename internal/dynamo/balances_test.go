@@ -22,19 +22,20 @@ import (
 )
 
 // TestBalanceSizeIsBounded: MaxBalanceBytes is the size of the largest
-// balance item (every number of 19 digits, MaxEntries entries succeeded);
-// and a balance driven there on DynamoDB Local, 49 refunds made and then
-// 300 failures on its last place (reservations released, releases of
-// reservations that never landed, take-overs that find no entry), never
-// passes it, never grows after the first failure, and an update of it is
-// billed at most the write units of MaxBalanceBytes.
+// balance item (every number of 19 digits, MaxEntries entries in their
+// longest state, an earlier version's succeeded); and a balance driven
+// there on DynamoDB Local, 49 refunds in flight and then 60 failures on
+// its last place (reservations released, releases of reservations that
+// never landed, take-overs that find no entry), never passes it, never
+// grows after the first failure, and an update of it is billed at most
+// the write units of MaxBalanceBytes.
 func TestBalanceSizeIsBounded(t *testing.T) {
 	t.Parallel()
 	big := "1234567890123456789"
 	largest := map[string]types.AttributeValue{
 		"pk": &types.AttributeValueMemberS{Value: tabledef.BalancePrefix + charge.ID(strings.Repeat("f", 40))},
 	}
-	for _, name := range []string{"charge_amount", "remaining", "reserved", "refunded", "released_through"} {
+	for _, name := range []string{"charge_amount", "remaining", "reserved", "refunded", "released_through", "folded_at"} {
 		largest[name] = &types.AttributeValueMemberN{Value: big}
 	}
 	largest["entries"] = &types.AttributeValueMemberN{Value: strconv.Itoa(refund.MaxEntries)}
@@ -59,23 +60,21 @@ func TestBalanceSizeIsBounded(t *testing.T) {
 	n := 0
 	next := func() refund.Intent {
 		n++
-		return refund.Intent{Key: fmt.Sprintf("%040x", n), Claimed: claimed.Add(time.Duration(n) * time.Second)}
+		at := claimed.Add(time.Duration(n) * time.Second)
+		return refund.Intent{Key: fmt.Sprintf("%040x", n), Claimed: at, FoldAt: at.Add(time.Second / 2)}
 	}
 	reserve := func(in refund.Intent) error {
-		_, err := balances.Reserve(ctx, refund.Reservation{ChargeID: chargeID, ChargeAmount: refund.MaxEntries * amount, Intent: in, Fence: 1, Amount: amount})
+		_, err := balances.Reserve(ctx, refund.Reservation{ChargeID: chargeID, ChargeAmount: refund.MaxEntries * amount, Intent: in, Fence: 1,
+			Stamp: in.Claimed.Add(time.Millisecond), Amount: amount})
 		return err
 	}
 	for range refund.MaxEntries - 1 {
-		in := next()
-		if err := reserve(in); err != nil {
-			t.Fatal(err)
-		}
-		if err := balances.Succeed(ctx, chargeID, in.Key, 1); err != nil {
+		if err := reserve(next()); err != nil {
 			t.Fatal(err)
 		}
 	}
-	// size is the item's, and that of all but its watermark, whose
-	// digits vary with the time it holds.
+	// size is the item's, and that of all but its watermarks, whose
+	// digits vary with the time they hold.
 	size := func() (all, entries int) {
 		t.Helper()
 		out, err := client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: map[string]types.AttributeValue{
@@ -85,6 +84,7 @@ func TestBalanceSizeIsBounded(t *testing.T) {
 		}
 		all = dynamotest.ItemSize(out.Item)
 		delete(out.Item, "released_through")
+		delete(out.Item, "folded_at")
 		return all, dynamotest.ItemSize(out.Item)
 	}
 	first := 0
@@ -124,10 +124,10 @@ func TestBalanceSizeIsBounded(t *testing.T) {
 		}
 	}
 	bal, err := balances.Get(ctx, chargeID)
-	if err != nil || bal.Entries != refund.MaxEntries-1 || bal.Reserved != 0 || bal.Refunded != (refund.MaxEntries-1)*amount {
+	if err != nil || bal.Entries != refund.MaxEntries-1 || bal.Reserved != (refund.MaxEntries-1)*amount || bal.Refunded != 0 {
 		t.Fatalf("after 60 failures: %+v, %v", bal, err)
 	}
-	t.Logf("49 refunds of 18 digits: %d bytes besides the watermark, %d with a 50th in flight (MaxBalanceBytes %d)", first, first+dynamotest.ItemSize(map[string]types.AttributeValue{
+	t.Logf("49 refunds of 18 digits in flight: %d bytes besides the watermarks, %d with a 50th (MaxBalanceBytes %d)", first, first+dynamotest.ItemSize(map[string]types.AttributeValue{
 		"state_" + strings.Repeat("0", 40): &types.AttributeValueMemberS{Value: "reserved"}, "fence_" + strings.Repeat("0", 40): &types.AttributeValueMemberN{Value: "1"},
 		"amount_" + strings.Repeat("0", 40): &types.AttributeValueMemberN{Value: strconv.Itoa(amount)}}), dynamo.MaxBalanceBytes)
 }
@@ -167,13 +167,21 @@ func newBalanceWorld(t *testing.T) balanceWorld {
 	return balanceWorld{client: client, table: table, balances: dynamo.Open(client, table).Balances(), charge: charge.ID(strings.Repeat("d", 40))}
 }
 
+// intent is the nth intent, as a take-over's steps know it: claimed n
+// seconds into the minute, its folds made half a second later.
 func (w balanceWorld) intent(n int) refund.Intent {
-	return refund.Intent{Key: fmt.Sprintf("%040x", n), Claimed: time.Date(2026, 3, 1, 12, 0, n, 0, time.UTC)}
+	at := time.Date(2026, 3, 1, 12, 0, n, 0, time.UTC)
+	return refund.Intent{Key: fmt.Sprintf("%040x", n), Claimed: at, FoldAt: at.Add(time.Second / 2)}
+}
+
+// reservation is in's, issued a millisecond after its claim.
+func (w balanceWorld) reservation(in refund.Intent, fence int, amount int64) refund.Reservation {
+	return refund.Reservation{ChargeID: w.charge, ChargeAmount: 1000, Intent: in, Fence: fence, Stamp: in.Claimed.Add(time.Millisecond), Amount: amount}
 }
 
 func (w balanceWorld) reserve(t *testing.T, in refund.Intent, fence int, amount int64) {
 	t.Helper()
-	if _, err := w.balances.Reserve(context.Background(), refund.Reservation{ChargeID: w.charge, ChargeAmount: 1000, Intent: in, Fence: fence, Amount: amount}); err != nil {
+	if _, err := w.balances.Reserve(context.Background(), w.reservation(in, fence, amount)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -187,7 +195,7 @@ func TestRefenceMeetsALateReservation(t *testing.T) {
 	w := newBalanceWorld(t)
 	ctx := context.Background()
 	late, other := w.intent(10), w.intent(20)
-	api := &between{Client: w.client, update: "SET released_through = :claimed", n: 1, do: func() {
+	api := &between{Client: w.client, update: "SET folded_at = :foldAt, released_through = :claimed", n: 1, do: func() {
 		w.reserve(t, late, 1, 30)
 		w.reserve(t, other, 1, 100)
 		if err := w.balances.Release(ctx, w.charge, other, 1); err != nil {
@@ -213,10 +221,10 @@ func TestReleaseMeetsEveryMove(t *testing.T) {
 	ctx := context.Background()
 	mine, other := w.intent(10), w.intent(20)
 	var api *between
-	api = &between{Client: w.client, update: "SET released_through = :claimed", n: 1, do: func() {
+	api = &between{Client: w.client, update: "SET folded_at = :foldAt, released_through = :claimed", n: 1, do: func() {
 		w.reserve(t, mine, 1, 30)
 		// Before the next give-back: another release passes the claim.
-		api.update, api.n = "SET reserved = reserved - #am, remaining = remaining + #am, entries = entries - :one, released_through = :claimed REMOVE #st, #fe, #am", 1
+		api.update, api.n = "SET folded_at = :foldAt, released_through = :claimed, reserved = reserved - #am, remaining = remaining + #am, entries = entries - :one REMOVE #st, #fe, #am", 1
 		api.do = func() {
 			w.reserve(t, other, 1, 100)
 			if err := w.balances.Release(ctx, w.charge, other, 1); err != nil {
@@ -231,15 +239,17 @@ func TestReleaseMeetsEveryMove(t *testing.T) {
 	if err != nil || bal.Remaining != 1000 || bal.Reserved != 0 || bal.Entries != 0 || len(bal.ByKey) != 0 || !bal.ReleasedThrough.Equal(other.Claimed) {
 		t.Fatalf("after the release: %+v, %v", bal, err)
 	}
-	if _, err := w.balances.Reserve(ctx, refund.Reservation{ChargeID: w.charge, ChargeAmount: 1000, Intent: mine, Fence: 1, Amount: 30}); !errors.Is(err, refund.ErrReleased) {
+	if _, err := w.balances.Reserve(ctx, w.reservation(mine, 1, 30)); !errors.Is(err, refund.ErrReleased) {
 		t.Fatalf("the released intent reserves again: %v", err)
 	}
 }
 
 // TestEarlierVersionsEntriesAreFolded: a balance an earlier version wrote
 // keeps released entries (tombstones, counted in entries when they had
-// reserved) and take-overs' stubs. A re-fence or a release of their
-// intents folds them: removed, no longer counted, and their intents never
+// reserved), take-overs' stubs and succeeded entries. A re-fence or a
+// release of their intents folds them, and a succeeded one's success
+// (the take-over that finishes from its row): removed, no longer
+// counted, their amounts where they were, and their intents never
 // reserve; a charge that tombstones had filled takes refunds again.
 func TestEarlierVersionsEntriesAreFolded(t *testing.T) {
 	t.Parallel()
@@ -272,7 +282,7 @@ func TestEarlierVersionsEntriesAreFolded(t *testing.T) {
 	if _, err := w.client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(w.table), Item: item}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.balances.Reserve(ctx, refund.Reservation{ChargeID: w.charge, ChargeAmount: 1000, Intent: w.intent(70), Fence: 1, Amount: 10}); !errors.Is(err, refund.ErrLimitReached) {
+	if _, err := w.balances.Reserve(ctx, w.reservation(w.intent(70), 1, 10)); !errors.Is(err, refund.ErrLimitReached) {
 		t.Fatalf("the earlier version's full balance: %v, want the limit", err)
 	}
 	if e, err := w.balances.Refence(ctx, w.charge, w.intent(2), 2); err != nil || e.State != refund.EntryReleased {
@@ -294,9 +304,24 @@ func TestEarlierVersionsEntriesAreFolded(t *testing.T) {
 		t.Fatalf("after folding 10 of them: %d counted, %d held, released through %v, %v", bal.Entries, len(bal.ByKey), bal.ReleasedThrough, err)
 	}
 	for _, n := range []int{2, 60, 61} {
-		if _, err := w.balances.Reserve(ctx, refund.Reservation{ChargeID: w.charge, ChargeAmount: 1000, Intent: w.intent(n), Fence: 1, Amount: 10}); !errors.Is(err, refund.ErrReleased) {
+		if _, err := w.balances.Reserve(ctx, w.reservation(w.intent(n), 1, 10)); !errors.Is(err, refund.ErrReleased) {
 			t.Fatalf("intent %d reserves after its fold: %v", n, err)
 		}
 	}
 	w.reserve(t, w.intent(70), 1, 10)
+	if e, err := w.balances.Refence(ctx, w.charge, w.intent(1), 2); err != nil || e != (refund.Entry{State: refund.EntrySucceeded, Fence: 2, Amount: 100}) {
+		t.Fatalf("re-fence of a succeeded entry: %+v, %v", e, err)
+	}
+	if err := w.balances.Release(ctx, w.charge, w.intent(1), 2); !errors.Is(err, refund.ErrFenced) {
+		t.Fatalf("release of a succeeded entry: %v, want ErrFenced", err)
+	}
+	for range 2 {
+		if err := w.balances.Succeed(ctx, w.charge, w.intent(1), 2); err != nil {
+			t.Fatalf("the success of a succeeded entry: %v", err)
+		}
+	}
+	bal, err = w.balances.Get(ctx, w.charge)
+	if _, held := bal.ByKey[w.intent(1).Key]; err != nil || held || bal.Entries != refund.MaxEntries-9 || bal.Refunded != 100 || bal.Remaining != 890 || bal.Reserved != 10 {
+		t.Fatalf("after folding the succeeded entry: %+v, %v", bal, err)
+	}
 }

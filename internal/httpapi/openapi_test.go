@@ -401,10 +401,20 @@ func TestOpenAPIRefunds(t *testing.T) {
 	notJSON.Headers["content-type"] = "text/plain"
 	exchange(h, notJSON, 415)
 	small := charged("spec-refund-charge-3", "pm_card_visa")
+	// MaxEntries refunds in flight at once on the charge, as other
+	// instances' reservations: the next is refused.
+	inFlight := refundtest.NewMemoryBalances()
 	for i := range refund.MaxEntries {
-		exchange(h, refundEv(fmt.Sprintf("spec-small-%d", i), small, `{"amount": 1}`), 201)
+		now := time.Now()
+		r := refund.Reservation{ChargeID: small, ChargeAmount: 1000, Fence: 1, Amount: 1, Stamp: now,
+			Intent: refund.Intent{Key: fmt.Sprintf("%040x", i), Claimed: now.Truncate(time.Millisecond)}}
+		if _, err := inFlight.Reserve(ctx, r); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if limit := exchange(h, refundEv("spec-refund-10", small, `{"amount": 1}`), 422); !strings.Contains(limit.Body, "REFUND_LIMIT_REACHED") {
+	hLimited := &Handler{Service: h.Service, AccountClaim: "sub",
+		Refunds: refund.NewService(guard, h.Service, inFlight, refundtest.NewLedger(), acq, RenderRefund, charge.Config{})}
+	if limit := exchange(hLimited, refundEv("spec-refund-10", small, `{"amount": 1}`), 422); !strings.Contains(limit.Body, "REFUND_LIMIT_REACHED") {
 		t.Fatalf("limit: %s", limit.Body)
 	}
 }

@@ -221,7 +221,7 @@ func (g *Guard) takeOver(ctx context.Context, rec *Record, now time.Time) (Claim
 	if err != nil {
 		return Claim{}, fmt.Errorf("take over %s: %w", Ref(rec.PK), err)
 	}
-	return Claim{Lease: &Lease{g: g, rec: *taken}}, nil
+	return Claim{Lease: &Lease{g: g, rec: *taken, tookOver: rec.LeaseExpiresAt}}, nil
 }
 
 func (g *Guard) sameDownstream(rec *Record) error {
@@ -269,7 +269,7 @@ func (g *Guard) take(ctx context.Context, rec *Record, now time.Time) (*Lease, e
 	if err != nil {
 		return nil, fmt.Errorf("take over %s: %w", Ref(rec.PK), err)
 	}
-	return &Lease{g: g, rec: *taken}, nil
+	return &Lease{g: g, rec: *taken, tookOver: rec.LeaseExpiresAt}, nil
 }
 
 // handover is this guard's take-over of rec: a fresh token, the lease until
@@ -320,7 +320,7 @@ func (g *Guard) TakeOverHeld(ctx context.Context, pk, instance string, d Settlem
 	if err != nil {
 		return nil, fmt.Errorf("take over held %s: %w", Ref(pk), err)
 	}
-	return &Lease{g: g, rec: *taken, waitedOut: waitOut}, nil
+	return &Lease{g: g, rec: *taken, waitedOut: waitOut, tookOver: rec.LeaseExpiresAt}, nil
 }
 
 // ReleaseMarker is the release marker of the intent downstreamKey: which
@@ -456,6 +456,11 @@ type Lease struct {
 	// waitedOut: the lease came from TakeOverHeld with the wait-out, as
 	// VoidConfirmed needs.
 	waitedOut bool
+	// tookOver is the end of the lease this one took over; zero for a
+	// claim.
+	tookOver time.Time
+	// stamped is the latest Stamp: the lease never ends before it.
+	stamped time.Time
 }
 
 // Record returns a copy of the record as this lease last wrote it.
@@ -469,6 +474,53 @@ func (l *Lease) Attempt() int { return l.rec.Attempt }
 
 // TakenOver reports whether an earlier attempt may have sent a request.
 func (l *Lease) TakenOver() bool { return l.rec.Attempt > 1 }
+
+// TookOver is when the lease this one took over ended (zero for a
+// claim): no write of an earlier attempt was issued after it, since each
+// is issued before its invocation's deadline, which comes before its
+// lease's end (Stamp).
+func (l *Lease) TookOver() time.Time { return l.tookOver }
+
+// Stamp is the guard's clock now, for a write whose store decides by
+// when it was issued (a reservation on a balance), and ok false when the
+// lease has ended: no such write is issued after its lease's end. The
+// lease never ends before its latest stamp, even when Abandon or
+// HoldForOperator end it early by a clock that stepped back, so a
+// take-over's TookOver comes after every stamp of the earlier attempts.
+func (l *Lease) Stamp() (t time.Time, ok bool) {
+	now := l.g.cfg.Now()
+	if !now.Before(l.rec.LeaseExpiresAt) {
+		return time.Time{}, false
+	}
+	if now.After(l.stamped) {
+		l.stamped = now
+	}
+	return now, true
+}
+
+// Floor is what a fold of this lease's intent (a balance's step that
+// refuses every reservation issued before it) must reach at least: the
+// latest Stamp, or the end of the lease this one took over, whichever is
+// later.
+func (l *Lease) Floor() time.Time {
+	if l.stamped.After(l.tookOver) {
+		return l.stamped
+	}
+	return l.tookOver
+}
+
+// earlyEnd is when a lease ended early ends: now, never after its end
+// and never before its latest stamp.
+func (l *Lease) earlyEnd(now time.Time) time.Time {
+	end := now
+	if l.rec.LeaseExpiresAt.Before(end) { // never longer
+		end = l.rec.LeaseExpiresAt
+	}
+	if end.Before(l.stamped) {
+		end = l.stamped
+	}
+	return end
+}
 
 // DownstreamKey is the idempotency key to send downstream, the same for every
 // attempt of this record.
@@ -631,10 +683,7 @@ func (l *Lease) VoidConfirmed(ctx context.Context) error {
 // error.
 func (l *Lease) HoldForOperator(ctx context.Context, reason string, evidence []byte) error {
 	now := l.g.cfg.Now()
-	end := now
-	if l.rec.LeaseExpiresAt.Before(end) { // as Abandon: never longer
-		end = l.rec.LeaseExpiresAt
-	}
+	end := l.earlyEnd(now)
 	hold := Hold{Reason: reason, Evidence: evidence, At: now}
 	heldToken := newToken()
 	if err := RetryConflicts(ctx, func() error { return l.g.store.Hold(ctx, l.rec.PK, l.rec.LeaseToken, heldToken, hold, end) }); err != nil {
@@ -655,12 +704,9 @@ func (l *Lease) release(ctx context.Context) error {
 // downstream is unknown, so a retry may take over at once and ask downstream
 // by DownstreamKey. It only ever shortens the lease: a worker abandoning
 // after its lease ended must not make the record look fresher to the
-// sweeper. Errors: ErrLeaseLost, or a store error.
+// sweeper. It never ends the lease before its latest Stamp. Errors: ErrLeaseLost, or a store error.
 func (l *Lease) Abandon(ctx context.Context) error {
-	end := l.g.cfg.Now()
-	if l.rec.LeaseExpiresAt.Before(end) {
-		end = l.rec.LeaseExpiresAt
-	}
+	end := l.earlyEnd(l.g.cfg.Now())
 	if err := RetryConflicts(ctx, func() error { return l.g.store.SetLease(ctx, l.rec.PK, l.rec.LeaseToken, end) }); err != nil {
 		return fmt.Errorf("abandon %s: %w", Ref(l.rec.PK), err)
 	}

@@ -92,3 +92,46 @@ func TestRetryAfterBounds(t *testing.T) {
 		}
 	}
 }
+
+// TestStampsAndFloors: a lease stamps a write only before its end, and
+// never ends before its latest stamp, even when Abandon comes by a clock
+// that stepped back; a claim's floor is its latest stamp, and a
+// take-over's the end of the lease it took over, which comes after every
+// stamp of the earlier attempt.
+func TestStampsAndFloors(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	start := time.Unix(1_800_000_000, 0)
+	clock := idemtest.NewClock(start)
+	guard := idem.NewGuard(idemtest.NewMemoryStore(), idem.Config{Now: clock.Now, DefaultLease: 30 * time.Second})
+	scope := idem.Scope{Operation: "refund", Account: "a", Key: "stamped-key"}
+	req := idem.Canonical{{Name: "amount", Value: "100"}}
+	c, err := guard.Begin(ctx, scope, req)
+	if err != nil || c.Lease == nil {
+		t.Fatalf("the claim: %+v, %v", c, err)
+	}
+	if !c.Lease.Floor().IsZero() || !c.Lease.TookOver().IsZero() {
+		t.Fatalf("a claim's floor %v; want none", c.Lease.Floor())
+	}
+	clock.Advance(10 * time.Second)
+	stamp, ok := c.Lease.Stamp()
+	if !ok || !stamp.Equal(start.Add(10*time.Second)) || !c.Lease.Floor().Equal(stamp) {
+		t.Fatalf("stamp %v %t, floor %v; want the clock's time, and the floor at it", stamp, ok, c.Lease.Floor())
+	}
+	clock.Advance(-5 * time.Second) // the wall clock steps back
+	if err := c.Lease.Abandon(ctx); err != nil || !c.Lease.ExpiresAt().Equal(stamp) {
+		t.Fatalf("abandoned by a clock behind the stamp: %v, the lease ends %v; want at the stamp, %v", err, c.Lease.ExpiresAt(), stamp)
+	}
+	clock.Advance(10 * time.Second)
+	taken, err := guard.Begin(ctx, scope, req)
+	if err != nil || taken.Lease == nil {
+		t.Fatalf("the take-over: %+v, %v", taken, err)
+	}
+	if !taken.Lease.TookOver().Equal(stamp) || !taken.Lease.Floor().Equal(stamp) {
+		t.Fatalf("the take-over's floor %v; want the end taken over, %v", taken.Lease.Floor(), stamp)
+	}
+	clock.Advance(31 * time.Second)
+	if at, ok := taken.Lease.Stamp(); ok {
+		t.Fatalf("a stamp after the lease's end: %v", at)
+	}
+}

@@ -30,8 +30,8 @@ func (r retrying) Refence(ctx context.Context, chargeID string, in Intent, fence
 	return e, err
 }
 
-func (r retrying) Succeed(ctx context.Context, chargeID, key string, fence int) error {
-	return idem.RetryConflicts(ctx, func() error { return r.Balances.Succeed(ctx, chargeID, key, fence) })
+func (r retrying) Succeed(ctx context.Context, chargeID string, in Intent, fence int) error {
+	return idem.RetryConflicts(ctx, func() error { return r.Balances.Succeed(ctx, chargeID, in, fence) })
 }
 
 func (r retrying) Release(ctx context.Context, chargeID string, in Intent, fence int) error {

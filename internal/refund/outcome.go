@@ -21,7 +21,7 @@ type Answer struct {
 	// is what remained at that moment.
 	Exceeded   bool
 	Refundable int64
-	// LimitReached: the charge already had MaxEntries refunds.
+	// LimitReached: the charge already had MaxEntries refunds in flight.
 	LimitReached bool
 }
 

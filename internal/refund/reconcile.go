@@ -39,7 +39,7 @@ func (s *Service) resolve(ctx context.Context, lease *idem.Lease, req Request) (
 			// folds it, so a reservation still on its way can never land
 			// (a charge's GET also says not found for an unreadable row,
 			// and an entry is left to a person).
-			e, err := s.balances.Refence(ctx, req.ChargeID, intentOf(lease), lease.Attempt())
+			e, err := s.balances.Refence(ctx, req.ChargeID, s.intentOf(lease), lease.Attempt())
 			if err != nil || e.State != EntryReleased {
 				_ = lease.Abandon(ctx)
 				return op.NothingToDo, fmt.Errorf("reconcile %s: the charge is not found, and its balance has an entry for the refund (or did not answer: %v)", idem.Ref(pk), err)
@@ -61,11 +61,15 @@ func (a *attempt) Stored(res Result) bool {
 	return res.Outcome == op.Executed || res.Outcome == op.Replayed
 }
 
-// Leftover: an entry that succeeded did so only after the row was
-// written: the record completes from the row. Any other is released.
+// Leftover: the acquirer has no refund of the intent. A row an earlier
+// attempt wrote from the acquirer's answer completes the record, whatever
+// the entry says (an acquirer that does not find a refund it made must
+// never free the key of an intent whose row the books hold); without
+// one, the intent is released. An error is a failed read of the row.
 func (a *attempt) Leftover(ctx context.Context, lease *idem.Lease) (Result, bool, error) {
-	if a.entry.State != EntrySucceeded {
-		return Result{}, false, nil
+	row, found, err := a.row(ctx, lease)
+	if err != nil || !found {
+		return Result{}, false, err
 	}
-	return a.fromRow(ctx, lease), true, nil
+	return a.fromRow(ctx, lease, row, nil), true, nil
 }

@@ -172,7 +172,7 @@ func (a *attempt) Ready(ctx context.Context, lease *idem.Lease) *Result {
 // same step: no attempt reserved, so none sent); op.Run then asks the
 // acquirer.
 func (a *attempt) Refence(ctx context.Context, lease *idem.Lease) *Result {
-	entry, err := a.s.balances.Refence(ctx, a.ch.ID, intentOf(lease), lease.Attempt())
+	entry, err := a.s.balances.Refence(ctx, a.ch.ID, a.s.intentOf(lease), lease.Attempt())
 	if err != nil {
 		a.s.cfg.Logger.WarnContext(ctx, "re-fence failed", "attempt", lease.Attempt(), "error", err)
 		res := a.s.abandonPending(ctx, lease)
@@ -182,10 +182,17 @@ func (a *attempt) Refence(ctx context.Context, lease *idem.Lease) *Result {
 	return nil
 }
 
-// Unsent is what a take-over's entry says when the acquirer has no
-// refund of the intent: reserved, send it.
+// Unsent: the acquirer has no refund of the intent. Its row, when there
+// is one, was written from the acquirer's answer, so the record completes
+// from it (an acquirer that does not find a refund it made must never
+// free the key of an intent whose row the books hold). Otherwise the
+// take-over's entry decides: reserved, send it.
 func (a *attempt) Unsent(ctx context.Context, lease *idem.Lease) *Result {
 	var res Result
+	if row, found, err := a.row(ctx, lease); err != nil || found {
+		res = a.fromRow(ctx, lease, row, err)
+		return &res
+	}
 	switch a.entry.State {
 	case EntryReleased:
 		// Released only by an attempt that proved nothing was sent (rule
@@ -199,8 +206,8 @@ func (a *attempt) Unsent(ctx context.Context, lease *idem.Lease) *Result {
 			res = Result{Outcome: op.Released, RetryAfter: a.s.cfg.RetryAfter}
 		}
 	case EntrySucceeded:
-		// Succeeded only after the row was written: answer from it.
-		res = a.fromRow(ctx, lease)
+		// Succeeded only after the row was written, which is not there.
+		res = a.fromRow(ctx, lease, Refund{}, ErrNoRefund)
 	default:
 		return nil // reserved: send
 	}
@@ -214,8 +221,18 @@ func (a *attempt) Unsent(ctx context.Context, lease *idem.Lease) *Result {
 // sent), so the client's retry is a new intent.
 func (a *attempt) Reserve(ctx context.Context, lease *idem.Lease) *Result {
 	s := a.s
-	entry, err := s.balances.Reserve(ctx, Reservation{
-		ChargeID: a.ch.ID, ChargeAmount: a.ch.Amount, Intent: intentOf(lease), Fence: lease.Attempt(), Amount: a.req.Amount,
+	stamp, ok := lease.Stamp()
+	if !ok { // the lease ended before the write could be issued: nothing reserved or sent
+		res := s.unavailable(ctx, lease)
+		return &res
+	}
+	// No try of the write is issued after the lease's end (the SDK issues
+	// none once its context is done), so a take-over's fold, which comes
+	// after that end, refuses every one still on its way.
+	writeCtx, cancel := context.WithDeadline(ctx, lease.ExpiresAt())
+	defer cancel()
+	entry, err := s.balances.Reserve(writeCtx, Reservation{
+		ChargeID: a.ch.ID, ChargeAmount: a.ch.Amount, Intent: s.intentOf(lease), Fence: lease.Attempt(), Stamp: stamp, Amount: a.req.Amount,
 	})
 	a.entry = entry
 	var noRoom *NoRoomError
@@ -247,7 +264,7 @@ func (a *attempt) Reserve(ctx context.Context, lease *idem.Lease) *Result {
 
 // Release gives the intent's entry back: nothing was sent.
 func (a *attempt) Release(ctx context.Context, lease *idem.Lease) error {
-	return a.s.balances.Release(ctx, a.ch.ID, intentOf(lease), lease.Attempt())
+	return a.s.balances.Release(ctx, a.ch.ID, a.s.intentOf(lease), lease.Attempt())
 }
 
 // Ask is the take-over's lookup, checked against what the entry says was
@@ -280,10 +297,16 @@ func (s *Service) unavailable(ctx context.Context, lease *idem.Lease) Result {
 	return Result{Outcome: op.Unavailable, RetryAfter: s.cfg.RetryAfter}
 }
 
-// intentOf is the lease's refund intent on its charge's balance.
-func intentOf(lease *idem.Lease) Intent {
+// intentOf is the lease's refund intent on its charge's balance, for a
+// step made now: a fold raises the balance's FoldedAt to the clock, and
+// never below the lease's floor (idem.Lease.Floor).
+func (s *Service) intentOf(lease *idem.Lease) Intent {
 	rec := lease.Record()
-	return Intent{Key: rec.DownstreamKey, Claimed: rec.CreatedAt}
+	foldAt := s.cfg.Now()
+	if floor := lease.Floor(); floor.After(foldAt) {
+		foldAt = floor
+	}
+	return Intent{Key: rec.DownstreamKey, Claimed: rec.CreatedAt, FoldAt: foldAt, First: !lease.TakenOver()}
 }
 
 // acquirerRequest is what every attempt sends: the entry's amount, which
@@ -308,12 +331,13 @@ func (s *Service) lookup(ctx context.Context, lease *idem.Lease, ch charge.Charg
 
 // check compares the acquirer's refund under key with what the intent's
 // entry reserved of ch (acquirer.CheckRefundTerms), naming the endpoint
-// that answered. A released entry keeps no amount: the only refund that
-// agrees with it is a decline its row already states (an earlier attempt
-// wrote the row, then released the entry), checked against the row; any
-// other was made against an entry that gave its amount back
-// (ReasonEntryDisagrees). An error that is not a mismatch is a failed
-// read of the row.
+// that answered. An intent with no entry has ended (its entry folded by
+// its success or its release) or never reserved: the only refund that
+// agrees with it is one its row states (an earlier attempt wrote the
+// row, then moved the entry), checked against the row's terms (Kept then
+// compares the rest); one without a row was made against an entry that
+// holds nothing (ReasonEntryDisagrees). An error that is not a mismatch
+// is a failed read of the row.
 func (s *Service) check(ctx context.Context, endpoint string, r acquirer.Refund, key string, ch charge.Charge, entry Entry) error {
 	var err error
 	if entry.State == EntryReserved || entry.State == EntrySucceeded {
@@ -322,7 +346,7 @@ func (s *Service) check(ctx context.Context, endpoint string, r acquirer.Refund,
 		switch row, readErr := s.ledger.Get(ctx, ID(key)); {
 		case readErr != nil && !errors.Is(readErr, ErrNoRefund):
 			return fmt.Errorf("refund row: %w", readErr)
-		case readErr == nil && row.Status == acquirer.RefundDeclined:
+		case readErr == nil:
 			err = acquirer.CheckRefundTerms(r, key, acquirer.RefundRequest{AuthorizationID: ch.AuthorizationID, Amount: row.Amount, Currency: row.Currency})
 		default:
 			err = &acquirer.RefundMismatchError{Reason: ReasonEntryDisagrees, Stated: r}
@@ -388,14 +412,14 @@ func (a *attempt) Close(ctx context.Context, lease *idem.Lease, row Refund) *Res
 	s := a.s
 	var err error
 	if row.Status == acquirer.RefundSucceeded {
-		err = s.balances.Succeed(ctx, row.ChargeID, lease.DownstreamKey(), lease.Attempt())
+		err = s.balances.Succeed(ctx, row.ChargeID, s.intentOf(lease), lease.Attempt())
 	} else {
-		err = s.balances.Release(ctx, row.ChargeID, intentOf(lease), lease.Attempt())
+		err = s.balances.Release(ctx, row.ChargeID, s.intentOf(lease), lease.Attempt())
 	}
 	var res Result
 	switch {
 	case errors.Is(err, ErrFenced):
-		now, ok, readErr := s.balances.Entry(ctx, row.ChargeID, intentOf(lease))
+		now, ok, readErr := s.balances.Entry(ctx, row.ChargeID, s.intentOf(lease))
 		if readErr == nil && ok && (now.Fence == lease.Attempt() || now.State == EntryReleased) {
 			res, _ = a.Hold(ctx, lease, &acquirer.RefundMismatchError{Reason: ReasonEntryDisagrees,
 				Stated: acquirer.Refund{ID: row.AcquirerRefundID, Status: row.Status, AuthorizationID: a.ch.AuthorizationID, Amount: row.Amount, Currency: row.Currency}})
@@ -416,11 +440,22 @@ func (a *attempt) Complete(ctx context.Context, lease *idem.Lease, row Refund) R
 	return a.s.complete(ctx, lease, Answer{Refund: &row}, row.ID)
 }
 
-// fromRow answers from the row an earlier attempt wrote (op.FromRow).
-func (a *attempt) fromRow(ctx context.Context, lease *idem.Lease) Result {
+// row is the refund row an earlier attempt of the lease's intent wrote:
+// found false when there is none (or a voided marker), err a failed read.
+func (a *attempt) row(ctx context.Context, lease *idem.Lease) (Refund, bool, error) {
 	row, err := a.s.ledger.Get(ctx, ID(lease.DownstreamKey()))
+	if errors.Is(err, ErrNoRefund) {
+		return Refund{}, false, nil
+	}
+	return row, err == nil, err
+}
+
+// fromRow answers from the row an earlier attempt wrote (op.FromRow), as
+// row read it; err, a failed read (or no row where one must be), leaves
+// the record in flight.
+func (a *attempt) fromRow(ctx context.Context, lease *idem.Lease, row Refund, err error) Result {
 	if err != nil {
-		a.s.cfg.Logger.ErrorContext(ctx, "a succeeded entry without its row; the record stays in flight", "error", err)
+		a.s.cfg.Logger.ErrorContext(ctx, "the refund's row could not be read; the record stays in flight", "error", err)
 		return a.s.abandonPending(ctx, lease)
 	}
 	return op.FromRow(ctx, lease, row, a)

@@ -157,14 +157,14 @@ func (s *Service) voidConfirmed(ctx context.Context, d op.Decision) error {
 	case err != nil:
 		return giveBack(fmt.Errorf("refund row: %w", err))
 	}
-	entry, err := s.balances.Refence(ctx, req.ChargeID, intentOf(lease), lease.Attempt())
+	entry, err := s.balances.Refence(ctx, req.ChargeID, s.intentOf(lease), lease.Attempt())
 	switch {
 	case err != nil:
 		return giveBack(fmt.Errorf("re-fence: %w", err))
 	case entry.State == EntrySucceeded:
 		return giveBack(errors.New("the entry says the refund succeeded: a person reconciles it"))
 	}
-	if err := s.balances.Release(ctx, req.ChargeID, intentOf(lease), lease.Attempt()); err != nil {
+	if err := s.balances.Release(ctx, req.ChargeID, s.intentOf(lease), lease.Attempt()); err != nil {
 		return giveBack(fmt.Errorf("release the entry: %w", err))
 	}
 	if err := lease.VoidConfirmed(ctx); err != nil {
@@ -187,7 +187,7 @@ func (s *Service) accept(ctx context.Context, d op.Decision) error {
 	if err != nil {
 		return giveBack(err)
 	}
-	entry, err := s.balances.Refence(ctx, ch.ID, intentOf(lease), lease.Attempt())
+	entry, err := s.balances.Refence(ctx, ch.ID, s.intentOf(lease), lease.Attempt())
 	if err != nil {
 		return giveBack(fmt.Errorf("re-fence: %w", err))
 	}

@@ -29,7 +29,10 @@ func RunConformance(t *testing.T, newBalances NewBalancesFunc) {
 		{"ReserveIsIdempotentForItsAttempt", testReserveIsIdempotentForItsAttempt},
 		{"SucceedMovesReservedToRefunded", testSucceedMovesReservedToRefunded},
 		{"ReleaseGivesTheAmountBack", testReleaseGivesTheAmountBack},
-		{"SucceededIsNeverReleased", testSucceededIsNeverReleased},
+		{"AnEndedIntentNeverMovesAgain", testAnEndedIntentNeverMovesAgain},
+		{"ALateReservationAfterASuccessIsRefused", testALateReservationAfterASuccessIsRefused},
+		{"AFirstAttemptsSuccessKeepsTheClaimWatermark", testAFirstAttemptsSuccessKeepsTheClaimWatermark},
+		{"ManyRefundsAtConstantSize", testManyRefundsAtConstantSize},
 		{"RefenceShutsOutEarlierAttempts", testRefenceShutsOutEarlierAttempts},
 		{"RefenceFoldsAnIntentWithoutAnEntry", testRefenceFoldsAnIntentWithoutAnEntry},
 		{"ReleaseWithoutAnEntryFolds", testReleaseWithoutAnEntryFolds},
@@ -60,11 +63,22 @@ func chargeOf(t *testing.T) string {
 	return fmt.Sprintf("ch_%040x", charges.n)
 }
 
-// intentOf is the nth intent of a test: its downstream key, and a claim
-// time n seconds after the first's, so a higher n was claimed later.
+// intentOf is the nth intent of a test as a take-over's step knows it:
+// its downstream key, a claim time n seconds after the first's, so a
+// higher n was claimed later, and its folds made half a second after its
+// claim, before any later intent's.
 func intentOf(n int) refund.Intent {
-	return refund.Intent{Key: fmt.Sprintf("%040x", n+1000), Claimed: firstClaim.Add(time.Duration(n) * time.Second)}
+	claimed := firstClaim.Add(time.Duration(n) * time.Second)
+	return refund.Intent{Key: fmt.Sprintf("%040x", n+1000), Claimed: claimed, FoldAt: claimed.Add(foldDelay)}
 }
+
+// first is the intent as its first attempt's steps know it.
+func first(in refund.Intent) refund.Intent {
+	in.First = true
+	return in
+}
+
+const foldDelay = 500 * time.Millisecond
 
 var firstClaim = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
@@ -83,8 +97,14 @@ func mustBalance(t *testing.T, b refund.Balances, charge string, remaining, rese
 	}
 }
 
+// reserve reserves for in with a write issued a millisecond after its
+// claim (reserveAt, at another instant).
 func reserve(b refund.Balances, charge string, in refund.Intent, fence int, amount int64) (refund.Entry, error) {
-	return b.Reserve(ctx, refund.Reservation{ChargeID: charge, ChargeAmount: 1000, Intent: in, Fence: fence, Amount: amount})
+	return reserveAt(b, charge, in, fence, amount, in.Claimed.Add(time.Millisecond))
+}
+
+func reserveAt(b refund.Balances, charge string, in refund.Intent, fence int, amount int64, stamp time.Time) (refund.Entry, error) {
+	return b.Reserve(ctx, refund.Reservation{ChargeID: charge, ChargeAmount: 1000, Intent: in, Fence: fence, Stamp: stamp, Amount: amount})
 }
 
 // released is what the balances say of an intent they folded.
@@ -193,22 +213,26 @@ func testReserveIsIdempotentForItsAttempt(t *testing.T, b refund.Balances) {
 	mustBalance(t, b, charge, 700, 300, 0)
 }
 
-// testSucceedMovesReservedToRefunded: succeed moves the amount, once; a
-// retry finds it done; another fence is refused.
+// testSucceedMovesReservedToRefunded: succeed moves the amount, once,
+// and folds the entry; a retry finds it done; another fence is refused.
 func testSucceedMovesReservedToRefunded(t *testing.T, b refund.Balances) {
 	charge := chargeOf(t)
 	if _, err := reserve(b, charge, intentOf(1), 1, 300); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Succeed(ctx, charge, intentOf(1).Key, 2); !errors.Is(err, refund.ErrFenced) {
+	if err := b.Succeed(ctx, charge, intentOf(1), 2); !errors.Is(err, refund.ErrFenced) {
 		t.Fatalf("another fence: %v", err)
 	}
 	for range 2 {
-		if err := b.Succeed(ctx, charge, intentOf(1).Key, 1); err != nil {
+		if err := b.Succeed(ctx, charge, intentOf(1), 1); err != nil {
 			t.Fatal(err)
 		}
 	}
 	mustBalance(t, b, charge, 700, 0, 300)
+	got, err := b.Get(ctx, charge)
+	if err != nil || got.Entries != 0 || got.ByKey != nil || !got.FoldedAt.Equal(intentOf(1).FoldAt) {
+		t.Fatalf("after the success: %+v, %v; want no entry, folded at the intent's fold", got, err)
+	}
 }
 
 // testReleaseGivesTheAmountBack: release gives the amount back, once, and
@@ -239,28 +263,98 @@ func testReleaseGivesTheAmountBack(t *testing.T, b refund.Balances) {
 	}
 }
 
-// testSucceededIsNeverReleased: a succeeded entry refuses release, and a
-// released one refuses succeed.
-func testSucceededIsNeverReleased(t *testing.T, b refund.Balances) {
+// testAnEndedIntentNeverMovesAgain: once an intent's entry is folded, by
+// its success or its release, neither step moves an amount for it again:
+// a release of a succeeded intent gives nothing back, and a success of a
+// released one refunds nothing (both only fold, and answer done).
+func testAnEndedIntentNeverMovesAgain(t *testing.T, b refund.Balances) {
 	charge := chargeOf(t)
 	for i := range 2 {
 		if _, err := reserve(b, charge, intentOf(i), 1, 100); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := b.Succeed(ctx, charge, intentOf(0).Key, 1); err != nil {
+	if err := b.Succeed(ctx, charge, intentOf(0), 1); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Release(ctx, charge, intentOf(0), 1); !errors.Is(err, refund.ErrFenced) {
-		t.Fatalf("released a succeeded entry: %v", err)
+	if err := b.Release(ctx, charge, intentOf(0), 1); err != nil {
+		t.Fatalf("a release of a succeeded intent: %v", err)
 	}
 	if err := b.Release(ctx, charge, intentOf(1), 1); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Succeed(ctx, charge, intentOf(1).Key, 1); !errors.Is(err, refund.ErrFenced) {
-		t.Fatalf("a released entry succeeded: %v", err)
+	if err := b.Succeed(ctx, charge, intentOf(1), 1); err != nil {
+		t.Fatalf("a success of a released intent: %v", err)
 	}
 	mustBalance(t, b, charge, 900, 0, 100)
+}
+
+// testALateReservationAfterASuccessIsRefused: a reservation's write that
+// lands again after its intent succeeded (the SDK's retry of a write that
+// had landed) carries the stamp it was issued with, which the success's
+// fold passed: refused, whether or not the fold raised the claim
+// watermark, and nothing is reserved again.
+func testALateReservationAfterASuccessIsRefused(t *testing.T, b refund.Balances) {
+	charge := chargeOf(t)
+	for i, in := range []refund.Intent{first(intentOf(1)), intentOf(2)} {
+		if _, err := reserve(b, charge, in, 1, 300); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Succeed(ctx, charge, in, 1); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := reserve(b, charge, in, 1, 300); !errors.Is(err, refund.ErrReleased) {
+			t.Fatalf("intent %d's reservation landing after its success: %v, want ErrReleased", i, err)
+		}
+	}
+	mustBalance(t, b, charge, 400, 0, 600)
+}
+
+// testAFirstAttemptsSuccessKeepsTheClaimWatermark: a first attempt's
+// success folds without raising released_through (no earlier attempt of
+// its intent exists), so an intent claimed before it reserves with a
+// write issued after the fold; one issued before the fold is refused.
+func testAFirstAttemptsSuccessKeepsTheClaimWatermark(t *testing.T, b refund.Balances) {
+	charge := chargeOf(t)
+	in := first(intentOf(2))
+	if _, err := reserve(b, charge, in, 1, 300); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Succeed(ctx, charge, in, 1); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.Get(ctx, charge); err != nil || !got.ReleasedThrough.IsZero() || !got.FoldedAt.Equal(in.FoldAt) {
+		t.Fatalf("after a first attempt's success: %+v, %v; want folded at %v and no claim watermark", got, err, in.FoldAt)
+	}
+	earlier := intentOf(1)
+	if _, err := reserveAt(b, charge, earlier, 1, 100, in.FoldAt); !errors.Is(err, refund.ErrReleased) {
+		t.Fatalf("a write issued at the fold: %v, want ErrReleased", err)
+	}
+	if _, err := reserveAt(b, charge, earlier, 1, 100, in.FoldAt.Add(time.Microsecond)); err != nil {
+		t.Fatalf("an intent claimed before, its write issued after the fold: %v", err)
+	}
+	mustBalance(t, b, charge, 600, 100, 300)
+}
+
+// testManyRefundsAtConstantSize: 150 refunds of one charge, one after
+// another, leave no entry behind: the balance holds the refunds in
+// flight, and the figures hold the rest.
+func testManyRefundsAtConstantSize(t *testing.T, b refund.Balances) {
+	charge := chargeOf(t)
+	for i := range 150 {
+		in := first(intentOf(i))
+		if _, err := reserve(b, charge, in, 1, 1); err != nil {
+			t.Fatalf("refund %d: %v", i, err)
+		}
+		if err := b.Succeed(ctx, charge, in, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := b.Get(ctx, charge)
+	if err != nil || got.Entries != 0 || got.ByKey != nil {
+		t.Fatalf("after 150 refunds: %+v, %v; want no entry", got, err)
+	}
+	mustBalance(t, b, charge, 850, 0, 150)
 }
 
 // testRefenceShutsOutEarlierAttempts: after a take-over re-fences the
@@ -284,13 +378,13 @@ func testRefenceShutsOutEarlierAttempts(t *testing.T, b refund.Balances) {
 	if err := b.Release(ctx, charge, intentOf(1), 1); !errors.Is(err, refund.ErrFenced) {
 		t.Fatalf("the earlier attempt released: %v", err)
 	}
-	if err := b.Succeed(ctx, charge, intentOf(1).Key, 1); !errors.Is(err, refund.ErrFenced) {
+	if err := b.Succeed(ctx, charge, intentOf(1), 1); !errors.Is(err, refund.ErrFenced) {
 		t.Fatalf("the earlier attempt succeeded: %v", err)
 	}
 	if _, err := reserve(b, charge, intentOf(1), 2, 0); err != nil {
 		t.Fatalf("the taker's reservation, already there: %v", err)
 	}
-	if err := b.Succeed(ctx, charge, intentOf(1).Key, 2); err != nil {
+	if err := b.Succeed(ctx, charge, intentOf(1), 2); err != nil {
 		t.Fatal(err)
 	}
 	mustBalance(t, b, charge, 0, 0, 1000)
@@ -361,7 +455,7 @@ func testReleasedThroughOrdersIntents(t *testing.T, b refund.Balances) {
 	if _, err := reserve(b, charge, sameInstant, 1, 100); !errors.Is(err, refund.ErrReleased) {
 		t.Fatalf("an intent claimed at the same millisecond: %v, want ErrReleased", err)
 	}
-	if err := b.Succeed(ctx, charge, intentOf(1).Key, 1); err != nil {
+	if err := b.Succeed(ctx, charge, intentOf(1), 1); err != nil {
 		t.Fatalf("the entry held before the fold: %v", err)
 	}
 	if _, err := reserve(b, charge, intentOf(7), 1, 100); err != nil {
@@ -380,51 +474,46 @@ func testReleasedThroughOrdersIntents(t *testing.T, b refund.Balances) {
 	mustBalance(t, b, charge, 900, 0, 100)
 }
 
-// testLimitOfEntries: MaxEntries refunds may be held (reserved or
-// succeeded); the next is refused with ErrLimitReached even with room
-// left, until one of them is released.
+// testLimitOfEntries: MaxEntries refunds may be in flight at once; the
+// next is refused with ErrLimitReached even with room left, until one of
+// them ends, succeeded or released.
 func testLimitOfEntries(t *testing.T, b refund.Balances) {
 	charge := chargeOf(t)
 	for i := range refund.MaxEntries {
 		if _, err := reserve(b, charge, intentOf(i), 1, 1); err != nil {
 			t.Fatalf("reservation %d: %v", i, err)
 		}
-		if i%2 == 0 {
-			if err := b.Succeed(ctx, charge, intentOf(i).Key, 1); err != nil {
-				t.Fatal(err)
-			}
+	}
+	next := refund.MaxEntries
+	for _, end := range []func(refund.Intent) error{
+		func(in refund.Intent) error { return b.Succeed(ctx, charge, in, 1) },
+		func(in refund.Intent) error { return b.Release(ctx, charge, in, 1) },
+	} {
+		if _, err := reserve(b, charge, intentOf(next), 1, 1); !errors.Is(err, refund.ErrLimitReached) {
+			t.Fatalf("one more: %v, want ErrLimitReached", err)
 		}
+		if err := end(intentOf(next - refund.MaxEntries)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := reserve(b, charge, intentOf(next+1), 1, 1); err != nil {
+			t.Fatalf("one more once a refund in flight ended: %v", err)
+		}
+		next += 2
 	}
-	if _, err := reserve(b, charge, intentOf(refund.MaxEntries), 1, 1); !errors.Is(err, refund.ErrLimitReached) {
-		t.Fatalf("one more: %v, want ErrLimitReached", err)
-	}
-	if err := b.Release(ctx, charge, intentOf(1), 1); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := reserve(b, charge, intentOf(refund.MaxEntries), 1, 1); err != nil {
-		t.Fatalf("one more once a reservation is released: %v", err)
-	}
-	if _, err := reserve(b, charge, intentOf(refund.MaxEntries+1), 1, 1); !errors.Is(err, refund.ErrLimitReached) {
-		t.Fatalf("and the next: %v, want ErrLimitReached", err)
-	}
-	mustBalance(t, b, charge, 1000-refund.MaxEntries, refund.MaxEntries/2, refund.MaxEntries/2)
+	mustBalance(t, b, charge, 1000-refund.MaxEntries-1, refund.MaxEntries, 1)
 }
 
 // testFailuresNeverGrowTheBalance: on a charge holding MaxEntries-1
-// refunds, 200 intents that each reserve and are released (an acquirer
-// that refuses every call), 100 releases of intents whose reservation
-// failed, and 100 take-overs that find no entry leave the balance holding
-// the same entries, and the next refund reserves.
+// refunds in flight, 200 intents that each reserve and are released (an
+// acquirer that refuses every call), 100 releases of intents whose
+// reservation failed, and 100 take-overs that find no entry leave the
+// balance holding the same entries, and the next refund reserves.
 func testFailuresNeverGrowTheBalance(t *testing.T, b refund.Balances) {
 	charge := chargeOf(t)
 	n := 0
 	next := func() refund.Intent { n++; return intentOf(n) }
 	for range refund.MaxEntries - 1 {
-		in := next()
-		if _, err := reserve(b, charge, in, 1, 1); err != nil {
-			t.Fatal(err)
-		}
-		if err := b.Succeed(ctx, charge, in.Key, 1); err != nil {
+		if _, err := reserve(b, charge, next(), 1, 1); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -455,5 +544,5 @@ func testFailuresNeverGrowTheBalance(t *testing.T, b refund.Balances) {
 	if _, err := reserve(b, charge, next(), 1, 1); err != nil {
 		t.Fatalf("the next refund: %v", err)
 	}
-	mustBalance(t, b, charge, 1000-refund.MaxEntries, 1, refund.MaxEntries-1)
+	mustBalance(t, b, charge, 1000-refund.MaxEntries, refund.MaxEntries, 0)
 }

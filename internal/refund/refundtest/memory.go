@@ -58,7 +58,7 @@ func (m *MemoryBalances) Reserve(_ context.Context, r refund.Reservation) (refun
 		return e, nil // this attempt's own reservation, answered again
 	case exists:
 		return e, refund.ErrFenced
-	case b.folds(r.Intent):
+	case b.folds(r.Intent) || !b.FoldedAt.IsZero() && !r.Stamp.After(b.FoldedAt):
 		return refund.Entry{State: refund.EntryReleased}, refund.ErrReleased
 	case b.Entries >= refund.MaxEntries:
 		return e, refund.ErrLimitReached
@@ -86,11 +86,21 @@ func (b *balance) folds(in refund.Intent) bool {
 	return !b.ReleasedThrough.IsZero() && !b.ReleasedThrough.Before(in.Claimed.Truncate(time.Millisecond))
 }
 
-// fold raises the watermark to the intent's claim time.
-func (b *balance) fold(in refund.Intent) {
-	if !b.folds(in) {
+// fold raises FoldedAt to the intent's FoldAt and, unless byClaim is
+// false, ReleasedThrough to its claim time; neither is ever lowered.
+func (b *balance) fold(in refund.Intent, byClaim bool) {
+	if in.FoldAt.After(b.FoldedAt) {
+		b.FoldedAt = in.FoldAt
+	}
+	if byClaim && !b.folds(in) {
 		b.ReleasedThrough = in.Claimed.Truncate(time.Millisecond)
 	}
+}
+
+// remove folds the intent's entry out of the balance.
+func (b *balance) remove(key string) {
+	delete(b.entries, key)
+	b.Entries--
 }
 
 // Refence implements refund.Balances.
@@ -101,7 +111,7 @@ func (m *MemoryBalances) Refence(_ context.Context, chargeID string, in refund.I
 	e, exists := b.entries[in.Key]
 	switch {
 	case !exists:
-		b.fold(in) // no attempt reserved, and now none can
+		b.fold(in, true) // no attempt reserved, and now none can
 		return refund.Entry{State: refund.EntryReleased}, nil
 	case e.Fence == fence:
 		return e, nil // this attempt's own write, answered again
@@ -114,23 +124,25 @@ func (m *MemoryBalances) Refence(_ context.Context, chargeID string, in refund.I
 }
 
 // Succeed implements refund.Balances.
-func (m *MemoryBalances) Succeed(_ context.Context, chargeID, key string, fence int) error {
+func (m *MemoryBalances) Succeed(_ context.Context, chargeID string, in refund.Intent, fence int) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	b := m.of(chargeID)
-	e, exists := b.entries[key]
+	e, exists := b.entries[in.Key]
 	switch {
-	case !exists || e.Fence != fence:
+	case !exists:
+		return nil // ended: the caller holds the row
+	case e.Fence != fence:
 		return refund.ErrFenced
-	case e.State == refund.EntrySucceeded:
-		return nil
+	case e.State == refund.EntrySucceeded: // an earlier version's: folded
 	case e.State != refund.EntryReserved:
 		return refund.ErrFenced
+	default:
+		b.Reserved -= e.Amount
+		b.Refunded += e.Amount
 	}
-	e.State = refund.EntrySucceeded
-	b.entries[key] = e
-	b.Reserved -= e.Amount
-	b.Refunded += e.Amount
+	b.remove(in.Key)
+	b.fold(in, !in.First)
 	return nil
 }
 
@@ -142,16 +154,15 @@ func (m *MemoryBalances) Release(_ context.Context, chargeID string, in refund.I
 	e, exists := b.entries[in.Key]
 	switch {
 	case !exists:
-		b.fold(in) // nothing reserved, or released already
+		b.fold(in, true) // nothing reserved, or ended already
 		return nil
 	case e.State != refund.EntryReserved || e.Fence != fence:
 		return refund.ErrFenced
 	}
 	b.Reserved -= e.Amount
 	b.Remaining += e.Amount
-	b.Entries--
-	delete(b.entries, in.Key)
-	b.fold(in)
+	b.remove(in.Key)
+	b.fold(in, true)
 	return nil
 }
 

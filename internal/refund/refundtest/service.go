@@ -62,6 +62,8 @@ func RunServiceConformance(t *testing.T, newStores NewStoresFunc) {
 		{"AnUnknownOutcomeIsTakenOverAndSent", serviceAnUnknownOutcomeIsTakenOverAndSent},
 		{"TheReconcilerReleasesWhatNeverLeft", serviceTheReconcilerReleasesWhatNeverLeft},
 		{"KillsBetweenTheSteps", serviceKillsBetweenTheSteps},
+		{"AForgetfulAcquirerNeverFreesARowsKey", serviceAForgetfulAcquirerNeverFreesARowsKey},
+		{"ALateReservationAfterASuccessIsRefused", serviceALateReservationAfterASuccessIsRefused},
 		{"ALyingAcquirerIsHeld", serviceALyingAcquirerIsHeld},
 		{"AHeldRefundIsAccepted", serviceAHeldRefundIsAccepted},
 		{"AHeldRefundIsVoided", serviceAHeldRefundIsVoided},
@@ -501,8 +503,8 @@ func serviceAnOutageNeverUsesUpTheRefunds(t *testing.T, w *world) {
 		}
 	}
 	w.mustHold(t, ch, 9999, 0, 1)
-	if bal, err := w.stores.Balances.Get(ctx, ch); err != nil || bal.Entries != 1 || len(bal.ByKey) != 1 {
-		t.Fatalf("the balance after the outage: %d entries counted, %d held, %v", bal.Entries, len(bal.ByKey), err)
+	if bal, err := w.stores.Balances.Get(ctx, ch); err != nil || bal.Entries != 0 || len(bal.ByKey) != 0 {
+		t.Fatalf("the balance after the outage: %d entries counted, %d held, %v; want none (nothing in flight)", bal.Entries, len(bal.ByKey), err)
 	}
 	w.clock.Advance(time.Millisecond)
 	mustAnswer(t, w.svc.Refund(ctx, in("retried-in-the-outage", ch, `{"amount": 100}`)), op.Executed, 201)
@@ -528,8 +530,8 @@ func serviceFailedReservationsNeverGrowTheBalance(t *testing.T, w *world) {
 			t.Fatalf("try %d: %s", i, res.Outcome)
 		}
 	}
-	if bal, err := w.stores.Balances.Get(ctx, ch); err != nil || bal.Entries != 1 || len(bal.ByKey) != 1 {
-		t.Fatalf("the balance after %d failed reservations: %d entries counted, %d held, %v", refund.MaxEntries+10, bal.Entries, len(bal.ByKey), err)
+	if bal, err := w.stores.Balances.Get(ctx, ch); err != nil || bal.Entries != 0 || len(bal.ByKey) != 0 {
+		t.Fatalf("the balance after %d failed reservations: %d entries counted, %d held, %v; want none (nothing in flight)", refund.MaxEntries+10, bal.Entries, len(bal.ByKey), err)
 	}
 	w.clock.Advance(time.Millisecond)
 	mustAnswer(t, w.svc.Refund(ctx, in("after-the-failures", ch, `{"amount": 100}`)), op.Executed, 201)
@@ -697,6 +699,74 @@ func serviceKillsBetweenTheSteps(t *testing.T, w *world) {
 	}
 }
 
+// serviceAForgetfulAcquirerNeverFreesARowsKey: an attempt killed after
+// its refund's row, and an acquirer whose lookup does not find the refund
+// it made: the take-over, by a retry and by the reconciler, completes from
+// the row instead of releasing the key, and the books keep the refund.
+func serviceAForgetfulAcquirerNeverFreesARowsKey(t *testing.T, w *world) {
+	for _, by := range []string{"retry", "reconciler"} {
+		ch := w.charge(t, "pm_card_visa", 1000)
+		key := "forgotten-by-the-" + by
+		guard := idem.NewGuard(w.stores.Store, idem.Config{Now: w.now, DefaultLease: 30 * time.Second, Protocol: protocol})
+		doomed := refund.NewService(guard, w.charges, w.stores.Balances, killedAfterTheRow{w.stores.Refunds}, w.acq, Render, charge.Config{Now: w.now})
+		if !killed(func() { doomed.Refund(ctx, in(key, ch, `{"amount": 600}`)) }) {
+			t.Fatal("the attempt was not killed")
+		}
+		forgetful := w.with(forgetting{w.acq})
+		switch by {
+		case "retry":
+			w.clock.Advance(time.Minute)
+			mustAnswer(t, forgetful.Refund(ctx, in(key, ch, `{"amount": 600}`)), op.Executed, 201)
+		case "reconciler":
+			w.clock.Advance(reconcilable)
+			if got, err := forgetful.Reconcile(ctx, pkOf(key)); err != nil || got != op.ReconciledCompleted {
+				t.Fatalf("reconcile: %s, %v; want completed from the row", got, err)
+			}
+		}
+		w.mustHold(t, ch, 400, 0, 600)
+		if refunds := w.sb.Refunds(); refunds[len(refunds)-1].Amount != 600 {
+			t.Fatalf("the acquirer's refunds: %+v", refunds)
+		}
+	}
+}
+
+// forgetting is an acquirer whose lookup never finds a refund.
+type forgetting struct{ refund.Acquirer }
+
+func (forgetting) LookupRefund(context.Context, string) (acquirer.Refund, error) {
+	return acquirer.Refund{}, acquirer.ErrNotFound
+}
+
+// serviceALateReservationAfterASuccessIsRefused: a refund's reservation
+// whose write lands again after the refund succeeded (the SDK's try of a
+// write that had landed, delivered late) is refused: its stamp is before
+// the success's fold, so nothing is reserved twice and the charge's
+// refundable amount stays what the refund left.
+func serviceALateReservationAfterASuccessIsRefused(t *testing.T, w *world) {
+	ch := w.charge(t, "pm_card_visa", 1000)
+	var sent refund.Reservation
+	guard := idem.NewGuard(w.stores.Store, idem.Config{Now: w.now, DefaultLease: 30 * time.Second, Protocol: protocol})
+	svc := refund.NewService(guard, w.charges, recording{Balances: w.stores.Balances, last: &sent}, w.stores.Refunds, w.acq, Render, charge.Config{Now: w.now})
+	mustAnswer(t, svc.Refund(ctx, in("late-write", ch, `{"amount": 600}`)), op.Executed, 201)
+	w.clock.Advance(time.Second)
+	if _, err := w.stores.Balances.Reserve(ctx, sent); !errors.Is(err, refund.ErrReleased) {
+		t.Fatalf("the reservation landing again after the success: %v, want ErrReleased", err)
+	}
+	w.mustHold(t, ch, 400, 0, 600)
+	mustAnswer(t, w.svc.Refund(ctx, in("after-the-late-write", ch, `{"amount": 400}`)), op.Executed, 201)
+}
+
+// recording is balances that keep the last reservation asked.
+type recording struct {
+	refund.Balances
+	last *refund.Reservation
+}
+
+func (b recording) Reserve(c2 context.Context, r refund.Reservation) (refund.Entry, error) {
+	*b.last = r
+	return b.Balances.Reserve(c2, r)
+}
+
 // serviceALyingAcquirerIsHeld: a refund made for ten times the amount
 // asked is held for an operator: no row, the reservation kept, and every
 // retry answers pending.
@@ -828,15 +898,29 @@ func serviceAGoneChargesReleaseFoldsTheIntent(t *testing.T, w *world) {
 	}
 }
 
-// serviceTheLimitOfRefunds: a charge takes MaxEntries refunds; the next
-// is a stored 422.
+// serviceTheLimitOfRefunds: a charge takes 150 refunds one after another
+// (each folds its entry when it succeeds), leaving its balance with no
+// entry; with MaxEntries refunds in flight at once, the next is a stored
+// 422.
 func serviceTheLimitOfRefunds(t *testing.T, w *world) {
 	ch := w.charge(t, "pm_card_visa", 1000)
-	for i := range refund.MaxEntries {
+	for i := range 150 {
 		mustAnswer(t, w.svc.Refund(ctx, in(fmt.Sprintf("small-refund-%d", i), ch, `{"amount": 1}`)), op.Executed, 201)
 	}
+	if bal, err := w.stores.Balances.Get(ctx, ch); err != nil || bal.Entries != 0 || len(bal.ByKey) != 0 {
+		t.Fatalf("after 150 refunds: %d entries counted, %d held, %v; want none", bal.Entries, len(bal.ByKey), err)
+	}
+	for i := range refund.MaxEntries { // refunds in flight, as other instances' reservations
+		now := w.now()
+		inFlight := refund.Reservation{ChargeID: ch, ChargeAmount: 1000, Fence: 1, Amount: 1, Stamp: now.Add(time.Millisecond),
+			Intent: refund.Intent{Key: fmt.Sprintf("%040x", i), Claimed: now.Truncate(time.Millisecond)}}
+		if _, err := w.stores.Balances.Reserve(ctx, inFlight); err != nil {
+			t.Fatalf("in flight %d: %v", i, err)
+		}
+	}
+	w.clock.Advance(time.Second)
 	mustAnswer(t, w.svc.Refund(ctx, in("one-too-many", ch, `{"amount": 1}`)), op.Executed, 422)
-	w.mustHold(t, ch, 1000-refund.MaxEntries, 0, refund.MaxEntries)
+	w.mustHold(t, ch, 1000-150-refund.MaxEntries, refund.MaxEntries, 150)
 }
 
 // serviceLookupsByIDAndKey: a refund is found by its id and by its key,
