@@ -42,10 +42,11 @@
  * who settles the records they hold (either shape); -DLATE_ACCEPT adds to
  * it one answer garbled although the refund agrees, and an accept of it
  * whose row may land long after its invocation ended. -DNO_LATE leaves
- * the late reservation write out, and -DNO_LATE_DUP its landing again
- * after a success (model/check.sh says where, and why).
- * The largest run, mismatches with a competitor, stores 50 million states
- * in 3.4 GB.
+ * the late reservation write out, -DNO_LATE_DUP its landing again after a
+ * success, and -DNO_REISSUE the reservation issued again after its stamp
+ * was passed (model/check.sh says where, and why).
+ * The largest runs, safety and mismatches with a competitor, store 51
+ * million states in 3.4 GB.
  *
  * model/check.sh runs it. Compile-time switches break it; each must yield a
  * counterexample:
@@ -430,6 +431,14 @@ inline finish(i, me, k, a, byClaim, bounded, out) {
 	fi
 }
 
+/* REISSUE_OK: a reservation refused only by its stamp may be issued
+ * again (-DNO_REISSUE: never, for the largest runs). */
+#ifdef NO_REISSUE
+#define REISSUE_OK false
+#else
+#define REISSUE_OK !reissued
+#endif
+
 /* LATE_OK: the late write may still be scheduled (-DNO_LATE: never, for
  * the liveness runs, where a late write refused changes nothing). */
 #ifdef NO_LATE
@@ -444,7 +453,7 @@ inline finish(i, me, k, a, byClaim, bounded, out) {
 
 proctype Worker(byte i; byte me) {
 	byte k, a, got;
-	bool takenOver = false, ok;
+	bool takenOver = false, ok, again = false, reissued = false;
 	/* op.Frame.Claim (idem.Guard.Begin): the claim, or the fenced take-over. */
 	atomic {
 		if
@@ -474,8 +483,13 @@ proctype Worker(byte i; byte me) {
 	:: else ->
 		/* The reservation's write is issued while the lease lives (the
 		 * invocation's deadline comes before its end, and the SDK issues
-		 * no try after it), and carries the time it was issued at. */
-		if
+		 * no try after it), and carries the time it was issued at. A write
+		 * refused only because a fold passed its stamp (refund.
+		 * ErrStampPassed: another intent ended while it was on its way) is
+		 * issued again with a new stamp, once here (refund.Service: up to
+		 * MaxReservationTries); a stray try of the refused write would be
+		 * refused for ever, and the model leaves it out. */
+stamp:	if
 		:: MAYCRASH(i) -> goto done	/* crash before reserving */
 		:: atomic { ISSUABLE(i, me) -> stamped[k] = true }
 		:: atomic { !ISSUABLE(i, me) } -> goto done	/* the invocation is over */
@@ -496,6 +510,7 @@ proctype Worker(byte i; byte me) {
 			goto done
 		:: atomic {
 			reserve(k, a, got);
+			again = (got == FOLDED && claimAt[k] > releasedThrough && REISSUE_OK);
 			if
 #ifndef NO_LATE_DUP
 			:: got == RESERVED && MAYCRASH(i) && LATE_OK -> lateUsed = true; lateKey = k; lateFence = a	/* retried by the SDK, its first try landed: the retry lands later (or never) */
@@ -503,6 +518,10 @@ proctype Worker(byte i; byte me) {
 			:: else -> forget(k)
 			fi
 		   }
+		fi;
+		if
+		:: again -> atomic { again = false; reissued = true; got = 0 }; goto stamp
+		:: else -> skip
 		fi;
 		/* The store fails at the reservation, its write perhaps landed (503
 		 * SERVICE_UNAVAILABLE): nothing was sent, so the first attempt
@@ -553,7 +572,7 @@ proctype Worker(byte i; byte me) {
 	:: atomic { MAYCRASH(i) && rec[i] == INPROG && owner[i] == me -> lease[i] = ENDED }	/* unknown: idem.Lease.Abandon, 503 pending */
 	:: MAYCRASH(i) -> goto done	/* crash while waiting */
 	fi;
-done:	atomic { k = 0; a = 0; got = 0; ok = false; takenOver = false }	/* nothing more of it */
+done:	atomic { k = 0; a = 0; got = 0; ok = false; takenOver = false; again = false; reissued = false }	/* nothing more of it */
 }
 
 /* With -DCOMPETITOR, intent 1 is reduced to what matters to intent 0's

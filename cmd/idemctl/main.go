@@ -545,7 +545,7 @@ type balanceView struct {
 
 type refundEntryView struct {
 	ID     string       `json:"id"`
-	State  refund.State `json:"state"` // "released" for an intent the claim watermark folded, "folded" for one whose row tells how it ended
+	State  refund.State `json:"state"` // "folded" for an intent that ended with a row, which says how; "released" for one that ended without
 	Amount int64        `json:"amount"`
 }
 
@@ -702,10 +702,12 @@ func describeRefund(ctx context.Context, v *view, t tables, rec *idem.Record) {
 	switch e, ok, err := balances.Entry(ctx, chargeID, refund.Intent{Key: rec.DownstreamKey, Claimed: rec.CreatedAt}); {
 	case err != nil:
 		v.BalanceError = err.Error()
-	case ok:
+	case ok && e.State != refund.EntryReleased:
 		v.RefundEntry = &refundEntryView{ID: id, State: e.State, Amount: e.Amount}
-	case v.Ledger != nil:
+	case v.Ledger != nil: // ended, succeeded or declined: its row says which
 		v.RefundEntry = &refundEntryView{ID: id, State: stateFolded}
+	case ok:
+		v.RefundEntry = &refundEntryView{ID: id, State: e.State}
 	}
 }
 

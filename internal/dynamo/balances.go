@@ -17,9 +17,10 @@ import (
 )
 
 // Balances are the refund.Balances on the table (Table.Balances): one item
-// per charge, BALANCE#<charge id>, with the balance's figures, the
-// watermark of the intents it has released (released_through, epoch
-// milliseconds) and one entry per refund reserved or succeeded, three
+// per charge, BALANCE#<charge id>, with the balance's figures, its two
+// watermarks (released_through, a claim time in epoch milliseconds, and
+// folded_at, the latest fold's time in epoch nanoseconds) and one entry
+// per refund in flight (or succeeded, kept by an earlier version), three
 // attributes named by its downstream key (state_K, fence_K, amount_K).
 // Each step is one UpdateItem whose condition decides it (DESIGN §7); a
 // refused one returns the item as it was
@@ -47,7 +48,7 @@ const (
 // MaxBalanceBytes is the largest a balance item can be by DynamoDB's
 // measure of an item (the UTF-8 bytes of each attribute's name and value,
 // a number 1 byte and 1 per 2 digits): its key, its five figures and its
-// watermark, and refund.MaxEntries entries in the longest state, with a
+// two watermarks, and refund.MaxEntries entries in the longest state, with a
 // fence and an amount of 19 digits each. An update of it is billed 9
 // write units (1 KB each); TestBalanceSizeIsBounded holds it against an
 // item driven there on DynamoDB Local.
@@ -228,8 +229,10 @@ func (b *Balances) Reserve(ctx context.Context, r refund.Reservation) (refund.En
 		return e, nil // this attempt's own reservation, answered again
 	case hasFence:
 		return e, refund.ErrFenced
-	case foldedIn(old, r.Intent) || stampFolded(old, r.Stamp):
+	case foldedIn(old, r.Intent):
 		return refund.Entry{State: refund.EntryReleased}, refund.ErrReleased
+	case stampFolded(old, r.Stamp):
+		return refund.Entry{}, refund.ErrStampPassed
 	case intOf(old, balanceEntries) >= refund.MaxEntries:
 		return e, refund.ErrLimitReached
 	}

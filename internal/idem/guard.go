@@ -484,9 +484,10 @@ func (l *Lease) TookOver() time.Time { return l.tookOver }
 // Stamp is the guard's clock now, for a write whose store decides by
 // when it was issued (a reservation on a balance), and ok false when the
 // lease has ended: no such write is issued after its lease's end. The
-// lease never ends before its latest stamp, even when Abandon or
-// HoldForOperator end it early by a clock that stepped back, so a
-// take-over's TookOver comes after every stamp of the earlier attempts.
+// lease never ends before its Floor (its latest stamp, or the end of the
+// lease it took over), even when Abandon or HoldForOperator end it early
+// by a clock that stepped back, so a take-over's TookOver comes after
+// every stamp of the earlier attempts, however many took over before.
 func (l *Lease) Stamp() (t time.Time, ok bool) {
 	now := l.g.cfg.Now()
 	if !now.Before(l.rec.LeaseExpiresAt) {
@@ -510,14 +511,16 @@ func (l *Lease) Floor() time.Time {
 }
 
 // earlyEnd is when a lease ended early ends: now, never after its end
-// and never before its latest stamp.
+// and never before its floor (its latest stamp, or the end of the lease
+// it took over), so that a chain of take-overs' floors never falls back,
+// whatever the clocks do.
 func (l *Lease) earlyEnd(now time.Time) time.Time {
 	end := now
 	if l.rec.LeaseExpiresAt.Before(end) { // never longer
 		end = l.rec.LeaseExpiresAt
 	}
-	if end.Before(l.stamped) {
-		end = l.stamped
+	if floor := l.Floor(); end.Before(floor) {
+		end = floor
 	}
 	return end
 }
@@ -704,7 +707,8 @@ func (l *Lease) release(ctx context.Context) error {
 // downstream is unknown, so a retry may take over at once and ask downstream
 // by DownstreamKey. It only ever shortens the lease: a worker abandoning
 // after its lease ended must not make the record look fresher to the
-// sweeper. It never ends the lease before its latest Stamp. Errors: ErrLeaseLost, or a store error.
+// sweeper. It never ends the lease before its Floor. Errors:
+// ErrLeaseLost, or a store error.
 func (l *Lease) Abandon(ctx context.Context) error {
 	end := l.earlyEnd(l.g.cfg.Now())
 	if err := RetryConflicts(ctx, func() error { return l.g.store.SetLease(ctx, l.rec.PK, l.rec.LeaseToken, end) }); err != nil {

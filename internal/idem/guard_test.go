@@ -94,10 +94,10 @@ func TestRetryAfterBounds(t *testing.T) {
 }
 
 // TestStampsAndFloors: a lease stamps a write only before its end, and
-// never ends before its latest stamp, even when Abandon comes by a clock
-// that stepped back; a claim's floor is its latest stamp, and a
-// take-over's the end of the lease it took over, which comes after every
-// stamp of the earlier attempt.
+// never ends before its floor, even when Abandon comes by a clock that
+// stepped back; a claim's floor is its latest stamp, and a take-over's
+// the end of the lease it took over, which comes after every stamp of
+// the earlier attempts, down a chain of take-overs.
 func TestStampsAndFloors(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -130,8 +130,17 @@ func TestStampsAndFloors(t *testing.T) {
 	if !taken.Lease.TookOver().Equal(stamp) || !taken.Lease.Floor().Equal(stamp) {
 		t.Fatalf("the take-over's floor %v; want the end taken over, %v", taken.Lease.Floor(), stamp)
 	}
+	clock.Advance(-20 * time.Second) // further back: the taker's Abandon
+	if err := taken.Lease.Abandon(ctx); err != nil || !taken.Lease.ExpiresAt().Equal(stamp) {
+		t.Fatalf("a take-over abandoned by a clock behind the end it took over: %v, ends %v; want %v", err, taken.Lease.ExpiresAt(), stamp)
+	}
+	clock.Advance(30 * time.Second)
+	third, err := guard.Begin(ctx, scope, req)
+	if err != nil || third.Lease == nil || !third.Lease.Floor().Equal(stamp) {
+		t.Fatalf("the third attempt: %+v, %v; want its floor at %v", third, err, stamp)
+	}
 	clock.Advance(31 * time.Second)
-	if at, ok := taken.Lease.Stamp(); ok {
+	if at, ok := third.Lease.Stamp(); ok {
 		t.Fatalf("a stamp after the lease's end: %v", at)
 	}
 }

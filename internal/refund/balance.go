@@ -128,8 +128,8 @@ type Balances interface {
 	// It fails with a
 	// *NoRoomError when too little remains, ErrLimitReached when
 	// MaxEntries entries are held, ErrReleased when the intent is folded,
-	// and ErrFenced when its entry belongs to another attempt or has moved
-	// on.
+	// ErrStampPassed when only the stamp is too early, and ErrFenced when
+	// its entry belongs to another attempt or has moved on.
 	Reserve(ctx context.Context, r Reservation) (Entry, error)
 	// Refence makes fence the fence of the intent's entry if it has a
 	// lower one, and returns the entry as it then is. A take-over calls it
@@ -168,11 +168,22 @@ type Balances interface {
 // ErrLimitReached: the charge already holds MaxEntries refunds in flight.
 var ErrLimitReached = errors.New("refund: the charge has the most refunds allowed")
 
-// ErrReleased: the intent holds no entry, and was claimed at or before the
-// balance's ReleasedThrough or its reservation was issued at or before
-// FoldedAt: it may be folded, and no such write may reserve. Nothing was
-// reserved for it, so nothing was sent.
+// ErrReleased: the intent holds no entry and was claimed at or before the
+// balance's ReleasedThrough: it may be folded, and no attempt of it may
+// reserve. Nothing was reserved for it, so nothing was sent.
 var ErrReleased = errors.New("refund: the intent is released on the balance")
+
+// ErrStampPassed: the intent holds no entry and was claimed after
+// ReleasedThrough, but the reservation was issued at or before the
+// balance's FoldedAt. That write, and every other issued as early, may
+// never reserve. To the first attempt that gets it as its call's answer,
+// it means another intent ended while the write was on its way, and a
+// write issued now may reserve: its own intent is folded only by its own
+// success (after this call), its own release, or a take-over, and the
+// last two raise ReleasedThrough (a take-over's fold's floor is besides
+// past every stamp the earlier lease can issue). A stray try of a write
+// that lands after its intent's first attempt succeeded meets it too.
+var ErrStampPassed = errors.New("refund: an action ended while the reservation was on its way")
 
 // ErrFenced: a later attempt of the intent's record took its entry, or the
 // entry is not in the state the step moves it from.

@@ -35,14 +35,27 @@ func (s *Service) resolve(ctx context.Context, lease *idem.Lease, req Request) (
 	if ch.Outcome != op.Found {
 		// No reservation is made without the charge's row.
 		if ch.Outcome == op.NotFound {
-			// Released only when the intent holds no entry: the re-fence
-			// folds it, so a reservation still on its way can never land
-			// (a charge's GET also says not found for an unreadable row,
-			// and an entry is left to a person).
+			// Released only when the intent holds no entry and has no row:
+			// the re-fence folds it, so a reservation still on its way can
+			// never land (a charge's GET also says not found for an
+			// unreadable row, and an entry is left to a person); a row
+			// says the refund was made and its entry folded by its
+			// success, and the record completes from it.
 			e, err := s.balances.Refence(ctx, req.ChargeID, s.intentOf(lease), lease.Attempt())
 			if err != nil || e.State != EntryReleased {
 				_ = lease.Abandon(ctx)
 				return op.NothingToDo, fmt.Errorf("reconcile %s: the charge is not found, and its balance has an entry for the refund (or did not answer: %v)", idem.Ref(pk), err)
+			}
+			a := &attempt{s: s, req: req}
+			switch row, found, err := a.row(ctx, lease); {
+			case err != nil:
+				_ = lease.Abandon(ctx)
+				return op.NothingToDo, fmt.Errorf("reconcile %s: the refund's row: %w", idem.Ref(pk), err)
+			case found:
+				if res := a.fromRow(ctx, lease, row, nil); !a.Stored(res) {
+					return op.NothingToDo, fmt.Errorf("reconcile %s: the completion from the refund's row did not land (%s)", idem.Ref(pk), res.Outcome)
+				}
+				return op.ReconciledCompleted, nil
 			}
 			if err := lease.ReleaseReconciled(ctx); err != nil {
 				return op.NothingToDo, fmt.Errorf("reconcile %s: %w", idem.Ref(pk), err)

@@ -218,22 +218,25 @@ func (a *attempt) Unsent(ctx context.Context, lease *idem.Lease) *Result {
 // limit are final answers for the key; a fenced reservation means a later
 // attempt owns the intent; a released one, that the intent can never
 // reserve, and a first attempt releases the key (nothing was reserved or
-// sent), so the client's retry is a new intent.
+// sent), so the client's retry is a new intent. A write that another
+// action's end passed on its way (ErrStampPassed) is issued again with a
+// new stamp, up to MaxReservationTries writes in all.
 func (a *attempt) Reserve(ctx context.Context, lease *idem.Lease) *Result {
 	s := a.s
-	stamp, ok := lease.Stamp()
-	if !ok { // the lease ended before the write could be issued: nothing reserved or sent
-		res := s.unavailable(ctx, lease)
-		return &res
+	var (
+		entry Entry
+		err   error
+	)
+	for range MaxReservationTries {
+		stamp, ok := lease.Stamp()
+		if !ok { // the lease ended before the write could be issued: nothing reserved or sent
+			res := s.unavailable(ctx, lease)
+			return &res
+		}
+		if entry, err = a.reserve(ctx, lease, stamp); !errors.Is(err, ErrStampPassed) {
+			break
+		}
 	}
-	// No try of the write is issued after the lease's end (the SDK issues
-	// none once its context is done), so a take-over's fold, which comes
-	// after that end, refuses every one still on its way.
-	writeCtx, cancel := context.WithDeadline(ctx, lease.ExpiresAt())
-	defer cancel()
-	entry, err := s.balances.Reserve(writeCtx, Reservation{
-		ChargeID: a.ch.ID, ChargeAmount: a.ch.Amount, Intent: s.intentOf(lease), Fence: lease.Attempt(), Stamp: stamp, Amount: a.req.Amount,
-	})
 	a.entry = entry
 	var noRoom *NoRoomError
 	var res Result
@@ -246,7 +249,7 @@ func (a *attempt) Reserve(ctx context.Context, lease *idem.Lease) *Result {
 		res = s.complete(ctx, lease, Answer{LimitReached: true}, "")
 	case errors.Is(err, ErrFenced):
 		res = s.pendingResult()
-	case errors.Is(err, ErrReleased):
+	case errors.Is(err, ErrReleased), errors.Is(err, ErrStampPassed):
 		res = s.unavailable(ctx, lease)
 	default:
 		// The write may have landed: release the entry first, then the
@@ -260,6 +263,24 @@ func (a *attempt) Reserve(ctx context.Context, lease *idem.Lease) *Result {
 		}
 	}
 	return &res
+}
+
+// MaxReservationTries bounds the writes of one reservation: each one
+// after the first is issued because another action of the charge ended
+// while the last was on its way, which only refunds at the same instant
+// on one charge meet.
+const MaxReservationTries = 4
+
+// reserve is one reservation write, stamped, with a deadline at the
+// lease's end: no try of it is issued after that end (the SDK issues
+// none once its context is done), so a take-over's fold, which comes
+// after that end, refuses every one still on its way.
+func (a *attempt) reserve(ctx context.Context, lease *idem.Lease, stamp time.Time) (Entry, error) {
+	writeCtx, cancel := context.WithDeadline(ctx, lease.ExpiresAt())
+	defer cancel()
+	return a.s.balances.Reserve(writeCtx, Reservation{
+		ChargeID: a.ch.ID, ChargeAmount: a.ch.Amount, Intent: a.s.intentOf(lease), Fence: lease.Attempt(), Stamp: stamp, Amount: a.req.Amount,
+	})
 }
 
 // Release gives the intent's entry back: nothing was sent.
@@ -405,9 +426,11 @@ func sameRefund(a, b Refund) bool {
 
 // Close moves the entry as the row says (succeeded, or released for a
 // decline); op.FromRow then completes the record with the row's answer.
-// An entry this attempt holds, or a released one, that has already moved
-// the other way holds the record; one a later attempt holds leaves the
-// answer to it.
+// An intent whose entry is folded already is done (its success or its
+// release was made; the row says which). An entry an earlier version
+// left that has moved the other way (a released tombstone, or a
+// succeeded entry the row says was declined) holds the record; one a
+// later attempt holds leaves the answer to it.
 func (a *attempt) Close(ctx context.Context, lease *idem.Lease, row Refund) *Result {
 	s := a.s
 	var err error

@@ -35,10 +35,11 @@ func (s *Service) settler() op.Settler[Refund] {
 
 // Peek is the acquirer's refund for the record pk's intent, asked
 // without taking anything over and checked against what its entry
-// reserved: a refund disagrees unless the entry reserves it or has
-// succeeded with it (a released entry gave its amount back:
-// ReasonEntryDisagrees), or it is the decline the entry was released for.
-// What an operator is shown before deciding. It writes nothing. The record must be in progress, held or not. Errors:
+// reserved: a refund disagrees unless the entry reserves it, or the
+// intent holds no entry and its row states the refund's terms (without
+// a row: ReasonEntryDisagrees). What an operator is shown before
+// deciding. It writes nothing. The record must be in progress, held or
+// not. Errors:
 // idem.ErrNotFound, op.ErrCompleted, idem.ErrOtherDownstream,
 // ErrNoAcquirerRefund, a mismatch (with the refund), or a read's or the
 // lookup's failure.
@@ -78,8 +79,7 @@ func (s *Service) chargeOf(ctx context.Context, rec *idem.Record) (charge.Charge
 
 // ask looks the refund under downstreamKey up and checks it against what
 // entry reserved of ch (check): a refund agrees only with an entry that
-// reserves it, has succeeded with it, or was released for a decline its
-// row states.
+// reserves it, or with the row of an intent that holds none.
 func (s *Service) ask(ctx context.Context, downstreamKey string, ch charge.Charge, entry Entry) (acquirer.Refund, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.AcquirerTimeout)
 	defer cancel()

@@ -287,11 +287,22 @@ func TestRefundContract(t *testing.T) {
 	}
 	expect(t, call(t, s, http.MethodGet, route.RefundsPath+"?idempotency_key=refund-contract-3", acct, nil, ""), 404, "NOT_FOUND")
 
-	// The limit of refunds on one charge.
+	// A charge takes refunds one after another past the limit, which is
+	// on refunds in flight at once: with MaxEntries in flight (planted as
+	// other instances' reservations), the next is refused.
 	small := chargeOf(t, s, acct, "refund-contract-small", "pm_card_visa", 1000)
-	for i := range refund.MaxEntries {
+	for i := range refund.MaxEntries + 10 {
 		if r := postRefund(t, s, acct, fmt.Sprintf("refund-small-%d", i), small, `{"amount": 1}`); r.status != 201 {
 			t.Fatalf("small refund %d: %d %s", i, r.status, r.body)
+		}
+	}
+	balances := dynamo.Open(s.DynamoDB, s.TableName).Balances()
+	for i := range refund.MaxEntries {
+		now := time.Now()
+		inFlight := refund.Reservation{ChargeID: small, ChargeAmount: 1000, Fence: 1, Amount: 1, Stamp: now,
+			Intent: refund.Intent{Key: fmt.Sprintf("%040x", i), Claimed: now.Truncate(time.Millisecond)}}
+		if _, err := balances.Reserve(context.Background(), inFlight); err != nil {
+			t.Fatalf("in flight %d: %v", i, err)
 		}
 	}
 	expect(t, postRefund(t, s, acct, "refund-small-last", small, `{"amount": 1}`), 422, "REFUND_LIMIT_REACHED")

@@ -58,8 +58,10 @@ func (m *MemoryBalances) Reserve(_ context.Context, r refund.Reservation) (refun
 		return e, nil // this attempt's own reservation, answered again
 	case exists:
 		return e, refund.ErrFenced
-	case b.folds(r.Intent) || !b.FoldedAt.IsZero() && !r.Stamp.After(b.FoldedAt):
+	case b.folds(r.Intent):
 		return refund.Entry{State: refund.EntryReleased}, refund.ErrReleased
+	case !b.FoldedAt.IsZero() && !r.Stamp.After(b.FoldedAt):
+		return refund.Entry{}, refund.ErrStampPassed
 	case b.Entries >= refund.MaxEntries:
 		return e, refund.ErrLimitReached
 	}

@@ -64,6 +64,7 @@ func RunServiceConformance(t *testing.T, newStores NewStoresFunc) {
 		{"KillsBetweenTheSteps", serviceKillsBetweenTheSteps},
 		{"AForgetfulAcquirerNeverFreesARowsKey", serviceAForgetfulAcquirerNeverFreesARowsKey},
 		{"ALateReservationAfterASuccessIsRefused", serviceALateReservationAfterASuccessIsRefused},
+		{"AReservationPassedByAFoldIsIssuedAgain", serviceAReservationPassedByAFoldIsIssuedAgain},
 		{"ALyingAcquirerIsHeld", serviceALyingAcquirerIsHeld},
 		{"AHeldRefundIsAccepted", serviceAHeldRefundIsAccepted},
 		{"AHeldRefundIsVoided", serviceAHeldRefundIsVoided},
@@ -73,6 +74,7 @@ func RunServiceConformance(t *testing.T, newStores NewStoresFunc) {
 		{"ARefundAfterItsReleaseIsHeld", serviceARefundAfterItsReleaseIsHeld},
 		{"AGoneChargeWithAnEntryIsNotReleased", serviceAGoneChargeWithAnEntryIsNotReleased},
 		{"AGoneChargesReleaseFoldsTheIntent", serviceAGoneChargesReleaseFoldsTheIntent},
+		{"AGoneChargesRefundWithARowCompletes", serviceAGoneChargesRefundWithARowCompletes},
 		{"TheLimitOfRefunds", serviceTheLimitOfRefunds},
 		{"LookupsByIDAndKey", serviceLookupsByIDAndKey},
 	} {
@@ -749,11 +751,51 @@ func serviceALateReservationAfterASuccessIsRefused(t *testing.T, w *world) {
 	svc := refund.NewService(guard, w.charges, recording{Balances: w.stores.Balances, last: &sent}, w.stores.Refunds, w.acq, Render, charge.Config{Now: w.now})
 	mustAnswer(t, svc.Refund(ctx, in("late-write", ch, `{"amount": 600}`)), op.Executed, 201)
 	w.clock.Advance(time.Second)
-	if _, err := w.stores.Balances.Reserve(ctx, sent); !errors.Is(err, refund.ErrReleased) {
-		t.Fatalf("the reservation landing again after the success: %v, want ErrReleased", err)
+	if _, err := w.stores.Balances.Reserve(ctx, sent); !errors.Is(err, refund.ErrStampPassed) {
+		t.Fatalf("the reservation landing again after the success: %v, want ErrStampPassed", err)
 	}
 	w.mustHold(t, ch, 400, 0, 600)
 	mustAnswer(t, w.svc.Refund(ctx, in("after-the-late-write", ch, `{"amount": 400}`)), op.Executed, 201)
+}
+
+// serviceAReservationPassedByAFoldIsIssuedAgain: another refund of the
+// charge succeeds while a reservation's write is on its way, and its fold
+// passes the write's stamp: the write is refused, and the attempt issues
+// it again with a new stamp, which reserves: the refund is made, not
+// answered 503.
+func serviceAReservationPassedByAFoldIsIssuedAgain(t *testing.T, w *world) {
+	ch := w.charge(t, "pm_card_visa", 1000)
+	passed := &passedOnce{Balances: w.stores.Balances, charge: ch}
+	guard := idem.NewGuard(w.stores.Store, idem.Config{Now: w.now, DefaultLease: 30 * time.Second, Protocol: protocol})
+	svc := refund.NewService(guard, w.charges, passed, w.stores.Refunds, w.acq, Render, charge.Config{Now: w.now})
+	mustAnswer(t, svc.Refund(ctx, in("passed-by-a-fold", ch, `{"amount": 300}`)), op.Executed, 201)
+	if passed.tries != 2 {
+		t.Fatalf("%d reservation writes, want 2", passed.tries)
+	}
+	mustBalance(t, w.stores.Balances, ch, 600, 0, 400) // 100 of them planted, not made at the acquirer
+}
+
+// passedOnce is balances where, before the first reservation lands,
+// another refund of 100 reserves and succeeds, its fold at the
+// reservation's stamp.
+type passedOnce struct {
+	refund.Balances
+	charge string
+	tries  int
+}
+
+func (b *passedOnce) Reserve(c2 context.Context, r refund.Reservation) (refund.Entry, error) {
+	if b.tries++; b.tries == 1 {
+		other := refund.Intent{Key: strings.Repeat("a", 40), Claimed: r.Intent.Claimed, FoldAt: r.Stamp, First: true}
+		if _, err := b.Balances.Reserve(c2, refund.Reservation{ChargeID: b.charge, ChargeAmount: 1000, Intent: other, Fence: 1,
+			Stamp: r.Stamp.Add(-time.Microsecond), Amount: 100}); err != nil {
+			return refund.Entry{}, err
+		}
+		if err := b.Balances.Succeed(c2, b.charge, other, 1); err != nil {
+			return refund.Entry{}, err
+		}
+	}
+	return b.Balances.Reserve(c2, r)
 }
 
 // recording is balances that keep the last reservation asked.
@@ -896,6 +938,45 @@ func serviceAGoneChargesReleaseFoldsTheIntent(t *testing.T, w *world) {
 	if _, err := w.stores.Balances.Reserve(ctx, late); !errors.Is(err, refund.ErrReleased) {
 		t.Fatalf("the first attempt's late reservation: %v, want ErrReleased", err)
 	}
+}
+
+// serviceAGoneChargesRefundWithARowCompletes: a refund killed after its
+// success folded its entry, and before its record completed, whose
+// charge then no longer reads (an unreadable row reads as none): the
+// reconciler completes the record from the refund's row, never releasing
+// the key of a refund the books hold, so the client's retry replays it.
+func serviceAGoneChargesRefundWithARowCompletes(t *testing.T, w *world) {
+	ch := w.charge(t, "pm_card_visa", 1000)
+	guard := idem.NewGuard(w.stores.Store, idem.Config{Now: w.now, DefaultLease: 30 * time.Second, Protocol: protocol})
+	doomed := refund.NewService(guard, w.charges, killedAfterTheSuccess{w.stores.Balances}, w.stores.Refunds, w.acq, Render, charge.Config{Now: w.now})
+	if !killed(func() { doomed.Refund(ctx, in("gone-charge-with-a-row", ch, `{"amount": 300}`)) }) {
+		t.Fatal("the attempt was not killed")
+	}
+	w.clock.Advance(reconcilable)
+	blind := refund.NewService(guard, noCharges{}, w.stores.Balances, w.stores.Refunds, w.acq, Render, charge.Config{Now: w.now})
+	if got, err := blind.Reconcile(ctx, pkOf("gone-charge-with-a-row")); err != nil || got != op.ReconciledCompleted {
+		t.Fatalf("reconcile: %s, %v; want completed from the row", got, err)
+	}
+	mustAnswer(t, w.svc.Refund(ctx, in("gone-charge-with-a-row", ch, `{"amount": 300}`)), op.Replayed, 201)
+	w.mustHold(t, ch, 700, 0, 300)
+}
+
+// killedAfterTheSuccess is balances whose Succeed lands, and then the
+// worker dies.
+type killedAfterTheSuccess struct{ refund.Balances }
+
+func (b killedAfterTheSuccess) Succeed(c2 context.Context, chargeID string, in refund.Intent, fence int) error {
+	if err := b.Balances.Succeed(c2, chargeID, in, fence); err != nil {
+		return err
+	}
+	panic("killed between the balance and the completion")
+}
+
+// noCharges reads every charge as not found.
+type noCharges struct{}
+
+func (noCharges) Get(context.Context, string, string) charge.Result {
+	return charge.Result{Outcome: op.NotFound}
 }
 
 // serviceTheLimitOfRefunds: a charge takes 150 refunds one after another
