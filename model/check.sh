@@ -68,9 +68,10 @@ control "no reconciler, liveness"           "-DNO_RECONCILER"  "-DNFAIR=4" "-a -
 # the liveness runs leave out the late reservation write (-DNO_LATE: one
 # that lands is refused and changes nothing that could block an ending),
 # and the runs with mismatches and a competitor or a late accept its
-# landing again after a success (-DNO_LATE_DUP); the largest leave out the
-# reservation issued again after a fold passed its stamp (-DNO_REISSUE),
-# which the safety runs of both shapes check: all within 3.5 GB.
+# landing again after a success (-DNO_LATE_DUP); those two and the
+# liveness run with a competitor leave out the reservation issued again
+# after a fold passed its stamp (-DNO_REISSUE), which the safety runs of
+# both shapes check: all within 3.5 GB.
 for shape in "" "-DCOMPETITOR"; do
   label=${shape:+, a retry and a competitor}
   verify "refund: safety${label:-, two crashing intents}"   "$shape" "-DNOCLAIM" ""               refund.pml || fail=1
