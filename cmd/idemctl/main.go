@@ -544,9 +544,9 @@ type balanceView struct {
 }
 
 type refundEntryView struct {
-	ID     string       `json:"id"`
-	State  refund.State `json:"state"` // "folded" for an intent that ended with a row, which says how; "released" for one that ended without
-	Amount int64        `json:"amount"`
+	ID     string `json:"id"`
+	State  string `json:"state"` // a refund.State, or "folded" for an intent that ended with a row, which says how; "released" for one that ended without
+	Amount int64  `json:"amount"`
 }
 
 type protocolView struct {
@@ -703,17 +703,18 @@ func describeRefund(ctx context.Context, v *view, t tables, rec *idem.Record) {
 	case err != nil:
 		v.BalanceError = err.Error()
 	case ok && e.State != refund.EntryReleased:
-		v.RefundEntry = &refundEntryView{ID: id, State: e.State, Amount: e.Amount}
+		v.RefundEntry = &refundEntryView{ID: id, State: string(e.State), Amount: e.Amount}
 	case v.Ledger != nil: // ended, succeeded or declined: its row says which
 		v.RefundEntry = &refundEntryView{ID: id, State: stateFolded}
 	case ok:
-		v.RefundEntry = &refundEntryView{ID: id, State: e.State}
+		v.RefundEntry = &refundEntryView{ID: id, State: string(e.State)}
 	}
 }
 
 // stateFolded is what inspect shows of a refund whose entry its success
-// or its release folded: its row tells how it ended.
-const stateFolded refund.State = "folded"
+// or its release folded: its row tells how it ended. It is not a
+// refund.State: the balance holds no entry for such an intent.
+const stateFolded = "folded"
 
 // balanceOf is a captured charge's refund balance as inspect shows it
 // (nil for a declined charge), or why it did not read. A charge never
@@ -738,7 +739,7 @@ func balanceOf(ctx context.Context, balances refund.Balances, ch charge.Charge) 
 	}
 	for _, key := range slices.Sorted(maps.Keys(b.ByKey)) {
 		e := b.ByKey[key]
-		v.Refunds = append(v.Refunds, refundEntryView{ID: refund.ID(key), State: e.State, Amount: e.Amount})
+		v.Refunds = append(v.Refunds, refundEntryView{ID: refund.ID(key), State: string(e.State), Amount: e.Amount})
 	}
 	return v, ""
 }

@@ -680,7 +680,7 @@ func TestReadingCommands(t *testing.T) {
 	out, err = idemctl("inspect", "--account", "acct_ops", "--key", "ops-done-key")
 	v = view{}
 	if err != nil || json.Unmarshal([]byte(out), &v) != nil || v.Balance == nil || v.Balance.Reserved != 40 ||
-		!slices.Equal(v.Balance.Refunds, []refundEntryView{{ID: refund.ID(refundKey), State: refund.EntryReserved, Amount: 40}}) {
+		!slices.Equal(v.Balance.Refunds, []refundEntryView{{ID: refund.ID(refundKey), State: string(refund.EntryReserved), Amount: 40}}) {
 		t.Fatalf("the balance with a refund in flight: %v\n%s", err, out)
 	}
 	if err := balances.Succeed(ctx, v.Ledger["id"].(string), intent, 1); err != nil {

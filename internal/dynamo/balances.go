@@ -312,6 +312,23 @@ func (b *Balances) fold(ctx context.Context, chargeID string, in refund.Intent, 
 	return old, err == nil && old == nil, err
 }
 
+// foldEntry folds the entry the intent holds reserved under fence in
+// one UpdateItem: its amount leaves reserved for the figure to (refunded
+// on a success, remaining on a release), the entry is removed and
+// entries no longer counts it, and the watermarks rise (marks, byClaim).
+// old is the item as the last refusal showed it (nil before the first
+// write); it returns the item as this write's refusal showed it, nil when
+// the fold landed.
+func (b *Balances) foldEntry(ctx context.Context, chargeID string, in refund.Intent, fence int, byClaim bool, to string, old map[string]types.AttributeValue) (map[string]types.AttributeValue, error) {
+	values := map[string]types.AttributeValue{":reserved": str(string(refund.EntryReserved)), ":fence": num(int64(fence)), ":one": num(1)}
+	set, conditions := raise(old, marks(in, byClaim), values)
+	set = append(set, balanceReserved+" = "+balanceReserved+" - #am", to+" = "+to+" + #am",
+		balanceEntries+" = "+balanceEntries+" - :one")
+	old, _, err := b.update(ctx, chargeID, in.Key, setAnd(set, "REMOVE #st, #fe, #am"),
+		strings.Join(append([]string{"#st = :reserved AND #fe = :fence"}, conditions...), " AND "), values, false)
+	return old, err
+}
+
 // foldLegacy folds an entry an earlier version of the balance left behind
 // (seen in old): a released one, which it kept as a tombstone, a
 // take-over's stub (a fence and no state), or a succeeded one. The entry
@@ -360,12 +377,7 @@ func (b *Balances) Succeed(ctx context.Context, chargeID string, in refund.Inten
 		_, hasFence := old["fence_"+in.Key]
 		switch {
 		case old == nil || e.State == refund.EntryReserved && e.Fence == fence:
-			values := map[string]types.AttributeValue{":reserved": str(string(refund.EntryReserved)), ":fence": num(int64(fence)), ":one": num(1)}
-			set, conditions := raise(old, marks(in, !in.First), values)
-			set = append(set, balanceReserved+" = "+balanceReserved+" - #am", balanceRefunded+" = "+balanceRefunded+" + #am",
-				balanceEntries+" = "+balanceEntries+" - :one")
-			old, _, err = b.update(ctx, chargeID, in.Key, setAnd(set, "REMOVE #st, #fe, #am"),
-				strings.Join(append([]string{"#st = :reserved AND #fe = :fence"}, conditions...), " AND "), values, false)
+			old, err = b.foldEntry(ctx, chargeID, in, fence, !in.First, balanceRefunded, old)
 		case e.State == refund.EntrySucceeded && e.Fence == fence:
 			var done bool
 			old, done, err = b.foldLegacy(ctx, chargeID, in, !in.First, old)
@@ -400,12 +412,7 @@ func (b *Balances) Release(ctx context.Context, chargeID string, in refund.Inten
 		done := false
 		switch {
 		case old == nil || e.State == refund.EntryReserved && e.Fence == fence:
-			values := map[string]types.AttributeValue{":reserved": str(string(refund.EntryReserved)), ":fence": num(int64(fence)), ":one": num(1)}
-			set, conditions := raise(old, marks(in, true), values)
-			set = append(set, balanceReserved+" = "+balanceReserved+" - #am", balanceRemaining+" = "+balanceRemaining+" + #am",
-				balanceEntries+" = "+balanceEntries+" - :one")
-			old, _, err = b.update(ctx, chargeID, in.Key, setAnd(set, "REMOVE #st, #fe, #am"),
-				strings.Join(append([]string{"#st = :reserved AND #fe = :fence"}, conditions...), " AND "), values, false)
+			old, err = b.foldEntry(ctx, chargeID, in, fence, true, balanceRemaining, old)
 			done = err == nil && old == nil
 		case e.State == refund.EntryReleased || e.State == "" && hasFence && e.Fence <= fence:
 			old, done, err = b.foldLegacy(ctx, chargeID, in, true, old)

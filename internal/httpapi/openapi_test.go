@@ -404,13 +404,8 @@ func TestOpenAPIRefunds(t *testing.T) {
 	// MaxEntries refunds in flight at once on the charge, as other
 	// instances' reservations: the next is refused.
 	inFlight := refundtest.NewMemoryBalances()
-	for i := range refund.MaxEntries {
-		now := time.Now()
-		r := refund.Reservation{ChargeID: small, ChargeAmount: 1000, Fence: 1, Amount: 1, Stamp: now,
-			Intent: refund.Intent{Key: fmt.Sprintf("%040x", i), Claimed: now.Truncate(time.Millisecond)}}
-		if _, err := inFlight.Reserve(ctx, r); err != nil {
-			t.Fatal(err)
-		}
+	if err := refundtest.PlantInFlight(ctx, inFlight, small, 1000, time.Now(), refund.MaxEntries); err != nil {
+		t.Fatal(err)
 	}
 	hLimited := &Handler{Service: h.Service, AccountClaim: "sub",
 		Refunds: refund.NewService(guard, h.Service, inFlight, refundtest.NewLedger(), acq, RenderRefund, charge.Config{})}

@@ -220,23 +220,14 @@ func (a *attempt) Unsent(ctx context.Context, lease *idem.Lease) *Result {
 // reserve, and a first attempt releases the key (nothing was reserved or
 // sent), so the client's retry is a new intent. A write that another
 // action's end passed on its way (ErrStampPassed) is issued again with a
-// new stamp, up to MaxReservationTries writes in all.
+// new stamp, up to op.MaxReservationTries writes in all (op.Reserve).
 func (a *attempt) Reserve(ctx context.Context, lease *idem.Lease) *Result {
 	s := a.s
-	var (
-		entry Entry
-		err   error
-	)
-	for range MaxReservationTries {
-		stamp, ok := lease.Stamp()
-		if !ok { // the lease ended before the write could be issued: nothing reserved or sent
-			res := s.unavailable(ctx, lease)
-			return &res
-		}
-		if entry, err = a.reserve(ctx, lease, stamp); !errors.Is(err, ErrStampPassed) {
-			break
-		}
-	}
+	entry, err := op.Reserve(ctx, lease, ErrStampPassed, func(ctx context.Context, stamp time.Time) (Entry, error) {
+		return s.balances.Reserve(ctx, Reservation{
+			ChargeID: a.ch.ID, ChargeAmount: a.ch.Amount, Intent: s.intentOf(lease), Fence: lease.Attempt(), Stamp: stamp, Amount: a.req.Amount,
+		})
+	})
 	a.entry = entry
 	var noRoom *NoRoomError
 	var res Result
@@ -249,7 +240,7 @@ func (a *attempt) Reserve(ctx context.Context, lease *idem.Lease) *Result {
 		res = s.complete(ctx, lease, Answer{LimitReached: true}, "")
 	case errors.Is(err, ErrFenced):
 		res = s.pendingResult()
-	case errors.Is(err, ErrReleased), errors.Is(err, ErrStampPassed):
+	case errors.Is(err, ErrReleased), errors.Is(err, ErrStampPassed), errors.Is(err, op.ErrLeaseEnded):
 		res = s.unavailable(ctx, lease)
 	default:
 		// The write may have landed: release the entry first, then the
@@ -263,24 +254,6 @@ func (a *attempt) Reserve(ctx context.Context, lease *idem.Lease) *Result {
 		}
 	}
 	return &res
-}
-
-// MaxReservationTries bounds the writes of one reservation: each one
-// after the first is issued because another action of the charge ended
-// while the last was on its way, which only refunds at the same instant
-// on one charge meet.
-const MaxReservationTries = 4
-
-// reserve is one reservation write, stamped, with a deadline at the
-// lease's end: no try of it is issued after that end (the SDK issues
-// none once its context is done), so a take-over's fold, which comes
-// after that end, refuses every one still on its way.
-func (a *attempt) reserve(ctx context.Context, lease *idem.Lease, stamp time.Time) (Entry, error) {
-	writeCtx, cancel := context.WithDeadline(ctx, lease.ExpiresAt())
-	defer cancel()
-	return a.s.balances.Reserve(writeCtx, Reservation{
-		ChargeID: a.ch.ID, ChargeAmount: a.ch.Amount, Intent: a.s.intentOf(lease), Fence: lease.Attempt(), Stamp: stamp, Amount: a.req.Amount,
-	})
 }
 
 // Release gives the intent's entry back: nothing was sent.

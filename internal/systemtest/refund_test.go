@@ -24,6 +24,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/localapi"
 	"github.com/idempotent-payments/idempay/internal/op"
 	"github.com/idempotent-payments/idempay/internal/refund"
+	"github.com/idempotent-payments/idempay/internal/refund/refundtest"
 	"github.com/idempotent-payments/idempay/internal/route"
 )
 
@@ -297,13 +298,8 @@ func TestRefundContract(t *testing.T) {
 		}
 	}
 	balances := dynamo.Open(s.DynamoDB, s.TableName).Balances()
-	for i := range refund.MaxEntries {
-		now := time.Now()
-		inFlight := refund.Reservation{ChargeID: small, ChargeAmount: 1000, Fence: 1, Amount: 1, Stamp: now,
-			Intent: refund.Intent{Key: fmt.Sprintf("%040x", i), Claimed: now.Truncate(time.Millisecond)}}
-		if _, err := balances.Reserve(context.Background(), inFlight); err != nil {
-			t.Fatalf("in flight %d: %v", i, err)
-		}
+	if err := refundtest.PlantInFlight(context.Background(), balances, small, 1000, time.Now(), refund.MaxEntries); err != nil {
+		t.Fatal(err)
 	}
 	expect(t, postRefund(t, s, acct, "refund-small-last", small, `{"amount": 1}`), 422, "REFUND_LIMIT_REACHED")
 }

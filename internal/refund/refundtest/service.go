@@ -425,6 +425,16 @@ func (w *world) record(t *testing.T, scope idem.Scope) *idem.Record {
 	return rec
 }
 
+// held is the held record under scope as an operator finds it: a
+// millisecond after the hold at least, as a person decides. (A hold ends
+// its lease on a millisecond, the one after its floor when the floor is
+// in the hold's own millisecond, and an accept waits for that end.)
+func (w *world) held(t *testing.T, scope idem.Scope) *idem.Record {
+	t.Helper()
+	w.clock.Advance(time.Millisecond)
+	return w.record(t, scope)
+}
+
 // serviceADeclineFreesTheAmount: a refund the acquirer declines is a
 // stored 402 with its row, its reservation released; the amount can be
 // refunded again.
@@ -991,13 +1001,9 @@ func serviceTheLimitOfRefunds(t *testing.T, w *world) {
 	if bal, err := w.stores.Balances.Get(ctx, ch); err != nil || bal.Entries != 0 || len(bal.ByKey) != 0 {
 		t.Fatalf("after 150 refunds: %d entries counted, %d held, %v; want none", bal.Entries, len(bal.ByKey), err)
 	}
-	for i := range refund.MaxEntries { // refunds in flight, as other instances' reservations
-		now := w.now()
-		inFlight := refund.Reservation{ChargeID: ch, ChargeAmount: 1000, Fence: 1, Amount: 1, Stamp: now.Add(time.Millisecond),
-			Intent: refund.Intent{Key: fmt.Sprintf("%040x", i), Claimed: now.Truncate(time.Millisecond)}}
-		if _, err := w.stores.Balances.Reserve(ctx, inFlight); err != nil {
-			t.Fatalf("in flight %d: %v", i, err)
-		}
+	// Refunds in flight, as other instances' reservations.
+	if err := PlantInFlight(ctx, w.stores.Balances, ch, 1000, w.now().Add(time.Millisecond), refund.MaxEntries); err != nil {
+		t.Fatal(err)
 	}
 	w.clock.Advance(time.Second)
 	mustAnswer(t, w.svc.Refund(ctx, in("one-too-many", ch, `{"amount": 1}`)), op.Executed, 422)
