@@ -393,10 +393,14 @@ func replayOf(rec Record) Claim {
 // leaseUntil is the context deadline plus the margin: the worker is surely
 // gone by then, whatever it was doing.
 func (g *Guard) leaseUntil(ctx context.Context, now time.Time) time.Time {
+	end := now.Add(g.cfg.DefaultLease)
 	if deadline, ok := ctx.Deadline(); ok {
-		return deadline.Add(g.cfg.LeaseMargin)
+		end = deadline.Add(g.cfg.LeaseMargin)
 	}
-	return now.Add(g.cfg.DefaultLease)
+	// As stores keep it: the lease's own copy then equals what a
+	// take-over reads, so no stamp of this lease comes after the end the
+	// take-over's floor starts from.
+	return end.Truncate(time.Millisecond)
 }
 
 func (g *Guard) retryAfter(remaining time.Duration) time.Duration {
@@ -513,14 +517,22 @@ func (l *Lease) Floor() time.Time {
 // earlyEnd is when a lease ended early ends: now, never after its end
 // and never before its floor (its latest stamp, or the end of the lease
 // it took over), so that a chain of take-overs' floors never falls back,
-// whatever the clocks do.
+// whatever the clocks do. It is on a millisecond, as stores keep it:
+// rounded down, unless that would fall before the floor, and then the
+// millisecond after the floor, so what a take-over reads is never before
+// the floor. (The lease's end is on a millisecond already, leaseUntil,
+// and the floor is before it, so that never makes the lease longer.)
 func (l *Lease) earlyEnd(now time.Time) time.Time {
 	end := now
 	if l.rec.LeaseExpiresAt.Before(end) { // never longer
 		end = l.rec.LeaseExpiresAt
 	}
-	if floor := l.Floor(); end.Before(floor) {
+	floor := l.Floor()
+	if end.Before(floor) {
 		end = floor
+	}
+	if end = end.Truncate(time.Millisecond); end.Before(floor) {
+		end = end.Add(time.Millisecond)
 	}
 	return end
 }

@@ -143,4 +143,21 @@ func TestStampsAndFloors(t *testing.T) {
 	if at, ok := third.Lease.Stamp(); ok {
 		t.Fatalf("a stamp after the lease's end: %v", at)
 	}
+
+	// Stores keep a lease's end to the millisecond. A lease ends on one,
+	// and one ended early at a floor between two ends at the next, so
+	// the end a take-over reads is never before the floor.
+	clock.Advance(time.Hour + 300*time.Microsecond)
+	subMs := idem.Scope{Operation: "refund", Account: "a", Key: "stamped-between-milliseconds"}
+	c, err = guard.Begin(ctx, subMs, req)
+	if err != nil || c.Lease == nil || !c.Lease.ExpiresAt().Equal(c.Lease.ExpiresAt().Truncate(time.Millisecond)) {
+		t.Fatalf("a claim between milliseconds: %+v, %v; want its lease to end on a millisecond", c, err)
+	}
+	if stamp, ok = c.Lease.Stamp(); !ok || stamp.Equal(stamp.Truncate(time.Millisecond)) {
+		t.Fatalf("stamp %v %t; want one between milliseconds", stamp, ok)
+	}
+	clock.Advance(-time.Second)
+	if err := c.Lease.Abandon(ctx); err != nil || c.Lease.ExpiresAt().Before(stamp) || !c.Lease.ExpiresAt().Equal(stamp.Truncate(time.Millisecond).Add(time.Millisecond)) {
+		t.Fatalf("abandoned: %v, ends %v; want the millisecond after the stamp %v", err, c.Lease.ExpiresAt(), stamp)
+	}
 }

@@ -54,7 +54,7 @@ func serviceALateRowAfterAVoid(t *testing.T, w *world) {
 	if res := w.with(garbledAnswer{w.acq}).Refund(ctx, in("late-refund-row", ch, `{"amount": 1000}`)); res.Outcome != op.Mismatch {
 		t.Fatalf("the garbled answer: %s", res.Outcome)
 	}
-	rec := w.record(t, idem.Scope{Operation: refund.Operation, Account: account, Key: "late-refund-row"})
+	rec := w.held(t, idem.Scope{Operation: refund.Operation, Account: account, Key: "late-refund-row"})
 	id := refund.ID(rec.DownstreamKey)
 	shown, err := w.svc.Peek(ctx, rec.PK)
 	if err != nil {

@@ -34,7 +34,7 @@ func serviceAHeldRefundIsAccepted(t *testing.T, w *world) {
 	if res := w.with(garbledAnswer{w.acq}).Refund(ctx, in("garbled-refund", ch, `{"amount": 100}`)); res.Outcome != op.Mismatch {
 		t.Fatalf("the garbled answer: %s", res.Outcome)
 	}
-	rec := w.record(t, idem.Scope{Operation: refund.Operation, Account: account, Key: "garbled-refund"})
+	rec := w.held(t, idem.Scope{Operation: refund.Operation, Account: account, Key: "garbled-refund"})
 	shown, err := w.svc.Peek(ctx, rec.PK)
 	if err != nil || shown.Amount != 100 || shown.Status != acquirer.RefundSucceeded {
 		t.Fatalf("peek: %+v, %v", shown, err)
@@ -65,7 +65,7 @@ func serviceAHeldRefundIsVoided(t *testing.T, w *world) {
 	if res := w.svc.Refund(ctx, in("voided-refund", ch, `{"amount": 100}`)); res.Outcome != op.Mismatch {
 		t.Fatalf("the tenfold answer: %s", res.Outcome)
 	}
-	rec := w.record(t, idem.Scope{Operation: refund.Operation, Account: account, Key: "voided-refund"})
+	rec := w.held(t, idem.Scope{Operation: refund.Operation, Account: account, Key: "voided-refund"})
 	shown, err := w.svc.Peek(ctx, rec.PK)
 	var m *acquirer.RefundMismatchError
 	if !errors.As(err, &m) || shown.Amount != 1000 {
@@ -106,7 +106,7 @@ func serviceAReleasedEntryIsNotBooked(t *testing.T, w *world) {
 	if res := w.with(garbledAnswer{w.acq}).Refund(ctx, in("released-entry", ch, `{"amount": 100}`)); res.Outcome != op.Mismatch {
 		t.Fatalf("the garbled answer: %s", res.Outcome)
 	}
-	rec := w.record(t, idem.Scope{Operation: refund.Operation, Account: account, Key: "released-entry"})
+	rec := w.held(t, idem.Scope{Operation: refund.Operation, Account: account, Key: "released-entry"})
 	// What a void's take-over (attempt 2) did before its last step failed.
 	if _, err := w.stores.Balances.Refence(ctx, ch, intentOfRecord(rec), 2); err != nil {
 		t.Fatal(err)
