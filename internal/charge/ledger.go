@@ -7,6 +7,7 @@ import (
 	"iter"
 	"time"
 
+	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/op"
 )
@@ -113,6 +114,12 @@ type Charge struct {
 	Description     string
 	DeclineCode     string
 	AuthorizationID string
+	// AuthorizationExpiresAt is when an authorization made without its
+	// capture (Status acquirer.StatusAuthorized) lapses: the acquirer's
+	// stated expiry, else the row's creation plus the deployment's
+	// window (Config.AuthorizationWindow), to the millisecond. Zero for
+	// any other status.
+	AuthorizationExpiresAt time.Time
 }
 
 // OfAcquirer reports whether acquirer authorized the charge: a row without
@@ -145,3 +152,27 @@ const IDPattern = "^ch_[0-9a-f]{40}$"
 // ValidID reports whether id has IDPattern's shape: a charge id the
 // ledger may hold.
 func ValidID(id string) bool { return idem.IsDerivedID("ch_", id) }
+
+// Figures are what a charge's GETs say of its money beside its row: its
+// status as it stands and what was captured, what remains capturable and
+// what its refunds returned.
+type Figures struct {
+	Status                         string
+	Captured, Capturable, Refunded int64
+}
+
+// FiguresOf are ch's figures, refunded being what its refunds returned. A
+// charge captured at creation captured its amount; an authorization made
+// without its capture has captured nothing and leaves its amount
+// capturable (captures, which would move both, are not built yet: see
+// docs/design.md §8); a declined charge has neither.
+func FiguresOf(ch Charge, refunded int64) Figures {
+	f := Figures{Status: ch.Status, Refunded: refunded}
+	switch ch.Status {
+	case acquirer.StatusCaptured:
+		f.Captured = ch.Amount
+	case acquirer.StatusAuthorized:
+		f.Capturable = ch.Amount
+	}
+	return f
+}

@@ -37,6 +37,39 @@ type Request struct {
 	OrderID       string
 	PaymentMethod string
 	Description   string
+	// Capture is the request's "capture" member. It is part of the
+	// fingerprint only when present, so "capture": true and no member
+	// are two requests under one key.
+	Capture Capture
+}
+
+// Capture is what a charge request's "capture" member said, as it said
+// it: CaptureAbsent, CaptureTrue or CaptureFalse.
+type Capture string
+
+// The values of Capture; each but CaptureAbsent is the member's JSON.
+const (
+	// CaptureAbsent: no member; authorized and captured in one call, as
+	// before the member existed.
+	CaptureAbsent Capture = ""
+	// CaptureTrue: authorized and captured in one call.
+	CaptureTrue Capture = "true"
+	// CaptureFalse: authorized only, captured later (AuthorizeOnly).
+	CaptureFalse Capture = "false"
+)
+
+// AuthorizeOnly reports whether the request asks for the authorization
+// alone, captured later.
+func (r Request) AuthorizeOnly() bool { return r.Capture == CaptureFalse }
+
+// member is the capture member as the acquirer's request and the
+// canonical body carry it: nil when absent.
+func (c Capture) member() *bool {
+	if c == CaptureAbsent {
+		return nil
+	}
+	b := c == CaptureTrue
+	return &b
 }
 
 // FieldError is one problem with one field of a request.
@@ -78,6 +111,7 @@ type wire struct {
 	OrderID       *string        `json:"order_id"`
 	PaymentMethod *string        `json:"payment_method"`
 	Description   *string        `json:"description"`
+	Capture       jsontext.Value `json:"capture"`
 }
 
 // ParseRequest decodes and validates a charge request body strictly: one
@@ -85,7 +119,7 @@ type wire struct {
 // schema and at most once, no unknown members, valid UTF-8 without lone
 // surrogates, nothing after the object (see strictjson.Unmarshal); amount a
 // positive integer literal no larger than maxAmount (DefaultMaxAmount when
-// maxAmount <= 0); identifiers without white space, control or format
+// maxAmount <= 0); capture, when present, true or false; identifiers without white space, control or format
 // characters; a description without control characters or bidirectional
 // controls. It returns a *ValidationError listing every field error; it never
 // panics.
@@ -123,6 +157,15 @@ func ParseRequest(body []byte, maxAmount int64) (Request, error) {
 	req.OrderID = identifier(w.OrderID, "order_id", MaxOrderIDLen, add)
 	req.PaymentMethod = identifier(w.PaymentMethod, "payment_method", MaxPaymentMethodLen, add)
 	req.Description = description(w.Description, add)
+	switch w.Capture.Kind() {
+	case 0: // absent
+	case 't':
+		req.Capture = CaptureTrue
+	case 'f':
+		req.Capture = CaptureFalse
+	default:
+		add("capture", "must be true or false")
+	}
 	if errs != nil {
 		return Request{}, &ValidationError{Errors: errs}
 	}
@@ -216,9 +259,12 @@ func DecodeError(err error) *ValidationError {
 }
 
 // JSON is the request as a canonical body: the members in the schema's
-// order, description only when set. It parses back to the same request.
+// order, description only when set, capture only when present. It parses back to the same request.
 func (r Request) JSON() []byte {
-	b, err := json.Marshal(canonicalJSON(r))
+	b, err := json.Marshal(canonicalJSON{
+		Amount: r.Amount, Currency: r.Currency, OrderID: r.OrderID, PaymentMethod: r.PaymentMethod,
+		Description: r.Description, Capture: r.Capture.member(),
+	})
 	if err != nil { // cannot happen: a number and strings
 		panic(err)
 	}
@@ -231,17 +277,24 @@ type canonicalJSON struct {
 	OrderID       string `json:"order_id"`
 	PaymentMethod string `json:"payment_method"`
 	Description   string `json:"description,omitempty"`
+	Capture       *bool  `json:"capture,omitempty"`
 }
 
-// Canonical is the request in the fixed field order the fingerprint hashes.
+// Canonical is the request in the fixed field order the fingerprint
+// hashes. Capture is last, and only when present, so a request without
+// it has the fingerprint it had before the member existed.
 func (r Request) Canonical() idem.Canonical {
-	return idem.Canonical{
+	c := idem.Canonical{
 		{Name: "amount", Value: strconv.FormatInt(r.Amount, 10)},
 		{Name: "currency", Value: r.Currency},
 		{Name: "order_id", Value: r.OrderID},
 		{Name: "payment_method", Value: r.PaymentMethod},
 		{Name: "description", Value: r.Description},
 	}
+	if r.Capture != CaptureAbsent {
+		c = append(c, idem.Field{Name: "capture", Value: string(r.Capture)})
+	}
+	return c
 }
 
 // RequestFromCanonical rebuilds a request from its stored canonical form, for
@@ -264,6 +317,10 @@ func RequestFromCanonical(c idem.Canonical) (Request, error) {
 			r.PaymentMethod = f.Value
 		case "description":
 			r.Description = f.Value
+		case "capture":
+			if r.Capture = Capture(f.Value); r.Capture != CaptureTrue && r.Capture != CaptureFalse {
+				return Request{}, fmt.Errorf("canonical capture %q: want true or false", f.Value)
+			}
 		default:
 			return Request{}, fmt.Errorf("canonical request: unknown field %q", f.Name)
 		}

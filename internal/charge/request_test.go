@@ -55,6 +55,11 @@ func TestParseRequestStrict(t *testing.T) {
 		{`{"amount": 100, ` + rest + `, "description": "abc\u2066def"}`, "description", "must not contain control characters, bidirectional overrides or U+FFFD"},
 		{`{"amount": 100, ` + rest + `, "description": "line\nbreak"}`, "description", "must not contain control characters, bidirectional overrides or U+FFFD"},
 		{`{"amount": 100, ` + rest + `, "tip": 5}`, "tip", "unknown member"},
+		{`{"amount": 100, ` + rest + `, "capture": "false"}`, "capture", "must be true or false"},
+		{`{"amount": 100, ` + rest + `, "capture": null}`, "capture", "must be true or false"},
+		{`{"amount": 100, ` + rest + `, "capture": 0}`, "capture", "must be true or false"},
+		{`{"amount": 100, ` + rest + `, "capture": false, "capture": true}`, "capture", "duplicate member"},
+		{`{"amount": 100, ` + rest + `, "Capture": false}`, "Capture", `unknown member: names are case-sensitive (did you mean "capture"?)`},
 		{`{"amount": 100, ` + rest + `} {"amount": 1}`, "body", "malformed JSON (a lone surrogate escape, an invalid character, or more than one value)"},
 	} {
 		_, err := charge.ParseRequest([]byte(tc.body), 0)
@@ -71,6 +76,44 @@ func TestParseRequestStrict(t *testing.T) {
 	}
 	if _, err := charge.ParseRequest([]byte(`{"amount": 5001, `+rest+`}`), 5000); err == nil || !strings.Contains(err.Error(), "at most 5000") {
 		t.Fatalf("amount over MAX_AMOUNT: %v", err)
+	}
+}
+
+// TestCaptureMember: "capture" is kept as it was sent. Absent, the request
+// and its fingerprint are what they were before the member existed; true
+// and absent are two requests under one key; false authorizes only.
+func TestCaptureMember(t *testing.T) {
+	t.Parallel()
+	const rest = `"amount": 100, "currency": "BRL", "order_id": "1", "payment_method": "pm_card_visa"`
+	prints := map[string]charge.Capture{}
+	for body, want := range map[string]charge.Capture{
+		`{` + rest + `}`:                   charge.CaptureAbsent,
+		`{` + rest + `, "capture": true}`:  charge.CaptureTrue,
+		`{` + rest + `, "capture": false}`: charge.CaptureFalse,
+	} {
+		req, err := charge.ParseRequest([]byte(body), 0)
+		if err != nil || req.Capture != want || req.AuthorizeOnly() != (want == charge.CaptureFalse) {
+			t.Fatalf("ParseRequest(%s) = %+v, %v; want capture %q", body, req, err, want)
+		}
+		if back, err := charge.RequestFromCanonical(req.Canonical()); err != nil || back != req {
+			t.Fatalf("RequestFromCanonical of %s = %+v, %v", body, back, err)
+		}
+		if again, err := charge.ParseRequest(req.JSON(), 0); err != nil || again != req {
+			t.Fatalf("ParseRequest(%s) = %+v, %v", req.JSON(), again, err)
+		}
+		prints[idem.Fingerprint(charge.Operation, req.Canonical())] = want
+	}
+	if len(prints) != 3 {
+		t.Fatalf("fingerprints %v: want three", prints)
+	}
+	// Without the member, the canonical form is the five fields it had
+	// before the member existed.
+	req, _ := charge.ParseRequest([]byte(`{`+rest+`}`), 0)
+	if c := req.Canonical(); len(c) != 5 || c[4].Name != "description" || string(req.JSON()) != `{"amount":100,"currency":"BRL","order_id":"1","payment_method":"pm_card_visa"}` {
+		t.Fatalf("canonical %v, body %s", c, req.JSON())
+	}
+	if _, err := charge.RequestFromCanonical(idem.Canonical{{Name: "capture", Value: "no"}}); err == nil {
+		t.Fatal("a canonical capture that is neither true nor false accepted")
 	}
 }
 
@@ -116,6 +159,8 @@ func FuzzParseRequest(f *testing.F) {
 		`{"amount": "1"}`, `{"amount": 1e400}`, `{"currency": null}`, `[]`, `"x"`, `{"a":1,"a":2}`, "\xff",
 		`{"amount": 1, "AMOUNT": 2}`, `{"amount": 1, "currency": "BRL", "order_id": "\ud800", "payment_method": "pm"}`,
 		`{"amount": 1, "currency": "BRL", "order_id": "1", "payment_method": "pm", "description": "\u200d\u2028 <&>"}`,
+		`{"amount": 1, "currency": "BRL", "order_id": "1", "payment_method": "pm", "capture": false}`,
+		`{"amount": 1, "currency": "BRL", "order_id": "1", "payment_method": "pm", "capture": "true"}`,
 	} {
 		f.Add([]byte(s))
 	}

@@ -32,6 +32,10 @@ const (
 	DefaultStoreReserve    = time.Second
 	DefaultRetryAfter      = 2 * time.Second
 	DefaultHeldRetryAfter  = time.Minute
+	// DefaultAuthorizationWindow is how long an authorization made
+	// without its capture stays capturable when the acquirer's answer
+	// states no expiry: 7 days, as Stripe's and Checkout.com's.
+	DefaultAuthorizationWindow = 7 * 24 * time.Hour
 )
 
 // Config tunes a Service; zero fields take the defaults above.
@@ -49,6 +53,12 @@ type Config struct {
 	HeldRetryAfter time.Duration
 	// MaxAmount caps a charge, in minor units (DefaultMaxAmount).
 	MaxAmount int64
+	// AuthorizationWindow is how long an authorization made without its
+	// capture stays capturable, from the row's creation, when the
+	// acquirer's answer states no expiry (DefaultAuthorizationWindow).
+	// Card schemes differ by scheme and by kind of authorization, so a
+	// deployment sets its acquirer's; a stated expiry wins.
+	AuthorizationWindow time.Duration
 	// Logger receives one line per anomaly; never card data or keys.
 	Logger *slog.Logger
 	// Tracer makes the claim, acquirer and completion spans (none when
@@ -113,6 +123,9 @@ func (cfg Config) Defaulted() Config {
 	}
 	if cfg.MaxAmount <= 0 {
 		cfg.MaxAmount = DefaultMaxAmount
+	}
+	if cfg.AuthorizationWindow <= 0 {
+		cfg.AuthorizationWindow = DefaultAuthorizationWindow
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -326,7 +339,7 @@ func (a *attempt) Hold(ctx context.Context, lease *idem.Lease, mismatch error) (
 func acquirerRequest(req Request) acquirer.Request {
 	return acquirer.Request{
 		Amount: req.Amount, Currency: req.Currency, PaymentMethod: req.PaymentMethod,
-		OrderID: req.OrderID, Description: req.Description,
+		OrderID: req.OrderID, Description: req.Description, Capture: req.Capture.member(),
 	}
 }
 
@@ -389,11 +402,25 @@ func (s *Service) hold(ctx context.Context, lease *idem.Lease, req Request, mism
 // accepted by an operator), the rest the request's, and the client's key
 // and the source the record kept from its claim.
 func (s *Service) chargeOf(lease *idem.Lease, req Request, auth acquirer.Authorization) Charge {
-	return Charge{
+	ch := Charge{
 		Origin: op.OriginOf(lease, ID(lease.DownstreamKey()), s.cfg.Now(), s.cfg.Region),
 		Status: auth.Status, Amount: auth.Amount, Currency: auth.Currency, OrderID: req.OrderID,
 		Description: req.Description, DeclineCode: auth.DeclineCode, AuthorizationID: auth.ID,
 	}
+	if auth.Status == acquirer.StatusAuthorized {
+		ch.AuthorizationExpiresAt = s.expiryOf(ch, auth)
+	}
+	return ch
+}
+
+// expiryOf is when the authorization auth, of row ch, lapses: the
+// acquirer's stated expiry wins, else the row's creation plus the
+// deployment's window; to the millisecond, as the row keeps it.
+func (s *Service) expiryOf(ch Charge, auth acquirer.Authorization) time.Time {
+	if !auth.ExpiresAt.IsZero() {
+		return auth.ExpiresAt.UTC().Truncate(time.Millisecond)
+	}
+	return ch.CreatedAt.Add(s.cfg.AuthorizationWindow).UTC().Truncate(time.Millisecond)
 }
 
 // finish stores the acquirer's outcome, checked: the ledger row first, then
@@ -462,11 +489,13 @@ func AnsweredID(downstreamKey string) string {
 }
 
 // sameCharge reports whether two rows record the same charge: everything
-// but the time and the region each attempt would have stamped it with, and
+// but the time, the expiry derived from it and the region each attempt
+// would have stamped it with, and
 // who asked and where (the key, the source and the acquirer id, which rows
 // written before they were kept lack).
 func sameCharge(a, b Charge) bool {
 	a.CreatedAt, a.IdempotencyKey, a.Source, a.Region, a.AcquirerID = b.CreatedAt, b.IdempotencyKey, b.Source, b.Region, b.AcquirerID
+	a.AuthorizationExpiresAt = b.AuthorizationExpiresAt
 	return a == b
 }
 

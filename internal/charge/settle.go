@@ -147,8 +147,8 @@ func (s *Service) accept(ctx context.Context, d op.Decision) error {
 	if err != nil {
 		return giveBack(err)
 	}
-	if auth.Status == acquirer.StatusAuthorized { // no charge asks to be held yet (docs/design.md §8)
-		return giveBack(fmt.Errorf("%w: the acquirer holds the authorization without its capture, which the charge did not ask for; a person reconciles it", acquirer.ErrMismatch))
+	if auth.Status != acquirer.StatusDeclined && (auth.Status == acquirer.StatusAuthorized) != req.AuthorizeOnly() {
+		return giveBack(fmt.Errorf("%w: the acquirer's authorization is %s, and the charge asked for capture=%t; a person reconciles it", acquirer.ErrMismatch, auth.Status, !req.AuthorizeOnly()))
 	}
 	if err := d.Terms.Changed(TermsOf(auth)); err != nil {
 		return giveBack(err)

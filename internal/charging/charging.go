@@ -46,7 +46,9 @@ type Config struct {
 	AcquirerTimeout time.Duration // ACQUIRER_TIMEOUT, default charge.DefaultAcquirerTimeout
 	CacheSize       int           // CACHE_SIZE, default DefaultCacheSize completed records
 	MaxAmount       int64         // MAX_AMOUNT, default charge.DefaultMaxAmount
-	Environment     string        // ENVIRONMENT: the metrics' Environment dimension, default "local"
+	// AUTHORIZATION_WINDOW, default charge.DefaultAuthorizationWindow
+	AuthorizationWindow time.Duration
+	Environment         string // ENVIRONMENT: the metrics' Environment dimension, default "local"
 	// DYNAMODB_SKIP_RESPONSE_CRC32: the table is DynamoDB Local (DynamoDB)
 	SkipResponseCRC32 bool
 	// Region is the function's region in the multi-region mode
@@ -106,6 +108,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		return Config{}, err
 	}
 	c.MaxAmount = int64(maxAmount)
+	if c.AuthorizationWindow, err = setup.Duration(getenv, deploy.EnvAuthWindow, charge.DefaultAuthorizationWindow); err != nil {
+		return Config{}, err
+	}
 	if c.SkipResponseCRC32, err = setup.Boolean(getenv, deploy.EnvSkipResponseCRC32); err != nil {
 		return Config{}, err
 	}
@@ -189,7 +194,7 @@ func Services(ctx context.Context, awsCfg aws.Config, c Config, logger *slog.Log
 	if err != nil {
 		return nil, nil, err
 	}
-	svcCfg := charge.Config{AcquirerTimeout: c.AcquirerTimeout, MaxAmount: c.MaxAmount, Logger: logger, Tracer: setup.Spans(tracer), Region: c.Region}
+	svcCfg := charge.Config{AcquirerTimeout: c.AcquirerTimeout, MaxAmount: c.MaxAmount, AuthorizationWindow: c.AuthorizationWindow, Logger: logger, Tracer: setup.Spans(tracer), Region: c.Region}
 	charges := charge.NewService(guard, table.Ledger(), acq, httpapi.Render, svcCfg)
 	return charges, refund.NewService(guard, charges, table.Balances(), table.Refunds(), acq, httpapi.RenderRefund, svcCfg), nil
 }

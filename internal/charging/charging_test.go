@@ -19,7 +19,7 @@ func TestFromEnvDefaults(t *testing.T) {
 	p := deploy.Deployed().Protocol
 	if c.AccountClaim != deploy.DefaultAccountClaim || c.Retention != p.Retention || c.InTransitBound != p.InTransitBound ||
 		c.ClockSkew != p.ClockSkew || c.LeaseMargin != p.LeaseMargin || c.AcquirerTimeout != p.AcquirerTimeout ||
-		c.CacheSize != DefaultCacheSize || c.MaxAmount != charge.DefaultMaxAmount {
+		c.CacheSize != DefaultCacheSize || c.MaxAmount != charge.DefaultMaxAmount || c.AuthorizationWindow != charge.DefaultAuthorizationWindow {
 		t.Fatalf("defaults: %+v, want the deployed protocol %+v", c, p)
 	}
 }
@@ -30,6 +30,7 @@ func TestFromEnvRejectsBadValues(t *testing.T) {
 	for name, value := range map[string]string{
 		"TABLE_NAME": "", "ACQUIRER_URL": "", "RETENTION_DAYS": "0", "LEASE_MARGIN": "soon",
 		"IN_TRANSIT_BOUND": "1s", "ACQUIRER_TIMEOUT": "-1s", "CACHE_SIZE": "x", "MAX_AMOUNT": "-5",
+		deploy.EnvAuthWindow:        "7d",
 		deploy.EnvSkipResponseCRC32: "yes", deploy.EnvAcquirerID: "https://acquirer.example",
 	} {
 		env := map[string]string{}

@@ -4,26 +4,27 @@ package deploy
 // functions read them (setup), and the CDK app and the local stack set
 // them under these constants.
 const (
-	EnvTableName       = "TABLE_NAME"          // the table (required)
-	EnvAcquirerURL     = "ACQUIRER_URL"        // the acquirer's base URL (required)
-	EnvAcquirerID      = "ACQUIRER_ID"         // the acquirer's logical id, stored on every record (required)
-	EnvAcquirerAPIKey  = "ACQUIRER_API_KEY"    // a static acquirer credential (local only)
-	EnvAcquirerSecret  = "ACQUIRER_SECRET_ARN" // the Secrets Manager secret holding the credential
-	EnvAccountClaim    = "ACCOUNT_CLAIM"       // the JWT claim naming the account (DefaultAccountClaim)
-	EnvEnvironment     = "ENVIRONMENT"         // the metrics' Environment dimension ("local")
-	EnvRetentionDays   = "RETENTION_DAYS"      // how long a key is remembered (90)
-	EnvLeaseMargin     = "LEASE_MARGIN"        // added to the invocation deadline to make the lease
-	EnvInTransitBound  = "IN_TRANSIT_BOUND"    // T, DESIGN §4 rule 3
-	EnvClockSkew       = "CLOCK_SKEW"          // the skew margin added to T
-	EnvAcquirerTimeout = "ACQUIRER_TIMEOUT"    // the cap of one acquirer call
-	EnvCacheSize       = "CACHE_SIZE"          // the warm cache of completed records
-	EnvMaxAmount       = "MAX_AMOUNT"          // the largest charge, in minor units
-	EnvLogLevel        = "LOG_LEVEL"           // the log level outside Lambda's logging controls
-	EnvTableMode       = "TABLE_MODE"          // the table's mode (TableMode; SingleRegion when unset)
-	EnvPurgeWindow     = "PURGE_WINDOW"        // the sweeper's purge window, without TTL (Description.PurgeWindow)
-	EnvStaleRegion     = "STALE_REGION"        // when another region has stopped, in the multi-region mode (Description.StaleRegion)
-	EnvRegion          = "AWS_REGION"          // the region a function runs in: Lambda sets it
-	EnvLocalRegion     = "IDEMPAY_REGION"      // the region a local stack's functions call their own, where one emulator plays several (local only)
+	EnvTableName       = "TABLE_NAME"           // the table (required)
+	EnvAcquirerURL     = "ACQUIRER_URL"         // the acquirer's base URL (required)
+	EnvAcquirerID      = "ACQUIRER_ID"          // the acquirer's logical id, stored on every record (required)
+	EnvAcquirerAPIKey  = "ACQUIRER_API_KEY"     // a static acquirer credential (local only)
+	EnvAcquirerSecret  = "ACQUIRER_SECRET_ARN"  // the Secrets Manager secret holding the credential
+	EnvAccountClaim    = "ACCOUNT_CLAIM"        // the JWT claim naming the account (DefaultAccountClaim)
+	EnvEnvironment     = "ENVIRONMENT"          // the metrics' Environment dimension ("local")
+	EnvRetentionDays   = "RETENTION_DAYS"       // how long a key is remembered (90)
+	EnvLeaseMargin     = "LEASE_MARGIN"         // added to the invocation deadline to make the lease
+	EnvInTransitBound  = "IN_TRANSIT_BOUND"     // T, DESIGN §4 rule 3
+	EnvClockSkew       = "CLOCK_SKEW"           // the skew margin added to T
+	EnvAcquirerTimeout = "ACQUIRER_TIMEOUT"     // the cap of one acquirer call
+	EnvCacheSize       = "CACHE_SIZE"           // the warm cache of completed records
+	EnvMaxAmount       = "MAX_AMOUNT"           // the largest charge, in minor units
+	EnvAuthWindow      = "AUTHORIZATION_WINDOW" // how long an authorization without its capture lasts, unless the acquirer says
+	EnvLogLevel        = "LOG_LEVEL"            // the log level outside Lambda's logging controls
+	EnvTableMode       = "TABLE_MODE"           // the table's mode (TableMode; SingleRegion when unset)
+	EnvPurgeWindow     = "PURGE_WINDOW"         // the sweeper's purge window, without TTL (Description.PurgeWindow)
+	EnvStaleRegion     = "STALE_REGION"         // when another region has stopped, in the multi-region mode (Description.StaleRegion)
+	EnvRegion          = "AWS_REGION"           // the region a function runs in: Lambda sets it
+	EnvLocalRegion     = "IDEMPAY_REGION"       // the region a local stack's functions call their own, where one emulator plays several (local only)
 
 	// "true" when the table is DynamoDB Local (the local stack sets it; the
 	// CDK app never does): see DynamoDB.

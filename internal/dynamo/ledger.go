@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -29,6 +30,9 @@ type row struct {
 	Description     string `dynamodbav:"description"`
 	DeclineCode     string `dynamodbav:"decline_code"`
 	AuthorizationID string `dynamodbav:"authorization_id"`
+	// AuthorizationExpiresAt is an authorization's expiry, in epoch
+	// milliseconds; absent on every other row.
+	AuthorizationExpiresAt int64 `dynamodbav:"authorization_expires_at,omitempty"`
 }
 
 // amount decodes a number, or the decimal string rows written before the
@@ -74,6 +78,9 @@ func (l *Ledger) Write(ctx context.Context, c charge.Charge) (charge.Charge, err
 		rowCommon: commonOf(Key(c.ID), rowType, c.Origin, c.Status, c.Currency),
 		Amount:    amount(c.Amount), OrderID: c.OrderID, Description: c.Description,
 		DeclineCode: c.DeclineCode, AuthorizationID: c.AuthorizationID,
+	}
+	if !c.AuthorizationExpiresAt.IsZero() {
+		r.AuthorizationExpiresAt = c.AuthorizationExpiresAt.UnixMilli()
 	}
 	return writeRow(ctx, l.api, l.table, r, r.rowCommon, "charge", charge.ErrVoided, decode, c)
 }
@@ -130,9 +137,13 @@ func decode(id string, item map[string]types.AttributeValue) (charge.Charge, err
 	if err != nil {
 		return charge.Charge{}, fmt.Errorf("charge %s: %w: %w", idem.Ref(id), charge.ErrUnreadableCharge, err)
 	}
-	return charge.Charge{
+	c := charge.Charge{
 		Origin: r.origin(created),
 		Status: r.Status, Amount: int64(r.Amount), Currency: r.Currency, OrderID: r.OrderID,
 		Description: r.Description, DeclineCode: r.DeclineCode, AuthorizationID: r.AuthorizationID,
-	}, nil
+	}
+	if r.AuthorizationExpiresAt != 0 {
+		c.AuthorizationExpiresAt = time.UnixMilli(r.AuthorizationExpiresAt).UTC()
+	}
+	return c, nil
 }

@@ -37,6 +37,11 @@ type Type string
 const (
 	// Captured: the acquirer captured the charge (its ledger row).
 	Captured Type = "charge.captured"
+	// Authorized: the acquirer authorized the charge without its
+	// capture, as it was asked (its ledger row): the amount is held on
+	// the card until it is captured, voided or lapses at
+	// Charge.AuthorizationExpiresAt.
+	Authorized Type = "charge.authorized"
 	// Declined: the acquirer declined it (its ledger row).
 	Declined Type = "charge.declined"
 	// Held: the acquirer's answer disagreed with the request; the charge is
@@ -138,6 +143,8 @@ type Charge struct {
 	Currency        string `json:"currency,omitempty"`
 	AuthorizationID string `json:"authorization_id,omitempty"`
 	DeclineCode     string `json:"decline_code,omitempty"`
+	// AuthorizationExpiresAt is an authorization's only (Authorized).
+	AuthorizationExpiresAt *time.Time `json:"authorization_expires_at,omitempty"`
 }
 
 // Refund is the refund an event is about, with the acquirer's terms.
@@ -181,26 +188,32 @@ func producerOf(source string) string {
 	return ProducerHTTP
 }
 
-// Row is what the captured and declined events say of a ledger row.
+// Row is what the captured, authorized and declined events say of a
+// ledger row.
 type Row struct {
-	// Charge is the row's charge: its id, its status (captured or
-	// declined) and the acquirer's terms.
+	// Charge is the row's charge: its id, its status (captured,
+	// authorized or declined) and the acquirer's terms.
 	Charge                          Charge
 	Account, IdempotencyKey, Source string
 	CreatedAt                       time.Time
 }
 
-// OfRow is the event of a ledger row: Captured or Declined, with the row's
-// terms. A row without a source (written before rows kept it) is an HTTP
-// charge's.
+// OfRow is the event of a ledger row: Captured, Authorized (with its
+// expiry) or Declined, with the row's terms. A row without a source
+// (written before rows kept it) is an HTTP charge's.
 func OfRow(r Row) (Event, error) {
 	t := Captured
 	switch r.Charge.Status {
 	case "captured":
+	case "authorized":
+		t = Authorized
 	case "declined":
 		t = Declined
 	default:
-		return Event{}, fmt.Errorf("ledger row %s: status %q is neither captured nor declined", r.Charge.ID, r.Charge.Status)
+		return Event{}, fmt.Errorf("ledger row %s: status %q is not captured, authorized or declined", r.Charge.ID, r.Charge.Status)
+	}
+	if (r.Charge.AuthorizationExpiresAt != nil) != (t == Authorized) {
+		return Event{}, fmt.Errorf("ledger row %s: an expiry belongs to an authorization only (status %q)", r.Charge.ID, r.Charge.Status)
 	}
 	source := r.Source
 	if source == "" {

@@ -35,10 +35,27 @@ func examples(t testing.TB) []event.Event {
 	if err != nil {
 		t.Fatal(err)
 	}
+	expires := at.Add(7 * 24 * time.Hour)
+	authorizedRow := row
+	authorizedRow.Charge.Status, authorizedRow.Charge.AuthorizationExpiresAt = "authorized", &expires
+	authorized, err := event.OfRow(authorizedRow)
+	if err != nil || authorized.Type != event.Authorized {
+		t.Fatalf("%+v, %v", authorized, err)
+	}
+	// An expiry belongs to an authorization, and an authorization has one.
+	authorizedRow.Charge.AuthorizationExpiresAt = nil
+	if _, err := event.OfRow(authorizedRow); err == nil {
+		t.Fatal("an authorization without its expiry made an event")
+	}
 	row.Charge.Status, row.Charge.DeclineCode, row.Source = "declined", "card_declined", event.SourceHTTP
 	declined, err := event.OfRow(row)
 	if err != nil {
 		t.Fatal(err)
+	}
+	withExpiry := row
+	withExpiry.Charge.AuthorizationExpiresAt = &expires
+	if _, err := event.OfRow(withExpiry); err == nil {
+		t.Fatal("a declined row with an expiry made an event")
 	}
 	h := event.Hold{ChargeID: chargeID, Account: "acct_1", IdempotencyKey: "order-1-try-1", Source: event.SourceQueue("orders"), Reason: "amount_differs", At: at}
 	refundRow := event.RefundRow{Refund: event.Refund{ID: refundID, ChargeID: chargeID, Status: "succeeded", Amount: 300, Currency: "BRL"},
@@ -53,7 +70,7 @@ func examples(t testing.TB) []event.Event {
 		t.Fatal(err)
 	}
 	rh := event.RefundHold{RefundID: refundID, ChargeID: chargeID, Account: "acct_1", IdempotencyKey: "refund-1-try-1", Reason: "amount_differs", At: at}
-	return []event.Event{captured, declined, event.OfHold(h), event.OfRelease(h),
+	return []event.Event{captured, authorized, declined, event.OfHold(h), event.OfRelease(h),
 		event.OfRejection("059f36b4-87a3-44ab-83d2-661975830a7d", "orders", "acct_1", "", "PRODUCER_NOT_ALLOWED", at),
 		succeeded, refundDeclined, event.OfRefundHold(rh), event.OfRefundRelease(rh),
 		event.OfRefundRejection("059f36b4-87a3-44ab-83d2-661975830a7d", "orders", "acct_1", "refund-1-try-1", "VALIDATION_FAILED", at),

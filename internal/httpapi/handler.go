@@ -230,8 +230,9 @@ func lookupKey(req request) (string, reply, bool) {
 	return key, reply{}, true
 }
 
-// found renders a charge's GET: the charge with what its refunds returned
-// (one more read, of its refund balance), or the problem.
+// found renders a charge's GET: the charge with its figures (one more
+// read, of its refund balance, for what its refunds returned), or the
+// problem.
 func (h *Handler) found(ctx context.Context, res charge.Result) reply {
 	if res.Outcome != op.Found {
 		return respond(res)
@@ -244,7 +245,7 @@ func (h *Handler) found(ctx context.Context, res charge.Result) reply {
 		return respond(charge.Result{Outcome: op.Unavailable, RetryAfter: h.Refunds.RetryAfter(), Record: res.Record})
 	}
 	a := respond(res)
-	a.Body = FoundBody(res.Charge, refunded)
+	a.Body = FoundBody(res.Charge, charge.FiguresOf(res.Charge, refunded))
 	return a
 }
 

@@ -64,10 +64,17 @@ func loadEvent(t testing.TB, name string) events.APIGatewayV2HTTPRequest {
 	return ev
 }
 
-// refunded is a charge's POST answer as its GETs answer it: with
-// amount_refunded last.
+// refunded is a captured charge's POST answer as its GETs answer it: with
+// its figures last, amount_refunded the last of them.
 func refunded(postBody string, amount int64) string {
-	return strings.TrimSuffix(postBody, "}") + `,"amount_refunded":` + strconv.FormatInt(amount, 10) + "}"
+	var ch struct {
+		Amount int64 `json:"amount"`
+	}
+	if err := json.Unmarshal([]byte(postBody), &ch); err != nil {
+		panic(err)
+	}
+	return strings.TrimSuffix(postBody, "}") + `,"amount_captured":` + strconv.FormatInt(ch.Amount, 10) +
+		`,"amount_capturable":0,"amount_refunded":` + strconv.FormatInt(amount, 10) + "}"
 }
 
 func TestHandleAPIGatewayEvent(t *testing.T) {

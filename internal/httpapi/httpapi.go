@@ -64,26 +64,55 @@ type chargeJSON struct {
 	Description     string `json:"description,omitempty"`
 	DeclineCode     string `json:"decline_code,omitempty"`
 	AuthorizationID string `json:"authorization_id"`
-	CreatedAt       string `json:"created_at"`
-	// AmountRefunded is on the GETs' answers only (FoundBody).
-	AmountRefunded *int64 `json:"amount_refunded,omitempty"`
+	// AuthorizationExpiresAt is an authorization's only.
+	AuthorizationExpiresAt string `json:"authorization_expires_at,omitempty"`
+	CreatedAt              string `json:"created_at"`
+	// AmountCaptured and AmountRefunded are on the GETs' answers only
+	// (FoundBody); AmountCapturable on theirs and on an authorization's
+	// 201.
+	AmountCaptured   *int64 `json:"amount_captured,omitempty"`
+	AmountCapturable *int64 `json:"amount_capturable,omitempty"`
+	AmountRefunded   *int64 `json:"amount_refunded,omitempty"`
 }
 
-// Body is the charge's JSON, as the 201 answer returns it.
-func Body(ch charge.Charge) []byte { return chargeBody(ch, nil) }
+// Body is the charge's JSON, as the 201 answer returns it. An
+// authorization made without its capture has its expiry and what it
+// leaves capturable (all of it); a captured charge's body is what it was
+// before authorizations existed, byte for byte.
+func Body(ch charge.Charge) []byte {
+	j := chargeJSONOf(ch)
+	if ch.Status == acquirer.StatusAuthorized {
+		j.AmountCapturable = &ch.Amount
+	}
+	return marshal(j)
+}
 
-// FoundBody is a charge as its GETs return it: Body, then
-// amount_refunded, the sum of its succeeded refunds. A POST's answer has
-// none, so a charge's replay stays its first answer byte for byte.
-func FoundBody(ch charge.Charge, refunded int64) []byte { return chargeBody(ch, &refunded) }
+// FoundBody is a charge as its GETs return it: Body, then its figures
+// (amount_captured, amount_capturable and amount_refunded, the sum of its
+// succeeded refunds) and the status they give. A POST's answer has none
+// of the first two, so a charge's replay stays its first answer byte for
+// byte.
+func FoundBody(ch charge.Charge, f charge.Figures) []byte {
+	j := chargeJSONOf(ch)
+	j.Status, j.AmountCaptured, j.AmountCapturable, j.AmountRefunded = f.Status, &f.Captured, &f.Capturable, &f.Refunded
+	return marshal(j)
+}
 
-func chargeBody(ch charge.Charge, refunded *int64) []byte {
-	b, err := json.Marshal(chargeJSON{
+func chargeJSONOf(ch charge.Charge) chargeJSON {
+	j := chargeJSON{
 		ID: ch.ID, Object: "charge", Status: ch.Status, Amount: ch.Amount, Currency: ch.Currency,
 		OrderID: ch.OrderID, Description: ch.Description, DeclineCode: ch.DeclineCode,
-		AuthorizationID: ch.AuthorizationID, CreatedAt: ch.CreatedAt.Format(time.RFC3339Nano), AmountRefunded: refunded,
-	})
-	if err != nil { // cannot happen: strings and a number
+		AuthorizationID: ch.AuthorizationID, CreatedAt: ch.CreatedAt.Format(time.RFC3339Nano),
+	}
+	if !ch.AuthorizationExpiresAt.IsZero() {
+		j.AuthorizationExpiresAt = ch.AuthorizationExpiresAt.UTC().Format(time.RFC3339Nano)
+	}
+	return j
+}
+
+func marshal(j chargeJSON) []byte {
+	b, err := json.Marshal(j)
+	if err != nil { // cannot happen: strings and numbers
 		panic(err)
 	}
 	return b

@@ -145,7 +145,7 @@ func TestOpenAPIMatchesHandler(t *testing.T) {
 		check(ev, resp)
 		return resp
 	}
-	get := func(id, account string) {
+	get := func(id, account string) events.APIGatewayV2HTTPResponse {
 		ev := loadEvent(t, "create-charge.json")
 		ev.RouteKey, ev.Body, ev.PathParameters = route.Get, "", map[string]string{"id": id}
 		ev.RawPath, ev.RequestContext.HTTP.Method = route.Location(id), http.MethodGet
@@ -155,6 +155,7 @@ func TestOpenAPIMatchesHandler(t *testing.T) {
 		ev.RequestContext.Authorizer.JWT.Claims["sub"] = account
 		resp, _ := h.Handle(ctx, ev)
 		check(ev, resp)
+		return resp
 	}
 	lookup := func(rawQuery string, want int) {
 		ev := loadEvent(t, "create-charge.json")
@@ -174,6 +175,28 @@ func TestOpenAPIMatchesHandler(t *testing.T) {
 	get(strings.TrimPrefix(created.Headers["Location"], "/v1/charges/"), "acct_7Hq2")
 	get(strings.TrimPrefix(created.Headers["Location"], "/v1/charges/"), "someone_else")
 	post(h, "spec-declined-1", `{"amount": 1, "currency": "USD", "order_id": "1", "payment_method": "pm_card_declined"}`)
+	// Authorize only: 201 authorized, with what it leaves capturable and
+	// its expiry; its GET says nothing captured, all capturable.
+	authorized := post(h, "spec-authorized-1", `{"amount": 700, "currency": "BRL", "order_id": "124", "payment_method": "pm_card_visa", "capture": false}`)
+	var a struct {
+		Status           string `json:"status"`
+		AmountCapturable *int64 `json:"amount_capturable"`
+		ExpiresAt        string `json:"authorization_expires_at"`
+	}
+	if err := json.Unmarshal([]byte(authorized.Body), &a); err != nil || authorized.StatusCode != 201 || a.Status != "authorized" ||
+		a.AmountCapturable == nil || *a.AmountCapturable != 700 || a.ExpiresAt == "" {
+		t.Fatalf("authorize only: %d %s", authorized.StatusCode, authorized.Body)
+	}
+	if strings.Contains(created.Body, "capturable") || strings.Contains(created.Body, "expires") {
+		t.Fatalf("a captured charge's answer changed: %s", created.Body)
+	}
+	if found := get(strings.TrimPrefix(authorized.Headers["Location"], "/v1/charges/"), "acct_7Hq2"); found.StatusCode != 200 ||
+		!strings.HasSuffix(found.Body, `,"amount_captured":0,"amount_capturable":700,"amount_refunded":0}`) || !strings.Contains(found.Body, `"status":"authorized"`) {
+		t.Fatalf("GET of the authorization: %d %s", found.StatusCode, found.Body)
+	}
+	post(h, "spec-authorized-1", `{"amount": 700, "currency": "BRL", "order_id": "124", "payment_method": "pm_card_visa", "capture": true}`) // 422: another request
+	post(h, "spec-invalid-2", `{"amount": 700, "currency": "BRL", "order_id": "124", "payment_method": "pm_card_visa", "capture": "no"}`)
+	lookup("idempotency_key=spec-authorized-1", 200)
 	lookup("idempotency_key=spec-created-1", 200)
 	lookup("idempotency_key=spec-declined-1", 200)
 	lookup("idempotency_key=spec-unknown-1", 404)
@@ -394,6 +417,13 @@ func TestOpenAPIRefunds(t *testing.T) {
 	exchange(hRefused, refundEv("spec-refund-6", ch, `{"amount": 1}`), 503)
 	exchange(h, refundEv("spec-refund-7", charge.ID(strings.Repeat("0", 40)), `{}`), 404)
 	exchange(h, refundEv("spec-refund-8", charged("spec-refund-charge-2", "pm_card_declined"), `{}`), 422)
+	authorize := loadEvent(t, "create-charge.json")
+	authorize.Headers["idempotency-key"] = "spec-refund-charge-4"
+	authorize.Body = `{"amount": 1000, "currency": "BRL", "order_id": "1", "payment_method": "pm_card_visa", "capture": false}`
+	authorized := exchange(h, authorize, 201).Headers["Location"]
+	if notRefundable := exchange(h, refundEv("spec-refund-11", strings.TrimPrefix(authorized, "/v1/charges/"), `{}`), 422); !strings.Contains(notRefundable.Body, "CHARGE_NOT_REFUNDABLE") {
+		t.Fatalf("a refund of an authorization, nothing captured: %s", notRefundable.Body)
+	}
 	exchange(h, refundEv("", ch, `{}`), 400)
 	exchange(h, refundEv("spec-refund-9", ch, `{"amount": 0}`), 400)
 	exchange(h, refundEv("spec-refund-9", ch, `{"amount": 1, "AMOUNT": 1}`), 400)

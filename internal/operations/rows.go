@@ -11,7 +11,7 @@ import (
 )
 
 // ChargeRow is a charge's ledger row as the outbox sees it (outbox.Row):
-// its insert makes captured or declined.
+// its insert makes captured, authorized or declined.
 type ChargeRow struct{ charge.Charge }
 
 // RowID is the row's id.
@@ -20,13 +20,18 @@ func (r ChargeRow) RowID() string { return r.ID }
 // RowRegion is the region that wrote the row ("" in one region).
 func (r ChargeRow) RowRegion() string { return r.Region }
 
-// RowEvent is the row's event: Captured or Declined.
+// RowEvent is the row's event: Captured, Authorized or Declined.
 func (r ChargeRow) RowEvent() (event.Event, error) {
 	c := r.Charge
+	ec := event.Charge{
+		ID: c.ID, Status: c.Status, Amount: c.Amount, Currency: c.Currency, AuthorizationID: c.AuthorizationID, DeclineCode: c.DeclineCode,
+	}
+	if !c.AuthorizationExpiresAt.IsZero() {
+		expires := c.AuthorizationExpiresAt.UTC()
+		ec.AuthorizationExpiresAt = &expires
+	}
 	return event.OfRow(event.Row{
-		Charge: event.Charge{
-			ID: c.ID, Status: c.Status, Amount: c.Amount, Currency: c.Currency, AuthorizationID: c.AuthorizationID, DeclineCode: c.DeclineCode,
-		},
+		Charge:  ec,
 		Account: c.Account, IdempotencyKey: c.IdempotencyKey, Source: c.Source, CreatedAt: c.CreatedAt,
 	})
 }

@@ -45,6 +45,7 @@ func RunConformance(t *testing.T, newStores NewStoresFunc) {
 	t.Run("ledger", func(t *testing.T) { t.Parallel(); chargetest.RunLedgerConformance(t, charges) })
 	t.Run("completion", func(t *testing.T) { t.Parallel(); chargetest.RunCompletionConformance(t, charges) })
 	t.Run("holds", func(t *testing.T) { t.Parallel(); chargetest.RunHoldConformance(t, charges) })
+	t.Run("authorize-only", func(t *testing.T) { t.Parallel(); chargetest.RunAuthorizeOnlyConformance(t, charges) })
 	t.Run("books", func(t *testing.T) {
 		t.Parallel()
 		chargetest.RunBooksConformance(t, func(t *testing.T) (charge.Ledger, charge.Books) {

@@ -82,7 +82,7 @@ func receiveEvents(t *testing.T, s *localapi.Stack, schema *jsonschema.Schema, s
 
 // TestOutcomeEvents: each charge path publishes exactly one event per
 // event, to its producer's outcome queue and nobody else's: a first
-// execution over HTTP and a decline (for http), a queue command (for its
+// execution over HTTP, an authorization and a decline (for http), a queue command (for its
 // producer). Every event matches docs/events.schema.json.
 func TestOutcomeEvents(t *testing.T) {
 	t.Parallel()
@@ -91,6 +91,7 @@ func TestOutcomeEvents(t *testing.T) {
 	expect(t, postCharge(t, s, "acct_e", "events-http-key", visa), 201, "")
 	r := postCharge(t, s, "acct_e", "events-decline-key", `{"amount": 100, "currency": "BRL", "order_id": "2", "payment_method": "pm_card_declined"}`)
 	expect(t, r, 402, "CHARGE_DECLINED")
+	expect(t, postCharge(t, s, "acct_e", "events-authorize-key", `{"amount": 300, "currency": "BRL", "order_id": "3", "payment_method": "pm_card_visa", "capture": false}`), 201, "")
 	body, err := command.Charge("acct_q", "events-queue-key", []byte(visa)).Encode()
 	if err != nil {
 		t.Fatal(err)
@@ -105,13 +106,16 @@ func TestOutcomeEvents(t *testing.T) {
 	if _, err := s.SQS.SendMessage(t.Context(), &sqs.SendMessageInput{QueueUrl: aws.String(s.QueueURL), MessageBody: aws.String(foreign)}); err != nil {
 		t.Fatal(err)
 	}
-	httpEvents := distinctEvents(t, s, schema, event.ProducerHTTP, 2, 20*time.Second)
+	httpEvents := distinctEvents(t, s, schema, event.ProducerHTTP, 3, 20*time.Second)
 	queueEvents := distinctEvents(t, s, schema, testProducer.Name, 2, 20*time.Second)
 	types := map[string]event.Type{}
 	for _, e := range append(httpEvents, queueEvents...) {
 		types[e.IdempotencyKey] = e.Type
+		if (e.Type == event.Authorized) != (e.Charge != nil && e.Charge.AuthorizationExpiresAt != nil) {
+			t.Fatalf("%s: an authorization's event carries its expiry, and no other: %+v", e.Type, e.Charge)
+		}
 	}
-	if len(httpEvents) != 2 || len(queueEvents) != 2 || types["events-http-key"] != event.Captured || types["events-decline-key"] != event.Declined ||
+	if len(httpEvents) != 3 || types["events-authorize-key"] != event.Authorized || len(queueEvents) != 2 || types["events-http-key"] != event.Captured || types["events-decline-key"] != event.Declined ||
 		types["events-queue-key"] != event.Captured || types["events-foreign-key"] != event.Rejected ||
 		queueEvents[0].Producer != testProducer.Name || httpEvents[0].Producer != event.ProducerHTTP {
 		t.Fatalf("http %+v, queue %+v", httpEvents, queueEvents)

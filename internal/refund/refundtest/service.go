@@ -280,7 +280,8 @@ func serviceTheKeyIsScopedByOperation(t *testing.T, w *world) {
 }
 
 // serviceTheChargeDecidesFirst: no such charge, another account's, a
-// declined one, one of another acquirer: nothing stored, the key free; a
+// declined one, an authorization with nothing captured, one of another
+// acquirer: nothing stored, the key free; a
 // row that names no acquirer is the deployment's, and is refunded.
 // The door refuses before anything: a bad key, a bad body, an id that
 // cannot be a charge's.
@@ -288,6 +289,11 @@ func serviceTheChargeDecidesFirst(t *testing.T, w *world) {
 	ch := w.charge(t, "pm_card_visa", 1000)
 	declined := w.charges.Charge(ctx, charge.Input{Account: account, Keys: []string{"declined-charge"},
 		Body: []byte(`{"amount": 100, "currency": "BRL", "order_id": "o-3", "payment_method": "pm_card_declined"}`)})
+	authorized := w.charges.Charge(ctx, charge.Input{Account: account, Keys: []string{"authorized-charge"},
+		Body: []byte(`{"amount": 100, "currency": "BRL", "order_id": "o-5", "payment_method": "pm_card_visa", "capture": false}`)})
+	if authorized.Outcome != op.Executed {
+		t.Fatalf("the authorization: %s", authorized.Outcome)
+	}
 	foreign := charge.Charge{
 		Origin: op.Origin{ID: charge.ID(strings.Repeat("e", 40)), Account: account,
 			AcquirerID: "another-acquirer", CreatedAt: w.now()},
@@ -311,6 +317,7 @@ func serviceTheChargeDecidesFirst(t *testing.T, w *world) {
 		{"no such charge", in("decide-1", charge.ID(strings.Repeat("0", 40)), `{}`), op.NotFound},
 		{"another account's", refund.Input{Account: "acct_other", Keys: []string{"decide-2"}, ChargeID: ch, Body: []byte(`{}`)}, op.NotFound},
 		{"declined", in("decide-3", declined.ChargeID, `{}`), op.NotRefundable},
+		{"authorized, nothing captured", in("decide-10", authorized.ChargeID, `{"amount": 1}`), op.NotRefundable},
 		{"another acquirer's", in("decide-4", foreign.ID, `{}`), op.NotRefundable},
 		{"not a charge id", in("decide-5", "ch_1", `{}`), op.NotFound},
 		{"no key", refund.Input{Account: account, ChargeID: ch, Body: []byte(`{}`)}, op.KeyMissing},
