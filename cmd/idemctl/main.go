@@ -717,7 +717,8 @@ func describeRefund(ctx context.Context, v *view, t tables, rec *idem.Record) {
 const stateFolded = "folded"
 
 // balanceOf is a captured charge's refund balance as inspect shows it
-// (nil for a declined charge), or why it did not read. A charge never
+// (nil for a declined charge or an authorization), or why it did not
+// read. A charge never
 // refunded has all of its amount remaining.
 func balanceOf(ctx context.Context, balances refund.Balances, ch charge.Charge) (*balanceView, string) {
 	if ch.Status != acquirer.StatusCaptured {

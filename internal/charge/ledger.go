@@ -116,9 +116,9 @@ type Charge struct {
 	AuthorizationID string
 	// AuthorizationExpiresAt is when an authorization made without its
 	// capture (Status acquirer.StatusAuthorized) lapses: the acquirer's
-	// stated expiry, else the row's creation plus the deployment's
-	// window (Config.AuthorizationWindow), to the millisecond. Zero for
-	// any other status.
+	// stated expiry, else the intent's claim (before its first request)
+	// plus the deployment's window (Config.AuthorizationWindow), to the
+	// millisecond. Zero for any other status.
 	AuthorizationExpiresAt time.Time
 }
 
@@ -161,18 +161,30 @@ type Figures struct {
 	Captured, Capturable, Refunded int64
 }
 
-// FiguresOf are ch's figures, refunded being what its refunds returned. A
-// charge captured at creation captured its amount; an authorization made
-// without its capture has captured nothing and leaves its amount
-// capturable (captures, which would move both, are not built yet: see
+// StatusExpired is the status a GET gives an authorization whose expiry
+// has passed with nothing captured: nothing remains capturable.
+const StatusExpired = "expired"
+
+// FiguresOf are ch's figures at now, refunded being what its refunds
+// returned. A charge captured at creation captured its amount; an
+// authorization made without its capture has captured nothing and leaves
+// its amount capturable until its expiry, and is StatusExpired from then
+// on (captures, which would move both, are not built yet: see
 // docs/design.md §8); a declined charge has neither.
-func FiguresOf(ch Charge, refunded int64) Figures {
+func FiguresOf(ch Charge, refunded int64, now time.Time) Figures {
 	f := Figures{Status: ch.Status, Refunded: refunded}
-	switch ch.Status {
-	case acquirer.StatusCaptured:
+	switch {
+	case ch.Status == acquirer.StatusCaptured:
 		f.Captured = ch.Amount
-	case acquirer.StatusAuthorized:
+	case ch.Status == acquirer.StatusAuthorized && now.Before(ch.AuthorizationExpiresAt):
 		f.Capturable = ch.Amount
+	case ch.Status == acquirer.StatusAuthorized:
+		f.Status = StatusExpired
 	}
 	return f
+}
+
+// Figures are ch's figures now, by the service's clock (FiguresOf).
+func (s *Service) Figures(ch Charge, refunded int64) Figures {
+	return FiguresOf(ch, refunded, s.cfg.Now())
 }

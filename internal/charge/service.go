@@ -54,7 +54,7 @@ type Config struct {
 	// MaxAmount caps a charge, in minor units (DefaultMaxAmount).
 	MaxAmount int64
 	// AuthorizationWindow is how long an authorization made without its
-	// capture stays capturable, from the row's creation, when the
+	// capture stays capturable, from its intent's claim, when the
 	// acquirer's answer states no expiry (DefaultAuthorizationWindow).
 	// Card schemes differ by scheme and by kind of authorization, so a
 	// deployment sets its acquirer's; a stated expiry wins.
@@ -408,19 +408,22 @@ func (s *Service) chargeOf(lease *idem.Lease, req Request, auth acquirer.Authori
 		Description: req.Description, DeclineCode: auth.DeclineCode, AuthorizationID: auth.ID,
 	}
 	if auth.Status == acquirer.StatusAuthorized {
-		ch.AuthorizationExpiresAt = s.expiryOf(ch, auth)
+		ch.AuthorizationExpiresAt = s.expiryOf(lease, auth)
 	}
 	return ch
 }
 
-// expiryOf is when the authorization auth, of row ch, lapses: the
-// acquirer's stated expiry wins, else the row's creation plus the
-// deployment's window; to the millisecond, as the row keeps it.
-func (s *Service) expiryOf(ch Charge, auth acquirer.Authorization) time.Time {
+// expiryOf is when the authorization auth, of the lease's intent, lapses:
+// the acquirer's stated expiry wins, else the intent's claim plus the
+// deployment's window; to the millisecond, as the row keeps it. The claim
+// came before every request of the intent, so the window never ends
+// after the acquirer's own, however late the row is written (a
+// reconciler's, an operator's accept days later).
+func (s *Service) expiryOf(lease *idem.Lease, auth acquirer.Authorization) time.Time {
 	if !auth.ExpiresAt.IsZero() {
 		return auth.ExpiresAt.UTC().Truncate(time.Millisecond)
 	}
-	return ch.CreatedAt.Add(s.cfg.AuthorizationWindow).UTC().Truncate(time.Millisecond)
+	return lease.Record().CreatedAt.Add(s.cfg.AuthorizationWindow).UTC().Truncate(time.Millisecond)
 }
 
 // finish stores the acquirer's outcome, checked: the ledger row first, then

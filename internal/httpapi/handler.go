@@ -245,7 +245,7 @@ func (h *Handler) found(ctx context.Context, res charge.Result) reply {
 		return respond(charge.Result{Outcome: op.Unavailable, RetryAfter: h.Refunds.RetryAfter(), Record: res.Record})
 	}
 	a := respond(res)
-	a.Body = FoundBody(res.Charge, charge.FiguresOf(res.Charge, refunded))
+	a.Body = FoundBody(res.Charge, h.Service.Figures(res.Charge, refunded))
 	return a
 }
 

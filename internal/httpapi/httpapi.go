@@ -22,7 +22,7 @@ import (
 )
 
 // Render is the stored answer of ch (a charge.Renderer): 201 with the charge
-// when captured, 402 CHARGE_DECLINED with the charge id and decline code
+// when captured or authorized, 402 CHARGE_DECLINED with the charge id and decline code
 // when declined. It is a status and a body only: Headers rebuilds the HTTP
 // headers from them and the charge's id, so the record does not store what
 // it can rebuild and every replay carries the same headers as the first
@@ -89,9 +89,10 @@ func Body(ch charge.Charge) []byte {
 
 // FoundBody is a charge as its GETs return it: Body, then its figures
 // (amount_captured, amount_capturable and amount_refunded, the sum of its
-// succeeded refunds) and the status they give. A POST's answer has none
-// of the first two, so a charge's replay stays its first answer byte for
-// byte.
+// succeeded refunds) and the status they give. A POST's answer has no
+// amount_captured or amount_refunded (an authorization's has
+// amount_capturable), so a charge's replay stays its first answer byte
+// for byte.
 func FoundBody(ch charge.Charge, f charge.Figures) []byte {
 	j := chargeJSONOf(ch)
 	j.Status, j.AmountCaptured, j.AmountCapturable, j.AmountRefunded = f.Status, &f.Captured, &f.Capturable, &f.Refunded

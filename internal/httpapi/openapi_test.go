@@ -194,8 +194,13 @@ func TestOpenAPIMatchesHandler(t *testing.T) {
 		!strings.HasSuffix(found.Body, `,"amount_captured":0,"amount_capturable":700,"amount_refunded":0}`) || !strings.Contains(found.Body, `"status":"authorized"`) {
 		t.Fatalf("GET of the authorization: %d %s", found.StatusCode, found.Body)
 	}
-	post(h, "spec-authorized-1", `{"amount": 700, "currency": "BRL", "order_id": "124", "payment_method": "pm_card_visa", "capture": true}`) // 422: another request
-	post(h, "spec-invalid-2", `{"amount": 700, "currency": "BRL", "order_id": "124", "payment_method": "pm_card_visa", "capture": "no"}`)
+	if reused := post(h, "spec-authorized-1", `{"amount": 700, "currency": "BRL", "order_id": "124", "payment_method": "pm_card_visa", "capture": true}`); reused.StatusCode != 422 ||
+		!strings.Contains(reused.Body, "IDEMPOTENCY_KEY_REUSED") {
+		t.Fatalf(`"capture": true under the key of "capture": false: %d %s, want another request`, reused.StatusCode, reused.Body)
+	}
+	if invalid := post(h, "spec-invalid-2", `{"amount": 700, "currency": "BRL", "order_id": "124", "payment_method": "pm_card_visa", "capture": "no"}`); invalid.StatusCode != 400 {
+		t.Fatalf(`"capture": "no": %d %s, want 400`, invalid.StatusCode, invalid.Body)
+	}
 	lookup("idempotency_key=spec-authorized-1", 200)
 	lookup("idempotency_key=spec-created-1", 200)
 	lookup("idempotency_key=spec-declined-1", 200)

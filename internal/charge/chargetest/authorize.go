@@ -71,7 +71,8 @@ func authorizeTheAcquirersExpiry(t *testing.T, newStores NewStoresFunc) {
 }
 
 // authorizeTheWindowDecides: an acquirer that states no expiry leaves it
-// to the deployment's window, from the row's creation.
+// to the deployment's window, from the intent's claim (a row written
+// later, by a take-over, never promises more).
 func authorizeTheWindowDecides(t *testing.T, newStores NewStoresFunc) {
 	ctx := context.Background()
 	w := newWorld(t, newStores)
@@ -83,8 +84,8 @@ func authorizeTheWindowDecides(t *testing.T, newStores NewStoresFunc) {
 		t.Fatalf("authorize only: %s", r.Outcome)
 	}
 	row := w.mustMatchLedger(t, sb, "window-key", r)
-	if row.Status != acquirer.StatusAuthorized || !row.AuthorizationExpiresAt.Equal(row.CreatedAt.Add(36*time.Hour)) {
-		t.Fatalf("row %+v: want an authorization expiring 36 h after its creation", row)
+	if claimed := w.record(t, "window-key").CreatedAt; row.Status != acquirer.StatusAuthorized || !row.AuthorizationExpiresAt.Equal(claimed.Add(36*time.Hour)) {
+		t.Fatalf("row %+v: want an authorization expiring 36 h after its claim, %v", row, claimed)
 	}
 }
 
@@ -118,8 +119,10 @@ func authorizeReconciled(t *testing.T, newStores NewStoresFunc) {
 		t.Fatalf("Reconcile: %s, %v", did, err)
 	}
 	r := svc.Charge(ctx, authorizeInput("lost-authorization"))
-	if row := w.mustMatchLedger(t, sb, "lost-authorization", r); r.Outcome != op.Replayed || row.Status != acquirer.StatusAuthorized || row.AuthorizationExpiresAt.IsZero() {
-		t.Fatalf("after the reconciler: %s, row %+v", r.Outcome, row)
+	row := w.mustMatchLedger(t, sb, "lost-authorization", r)
+	stated := sb.ByKey()[w.record(t, "lost-authorization").DownstreamKey].ExpiresAt
+	if r.Outcome != op.Replayed || row.Status != acquirer.StatusAuthorized || !row.AuthorizationExpiresAt.Equal(stated.Truncate(time.Millisecond)) {
+		t.Fatalf("after the reconciler: %s, row %+v; want the acquirer's expiry %v", r.Outcome, row, stated)
 	}
 }
 
@@ -150,8 +153,9 @@ func authorizeAccepted(t *testing.T, newStores NewStoresFunc) {
 	acq.lookup = otherCurrency
 	w.clock.Advance(time.Second)
 	st, err := svc.Settle(ctx, accept)
-	if ch := st.Row; err != nil || st.State != op.CompletedByThis || ch.Status != acquirer.StatusAuthorized || ch.Currency != "JPY" || ch.AuthorizationExpiresAt.IsZero() {
-		t.Fatalf("accept: %+v, %v; want the acquirer's authorization", st, err)
+	if ch := st.Row; err != nil || st.State != op.CompletedByThis || ch.Status != acquirer.StatusAuthorized || ch.Currency != "JPY" ||
+		!ch.AuthorizationExpiresAt.Equal(shown.ExpiresAt.Truncate(time.Millisecond)) {
+		t.Fatalf("accept: %+v, %v; want the acquirer's authorization, expiring at %v", st, err, shown.ExpiresAt)
 	}
 }
 
