@@ -120,8 +120,8 @@ func TestCapturedThenReplayedByteForByte(t *testing.T) {
 		t.Fatalf("%d authorizations, want 1", n)
 	}
 	got := call(t, s, http.MethodGet, first.header.Get("Location"), "acct_a", nil, "")
-	if want := strings.TrimSuffix(string(first.body), "}") + `,"amount_refunded":0}`; got.status != 200 || string(got.body) != want {
-		t.Fatalf("GET own charge: %d %s, want the 201 body with amount_refunded", got.status, got.body)
+	if want := strings.TrimSuffix(string(first.body), "}") + `,"amount_captured":25000,"amount_capturable":0,"amount_refunded":0}`; got.status != 200 || string(got.body) != want {
+		t.Fatalf("GET own charge: %d %s, want the 201 body with its figures", got.status, got.body)
 	}
 }
 
