@@ -48,11 +48,12 @@ const (
 // MaxBalanceBytes is the largest a balance item can be by DynamoDB's
 // measure of an item (the UTF-8 bytes of each attribute's name and value,
 // a number 1 byte and 1 per 2 digits): its key, its five figures and its
-// two watermarks, and refund.MaxEntries entries in the longest state, with a
-// fence and an amount of 19 digits each. An update of it is billed 9
-// write units (1 KB each); TestBalanceSizeIsBounded holds it against an
+// two watermarks, the capture side's five figures, closing intent and
+// closure (Captures), and refund.MaxEntries entries in the longest state,
+// with a fence and an amount of 19 digits each. An update of it is billed
+// 9 write units (1 KB each); TestBalanceSizeIsBounded holds it against an
 // item driven there on DynamoDB Local.
-const MaxBalanceBytes = 8691
+const MaxBalanceBytes = 8900
 
 // entryNames are the expression names of key's entry that expr uses, of
 // #st, #fe and #am (DynamoDB refuses a name no expression uses).
@@ -79,9 +80,11 @@ func (b *Balances) update(ctx context.Context, chargeID, key, update, condition 
 		Key:                                 balanceKey(chargeID),
 		UpdateExpression:                    aws.String(update),
 		ConditionExpression:                 aws.String(condition),
-		ExpressionAttributeNames:            entryNames(key, update+" "+condition),
 		ExpressionAttributeValues:           values,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}
+	if names := entryNames(key, update+" "+condition); len(names) > 0 { // DynamoDB refuses an empty map
+		in.ExpressionAttributeNames = names
 	}
 	if returnNew {
 		in.ReturnValues = types.ReturnValueAllNew
@@ -188,14 +191,9 @@ func (b *Balances) Reserve(ctx context.Context, r refund.Reservation) (refund.En
 		}
 		return refund.Entry{}, &refund.NoRoomError{Refundable: refundable}
 	}
-	values := map[string]types.AttributeValue{
-		":charged": num(r.ChargeAmount), ":zero": num(0), ":one": num(1), ":max": num(refund.MaxEntries),
-		":reserved": str(string(refund.EntryReserved)), ":fence": num(int64(r.Fence)), ":claimed": claimed(r.Intent),
-		":stamp": num(r.Stamp.UnixNano()),
-	}
-	condition := "attribute_not_exists(#fe) AND " + notFolded +
-		" AND (attribute_not_exists(" + balanceFoldedAt + ") OR " + balanceFoldedAt + " < :stamp)" +
-		" AND (attribute_not_exists(" + balanceEntries + ") OR " + balanceEntries + " < :max)"
+	values := reservationValues(r.Intent, r.Fence, r.Stamp)
+	values[":charged"] = num(r.ChargeAmount)
+	condition := strings.Join(newEntry, " AND ")
 	update := "SET " + balanceChargeAmount + " = if_not_exists(" + balanceChargeAmount + ", :charged), " +
 		balanceRefunded + " = if_not_exists(" + balanceRefunded + ", :zero), " +
 		balanceEntries + " = if_not_exists(" + balanceEntries + ", :zero) + :one, #st = :reserved, #fe = :fence, "
@@ -219,24 +217,56 @@ func (b *Balances) Reserve(ctx context.Context, r refund.Reservation) (refund.En
 	case old == nil:
 		return entryOf(updated, key)
 	}
-	e, err := entryOf(old, key)
+	if e, decided, err := refusedEntry(old, r.Intent, r.Fence, r.Stamp); decided {
+		return e, err
+	}
+	return refund.Entry{}, &refund.NoRoomError{Refundable: intOf(old, balanceRemaining)}
+}
+
+// newEntry are the conditions of every reservation, of any operation, on
+// its intent's entry and the balance's watermarks and limit: the intent
+// holds no entry, is not folded by its claim, the write's stamp is after
+// folded_at, and fewer than refund.MaxEntries entries are held. Their
+// values are reservationValues'.
+var newEntry = []string{
+	"attribute_not_exists(#fe)", notFolded,
+	"(attribute_not_exists(" + balanceFoldedAt + ") OR " + balanceFoldedAt + " < :stamp)",
+	"(attribute_not_exists(" + balanceEntries + ") OR " + balanceEntries + " < :max)",
+}
+
+// reservationValues are the values of newEntry and of the new entry's
+// clauses (#st = :reserved, #fe = :fence, entries + :one, :zero).
+func reservationValues(in refund.Intent, fence int, stamp time.Time) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{
+		":zero": num(0), ":one": num(1), ":max": num(refund.MaxEntries),
+		":reserved": str(string(refund.EntryReserved)), ":fence": num(int64(fence)), ":claimed": claimed(in),
+		":stamp": num(stamp.UnixNano()),
+	}
+}
+
+// refusedEntry says why old refused a reservation of in by fence,
+// stamped stamp, when its entry, the watermarks or the limit decided it
+// (decided); the entry is old's (its own reservation, answered again,
+// with no error). Otherwise the operation's own conditions did.
+func refusedEntry(old map[string]types.AttributeValue, in refund.Intent, fence int, stamp time.Time) (e refund.Entry, decided bool, err error) {
+	e, err = entryOf(old, in.Key)
 	if err != nil {
-		return refund.Entry{}, err
+		return refund.Entry{}, true, err
 	}
-	_, hasFence := old["fence_"+key]
+	_, hasFence := old["fence_"+in.Key]
 	switch {
-	case e.State == refund.EntryReserved && e.Fence == r.Fence:
-		return e, nil // this attempt's own reservation, answered again
+	case e.State == refund.EntryReserved && e.Fence == fence:
+		return e, true, nil // this attempt's own reservation, answered again
 	case hasFence:
-		return e, refund.ErrFenced
-	case foldedIn(old, r.Intent):
-		return refund.Entry{State: refund.EntryReleased}, refund.ErrReleased
-	case stampFolded(old, r.Stamp):
-		return refund.Entry{}, refund.ErrStampPassed
+		return e, true, refund.ErrFenced
+	case foldedIn(old, in):
+		return refund.Entry{State: refund.EntryReleased}, true, refund.ErrReleased
+	case stampFolded(old, stamp):
+		return refund.Entry{}, true, refund.ErrStampPassed
 	case intOf(old, balanceEntries) >= refund.MaxEntries:
-		return e, refund.ErrLimitReached
+		return e, true, refund.ErrLimitReached
 	}
-	return e, &refund.NoRoomError{Refundable: intOf(old, balanceRemaining)}
+	return e, false, nil
 }
 
 // Refence implements refund.Balances: fence_K = fence where the entry is
@@ -314,18 +344,30 @@ func (b *Balances) fold(ctx context.Context, chargeID string, in refund.Intent, 
 
 // foldEntry folds the entry the intent holds reserved under fence in
 // one UpdateItem: its amount leaves reserved for the figure to (refunded
-// on a success, remaining on a release), the entry is removed and
-// entries no longer counts it, and the watermarks rise (marks, byClaim).
-// old is the item as the last refusal showed it (nil before the first
-// write); it returns the item as this write's refusal showed it, nil when
-// the fold landed.
+// on a success, remaining on a release), and foldReserved does the rest.
 func (b *Balances) foldEntry(ctx context.Context, chargeID string, in refund.Intent, fence int, byClaim bool, to string, old map[string]types.AttributeValue) (map[string]types.AttributeValue, error) {
-	values := map[string]types.AttributeValue{":reserved": str(string(refund.EntryReserved)), ":fence": num(int64(fence)), ":one": num(1)}
-	set, conditions := raise(old, marks(in, byClaim), values)
-	set = append(set, balanceReserved+" = "+balanceReserved+" - #am", to+" = "+to+" + #am",
-		balanceEntries+" = "+balanceEntries+" - :one")
-	old, _, err := b.update(ctx, chargeID, in.Key, setAnd(set, "REMOVE #st, #fe, #am"),
-		strings.Join(append([]string{"#st = :reserved AND #fe = :fence"}, conditions...), " AND "), values, false)
+	moves := []string{balanceReserved + " = " + balanceReserved + " - #am", to + " = " + to + " + #am"}
+	return b.foldReserved(ctx, chargeID, in, fence, byClaim, moves, nil, "", map[string]types.AttributeValue{}, old)
+}
+
+// foldReserved folds the entry the intent holds reserved under fence in
+// one UpdateItem: the SET clauses moves (which read the entry's amount as
+// #am, and values), the entry removed (and the attributes remove lists,
+// comma-separated, besides), entries no longer counting it, and the
+// watermarks raised (marks, byClaim); conditions are required besides the
+// entry's. old is the item as the last refusal showed it (nil before the
+// first write); it returns the item as this write's refusal showed it,
+// nil when the fold landed.
+func (b *Balances) foldReserved(ctx context.Context, chargeID string, in refund.Intent, fence int, byClaim bool, moves, conditions []string, remove string,
+	values, old map[string]types.AttributeValue) (map[string]types.AttributeValue, error) {
+	values[":reserved"], values[":fence"], values[":one"] = str(string(refund.EntryReserved)), num(int64(fence)), num(1)
+	set, marked := raise(old, marks(in, byClaim), values)
+	set = append(append(set, moves...), balanceEntries+" = "+balanceEntries+" - :one")
+	if remove != "" {
+		remove = ", " + remove
+	}
+	all := append(append([]string{"#st = :reserved AND #fe = :fence"}, conditions...), marked...)
+	old, _, err := b.update(ctx, chargeID, in.Key, setAnd(set, "REMOVE #st, #fe, #am"+remove), strings.Join(all, " AND "), values, false)
 	return old, err
 }
 

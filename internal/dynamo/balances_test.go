@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/idempotent-payments/idempay/internal/capture"
 	"github.com/idempotent-payments/idempay/internal/charge"
 
 	"github.com/idempotent-payments/idempay/internal/dynamo"
@@ -38,6 +39,13 @@ func TestBalanceSizeIsBounded(t *testing.T) {
 	for _, name := range []string{"charge_amount", "remaining", "reserved", "refunded", "released_through", "folded_at"} {
 		largest[name] = &types.AttributeValueMemberN{Value: big}
 	}
+	// The capture side, each attribute in its longest form.
+	for _, name := range []string{"cap_authorized", "cap_capturable", "cap_reserved", "cap_captured", "cap_released"} {
+		largest[name] = &types.AttributeValueMemberN{Value: big}
+	}
+	largest["cap_closing"] = &types.AttributeValueMemberS{Value: strings.Repeat("f", 40)}
+	largest["cap_closing_kind"] = &types.AttributeValueMemberS{Value: string(capture.Final)}
+	largest["cap_closed"] = &types.AttributeValueMemberS{Value: string(capture.ClosedCaptured)}
 	largest["entries"] = &types.AttributeValueMemberN{Value: strconv.Itoa(refund.MaxEntries)}
 	for i := range refund.MaxEntries {
 		key := fmt.Sprintf("%040x", i)

@@ -56,5 +56,9 @@ func (t *Table) Books() *Books { return &Books{api: t.api, table: t.name} }
 // Balances are the table's refund.Balances: each charge's refund balance.
 func (t *Table) Balances() *Balances { return &Balances{api: t.api, table: t.name} }
 
+// Captures are the table's capture.Balances: the capture side of the
+// same balance items.
+func (t *Table) Captures() *Captures { return &Captures{b: t.Balances()} }
+
 // Refunds are the table's refund.Ledger: the refund rows.
 func (t *Table) Refunds() *Refunds { return &Refunds{api: t.api, table: t.name} }

@@ -27,7 +27,7 @@ func TestConformance(t *testing.T) {
 	client := dynamotest.Client(t)
 	storetest.RunConformance(t, func(t *testing.T) storetest.Stores {
 		tbl := dynamo.Open(client, dynamotest.NewTableFor(t, client, false))
-		return storetest.Stores{Store: tbl.Store(), Ledger: tbl.Ledger(), Books: tbl.Books(), Balances: tbl.Balances(), Refunds: tbl.Refunds()}
+		return storetest.Stores{Store: tbl.Store(), Ledger: tbl.Ledger(), Books: tbl.Books(), Balances: tbl.Balances(), Captures: tbl.Captures(), Refunds: tbl.Refunds()}
 	})
 }
 

@@ -13,7 +13,8 @@ import (
 func TestMemoryConformance(t *testing.T) {
 	storetest.RunConformance(t, func(*testing.T) storetest.Stores {
 		ledger := chargetest.NewLedger()
+		balances := refundtest.NewMemoryBalances()
 		return storetest.Stores{Store: idemtest.NewMemoryStore(), Ledger: ledger, Books: ledger,
-			Balances: refundtest.NewMemoryBalances(), Refunds: refundtest.NewLedgerListedIn(ledger)}
+			Balances: balances, Captures: balances.Captures(), Refunds: refundtest.NewLedgerListedIn(ledger)}
 	})
 }

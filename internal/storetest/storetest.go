@@ -2,13 +2,16 @@
 // implementation, as one entry: the engine's records (idemtest), the
 // charges' ledger rows, completions, holds and books (chargetest), the
 // refund balances, the refund rows, the books of those rows and the
-// services on them (refundtest). Each implementation (the memory stores, the table on
+// services on them (refundtest), the capture side of the balances
+// (capturetest). Each implementation (the memory stores, the table on
 // DynamoDB Local) calls RunConformance once.
 package storetest
 
 import (
 	"testing"
 
+	"github.com/idempotent-payments/idempay/internal/capture"
+	"github.com/idempotent-payments/idempay/internal/capture/capturetest"
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/charge/chargetest"
 	"github.com/idempotent-payments/idempay/internal/idem"
@@ -19,12 +22,14 @@ import (
 
 // Stores are every seam of one store implementation, fresh and empty:
 // the records, the charges' rows, the books (Books lists Ledger's rows
-// and Refunds' alike), the refund balances and the refund rows.
+// and Refunds' alike), the balances (both sides) and the refund rows.
 type Stores struct {
 	Store    idem.Store
 	Ledger   charge.Ledger
 	Books    charge.Books
 	Balances refund.Balances
+	// Captures is the capture side of Balances' items.
+	Captures capture.Balances
 	Refunds  refund.Ledger
 }
 
@@ -63,6 +68,13 @@ func RunConformance(t *testing.T, newStores NewStoresFunc) {
 	t.Run("balances", func(t *testing.T) {
 		t.Parallel()
 		refundtest.RunConformance(t, func(t *testing.T) refund.Balances { return newStores(t).Balances })
+	})
+	t.Run("captures", func(t *testing.T) {
+		t.Parallel()
+		capturetest.RunConformance(t, func(t *testing.T) capturetest.Balances {
+			s := newStores(t)
+			return capturetest.Balances{Refunds: s.Balances, Captures: s.Captures}
+		})
 	})
 	t.Run("refund rows", func(t *testing.T) { t.Parallel(); refundtest.RunLedgerConformance(t, newStores(t).Refunds) })
 	t.Run("services", func(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/idempotent-payments/idempay/internal/capture"
 	"github.com/idempotent-payments/idempay/internal/refund"
 )
 
@@ -21,6 +22,9 @@ type MemoryBalances struct {
 type balance struct {
 	refund.Balance
 	entries map[string]refund.Entry
+	// capture is the capture side (MemoryBalances.Captures), opened by
+	// its first step.
+	capture capture.Balance
 }
 
 // NewMemoryBalances returns balances with no charge refunded.
@@ -52,18 +56,9 @@ func (m *MemoryBalances) Reserve(_ context.Context, r refund.Reservation) (refun
 	if r.Amount > r.ChargeAmount {
 		return refund.Entry{}, &refund.NoRoomError{Refundable: remaining}
 	}
-	e, exists := b.entries[r.Intent.Key]
-	switch {
-	case e.State == refund.EntryReserved && e.Fence == r.Fence:
-		return e, nil // this attempt's own reservation, answered again
-	case exists:
-		return e, refund.ErrFenced
-	case b.folds(r.Intent):
-		return refund.Entry{State: refund.EntryReleased}, refund.ErrReleased
-	case !b.FoldedAt.IsZero() && !r.Stamp.After(b.FoldedAt):
-		return refund.Entry{}, refund.ErrStampPassed
-	case b.Entries >= refund.MaxEntries:
-		return e, refund.ErrLimitReached
+	e, decided, err := b.refuses(r.Intent, r.Fence, r.Stamp)
+	if decided {
+		return e, err
 	}
 	amount := r.Amount
 	if amount == 0 {
@@ -81,6 +76,27 @@ func (m *MemoryBalances) Reserve(_ context.Context, r refund.Reservation) (refun
 	b.Reserved += amount
 	b.Entries++
 	return e, nil
+}
+
+// refuses says why the balance refuses a reservation of in by fence,
+// stamped stamp, when its entry, the watermarks or the limit decide it
+// (decided); the entry is its own reservation, answered again, with no
+// error. Otherwise the operation's own conditions decide.
+func (b *balance) refuses(in refund.Intent, fence int, stamp time.Time) (e refund.Entry, decided bool, err error) {
+	e, exists := b.entries[in.Key]
+	switch {
+	case e.State == refund.EntryReserved && e.Fence == fence:
+		return e, true, nil // this attempt's own reservation, answered again
+	case exists:
+		return e, true, refund.ErrFenced
+	case b.folds(in):
+		return refund.Entry{State: refund.EntryReleased}, true, refund.ErrReleased
+	case !b.FoldedAt.IsZero() && !stamp.After(b.FoldedAt):
+		return refund.Entry{}, true, refund.ErrStampPassed
+	case b.Entries >= refund.MaxEntries:
+		return e, true, refund.ErrLimitReached
+	}
+	return e, false, nil
 }
 
 // folds reports whether the balance's watermark folds the intent.

@@ -1,0 +1,156 @@
+// Package capture is the capture and void domain's bound (docs/design.md
+// §8): the capture side of a charge's one balance, the item refunds
+// reserve from (package refund), so that captures together never exceed
+// the authorization, a void and a capture at the same instant never both
+// win the same money, and a closed authorization is never captured again.
+// Each step is one conditional write that the store decides; nothing here
+// reads a balance to decide a write. Entries, fences, the watermarks and
+// the limit of refund.MaxEntries intents in flight are the balance's own,
+// shared with refunds (refund.Intent, refund.Entry).
+package capture
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/idempotent-payments/idempay/internal/refund"
+)
+
+// Kind is what an intent on the capture side does.
+type Kind string
+
+// The kinds of intent.
+const (
+	// Partial captures part of what remains and leaves the rest
+	// capturable ("final": false).
+	Partial Kind = "capture"
+	// Final captures and releases the rest of the authorization at the
+	// acquirer, closing it.
+	Final Kind = "final"
+	// Void releases all that remains capturable, closing it.
+	Void Kind = "void"
+)
+
+// Closed says how an authorization was closed: never again captured.
+type Closed string
+
+// The ways an authorization closes.
+const (
+	// ClosedCaptured: by a final capture (something captured).
+	ClosedCaptured Closed = "captured"
+	// ClosedVoided: by a void.
+	ClosedVoided Closed = "voided"
+	// ClosedExpired: by the sweeper, once its expiry passed.
+	ClosedExpired Closed = "expired"
+)
+
+// Balance is the capture side of a charge's balance: Capturable +
+// Reserved + Captured + Released = Authorized, each at least 0. A charge
+// whose balance has no capture side (captured at creation, or never
+// touched) reads as a zero Balance.
+type Balance struct {
+	Authorized, Capturable, Reserved, Captured, Released int64
+	// Closing is the intent (its downstream key) of the void or final
+	// capture in flight, and ClosingKind its kind; "" when none is.
+	Closing     string
+	ClosingKind Kind
+	// Closed is how the authorization closed; "" while it is open.
+	Closed Closed
+}
+
+// Reservation asks to reserve for one capture or void intent.
+type Reservation struct {
+	// ChargeID and Authorized name the charge and its authorization's
+	// amount (its ledger row, which never changes): the first step on a
+	// balance opens it with all of it capturable.
+	ChargeID   string
+	Authorized int64
+	// Intent is the intent, Fence its record's attempt, Kind what it does.
+	Intent refund.Intent
+	Fence  int
+	Kind   Kind
+	// Stamp is when the write was issued (idem.Lease.Stamp): it reserves
+	// only after the balance's FoldedAt, and every try carries it.
+	Stamp time.Time
+	// Amount is what to capture; 0 takes all that remains capturable,
+	// resolved and stored by the same write (a void always does).
+	Amount int64
+}
+
+// Balances keeps the capture side of the charges' balances, on the same
+// item and under the same rules as refund.Balances: each method is one
+// conditional write (or a short series that each decide on their own),
+// an intent's ended entry is folded behind the watermarks, and a retried
+// call finds its own write. Refence and Entry are the balance's own,
+// whatever the operation.
+type Balances interface {
+	// Reserve reserves for the intent, if it holds no entry, is not
+	// folded (ReleasedThrough, FoldedAt as refund.Balances.Reserve), fewer
+	// than refund.MaxEntries entries are held, the authorization is open
+	// (ErrClosed) and no void or final capture is in flight (a
+	// *InFlightError of that kind): a Partial or Final capture of Amount
+	// (or what remains) when that much remains (a *NoRoomError, or
+	// ErrNothingCapturable when nothing does); a Final capture or a Void
+	// only while no capture is in flight either (a *InFlightError of kind
+	// Partial), and they then hold the balance's Closing. A Void takes
+	// all that remains (ErrNothingCapturable when nothing does). It
+	// returns the entry; refund.ErrReleased, refund.ErrStampPassed,
+	// refund.ErrLimitReached and refund.ErrFenced as for a refund.
+	Reserve(ctx context.Context, r Reservation) (refund.Entry, error)
+	// Refence is refund.Balances.Refence: the entry is the balance's,
+	// whatever the operation.
+	Refence(ctx context.Context, chargeID string, in refund.Intent, fence int) (refund.Entry, error)
+	// Succeed folds a reserved entry of this fence, of kind: a capture's
+	// amount moves from Reserved to Captured (and becomes refundable);
+	// a Final capture also releases what remains and closes the
+	// authorization ClosedCaptured; a Void's amount moves to Released and
+	// closes it ClosedVoided. An intent with no entry has ended: done (the
+	// caller holds its row). refund.ErrFenced otherwise.
+	Succeed(ctx context.Context, chargeID string, in refund.Intent, fence int, kind Kind) error
+	// Release gives a reserved entry of this fence back to what is
+	// capturable and folds it (a Final capture or a Void gives Closing
+	// back too), or folds an intent that holds no entry. refund.ErrFenced
+	// when the entry belongs to another attempt.
+	Release(ctx context.Context, chargeID string, in refund.Intent, fence int, kind Kind) error
+	// Expire closes an open authorization of authorized whose expiry has
+	// passed (the caller read it from the charge's row): what remains
+	// capturable is released, ClosedExpired. It never closes one with a
+	// capture or a void in flight (a *InFlightError: try again later).
+	// An authorization already closed, however, is left as it is: nil.
+	Expire(ctx context.Context, chargeID string, authorized int64) error
+	// Get is the charge's capture side (a zero Balance for none).
+	Get(ctx context.Context, chargeID string) (Balance, error)
+}
+
+// Errors of a reservation.
+var (
+	// ErrClosed: the authorization is closed (voided, finally captured or
+	// expired): nothing is ever captured again.
+	ErrClosed = errors.New("capture: the authorization is closed")
+	// ErrNothingCapturable: nothing remains capturable (all of it is
+	// captured or reserved by captures in flight).
+	ErrNothingCapturable = errors.New("capture: nothing remains capturable")
+)
+
+// InFlightError: another intent of the charge in flight stops this one
+// (answered 409 with Retry-After; nothing is reserved or sent, and the
+// retry decides again). Kind is what is in flight: Partial, a capture
+// that a void or a final capture must wait for; Final or Void, the
+// closing intent every other capture and void waits for.
+type InFlightError struct{ Kind Kind }
+
+func (e *InFlightError) Error() string {
+	return fmt.Sprintf("capture: a %s of the charge is in flight", e.Kind)
+}
+
+// NoRoomError: the amount exceeds what remains capturable.
+type NoRoomError struct {
+	// Capturable is what remained when the reservation was refused.
+	Capturable int64
+}
+
+func (e *NoRoomError) Error() string {
+	return fmt.Sprintf("capture: only %d remains capturable", e.Capturable)
+}

@@ -1,0 +1,163 @@
+package refundtest
+
+import (
+	"context"
+
+	"github.com/idempotent-payments/idempay/internal/capture"
+	"github.com/idempotent-payments/idempay/internal/refund"
+)
+
+// Captures is the capture side of the same balances (capture.Balances),
+// with the DynamoDB implementation's conditions: each method is one step
+// under the balances' one lock, on the same entries and watermarks as
+// refunds.
+func (m *MemoryBalances) Captures() capture.Balances { return memoryCaptures{m} }
+
+type memoryCaptures struct{ m *MemoryBalances }
+
+// open is the capture side of b, opened with all of authorized
+// capturable when no step has touched it.
+func (b *balance) open(authorized int64) *capture.Balance {
+	if b.capture.Authorized == 0 {
+		b.capture = capture.Balance{Authorized: authorized, Capturable: authorized}
+	}
+	return &b.capture
+}
+
+// Reserve implements capture.Balances.
+func (c memoryCaptures) Reserve(_ context.Context, r capture.Reservation) (refund.Entry, error) {
+	c.m.mu.Lock()
+	defer c.m.mu.Unlock()
+	b := c.m.of(r.ChargeID)
+	e, decided, err := b.refuses(r.Intent, r.Fence, r.Stamp)
+	if decided {
+		return e, err
+	}
+	cb := b.capture
+	if cb.Authorized == 0 {
+		cb = capture.Balance{Authorized: r.Authorized, Capturable: r.Authorized}
+	}
+	amount := r.Amount
+	if amount == 0 || r.Kind == capture.Void {
+		amount = cb.Capturable
+	}
+	closes := r.Kind == capture.Final || r.Kind == capture.Void
+	switch {
+	case cb.Closed != "":
+		return e, capture.ErrClosed
+	case r.Kind == capture.Void && cb.Capturable == 0:
+		return e, capture.ErrNothingCapturable
+	case cb.Closing != "":
+		return e, &capture.InFlightError{Kind: cb.ClosingKind}
+	case closes && cb.Reserved > 0:
+		return e, &capture.InFlightError{Kind: capture.Partial}
+	case amount == 0:
+		return e, capture.ErrNothingCapturable
+	case amount > cb.Capturable:
+		return e, &capture.NoRoomError{Capturable: cb.Capturable}
+	}
+	cs := b.open(r.Authorized)
+	cs.Capturable -= amount
+	cs.Reserved += amount
+	if closes {
+		cs.Closing, cs.ClosingKind = r.Intent.Key, r.Kind
+	}
+	e = refund.Entry{State: refund.EntryReserved, Fence: r.Fence, Amount: amount}
+	b.entries[r.Intent.Key] = e
+	b.Entries++
+	return e, nil
+}
+
+// Refence implements capture.Balances: the balance's own.
+func (c memoryCaptures) Refence(ctx context.Context, chargeID string, in refund.Intent, fence int) (refund.Entry, error) {
+	return c.m.Refence(ctx, chargeID, in, fence)
+}
+
+// Succeed implements capture.Balances.
+func (c memoryCaptures) Succeed(_ context.Context, chargeID string, in refund.Intent, fence int, kind capture.Kind) error {
+	c.m.mu.Lock()
+	defer c.m.mu.Unlock()
+	b := c.m.of(chargeID)
+	e, exists := b.entries[in.Key]
+	switch {
+	case !exists:
+		return nil // ended: the caller holds the row
+	case e.State != refund.EntryReserved || e.Fence != fence:
+		return refund.ErrFenced
+	}
+	cs := &b.capture
+	cs.Reserved -= e.Amount
+	switch kind {
+	case capture.Void:
+		cs.Released += e.Amount
+		cs.Closed = capture.ClosedVoided
+	default:
+		cs.Captured += e.Amount
+		b.Remaining += e.Amount // refundable from now on
+	}
+	if kind == capture.Final {
+		cs.Released += cs.Capturable
+		cs.Capturable = 0
+		cs.Closed = capture.ClosedCaptured
+	}
+	if cs.Closing == in.Key {
+		cs.Closing, cs.ClosingKind = "", ""
+	}
+	b.remove(in.Key)
+	b.fold(in, !in.First)
+	return nil
+}
+
+// Release implements capture.Balances.
+func (c memoryCaptures) Release(_ context.Context, chargeID string, in refund.Intent, fence int, _ capture.Kind) error {
+	c.m.mu.Lock()
+	defer c.m.mu.Unlock()
+	b := c.m.of(chargeID)
+	e, exists := b.entries[in.Key]
+	switch {
+	case !exists:
+		b.fold(in, true) // nothing reserved, or ended already
+		return nil
+	case e.State != refund.EntryReserved || e.Fence != fence:
+		return refund.ErrFenced
+	}
+	cs := &b.capture
+	cs.Reserved -= e.Amount
+	cs.Capturable += e.Amount
+	if cs.Closing == in.Key {
+		cs.Closing, cs.ClosingKind = "", ""
+	}
+	b.remove(in.Key)
+	b.fold(in, true)
+	return nil
+}
+
+// Expire implements capture.Balances.
+func (c memoryCaptures) Expire(_ context.Context, chargeID string, authorized int64) error {
+	c.m.mu.Lock()
+	defer c.m.mu.Unlock()
+	b := c.m.of(chargeID)
+	cs := b.open(authorized)
+	switch {
+	case cs.Closed != "":
+		return nil
+	case cs.Closing != "":
+		return &capture.InFlightError{Kind: cs.ClosingKind}
+	case cs.Reserved > 0:
+		return &capture.InFlightError{Kind: capture.Partial}
+	}
+	cs.Released += cs.Capturable
+	cs.Capturable = 0
+	cs.Closed = capture.ClosedExpired
+	return nil
+}
+
+// Get implements capture.Balances.
+func (c memoryCaptures) Get(_ context.Context, chargeID string) (capture.Balance, error) {
+	c.m.mu.Lock()
+	defer c.m.mu.Unlock()
+	if b, ok := c.m.balances[chargeID]; ok {
+		return b.capture, nil
+	}
+	return capture.Balance{}, nil
+}
