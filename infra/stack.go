@@ -297,7 +297,7 @@ func newFunctions(stack awscdk.Stack, cfg Config, assets StackAssets, removal aw
 		deploy.EnvTableName: table.name, deploy.EnvReconcileQueueURL: reconcileQueue.QueueUrl(), deploy.EnvEnvironment: jsii.String(cfg.Name),
 		deploy.EnvInTransitBound: jsii.String(deployed.Protocol.InTransitBound.String()), deploy.EnvClockSkew: jsii.String(deployed.Protocol.ClockSkew.String()),
 	}
-	query := statement{actions: []string{"dynamodb:Query"}, resources: []*string{indexArn}}
+	query := statement{actions: []string{"dynamodb:Query"}, resources: []*string{indexArn, jsii.String(*tableArn + "/index/" + tabledef.AuthorizationIndex)}}
 	var purge []statement
 	if !cfg.tableTTL() {
 		query.resources = append(query.resources, jsii.String(*tableArn+"/index/"+tabledef.ExpiryIndex))
@@ -313,6 +313,10 @@ func newFunctions(stack awscdk.Stack, cfg Config, assets StackAssets, removal aw
 	sweeper := newFunction(stack, "Sweeper", cfg, assets, removal, timeoutOf(deploy.FunctionSweeper), &sweeperEnv, slices.Concat([]statement{
 		query,
 		{actions: []string{"dynamodb:UpdateItem"}, resources: []*string{tableArn}, conditions: onlyRecords},
+		// The expiry (capture.Expiry): a lapsed authorization's balance
+		// closed, then its row unlisted (unlistStatement).
+		{actions: []string{"dynamodb:UpdateItem"}, resources: []*string{tableArn}, conditions: leadingKeys(tabledef.BalancePrefix)},
+		unlistStatement(tableArn),
 		// The table probe's read (sweep.Sweeper.Probe): the one key no
 		// record has, and no other.
 		{actions: []string{"dynamodb:GetItem"}, resources: []*string{tableArn}, conditions: map[string]any{
@@ -488,6 +492,19 @@ func markStatement(tableArn *string) statement {
 			"dynamodb:Attributes": []string{tabledef.KeyAttribute, tabledef.UnpublishedShardAttribute, tabledef.UnpublishedSinceAttribute},
 		},
 		"StringEqualsIfExists": map[string]any{"dynamodb:ReturnValues": "NONE"},
+	}}
+}
+
+// unlistStatement is the sweeper's unlisting of an authorization whose
+// balance is closed (dynamo.Authorizations' Unlist): an update of a
+// ledger row that touches the row's key and its listing only and returns
+// nothing, so the sweeper can neither change what a row says nor write
+// one.
+func unlistStatement(tableArn *string) statement {
+	return statement{actions: []string{"dynamodb:UpdateItem"}, resources: []*string{tableArn}, conditions: map[string]any{
+		"ForAllValues:StringLike":   map[string]any{"dynamodb:LeadingKeys": []string{tabledef.LedgerPrefix + "*"}},
+		"ForAllValues:StringEquals": map[string]any{"dynamodb:Attributes": []string{tabledef.KeyAttribute, tabledef.AuthorizationShardAttribute}},
+		"StringEqualsIfExists":      map[string]any{"dynamodb:ReturnValues": "NONE"},
 	}}
 }
 

@@ -142,15 +142,17 @@ func TestTableMatchesTheCode(t *testing.T) {
 		for _, k := range in.KeySchema {
 			wantKeys = append(wantKeys, map[string]string{"AttributeName": *k.AttributeName, "KeyType": string(k.KeyType)})
 		}
-		g := in.GlobalSecondaryIndexes[0]
-		wantGSI := []map[string]any{{
-			"IndexName": *g.IndexName,
-			"KeySchema": []map[string]string{
-				{"AttributeName": *g.KeySchema[0].AttributeName, "KeyType": string(g.KeySchema[0].KeyType)},
-				{"AttributeName": *g.KeySchema[1].AttributeName, "KeyType": string(g.KeySchema[1].KeyType)},
-			},
-			"Projection": map[string]any{"NonKeyAttributes": g.Projection.NonKeyAttributes, "ProjectionType": string(g.Projection.ProjectionType)},
-		}}
+		var wantGSI []map[string]any
+		for _, g := range in.GlobalSecondaryIndexes {
+			wantGSI = append(wantGSI, map[string]any{
+				"IndexName": *g.IndexName,
+				"KeySchema": []map[string]string{
+					{"AttributeName": *g.KeySchema[0].AttributeName, "KeyType": string(g.KeySchema[0].KeyType)},
+					{"AttributeName": *g.KeySchema[1].AttributeName, "KeyType": string(g.KeySchema[1].KeyType)},
+				},
+				"Projection": map[string]any{"NonKeyAttributes": g.Projection.NonKeyAttributes, "ProjectionType": string(g.Projection.ProjectionType)},
+			})
+		}
 		for name, pair := range map[string][2]string{
 			"AttributeDefinitions":    {asJSON(p["AttributeDefinitions"]), asJSON(wantAttrs)},
 			"KeySchema":               {asJSON(p["KeySchema"]), asJSON(wantKeys)},
@@ -396,7 +398,8 @@ func TestLeastPrivilege(t *testing.T) {
 	// Rows by prefix: every item action names the prefixes it may touch; no
 	// role updates a ledger row or a refund row or deletes a refund row
 	// (the deletes under the ledger's prefix are of held markers, by the
-	// code's condition), and none puts or deletes a balance; the sweeper touches records only and reads the
+	// code's condition), and none puts or deletes a balance; the sweeper touches records, closes
+	// balances (the expiry) and unlists a ledger row's authorization, reads the
 	// table probe's one key (idem.SentinelPK) and no other; the reconciler
 	// puts ledger and refund rows only (never an idempotency record: the
 	// claim path fails for it); the queue consumer and the operator's
@@ -416,7 +419,7 @@ func TestLeastPrivilege(t *testing.T) {
 			"dynamodb:UpdateItem": {records, balances}, "dynamodb:DeleteItem": {both}},
 		"ReconcilerPolicy": {"dynamodb:PutItem": {ledger, refunds}, "dynamodb:GetItem": {both, refunds, balances},
 			"dynamodb:UpdateItem": {records, balances}, "dynamodb:DeleteItem": {both}},
-		"SweeperPolicy": {"dynamodb:UpdateItem": {records}, "dynamodb:Query": {""}, "dynamodb:GetItem": {sentinelOnly}},
+		"SweeperPolicy": {"dynamodb:UpdateItem": {records, balances, unlistOnly}, "dynamodb:Query": {""}, "dynamodb:GetItem": {sentinelOnly}},
 	} {
 		got := map[string][]string{}
 		for _, st := range props(byPrefix(t, policies, prefix))["PolicyDocument"].(map[string]any)["Statement"].([]any) {
@@ -449,6 +452,11 @@ func leadingKeysOf(prefixes ...string) string {
 	}
 	return `{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":[` + strings.Join(like, ",") + `]}}`
 }
+
+// unlistOnly is the condition of the sweeper's unlisting of an
+// authorization: a ledger row's key and its listing, nothing returned.
+const unlistOnly = `{"ForAllValues:StringEquals":{"dynamodb:Attributes":["` + tabledef.KeyAttribute + `","` + tabledef.AuthorizationShardAttribute +
+	`"]},"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["` + tabledef.LedgerPrefix + `*"]},"StringEqualsIfExists":{"dynamodb:ReturnValues":"NONE"}}`
 
 // sentinelOnly is the condition of the sweeper's one read of the table in
 // every mode, its table probe's: the key no record has.

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/idempotent-payments/idempay/internal/backstop"
+	"github.com/idempotent-payments/idempay/internal/capture"
 	"github.com/idempotent-payments/idempay/internal/dynamo"
 	"github.com/idempotent-payments/idempay/internal/obs"
 	"github.com/idempotent-payments/idempay/internal/queue"
@@ -45,6 +46,7 @@ func run(logger *slog.Logger) error {
 			queue.New(sqs.NewFromConfig(awsCfg), cfg.QueueURL),
 			sweep.Config{InTransitBound: cfg.InTransitBound, ClockSkew: cfg.ClockSkew, PurgeWindow: cfg.PurgeWindow},
 		),
+		Expiry: &capture.Expiry{Authorizations: table.Authorizations(), Balances: table.Captures()},
 		Logger: logger, Metrics: obs.NewMetrics(os.Stdout, obs.FunctionSweeper, cfg.Environment),
 	}
 	if cfg.Region != "" {

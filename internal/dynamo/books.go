@@ -71,28 +71,42 @@ func (b *Books) MarkPublished(ctx context.Context, id string) error {
 // An entry that does not read is yielded with its error and the listing
 // goes on; a query's error ends it.
 func (b *Books) Unpublished(ctx context.Context, before time.Time) iter.Seq2[charge.Unpublished, error] {
-	return func(yield func(charge.Unpublished, error) bool) {
+	cond := tabledef.UnpublishedShardAttribute + " = :shard AND " + tabledef.UnpublishedSinceAttribute + " < :before"
+	return listShards(ctx, b.api, b.table, tabledef.UnpublishedIndex, "unpublished rows", cond, before.UnixMilli(), unpublishedOf)
+}
+
+// listShards lists the sparse index's entries that cond (its key
+// condition on :shard and :before, which is before) admits, shard by
+// shard from a shard drawn at random (so a run that stops at its deadline
+// leaves a different part unread each time), in the index's order within
+// a shard, reading pages as the caller goes on. An entry that does not
+// read (read) is yielded with its error and the listing goes on; a
+// query's error ends it.
+func listShards[T any](ctx context.Context, api API, table, index, what, cond string, before int64,
+	read func(map[string]types.AttributeValue) (T, error)) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
 		first := rand.IntN(idem.Shards)
 		for i := range idem.Shards {
 			shard := (first + i) % idem.Shards
 			var start map[string]types.AttributeValue
 			for {
-				out, err := b.api.Query(ctx, &dynamodb.QueryInput{
-					TableName:              aws.String(b.table),
-					IndexName:              aws.String(tabledef.UnpublishedIndex),
-					KeyConditionExpression: aws.String(tabledef.UnpublishedShardAttribute + " = :shard AND " + tabledef.UnpublishedSinceAttribute + " < :before"),
+				out, err := api.Query(ctx, &dynamodb.QueryInput{
+					TableName:              aws.String(table),
+					IndexName:              aws.String(index),
+					KeyConditionExpression: aws.String(cond),
 					ExpressionAttributeValues: map[string]types.AttributeValue{
 						":shard":  &types.AttributeValueMemberS{Value: fmt.Sprintf("%02d", shard)},
-						":before": &types.AttributeValueMemberN{Value: strconv.FormatInt(before.UnixMilli(), 10)},
+						":before": &types.AttributeValueMemberN{Value: strconv.FormatInt(before, 10)},
 					},
 					Limit: aws.Int32(pageSize), ExclusiveStartKey: start,
 				})
 				if err != nil {
-					yield(charge.Unpublished{}, fmt.Errorf("list unpublished rows, shard %d: %w", shard, err))
+					var none T
+					yield(none, fmt.Errorf("list %s, shard %d: %w", what, shard, err))
 					return
 				}
 				for _, item := range out.Items {
-					if !yield(unpublishedOf(item)) {
+					if !yield(read(item)) {
 						return
 					}
 				}

@@ -60,5 +60,9 @@ func (t *Table) Balances() *Balances { return &Balances{api: t.api, table: t.nam
 // same balance items.
 func (t *Table) Captures() *Captures { return &Captures{b: t.Balances()} }
 
+// Authorizations are the table's capture.Authorizations: the
+// authorizations index over the ledger rows.
+func (t *Table) Authorizations() *Authorizations { return &Authorizations{api: t.api, table: t.name} }
+
 // Refunds are the table's refund.Ledger: the refund rows.
 func (t *Table) Refunds() *Refunds { return &Refunds{api: t.api, table: t.name} }

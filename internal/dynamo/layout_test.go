@@ -16,6 +16,8 @@ func TestRowAttributeNames(t *testing.T) {
 	for field, want := range map[string]string{
 		"PK": tabledef.KeyAttribute, "Region": tabledef.RegionAttribute, "Type": tabledef.TypeAttribute,
 		"UnpublishedShard": tabledef.UnpublishedShardAttribute, "UnpublishedSince": tabledef.UnpublishedSinceAttribute,
+		"AuthorizationShard": tabledef.AuthorizationShardAttribute, "AuthorizationExpiresAt": tabledef.AuthorizationExpiresAttribute,
+		"Amount": tabledef.AmountAttribute,
 	} {
 		for name, layout := range map[string]reflect.Type{"row": reflect.TypeFor[row](), "refundRow": reflect.TypeFor[refundRow](), "rowMarker": reflect.TypeFor[rowMarker]()} {
 			f, ok := layout.FieldByName(field)

@@ -31,8 +31,11 @@ type row struct {
 	DeclineCode     string `dynamodbav:"decline_code"`
 	AuthorizationID string `dynamodbav:"authorization_id"`
 	// AuthorizationExpiresAt is an authorization's expiry, in epoch
-	// milliseconds; absent on every other row.
-	AuthorizationExpiresAt int64 `dynamodbav:"authorization_expires_at,omitempty"`
+	// milliseconds; absent on every other row. With AuthorizationShard it
+	// lists the row in the authorizations index until the sweeper has
+	// seen its balance closed (Unlist).
+	AuthorizationExpiresAt int64  `dynamodbav:"authorization_expires_at,omitempty"`
+	AuthorizationShard     string `dynamodbav:"authorization_shard,omitempty"`
 }
 
 // amount decodes a number, or the decimal string rows written before the
@@ -80,7 +83,7 @@ func (l *Ledger) Write(ctx context.Context, c charge.Charge) (charge.Charge, err
 		DeclineCode: c.DeclineCode, AuthorizationID: c.AuthorizationID,
 	}
 	if !c.AuthorizationExpiresAt.IsZero() {
-		r.AuthorizationExpiresAt = c.AuthorizationExpiresAt.UnixMilli()
+		r.AuthorizationExpiresAt, r.AuthorizationShard = c.AuthorizationExpiresAt.UnixMilli(), shardOf(c.ID)
 	}
 	return writeRow(ctx, l.api, l.table, r, r.rowCommon, "charge", charge.ErrVoided, decode, c)
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -27,7 +28,7 @@ func TestConformance(t *testing.T) {
 	client := dynamotest.Client(t)
 	storetest.RunConformance(t, func(t *testing.T) storetest.Stores {
 		tbl := dynamo.Open(client, dynamotest.NewTableFor(t, client, false))
-		return storetest.Stores{Store: tbl.Store(), Ledger: tbl.Ledger(), Books: tbl.Books(), Balances: tbl.Balances(), Captures: tbl.Captures(), Refunds: tbl.Refunds()}
+		return storetest.Stores{Store: tbl.Store(), Ledger: tbl.Ledger(), Books: tbl.Books(), Balances: tbl.Balances(), Captures: tbl.Captures(), Authorizations: tbl.Authorizations(), Refunds: tbl.Refunds()}
 	})
 }
 
@@ -40,8 +41,12 @@ func TestTableOnDynamoDBLocal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(out.Table.GlobalSecondaryIndexes); n != 1 || aws.ToString(out.Table.GlobalSecondaryIndexes[0].IndexName) != tabledef.InflightIndex {
-		t.Fatalf("indexes = %+v, want the in-flight index", out.Table.GlobalSecondaryIndexes)
+	var indexes []string
+	for _, ix := range out.Table.GlobalSecondaryIndexes {
+		indexes = append(indexes, aws.ToString(ix.IndexName))
+	}
+	if slices.Sort(indexes); !slices.Equal(indexes, []string{tabledef.AuthorizationIndex, tabledef.InflightIndex}) {
+		t.Fatalf("indexes = %v, want the authorizations and the in-flight indexes", indexes)
 	}
 	ttl, err := client.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(name)})
 	if err != nil {

@@ -3,6 +3,7 @@ package dynamo_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -21,7 +22,7 @@ import (
 )
 
 // paths are the charge paths whose units are measured, in report order.
-var paths = []string{"first-execution", "replay", "replay-warm-cache", "in-flight", "get"}
+var paths = []string{"first-execution", "authorize-only", "replay", "replay-warm-cache", "in-flight", "get"}
 
 // unitsOf runs path n times through the charge service on DynamoDB Local
 // and returns the units it consumed per run, as DynamoDB reports them
@@ -64,6 +65,10 @@ func unitsOf(tb testing.TB, path string, n int) dynamotest.Units {
 		switch path {
 		case "first-execution":
 			res = svc.Charge(ctx, in(fmt.Sprintf("units-first-%d", i)))
+		case "authorize-only":
+			authorize := in(fmt.Sprintf("units-authorize-%d", i))
+			authorize.Body = []byte(strings.TrimSuffix(string(body), "}") + `, "capture": false}`)
+			res = svc.Charge(ctx, authorize)
 		case "replay", "replay-warm-cache":
 			res = svc.Charge(ctx, in("units-fixed-key"))
 		case "in-flight":
@@ -71,7 +76,7 @@ func unitsOf(tb testing.TB, path string, n int) dynamotest.Units {
 		case "get":
 			res = svc.Get(ctx, "acct_units", id)
 		}
-		want := map[string]op.Outcome{"first-execution": op.Executed, "replay": op.Replayed, "replay-warm-cache": op.Replayed, "in-flight": op.InFlight, "get": op.Found}[path]
+		want := map[string]op.Outcome{"first-execution": op.Executed, "authorize-only": op.Executed, "replay": op.Replayed, "replay-warm-cache": op.Replayed, "in-flight": op.InFlight, "get": op.Found}[path]
 		if res.Outcome != want || first.Outcome != op.Executed {
 			tb.Fatalf("%s: %s, want %s", path, res.Outcome, want)
 		}
@@ -83,11 +88,14 @@ func unitsOf(tb testing.TB, path string, n int) dynamotest.Units {
 
 // TestUnitsPerPath holds the bill's figures per path: a first execution
 // writes 5 units (claim 1 + its in-flight index entry 1, ledger row 1,
-// completion 1 + leaving the index 1), a replay 1, a warm replay 0.
+// completion 1 + leaving the index 1), an authorization 6 (the same, and
+// its row's entry in the authorizations index 1), a replay 1, a warm
+// replay 0.
 func TestUnitsPerPath(t *testing.T) {
 	t.Parallel()
 	for path, want := range map[string][3]float64{
 		"first-execution":   {3, 2, 0},
+		"authorize-only":    {3, 3, 0}, // and the row's entry in the authorizations index
 		"replay":            {1, 0, 0},
 		"replay-warm-cache": {0, 0, 0},
 		"in-flight":         {1, 0, 0},

@@ -32,8 +32,8 @@ import (
 	"github.com/idempotent-payments/idempay/internal/localapi/cgroup"
 	"github.com/idempotent-payments/idempay/internal/route"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
+	"github.com/idempotent-payments/idempay/internal/scheduled"
 	"github.com/idempotent-payments/idempay/internal/streamfilter"
-	"github.com/idempotent-payments/idempay/internal/sweep"
 )
 
 // StackConfig describes a local stack: the table, the sandbox acquirer, the
@@ -696,14 +696,14 @@ func tableStream(ctx context.Context, ddb *dynamodb.Client, table string) (strin
 }
 
 // Sweep invokes the sweeper once, now, and returns its report.
-func (s *Stack) Sweep(ctx context.Context) (sweep.Report, error) {
+func (s *Stack) Sweep(ctx context.Context) (scheduled.Report, error) {
 	out, err := s.Sweeper.Invoke(ctx, scheduledEvent())
 	if err != nil {
-		return sweep.Report{}, err
+		return scheduled.Report{}, err
 	}
-	var r sweep.Report
+	var r scheduled.Report
 	if err := json.Unmarshal(out, &r); err != nil {
-		return sweep.Report{}, fmt.Errorf("sweeper answered %s", out)
+		return scheduled.Report{}, fmt.Errorf("sweeper answered %s", out)
 	}
 	return r, nil
 }

@@ -24,20 +24,22 @@ const (
 
 // The metric names the functions write and the alarms and dashboard read.
 const (
-	MetricRequests           = "Requests" // one per Record, by Outcome
-	MetricLatencyMs          = "LatencyMs"
-	MetricAcquirerLatencyMs  = "AcquirerLatencyMs"
-	MetricAcquirerErrors     = "AcquirerErrors"
-	MetricDeadLettered       = "DeadLettered"
-	MetricStaleFlagged       = "StaleFlagged"
-	MetricStaleFailing       = "StaleFailing"
-	MetricOldestStaleSeconds = "OldestStaleSeconds"
-	MetricHeldRecords        = "HeldRecords" // records held for an operator, counted by the sweeper
-	MetricOldestHeldSeconds  = "OldestHeldSeconds"
-	MetricEventsPublished    = "EventsPublished"   // the publisher's, per invocation
-	MetricStreamUndecodable  = "StreamUndecodable" // stream records the publisher skipped
-	MetricEventsTakenOver    = "EventsTakenOver"   // rows a sweeper published for their publisher: a stopped region's, or its own left behind (multi-region mode)
-	MetricRegionsStopped     = "RegionsStopped"    // regions a sweeper found with a stale heartbeat (multi-region mode)
+	MetricRequests              = "Requests" // one per Record, by Outcome
+	MetricLatencyMs             = "LatencyMs"
+	MetricAcquirerLatencyMs     = "AcquirerLatencyMs"
+	MetricAcquirerErrors        = "AcquirerErrors"
+	MetricDeadLettered          = "DeadLettered"
+	MetricStaleFlagged          = "StaleFlagged"
+	MetricStaleFailing          = "StaleFailing"
+	MetricOldestStaleSeconds    = "OldestStaleSeconds"
+	MetricHeldRecords           = "HeldRecords" // records held for an operator, counted by the sweeper
+	MetricOldestHeldSeconds     = "OldestHeldSeconds"
+	MetricEventsPublished       = "EventsPublished"       // the publisher's, per invocation
+	MetricStreamUndecodable     = "StreamUndecodable"     // stream records the publisher skipped
+	MetricEventsTakenOver       = "EventsTakenOver"       // rows a sweeper published for their publisher: a stopped region's, or its own left behind (multi-region mode)
+	MetricRegionsStopped        = "RegionsStopped"        // regions a sweeper found with a stale heartbeat (multi-region mode)
+	MetricAuthorizationsClosed  = "AuthorizationsClosed"  // lapsed authorizations whose balance a sweeper closed
+	MetricAuthorizationsWaiting = "AuthorizationsWaiting" // lapsed authorizations left open: an intent of theirs in flight
 	// Refunds share the charges' outcomes (the Outcome dimension), so what
 	// is a refund's is counted apart, on the same lines: MetricRefunds
 	// once per refund request or command (a refund record's reconcile

@@ -1,7 +1,8 @@
 // Package scheduled is the sweeper's trigger: the scheduled event
 // (EventBridge, every minute) that probes the table, runs one sweep
-// (package sweep) and, in the multi-region mode, the region's backstop
-// (package backstop), and reports their counts as metrics.
+// (package sweep), closes the lapsed authorizations (capture.Expiry) and,
+// in the multi-region mode, runs the region's backstop (package
+// backstop), and reports their counts as metrics.
 package scheduled
 
 import (
@@ -12,6 +13,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idempotent-payments/idempay/internal/backstop"
+	"github.com/idempotent-payments/idempay/internal/capture"
 	"github.com/idempotent-payments/idempay/internal/obs"
 	"github.com/idempotent-payments/idempay/internal/refund"
 	"github.com/idempotent-payments/idempay/internal/sweep"
@@ -25,7 +27,9 @@ type Handler struct {
 	Sweeper *sweep.Sweeper
 	// Backstop is nil in one region.
 	Backstop *backstop.Publisher
-	Logger   *slog.Logger
+	// Expiry closes the lapsed authorizations' balances; nil skips it.
+	Expiry *capture.Expiry
+	Logger *slog.Logger
 	// Metrics gets the run's counts as EMF (StaleFlagged, StaleFailing,
 	// OldestStaleSeconds, HeldRecords, HeldRefunds, OldestHeldSeconds, and in the
 	// multi-region mode EventsTakenOver and RegionsStopped): the stale-
@@ -40,12 +44,14 @@ type Handler struct {
 // regions and from its own publisher).
 type Report struct {
 	sweep.Report
-	Backstop *backstop.Report `json:"take_over,omitempty"`
+	Backstop *backstop.Report      `json:"take_over,omitempty"`
+	Expiry   *capture.ExpiryReport `json:"expiry,omitempty"`
 }
 
 // Handle probes the table (Sweeper.Probe) and records the answer at once,
 // before anything else runs, so every run that starts records it whatever
-// the sweep then does; then it runs one sweep, then the backstop. An
+// the sweep then does; then it runs one sweep, then the expiry, then the
+// backstop. An
 // error (a shard it could not read or flag, a row it could not publish)
 // fails the invocation so the sweeper-errors alarm sees it; the next run
 // retries. The probe's own failure is told by its metric alone.
@@ -63,6 +69,12 @@ func (h *Handler) Handle(ctx context.Context, _ events.EventBridgeEvent) (Report
 		values[obs.MetricHeldRefunds] = float64(r.HeldByOperation[refund.Operation])
 	}
 	report := Report{Report: r}
+	if h.Expiry != nil {
+		x, xerr := h.Expiry.Run(ctx)
+		h.Logger.InfoContext(ctx, "expiry", "closed", x.Closed, "waiting", x.Waiting, "error", xerr)
+		values[obs.MetricAuthorizationsClosed], values[obs.MetricAuthorizationsWaiting] = float64(x.Closed), float64(x.Waiting)
+		report.Expiry, err = &x, errors.Join(err, xerr)
+	}
 	if h.Backstop != nil {
 		t, terr := h.Backstop.Run(ctx)
 		h.Logger.InfoContext(ctx, "take-over", "taken_over", t.TakenOver, "republished", t.Republished, "waiting", t.Waiting, "stopped", t.Stopped,

@@ -12,12 +12,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
 
+	"github.com/idempotent-payments/idempay/internal/acquirer"
+	"github.com/idempotent-payments/idempay/internal/capture"
+	"github.com/idempotent-payments/idempay/internal/charge"
+	"github.com/idempotent-payments/idempay/internal/charge/chargetest"
 	"github.com/idempotent-payments/idempay/internal/command"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/idemtest"
 	"github.com/idempotent-payments/idempay/internal/obs"
+	"github.com/idempotent-payments/idempay/internal/op"
+	"github.com/idempotent-payments/idempay/internal/refund/refundtest"
 	"github.com/idempotent-payments/idempay/internal/sweep"
 	"github.com/idempotent-payments/idempay/internal/sweep/sweeptest"
 )
@@ -177,5 +184,33 @@ func TestTableProbe(t *testing.T) {
 		if want := fmt.Sprintf(`"answered":%t`, c.probe == 1); !strings.Contains(logs, `"msg":"table probe"`) || !strings.Contains(logs, want) {
 			t.Errorf("%s: log %s", c.name, logs)
 		}
+	}
+}
+
+// TestExpiryInTheRun: a run closes the lapsed authorizations after the
+// sweep: the report, the log line and the metrics say how many.
+func TestExpiryInTheRun(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	now := time.Now()
+	ledger := chargetest.NewLedger()
+	balances := refundtest.NewMemoryBalances()
+	if _, err := ledger.Write(ctx, charge.Charge{Origin: op.Origin{ID: charge.ID(strings.Repeat("a", 40)), CreatedAt: now.Add(-time.Hour)},
+		Status: acquirer.StatusAuthorized, Amount: 500, Currency: "BRL", AuthorizationExpiresAt: now.Add(-time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	var logs, emf bytes.Buffer
+	h := &Handler{
+		Sweeper: sweep.New(idemtest.NewMemoryStore(), &sweeptest.Queue{}, sweep.Config{InTransitBound: 5 * time.Second, ClockSkew: time.Second}),
+		Expiry:  &capture.Expiry{Authorizations: ledger, Balances: balances.Captures()},
+		Logger:  slog.New(slog.NewJSONHandler(&logs, nil)),
+		Metrics: obs.NewMetrics(&emf, "sweeper", "test"),
+	}
+	r, err := h.Handle(ctx, events.EventBridgeEvent{})
+	if err != nil || r.Expiry == nil || *r.Expiry != (capture.ExpiryReport{Closed: 1}) {
+		t.Fatalf("report %+v, %v", r.Expiry, err)
+	}
+	if !strings.Contains(logs.String(), `"msg":"expiry","closed":1`) || !strings.Contains(emf.String(), `"AuthorizationsClosed":1`) {
+		t.Fatalf("log %s\nEMF %s", logs.String(), emf.String())
 	}
 }

@@ -15,6 +15,6 @@ func TestMemoryConformance(t *testing.T) {
 		ledger := chargetest.NewLedger()
 		balances := refundtest.NewMemoryBalances()
 		return storetest.Stores{Store: idemtest.NewMemoryStore(), Ledger: ledger, Books: ledger,
-			Balances: balances, Captures: balances.Captures(), Refunds: refundtest.NewLedgerListedIn(ledger)}
+			Balances: balances, Captures: balances.Captures(), Authorizations: ledger, Refunds: refundtest.NewLedgerListedIn(ledger)}
 	})
 }

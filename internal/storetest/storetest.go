@@ -28,9 +28,11 @@ type Stores struct {
 	Ledger   charge.Ledger
 	Books    charge.Books
 	Balances refund.Balances
-	// Captures is the capture side of Balances' items.
-	Captures capture.Balances
-	Refunds  refund.Ledger
+	// Captures is the capture side of Balances' items, and
+	// Authorizations the listing of Ledger's authorization rows.
+	Captures       capture.Balances
+	Authorizations capture.Authorizations
+	Refunds        refund.Ledger
 }
 
 // NewStoresFunc makes fresh Stores for a test.
@@ -74,6 +76,13 @@ func RunConformance(t *testing.T, newStores NewStoresFunc) {
 		capturetest.RunConformance(t, func(t *testing.T) capturetest.Balances {
 			s := newStores(t)
 			return capturetest.Balances{Refunds: s.Balances, Captures: s.Captures}
+		})
+	})
+	t.Run("expiry", func(t *testing.T) {
+		capturetest.RunExpiryConformance(t, func(t *testing.T) capturetest.Stores {
+			s := newStores(t)
+			return capturetest.Stores{Ledger: s.Ledger, Authorizations: s.Authorizations,
+				Balances: capturetest.Balances{Refunds: s.Balances, Captures: s.Captures}}
 		})
 	})
 	t.Run("refund rows", func(t *testing.T) { t.Parallel(); refundtest.RunLedgerConformance(t, newStores(t).Refunds) })

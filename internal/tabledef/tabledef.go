@@ -41,6 +41,18 @@ const (
 	// once its event is published.
 	UnpublishedShardAttribute = "unpublished_shard"
 	UnpublishedSinceAttribute = "unpublished_since"
+	// AuthorizationIndex is the sparse index of the authorizations (ledger
+	// rows of charges authorized without their capture) whose balance the
+	// sweeper has not seen closed, by expiry: it closes those whose expiry
+	// has passed (capture.Expiry), never by a Scan.
+	AuthorizationIndex = "authorizations"
+	// AuthorizationShardAttribute is its partition key, written with an
+	// authorization's row and removed once its balance is closed; the
+	// row's AuthorizationExpiresAttribute (its expiry, in epoch
+	// milliseconds) is its sort key. It projects the row's AmountAttribute.
+	AuthorizationShardAttribute   = "authorization_shard"
+	AuthorizationExpiresAttribute = "authorization_expires_at"
+	AmountAttribute               = "amount"
 	// RegionAttribute is the region that wrote a ledger row (multi-region
 	// mode), which the index projects, or whose heartbeat an item is.
 	RegionAttribute = "region"
@@ -161,6 +173,11 @@ func For(ttl bool) Definition {
 			Partition: Attribute{InflightShardAttribute, String},
 			Sort:      Attribute{LeaseExpiresAttribute, Number},
 			Projected: []string{"lease_token", "attempt", "stale_at", "reconcile_attempts"},
+		}, {
+			Name:      AuthorizationIndex,
+			Partition: Attribute{AuthorizationShardAttribute, String},
+			Sort:      Attribute{AuthorizationExpiresAttribute, Number},
+			Projected: []string{AmountAttribute},
 		}},
 	}
 	if !ttl {

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/idempotent-payments/idempay/internal/capture"
 	"github.com/idempotent-payments/idempay/internal/charge"
 )
 
@@ -23,12 +24,13 @@ type Ledger struct {
 	unpublished map[string]charge.Unpublished // by row id, a charge's or another operation's (List)
 	listed      map[string]bool               // the rows of other operations listed here, by id
 	beats       map[string]time.Time          // by region
+	unlisted    map[string]bool               // the authorizations taken off the listing (Unlist), by charge id
 }
 
 // NewLedger returns an empty ledger.
 func NewLedger() *Ledger {
 	return &Ledger{rows: map[string]charge.Charge{}, held: map[string]charge.HeldMarker{}, voided: map[string]bool{},
-		unpublished: map[string]charge.Unpublished{}, listed: map[string]bool{}, beats: map[string]time.Time{}}
+		unpublished: map[string]charge.Unpublished{}, listed: map[string]bool{}, beats: map[string]time.Time{}, unlisted: map[string]bool{}}
 }
 
 // Write implements charge.Ledger; a row with a region is unpublished.
@@ -163,4 +165,35 @@ func (l *Ledger) LastBeat(_ context.Context, region string) (time.Time, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.beats[region], nil
+}
+
+// Lapsed implements capture.Authorizations: the authorization rows not
+// unlisted whose expiry is at or before before, earliest first.
+func (l *Ledger) Lapsed(_ context.Context, before time.Time) iter.Seq2[capture.Lapsed, error] {
+	l.mu.Lock()
+	var out []capture.Lapsed
+	for _, c := range l.rows {
+		if !c.AuthorizationExpiresAt.IsZero() && !c.AuthorizationExpiresAt.After(before) && !l.unlisted[c.ID] {
+			out = append(out, capture.Lapsed{ChargeID: c.ID, Authorized: c.Amount, ExpiresAt: c.AuthorizationExpiresAt})
+		}
+	}
+	l.mu.Unlock()
+	slices.SortFunc(out, func(a, b capture.Lapsed) int { return a.ExpiresAt.Compare(b.ExpiresAt) })
+	return func(yield func(capture.Lapsed, error) bool) {
+		for _, a := range out {
+			if !yield(a, nil) {
+				return
+			}
+		}
+	}
+}
+
+// Unlist implements capture.Authorizations.
+func (l *Ledger) Unlist(_ context.Context, chargeID string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.rows[chargeID]; ok {
+		l.unlisted[chargeID] = true
+	}
+	return nil
 }

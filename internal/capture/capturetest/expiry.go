@@ -1,0 +1,86 @@
+package capturetest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/idempotent-payments/idempay/internal/acquirer"
+	"github.com/idempotent-payments/idempay/internal/capture"
+	"github.com/idempotent-payments/idempay/internal/charge"
+	"github.com/idempotent-payments/idempay/internal/op"
+)
+
+// Stores are what the expiry runs on: the charges' ledger, its listing
+// of authorizations and the balances (both sides), of one store.
+type Stores struct {
+	Ledger         charge.Ledger
+	Authorizations capture.Authorizations
+	Balances
+}
+
+// NewStoresFunc returns fresh, empty stores for one test.
+type NewStoresFunc func(t *testing.T) Stores
+
+// RunExpiryConformance runs the sweeper's closing of lapsed
+// authorizations (capture.Expiry) over a store: a lapsed authorization's
+// balance is closed and it is unlisted; one with a capture in flight
+// waits; one not lapsed, or a charge captured at creation, is never
+// touched; one a void closed is unlisted as it is.
+func RunExpiryConformance(t *testing.T, newStores NewStoresFunc) {
+	t.Parallel()
+	s := newStores(t)
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	row := func(status string, expires time.Time) string {
+		t.Helper()
+		id := chargeOf()
+		c := charge.Charge{Origin: op.Origin{ID: id, Account: "acct_x", CreatedAt: now.Add(-time.Hour)}, Status: status,
+			Amount: authorized, Currency: "BRL", OrderID: "o", AuthorizationID: "auth_" + id[3:13], AuthorizationExpiresAt: expires}
+		if _, err := s.Ledger.Write(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	lapsed := row(acquirer.StatusAuthorized, now.Add(-time.Minute))
+	capturing := row(acquirer.StatusAuthorized, now.Add(-time.Second))
+	if _, err := reserve(s.Balances, capturing, 0, capture.Partial, 300); err != nil {
+		t.Fatal(err)
+	}
+	open := row(acquirer.StatusAuthorized, now.Add(time.Hour))
+	voided := row(acquirer.StatusAuthorized, now.Add(-time.Minute))
+	if _, err := reserve(s.Balances, voided, 1, capture.Void, 0); err != nil {
+		t.Fatal(err)
+	}
+	succeed(t, s.Balances, voided, 1, capture.Void)
+	captured := row(acquirer.StatusCaptured, time.Time{})
+
+	x := capture.Expiry{Authorizations: s.Authorizations, Balances: s.Captures, Now: func() time.Time { return now }}
+	if r, err := x.Run(ctx); err != nil || r != (capture.ExpiryReport{Closed: 2, Waiting: 1}) {
+		t.Fatalf("the first run: %+v, %v; want 2 closed (one expired, one voided), 1 waiting", r, err)
+	}
+	mustHold(t, s.Balances, lapsed, capture.Balance{Authorized: authorized, Released: authorized, Closed: capture.ClosedExpired})
+	mustHold(t, s.Balances, voided, capture.Balance{Authorized: authorized, Released: authorized, Closed: capture.ClosedVoided})
+	mustHold(t, s.Balances, capturing, capture.Balance{Authorized: authorized, Capturable: 700, Reserved: 300})
+	mustHold(t, s.Balances, open, capture.Balance{})
+	mustHold(t, s.Balances, captured, capture.Balance{})
+
+	succeed(t, s.Balances, capturing, 0, capture.Partial)
+	if r, err := x.Run(ctx); err != nil || r != (capture.ExpiryReport{Closed: 1}) {
+		t.Fatalf("the second run: %+v, %v; want the one that waited closed, and nothing else listed", r, err)
+	}
+	mustHold(t, s.Balances, capturing, capture.Balance{Authorized: authorized, Captured: 300, Released: 700, Closed: capture.ClosedExpired})
+	if r, err := x.Run(ctx); err != nil || r != (capture.ExpiryReport{}) {
+		t.Fatalf("a third run: %+v, %v; want nothing listed", r, err)
+	}
+	// Unlisting leaves the row as it was; a row that is not there is
+	// nothing to unlist.
+	if got, err := s.Ledger.Get(ctx, lapsed); err != nil || got.Status != acquirer.StatusAuthorized || !got.AuthorizationExpiresAt.Equal(now.Add(-time.Minute)) {
+		t.Fatalf("the unlisted row: %+v, %v", got, err)
+	}
+	if err := s.Authorizations.Unlist(ctx, chargeOf()); err != nil {
+		t.Fatalf("unlisting no row: %v", err)
+	}
+	later := capture.Expiry{Authorizations: s.Authorizations, Balances: s.Captures, Now: func() time.Time { return now.Add(2 * time.Hour) }}
+	if r, err := later.Run(ctx); err != nil || r != (capture.ExpiryReport{Closed: 1}) {
+		t.Fatalf("two hours later: %+v, %v; want the open one closed", r, err)
+	}
+}

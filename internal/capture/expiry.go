@@ -1,0 +1,91 @@
+package capture
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"time"
+)
+
+// Lapsed is an authorization whose expiry has passed while it was listed
+// open: its charge, the authorization's amount and its expiry, as its
+// ledger row states them.
+type Lapsed struct {
+	ChargeID   string
+	Authorized int64
+	ExpiresAt  time.Time
+}
+
+// Authorizations list the authorizations by expiry until their balance
+// is seen closed: the charges' ledger's index of authorization rows
+// (dynamo.Ledger on the table; chargetest.Ledger in memory). Listing is
+// no part of what a row says: unlisting one changes nothing else.
+type Authorizations interface {
+	// Lapsed lists the listed authorizations whose expiry is at or before
+	// before. An entry that cannot be read is yielded with its error and
+	// the listing goes on; an error reading the listing ends it.
+	Lapsed(ctx context.Context, before time.Time) iter.Seq2[Lapsed, error]
+	// Unlist takes chargeID's authorization off the listing: its balance
+	// is closed. Again, or for a row never listed, it changes nothing.
+	Unlist(ctx context.Context, chargeID string) error
+}
+
+// Expiry is the sweeper's closing of lapsed authorizations: each one's
+// balance is closed ClosedExpired (Balances.Expire), which releases what
+// remains capturable, and then unlisted; one with a capture or a void in
+// flight is left listed, for that intent's outcome to decide first, and
+// tried again on a later run. A capture refused at the door as expired
+// (its row's expiry passed) never waits for this: the run only makes the
+// balance say so.
+type Expiry struct {
+	Authorizations Authorizations
+	Balances       Balances
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+}
+
+// ExpiryReport is what one run of the Expiry did.
+type ExpiryReport struct {
+	// Closed counts the lapsed authorizations closed and unlisted (or
+	// found closed already, by a void or a final capture, and unlisted).
+	Closed int `json:"closed"`
+	// Waiting counts those left listed: an intent of theirs in flight.
+	Waiting int `json:"waiting"`
+}
+
+// Run closes every authorization listed as lapsed now, until ctx is done.
+// The errors of the entries it could not close are joined; it goes on
+// past them.
+func (x Expiry) Run(ctx context.Context) (ExpiryReport, error) {
+	now := time.Now
+	if x.Now != nil {
+		now = x.Now
+	}
+	var r ExpiryReport
+	var errs []error
+	for l, err := range x.Authorizations.Lapsed(ctx, now()) {
+		if ctx.Err() != nil {
+			return r, errors.Join(append(errs, ctx.Err())...)
+		}
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		var inFlight *InFlightError
+		switch err := x.Balances.Expire(ctx, l.ChargeID, l.Authorized); {
+		case errors.As(err, &inFlight):
+			r.Waiting++
+			continue
+		case err != nil:
+			errs = append(errs, fmt.Errorf("expire %s: %w", l.ChargeID, err))
+			continue
+		}
+		if err := x.Authorizations.Unlist(ctx, l.ChargeID); err != nil {
+			errs = append(errs, fmt.Errorf("unlist %s: %w", l.ChargeID, err))
+			continue
+		}
+		r.Closed++
+	}
+	return r, errors.Join(errs...)
+}

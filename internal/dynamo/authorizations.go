@@ -1,0 +1,75 @@
+package dynamo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/idempotent-payments/idempay/internal/capture"
+	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/tabledef"
+)
+
+// Authorizations are the capture.Authorizations on the table
+// (Table.Authorizations): the authorizations index
+// (tabledef.AuthorizationIndex), which lists the ledger row of every
+// authorization (Ledger.Write) until Unlist.
+type Authorizations struct {
+	api   API
+	table string
+}
+
+// Lapsed implements capture.Authorizations: the index's entries whose
+// expiry is at or before before, shard by shard (listShards), earliest
+// expiry first within a shard.
+func (a *Authorizations) Lapsed(ctx context.Context, before time.Time) iter.Seq2[capture.Lapsed, error] {
+	cond := tabledef.AuthorizationShardAttribute + " = :shard AND " + tabledef.AuthorizationExpiresAttribute + " <= :before"
+	return listShards(ctx, a.api, a.table, tabledef.AuthorizationIndex, "lapsed authorizations", cond, before.UnixMilli(), lapsedOf)
+}
+
+// lapsedOf reads an entry of the authorizations index.
+func lapsedOf(item map[string]types.AttributeValue) (capture.Lapsed, error) {
+	pk, _ := item[tabledef.KeyAttribute].(*types.AttributeValueMemberS)
+	expires, _ := item[tabledef.AuthorizationExpiresAttribute].(*types.AttributeValueMemberN)
+	amount, _ := item[tabledef.AmountAttribute].(*types.AttributeValueMemberN)
+	if pk == nil || expires == nil || amount == nil || !strings.HasPrefix(pk.Value, tabledef.LedgerPrefix) {
+		return capture.Lapsed{}, errors.New("an authorizations index entry without its row's key, expiry or amount")
+	}
+	ms, err := strconv.ParseInt(expires.Value, 10, 64)
+	if err != nil {
+		return capture.Lapsed{}, fmt.Errorf("%s: %w", tabledef.AuthorizationExpiresAttribute, err)
+	}
+	n, err := strconv.ParseInt(amount.Value, 10, 64)
+	if err != nil || n <= 0 {
+		return capture.Lapsed{}, fmt.Errorf("%s %q: want a positive number", tabledef.AmountAttribute, amount.Value)
+	}
+	return capture.Lapsed{ChargeID: strings.TrimPrefix(pk.Value, tabledef.LedgerPrefix), Authorized: n, ExpiresAt: time.UnixMilli(ms).UTC()}, nil
+}
+
+// Unlist implements capture.Authorizations: one UpdateItem that removes
+// the row's index key, conditioned on the row's existence, touching
+// nothing the row says.
+func (a *Authorizations) Unlist(ctx context.Context, chargeID string) error {
+	_, err := a.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:           aws.String(a.table),
+		Key:                 map[string]types.AttributeValue{tabledef.KeyAttribute: &types.AttributeValueMemberS{Value: Key(chargeID)}},
+		UpdateExpression:    aws.String("REMOVE " + tabledef.AuthorizationShardAttribute),
+		ConditionExpression: aws.String("attribute_exists(" + tabledef.KeyAttribute + ")"),
+	})
+	var missing *types.ConditionalCheckFailedException
+	switch {
+	case errors.As(err, &missing):
+		return nil // no row: nothing listed
+	case err != nil:
+		return fmt.Errorf("unlist %s: %w", idem.Ref(chargeID), writeError(err))
+	}
+	return nil
+}
