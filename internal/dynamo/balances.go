@@ -180,7 +180,7 @@ func setAnd(set []string, rest string) string {
 // entries, and room left. Without an amount it reserves what remains,
 // resolved by the same write.
 func (b *Balances) Reserve(ctx context.Context, r refund.Reservation) (refund.Entry, error) {
-	if r.Amount > r.ChargeAmount {
+	if r.ChargeAmount > 0 && r.Amount > r.ChargeAmount {
 		bal, err := b.Get(ctx, r.ChargeID) // only to say what remains: the answer decides nothing
 		if err != nil {
 			return refund.Entry{}, err
@@ -194,17 +194,24 @@ func (b *Balances) Reserve(ctx context.Context, r refund.Reservation) (refund.En
 	values := reservationValues(r.Intent, r.Fence, r.Stamp)
 	values[":charged"] = num(r.ChargeAmount)
 	condition := strings.Join(newEntry, " AND ")
+	// What remains: the charge's amount until a step opens it, or, for an
+	// authorization (nothing captured at creation), only once a capture's
+	// success opened it.
+	remains := "(attribute_not_exists(" + balanceRemaining + ") OR " + balanceRemaining
+	if r.ChargeAmount == 0 {
+		remains = "(" + balanceRemaining
+	}
 	update := "SET " + balanceChargeAmount + " = if_not_exists(" + balanceChargeAmount + ", :charged), " +
 		balanceRefunded + " = if_not_exists(" + balanceRefunded + ", :zero), " +
 		balanceEntries + " = if_not_exists(" + balanceEntries + ", :zero) + :one, #st = :reserved, #fe = :fence, "
 	if r.Amount > 0 {
 		values[":amount"] = num(r.Amount)
-		condition += " AND (attribute_not_exists(" + balanceRemaining + ") OR " + balanceRemaining + " >= :amount)"
+		condition += " AND " + remains + " >= :amount)"
 		update += "#am = :amount, " +
 			balanceRemaining + " = if_not_exists(" + balanceRemaining + ", :charged) - :amount, " +
 			balanceReserved + " = if_not_exists(" + balanceReserved + ", :zero) + :amount"
 	} else { // what remains: every right-hand side reads the item before this write
-		condition += " AND (attribute_not_exists(" + balanceRemaining + ") OR " + balanceRemaining + " > :zero)"
+		condition += " AND " + remains + " > :zero)"
 		update += "#am = if_not_exists(" + balanceRemaining + ", :charged), " +
 			balanceReserved + " = if_not_exists(" + balanceReserved + ", :zero) + if_not_exists(" + balanceRemaining + ", :charged), " +
 			balanceRemaining + " = :zero"
@@ -479,6 +486,7 @@ func (b *Balances) Get(ctx context.Context, chargeID string) (refund.Balance, er
 	bal := refund.Balance{
 		ChargeAmount: intOf(item, balanceChargeAmount), Remaining: intOf(item, balanceRemaining),
 		Reserved: intOf(item, balanceReserved), Refunded: intOf(item, balanceRefunded), Entries: int(intOf(item, balanceEntries)),
+		Captured: intOf(item, captureCaptured),
 	}
 	if _, ok := item[balanceReleasedThrough]; ok {
 		bal.ReleasedThrough = time.UnixMilli(intOf(item, balanceReleasedThrough)).UTC()

@@ -66,10 +66,15 @@ type Entry struct {
 	Amount int64
 }
 
-// Balance is what a charge's refunds have done: ChargeAmount =
+// Balance is what a charge's refunds have done: ChargeAmount + Captured =
 // Remaining + Reserved + Refunded, each at least 0.
 type Balance struct {
 	ChargeAmount, Remaining, Reserved, Refunded int64
+	// Captured is what the captures of an authorization made without its
+	// capture took (the balance's capture side, package capture): each
+	// capture's success adds its amount to Remaining. 0 for a charge
+	// captured at creation, whose ChargeAmount is what it captured.
+	Captured int64
 	// Entries counts the entries held: refunds in flight (and succeeded
 	// ones an earlier version kept).
 	Entries int
@@ -88,8 +93,11 @@ type Balance struct {
 
 // Reservation asks to reserve for one refund intent.
 type Reservation struct {
-	// ChargeID and ChargeAmount name the charge and what it captured (its
-	// ledger row, which never changes).
+	// ChargeID and ChargeAmount name the charge and what it captured at
+	// creation (its ledger row, which never changes). ChargeAmount is 0
+	// for an authorization made without its capture: then only what its
+	// captures made refundable (Balance.Captured) may be reserved, and a
+	// balance no capture opened refuses (a *NoRoomError of 0).
 	ChargeID     string
 	ChargeAmount int64
 	// Intent is the refund intent, and Fence its record's attempt.

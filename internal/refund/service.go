@@ -127,10 +127,13 @@ func answeredID(downstreamKey string) string {
 // the one order (DESIGN §7, "The order of one attempt"), with the charge
 // Ready read and the entry the balance holds for the intent (the bound).
 type attempt struct {
-	s     *Service
-	req   Request
-	ch    charge.Charge
-	entry Entry
+	s   *Service
+	req Request
+	ch  charge.Charge
+	// chargeAmount is what ch captured at creation: its amount, or 0 for
+	// an authorization, whose captures' successes make it refundable.
+	chargeAmount int64
+	entry        Entry
 	// answer is the acquirer's checked answer Finish stores.
 	answer acquirer.Refund
 }
@@ -138,18 +141,35 @@ type attempt struct {
 func (a *attempt) Ended(e op.Early) Result { return endedEarly(e) }
 
 // Ready is step 2: the charge, as its GET answers it. Anything but a
-// captured charge of this deployment's acquirer ends the attempt (op.Run
-// releases a first attempt's key: nothing was reserved or sent; a
-// take-over's record is left in flight for the reconciler).
+// charge of this deployment's acquirer that captured something ends the
+// attempt (op.Run releases a first attempt's key: nothing was reserved
+// or sent; a take-over's record is left in flight for the reconciler): a
+// charge captured at creation, or an authorization whose captures took
+// something (one more read, of its balance, which decides nothing: the
+// reservation's condition does).
 func (a *attempt) Ready(ctx context.Context, lease *idem.Lease) *Result {
 	rec := lease.Record()
 	got := a.s.charges.Get(ctx, rec.Account, a.req.ChargeID)
 	var res Result
 	switch got.Outcome {
 	case op.Found:
-		if got.Charge.Status == acquirer.StatusCaptured && got.Charge.OfAcquirer(rec.Protocol.Downstream) {
-			a.ch = got.Charge
+		ch := got.Charge
+		switch {
+		case !ch.OfAcquirer(rec.Protocol.Downstream):
+		case ch.Status == acquirer.StatusCaptured:
+			a.ch, a.chargeAmount = ch, ch.Amount
 			return nil
+		case ch.Status == acquirer.StatusAuthorized:
+			bal, err := a.s.balances.Get(ctx, ch.ID)
+			if err != nil {
+				a.s.cfg.Logger.ErrorContext(ctx, "the authorization's balance failed to read", "error", err)
+				res = Result{Outcome: op.Unavailable, RetryAfter: a.s.cfg.RetryAfter}
+				return &res
+			}
+			if bal.Captured > 0 {
+				a.ch = ch // nothing captured at creation: chargeAmount 0
+				return nil
+			}
 		}
 		res = Result{Outcome: op.NotRefundable}
 	case op.NotFound:
@@ -225,7 +245,7 @@ func (a *attempt) Reserve(ctx context.Context, lease *idem.Lease) *Result {
 	s := a.s
 	entry, err := op.Reserve(ctx, lease, ErrStampPassed, func(ctx context.Context, stamp time.Time) (Entry, error) {
 		return s.balances.Reserve(ctx, Reservation{
-			ChargeID: a.ch.ID, ChargeAmount: a.ch.Amount, Intent: s.intentOf(lease), Fence: lease.Attempt(), Stamp: stamp, Amount: a.req.Amount,
+			ChargeID: a.ch.ID, ChargeAmount: a.chargeAmount, Intent: s.intentOf(lease), Fence: lease.Attempt(), Stamp: stamp, Amount: a.req.Amount,
 		})
 	})
 	a.entry = entry

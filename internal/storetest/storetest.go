@@ -90,7 +90,7 @@ func RunConformance(t *testing.T, newStores NewStoresFunc) {
 		t.Parallel()
 		refundtest.RunServiceConformance(t, func(t *testing.T) refundtest.Stores {
 			s := newStores(t)
-			return refundtest.Stores{Store: s.Store, Charges: s.Ledger, Balances: s.Balances, Refunds: s.Refunds}
+			return refundtest.Stores{Store: s.Store, Charges: s.Ledger, Balances: s.Balances, Captures: s.Captures, Refunds: s.Refunds}
 		})
 	})
 }

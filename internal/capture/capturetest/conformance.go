@@ -45,6 +45,7 @@ func RunConformance(t *testing.T, newBalances NewBalancesFunc) {
 		{"ATakeOverRefencesACapture", testRefence},
 		{"CapturesShareTheLimitWithRefunds", testSharedLimit},
 		{"ARefundOnlyBalanceHasNoCaptureSide", testRefundOnly},
+		{"RefundsAreBoundedByWhatWasCaptured", testRefundsOfCaptures},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -392,4 +393,48 @@ func testRefundOnly(t *testing.T, b Balances) {
 		t.Fatal(err)
 	}
 	mustHold(t, b, ch, capture.Balance{})
+}
+
+// testRefundsOfCaptures: an authorization's refunds (ChargeAmount 0:
+// nothing captured at creation) reserve only what its captures' successes
+// made refundable, never what captures in flight hold; refunds and later
+// captures interleave.
+func testRefundsOfCaptures(t *testing.T, b Balances) {
+	ch := chargeOf()
+	refundOf := func(n int, amount int64) (refund.Entry, error) {
+		in := intentOf(n)
+		return b.Refunds.Reserve(ctx, refund.Reservation{ChargeID: ch, Intent: in, Fence: 1, Stamp: in.Claimed.Add(time.Millisecond), Amount: amount})
+	}
+	_, err := refundOf(0, 1)
+	mustNoRoom(t, "a refund before any capture", err, 0)
+	if _, err := reserve(b, ch, 1, capture.Partial, 300); err != nil {
+		t.Fatal(err)
+	}
+	_, err = refundOf(2, 0)
+	mustNoRoom(t, "a refund while the capture is in flight", err, 0)
+	succeed(t, b, ch, 1, capture.Partial)
+	if e, err := refundOf(3, 200); err != nil || e.Amount != 200 {
+		t.Fatalf("a refund of 200 of 300 captured: %+v, %v", e, err)
+	}
+	_, err = refundOf(4, 200)
+	mustNoRoom(t, "a refund over what remains refundable", err, 100)
+	if _, err := reserve(b, ch, 5, capture.Partial, 400); err != nil {
+		t.Fatal(err)
+	}
+	succeed(t, b, ch, 5, capture.Partial)
+	if e, err := refundOf(6, 0); err != nil || e.Amount != 500 {
+		t.Fatalf("a refund of what remains: %+v, %v; want 500", e, err)
+	}
+	got, err := b.Refunds.Get(ctx, ch)
+	if err != nil || got.Captured != 700 || got.Remaining != 0 || got.Reserved != 700 || got.ChargeAmount+got.Captured != got.Remaining+got.Reserved+got.Refunded {
+		t.Fatalf("the refund side: %+v, %v; want 700 captured, all of it reserved", got, err)
+	}
+}
+
+func mustNoRoom(t *testing.T, what string, err error, refundable int64) {
+	t.Helper()
+	var noRoom *refund.NoRoomError
+	if !errors.As(err, &noRoom) || noRoom.Refundable != refundable {
+		t.Fatalf("%s: %v, want only %d refundable", what, err, refundable)
+	}
 }

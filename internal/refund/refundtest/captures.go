@@ -94,6 +94,7 @@ func (c memoryCaptures) Succeed(_ context.Context, chargeID string, in refund.In
 	default:
 		cs.Captured += e.Amount
 		b.Remaining += e.Amount // refundable from now on
+		b.opened = true
 	}
 	if kind == capture.Final {
 		cs.Released += cs.Capturable

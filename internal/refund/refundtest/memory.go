@@ -25,6 +25,9 @@ type balance struct {
 	// capture is the capture side (MemoryBalances.Captures), opened by
 	// its first step.
 	capture capture.Balance
+	// opened: a step opened the refund side (a reservation, with the
+	// charge's amount remaining, or a capture's success).
+	opened bool
 }
 
 // NewMemoryBalances returns balances with no charge refunded.
@@ -50,10 +53,10 @@ func (m *MemoryBalances) Reserve(_ context.Context, r refund.Reservation) (refun
 	defer m.mu.Unlock()
 	b := m.of(r.ChargeID)
 	remaining := b.Remaining
-	if b.ChargeAmount == 0 {
-		remaining = r.ChargeAmount // nothing reserved yet: the charge's amount remains
+	if !b.opened {
+		remaining = r.ChargeAmount // nothing reserved yet: the charge's amount remains (none for an authorization)
 	}
-	if r.Amount > r.ChargeAmount {
+	if r.ChargeAmount > 0 && r.Amount > r.ChargeAmount {
 		return refund.Entry{}, &refund.NoRoomError{Refundable: remaining}
 	}
 	e, decided, err := b.refuses(r.Intent, r.Fence, r.Stamp)
@@ -67,8 +70,8 @@ func (m *MemoryBalances) Reserve(_ context.Context, r refund.Reservation) (refun
 	if amount == 0 || amount > remaining {
 		return e, &refund.NoRoomError{Refundable: remaining}
 	}
-	if b.ChargeAmount == 0 {
-		b.ChargeAmount, b.Remaining = r.ChargeAmount, r.ChargeAmount
+	if !b.opened {
+		b.ChargeAmount, b.Remaining, b.opened = r.ChargeAmount, r.ChargeAmount, true
 	}
 	e = refund.Entry{State: refund.EntryReserved, Fence: r.Fence, Amount: amount}
 	b.entries[r.Intent.Key] = e
@@ -193,6 +196,7 @@ func (m *MemoryBalances) Get(_ context.Context, chargeID string) (refund.Balance
 		return refund.Balance{}, nil
 	}
 	out := b.Balance
+	out.Captured = b.capture.Captured
 	if len(b.entries) > 0 {
 		out.ByKey = maps.Clone(b.entries)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/acquirer/acquirerhttp"
+	"github.com/idempotent-payments/idempay/internal/capture"
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/charge/chargetest"
 	"github.com/idempotent-payments/idempay/internal/idem"
@@ -29,6 +30,9 @@ type Stores struct {
 	Store    idem.Store
 	Charges  charge.Ledger
 	Balances refund.Balances
+	// Captures is the capture side of Balances' items: the cases that
+	// refund an authorization capture on it directly.
+	Captures capture.Balances
 	Refunds  refund.Ledger
 }
 
@@ -50,6 +54,7 @@ func RunServiceConformance(t *testing.T, newStores NewStoresFunc) {
 		{"ConcurrentRefundsOnTwoInstances", serviceConcurrentRefundsOnTwoInstances},
 		{"TheKeyIsScopedByOperation", serviceTheKeyIsScopedByOperation},
 		{"TheChargeDecidesFirst", serviceTheChargeDecidesFirst},
+		{"RefundsOfAnAuthorizationFollowItsCaptures", serviceRefundsOfAnAuthorization},
 		{"AChargeWhoseOutcomeIsPending", serviceAChargeWhoseOutcomeIsPending},
 		{"AHeldCharge", serviceAHeldCharge},
 		{"AHeldChargeWithoutARow", serviceAHeldChargeWithoutARow},
@@ -277,6 +282,39 @@ func serviceTheKeyIsScopedByOperation(t *testing.T, w *world) {
 	mustAnswer(t, w.svc.Refund(ctx, in("shared-key-1", res.ChargeID, `{"amount": 500}`)), op.KeyReused, 0)
 	other := w.charge(t, "pm_card_visa", 500)
 	mustAnswer(t, w.svc.Refund(ctx, in("shared-key-1", other, `{}`)), op.KeyReused, 0)
+}
+
+// serviceRefundsOfAnAuthorization: an authorization made without its
+// capture is not refundable until a capture took something; then refunds
+// are bounded by what its captures took, as a charge's by its amount.
+func serviceRefundsOfAnAuthorization(t *testing.T, w *world) {
+	res := w.charges.Charge(ctx, charge.Input{Account: account, Keys: []string{"authorization-to-refund"},
+		Body: []byte(`{"amount": 1000, "currency": "BRL", "order_id": "o-9", "payment_method": "pm_card_visa", "capture": false}`)})
+	if res.Outcome != op.Executed {
+		t.Fatalf("the authorization: %s", res.Outcome)
+	}
+	ch := res.ChargeID
+	mustAnswer(t, w.svc.Refund(ctx, in("refund-nothing-captured", ch, `{"amount": 100}`)), op.NotRefundable, 0)
+	// A capture of 600, made on the balance as the capture operation will.
+	now := w.now()
+	captured := refund.Intent{Key: strings.Repeat("c", 40), Claimed: now.Truncate(time.Millisecond), FoldAt: now.Add(time.Millisecond), First: true}
+	if _, err := w.stores.Captures.Reserve(ctx, capture.Reservation{ChargeID: ch, Authorized: 1000, Intent: captured, Fence: 1,
+		Kind: capture.Partial, Stamp: now, Amount: 600}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.stores.Captures.Succeed(ctx, ch, captured, 1, capture.Partial); err != nil {
+		t.Fatal(err)
+	}
+	w.clock.Advance(time.Second)
+	mustAnswer(t, w.svc.Refund(ctx, in("refund-of-the-capture-1", ch, `{"amount": 500}`)), op.Executed, 201)
+	if r := w.svc.Refund(ctx, in("refund-of-the-capture-2", ch, `{"amount": 200}`)); r.Outcome != op.Executed || r.Response.StatusCode != 422 ||
+		r.Refusal != op.CodeRefundExceedsCharge || !strings.Contains(string(r.Response.Body), `"Refundable":100`) {
+		t.Fatalf("a refund over what the captures left: %s %d %s", r.Outcome, r.Response.StatusCode, r.Response.Body)
+	}
+	mustAnswer(t, w.svc.Refund(ctx, in("refund-of-the-capture-3", ch, `{}`)), op.Executed, 201)
+	if bal, err := w.stores.Balances.Get(ctx, ch); err != nil || bal.Captured != 600 || bal.Refunded != 600 || bal.Remaining != 0 || bal.Reserved != 0 {
+		t.Fatalf("the balance: %+v, %v; want 600 captured, 600 refunded", bal, err)
+	}
 }
 
 // serviceTheChargeDecidesFirst: no such charge, another account's, a
