@@ -43,7 +43,7 @@ test: $(RIE) spin lint
 	$(MAKE) fuzz
 
 ## fast: the packages that need neither DynamoDB Local nor the SQS emulator, in seconds (memory stores, the sandbox in process, the RIE)
-FAST_PACKAGES := ./internal/idem/ ./internal/idem/idemtest/ ./internal/charge/ ./internal/charge/chargetest/ ./internal/refund/ ./internal/refund/refundtest/ \
+FAST_PACKAGES := ./internal/idem/ ./internal/idem/idemtest/ ./internal/charge/ ./internal/charge/chargetest/ ./internal/refund/ ./internal/refund/refundtest/ ./internal/capture/ \
 	./internal/httpapi/ ./internal/strictjson/ ./internal/command/ ./internal/event/ ./internal/outbox/ ./internal/backstop/ ./internal/tabledef/ \
 	./internal/acquirer/ ./internal/acquirer/acquirerhttp/ ./internal/sandbox/ ./internal/obs/ ./internal/setup/ ./internal/charging/ ./internal/localapi/ ./internal/archtest/ ./internal/deploy/ \
 	./functions/charge/ ./internal/scheduled/ ./internal/operator/ ./internal/consumer/ ./internal/op/ ./internal/operations/ ./internal/matrix/ ./internal/storetest/ ./cmd/localapi/
