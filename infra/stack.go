@@ -314,7 +314,11 @@ func newFunctions(stack awscdk.Stack, cfg Config, assets StackAssets, removal aw
 		query,
 		{actions: []string{"dynamodb:UpdateItem"}, resources: []*string{tableArn}, conditions: onlyRecords},
 		// The expiry (capture.Expiry): a lapsed authorization's balance
-		// closed, then its row unlisted (unlistStatement).
+		// closed, then its row unlisted (unlistStatement). The balance's
+		// write is limited to balances, not to the capture side's
+		// attributes: its refusal returns the item (ALL_OLD), which an
+		// attribute-limited grant was not shown to allow, so the code's
+		// one conditional write is what keeps it to the capture side.
 		{actions: []string{"dynamodb:UpdateItem"}, resources: []*string{tableArn}, conditions: leadingKeys(tabledef.BalancePrefix)},
 		unlistStatement(tableArn),
 		// The table probe's read (sweep.Sweeper.Probe): the one key no
@@ -498,8 +502,8 @@ func markStatement(tableArn *string) statement {
 // unlistStatement is the sweeper's unlisting of an authorization whose
 // balance is closed (dynamo.Authorizations' Unlist): an update of a
 // ledger row that touches the row's key and its listing only and returns
-// nothing, so the sweeper can neither change what a row says nor write
-// one.
+// nothing, so the sweeper can neither change what a row says nor write a
+// row that reads as a charge.
 func unlistStatement(tableArn *string) statement {
 	return statement{actions: []string{"dynamodb:UpdateItem"}, resources: []*string{tableArn}, conditions: map[string]any{
 		"ForAllValues:StringLike":   map[string]any{"dynamodb:LeadingKeys": []string{tabledef.LedgerPrefix + "*"}},

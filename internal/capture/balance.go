@@ -107,12 +107,14 @@ type Balances interface {
 	// a Final capture also releases what remains and closes the
 	// authorization ClosedCaptured; a Void's amount moves to Released and
 	// closes it ClosedVoided. An intent with no entry has ended: done (the
-	// caller holds its row). refund.ErrFenced otherwise.
+	// caller holds its row). refund.ErrFenced otherwise, ErrKindDiffers
+	// when kind is not the reservation's.
 	Succeed(ctx context.Context, chargeID string, in refund.Intent, fence int, kind Kind) error
 	// Release gives a reserved entry of this fence back to what is
 	// capturable and folds it (a Final capture or a Void gives Closing
 	// back too), or folds an intent that holds no entry. refund.ErrFenced
-	// when the entry belongs to another attempt.
+	// when the entry belongs to another attempt, ErrKindDiffers when kind
+	// is not the reservation's.
 	Release(ctx context.Context, chargeID string, in refund.Intent, fence int, kind Kind) error
 	// Expire closes an open authorization of authorized whose expiry has
 	// passed (the caller read it from the charge's row): what remains
@@ -132,6 +134,11 @@ var (
 	// ErrNothingCapturable: nothing remains capturable (all of it is
 	// captured or reserved by captures in flight).
 	ErrNothingCapturable = errors.New("capture: nothing remains capturable")
+	// ErrKindDiffers: a success or a release named another kind than the
+	// intent's reservation holds (a closing intent's kind is the
+	// balance's Closing and ClosingKind): nothing is moved. A wiring
+	// mistake, never a race.
+	ErrKindDiffers = errors.New("capture: the step's kind differs from the reservation's")
 )
 
 // InFlightError: another intent of the charge in flight stops this one

@@ -41,9 +41,15 @@ type Authorizations interface {
 type Expiry struct {
 	Authorizations Authorizations
 	Balances       Balances
+	// StopMargin is kept back from ctx's deadline: the run stops when
+	// less than it is left, incomplete (DefaultStopMargin when 0).
+	StopMargin time.Duration
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 }
+
+// DefaultStopMargin is the StopMargin of an Expiry that sets none.
+const DefaultStopMargin = 2 * time.Second
 
 // ExpiryReport is what one run of the Expiry did.
 type ExpiryReport struct {
@@ -52,21 +58,29 @@ type ExpiryReport struct {
 	Closed int `json:"closed"`
 	// Waiting counts those left listed: an intent of theirs in flight.
 	Waiting int `json:"waiting"`
+	// Complete: the run listed every lapsed authorization; false when it
+	// stopped at its deadline (StopMargin), leaving the rest to the next.
+	Complete bool `json:"complete"`
 }
 
-// Run closes every authorization listed as lapsed now, until ctx is done.
-// The errors of the entries it could not close are joined; it goes on
-// past them.
+// Run closes every authorization listed as lapsed now, until less than
+// StopMargin is left before ctx's deadline: stopping there is no error,
+// only an incomplete run. The errors of the entries it could not close
+// are joined; it goes on past them.
 func (x Expiry) Run(ctx context.Context) (ExpiryReport, error) {
-	now := time.Now
+	now, margin := time.Now, x.StopMargin
 	if x.Now != nil {
 		now = x.Now
 	}
+	if margin <= 0 {
+		margin = DefaultStopMargin
+	}
+	deadline, bounded := ctx.Deadline()
 	var r ExpiryReport
 	var errs []error
 	for l, err := range x.Authorizations.Lapsed(ctx, now()) {
-		if ctx.Err() != nil {
-			return r, errors.Join(append(errs, ctx.Err())...)
+		if bounded && time.Until(deadline) < margin || ctx.Err() != nil {
+			return r, errors.Join(errs...)
 		}
 		if err != nil {
 			errs = append(errs, err)
@@ -87,5 +101,6 @@ func (x Expiry) Run(ctx context.Context) (ExpiryReport, error) {
 		}
 		r.Closed++
 	}
+	r.Complete = ctx.Err() == nil
 	return r, errors.Join(errs...)
 }

@@ -128,7 +128,7 @@ func refusedCapture(old map[string]types.AttributeValue, r capture.Reservation) 
 		return e, &capture.InFlightError{Kind: kindOf(old)}
 	case closes && intOf(old, captureReserved) > 0:
 		return e, &capture.InFlightError{Kind: capture.Partial}
-	case r.Amount == 0 || r.Kind == capture.Void || remains == 0:
+	case r.Amount == 0 || r.Kind == capture.Void:
 		return e, capture.ErrNothingCapturable
 	}
 	return e, &capture.NoRoomError{Capturable: remains}
@@ -156,8 +156,6 @@ func (c *Captures) Refence(ctx context.Context, chargeID string, in refund.Inten
 func (c *Captures) Succeed(ctx context.Context, chargeID string, in refund.Intent, fence int, kind capture.Kind) error {
 	values := map[string]types.AttributeValue{}
 	moves := []string{captureReserved + " = " + captureReserved + " - #am"}
-	var conditions []string
-	remove := ""
 	switch kind {
 	case capture.Void:
 		values[":closed"] = str(string(capture.ClosedVoided))
@@ -173,11 +171,7 @@ func (c *Captures) Succeed(ctx context.Context, chargeID string, in refund.Inten
 		values[":zero"] = num(0)
 		moves = append(moves, balanceRemaining+" = if_not_exists("+balanceRemaining+", :zero) + #am")
 	}
-	if kind == capture.Final || kind == capture.Void {
-		values[":key"] = str(in.Key)
-		conditions = append(conditions, captureClosing+" = :key")
-		remove = captureClosing + ", " + captureClosingKind
-	}
+	conditions, remove := kindConditions(in, kind, values)
 	var old map[string]types.AttributeValue // the item as the last refusal showed it; nil before the first write
 	for range maxSteps {
 		e, err := entryOf(old, in.Key)
@@ -186,6 +180,8 @@ func (c *Captures) Succeed(ctx context.Context, chargeID string, in refund.Inten
 		}
 		_, hasFence := old["fence_"+in.Key]
 		switch {
+		case old != nil && e.State == refund.EntryReserved && e.Fence == fence && !ofKind(old, in.Key, kind):
+			return capture.ErrKindDiffers
 		case old == nil || e.State == refund.EntryReserved && e.Fence == fence:
 			old, err = c.b.foldReserved(ctx, chargeID, in, fence, !in.First, moves, conditions, remove, values, old)
 		case !hasFence:
@@ -207,13 +203,7 @@ func (c *Captures) Succeed(ctx context.Context, chargeID string, in refund.Inten
 func (c *Captures) Release(ctx context.Context, chargeID string, in refund.Intent, fence int, kind capture.Kind) error {
 	values := map[string]types.AttributeValue{}
 	moves := []string{captureReserved + " = " + captureReserved + " - #am", captureCapturable + " = " + captureCapturable + " + #am"}
-	var conditions []string
-	remove := ""
-	if kind == capture.Final || kind == capture.Void {
-		values[":key"] = str(in.Key)
-		conditions = append(conditions, captureClosing+" = :key")
-		remove = captureClosing + ", " + captureClosingKind
-	}
+	conditions, remove := kindConditions(in, kind, values)
 	var old map[string]types.AttributeValue // the item as the last refusal showed it; nil before the first write
 	for range maxSteps {
 		e, err := entryOf(old, in.Key)
@@ -223,6 +213,8 @@ func (c *Captures) Release(ctx context.Context, chargeID string, in refund.Inten
 		_, hasFence := old["fence_"+in.Key]
 		done := false
 		switch {
+		case old != nil && e.State == refund.EntryReserved && e.Fence == fence && !ofKind(old, in.Key, kind):
+			return capture.ErrKindDiffers
 		case old == nil || e.State == refund.EntryReserved && e.Fence == fence:
 			old, err = c.b.foldReserved(ctx, chargeID, in, fence, true, moves, conditions, remove, values, old)
 			done = err == nil && old == nil
@@ -236,6 +228,29 @@ func (c *Captures) Release(ctx context.Context, chargeID string, in refund.Inten
 		}
 	}
 	return fmt.Errorf("balance of %s: the entry kept moving while released", chargeID)
+}
+
+// kindConditions are the conditions, and the attributes to remove, of a
+// success or a release of in's entry reserved as kind: a closing intent's
+// entry is the item's cap_closing, of its kind, which the step removes; a
+// capture's is not.
+func kindConditions(in refund.Intent, kind capture.Kind, values map[string]types.AttributeValue) (conditions []string, remove string) {
+	values[":key"] = str(in.Key)
+	if kind == capture.Final || kind == capture.Void {
+		values[":kind"] = str(string(kind))
+		return []string{captureClosing + " = :key", captureClosingKind + " = :kind"}, captureClosing + ", " + captureClosingKind
+	}
+	return []string{"(attribute_not_exists(" + captureClosing + ") OR " + captureClosing + " <> :key)"}, ""
+}
+
+// ofKind reports whether item holds key's entry as reserved by kind: a
+// closing intent's as its cap_closing, of its kind, a capture's not.
+func ofKind(item map[string]types.AttributeValue, key string, kind capture.Kind) bool {
+	closing, _ := item[captureClosing].(*types.AttributeValueMemberS)
+	if kind == capture.Final || kind == capture.Void {
+		return closing != nil && closing.Value == key && kindOf(item) == kind
+	}
+	return closing == nil || closing.Value != key
 }
 
 // Expire implements capture.Balances: one UpdateItem conditioned on the

@@ -50,8 +50,8 @@ type Report struct {
 
 // Handle probes the table (Sweeper.Probe) and records the answer at once,
 // before anything else runs, so every run that starts records it whatever
-// the sweep then does; then it runs one sweep, then the expiry, then the
-// backstop. An
+// the sweep then does; then it runs one sweep, then the backstop, then
+// the expiry (each stops short of the invocation's deadline). An
 // error (a shard it could not read or flag, a row it could not publish)
 // fails the invocation so the sweeper-errors alarm sees it; the next run
 // retries. The probe's own failure is told by its metric alone.
@@ -69,12 +69,6 @@ func (h *Handler) Handle(ctx context.Context, _ events.EventBridgeEvent) (Report
 		values[obs.MetricHeldRefunds] = float64(r.HeldByOperation[refund.Operation])
 	}
 	report := Report{Report: r}
-	if h.Expiry != nil {
-		x, xerr := h.Expiry.Run(ctx)
-		h.Logger.InfoContext(ctx, "expiry", "closed", x.Closed, "waiting", x.Waiting, "error", xerr)
-		values[obs.MetricAuthorizationsClosed], values[obs.MetricAuthorizationsWaiting] = float64(x.Closed), float64(x.Waiting)
-		report.Expiry, err = &x, errors.Join(err, xerr)
-	}
 	if h.Backstop != nil {
 		t, terr := h.Backstop.Run(ctx)
 		h.Logger.InfoContext(ctx, "take-over", "taken_over", t.TakenOver, "republished", t.Republished, "waiting", t.Waiting, "stopped", t.Stopped,
@@ -82,6 +76,12 @@ func (h *Handler) Handle(ctx context.Context, _ events.EventBridgeEvent) (Report
 		values[obs.MetricEventsTakenOver] = float64(t.TakenOver + t.Republished)
 		values[obs.MetricRegionsStopped] = float64(len(t.Stopped))
 		report.Backstop, err = &t, errors.Join(err, terr)
+	}
+	if h.Expiry != nil { // after the backstop, whose heartbeat says the region runs
+		x, xerr := h.Expiry.Run(ctx)
+		h.Logger.InfoContext(ctx, "expiry", "closed", x.Closed, "waiting", x.Waiting, "complete", x.Complete, "error", xerr)
+		values[obs.MetricAuthorizationsClosed], values[obs.MetricAuthorizationsWaiting] = float64(x.Closed), float64(x.Waiting)
+		report.Expiry, err = &x, errors.Join(err, xerr)
 	}
 	if h.Metrics != nil {
 		outcome := obs.OutcomeSwept

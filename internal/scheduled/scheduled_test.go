@@ -207,7 +207,7 @@ func TestExpiryInTheRun(t *testing.T) {
 		Metrics: obs.NewMetrics(&emf, "sweeper", "test"),
 	}
 	r, err := h.Handle(ctx, events.EventBridgeEvent{})
-	if err != nil || r.Expiry == nil || *r.Expiry != (capture.ExpiryReport{Closed: 1}) {
+	if err != nil || r.Expiry == nil || *r.Expiry != (capture.ExpiryReport{Closed: 1, Complete: true}) {
 		t.Fatalf("report %+v, %v", r.Expiry, err)
 	}
 	if !strings.Contains(logs.String(), `"msg":"expiry","closed":1`) || !strings.Contains(emf.String(), `"AuthorizationsClosed":1`) {

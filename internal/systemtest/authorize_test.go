@@ -36,7 +36,7 @@ func TestAnAuthorizationLapses(t *testing.T) {
 		t.Fatalf("expiry %q (%v): want the sandbox's window of 2 s", first.ExpiresAt, err)
 	}
 	ctx := context.Background()
-	if rep, err := s.Sweep(ctx); err != nil || rep.Expiry == nil || *rep.Expiry != (capture.ExpiryReport{}) {
+	if rep, err := s.Sweep(ctx); err != nil || rep.Expiry == nil || *rep.Expiry != (capture.ExpiryReport{Complete: true}) {
 		t.Fatalf("a sweep before the expiry: %+v, %v; want nothing closed", rep.Expiry, err)
 	}
 	time.Sleep(time.Until(expires) + 100*time.Millisecond)
@@ -48,14 +48,14 @@ func TestAnAuthorizationLapses(t *testing.T) {
 	if err := json.Unmarshal(got.body, &after); err != nil || got.status != 200 || after.Status != charge.StatusExpired || after.Capturable != 0 {
 		t.Fatalf("GET past the expiry: %d %s", got.status, got.body)
 	}
-	if rep, err := s.Sweep(ctx); err != nil || rep.Expiry == nil || *rep.Expiry != (capture.ExpiryReport{Closed: 1}) {
+	if rep, err := s.Sweep(ctx); err != nil || rep.Expiry == nil || *rep.Expiry != (capture.ExpiryReport{Closed: 1, Complete: true}) {
 		t.Fatalf("the sweep past the expiry: %+v, %v; want one closed", rep.Expiry, err)
 	}
 	bal, err := dynamo.Open(s.DynamoDB, s.TableName).Captures().Get(ctx, first.ID)
 	if err != nil || bal != (capture.Balance{Authorized: 900, Released: 900, Closed: capture.ClosedExpired}) {
 		t.Fatalf("the balance: %+v, %v; want closed expired, all of it released", bal, err)
 	}
-	if rep, err := s.Sweep(ctx); err != nil || *rep.Expiry != (capture.ExpiryReport{}) {
+	if rep, err := s.Sweep(ctx); err != nil || *rep.Expiry != (capture.ExpiryReport{Complete: true}) {
 		t.Fatalf("a sweep after: %+v, %v; want nothing listed", rep.Expiry, err)
 	}
 }

@@ -45,6 +45,7 @@ func RunConformance(t *testing.T, newBalances NewBalancesFunc) {
 		{"ATakeOverRefencesACapture", testRefence},
 		{"CapturesShareTheLimitWithRefunds", testSharedLimit},
 		{"ARefundOnlyBalanceHasNoCaptureSide", testRefundOnly},
+		{"AStepOfAnotherKindMovesNothing", testKindDiffers},
 		{"RefundsAreBoundedByWhatWasCaptured", testRefundsOfCaptures},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -157,6 +158,10 @@ func testCaptureWhatRemains(t *testing.T, b Balances) {
 	}
 	_, err := reserve(b, ch, 2, capture.Partial, 0)
 	mustRefuse(t, "a capture of what remains, none", err, capture.ErrNothingCapturable)
+	_, err = reserve(b, ch, 3, capture.Partial, 1)
+	mustRefuse(t, "a capture of an amount, none remaining", err, &capture.NoRoomError{Capturable: 0})
+	_, err = reserve(b, ch, 4, capture.Partial, authorized+1)
+	mustRefuse(t, "a capture over the whole authorization", err, &capture.NoRoomError{Capturable: 0})
 	mustHold(t, b, ch, capture.Balance{Authorized: authorized, Reserved: 1000})
 }
 
@@ -275,7 +280,7 @@ func testExpiry(t *testing.T, b Balances) {
 func testConcurrent(t *testing.T, b Balances) {
 	ch := chargeOf()
 	var wg sync.WaitGroup
-	var reserved atomic.Int64
+	var reserved, captures atomic.Int64
 	var voided atomic.Bool
 	for n := range 31 {
 		wg.Go(func() {
@@ -290,6 +295,7 @@ func testConcurrent(t *testing.T, b Balances) {
 				reserved.Add(e.Amount)
 			case err == nil:
 				reserved.Add(e.Amount)
+				captures.Add(1)
 			}
 		})
 	}
@@ -301,8 +307,13 @@ func testConcurrent(t *testing.T, b Balances) {
 	if reserved.Load() > authorized || got.Reserved != reserved.Load() || got.Capturable+got.Reserved != authorized {
 		t.Fatalf("reserved %d by the answers, %+v by the balance; want at most %d", reserved.Load(), got, authorized)
 	}
-	if voided.Load() && (got.Closing == "" || got.Capturable != 0) {
-		t.Fatalf("a void reserved, and the balance %+v", got)
+	// A void reserves only with no capture in flight, and then no capture
+	// reserves after it: either it holds all of it, or captures do.
+	if voided.Load() && (captures.Load() != 0 || got.Reserved != authorized || got.Closing != intentOf(30).Key) {
+		t.Fatalf("a void reserved beside %d captures: %+v", captures.Load(), got)
+	}
+	if !voided.Load() && captures.Load() != authorized/100 {
+		t.Fatalf("%d captures of 100 reserved, and no void: want all of the authorization in ten", captures.Load())
 	}
 }
 
@@ -437,4 +448,26 @@ func mustNoRoom(t *testing.T, what string, err error, refundable int64) {
 	if !errors.As(err, &noRoom) || noRoom.Refundable != refundable {
 		t.Fatalf("%s: %v, want only %d refundable", what, err, refundable)
 	}
+}
+
+// testKindDiffers: a success or a release that names another kind than
+// the reservation's is refused and moves nothing: a closing intent's
+// entry as a capture's, a capture's as a closing one's, a final
+// capture's as a void's.
+func testKindDiffers(t *testing.T, b Balances) {
+	ch := chargeOf()
+	if _, err := reserve(b, ch, 0, capture.Final, 400); err != nil {
+		t.Fatal(err)
+	}
+	mustRefuse(t, "a final capture succeeding as a capture", b.Captures.Succeed(ctx, ch, intentOf(0), 1, capture.Partial), capture.ErrKindDiffers)
+	mustRefuse(t, "a final capture released as a void", b.Captures.Release(ctx, ch, intentOf(0), 1, capture.Void), capture.ErrKindDiffers)
+	held := capture.Balance{Authorized: authorized, Capturable: 600, Reserved: 400, Closing: intentOf(0).Key, ClosingKind: capture.Final}
+	mustHold(t, b, ch, held)
+	succeed(t, b, ch, 0, capture.Final)
+	other := chargeOf()
+	if _, err := reserve(b, other, 1, capture.Partial, 100); err != nil {
+		t.Fatal(err)
+	}
+	mustRefuse(t, "a capture succeeding as a final one", b.Captures.Succeed(ctx, other, intentOf(1), 1, capture.Final), capture.ErrKindDiffers)
+	mustHold(t, b, other, capture.Balance{Authorized: authorized, Capturable: 900, Reserved: 100})
 }

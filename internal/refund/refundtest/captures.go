@@ -29,27 +29,29 @@ func (c memoryCaptures) Reserve(_ context.Context, r capture.Reservation) (refun
 	c.m.mu.Lock()
 	defer c.m.mu.Unlock()
 	b := c.m.of(r.ChargeID)
-	e, decided, err := b.refuses(r.Intent, r.Fence, r.Stamp)
-	if decided {
-		return e, err
-	}
 	cb := b.capture
 	if cb.Authorized == 0 {
 		cb = capture.Balance{Authorized: r.Authorized, Capturable: r.Authorized}
 	}
+	if r.Kind != capture.Void && r.Amount > r.Authorized {
+		return refund.Entry{}, &capture.NoRoomError{Capturable: cb.Capturable}
+	}
+	e, decided, err := b.refuses(r.Intent, r.Fence, r.Stamp)
+	if decided {
+		return e, err
+	}
 	amount := r.Amount
-	if amount == 0 || r.Kind == capture.Void {
+	if amount <= 0 || r.Kind == capture.Void {
 		amount = cb.Capturable
 	}
-	closes := r.Kind == capture.Final || r.Kind == capture.Void
-	switch {
+	switch closing := closes(r.Kind); {
 	case cb.Closed != "":
 		return e, capture.ErrClosed
 	case r.Kind == capture.Void && cb.Capturable == 0:
 		return e, capture.ErrNothingCapturable
 	case cb.Closing != "":
 		return e, &capture.InFlightError{Kind: cb.ClosingKind}
-	case closes && cb.Reserved > 0:
+	case closing && cb.Reserved > 0:
 		return e, &capture.InFlightError{Kind: capture.Partial}
 	case amount == 0:
 		return e, capture.ErrNothingCapturable
@@ -59,7 +61,7 @@ func (c memoryCaptures) Reserve(_ context.Context, r capture.Reservation) (refun
 	cs := b.open(r.Authorized)
 	cs.Capturable -= amount
 	cs.Reserved += amount
-	if closes {
+	if closes(r.Kind) {
 		cs.Closing, cs.ClosingKind = r.Intent.Key, r.Kind
 	}
 	e = refund.Entry{State: refund.EntryReserved, Fence: r.Fence, Amount: amount}
@@ -84,6 +86,8 @@ func (c memoryCaptures) Succeed(_ context.Context, chargeID string, in refund.In
 		return nil // ended: the caller holds the row
 	case e.State != refund.EntryReserved || e.Fence != fence:
 		return refund.ErrFenced
+	case !ofKind(b.capture, in.Key, kind):
+		return capture.ErrKindDiffers
 	}
 	cs := &b.capture
 	cs.Reserved -= e.Amount
@@ -101,7 +105,7 @@ func (c memoryCaptures) Succeed(_ context.Context, chargeID string, in refund.In
 		cs.Capturable = 0
 		cs.Closed = capture.ClosedCaptured
 	}
-	if cs.Closing == in.Key {
+	if closes(kind) {
 		cs.Closing, cs.ClosingKind = "", ""
 	}
 	b.remove(in.Key)
@@ -109,8 +113,20 @@ func (c memoryCaptures) Succeed(_ context.Context, chargeID string, in refund.In
 	return nil
 }
 
+func closes(kind capture.Kind) bool { return kind == capture.Final || kind == capture.Void }
+
+// ofKind reports whether an entry of key reserved as kind is the one the
+// capture side holds: a closing intent is its Closing, of its kind, and a
+// capture is not.
+func ofKind(cs capture.Balance, key string, kind capture.Kind) bool {
+	if closes(kind) {
+		return cs.Closing == key && cs.ClosingKind == kind
+	}
+	return cs.Closing != key
+}
+
 // Release implements capture.Balances.
-func (c memoryCaptures) Release(_ context.Context, chargeID string, in refund.Intent, fence int, _ capture.Kind) error {
+func (c memoryCaptures) Release(_ context.Context, chargeID string, in refund.Intent, fence int, kind capture.Kind) error {
 	c.m.mu.Lock()
 	defer c.m.mu.Unlock()
 	b := c.m.of(chargeID)
@@ -121,11 +137,13 @@ func (c memoryCaptures) Release(_ context.Context, chargeID string, in refund.In
 		return nil
 	case e.State != refund.EntryReserved || e.Fence != fence:
 		return refund.ErrFenced
+	case !ofKind(b.capture, in.Key, kind):
+		return capture.ErrKindDiffers
 	}
 	cs := &b.capture
 	cs.Reserved -= e.Amount
 	cs.Capturable += e.Amount
-	if cs.Closing == in.Key {
+	if closes(kind) {
 		cs.Closing, cs.ClosingKind = "", ""
 	}
 	b.remove(in.Key)
