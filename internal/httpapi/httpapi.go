@@ -21,12 +21,12 @@ import (
 	"github.com/idempotent-payments/idempay/internal/route"
 )
 
-// Render is the stored answer of ch (a charge.Renderer): 201 with the charge
-// when captured or authorized, 402 CHARGE_DECLINED with the charge id and decline code
-// when declined. It is a status and a body only: Headers rebuilds the HTTP
-// headers from them and the charge's id, so the record does not store what
-// it can rebuild and every replay carries the same headers as the first
-// answer.
+// Render is the stored answer of ch (a charge.Renderer): 201 with the
+// charge when captured or authorized, 402 CHARGE_DECLINED with the charge
+// id and decline code when declined. It is a status and a body only:
+// Headers rebuilds the HTTP headers from them and the charge's id, so the
+// record does not store what it can rebuild and every replay carries the
+// same headers as the first answer.
 func Render(ch charge.Charge) idem.Response {
 	if ch.Status == acquirer.StatusDeclined {
 		r := problem{code: op.CodeChargeDeclined, detail: detailChargeDeclined, extensions: map[string]any{"charge_id": ch.ID, "decline_code": ch.DeclineCode}}.response()
