@@ -15,6 +15,12 @@ const (
 	VoidDeclined     = "declined"
 )
 
+// DeclineAuthorizationExpired is the decline code of a capture or a void
+// the acquirer refused because the authorization's window had passed: it
+// is read as the expiry it states, never as a decline of the capture
+// alone.
+const DeclineAuthorizationExpired = "authorization_expired"
+
 // CaptureRequest is what is sent to capture part or all of an
 // authorization made without its capture.
 type CaptureRequest struct {

@@ -95,7 +95,9 @@ type Balances interface {
 	// ErrNothingCapturable when nothing does); a Final capture or a Void
 	// only while no capture is in flight either (a *InFlightError of kind
 	// Partial), and they then hold the balance's Closing. A Void takes
-	// all that remains (ErrNothingCapturable when nothing does). It
+	// all that remains (ErrNothingCapturable when nothing does, once no
+	// intent is in flight: the refusals of what is in flight come
+	// first, since an intent in flight may yet give its amount back). It
 	// returns the entry; refund.ErrReleased, refund.ErrStampPassed,
 	// refund.ErrLimitReached and refund.ErrFenced as for a refund.
 	Reserve(ctx context.Context, r Reservation) (refund.Entry, error)
@@ -124,6 +126,9 @@ type Balances interface {
 	Expire(ctx context.Context, chargeID string, authorized int64) error
 	// Get is the charge's capture side (a zero Balance for none).
 	Get(ctx context.Context, chargeID string) (Balance, error)
+	// Entry is refund.Balances.Entry: one intent's entry, whatever the
+	// operation.
+	Entry(ctx context.Context, chargeID string, in refund.Intent) (e refund.Entry, ok bool, err error)
 }
 
 // Errors of a reservation.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/idempotent-payments/idempay/internal/op"
 	"strconv"
 	"strings"
 	"unicode"
@@ -72,11 +73,9 @@ func (c Capture) member() *bool {
 	return &b
 }
 
-// FieldError is one problem with one field of a request.
-type FieldError struct {
-	Field   string `json:"field"`
-	Message string `json:"message"`
-}
+// FieldError is one problem with one field of a request: the one type
+// every operation's door lists (op.FieldError).
+type FieldError = op.FieldError
 
 // ValidationError lists everything wrong with a request body (a charge's
 // or a refund's).

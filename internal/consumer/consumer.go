@@ -353,6 +353,12 @@ var verdicts = map[op.Outcome]rule{
 	op.KeyReused:      {reject: true},
 	op.NotFound:       {reject: true},
 	op.NotRefundable:  {reject: true},
+	// A capture's and a void's: nothing capturable and an expired
+	// authorization are final; another capture or void in flight ends.
+	op.NotCapturable:        {reject: true},
+	op.AuthorizationExpired: {reject: true},
+	op.CaptureInFlight:      {verdict: verdict{retry: true}},
+	op.VoidInFlight:         {verdict: verdict{retry: true}},
 }
 
 // rule is a row of verdicts: the verdict, and whether its message is

@@ -105,7 +105,7 @@ func TestEveryOutcomeHasAVerdict(t *testing.T) {
 		}
 		for _, codes := range []op.Codes{charge.Codes, refund.Codes} {
 			v := verdictOf(call{codes: codes, outcome: o})
-			final := o.Refused() || o == op.NotFound || o == op.NotRefundable
+			final := o.Refused() || o == op.NotFound || o == op.NotRefundable || o == op.NotCapturable || o == op.AuthorizationExpired
 			if final && v.rejectCode != string(codes.Of(o)) || !final && v.rejectCode != "" {
 				t.Errorf("%s: reject code %q, its code %q", o, v.rejectCode, codes.Of(o))
 			}
@@ -494,15 +494,15 @@ func TestRefundCommands(t *testing.T) {
 		t.Fatalf("the replay told %+v", replayed)
 	}
 	httpRetry := w.refunds.Refund(ctx, refund.Input{Account: "acct_1", Keys: []string{"refund-key-1"}, ChargeID: w.chargeID, Body: []byte(`{"amount": 300}`), Source: event.SourceHTTP})
-	if httpRetry.Outcome != op.Replayed || httpRetry.RefundID != replayed[0].Refund.ID {
-		t.Fatalf("an HTTP retry of the queued refund: %s %s", httpRetry.Outcome, httpRetry.RefundID)
+	if httpRetry.Outcome != op.Replayed || httpRetry.ID != replayed[0].Refund.ID {
+		t.Fatalf("an HTTP retry of the queued refund: %s %s", httpRetry.Outcome, httpRetry.ID)
 	}
 
 	first := w.refunds.Refund(ctx, refund.Input{Account: "acct_1", Keys: []string{"refund-key-2"}, ChargeID: w.chargeID, Body: []byte(`{"amount": 200}`), Source: event.SourceHTTP})
 	if first.Outcome != op.Executed || w.send(t, "m3", "refund-key-2", w.chargeID, `{"amount": 200}`) {
 		t.Fatalf("an HTTP refund then its command: %s", first.Outcome)
 	}
-	if got := w.topic.TakeEvents(); len(got) != 1 || got[0].Refund.ID != first.RefundID || got[0].Source != event.SourceHTTP {
+	if got := w.topic.TakeEvents(); len(got) != 1 || got[0].Refund.ID != first.ID || got[0].Source != event.SourceHTTP {
 		t.Fatalf("the command replaying an HTTP refund told %+v; want its event, to its first asker", got)
 	}
 	if n := len(w.sb.Refunds()); n != 2 {

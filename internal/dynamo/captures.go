@@ -122,12 +122,12 @@ func refusedCapture(old map[string]types.AttributeValue, r capture.Reservation) 
 	switch {
 	case closed:
 		return e, capture.ErrClosed
-	case r.Kind == capture.Void && remains == 0:
-		return e, capture.ErrNothingCapturable
 	case closing:
 		return e, &capture.InFlightError{Kind: kindOf(old)}
 	case closes && intOf(old, captureReserved) > 0:
 		return e, &capture.InFlightError{Kind: capture.Partial}
+	case r.Kind == capture.Void && remains == 0:
+		return e, capture.ErrNothingCapturable
 	case r.Amount == 0 || r.Kind == capture.Void:
 		return e, capture.ErrNothingCapturable
 	}
@@ -146,6 +146,11 @@ func kindOf(item map[string]types.AttributeValue) capture.Kind {
 // (Balances.Refence).
 func (c *Captures) Refence(ctx context.Context, chargeID string, in refund.Intent, fence int) (refund.Entry, error) {
 	return c.b.Refence(ctx, chargeID, in, fence)
+}
+
+// Entry implements capture.Balances: the balance's own (Balances.Entry).
+func (c *Captures) Entry(ctx context.Context, chargeID string, in refund.Intent) (refund.Entry, bool, error) {
+	return c.b.Entry(ctx, chargeID, in)
 }
 
 // Succeed implements capture.Balances: a reserved entry of this fence is

@@ -19,7 +19,7 @@ func TestRowAttributeNames(t *testing.T) {
 		"AuthorizationShard": tabledef.AuthorizationShardAttribute, "AuthorizationExpiresAt": tabledef.AuthorizationExpiresAttribute,
 		"Amount": tabledef.AmountAttribute,
 	} {
-		for name, layout := range map[string]reflect.Type{"row": reflect.TypeFor[row](), "refundRow": reflect.TypeFor[refundRow](), "rowMarker": reflect.TypeFor[rowMarker]()} {
+		for name, layout := range map[string]reflect.Type{"row": reflect.TypeFor[row](), "refundRow": reflect.TypeFor[refundRow](), "actionRow": reflect.TypeFor[actionRow](), "rowMarker": reflect.TypeFor[rowMarker]()} {
 			f, ok := layout.FieldByName(field)
 			if !ok && name != "row" && field != "PK" && field != "Type" {
 				continue

@@ -80,7 +80,7 @@ func TestRefundRoundTrips(t *testing.T) {
 			map[string]int{"PutItem": 1}},
 		{"refused by the bound", func() refund.Result { return w.refund("refund-rt-2", `{"amount": 600000}`) }, op.Executed,
 			map[string]int{"PutItem": 1, "GetItem": 2, "UpdateItem": 2}},
-		{"GET a refund", func() refund.Result { return w.svc.Get(ctx, "acct_rt", made.RefundID) }, op.Found,
+		{"GET a refund", func() refund.Result { return w.svc.Get(ctx, "acct_rt", made.ID) }, op.Found,
 			map[string]int{"GetItem": 1}},
 		{"lookup by key", func() refund.Result { return w.svc.ByKey(ctx, "acct_rt", "refund-rt-1") }, op.Found,
 			map[string]int{"GetItem": 2}},
@@ -220,7 +220,7 @@ func TestBalanceNeverExpires(t *testing.T) {
 		if made.Outcome != op.Executed {
 			t.Fatalf("refund: %s", made.Outcome)
 		}
-		for _, pk := range []string{tabledef.BalancePrefix + w.charge, tabledef.RefundPrefix + made.RefundID} {
+		for _, pk := range []string{tabledef.BalancePrefix + w.charge, tabledef.RefundPrefix + made.ID} {
 			out, err := client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true),
 				Key: map[string]types.AttributeValue{tabledef.KeyAttribute: &types.AttributeValueMemberS{Value: pk}}})
 			if err != nil || out.Item == nil {

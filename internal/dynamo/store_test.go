@@ -28,7 +28,8 @@ func TestConformance(t *testing.T) {
 	client := dynamotest.Client(t)
 	storetest.RunConformance(t, func(t *testing.T) storetest.Stores {
 		tbl := dynamo.Open(client, dynamotest.NewTableFor(t, client, false))
-		return storetest.Stores{Store: tbl.Store(), Ledger: tbl.Ledger(), Books: tbl.Books(), Balances: tbl.Balances(), Captures: tbl.Captures(), Authorizations: tbl.Authorizations(), Refunds: tbl.Refunds()}
+		return storetest.Stores{Store: tbl.Store(), Ledger: tbl.Ledger(), Books: tbl.Books(), Balances: tbl.Balances(), Captures: tbl.Captures(), Authorizations: tbl.Authorizations(), Refunds: tbl.Refunds(),
+			CaptureRows: tbl.CaptureRows(), VoidRows: tbl.VoidRows()}
 	})
 }
 

@@ -286,9 +286,9 @@ func respondRefund(res refund.Result, notFound string) reply {
 	switch res.Outcome {
 	case op.Executed, op.Replayed:
 		a.Response, a.replay = res.Response, res.Outcome == op.Replayed
-		a.Headers = RefundHeaders(res.Response, res.RefundID)
+		a.Headers = RefundHeaders(res.Response, res.ID)
 	case op.Found:
-		a.Response = idem.Response{StatusCode: 200, Headers: map[string]string{"Content-Type": "application/json"}, Body: RefundBody(res.Refund)}
+		a.Response = idem.Response{StatusCode: 200, Headers: map[string]string{"Content-Type": "application/json"}, Body: RefundBody(res.Row)}
 	default:
 		p := refundProblem(res)
 		if res.Outcome == op.NotFound && notFound != "" {

@@ -25,24 +25,33 @@ type form struct {
 // charge or refund, a refund the bound refused), and the adapter's own.
 // TestEveryCodeHasAForm holds it whole.
 var forms = map[op.Code]form{
-	op.CodeUnauthenticated:       {401, "Authentication is required"},
-	op.CodeIdempotencyKeyMissing: {400, "Idempotency-Key header is required"},
-	op.CodeIdempotencyKeyInvalid: {400, "Idempotency-Key is invalid"},
-	op.CodeValidationFailed:      {400, "The request body is invalid"},
-	op.CodeIdempotencyInFlight:   {409, "A request with this Idempotency-Key is in progress"},
-	op.CodeIdempotencyKeyReused:  {422, "This Idempotency-Key was used with a different request"},
-	op.CodeAcquirerUnavailable:   {503, "The acquirer is unavailable; nothing was sent"},
-	op.CodeServiceUnavailable:    {503, "The service is unavailable"},
-	op.CodeNotFound:              {404, "Not found"},
-	op.CodeUnsupportedMediaType:  {415, "The request body must be JSON"},
-	op.CodeInternal:              {500, "Internal error"},
-	op.CodeChargeOutcomePending:  {503, "The outcome of the charge is not known yet"},
-	op.CodeChargeDeclined:        {402, "The charge was declined"},
-	op.CodeRefundOutcomePending:  {503, "The outcome of the refund is not known yet"},
-	op.CodeChargeNotRefundable:   {422, "The charge cannot be refunded"},
-	op.CodeRefundDeclined:        {402, "The refund was declined"},
-	op.CodeRefundExceedsCharge:   {422, "The refund exceeds what remains refundable"},
-	op.CodeRefundLimitReached:    {422, "The charge has the most refunds allowed"},
+	op.CodeUnauthenticated:             {401, "Authentication is required"},
+	op.CodeIdempotencyKeyMissing:       {400, "Idempotency-Key header is required"},
+	op.CodeIdempotencyKeyInvalid:       {400, "Idempotency-Key is invalid"},
+	op.CodeValidationFailed:            {400, "The request body is invalid"},
+	op.CodeIdempotencyInFlight:         {409, "A request with this Idempotency-Key is in progress"},
+	op.CodeIdempotencyKeyReused:        {422, "This Idempotency-Key was used with a different request"},
+	op.CodeAcquirerUnavailable:         {503, "The acquirer is unavailable; nothing was sent"},
+	op.CodeServiceUnavailable:          {503, "The service is unavailable"},
+	op.CodeNotFound:                    {404, "Not found"},
+	op.CodeUnsupportedMediaType:        {415, "The request body must be JSON"},
+	op.CodeInternal:                    {500, "Internal error"},
+	op.CodeChargeOutcomePending:        {503, "The outcome of the charge is not known yet"},
+	op.CodeChargeDeclined:              {402, "The charge was declined"},
+	op.CodeRefundOutcomePending:        {503, "The outcome of the refund is not known yet"},
+	op.CodeChargeNotRefundable:         {422, "The charge cannot be refunded"},
+	op.CodeRefundDeclined:              {402, "The refund was declined"},
+	op.CodeRefundExceedsCharge:         {422, "The refund exceeds what remains refundable"},
+	op.CodeRefundLimitReached:          {422, "The charge has the most refunds allowed"},
+	op.CodeCaptureOutcomePending:       {503, "The outcome of the capture is not known yet"},
+	op.CodeVoidOutcomePending:          {503, "The outcome of the void is not known yet"},
+	op.CodeCaptureDeclined:             {402, "The capture was declined"},
+	op.CodeVoidDeclined:                {402, "The void was declined"},
+	op.CodeChargeNotCapturable:         {422, "The charge cannot be captured or voided"},
+	op.CodeAuthorizationExpired:        {422, "The authorization has expired"},
+	op.CodeCaptureInFlight:             {409, "A capture of the charge is in flight"},
+	op.CodeVoidInFlight:                {409, "A void of the charge is in flight"},
+	op.CodeCaptureExceedsAuthorization: {422, "The capture exceeds what remains capturable"},
 }
 
 // words are an operation's words in the details of its problems: what it
@@ -82,9 +91,17 @@ func detailOf(o op.Outcome, w words) string {
 	case op.NotRefundable:
 		return "only a captured charge of this deployment's acquirer can be refunded"
 	case op.ChargePending:
-		return "retry the refund with the same key once the charge's outcome is known"
+		return "retry the " + w.noun + " with the same key once the charge's outcome is known"
 	case op.ChargeHeld:
-		return "the charge is under review; retry the refund with the same key once its outcome is known"
+		return "the charge is under review; retry the " + w.noun + " with the same key once its outcome is known"
+	case op.NotCapturable:
+		return "only an open authorization of this deployment's acquirer with something left can be captured or voided"
+	case op.AuthorizationExpired:
+		return "the authorization has lapsed and released its amount; nothing can be captured"
+	case op.CaptureInFlight:
+		return "a capture of this charge is in flight; retry with the same key after Retry-After"
+	case op.VoidInFlight:
+		return "a void or a final capture of this charge is in flight; retry with the same key after Retry-After"
 	}
 	return ""
 }

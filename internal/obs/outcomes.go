@@ -37,6 +37,16 @@ const (
 	OutcomeChargeHeld    Outcome = "charge_held"
 )
 
+// What only a capture or a void comes to: the charge holds nothing it can
+// act on, its authorization has expired, or another capture or void of it
+// is in flight.
+const (
+	OutcomeNotCapturable        Outcome = "charge_not_capturable"
+	OutcomeAuthorizationExpired Outcome = "authorization_expired"
+	OutcomeCaptureInFlight      Outcome = "capture_in_flight"
+	OutcomeVoidInFlight         Outcome = "void_in_flight"
+)
+
 // The HTTP entry point's own refusals, made before the service is asked,
 // and its health check's answers.
 const (
@@ -72,6 +82,7 @@ func Outcomes() []Outcome {
 		OutcomeExecuted, OutcomeReplayed, OutcomeAccountInvalid, OutcomeKeyMissing, OutcomeKeyInvalid, OutcomeRequestInvalid,
 		OutcomeInFlight, OutcomeKeyReused, OutcomeReleased, OutcomePending, OutcomeUnavailable, OutcomeFound, OutcomeNotFound,
 		OutcomeAcquirerMismatch, OutcomeHeld, OutcomeNotRefundable, OutcomeChargePending, OutcomeChargeHeld,
+		OutcomeNotCapturable, OutcomeAuthorizationExpired, OutcomeCaptureInFlight, OutcomeVoidInFlight,
 		OutcomeUnsupportedMediaType, OutcomeNoRoute, OutcomeHealthy, OutcomeUnhealthy,
 		OutcomeMalformed, OutcomeProducerNotAllowed, OutcomeReconcileFailed,
 		OutcomeReconciledNothing, OutcomeReconciledComplete, OutcomeReconciledReleased, OutcomeReconciledHeld,

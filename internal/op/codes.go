@@ -37,6 +37,19 @@ const (
 	CodeRefundDeclined       Code = "REFUND_DECLINED"
 	CodeRefundExceedsCharge  Code = "REFUND_EXCEEDS_CHARGE"
 	CodeRefundLimitReached   Code = "REFUND_LIMIT_REACHED"
+	// A capture's and a void's: their outcomes are not known yet, the
+	// acquirer declined them, the charge holds nothing they can act on or
+	// its authorization expired, another capture or void of the charge is
+	// in flight, and the bound refused a capture's amount.
+	CodeCaptureOutcomePending       Code = "CAPTURE_OUTCOME_PENDING"
+	CodeVoidOutcomePending          Code = "VOID_OUTCOME_PENDING"
+	CodeCaptureDeclined             Code = "CAPTURE_DECLINED"
+	CodeVoidDeclined                Code = "VOID_DECLINED"
+	CodeChargeNotCapturable         Code = "CHARGE_NOT_CAPTURABLE"
+	CodeAuthorizationExpired        Code = "AUTHORIZATION_EXPIRED"
+	CodeCaptureInFlight             Code = "CAPTURE_IN_FLIGHT"
+	CodeVoidInFlight                Code = "VOID_IN_FLIGHT"
+	CodeCaptureExceedsAuthorization Code = "CAPTURE_EXCEEDS_AUTHORIZATION"
 )
 
 // Codes are how one operation's outcomes read where they differ from every
@@ -54,6 +67,8 @@ var common = [numOutcomes]Code{
 	RequestInvalid: CodeValidationFailed, KeyReused: CodeIdempotencyKeyReused, InFlight: CodeIdempotencyInFlight,
 	Released: CodeAcquirerUnavailable, Unavailable: CodeServiceUnavailable, NotFound: CodeNotFound,
 	NotRefundable: CodeChargeNotRefundable, ChargePending: CodeChargeOutcomePending, ChargeHeld: CodeChargeOutcomePending,
+	NotCapturable: CodeChargeNotCapturable, AuthorizationExpired: CodeAuthorizationExpired,
+	CaptureInFlight: CodeCaptureInFlight, VoidInFlight: CodeVoidInFlight,
 }
 
 // Of is the code o answers with in the operation of c: empty for the

@@ -12,8 +12,9 @@ type Outcome int
 // The outcomes. Nothing is written for AccountInvalid, KeyMissing,
 // KeyInvalid and RequestInvalid, nor for the refusals of a precondition
 // (NotFound of what the call acts on, NotRefundable, ChargePending,
-// ChargeHeld); InFlight, Released, Pending, Unavailable, Mismatch and Held
-// come with a RetryAfter.
+// ChargeHeld, NotCapturable, AuthorizationExpired, CaptureInFlight,
+// VoidInFlight); InFlight, Released, Pending, Unavailable, Mismatch,
+// Held, CaptureInFlight and VoidInFlight come with a RetryAfter.
 const (
 	// Executed: this call took the key and its answer is stored: the
 	// acquirer's decision, or the operation's own refusal (a refund's
@@ -65,6 +66,22 @@ const (
 	// ChargeHeld: the record of the charge the call acts on is held for
 	// an operator, whose decision comes first; retry once it is settled.
 	ChargeHeld
+	// NotCapturable: the charge a capture or a void names holds nothing
+	// it can act on: captured at creation, declined, authorized by
+	// another acquirer, or its authorization closed (voided, finally
+	// captured) or wholly captured.
+	NotCapturable
+	// AuthorizationExpired: the authorization a capture or a void names
+	// has passed its expiry.
+	AuthorizationExpired
+	// CaptureInFlight: a capture of the same charge is in flight, which a
+	// void or a final capture waits for; nothing was reserved or sent,
+	// the key is free again, and a retry decides again.
+	CaptureInFlight
+	// VoidInFlight: a void (or a final capture) of the same charge is in
+	// flight, which every other capture and void waits for; as
+	// CaptureInFlight.
+	VoidInFlight
 
 	numOutcomes // one past the last: every outcome below has a name
 )
@@ -76,6 +93,8 @@ var outcomeNames = [numOutcomes]obs.Outcome{
 	Unavailable: obs.OutcomeUnavailable, Found: obs.OutcomeFound, NotFound: obs.OutcomeNotFound,
 	Mismatch: obs.OutcomeAcquirerMismatch, Held: obs.OutcomeHeld, NotRefundable: obs.OutcomeNotRefundable,
 	ChargePending: obs.OutcomeChargePending, ChargeHeld: obs.OutcomeChargeHeld,
+	NotCapturable: obs.OutcomeNotCapturable, AuthorizationExpired: obs.OutcomeAuthorizationExpired,
+	CaptureInFlight: obs.OutcomeCaptureInFlight, VoidInFlight: obs.OutcomeVoidInFlight,
 }
 
 // Name is the outcome's stable name in the observability vocabulary: the

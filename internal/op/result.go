@@ -9,12 +9,14 @@ import (
 // Result is the typed result a completed record stores beside its
 // answer's bytes (idem.Response.Result, the attribute response_result on
 // the table): the answer's code ("" for a success), the id of the row it
-// answers with, and what a refusal carried (a refund bound's Refundable).
-// Adapters act on it without reading another adapter's bytes.
+// answers with, and what a refusal carried (a refund bound's Refundable,
+// a capture bound's Capturable). Adapters act on it without reading
+// another adapter's bytes.
 type Result struct {
 	Code       Code
 	ID         string
 	Refundable *int64
+	Capturable *int64
 }
 
 // The keys of a stored result.
@@ -22,6 +24,7 @@ const (
 	resultCode       = "code"
 	resultID         = "id"
 	resultRefundable = "refundable"
+	resultCapturable = "capturable"
 )
 
 // Stored is r as a record stores it.
@@ -32,6 +35,9 @@ func (r Result) Stored() map[string]string {
 	}
 	if r.Refundable != nil {
 		out[resultRefundable] = strconv.FormatInt(*r.Refundable, 10)
+	}
+	if r.Capturable != nil {
+		out[resultCapturable] = strconv.FormatInt(*r.Capturable, 10)
 	}
 	return out
 }
@@ -51,10 +57,20 @@ func ResultOf(resp idem.Response) (r Result, ok bool) {
 		return Result{}, false
 	}
 	r = Result{Code: Code(resp.Result[resultCode]), ID: resp.Result[resultID]}
-	if v, has := resp.Result[resultRefundable]; has {
-		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-			r.Refundable = &n
-		}
-	}
+	r.Refundable = figure(resp.Result, resultRefundable)
+	r.Capturable = figure(resp.Result, resultCapturable)
 	return r, true
+}
+
+// figure is the stored result's figure name, nil when it has none.
+func figure(stored map[string]string, name string) *int64 {
+	v, has := stored[name]
+	if !has {
+		return nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return nil
+	}
+	return &n
 }

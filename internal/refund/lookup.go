@@ -25,13 +25,13 @@ func (s *Service) Get(ctx context.Context, account, id string) Result {
 	if early := s.frame.Answer(ctx, Operation, account, op.RowRead{Account: r.Account, Err: err, None: ErrNoRefund, Unreadable: ErrUnreadableRefund}); early != nil {
 		return endedEarly(*early)
 	}
-	return Result{Outcome: op.Found, Refund: r}
+	return Result{Outcome: op.Found, Row: r}
 }
 
 // completedRow is the row of rec, a completed record, when it reads.
 func (s *Service) completedRow(ctx context.Context, rec *idem.Record) (Refund, bool) {
 	res := s.Get(ctx, rec.Account, ID(rec.DownstreamKey))
-	return res.Refund, res.Outcome == op.Found
+	return res.Row, res.Outcome == op.Found
 }
 
 // ByKey finds account's refund by the client's idempotency key, as the

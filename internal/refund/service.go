@@ -102,14 +102,14 @@ func (s *Service) claimAndExecute(ctx context.Context, scope idem.Scope, req Req
 	case early != nil:
 		return endedEarly(*early)
 	case claim.Replay != nil:
-		return Result{Outcome: op.Replayed, Response: *claim.Replay, Refusal: RefusalOf(*claim.Replay), RefundID: answeredID(claim.DownstreamKey), Source: claim.Source, ClaimedAt: claim.ClaimedAt}
+		return Result{Outcome: op.Replayed, Response: *claim.Replay, Refusal: RefusalOf(*claim.Replay), ID: answeredID(claim.DownstreamKey), Source: claim.Source, ClaimedAt: claim.ClaimedAt}
 	}
 	a := &attempt{s: s, req: req}
 	res := op.Run[acquirer.Refund, Result](ctx, s.frame, claim.Lease, a, a)
 	res.Attempt = claim.Lease.Attempt()
 	if res.Outcome == op.Executed {
 		rec := claim.Lease.Record()
-		res.Source, res.ClaimedAt, res.RefundID = rec.Source, rec.CreatedAt, answeredID(rec.DownstreamKey)
+		res.Source, res.ClaimedAt, res.ID = rec.Source, rec.CreatedAt, answeredID(rec.DownstreamKey)
 	}
 	return res
 }
@@ -484,9 +484,9 @@ func (s *Service) complete(ctx context.Context, lease *idem.Lease, a Answer, ref
 	done, rec, pending := s.frame.Complete(ctx, lease, resp)
 	switch {
 	case done:
-		return Result{Outcome: op.Executed, Response: resp, Refusal: a.Refusal(), RefundID: refundID}
+		return Result{Outcome: op.Executed, Response: resp, Refusal: a.Refusal(), ID: refundID}
 	case rec != nil:
-		return Result{Outcome: op.Replayed, Response: *rec.Response, Refusal: RefusalOf(*rec.Response), RefundID: answeredID(rec.DownstreamKey), Source: rec.Source, ClaimedAt: rec.CreatedAt}
+		return Result{Outcome: op.Replayed, Response: *rec.Response, Refusal: RefusalOf(*rec.Response), ID: answeredID(rec.DownstreamKey), Source: rec.Source, ClaimedAt: rec.CreatedAt}
 	}
 	return endedEarly(pending)
 }

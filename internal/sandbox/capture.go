@@ -21,7 +21,7 @@ const (
 	// DeclineAuthorizationClosed: a void or a final capture has closed it.
 	DeclineAuthorizationClosed = "authorization_closed"
 	// DeclineAuthorizationExpired: its window has passed.
-	DeclineAuthorizationExpired = "authorization_expired"
+	DeclineAuthorizationExpired = acquirer.DeclineAuthorizationExpired
 	// DeclineNothingToRelease: a void of an authorization wholly captured.
 	DeclineNothingToRelease = "nothing_to_release"
 )

@@ -3,6 +3,7 @@ package storetest_test
 import (
 	"testing"
 
+	"github.com/idempotent-payments/idempay/internal/capture/capturetest"
 	"github.com/idempotent-payments/idempay/internal/charge/chargetest"
 	"github.com/idempotent-payments/idempay/internal/idem/idemtest"
 	"github.com/idempotent-payments/idempay/internal/refund/refundtest"
@@ -15,6 +16,7 @@ func TestMemoryConformance(t *testing.T) {
 		ledger := chargetest.NewLedger()
 		balances := refundtest.NewMemoryBalances()
 		return storetest.Stores{Store: idemtest.NewMemoryStore(), Ledger: ledger, Books: ledger,
-			Balances: balances, Captures: balances.Captures(), Authorizations: ledger, Refunds: refundtest.NewLedgerListedIn(ledger)}
+			Balances: balances, Captures: balances.Captures(), Authorizations: ledger, Refunds: refundtest.NewLedgerListedIn(ledger),
+			CaptureRows: capturetest.NewLedger(), VoidRows: capturetest.NewLedger()}
 	})
 }

@@ -33,6 +33,8 @@ type Stores struct {
 	Captures       capture.Balances
 	Authorizations capture.Authorizations
 	Refunds        refund.Ledger
+	// CaptureRows and VoidRows are the captures' and the voids' rows.
+	CaptureRows, VoidRows capture.Ledger
 }
 
 // NewStoresFunc makes fresh Stores for a test.
@@ -86,11 +88,27 @@ func RunConformance(t *testing.T, newStores NewStoresFunc) {
 		})
 	})
 	t.Run("refund rows", func(t *testing.T) { t.Parallel(); refundtest.RunLedgerConformance(t, newStores(t).Refunds) })
+	t.Run("capture rows", func(t *testing.T) {
+		t.Parallel()
+		capturetest.RunLedgerConformance(t, newStores(t).CaptureRows, capture.CaptureID, capture.Partial)
+	})
+	t.Run("void rows", func(t *testing.T) {
+		t.Parallel()
+		capturetest.RunLedgerConformance(t, newStores(t).VoidRows, capture.VoidID, capture.Void)
+	})
 	t.Run("services", func(t *testing.T) {
 		t.Parallel()
 		refundtest.RunServiceConformance(t, func(t *testing.T) refundtest.Stores {
 			s := newStores(t)
 			return refundtest.Stores{Store: s.Store, Charges: s.Ledger, Balances: s.Balances, Captures: s.Captures, Refunds: s.Refunds}
+		})
+	})
+	t.Run("capture services", func(t *testing.T) {
+		t.Parallel()
+		capturetest.RunServiceConformance(t, func(t *testing.T) capturetest.ServiceStores {
+			s := newStores(t)
+			return capturetest.ServiceStores{Store: s.Store, Charges: s.Ledger, Balances: capturetest.Balances{Refunds: s.Balances, Captures: s.Captures},
+				Refunds: s.Refunds, CaptureRows: s.CaptureRows, VoidRows: s.VoidRows}
 		})
 	})
 }

@@ -74,6 +74,9 @@ const (
 	// ChargeRowType is a ledger row's, RefundRowType a refund row's.
 	ChargeRowType = "charge"
 	RefundRowType = "refund"
+	// CaptureRowType is a capture row's, VoidRowType a void row's.
+	CaptureRowType = "capture"
+	VoidRowType    = "void"
 	// HeldMarkerType is the held marker's: a charge whose record is held
 	// for an operator, before it has a row, naming the record's account
 	// and key. A row write replaces it.
@@ -109,6 +112,14 @@ const BalancePrefix = "BALANCE#"
 // id: written once, never expires; or of the voided marker that stands
 // there instead of a row an operator voided.
 const RefundPrefix = "REFUND#"
+
+// CapturePrefix and VoidPrefix begin the key of each capture row and
+// each void row, followed by its id, as RefundPrefix a refund's: written
+// once, never expire, or the voided marker in their place.
+const (
+	CapturePrefix = "CAPTURE#"
+	VoidPrefix    = "VOID#"
+)
 
 // Type is an attribute's DynamoDB scalar type.
 type Type string

@@ -214,12 +214,17 @@ func testVoid(t *testing.T, b Balances) {
 	mustHold(t, b, ch, capture.Balance{Authorized: authorized, Captured: 250, Released: 750, Closed: capture.ClosedVoided})
 	_, err = reserve(b, ch, 4, capture.Partial, 1)
 	mustRefuse(t, "a capture after the void", err, capture.ErrClosed)
-	// Voiding what was wholly captured is refused: nothing to release.
+	// A void behind a capture that holds all that remains waits for it
+	// (the capture may be declined); once it has taken everything, a void
+	// is refused: nothing to release.
 	whole := chargeOf()
 	if _, err := reserve(b, whole, 0, capture.Partial, 0); err != nil {
 		t.Fatal(err)
 	}
 	_, err = reserve(b, whole, 1, capture.Void, 0)
+	mustRefuse(t, "a void behind a capture of everything", err, &capture.InFlightError{Kind: capture.Partial})
+	succeed(t, b, whole, 0, capture.Partial)
+	_, err = reserve(b, whole, 2, capture.Void, 0)
 	mustRefuse(t, "a void of what captures took", err, capture.ErrNothingCapturable)
 }
 

@@ -47,12 +47,12 @@ func (c memoryCaptures) Reserve(_ context.Context, r capture.Reservation) (refun
 	switch closing := closes(r.Kind); {
 	case cb.Closed != "":
 		return e, capture.ErrClosed
-	case r.Kind == capture.Void && cb.Capturable == 0:
-		return e, capture.ErrNothingCapturable
 	case cb.Closing != "":
 		return e, &capture.InFlightError{Kind: cb.ClosingKind}
 	case closing && cb.Reserved > 0:
 		return e, &capture.InFlightError{Kind: capture.Partial}
+	case r.Kind == capture.Void && cb.Capturable == 0:
+		return e, capture.ErrNothingCapturable
 	case amount == 0:
 		return e, capture.ErrNothingCapturable
 	case amount > cb.Capturable:
@@ -73,6 +73,11 @@ func (c memoryCaptures) Reserve(_ context.Context, r capture.Reservation) (refun
 // Refence implements capture.Balances: the balance's own.
 func (c memoryCaptures) Refence(ctx context.Context, chargeID string, in refund.Intent, fence int) (refund.Entry, error) {
 	return c.m.Refence(ctx, chargeID, in, fence)
+}
+
+// Entry implements capture.Balances: the balance's own.
+func (c memoryCaptures) Entry(ctx context.Context, chargeID string, in refund.Intent) (refund.Entry, bool, error) {
+	return c.m.Entry(ctx, chargeID, in)
 }
 
 // Succeed implements capture.Balances.

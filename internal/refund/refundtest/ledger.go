@@ -86,17 +86,21 @@ func (l *Ledger) Void(_ context.Context, id string) error {
 // Render is a refund.Renderer for the suites: the row as JSON, 201 or
 // 402, or the bound's refusal as 422 with what remained.
 func Render(a refund.Answer) idem.Response {
-	var v any = a
-	status := http.StatusUnprocessableEntity
-	if a.Refund != nil {
-		v, status = a.Refund, http.StatusCreated
-		if a.Refund.Status != acquirer.RefundSucceeded {
-			status = http.StatusPaymentRequired
-		}
+	switch {
+	case a.Refund == nil:
+		return AnswerJSON(a, http.StatusUnprocessableEntity)
+	case a.Refund.Status != acquirer.RefundSucceeded:
+		return AnswerJSON(a.Refund, http.StatusPaymentRequired)
 	}
+	return AnswerJSON(a.Refund, http.StatusCreated)
+}
+
+// AnswerJSON is v as JSON, answered with status: the suites' renderers of
+// every action's answers.
+func AnswerJSON(v any, status int) idem.Response {
 	body, err := json.Marshal(v)
 	if err != nil {
-		panic(err) // strings, numbers, booleans and a time
+		panic(err) // strings, numbers, booleans and times
 	}
 	return idem.Response{StatusCode: status, Body: body}
 }

@@ -204,12 +204,12 @@ func serviceRefundsUpToTheCharge(t *testing.T, w *world) {
 	ch := w.charge(t, "pm_card_visa", 1000)
 	first := w.svc.Refund(ctx, in("refund-a", ch, `{"amount": 600, "reason": "requested_by_customer"}`))
 	mustAnswer(t, first, op.Executed, 201)
-	if first.RefundID == "" || first.Attempt != 1 {
+	if first.ID == "" || first.Attempt != 1 {
 		t.Fatalf("first: %+v", first)
 	}
 	again := w.svc.Refund(ctx, in("refund-a", ch, `{"reason": "requested_by_customer", "amount": 600}`))
 	mustAnswer(t, again, op.Replayed, 201)
-	if string(again.Response.Body) != string(first.Response.Body) || again.RefundID != first.RefundID {
+	if string(again.Response.Body) != string(first.Response.Body) || again.ID != first.ID {
 		t.Fatalf("replay %s, first %s", again.Response.Body, first.Response.Body)
 	}
 	over := w.svc.Refund(ctx, in("refund-b", ch, `{"amount": 600}`))
@@ -219,20 +219,20 @@ func serviceRefundsUpToTheCharge(t *testing.T, w *world) {
 	}
 	replayed := w.svc.Refund(ctx, in("refund-b", ch, `{"amount": 600}`))
 	mustAnswer(t, replayed, op.Replayed, 422)
-	if over.RefundID == "" || replayed.RefundID != over.RefundID || over.ClaimedAt.IsZero() || !replayed.ClaimedAt.Equal(over.ClaimedAt) || replayed.Source != over.Source {
+	if over.ID == "" || replayed.ID != over.ID || over.ClaimedAt.IsZero() || !replayed.ClaimedAt.Equal(over.ClaimedAt) || replayed.Source != over.Source {
 		t.Fatalf("the refusal and its replay name the refund %q and %q, claimed at %s and %s, from %q and %q: want one of each",
-			over.RefundID, replayed.RefundID, over.ClaimedAt, replayed.ClaimedAt, over.Source, replayed.Source)
+			over.ID, replayed.ID, over.ClaimedAt, replayed.ClaimedAt, over.Source, replayed.Source)
 	}
 	// The record stores the typed result beside the bytes, and the replay
 	// carries the refusal from it.
-	want := map[string]string{"code": string(op.CodeRefundExceedsCharge), "id": over.RefundID, "refundable": "400"}
+	want := map[string]string{"code": string(op.CodeRefundExceedsCharge), "id": over.ID, "refundable": "400"}
 	if got := w.record(t, idem.Scope{Operation: refund.Operation, Account: account, Key: "refund-b"}).Response.Result; !maps.Equal(got, want) ||
 		over.Refusal != op.CodeRefundExceedsCharge || replayed.Refusal != op.CodeRefundExceedsCharge || first.Refusal != "" || again.Refusal != "" {
 		t.Fatalf("the stored result %v (want %v); refusals %q, %q, %q, %q", got, want, over.Refusal, replayed.Refusal, first.Refusal, again.Refusal)
 	}
 	rest := w.svc.Refund(ctx, in("refund-c", ch, `{}`))
 	mustAnswer(t, rest, op.Executed, 201)
-	if row, err := w.stores.Refunds.Get(ctx, rest.RefundID); err != nil || row.Amount != 400 || row.Reason != "" {
+	if row, err := w.stores.Refunds.Get(ctx, rest.ID); err != nil || row.Amount != 400 || row.Reason != "" {
 		t.Fatalf("the rest: %+v, %v", row, err)
 	}
 	mustAnswer(t, w.svc.Refund(ctx, in("refund-d", ch, `{}`)), op.Executed, 422)
@@ -488,7 +488,7 @@ func serviceADeclineFreesTheAmount(t *testing.T, w *world) {
 	w.sb.SetFaults(sandbox.Faults{DeclineRefunds: true})
 	declined := w.svc.Refund(ctx, in("declined-refund", ch, `{"amount": 1000}`))
 	mustAnswer(t, declined, op.Executed, 402)
-	if row, err := w.stores.Refunds.Get(ctx, declined.RefundID); err != nil || row.Status != acquirer.RefundDeclined || row.DeclineCode == "" {
+	if row, err := w.stores.Refunds.Get(ctx, declined.ID); err != nil || row.Status != acquirer.RefundDeclined || row.DeclineCode == "" {
 		t.Fatalf("the declined row: %+v, %v", row, err)
 	}
 	w.mustHold(t, ch, 1000, 0, 0)
@@ -1063,14 +1063,14 @@ func serviceLookupsByIDAndKey(t *testing.T, w *world) {
 	made := w.svc.Refund(ctx, in("looked-up", ch, `{"amount": 1000}`))
 	mustAnswer(t, made, op.Executed, 201)
 	mustAnswer(t, w.svc.Refund(ctx, in("refused-lookup", ch, `{"amount": 1}`)), op.Executed, 422)
-	if got := w.svc.Get(ctx, account, made.RefundID); got.Outcome != op.Found || got.Refund.Amount != 1000 || got.Refund.ChargeID != ch {
-		t.Fatalf("get: %s %+v", got.Outcome, got.Refund)
+	if got := w.svc.Get(ctx, account, made.ID); got.Outcome != op.Found || got.Row.Amount != 1000 || got.Row.ChargeID != ch {
+		t.Fatalf("get: %s %+v", got.Outcome, got.Row)
 	}
-	if got := w.svc.ByKey(ctx, account, "looked-up"); got.Outcome != op.Found || got.Refund.ID != made.RefundID {
+	if got := w.svc.ByKey(ctx, account, "looked-up"); got.Outcome != op.Found || got.Row.ID != made.ID {
 		t.Fatalf("by key: %s", got.Outcome)
 	}
 	for name, got := range map[string]refund.Result{
-		"another account's by id":  w.svc.Get(ctx, "acct_other", made.RefundID),
+		"another account's by id":  w.svc.Get(ctx, "acct_other", made.ID),
 		"another account's by key": w.svc.ByKey(ctx, "acct_other", "looked-up"),
 		"a refused key":            w.svc.ByKey(ctx, account, "refused-lookup"),
 		"no such key":              w.svc.ByKey(ctx, account, "never-used"),
