@@ -1,6 +1,6 @@
 // Command charge is the Lambda function behind every route of the API
-// (route.All and route.Public: the charges, their refunds, the health
-// check; API Gateway HTTP API, payload v2).
+// (route.All and route.Public: the charges, their refunds, captures and
+// voids, the health check; API Gateway HTTP API, payload v2).
 package main
 
 import (
@@ -26,7 +26,7 @@ func run(logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	h := &httpapi.Handler{Service: c.Service, Refunds: c.Refunds, AccountClaim: c.Config.AccountClaim, Log: logger, Metrics: obs.NewMetrics(os.Stdout, obs.FunctionCharge, c.Config.Environment), Tracer: c.Tracer}
+	h := &httpapi.Handler{Service: c.Service, Refunds: c.Refunds, Captures: c.Captures, AccountClaim: c.Config.AccountClaim, Log: logger, Metrics: obs.NewMetrics(os.Stdout, obs.FunctionCharge, c.Config.Environment), Tracer: c.Tracer}
 	lambda.Start(func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		defer c.Flush(ctx) // Lambda freezes the process after the answer
 		return h.Handle(ctx, ev)

@@ -44,9 +44,10 @@ type Service struct {
 // NewService returns a Service. The guard, the balances and the two
 // ledgers must be on one table (dynamo.Open's); charges is the charge
 // service of the same deployment; cfg is the charge service's, defaulted
-// the same way. It panics on a nil dependency, a wiring mistake.
+// the same way. It panics on a nil guard, charges, balances, ledger or
+// renderer, a wiring mistake.
 func NewService(guard *idem.Guard, charges Charges, balances Balances, captureRows, voidRows Ledger, acq Acquirer, answer Renderer, cfg charge.Config) *Service {
-	if guard == nil || charges == nil || balances == nil || captureRows == nil || voidRows == nil || acq == nil || answer == nil {
+	if guard == nil || charges == nil || balances == nil || captureRows == nil || voidRows == nil || answer == nil {
 		panic("capture.NewService: a nil dependency")
 	}
 	cfg = cfg.Defaulted()

@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/idempotent-payments/idempay/internal/acquirer/acquirerhttp"
+	"github.com/idempotent-payments/idempay/internal/capture"
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/deploy"
 	"github.com/idempotent-payments/idempay/internal/dynamo"
@@ -126,7 +127,9 @@ type Charging struct {
 	AWS     aws.Config
 	Service *charge.Service
 	Refunds *refund.Service
-	// Operations are both services as the operator's channel and the
+	// Captures serves the captures and the voids.
+	Captures *capture.Service
+	// Operations are every service as the operator's channel and the
 	// reconciler reach them, by their records' keys.
 	Operations *op.Registry
 	// Tracer is nil when tracing is off; call Flush at the end of every
@@ -154,19 +157,20 @@ func Start(ctx context.Context, function string, getenv func(string) string, log
 	if err != nil {
 		return Charging{}, err
 	}
-	svc, refunds, err := Services(ctx, awsCfg, cfg, logger, tracer)
+	svc, refunds, captures, err := Services(ctx, awsCfg, cfg, logger, tracer)
 	if err != nil {
 		return Charging{}, err
 	}
-	return Charging{Config: cfg, AWS: awsCfg, Service: svc, Refunds: refunds, Operations: op.NewRegistry(svc.Operation(), refunds.Operation()),
-		Tracer: tracer, Flush: flush}, nil
+	return Charging{Config: cfg, AWS: awsCfg, Service: svc, Refunds: refunds, Captures: captures,
+		Operations: op.NewRegistry(svc.Operation(), refunds.Operation(), captures.CaptureOperation(), captures.VoidOperation()),
+		Tracer:     tracer, Flush: flush}, nil
 }
 
-// Services builds the charge and the refund services: the table, opened
-// once (its records under one guard, with the protocol of c: T, the skew
-// and the acquirer's id; its ledger, its refund balances and rows), and
-// one acquirer client.
-func Services(ctx context.Context, awsCfg aws.Config, c Config, logger *slog.Logger, tracer trace.Tracer) (*charge.Service, *refund.Service, error) {
+// Services builds the charge, the refund and the capture services: the
+// table, opened once (its records under one guard, with the protocol of
+// c: T, the skew and the acquirer's id; its ledger, its balances and its
+// rows), and one acquirer client.
+func Services(ctx context.Context, awsCfg aws.Config, c Config, logger *slog.Logger, tracer trace.Tracer) (*charge.Service, *refund.Service, *capture.Service, error) {
 	table := dynamo.Open(dynamo.NewClient(awsCfg, c.SkipResponseCRC32), c.TableName)
 	guard := idem.NewGuard(table.Store(), idem.Config{
 		Retention: c.Retention, LeaseMargin: c.LeaseMargin, CacheSize: c.CacheSize,
@@ -187,16 +191,18 @@ func Services(ctx context.Context, awsCfg aws.Config, c Config, logger *slog.Log
 			return aws.ToString(out.SecretString), nil
 		}, 0, 0)
 		if _, err := cred.Key(ctx); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
 	acq, err := acquirerhttp.NewClientWithCredential(c.AcquirerURL, cred, nil)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	svcCfg := charge.Config{AcquirerTimeout: c.AcquirerTimeout, MaxAmount: c.MaxAmount, AuthorizationWindow: c.AuthorizationWindow, Logger: logger, Tracer: setup.Spans(tracer), Region: c.Region}
 	charges := charge.NewService(guard, table.Ledger(), acq, httpapi.Render, svcCfg)
-	return charges, refund.NewService(guard, charges, table.Balances(), table.Refunds(), acq, httpapi.RenderRefund, svcCfg), nil
+	refunds := refund.NewService(guard, charges, table.Balances(), table.Refunds(), acq, httpapi.RenderRefund, svcCfg)
+	captures := capture.NewService(guard, charges, table.Captures(), table.CaptureRows(), table.VoidRows(), acq, httpapi.RenderCapture, svcCfg)
+	return charges, refunds, captures, nil
 }
 
 // validAcquirerID: a logical name, not an address.

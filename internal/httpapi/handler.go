@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/idempotent-payments/idempay/internal/capture"
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/idem"
@@ -29,13 +30,15 @@ import (
 )
 
 // Handler turns API Gateway HTTP API (payload v2) events into calls of the
-// charge and the refund services' doors and renders their outcomes. It
-// holds no state.
+// charge, the refund and the capture services' doors and renders their
+// outcomes. It holds no state.
 type Handler struct {
 	Service *charge.Service
 	// Refunds serves the refund routes, and the refunded amount of the
 	// charges' GETs.
 	Refunds *refund.Service
+	// Captures serves the capture and void routes.
+	Captures *capture.Service
 	// AccountClaim names the JWT claim that identifies the account ("sub").
 	AccountClaim string
 	// Log gets one line per request and Metrics one EMF line; nil skips them.
@@ -195,6 +198,28 @@ func (h *Handler) serve(ctx context.Context, req request) reply {
 			return a
 		}
 		return respondRefund(h.Refunds.ByKey(ctx, req.account, key), noSuchRefund)
+	case route.Capture, route.Void:
+		if a, ok := h.refuseBody(req); !ok {
+			return a
+		}
+		in := capture.Input{Account: req.account, Keys: req.keys, ChargeID: req.id, Body: req.body, Source: event.SourceHTTP}
+		if req.route == route.Void {
+			return respondCapture(h.Captures.Void(ctx, in), voidSpeech, "")
+		}
+		return respondCapture(h.Captures.Capture(ctx, in), captureSpeech, "")
+	case route.GetCapture:
+		return respondCapture(h.Captures.GetCapture(ctx, req.account, req.id), captureSpeech, noSuchCapture)
+	case route.GetVoid:
+		return respondCapture(h.Captures.GetVoid(ctx, req.account, req.id), voidSpeech, noSuchVoid)
+	case route.LookupCapture, route.LookupVoid:
+		key, a, ok := lookupKey(req)
+		if !ok {
+			return a
+		}
+		if req.route == route.LookupVoid {
+			return respondCapture(h.Captures.VoidByKey(ctx, req.account, key), voidSpeech, noSuchVoid)
+		}
+		return respondCapture(h.Captures.CaptureByKey(ctx, req.account, key), captureSpeech, noSuchCapture)
 	case route.Health:
 		err := h.Service.Healthy(ctx)
 		if err != nil && h.Log != nil {
@@ -282,15 +307,49 @@ const noSuchRefund = "no such refund"
 // respondRefund renders a result of the refund service as respond does a
 // charge's; notFound, when set, is the detail of a 404.
 func respondRefund(res refund.Result, notFound string) reply {
-	a := reply{outcome: res.Outcome.Name(), trail: trail{operation: refund.Operation, record: res.Record, attempt: res.Attempt}}
+	return respondAction(res, refundSpeech, notFound, RefundHeaders, RefundBody)
+}
+
+// The details of the capture's and the void's lookups' 404.
+const (
+	noSuchCapture = "no such capture"
+	noSuchVoid    = "no such void"
+)
+
+// speech is how an action on a charge answers: its operation's name, its
+// codes and its words.
+type speech struct {
+	operation string
+	codes     op.Codes
+	words     words
+}
+
+var (
+	refundSpeech  = speech{refund.Operation, refund.Codes, refundWords}
+	captureSpeech = speech{capture.OperationCapture, capture.CaptureCodes, words{"capture", "captured"}}
+	voidSpeech    = speech{capture.OperationVoid, capture.VoidCodes, words{"void", "released"}}
+)
+
+// respondCapture renders a result of the capture service as respondRefund
+// does a refund's, in the words of sp's operation.
+func respondCapture(res capture.Result, sp speech, notFound string) reply {
+	return respondAction(res, sp, notFound, CaptureHeaders, CaptureBody)
+}
+
+// respondAction renders a result of an action on a charge, in the words
+// of sp's operation: its stored answer with headers, the row it found as
+// body renders it, or the problem that answers its outcome; notFound,
+// when set, is the detail of a 404.
+func respondAction[R any](res op.ActionResult[R], sp speech, notFound string, headers func(idem.Response, string) map[string]string, body func(R) []byte) reply {
+	a := reply{outcome: res.Outcome.Name(), trail: trail{operation: sp.operation, record: res.Record, attempt: res.Attempt}}
 	switch res.Outcome {
 	case op.Executed, op.Replayed:
 		a.Response, a.replay = res.Response, res.Outcome == op.Replayed
-		a.Headers = RefundHeaders(res.Response, res.ID)
+		a.Headers = headers(res.Response, res.ID)
 	case op.Found:
-		a.Response = idem.Response{StatusCode: 200, Headers: map[string]string{"Content-Type": "application/json"}, Body: RefundBody(res.Row)}
+		a.Response = idem.Response{StatusCode: 200, Headers: map[string]string{"Content-Type": "application/json"}, Body: body(res.Row)}
 	default:
-		p := refundProblem(res)
+		p := resultProblem(res.Outcome, sp.codes, sp.words, res.RetryAfter, res.Errors, res.Reason)
 		if res.Outcome == op.NotFound && notFound != "" {
 			p.detail = notFound
 		}

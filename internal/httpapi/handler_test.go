@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idempotent-payments/idempay/internal/acquirer/acquirerhttp"
+	"github.com/idempotent-payments/idempay/internal/capture/capturetest"
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/idem"
@@ -25,7 +26,6 @@ import (
 	"github.com/idempotent-payments/idempay/internal/obs"
 	"github.com/idempotent-payments/idempay/internal/op"
 	"github.com/idempotent-payments/idempay/internal/refund"
-	"github.com/idempotent-payments/idempay/internal/refund/refundtest"
 	"github.com/idempotent-payments/idempay/internal/route"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
 )
@@ -44,11 +44,11 @@ func newHandler(t testing.TB) (*Handler, *sandbox.Server) {
 	return handlerOn(guard, acq, charge.Config{}), sb
 }
 
-// handlerOn is a handler of both services on guard, with ledgers and
-// balances in memory, sending to acq.
-func handlerOn(guard *idem.Guard, acq refundtest.Acquirer, cfg charge.Config) *Handler {
-	charges, refunds := refundtest.Services(guard, acq, Render, RenderRefund, cfg)
-	return &Handler{Service: charges, Refunds: refunds, AccountClaim: "sub"}
+// handlerOn is a handler of the three services on guard, with ledgers
+// and balances in memory, sending to acq.
+func handlerOn(guard *idem.Guard, acq capturetest.Acquirer, cfg charge.Config) *Handler {
+	charges, refunds, captures := capturetest.Services(guard, acq, Render, RenderRefund, RenderCapture, cfg)
+	return &Handler{Service: charges, Refunds: refunds, Captures: captures, AccountClaim: "sub"}
 }
 
 func loadEvent(t testing.TB, name string) events.APIGatewayV2HTTPRequest {

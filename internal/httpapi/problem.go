@@ -177,11 +177,6 @@ func outcomeProblem(res charge.Result) problem {
 	return resultProblem(res.Outcome, charge.Codes, chargeWords, res.RetryAfter, res.Errors, res.Reason)
 }
 
-// refundProblem is outcomeProblem for a refund's result.
-func refundProblem(res refund.Result) problem {
-	return resultProblem(res.Outcome, refund.Codes, refundWords, res.RetryAfter, res.Errors, res.Reason)
-}
-
 // resultProblem is the problem of outcome o of an operation with codes c
 // and words w.
 func resultProblem(o op.Outcome, c op.Codes, w words, retryAfter time.Duration, errs []charge.FieldError, reason string) problem {

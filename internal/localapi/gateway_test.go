@@ -387,10 +387,11 @@ func TestGatewayRefusesBodiesAsAPIGateway(t *testing.T) {
 }
 
 // TestSampleTokenHasEveryScope: the token `make run` prints carries every
-// scope the API's routes require, refunds:write among them.
+// scope the API's routes require, refunds:write and captures:write
+// among them.
 func TestSampleTokenHasEveryScope(t *testing.T) {
 	t.Parallel()
-	if got, want := Scopes(), []string{"charges:write", "charges:read", "refunds:write"}; !slices.Equal(got, want) {
+	if got, want := Scopes(), []string{"charges:write", "charges:read", "refunds:write", "captures:write"}; !slices.Equal(got, want) {
 		t.Fatalf("scopes %v, want %v", got, want)
 	}
 	for _, r := range route.All {

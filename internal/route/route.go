@@ -19,14 +19,27 @@ const (
 	// LookupRefund finds the caller's refund by its idempotency key, the
 	// query parameter LookupParameter, as Lookup finds a charge.
 	LookupRefund = "GET " + RefundsPath
+
+	CapturesPath = "/v1/captures"
+	VoidsPath    = "/v1/voids"
+	// Capture captures part or all of the authorization of charge {id},
+	// and Void releases what remains of it.
+	Capture = "POST " + ChargesPath + "/{id}/captures"
+	Void    = "POST " + ChargesPath + "/{id}/void"
+	// GetCapture, GetVoid and their lookups by idempotency key, as a
+	// refund's.
+	GetCapture    = "GET " + CapturesPath + "/{id}"
+	LookupCapture = "GET " + CapturesPath
+	GetVoid       = "GET " + VoidsPath + "/{id}"
+	LookupVoid    = "GET " + VoidsPath
 )
 
-// LookupParameter is the one query parameter of Lookup and LookupRefund:
-// the client's idempotency key.
+// LookupParameter is the one query parameter of every lookup (Lookup,
+// LookupRefund, LookupCapture, LookupVoid): the client's idempotency key.
 const LookupParameter = "idempotency_key"
 
 // All are every route of the API that needs a token (Scopes).
-var All = []string{Create, Get, Lookup, Refund, GetRefund, LookupRefund}
+var All = []string{Create, Get, Lookup, Refund, GetRefund, LookupRefund, Capture, Void, GetCapture, LookupCapture, GetVoid, LookupVoid}
 
 // Health is the one route without the authorizer, for the health checks
 // that route clients between regions, which cannot carry a token. It makes
@@ -43,6 +56,8 @@ var Public = []string{Health}
 var Scopes = map[string]string{
 	Create: "charges:write", Get: "charges:read", Lookup: "charges:read",
 	Refund: "refunds:write", GetRefund: "charges:read", LookupRefund: "charges:read",
+	Capture: "captures:write", Void: "captures:write", GetCapture: "charges:read", LookupCapture: "charges:read",
+	GetVoid: "charges:read", LookupVoid: "charges:read",
 }
 
 // Location is where the charge id is read (Get).
@@ -50,3 +65,10 @@ func Location(id string) string { return ChargesPath + "/" + id }
 
 // RefundLocation is where the refund id is read (GetRefund).
 func RefundLocation(id string) string { return RefundsPath + "/" + id }
+
+// CaptureLocation is where the capture id is read (GetCapture), and
+// VoidLocation the void id (GetVoid).
+func CaptureLocation(id string) string { return CapturesPath + "/" + id }
+
+// VoidLocation is where the void id is read (GetVoid).
+func VoidLocation(id string) string { return VoidsPath + "/" + id }

@@ -732,3 +732,21 @@ func serviceLookupsByIDAndKey(t *testing.T, w *world) {
 		}
 	}
 }
+
+// Acquirer is what the three services send to: charges, refunds, captures
+// and voids.
+type Acquirer interface {
+	refundtest.Acquirer
+	capture.Acquirer
+}
+
+// Services are a charge, a refund and a capture service on guard, with
+// ledgers and one set of balances in memory (so refunds follow captures):
+// for the handlers' tests, which give the renderers.
+func Services(guard *idem.Guard, acq Acquirer, chargeAnswer charge.Renderer, refundAnswer refund.Renderer, captureAnswer capture.Renderer,
+	cfg charge.Config) (*charge.Service, *refund.Service, *capture.Service) {
+	charges := chargetest.Service(guard, acq, chargeAnswer, cfg)
+	balances := refundtest.NewMemoryBalances()
+	return charges, refund.NewService(guard, charges, balances, refundtest.NewLedger(), acq, refundAnswer, cfg),
+		capture.NewService(guard, charges, balances.Captures(), NewLedger(), NewLedger(), acq, captureAnswer, cfg)
+}
