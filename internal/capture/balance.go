@@ -15,6 +15,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/idempotent-payments/idempay/internal/acquirer"
+	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/refund"
 )
 
@@ -36,20 +38,21 @@ const (
 // Closed says how an authorization was closed: never again captured.
 type Closed string
 
-// The ways an authorization closes.
+// The ways an authorization closes, each spelled as the status a charge's
+// GET then gives it when nothing was captured (charge.FiguresOf).
 const (
 	// ClosedCaptured: by a final capture (something captured).
-	ClosedCaptured Closed = "captured"
+	ClosedCaptured Closed = acquirer.StatusCaptured
 	// ClosedVoided: by a void.
-	ClosedVoided Closed = "voided"
+	ClosedVoided Closed = charge.StatusVoided
 	// ClosedExpired: by the sweeper, once its expiry passed.
-	ClosedExpired Closed = "expired"
+	ClosedExpired Closed = charge.StatusExpired
 )
 
 // Balance is the capture side of a charge's balance: Capturable +
 // Reserved + Captured + Released = Authorized, each at least 0. A charge
 // whose balance has no capture side (captured at creation, or never
-// touched) reads as a zero Balance.
+// touched) reads with all of them 0 (Authorized 0 says so).
 type Balance struct {
 	Authorized, Capturable, Reserved, Captured, Released int64
 	// Closing is the intent (its downstream key) of the void or final
@@ -58,6 +61,9 @@ type Balance struct {
 	ClosingKind Kind
 	// Closed is how the authorization closed; "" while it is open.
 	Closed Closed
+	// Refunded is what the charge's refunds returned: the refund side's,
+	// read with the rest, so a charge's GET reads its balance once.
+	Refunded int64
 }
 
 // Reservation asks to reserve for one capture or void intent.

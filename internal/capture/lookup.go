@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 
+	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/obs"
 	"github.com/idempotent-payments/idempay/internal/op"
@@ -64,4 +65,12 @@ func (o *operation[A]) byKey(ctx context.Context, account, key string) Result {
 func (o *operation[A]) completedRow(ctx context.Context, rec *idem.Record) (Row, bool) {
 	res := o.get(ctx, rec.Account, o.id(rec.DownstreamKey))
 	return res.Row, res.Outcome == op.Found
+}
+
+// Balance is charge id's balance as its GETs read it (charge.FiguresOf):
+// one strongly consistent read of the item both sides share. The caller
+// has found the charge for its account.
+func (s *Service) Balance(ctx context.Context, chargeID string) (charge.Balance, error) {
+	b, err := s.balances.Get(ctx, chargeID)
+	return charge.Balance{Opened: b.Authorized > 0, Captured: b.Captured, Capturable: b.Capturable, Closed: string(b.Closed), Refunded: b.Refunded}, err
 }

@@ -161,30 +161,64 @@ type Figures struct {
 	Captured, Capturable, Refunded int64
 }
 
-// StatusExpired is the status a GET gives an authorization whose expiry
-// has passed with nothing captured: nothing remains capturable.
-const StatusExpired = "expired"
+// The statuses a GET gives an authorization made without its capture once
+// it is closed with nothing captured: released by a void, or lapsed at
+// its expiry (whether or not the sweeper has closed its balance yet).
+// Closed with something captured, it is acquirer.StatusCaptured.
+const (
+	StatusVoided  = "voided"
+	StatusExpired = "expired"
+)
 
-// FiguresOf are ch's figures at now, refunded being what its refunds
-// returned. A charge captured at creation captured its amount; an
-// authorization made without its capture has captured nothing and leaves
-// its amount capturable until its expiry, and is StatusExpired from then
-// on (captures, which would move both, are not built yet: see
-// docs/design.md §8); a declined charge has neither.
-func FiguresOf(ch Charge, refunded int64, now time.Time) Figures {
-	f := Figures{Status: ch.Status, Refunded: refunded}
+// Balance is what a charge's balance says, as its GET reads it in one
+// read: whether a capture or a void ever stepped on it (Opened), what its
+// captures took, what remains capturable (not reserved by one in flight),
+// how it closed ("", or StatusVoided, StatusExpired, or
+// acquirer.StatusCaptured for a final capture), and what its refunds
+// returned.
+type Balance struct {
+	Opened               bool
+	Captured, Capturable int64
+	Closed               string
+	Refunded             int64
+}
+
+// FiguresOf are ch's figures at now, as its balance b says. A charge
+// captured at creation captured its amount; a declined one has neither.
+// An authorization made without its capture is authorized while it is
+// open (even after partial captures), with what remains capturable, until
+// its expiry; once closed, or past its expiry, nothing remains capturable,
+// and it is acquirer.StatusCaptured if its captures took something, else
+// StatusVoided or StatusExpired. Rows never change: the status comes from
+// the balance.
+func FiguresOf(ch Charge, b Balance, now time.Time) Figures {
+	f := Figures{Status: ch.Status, Refunded: b.Refunded}
 	switch {
 	case ch.Status == acquirer.StatusCaptured:
 		f.Captured = ch.Amount
-	case ch.Status == acquirer.StatusAuthorized && now.Before(ch.AuthorizationExpiresAt):
-		f.Capturable = ch.Amount
-	case ch.Status == acquirer.StatusAuthorized:
-		f.Status = StatusExpired
+		return f
+	case ch.Status != acquirer.StatusAuthorized:
+		return f
+	}
+	capturable, closed := ch.Amount, b.Closed
+	if b.Opened {
+		f.Captured, capturable = b.Captured, b.Capturable
+	}
+	if closed == "" && !now.Before(ch.AuthorizationExpiresAt) {
+		closed = StatusExpired
+	}
+	switch {
+	case closed == "":
+		f.Capturable = capturable
+	case f.Captured > 0:
+		f.Status = acquirer.StatusCaptured
+	default:
+		f.Status = closed
 	}
 	return f
 }
 
 // Figures are ch's figures now, by the service's clock (FiguresOf).
-func (s *Service) Figures(ch Charge, refunded int64) Figures {
-	return FiguresOf(ch, refunded, s.cfg.Now())
+func (s *Service) Figures(ch Charge, b Balance) Figures {
+	return FiguresOf(ch, b, s.cfg.Now())
 }

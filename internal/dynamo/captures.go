@@ -283,13 +283,15 @@ func (c *Captures) Expire(ctx context.Context, chargeID string, authorized int64
 // Get implements capture.Balances with a strongly consistent GetItem.
 func (c *Captures) Get(ctx context.Context, chargeID string) (capture.Balance, error) {
 	item, err := c.b.item(ctx, chargeID)
-	if err != nil || item[captureAuthorized] == nil {
+	if err != nil {
 		return capture.Balance{}, err
 	}
-	bal := capture.Balance{
-		Authorized: intOf(item, captureAuthorized), Capturable: intOf(item, captureCapturable), Reserved: intOf(item, captureReserved),
-		Captured: intOf(item, captureCaptured), Released: intOf(item, captureReleased), ClosingKind: kindOf(item),
+	bal := capture.Balance{Refunded: intOf(item, balanceRefunded)}
+	if item[captureAuthorized] == nil {
+		return bal, nil
 	}
+	bal.Authorized, bal.Capturable, bal.Reserved = intOf(item, captureAuthorized), intOf(item, captureCapturable), intOf(item, captureReserved)
+	bal.Captured, bal.Released, bal.ClosingKind = intOf(item, captureCaptured), intOf(item, captureReleased), kindOf(item)
 	if s, ok := item[captureClosing].(*types.AttributeValueMemberS); ok {
 		bal.Closing = s.Value
 	}

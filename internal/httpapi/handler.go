@@ -34,10 +34,10 @@ import (
 // outcomes. It holds no state.
 type Handler struct {
 	Service *charge.Service
-	// Refunds serves the refund routes, and the refunded amount of the
-	// charges' GETs.
+	// Refunds serves the refund routes.
 	Refunds *refund.Service
-	// Captures serves the capture and void routes.
+	// Captures serves the capture and void routes, and the balance the
+	// charges' GETs read their figures from.
 	Captures *capture.Service
 	// AccountClaim names the JWT claim that identifies the account ("sub").
 	AccountClaim string
@@ -256,21 +256,21 @@ func lookupKey(req request) (string, reply, bool) {
 }
 
 // found renders a charge's GET: the charge with its figures (one more
-// read, of its refund balance, for what its refunds returned), or the
-// problem.
+// read, of its balance: what its captures took, what remains capturable,
+// how it closed and what its refunds returned), or the problem.
 func (h *Handler) found(ctx context.Context, res charge.Result) reply {
 	if res.Outcome != op.Found {
 		return respond(res)
 	}
-	refunded, err := h.Refunds.Refunded(ctx, res.Charge.ID)
+	b, err := h.Captures.Balance(ctx, res.Charge.ID)
 	if err != nil {
 		if h.Log != nil {
-			h.Log.ErrorContext(ctx, "the charge's refunded amount failed to read", "error", err)
+			h.Log.ErrorContext(ctx, "the charge's balance failed to read", "error", err)
 		}
-		return respond(charge.Result{Outcome: op.Unavailable, RetryAfter: h.Refunds.RetryAfter(), Record: res.Record})
+		return respond(charge.Result{Outcome: op.Unavailable, RetryAfter: h.Captures.RetryAfter(), Record: res.Record})
 	}
 	a := respond(res)
-	a.Body = FoundBody(res.Charge, h.Service.Figures(res.Charge, refunded))
+	a.Body = FoundBody(res.Charge, h.Service.Figures(res.Charge, b))
 	return a
 }
 

@@ -186,6 +186,21 @@ func (w *world) mustHold(t *testing.T, chargeID string, capturable, reserved, ca
 	}
 }
 
+// mustFigures checks what the charge's GET says (charge.FiguresOf over
+// the service's one read of the balance).
+func (w *world) mustFigures(t *testing.T, chargeID, status string, captured, capturable, refunded int64) {
+	t.Helper()
+	got := w.charges.Get(ctx, account, chargeID)
+	b, err := w.svc.Balance(ctx, chargeID)
+	if err != nil || got.Outcome != op.Found {
+		t.Fatalf("the charge: %s, %v", got.Outcome, err)
+	}
+	want := charge.Figures{Status: status, Captured: captured, Capturable: capturable, Refunded: refunded}
+	if f := w.charges.Figures(got.Charge, b); f != want {
+		t.Fatalf("the charge's figures %+v, want %+v", f, want)
+	}
+}
+
 // mustBalance checks the charge's capture side alone, while the acquirer
 // may hold what an intent in flight sent.
 func (w *world) mustBalance(t *testing.T, chargeID string, capturable, reserved, captured int64) {
@@ -246,11 +261,13 @@ func serviceCapturesUpToTheAuthorization(t *testing.T, w *world) {
 		t.Fatalf("the refusal's replay: %s %s", again.Outcome, again.Refusal)
 	}
 	w.mustHold(t, ch, 400, 0, 600, "")
+	w.mustFigures(t, ch, acquirer.StatusAuthorized, 600, 400, 0)
 	final := mustAnswer(t, w.svc.Capture(ctx, in("capture-3", ch, `{}`)), op.Executed, 201)
 	if row, err := w.stores.CaptureRows.Get(ctx, final.ID); err != nil || row.Amount != 400 || !row.Final() || row.ChargeID != ch {
 		t.Fatalf("the final capture's row: %+v, %v", row, err)
 	}
 	w.mustHold(t, ch, 0, 0, 1000, capture.ClosedCaptured)
+	w.mustFigures(t, ch, acquirer.StatusCaptured, 1000, 0, 0)
 	mustAnswer(t, w.svc.Capture(ctx, in("capture-4", ch, `{"amount": 1, "final": false}`)), op.NotCapturable, 0)
 	mustAnswer(t, w.svc.Void(ctx, in("void-after", ch, `{}`)), op.NotCapturable, 0)
 	w.mustBeGone(t, capture.OperationCapture, "capture-4")
@@ -268,11 +285,15 @@ func serviceAVoidReleasesTheRest(t *testing.T, w *world) {
 		t.Fatalf("the void's row: %+v, %v", row, err)
 	}
 	w.mustHold(t, ch, 0, 0, 300, capture.ClosedVoided)
+	w.mustFigures(t, ch, acquirer.StatusCaptured, 300, 0, 0)
 	mustAnswer(t, w.svc.Capture(ctx, in("after-the-void", ch, `{"amount": 100, "final": false}`)), op.NotCapturable, 0)
 	mustAnswer(t, w.svc.Void(ctx, in("the-void", ch, `{"reason": "abandoned"}`)), op.Replayed, 201)
 	if voids := w.sb.Voids(); len(voids) != 1 || voids[0].Amount != 700 {
 		t.Fatalf("the acquirer's voids: %+v", voids)
 	}
+	whole := w.authorize(t, 500)
+	mustAnswer(t, w.svc.Void(ctx, in("void-of-all", whole, `{}`)), op.Executed, 201)
+	w.mustFigures(t, whole, charge.StatusVoided, 0, 0, 0)
 }
 
 // serviceTheChargeDecidesFirst: the door refuses a bad key, a bad body and
@@ -416,6 +437,7 @@ func serviceAnExpiredAnswerClosesTheBalance(t *testing.T, w *world) {
 		t.Fatalf("refusal %q", res.Refusal)
 	}
 	w.mustHold(t, ch, 0, 0, 0, capture.ClosedExpired)
+	w.mustFigures(t, ch, charge.StatusExpired, 0, 0, 0)
 	w.clock.Advance(time.Millisecond)
 	mustAnswer(t, w.svc.Capture(ctx, in("after-the-expiry", ch, `{}`)), op.NotCapturable, 0)
 }
@@ -701,6 +723,7 @@ func serviceRefundsFollowTheCaptures(t *testing.T, w *world) {
 	if rb.Captured != 600 || rb.Refunded != 600 || rb.Remaining != 0 {
 		t.Fatalf("the refund side %+v", rb)
 	}
+	w.mustFigures(t, ch, acquirer.StatusAuthorized, 600, 400, 600)
 	w.mustHold(t, ch, 400, 0, 600, "")
 }
 

@@ -181,7 +181,9 @@ func (c memoryCaptures) Get(_ context.Context, chargeID string) (capture.Balance
 	c.m.mu.Lock()
 	defer c.m.mu.Unlock()
 	if b, ok := c.m.balances[chargeID]; ok {
-		return b.capture, nil
+		cb := b.capture
+		cb.Refunded = b.Refunded
+		return cb, nil
 	}
 	return capture.Balance{}, nil
 }
