@@ -539,14 +539,17 @@ func TestGlobalLeastPrivilege(t *testing.T) {
 				}
 			}
 		}
-		// Refunds in every region: the charge and reconciler roles reach
-		// the refund rows and the balances by their key prefixes, on this
-		// region's replica, as in one region.
+		// Refunds, captures and voids in every region: the charge and
+		// reconciler roles reach their rows and the balances by their key
+		// prefixes, on this region's replica, as in one region.
 		for _, prefix := range []string{"ChargePolicy", "ReconcilerPolicy"} {
 			p := asJSON(props(byPrefix(t, policies, prefix)))
-			for _, key := range []string{tabledef.RefundPrefix, tabledef.BalancePrefix} {
-				if !strings.Contains(p, `"dynamodb:LeadingKeys":["`+key+`*"]`) {
-					t.Errorf("%s %s: no grant on %s* rows: %s", s.name, prefix, key, p)
+			for _, keys := range []string{
+				`"` + tabledef.RefundPrefix + `*","` + tabledef.CapturePrefix + `*","` + tabledef.VoidPrefix + `*"`,
+				`"` + tabledef.BalancePrefix + `*"`,
+			} {
+				if !strings.Contains(p, `"dynamodb:LeadingKeys":[`+keys+`]`) {
+					t.Errorf("%s %s: no grant on %s rows: %s", s.name, prefix, keys, p)
 				}
 			}
 		}

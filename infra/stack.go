@@ -710,16 +710,17 @@ func retention(days int) awslogs.RetentionDays {
 	return r
 }
 
-// refundGrants are the grants of a role that refunds (DESIGN §7): the
-// refund rows are put and read like ledger rows, written once by a
-// conditional put (as is a void's marker at a row's key); the balances
-// are read and moved only by conditional updates, never put or deleted.
-// The charge function refunds over HTTP, the queue consumer refund
-// commands; the reconciler resolves stale refunds, and the operator's
-// channel settles held ones.
+// refundGrants are the grants of a role that refunds (DESIGN §7), and
+// captures and voids (§8): their rows are put and read like ledger rows,
+// written once by a conditional put (as is a void's marker at a row's
+// key); the balances are read and moved only by conditional updates,
+// never put or deleted. The charge function refunds, captures and voids
+// over HTTP, the queue consumer takes refund commands; the reconciler
+// resolves stale ones, and the operator's channel settles held ones.
 func refundGrants(tableArn *string) []statement {
 	return []statement{
-		{actions: []string{"dynamodb:PutItem", "dynamodb:GetItem"}, resources: []*string{tableArn}, conditions: leadingKeys(tabledef.RefundPrefix)},
+		{actions: []string{"dynamodb:PutItem", "dynamodb:GetItem"}, resources: []*string{tableArn},
+			conditions: leadingKeys(tabledef.RefundPrefix, tabledef.CapturePrefix, tabledef.VoidPrefix)},
 		{actions: []string{"dynamodb:UpdateItem", "dynamodb:GetItem"}, resources: []*string{tableArn}, conditions: leadingKeys(tabledef.BalancePrefix)},
 	}
 }

@@ -407,7 +407,7 @@ func TestLeastPrivilege(t *testing.T) {
 	records := `{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["` + idem.RecordPrefix + `*"]}}`
 	ledger := `{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["` + tabledef.LedgerPrefix + `*"]}}`
 	both := `{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["` + idem.RecordPrefix + `*","` + tabledef.LedgerPrefix + `*"]}}`
-	refunds := `{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["` + tabledef.RefundPrefix + `*"]}}`
+	refunds := leadingKeysOf(tabledef.RefundPrefix, tabledef.CapturePrefix, tabledef.VoidPrefix)
 	balances := `{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["` + tabledef.BalancePrefix + `*"]}}`
 	for prefix, want := range map[string]map[string][]string{ // action → the conditions of its statements ("" none)
 		"ChargePolicy": {"dynamodb:PutItem": {both, refunds}, "dynamodb:GetItem": {both, refunds, balances},
