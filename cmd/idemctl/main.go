@@ -5,13 +5,13 @@
 // variables say where the table is, OPERATOR_URL where the operator's
 // channel is.
 //
-//	idemctl inspect        --account A --key K [--operation refund]
+//	idemctl inspect        --account A --key K [--operation refund|capture|void]
 //	idemctl stale
 //	idemctl held
-//	idemctl reconcile      --account A --key K [--operation refund] [--yes]
-//	idemctl release        --account A --key K [--operation refund] [--yes]
-//	idemctl void-confirmed --account A --key K [--operation refund] [--yes] | --decision ID --intent I
-//	idemctl accept         --account A --key K [--operation refund] [--yes] | --decision ID --intent I
+//	idemctl reconcile      --account A --key K [--operation refund|capture|void] [--yes]
+//	idemctl release        --account A --key K [--operation refund|capture|void] [--yes]
+//	idemctl void-confirmed --account A --key K [--operation refund|capture|void] [--yes] | --decision ID --intent I
+//	idemctl accept         --account A --key K [--operation refund|capture|void] [--yes] | --decision ID --intent I
 //	idemctl republish      --charge ID [--charge ID ...] [--refund ID ...] | --failures-queue URL [--topic ARN]
 //
 // idemctl never calls the acquirer and reads no acquirer URL, id,
@@ -72,6 +72,7 @@ import (
 	"github.com/aws/smithy-go/logging"
 
 	"github.com/idempotent-payments/idempay/internal/acquirer"
+	"github.com/idempotent-payments/idempay/internal/capture"
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/deploy"
 	"github.com/idempotent-payments/idempay/internal/dynamo"
@@ -125,7 +126,7 @@ func run(ctx context.Context, args []string, sh shell) error {
 	f.table = fs.String("table", cmp.Or(sh.getenv(deploy.EnvTableName), "idempay-local"), "the table")
 	f.account = fs.String("account", "", "the account (the JWT's account claim)")
 	f.key = fs.String("key", "", "the client's Idempotency-Key")
-	f.operation = fs.String("operation", charge.Operation, "the key's operation, charge or refund (a key string names one intent of each)")
+	f.operation = fs.String("operation", charge.Operation, "the key's operation, charge, refund, capture or void (a key string names one intent of each)")
 	f.operatorURL = fs.String("operator-url", sh.getenv(deploy.EnvOperatorURL), "acting commands: the operator's channel (the stack's OperatorUrl output)")
 	f.decision = fs.String("decision", "", "void-confirmed/accept: read back what the decision of this id did (as printed), and do nothing else")
 	f.intent = fs.String("intent", "", "with --decision: the intent it was about (as printed)")
@@ -143,7 +144,7 @@ func run(ctx context.Context, args []string, sh shell) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q: every value is a flag's", fs.Args())
 	}
-	if _, ok := operations.ByName(*f.operation); !ok {
+	if !slices.Contains(operationNames(), *f.operation) {
 		return fmt.Errorf("--operation %q: want one of %s", *f.operation, strings.Join(operationNames(), ", "))
 	}
 	awsCfg, err := sh.aws(ctx, *f.region)
@@ -155,6 +156,8 @@ func run(ctx context.Context, args []string, sh shell) error {
 	store := table.Store()
 	t := tool{
 		sh: sh, flags: f, aws: awsCfg, store: store, ledger: table.Ledger(), refunds: table.Refunds(), rows: table.Rows(), balances: table.Balances(), books: table.Books(),
+		tables: tables{ledger: table.Ledger(), refunds: table.Refunds(), balances: table.Balances(), captures: table.Captures(),
+			captureRows: table.CaptureRows(), voidRows: table.VoidRows()},
 		guard: idem.NewGuard(store, idem.Config{Now: sh.now}),
 		scope: idem.Scope{Operation: *f.operation, Account: *f.account, Key: *f.key},
 		out:   json.NewEncoder(sh.stdout),
@@ -211,9 +214,11 @@ type tool struct {
 	rows     *dynamo.Rows
 	balances *dynamo.Balances
 	books    *dynamo.Books
-	guard    *idem.Guard
-	scope    idem.Scope
-	out      *json.Encoder
+	// tables are what inspect reads besides the record.
+	tables tables
+	guard  *idem.Guard
+	scope  idem.Scope
+	out    *json.Encoder
 }
 
 func (t tool) needScope() error {
@@ -235,7 +240,7 @@ func (t tool) inspect(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return t.out.Encode(describe(ctx, t.ledger, t.refunds, t.balances, rec, t.sh.now()))
+	return t.out.Encode(describe(ctx, t.tables, rec, t.sh.now()))
 }
 
 // stale lists the records whose lease ended longer ago than the compiled
@@ -269,7 +274,7 @@ func (t tool) held(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			if err := t.out.Encode(describe(ctx, t.ledger, t.refunds, t.balances, rec, t.sh.now())); err != nil {
+			if err := t.out.Encode(describe(ctx, t.tables, rec, t.sh.now())); err != nil {
 				return err
 			}
 		}
@@ -331,7 +336,7 @@ func (t tool) act(ctx context.Context, cmd string) error {
 	if err != nil {
 		return err
 	}
-	if err := t.out.Encode(describe(ctx, t.ledger, t.refunds, t.balances, rec, t.sh.now())); err != nil {
+	if err := t.out.Encode(describe(ctx, t.tables, rec, t.sh.now())); err != nil {
 		return err
 	}
 	if err := fits(cmd, rec, ref); err != nil {
@@ -522,8 +527,10 @@ type view struct {
 	// BalanceError says why a captured charge's balance did not read (a
 	// missing grant, the table's failure).
 	BalanceError string `json:"balance_error,omitempty"`
-	// RefundEntry is a refund record's entry on its charge's balance.
+	// RefundEntry is a refund record's entry on its charge's balance, and
+	// ActionEntry a capture's or a void's.
 	RefundEntry *refundEntryView `json:"refund_entry,omitempty"`
+	ActionEntry *refundEntryView `json:"action_entry,omitempty"`
 }
 
 // balanceView is a charge's refund balance: what its refunds returned,
@@ -594,7 +601,7 @@ func refundRow(r refund.Refund) map[string]any {
 	}
 }
 
-func describe(ctx context.Context, ledger charge.Ledger, refunds refund.Ledger, balances refund.Balances, rec *idem.Record, now time.Time) view {
+func describe(ctx context.Context, tbl tables, rec *idem.Record, now time.Time) view {
 	v := view{
 		Record: idem.Ref(rec.PK), PK: rec.PK, Status: rec.Status, Attempt: rec.Attempt,
 		LeaseExpiresAt: rec.LeaseExpiresAt, DownstreamKey: rec.DownstreamKey, CreatedAt: rec.CreatedAt,
@@ -616,16 +623,18 @@ func describe(ctx context.Context, ledger charge.Ledger, refunds refund.Ledger, 
 		v.Response = storedResponse(rec.Response)
 	}
 	if d, ok := describers[rec.Operation]; ok {
-		d(ctx, &v, tables{ledger, refunds, balances}, rec)
+		d(ctx, &v, tbl, rec)
 	}
 	return v
 }
 
 // tables are what inspect reads besides the record.
 type tables struct {
-	ledger   charge.Ledger
-	refunds  refund.Ledger
-	balances refund.Balances
+	ledger                charge.Ledger
+	refunds               refund.Ledger
+	balances              refund.Balances
+	captures              capture.Balances
+	captureRows, voidRows capture.Ledger
 }
 
 // describers add what inspect shows of a record of each operation: its
@@ -636,22 +645,35 @@ type tables struct {
 var describers = map[string]func(context.Context, *view, tables, *idem.Record){
 	charge.Operation: describeCharge,
 	refund.Operation: describeRefund,
+	capture.OperationCapture: describeAction(capture.CaptureID, func(t tables) capture.Ledger { return t.captureRows }, func(c idem.Canonical) (string, error) {
+		r, err := capture.RequestFromCanonical(c)
+		return r.ChargeID, err
+	}),
+	capture.OperationVoid: describeAction(capture.VoidID, func(t tables) capture.Ledger { return t.voidRows }, func(c idem.Canonical) (string, error) {
+		r, err := capture.VoidRequestFromCanonical(c)
+		return r.ChargeID, err
+	}),
 }
 
 // voidQuestions ask an operator to confirm a void of a held record of
 // each operation, after its reference.
 var voidQuestions = map[string]string{
-	charge.Operation: "You voided its charge at the acquirer: release the key, so the client's next retry charges anew?",
-	refund.Operation: "You had its refund voided at the acquirer: release its reservation and the key, so the client's next retry refunds anew?",
+	charge.Operation:         "You voided its charge at the acquirer: release the key, so the client's next retry charges anew?",
+	refund.Operation:         "You had its refund voided at the acquirer: release its reservation and the key, so the client's next retry refunds anew?",
+	capture.OperationCapture: "You had its capture voided at the acquirer (or it never happened): release its reservation and the key, so the client's next retry captures anew?",
+	capture.OperationVoid:    "The acquirer released nothing for it: release its reservation and the key, so captures of the charge go on and the client's next retry voids anew?",
 }
 
-// operationNames are the registered operations' names.
+// operationNames are the operations an operator acts on: the registered
+// operations' names, and captures' and voids', which the operator's
+// channel settles (their registry is the channel's) before they make
+// events of their own.
 func operationNames() []string {
 	var names []string
 	for _, r := range operations.All() {
 		names = append(names, r.Name)
 	}
-	return names
+	return append(names, capture.OperationCapture, capture.OperationVoid)
 }
 
 // describeCharge is what inspect shows of a charge's record.
@@ -699,15 +721,58 @@ func describeRefund(ctx context.Context, v *view, t tables, rec *idem.Record) {
 	if chargeID == "" {
 		return // a refusal by the bound, completed: no row, nothing reserved
 	}
-	switch e, ok, err := balances.Entry(ctx, chargeID, refund.Intent{Key: rec.DownstreamKey, Claimed: rec.CreatedAt}); {
+	e, ok, err := balances.Entry(ctx, chargeID, refund.Intent{Key: rec.DownstreamKey, Claimed: rec.CreatedAt})
+	v.RefundEntry = entryView(v, id, e, ok, err)
+}
+
+// entryView is what inspect shows of an intent's entry on its charge's
+// balance, read as e, ok and err, the intent's row id being id: nil when
+// it holds none and never did (a failed read is v's BalanceError). An
+// ended intent with a row (v.Ledger) is folded: its row says how it ended.
+func entryView(v *view, id string, e refund.Entry, ok bool, err error) *refundEntryView {
+	switch {
 	case err != nil:
 		v.BalanceError = err.Error()
 	case ok && e.State != refund.EntryReleased:
-		v.RefundEntry = &refundEntryView{ID: id, State: string(e.State), Amount: e.Amount}
-	case v.Ledger != nil: // ended, succeeded or declined: its row says which
-		v.RefundEntry = &refundEntryView{ID: id, State: stateFolded}
+		return &refundEntryView{ID: id, State: string(e.State), Amount: e.Amount}
+	case v.Ledger != nil:
+		return &refundEntryView{ID: id, State: stateFolded}
 	case ok:
-		v.RefundEntry = &refundEntryView{ID: id, State: string(e.State)}
+		return &refundEntryView{ID: id, State: string(e.State)}
+	}
+	return nil
+}
+
+// describeAction is what inspect shows of a capture's or a void's record
+// (its row's id by id, in rows; its stored request's charge by chargeOf):
+// its row (whatever the record's state) or the voided marker, and its
+// entry on the charge's balance.
+func describeAction(id func(string) string, rows func(tables) capture.Ledger,
+	chargeOf func(idem.Canonical) (string, error)) func(context.Context, *view, tables, *idem.Record) {
+	return func(ctx context.Context, v *view, t tables, rec *idem.Record) {
+		rowID := id(rec.DownstreamKey)
+		row, err := rows(t).Get(ctx, rowID)
+		chargeID := row.ChargeID
+		switch {
+		case err == nil:
+			v.Ledger = map[string]any{
+				"id": row.ID, "account": row.Account, "charge_id": row.ChargeID, "kind": row.Kind, "status": row.Status, "amount": row.Amount,
+				"currency": row.Currency, "decline_code": row.DeclineCode, "reason": row.Reason, "created_at": row.CreatedAt,
+			}
+		case errors.Is(err, capture.ErrVoided):
+			v.Marker = markerVoided
+		}
+		if chargeID == "" { // the stored request's, while the record is in flight (a completion drops it)
+			canonical, err := idem.DecodeCanonical(rec.Request)
+			if err == nil {
+				chargeID, err = chargeOf(canonical)
+			}
+			if err != nil {
+				return // completed without a row (the bound's refusal): nothing reserved
+			}
+		}
+		e, ok, err := t.captures.Entry(ctx, chargeID, refund.Intent{Key: rec.DownstreamKey, Claimed: rec.CreatedAt})
+		v.ActionEntry = entryView(v, rowID, e, ok, err)
 	}
 }
 
