@@ -165,6 +165,19 @@ func TestCaptureContract(t *testing.T) {
 	}
 	expect(t, postAction(t, s, route.Capture, acct, "capture-contract-3", ch, `{"amount": 100, "final": false}`), 409, "IDEMPOTENCY_IN_FLIGHT")
 	expect(t, <-slow, 201, "")
+	// A void in flight: a capture waits (409 VOID_IN_FLIGHT), the key free.
+	voiding := authorizationOf(t, s, acct, "capture-contract-auth-5", 400)
+	slowVoid := make(chan reply, 1)
+	go func() { slowVoid <- postAction(t, s, route.Void, acct, "capture-contract-13", voiding, `{}`) }()
+	waitFor(t, 5*time.Second, "the void to reserve", func() bool { return captureSide(t, s, voiding).Reserved == 400 })
+	if r := postAction(t, s, route.Capture, acct, "capture-contract-14", voiding, `{"amount": 10, "final": false}`); r.status != 409 || r.code() != "VOID_IN_FLIGHT" || r.header.Get("Retry-After") == "" {
+		t.Fatalf("a capture behind a void: %d %s", r.status, r.body)
+	}
+	if actionRecord(t, s, capture.OperationCapture, acct, "capture-contract-14") != nil {
+		t.Fatal("the capture behind the void kept its key")
+	}
+	expect(t, <-slowVoid, 201, "")
+	expect(t, postAction(t, s, route.Capture, acct, "capture-contract-14", voiding, `{"amount": 10, "final": false}`), 422, "CHARGE_NOT_CAPTURABLE")
 	// Declined by the acquirer: stored, the amount capturable again.
 	setFaults(t, s, `{}`)
 	other := authorizationOf(t, s, acct, "capture-contract-auth-2", 500)
