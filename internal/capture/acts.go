@@ -48,6 +48,9 @@ type acts[A any] interface {
 	// mismatch naming endpoint.
 	check(a A, key string, q asked, endpoint string) error
 	stated(a A) stated
+	// ofRow is the answer row states, of the authorization authorizationID:
+	// what a hold shows when the row, not a fresh answer, disagrees.
+	ofRow(row Row, authorizationID string) A
 	// disagrees is a mismatch of a for reason, named by endpoint: the
 	// operation's own findings (a row or an entry that disagrees).
 	disagrees(a A, reason, endpoint string) error
@@ -90,6 +93,11 @@ func (captureActs) stated(c acquirer.Capture) stated {
 	return stated{ID: c.ID, Status: c.Status, DeclineCode: c.DeclineCode, AuthorizationID: c.AuthorizationID, Currency: c.Currency, Amount: c.Amount}
 }
 
+func (captureActs) ofRow(r Row, authorizationID string) acquirer.Capture {
+	return acquirer.Capture{ID: r.AcquirerActionID, Status: r.Status, DeclineCode: r.DeclineCode, AuthorizationID: authorizationID,
+		Amount: r.Amount, Currency: r.Currency, Final: r.Final()}
+}
+
 func (captureActs) disagrees(c acquirer.Capture, reason, endpoint string) error {
 	return &acquirer.CaptureMismatchError{Reason: reason, Endpoint: endpoint, Stated: c}
 }
@@ -128,6 +136,11 @@ func (voidActs) check(v acquirer.Void, key string, q asked, endpoint string) err
 
 func (voidActs) stated(v acquirer.Void) stated {
 	return stated{ID: v.ID, Status: v.Status, DeclineCode: v.DeclineCode, AuthorizationID: v.AuthorizationID, Currency: v.Currency, Amount: v.Amount}
+}
+
+func (voidActs) ofRow(r Row, authorizationID string) acquirer.Void {
+	return acquirer.Void{ID: r.AcquirerActionID, Status: r.Status, DeclineCode: r.DeclineCode, AuthorizationID: authorizationID,
+		Amount: r.Amount, Currency: r.Currency}
 }
 
 func (voidActs) disagrees(v acquirer.Void, reason, endpoint string) error {

@@ -33,7 +33,7 @@ func (a Answer) Refusal() op.Code {
 	switch {
 	case a.Exceeded:
 		return op.CodeCaptureExceedsAuthorization
-	case a.Row == nil || a.Row.Status == acquirer.CaptureSucceeded:
+	case a.Row == nil || a.Row.Succeeded():
 		return ""
 	case a.Row.DeclineCode == acquirer.DeclineAuthorizationExpired:
 		return op.CodeAuthorizationExpired

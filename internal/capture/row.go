@@ -3,6 +3,7 @@ package capture
 import (
 	"errors"
 
+	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/op"
 )
@@ -30,6 +31,14 @@ type Row struct {
 	Reason string
 	// AcquirerActionID is the acquirer's id of the capture or the void.
 	AcquirerActionID string
+}
+
+// Succeeded reports whether the acquirer made the capture or the void.
+func (r Row) Succeeded() bool {
+	if r.Kind == Void {
+		return r.Status == acquirer.VoidSucceeded
+	}
+	return r.Status == acquirer.CaptureSucceeded
 }
 
 // Final reports whether the row's capture released the rest of the

@@ -257,7 +257,9 @@ func (a *attempt[A]) Reserve(ctx context.Context, lease *idem.Lease) *Result {
 		res = s.refused(ctx, lease, op.VoidInFlight)
 	case errors.As(err, &inFlight), errors.Is(err, refund.ErrLimitReached):
 		res = s.refused(ctx, lease, op.CaptureInFlight)
-	case errors.Is(err, ErrClosed), errors.Is(err, ErrNothingCapturable):
+	case errors.Is(err, ErrClosed):
+		res = s.refused(ctx, lease, a.closedAs(ctx))
+	case errors.Is(err, ErrNothingCapturable):
 		res = s.refused(ctx, lease, op.NotCapturable)
 	case errors.Is(err, refund.ErrFenced):
 		res = s.pendingResult()
@@ -277,6 +279,17 @@ func (a *attempt[A]) Reserve(ctx context.Context, lease *idem.Lease) *Result {
 	return &res
 }
 
+// closedAs is how a reservation refused by a closed authorization ends:
+// AuthorizationExpired when it closed at its expiry (the acquirer's, which
+// may come before the row's), else NotCapturable. It reads the balance
+// once more, which decides nothing: the refusal did.
+func (a *attempt[A]) closedAs(ctx context.Context) op.Outcome {
+	if b, err := a.o.s.balances.Get(ctx, a.ch.ID); err == nil && b.Closed == ClosedExpired {
+		return op.AuthorizationExpired
+	}
+	return op.NotCapturable
+}
+
 // refused releases the key of a first attempt that reserved nothing and
 // sent nothing (op.Frame.Release), and ends as outcome, retried after the
 // service's delay.
@@ -285,7 +298,7 @@ func (s *Service) refused(ctx context.Context, lease *idem.Lease, outcome op.Out
 		return endedEarly(e)
 	}
 	res := Result{Outcome: outcome}
-	if outcome != op.NotCapturable {
+	if outcome != op.NotCapturable && outcome != op.AuthorizationExpired {
 		res.RetryAfter = s.cfg.RetryAfter
 	}
 	return res
@@ -478,7 +491,7 @@ func (a *attempt[A]) Close(ctx context.Context, lease *idem.Lease, row Row) *Res
 	s := a.o.s
 	in := s.intentOf(lease)
 	var err error
-	if row.Status == acquirer.CaptureSucceeded {
+	if row.Succeeded() {
 		err = s.balances.Succeed(ctx, row.ChargeID, in, lease.Attempt(), a.req.Kind)
 	} else {
 		err = s.balances.Release(ctx, row.ChargeID, in, lease.Attempt(), a.req.Kind)
@@ -493,7 +506,7 @@ func (a *attempt[A]) Close(ctx context.Context, lease *idem.Lease, row Row) *Res
 	case errors.Is(err, refund.ErrFenced):
 		now, ok, readErr := s.balances.Entry(ctx, row.ChargeID, in)
 		if readErr == nil && ok && (now.Fence == lease.Attempt() || now.State == refund.EntryReleased) {
-			res, _ = a.Hold(ctx, lease, a.o.acts.disagrees(a.answer, refund.ReasonEntryDisagrees, ""))
+			res, _ = a.Hold(ctx, lease, a.o.acts.disagrees(a.o.acts.ofRow(row, a.ch.AuthorizationID), refund.ReasonEntryDisagrees, ""))
 		} else {
 			res = s.pendingResult() // a later attempt owns the intent
 		}

@@ -217,18 +217,46 @@ func (o *operation[A]) accept(ctx context.Context, d op.Decision) error {
 // from the row an earlier attempt wrote, or releases the entry, then the
 // record. A held record is left to its operator. An error means nothing
 // is known yet: retry later; except ErrNotItsRecord, which no retry
-// changes. A charge that does not read (its row is never deleted, so it
-// is unreadable) leaves the record in flight for a person.
+// changes.
 func (o *operation[A]) Reconcile(ctx context.Context, pk string) (op.Reconciled, error) {
 	return op.Reconcile(ctx, o.settler(), pk, o.stored, o.resolve)
 }
 
+// resolve is the reconciler's path once the lease is taken over: the
+// charge, then op.Resolve. A charge its GET does not find (none for the
+// account: an attempt died between its claim and its first read, or the
+// charge's row does not read) has no reservation unless its entry says
+// so: the re-fence folds an intent that holds none, so no reservation
+// still on its way can land, and the record is released (or completed
+// from its row, when an attempt wrote one); an intent that holds an
+// entry is left in flight for a person.
 func (o *operation[A]) resolve(ctx context.Context, lease *idem.Lease, req intent) (op.Reconciled, error) {
+	pk := idem.Ref(lease.PK())
 	got := o.s.charges.Get(ctx, lease.Record().Account, req.ChargeID)
-	if got.Outcome != op.Found {
-		_ = lease.Abandon(ctx)
-		return op.NothingToDo, fmt.Errorf("reconcile %s: the charge: %s", idem.Ref(lease.PK()), got.Outcome)
-	}
 	a := &attempt[A]{o: o, req: req, ch: got.Charge}
-	return op.Resolve[A, Result](ctx, lease, a, a)
+	switch {
+	case got.Outcome == op.Found:
+		return op.Resolve[A, Result](ctx, lease, a, a)
+	case got.Outcome != op.NotFound:
+		_ = lease.Abandon(ctx)
+		return op.NothingToDo, fmt.Errorf("reconcile %s: the charge: %s", pk, got.Outcome)
+	}
+	a.ch.ID = req.ChargeID
+	if err := a.refence(ctx, lease); err != nil || a.entry.State != refund.EntryReleased {
+		_ = lease.Abandon(ctx)
+		return op.NothingToDo, fmt.Errorf("reconcile %s: the charge is not found, and its balance has an entry for the %s (or did not answer: %v)", pk, o.name, err)
+	}
+	switch res, found, err := a.Leftover(ctx, lease); {
+	case err != nil:
+		_ = lease.Abandon(ctx)
+		return op.NothingToDo, fmt.Errorf("reconcile %s: the %s's row: %w", pk, o.name, err)
+	case found && !a.Stored(res):
+		return op.NothingToDo, fmt.Errorf("reconcile %s: the completion from the %s's row did not land (%s)", pk, o.name, res.Outcome)
+	case found:
+		return op.ReconciledCompleted, nil
+	}
+	if err := lease.ReleaseReconciled(ctx); err != nil {
+		return op.NothingToDo, fmt.Errorf("reconcile %s: %w", pk, err)
+	}
+	return op.ReconciledReleased, nil
 }

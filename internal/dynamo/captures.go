@@ -126,8 +126,6 @@ func refusedCapture(old map[string]types.AttributeValue, r capture.Reservation) 
 		return e, &capture.InFlightError{Kind: kindOf(old)}
 	case closes && intOf(old, captureReserved) > 0:
 		return e, &capture.InFlightError{Kind: capture.Partial}
-	case r.Kind == capture.Void && remains == 0:
-		return e, capture.ErrNothingCapturable
 	case r.Amount == 0 || r.Kind == capture.Void:
 		return e, capture.ErrNothingCapturable
 	}

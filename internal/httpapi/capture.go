@@ -24,7 +24,7 @@ import (
 func RenderCapture(a capture.Answer) idem.Response {
 	var p problem
 	switch row := a.Row; {
-	case row != nil && row.Status == acquirer.CaptureSucceeded:
+	case row != nil && row.Succeeded():
 		return idem.Response{StatusCode: 201, Body: CaptureBody(*row)}
 	case row != nil:
 		idMember := "capture_id"

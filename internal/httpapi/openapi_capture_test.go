@@ -22,8 +22,10 @@ import (
 	"github.com/idempotent-payments/idempay/internal/sandbox"
 )
 
-// TestOpenAPICaptures drives the capture and void routes into every
-// answer they can give and checks each against api/openapi.yaml.
+// TestOpenAPICaptures drives the capture and void routes into their
+// answers (each status of each route, and the codes of the table's rows
+// that one in-process handler can reach) and checks each against
+// api/openapi.yaml.
 func TestOpenAPICaptures(t *testing.T) {
 	t.Parallel()
 	c := loadContract(t, readSpec(t))

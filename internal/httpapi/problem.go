@@ -101,7 +101,7 @@ func detailOf(o op.Outcome, w words) string {
 	case op.CaptureInFlight:
 		return "a capture of this charge is in flight; retry with the same key after Retry-After"
 	case op.VoidInFlight:
-		return "a void or a final capture of this charge is in flight; retry with the same key after Retry-After"
+		return "a void of this charge is in flight; retry with the same key after Retry-After"
 	}
 	return ""
 }

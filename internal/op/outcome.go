@@ -74,13 +74,14 @@ const (
 	// AuthorizationExpired: the authorization a capture or a void names
 	// has passed its expiry.
 	AuthorizationExpired
-	// CaptureInFlight: a capture of the same charge is in flight, which a
-	// void or a final capture waits for; nothing was reserved or sent,
-	// the key is free again, and a retry decides again.
+	// CaptureInFlight: a capture of the same charge is in flight that
+	// this one waits for (any capture, for a void or a final capture; a
+	// final capture, for every capture and void), or the charge has its
+	// most actions in flight at once; nothing was reserved or sent, the
+	// key is free again, and a retry decides again.
 	CaptureInFlight
-	// VoidInFlight: a void (or a final capture) of the same charge is in
-	// flight, which every other capture and void waits for; as
-	// CaptureInFlight.
+	// VoidInFlight: a void of the same charge is in flight, which every
+	// capture and void waits for; as CaptureInFlight.
 	VoidInFlight
 
 	numOutcomes // one past the last: every outcome below has a name

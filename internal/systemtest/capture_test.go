@@ -83,8 +83,10 @@ func captureSide(t *testing.T, s *localapi.Stack, chargeID string) capture.Balan
 	return b
 }
 
-// TestCaptureContract: every row of the capture's and the void's table,
-// and every step of their order of decisions, over the stack.
+// TestCaptureContract: the rows of the capture's and the void's table,
+// and every step of their order of decisions, over the stack (the limit
+// of actions in flight, an acquirer's expired decline and the holds are
+// the service suite's and idemctl's).
 func TestCaptureContract(t *testing.T) {
 	t.Parallel()
 	s := newStack(t)

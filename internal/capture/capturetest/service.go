@@ -61,6 +61,7 @@ func RunServiceConformance(t *testing.T, newStores NewServiceStoresFunc) {
 		{"NothingSentReleasesBoth", serviceNothingSentReleasesBoth},
 		{"ADroppedAnswerIsTakenOverOrReconciled", serviceADroppedAnswer},
 		{"KillsBetweenTheSteps", serviceKillsBetweenTheSteps},
+		{"ADeadAttemptOfNoChargeIsReleased", serviceADeadAttemptOfNoCharge},
 		{"CapturesAndAVoidAtOnceOnTwoInstances", serviceCapturesAndAVoidAtOnce},
 		{"ALyingAcquirerIsHeldThenSettled", serviceALyingAcquirerIsHeld},
 		{"RefundsFollowTheCaptures", serviceRefundsFollowTheCaptures},
@@ -228,7 +229,7 @@ func Render(a capture.Answer) idem.Response {
 	switch {
 	case a.Row == nil:
 		return refundtest.AnswerJSON(a, http.StatusUnprocessableEntity)
-	case a.Row.Status != acquirer.CaptureSucceeded:
+	case !a.Row.Succeeded():
 		return refundtest.AnswerJSON(a.Row, http.StatusPaymentRequired)
 	}
 	return refundtest.AnswerJSON(a.Row, http.StatusCreated)
@@ -429,7 +430,8 @@ func serviceDeclinesGiveTheAmountBack(t *testing.T, w *world) {
 // serviceAnExpiredAnswerClosesTheBalance: the acquirer declines a capture
 // because the authorization expired (its window shorter than ours): the
 // answer is AUTHORIZATION_EXPIRED, and the balance closes as the
-// sweeper's expiry would.
+// sweeper's expiry would; a capture after it is AUTHORIZATION_EXPIRED too,
+// before the row's own expiry.
 func serviceAnExpiredAnswerClosesTheBalance(t *testing.T, w *world) {
 	ch := w.authorize(t, 1000)
 	res := mustAnswer(t, w.with(declining{Acquirer: w.acq, code: acquirer.DeclineAuthorizationExpired}).Capture(ctx, in("late-capture", ch, `{}`)), op.Executed, 402)
@@ -439,7 +441,8 @@ func serviceAnExpiredAnswerClosesTheBalance(t *testing.T, w *world) {
 	w.mustHold(t, ch, 0, 0, 0, capture.ClosedExpired)
 	w.mustFigures(t, ch, charge.StatusExpired, 0, 0, 0)
 	w.clock.Advance(time.Millisecond)
-	mustAnswer(t, w.svc.Capture(ctx, in("after-the-expiry", ch, `{}`)), op.NotCapturable, 0)
+	mustAnswer(t, w.svc.Capture(ctx, in("after-the-expiry", ch, `{}`)), op.AuthorizationExpired, 0)
+	w.mustBeGone(t, capture.OperationCapture, "after-the-expiry")
 }
 
 // serviceNothingSentReleasesBoth: an acquirer that cannot be reached on a
@@ -579,13 +582,39 @@ func serviceKillsBetweenTheSteps(t *testing.T, w *world) {
 	}
 }
 
+// serviceADeadAttemptOfNoCharge: an attempt that died between its claim
+// and its charge's read, of a charge the account does not have: a retry
+// leaves it in flight (pending), and the reconciler releases it (nothing
+// was reserved; the re-fence folds the intent), after which the key is
+// free.
+func serviceADeadAttemptOfNoCharge(t *testing.T, w *world) {
+	nowhere := charge.ID(strings.Repeat("0", 40))
+	guard := idem.NewGuard(w.stores.Store, idem.Config{Now: w.now, DefaultLease: 30 * time.Second, Protocol: protocol})
+	req, err := capture.ParseRequest(nowhere, []byte(`{}`), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := guard.Begin(ctx, idem.Scope{Operation: capture.OperationCapture, Account: account, Key: "died-before-its-charge"}, req.Canonical()); err != nil {
+		t.Fatal(err)
+	}
+	w.clock.Advance(time.Minute)
+	mustAnswer(t, w.svc.Capture(ctx, in("died-before-its-charge", nowhere, `{}`)), op.Pending, 0)
+	w.clock.Advance(reconcilable)
+	if got, err := w.svc.CaptureOperation().Reconcile(ctx, pkOf(capture.OperationCapture, "died-before-its-charge")); err != nil || got != op.ReconciledReleased {
+		t.Fatalf("reconcile: %s, %v", got, err)
+	}
+	w.mustBeGone(t, capture.OperationCapture, "died-before-its-charge")
+	mustAnswer(t, w.svc.Capture(ctx, in("died-before-its-charge", nowhere, `{}`)), op.NotFound, 0)
+}
+
 // serviceCapturesAndAVoidAtOnce: on an authorization of 1,000, 20
 // partial captures of 100 under different keys, a void and a final
 // capture, all at once on two instances (each answered 201, 409, 422
-// over what remained, or 422 not capturable once closed): nothing is
-// captured beyond the authorization, a succeeded void or final capture closed it with no
-// capture after, the acquirer's sums are the balance's, and nothing is
-// left reserved.
+// over what remained, 422 not capturable once closed, or 503 when another
+// action's end passed every try of its reservation): nothing is captured
+// beyond the authorization, a succeeded void or final capture closed it,
+// none was captured after the closing (the acquirer's captures add up to
+// the balance's), and nothing is left reserved.
 func serviceCapturesAndAVoidAtOnce(t *testing.T, w *world) {
 	ch := w.authorize(t, 1000)
 	other := w.with(w.acq)
@@ -619,7 +648,7 @@ func serviceCapturesAndAVoidAtOnce(t *testing.T, w *world) {
 			case i != 20:
 				captured += 100
 			}
-		case op.CaptureInFlight, op.VoidInFlight, op.NotCapturable:
+		case op.CaptureInFlight, op.VoidInFlight, op.NotCapturable, op.Unavailable: // Unavailable: a stamp passed on every try
 		default:
 			t.Fatalf("%d: %s", i, r.Outcome)
 		}
@@ -637,6 +666,20 @@ func serviceCapturesAndAVoidAtOnce(t *testing.T, w *world) {
 	}
 	if results[20].Outcome == op.Executed && (b.Closed != capture.ClosedVoided || b.Released != 1000-b.Captured) {
 		t.Fatalf("a succeeded void, and the balance %+v", b)
+	}
+	if final := results[21]; final.Outcome == op.Executed && final.Response.StatusCode == 201 && (b.Closed != capture.ClosedCaptured || b.Released != 1000-b.Captured) {
+		t.Fatalf("a succeeded final capture, and the balance %+v", b)
+	}
+	// Nothing was captured after the closing: every capture the acquirer
+	// made is one the balance counts.
+	var atAcquirer int64
+	for _, c := range w.sb.Captures() {
+		if c.AuthorizationID == auth.AuthorizationID && c.Status == acquirer.CaptureSucceeded {
+			atAcquirer += c.Amount
+		}
+	}
+	if atAcquirer != b.Captured {
+		t.Fatalf("the acquirer's captures add up to %d, the balance's %d", atAcquirer, b.Captured)
 	}
 }
 

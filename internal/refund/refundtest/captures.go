@@ -51,8 +51,6 @@ func (c memoryCaptures) Reserve(_ context.Context, r capture.Reservation) (refun
 		return e, &capture.InFlightError{Kind: cb.ClosingKind}
 	case closing && cb.Reserved > 0:
 		return e, &capture.InFlightError{Kind: capture.Partial}
-	case r.Kind == capture.Void && cb.Capturable == 0:
-		return e, capture.ErrNothingCapturable
 	case amount == 0:
 		return e, capture.ErrNothingCapturable
 	case amount > cb.Capturable:
