@@ -324,12 +324,14 @@ func TestCapturesVoidAndRefundsRace(t *testing.T) {
 }
 
 // settle runs the sweeper, whose commands the reconciler takes, until
-// none of the keys' records (operation and key) is in flight.
+// none of the keys' records (operation and key) is in flight. A sweep
+// that fails (one that outlives the stack's short function timeout on a
+// loaded machine) is run again, as the schedule would.
 func settle(t *testing.T, s *localapi.Stack, account string, keys [][2]string) {
 	t.Helper()
-	waitFor(t, 60*time.Second, "every intent to settle", func() bool {
+	waitFor(t, 90*time.Second, "every intent to settle", func() bool {
 		if _, err := s.Sweep(context.Background()); err != nil {
-			t.Fatalf("sweep: %v", err)
+			t.Logf("sweep: %v; run again", err)
 		}
 		for _, k := range keys {
 			if rec := actionRecord(t, s, k[0], account, k[1]); rec != nil && rec.Status == idem.StatusInProgress {
