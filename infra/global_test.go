@@ -531,8 +531,8 @@ func TestGlobalLeastPrivilege(t *testing.T) {
 					t.Errorf("%s: the sweeper deletes %s, want records only", s.name, asJSON(st["Condition"]))
 				}
 				if slices.Contains(list(st["Action"]), any("dynamodb:GetItem")) && prefix == "SweeperPolicy" &&
-					asJSON(st["Condition"]) != sentinelOnly && asJSON(st["Condition"]) != `{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["`+tabledef.HeartbeatPrefix+`*","`+tabledef.LedgerPrefix+`*","`+tabledef.RefundPrefix+`*"]}}` {
-					t.Errorf("%s: the sweeper reads %s, want the probe's key, the heartbeats, the ledger and refund rows only", s.name, asJSON(st["Condition"]))
+					asJSON(st["Condition"]) != sentinelOnly && asJSON(st["Condition"]) != `{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["`+tabledef.HeartbeatPrefix+`*","`+tabledef.LedgerPrefix+`*","`+tabledef.RefundPrefix+`*","`+tabledef.CapturePrefix+`*","`+tabledef.VoidPrefix+`*"]}}` {
+					t.Errorf("%s: the sweeper reads %s, want the probe's key, the heartbeats and the operations' rows only", s.name, asJSON(st["Condition"]))
 				}
 				if strings.Contains(res, `"*"`) && asJSON(st["Action"]) != asJSON(xrayActions) || strings.Contains(res, "/stream/*") || strings.Contains(asJSON(st["Action"]), "*") {
 					t.Errorf("%s %s: a wildcard in %s", s.name, prefix, asJSON(st))
@@ -739,11 +739,11 @@ func TestGlobalEventsOnce(t *testing.T) {
 		policies := resources(tmpl, "AWS::IAM::Policy")
 		sweeperPolicy := asJSON(props(byPrefix(t, policies, "SweeperPolicy"))["PolicyDocument"])
 		mark := `"Action":"dynamodb:UpdateItem","Condition":{"ForAllValues:StringEquals":{"dynamodb:Attributes":["pk","unpublished_shard","unpublished_since"]},` +
-			`"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["` + tabledef.LedgerPrefix + `*","` + tabledef.RefundPrefix + `*"]},"StringEqualsIfExists":{"dynamodb:ReturnValues":"NONE"}}`
+			`"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["` + tabledef.LedgerPrefix + `*","` + tabledef.RefundPrefix + `*","` + tabledef.CapturePrefix + `*","` + tabledef.VoidPrefix + `*"]},"StringEqualsIfExists":{"dynamodb:ReturnValues":"NONE"}}`
 		for _, want := range []string{
 			`"Action":"dynamodb:PutItem","Condition":{"ForAllValues:StringEquals":{"dynamodb:Attributes":["pk","region","beat_at"],"dynamodb:LeadingKeys":["` +
 				tabledef.HeartbeatPrefix + s.region + `"]},"StringEqualsIfExists":{"dynamodb:ReturnValues":"NONE"}}`,
-			`"Action":"dynamodb:GetItem","Condition":{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["` + tabledef.HeartbeatPrefix + `*","` + tabledef.LedgerPrefix + `*","` + tabledef.RefundPrefix + `*"]}}`,
+			`"Action":"dynamodb:GetItem","Condition":{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["` + tabledef.HeartbeatPrefix + `*","` + tabledef.LedgerPrefix + `*","` + tabledef.RefundPrefix + `*","` + tabledef.CapturePrefix + `*","` + tabledef.VoidPrefix + `*"]}}`,
 			mark,
 			`"Action":"sns:Publish","Effect":"Allow","Resource":{"Ref":"Outcomes`,
 		} {

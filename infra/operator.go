@@ -69,13 +69,13 @@ func newOperatorChannel(stack awscdk.Stack, cfg Config, assets StackAssets, remo
 			Actions: jsii.Strings("lambda:InvokeFunction"), Resources: &[]*string{fn.fn.FunctionArn()},
 			Conditions: &map[string]interface{}{"Bool": map[string]interface{}{"lambda:InvokedViaFunctionUrl": "true"}},
 		}),
-		// inspect and held read records, ledger rows and charges' refund
-		// balances, republish ledger and refund rows; stale and held list
-		// the in-flight index.
+		// inspect and held read records, every operation's rows and
+		// charges' balances, republish rows; stale and held list the
+		// in-flight index.
 		awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 			Actions: jsii.Strings("dynamodb:GetItem"), Resources: &[]*string{tableArn},
 			Conditions: &map[string]interface{}{"ForAllValues:StringLike": map[string]interface{}{
-				"dynamodb:LeadingKeys": []string{idem.RecordPrefix + "*", tabledef.LedgerPrefix + "*", tabledef.RefundPrefix + "*", tabledef.BalancePrefix + "*"}}},
+				"dynamodb:LeadingKeys": wildcards(append([]string{idem.RecordPrefix, tabledef.BalancePrefix}, tabledef.RowPrefixes()...)...)}},
 		}),
 		awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 			Actions: jsii.Strings("dynamodb:Query"), Resources: &[]*string{jsii.String(*tableArn + "/index/" + tabledef.InflightIndex)},

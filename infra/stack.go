@@ -470,7 +470,7 @@ func takeOverAccess(cfg Config, env map[string]*string, tableArn, topicArn *stri
 			},
 			"StringEqualsIfExists": map[string]any{"dynamodb:ReturnValues": "NONE"},
 		}},
-		{actions: []string{"dynamodb:GetItem"}, resources: []*string{tableArn}, conditions: leadingKeys(tabledef.HeartbeatPrefix, tabledef.LedgerPrefix, tabledef.RefundPrefix)},
+		{actions: []string{"dynamodb:GetItem"}, resources: []*string{tableArn}, conditions: leadingKeys(append([]string{tabledef.HeartbeatPrefix}, tabledef.RowPrefixes()...)...)},
 		markStatement(tableArn),
 		{actions: []string{"sns:Publish"}, resources: []*string{topicArn}},
 	}
@@ -484,14 +484,14 @@ func markAccess(cfg Config, env map[string]*string, tableName, tableArn *string)
 	return []statement{markStatement(tableArn)}
 }
 
-// markStatement is the mark on a ledger or refund row (dynamo.Books'
+// markStatement is the mark on any operation's row (dynamo.Books'
 // MarkPublished): an update of those rows that touches the row's key and
 // its unpublished listing only and returns nothing, so a role that marks
 // can neither change what a row says nor write a row that reads as a
-// charge or a refund.
+// charge, a refund, a capture or a void.
 func markStatement(tableArn *string) statement {
 	return statement{actions: []string{"dynamodb:UpdateItem"}, resources: []*string{tableArn}, conditions: map[string]any{
-		"ForAllValues:StringLike": map[string]any{"dynamodb:LeadingKeys": []string{tabledef.LedgerPrefix + "*", tabledef.RefundPrefix + "*"}},
+		"ForAllValues:StringLike": map[string]any{"dynamodb:LeadingKeys": wildcards(tabledef.RowPrefixes()...)},
 		"ForAllValues:StringEquals": map[string]any{
 			"dynamodb:Attributes": []string{tabledef.KeyAttribute, tabledef.UnpublishedShardAttribute, tabledef.UnpublishedSinceAttribute},
 		},
@@ -562,11 +562,17 @@ func onlySender(q awssqs.Queue, sender awsiam.Role) {
 // leadingKeys confines a statement to the items whose partition key
 // begins with one of prefixes.
 func leadingKeys(prefixes ...string) map[string]any {
+	return map[string]any{"ForAllValues:StringLike": map[string]any{"dynamodb:LeadingKeys": wildcards(prefixes...)}}
+}
+
+// wildcards are the StringLike patterns of the keys that begin with
+// prefixes.
+func wildcards(prefixes ...string) []string {
 	var like []string
 	for _, p := range prefixes {
 		like = append(like, p+"*")
 	}
-	return map[string]any{"ForAllValues:StringLike": map[string]any{"dynamodb:LeadingKeys": like}}
+	return like
 }
 
 // encodeSources writes a consumer's COMMAND_SOURCES; the ARNs and URLs are

@@ -665,15 +665,13 @@ var voidQuestions = map[string]string{
 }
 
 // operationNames are the operations an operator acts on: the registered
-// operations' names, and captures' and voids', which the operator's
-// channel settles (their registry is the channel's) before they make
-// events of their own.
+// operations' names.
 func operationNames() []string {
 	var names []string
 	for _, r := range operations.All() {
 		names = append(names, r.Name)
 	}
-	return append(names, capture.OperationCapture, capture.OperationVoid)
+	return names
 }
 
 // describeCharge is what inspect shows of a charge's record.

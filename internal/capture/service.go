@@ -447,11 +447,8 @@ func (a *attempt[A]) Finish(ctx context.Context, lease *idem.Lease, ans A) Resul
 	s := a.o.s
 	a.answer = ans
 	st := a.o.acts.stated(ans)
-	// A capture's and a void's rows make no event yet, so they carry no
-	// region: a row with one is listed unpublished until a region
-	// publishes its event, which nothing would ever do.
 	row := Row{
-		Origin:   op.OriginOf(lease, a.o.id(lease.DownstreamKey()), s.cfg.Now(), ""),
+		Origin:   op.OriginOf(lease, a.o.id(lease.DownstreamKey()), s.cfg.Now(), s.cfg.Region),
 		ChargeID: a.ch.ID, Kind: a.req.Kind, Status: st.Status, DeclineCode: st.DeclineCode, Amount: st.Amount,
 		Currency: st.Currency, Reason: a.req.Reason, AcquirerActionID: st.ID,
 	}

@@ -52,7 +52,7 @@ var queuedOps = map[command.Type]queued{
 			res := h.Refunds.ByKey(ctx, account, key)
 			return operations.RefundRow{Refund: res.Row}, res.Outcome
 		},
-		rejection: event.OfRefundRejection,
+		rejection: event.Refunds.OfRejection,
 	},
 }
 
@@ -68,7 +68,7 @@ func runRefund(ctx context.Context, h *Handler, in Inbox, cmd command.Command, k
 	v := refundVerdictOf(res)
 	v.key = res.Key
 	if code := string(res.Refusal); code != "" && (res.Outcome == op.Executed || res.Outcome == op.Replayed) {
-		e := event.OfRefundRefusal(event.RefundRefusal{RefundID: res.ID, ChargeID: cmd.ChargeID, Account: cmd.Account,
+		e := event.Refunds.OfRefusal(event.Refusal{ActionID: res.ID, ChargeID: cmd.ChargeID, Account: cmd.Account,
 			IdempotencyKey: res.Key, Source: res.Source, Code: code, At: res.ClaimedAt})
 		v.tell, v.republish = &e, false
 	}

@@ -38,14 +38,22 @@ type ActionRows struct {
 	prefix, rowType, noun string
 }
 
+// The two operations' layouts, on no table: their keys, types and nouns.
+var (
+	captureRows = ActionRows{prefix: tabledef.CapturePrefix, rowType: tabledef.CaptureRowType, noun: "capture"}
+	voidRows    = ActionRows{prefix: tabledef.VoidPrefix, rowType: tabledef.VoidRowType, noun: "void"}
+)
+
 // CaptureRows are the captures' rows.
-func (t *Table) CaptureRows() *ActionRows {
-	return &ActionRows{api: t.api, table: t.name, prefix: tabledef.CapturePrefix, rowType: tabledef.CaptureRowType, noun: "capture"}
-}
+func (t *Table) CaptureRows() *ActionRows { return captureRows.on(t) }
 
 // VoidRows are the voids' rows.
-func (t *Table) VoidRows() *ActionRows {
-	return &ActionRows{api: t.api, table: t.name, prefix: tabledef.VoidPrefix, rowType: tabledef.VoidRowType, noun: "void"}
+func (t *Table) VoidRows() *ActionRows { return voidRows.on(t) }
+
+// on is l on table t.
+func (l ActionRows) on(t *Table) *ActionRows {
+	l.api, l.table = t.api, t.name
+	return &l
 }
 
 // Write implements capture.Ledger with one PutItem conditioned on the

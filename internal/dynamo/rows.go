@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/idempotent-payments/idempay/internal/capture"
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/op"
@@ -32,7 +33,12 @@ var rowLayouts = map[string]rowLayout{
 		func(c charge.Charge) outbox.Row { return operations.ChargeRow{Charge: c} }),
 	refund.Operation: layout(decodeRefund, func(t *Table) getter[refund.Refund] { return t.Refunds().Get },
 		func(r refund.Refund) outbox.Row { return operations.RefundRow{Refund: r} }),
+	capture.OperationCapture: layout(captureRows.decode, func(t *Table) getter[capture.Row] { return t.CaptureRows().Get }, asOutboxRow),
+	capture.OperationVoid:    layout(voidRows.decode, func(t *Table) getter[capture.Row] { return t.VoidRows().Get }, asOutboxRow),
 }
+
+// asOutboxRow is a capture's or a void's row as the outbox sees it.
+func asOutboxRow(r capture.Row) outbox.Row { return operations.ActionRow{Row: r} }
 
 // getter reads a row by its id, as an operation's ledger does.
 type getter[R any] func(ctx context.Context, id string) (R, error)

@@ -1,14 +1,14 @@
 // Package event is the schema of the outcome events, version 1: what a
 // producer or a merchant backend receives when a charge is captured,
-// declined, held for an operator or released by one, when a refund
-// succeeds, is declined, is held or is released, or when a queue command
-// is rejected. Publishers build events with the constructors
+// authorized, declined, held for an operator or released by one, when a
+// refund, a capture or a void (an action, of its Kind) succeeds, is
+// declined, is held or is released, or when a queue command is rejected. Publishers build events with the constructors
 // here and encode them with Encode; nothing else spells the format, which
 // docs/events.schema.json describes (a test holds them equal).
 //
 // Delivery is at least once and unordered: an event may arrive twice, and
-// a charge's held event may arrive after its captured one, as a refund's
-// held event after its succeeded or declined one. Every event has
+// a charge's held event may arrive after its captured one, as an
+// action's held event after its succeeded or declined one. Every event has
 // an id that is the same on every delivery of it and differs between any
 // two events, so a consumer deduplicates by ID, and orders by what it
 // already has (a charge that is captured or declined stays so).
@@ -75,6 +75,24 @@ const (
 	// the key's stored answer and the event names the refund. Sent to the
 	// producer whose command was refused first.
 	RefundRejected Type = "refund.rejected"
+
+	// The capture's events, as the refund's: a capture's row succeeded
+	// (the acquirer captured Action.Amount; Action.Final when it released
+	// the rest) or declined, its record held or released, its command
+	// rejected.
+	CaptureSucceeded Type = "capture.succeeded"
+	CaptureDeclined  Type = "capture.declined"
+	CaptureHeld      Type = "capture.held"
+	CaptureReleased  Type = "capture.released"
+	CaptureRejected  Type = "capture.rejected"
+
+	// The void's events, as the refund's: the acquirer released what the
+	// authorization left capturable (Action.Amount), or declined to.
+	VoidSucceeded Type = "void.succeeded"
+	VoidDeclined  Type = "void.declined"
+	VoidHeld      Type = "void.held"
+	VoidReleased  Type = "void.released"
+	VoidRejected  Type = "void.rejected"
 )
 
 // ProducerHTTP is the Producer of a charge requested over the HTTP API:
@@ -124,11 +142,15 @@ type Event struct {
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
 	// Charge is the charge, for every charge type but Rejected.
 	Charge *Charge `json:"charge,omitempty"`
-	// Refund is the refund, for every refund type but a RefundRejected
-	// refused at the door.
-	Refund *Refund `json:"refund,omitempty"`
-	// Reason is why a charge or a refund was held (the mismatch's reason)
-	// or a command rejected (its reject code, or the bound's refusal).
+	// Refund, Capture and Void are the action an action's event is about
+	// (Refunds, Captures, Voids), one of them, for every type but a
+	// rejection refused at the door.
+	Refund  *Action `json:"refund,omitempty"`
+	Capture *Action `json:"capture,omitempty"`
+	Void    *Action `json:"void,omitempty"`
+	// Reason is why a charge or an action was held (the mismatch's
+	// reason) or a command rejected (its reject code, or the bound's
+	// refusal).
 	Reason string `json:"reason,omitempty"`
 	// CreatedAt is when it happened: the ledger row's, the hold's or the
 	// settlement's time, or the rejection's.
@@ -147,21 +169,28 @@ type Charge struct {
 	AuthorizationExpiresAt *time.Time `json:"authorization_expires_at,omitempty"`
 }
 
-// Refund is the refund an event is about, with the acquirer's terms.
-type Refund struct {
+// Action is the refund, the capture or the void an event is about, with
+// the acquirer's terms.
+type Action struct {
 	ID          string `json:"id"`
 	ChargeID    string `json:"charge_id"`
 	Status      string `json:"status"`
 	Amount      int64  `json:"amount,omitempty"`
 	Currency    string `json:"currency,omitempty"`
 	DeclineCode string `json:"decline_code,omitempty"`
+	// Final is a capture's only: it released what the authorization
+	// left capturable beyond its amount.
+	Final bool `json:"final,omitempty"`
 }
+
+// Refund is the refund an event is about.
+type Refund = Action
 
 // The statuses of Charge.Status and Refund.Status beyond the acquirer's.
 const (
 	StatusHeld     = "held"
 	StatusReleased = "released"
-	StatusRejected = "rejected" // a refund the bound refused
+	StatusRejected = "rejected" // an action the bound refused
 )
 
 // SourceHTTP is the Source of a charge requested over the HTTP API.
@@ -226,57 +255,102 @@ func OfRow(r Row) (Event, error) {
 	}, nil
 }
 
-// RefundRow is what the succeeded and declined events say of a refund's
+// Kind is what an action's events say it is: a refund, a capture or a
+// void, each with its five types and its member of Event.
+type Kind struct {
+	Succeeded, Declined, Held, Released, Rejected Type
+	member                                        func(*Event) **Action
+}
+
+// The kinds of action.
+var (
+	Refunds = Kind{RefundSucceeded, RefundDeclined, RefundHeld, RefundReleased, RefundRejected,
+		func(e *Event) **Action { return &e.Refund }}
+	Captures = Kind{CaptureSucceeded, CaptureDeclined, CaptureHeld, CaptureReleased, CaptureRejected,
+		func(e *Event) **Action { return &e.Capture }}
+	Voids = Kind{VoidSucceeded, VoidDeclined, VoidHeld, VoidReleased, VoidRejected,
+		func(e *Event) **Action { return &e.Void }}
+)
+
+// Types are the kind's five types.
+func (k Kind) Types() []Type { return []Type{k.Succeeded, k.Declined, k.Held, k.Released, k.Rejected} }
+
+// ActionRow is what the succeeded and declined events say of an action's
 // row.
-type RefundRow struct {
-	Refund                          Refund
+type ActionRow struct {
+	Action                          Action
 	Account, IdempotencyKey, Source string
 	CreatedAt                       time.Time
 }
 
-// OfRefundRow is the event of a refund's row: RefundSucceeded or
-// RefundDeclined, with the row's terms. Its id derives from the refund
-// id, as a charge event's from the charge id.
-func OfRefundRow(r RefundRow) (Event, error) {
-	t := RefundSucceeded
-	switch r.Refund.Status {
+// OfRow is the event of an action's row: Succeeded or Declined, with the
+// row's terms. Its id derives from the action's id, as a charge event's
+// from the charge id.
+func (k Kind) OfRow(r ActionRow) (Event, error) {
+	t := k.Succeeded
+	switch r.Action.Status {
 	case "succeeded":
 	case "declined":
-		t = RefundDeclined
+		t = k.Declined
 	default:
-		return Event{}, fmt.Errorf("refund row %s: status %q is neither succeeded nor declined", r.Refund.ID, r.Refund.Status)
+		return Event{}, fmt.Errorf("row %s: status %q is neither succeeded nor declined", r.Action.ID, r.Action.Status)
 	}
-	source := cmp.Or(r.Source, SourceHTTP)
-	ref := r.Refund
-	return Event{
-		ID: id(t, ref.ID), Type: t, Version: Version, Producer: producerOf(source), Source: source,
-		Account: r.Account, IdempotencyKey: r.IdempotencyKey, CreatedAt: r.CreatedAt.UTC(), Refund: &ref,
-	}, nil
+	return k.event(t, r.Action, r.Account, r.IdempotencyKey, r.Source, "", r.CreatedAt), nil
 }
 
-// RefundHold is what the refund's held and released events say of its
+// ActionHold is what an action's held and released events say of its
 // record.
-type RefundHold struct {
-	RefundID, ChargeID, Account, IdempotencyKey, Source, Reason string
-	// At is the hold's time (RefundHeld) or the settlement's
-	// (RefundReleased).
+type ActionHold struct {
+	ActionID, ChargeID, Account, IdempotencyKey, Source, Reason string
+	// At is the hold's time (Held) or the settlement's (Released).
 	At time.Time
 }
 
-// OfRefundHold is the RefundHeld event of a refund's record just held.
-func OfRefundHold(h RefundHold) Event { return ofRefundHold(RefundHeld, StatusHeld, h) }
+// OfHold is the Held event of an action's record just held.
+func (k Kind) OfHold(h ActionHold) Event { return k.ofHold(k.Held, StatusHeld, h) }
 
-// OfRefundRelease is the RefundReleased event of a held refund's record
-// an operator released.
-func OfRefundRelease(h RefundHold) Event { return ofRefundHold(RefundReleased, StatusReleased, h) }
+// OfRelease is the Released event of a held action's record an operator
+// released: nothing was done.
+func (k Kind) OfRelease(h ActionHold) Event { return k.ofHold(k.Released, StatusReleased, h) }
 
-func ofRefundHold(t Type, status string, h RefundHold) Event {
-	source := cmp.Or(h.Source, SourceHTTP)
-	return Event{
-		ID: id(t, h.RefundID), Type: t, Version: Version, Producer: producerOf(source), Source: source,
-		Account: h.Account, IdempotencyKey: h.IdempotencyKey, Reason: h.Reason, CreatedAt: h.At.UTC(),
-		Refund: &Refund{ID: h.RefundID, ChargeID: h.ChargeID, Status: status},
+func (k Kind) ofHold(t Type, status string, h ActionHold) Event {
+	return k.event(t, Action{ID: h.ActionID, ChargeID: h.ChargeID, Status: status}, h.Account, h.IdempotencyKey, h.Source, h.Reason, h.At)
+}
+
+// OfRejection is the Rejected event of the queue message messageID from
+// producer's queue, an action's command refused at the door with code:
+// nothing was written, so its id derives from the message, and it names
+// no action.
+func (k Kind) OfRejection(messageID, producer, account, idempotencyKey, code string, at time.Time) Event {
+	e := OfRejection(messageID, producer, account, idempotencyKey, code, at)
+	e.ID, e.Type = id(k.Rejected, messageID), k.Rejected
+	return e
+}
+
+// Refusal is what the Rejected event of an action the bound refused
+// says: every field is the key's record's, so each telling of it is the
+// same event.
+type Refusal struct {
+	ActionID, ChargeID, Account, IdempotencyKey, Source, Code string
+	// At is when the action's key was claimed.
+	At time.Time
+}
+
+// OfRefusal is the Rejected event of an action the bound refused; its id
+// derives from the action's id.
+func (k Kind) OfRefusal(r Refusal) Event {
+	return k.event(k.Rejected, Action{ID: r.ActionID, ChargeID: r.ChargeID, Status: StatusRejected}, r.Account, r.IdempotencyKey, r.Source, r.Code, r.At)
+}
+
+// event is the event of type t about action a.
+func (k Kind) event(t Type, a Action, account, idempotencyKey, source, reason string, at time.Time) Event {
+	source = cmp.Or(source, SourceHTTP)
+	e := Event{
+		ID: id(t, a.ID), Type: t, Version: Version, Producer: producerOf(source), Source: source,
+		Account: account, IdempotencyKey: idempotencyKey, Reason: reason, CreatedAt: at.UTC(),
 	}
+	*k.member(&e) = &a
+	return e
 }
 
 // Hold is what the held and released events say of a record: whose it is
@@ -311,35 +385,6 @@ func OfRejection(messageID, producer, account, idempotencyKey, code string, at t
 	return Event{
 		ID: id(Rejected, messageID), Type: Rejected, Version: Version, Producer: producer, Source: SourceQueue(producer),
 		Account: account, IdempotencyKey: idempotencyKey, Reason: code, CreatedAt: at.UTC(),
-	}
-}
-
-// OfRefundRejection is the RefundRejected event of the queue message
-// messageID from producer's queue, a refund command refused at the door
-// with code: nothing was written, so its id derives from the message.
-func OfRefundRejection(messageID, producer, account, idempotencyKey, code string, at time.Time) Event {
-	e := OfRejection(messageID, producer, account, idempotencyKey, code, at)
-	e.ID, e.Type = id(RefundRejected, messageID), RefundRejected
-	return e
-}
-
-// RefundRefusal is what the RefundRejected event of a refund the bound
-// refused says: every field is the key's record's, so each telling of it
-// is the same event.
-type RefundRefusal struct {
-	RefundID, ChargeID, Account, IdempotencyKey, Source, Code string
-	// At is when the refund's key was claimed.
-	At time.Time
-}
-
-// OfRefundRefusal is the RefundRejected event of a refund the bound
-// refused; its id derives from the refund id.
-func OfRefundRefusal(r RefundRefusal) Event {
-	source := cmp.Or(r.Source, SourceHTTP)
-	return Event{
-		ID: id(RefundRejected, r.RefundID), Type: RefundRejected, Version: Version, Producer: producerOf(source), Source: source,
-		Account: r.Account, IdempotencyKey: r.IdempotencyKey, Reason: r.Code, CreatedAt: r.At.UTC(),
-		Refund: &Refund{ID: r.RefundID, ChargeID: r.ChargeID, Status: StatusRejected},
 	}
 }
 

@@ -25,6 +25,8 @@ import (
 	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/acquirer/acquirerhttp"
 	"github.com/idempotent-payments/idempay/internal/backstop"
+	"github.com/idempotent-payments/idempay/internal/capture"
+	"github.com/idempotent-payments/idempay/internal/capture/capturetest"
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/charge/chargetest"
 	"github.com/idempotent-payments/idempay/internal/command"
@@ -118,14 +120,20 @@ type world struct {
 	acq      *acquirerhttp.Client
 	ledger   *chargetest.Ledger
 	refunds  *refundtest.Ledger
-	balances refund.Balances
+	balances *refundtest.MemoryBalances
+	captures *capturetest.Ledger
+	voids    *capturetest.Ledger
 	cfg      charge.Config
 	charges  *charge.Service
 	refundSv *refund.Service
+	capture  *capture.Service
 	registry *op.Registry
 	logs     *syncBuffer
 	topic    *eventtest.Topic
 	chargeID string
+	// authorizationID is an authorization of account, to capture or
+	// void.
+	authorizationID string
 }
 
 func newWorld(t *testing.T) *world {
@@ -133,7 +141,8 @@ func newWorld(t *testing.T) *world {
 	clock := idemtest.NewClock(time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC))
 	ledger := chargetest.NewLedger()
 	w := &world{t: t, clock: clock, sb: sandbox.New(""), ledger: ledger, refunds: refundtest.NewLedgerListedIn(ledger),
-		balances: refundtest.NewMemoryBalances(), logs: &syncBuffer{}, topic: &eventtest.Topic{},
+		balances: refundtest.NewMemoryBalances(), captures: capturetest.NewLedgerListedIn(ledger), voids: capturetest.NewLedgerListedIn(ledger),
+		logs: &syncBuffer{}, topic: &eventtest.Topic{},
 		cfg: charge.Config{Now: clock.Now, Region: region, Logger: slog.New(slog.DiscardHandler)}}
 	w.guard = idem.NewGuard(idemtest.NewMemoryStore(), idem.Config{Now: clock.Now, DefaultLease: time.Minute, Protocol: idem.Protocol{Downstream: "sandbox"}})
 	w.sb.Now = clock.Now
@@ -141,24 +150,29 @@ func newWorld(t *testing.T) *world {
 	if w.acq, err = acquirerhttp.NewClient("http://sandbox.invalid", "", sandbox.InProcess(w.sb)); err != nil {
 		t.Fatal(err)
 	}
-	w.charges, w.refundSv = w.services(w.acq)
-	w.registry = op.NewRegistry(w.charges.Operation(), w.refundSv.Operation())
-	made := w.charges.Charge(context.Background(), charge.Input{Account: account, Keys: []string{"matrix-charge-to-refund"},
-		Body: []byte(`{"amount": 100000, "currency": "BRL", "order_id": "m-0", "payment_method": "pm_card_visa"}`)})
-	if made.Outcome != op.Executed {
-		t.Fatalf("the charge to refund: %s", made.Outcome)
-	}
-	w.chargeID = made.ChargeID
+	w.charges, w.refundSv, w.capture = w.services(w.acq)
+	w.registry = op.NewRegistry(w.charges.Operation(), w.refundSv.Operation(), w.capture.CaptureOperation(), w.capture.VoidOperation())
+	w.chargeID = w.charge("to-refund", `"capture": true`)
+	w.authorizationID = w.charge("to-capture", `"capture": false`)
 	return w
 }
 
+// charge is the id of a charge of account made under the key ending in
+// key, with the member capture.
+func (w *world) charge(key, capture string) string {
+	made := w.charges.Charge(context.Background(), charge.Input{Account: account, Keys: []string{"matrix-charge-" + key},
+		Body: []byte(`{"amount": 100000, "currency": "BRL", "order_id": "m-0", "payment_method": "pm_card_visa", ` + capture + `}`)})
+	if made.Outcome != op.Executed {
+		w.t.Fatalf("the charge with %s: %s", capture, made.Outcome)
+	}
+	return made.ChargeID
+}
+
 // services are the deployment's services on w's stores, calling acq.
-func (w *world) services(acq interface {
-	charge.Acquirer
-	refund.Acquirer
-}) (*charge.Service, *refund.Service) {
+func (w *world) services(acq capturetest.Acquirer) (*charge.Service, *refund.Service, *capture.Service) {
 	charges := chargetest.ServiceWith(w.guard, w.ledger, acq, httpapi.Render, w.cfg)
-	return charges, refund.NewService(w.guard, charges, w.balances, w.refunds, acq, httpapi.RenderRefund, w.cfg)
+	return charges, refund.NewService(w.guard, charges, w.balances, w.refunds, acq, httpapi.RenderRefund, w.cfg),
+		capture.NewService(w.guard, charges, w.balances.Captures(), w.captures, w.voids, acq, httpapi.RenderCapture, w.cfg)
 }
 
 // fixture reads trigger's fixture of reg into v, its placeholders
@@ -169,6 +183,7 @@ func (w *world) fixture(dir string, trigger operations.Trigger, reg operations.R
 		return fmt.Errorf("%s through %s: no fixture: %w", reg.Name, trigger, err)
 	}
 	s := strings.ReplaceAll(string(b), "{{charge_id}}", w.chargeID)
+	s = strings.ReplaceAll(s, "{{authorization_id}}", w.authorizationID)
 	for k, val := range vars {
 		s = strings.ReplaceAll(s, "{{"+k+"}}", val)
 	}
@@ -176,7 +191,7 @@ func (w *world) fixture(dir string, trigger operations.Trigger, reg operations.R
 }
 
 func (w *world) api() *httpapi.Handler {
-	return &httpapi.Handler{Service: w.charges, Refunds: w.refundSv, AccountClaim: "sub"}
+	return &httpapi.Handler{Service: w.charges, Refunds: w.refundSv, Captures: w.capture, AccountClaim: "sub"}
 }
 
 // http: the POST fixture answers 201 with an object of the operation.
@@ -282,8 +297,8 @@ func (w *world) inFlight(reg operations.Registration, dir, why string) (pk, inte
 	}
 	key := ev.Headers["idempotency-key"] + "-" + why
 	ev.Headers["idempotency-key"] = key
-	charges, refunds := w.services(lostAnswers{w.acq})
-	resp, err := (&httpapi.Handler{Service: charges, Refunds: refunds, AccountClaim: "sub"}).Handle(context.Background(), ev)
+	charges, refunds, captures := w.services(lostAnswers{w.acq})
+	resp, err := (&httpapi.Handler{Service: charges, Refunds: refunds, Captures: captures, AccountClaim: "sub"}).Handle(context.Background(), ev)
 	if err != nil || resp.StatusCode != 503 {
 		return "", "", fmt.Errorf("%s left in flight: %d %s, %v", reg.Name, resp.StatusCode, resp.Body, err)
 	}
@@ -358,6 +373,14 @@ var memoryRows = map[string]func(ctx context.Context, w *world, id string) (outb
 		f, err := w.refunds.Get(ctx, id)
 		return operations.RefundRow{Refund: f}, err
 	},
+	capture.OperationCapture: func(ctx context.Context, w *world, id string) (outbox.Row, error) {
+		r, err := w.captures.Get(ctx, id)
+		return operations.ActionRow{Row: r}, err
+	},
+	capture.OperationVoid: func(ctx context.Context, w *world, id string) (outbox.Row, error) {
+		r, err := w.voids.Get(ctx, id)
+		return operations.ActionRow{Row: r}, err
+	},
 }
 
 func (r rows) Row(ctx context.Context, id string) (outbox.Row, error) {
@@ -385,6 +408,20 @@ func (l lostAnswers) Refund(ctx context.Context, key string, req acquirer.Refund
 		return acquirer.Refund{}, err
 	}
 	return acquirer.Refund{}, fmt.Errorf("%w: the answer was lost", acquirer.ErrOutcomeUnknown)
+}
+
+func (l lostAnswers) Capture(ctx context.Context, key string, req acquirer.CaptureRequest) (acquirer.Capture, error) {
+	if _, err := l.Client.Capture(ctx, key, req); err != nil {
+		return acquirer.Capture{}, err
+	}
+	return acquirer.Capture{}, fmt.Errorf("%w: the answer was lost", acquirer.ErrOutcomeUnknown)
+}
+
+func (l lostAnswers) Void(ctx context.Context, key string, req acquirer.VoidRequest) (acquirer.Void, error) {
+	if _, err := l.Client.Void(ctx, key, req); err != nil {
+		return acquirer.Void{}, err
+	}
+	return acquirer.Void{}, fmt.Errorf("%w: the answer was lost", acquirer.ErrOutcomeUnknown)
 }
 
 // deadLetters takes what the consumer dead-letters, and forgets it.

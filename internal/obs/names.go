@@ -49,6 +49,12 @@ const (
 	MetricRefunds          = "Refunds"
 	MetricRefundMismatches = "RefundMismatches"
 	MetricHeldRefunds      = "HeldRefunds"
+	// Captures and voids are counted apart as refunds are, each on its
+	// own names.
+	MetricCaptures          = "Captures"
+	MetricCaptureMismatches = "CaptureMismatches"
+	MetricVoids             = "Voids"
+	MetricVoidMismatches    = "VoidMismatches"
 	// MetricTableProbe is the sweeper's strongly consistent read of the
 	// table, once a run: 1 when the table answered, 0 when not (Values,
 	// not Record: it is no request's outcome). The table-probe alarm, and

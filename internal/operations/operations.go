@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/idempotent-payments/idempay/internal/capture"
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/idem"
@@ -84,6 +85,20 @@ var all = []Registration{
 		Events:   []event.Type{event.RefundSucceeded, event.RefundDeclined, event.RefundHeld, event.RefundReleased, event.RefundRejected},
 		Held:     refundHeld, Released: refundReleased,
 		Metric: obs.MetricRefunds, MismatchMetric: obs.MetricRefundMismatches,
+	},
+	{
+		Name: capture.OperationCapture, RowIDPrefix: capture.CaptureIDPrefix, RowKeyPrefix: tabledef.CapturePrefix,
+		Triggers: []Trigger{HTTP, Operator, Stream, Reconciler, Backstop},
+		Events:   event.Captures.Types(),
+		Held:     captureHold(event.Captures.OfHold), Released: captureHold(event.Captures.OfRelease),
+		Metric: obs.MetricCaptures, MismatchMetric: obs.MetricCaptureMismatches,
+	},
+	{
+		Name: capture.OperationVoid, RowIDPrefix: capture.VoidIDPrefix, RowKeyPrefix: tabledef.VoidPrefix,
+		Triggers: []Trigger{HTTP, Operator, Stream, Reconciler, Backstop},
+		Events:   event.Voids.Types(),
+		Held:     voidHold(event.Voids.OfHold), Released: voidHold(event.Voids.OfRelease),
+		Metric: obs.MetricVoids, MismatchMetric: obs.MetricVoidMismatches,
 	},
 }
 

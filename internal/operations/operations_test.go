@@ -1,10 +1,12 @@
 package operations_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/idempotent-payments/idempay/internal/operations"
+	"github.com/idempotent-payments/idempay/internal/tabledef"
 )
 
 // TestRegistrations: every registration names its rows and events and
@@ -37,5 +39,20 @@ func TestRegistrations(t *testing.T) {
 	}
 	if _, ok := operations.ByName("payout"); ok {
 		t.Error("an operation nobody registered is found")
+	}
+}
+
+// TestRowsAreTheTables: the registrations' rows are the table's
+// (tabledef.Rows), which the stream filters pass: one per operation.
+func TestRowsAreTheTables(t *testing.T) {
+	var registered, table []string
+	for _, r := range operations.All() {
+		registered = append(registered, r.RowKeyPrefix)
+	}
+	for _, r := range tabledef.Rows() {
+		table = append(table, r.Prefix)
+	}
+	if !slices.Equal(registered, table) {
+		t.Fatalf("registered rows %v, the table's %v", registered, table)
 	}
 }

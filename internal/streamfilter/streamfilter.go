@@ -27,7 +27,7 @@ type Set struct {
 }
 
 // For is the set of region's publisher. In one region (region empty) it
-// passes every ledger and refund row inserted (by the item's type: a
+// passes every operation's row inserted (tabledef.Rows) (by the item's type: a
 // marker put under a row's key is no row); in the multi-region mode
 // the rows region wrote (their region attribute), since each row's event
 // is published once, by the region that wrote it, and another region
@@ -36,25 +36,26 @@ type Set struct {
 // take over, so every region publishes them. Holds and releases pass in
 // every region. A set has at most MaxPatterns patterns.
 func For(region string) Set {
-	rowPattern := func(region string, prefixes ...string) string {
-		var list []string
-		for _, p := range prefixes {
-			list = append(list, fmt.Sprintf(`{"prefix":%q}`, p))
+	rowPattern := func(region string) string {
+		var prefixes, types []string
+		for _, r := range tabledef.Rows() {
+			prefixes = append(prefixes, fmt.Sprintf(`{"prefix":%q}`, r.Prefix))
+			types = append(types, fmt.Sprintf("%q", r.Type))
 		}
-		image := fmt.Sprintf(`%q:{"S":[%q,%q]}`, tabledef.TypeAttribute, tabledef.ChargeRowType, tabledef.RefundRowType)
+		image := fmt.Sprintf(`%q:{"S":[%s]}`, tabledef.TypeAttribute, strings.Join(types, ","))
 		if region != "" {
 			image += "," + region
 		}
-		return fmt.Sprintf(`{"eventName":["INSERT"],"dynamodb":{"Keys":{%q:{"S":[%s]}},"NewImage":{%s}}}`, tabledef.KeyAttribute, strings.Join(list, ","), image)
+		return fmt.Sprintf(`{"eventName":["INSERT"],"dynamodb":{"Keys":{%q:{"S":[%s]}},"NewImage":{%s}}}`, tabledef.KeyAttribute, strings.Join(prefixes, ","), image)
 	}
-	// every ledger row and refund row inserted
-	rows := []string{rowPattern("", tabledef.LedgerPrefix, tabledef.RefundPrefix)}
+	// every operation's row inserted
+	rows := []string{rowPattern("")}
 	if region != "" {
 		rows = []string{
-			// the region's ledger and refund rows
-			rowPattern(fmt.Sprintf(`%q:{"S":[%q]}`, tabledef.RegionAttribute, region), tabledef.LedgerPrefix, tabledef.RefundPrefix),
+			// the region's rows
+			rowPattern(fmt.Sprintf(`%q:{"S":[%q]}`, tabledef.RegionAttribute, region)),
 			// rows of no region (an operator's accept from a shell)
-			rowPattern(fmt.Sprintf(`%q:{"S":[{"exists":false}]}`, tabledef.RegionAttribute), tabledef.LedgerPrefix, tabledef.RefundPrefix),
+			rowPattern(fmt.Sprintf(`%q:{"S":[{"exists":false}]}`, tabledef.RegionAttribute)),
 		}
 	}
 	patterns := append(rows,

@@ -43,6 +43,11 @@ func TestPatterns(t *testing.T) {
 			"a held marker":            {insert(tabledef.LedgerPrefix, tabledef.HeldMarkerType, ""), false},
 			"a voided marker":          {insert(tabledef.LedgerPrefix, tabledef.VoidedMarkerType, ""), false},
 			"a refund's voided marker": {insert(tabledef.RefundPrefix, tabledef.VoidedMarkerType, ""), false},
+			"a capture row":            {insert(tabledef.CapturePrefix, tabledef.CaptureRowType, "region-a"), c.refund},
+			"a void row":               {insert(tabledef.VoidPrefix, tabledef.VoidRowType, "region-a"), c.refund},
+			"a capture of no region":   {insert(tabledef.CapturePrefix, tabledef.CaptureRowType, ""), c.noRegionRow},
+			"a void's voided marker":   {insert(tabledef.VoidPrefix, tabledef.VoidedMarkerType, ""), false},
+			"another region's void":    {insert(tabledef.VoidPrefix, tabledef.VoidRowType, "region-b"), c.otherRegionsRow},
 		} {
 			got, err := s.Match(want.record)
 			if err != nil || got != want.pass {

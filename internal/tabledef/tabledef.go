@@ -121,6 +121,26 @@ const (
 	VoidPrefix    = "VOID#"
 )
 
+// Row is how the table stores one operation's rows: the prefix of their
+// keys and their items' type.
+type Row struct{ Prefix, Type string }
+
+// Rows are every operation's rows, which the stream filters pass; the
+// operations' registrations are held equal to them
+// (operations.TestRowsAreTheTables).
+func Rows() []Row {
+	return []Row{{LedgerPrefix, ChargeRowType}, {RefundPrefix, RefundRowType}, {CapturePrefix, CaptureRowType}, {VoidPrefix, VoidRowType}}
+}
+
+// RowPrefixes are the prefixes of every operation's rows' keys.
+func RowPrefixes() []string {
+	var prefixes []string
+	for _, r := range Rows() {
+		prefixes = append(prefixes, r.Prefix)
+	}
+	return prefixes
+}
+
 // Type is an attribute's DynamoDB scalar type.
 type Type string
 

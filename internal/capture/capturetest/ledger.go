@@ -1,65 +1,27 @@
 package capturetest
 
 import (
-	"context"
 	"errors"
-	"fmt"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/idempotent-payments/idempay/internal/capture"
 	"github.com/idempotent-payments/idempay/internal/op"
+	"github.com/idempotent-payments/idempay/internal/op/optest"
 )
 
 // Ledger is capture.Ledger in memory, for one of the two operations.
-type Ledger struct {
-	mu     sync.Mutex
-	rows   map[string]capture.Row
-	voided map[string]bool // the voided markers, by row id
-}
+type Ledger = optest.Rows[capture.Row]
 
 // NewLedger returns an empty ledger.
-func NewLedger() *Ledger { return &Ledger{rows: map[string]capture.Row{}, voided: map[string]bool{}} }
+func NewLedger() *Ledger { return NewLedgerListedIn(nil) }
 
-// Write implements capture.Ledger: the first row under an id wins; none
-// is written where the voided marker is.
-func (l *Ledger) Write(_ context.Context, r capture.Row) (capture.Row, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if old, ok := l.rows[r.ID]; ok {
-		return old, nil
-	}
-	if l.voided[r.ID] {
-		return capture.Row{}, fmt.Errorf("put %s: %w", r.ID, capture.ErrVoided)
-	}
-	l.rows[r.ID] = r
-	return r, nil
-}
-
-// Get implements capture.Ledger.
-func (l *Ledger) Get(_ context.Context, id string) (capture.Row, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	r, ok := l.rows[id]
-	switch {
-	case !ok && l.voided[id]:
-		return capture.Row{}, fmt.Errorf("%s: %w: %w", id, capture.ErrNoRow, capture.ErrVoided)
-	case !ok:
-		return capture.Row{}, capture.ErrNoRow
-	}
-	return r, nil
-}
-
-// Void implements capture.Ledger.
-func (l *Ledger) Void(_ context.Context, id string) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if _, ok := l.rows[id]; ok {
-		return fmt.Errorf("void %s: %w", id, capture.ErrRowExists)
-	}
-	l.voided[id] = true
-	return nil
+// NewLedgerListedIn returns an empty ledger whose rows written with a
+// region are listed unpublished in books, as the table lists them beside
+// the charges'.
+func NewLedgerListedIn(books optest.Lister) *Ledger {
+	return optest.NewRows(func(r capture.Row) op.Origin { return r.Origin },
+		optest.RowErrors{NoRow: capture.ErrNoRow, Voided: capture.ErrVoided, RowExists: capture.ErrRowExists}, books)
 }
 
 // RunLedgerConformance runs what every capture.Ledger must do, for the
