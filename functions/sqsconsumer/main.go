@@ -45,7 +45,7 @@ func run(logger *slog.Logger) error {
 	sqsClient := sqs.NewFromConfig(c.AWS)
 	byARN := consumer.InboxesOf(inboxes, func(url string) consumer.Delayer { return queue.New(sqsClient, url) })
 	h := &consumer.Handler{
-		Service: c.Service, Refunds: c.Refunds, Operations: c.Operations, Inboxes: byARN, DeadLetters: queue.New(sqsClient, rejectedURL),
+		Service: c.Service, Refunds: c.Refunds, Captures: c.Captures, Operations: c.Operations, Inboxes: byARN, DeadLetters: queue.New(sqsClient, rejectedURL),
 		Concurrency: deploy.ConsumerConcurrency, Logger: logger, Metrics: obs.NewMetrics(os.Stdout, obs.FunctionSQSConsumer, c.Config.Environment),
 	}
 	if arn := os.Getenv(deploy.EnvOutcomeTopicARN); arn != "" {

@@ -292,13 +292,20 @@ func (a *attempt[A]) closedAs(ctx context.Context) op.Outcome {
 
 // refused releases the key of a first attempt that reserved nothing and
 // sent nothing (op.Frame.Release), and ends as outcome, retried after the
-// service's delay.
+// service's delay (a final refusal: never).
 func (s *Service) refused(ctx context.Context, lease *idem.Lease, outcome op.Outcome) Result {
 	if e, released := s.frame.Release(ctx, lease); !released {
 		return endedEarly(e)
 	}
 	res := Result{Outcome: outcome}
-	if outcome != op.NotCapturable && outcome != op.AuthorizationExpired {
+	switch outcome {
+	case op.NotCapturable, op.AuthorizationExpired:
+	case op.CaptureInFlight, op.VoidInFlight:
+		// The other intent's outcome decides, within its owner's lease,
+		// at most as long as ours from now, plus T and the skew: a
+		// queued command is hidden that long, one receive per lease.
+		res.RetryAfter, res.WaitOut = s.cfg.RetryAfter, lease.TimeLeft()+lease.WaitOut()
+	default:
 		res.RetryAfter = s.cfg.RetryAfter
 	}
 	return res

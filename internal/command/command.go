@@ -1,5 +1,5 @@
 // Package command is the schema of the messages on the command queues:
-// charge and refund commands from producers (each on its own queue, see
+// charge, refund, capture and void commands from producers (each on its own queue, see
 // Inbox) and reconcile commands from the sweeper (on the reconcile queue).
 // Senders encode with Encode and the consumer decodes with Decode; nothing
 // else spells the format.
@@ -8,6 +8,10 @@
 //	 "request": {"amount": 25000, "currency": "BRL", "order_id": "123", "payment_method": "pm_card_visa"}}
 //	{"type": "refund", "account": "acct_7Hq2", "charge_id": "ch_…", "idempotency_key": "order-123-refund-1",
 //	 "request": {"amount": 5000, "reason": "requested_by_customer"}}
+//	{"type": "capture", "account": "acct_7Hq2", "charge_id": "ch_…", "idempotency_key": "order-123-capture-1",
+//	 "request": {"amount": 15000}}
+//	{"type": "void", "account": "acct_7Hq2", "charge_id": "ch_…", "idempotency_key": "order-123-void",
+//	 "request": {"reason": "abandoned"}}
 //	{"type": "reconcile", "pk": "IDEM#6:charge9:acct_7Hq217:order-123-attempt"}
 package command
 
@@ -30,16 +34,18 @@ type Type string
 const (
 	TypeCharge    Type = "charge"
 	TypeRefund    Type = "refund"
+	TypeCapture   Type = "capture"
+	TypeVoid      Type = "void"
 	TypeReconcile Type = "reconcile"
 )
 
 // shape is what a command of an operation carries beside its account,
-// key and request: the charge it acts on (a refund's) or not (a
-// charge's). The operations' commands are the types listed here; Encode,
+// key and request: the charge it acts on (a refund's, a capture's, a
+// void's) or not (a charge's). The operations' commands are the types listed here; Encode,
 // Decode and Inbox.Admits read this table and never an operation's name.
 type shape struct{ chargeID bool }
 
-var shapes = map[Type]shape{TypeCharge: {}, TypeRefund: {chargeID: true}}
+var shapes = map[Type]shape{TypeCharge: {}, TypeRefund: {chargeID: true}, TypeCapture: {chargeID: true}, TypeVoid: {chargeID: true}}
 
 // Command is one message. Type says which of the other fields are set.
 type Command struct {
@@ -51,9 +57,10 @@ type Command struct {
 	Account        string
 	IdempotencyKey string
 	Request        []byte
-	// ChargeID, with the three above, makes a refund command: the same
-	// operation and key space as POST /v1/charges/{id}/refunds, the
-	// request being the refund's body.
+	// ChargeID, with the three above, makes a refund, a capture or a
+	// void command: the same operation and key space as POST
+	// /v1/charges/{id}/refunds, /captures or /void, the request being
+	// that route's body.
 	ChargeID string
 	// PK makes a reconcile command: the record to resolve.
 	PK string
@@ -67,6 +74,16 @@ func Charge(account, idempotencyKey string, request []byte) Command {
 // Refund returns a refund command of chargeID.
 func Refund(account, chargeID, idempotencyKey string, request []byte) Command {
 	return Command{Type: TypeRefund, Account: account, ChargeID: chargeID, IdempotencyKey: idempotencyKey, Request: request}
+}
+
+// Capture returns a capture command of chargeID.
+func Capture(account, chargeID, idempotencyKey string, request []byte) Command {
+	return Command{Type: TypeCapture, Account: account, ChargeID: chargeID, IdempotencyKey: idempotencyKey, Request: request}
+}
+
+// Void returns a void command of chargeID.
+func Void(account, chargeID, idempotencyKey string, request []byte) Command {
+	return Command{Type: TypeVoid, Account: account, ChargeID: chargeID, IdempotencyKey: idempotencyKey, Request: request}
 }
 
 // Reconcile returns a reconcile command for the record pk.
@@ -126,7 +143,8 @@ func (c Command) Encode() (string, error) {
 // Decode parses a message body strictly (strictjson.Unmarshal: no
 // duplicate, case-variant or unknown member, valid UTF-8, one object),
 // then by its type: a charge command has an account and a request and may
-// have an idempotency_key; a refund command has those and a charge_id; a
+// have an idempotency_key; a refund, a capture or a void command has those
+// and a charge_id; a
 // reconcile command has a pk that is an idempotency record's
 // (idem.ParsePK); none has another's members. The charge id is taken as
 // given: the refund service checks it. Every refusal is a *strictjson.Error; one whose
@@ -192,7 +210,7 @@ func Decode(body string) (Command, error) {
 	case t == "":
 		return refuse("type", "required")
 	}
-	return refuse("type", `must be "charge", "refund" or "reconcile"`)
+	return refuse("type", `must be "charge", "refund", "capture", "void" or "reconcile"`)
 }
 
 // RequestError reports whether err, from Decode, lies inside a charge or

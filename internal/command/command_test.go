@@ -20,6 +20,8 @@ func TestRoundTrip(t *testing.T) {
 		command.Reconcile("IDEM#6:charge4:acct8:some-key"),
 		command.Refund("acct_7Hq2", "ch_0123456789abcdef0123456789abcdef01234567", "order-123-refund-1", []byte(`{"amount": 5000}`)),
 		command.Refund("acct_7Hq2", "", "", []byte(`{}`)), // the service refuses both; the format carries them
+		command.Capture("acct_7Hq2", "ch_0123456789abcdef0123456789abcdef01234567", "order-123-capture-1", []byte(`{"amount": 1500, "final": true}`)),
+		command.Void("acct_7Hq2", "ch_0123456789abcdef0123456789abcdef01234567", "order-123-void", []byte(`{"reason": "abandoned"}`)),
 	} {
 		body, err := c.Encode()
 		if err != nil {
@@ -71,9 +73,11 @@ func TestDecodeRefuses(t *testing.T) {
 		{`{"type":"reconcile","pk":"IDEM#x"}`, "pk", "not an idempotency record's key: part 1 has no valid length"},
 		{`{"type":"reconcile","pk":"CHARGE#ch_0123456789abcdef0123456789abcdef01234567"}`, "pk", "not an idempotency record's key: no IDEM# prefix"},
 		{`{"type":"reconcile","pk":"IDEM#6:charge9:acct_7Hq25:short"}`, "pk", "not an idempotency record's key: idempotency key invalid: length 5, want 8–128"},
-		{`{"type":"payout"}`, "type", `must be "charge", "refund" or "reconcile"`},
+		{`{"type":"payout"}`, "type", `must be "charge", "refund", "capture", "void" or "reconcile"`},
 		{`{"type":"charge","account":"acct_1","charge_id":"ch_1","request":` + visa + `}`, "charge_id", "not a member of a charge command"},
 		{`{"type":"refund","account":"acct_1","request":{}}`, "charge_id", "required"},
+		{`{"type":"capture","account":"acct_1","request":{}}`, "charge_id", "required"},
+		{`{"type":"void","account":"acct_1","charge_id":"ch_1","pk":"IDEM#x","request":{}}`, "pk", "not a member of a void command"},
 		{`{"type":"refund","charge_id":"ch_1","request":{}}`, "account", "required"},
 		{`{"type":"refund","account":"acct_1","charge_id":"ch_1"}`, "request", "required"},
 		{`{"type":"refund","account":"acct_1","charge_id":"ch_1","pk":"IDEM#x","request":{}}`, "pk", "not a member of a refund command"},
@@ -140,6 +144,8 @@ func FuzzDecode(f *testing.F) {
 	f.Add(`{"type":"charge","account":"a","account":"b","request":{}}`)
 	f.Add(`{"type":"charge","Account":"a","request":{"amount":1,"amount":2}}`)
 	f.Add(`{"type":"refund","account":"acct_1","charge_id":"ch_0123456789abcdef0123456789abcdef01234567","idempotency_key":"refund-1-try1","request":{"amount":1}}`)
+	f.Add(`{"type":"capture","account":"acct_1","charge_id":"ch_0123456789abcdef0123456789abcdef01234567","idempotency_key":"capture-1-try1","request":{"amount":1,"final":false}}`)
+	f.Add(`{"type":"void","account":"acct_1","charge_id":"ch_0123456789abcdef0123456789abcdef01234567","idempotency_key":"void-1-try1","request":{}}`)
 	f.Fuzz(func(t *testing.T, body string) {
 		c, err := command.Decode(body)
 		if err != nil {

@@ -42,8 +42,9 @@ type Inbox struct {
 }
 
 // Admits says whether c may arrive on in, and if not why (without echoing
-// the command's values): a producer queue admits charge and refund
-// commands for its accounts, the reconcile queue reconcile commands.
+// the command's values): a producer queue admits the operations' commands
+// (charge, refund, capture, void) for its accounts, the reconcile queue
+// reconcile commands.
 func (in Inbox) Admits(c Command) (bool, string) {
 	switch {
 	case in.Reconcile && c.Type != TypeReconcile:
@@ -51,9 +52,9 @@ func (in Inbox) Admits(c Command) (bool, string) {
 	case in.Reconcile:
 		return true, ""
 	case !isOperation(c.Type):
-		return false, fmt.Sprintf("producer %s may send charge and refund commands only", in.Producer)
+		return false, fmt.Sprintf("producer %s may send the operations' commands only", in.Producer)
 	case !slices.Contains(in.Accounts, c.Account):
-		return false, fmt.Sprintf("producer %s may not charge or refund that account", in.Producer)
+		return false, fmt.Sprintf("producer %s may not act on that account", in.Producer)
 	}
 	return true, ""
 }

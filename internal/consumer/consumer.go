@@ -11,6 +11,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/idempotent-payments/idempay/internal/capture"
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/command"
 	"github.com/idempotent-payments/idempay/internal/event"
@@ -45,6 +46,8 @@ type Handler struct {
 	// Refunds takes refund commands and reconciles the refund records the
 	// sweeper flags; a charge's record goes to Service.
 	Refunds Refunds
+	// Captures takes capture and void commands.
+	Captures Captures
 	// Inboxes are the queues this function reads, by ARN (a record's
 	// eventSourceARN). A message from any other queue is refused.
 	Inboxes     map[string]Inbox
@@ -79,6 +82,16 @@ type Refunds interface {
 	Refund(ctx context.Context, in refund.Input) refund.Result
 	ByKey(ctx context.Context, account, key string) refund.Result
 	Reconcile(ctx context.Context, pk string) (op.Reconciled, error)
+}
+
+// Captures is what the consumer needs of the capture service
+// (capture.Service): its two doors and their lookups by key (a capture's
+// and a void's records reconcile through Operations).
+type Captures interface {
+	Capture(ctx context.Context, in capture.Input) capture.Result
+	Void(ctx context.Context, in capture.Input) capture.Result
+	CaptureByKey(ctx context.Context, account, key string) capture.Result
+	VoidByKey(ctx context.Context, account, key string) capture.Result
 }
 
 // Outcomes is where the consumer's rejections are published.
@@ -354,11 +367,14 @@ var verdicts = map[op.Outcome]rule{
 	op.NotFound:       {reject: true},
 	op.NotRefundable:  {reject: true},
 	// A capture's and a void's: nothing capturable and an expired
-	// authorization are final; another capture or void in flight ends.
+	// authorization are final; one that meets another capture or void in
+	// flight is hidden until that intent's lease has surely ended
+	// (capture.Result.WaitOut), as a command that meets its charge in
+	// flight is.
 	op.NotCapturable:        {reject: true},
 	op.AuthorizationExpired: {reject: true},
-	op.CaptureInFlight:      {verdict: verdict{retry: true}},
-	op.VoidInFlight:         {verdict: verdict{retry: true}},
+	op.CaptureInFlight:      {verdict: verdict{retry: true}, waitOut: true},
+	op.VoidInFlight:         {verdict: verdict{retry: true}, waitOut: true},
 }
 
 // rule is a row of verdicts: the verdict, and whether its message is

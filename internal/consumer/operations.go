@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/idempotent-payments/idempay/internal/capture"
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/command"
 	"github.com/idempotent-payments/idempay/internal/event"
@@ -45,34 +46,69 @@ var queuedOps = map[command.Type]queued{
 		},
 		rejection: event.OfRejection,
 	},
-	command.TypeRefund: {
-		operation: refund.Operation,
-		run:       runRefund,
-		replayed: func(ctx context.Context, h *Handler, account, key string) (outbox.Row, op.Outcome) {
-			res := h.Refunds.ByKey(ctx, account, key)
-			return operations.RefundRow{Refund: res.Row}, res.Outcome
-		},
-		rejection: event.Refunds.OfRejection,
-	},
+	command.TypeRefund: queuedAction(refund.Operation, refund.Codes, event.Refunds, func(h *Handler) (actionService[refund.Refund], bool) {
+		if h.Refunds == nil {
+			return actionService[refund.Refund]{}, false
+		}
+		return actionService[refund.Refund]{door: h.Refunds.Refund, byKey: h.Refunds.ByKey}, true
+	}, func(r refund.Refund) outbox.Row { return operations.RefundRow{Refund: r} }, func(op.Code) bool { return true }),
+	command.TypeCapture: queuedAction(capture.OperationCapture, capture.CaptureCodes, event.Captures, func(h *Handler) (actionService[capture.Row], bool) {
+		if h.Captures == nil {
+			return actionService[capture.Row]{}, false
+		}
+		return actionService[capture.Row]{door: h.Captures.Capture, byKey: h.Captures.CaptureByKey}, true
+	}, actionRow, func(c op.Code) bool { return c == op.CodeCaptureExceedsAuthorization }),
+	command.TypeVoid: queuedAction(capture.OperationVoid, capture.VoidCodes, event.Voids, func(h *Handler) (actionService[capture.Row], bool) {
+		if h.Captures == nil {
+			return actionService[capture.Row]{}, false
+		}
+		return actionService[capture.Row]{door: h.Captures.Void, byKey: h.Captures.VoidByKey}, true
+	}, actionRow, func(op.Code) bool { return false }),
 }
 
-// runRefund takes a refund command: its door, and the bound's refusal
-// told to the producer (refund.rejected with the code) rather than
-// republished, since it has no row.
-func runRefund(ctx context.Context, h *Handler, in Inbox, cmd command.Command, keys []string) verdict {
-	if h.Refunds == nil { // a wiring mistake: kept, and loud
-		h.Logger.ErrorContext(ctx, "a refund command, and no refund service to run it; will retry")
-		return verdict{outcome: obs.OutcomeUnavailable, operation: refund.Operation, retry: true}
+func actionRow(r capture.Row) outbox.Row { return operations.ActionRow{Row: r} }
+
+// actionService is one action's door and its lookup by key.
+type actionService[R any] struct {
+	door  func(context.Context, op.ActionInput) op.ActionResult[R]
+	byKey func(ctx context.Context, account, key string) op.ActionResult[R]
+}
+
+// queuedAction is how the queue carries the commands of an action on a
+// charge (a refund, a capture, a void): its service, of h (false when h
+// has none: a wiring mistake, kept, and loud), its rows as the outbox
+// sees them (wrap), and which refusals are the bound's (bound: a stored
+// answer with no row, told to the producer as kind's rejected event
+// rather than republished, since no row makes its event; a decline has
+// its row, whose event the stream publishes).
+func queuedAction[R any](operation string, codes op.Codes, kind event.Kind, service func(*Handler) (actionService[R], bool),
+	wrap func(R) outbox.Row, bound func(op.Code) bool) queued {
+	return queued{
+		operation: operation,
+		run: func(ctx context.Context, h *Handler, in Inbox, cmd command.Command, keys []string) verdict {
+			svc, ok := service(h)
+			if !ok {
+				h.Logger.ErrorContext(ctx, "a "+operation+" command, and no service to run it; will retry")
+				return verdict{outcome: obs.OutcomeUnavailable, operation: operation, retry: true}
+			}
+			res := svc.door(ctx, op.ActionInput{Account: cmd.Account, Keys: keys, ChargeID: cmd.ChargeID, Body: cmd.Request, Source: event.SourceQueue(in.Producer)})
+			v := verdictOf(call{operation: operation, codes: codes, outcome: res.Outcome, record: res.Record, attempt: res.Attempt,
+				waitOut: res.WaitOut, errs: res.Errors, reason: res.Reason})
+			v.key = res.Key
+			if res.Refusal != "" && bound(res.Refusal) && (res.Outcome == op.Executed || res.Outcome == op.Replayed) {
+				e := kind.OfRefusal(event.Refusal{ActionID: res.ID, ChargeID: cmd.ChargeID, Account: cmd.Account,
+					IdempotencyKey: res.Key, Source: res.Source, Code: string(res.Refusal), At: res.ClaimedAt})
+				v.tell, v.republish = &e, false
+			}
+			return v
+		},
+		replayed: func(ctx context.Context, h *Handler, account, key string) (outbox.Row, op.Outcome) {
+			svc, _ := service(h)
+			res := svc.byKey(ctx, account, key)
+			return wrap(res.Row), res.Outcome
+		},
+		rejection: kind.OfRejection,
 	}
-	res := h.Refunds.Refund(ctx, refund.Input{Account: cmd.Account, Keys: keys, ChargeID: cmd.ChargeID, Body: cmd.Request, Source: event.SourceQueue(in.Producer)})
-	v := refundVerdictOf(res)
-	v.key = res.Key
-	if code := string(res.Refusal); code != "" && (res.Outcome == op.Executed || res.Outcome == op.Replayed) {
-		e := event.Refunds.OfRefusal(event.Refusal{ActionID: res.ID, ChargeID: cmd.ChargeID, Account: cmd.Account,
-			IdempotencyKey: res.Key, Source: res.Source, Code: code, At: res.ClaimedAt})
-		v.tell, v.republish = &e, false
-	}
-	return v
 }
 
 // chargeVerdictOf is the verdict of a charge command's result.
@@ -81,12 +117,6 @@ func chargeVerdictOf(res charge.Result) verdict {
 		waitOut: res.WaitOut, errs: res.Errors, reason: res.Reason})
 	v.notSent, v.unknown = res.AcquirerNotSent, res.AcquirerUnknown
 	return v
-}
-
-// refundVerdictOf is the verdict of a refund command's result.
-func refundVerdictOf(res refund.Result) verdict {
-	return verdictOf(call{operation: refund.Operation, codes: refund.Codes, outcome: res.Outcome, record: res.Record, attempt: res.Attempt,
-		waitOut: res.WaitOut, errs: res.Errors, reason: res.Reason})
 }
 
 // queuedOf is the queued operation of verdict v: a charge's before the

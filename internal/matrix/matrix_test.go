@@ -218,7 +218,7 @@ func (w *world) post(reg operations.Registration, dir string) (string, error) {
 // consumer is the queue adapter reading the orders queue and the
 // reconcile queue, logging to w.logs.
 func (w *world) consumer() *consumer.Handler {
-	return &consumer.Handler{Service: w.charges, Refunds: w.refundSv, Operations: w.registry,
+	return &consumer.Handler{Service: w.charges, Refunds: w.refundSv, Captures: w.capture, Operations: w.registry,
 		Inboxes: map[string]consumer.Inbox{
 			ordersQueue:    {Inbox: command.Inbox{ARN: ordersQueue, URL: "orders", Producer: "orders", Accounts: []string{account}}},
 			reconcileQueue: {Inbox: command.Inbox{ARN: reconcileQueue, URL: "reconcile", Reconcile: true}},

@@ -88,14 +88,14 @@ var all = []Registration{
 	},
 	{
 		Name: capture.OperationCapture, RowIDPrefix: capture.CaptureIDPrefix, RowKeyPrefix: tabledef.CapturePrefix,
-		Triggers: []Trigger{HTTP, Operator, Stream, Reconciler, Backstop},
+		Triggers: []Trigger{HTTP, Queue, Operator, Stream, Reconciler, Backstop},
 		Events:   event.Captures.Types(),
 		Held:     captureHold(event.Captures.OfHold), Released: captureHold(event.Captures.OfRelease),
 		Metric: obs.MetricCaptures, MismatchMetric: obs.MetricCaptureMismatches,
 	},
 	{
 		Name: capture.OperationVoid, RowIDPrefix: capture.VoidIDPrefix, RowKeyPrefix: tabledef.VoidPrefix,
-		Triggers: []Trigger{HTTP, Operator, Stream, Reconciler, Backstop},
+		Triggers: []Trigger{HTTP, Queue, Operator, Stream, Reconciler, Backstop},
 		Events:   event.Voids.Types(),
 		Held:     voidHold(event.Voids.OfHold), Released: voidHold(event.Voids.OfRelease),
 		Metric: obs.MetricVoids, MismatchMetric: obs.MetricVoidMismatches,
