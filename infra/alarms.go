@@ -249,6 +249,15 @@ func (a alarms) sweeper(w watched) {
 	a.alarm("RefundMismatchAlarm", "RefundMismatch", "",
 		sum("rm", a.emf(obs.FunctionCharge, obs.MetricRefundMismatches, "Sum", nil), a.emf(obs.FunctionSQSConsumer, obs.MetricRefundMismatches, "Sum", nil)), 1)
 	a.alarm("HeldRefundsAlarm", "HeldRefunds", "", a.emf(obs.FunctionSweeper, obs.MetricHeldRefunds, "Maximum", nil), 1)
+	// A capture's or a void's mismatch, and a held one, page on their own
+	// as a refund's do: its entry stays open on the charge's balance, and
+	// a held void or final capture blocks every other capture.
+	a.alarm("CaptureMismatchAlarm", "CaptureMismatch", "",
+		sum("cm", a.emf(obs.FunctionCharge, obs.MetricCaptureMismatches, "Sum", nil), a.emf(obs.FunctionSQSConsumer, obs.MetricCaptureMismatches, "Sum", nil)), 1)
+	a.alarm("VoidMismatchAlarm", "VoidMismatch", "",
+		sum("vm", a.emf(obs.FunctionCharge, obs.MetricVoidMismatches, "Sum", nil), a.emf(obs.FunctionSQSConsumer, obs.MetricVoidMismatches, "Sum", nil)), 1)
+	a.alarm("HeldCapturesAlarm", "HeldCaptures", "", a.emf(obs.FunctionSweeper, obs.MetricHeldCaptures, "Maximum", nil), 1)
+	a.alarm("HeldVoidsAlarm", "HeldVoids", "", a.emf(obs.FunctionSweeper, obs.MetricHeldVoids, "Maximum", nil), 1)
 	a.alarm("OldestStaleAlarm", "OldestStale", "", a.emf(obs.FunctionSweeper, obs.MetricOldestStaleSeconds, "Maximum", nil), staleHorizon)
 
 }

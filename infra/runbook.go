@@ -63,6 +63,16 @@ func runbook(cfg Config) []alarmSpec {
 			"`idemctl accept --operation refund` books the acquirer's refund only if its lookup agrees with the reservation; otherwise have the refund voided " +
 				"at the acquirer and `idemctl void-confirmed --operation refund` (it waits out T + skew, releases the reservation, then the key). " +
 				"A refund the acquirer made on other terms than reserved is a matter for the acquirer and the books, never for the tool"},
+		{"CaptureMismatch", "a capture's acquirer answer disagreed with what was sent or with itself (`CaptureMismatches`, also counted by `AcquirerMismatch`): the first one pages",
+			"`idemctl held`; `idemctl inspect --operation capture` shows what was sent and answered, and the charge's balance. Ask the acquirer what it captured"},
+		{"VoidMismatch", "a void's acquirer answer disagreed with what was sent or with itself (`VoidMismatches`, also counted by `AcquirerMismatch`): the first one pages",
+			"`idemctl held`; `idemctl inspect --operation void` shows what was sent and answered. Ask the acquirer whether the authorization was released"},
+		{"HeldCaptures", "the sweeper counted a held capture: its amount stays reserved on the authorization, and a held final capture blocks every other capture and the void",
+			"`idemctl accept --operation capture` books the acquirer's capture only if its lookup agrees with the reservation; otherwise have it undone at the acquirer " +
+				"and `idemctl void-confirmed --operation capture` (it waits out T + skew, releases the reservation, then the key)"},
+		{"HeldVoids", "the sweeper counted a held void: it blocks every capture of the charge until settled",
+			"`idemctl accept --operation void` books the release only if the acquirer's lookup agrees; if the acquirer released nothing, " +
+				"`idemctl void-confirmed --operation void` gives the authorization back to captures"},
 		{"StaleRecords", "the sweeper flagged records left in flight (held records are never among them)",
 			"usually self-healing; watch `StaleFailing`"},
 		{"StaleFailing", "records still in flight after 3 reconciliations",

@@ -625,7 +625,8 @@ func TestAlarms(t *testing.T) {
 	alarms := resources(tmpl, "AWS::CloudWatch::Alarm")
 	want := []string{"DeadLettersAlarm", "RejectedCommandsAlarm", "ProducerNotAllowedAlarm", "Api5xxRateAlarm", "ChargePendingAlarm", "ConsumerPendingAlarm",
 		"ChargeUnavailableAlarm", "ConsumerUnavailableAlarm", "AcquirerErrorsAlarm", "SweeperHeartbeatAlarm", "StaleRecordsAlarm",
-		"StaleFailingAlarm", "OldestStaleAlarm", "AcquirerMismatchAlarm", "HeldRecordsAlarm", "RefundMismatchAlarm", "HeldRefundsAlarm", "TableThrottlesAlarm", "IndexThrottlesAlarm", "TableSystemErrorsAlarm", "TableProbeAlarm", "QueueAgeAlarmreconcile",
+		"StaleFailingAlarm", "OldestStaleAlarm", "AcquirerMismatchAlarm", "HeldRecordsAlarm", "RefundMismatchAlarm", "HeldRefundsAlarm",
+		"CaptureMismatchAlarm", "VoidMismatchAlarm", "HeldCapturesAlarm", "HeldVoidsAlarm", "TableThrottlesAlarm", "IndexThrottlesAlarm", "TableSystemErrorsAlarm", "TableProbeAlarm", "QueueAgeAlarmreconcile",
 		"PublisherIteratorAgeAlarm", "PublisherFailuresAlarm", "StreamUndecodableAlarm", "UndeliveredOutcomesAlarm"}
 	for _, p := range cfg.Producers {
 		want = append(want, "QueueAgeAlarm"+p.Name)
@@ -647,6 +648,14 @@ func TestAlarms(t *testing.T) {
 		if d, _ := a["AlarmDescription"].(string); len(d) < 40 {
 			t.Errorf("alarm %s does not say what to do: %q", id, d)
 		}
+	}
+	// Authorizations that lapse uncaptured are business, not an incident:
+	// a dashboard panel, never an alarm.
+	if all := asJSON(alarms); strings.Contains(all, obs.MetricAuthorizationsExpired) {
+		t.Errorf("an alarm reads %s", obs.MetricAuthorizationsExpired)
+	}
+	if board := asJSON(resources(tmpl, "AWS::CloudWatch::Dashboard")); !strings.Contains(board, "lost sales") || !strings.Contains(board, obs.MetricAuthorizationsExpired) {
+		t.Error("the dashboard has no lost-sales panel")
 	}
 	// The heartbeat pages on silence (no data: INSUFFICIENT_DATA), not on
 	// the first deploy (a new alarm starts there and acts only on a change).

@@ -2,18 +2,24 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
 	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/capture"
 	"github.com/idempotent-payments/idempay/internal/charge"
+	"github.com/idempotent-payments/idempay/internal/command"
 	"github.com/idempotent-payments/idempay/internal/dynamo"
 	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/op"
 	"github.com/idempotent-payments/idempay/internal/operator"
+	"github.com/idempotent-payments/idempay/internal/refund"
 )
 
 // tenfoldCapture captures ten times what it is asked, and says so.
@@ -97,6 +103,15 @@ func TestHeldCapturesAndVoidsThroughTheChannel(t *testing.T) {
 	if out, _, err = l.idemctl(t, "", env, nil, append([]string{"inspect"}, args[:6]...)...); err != nil || !strings.Contains(out, `"state": "reserved"`) {
 		t.Fatalf("inspect: %v\n%s", err, out)
 	}
+	// The authorization's own record shows its whole balance: both
+	// sides, and the held capture's open entry.
+	out, _, err = l.idemctl(t, "", env, nil, "inspect", "--account", "acct_ops", "--key", "held-capture-auth")
+	var v view
+	if err != nil || json.Unmarshal([]byte(out), &v) != nil || v.Balance == nil || v.Balance.Capture == nil ||
+		*v.Balance.Capture != (captureSideView{Authorized: 1000, Capturable: 950, Reserved: 50}) || v.Balance.Refunded != 0 ||
+		len(v.Balance.Entries) != 1 || v.Balance.Entries[0].State != string(refund.EntryReserved) || v.Balance.Entries[0].Amount != 50 {
+		t.Fatalf("inspect of the authorization: %v\n%s", err, out)
+	}
 	out, _, err = l.idemctl(t, "", env, nil, append([]string{"accept"}, args...)...)
 	if err == nil || !strings.Contains(out, "amount") {
 		t.Fatalf("accept of a tenfold capture: %v\n%s", err, out)
@@ -119,6 +134,17 @@ func TestHeldCapturesAndVoidsThroughTheChannel(t *testing.T) {
 	if res := l.captures(l.acq).Capture(ctx, blocked); res.Outcome != op.VoidInFlight {
 		t.Fatalf("a capture behind a held void: %s", res.Outcome)
 	}
+	// The same over the producer's queue: the command waits behind the
+	// held void, and once the void is settled it is refused, never
+	// captured.
+	queued, err := command.Capture("acct_ops", ch, "queued-capture-behind-the-void", []byte(`{"amount": 10, "final": false}`)).Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.s.SQS.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(l.s.QueueURL), MessageBody: aws.String(queued)}); err != nil {
+		t.Fatal(err)
+	}
+	captures := len(l.s.Sandbox.Captures())
 	time.Sleep(workerLease + waitOut)
 	args = []string{"--operation", "void", "--account", "acct_ops", "--key", "void-misechoed", "--yes"}
 	out, _, err = l.idemctl(t, "", env, nil, append([]string{"accept"}, args...)...)
@@ -129,7 +155,27 @@ func TestHeldCapturesAndVoidsThroughTheChannel(t *testing.T) {
 	if res := l.captures(l.acq).Capture(ctx, blocked); res.Outcome != op.NotCapturable {
 		t.Fatalf("a capture after the accepted void: %s", res.Outcome)
 	}
+	if code := rejected(t, l, 20*time.Second); code != "CHARGE_NOT_CAPTURABLE" || len(l.s.Sandbox.Captures()) != captures {
+		t.Fatalf("the queued capture behind the held void: dead-lettered %q, %d captures then %d", code, captures, len(l.s.Sandbox.Captures()))
+	}
 	if l.otherCalls.Load() != 0 {
 		t.Fatalf("%d calls to the shell's acquirer", l.otherCalls.Load())
 	}
+}
+
+// rejected is the reject code of the first message the lab's consumer
+// dead-letters within within ("" for none).
+func rejected(t *testing.T, l refundLab, within time.Duration) string {
+	t.Helper()
+	for deadline := time.Now().Add(within); time.Now().Before(deadline); {
+		out, err := l.s.SQS.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(l.s.RejectedURL),
+			MaxNumberOfMessages: 1, WaitTimeSeconds: 1, MessageAttributeNames: []string{"All"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range out.Messages {
+			return aws.ToString(m.MessageAttributes["reject_code"].StringValue)
+		}
+	}
+	return ""
 }

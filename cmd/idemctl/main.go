@@ -538,16 +538,43 @@ type view struct {
 // refund in flight by its refund id (an ended refund's entry is folded
 // into the figures).
 type balanceView struct {
-	Refunded  int64             `json:"refunded"`
-	Reserved  int64             `json:"reserved"`
-	Remaining int64             `json:"remaining"`
-	Refunds   []refundEntryView `json:"refunds"`
+	Refunded  int64 `json:"refunded"`
+	Reserved  int64 `json:"reserved"`
+	Remaining int64 `json:"remaining"`
+	// Refunds are a captured charge's refunds in flight, by id (none are
+	// omitted).
+	Refunds []refundEntryView `json:"refunds,omitempty"`
+	// Capture is an authorization's capture side, and Entries every
+	// intent its balance holds open, refunds' and captures' alike, by the
+	// intent's downstream key (the balance does not say which: inspect
+	// the intent's record by its key to tell).
+	Capture *captureSideView  `json:"capture,omitempty"`
+	Entries []intentEntryView `json:"entries,omitempty"`
 	// ReleasedThrough: every refund intent claimed by then that holds no
 	// entry is released (omitted when none was).
 	ReleasedThrough *time.Time `json:"released_through,omitempty"`
 	// FoldedAt: the latest fold; a reservation issued by then is refused
 	// (omitted when none was).
 	FoldedAt *time.Time `json:"folded_at,omitempty"`
+}
+
+// captureSideView is an authorization's capture side: Capturable +
+// Reserved + Captured + Released = Authorized.
+type captureSideView struct {
+	Authorized  int64  `json:"authorized"`
+	Captured    int64  `json:"captured"`
+	Capturable  int64  `json:"capturable"`
+	Reserved    int64  `json:"reserved"`
+	Released    int64  `json:"released"`
+	Closing     string `json:"closing,omitempty"` // the downstream key of the void or final capture in flight
+	ClosingKind string `json:"closing_kind,omitempty"`
+	Closed      string `json:"closed,omitempty"`
+}
+
+type intentEntryView struct {
+	Intent string `json:"intent"`
+	State  string `json:"state"`
+	Amount int64  `json:"amount"`
 }
 
 type refundEntryView struct {
@@ -681,7 +708,7 @@ func describeCharge(ctx context.Context, v *view, t tables, rec *idem.Record) {
 	switch {
 	case err == nil:
 		v.Ledger = chargeRow(ch)
-		v.Balance, v.BalanceError = balanceOf(ctx, t.balances, ch)
+		v.Balance, v.BalanceError = balanceOf(ctx, t, ch)
 	case errors.As(err, &held):
 		v.Marker = markerHeld
 	case errors.Is(err, charge.ErrVoided):
@@ -779,33 +806,56 @@ func describeAction(id func(string) string, rows func(tables) capture.Ledger,
 // refund.State: the balance holds no entry for such an intent.
 const stateFolded = "folded"
 
-// balanceOf is a captured charge's refund balance as inspect shows it
-// (nil for a declined charge or an authorization), or why it did not
-// read. A charge never
-// refunded has all of its amount remaining.
-func balanceOf(ctx context.Context, balances refund.Balances, ch charge.Charge) (*balanceView, string) {
-	if ch.Status != acquirer.StatusCaptured {
+// balanceOf is a charge's balance as inspect shows it: a captured
+// charge's refund side, an authorization's both sides and every open
+// entry (nil for a declined charge), or why it did not read. A charge
+// never refunded has all of its amount remaining; an authorization never
+// captured, all of it capturable.
+func balanceOf(ctx context.Context, t tables, ch charge.Charge) (*balanceView, string) {
+	if ch.Status != acquirer.StatusCaptured && ch.Status != acquirer.StatusAuthorized {
 		return nil, ""
 	}
-	b, err := balances.Get(ctx, ch.ID)
+	b, err := t.balances.Get(ctx, ch.ID)
 	if err != nil {
 		return nil, err.Error()
 	}
-	v := &balanceView{Refunded: b.Refunded, Reserved: b.Reserved, Remaining: b.Remaining, Refunds: []refundEntryView{}}
+	v := &balanceView{Refunded: b.Refunded, Reserved: b.Reserved, Remaining: b.Remaining}
+	if ch.Status == acquirer.StatusAuthorized {
+		cs, err := t.captures.Get(ctx, ch.ID)
+		if err != nil {
+			return nil, err.Error()
+		}
+		v.Capture = &captureSideView{Authorized: cs.Authorized, Captured: cs.Captured, Capturable: cs.Capturable, Reserved: cs.Reserved,
+			Released: cs.Released, Closing: cs.Closing, ClosingKind: string(cs.ClosingKind), Closed: string(cs.Closed)}
+		if cs.Authorized == 0 { // no step opened it yet
+			v.Capture.Authorized, v.Capture.Capturable = ch.Amount, ch.Amount
+		}
+		for _, key := range slices.Sorted(maps.Keys(b.ByKey)) {
+			e := b.ByKey[key]
+			v.Entries = append(v.Entries, intentEntryView{Intent: key, State: string(e.State), Amount: e.Amount})
+		}
+		return withWatermarks(v, b), ""
+	}
+	v.Refunds = []refundEntryView{}
 	if b.ChargeAmount == 0 {
 		v.Remaining = ch.Amount
 	}
+	for _, key := range slices.Sorted(maps.Keys(b.ByKey)) {
+		e := b.ByKey[key]
+		v.Refunds = append(v.Refunds, refundEntryView{ID: refund.ID(key), State: string(e.State), Amount: e.Amount})
+	}
+	return withWatermarks(v, b), ""
+}
+
+// withWatermarks is v with b's watermarks, those it has.
+func withWatermarks(v *balanceView, b refund.Balance) *balanceView {
 	if !b.ReleasedThrough.IsZero() {
 		v.ReleasedThrough = &b.ReleasedThrough
 	}
 	if !b.FoldedAt.IsZero() {
 		v.FoldedAt = &b.FoldedAt
 	}
-	for _, key := range slices.Sorted(maps.Keys(b.ByKey)) {
-		e := b.ByKey[key]
-		v.Refunds = append(v.Refunds, refundEntryView{ID: refund.ID(key), State: string(e.State), Amount: e.Amount})
-	}
-	return v, ""
+	return v
 }
 
 // jsonOrString is b as JSON when it is JSON, else as a JSON string.

@@ -111,6 +111,7 @@ func newLab(t *testing.T, extra []string, principals ...localapi.Principal) lab 
 		RIE: rie, BinDir: binDir, TableName: fmt.Sprintf("idemctl-%d", time.Now().UnixNano()), Instances: 2, Env: env,
 		GatewayAddr: "127.0.0.1:0", SandboxAddr: "127.0.0.1:0", SweepInterval: -1, Timeout: 3 * time.Second,
 		Trust: localapi.Trust{Secret: []byte("idemctl-tests")}, Principals: principals,
+		Producers: []localapi.Producer{{Name: "ops", Accounts: []string{"acct_ops"}}},
 	})
 	if err != nil {
 		t.Fatalf("start stack: %v", err)

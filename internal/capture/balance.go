@@ -129,7 +129,8 @@ type Balances interface {
 	// capturable is released, ClosedExpired. It never closes one with a
 	// capture or a void in flight (a *InFlightError: try again later).
 	// An authorization already closed, however, is left as it is: nil.
-	Expire(ctx context.Context, chargeID string, authorized int64) error
+	// It reports whether this call closed it (false: closed already).
+	Expire(ctx context.Context, chargeID string, authorized int64) (bool, error)
 	// Get is the charge's capture side (a zero Balance for none).
 	Get(ctx context.Context, chargeID string) (Balance, error)
 	// Entry is refund.Balances.Entry: one intent's entry, whatever the

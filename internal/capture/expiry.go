@@ -56,6 +56,11 @@ type ExpiryReport struct {
 	// Closed counts the lapsed authorizations closed and unlisted (or
 	// found closed already, by a void or a final capture, and unlisted).
 	Closed int `json:"closed"`
+	// Expired counts those of Closed that this run closed at their
+	// expiry (the others a void, a final capture or an earlier run had
+	// closed): authorizations that lapsed with something uncaptured, the
+	// lost sales.
+	Expired int `json:"expired"`
 	// Waiting counts those left listed: an intent of theirs in flight.
 	Waiting int `json:"waiting"`
 	// Complete: the run listed every lapsed authorization; false when it
@@ -87,7 +92,8 @@ func (x Expiry) Run(ctx context.Context) (ExpiryReport, error) {
 			continue
 		}
 		var inFlight *InFlightError
-		switch err := x.Balances.Expire(ctx, l.ChargeID, l.Authorized); {
+		closed, err := x.Balances.Expire(ctx, l.ChargeID, l.Authorized)
+		switch {
 		case errors.As(err, &inFlight):
 			r.Waiting++
 			continue
@@ -100,6 +106,9 @@ func (x Expiry) Run(ctx context.Context) (ExpiryReport, error) {
 			continue
 		}
 		r.Closed++
+		if closed {
+			r.Expired++
+		}
 	}
 	r.Complete = ctx.Err() == nil
 	return r, errors.Join(errs...)

@@ -500,7 +500,7 @@ func (a *attempt[A]) Close(ctx context.Context, lease *idem.Lease, row Row) *Res
 	} else {
 		err = s.balances.Release(ctx, row.ChargeID, in, lease.Attempt(), a.req.Kind)
 		if err == nil && row.DeclineCode == acquirer.DeclineAuthorizationExpired {
-			if err := s.balances.Expire(ctx, row.ChargeID, a.ch.Amount); err != nil {
+			if _, err := s.balances.Expire(ctx, row.ChargeID, a.ch.Amount); err != nil {
 				s.cfg.Logger.WarnContext(ctx, "the acquirer says the authorization expired; its balance is left to the sweeper", "error", err)
 			}
 		}

@@ -260,7 +260,7 @@ func ofKind(item map[string]types.AttributeValue, key string, kind capture.Kind)
 // authorization open with nothing in flight, which releases what remains
 // and closes it. A refusal says why: closed already (nil), or an intent
 // in flight.
-func (c *Captures) Expire(ctx context.Context, chargeID string, authorized int64) error {
+func (c *Captures) Expire(ctx context.Context, chargeID string, authorized int64) (bool, error) {
 	values := map[string]types.AttributeValue{":authorized": num(authorized), ":zero": num(0), ":closed": str(string(capture.ClosedExpired))}
 	set := append(opens(captureReleased),
 		captureReleased+" = if_not_exists("+captureReleased+", :zero) + "+capturable, captureCapturable+" = :zero", captureClosed+" = :closed")
@@ -268,14 +268,16 @@ func (c *Captures) Expire(ctx context.Context, chargeID string, authorized int64
 		" AND (attribute_not_exists(" + captureReserved + ") OR " + captureReserved + " = :zero)"
 	old, _, err := c.b.update(ctx, chargeID, "", "SET "+strings.Join(set, ", "), condition, values, false)
 	switch {
-	case err != nil || old == nil:
-		return err
+	case err != nil:
+		return false, err
+	case old == nil:
+		return true, nil
 	case old[captureClosed] != nil:
-		return nil
+		return false, nil
 	case old[captureClosing] != nil:
-		return &capture.InFlightError{Kind: kindOf(old)}
+		return false, &capture.InFlightError{Kind: kindOf(old)}
 	}
-	return &capture.InFlightError{Kind: capture.Partial}
+	return false, &capture.InFlightError{Kind: capture.Partial}
 }
 
 // Get implements capture.Balances with a strongly consistent GetItem.

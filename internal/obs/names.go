@@ -40,6 +40,7 @@ const (
 	MetricRegionsStopped        = "RegionsStopped"        // regions a sweeper found with a stale heartbeat (multi-region mode)
 	MetricAuthorizationsClosed  = "AuthorizationsClosed"  // lapsed authorizations whose balance a sweeper closed
 	MetricAuthorizationsWaiting = "AuthorizationsWaiting" // lapsed authorizations left open: an intent of theirs in flight
+	MetricAuthorizationsExpired = "AuthorizationsExpired" // authorizations a sweeper closed at their expiry with something uncaptured: lost sales, no alarm
 	// Refunds share the charges' outcomes (the Outcome dimension), so what
 	// is a refund's is counted apart, on the same lines: MetricRefunds
 	// once per refund request or command (a refund record's reconcile
@@ -55,6 +56,8 @@ const (
 	MetricCaptureMismatches = "CaptureMismatches"
 	MetricVoids             = "Voids"
 	MetricVoidMismatches    = "VoidMismatches"
+	MetricHeldCaptures      = "HeldCaptures"
+	MetricHeldVoids         = "HeldVoids"
 	// MetricTableProbe is the sweeper's strongly consistent read of the
 	// table, once a run: 1 when the table answered, 0 when not (Values,
 	// not Record: it is no request's outcome). The table-probe alarm, and

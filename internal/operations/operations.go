@@ -52,8 +52,9 @@ type Registration struct {
 	Held, Released func(rec *idem.Record, at time.Time) (event.Event, error)
 	// Metric, when set, counts each of its requests and commands on their
 	// metrics line, and MismatchMetric those held on the acquirer's
-	// answer: the operation's own alarms read them (Count).
-	Metric, MismatchMetric string
+	// answer: the operation's own alarms read them (Count). HeldMetric is
+	// the sweeper's count of its records held for an operator.
+	Metric, MismatchMetric, HeldMetric string
 }
 
 // Count adds the operation's own counts to the values of one request or
@@ -84,21 +85,21 @@ var all = []Registration{
 		Triggers: []Trigger{HTTP, Queue, Operator, Stream, Reconciler, Backstop},
 		Events:   []event.Type{event.RefundSucceeded, event.RefundDeclined, event.RefundHeld, event.RefundReleased, event.RefundRejected},
 		Held:     refundHeld, Released: refundReleased,
-		Metric: obs.MetricRefunds, MismatchMetric: obs.MetricRefundMismatches,
+		Metric: obs.MetricRefunds, MismatchMetric: obs.MetricRefundMismatches, HeldMetric: obs.MetricHeldRefunds,
 	},
 	{
 		Name: capture.OperationCapture, RowIDPrefix: capture.CaptureIDPrefix, RowKeyPrefix: tabledef.CapturePrefix,
 		Triggers: []Trigger{HTTP, Queue, Operator, Stream, Reconciler, Backstop},
 		Events:   event.Captures.Types(),
 		Held:     captureHold(event.Captures.OfHold), Released: captureHold(event.Captures.OfRelease),
-		Metric: obs.MetricCaptures, MismatchMetric: obs.MetricCaptureMismatches,
+		Metric: obs.MetricCaptures, MismatchMetric: obs.MetricCaptureMismatches, HeldMetric: obs.MetricHeldCaptures,
 	},
 	{
 		Name: capture.OperationVoid, RowIDPrefix: capture.VoidIDPrefix, RowKeyPrefix: tabledef.VoidPrefix,
 		Triggers: []Trigger{HTTP, Queue, Operator, Stream, Reconciler, Backstop},
 		Events:   event.Voids.Types(),
 		Held:     voidHold(event.Voids.OfHold), Released: voidHold(event.Voids.OfRelease),
-		Metric: obs.MetricVoids, MismatchMetric: obs.MetricVoidMismatches,
+		Metric: obs.MetricVoids, MismatchMetric: obs.MetricVoidMismatches, HeldMetric: obs.MetricHeldVoids,
 	},
 }
 

@@ -15,7 +15,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/backstop"
 	"github.com/idempotent-payments/idempay/internal/capture"
 	"github.com/idempotent-payments/idempay/internal/obs"
-	"github.com/idempotent-payments/idempay/internal/refund"
+	"github.com/idempotent-payments/idempay/internal/operations"
 	"github.com/idempotent-payments/idempay/internal/sweep"
 )
 
@@ -31,7 +31,10 @@ type Handler struct {
 	Expiry *capture.Expiry
 	Logger *slog.Logger
 	// Metrics gets the run's counts as EMF (StaleFlagged, StaleFailing,
-	// OldestStaleSeconds, HeldRecords, HeldRefunds, OldestHeldSeconds, and in the
+	// OldestStaleSeconds, HeldRecords, each operation's held records
+	// (HeldRefunds, HeldCaptures, HeldVoids), OldestHeldSeconds, the
+	// expiry's AuthorizationsClosed, AuthorizationsExpired and
+	// AuthorizationsWaiting, and in the
 	// multi-region mode EventsTakenOver and RegionsStopped): the stale-
 	// and held-records alarms read them. It gets the table probe's
 	// answer on a line of its own (TableProbe), which the table-probe
@@ -66,7 +69,11 @@ func (h *Handler) Handle(ctx context.Context, _ events.EventBridgeEvent) (Report
 	}
 	if r.HeldCounted { // a run that could not count them says nothing of them
 		values[obs.MetricHeldRecords], values[obs.MetricOldestHeldSeconds] = float64(r.Held), r.OldestHeld.Seconds()
-		values[obs.MetricHeldRefunds] = float64(r.HeldByOperation[refund.Operation])
+		for _, reg := range operations.All() {
+			if reg.HeldMetric != "" {
+				values[reg.HeldMetric] = float64(r.HeldByOperation[reg.Name])
+			}
+		}
 	}
 	report := Report{Report: r}
 	if h.Backstop != nil {
@@ -79,8 +86,9 @@ func (h *Handler) Handle(ctx context.Context, _ events.EventBridgeEvent) (Report
 	}
 	if h.Expiry != nil { // after the backstop, whose heartbeat says the region runs
 		x, xerr := h.Expiry.Run(ctx)
-		h.Logger.InfoContext(ctx, "expiry", "closed", x.Closed, "waiting", x.Waiting, "complete", x.Complete, "error", xerr)
+		h.Logger.InfoContext(ctx, "expiry", "closed", x.Closed, "expired", x.Expired, "waiting", x.Waiting, "complete", x.Complete, "error", xerr)
 		values[obs.MetricAuthorizationsClosed], values[obs.MetricAuthorizationsWaiting] = float64(x.Closed), float64(x.Waiting)
+		values[obs.MetricAuthorizationsExpired] = float64(x.Expired)
 		report.Expiry, err = &x, errors.Join(err, xerr)
 	}
 	if h.Metrics != nil {

@@ -207,10 +207,11 @@ func TestExpiryInTheRun(t *testing.T) {
 		Metrics: obs.NewMetrics(&emf, "sweeper", "test"),
 	}
 	r, err := h.Handle(ctx, events.EventBridgeEvent{})
-	if err != nil || r.Expiry == nil || *r.Expiry != (capture.ExpiryReport{Closed: 1, Complete: true}) {
+	if err != nil || r.Expiry == nil || *r.Expiry != (capture.ExpiryReport{Closed: 1, Expired: 1, Complete: true}) {
 		t.Fatalf("report %+v, %v", r.Expiry, err)
 	}
-	if !strings.Contains(logs.String(), `"msg":"expiry","closed":1`) || !strings.Contains(emf.String(), `"AuthorizationsClosed":1`) {
+	if !strings.Contains(logs.String(), `"msg":"expiry","closed":1`) || !strings.Contains(emf.String(), `"AuthorizationsClosed":1`) ||
+		!strings.Contains(emf.String(), `"AuthorizationsExpired":1`) {
 		t.Fatalf("log %s\nEMF %s", logs.String(), emf.String())
 	}
 }

@@ -48,7 +48,7 @@ func TestAnAuthorizationLapses(t *testing.T) {
 	if err := json.Unmarshal(got.body, &after); err != nil || got.status != 200 || after.Status != charge.StatusExpired || after.Capturable != 0 {
 		t.Fatalf("GET past the expiry: %d %s", got.status, got.body)
 	}
-	if rep, err := s.Sweep(ctx); err != nil || rep.Expiry == nil || *rep.Expiry != (capture.ExpiryReport{Closed: 1, Complete: true}) {
+	if rep, err := s.Sweep(ctx); err != nil || rep.Expiry == nil || *rep.Expiry != (capture.ExpiryReport{Closed: 1, Expired: 1, Complete: true}) {
 		t.Fatalf("the sweep past the expiry: %+v, %v; want one closed", rep.Expiry, err)
 	}
 	bal, err := dynamo.Open(s.DynamoDB, s.TableName).Captures().Get(ctx, first.ID)

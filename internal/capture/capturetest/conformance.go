@@ -255,28 +255,30 @@ func testExpiry(t *testing.T, b Balances) {
 	if _, err := reserve(b, ch, 0, capture.Partial, 300); err != nil {
 		t.Fatal(err)
 	}
-	mustRefuse(t, "the expiry under a capture in flight", b.Captures.Expire(ctx, ch, authorized), &capture.InFlightError{Kind: capture.Partial})
+	_, err := b.Captures.Expire(ctx, ch, authorized)
+	mustRefuse(t, "the expiry under a capture in flight", err, &capture.InFlightError{Kind: capture.Partial})
 	succeed(t, b, ch, 0, capture.Partial)
-	if err := b.Captures.Expire(ctx, ch, authorized); err != nil {
-		t.Fatal(err)
+	if closed, err := b.Captures.Expire(ctx, ch, authorized); err != nil || !closed {
+		t.Fatalf("the expiry: closed %t, %v", closed, err)
 	}
 	mustHold(t, b, ch, capture.Balance{Authorized: authorized, Captured: 300, Released: 700, Closed: capture.ClosedExpired})
-	if err := b.Captures.Expire(ctx, ch, authorized); err != nil {
-		t.Fatalf("the expiry again: %v", err)
+	if closed, err := b.Captures.Expire(ctx, ch, authorized); err != nil || closed {
+		t.Fatalf("the expiry again: closed %t, %v", closed, err)
 	}
-	_, err := reserve(b, ch, 1, capture.Partial, 1)
+	_, err = reserve(b, ch, 1, capture.Partial, 1)
 	mustRefuse(t, "a capture after the expiry", err, capture.ErrClosed)
 	// An authorization no step touched expires whole.
 	untouched := chargeOf()
-	if err := b.Captures.Expire(ctx, untouched, authorized); err != nil {
-		t.Fatal(err)
+	if closed, err := b.Captures.Expire(ctx, untouched, authorized); err != nil || !closed {
+		t.Fatalf("closed %t, %v", closed, err)
 	}
 	mustHold(t, b, untouched, capture.Balance{Authorized: authorized, Released: authorized, Closed: capture.ClosedExpired})
 	voiding := chargeOf()
 	if _, err := reserve(b, voiding, 0, capture.Void, 0); err != nil {
 		t.Fatal(err)
 	}
-	mustRefuse(t, "the expiry under a void in flight", b.Captures.Expire(ctx, voiding, authorized), &capture.InFlightError{Kind: capture.Void})
+	_, err = b.Captures.Expire(ctx, voiding, authorized)
+	mustRefuse(t, "the expiry under a void in flight", err, &capture.InFlightError{Kind: capture.Void})
 }
 
 // testConcurrent: 30 captures of 100 and a void at once on an

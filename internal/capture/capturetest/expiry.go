@@ -55,7 +55,7 @@ func RunExpiryConformance(t *testing.T, newStores NewStoresFunc) {
 	captured := row(acquirer.StatusCaptured, time.Time{})
 
 	x := capture.Expiry{Authorizations: s.Authorizations, Balances: s.Captures, Now: func() time.Time { return now }}
-	if r, err := x.Run(ctx); err != nil || r != (capture.ExpiryReport{Closed: 2, Waiting: 1, Complete: true}) {
+	if r, err := x.Run(ctx); err != nil || r != (capture.ExpiryReport{Closed: 2, Expired: 1, Waiting: 1, Complete: true}) {
 		t.Fatalf("the first run: %+v, %v; want 2 closed (one expired, one voided), 1 waiting", r, err)
 	}
 	mustHold(t, s.Balances, lapsed, capture.Balance{Authorized: authorized, Released: authorized, Closed: capture.ClosedExpired})
@@ -65,7 +65,7 @@ func RunExpiryConformance(t *testing.T, newStores NewStoresFunc) {
 	mustHold(t, s.Balances, captured, capture.Balance{})
 
 	succeed(t, s.Balances, capturing, 0, capture.Partial)
-	if r, err := x.Run(ctx); err != nil || r != (capture.ExpiryReport{Closed: 1, Complete: true}) {
+	if r, err := x.Run(ctx); err != nil || r != (capture.ExpiryReport{Closed: 1, Expired: 1, Complete: true}) {
 		t.Fatalf("the second run: %+v, %v; want the one that waited closed, and nothing else listed", r, err)
 	}
 	mustHold(t, s.Balances, capturing, capture.Balance{Authorized: authorized, Captured: 300, Released: 700, Closed: capture.ClosedExpired})
@@ -89,7 +89,7 @@ func RunExpiryConformance(t *testing.T, newStores NewStoresFunc) {
 		t.Fatalf("a run out of time: %+v, %v; want nothing done, incomplete", r, err)
 	}
 	later := capture.Expiry{Authorizations: s.Authorizations, Balances: s.Captures, Now: func() time.Time { return now.Add(2 * time.Hour) }}
-	if r, err := later.Run(ctx); err != nil || r != (capture.ExpiryReport{Closed: 1, Complete: true}) {
+	if r, err := later.Run(ctx); err != nil || r != (capture.ExpiryReport{Closed: 1, Expired: 1, Complete: true}) {
 		t.Fatalf("two hours later: %+v, %v; want the open one closed", r, err)
 	}
 }

@@ -155,23 +155,23 @@ func (c memoryCaptures) Release(_ context.Context, chargeID string, in refund.In
 }
 
 // Expire implements capture.Balances.
-func (c memoryCaptures) Expire(_ context.Context, chargeID string, authorized int64) error {
+func (c memoryCaptures) Expire(_ context.Context, chargeID string, authorized int64) (bool, error) {
 	c.m.mu.Lock()
 	defer c.m.mu.Unlock()
 	b := c.m.of(chargeID)
 	cs := b.open(authorized)
 	switch {
 	case cs.Closed != "":
-		return nil
+		return false, nil
 	case cs.Closing != "":
-		return &capture.InFlightError{Kind: cs.ClosingKind}
+		return false, &capture.InFlightError{Kind: cs.ClosingKind}
 	case cs.Reserved > 0:
-		return &capture.InFlightError{Kind: capture.Partial}
+		return false, &capture.InFlightError{Kind: capture.Partial}
 	}
 	cs.Released += cs.Capturable
 	cs.Capturable = 0
 	cs.Closed = capture.ClosedExpired
-	return nil
+	return true, nil
 }
 
 // Get implements capture.Balances.
