@@ -104,6 +104,25 @@ curl -i %s/v1/charges/CHARGE_ID/refunds \
   -H 'Content-Type: application/json' \
   -d '{"amount": 5000, "reason": "requested_by_customer"}'
 
+Or authorize only, capture part of it, then void what is left (AUTH_ID
+from the authorization's Location; each answers as docs/api.md says):
+
+curl -i %s/v1/charges \
+  -H "Authorization: Bearer $TOKEN" \
+  -H 'Idempotency-Key: demo-authorize-0001' \
+  -H 'Content-Type: application/json' \
+  -d '{"amount": 25000, "currency": "BRL", "order_id": "124", "payment_method": "pm_card_visa", "capture": false}'
+curl -i %s/v1/charges/AUTH_ID/captures \
+  -H "Authorization: Bearer $TOKEN" \
+  -H 'Idempotency-Key: demo-capture-0001' \
+  -H 'Content-Type: application/json' \
+  -d '{"amount": 15000, "final": false}'
+curl -i %s/v1/charges/AUTH_ID/void \
+  -H "Authorization: Bearer $TOKEN" \
+  -H 'Idempotency-Key: demo-void-0001' \
+  -H 'Content-Type: application/json' \
+  -d '{"reason": "abandoned"}'
+
 The SQS path: in another terminal, make send-charge puts a charge command on
 the queue of producer %q (%s), which may charge %v; the consumer
 refuses any other account (PRODUCER_NOT_ALLOWED). It prints the outcome
@@ -119,7 +138,7 @@ go run ./cmd/idemctl held
 
 Ctrl-C stops everything this command started.
 `, stack.URL, acquirerLine, instances, trust.Issuer, trust.Audience, strings.Join(localapi.Scopes(), ", "), token, stack.URL, stack.URL,
-		localapi.DefaultProducers[0].Name, stack.QueueURL, localapi.DefaultProducers[0].Accounts,
+		stack.URL, stack.URL, stack.URL, localapi.DefaultProducers[0].Name, stack.QueueURL, localapi.DefaultProducers[0].Accounts,
 		stack.OperatorURL, stack.OperatorPrincipal.ARN, deploy.EnvOperatorURL, stack.OperatorURL)
 	<-ctx.Done()
 	fmt.Println("\nstopping")
