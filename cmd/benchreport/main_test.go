@@ -132,6 +132,44 @@ func TestMemorySection(t *testing.T) {
 	if math.Abs(fullest.total-want) > 1e-12 || lastRefund(r) != 50 || !strings.Contains(withRefunds, "A million refunds over HTTP at the charge function's size, 256 MB") {
 		t.Fatalf("a charge's 50th refund at 256 MB: $%.6f, want $%.6f; last %d\n%s", fullest.total, want, lastRefund(r), withRefunds)
 	}
+	// Captures and voids at the charge function's size: each path's
+	// duration, the units of an authorization's first capture and of its
+	// 150th action for captures, of a void for voids.
+	r["MemorySizes/256MB/capture"] = metrics{"billed_ms": 28, "publisher_invocations": 0.2, "publisher_billed_ms": 15, "log_bytes": 950, "shaped": 1}
+	r["MemorySizes/256MB/void"] = metrics{"billed_ms": 26, "publisher_invocations": 0.3, "publisher_billed_ms": 12, "log_bytes": 1100, "shaped": 1}
+	r["CaptureUnits"] = metrics{"first-WRU/op": 7, "first-RRU/op": 2, "first-$/M": 4.625, "150th-WRU/op": 8, "150th-RRU/op": 3, "void-WRU/op": 6, "void-RRU/op": 1}
+	withCaptures := memorySection(r)
+	at256 := func(billed, writes, reads, publisherInvocations, publisherMS, logs float64) float64 {
+		return cost.Total(cost.PerMillion(cost.Usage{MemoryMB: 256, BilledMS: billed + 300, Invocations: 1, ColdStartMS: 91, ColdShare: 0.01, APIRequests: 1,
+			WriteUnits: writes, ReadUnits: reads, Publishes: 1, EventRequests: 0.2, PublisherInvocations: publisherInvocations, PublisherBilledMS: publisherMS,
+			PublisherMemoryMB: 256, LogBytes: logs}))
+	}
+	var totals []any
+	for _, c := range []struct {
+		action string
+		want   float64
+	}{
+		{"first", at256(28, 7, 2, 0.2, 15, 950)}, {"150th", at256(28, 8, 3, 0.2, 15, 950)}, {"void", at256(26, 6, 1, 0.3, 12, 1100)},
+	} {
+		bill, ok := captureBillOf(r, 256, c.action)
+		if !ok || math.Abs(bill.total-c.want) > 1e-12 {
+			t.Errorf("a million of action %s at 256 MB: $%.6f (%v), want $%.6f", c.action, bill.total, ok, c.want)
+		}
+		totals = append(totals, bill.total)
+	}
+	for _, want := range []string{
+		"A million captures and a million voids over HTTP at the charge function's size, 256 MB",
+		"| part | an authorization's first capture | its 150th action | a void |",
+		fmt.Sprintf("| **total** | **%.4f** | **%.4f** | **%.4f** |", totals...),
+		"| capture | ", "| void | ",
+	} {
+		if lastAction(r) != "150th" || !strings.Contains(withCaptures, want) {
+			t.Fatalf("last action %q; no %q in:\n%s", lastAction(r), want, withCaptures)
+		}
+	}
+	if _, ok := captureBillOf(r, 512, "void"); ok {
+		t.Errorf("a void bill at 512 MB, where the run measured no void")
+	}
 	sweep, _ := sweeperMonthly(r, 128)
 	if want := 43200 * (0.125*0.1*cost.LambdaGBSecond + cost.LambdaRequest); math.Abs(sweep-want) > 1e-12 {
 		t.Fatalf("a month of sweeps at 128 MB: $%.6f, want $%.6f", sweep, want)

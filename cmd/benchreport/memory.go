@@ -117,19 +117,26 @@ func queueBillOf(r map[string]metrics, size int) (sizeBill, bool) {
 	return sizeBill{memoryMB: size, parts: parts, total: cost.Total(parts), meets: q["p99_ms"] <= queueP99Target, shaped: q["shaped"] == 1}, true
 }
 
-// refundBillOf is size's bill of a million refunds over HTTP, each
-// waiting acquirerWaitMS for the acquirer: the refund path's billed
-// duration, publisher and logs in the run (its balances holding 1 to 25
-// entries), and the units of a charge's nth refund (RefundUnits measures
-// the first and the cap's, where each balance update is billed by the
-// whole item).
-func refundBillOf(r map[string]metrics, size, nth int) (sizeBill, bool) {
-	m, ok := sized(r, size, "refund")
-	units, unitsOK := r[fmt.Sprint(refundUnitsPrefix, nth)]
+// actionBillOf is size's bill of a million requests of an action path
+// over HTTP (refund, capture, void), each waiting acquirerWaitMS for the
+// acquirer: the path's billed duration, publisher and logs in the run,
+// and the write and read units of units (WRU/op, RRU/op), which unitsOK
+// says were measured.
+func actionBillOf(r map[string]metrics, size int, path string, units metrics, unitsOK bool) (sizeBill, bool) {
+	m, ok := sized(r, size, path)
 	if !ok || !unitsOK {
 		return sizeBill{}, false
 	}
 	return httpBill(r, size, m, units, true), true
+}
+
+// refundBillOf is size's bill of a million refunds: the refund path's
+// figures in the run (its balances holding 1 to 25 entries), and the
+// units of a charge's nth refund (RefundUnits measures the first and the
+// cap's, where each balance update is billed by the whole item).
+func refundBillOf(r map[string]metrics, size, nth int) (sizeBill, bool) {
+	units, ok := r[fmt.Sprint(refundUnitsPrefix, nth)]
+	return actionBillOf(r, size, "refund", units, ok)
 }
 
 const refundUnitsPrefix = "RefundUnits/refund-"
@@ -143,6 +150,48 @@ func lastRefund(r map[string]metrics) int {
 		}
 	}
 	return last
+}
+
+// captureUnitsName is the benchmark of the units of an authorization's
+// actions: for each action it measured, action-WRU/op and action-RRU/op,
+// where action is "first" (its first capture), "void" (a void, its only
+// action) or the ordinal of the last of its captures and refunds in turn
+// ("150th", lastAction).
+const captureUnitsName = "CaptureUnits"
+
+// captureUnits are the write and read units captureUnitsName measured of
+// action, as WRU/op and RRU/op, and whether it measured both.
+func captureUnits(r map[string]metrics, action string) (metrics, bool) {
+	m := r[captureUnitsName]
+	write, writeOK := m[action+"-WRU/op"]
+	read, readOK := m[action+"-RRU/op"]
+	return metrics{"WRU/op": write, "RRU/op": read}, writeOK && readOK
+}
+
+// captureBillOf is size's bill of a million voids (action "void": the
+// void path's figures in the run and a void's units), or of a million
+// captures (the capture path's figures in the run) with the units of
+// action: "first" or lastAction's.
+func captureBillOf(r map[string]metrics, size int, action string) (sizeBill, bool) {
+	path := "capture"
+	if action == "void" {
+		path = "void"
+	}
+	units, ok := captureUnits(r, action)
+	return actionBillOf(r, size, path, units, ok)
+}
+
+// lastAction is the ordinal ("150th") of the last action captureUnitsName
+// measured on one authorization, "" when it measured none.
+func lastAction(r map[string]metrics) string {
+	for unit := range r[captureUnitsName] {
+		if n, ok := strings.CutSuffix(unit, "th-WRU/op"); ok {
+			if _, err := strconv.Atoi(n); err == nil {
+				return n + "th"
+			}
+		}
+	}
+	return ""
 }
 
 // coldStartMS is what a cold invocation at size bills on top of a warm
@@ -189,14 +238,15 @@ func roundTrips(r map[string]metrics, path string) float64 {
 // memorySection is the report's part on memory sizes: latency, capacity
 // and billed duration per path and size against the floor, cold starts
 // and memory, the bills of a million first executions and of a million
-// queue commands by part, and each function's size chosen.
+// queue commands by part, at the charge function's size those of a
+// million refunds, captures and voids, and each function's size chosen.
 func memorySection(r map[string]metrics) string {
 	var b strings.Builder
 	b.WriteString("\n## Cost and latency by memory size (`BenchmarkMemorySizes`)\n\n")
 	fmt.Fprintf(&b, "Each execution environment (the RIE and its bootstrap) in a cgroup of its own with the size's CPU quota (memory ÷ %d MB of a vCPU, per 20 ms CFS period) and memory limit; two charge and two consumer environments. Capacity: 4 closed-loop clients, per environment. Latency: requests sent at a steady rate of half that capacity, each timed from when it was due. Queue commands go through the local event source mapping, one poller, so one consumer environment works at a time; each is timed from its send to the end of the invocation that handled it, and its billed ms are per consumer invocation. A low throttled share means this machine, not the quota, was the limit.\n\n", deploy.MemoryPerVCPU)
 	b.WriteString("| size | path | capacity req/s per env | throttled % | p50 ms | p99 ms | billed ms | CPU ms |\n|---|---|---|---|---|---|---|---|\n")
 	for _, size := range memorySizes {
-		for _, path := range []string{"first-execution", "replay", "storm-of-20", "queue-command", "refund"} {
+		for _, path := range []string{"first-execution", "replay", "storm-of-20", "queue-command", "refund", "capture", "void"} {
 			m, ok := sized(r, size, path)
 			if !ok {
 				continue
@@ -255,10 +305,10 @@ func memorySection(r map[string]metrics) string {
 		return b.String()
 	}
 	fmt.Fprintf(&b, "\n**A million first executions over HTTP, US$** (`internal/cost`: on-demand list prices in us-east-1; the billed durations, cold starts, publisher invocations and log bytes of this run; the write and read units of `UnitsPerPath`; assumed: an acquirer that answers in %.0f ms, billed as the function's wait, %.0f %% of invocations cold, the subscriber's receive and delete in batches of 10):\n\n", acquirerWaitMS, coldShare*100)
-	billTable(&b, charge)
+	billTable(&b, sizeHeads(charge), charge)
 	if len(queue) > 0 {
 		fmt.Fprintf(&b, "\n**A million charge commands on a queue, US$** (the same prices and assumptions; the consumer's batches as this run made them at half of capacity, each billed for the batch and %.0f ms per %d commands of it, as it calls the acquirer for %d at once; each command's send and its share of its batch's receive and delete; the charge function's cold start; every figure of a run whose acquirer answered at once):\n\n", acquirerWaitMS, deploy.ConsumerConcurrency, deploy.ConsumerConcurrency)
-		billTable(&b, queue)
+		billTable(&b, sizeHeads(queue), queue)
 		fmt.Fprintf(&b, "\nApart from these, each command queue costs $%.4f a month while empty: %d pollers' %d-second long polls, each billed as a request (an assumption: AWS does not publish how many pollers keep an idle queue).\n", cost.IdleQueueMonthly(idlePollers), idlePollers, cost.LongPollSeconds)
 	}
 	if chosen, ok := cheapest(charge); ok {
@@ -267,11 +317,15 @@ func memorySection(r map[string]metrics) string {
 		fullest, fullestOK := refundBillOf(r, chosen.memoryMB, last)
 		if firstOK && fullestOK {
 			fmt.Fprintf(&b, "\n**A million refunds over HTTP at the charge function's size, %d MB, US$** (the same prices and assumptions; the refund path's billed duration in this run; the write and read units of a charge's first refund and of its %dth, `RefundUnits`):\n\n", chosen.memoryMB, last)
-			fmt.Fprintf(&b, "| part | a charge's first refund | its %dth |\n|---|---|---|\n", last)
-			for i, p := range first.parts {
-				fmt.Fprintf(&b, "| %s | %.4f | %.4f |\n", p.Name, p.Dollars, fullest.parts[i].Dollars)
-			}
-			fmt.Fprintf(&b, "| **total** | **%.4f** | **%.4f** |\n", first.total, fullest.total)
+			billTable(&b, []string{"a charge's first refund", fmt.Sprintf("its %dth", last)}, []sizeBill{first, fullest})
+		}
+		nth := lastAction(r)
+		capture, captureOK := captureBillOf(r, chosen.memoryMB, "first")
+		capturedNth, capturedNthOK := captureBillOf(r, chosen.memoryMB, nth)
+		void, voidOK := captureBillOf(r, chosen.memoryMB, "void")
+		if captureOK && capturedNthOK && voidOK {
+			fmt.Fprintf(&b, "\n**A million captures and a million voids over HTTP at the charge function's size, %d MB, US$** (the same prices and assumptions; the capture and void paths' billed durations in this run; the write and read units of an authorization's first capture, of its %s action, its captures and refunds in turn, and of a void, `CaptureUnits`):\n\n", chosen.memoryMB, nth)
+			billTable(&b, []string{"an authorization's first capture", "its " + nth + " action", "a void"}, []sizeBill{capture, capturedNth, void})
 		}
 	}
 	b.WriteString("\n**Each function's size.** Per size: the charge function's total per million first executions, the consumers' (the producers' and the reconcile queue's, one binary) per million commands, the publisher's per million events, the sweeper's a month; a size that misses its p99 target is marked ✗.\n\n")
@@ -324,11 +378,12 @@ func memorySection(r map[string]metrics) string {
 	return b.String()
 }
 
-// billTable writes bills side by side, by part, with their totals.
-func billTable(b *strings.Builder, bills []sizeBill) {
+// billTable writes bills side by side, by part, with their totals, under
+// heads, one a bill.
+func billTable(b *strings.Builder, heads []string, bills []sizeBill) {
 	b.WriteString("| part |")
-	for _, bill := range bills {
-		fmt.Fprintf(b, " %d MB |", bill.memoryMB)
+	for _, head := range heads {
+		fmt.Fprintf(b, " %s |", head)
 	}
 	b.WriteString("\n|---|" + strings.Repeat("---|", len(bills)) + "\n")
 	for i, p := range bills[0].parts {
@@ -343,6 +398,15 @@ func billTable(b *strings.Builder, bills []sizeBill) {
 		fmt.Fprintf(b, " **%.4f** |", bill.total)
 	}
 	b.WriteString("\n")
+}
+
+// sizeHeads are the heads of bills of one path by size: their sizes.
+func sizeHeads(bills []sizeBill) []string {
+	heads := make([]string, len(bills))
+	for i, bill := range bills {
+		heads[i] = fmt.Sprintf("%d MB", bill.memoryMB)
+	}
+	return heads
 }
 
 // cheapest is the bill with the lowest total among those that meet their

@@ -132,17 +132,32 @@ func actionUnits(tb testing.TB, n int) (first, last dynamotest.Units) {
 	return first, meter.Take()
 }
 
+// voidUnits returns the units of a void, its authorization's only action.
+func voidUnits(tb testing.TB) dynamotest.Units {
+	tb.Helper()
+	meter := &dynamotest.Meter{Client: dynamotest.Client(tb)}
+	w := newCaptureWorld(tb, meter, dynamotest.NewTable(tb, meter.Client))
+	meter.Take()
+	if res := w.svc.Void(context.Background(), w.in("void-units", `{}`)); res.Response.StatusCode != 201 {
+		tb.Fatalf("void: %s %d", res.Outcome, res.Response.StatusCode)
+	}
+	return meter.Take()
+}
+
 // TestCaptureUnits: a capture writes what a refund writes, 7 units (claim
 // 1 + its index entry 1, reservation 1, row 1, success 1, completion 1 +
-// leaving the index 1), and reads 2 (the charge's row and record); so does
-// the 150th action on one authorization (captures and refunds in turn):
-// each success folds its entry, so the balance holds only the actions in
-// flight.
+// leaving the index 1), and reads 2 (the charge's row and record); so do
+// a void and the 150th action on one authorization (captures and refunds
+// in turn): each success folds its entry, so the balance holds only the
+// actions in flight.
 func TestCaptureUnits(t *testing.T) {
 	t.Parallel()
 	first, last := actionUnits(t, ManyRefunds)
 	if got := [3]float64{first.TableWrite, first.IndexWrite, first.Read}; got != [3]float64{5, 2, 2} {
 		t.Errorf("first capture: table WRU, index WRU, RRU = %v, want [5 2 2]", got)
+	}
+	if v := voidUnits(t); [3]float64{v.TableWrite, v.IndexWrite, v.Read} != [3]float64{5, 2, 2} {
+		t.Errorf("void: table WRU, index WRU, RRU = %v, want [5 2 2], a capture's", [3]float64{v.TableWrite, v.IndexWrite, v.Read})
 	}
 	// The 150th is a refund of an authorization, which reads its balance
 	// at Ready beside the charge's row and record.
@@ -152,15 +167,15 @@ func TestCaptureUnits(t *testing.T) {
 }
 
 // BenchmarkCaptureUnits reports the units of an authorization's first
-// capture and of its 150th action, and what a million of each cost at
-// on-demand prices.
+// capture (first-), of its 150th action (150th-) and of a void (void-),
+// and what a million of each cost at on-demand prices.
 func BenchmarkCaptureUnits(b *testing.B) {
 	for b.Loop() {
 		first, last := actionUnits(b, ManyRefunds)
 		for _, u := range []struct {
 			name  string
 			units dynamotest.Units
-		}{{"first", first}, {"150th", last}} {
+		}{{"first", first}, {fmt.Sprintf("%dth", ManyRefunds), last}, {"void", voidUnits(b)}} {
 			b.ReportMetric(u.units.TableWrite+u.units.IndexWrite, u.name+"-WRU/op")
 			b.ReportMetric(u.units.Read, u.name+"-RRU/op")
 			b.ReportMetric(1e6*((u.units.TableWrite+u.units.IndexWrite)*cost.DynamoDBWriteUnit+u.units.Read*cost.DynamoDBReadUnit), u.name+"-$/M")

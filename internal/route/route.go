@@ -1,7 +1,10 @@
 // Package route names the API's routes as API Gateway does (its
 // RouteKey, "METHOD /path"): the function, the local gateway and the CDK app
-// all read them here. It imports nothing, so the CDK app can.
+// all read them here. It imports only the standard library, so the CDK app
+// can.
 package route
+
+import "strings"
 
 // The API's paths and routes.
 const (
@@ -58,6 +61,13 @@ var Scopes = map[string]string{
 	Refund: "refunds:write", GetRefund: "charges:read", LookupRefund: "charges:read",
 	Capture: "captures:write", Void: "captures:write", GetCapture: "charges:read", LookupCapture: "charges:read",
 	GetVoid: "charges:read", LookupVoid: "charges:read",
+}
+
+// Path is the path of routeKey ("METHOD /path") with id in place of
+// its {id}: where a client sends it.
+func Path(routeKey, id string) string {
+	_, path, _ := strings.Cut(routeKey, " ")
+	return strings.Replace(path, "{id}", id, 1)
 }
 
 // Location is where the charge id is read (Get).

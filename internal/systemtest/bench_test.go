@@ -140,15 +140,34 @@ func benchCharge(s *localapi.Stack, token, key string, want ...int) error {
 	return chargeAt(s.URL, token, key, want...)
 }
 
-// benchChargeID charges the visa charge under key and returns its id.
-func benchChargeID(s *localapi.Stack, token, key string) (string, error) {
-	resp, err := benchPost(s.URL+route.ChargesPath, token, key, visa, http.StatusCreated)
+// benchChargeID charges body (visa, or visaAuthorization) under key and
+// returns the charge's id.
+func benchChargeID(s *localapi.Stack, token, key, body string) (string, error) {
+	resp, err := benchPost(s.URL+route.ChargesPath, token, key, body, http.StatusCreated)
 	return strings.TrimPrefix(resp.Get("Location"), route.ChargesPath+"/"), err
 }
 
-// benchRefund refunds 1 unit of chargeID under key and wants 201.
-func benchRefund(s *localapi.Stack, token, chargeID, key string) error {
-	_, err := benchPost(s.URL+route.ChargesPath+"/"+chargeID+"/refunds", token, key, `{"amount": 1}`, http.StatusCreated)
+// benchCharges charges body n times from benchClients clients, under
+// the keys prefix0 to prefix(n-1), and returns the charges' ids in the
+// keys' order.
+func benchCharges(b *testing.B, s *localapi.Stack, token, prefix string, n int, body string) []string {
+	b.Helper()
+	ids := make([]string, n)
+	closedLoopRate(b, n, func(c int) error {
+		id, err := benchChargeID(s, token, fmt.Sprint(prefix, c), body)
+		ids[c] = id
+		return err
+	})
+	return ids
+}
+
+// visaAuthorization is the visa charge authorized without its capture.
+var visaAuthorization = strings.TrimSuffix(visa, "}") + `, "capture": false}`
+
+// benchAct POSTs body to routeKey (route.Refund, route.Capture,
+// route.Void) on chargeID under key and wants 201.
+func benchAct(s *localapi.Stack, token, routeKey, chargeID, key, body string) error {
+	_, err := benchPost(s.URL+route.Path(routeKey, chargeID), token, key, body, http.StatusCreated)
 	return err
 }
 
@@ -179,7 +198,7 @@ var benchClient = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: i
 // chargeAt posts the visa charge under key to the gateway at url and
 // wants one of the statuses.
 func chargeAt(url, token, key string, want ...int) error {
-	_, err := benchPost(url+"/v1/charges", token, key, visa, want...)
+	_, err := benchPost(url+route.ChargesPath, token, key, visa, want...)
 	return err
 }
 

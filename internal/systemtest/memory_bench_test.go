@@ -21,6 +21,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/deploy"
 	"github.com/idempotent-payments/idempay/internal/dynamo/dynamotest"
 	"github.com/idempotent-payments/idempay/internal/localapi"
+	"github.com/idempotent-payments/idempay/internal/route"
 )
 
 // memorySizes are the memory sizes the cost report compares.
@@ -44,11 +45,32 @@ func sizesToMeasure(b *testing.B) []int {
 // how many sweeper runs the sweep is timed over.
 const (
 	memoryLoad = 300
-	// refundsPerCharge: the refund path's refunds of each charge, half of
-	// refund.MaxEntries, so its balances average a quarter of the cap.
-	refundsPerCharge = 25
+	// actionsPerCharge: the refund and capture paths' actions on each
+	// charge, half of refund.MaxEntries, so its balances average a
+	// quarter of the cap.
+	actionsPerCharge = 25
 	sweeps           = 5
 )
+
+// actionPath is an HTTP path that acts on charges made before its load,
+// untimed, each of the body charge: perCharge POSTs of body to routeKey
+// on each.
+type actionPath struct {
+	name, routeKey, body string
+	charge               string
+	perCharge            int
+}
+
+// actionPaths are the action paths BenchmarkMemorySizes measures:
+// refunds of 1 unit and captures of 1 unit that leave the rest capturable,
+// actionsPerCharge on each charge or authorization, so the balances the
+// load updates hold 1 to actionsPerCharge entries; and a void of each
+// authorization.
+var actionPaths = []actionPath{
+	{name: "refund", routeKey: route.Refund, body: `{"amount": 1}`, charge: visa, perCharge: actionsPerCharge},
+	{name: "capture", routeKey: route.Capture, body: `{"amount": 1, "final": false}`, charge: visaAuthorization, perCharge: actionsPerCharge},
+	{name: "void", routeKey: route.Void, body: `{}`, charge: visaAuthorization, perCharge: 1},
+}
 
 // BenchmarkMemorySizes: the charge API as Lambda runs it at each memory
 // size of sizesToMeasure: a stack whose every execution environment runs
@@ -72,6 +94,10 @@ const (
 //     CloudWatch Logs ingests Lambda's; raw_put_ms: the median conditional
 //     put to DynamoDB Local before the size's run, the yardstick of its
 //     latencies.
+//
+// refund, capture and void (actionPaths): the same figures of each
+// action path, its charges or authorizations made before the load,
+// untimed.
 //
 // queue-command: charge commands on the first producer's queue, through
 // the local event source mapping (one poller, so one consumer environment
@@ -149,28 +175,20 @@ func BenchmarkMemorySizes(b *testing.B) {
 					}
 				})
 			}
-			// Refunds of 1 unit, refundsPerCharge of each charge made
-			// before the load (untimed), so the balances the load updates
-			// hold 1 to refundsPerCharge entries.
-			b.Run("refund", func(b *testing.B) {
-				for iter := 0; b.Loop(); iter++ {
-					prefix := fmt.Sprintf("memory-refund-%s-%d-", run, iter)
-					send := func(phase string) func(i int) error {
-						charges := make([]string, memoryLoad/refundsPerCharge+1)
-						for c := range charges {
-							id, err := benchChargeID(s, token, fmt.Sprint(prefix, phase, "-charge-", c))
-							if err != nil {
-								b.Fatal(err)
+			for _, a := range actionPaths {
+				b.Run(a.name, func(b *testing.B) {
+					for iter := 0; b.Loop(); iter++ {
+						prefix := fmt.Sprintf("memory-%s-%s-%d-", a.name, run, iter)
+						send := func(phase string) func(i int) error {
+							charges := benchCharges(b, s, token, fmt.Sprint(prefix, phase, "-charge-"), (memoryLoad+a.perCharge-1)/a.perCharge, a.charge)
+							return func(i int) error {
+								return benchAct(s, token, a.routeKey, charges[i/a.perCharge], fmt.Sprint(prefix, phase, "-", i), a.body)
 							}
-							charges[c] = id
 						}
-						return func(i int) error {
-							return benchRefund(s, token, charges[i/refundsPerCharge], fmt.Sprint(prefix, phase, "-", i))
-						}
+						reportPath(b, measurePath(b, s, logs, send("capacity"), send("half")), shaped)
 					}
-					reportPath(b, measurePath(b, s, logs, send("capacity"), send("half")), shaped)
-				}
-			})
+				})
+			}
 			b.Run("queue-command", func(b *testing.B) {
 				for iter := 0; b.Loop(); iter++ {
 					m := measureQueue(b, s, logs, fmt.Sprintf("memory-queue-%s-%d-", run, iter))
