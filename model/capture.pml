@@ -127,6 +127,7 @@ byte acqRefunded = 0;
 bool acqVoided = false;
 bool acqFinal = false;
 byte acqKeys[INTENTS];		/* keys of the intent the acquirer has acted on */
+bool refusedFor[INTENTS];	/* ghost: the intent's record stores a refusal */
 byte transit[4] = NONE;	/* the key a worker's request carries in transit */
 byte reconcileFailures = 0;
 
@@ -205,7 +206,7 @@ inline fold(k) {
  * The answers: RESERVED; FOLDED (refused: the intent is released);
  * INFLIGHT (409: a void or final capture in flight, or a capture in
  * flight for a void or a final capture); REFUSED (422: closed or
- * expired, or nothing left); EXCEEDS (422: too little remains);
+ * expired, or nothing left: stored); EXCEEDS (422: too little remains);
  * NONE (fenced out). */
 inline reserve(k, a, st, result) {
 	atomic {
@@ -395,6 +396,20 @@ inline completeRecord(i, me) {
 	}
 }
 
+/* A refusal the balance or the charge decided (closed, expired, nothing
+ * left: 422 CHARGE_NOT_CAPTURABLE or AUTHORIZATION_EXPIRED), stored as the
+ * key's answer: every copy of the key answers alike, and the intent never
+ * reaches the acquirer afterwards (land). */
+inline completeRefused(i, me) {
+	atomic {
+		if
+		:: rec[i] == INPROG && owner[i] == me -> refusedFor[i] = true
+		:: else -> skip
+		fi;
+		completeRecord(i, me)
+	}
+}
+
 /* idem.Lease.Release: the record's delete, fenced. */
 inline deleteRecord(i, me) {
 	atomic {
@@ -507,7 +522,7 @@ proctype Worker(byte i; byte me) {
 		 * deadline comes before the lease's end, and the SDK issues no try
 		 * after it. It carries the time it was issued at. */
 		if
-		:: CAPTURES(k) && expired -> deleteRecord(i, me); goto done	/* the door: 422 AUTHORIZATION_EXPIRED, the key released */
+		:: CAPTURES(k) && expired -> completeRefused(i, me); goto done	/* the door: 422 AUTHORIZATION_EXPIRED, stored */
 		:: else -> skip	/* read before the window passed, or not a capture */
 		fi;
 		if
@@ -536,7 +551,8 @@ proctype Worker(byte i; byte me) {
 		fi;
 		if
 		:: got == NONE -> goto done
-		:: got == FOLDED || got == INFLIGHT || got == REFUSED -> deleteRecord(i, me); goto done	/* 503, 409, 422: nothing stored, the key released */
+		:: got == FOLDED || got == INFLIGHT -> deleteRecord(i, me); goto done	/* 503, 409: nothing stored, the key released */
+		:: got == REFUSED -> completeRefused(i, me); goto done	/* 422: closed, expired or nothing left, stored */
 		:: got == EXCEEDS -> completeRecord(i, me); goto done	/* 422, stored */
 		:: got == RESERVED -> skip
 		fi
@@ -578,6 +594,7 @@ inline land(w) {
 	:: acq[k] == UNKNOWN ->
 		acqKeys[i]++;
 		assert(acqKeys[i] <= 1);	/* an intent reaches the acquirer under one key */
+		assert(!refusedFor[i]);	/* never an intent its key's stored answer refused */
 		if
 		:: acq[k] = DONE;
 			if

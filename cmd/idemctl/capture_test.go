@@ -152,29 +152,25 @@ func TestHeldCapturesAndVoidsThroughTheChannel(t *testing.T) {
 		t.Fatalf("accept of the void: %v\n%s", err, out)
 	}
 	l.mustCapturable(t, ch, 0, 0, capture.ClosedVoided)
-	if res := l.captures(l.acq).Capture(ctx, blocked); res.Outcome != op.NotCapturable {
-		t.Fatalf("a capture after the accepted void: %s", res.Outcome)
+	if res := l.captures(l.acq).Capture(ctx, blocked); res.Outcome != op.Executed || res.Refusal != op.CodeChargeNotCapturable {
+		t.Fatalf("a capture after the accepted void: %s %s", res.Outcome, res.Refusal)
 	}
-	if code := rejected(t, l, 20*time.Second); code != "CHARGE_NOT_CAPTURABLE" || len(l.s.Sandbox.Captures()) != captures {
-		t.Fatalf("the queued capture behind the held void: dead-lettered %q, %d captures then %d", code, captures, len(l.s.Sandbox.Captures()))
+	if refusal := refusedFor(t, l, "queued-capture-behind-the-void", 20*time.Second); refusal != op.CodeChargeNotCapturable || len(l.s.Sandbox.Captures()) != captures {
+		t.Fatalf("the queued capture behind the held void: its key answers %q, %d captures then %d", refusal, captures, len(l.s.Sandbox.Captures()))
 	}
 	if l.otherCalls.Load() != 0 {
 		t.Fatalf("%d calls to the shell's acquirer", l.otherCalls.Load())
 	}
 }
 
-// rejected is the reject code of the first message the lab's consumer
-// dead-letters within within ("" for none).
-func rejected(t *testing.T, l refundLab, within time.Duration) string {
+// refusedFor is the refusal the capture key's record stores once the
+// lab's consumer has decided it, within within ("" for none).
+func refusedFor(t *testing.T, l refundLab, key string, within time.Duration) op.Code {
 	t.Helper()
-	for deadline := time.Now().Add(within); time.Now().Before(deadline); {
-		out, err := l.s.SQS.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(l.s.RejectedURL),
-			MaxNumberOfMessages: 1, WaitTimeSeconds: 1, MessageAttributeNames: []string{"All"}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, m := range out.Messages {
-			return aws.ToString(m.MessageAttributes["reject_code"].StringValue)
+	for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if rec := l.actionRecord(capture.OperationCapture, key); rec != nil && rec.Status == idem.StatusCompleted {
+			r, _ := op.ResultOf(*rec.Response)
+			return r.Code
 		}
 	}
 	return ""

@@ -14,8 +14,9 @@ var (
 )
 
 // Answer is what a capture's or a void's record stores as its answer: a
-// row the acquirer decided, or the bound's refusal of a capture's amount.
-// The HTTP adapter renders it (Renderer).
+// row the acquirer decided, the bound's refusal of a capture's amount, or
+// a refusal the state of the charge decided. The HTTP adapter renders it
+// (Renderer).
 type Answer struct {
 	// Row is the capture's or the void's row, when the acquirer decided.
 	Row *Row
@@ -23,14 +24,24 @@ type Answer struct {
 	// Capturable is what remained at that moment.
 	Exceeded   bool
 	Capturable int64
+	// Refused is the refusal the charge's state decided, final for the
+	// key: NotCapturable (no authorization of this acquirer, or one closed
+	// or wholly captured) or AuthorizationExpired. Each state it reads
+	// only ever moves on to another refusal, so it is stored: a retry of
+	// the key, or another client's copy of it, gets this answer, not the
+	// later state's.
+	Refused op.Outcome
 }
 
-// Refusal is the code of a's stored refusal: CAPTURE_EXCEEDS_AUTHORIZATION,
+// Refusal is the code of a's stored refusal: Refused's code,
+// CAPTURE_EXCEEDS_AUTHORIZATION,
 // or, for an acquirer's answer, its decline's code (CAPTURE_DECLINED,
 // VOID_DECLINED, or AUTHORIZATION_EXPIRED for a decline that states the
 // authorization expired); "" for a success.
 func (a Answer) Refusal() op.Code {
 	switch {
+	case a.Refused != 0:
+		return CaptureCodes.Of(a.Refused)
 	case a.Exceeded:
 		return op.CodeCaptureExceedsAuthorization
 	case a.Row == nil || a.Row.Succeeded():
@@ -44,10 +55,10 @@ func (a Answer) Refusal() op.Code {
 }
 
 // Result is the typed result a's record stores beside its answer
-// (op.Result): the row's id, the answer's code and, for an amount over
-// what remained, Capturable.
+// (op.Result): the row's id, the answer's code, whether a row answers it
+// and, for an amount over what remained, Capturable.
 func (a Answer) Result(id string) op.Result {
-	r := op.Result{ID: id, Code: a.Refusal()}
+	r := op.Result{ID: id, Code: a.Refusal(), Rowless: a.Row == nil}
 	if a.Exceeded {
 		r.Capturable = &a.Capturable
 	}

@@ -179,6 +179,9 @@ type attempt[A any] struct {
 	req   intent
 	ch    charge.Charge
 	entry refund.Entry
+	// refuse is the refusal Ready read from a first attempt's charge,
+	// which Reserve stores instead of reserving (0: none).
+	refuse op.Outcome
 	// answer is the acquirer's checked answer Finish stores.
 	answer A
 }
@@ -187,7 +190,10 @@ func (a *attempt[A]) Ended(e op.Early) Result { return endedEarly(e) }
 
 // Ready is the charge, as its GET answers it: an authorization made
 // without its capture, by this deployment's acquirer, and, for a first
-// attempt, not past its expiry. Anything else ends the attempt (op.Run
+// attempt, not past its expiry. A first attempt's charge that is none, or
+// past its expiry, is refused for good: Ready keeps the refusal for the
+// bound's step to store (refuse), as it stores the bound's own, so every
+// copy of the key answers alike. Anything else ends the attempt (op.Run
 // releases a first attempt's key: nothing was reserved or sent; a
 // take-over's record is left in flight for the reconciler). A take-over
 // goes on past the expiry: its intent may have reserved before it, and
@@ -201,10 +207,14 @@ func (a *attempt[A]) Ready(ctx context.Context, lease *idem.Lease) *Result {
 	case op.Found:
 		ch := got.Charge
 		switch {
+		case (!ch.OfAcquirer(rec.Protocol.Downstream) || ch.Status != acquirer.StatusAuthorized) && !lease.TakenOver():
+			a.ch, a.refuse = ch, op.NotCapturable
+			return nil
 		case !ch.OfAcquirer(rec.Protocol.Downstream) || ch.Status != acquirer.StatusAuthorized:
 			res = Result{Outcome: op.NotCapturable}
 		case !lease.TakenOver() && !s.cfg.Now().Before(ch.AuthorizationExpiresAt):
-			res = Result{Outcome: op.AuthorizationExpired}
+			a.ch, a.refuse = ch, op.AuthorizationExpired
+			return nil
 		default:
 			a.ch = ch
 			return nil
@@ -225,17 +235,24 @@ func (a *attempt[A]) Ready(ctx context.Context, lease *idem.Lease) *Result {
 }
 
 // Reserve is the bound's one conditional write (op.Reserve: reissued when
-// another action's end passed its stamp). An amount over what remains is
-// the stored CAPTURE_EXCEEDS_AUTHORIZATION; every other refusal stores
-// nothing and releases the key (nothing was reserved or sent), so a retry
-// decides again: an authorization closed or with nothing left
-// (NotCapturable), another capture or void in flight that this one must
-// wait for (CaptureInFlight, VoidInFlight: a final capture in flight
-// answers as a capture), or the charge's most actions in flight at once
-// (refund.MaxEntries, CaptureInFlight: they end by themselves). A fenced
-// reservation means a later attempt owns the intent.
+// another action's end passed its stamp). Its refusals that no later
+// state undoes are stored, final for the key: an amount over what remains
+// (CAPTURE_EXCEEDS_AUTHORIZATION), an authorization closed or wholly
+// captured (NotCapturable, or AuthorizationExpired when it closed at its
+// expiry), and the refusal Ready read (refuse: then nothing is written to
+// the balance). Every other refusal stores nothing and releases the key
+// (nothing was reserved or sent), so a retry decides again: another
+// capture or void in flight that this one must wait for (CaptureInFlight,
+// VoidInFlight: a final capture in flight answers as a capture), or the
+// charge's most actions in flight at once (refund.MaxEntries,
+// CaptureInFlight: they end by themselves). A fenced reservation means a
+// later attempt owns the intent.
 func (a *attempt[A]) Reserve(ctx context.Context, lease *idem.Lease) *Result {
 	s := a.o.s
+	if a.refuse != 0 {
+		res := a.o.complete(ctx, lease, Answer{Refused: a.refuse}, "")
+		return &res
+	}
 	entry, err := op.Reserve(ctx, lease, refund.ErrStampPassed, func(ctx context.Context, stamp time.Time) (refund.Entry, error) {
 		return s.balances.Reserve(ctx, Reservation{
 			ChargeID: a.ch.ID, Authorized: a.ch.Amount, Intent: s.intentOf(lease), Fence: lease.Attempt(), Kind: a.req.Kind,
@@ -258,9 +275,9 @@ func (a *attempt[A]) Reserve(ctx context.Context, lease *idem.Lease) *Result {
 	case errors.As(err, &inFlight), errors.Is(err, refund.ErrLimitReached):
 		res = s.refused(ctx, lease, op.CaptureInFlight)
 	case errors.Is(err, ErrClosed):
-		res = s.refused(ctx, lease, a.closedAs(ctx))
+		res = a.o.complete(ctx, lease, Answer{Refused: a.closedAs(ctx)}, "")
 	case errors.Is(err, ErrNothingCapturable):
-		res = s.refused(ctx, lease, op.NotCapturable)
+		res = a.o.complete(ctx, lease, Answer{Refused: op.NotCapturable}, "")
 	case errors.Is(err, refund.ErrFenced):
 		res = s.pendingResult()
 	case errors.Is(err, refund.ErrReleased), errors.Is(err, refund.ErrStampPassed), errors.Is(err, op.ErrLeaseEnded):
@@ -299,7 +316,6 @@ func (s *Service) refused(ctx context.Context, lease *idem.Lease, outcome op.Out
 	}
 	res := Result{Outcome: outcome}
 	switch outcome {
-	case op.NotCapturable, op.AuthorizationExpired:
 	case op.CaptureInFlight, op.VoidInFlight:
 		// The other intent's outcome decides, within its owner's lease,
 		// at most as long as ours from now, plus T and the skew: a

@@ -135,13 +135,26 @@ func TestCaptureCommands(t *testing.T) {
 		t.Fatalf("the void's replay told %+v", got)
 	}
 
+	// The voided authorization refuses a capture and a void for good: each
+	// refusal is stored, told, and told the same again on a replay.
+	for _, c := range []command.Command{
+		command.Capture("acct_1", id, "capture-key-3", []byte(`{"amount": 1}`)),
+		command.Void("acct_1", id, "void-key-2", []byte(`{}`)),
+	} {
+		if w.send(t, "m-"+c.IdempotencyKey, c) || w.send(t, "m-again-"+c.IdempotencyKey, c) || len(w.dl.codes) != 0 {
+			t.Fatalf("%s after the void: kept, or dead-lettered %v", c.Type, w.dl.codes)
+		}
+		told := encoded(t, w.topic.TakeEvents())
+		if len(told) != 2 || told[0] != told[1] || !strings.Contains(told[0], `"type":"`+string(c.Type)+`.rejected"`) ||
+			!strings.Contains(told[0], `"reason":"CHARGE_NOT_CAPTURABLE"`) {
+			t.Fatalf("%s after the void, and its replay, told %q", c.Type, told)
+		}
+	}
 	for _, tc := range []struct {
 		c    command.Command
 		code string
 		kind event.Type
 	}{
-		{command.Capture("acct_1", id, "capture-key-3", []byte(`{"amount": 1}`)), "CHARGE_NOT_CAPTURABLE", event.CaptureRejected},
-		{command.Void("acct_1", id, "void-key-2", []byte(`{}`)), "CHARGE_NOT_CAPTURABLE", event.VoidRejected},
 		{command.Capture("acct_2", id, "capture-key-4", []byte(`{}`)), command.RejectProducerNotAllowed, event.CaptureRejected},
 		{command.Capture("acct_1", id, "capture-key-5", []byte(`{"amount": -1}`)), "VALIDATION_FAILED", event.CaptureRejected},
 		{command.Void("acct_1", id, "void-key-1", []byte(`{"reason": "duplicate"}`)), "IDEMPOTENCY_KEY_REUSED", event.VoidRejected},
@@ -158,7 +171,7 @@ func TestCaptureCommands(t *testing.T) {
 		t.Fatalf("%d acquirer captures, want 1", n)
 	}
 	lines := w.metrics.String()
-	if strings.Count(lines, `"`+obs.MetricCaptures+`":1`) != 7 || strings.Count(lines, `"`+obs.MetricVoids+`":1`) != 4 {
+	if strings.Count(lines, `"`+obs.MetricCaptures+`":1`) != 8 || strings.Count(lines, `"`+obs.MetricVoids+`":1`) != 5 {
 		t.Fatalf("metrics:\n%s", lines)
 	}
 }
@@ -186,7 +199,10 @@ func TestCaptureBehindAVoidInFlight(t *testing.T) {
 	if res := w.captures.Void(ctx, capture.Input{Account: "acct_1", Keys: []string{"void-key-1"}, ChargeID: id, Body: []byte(`{}`)}); res.Outcome != op.Executed {
 		t.Fatalf("the void's retry: %s", res.Outcome)
 	}
-	if w.send(t, "m2", capture100) || len(w.dl.codes) != 1 || w.dl.codes[0] != "CHARGE_NOT_CAPTURABLE" || len(w.sb.Captures()) != 0 {
-		t.Fatalf("the capture after the void: dead-lettered %v, %d captures", w.dl.codes, len(w.sb.Captures()))
+	if w.send(t, "m2", capture100) || len(w.dl.codes) != 0 || len(w.sb.Captures()) != 0 {
+		t.Fatalf("the capture after the void: kept, dead-lettered %v, or %d captures", w.dl.codes, len(w.sb.Captures()))
+	}
+	if told := w.topic.TakeEvents(); len(told) != 1 || told[0].Type != event.CaptureRejected || told[0].Reason != "CHARGE_NOT_CAPTURABLE" {
+		t.Fatalf("the capture after the void told %+v", told)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/command"
 	"github.com/idempotent-payments/idempay/internal/event"
+	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/obs"
 	"github.com/idempotent-payments/idempay/internal/op"
 	"github.com/idempotent-payments/idempay/internal/operations"
@@ -77,10 +78,12 @@ type actionService[R any] struct {
 // queuedAction is how the queue carries the commands of an action on a
 // charge (a refund, a capture, a void): its service, of h (false when h
 // has none: a wiring mistake, kept, and loud), its rows as the outbox
-// sees them (wrap), and which refusals are the bound's (bound: a stored
-// answer with no row, told to the producer as kind's rejected event
-// rather than republished, since no row makes its event; a decline has
-// its row, whose event the stream publishes).
+// sees them (wrap), and which refusals are the bound's (bound). A stored
+// refusal with no row under it (op.Result.Rowless, or, for an answer
+// stored before results said so, a code bound names) is told to the
+// producer as kind's rejected event rather than republished, since no row
+// makes its event; a decline has its row, whose event the stream
+// publishes.
 func queuedAction[R any](operation string, codes op.Codes, kind event.Kind, service func(*Handler) (actionService[R], bool),
 	wrap func(R) outbox.Row, bound func(op.Code) bool) queued {
 	return queued{
@@ -95,7 +98,7 @@ func queuedAction[R any](operation string, codes op.Codes, kind event.Kind, serv
 			v := verdictOf(call{operation: operation, codes: codes, outcome: res.Outcome, record: res.Record, attempt: res.Attempt,
 				waitOut: res.WaitOut, errs: res.Errors, reason: res.Reason})
 			v.key = res.Key
-			if res.Refusal != "" && bound(res.Refusal) && (res.Outcome == op.Executed || res.Outcome == op.Replayed) {
+			if res.Refusal != "" && (rowless(res.Response) || bound(res.Refusal)) && (res.Outcome == op.Executed || res.Outcome == op.Replayed) {
 				e := kind.OfRefusal(event.Refusal{ActionID: res.ID, ChargeID: cmd.ChargeID, Account: cmd.Account,
 					IdempotencyKey: res.Key, Source: res.Source, Code: string(res.Refusal), At: res.ClaimedAt})
 				v.tell, v.republish = &e, false
@@ -139,4 +142,10 @@ func (h *Handler) replayedEvent(ctx context.Context, v verdict) (event.Event, bo
 	}
 	e, err := row.RowEvent()
 	return e, true, err
+}
+
+// rowless reports whether a stored answer says no row answers it.
+func rowless(resp idem.Response) bool {
+	r, ok := op.ResultOf(resp)
+	return ok && r.Rowless
 }

@@ -143,8 +143,8 @@ func TestFinalCaptureAgainstVoidInTwoRegions(t *testing.T) {
 		default:
 			t.Fatalf("authorization %d: the capture %s %d, the void %s %d; want exactly one 201", i, c.Outcome, c.Response.StatusCode, v.Outcome, v.Response.StatusCode)
 		}
-		if loser.Outcome != op.NotCapturable {
-			t.Fatalf("authorization %d: the loser answered %s, want %s", i, loser.Outcome, op.NotCapturable)
+		if loser.Outcome != op.Executed || loser.Refusal != op.CodeChargeNotCapturable {
+			t.Fatalf("authorization %d: the loser answered %s %s, want a stored %s", i, loser.Outcome, loser.Refusal, op.CodeChargeNotCapturable)
 		}
 		row, err := direct.Ledger().Get(ctx, ch)
 		if err != nil {

@@ -19,7 +19,9 @@ import (
 // when the acquirer declined it, or 422 AUTHORIZATION_EXPIRED when its
 // decline states the authorization expired; 422
 // CAPTURE_EXCEEDS_AUTHORIZATION with capturable when the bound refused
-// the amount. A status and a body only, as Render's: CaptureHeaders
+// the amount; 422 CHARGE_NOT_CAPTURABLE or AUTHORIZATION_EXPIRED when the
+// charge's state refused it (Answer.Refused), as the problem of that
+// outcome. A status and a body only, as Render's: CaptureHeaders
 // rebuilds the headers.
 func RenderCapture(a capture.Answer) idem.Response {
 	var p problem
@@ -32,6 +34,8 @@ func RenderCapture(a capture.Answer) idem.Response {
 			idMember = "void_id"
 		}
 		p = problem{code: a.Refusal(), detail: detailCaptureDeclined(*row), extensions: map[string]any{idMember: row.ID, "decline_code": row.DeclineCode}}
+	case a.Refused != 0:
+		p = problem{code: a.Refusal(), detail: detailOf(a.Refused, captureSpeech.words)}
 	default:
 		p = problem{code: op.CodeCaptureExceedsAuthorization, detail: detailCaptureExceeds, extensions: map[string]any{"capturable": a.Capturable}}
 	}

@@ -17,6 +17,10 @@ type Result struct {
 	ID         string
 	Refundable *int64
 	Capturable *int64
+	// Rowless: the service refused the action before the acquirer (its
+	// bound, or the state of its charge), so no row answers it and no
+	// row's event tells it; ID is then the id the row would have had.
+	Rowless bool
 }
 
 // The keys of a stored result.
@@ -25,6 +29,7 @@ const (
 	resultID         = "id"
 	resultRefundable = "refundable"
 	resultCapturable = "capturable"
+	resultRowless    = "rowless"
 )
 
 // Stored is r as a record stores it.
@@ -38,6 +43,9 @@ func (r Result) Stored() map[string]string {
 	}
 	if r.Capturable != nil {
 		out[resultCapturable] = strconv.FormatInt(*r.Capturable, 10)
+	}
+	if r.Rowless {
+		out[resultRowless] = "true"
 	}
 	return out
 }
@@ -59,6 +67,7 @@ func ResultOf(resp idem.Response) (r Result, ok bool) {
 	r = Result{Code: Code(resp.Result[resultCode]), ID: resp.Result[resultID]}
 	r.Refundable = figure(resp.Result, resultRefundable)
 	r.Capturable = figure(resp.Result, resultCapturable)
+	r.Rowless = resp.Result[resultRowless] == "true"
 	return r, true
 }
 

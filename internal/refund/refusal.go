@@ -23,9 +23,10 @@ func (a Answer) Refusal() op.Code {
 
 // Result is the typed result a's record stores beside its answer
 // (op.Result): the refund's id, the answer's code (a decline's, or the
-// bound's refusal's) and, for an amount over what remained, Refundable.
+// bound's refusal's), whether a row answers it and, for an amount over
+// what remained, Refundable.
 func (a Answer) Result(refundID string) op.Result {
-	r := op.Result{ID: refundID, Code: a.Refusal()}
+	r := op.Result{ID: refundID, Code: a.Refusal(), Rowless: a.Refund == nil}
 	switch {
 	case a.Refund != nil && a.Refund.Status == acquirer.RefundDeclined:
 		r.Code = op.CodeRefundDeclined

@@ -134,6 +134,10 @@ type attempt struct {
 	// an authorization, whose captures' successes make it refundable.
 	chargeAmount int64
 	entry        Entry
+	// nothingCaptured: ch is an authorization whose balance said nothing
+	// was captured when Ready read it; Reserve then stores the bound's
+	// refusal with nothing refundable, without writing.
+	nothingCaptured bool
 	// answer is the acquirer's checked answer Finish stores.
 	answer acquirer.Refund
 }
@@ -141,12 +145,16 @@ type attempt struct {
 func (a *attempt) Ended(e op.Early) Result { return endedEarly(e) }
 
 // Ready is step 2: the charge, as its GET answers it. Anything but a
-// charge of this deployment's acquirer that captured something ends the
-// attempt (op.Run releases a first attempt's key: nothing was reserved
-// or sent; a take-over's record is left in flight for the reconciler): a
-// charge captured at creation, or an authorization whose captures took
-// something (one more read, of its balance, which decides nothing: the
-// reservation's condition does).
+// charge of this deployment's acquirer, captured at creation or
+// authorized, ends the attempt (op.Run releases a first attempt's key:
+// nothing was reserved or sent; a take-over's record is left in flight
+// for the reconciler). An authorization's balance is read once more, to
+// tell whether its captures took anything, which decides nothing: the
+// reservation's condition does. With nothing captured yet, a first
+// attempt's Reserve stores the bound's answer, nothing refundable
+// (nothingCaptured), since a capture may come later and a refusal that
+// stored nothing could be followed by a refund under the same key; a
+// take-over goes on, and its re-fence finds no entry and releases it.
 func (a *attempt) Ready(ctx context.Context, lease *idem.Lease) *Result {
 	rec := lease.Record()
 	got := a.s.charges.Get(ctx, rec.Account, a.req.ChargeID)
@@ -166,10 +174,14 @@ func (a *attempt) Ready(ctx context.Context, lease *idem.Lease) *Result {
 				res = Result{Outcome: op.Unavailable, RetryAfter: a.s.cfg.RetryAfter}
 				return &res
 			}
-			if bal.Captured > 0 {
-				a.ch = ch // nothing captured at creation: chargeAmount 0
-				return nil
-			}
+			// Nothing captured at creation: chargeAmount 0. With nothing
+			// captured yet, a first attempt stores the bound's answer,
+			// nothing refundable (nothingCaptured). A take-over goes on:
+			// what is captured only grows, so its first attempt read
+			// nothing captured too and reserved nothing, and the take-over
+			// finds no entry and releases the key.
+			a.ch, a.nothingCaptured = ch, bal.Captured == 0 && !lease.TakenOver()
+			return nil
 		}
 		res = Result{Outcome: op.NotRefundable}
 	case op.NotFound:
@@ -235,7 +247,9 @@ func (a *attempt) Unsent(ctx context.Context, lease *idem.Lease) *Result {
 }
 
 // Reserve is step 4: the bound's one conditional write. No room and the
-// limit are final answers for the key; a fenced reservation means a later
+// limit are final answers for the key, and so is an authorization Ready
+// read with nothing captured (422 REFUND_EXCEEDS_CHARGE, refundable 0,
+// with nothing written); a fenced reservation means a later
 // attempt owns the intent; a released one, that the intent can never
 // reserve, and a first attempt releases the key (nothing was reserved or
 // sent), so the client's retry is a new intent. A write that another
@@ -243,6 +257,10 @@ func (a *attempt) Unsent(ctx context.Context, lease *idem.Lease) *Result {
 // new stamp, up to op.MaxReservationTries writes in all (op.Reserve).
 func (a *attempt) Reserve(ctx context.Context, lease *idem.Lease) *Result {
 	s := a.s
+	if a.nothingCaptured {
+		res := s.complete(ctx, lease, Answer{Exceeded: true}, "")
+		return &res
+	}
 	entry, err := op.Reserve(ctx, lease, ErrStampPassed, func(ctx context.Context, stamp time.Time) (Entry, error) {
 		return s.balances.Reserve(ctx, Reservation{
 			ChargeID: a.ch.ID, ChargeAmount: a.chargeAmount, Intent: s.intentOf(lease), Fence: lease.Attempt(), Stamp: stamp, Amount: a.req.Amount,

@@ -65,7 +65,7 @@ func TestAuthorizeCaptureRefundVoidOverTheQueue(t *testing.T) {
 		t.Fatalf("the void's event %+v", voided.Void)
 	}
 	refused := told(t, s, schema, command.Capture(acct, other, "walk-capture-2", []byte(`{}`)), event.CaptureRejected)
-	if refused.Reason != "CHARGE_NOT_CAPTURABLE" || refused.Capture != nil {
+	if refused.Reason != "CHARGE_NOT_CAPTURABLE" || refused.Capture == nil || refused.Capture.ChargeID != other {
 		t.Fatalf("a capture after the void told %+v", refused)
 	}
 	if f := figuresOf(t, s, acct, other); f.Status != "voided" || f.Captured != 0 || f.Capturable != 0 {

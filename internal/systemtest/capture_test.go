@@ -109,7 +109,8 @@ func TestCaptureContract(t *testing.T) {
 	expect(t, postAction(t, s, route.Capture, acct, "capture-door-2", ch, `{"amount": 1, "amount": 2}`), 400, "VALIDATION_FAILED")
 	expect(t, postAction(t, s, route.Capture, acct, "capture-door-3", ch, `{"final": "yes"}`), 400, "VALIDATION_FAILED")
 	expect(t, postAction(t, s, route.Void, acct, "capture-door-4", ch, `{"reason": "because"}`), 400, "VALIDATION_FAILED")
-	// 3. The charge: nothing stored, the key free.
+	// 3. The charge: none, or pending: nothing stored, the key free; one
+	// that can never be captured: the refusal stored under the key.
 	expect(t, postAction(t, s, route.Capture, acct, "capture-charge-1", charge.ID(strings.Repeat("0", 40)), `{}`), 404, "NOT_FOUND")
 	expect(t, postAction(t, s, route.Capture, "acct_other", "capture-charge-2", ch, `{}`), 404, "NOT_FOUND")
 	expect(t, postAction(t, s, route.Capture, acct, "capture-charge-3", captured, `{}`), 422, "CHARGE_NOT_CAPTURABLE")
@@ -118,7 +119,7 @@ func TestCaptureContract(t *testing.T) {
 	if r := postAction(t, s, route.Capture, acct, "capture-charge-5", pending, `{}`); r.status != 503 || r.code() != "CHARGE_OUTCOME_PENDING" || r.header.Get("Retry-After") == "" {
 		t.Fatalf("the pending charge's capture: %d %s", r.status, r.body)
 	}
-	if n := items(t, s); n != before+2 || len(s.Sandbox.Captures())+len(s.Sandbox.Voids()) != 0 { // the pending charge's record and row
+	if n := items(t, s); n != before+4 || len(s.Sandbox.Captures())+len(s.Sandbox.Voids()) != 0 { // the pending charge's record and row, and the two refusals' records
 		t.Fatalf("%d items (was %d) after refusals", n, before)
 	}
 
@@ -238,13 +239,17 @@ func TestCaptureContract(t *testing.T) {
 	if got := call(t, s, http.MethodGet, route.VoidsPath+"?idempotency_key=capture-contract-10", acct, nil, ""); got.status != 200 {
 		t.Fatalf("the void by key: %d", got.status)
 	}
-	// The authorization's window: past it, 422 AUTHORIZATION_EXPIRED.
+	// The authorization's window: past it, 422 AUTHORIZATION_EXPIRED,
+	// stored: the retry replays it.
 	s.Sandbox.SetAuthorizationWindow(time.Second)
 	lapsing := authorizationOf(t, s, acct, "capture-contract-auth-4", 100)
 	time.Sleep(1100 * time.Millisecond)
 	expect(t, postAction(t, s, route.Capture, acct, "capture-contract-12", lapsing, `{}`), 422, "AUTHORIZATION_EXPIRED")
-	if actionRecord(t, s, capture.OperationCapture, acct, "capture-contract-12") != nil {
-		t.Fatal("the expired capture kept its key")
+	if rec := actionRecord(t, s, capture.OperationCapture, acct, "capture-contract-12"); rec == nil || rec.Status != idem.StatusCompleted {
+		t.Fatalf("the expired capture's record: %+v", rec)
+	}
+	if r := postAction(t, s, route.Capture, acct, "capture-contract-12", lapsing, `{}`); r.status != 422 || r.code() != "AUTHORIZATION_EXPIRED" || r.header.Get("Idempotent-Replay") != "true" {
+		t.Fatalf("the expired capture's retry: %d %s", r.status, r.body)
 	}
 }
 

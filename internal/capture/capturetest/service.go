@@ -165,6 +165,16 @@ func mustAnswer(t *testing.T, res capture.Result, outcome op.Outcome, status int
 	return res
 }
 
+// mustBeRefused checks that the charge's state refused a result for
+// good: outcome's code, stored under the key (422, executed).
+func mustBeRefused(t *testing.T, res capture.Result, outcome op.Outcome) capture.Result {
+	t.Helper()
+	if res.Outcome != op.Executed || res.Response.StatusCode != 422 || res.Refusal != capture.CaptureCodes.Of(outcome) {
+		t.Fatalf("%s %d %s, want a stored %s", res.Outcome, res.Response.StatusCode, res.Response.Body, capture.CaptureCodes.Of(outcome))
+	}
+	return res
+}
+
 // mustHold checks the charge's capture side and that the sandbox captured
 // exactly what the balance says was captured, with nothing reserved
 // unless reserved says so.
@@ -269,10 +279,11 @@ func serviceCapturesUpToTheAuthorization(t *testing.T, w *world) {
 	}
 	w.mustHold(t, ch, 0, 0, 1000, capture.ClosedCaptured)
 	w.mustFigures(t, ch, acquirer.StatusCaptured, 1000, 0, 0)
-	mustAnswer(t, w.svc.Capture(ctx, in("capture-4", ch, `{"amount": 1, "final": false}`)), op.NotCapturable, 0)
-	mustAnswer(t, w.svc.Void(ctx, in("void-after", ch, `{}`)), op.NotCapturable, 0)
-	w.mustBeGone(t, capture.OperationCapture, "capture-4")
-	w.mustBeGone(t, capture.OperationVoid, "void-after")
+	mustBeRefused(t, w.svc.Capture(ctx, in("capture-4", ch, `{"amount": 1, "final": false}`)), op.NotCapturable)
+	mustBeRefused(t, w.svc.Void(ctx, in("void-after", ch, `{}`)), op.NotCapturable)
+	if r := w.svc.Capture(ctx, in("capture-4", ch, `{"amount": 1, "final": false}`)); r.Outcome != op.Replayed || r.Refusal != op.CodeChargeNotCapturable {
+		t.Fatalf("a retry of the refused capture: %s %s", r.Outcome, r.Refusal)
+	}
 }
 
 // serviceAVoidReleasesTheRest: after a partial capture, a void releases
@@ -287,7 +298,7 @@ func serviceAVoidReleasesTheRest(t *testing.T, w *world) {
 	}
 	w.mustHold(t, ch, 0, 0, 300, capture.ClosedVoided)
 	w.mustFigures(t, ch, acquirer.StatusCaptured, 300, 0, 0)
-	mustAnswer(t, w.svc.Capture(ctx, in("after-the-void", ch, `{"amount": 100, "final": false}`)), op.NotCapturable, 0)
+	mustBeRefused(t, w.svc.Capture(ctx, in("after-the-void", ch, `{"amount": 100, "final": false}`)), op.NotCapturable)
 	mustAnswer(t, w.svc.Void(ctx, in("the-void", ch, `{"reason": "abandoned"}`)), op.Replayed, 201)
 	if voids := w.sb.Voids(); len(voids) != 1 || voids[0].Amount != 700 {
 		t.Fatalf("the acquirer's voids: %+v", voids)
@@ -299,8 +310,9 @@ func serviceAVoidReleasesTheRest(t *testing.T, w *world) {
 
 // serviceTheChargeDecidesFirst: the door refuses a bad key, a bad body and
 // an id that cannot be a charge's; then the charge: none, another
-// account's, captured at creation, declined, past its expiry: each with
-// nothing stored and the key free.
+// account's, each with nothing stored and the key free; captured at
+// creation, declined, past its expiry: each refused for good, the refusal
+// stored and replayed.
 func serviceTheChargeDecidesFirst(t *testing.T, w *world) {
 	ch := w.authorize(t, 1000)
 	captured := w.chargeWith(t, `"amount": 500, "payment_method": "pm_card_visa"`)
@@ -312,15 +324,20 @@ func serviceTheChargeDecidesFirst(t *testing.T, w *world) {
 	mustAnswer(t, w.svc.Capture(ctx, in("no-charge", "ch_"+strings.Repeat("0", 40), `{}`)), op.NotFound, 0)
 	other := capture.Input{Account: "acct_other", Keys: []string{"another-account"}, ChargeID: ch, Body: []byte(`{}`)}
 	mustAnswer(t, w.svc.Capture(ctx, other), op.NotFound, 0)
-	mustAnswer(t, w.svc.Capture(ctx, in("captured-at-creation", captured, `{}`)), op.NotCapturable, 0)
-	mustAnswer(t, w.svc.Void(ctx, in("declined-void", declined, `{}`)), op.NotCapturable, 0)
+	mustBeRefused(t, w.svc.Capture(ctx, in("captured-at-creation", captured, `{}`)), op.NotCapturable)
+	mustBeRefused(t, w.svc.Void(ctx, in("declined-void", declined, `{}`)), op.NotCapturable)
 	w.clock.Advance(sandbox.DefaultAuthorizationWindow + time.Second)
-	mustAnswer(t, w.svc.Capture(ctx, in("expired-authorization", ch, `{}`)), op.AuthorizationExpired, 0)
-	mustAnswer(t, w.svc.Void(ctx, in("expired-authorization", ch, `{}`)), op.AuthorizationExpired, 0)
-	for _, k := range []string{"bad-body", "bad-charge-id", "no-charge", "captured-at-creation", "expired-authorization"} {
+	mustBeRefused(t, w.svc.Capture(ctx, in("expired-authorization", ch, `{}`)), op.AuthorizationExpired)
+	mustBeRefused(t, w.svc.Void(ctx, in("expired-authorization", ch, `{}`)), op.AuthorizationExpired)
+	for _, k := range []string{"bad-body", "bad-charge-id", "no-charge"} {
 		w.mustBeGone(t, capture.OperationCapture, k)
 	}
-	w.mustBeGone(t, capture.OperationVoid, "declined-void")
+	if r := w.svc.Capture(ctx, in("captured-at-creation", captured, `{}`)); r.Outcome != op.Replayed || r.Refusal != op.CodeChargeNotCapturable {
+		t.Fatalf("a retry of a refused capture: %s %s", r.Outcome, r.Refusal)
+	}
+	if r := w.svc.Void(ctx, in("expired-authorization", ch, `{}`)); r.Outcome != op.Replayed || r.Refusal != op.CodeAuthorizationExpired {
+		t.Fatalf("a retry of a refused void: %s %s", r.Outcome, r.Refusal)
+	}
 	if len(w.sb.Captures())+len(w.sb.Voids()) != 0 {
 		t.Fatal("the acquirer was asked")
 	}
@@ -382,7 +399,7 @@ func serviceClosingWaitsForCapturesInFlight(t *testing.T, w *world) {
 		t.Fatalf("reconcile the void: %s, %v", got, err)
 	}
 	w.mustHold(t, ch, 0, 0, 300, capture.ClosedVoided)
-	mustAnswer(t, w.svc.Capture(ctx, in("capture-waits", ch, `{"amount": 1, "final": false}`)), op.NotCapturable, 0)
+	mustBeRefused(t, w.svc.Capture(ctx, in("capture-waits", ch, `{"amount": 1, "final": false}`)), op.NotCapturable)
 }
 
 // declining answers every capture and void declined with code, terms as
@@ -441,8 +458,7 @@ func serviceAnExpiredAnswerClosesTheBalance(t *testing.T, w *world) {
 	w.mustHold(t, ch, 0, 0, 0, capture.ClosedExpired)
 	w.mustFigures(t, ch, charge.StatusExpired, 0, 0, 0)
 	w.clock.Advance(time.Millisecond)
-	mustAnswer(t, w.svc.Capture(ctx, in("after-the-expiry", ch, `{}`)), op.AuthorizationExpired, 0)
-	w.mustBeGone(t, capture.OperationCapture, "after-the-expiry")
+	mustBeRefused(t, w.svc.Capture(ctx, in("after-the-expiry", ch, `{}`)), op.AuthorizationExpired)
 }
 
 // serviceNothingSentReleasesBoth: an acquirer that cannot be reached on a
@@ -642,13 +658,13 @@ func serviceCapturesAndAVoidAtOnce(t *testing.T, w *world) {
 		switch r.Outcome {
 		case op.Executed:
 			switch {
-			case r.Refusal == op.CodeCaptureExceedsAuthorization: // the others held all that remained
+			case r.Refusal == op.CodeCaptureExceedsAuthorization, r.Refusal == op.CodeChargeNotCapturable: // the others held all that remained, or closed it
 			case r.Response.StatusCode != 201:
 				t.Fatalf("%d: %d %s", i, r.Response.StatusCode, r.Response.Body)
 			case i != 20:
 				captured += 100
 			}
-		case op.CaptureInFlight, op.VoidInFlight, op.NotCapturable, op.Unavailable: // Unavailable: a stamp passed on every try
+		case op.CaptureInFlight, op.VoidInFlight, op.Unavailable: // Unavailable: a stamp passed on every try
 		default:
 			t.Fatalf("%d: %s", i, r.Outcome)
 		}
@@ -748,8 +764,8 @@ func serviceRefundsFollowTheCaptures(t *testing.T, w *world) {
 	refundIn := func(key, body string) refund.Input {
 		return refund.Input{Account: account, Keys: []string{key}, ChargeID: ch, Body: []byte(body)}
 	}
-	if r := w.refunds.Refund(ctx, refundIn("refund-early", `{"amount": 100}`)); r.Outcome != op.NotRefundable {
-		t.Fatalf("a refund before any capture: %s", r.Outcome)
+	if r := w.refunds.Refund(ctx, refundIn("refund-early", `{"amount": 100}`)); r.Outcome != op.Executed || r.Refusal != op.CodeRefundExceedsCharge {
+		t.Fatalf("a refund before any capture: %s %s", r.Outcome, r.Refusal)
 	}
 	mustAnswer(t, w.svc.Capture(ctx, in("capture-a", ch, `{"amount": 400, "final": false}`)), op.Executed, 201)
 	if r := w.refunds.Refund(ctx, refundIn("refund-a", `{"amount": 300}`)); r.Outcome != op.Executed || r.Response.StatusCode != 201 {

@@ -225,7 +225,7 @@ func serviceRefundsUpToTheCharge(t *testing.T, w *world) {
 	}
 	// The record stores the typed result beside the bytes, and the replay
 	// carries the refusal from it.
-	want := map[string]string{"code": string(op.CodeRefundExceedsCharge), "id": over.ID, "refundable": "400"}
+	want := map[string]string{"code": string(op.CodeRefundExceedsCharge), "id": over.ID, "refundable": "400", "rowless": "true"}
 	if got := w.record(t, idem.Scope{Operation: refund.Operation, Account: account, Key: "refund-b"}).Response.Result; !maps.Equal(got, want) ||
 		over.Refusal != op.CodeRefundExceedsCharge || replayed.Refusal != op.CodeRefundExceedsCharge || first.Refusal != "" || again.Refusal != "" {
 		t.Fatalf("the stored result %v (want %v); refusals %q, %q, %q, %q", got, want, over.Refusal, replayed.Refusal, first.Refusal, again.Refusal)
@@ -285,8 +285,10 @@ func serviceTheKeyIsScopedByOperation(t *testing.T, w *world) {
 }
 
 // serviceRefundsOfAnAuthorization: an authorization made without its
-// capture is not refundable until a capture took something; then refunds
-// are bounded by what its captures took, as a charge's by its amount.
+// capture has nothing refundable until a capture took something (the
+// bound's answer, stored; a take-over of an attempt killed before then
+// frees its key); then refunds are bounded by what its captures took, as
+// a charge's by its amount.
 func serviceRefundsOfAnAuthorization(t *testing.T, w *world) {
 	res := w.charges.Charge(ctx, charge.Input{Account: account, Keys: []string{"authorization-to-refund"},
 		Body: []byte(`{"amount": 1000, "currency": "BRL", "order_id": "o-9", "payment_method": "pm_card_visa", "capture": false}`)})
@@ -294,7 +296,26 @@ func serviceRefundsOfAnAuthorization(t *testing.T, w *world) {
 		t.Fatalf("the authorization: %s", res.Outcome)
 	}
 	ch := res.ChargeID
-	mustAnswer(t, w.svc.Refund(ctx, in("refund-nothing-captured", ch, `{"amount": 100}`)), op.NotRefundable, 0)
+	// Nothing captured yet: nothing refundable, stored as the bound's
+	// answer, so the key answers so even once a capture took something.
+	if r := w.svc.Refund(ctx, in("refund-nothing-captured", ch, `{"amount": 100}`)); r.Outcome != op.Executed || r.Refusal != op.CodeRefundExceedsCharge {
+		t.Fatalf("a refund with nothing captured: %s %s", r.Outcome, r.Refusal)
+	}
+	// An attempt killed while it read the charge, nothing captured: its
+	// take-over reserved nothing, sent nothing, and frees the key; the
+	// next try is decided as a first attempt is.
+	guard := idem.NewGuard(w.stores.Store, idem.Config{Now: w.now, DefaultLease: 30 * time.Second, Protocol: protocol})
+	doomed := refund.NewService(guard, dyingCharges{}, w.stores.Balances, w.stores.Refunds, w.acq, Render, charge.Config{Now: w.now})
+	if !killed(func() { doomed.Refund(ctx, in("refund-killed-reading", ch, `{"amount": 100}`)) }) {
+		t.Fatal("the attempt was not killed")
+	}
+	w.clock.Advance(time.Minute)
+	if r := w.svc.Refund(ctx, in("refund-killed-reading", ch, `{"amount": 100}`)); r.Outcome != op.Released {
+		t.Fatalf("the take-over of a refund killed reading its charge: %s", r.Outcome)
+	}
+	if r := w.svc.Refund(ctx, in("refund-killed-reading", ch, `{"amount": 100}`)); r.Outcome != op.Executed || r.Refusal != op.CodeRefundExceedsCharge {
+		t.Fatalf("its next try: %s %s", r.Outcome, r.Refusal)
+	}
 	// A capture of 600, made on the balance as the capture operation will.
 	now := w.now()
 	captured := refund.Intent{Key: strings.Repeat("c", 40), Claimed: now.Truncate(time.Millisecond), FoldAt: now.Add(time.Millisecond), First: true}
@@ -355,7 +376,6 @@ func serviceTheChargeDecidesFirst(t *testing.T, w *world) {
 		{"no such charge", in("decide-1", charge.ID(strings.Repeat("0", 40)), `{}`), op.NotFound},
 		{"another account's", refund.Input{Account: "acct_other", Keys: []string{"decide-2"}, ChargeID: ch, Body: []byte(`{}`)}, op.NotFound},
 		{"declined", in("decide-3", declined.ChargeID, `{}`), op.NotRefundable},
-		{"authorized, nothing captured", in("decide-10", authorized.ChargeID, `{"amount": 1}`), op.NotRefundable},
 		{"another acquirer's", in("decide-4", foreign.ID, `{}`), op.NotRefundable},
 		{"not a charge id", in("decide-5", "ch_1", `{}`), op.NotFound},
 		{"no key", refund.Input{Account: account, ChargeID: ch, Body: []byte(`{}`)}, op.KeyMissing},
@@ -368,6 +388,13 @@ func serviceTheChargeDecidesFirst(t *testing.T, w *world) {
 		}
 		for _, k := range c.in.Keys {
 			w.mustBeGone(t, k)
+		}
+	}
+	// An authorization with nothing captured: the bound's answer, nothing
+	// refundable, stored and replayed.
+	for _, want := range []op.Outcome{op.Executed, op.Replayed} {
+		if res := w.svc.Refund(ctx, in("decide-10", authorized.ChargeID, `{"amount": 1}`)); res.Outcome != want || res.Refusal != op.CodeRefundExceedsCharge {
+			t.Errorf("authorized, nothing captured: %s %s, want %s %s", res.Outcome, res.Refusal, want, op.CodeRefundExceedsCharge)
 		}
 	}
 	mustBalance(t, w.stores.Balances, ch, 0, 0, 0)
@@ -699,6 +726,13 @@ func (l killedAfterTheRow) Write(c2 context.Context, r refund.Refund) (refund.Re
 		return refund.Refund{}, err
 	}
 	panic("killed between the row and the balance")
+}
+
+// dyingCharges kills the attempt that reads a charge through them.
+type dyingCharges struct{}
+
+func (dyingCharges) Get(context.Context, string, string) charge.Result {
+	panic("killed reading the charge")
 }
 
 func killed(f func()) (died bool) {
