@@ -1,5 +1,5 @@
 // Command chaos is `make chaos`: a bounded, self-stopping storm of retried
-// charges against the local stack with faults, kills and database stalls,
+// charges, captures, voids and refunds against the local stack with faults, kills and database stalls,
 // then the checks. It prints one summary table and exits 1 on any violation.
 package main
 
@@ -22,7 +22,10 @@ func main() {
 	flag.IntVar(&cfg.Parallel, "parallel", cfg.Parallel, "intents in flight at once")
 	flag.IntVar(&cfg.Instances, "instances", cfg.Instances, "charge function instances")
 	flag.Float64Var(&cfg.SQSShare, "sqs", cfg.SQSShare, "share of intents also sent as queue commands")
-	flag.IntVar(&cfg.RefundsPerCharge, "refunds", cfg.RefundsPerCharge, "each captured charge gets 1 to this many partial refunds (0: none)")
+	flag.IntVar(&cfg.RefundsPerCharge, "refunds", cfg.RefundsPerCharge, "each charge made gets 1 to this many partial refunds (0: none)")
+	flag.Float64Var(&cfg.AuthorizeShare, "authorize", cfg.AuthorizeShare, "share of intents authorized without their capture")
+	flag.IntVar(&cfg.CapturesPerAuthorization, "captures", cfg.CapturesPerAuthorization, "each authorization gets 1 to this many partial captures (0: none)")
+	flag.DurationVar(&cfg.AuthorizationWindow, "window", cfg.AuthorizationWindow, "authorizations lapse after this long")
 	flag.DurationVar(&cfg.KillEvery, "kill-every", cfg.KillEvery, "SIGKILL the busy instances this often (0: never)")
 	flag.DurationVar(&cfg.StallEvery, "stall-every", cfg.StallEvery, "stall DynamoDB for 4 s this often (0: never)")
 	flag.DurationVar(&cfg.OutageEvery, "outage-every", cfg.OutageEvery, "take the acquirer down (connections refused) this often")

@@ -1,9 +1,11 @@
-// Package chaos runs a bounded storm of retried charges, and of partial
-// refunds of the captured ones, against the local stack while it injects
-// faults, kills function instances and stalls the database, then checks
-// the promise: at most one authorization and one refund per intent,
-// never more refunded than charged, the same answer every time, nothing
-// lost, nothing left in flight or reserved.
+// Package chaos runs a bounded storm of retried charges, some authorized
+// without their capture, and of the partial captures, voids and partial
+// refunds raced on them, against the local stack while it injects faults,
+// kills function instances, stalls the database and lets authorizations
+// lapse, then checks the promise: at most one authorization, capture,
+// void and refund per intent, never more captured than authorized nor
+// refunded than captured, no capture after a void or an expiry, the same
+// answer every time, nothing lost, nothing left in flight or reserved.
 package chaos
 
 import (
@@ -45,11 +47,22 @@ type Config struct {
 	Clients   int     // concurrent clients per intent, each following the retry rule
 	Parallel  int     // intents in flight at once
 	Instances int     // charge function instances
-	SQSShare  float64 // share of intents (charges and refunds) also sent as a queue command
-	// RefundsPerCharge: each captured charge gets 1 to RefundsPerCharge
+	SQSShare  float64 // share of intents (charges and their actions) also sent as a queue command
+	// RefundsPerCharge: each charge made gets 1 to RefundsPerCharge
 	// partial refunds, at once, each raced by Clients clients under its
 	// key; 0 refunds nothing. The sandbox's own bound is off.
 	RefundsPerCharge int
+	// AuthorizeShare of the intents are authorized without their capture
+	// ("capture": false); each authorization gets 1 to
+	// CapturesPerAuthorization partial captures (0: none), sometimes a
+	// final one, sometimes a void, and sometimes a late capture, raced
+	// with its refunds (newActions). Authorizations lapse after
+	// AuthorizationWindow (the sandbox's), so that the sweeper expires
+	// those left open during the run. The sandbox's own capture bound is
+	// off.
+	AuthorizeShare           float64
+	CapturesPerAuthorization int
+	AuthorizationWindow      time.Duration
 	// KillEvery and StallEvery space the SIGKILLs of busy instances and the
 	// 4-second stalls of DynamoDB (which push invocations past their 3 s
 	// Lambda timeout); 0 disables.
@@ -85,6 +98,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		Intents: 2000, Clients: 3, Parallel: 40, Instances: 3, SQSShare: 0.2, RefundsPerCharge: 4,
+		AuthorizeShare: 0.3, CapturesPerAuthorization: 3, AuthorizationWindow: 6 * time.Second,
 		KillEvery: 4 * time.Second, StallEvery: 30 * time.Second, OutageEvery: 20 * time.Second, OutageFor: 2 * time.Second,
 		Faults: sandbox.Faults{LatencyMS: 5, HangRate: 0.02, HangMS: 1500, ErrorRate: 0.02, DropRate: 0.02, Seed: 1},
 		Seed:   1, Drain: 90 * time.Second,
@@ -109,32 +123,36 @@ type Summary struct {
 	// DeadLettersInFlight counts dead letters of commands that every
 	// receive found in flight: intents that did nothing wrong.
 	DeadLettersInFlight int
-	// Events counts the distinct captured and declined events delivered,
-	// Rejections the distinct rejected ones. EventsMissing counts ledger
-	// rows without their event, EventsExtra charges with more than one
-	// distinct outcome event or with one but no ledger row, EventsMisrouted
-	// events on another subscriber's queue than their charge's source's.
+	// Events counts the distinct captured, authorized and declined events
+	// delivered, Rejections the distinct rejected ones. EventsMissing
+	// counts ledger rows without their event, EventsExtra charges with
+	// more than one distinct outcome event or with one but no ledger row,
+	// EventsMisrouted outcome events, of a charge or an action, on another
+	// subscriber's queue than their row's source's.
 	Events, Rejections                          int
 	EventsMissing, EventsExtra, EventsMisrouted int
-	// EventDeliveries counts the captured and declined messages received,
+	// EventDeliveries counts the charges' outcome messages received,
 	// repeats included: at least once, and once per event in the normal
 	// case. TakenOver counts the rows the regions' sweepers published for
 	// a region that had stopped (backstop.Publisher).
 	EventDeliveries, TakenOver int
-	// RefundIntents counts the refunds asked, AcquirerRefunds those the
-	// acquirer made or declined. RefundsOverCharge counts charges the
-	// acquirer refunded more than; RefundsWithoutRecord acquirer refunds
-	// under a key no refund intent's record names (a second refund of an
-	// intent); RefundsMismatched 201 answers that are not the acquirer's
-	// refund; RefundedDiffers charges whose balance (amount_refunded) is
-	// not the acquirer's total; ReservationsLeft balances still reserving.
-	// RefundEvents counts the distinct succeeded and declined refund
-	// events, RefundEventsMissing refund rows without one,
-	// RefundEventsExtra refunds with more than one or without a row.
-	RefundIntents, AcquirerRefunds                                         int
-	RefundsOverCharge, RefundsWithoutRecord, RefundsMismatched             int
-	RefundedDiffers, ReservationsLeft                                      int
-	RefundEvents, RefundRejections, RefundEventsMissing, RefundEventsExtra int
+	// Refunds, Captures and Voids are each kind of action's counts.
+	Refunds, Captures, Voids Actions
+	// Authorized counts the charges made without their capture, Expired
+	// those the sweeper closed at the end of their window.
+	Authorized, Expired int
+	// Per charge: RefundsOverCapture counts those the acquirer refunded
+	// beyond what it captured (a charge captured at creation: its amount),
+	// CapturesOverAuthorization those it captured beyond the
+	// authorization, CapturesAfterClose its captures after the
+	// authorization closed (after a void or a final capture, or asked
+	// under a record claimed after its window); CapturedDiffers and
+	// RefundedDiffers those whose balance (amount_captured,
+	// amount_refunded) is not the acquirer's total, ReservationsLeft those
+	// still reserving, OpenAfterExpiry authorizations still open after
+	// their window passed and the sweeper had time to close them.
+	RefundsOverCapture, CapturesOverAuthorization, CapturesAfterClose   int
+	CapturedDiffers, RefundedDiffers, ReservationsLeft, OpenAfterExpiry int
 	// EventBodiesDiffer counts deliveries of an event id with another body
 	// than its first: every telling of one event must be the same.
 	EventBodiesDiffer int
@@ -145,6 +163,31 @@ type Summary struct {
 	// to the first one instead.
 	Regions, Conflicts, StoppedAfter, FailedOver int
 	ConflictShare                                float64
+}
+
+// Actions are what a run did and found of one kind of action.
+type Actions struct {
+	// Intents counts the actions asked, Acquirer those the acquirer made
+	// or declined. WithoutRecord counts acquirer actions under a key no
+	// intent's record of the kind names (a second action of one intent);
+	// Mismatched 201 answers that are not the acquirer's action.
+	Intents, Acquirer, WithoutRecord, Mismatched int
+	// Events counts the distinct succeeded and declined events,
+	// Rejections the bound's refusals of queued actions told as rejected
+	// events, EventsMissing rows without their event, EventsExtra actions
+	// with more than one or without a row.
+	Events, Rejections, EventsMissing, EventsExtra int
+}
+
+// counts are s's counts of kind k.
+func (s *Summary) counts(k *kind) *Actions {
+	switch k {
+	case captures:
+		return &s.Captures
+	case voids:
+		return &s.Voids
+	}
+	return &s.Refunds
 }
 
 // Violations lists every broken promise; empty means the run passed.
@@ -159,17 +202,30 @@ func (s Summary) Violations() []string {
 		"ledger rows without their outcome event":                          s.EventsMissing,
 		"outcome events more than one per charge, or without a ledger row": s.EventsExtra,
 		"outcome events to another subscriber":                             s.EventsMisrouted,
-		"charges refunded beyond their amount":                             s.RefundsOverCharge,
-		"acquirer refunds without their intent's record":                   s.RefundsWithoutRecord,
-		"refund answers that are not the acquirer's refund":                s.RefundsMismatched,
+		"charges refunded beyond what was captured":                        s.RefundsOverCapture,
+		"authorizations captured beyond their amount":                      s.CapturesOverAuthorization,
+		"captures after a void, a final capture or the window":             s.CapturesAfterClose,
+		"charges whose amount_captured is not the acquirer's":              s.CapturedDiffers,
 		"charges whose amount_refunded is not the acquirer's":              s.RefundedDiffers,
 		"reservations left after the drain":                                s.ReservationsLeft,
-		"refund rows without their outcome event":                          s.RefundEventsMissing,
-		"refund events more than one per refund, or without a row":         s.RefundEventsExtra,
+		"authorizations left open past their window":                       s.OpenAfterExpiry,
 		"events delivered under one id with two bodies":                    s.EventBodiesDiffer,
 	} {
 		if n > 0 {
 			v = append(v, fmt.Sprintf("%d %s", n, name))
+		}
+	}
+	for _, k := range kinds {
+		c := s.counts(k)
+		for what, n := range map[string]int{
+			"acquirer %ss without their intent's record":          c.WithoutRecord,
+			"%s answers that are not the acquirer's":              c.Mismatched,
+			"%s rows without their outcome event":                 c.EventsMissing,
+			"%s events more than one per %[1]s, or without a row": c.EventsExtra,
+		} {
+			if n > 0 {
+				v = append(v, fmt.Sprintf("%d %s", n, fmt.Sprintf(what, k.name)))
+			}
 		}
 	}
 	// The run exercised what it claims: refused connections reached the
@@ -193,10 +249,11 @@ func (s Summary) Violations() []string {
 
 // Table renders the summary as one header line and one value line.
 func (s Summary) Table() string {
-	cols := []struct {
+	type column struct {
 		name string
 		v    any
-	}{
+	}
+	cols := []column{
 		{"intents", s.Intents}, {"clients", s.Clients}, {"requests", s.Requests}, {"viaSQS", s.ViaSQS},
 		{"hangs", s.Hangs}, {"500s", s.Errors500}, {"drops", s.Drops}, {"kills", s.Kills}, {"dbstalls", s.Stalls},
 		{"resent", s.Resent}, {"outages", s.Outages}, {"notsent", s.NotSent}, {"unknown", s.Unknown},
@@ -205,13 +262,21 @@ func (s Summary) Table() string {
 		{"dlqInFlight", s.DeadLettersInFlight}, {"events", s.Events}, {"rejections", s.Rejections},
 		{"eventsMissing", s.EventsMissing}, {"eventsExtra", s.EventsExtra}, {"misrouted", s.EventsMisrouted},
 		{"deliveries", s.EventDeliveries}, {"takenOver", s.TakenOver},
-		{"refunds", s.RefundIntents}, {"acqRefunds", s.AcquirerRefunds}, {"overCharge", s.RefundsOverCharge},
-		{"refundNoRecord", s.RefundsWithoutRecord}, {"refundMismatch", s.RefundsMismatched}, {"refundedDiffers", s.RefundedDiffers},
-		{"reserved", s.ReservationsLeft}, {"refundEvents", s.RefundEvents}, {"refundRejected", s.RefundRejections},
-		{"refundEvMissing", s.RefundEventsMissing}, {"refundEvExtra", s.RefundEventsExtra}, {"bodiesDiffer", s.EventBodiesDiffer},
+		{"authorized", s.Authorized}, {"expired", s.Expired},
+	}
+	for _, k := range kinds {
+		c := s.counts(k)
+		cols = append(cols, []column{{k.name + "s", c.Intents}, {k.name + "Acq", c.Acquirer}, {k.name + "NoRecord", c.WithoutRecord},
+			{k.name + "Mismatch", c.Mismatched}, {k.name + "Events", c.Events}, {k.name + "Rejected", c.Rejections},
+			{k.name + "EvMissing", c.EventsMissing}, {k.name + "EvExtra", c.EventsExtra}}...)
+	}
+	cols = append(cols, []column{
+		{"overCapture", s.RefundsOverCapture}, {"overAuth", s.CapturesOverAuthorization}, {"afterClose", s.CapturesAfterClose},
+		{"capturedDiffers", s.CapturedDiffers}, {"refundedDiffers", s.RefundedDiffers}, {"reserved", s.ReservationsLeft},
+		{"openAfterExpiry", s.OpenAfterExpiry}, {"bodiesDiffer", s.EventBodiesDiffer},
 		{"regions", s.Regions}, {"conflicts", s.Conflicts}, {"stoppedAfter", s.StoppedAfter}, {"failedOver", s.FailedOver},
 		{"drain", s.Drain.Round(100 * time.Millisecond)}, {"total", s.Total.Round(100 * time.Millisecond)},
-	}
+	}...)
 	var head, vals strings.Builder
 	for _, c := range cols {
 		v := fmt.Sprint(c.v)
@@ -251,7 +316,11 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	defer regions.close()
 	stack := regions.stacks[0] // the region that stays up: its checks see the shared table and acquirer
 	stack.Sandbox.SetFaults(cfg.Faults)
-	stack.Sandbox.SetRefundBound(false) // the service's bound alone decides
+	stack.Sandbox.SetRefundBound(false) // the service's bounds alone decide
+	stack.Sandbox.SetCaptureBound(false)
+	if cfg.AuthorizationWindow > 0 {
+		stack.Sandbox.SetAuthorizationWindow(cfg.AuthorizationWindow)
+	}
 
 	sum := Summary{Intents: cfg.Intents, Clients: cfg.Clients, Regions: cfg.Regions, ConflictShare: cfg.ConflictShare}
 	intents := newIntents(cfg)
@@ -415,7 +484,8 @@ func (r *regions) close() {
 
 // newIntents draws cfg.Intents charges from cfg.Seed: about one in ten with
 // a card that is declined, about cfg.SQSShare of them also sent as a queue
-// command.
+// command, about cfg.AuthorizeShare made without their capture, each with
+// its actions (newActions).
 func newIntents(cfg Config) []intent {
 	rng := rand.New(rand.NewPCG(cfg.Seed, cfg.Seed+1))
 	intents := make([]intent, cfg.Intents)
@@ -425,11 +495,17 @@ func newIntents(cfg Config) []intent {
 			pm = "pm_card_declined"
 		}
 		amount := int64(100 + rng.IntN(100000))
+		authorize := rng.Float64() < cfg.AuthorizeShare
+		capture := ""
+		if authorize {
+			capture = `, "capture": false`
+		}
 		intents[i] = intent{
-			key:     fmt.Sprintf("chaos-%d-%05d", cfg.Seed, i),
-			body:    fmt.Sprintf(`{"amount": %d, "currency": "BRL", "order_id": "o%d", "payment_method": "%s"}`, amount, i, pm),
-			viaSQS:  rng.Float64() < cfg.SQSShare,
-			refunds: newRefunds(cfg, rng, i, amount),
+			key:       fmt.Sprintf("chaos-%d-%05d", cfg.Seed, i),
+			body:      fmt.Sprintf(`{"amount": %d, "currency": "BRL", "order_id": "o%d", "payment_method": "%s"%s}`, amount, i, pm, capture),
+			viaSQS:    rng.Float64() < cfg.SQSShare,
+			authorize: authorize,
+			actions:   newActions(cfg, rng, i, amount, authorize),
 		}
 	}
 	return intents
@@ -545,8 +621,8 @@ func sendLoad(ctx context.Context, cfg Config, r *regions, intents []intent) loa
 					})
 				}
 				cw.Wait()
-				if in.chargeID = chargeIDOf(in); in.chargeID != "" && len(in.refunds) > 0 {
-					sendRefunds(ctx, cfg, r, httpClient, urls, i, in.chargeID, in, &sent, &queued, &failedOver)
+				if in.chargeID = chargeIDOf(in); in.chargeID != "" && len(in.actions) > 0 {
+					sendActions(ctx, cfg, r, httpClient, urls, i, in.chargeID, in, &sent, &queued, &failedOver)
 				}
 			}
 		})
@@ -603,9 +679,11 @@ type intent struct {
 	viaSQS    bool
 	answers   []answer
 	// chargeID is the charge its 201 answers name (none declined);
-	// refunds are its refunds, sent once it is captured.
-	chargeID string
-	refunds  []refundIntent
+	// authorize: the charge is made without its capture; actions are
+	// what is asked of it once it is made.
+	chargeID  string
+	authorize bool
+	actions   []action
 }
 
 // scope is the intent's idempotency scope, as the service builds it.

@@ -12,12 +12,14 @@ import (
 )
 
 // TestChaos is the small configuration of `make chaos`, with the same
-// checks, refunds of the captured charges included. It starts a DynamoDB Local of its own and stalls it, so make test
+// checks: authorizations with their captures, voids and expiries, and
+// refunds, included. It starts a DynamoDB Local of its own and stalls it, so make test
 // runs it on its own, after the other packages.
 func TestChaos(t *testing.T) {
 	rie, bin := functions(t)
 	sum, err := Run(context.Background(), Config{
 		Intents: 120, Clients: 3, Parallel: 20, Instances: 3, SQSShare: 0.2, RefundsPerCharge: 4,
+		AuthorizeShare: 0.3, CapturesPerAuthorization: 3, AuthorizationWindow: 6 * time.Second,
 		KillEvery: time.Second, StallEvery: 2 * time.Second, OutageEvery: 3 * time.Second, OutageFor: time.Second,
 		Faults: sandbox.Faults{LatencyMS: 5, HangRate: 0.05, HangMS: 1500, ErrorRate: 0.05, DropRate: 0.05, Seed: 7},
 		Seed:   7, Drain: 60 * time.Second, RIE: rie, BinDir: bin,
@@ -30,7 +32,7 @@ func TestChaos(t *testing.T) {
 		t.Fatalf("violations: %v", v)
 	}
 	if sum.Kills < 3 || sum.Stalls == 0 || sum.Outages == 0 || sum.Drops == 0 || sum.NotSent == 0 || sum.Unknown == 0 || sum.Authorizations == 0 ||
-		sum.AcquirerRefunds == 0 || sum.RefundEvents == 0 {
+		!exercised(sum) {
 		t.Fatalf("the run injected too little to prove anything: %+v", sum)
 	}
 }
@@ -44,6 +46,7 @@ func TestChaosTwoRegions(t *testing.T) {
 	rie, bin := functions(t)
 	sum, err := Run(context.Background(), Config{
 		Intents: 120, Clients: 2, Parallel: 20, Instances: 2, SQSShare: 0.2, RefundsPerCharge: 4,
+		AuthorizeShare: 0.3, CapturesPerAuthorization: 3, AuthorizationWindow: 6 * time.Second,
 		KillEvery: 2 * time.Second, StallEvery: 5 * time.Second, OutageEvery: 4 * time.Second, OutageFor: time.Second,
 		Faults: sandbox.Faults{LatencyMS: 5, HangRate: 0.03, HangMS: 1500, ErrorRate: 0.03, DropRate: 0.03, Seed: 11},
 		Seed:   11, Drain: 60 * time.Second, RIE: rie, BinDir: bin,
@@ -56,9 +59,21 @@ func TestChaosTwoRegions(t *testing.T) {
 	if v := sum.Violations(); len(v) > 0 {
 		t.Fatalf("violations: %v", v)
 	}
-	if sum.Conflicts == 0 || sum.FailedOver == 0 || sum.Authorizations == 0 || sum.AcquirerRefunds == 0 || sum.RefundEvents == 0 {
+	if sum.Conflicts == 0 || sum.FailedOver == 0 || sum.Authorizations == 0 || !exercised(sum) {
 		t.Fatalf("the run injected too little to prove anything: %+v", sum)
 	}
+}
+
+// exercised reports whether a run moved every kind of action and saw
+// authorizations expire: refunds, captures and voids each made by the
+// acquirer and told as events.
+func exercised(sum Summary) bool {
+	for _, c := range []Actions{sum.Refunds, sum.Captures, sum.Voids} {
+		if c.Acquirer == 0 || c.Events == 0 {
+			return false
+		}
+	}
+	return sum.Authorized > 0 && sum.Expired > 0
 }
 
 // functions are the RIE and the functions built for a run, with this

@@ -78,11 +78,11 @@ func check(ctx context.Context, s *localapi.Stack, intents []intent, logs seen, 
 		}
 	}
 
-	refunds, err := checkRefunds(ctx, s, intents, sum)
+	rows, err := checkActions(ctx, s, intents, sum)
 	if err != nil {
 		return err
 	}
-	if err := checkEvents(ctx, s, records, charged, refunds, sum); err != nil {
+	if err := checkEvents(ctx, s, records, charged, rows, sum); err != nil {
 		return err
 	}
 
@@ -186,25 +186,40 @@ func (t tally) count() (events, missing, extra int) {
 }
 
 // checkEvents drains the outcome queues: every ledger row must have
-// exactly one distinct captured-or-declined event, and every refund row
-// one succeeded-or-declined event (refunds, by refund id: the subscriber
-// of its source), on the queue of the subscriber its intent came from,
-// and no such event may exist without its row. Rejections are counted
-// apart. It waits up to a minute for the events of every row.
-func checkEvents(ctx context.Context, s *localapi.Stack, records []*idem.Record, charged []bool, refunds map[string]string, sum *Summary) error {
+// exactly one distinct captured, authorized or declined event, and every
+// refund, capture and void row (rows, per kind, by row id: the subscriber
+// of its source) one succeeded or declined event of its kind, on the
+// queue of the subscriber its intent came from, and no such event may
+// exist without its row. Rejections are counted apart. It waits up to a
+// minute for the events of every row.
+func checkEvents(ctx context.Context, s *localapi.Stack, records []*idem.Record, charged []bool, rows map[*kind]map[string]string, sum *Summary) error {
 	want := map[string]string{} // charge id → the subscriber of its source
 	for i, rec := range records {
 		if rec != nil && charged[i] {
 			want[charge.ID(rec.DownstreamKey)] = subscriberOf(rec.Source)
 		}
 	}
-	charges, refundEvents := newTally(want), newTally(refunds)
-	rejections, refundRejections := map[string]bool{}, map[string]bool{}
+	charges := newTally(want)
+	actions := map[*kind]tally{}
+	rejections := map[event.Type]map[string]bool{}
+	for _, k := range kinds {
+		actions[k] = newTally(rows[k])
+		rejections[k.events.Rejected] = map[string]bool{}
+	}
+	rejections[event.Rejected] = map[string]bool{}
+	complete := func() bool {
+		for _, t := range actions {
+			if !t.complete() {
+				return false
+			}
+		}
+		return charges.complete()
+	}
 	bodies := map[string]string{} // event id → its first body: one id, one body
 	// Events arrive within the publisher's latency; a minute bounds the wait.
 	wait, stop := context.WithTimeout(ctx, time.Minute)
 	defer stop()
-	for quiet := 0; wait.Err() == nil && (!charges.complete() || !refundEvents.complete() || quiet < 2); {
+	for quiet := 0; wait.Err() == nil && (!complete() || quiet < 2); {
 		got := 0
 		for subscriber, url := range s.OutcomeQueues {
 			// Each queue is read until it has nothing, ten at a time: a long
@@ -227,20 +242,15 @@ func checkEvents(ctx context.Context, s *localapi.Stack, records []*idem.Record,
 					} else if !seen {
 						bodies[e.ID] = aws.ToString(m.Body)
 					}
-					switch e.Type {
-					case event.Rejected:
-						rejections[e.ID] = true
-					case event.RefundRejected:
-						refundRejections[e.ID] = true
-					case event.Captured, event.Declined:
+					if rejected, ok := rejections[e.Type]; ok {
+						rejected[e.ID] = true
+					}
+					ofCharge, misrouted := tell(e, subscriber, charges, actions)
+					if ofCharge {
 						sum.EventDeliveries++
-						if charges.add(e.Charge.ID, e.ID, subscriber) {
-							sum.EventsMisrouted++
-						}
-					case event.RefundSucceeded, event.RefundDeclined:
-						if refundEvents.add(e.Refund.ID, e.ID, subscriber) {
-							sum.EventsMisrouted++
-						}
+					}
+					if misrouted {
+						sum.EventsMisrouted++
 					}
 					_, _ = s.SQS.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(url), ReceiptHandle: m.ReceiptHandle})
 				}
@@ -253,9 +263,29 @@ func checkEvents(ctx context.Context, s *localapi.Stack, records []*idem.Record,
 		}
 	}
 	sum.Events, sum.EventsMissing, sum.EventsExtra = charges.count()
-	sum.RefundEvents, sum.RefundEventsMissing, sum.RefundEventsExtra = refundEvents.count()
-	sum.Rejections, sum.RefundRejections = len(rejections), len(refundRejections)
+	sum.Rejections = len(rejections[event.Rejected])
+	for k, t := range actions {
+		c := sum.counts(k)
+		c.Events, c.EventsMissing, c.EventsExtra = t.count()
+		c.Rejections = len(rejections[k.events.Rejected])
+	}
 	return nil
+}
+
+// tell counts e, delivered to subscriber, in its tally if it is a row's
+// outcome event, and reports whether it is a charge's and whether it is
+// misrouted.
+func tell(e event.Event, subscriber string, charges tally, actions map[*kind]tally) (ofCharge, misrouted bool) {
+	switch e.Type {
+	case event.Captured, event.Authorized, event.Declined:
+		return true, charges.add(e.Charge.ID, e.ID, subscriber)
+	}
+	for k, t := range actions {
+		if e.Type == k.events.Succeeded || e.Type == k.events.Declined {
+			return false, t.add(k.events.ActionOf(&e).ID, e.ID, subscriber)
+		}
+	}
+	return false, false
 }
 
 // lookUp reads each intent's live record (nil when none) through the store
@@ -310,7 +340,7 @@ func matches(resp *idem.Response, auth acquirer.Authorization) bool {
 		return false
 	}
 	switch auth.Status {
-	case acquirer.StatusCaptured:
+	case acquirer.StatusCaptured, acquirer.StatusAuthorized:
 		return resp.StatusCode == 201 && body.AuthorizationID == auth.ID
 	case acquirer.StatusDeclined:
 		return resp.StatusCode == 402 && body.Code == "CHARGE_DECLINED" && body.DeclineCode == auth.DeclineCode

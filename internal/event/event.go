@@ -272,6 +272,10 @@ var (
 		func(e *Event) **Action { return &e.Void }}
 )
 
+// ActionOf is the action e is about, as an event of this kind says it
+// (nil when e is of another kind).
+func (k Kind) ActionOf(e *Event) *Action { return *k.member(e) }
+
 // Types are the kind's five types.
 func (k Kind) Types() []Type { return []Type{k.Succeeded, k.Declined, k.Held, k.Released, k.Rejected} }
 
