@@ -240,8 +240,9 @@ inline reserve(k, a, st, result) {
 				fi
 			:: kind[OF(k)] == VOIDING ->
 				if
-				:: !OPENED || capturable == 0 -> result = REFUSED
-				:: OPENED && capturable > 0 && (closing != NONE || !NO_CAPTURE_IN_FLIGHT) -> result = INFLIGHT
+				:: !OPENED -> result = REFUSED
+				:: OPENED && (closing != NONE || !NO_CAPTURE_IN_FLIGHT) -> result = INFLIGHT	/* before "nothing left": what is in flight may give it back */
+				:: OPENED && closing == NONE && NO_CAPTURE_IN_FLIGHT && capturable == 0 -> result = REFUSED
 				:: OPENED && capturable > 0 && closing == NONE && NO_CAPTURE_IN_FLIGHT ->
 					amt[k] = capturable; capReserved = capReserved + capturable; capturable = 0;
 					closing = k; result = RESERVED

@@ -63,9 +63,9 @@ func NewService(guard *idem.Guard, charges Charges, balances Balances, captureRo
 // and Void of a void (…/void). The order of decisions is the API's, the
 // refunds' order: the account, the key, the body and the charge id's
 // shape (nothing stored); then the key's record (a replay, in flight,
-// reused); then the charge (no such charge, nothing capturable, expired,
-// or its outcome not known yet: the key is released, nothing stored);
-// then the bound; then the acquirer.
+// reused); then the charge (no such charge, or its outcome not known
+// yet: the key is released, nothing stored; nothing capturable or
+// expired: stored, final for the key); then the bound; then the acquirer.
 func (s *Service) Capture(ctx context.Context, in Input) Result { return s.captures.door(ctx, in) }
 
 // Void is the one door of a void: as Capture.
@@ -190,8 +190,8 @@ func (a *attempt[A]) Ended(e op.Early) Result { return endedEarly(e) }
 
 // Ready is the charge, as its GET answers it: an authorization made
 // without its capture, by this deployment's acquirer, and, for a first
-// attempt, not past its expiry. A first attempt's charge that is none, or
-// past its expiry, is refused for good: Ready keeps the refusal for the
+// attempt, not past its expiry. A first attempt's charge that is no
+// authorization of this acquirer, or past its expiry, is refused for good: Ready keeps the refusal for the
 // bound's step to store (refuse), as it stores the bound's own, so every
 // copy of the key answers alike. Anything else ends the attempt (op.Run
 // releases a first attempt's key: nothing was reserved or sent; a
@@ -237,10 +237,10 @@ func (a *attempt[A]) Ready(ctx context.Context, lease *idem.Lease) *Result {
 // Reserve is the bound's one conditional write (op.Reserve: reissued when
 // another action's end passed its stamp). Its refusals that no later
 // state undoes are stored, final for the key: an amount over what remains
-// (CAPTURE_EXCEEDS_AUTHORIZATION), an authorization closed or wholly
-// captured (NotCapturable, or AuthorizationExpired when it closed at its
-// expiry), and the refusal Ready read (refuse: then nothing is written to
-// the balance). Every other refusal stores nothing and releases the key
+// (CAPTURE_EXCEEDS_AUTHORIZATION, what remained at that moment), an
+// authorization closed or wholly captured (NotCapturable, or
+// AuthorizationExpired when it closed at its expiry; nothingLeft), and the
+// refusal Ready read (refuse: then nothing is written to the balance). Every other refusal stores nothing and releases the key
 // (nothing was reserved or sent), so a retry decides again: another
 // capture or void in flight that this one must wait for (CaptureInFlight,
 // VoidInFlight: a final capture in flight answers as a capture), or the
@@ -277,7 +277,7 @@ func (a *attempt[A]) Reserve(ctx context.Context, lease *idem.Lease) *Result {
 	case errors.Is(err, ErrClosed):
 		res = a.o.complete(ctx, lease, Answer{Refused: a.closedAs(ctx)}, "")
 	case errors.Is(err, ErrNothingCapturable):
-		res = a.o.complete(ctx, lease, Answer{Refused: op.NotCapturable}, "")
+		res = a.nothingLeft(ctx, lease)
 	case errors.Is(err, refund.ErrFenced):
 		res = s.pendingResult()
 	case errors.Is(err, refund.ErrReleased), errors.Is(err, refund.ErrStampPassed), errors.Is(err, op.ErrLeaseEnded):
@@ -294,6 +294,25 @@ func (a *attempt[A]) Reserve(ctx context.Context, lease *idem.Lease) *Result {
 		}
 	}
 	return &res
+}
+
+// nothingLeft is how a reservation refused for want of anything
+// capturable ends: NotCapturable, stored, when nothing is reserved either
+// (all of it captured); while captures in flight hold what remains, which
+// they may yet give back (declined, or nothing sent), 409
+// CAPTURE_IN_FLIGHT with the key released, as a void behind them is. It
+// reads the balance once more, which decides nothing: the refusal did; a
+// read that fails releases the key too.
+func (a *attempt[A]) nothingLeft(ctx context.Context, lease *idem.Lease) Result {
+	s := a.o.s
+	b, err := s.balances.Get(ctx, a.ch.ID)
+	switch {
+	case err != nil:
+		return s.refused(ctx, lease, op.Unavailable)
+	case b.Reserved > 0:
+		return s.refused(ctx, lease, op.CaptureInFlight)
+	}
+	return a.o.complete(ctx, lease, Answer{Refused: op.NotCapturable}, "")
 }
 
 // closedAs is how a reservation refused by a closed authorization ends:

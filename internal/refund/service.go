@@ -149,8 +149,8 @@ func (a *attempt) Ended(e op.Early) Result { return endedEarly(e) }
 // authorized, ends the attempt (op.Run releases a first attempt's key:
 // nothing was reserved or sent; a take-over's record is left in flight
 // for the reconciler). An authorization's balance is read once more, to
-// tell whether its captures took anything, which decides nothing: the
-// reservation's condition does. With nothing captured yet, a first
+// tell whether its captures took anything: what they took is then the
+// reservation's condition to decide. With nothing captured yet, a first
 // attempt's Reserve stores the bound's answer, nothing refundable
 // (nothingCaptured), since a capture may come later and a refusal that
 // stored nothing could be followed by a refund under the same key; a

@@ -56,6 +56,7 @@ func RunServiceConformance(t *testing.T, newStores NewServiceStoresFunc) {
 		{"AVoidReleasesTheRest", serviceAVoidReleasesTheRest},
 		{"TheChargeDecidesFirst", serviceTheChargeDecidesFirst},
 		{"ClosingWaitsForCapturesInFlight", serviceClosingWaitsForCapturesInFlight},
+		{"WhatRemainsWaitsForCapturesInFlight", serviceWhatRemainsWaitsForCapturesInFlight},
 		{"DeclinesGiveTheAmountBack", serviceDeclinesGiveTheAmountBack},
 		{"AnExpiredAnswerClosesTheBalance", serviceAnExpiredAnswerClosesTheBalance},
 		{"NothingSentReleasesBoth", serviceNothingSentReleasesBoth},
@@ -400,6 +401,23 @@ func serviceClosingWaitsForCapturesInFlight(t *testing.T, w *world) {
 	}
 	w.mustHold(t, ch, 0, 0, 300, capture.ClosedVoided)
 	mustBeRefused(t, w.svc.Capture(ctx, in("capture-waits", ch, `{"amount": 1, "final": false}`)), op.NotCapturable)
+}
+
+// serviceWhatRemainsWaitsForCapturesInFlight: a capture of what remains
+// while a capture in flight holds all of it is 409 CAPTURE_IN_FLIGHT with
+// the key free, since the one in flight may yet give its amount back;
+// once that one has succeeded, nothing remains, stored for the key.
+func serviceWhatRemainsWaitsForCapturesInFlight(t *testing.T, w *world) {
+	ch := w.authorize(t, 300)
+	lossy := &dropping{Acquirer: w.acq}
+	lossy.drop.Store(true)
+	mustAnswer(t, w.with(lossy).Capture(ctx, in("holds-it-all", ch, `{"amount": 300, "final": false}`)), op.Pending, 0)
+	mustAnswer(t, w.svc.Capture(ctx, in("what-remains", ch, `{"final": false}`)), op.CaptureInFlight, 0)
+	w.mustBeGone(t, capture.OperationCapture, "what-remains")
+	w.clock.Advance(time.Minute)
+	mustAnswer(t, w.svc.Capture(ctx, in("holds-it-all", ch, `{"amount": 300, "final": false}`)), op.Executed, 201)
+	mustBeRefused(t, w.svc.Capture(ctx, in("what-remains", ch, `{"final": false}`)), op.NotCapturable)
+	w.mustHold(t, ch, 0, 0, 300, "")
 }
 
 // declining answers every capture and void declined with code, terms as
