@@ -173,8 +173,8 @@ type Actions struct {
 	// Mismatched 201 answers that are not the acquirer's action.
 	Intents, Acquirer, WithoutRecord, Mismatched int
 	// Events counts the distinct succeeded and declined events,
-	// Rejections the bound's refusals of queued actions told as rejected
-	// events, EventsMissing rows without their event, EventsExtra actions
+	// Rejections the stored refusals of queued actions (the bound's, or
+	// the charge's state's) told as rejected events, EventsMissing rows without their event, EventsExtra actions
 	// with more than one or without a row.
 	Events, Rejections, EventsMissing, EventsExtra int
 }
