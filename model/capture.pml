@@ -20,6 +20,13 @@
  * succeeds or declines; it has no bounds of its own (the sandbox's are
  * switched off), so ours are the only ones checked.
  *
+ * An answer that disagrees holds the record for an operator, which this
+ * model leaves out: the held intent keeps its entry reserved, as a stalled
+ * worker does, until the operator's settlement takes it over on the path
+ * modelled here. The held mark the hold writes on the entry first (its
+ * fence's, removed by the fold) moves nothing and no step's condition
+ * reads it; it only names what a refusal behind the entry waits for.
+ *
  * The balance: the capture side (capturable, reserved for captures,
  * captured, released, and the closing intent that a void or a final
  * capture sets while in flight), the refund side (refundable, reserved,

@@ -61,6 +61,10 @@ type Balance struct {
 	ClosingKind Kind
 	// Closed is how the authorization closed; "" while it is open.
 	Closed Closed
+	// Held counts the intents in flight whose entries are marked held
+	// for an operator (MarkHeld): they end only when the operator
+	// settles them.
+	Held int
 	// Refunded is what the charge's refunds returned: the refund side's,
 	// read with the rest, so a charge's GET reads its balance once.
 	Refunded int64
@@ -124,6 +128,14 @@ type Balances interface {
 	// when the entry belongs to another attempt, ErrKindDiffers when kind
 	// is not the reservation's.
 	Release(ctx context.Context, chargeID string, in refund.Intent, fence int, kind Kind) error
+	// MarkHeld marks the reserved entry of this fence held for an
+	// operator, before its record is held (the order of a charge's held
+	// marker), so that an intent refused behind it knows that no lease's
+	// end will free it (InFlightError.Held, Balance.Held). The mark moves
+	// no money and no condition of another step reads it; the entry's
+	// fold removes it. An intent that holds no entry has ended: nil.
+	// refund.ErrFenced when the entry belongs to another attempt.
+	MarkHeld(ctx context.Context, chargeID string, in refund.Intent, fence int) error
 	// Expire closes an open authorization of authorized whose expiry has
 	// passed (the caller read it from the charge's row): what remains
 	// capturable is released, ClosedExpired. It never closes one with a
@@ -157,10 +169,18 @@ var (
 // (answered 409 with Retry-After; nothing is reserved or sent, and the
 // retry decides again). Kind is what is in flight: Partial, a capture
 // that a void or a final capture must wait for; Final or Void, the
-// closing intent every other capture and void waits for.
-type InFlightError struct{ Kind Kind }
+// closing intent every other capture and void waits for. Held is set
+// when an intent that stops this one is marked held for an operator
+// (Balances.MarkHeld): only the operator's settlement frees it.
+type InFlightError struct {
+	Kind Kind
+	Held bool
+}
 
 func (e *InFlightError) Error() string {
+	if e.Held {
+		return fmt.Sprintf("capture: a %s of the charge is held for an operator", e.Kind)
+	}
 	return fmt.Sprintf("capture: a %s of the charge is in flight", e.Kind)
 }
 

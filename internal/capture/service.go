@@ -243,7 +243,8 @@ func (a *attempt[A]) Ready(ctx context.Context, lease *idem.Lease) *Result {
 // refusal Ready read (refuse: then nothing is written to the balance). Every other refusal stores nothing and releases the key
 // (nothing was reserved or sent), so a retry decides again: another
 // capture or void in flight that this one must wait for (CaptureInFlight,
-// VoidInFlight: a final capture in flight answers as a capture), or the
+// VoidInFlight: a final capture in flight answers as a capture; CaptureHeld
+// and VoidHeld when it is held for an operator: waitingOn), or the
 // charge's most actions in flight at once (refund.MaxEntries,
 // CaptureInFlight: they end by themselves). A fenced reservation means a
 // later attempt owns the intent.
@@ -270,9 +271,9 @@ func (a *attempt[A]) Reserve(ctx context.Context, lease *idem.Lease) *Result {
 		return nil
 	case errors.As(err, &noRoom):
 		res = a.o.complete(ctx, lease, Answer{Exceeded: true, Capturable: noRoom.Capturable}, "")
-	case errors.As(err, &inFlight) && inFlight.Kind == Void:
-		res = s.refused(ctx, lease, op.VoidInFlight)
-	case errors.As(err, &inFlight), errors.Is(err, refund.ErrLimitReached):
+	case errors.As(err, &inFlight):
+		res = s.refused(ctx, lease, waitingOn(inFlight))
+	case errors.Is(err, refund.ErrLimitReached):
 		res = s.refused(ctx, lease, op.CaptureInFlight)
 	case errors.Is(err, ErrClosed):
 		res = a.o.complete(ctx, lease, Answer{Refused: a.closedAs(ctx)}, "")
@@ -296,11 +297,27 @@ func (a *attempt[A]) Reserve(ctx context.Context, lease *idem.Lease) *Result {
 	return &res
 }
 
+// waitingOn is the outcome of a reservation refused behind e: a void's,
+// or a capture's (a final capture answers as one), in flight or held for
+// an operator.
+func waitingOn(e *InFlightError) op.Outcome {
+	switch {
+	case e.Kind == Void && e.Held:
+		return op.VoidHeld
+	case e.Kind == Void:
+		return op.VoidInFlight
+	case e.Held:
+		return op.CaptureHeld
+	}
+	return op.CaptureInFlight
+}
+
 // nothingLeft is how a reservation refused for want of anything
 // capturable ends: NotCapturable, stored, when nothing is reserved either
 // (all of it captured); while captures in flight hold what remains, which
 // they may yet give back (declined, or nothing sent), 409
-// CAPTURE_IN_FLIGHT with the key released, as a void behind them is. It
+// CAPTURE_IN_FLIGHT with the key released, as a void behind them is
+// (CaptureHeld when one of them is held for an operator). It
 // reads the balance once more, which decides nothing: the refusal did; a
 // read that fails releases the key too.
 func (a *attempt[A]) nothingLeft(ctx context.Context, lease *idem.Lease) Result {
@@ -309,6 +326,8 @@ func (a *attempt[A]) nothingLeft(ctx context.Context, lease *idem.Lease) Result 
 	switch {
 	case err != nil:
 		return s.refused(ctx, lease, op.Unavailable)
+	case b.Reserved > 0 && b.Held > 0:
+		return s.refused(ctx, lease, op.CaptureHeld)
 	case b.Reserved > 0:
 		return s.refused(ctx, lease, op.CaptureInFlight)
 	}
@@ -340,6 +359,9 @@ func (s *Service) refused(ctx context.Context, lease *idem.Lease, outcome op.Out
 		// at most as long as ours from now, plus T and the skew: a
 		// queued command is hidden that long, one receive per lease.
 		res.RetryAfter, res.WaitOut = s.cfg.RetryAfter, lease.TimeLeft()+lease.WaitOut()
+	case op.CaptureHeld, op.VoidHeld:
+		// Only an operator's settlement ends the other intent.
+		res.RetryAfter = max(s.cfg.HeldRetryAfter, s.cfg.RetryAfter)
 	default:
 		res.RetryAfter = s.cfg.RetryAfter
 	}
@@ -466,7 +488,12 @@ func (a *attempt[A]) check(ctx context.Context, endpoint string, ans A, key stri
 // Hold holds the record for an operator: the acquirer's answer disagrees
 // with what was sent or with itself, or with what is stored of it. The
 // reservation is kept and no row is written; held false when the hold
-// could not be written.
+// could not be written. The entry is marked held first
+// (Balances.MarkHeld), as a charge's held marker goes before its hold,
+// so a capture or void refused behind it is told it waits for an
+// operator (CaptureHeld, VoidHeld). When the mark is not written, the
+// record is not held either: its lease is ended, and the next attempt
+// asks the acquirer again.
 func (a *attempt[A]) Hold(ctx context.Context, lease *idem.Lease, mismatch error) (Result, bool) {
 	s := a.o.s
 	key, q := lease.DownstreamKey(), a.asked()
@@ -479,6 +506,14 @@ func (a *attempt[A]) Hold(ctx context.Context, lease *idem.Lease, mismatch error
 		"reason", m.Reason, "endpoint", m.Endpoint, "http_status", m.HTTPStatus, "acquirer_status", m.Stated.Status,
 		"acquirer_amount", m.Stated.Amount, "acquirer_currency", m.Stated.Currency, "amount", q.Amount, "currency", q.Currency,
 		"attempt", lease.Attempt())
+	err := idem.RetryConflicts(ctx, func() error {
+		return s.balances.MarkHeld(ctx, a.ch.ID, s.intentOf(lease), lease.Attempt())
+	})
+	if err != nil {
+		s.cfg.Logger.ErrorContext(ctx, "the entry was not marked held; the record is not held, and the next attempt asks again", "error", err)
+		s.abandonPending(ctx, lease)
+		return Result{Outcome: op.Mismatch, RetryAfter: s.cfg.HeldRetryAfter}, false
+	}
 	e, held := s.frame.Hold(ctx, lease, m.Reason, m.Evidence)
 	return endedEarly(e), held
 }

@@ -5,11 +5,13 @@ import (
 	"context"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/acquirer/acquirerhttp"
 	"github.com/idempotent-payments/idempay/internal/capture"
 	"github.com/idempotent-payments/idempay/internal/capture/capturetest"
@@ -38,6 +40,23 @@ type captureWorld struct {
 	delays   *delays
 	metrics  *bytes.Buffer
 	clock    *idemtest.Clock
+	// lie makes the acquirer answer every void for twice its amount
+	lie *atomic.Bool
+}
+
+// lyingVoids answers voids for twice what they released while lie is set:
+// a mismatch, which holds the void for an operator.
+type lyingVoids struct {
+	capturetest.Acquirer
+	lie *atomic.Bool
+}
+
+func (l lyingVoids) Void(ctx context.Context, key string, req acquirer.VoidRequest) (acquirer.Void, error) {
+	v, err := l.Acquirer.Void(ctx, key, req)
+	if l.lie.Load() {
+		v.Amount *= 2
+	}
+	return v, err
 }
 
 func newCaptureWorld(t *testing.T) *captureWorld {
@@ -50,10 +69,11 @@ func newCaptureWorld(t *testing.T) *captureWorld {
 	sb := sandbox.New("")
 	sb.Now = now
 	acq, _ := acquirerhttp.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
-	charges, _, captures := capturetest.Services(guard, acq, httpapi.Render, httpapi.RenderRefund, httpapi.RenderCapture,
+	lie := &atomic.Bool{}
+	charges, _, captures := capturetest.Services(guard, lyingVoids{acq, lie}, httpapi.Render, httpapi.RenderRefund, httpapi.RenderCapture,
 		charge.Config{Now: now, RetryAfter: 2 * time.Second})
 	w := &captureWorld{charges: charges, captures: captures, sb: sb, dl: &deadLetters{}, topic: &eventtest.Topic{}, delays: &delays{},
-		metrics: &bytes.Buffer{}, clock: clock}
+		metrics: &bytes.Buffer{}, clock: clock, lie: lie}
 	w.h = &Handler{Service: charges, Captures: captures,
 		Inboxes:     map[string]Inbox{ordersQueue: {Inbox: command.Inbox{ARN: ordersQueue, URL: "u", Producer: "orders", Accounts: []string{"acct_1"}}, Queue: w.delays}},
 		DeadLetters: w.dl, Outcomes: w.topic, Concurrency: 1, Logger: slog.New(slog.DiscardHandler),
@@ -204,5 +224,31 @@ func TestCaptureBehindAVoidInFlight(t *testing.T) {
 	}
 	if told := w.topic.TakeEvents(); len(told) != 1 || told[0].Type != event.CaptureRejected || told[0].Reason != "CHARGE_NOT_CAPTURABLE" {
 		t.Fatalf("the capture after the void told %+v", told)
+	}
+}
+
+// TestCaptureBehindAHeldVoid: a capture command that meets a void held
+// for an operator is deleted, neither hidden nor dead-lettered, and told
+// as capture.rejected with VOID_IN_FLIGHT (nothing was stored: the
+// producer sends it again once the void is settled); it captures nothing.
+func TestCaptureBehindAHeldVoid(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	w := newCaptureWorld(t)
+	id := w.authorize(t, "charge-key-1")
+	w.lie.Store(true)
+	if res := w.captures.Void(ctx, capture.Input{Account: "acct_1", Keys: []string{"void-key-1"}, ChargeID: id, Body: []byte(`{}`)}); res.Outcome != op.Mismatch {
+		t.Fatalf("the lied-to void: %s", res.Outcome)
+	}
+	capture100 := command.Capture("acct_1", id, "capture-key-1", []byte(`{"amount": 100}`))
+	if w.send(t, "m1", capture100) || len(w.delays.got) != 0 || len(w.dl.codes) != 0 || len(w.sb.Captures()) != 0 {
+		t.Fatalf("the capture behind the held void: kept, delays %v, dead-lettered %v, or %d captures", w.delays.got, w.dl.codes, len(w.sb.Captures()))
+	}
+	told := w.topic.TakeEvents()
+	if len(told) != 1 || told[0].Type != event.CaptureRejected || told[0].Reason != string(op.CodeVoidInFlight) {
+		t.Fatalf("the capture behind the held void told %+v", told)
+	}
+	if !strings.Contains(w.metrics.String(), `"Outcome":"void_held"`) {
+		t.Fatalf("no void_held metric line:\n%s", w.metrics)
 	}
 }

@@ -375,6 +375,11 @@ var verdicts = map[op.Outcome]rule{
 	op.AuthorizationExpired: {reject: true},
 	op.CaptureInFlight:      {verdict: verdict{retry: true}, waitOut: true},
 	op.VoidInFlight:         {verdict: verdict{retry: true}, waitOut: true},
+	// One that meets a capture or void held for an operator stored
+	// nothing, and no lease's end frees it: told and deleted, as a call on
+	// a held charge is.
+	op.CaptureHeld: {tell: true},
+	op.VoidHeld:    {tell: true},
 }
 
 // rule is a row of verdicts: the verdict, and whether its message is

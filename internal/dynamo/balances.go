@@ -59,7 +59,7 @@ const MaxBalanceBytes = 8900
 // #st, #fe and #am (DynamoDB refuses a name no expression uses).
 func entryNames(key, expr string) map[string]string {
 	names := map[string]string{}
-	for name, attribute := range map[string]string{"#st": "state_", "#fe": "fence_", "#am": "amount_"} {
+	for name, attribute := range map[string]string{"#st": "state_", "#fe": "fence_", "#am": "amount_", "#hd": entryHeld} {
 		if strings.Contains(expr, name) {
 			names[name] = attribute + key
 		}
@@ -374,7 +374,7 @@ func (b *Balances) foldReserved(ctx context.Context, chargeID string, in refund.
 		remove = ", " + remove
 	}
 	all := append(append([]string{"#st = :reserved AND #fe = :fence"}, conditions...), marked...)
-	old, _, err := b.update(ctx, chargeID, in.Key, setAnd(set, "REMOVE #st, #fe, #am"+remove), strings.Join(all, " AND "), values, false)
+	old, _, err := b.update(ctx, chargeID, in.Key, setAnd(set, "REMOVE #st, #fe, #am, #hd"+remove), strings.Join(all, " AND "), values, false)
 	return old, err
 }
 

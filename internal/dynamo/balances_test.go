@@ -232,7 +232,7 @@ func TestReleaseMeetsEveryMove(t *testing.T) {
 	api = &between{Client: w.client, update: "SET folded_at = :foldAt, released_through = :claimed", n: 1, do: func() {
 		w.reserve(t, mine, 1, 30)
 		// Before the next give-back: another release passes the claim.
-		api.update, api.n = "SET folded_at = :foldAt, released_through = :claimed, reserved = reserved - #am, remaining = remaining + #am, entries = entries - :one REMOVE #st, #fe, #am", 1
+		api.update, api.n = "SET folded_at = :foldAt, released_through = :claimed, reserved = reserved - #am, remaining = remaining + #am, entries = entries - :one REMOVE #st, #fe, #am, #hd", 1
 		api.do = func() {
 			w.reserve(t, other, 1, 100)
 			if err := w.balances.Release(ctx, w.charge, other, 1); err != nil {

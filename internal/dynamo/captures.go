@@ -36,6 +36,11 @@ const (
 	captureClosed      = "cap_closed"
 )
 
+// entryHeld prefixes the attribute that marks an entry held for an
+// operator (capture.Balances.MarkHeld): held_<downstream key>, removed
+// with the entry's other attributes by its fold.
+const entryHeld = "held_"
+
 // capturable is the expression of what remains capturable: the item's, or
 // all of the authorization where the side is not opened yet.
 const capturable = "if_not_exists(" + captureCapturable + ", :authorized)"
@@ -123,13 +128,35 @@ func refusedCapture(old map[string]types.AttributeValue, r capture.Reservation) 
 	case closed:
 		return e, capture.ErrClosed
 	case closing:
-		return e, &capture.InFlightError{Kind: kindOf(old)}
+		return e, inFlightOf(old)
 	case closes && intOf(old, captureReserved) > 0:
-		return e, &capture.InFlightError{Kind: capture.Partial}
+		return e, inFlightOf(old)
 	case r.Amount == 0 || r.Kind == capture.Void:
 		return e, capture.ErrNothingCapturable
 	}
 	return e, &capture.NoRoomError{Capturable: remains}
+}
+
+// inFlightOf is the *capture.InFlightError of an item whose intents in
+// flight stop a step: the closing intent, held when its entry is marked
+// so; else the captures in flight, held when one of them is.
+func inFlightOf(item map[string]types.AttributeValue) *capture.InFlightError {
+	if closing, ok := item[captureClosing].(*types.AttributeValueMemberS); ok {
+		_, held := item[entryHeld+closing.Value]
+		return &capture.InFlightError{Kind: kindOf(item), Held: held}
+	}
+	return &capture.InFlightError{Kind: capture.Partial, Held: heldIn(item) > 0}
+}
+
+// heldIn counts the entries of item marked held for an operator.
+func heldIn(item map[string]types.AttributeValue) int {
+	n := 0
+	for name := range item {
+		if strings.HasPrefix(name, entryHeld) {
+			n++
+		}
+	}
+	return n
 }
 
 // kindOf is the kind of the closing intent item holds.
@@ -274,10 +301,26 @@ func (c *Captures) Expire(ctx context.Context, chargeID string, authorized int64
 		return true, nil
 	case old[captureClosed] != nil:
 		return false, nil
-	case old[captureClosing] != nil:
-		return false, &capture.InFlightError{Kind: kindOf(old)}
 	}
-	return false, &capture.InFlightError{Kind: capture.Partial}
+	return false, inFlightOf(old)
+}
+
+// MarkHeld implements capture.Balances: one UpdateItem conditioned on
+// the entry reserved under fence sets its held_ attribute. A refusal says
+// why: an intent with no entry has ended (nil), else another attempt
+// owns the entry.
+func (c *Captures) MarkHeld(ctx context.Context, chargeID string, in refund.Intent, fence int) error {
+	values := map[string]types.AttributeValue{
+		":reserved": str(string(refund.EntryReserved)), ":fence": num(int64(fence)), ":held": &types.AttributeValueMemberBOOL{Value: true},
+	}
+	old, _, err := c.b.update(ctx, chargeID, in.Key, "SET #hd = :held", "#st = :reserved AND #fe = :fence", values, false)
+	switch {
+	case err != nil || old == nil:
+		return err
+	case old["fence_"+in.Key] == nil && old["state_"+in.Key] == nil:
+		return nil // ended: it stops nothing
+	}
+	return refund.ErrFenced
 }
 
 // Get implements capture.Balances with a strongly consistent GetItem.
@@ -292,6 +335,7 @@ func (c *Captures) Get(ctx context.Context, chargeID string) (capture.Balance, e
 	}
 	bal.Authorized, bal.Capturable, bal.Reserved = intOf(item, captureAuthorized), intOf(item, captureCapturable), intOf(item, captureReserved)
 	bal.Captured, bal.Released, bal.ClosingKind = intOf(item, captureCaptured), intOf(item, captureReleased), kindOf(item)
+	bal.Held = heldIn(item)
 	if s, ok := item[captureClosing].(*types.AttributeValueMemberS); ok {
 		bal.Closing = s.Value
 	}

@@ -102,6 +102,10 @@ func detailOf(o op.Outcome, w words) string {
 		return "a capture of this charge is in flight; retry with the same key after Retry-After"
 	case op.VoidInFlight:
 		return "a void of this charge is in flight; retry with the same key after Retry-After"
+	case op.CaptureHeld:
+		return "a capture of this charge is under review; retry with the same key once it is settled"
+	case op.VoidHeld:
+		return "a void of this charge is under review; retry with the same key once it is settled"
 	}
 	return ""
 }

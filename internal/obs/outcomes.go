@@ -39,12 +39,14 @@ const (
 
 // What only a capture or a void comes to: the charge holds nothing it can
 // act on, its authorization has expired, or another capture or void of it
-// is in flight.
+// is in flight, or held for an operator.
 const (
 	OutcomeNotCapturable        Outcome = "charge_not_capturable"
 	OutcomeAuthorizationExpired Outcome = "authorization_expired"
 	OutcomeCaptureInFlight      Outcome = "capture_in_flight"
 	OutcomeVoidInFlight         Outcome = "void_in_flight"
+	OutcomeCaptureHeld          Outcome = "capture_held"
+	OutcomeVoidHeld             Outcome = "void_held"
 )
 
 // The HTTP entry point's own refusals, made before the service is asked,
@@ -83,7 +85,7 @@ func Outcomes() []Outcome {
 		OutcomeInFlight, OutcomeKeyReused, OutcomeReleased, OutcomePending, OutcomeUnavailable, OutcomeFound, OutcomeNotFound,
 		OutcomeAcquirerMismatch, OutcomeHeld, OutcomeNotRefundable, OutcomeChargePending, OutcomeChargeHeld,
 		OutcomeNotCapturable, OutcomeAuthorizationExpired, OutcomeCaptureInFlight, OutcomeVoidInFlight,
-		OutcomeUnsupportedMediaType, OutcomeNoRoute, OutcomeHealthy, OutcomeUnhealthy,
+		OutcomeCaptureHeld, OutcomeVoidHeld, OutcomeUnsupportedMediaType, OutcomeNoRoute, OutcomeHealthy, OutcomeUnhealthy,
 		OutcomeMalformed, OutcomeProducerNotAllowed, OutcomeReconcileFailed,
 		OutcomeReconciledNothing, OutcomeReconciledComplete, OutcomeReconciledReleased, OutcomeReconciledHeld,
 		OutcomeSwept, OutcomeSweepFailed, OutcomePublished, OutcomePublishFailed,

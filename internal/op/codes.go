@@ -69,6 +69,8 @@ var common = [numOutcomes]Code{
 	NotRefundable: CodeChargeNotRefundable, ChargePending: CodeChargeOutcomePending, ChargeHeld: CodeChargeOutcomePending,
 	NotCapturable: CodeChargeNotCapturable, AuthorizationExpired: CodeAuthorizationExpired,
 	CaptureInFlight: CodeCaptureInFlight, VoidInFlight: CodeVoidInFlight,
+	// Held, they read as in flight: the Retry-After is a held record's.
+	CaptureHeld: CodeCaptureInFlight, VoidHeld: CodeVoidInFlight,
 }
 
 // Of is the code o answers with in the operation of c: empty for the

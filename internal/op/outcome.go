@@ -13,8 +13,9 @@ type Outcome int
 // KeyInvalid and RequestInvalid, nor for the refusals of a precondition
 // (NotFound of what the call acts on, NotRefundable, ChargePending,
 // ChargeHeld, NotCapturable, AuthorizationExpired, CaptureInFlight,
-// VoidInFlight); InFlight, Released, Pending, Unavailable, Mismatch,
-// Held, CaptureInFlight and VoidInFlight come with a RetryAfter.
+// VoidInFlight, CaptureHeld, VoidHeld); InFlight, Released, Pending,
+// Unavailable, Mismatch, Held and the four of another capture or void come
+// with a RetryAfter.
 const (
 	// Executed: this call took the key and its answer is stored: the
 	// acquirer's decision, or the operation's own refusal (a refund's
@@ -83,6 +84,11 @@ const (
 	// VoidInFlight: a void of the same charge is in flight, which every
 	// capture and void waits for; as CaptureInFlight.
 	VoidInFlight
+	// CaptureHeld and VoidHeld: the capture or void this one waits for,
+	// as CaptureInFlight and VoidInFlight, is held for an operator: only
+	// the operator's settlement lets it end; retry once it is settled.
+	CaptureHeld
+	VoidHeld
 
 	numOutcomes // one past the last: every outcome below has a name
 )
@@ -96,6 +102,7 @@ var outcomeNames = [numOutcomes]obs.Outcome{
 	ChargePending: obs.OutcomeChargePending, ChargeHeld: obs.OutcomeChargeHeld,
 	NotCapturable: obs.OutcomeNotCapturable, AuthorizationExpired: obs.OutcomeAuthorizationExpired,
 	CaptureInFlight: obs.OutcomeCaptureInFlight, VoidInFlight: obs.OutcomeVoidInFlight,
+	CaptureHeld: obs.OutcomeCaptureHeld, VoidHeld: obs.OutcomeVoidHeld,
 }
 
 // Name is the outcome's stable name in the observability vocabulary: the

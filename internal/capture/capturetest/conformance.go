@@ -38,6 +38,7 @@ func RunConformance(t *testing.T, newBalances NewBalancesFunc) {
 		{"AFinalCaptureClosesAndReleasesTheRest", testFinalCapture},
 		{"AVoidWaitsForCapturesAndStopsThem", testVoid},
 		{"AReleasedVoidReopens", testReleasedVoid},
+		{"AnIntentHeldForAnOperatorSaysSo", testHeld},
 		{"TheExpiryNeverClosesUnderAnIntentInFlight", testExpiry},
 		{"ConcurrentCapturesAndAVoidNeverExceed", testConcurrent},
 		{"ReserveIsIdempotentForItsAttempt", testIdempotentReserve},
@@ -226,6 +227,57 @@ func testVoid(t *testing.T, b Balances) {
 	succeed(t, b, whole, 0, capture.Partial)
 	_, err = reserve(b, whole, 2, capture.Void, 0)
 	mustRefuse(t, "a void of what captures took", err, capture.ErrNothingCapturable)
+}
+
+// testHeld: an entry marked held (MarkHeld, by its own fence only) makes
+// the refusals behind it say so, and the balance counts it, until its
+// fold removes the mark; the mark moves nothing.
+func testHeld(t *testing.T, b Balances) {
+	ch := chargeOf()
+	if _, err := reserve(b, ch, 0, capture.Partial, 250); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reserve(b, ch, 1, capture.Partial, 100); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Captures.MarkHeld(ctx, ch, intentOf(0), 2); !errors.Is(err, refund.ErrFenced) {
+		t.Fatalf("a mark by another attempt: %v, want refund.ErrFenced", err)
+	}
+	if err := b.Captures.MarkHeld(ctx, ch, intentOf(7), 1); err != nil {
+		t.Fatalf("a mark of an intent with no entry: %v, want nil", err)
+	}
+	_, err := reserve(b, ch, 2, capture.Void, 0)
+	mustRefuse(t, "a void behind captures in flight, none held", err, &capture.InFlightError{Kind: capture.Partial})
+	for range 2 { // a retried mark finds its own
+		if err := b.Captures.MarkHeld(ctx, ch, intentOf(0), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustHold(t, b, ch, capture.Balance{Authorized: authorized, Capturable: 650, Reserved: 350, Held: 1})
+	_, err = reserve(b, ch, 2, capture.Void, 0)
+	mustRefuse(t, "a void behind a held capture", err, &capture.InFlightError{Kind: capture.Partial, Held: true})
+	_, err = reserve(b, ch, 3, capture.Final, 0)
+	mustRefuse(t, "a final capture behind a held capture", err, &capture.InFlightError{Kind: capture.Partial, Held: true})
+	_, err = b.Captures.Expire(ctx, ch, authorized)
+	mustRefuse(t, "the expiry behind a held capture", err, &capture.InFlightError{Kind: capture.Partial, Held: true})
+	// The operator's settlement folds the held entry (here, a release):
+	// the mark goes with it.
+	if err := b.Captures.Release(ctx, ch, intentOf(0), 1, capture.Partial); err != nil {
+		t.Fatal(err)
+	}
+	succeed(t, b, ch, 1, capture.Partial)
+	mustHold(t, b, ch, capture.Balance{Authorized: authorized, Capturable: 900, Captured: 100})
+	// A held void: every capture behind it is told so.
+	if _, err := reserve(b, ch, 4, capture.Void, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Captures.MarkHeld(ctx, ch, intentOf(4), 1); err != nil {
+		t.Fatal(err)
+	}
+	_, err = reserve(b, ch, 5, capture.Partial, 1)
+	mustRefuse(t, "a capture behind a held void", err, &capture.InFlightError{Kind: capture.Void, Held: true})
+	succeed(t, b, ch, 4, capture.Void)
+	mustHold(t, b, ch, capture.Balance{Authorized: authorized, Captured: 100, Released: 900, Closed: capture.ClosedVoided})
 }
 
 // testReleasedVoid: a void released (nothing sent, or declined) gives the

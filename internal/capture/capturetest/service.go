@@ -746,10 +746,21 @@ func serviceALyingAcquirerIsHeld(t *testing.T, w *world) {
 		t.Fatalf("a held capture has a row: %v", err)
 	}
 	b, _ := w.stores.Balances.Captures.Get(ctx, ch)
-	if b.Reserved != 50 {
-		t.Fatalf("the balance %+v; want 50 reserved", b)
+	if b.Reserved != 50 || b.Held != 1 {
+		t.Fatalf("the balance %+v; want 50 reserved, by one held entry", b)
 	}
 	mustAnswer(t, w.svc.Capture(ctx, in("lied-to-capture", ch, `{"amount": 50, "final": false}`)), op.Held, 0)
+	// A void or a final capture behind it waits for the operator: told so,
+	// with a held record's delay, nothing stored; a partial capture goes on.
+	for _, r := range []capture.Result{w.svc.Void(ctx, in("void-behind-held", ch, `{}`)), w.svc.Capture(ctx, in("final-behind-held", ch, `{}`))} {
+		if r.Outcome != op.CaptureHeld || r.RetryAfter != charge.DefaultHeldRetryAfter || capture.VoidCodes.Of(r.Outcome) != op.CodeCaptureInFlight {
+			t.Fatalf("behind the held capture: %s after %s", r.Outcome, r.RetryAfter)
+		}
+	}
+	if _, err := w.stores.Store.Get(ctx, pkOf(capture.OperationVoid, "void-behind-held"), w.now()); !errors.Is(err, idem.ErrNotFound) {
+		t.Fatalf("the void behind the held capture kept its key: %v", err)
+	}
+	mustAnswer(t, w.svc.Capture(ctx, in("partial-beside-held", ch, `{"amount": 10, "final": false}`)), op.Executed, 201)
 	operation := w.svc.CaptureOperation()
 	terms, err := operation.Peek(ctx, pk)
 	if !errors.Is(err, acquirer.ErrMismatch) || terms.Amount != 500 {
@@ -769,7 +780,7 @@ func serviceALyingAcquirerIsHeld(t *testing.T, w *world) {
 		t.Fatalf("void-confirmed: %+v, %v", st, err)
 	}
 	b, _ = w.stores.Balances.Captures.Get(ctx, ch)
-	if b.Reserved != 0 || b.Capturable != 1000 {
+	if b.Reserved != 0 || b.Capturable != 990 || b.Held != 0 {
 		t.Fatalf("the balance after the void-confirmed: %+v", b)
 	}
 }

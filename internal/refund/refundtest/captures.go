@@ -48,9 +48,9 @@ func (c memoryCaptures) Reserve(_ context.Context, r capture.Reservation) (refun
 	case cb.Closed != "":
 		return e, capture.ErrClosed
 	case cb.Closing != "":
-		return e, &capture.InFlightError{Kind: cb.ClosingKind}
+		return e, &capture.InFlightError{Kind: cb.ClosingKind, Held: b.held[cb.Closing]}
 	case closing && cb.Reserved > 0:
-		return e, &capture.InFlightError{Kind: capture.Partial}
+		return e, &capture.InFlightError{Kind: capture.Partial, Held: len(b.held) > 0}
 	case amount == 0:
 		return e, capture.ErrNothingCapturable
 	case amount > cb.Capturable:
@@ -154,6 +154,25 @@ func (c memoryCaptures) Release(_ context.Context, chargeID string, in refund.In
 	return nil
 }
 
+// MarkHeld implements capture.Balances.
+func (c memoryCaptures) MarkHeld(_ context.Context, chargeID string, in refund.Intent, fence int) error {
+	c.m.mu.Lock()
+	defer c.m.mu.Unlock()
+	b := c.m.of(chargeID)
+	e, exists := b.entries[in.Key]
+	switch {
+	case !exists:
+		return nil // ended: it stops nothing
+	case e.State != refund.EntryReserved || e.Fence != fence:
+		return refund.ErrFenced
+	}
+	if b.held == nil {
+		b.held = map[string]bool{}
+	}
+	b.held[in.Key] = true
+	return nil
+}
+
 // Expire implements capture.Balances.
 func (c memoryCaptures) Expire(_ context.Context, chargeID string, authorized int64) (bool, error) {
 	c.m.mu.Lock()
@@ -164,9 +183,9 @@ func (c memoryCaptures) Expire(_ context.Context, chargeID string, authorized in
 	case cs.Closed != "":
 		return false, nil
 	case cs.Closing != "":
-		return false, &capture.InFlightError{Kind: cs.ClosingKind}
+		return false, &capture.InFlightError{Kind: cs.ClosingKind, Held: b.held[cs.Closing]}
 	case cs.Reserved > 0:
-		return false, &capture.InFlightError{Kind: capture.Partial}
+		return false, &capture.InFlightError{Kind: capture.Partial, Held: len(b.held) > 0}
 	}
 	cs.Released += cs.Capturable
 	cs.Capturable = 0
@@ -180,7 +199,7 @@ func (c memoryCaptures) Get(_ context.Context, chargeID string) (capture.Balance
 	defer c.m.mu.Unlock()
 	if b, ok := c.m.balances[chargeID]; ok {
 		cb := b.capture
-		cb.Refunded = b.Refunded
+		cb.Refunded, cb.Held = b.Refunded, len(b.held)
 		return cb, nil
 	}
 	return capture.Balance{}, nil

@@ -28,6 +28,9 @@ type balance struct {
 	// opened: a step opened the refund side (a reservation, with the
 	// charge's amount remaining, or a capture's success).
 	opened bool
+	// held are the keys of the entries marked held for an operator
+	// (capture.Balances.MarkHeld), each removed with its entry.
+	held map[string]bool
 }
 
 // NewMemoryBalances returns balances with no charge refunded.
@@ -121,6 +124,7 @@ func (b *balance) fold(in refund.Intent, byClaim bool) {
 // remove folds the intent's entry out of the balance.
 func (b *balance) remove(key string) {
 	delete(b.entries, key)
+	delete(b.held, key)
 	b.Entries--
 }
 
