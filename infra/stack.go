@@ -501,13 +501,13 @@ func markStatement(tableArn *string) statement {
 
 // unlistStatement is the sweeper's unlisting of an authorization whose
 // balance is closed (dynamo.Authorizations' Unlist): an update of a
-// ledger row that touches the row's key and its listing only and returns
-// nothing, so the sweeper can neither change what a row says nor write a
-// row that reads as a charge.
+// ledger row that touches the row's key, its listing and its expired mark
+// only, and returns nothing, so the sweeper can neither change what a row
+// says nor write a row that reads as a charge.
 func unlistStatement(tableArn *string) statement {
 	return statement{actions: []string{"dynamodb:UpdateItem"}, resources: []*string{tableArn}, conditions: map[string]any{
 		"ForAllValues:StringLike":   map[string]any{"dynamodb:LeadingKeys": []string{tabledef.LedgerPrefix + "*"}},
-		"ForAllValues:StringEquals": map[string]any{"dynamodb:Attributes": []string{tabledef.KeyAttribute, tabledef.AuthorizationShardAttribute}},
+		"ForAllValues:StringEquals": map[string]any{"dynamodb:Attributes": []string{tabledef.KeyAttribute, tabledef.AuthorizationShardAttribute, tabledef.ExpiredAttribute}},
 		"StringEqualsIfExists":      map[string]any{"dynamodb:ReturnValues": "NONE"},
 	}}
 }

@@ -454,9 +454,10 @@ func leadingKeysOf(prefixes ...string) string {
 }
 
 // unlistOnly is the condition of the sweeper's unlisting of an
-// authorization: a ledger row's key and its listing, nothing returned.
+// authorization: a ledger row's key, its listing and its expired mark,
+// nothing returned.
 const unlistOnly = `{"ForAllValues:StringEquals":{"dynamodb:Attributes":["` + tabledef.KeyAttribute + `","` + tabledef.AuthorizationShardAttribute +
-	`"]},"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["` + tabledef.LedgerPrefix + `*"]},"StringEqualsIfExists":{"dynamodb:ReturnValues":"NONE"}}`
+	`","` + tabledef.ExpiredAttribute + `"]},"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["` + tabledef.LedgerPrefix + `*"]},"StringEqualsIfExists":{"dynamodb:ReturnValues":"NONE"}}`
 
 // sentinelOnly is the condition of the sweeper's one read of the table in
 // every mode, its table probe's: the key no record has.

@@ -15,6 +15,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/command"
 	"github.com/idempotent-payments/idempay/internal/dynamo"
+	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/op"
@@ -78,10 +79,12 @@ func (l refundLab) actionRecord(operation, key string) *idem.Record {
 // captured ten times the amount is held, listed by held and inspected
 // with its entry; its accept is refused (the reservation does not hold
 // those terms) and a void-confirmed gives the reservation back. A void
-// of another authorization whose answer echoed another key is held and blocks every capture of its
-// charge (409 VOID_IN_FLIGHT) until an operator accepts it with the
-// acquirer's terms, which closes the authorization. Each in a shell that
-// names another acquirer, which is never called.
+// of another authorization whose answer echoed another key is held and
+// blocks every capture of its charge (409 VOID_IN_FLIGHT, void_held; a
+// queued capture is told so and deleted) until an operator accepts it
+// with the acquirer's terms, which closes the authorization: the queued
+// capture sent again is refused. Each in a shell that names another
+// acquirer, which is never called.
 func TestHeldCapturesAndVoidsThroughTheChannel(t *testing.T) {
 	t.Parallel()
 	l := newRefundLab(t)
@@ -131,20 +134,29 @@ func TestHeldCapturesAndVoidsThroughTheChannel(t *testing.T) {
 		t.Fatalf("the misechoed void: %s", res.Outcome)
 	}
 	blocked := capture.Input{Account: "acct_ops", Keys: []string{"capture-behind-the-void"}, ChargeID: ch, Body: []byte(`{"amount": 10, "final": false}`)}
-	if res := l.captures(l.acq).Capture(ctx, blocked); res.Outcome != op.VoidInFlight {
+	if res := l.captures(l.acq).Capture(ctx, blocked); res.Outcome != op.VoidHeld || capture.CaptureCodes.Of(res.Outcome) != op.CodeVoidInFlight {
 		t.Fatalf("a capture behind a held void: %s", res.Outcome)
 	}
-	// The same over the producer's queue: the command waits behind the
-	// held void, and once the void is settled it is refused, never
-	// captured.
+	// The same over the producer's queue: the command is told it waits
+	// for the operator (capture.rejected, VOID_IN_FLIGHT) and deleted,
+	// nothing stored; sent again once the void is settled, it is refused,
+	// never captured.
 	queued, err := command.Capture("acct_ops", ch, "queued-capture-behind-the-void", []byte(`{"amount": 10, "final": false}`)).Encode()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.s.SQS.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(l.s.QueueURL), MessageBody: aws.String(queued)}); err != nil {
-		t.Fatal(err)
+	send := func() {
+		t.Helper()
+		if _, err := l.s.SQS.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(l.s.QueueURL), MessageBody: aws.String(queued)}); err != nil {
+			t.Fatal(err)
+		}
 	}
+	send()
 	captures := len(l.s.Sandbox.Captures())
+	if reason := rejectedFor(t, l, "ops", "queued-capture-behind-the-void", 20*time.Second); reason != string(op.CodeVoidInFlight) ||
+		l.actionRecord(capture.OperationCapture, "queued-capture-behind-the-void") != nil {
+		t.Fatalf("the queued capture behind the held void: told %q", reason)
+	}
 	time.Sleep(workerLease + waitOut)
 	args = []string{"--operation", "void", "--account", "acct_ops", "--key", "void-misechoed", "--yes"}
 	out, _, err = l.idemctl(t, "", env, nil, append([]string{"accept"}, args...)...)
@@ -155,12 +167,33 @@ func TestHeldCapturesAndVoidsThroughTheChannel(t *testing.T) {
 	if res := l.captures(l.acq).Capture(ctx, blocked); res.Outcome != op.Executed || res.Refusal != op.CodeChargeNotCapturable {
 		t.Fatalf("a capture after the accepted void: %s %s", res.Outcome, res.Refusal)
 	}
+	send()
 	if refusal := refusedFor(t, l, "queued-capture-behind-the-void", 20*time.Second); refusal != op.CodeChargeNotCapturable || len(l.s.Sandbox.Captures()) != captures {
 		t.Fatalf("the queued capture behind the held void: its key answers %q, %d captures then %d", refusal, captures, len(l.s.Sandbox.Captures()))
 	}
 	if l.otherCalls.Load() != 0 {
 		t.Fatalf("%d calls to the shell's acquirer", l.otherCalls.Load())
 	}
+}
+
+// rejectedFor is the reason of the first capture.rejected event that
+// producer's outcome queue receives for key within within ("" for none).
+func rejectedFor(t *testing.T, l refundLab, producer, key string, within time.Duration) string {
+	t.Helper()
+	url := l.s.OutcomeQueues[producer]
+	for deadline := time.Now().Add(within); time.Now().Before(deadline); {
+		out, err := l.s.SQS.ReceiveMessage(t.Context(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range out.Messages {
+			var e event.Event
+			if err := json.Unmarshal([]byte(aws.ToString(m.Body)), &e); err == nil && e.Type == event.CaptureRejected && e.IdempotencyKey == key {
+				return e.Reason
+			}
+		}
+	}
+	return ""
 }
 
 // refusedFor is the refusal the capture key's record stores once the

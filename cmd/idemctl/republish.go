@@ -17,6 +17,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/dynamo"
 	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/obs"
+	"github.com/idempotent-payments/idempay/internal/operations"
 	"github.com/idempotent-payments/idempay/internal/publish"
 	"github.com/idempotent-payments/idempay/internal/streamfilter"
 	"github.com/idempotent-payments/idempay/internal/topic"
@@ -59,9 +60,10 @@ func newRepublisher(awsCfg aws.Config, sh shell, topicARN string, books charge.B
 }
 
 // republishRows publishes again the event of each row named (a charge's
-// captured or declined, a refund's succeeded or declined), from the row,
-// as the publisher does (publish.Row, which marks a row of a region
-// published): the path once the stream no longer holds the row. Every id
+// captured, authorized or declined, a refund's succeeded or declined),
+// from the row, as the publisher does (publish.Row, which marks a row of a
+// region published), and an authorization's expired too when the row is
+// marked so: the path once the stream no longer holds the row. Every id
 // is tried; the error names those that failed, as noun ("charges").
 func republishRows(ctx context.Context, rows *dynamo.Rows, r republisher, ids []string, noun string) error {
 	var failed []string
@@ -69,6 +71,12 @@ func republishRows(ctx context.Context, rows *dynamo.Rows, r republisher, ids []
 		row, err := rows.Row(ctx, id)
 		if err == nil {
 			err = publish.Row(ctx, r, r.books, row)
+		}
+		if c, ok := row.(operations.ChargeRow); err == nil && ok && c.Expired {
+			var e event.Event
+			if e, err = operations.ExpiredRow(c).RowEvent(); err == nil {
+				err = r.Publish(ctx, e)
+			}
 		}
 		if err != nil {
 			fmt.Fprintf(r.sh.stdout, "%s: %v\n", id, err)

@@ -222,3 +222,48 @@ func TestRepublishRefund(t *testing.T) {
 		t.Fatalf("an unknown refund: %v\n%s", err, out)
 	}
 }
+
+// TestRepublishExpiredAuthorization: an authorization the sweeper marked
+// expired republishes, from its row, its authorized event and its
+// expired one, under the publisher's ids.
+func TestRepublishExpiredAuthorization(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	w := newWorld(t)
+	o := newOutcomes(t)
+	created := time.Now().UTC().Truncate(time.Millisecond)
+	row := charge.Charge{
+		Origin: op.Origin{ID: charge.ID("4123456789abcdef0123456789abcdef01234567"), Account: "acct_r",
+			IdempotencyKey: "authorize-key-1", Source: event.SourceQueue("orders"), CreatedAt: created},
+		Status: "authorized", Amount: 700, Currency: "BRL", AuthorizationID: "auth_r", AuthorizationExpiresAt: created.Add(-time.Minute),
+	}
+	tbl := dynamo.Open(w.ddb, w.table)
+	if _, err := tbl.Ledger().Write(ctx, row); err != nil {
+		t.Fatal(err)
+	}
+	if err := tbl.Authorizations().Unlist(ctx, row.ID, true); err != nil {
+		t.Fatal(err)
+	}
+	row.Expired = true
+	authorized, err := operations.ChargeRow{Charge: row}.RowEvent()
+	if err != nil {
+		t.Fatal(err)
+	}
+	expired, err := operations.ExpiredRow{Charge: row}.RowEvent()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := run(ctx, []string{"republish", "--charge", row.ID, "--topic", o.topicARN}, w.shell(strings.NewReader(""), &out)); err != nil ||
+		!strings.Contains(out.String(), expired.ID) {
+		t.Fatalf("republish --charge: %v\n%s", err, out.String())
+	}
+	got := o.received(t, 2)
+	if len(got) != 2 {
+		t.Fatalf("from the row: %+v", got)
+	}
+	ids := map[string]event.Type{got[0].ID: got[0].Type, got[1].ID: got[1].Type}
+	if ids[authorized.ID] != event.Authorized || ids[expired.ID] != event.Expired {
+		t.Fatalf("from the row: %+v, want %s and %s", got, authorized.ID, expired.ID)
+	}
+}

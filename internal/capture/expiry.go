@@ -27,13 +27,18 @@ type Authorizations interface {
 	// the listing goes on; an error reading the listing ends it.
 	Lapsed(ctx context.Context, before time.Time) iter.Seq2[Lapsed, error]
 	// Unlist takes chargeID's authorization off the listing: its balance
-	// is closed. Again, or for a row never listed, it changes nothing.
-	Unlist(ctx context.Context, chargeID string) error
+	// is closed. Expired says it closed at its expiry (ClosedExpired): the
+	// row is then marked so (charge.Charge.Expired), once, which makes
+	// its charge.expired event. Again, or for a row never listed, it
+	// changes nothing.
+	Unlist(ctx context.Context, chargeID string, expired bool) error
 }
 
 // Expiry is the sweeper's closing of lapsed authorizations: each one's
 // balance is closed ClosedExpired (Balances.Expire), which releases what
-// remains capturable, and then unlisted; one with a capture or a void in
+// remains capturable, and then unlisted, marked expired when its balance
+// closed so, by this run or an earlier one that stopped before the unlist
+// (one more read of the balance, for those found closed already); one with a capture or a void in
 // flight is left listed, for that intent's outcome to decide first, and
 // tried again on a later run. A capture refused at the door as expired
 // (its row's expiry passed) never waits for this: the run only makes the
@@ -101,7 +106,16 @@ func (x Expiry) Run(ctx context.Context) (ExpiryReport, error) {
 			errs = append(errs, fmt.Errorf("expire %s: %w", l.ChargeID, err))
 			continue
 		}
-		if err := x.Authorizations.Unlist(ctx, l.ChargeID); err != nil {
+		expired := closed
+		if !closed { // closed already: by a void, a final capture, or a run that stopped before its unlist
+			b, err := x.Balances.Get(ctx, l.ChargeID)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("expire %s: %w", l.ChargeID, err))
+				continue
+			}
+			expired = b.Closed == ClosedExpired
+		}
+		if err := x.Authorizations.Unlist(ctx, l.ChargeID, expired); err != nil {
 			errs = append(errs, fmt.Errorf("unlist %s: %w", l.ChargeID, err))
 			continue
 		}

@@ -233,9 +233,10 @@ const closeWait = 90 * time.Second
 // authorization is closed once its window has passed. Per action: at most
 // one acquirer action under its record's key, every client the same
 // answer, and a 201 that is the acquirer's action. It returns, per kind
-// and by row id, the subscriber each row's event must reach, for
-// checkEvents.
-func checkActions(ctx context.Context, s *localapi.Stack, intents []intent, sum *Summary) (map[*kind]map[string]string, error) {
+// and by row id, the subscriber each row's event must reach, and the
+// charges whose authorization closed at its expiry (each owes a
+// charge.expired event), for checkEvents.
+func checkActions(ctx context.Context, s *localapi.Stack, intents []intent, sum *Summary) (map[*kind]map[string]string, map[string]bool, error) {
 	table := dynamo.Open(s.DynamoDB, s.TableName)
 	guard := idem.NewGuard(table.Store(), idem.Config{})
 	byDownstream := map[string]*idem.Record{} // the downstream keys of the action records
@@ -251,7 +252,7 @@ func checkActions(ctx context.Context, s *localapi.Stack, intents []intent, sum 
 		}
 		row, err := table.Ledger().Get(ctx, in.chargeID)
 		if err != nil {
-			return nil, fmt.Errorf("the charge %s: %w", idem.Ref(in.chargeID), err)
+			return nil, nil, fmt.Errorf("the charge %s: %w", idem.Ref(in.chargeID), err)
 		}
 		c := charged{intent: i, chargeID: in.chargeID, authorizationID: row.AuthorizationID, amount: row.Amount, authorization: in.authorize}
 		c.expiresAt = row.AuthorizationExpiresAt
@@ -265,7 +266,7 @@ func checkActions(ctx context.Context, s *localapi.Stack, intents []intent, sum 
 				rec, err = nil, nil
 			}
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			c.records = append(c.records, rec)
 			if rec == nil {
@@ -277,7 +278,7 @@ func checkActions(ctx context.Context, s *localapi.Stack, intents []intent, sum 
 			}
 			id := a.kind.rowID(rec.DownstreamKey)
 			if ok, err := a.kind.row(ctx, table, id); err != nil {
-				return nil, err
+				return nil, nil, err
 			} else if ok {
 				want[a.kind][id] = subscriberOf(rec.Source)
 			}
@@ -285,18 +286,18 @@ func checkActions(ctx context.Context, s *localapi.Stack, intents []intent, sum 
 		all = append(all, c)
 	}
 	if err := awaitClosed(ctx, table, all); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for i := range all {
 		c := &all[i]
 		b, err := table.Balances().Get(ctx, c.chargeID) // the refund side
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		c.balance, c.readAt = capture.Balance{Refunded: b.Refunded}, time.Now()
 		if c.authorization {
 			if c.balance, err = table.Captures().Get(ctx, c.chargeID); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 		c.reserved = c.balance.Reserved + b.Reserved
@@ -312,8 +313,12 @@ func checkActions(ctx context.Context, s *localapi.Stack, intents []intent, sum 
 		byKey[m.key] = m
 		byAuthorization[m.authorizationID] = append(byAuthorization[m.authorizationID], m)
 	}
+	expired := map[string]bool{}
 	for _, c := range all {
 		checkCharge(c, byAuthorization[c.authorizationID], byDownstream, sum)
+		if c.balance.Closed == capture.ClosedExpired {
+			expired[c.chargeID] = true
+		}
 		for j, a := range intents[c.intent].actions {
 			rec := c.records[j]
 			for _, ans := range finalAnswers(a.answers, sum) {
@@ -323,7 +328,7 @@ func checkActions(ctx context.Context, s *localapi.Stack, intents []intent, sum 
 			}
 		}
 	}
-	return want, nil
+	return want, expired, nil
 }
 
 // checkCharge checks one charge's figures against what the acquirer moved

@@ -139,8 +139,12 @@ type Summary struct {
 	// Refunds, Captures and Voids are each kind of action's counts.
 	Refunds, Captures, Voids Actions
 	// Authorized counts the charges made without their capture, Expired
-	// those the sweeper closed at the end of their window.
-	Authorized, Expired int
+	// those the sweeper closed at the end of their window; ExpiredEvents
+	// the distinct charge.expired events delivered, ExpiredEventsMissing
+	// the expired ones without theirs, ExpiredEventsExtra charges with
+	// more than one, or with one but not expired.
+	Authorized, Expired                                     int
+	ExpiredEvents, ExpiredEventsMissing, ExpiredEventsExtra int
 	// Per charge: RefundsOverCapture counts those the acquirer refunded
 	// beyond what it captured (a charge captured at creation: its amount),
 	// CapturesOverAuthorization those it captured beyond the
@@ -210,6 +214,8 @@ func (s Summary) Violations() []string {
 		"reservations left after the drain":                                s.ReservationsLeft,
 		"authorizations left open past their window":                       s.OpenAfterExpiry,
 		"events delivered under one id with two bodies":                    s.EventBodiesDiffer,
+		"expired authorizations without their charge.expired event":        s.ExpiredEventsMissing,
+		"charge.expired events more than one per charge, or not expired":   s.ExpiredEventsExtra,
 	} {
 		if n > 0 {
 			v = append(v, fmt.Sprintf("%d %s", n, name))
@@ -262,7 +268,8 @@ func (s Summary) Table() string {
 		{"dlqInFlight", s.DeadLettersInFlight}, {"events", s.Events}, {"rejections", s.Rejections},
 		{"eventsMissing", s.EventsMissing}, {"eventsExtra", s.EventsExtra}, {"misrouted", s.EventsMisrouted},
 		{"deliveries", s.EventDeliveries}, {"takenOver", s.TakenOver},
-		{"authorized", s.Authorized}, {"expired", s.Expired},
+		{"authorized", s.Authorized}, {"expired", s.Expired}, {"expiredEvents", s.ExpiredEvents},
+		{"expEvMissing", s.ExpiredEventsMissing}, {"expEvExtra", s.ExpiredEventsExtra},
 	}
 	for _, k := range kinds {
 		c := s.counts(k)

@@ -68,14 +68,14 @@ func TestChaosTwoRegions(t *testing.T) {
 
 // exercised reports whether a run moved every kind of action and saw
 // authorizations expire: refunds, captures and voids each made by the
-// acquirer and told as events.
+// acquirer and told as events, and expiries told as charge.expired.
 func exercised(sum Summary) bool {
 	for _, c := range []Actions{sum.Refunds, sum.Captures, sum.Voids} {
 		if c.Acquirer == 0 || c.Events == 0 {
 			return false
 		}
 	}
-	return sum.Authorized > 0 && sum.Expired > 0
+	return sum.Authorized > 0 && sum.Expired > 0 && sum.ExpiredEvents == sum.Expired
 }
 
 // functions are the RIE and the functions built for a run, with this

@@ -78,11 +78,11 @@ func check(ctx context.Context, s *localapi.Stack, intents []intent, logs seen, 
 		}
 	}
 
-	rows, err := checkActions(ctx, s, intents, sum)
+	rows, expired, err := checkActions(ctx, s, intents, sum)
 	if err != nil {
 		return err
 	}
-	if err := checkEvents(ctx, s, records, charged, rows, sum); err != nil {
+	if err := checkEvents(ctx, s, records, charged, rows, expired, sum); err != nil {
 		return err
 	}
 
@@ -190,9 +190,11 @@ func (t tally) count() (events, missing, extra int) {
 // refund, capture and void row (rows, per kind, by row id: the subscriber
 // of its source) one succeeded or declined event of its kind, on the
 // queue of the subscriber its intent came from, and no such event may
-// exist without its row. Rejections are counted apart. It waits up to a
+// exist without its row; every authorization closed at its expiry
+// (expired) one charge.expired, and no other charge any. Rejections are counted apart. It waits up to a
 // minute for the events of every row.
-func checkEvents(ctx context.Context, s *localapi.Stack, records []*idem.Record, charged []bool, rows map[*kind]map[string]string, sum *Summary) error {
+func checkEvents(ctx context.Context, s *localapi.Stack, records []*idem.Record, charged []bool, rows map[*kind]map[string]string,
+	expired map[string]bool, sum *Summary) error {
 	want := map[string]string{} // charge id → the subscriber of its source
 	for i, rec := range records {
 		if rec != nil && charged[i] {
@@ -200,6 +202,11 @@ func checkEvents(ctx context.Context, s *localapi.Stack, records []*idem.Record,
 		}
 	}
 	charges := newTally(want)
+	lapsed := map[string]string{}
+	for id := range expired {
+		lapsed[id] = want[id]
+	}
+	expiries := newTally(lapsed)
 	actions := map[*kind]tally{}
 	rejections := map[event.Type]map[string]bool{}
 	for _, k := range kinds {
@@ -213,7 +220,7 @@ func checkEvents(ctx context.Context, s *localapi.Stack, records []*idem.Record,
 				return false
 			}
 		}
-		return charges.complete()
+		return charges.complete() && expiries.complete()
 	}
 	bodies := map[string]string{} // event id → its first body: one id, one body
 	// Events arrive within the publisher's latency; a minute bounds the wait.
@@ -245,7 +252,7 @@ func checkEvents(ctx context.Context, s *localapi.Stack, records []*idem.Record,
 					if rejected, ok := rejections[e.Type]; ok {
 						rejected[e.ID] = true
 					}
-					ofCharge, misrouted := tell(e, subscriber, charges, actions)
+					ofCharge, misrouted := tell(e, subscriber, charges, expiries, actions)
 					if ofCharge {
 						sum.EventDeliveries++
 					}
@@ -263,6 +270,7 @@ func checkEvents(ctx context.Context, s *localapi.Stack, records []*idem.Record,
 		}
 	}
 	sum.Events, sum.EventsMissing, sum.EventsExtra = charges.count()
+	sum.ExpiredEvents, sum.ExpiredEventsMissing, sum.ExpiredEventsExtra = expiries.count()
 	sum.Rejections = len(rejections[event.Rejected])
 	for k, t := range actions {
 		c := sum.counts(k)
@@ -273,12 +281,14 @@ func checkEvents(ctx context.Context, s *localapi.Stack, records []*idem.Record,
 }
 
 // tell counts e, delivered to subscriber, in its tally if it is a row's
-// outcome event, and reports whether it is a charge's and whether it is
-// misrouted.
-func tell(e event.Event, subscriber string, charges tally, actions map[*kind]tally) (ofCharge, misrouted bool) {
+// outcome event or an expiry's, and reports whether it is a charge's
+// outcome and whether it is misrouted.
+func tell(e event.Event, subscriber string, charges, expiries tally, actions map[*kind]tally) (ofCharge, misrouted bool) {
 	switch e.Type {
 	case event.Captured, event.Authorized, event.Declined:
 		return true, charges.add(e.Charge.ID, e.ID, subscriber)
+	case event.Expired:
+		return false, expiries.add(e.Charge.ID, e.ID, subscriber)
 	}
 	for k, t := range actions {
 		if e.Type == k.events.Succeeded || e.Type == k.events.Declined {

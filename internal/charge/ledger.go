@@ -120,6 +120,11 @@ type Charge struct {
 	// plus the deployment's window (Config.AuthorizationWindow), to the
 	// millisecond. Zero for any other status.
 	AuthorizationExpiresAt time.Time
+	// Expired is set once the sweeper has closed the authorization at its
+	// expiry, with what remained capturable released
+	// (capture.Authorizations.Unlist): the row's one later change, which
+	// makes the charge.expired event.
+	Expired bool
 }
 
 // OfAcquirer reports whether acquirer authorized the charge: a row without

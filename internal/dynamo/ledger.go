@@ -36,6 +36,9 @@ type row struct {
 	// seen its balance closed (Unlist).
 	AuthorizationExpiresAt int64  `dynamodbav:"authorization_expires_at,omitempty"`
 	AuthorizationShard     string `dynamodbav:"authorization_shard,omitempty"`
+	// ExpiredAt is set by the sweeper's Unlist of an authorization it
+	// found closed at its expiry (tabledef.ExpiredAttribute).
+	ExpiredAt int64 `dynamodbav:"expired_at,omitempty"`
 }
 
 // amount decodes a number, or the decimal string rows written before the
@@ -148,5 +151,6 @@ func decode(id string, item map[string]types.AttributeValue) (charge.Charge, err
 	if r.AuthorizationExpiresAt != 0 {
 		c.AuthorizationExpiresAt = time.UnixMilli(r.AuthorizationExpiresAt).UTC()
 	}
+	c.Expired = r.ExpiredAt != 0
 	return c, nil
 }

@@ -45,18 +45,35 @@ func Change(r events.DynamoDBEventRecord) (outbox.Change, error) {
 		return c, err
 	}
 	reg, ok := operations.ByRowKey(key)
-	if !ok || isMarker(imageType(r.Change.NewImage)) || r.EventName != string(events.DynamoDBOperationTypeInsert) {
-		return c, nil // not a row; a marker put; or a row's later change: rows are written once, nothing else makes an event
+	expired := expiredBy(r)
+	if !ok || isMarker(imageType(r.Change.NewImage)) || r.EventName != string(events.DynamoDBOperationTypeInsert) && !expired {
+		return c, nil // not a row; a marker put; or a row's later change: only an expiry's mark makes an event
 	}
 	l, err := layoutOf(reg)
 	if err != nil {
 		return c, err
 	}
-	c.Inserted, err = l.decode(strings.TrimPrefix(key, reg.RowKeyPrefix), item(r.Change.NewImage))
-	if err != nil {
-		c.Inserted = nil
+	row, err := l.decode(strings.TrimPrefix(key, reg.RowKeyPrefix), item(r.Change.NewImage))
+	switch ch, isCharge := row.(operations.ChargeRow); {
+	case err != nil:
+		return c, err
+	case !expired:
+		c.Inserted = row
+	case !isCharge:
+		return c, fmt.Errorf("stream record: an expiry's mark on a row that is no charge's")
+	default:
+		c.Expired = operations.ExpiredRow(ch)
 	}
-	return c, err
+	return c, nil
+}
+
+// expiredBy reports whether r is the change that marked a row expired
+// (tabledef.ExpiredAttribute appears): the sweeper's unlist of an
+// authorization it found closed at its expiry.
+func expiredBy(r events.DynamoDBEventRecord) bool {
+	_, before := r.Change.OldImage[tabledef.ExpiredAttribute]
+	_, after := r.Change.NewImage[tabledef.ExpiredAttribute]
+	return r.EventName == string(events.DynamoDBOperationTypeModify) && after && !before
 }
 
 // isMarker reports whether the item type t is a marker's: a held or a

@@ -100,6 +100,22 @@ var streamFixtures = []struct {
 			t.Fatalf("refund row %+v", r)
 		}
 	}},
+	{"authorization_row", []event.Type{event.Authorized}, func(t *testing.T, c outbox.Change) {
+		row, ok := c.Inserted.(operations.ChargeRow)
+		if !ok || c.Expired != nil || row.Status != "authorized" || row.AuthorizationExpiresAt.IsZero() || row.Expired {
+			t.Fatalf("%+v: want an authorization's row inserted", c)
+		}
+	}},
+	{"expired", []event.Type{event.Expired}, func(t *testing.T, c outbox.Change) {
+		row, ok := c.Expired.(operations.ExpiredRow)
+		if !ok || c.Inserted != nil || c.OldRecord != nil || c.NewRecord != nil {
+			t.Fatalf("%+v: want the row marked expired alone", c)
+		}
+		if row.ID != "ch_3123456789abcdef0123456789abcdef01234567" || row.Status != "authorized" || !row.Expired ||
+			row.AuthorizationExpiresAt.IsZero() || row.IdempotencyKey != "publish-key-4" {
+			t.Fatalf("expired row %+v", row.Charge)
+		}
+	}},
 }
 
 // fixture is the one record of testdata/stream/name.json.

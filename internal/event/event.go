@@ -44,6 +44,11 @@ const (
 	Authorized Type = "charge.authorized"
 	// Declined: the acquirer declined it (its ledger row).
 	Declined Type = "charge.declined"
+	// Expired: an authorization lapsed at its expiry with something left
+	// uncaptured, which the sweeper released (its ledger row marked
+	// expired): nothing more can be captured. Its CreatedAt is the
+	// authorization's expiry.
+	Expired Type = "charge.expired"
 	// Held: the acquirer's answer disagreed with the request; the charge is
 	// held for an operator (Reason says why). Its outcome follows as
 	// captured (the operator accepted it) or released.
@@ -190,6 +195,7 @@ type Refund = Action
 const (
 	StatusHeld     = "held"
 	StatusReleased = "released"
+	StatusExpired  = "expired"  // an authorization that lapsed (Expired)
 	StatusRejected = "rejected" // an action the bound refused
 )
 
@@ -252,6 +258,26 @@ func OfRow(r Row) (Event, error) {
 	return Event{
 		ID: id(t, c.ID), Type: t, Version: Version, Producer: producerOf(source), Source: source,
 		Account: r.Account, IdempotencyKey: r.IdempotencyKey, CreatedAt: r.CreatedAt.UTC(), Charge: &c,
+	}, nil
+}
+
+// OfExpiry is the Expired event of an authorization's ledger row the
+// sweeper marked expired: the row's charge, of status expired, with its
+// expiry, at its expiry. Everything in it is the row's, so every region
+// publishes the same body under its id.
+func OfExpiry(r Row) (Event, error) {
+	if r.Charge.Status != "authorized" || r.Charge.AuthorizationExpiresAt == nil {
+		return Event{}, fmt.Errorf("ledger row %s: only an authorization with its expiry expires (status %q)", r.Charge.ID, r.Charge.Status)
+	}
+	source := r.Source
+	if source == "" {
+		source = SourceHTTP
+	}
+	c := r.Charge
+	c.Status = StatusExpired
+	return Event{
+		ID: id(Expired, c.ID), Type: Expired, Version: Version, Producer: producerOf(source), Source: source,
+		Account: r.Account, IdempotencyKey: r.IdempotencyKey, CreatedAt: c.AuthorizationExpiresAt.UTC(), Charge: &c,
 	}, nil
 }
 

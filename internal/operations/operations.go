@@ -77,7 +77,7 @@ var all = []Registration{
 	{
 		Name: charge.Operation, RowIDPrefix: charge.IDPrefix, RowKeyPrefix: tabledef.LedgerPrefix,
 		Triggers: []Trigger{HTTP, Queue, Operator, Stream, Reconciler, Backstop},
-		Events:   []event.Type{event.Captured, event.Authorized, event.Declined, event.Held, event.Released, event.Rejected},
+		Events:   []event.Type{event.Captured, event.Authorized, event.Declined, event.Expired, event.Held, event.Released, event.Rejected},
 		Held:     chargeHeld, Released: chargeReleased,
 	},
 	{

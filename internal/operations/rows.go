@@ -37,6 +37,26 @@ func (r ChargeRow) RowEvent() (event.Event, error) {
 	})
 }
 
+// ExpiredRow is an authorization's ledger row as its expiry marked it
+// (charge.Charge.Expired, outbox.Change.Expired): it makes the charge's
+// expired event, under the row's id, in every region alike.
+type ExpiredRow struct{ charge.Charge }
+
+// RowID is the row's id.
+func (r ExpiredRow) RowID() string { return r.ID }
+
+// RowRegion is the region that wrote the row ("" in one region).
+func (r ExpiredRow) RowRegion() string { return r.Region }
+
+// RowEvent is event.Expired of the row.
+func (r ExpiredRow) RowEvent() (event.Event, error) {
+	e, err := ChargeRow(r).RowEvent() // the row's own terms, as its insert told them
+	if err != nil {
+		return event.Event{}, err
+	}
+	return event.OfExpiry(event.Row{Charge: *e.Charge, Account: e.Account, IdempotencyKey: e.IdempotencyKey, Source: e.Source})
+}
+
 // ActionRow is a capture's or a void's row as the outbox sees it
 // (outbox.Row): its insert makes the succeeded or the declined event of
 // its kind.

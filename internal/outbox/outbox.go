@@ -25,8 +25,13 @@ import (
 type Change struct {
 	OldRecord, NewRecord *idem.Record
 	// Inserted is the ledger row the change wrote, of any operation (rows
-	// are written once: an insert is the only change a row has).
+	// are written once: an insert is the only change that says what a row
+	// is).
 	Inserted Row
+	// Expired is an authorization's ledger row the change marked expired
+	// (operations.ExpiredRow): the sweeper closed its balance at its
+	// expiry.
+	Expired Row
 }
 
 // Row is an operation's ledger row (operations.ChargeRow,
@@ -45,8 +50,10 @@ type Row interface {
 var ErrUnreadable = errors.New("the change's data makes no event")
 
 // Events are the events a change makes, none for most:
-//   - a ledger row inserted: captured or declined; a refund row inserted:
-//     refund succeeded or declined;
+//   - a ledger row inserted: captured, authorized or declined; an action's
+//     row inserted: its succeeded or declined;
+//   - an authorization's row marked expired: expired, in every region
+//     (the row's own terms: the same body everywhere);
 //   - a record that becomes held: held, with the hold's reason and time,
 //     once (a held record touched again for another reason stays held and
 //     makes none): made by the record's operation (operations.ByName);
@@ -62,8 +69,8 @@ var ErrUnreadable = errors.New("the change's data makes no event")
 // ledger row's insert says captured or declined. A record of any other
 // operation makes none.
 func Events(c Change) ([]event.Event, error) {
-	if c.Inserted != nil {
-		e, err := c.Inserted.RowEvent()
+	if row := cmp.Or(c.Inserted, c.Expired); row != nil {
+		e, err := row.RowEvent()
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrUnreadable, err)
 		}

@@ -36,9 +36,12 @@ func streamOf(t *testing.T) events.DynamoDBEvent {
 }
 
 // TestFiltersPassWhatMakesAnEvent: of the real stream records of a row's
-// insert, a claim, a hold, the operator's take-over, a release and a
-// refund row's insert, the trigger's filters in one region (streamfilter.For, deployed and applied
-// locally) pass exactly those that make an event.
+// insert, a claim, a hold, the operator's take-over, a release, a
+// refund row's insert, an authorization's row's insert and its expired
+// mark, the trigger's filters (streamfilter.For, deployed and applied
+// locally), in one region and in a region of several (whose own rows and
+// rows of no region pass, as these are), pass exactly those that make an
+// event.
 func TestFiltersPassWhatMakesAnEvent(t *testing.T) {
 	t.Parallel()
 	passed := 0
@@ -56,6 +59,9 @@ func TestFiltersPassWhatMakesAnEvent(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if inRegion, err := streamfilter.For("us-east-2").Match(b); err != nil || inRegion != ok {
+			t.Errorf("%s of %s: filter %v in one region, %v (%v) in us-east-2", r.EventName, r.Change.Keys["pk"].String(), ok, inRegion, err)
+		}
 		if ok != (len(evs) > 0) {
 			t.Errorf("%s of %s: filter %v, events %d", r.EventName, r.Change.Keys["pk"].String(), ok, len(evs))
 		}
@@ -63,8 +69,8 @@ func TestFiltersPassWhatMakesAnEvent(t *testing.T) {
 			passed++
 		}
 	}
-	if passed != 4 {
-		t.Fatalf("%d records passed, want the row, the hold, the release and the refund row", passed)
+	if passed != 6 {
+		t.Fatalf("%d records passed, want the row, the hold, the release, the refund row, the authorization's row and its expiry", passed)
 	}
 }
 
@@ -154,8 +160,9 @@ func TestReleaseReadsTheSameInEveryRegion(t *testing.T) {
 }
 
 // TestPublishesTheStreamsEvents: of a row's insert, a claim, a hold, the
-// operator's take-over and a release, the publisher publishes captured,
-// held and released, in order; a failed publish reports its record, and a
+// operator's take-over, a release, a refund row, an authorization's row
+// and its expired mark, the publisher publishes captured, held,
+// released, refund succeeded, authorized and expired, in order; a failed publish reports its record, and a
 // record that does not decode is skipped.
 func TestPublishesTheStreamsEvents(t *testing.T) {
 	t.Parallel()
@@ -166,7 +173,7 @@ func TestPublishesTheStreamsEvents(t *testing.T) {
 	if err != nil || len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("Handle: %+v, %v", resp, err)
 	}
-	want := []event.Type{event.Captured, event.Held, event.Released, event.RefundSucceeded}
+	want := []event.Type{event.Captured, event.Held, event.Released, event.RefundSucceeded, event.Authorized, event.Expired}
 	if len(got) != len(want) {
 		t.Fatalf("published %+v from %d records, want %v", got, len(ev.Records), want)
 	}
@@ -178,6 +185,12 @@ func TestPublishesTheStreamsEvents(t *testing.T) {
 	if got[0].Producer != "orders" || got[0].IdempotencyKey != "publish-key-1" || got[1].Producer != event.ProducerHTTP || got[1].Reason != "amount_differs" ||
 		got[1].Charge.ID != got[2].Charge.ID || got[1].ID == got[2].ID || got[3].Refund == nil || got[3].Refund.Amount != 40 || got[3].Producer != event.ProducerHTTP {
 		t.Fatalf("events %+v", got)
+	}
+	// The expiry: the authorization's charge, expired at its expiry, for
+	// the producer whose command made it.
+	if a, x := got[4], got[5]; x.Charge.ID != a.Charge.ID || x.Charge.Status != event.StatusExpired || x.Producer != "orders" ||
+		x.IdempotencyKey != "publish-key-4" || !x.CreatedAt.Equal(*a.Charge.AuthorizationExpiresAt) || x.ID == a.ID {
+		t.Fatalf("the expiry %+v of %+v", x.Charge, a.Charge)
 	}
 
 	// The topic fails on the hold: the batch's failure is the hold's record.
@@ -208,7 +221,7 @@ func TestPublishesTheStreamsEvents(t *testing.T) {
 		SequenceNumber: "0"}}}, ev.Records...)
 	got = nil
 	h.Topic = topicFunc(func(e event.Event) error { got = append(got, e); return nil })
-	if resp, _ := h.Handle(context.Background(), bad); len(resp.BatchItemFailures) != 0 || len(got) != 4 {
+	if resp, _ := h.Handle(context.Background(), bad); len(resp.BatchItemFailures) != 0 || len(got) != len(want) {
 		t.Fatalf("with an undecodable record first: %+v, %d published", resp, len(got))
 	}
 
@@ -222,7 +235,7 @@ func TestPublishesTheStreamsEvents(t *testing.T) {
 	row.Change.NewImage = image
 	pending.Records = append([]events.DynamoDBEventRecord{row}, ev.Records...)
 	got = nil
-	if resp, _ := h.Handle(context.Background(), pending); len(resp.BatchItemFailures) != 0 || len(got) != 4 {
+	if resp, _ := h.Handle(context.Background(), pending); len(resp.BatchItemFailures) != 0 || len(got) != len(want) {
 		t.Fatalf("with a row of no outcome first: %+v, %d published", resp, len(got))
 	}
 }

@@ -33,8 +33,8 @@ type Set struct {
 // is published once, by the region that wrote it, and another region
 // takes over only from the unpublished index; and the rows written with
 // no region (an operator's accept, from a shell), which no region would
-// take over, so every region publishes them. Holds and releases pass in
-// every region. A set has at most MaxPatterns patterns.
+// take over, so every region publishes them. Holds, releases and an
+// authorization's row marked expired pass in every region. A set has at most MaxPatterns patterns.
 func For(region string) Set {
 	rowPattern := func(region string) string {
 		var prefixes, types []string
@@ -65,6 +65,9 @@ func For(region string) Set {
 		// a held record deleted
 		fmt.Sprintf(`{"eventName":["REMOVE"],"dynamodb":{"Keys":{%q:{"S":[{"prefix":%q}]}},"OldImage":%s}}`,
 			tabledef.KeyAttribute, idem.RecordPrefix, holdReason(true)),
+		// an authorization's row marked expired
+		fmt.Sprintf(`{"eventName":["MODIFY"],"dynamodb":{"Keys":{%q:{"S":[{"prefix":%q}]}},"NewImage":%s,"OldImage":%s}}`,
+			tabledef.KeyAttribute, tabledef.LedgerPrefix, expiredMark(true), expiredMark(false)),
 	)
 	s := Set{patterns: patterns, parsed: make([]map[string]any, len(patterns))}
 	for i, p := range patterns {
@@ -79,6 +82,12 @@ func For(region string) Set {
 // or has none.
 func holdReason(exists bool) string {
 	return fmt.Sprintf(`{%q:{"M":{%q:{"S":[{"exists":%t}]}}}}`, tabledef.HoldAttribute, tabledef.HoldReasonAttribute, exists)
+}
+
+// expiredMark is the pattern of an image with the expiry's mark (exists)
+// or without it.
+func expiredMark(exists bool) string {
+	return fmt.Sprintf(`{%q:{"N":[{"exists":%t}]}}`, tabledef.ExpiredAttribute, exists)
 }
 
 // MaxPatterns is how many filter patterns Lambda takes on one event source

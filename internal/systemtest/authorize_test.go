@@ -10,13 +10,16 @@ import (
 	"github.com/idempotent-payments/idempay/internal/capture"
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/dynamo"
+	"github.com/idempotent-payments/idempay/internal/event"
+	"github.com/idempotent-payments/idempay/internal/event/eventtest"
 	"github.com/idempotent-payments/idempay/internal/route"
 )
 
 // TestAnAuthorizationLapses: a charge authorized with "capture": false
 // answers authorized with its expiry, the acquirer's; once that has
 // passed its GET says expired, nothing capturable, and the sweeper closes
-// its balance (every capturable unit released) and unlists it, once.
+// its balance (every capturable unit released) and unlists it, once; the
+// merchant is told charge.authorized, then charge.expired, each once.
 func TestAnAuthorizationLapses(t *testing.T) {
 	t.Parallel()
 	s := newStack(t)
@@ -57,5 +60,11 @@ func TestAnAuthorizationLapses(t *testing.T) {
 	}
 	if rep, err := s.Sweep(ctx); err != nil || *rep.Expiry != (capture.ExpiryReport{Complete: true}) {
 		t.Fatalf("a sweep after: %+v, %v; want nothing listed", rep.Expiry, err)
+	}
+	told := distinctEvents(t, s, eventtest.Schema(t), event.ProducerHTTP, 2, 30*time.Second)
+	if len(told) != 2 || told[0].Type != event.Authorized || told[1].Type != event.Expired || told[1].Charge.ID != first.ID ||
+		told[1].Charge.Status != event.StatusExpired || told[1].Charge.Amount != 900 || !told[1].CreatedAt.Equal(expires) ||
+		told[1].IdempotencyKey != "lapsing-authorization" {
+		t.Fatalf("told %+v", told)
 	}
 }

@@ -52,7 +52,12 @@ const (
 	// milliseconds) is its sort key. It projects the row's AmountAttribute.
 	AuthorizationShardAttribute   = "authorization_shard"
 	AuthorizationExpiresAttribute = "authorization_expires_at"
-	AmountAttribute               = "amount"
+	// ExpiredAttribute marks an authorization's row once the sweeper has
+	// closed its balance at its expiry: when it unlisted the row, in epoch
+	// milliseconds. Its appearance is the stream change that makes the
+	// charge.expired event (whose time is the row's expiry).
+	ExpiredAttribute = "expired_at"
+	AmountAttribute  = "amount"
 	// RegionAttribute is the region that wrote a ledger row (multi-region
 	// mode), which the index projects, or whose heartbeat an item is.
 	RegionAttribute = "region"

@@ -26,7 +26,10 @@ type NewStoresFunc func(t *testing.T) Stores
 // authorizations (capture.Expiry) over a store: a lapsed authorization's
 // balance is closed and it is unlisted; one with a capture in flight
 // waits; one not lapsed, or a charge captured at creation, is never
-// touched; one a void closed is unlisted as it is.
+// touched; one a void closed is unlisted as it is. Only the rows of
+// those closed at their expiry are marked expired (charge.expired), and
+// one whose run stopped between its close and its unlist is marked by
+// the next.
 func RunExpiryConformance(t *testing.T, newStores NewStoresFunc) {
 	t.Parallel()
 	s := newStores(t)
@@ -63,12 +66,32 @@ func RunExpiryConformance(t *testing.T, newStores NewStoresFunc) {
 	mustHold(t, s.Balances, capturing, capture.Balance{Authorized: authorized, Capturable: 700, Reserved: 300})
 	mustHold(t, s.Balances, open, capture.Balance{})
 	mustHold(t, s.Balances, captured, capture.Balance{})
+	expired := func(id string, want bool) {
+		t.Helper()
+		if got, err := s.Ledger.Get(ctx, id); err != nil || got.Expired != want {
+			t.Fatalf("row %s marked expired: %v, %v; want %v", id, got.Expired, err, want)
+		}
+	}
+	expired(lapsed, true)
+	expired(voided, false)
+	expired(capturing, false)
 
 	succeed(t, s.Balances, capturing, 0, capture.Partial)
 	if r, err := x.Run(ctx); err != nil || r != (capture.ExpiryReport{Closed: 1, Expired: 1, Complete: true}) {
 		t.Fatalf("the second run: %+v, %v; want the one that waited closed, and nothing else listed", r, err)
 	}
 	mustHold(t, s.Balances, capturing, capture.Balance{Authorized: authorized, Captured: 300, Released: 700, Closed: capture.ClosedExpired})
+	expired(capturing, true)
+	// A run that stopped after the close and before the unlist: the next
+	// finds the balance closed at its expiry, and marks the row.
+	stopped := row(acquirer.StatusAuthorized, now.Add(-time.Minute))
+	if closed, err := s.Captures.Expire(ctx, stopped, authorized); err != nil || !closed {
+		t.Fatalf("the close: %v, %v", closed, err)
+	}
+	if r, err := x.Run(ctx); err != nil || r != (capture.ExpiryReport{Closed: 1, Complete: true}) {
+		t.Fatalf("the run after a stop: %+v, %v; want it closed, not by this run", r, err)
+	}
+	expired(stopped, true)
 	if r, err := x.Run(ctx); err != nil || r != (capture.ExpiryReport{Complete: true}) {
 		t.Fatalf("a third run: %+v, %v; want nothing listed", r, err)
 	}
@@ -77,7 +100,7 @@ func RunExpiryConformance(t *testing.T, newStores NewStoresFunc) {
 	if got, err := s.Ledger.Get(ctx, lapsed); err != nil || got.Status != acquirer.StatusAuthorized || !got.AuthorizationExpiresAt.Equal(now.Add(-time.Minute)) {
 		t.Fatalf("the unlisted row: %+v, %v", got, err)
 	}
-	if err := s.Authorizations.Unlist(ctx, chargeOf()); err != nil {
+	if err := s.Authorizations.Unlist(ctx, chargeOf(), true); err != nil {
 		t.Fatalf("unlisting no row: %v", err)
 	}
 	// A run with less than its stop margin left stops at once, incomplete

@@ -189,11 +189,15 @@ func (l *Ledger) Lapsed(_ context.Context, before time.Time) iter.Seq2[capture.L
 }
 
 // Unlist implements capture.Authorizations.
-func (l *Ledger) Unlist(_ context.Context, chargeID string) error {
+func (l *Ledger) Unlist(_ context.Context, chargeID string, expired bool) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if _, ok := l.rows[chargeID]; ok {
+	if c, ok := l.rows[chargeID]; ok {
 		l.unlisted[chargeID] = true
+		if expired && !c.AuthorizationExpiresAt.IsZero() {
+			c.Expired = true
+			l.rows[chargeID] = c
+		}
 	}
 	return nil
 }

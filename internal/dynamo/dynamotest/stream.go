@@ -71,7 +71,8 @@ func Stream(t testing.TB, client *dynamodb.Client, table string) events.DynamoDB
 // publisher reads, in this order: a ledger row's insert, a record's claim,
 // its hold for the operator, the operator's void-confirmed take-over of it,
 // the void's release marker and its release (the held record's delete),
-// and a refund row's insert.
+// a refund row's insert, an authorization's ledger row's insert, and
+// the sweeper's unlist of it, closed at its expiry (its expired mark).
 func WriteEveryKind(t testing.TB, client *dynamodb.Client, table string) {
 	t.Helper()
 	ctx := context.Background()
@@ -108,6 +109,18 @@ func WriteEveryKind(t testing.TB, client *dynamodb.Client, table string) {
 		ChargeID: row.ID, Status: "succeeded", Amount: 40, Currency: "BRL", Reason: "duplicate",
 		AcquirerRefundID: "rf_1",
 	}); err != nil {
+		t.Fatal(err)
+	}
+	auth := charge.Charge{
+		Origin: op.Origin{ID: charge.ID("3123456789abcdef0123456789abcdef01234567"), Account: "acct_p",
+			IdempotencyKey: "publish-key-4", Source: event.SourceQueue("orders"), CreatedAt: row.CreatedAt},
+		Status: "authorized", Amount: 100, Currency: "BRL", AuthorizationID: "auth_3",
+		AuthorizationExpiresAt: row.CreatedAt.Add(time.Hour).Truncate(time.Millisecond),
+	}
+	if _, err := tbl.Ledger().Write(ctx, auth); err != nil {
+		t.Fatal(err)
+	}
+	if err := tbl.Authorizations().Unlist(ctx, auth.ID, true); err != nil {
 		t.Fatal(err)
 	}
 }
