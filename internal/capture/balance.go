@@ -99,15 +99,15 @@ type Balances interface {
 	// Reserve reserves for the intent, if it holds no entry, is not
 	// folded (ReleasedThrough, FoldedAt as refund.Balances.Reserve), fewer
 	// than refund.MaxEntries entries are held, the authorization is open
-	// (ErrClosed) and no void or final capture is in flight (a
-	// *InFlightError of that kind): a Partial or Final capture of Amount
-	// (or what remains) when that much remains (a *NoRoomError, or
-	// ErrNothingCapturable when nothing does); a Final capture or a Void
-	// only while no capture is in flight either (a *InFlightError of kind
-	// Partial), and they then hold the balance's Closing. A Void takes
-	// all that remains (ErrNothingCapturable when nothing does, once no
-	// intent is in flight: the refusals of what is in flight come
-	// first, since an intent in flight may yet give its amount back). It
+	// (a *ClosedError, which says how it closed) and no void or final
+	// capture is in flight (a *InFlightError of that kind): a Partial or
+	// Final capture of Amount (or what remains) when that much remains (a
+	// *NoRoomError); a Final capture or a Void only while no capture is in
+	// flight either (a *InFlightError of kind Partial), and they then hold
+	// the balance's Closing. A Void, and a capture without an Amount, take
+	// all that remains: when nothing does, a *InFlightError of kind
+	// Partial while captures in flight hold it (they may yet give it back:
+	// declined, or nothing sent), ErrNothingCapturable once none does. It
 	// returns the entry; refund.ErrReleased, refund.ErrStampPassed,
 	// refund.ErrLimitReached and refund.ErrFenced as for a refund.
 	Reserve(ctx context.Context, r Reservation) (refund.Entry, error)
@@ -153,10 +153,11 @@ type Balances interface {
 // Errors of a reservation.
 var (
 	// ErrClosed: the authorization is closed (voided, finally captured or
-	// expired): nothing is ever captured again.
+	// expired): nothing is ever captured again. A reservation's refusal is
+	// a *ClosedError, which is ErrClosed.
 	ErrClosed = errors.New("capture: the authorization is closed")
-	// ErrNothingCapturable: nothing remains capturable (all of it is
-	// captured or reserved by captures in flight).
+	// ErrNothingCapturable: nothing remains capturable, and nothing is
+	// reserved either: all of it is captured.
 	ErrNothingCapturable = errors.New("capture: nothing remains capturable")
 	// ErrKindDiffers: a success or a release named another kind than the
 	// intent's reservation holds (a closing intent's kind is the
@@ -164,6 +165,17 @@ var (
 	// mistake, never a race.
 	ErrKindDiffers = errors.New("capture: the step's kind differs from the reservation's")
 )
+
+// ClosedError: the authorization is closed, and Closed says how, as the
+// refused write found the balance. It is ErrClosed.
+type ClosedError struct{ Closed Closed }
+
+func (e *ClosedError) Error() string {
+	return fmt.Sprintf("capture: the authorization is closed (%s)", e.Closed)
+}
+
+// Is makes it ErrClosed.
+func (e *ClosedError) Is(target error) bool { return target == ErrClosed }
 
 // InFlightError: another intent of the charge in flight stops this one
 // (answered 409 with Retry-After; nothing is reserved or sent, and the

@@ -239,15 +239,19 @@ func (a *attempt[A]) Ready(ctx context.Context, lease *idem.Lease) *Result {
 // state undoes are stored, final for the key: an amount over what remains
 // (CAPTURE_EXCEEDS_AUTHORIZATION, what remained at that moment), an
 // authorization closed or wholly captured (NotCapturable, or
-// AuthorizationExpired when it closed at its expiry; nothingLeft), and the
-// refusal Ready read (refuse: then nothing is written to the balance). Every other refusal stores nothing and releases the key
-// (nothing was reserved or sent), so a retry decides again: another
-// capture or void in flight that this one must wait for (CaptureInFlight,
-// VoidInFlight: a final capture in flight answers as a capture; CaptureHeld
-// and VoidHeld when it is held for an operator: waitingOn), or the
-// charge's most actions in flight at once (refund.MaxEntries,
-// CaptureInFlight: they end by themselves). A fenced reservation means a
-// later attempt owns the intent.
+// AuthorizationExpired when it closed at its expiry: closedAs), and the
+// refusal Ready read (refuse: then nothing is written to the balance).
+// Every other refusal stores nothing and releases the key (nothing was
+// reserved or sent), so a retry decides again: another capture or void
+// in flight that this one must wait for (CaptureInFlight, VoidInFlight: a
+// final capture in flight answers as a capture; CaptureHeld and VoidHeld
+// when it is held for an operator: waitingOn), captures in flight that
+// hold all that remains of a capture of what remains or a void (they may
+// yet give it back: CaptureInFlight), or the charge's most actions in
+// flight at once (refund.MaxEntries, CaptureInFlight: they end by
+// themselves). The balance's refusal says all of it: nothing is read to
+// tell them apart. A fenced reservation means a later attempt owns the
+// intent.
 func (a *attempt[A]) Reserve(ctx context.Context, lease *idem.Lease) *Result {
 	s := a.o.s
 	if a.refuse != 0 {
@@ -264,6 +268,7 @@ func (a *attempt[A]) Reserve(ctx context.Context, lease *idem.Lease) *Result {
 	var (
 		noRoom   *NoRoomError
 		inFlight *InFlightError
+		closed   *ClosedError
 		res      Result
 	)
 	switch {
@@ -275,10 +280,10 @@ func (a *attempt[A]) Reserve(ctx context.Context, lease *idem.Lease) *Result {
 		res = s.refused(ctx, lease, waitingOn(inFlight))
 	case errors.Is(err, refund.ErrLimitReached):
 		res = s.refused(ctx, lease, op.CaptureInFlight)
-	case errors.Is(err, ErrClosed):
-		res = a.o.complete(ctx, lease, Answer{Refused: a.closedAs(ctx)}, "")
+	case errors.As(err, &closed):
+		res = a.o.complete(ctx, lease, Answer{Refused: closedAs(closed)}, "")
 	case errors.Is(err, ErrNothingCapturable):
-		res = a.nothingLeft(ctx, lease)
+		res = a.o.complete(ctx, lease, Answer{Refused: op.NotCapturable}, "")
 	case errors.Is(err, refund.ErrFenced):
 		res = s.pendingResult()
 	case errors.Is(err, refund.ErrReleased), errors.Is(err, refund.ErrStampPassed), errors.Is(err, op.ErrLeaseEnded):
@@ -312,34 +317,11 @@ func waitingOn(e *InFlightError) op.Outcome {
 	return op.CaptureInFlight
 }
 
-// nothingLeft is how a reservation refused for want of anything
-// capturable ends: NotCapturable, stored, when nothing is reserved either
-// (all of it captured); while captures in flight hold what remains, which
-// they may yet give back (declined, or nothing sent), 409
-// CAPTURE_IN_FLIGHT with the key released, as a void behind them is
-// (CaptureHeld when one of them is held for an operator). It
-// reads the balance once more, which decides nothing: the refusal did; a
-// read that fails releases the key too.
-func (a *attempt[A]) nothingLeft(ctx context.Context, lease *idem.Lease) Result {
-	s := a.o.s
-	b, err := s.balances.Get(ctx, a.ch.ID)
-	switch {
-	case err != nil:
-		return s.refused(ctx, lease, op.Unavailable)
-	case b.Reserved > 0 && b.Held > 0:
-		return s.refused(ctx, lease, op.CaptureHeld)
-	case b.Reserved > 0:
-		return s.refused(ctx, lease, op.CaptureInFlight)
-	}
-	return a.o.complete(ctx, lease, Answer{Refused: op.NotCapturable}, "")
-}
-
-// closedAs is how a reservation refused by a closed authorization ends:
-// AuthorizationExpired when it closed at its expiry (the acquirer's, which
-// may come before the row's), else NotCapturable. It reads the balance
-// once more, which decides nothing: the refusal did.
-func (a *attempt[A]) closedAs(ctx context.Context) op.Outcome {
-	if b, err := a.o.s.balances.Get(ctx, a.ch.ID); err == nil && b.Closed == ClosedExpired {
+// closedAs is the refusal of a reservation the closed authorization
+// refused: AuthorizationExpired when it closed at its expiry (the
+// acquirer's, which may come before the row's), else NotCapturable.
+func closedAs(e *ClosedError) op.Outcome {
+	if e.Closed == ClosedExpired {
 		return op.AuthorizationExpired
 	}
 	return op.NotCapturable

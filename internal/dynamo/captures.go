@@ -111,7 +111,8 @@ func (c *Captures) Reserve(ctx context.Context, r capture.Reservation) (refund.E
 }
 
 // refusedCapture says why the item old refused r's reservation, in the
-// order the memory balances decide it.
+// order the memory balances decide it, from old alone: how it closed,
+// and what is in flight.
 func refusedCapture(old map[string]types.AttributeValue, r capture.Reservation) (refund.Entry, error) {
 	e, decided, err := refusedEntry(old, r.Intent, r.Fence, r.Stamp)
 	if decided {
@@ -121,17 +122,17 @@ func refusedCapture(old map[string]types.AttributeValue, r capture.Reservation) 
 	if _, opened := old[captureCapturable]; opened {
 		remains = intOf(old, captureCapturable)
 	}
-	_, closed := old[captureClosed]
+	closed, _ := old[captureClosed].(*types.AttributeValueMemberS)
 	_, closing := old[captureClosing]
 	closes := r.Kind == capture.Final || r.Kind == capture.Void
+	reserved := intOf(old, captureReserved) > 0
+	takesWhatRemains := r.Amount == 0 || r.Kind == capture.Void
 	switch {
-	case closed:
-		return e, capture.ErrClosed
-	case closing:
+	case closed != nil:
+		return e, &capture.ClosedError{Closed: capture.Closed(closed.Value)}
+	case closing, closes && reserved, takesWhatRemains && reserved:
 		return e, inFlightOf(old)
-	case closes && intOf(old, captureReserved) > 0:
-		return e, inFlightOf(old)
-	case r.Amount == 0 || r.Kind == capture.Void:
+	case takesWhatRemains:
 		return e, capture.ErrNothingCapturable
 	}
 	return e, &capture.NoRoomError{Capturable: remains}

@@ -118,6 +118,11 @@ func mustRefuse(t *testing.T, what string, err, want error) {
 		if !errors.As(err, &noRoom) || *noRoom != *w {
 			t.Fatalf("%s: %v, want %v", what, err, want)
 		}
+	case *capture.ClosedError:
+		var closed *capture.ClosedError
+		if !errors.As(err, &closed) || *closed != *w || !errors.Is(err, capture.ErrClosed) {
+			t.Fatalf("%s: %v, want %v", what, err, want)
+		}
 	default:
 		if !errors.Is(err, want) {
 			t.Fatalf("%s: %v, want %v", what, err, want)
@@ -157,13 +162,18 @@ func testCaptureWhatRemains(t *testing.T, b Balances) {
 	if e, err := reserve(b, ch, 1, capture.Partial, 0); err != nil || e.Amount != 600 {
 		t.Fatalf("what remains: %+v, %v; want 600", e, err)
 	}
+	// Captures in flight hold all of it: they may yet give it back.
 	_, err := reserve(b, ch, 2, capture.Partial, 0)
-	mustRefuse(t, "a capture of what remains, none", err, capture.ErrNothingCapturable)
+	mustRefuse(t, "a capture of what remains, captures in flight holding it", err, &capture.InFlightError{Kind: capture.Partial})
 	_, err = reserve(b, ch, 3, capture.Partial, 1)
 	mustRefuse(t, "a capture of an amount, none remaining", err, &capture.NoRoomError{Capturable: 0})
 	_, err = reserve(b, ch, 4, capture.Partial, authorized+1)
 	mustRefuse(t, "a capture over the whole authorization", err, &capture.NoRoomError{Capturable: 0})
-	mustHold(t, b, ch, capture.Balance{Authorized: authorized, Reserved: 1000})
+	succeed(t, b, ch, 0, capture.Partial)
+	succeed(t, b, ch, 1, capture.Partial)
+	_, err = reserve(b, ch, 5, capture.Partial, 0)
+	mustRefuse(t, "a capture of what remains, all of it captured", err, capture.ErrNothingCapturable)
+	mustHold(t, b, ch, capture.Balance{Authorized: authorized, Captured: 1000})
 }
 
 // testFinalCapture: a final capture holds the closing, so no other
@@ -190,7 +200,7 @@ func testFinalCapture(t *testing.T, b Balances) {
 	succeed(t, b, ch, 2, capture.Final)
 	mustHold(t, b, ch, capture.Balance{Authorized: authorized, Captured: 400, Released: 600, Closed: capture.ClosedCaptured})
 	_, err = reserve(b, ch, 5, capture.Partial, 1)
-	mustRefuse(t, "a capture after a final one", err, capture.ErrClosed)
+	mustRefuse(t, "a capture after a final one", err, &capture.ClosedError{Closed: capture.ClosedCaptured})
 	_, err = reserve(b, ch, 6, capture.Void, 0)
 	mustRefuse(t, "a void after a final capture", err, capture.ErrClosed)
 }
@@ -214,7 +224,7 @@ func testVoid(t *testing.T, b Balances) {
 	succeed(t, b, ch, 2, capture.Void)
 	mustHold(t, b, ch, capture.Balance{Authorized: authorized, Captured: 250, Released: 750, Closed: capture.ClosedVoided})
 	_, err = reserve(b, ch, 4, capture.Partial, 1)
-	mustRefuse(t, "a capture after the void", err, capture.ErrClosed)
+	mustRefuse(t, "a capture after the void", err, &capture.ClosedError{Closed: capture.ClosedVoided})
 	// A void behind a capture that holds all that remains waits for it
 	// (the capture may be declined); once it has taken everything, a void
 	// is refused: nothing to release.
@@ -318,7 +328,7 @@ func testExpiry(t *testing.T, b Balances) {
 		t.Fatalf("the expiry again: closed %t, %v", closed, err)
 	}
 	_, err = reserve(b, ch, 1, capture.Partial, 1)
-	mustRefuse(t, "a capture after the expiry", err, capture.ErrClosed)
+	mustRefuse(t, "a capture after the expiry", err, &capture.ClosedError{Closed: capture.ClosedExpired})
 	// An authorization no step touched expires whole.
 	untouched := chargeOf()
 	if closed, err := b.Captures.Expire(ctx, untouched, authorized); err != nil || !closed {

@@ -46,10 +46,12 @@ func (c memoryCaptures) Reserve(_ context.Context, r capture.Reservation) (refun
 	}
 	switch closing := closes(r.Kind); {
 	case cb.Closed != "":
-		return e, capture.ErrClosed
+		return e, &capture.ClosedError{Closed: cb.Closed}
 	case cb.Closing != "":
 		return e, &capture.InFlightError{Kind: cb.ClosingKind, Held: b.held[cb.Closing]}
 	case closing && cb.Reserved > 0:
+		return e, &capture.InFlightError{Kind: capture.Partial, Held: len(b.held) > 0}
+	case amount == 0 && cb.Reserved > 0:
 		return e, &capture.InFlightError{Kind: capture.Partial, Held: len(b.held) > 0}
 	case amount == 0:
 		return e, capture.ErrNothingCapturable
