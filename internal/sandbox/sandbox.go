@@ -22,6 +22,7 @@
 //	POST   /v1/voids                 release what remains of such an authorization (Idempotency-Key required)
 //	GET    /v1/voids/{key}           the void made under key, or 404
 //	GET    /v1/voids                 every void
+//	GET    /v1/reports/{day}         what it did that UTC day (YYYY-MM-DD), a page at a time (?cursor=&limit=)
 //	PUT    /_sandbox/capture-bound   {"enforced": false} turns the bounds on captures and voids off
 //	PUT    /_sandbox/authorization-window  {"seconds": N} sets the window of new authorizations
 //
@@ -160,6 +161,7 @@ func New(apiKey string) *Server {
 	s.mux.HandleFunc("POST /v1/authorizations", s.authorize)
 	s.mux.HandleFunc("GET /v1/authorizations/{key}", s.lookup)
 	s.mux.HandleFunc("GET /v1/authorizations", s.list)
+	s.mux.HandleFunc("GET /v1/reports/{day}", s.reportRoute)
 	s.refundRoutes()
 	s.captureRoutes()
 	s.mux.HandleFunc("PUT /_sandbox/faults", s.setFaults)

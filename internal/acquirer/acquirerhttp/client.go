@@ -248,3 +248,27 @@ func act[T any](ctx context.Context, c *Client, key string, req any, endpoint st
 	}
 	return read(endpoint, status, body)
 }
+
+// Report implements acquirer.Reporter over GET /v1/reports/{day}: one
+// page of what the acquirer did on day (UTC), from cursor, checked as
+// any answer is (acquirer.ReadReportPage). A 400 to a cursor is
+// acquirer.ErrBadCursor (the day is this client's own, well formed).
+func (c *Client) Report(ctx context.Context, day time.Time, cursor string) (acquirer.ReportPage, error) {
+	day = acquirer.DayOf(day)
+	u := c.base.JoinPath("v1", "reports", day.Format(time.DateOnly))
+	if cursor != "" {
+		u.RawQuery = url.Values{"cursor": {cursor}}.Encode()
+	}
+	status, body, err := c.do(ctx, true, func() (*http.Request, error) {
+		return http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	})
+	switch {
+	case err != nil:
+		return acquirer.ReportPage{}, fmt.Errorf("report %s: %w", day.Format(time.DateOnly), err)
+	case status == http.StatusBadRequest && cursor != "":
+		return acquirer.ReportPage{}, fmt.Errorf("report %s: %w", day.Format(time.DateOnly), acquirer.ErrBadCursor)
+	case status != http.StatusOK:
+		return acquirer.ReportPage{}, fmt.Errorf("report %s: HTTP %d", day.Format(time.DateOnly), status)
+	}
+	return acquirer.ReadReportPage(day, body)
+}
