@@ -129,20 +129,24 @@ type Balances interface {
 	// is not the reservation's.
 	Release(ctx context.Context, chargeID string, in refund.Intent, fence int, kind Kind) error
 	// MarkHeld marks the reserved entry of this fence held for an
-	// operator, before its record is held (the order of a charge's held
-	// marker), so that an intent refused behind it knows that no lease's
-	// end will free it (InFlightError.Held, Balance.Held). The mark moves
-	// no money and no condition of another step reads it; the entry's
-	// fold removes it. An intent that holds no entry has ended: nil.
-	// refund.ErrFenced when the entry belongs to another attempt.
-	MarkHeld(ctx context.Context, chargeID string, in refund.Intent, fence int) error
+	// operator (held true), before its record is held (the order of a
+	// charge's held marker), so that an intent refused behind it knows
+	// that no lease's end will free it (InFlightError.Held,
+	// Balance.Held); held false takes the mark back, when the record's
+	// hold was not written. The mark moves no money and no condition of
+	// another step reads it; the entry's fold removes it. An intent that
+	// holds no entry has ended: nil. refund.ErrFenced when the entry
+	// belongs to another attempt.
+	MarkHeld(ctx context.Context, chargeID string, in refund.Intent, fence int, held bool) error
 	// Expire closes an open authorization of authorized whose expiry has
 	// passed (the caller read it from the charge's row): what remains
 	// capturable is released, ClosedExpired. It never closes one with a
 	// capture or a void in flight (a *InFlightError: try again later).
 	// An authorization already closed, however, is left as it is: nil.
-	// It reports whether this call closed it (false: closed already).
-	Expire(ctx context.Context, chargeID string, authorized int64) (bool, error)
+	// It reports how the authorization is closed (by: ClosedExpired when
+	// this call closed it, else the closing it found, read from the
+	// refused write's own item) and whether this call closed it (now).
+	Expire(ctx context.Context, chargeID string, authorized int64) (by Closed, now bool, err error)
 	// Get is the charge's capture side (a zero Balance for none).
 	Get(ctx context.Context, chargeID string) (Balance, error)
 	// Entry is refund.Balances.Entry: one intent's entry, whatever the

@@ -38,7 +38,7 @@ type Authorizations interface {
 // balance is closed ClosedExpired (Balances.Expire), which releases what
 // remains capturable, and then unlisted, marked expired when its balance
 // closed so, by this run or an earlier one that stopped before the unlist
-// (one more read of the balance, for those found closed already); one with a capture or a void in
+// (Expire says how a balance found closed already closed); one with a capture or a void in
 // flight is left listed, for that intent's outcome to decide first, and
 // tried again on a later run. A capture refused at the door as expired
 // (its row's expiry passed) never waits for this: the run only makes the
@@ -97,7 +97,7 @@ func (x Expiry) Run(ctx context.Context) (ExpiryReport, error) {
 			continue
 		}
 		var inFlight *InFlightError
-		closed, err := x.Balances.Expire(ctx, l.ChargeID, l.Authorized)
+		by, closed, err := x.Balances.Expire(ctx, l.ChargeID, l.Authorized)
 		switch {
 		case errors.As(err, &inFlight):
 			r.Waiting++
@@ -106,16 +106,7 @@ func (x Expiry) Run(ctx context.Context) (ExpiryReport, error) {
 			errs = append(errs, fmt.Errorf("expire %s: %w", l.ChargeID, err))
 			continue
 		}
-		expired := closed
-		if !closed { // closed already: by a void, a final capture, or a run that stopped before its unlist
-			b, err := x.Balances.Get(ctx, l.ChargeID)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("expire %s: %w", l.ChargeID, err))
-				continue
-			}
-			expired = b.Closed == ClosedExpired
-		}
-		if err := x.Authorizations.Unlist(ctx, l.ChargeID, expired); err != nil {
+		if err := x.Authorizations.Unlist(ctx, l.ChargeID, by == ClosedExpired); err != nil {
 			errs = append(errs, fmt.Errorf("unlist %s: %w", l.ChargeID, err))
 			continue
 		}

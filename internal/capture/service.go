@@ -475,7 +475,9 @@ func (a *attempt[A]) check(ctx context.Context, endpoint string, ans A, key stri
 // so a capture or void refused behind it is told it waits for an
 // operator (CaptureHeld, VoidHeld). When the mark is not written, the
 // record is not held either: its lease is ended, and the next attempt
-// asks the acquirer again.
+// asks the acquirer again; when the hold is not written, the mark is
+// taken back (a crash between the two leaves it until the next attempt
+// holds the record again or ends it, whose fold removes it).
 func (a *attempt[A]) Hold(ctx context.Context, lease *idem.Lease, mismatch error) (Result, bool) {
 	s := a.o.s
 	key, q := lease.DownstreamKey(), a.asked()
@@ -489,7 +491,7 @@ func (a *attempt[A]) Hold(ctx context.Context, lease *idem.Lease, mismatch error
 		"acquirer_amount", m.Stated.Amount, "acquirer_currency", m.Stated.Currency, "amount", q.Amount, "currency", q.Currency,
 		"attempt", lease.Attempt())
 	err := idem.RetryConflicts(ctx, func() error {
-		return s.balances.MarkHeld(ctx, a.ch.ID, s.intentOf(lease), lease.Attempt())
+		return s.balances.MarkHeld(ctx, a.ch.ID, s.intentOf(lease), lease.Attempt(), true)
 	})
 	if err != nil {
 		s.cfg.Logger.ErrorContext(ctx, "the entry was not marked held; the record is not held, and the next attempt asks again", "error", err)
@@ -497,6 +499,11 @@ func (a *attempt[A]) Hold(ctx context.Context, lease *idem.Lease, mismatch error
 		return Result{Outcome: op.Mismatch, RetryAfter: s.cfg.HeldRetryAfter}, false
 	}
 	e, held := s.frame.Hold(ctx, lease, m.Reason, m.Evidence)
+	if !held { // the record stays in flight: take the mark back (until the entry folds, else)
+		if err := s.balances.MarkHeld(ctx, a.ch.ID, s.intentOf(lease), lease.Attempt(), false); err != nil {
+			s.cfg.Logger.WarnContext(ctx, "the entry's held mark stays until the next attempt ends it", "error", err)
+		}
+	}
 	return endedEarly(e), held
 }
 
@@ -552,7 +559,7 @@ func (a *attempt[A]) Close(ctx context.Context, lease *idem.Lease, row Row) *Res
 	} else {
 		err = s.balances.Release(ctx, row.ChargeID, in, lease.Attempt(), a.req.Kind)
 		if err == nil && row.DeclineCode == acquirer.DeclineAuthorizationExpired {
-			if _, err := s.balances.Expire(ctx, row.ChargeID, a.ch.Amount); err != nil {
+			if _, _, err := s.balances.Expire(ctx, row.ChargeID, a.ch.Amount); err != nil {
 				s.cfg.Logger.WarnContext(ctx, "the acquirer says the authorization expired; its balance is left to the sweeper", "error", err)
 			}
 		}

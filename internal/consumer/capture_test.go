@@ -40,23 +40,32 @@ type captureWorld struct {
 	delays   *delays
 	metrics  *bytes.Buffer
 	clock    *idemtest.Clock
-	// lie makes the acquirer answer every void for twice its amount
+	// lie makes the acquirer answer every void and capture for twice its
+	// amount
 	lie *atomic.Bool
 }
 
-// lyingVoids answers voids for twice what they released while lie is set:
-// a mismatch, which holds the void for an operator.
-type lyingVoids struct {
+// lying answers voids and captures for twice what they moved while lie
+// is set: a mismatch, which holds the action for an operator.
+type lying struct {
 	capturetest.Acquirer
 	lie *atomic.Bool
 }
 
-func (l lyingVoids) Void(ctx context.Context, key string, req acquirer.VoidRequest) (acquirer.Void, error) {
+func (l lying) Void(ctx context.Context, key string, req acquirer.VoidRequest) (acquirer.Void, error) {
 	v, err := l.Acquirer.Void(ctx, key, req)
 	if l.lie.Load() {
 		v.Amount *= 2
 	}
 	return v, err
+}
+
+func (l lying) Capture(ctx context.Context, key string, req acquirer.CaptureRequest) (acquirer.Capture, error) {
+	c, err := l.Acquirer.Capture(ctx, key, req)
+	if l.lie.Load() {
+		c.Amount *= 2
+	}
+	return c, err
 }
 
 func newCaptureWorld(t *testing.T) *captureWorld {
@@ -70,7 +79,7 @@ func newCaptureWorld(t *testing.T) *captureWorld {
 	sb.Now = now
 	acq, _ := acquirerhttp.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
 	lie := &atomic.Bool{}
-	charges, _, captures := capturetest.Services(guard, lyingVoids{acq, lie}, httpapi.Render, httpapi.RenderRefund, httpapi.RenderCapture,
+	charges, _, captures := capturetest.Services(guard, lying{acq, lie}, httpapi.Render, httpapi.RenderRefund, httpapi.RenderCapture,
 		charge.Config{Now: now, RetryAfter: 2 * time.Second})
 	w := &captureWorld{charges: charges, captures: captures, sb: sb, dl: &deadLetters{}, topic: &eventtest.Topic{}, delays: &delays{},
 		metrics: &bytes.Buffer{}, clock: clock, lie: lie}
@@ -250,5 +259,31 @@ func TestCaptureBehindAHeldVoid(t *testing.T) {
 	}
 	if !strings.Contains(w.metrics.String(), `"Outcome":"void_held"`) {
 		t.Fatalf("no void_held metric line:\n%s", w.metrics)
+	}
+}
+
+// TestVoidBehindAHeldCapture: a void command that meets a capture held
+// for an operator is deleted and told as void.rejected with
+// CAPTURE_IN_FLIGHT (capture_held), nothing voided.
+func TestVoidBehindAHeldCapture(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	w := newCaptureWorld(t)
+	id := w.authorize(t, "charge-key-1")
+	w.lie.Store(true)
+	held := capture.Input{Account: "acct_1", Keys: []string{"capture-key-1"}, ChargeID: id, Body: []byte(`{"amount": 100, "final": false}`)}
+	if res := w.captures.Capture(ctx, held); res.Outcome != op.Mismatch {
+		t.Fatalf("the lied-to capture: %s", res.Outcome)
+	}
+	w.lie.Store(false)
+	if w.send(t, "m1", command.Void("acct_1", id, "void-key-1", []byte(`{}`))) || len(w.delays.got) != 0 || len(w.dl.codes) != 0 || len(w.sb.Voids()) != 0 {
+		t.Fatalf("the void behind the held capture: kept, delays %v, dead-lettered %v, or %d voids", w.delays.got, w.dl.codes, len(w.sb.Voids()))
+	}
+	told := w.topic.TakeEvents()
+	if len(told) != 1 || told[0].Type != event.VoidRejected || told[0].Reason != string(op.CodeCaptureInFlight) {
+		t.Fatalf("the void behind the held capture told %+v", told)
+	}
+	if !strings.Contains(w.metrics.String(), `"Outcome":"capture_held"`) {
+		t.Fatalf("no capture_held metric line:\n%s", w.metrics)
 	}
 }

@@ -288,33 +288,36 @@ func ofKind(item map[string]types.AttributeValue, key string, kind capture.Kind)
 // authorization open with nothing in flight, which releases what remains
 // and closes it. A refusal says why: closed already (nil), or an intent
 // in flight.
-func (c *Captures) Expire(ctx context.Context, chargeID string, authorized int64) (bool, error) {
+func (c *Captures) Expire(ctx context.Context, chargeID string, authorized int64) (capture.Closed, bool, error) {
 	values := map[string]types.AttributeValue{":authorized": num(authorized), ":zero": num(0), ":closed": str(string(capture.ClosedExpired))}
 	set := append(opens(captureReleased),
 		captureReleased+" = if_not_exists("+captureReleased+", :zero) + "+capturable, captureCapturable+" = :zero", captureClosed+" = :closed")
 	condition := "attribute_not_exists(" + captureClosed + ") AND attribute_not_exists(" + captureClosing + ")" +
 		" AND (attribute_not_exists(" + captureReserved + ") OR " + captureReserved + " = :zero)"
 	old, _, err := c.b.update(ctx, chargeID, "", "SET "+strings.Join(set, ", "), condition, values, false)
+	closed, _ := old[captureClosed].(*types.AttributeValueMemberS)
 	switch {
 	case err != nil:
-		return false, err
+		return "", false, err
 	case old == nil:
-		return true, nil
-	case old[captureClosed] != nil:
-		return false, nil
+		return capture.ClosedExpired, true, nil
+	case closed != nil:
+		return capture.Closed(closed.Value), false, nil
 	}
-	return false, inFlightOf(old)
+	return "", false, inFlightOf(old)
 }
 
 // MarkHeld implements capture.Balances: one UpdateItem conditioned on
-// the entry reserved under fence sets its held_ attribute. A refusal says
-// why: an intent with no entry has ended (nil), else another attempt
-// owns the entry.
-func (c *Captures) MarkHeld(ctx context.Context, chargeID string, in refund.Intent, fence int) error {
-	values := map[string]types.AttributeValue{
-		":reserved": str(string(refund.EntryReserved)), ":fence": num(int64(fence)), ":held": &types.AttributeValueMemberBOOL{Value: true},
+// the entry reserved under fence sets its held_ attribute (or removes it).
+// A refusal says why: an intent with no entry has ended (nil), else
+// another attempt owns the entry.
+func (c *Captures) MarkHeld(ctx context.Context, chargeID string, in refund.Intent, fence int, held bool) error {
+	values := map[string]types.AttributeValue{":reserved": str(string(refund.EntryReserved)), ":fence": num(int64(fence))}
+	update := "REMOVE #hd"
+	if held {
+		values[":held"], update = &types.AttributeValueMemberBOOL{Value: true}, "SET #hd = :held"
 	}
-	old, _, err := c.b.update(ctx, chargeID, in.Key, "SET #hd = :held", "#st = :reserved AND #fe = :fence", values, false)
+	old, _, err := c.b.update(ctx, chargeID, in.Key, update, "#st = :reserved AND #fe = :fence", values, false)
 	switch {
 	case err != nil || old == nil:
 		return err

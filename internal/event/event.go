@@ -44,10 +44,10 @@ const (
 	Authorized Type = "charge.authorized"
 	// Declined: the acquirer declined it (its ledger row).
 	Declined Type = "charge.declined"
-	// Expired: an authorization lapsed at its expiry with something left
-	// uncaptured, which the sweeper released (its ledger row marked
-	// expired): nothing more can be captured. Its CreatedAt is the
-	// authorization's expiry.
+	// Expired: an authorization still open at its expiry lapsed: the
+	// sweeper closed it and released what it left capturable, if
+	// anything (its ledger row marked expired), and nothing more can be
+	// captured. Its CreatedAt is the authorization's expiry.
 	Expired Type = "charge.expired"
 	// Held: the acquirer's answer disagreed with the request; the charge is
 	// held for an operator (Reason says why). Its outcome follows as

@@ -112,7 +112,7 @@ func parseCursor(cursor string) (acquirer.Movement, error) {
 		return acquirer.Movement{}, nil
 	}
 	b, err := base64.RawURLEncoding.DecodeString(cursor)
-	parts := strings.Split(string(b), " ")
+	parts := strings.SplitN(string(b), " ", 3) // a key may hold a space
 	if err != nil || len(parts) != 3 {
 		return acquirer.Movement{}, acquirer.ErrBadCursor
 	}

@@ -55,7 +55,7 @@ func TestReportOfADay(t *testing.T) {
 	if _, err := client.Refund(ctx, "refund-1", acquirer.RefundRequest{AuthorizationID: a.ID, Amount: 100, Currency: "BRL"}); err != nil {
 		t.Fatal(err)
 	}
-	b := authorize("auth-2", "pm_card_visa")
+	b := authorize("auth 2", "pm_card_visa") // a key with a space: a page ends on it
 	now = day.Add(4 * time.Hour)
 	if _, err := client.Void(ctx, "void-1", acquirer.VoidRequest{AuthorizationID: b.ID, Amount: 1000, Currency: "BRL"}); err != nil {
 		t.Fatal(err)
@@ -63,7 +63,7 @@ func TestReportOfADay(t *testing.T) {
 	now = day.Add(24 * time.Hour) // the next day, at its first instant
 	authorize("after", "pm_card_visa")
 
-	want := []string{"authorization auth-1", "authorization auth-declined", "capture capture-1", "authorization auth-2", "refund refund-1", "void void-1"}
+	want := []string{"authorization auth-1", "authorization auth-declined", "capture capture-1", "authorization auth 2", "refund refund-1", "void void-1"}
 	lines := func(p acquirer.ReportPage) []string {
 		var out []string
 		for _, m := range p.Movements {

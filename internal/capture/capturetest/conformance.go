@@ -241,7 +241,8 @@ func testVoid(t *testing.T, b Balances) {
 
 // testHeld: an entry marked held (MarkHeld, by its own fence only) makes
 // the refusals behind it say so, and the balance counts it, until its
-// fold removes the mark; the mark moves nothing.
+// fold removes the mark or the mark is taken back; the mark moves
+// nothing.
 func testHeld(t *testing.T, b Balances) {
 	ch := chargeOf()
 	if _, err := reserve(b, ch, 0, capture.Partial, 250); err != nil {
@@ -250,16 +251,16 @@ func testHeld(t *testing.T, b Balances) {
 	if _, err := reserve(b, ch, 1, capture.Partial, 100); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Captures.MarkHeld(ctx, ch, intentOf(0), 2); !errors.Is(err, refund.ErrFenced) {
+	if err := b.Captures.MarkHeld(ctx, ch, intentOf(0), 2, true); !errors.Is(err, refund.ErrFenced) {
 		t.Fatalf("a mark by another attempt: %v, want refund.ErrFenced", err)
 	}
-	if err := b.Captures.MarkHeld(ctx, ch, intentOf(7), 1); err != nil {
+	if err := b.Captures.MarkHeld(ctx, ch, intentOf(7), 1, true); err != nil {
 		t.Fatalf("a mark of an intent with no entry: %v, want nil", err)
 	}
 	_, err := reserve(b, ch, 2, capture.Void, 0)
 	mustRefuse(t, "a void behind captures in flight, none held", err, &capture.InFlightError{Kind: capture.Partial})
 	for range 2 { // a retried mark finds its own
-		if err := b.Captures.MarkHeld(ctx, ch, intentOf(0), 1); err != nil {
+		if err := b.Captures.MarkHeld(ctx, ch, intentOf(0), 1, true); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -268,7 +269,7 @@ func testHeld(t *testing.T, b Balances) {
 	mustRefuse(t, "a void behind a held capture", err, &capture.InFlightError{Kind: capture.Partial, Held: true})
 	_, err = reserve(b, ch, 3, capture.Final, 0)
 	mustRefuse(t, "a final capture behind a held capture", err, &capture.InFlightError{Kind: capture.Partial, Held: true})
-	_, err = b.Captures.Expire(ctx, ch, authorized)
+	_, _, err = b.Captures.Expire(ctx, ch, authorized)
 	mustRefuse(t, "the expiry behind a held capture", err, &capture.InFlightError{Kind: capture.Partial, Held: true})
 	// The operator's settlement folds the held entry (here, a release):
 	// the mark goes with it.
@@ -281,11 +282,21 @@ func testHeld(t *testing.T, b Balances) {
 	if _, err := reserve(b, ch, 4, capture.Void, 0); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Captures.MarkHeld(ctx, ch, intentOf(4), 1); err != nil {
+	if err := b.Captures.MarkHeld(ctx, ch, intentOf(4), 1, true); err != nil {
 		t.Fatal(err)
 	}
 	_, err = reserve(b, ch, 5, capture.Partial, 1)
 	mustRefuse(t, "a capture behind a held void", err, &capture.InFlightError{Kind: capture.Void, Held: true})
+	// A mark taken back (the record's hold was not written): in flight
+	// again, not held.
+	if err := b.Captures.MarkHeld(ctx, ch, intentOf(4), 1, false); err != nil {
+		t.Fatal(err)
+	}
+	_, err = reserve(b, ch, 5, capture.Partial, 1)
+	mustRefuse(t, "a capture behind the void, its mark taken back", err, &capture.InFlightError{Kind: capture.Void})
+	if err := b.Captures.MarkHeld(ctx, ch, intentOf(4), 1, true); err != nil {
+		t.Fatal(err)
+	}
 	succeed(t, b, ch, 4, capture.Void)
 	mustHold(t, b, ch, capture.Balance{Authorized: authorized, Captured: 100, Released: 900, Closed: capture.ClosedVoided})
 }
@@ -311,27 +322,28 @@ func testReleasedVoid(t *testing.T, b Balances) {
 
 // testExpiry: the sweeper never closes an authorization with a capture or
 // a void in flight; once they end it closes it, releasing what remains;
-// nothing is captured after; closing it again changes nothing.
+// nothing is captured after; closing it again changes nothing; and it
+// says how a closed authorization closed.
 func testExpiry(t *testing.T, b Balances) {
 	ch := chargeOf()
 	if _, err := reserve(b, ch, 0, capture.Partial, 300); err != nil {
 		t.Fatal(err)
 	}
-	_, err := b.Captures.Expire(ctx, ch, authorized)
+	_, _, err := b.Captures.Expire(ctx, ch, authorized)
 	mustRefuse(t, "the expiry under a capture in flight", err, &capture.InFlightError{Kind: capture.Partial})
 	succeed(t, b, ch, 0, capture.Partial)
-	if closed, err := b.Captures.Expire(ctx, ch, authorized); err != nil || !closed {
+	if by, closed, err := b.Captures.Expire(ctx, ch, authorized); err != nil || !closed || by != capture.ClosedExpired {
 		t.Fatalf("the expiry: closed %t, %v", closed, err)
 	}
 	mustHold(t, b, ch, capture.Balance{Authorized: authorized, Captured: 300, Released: 700, Closed: capture.ClosedExpired})
-	if closed, err := b.Captures.Expire(ctx, ch, authorized); err != nil || closed {
+	if by, closed, err := b.Captures.Expire(ctx, ch, authorized); err != nil || closed || by != capture.ClosedExpired {
 		t.Fatalf("the expiry again: closed %t, %v", closed, err)
 	}
 	_, err = reserve(b, ch, 1, capture.Partial, 1)
 	mustRefuse(t, "a capture after the expiry", err, &capture.ClosedError{Closed: capture.ClosedExpired})
 	// An authorization no step touched expires whole.
 	untouched := chargeOf()
-	if closed, err := b.Captures.Expire(ctx, untouched, authorized); err != nil || !closed {
+	if by, closed, err := b.Captures.Expire(ctx, untouched, authorized); err != nil || !closed || by != capture.ClosedExpired {
 		t.Fatalf("closed %t, %v", closed, err)
 	}
 	mustHold(t, b, untouched, capture.Balance{Authorized: authorized, Released: authorized, Closed: capture.ClosedExpired})
@@ -339,8 +351,14 @@ func testExpiry(t *testing.T, b Balances) {
 	if _, err := reserve(b, voiding, 0, capture.Void, 0); err != nil {
 		t.Fatal(err)
 	}
-	_, err = b.Captures.Expire(ctx, voiding, authorized)
+	_, _, err = b.Captures.Expire(ctx, voiding, authorized)
 	mustRefuse(t, "the expiry under a void in flight", err, &capture.InFlightError{Kind: capture.Void})
+	// Once the void has closed it, the expiry says so, from the refused
+	// write alone.
+	succeed(t, b, voiding, 0, capture.Void)
+	if by, closed, err := b.Captures.Expire(ctx, voiding, authorized); err != nil || closed || by != capture.ClosedVoided {
+		t.Fatalf("the expiry of a voided authorization: %q, closed %t, %v", by, closed, err)
+	}
 }
 
 // testConcurrent: 30 captures of 100 and a void at once on an

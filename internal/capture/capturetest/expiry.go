@@ -85,7 +85,7 @@ func RunExpiryConformance(t *testing.T, newStores NewStoresFunc) {
 	// A run that stopped after the close and before the unlist: the next
 	// finds the balance closed at its expiry, and marks the row.
 	stopped := row(acquirer.StatusAuthorized, now.Add(-time.Minute))
-	if closed, err := s.Captures.Expire(ctx, stopped, authorized); err != nil || !closed {
+	if by, closed, err := s.Captures.Expire(ctx, stopped, authorized); err != nil || !closed || by != capture.ClosedExpired {
 		t.Fatalf("the close: %v, %v", closed, err)
 	}
 	if r, err := x.Run(ctx); err != nil || r != (capture.ExpiryReport{Closed: 1, Complete: true}) {

@@ -761,6 +761,13 @@ func serviceALyingAcquirerIsHeld(t *testing.T, w *world) {
 		t.Fatalf("the void behind the held capture kept its key: %v", err)
 	}
 	mustAnswer(t, w.svc.Capture(ctx, in("partial-beside-held", ch, `{"amount": 10, "final": false}`)), op.Executed, 201)
+	// Once captures take the rest, a capture of what remains finds only
+	// the held one's reservation: told it waits for the operator, from
+	// the refused write alone, its key released.
+	mustAnswer(t, w.svc.Capture(ctx, in("the-rest-beside-held", ch, `{"amount": 940, "final": false}`)), op.Executed, 201)
+	if r := w.svc.Capture(ctx, in("what-remains-behind-held", ch, `{"final": false}`)); r.Outcome != op.CaptureHeld || r.RetryAfter != charge.DefaultHeldRetryAfter {
+		t.Fatalf("a capture of what remains behind the held capture: %s after %s", r.Outcome, r.RetryAfter)
+	}
 	operation := w.svc.CaptureOperation()
 	terms, err := operation.Peek(ctx, pk)
 	if !errors.Is(err, acquirer.ErrMismatch) || terms.Amount != 500 {
@@ -780,7 +787,7 @@ func serviceALyingAcquirerIsHeld(t *testing.T, w *world) {
 		t.Fatalf("void-confirmed: %+v, %v", st, err)
 	}
 	b, _ = w.stores.Balances.Captures.Get(ctx, ch)
-	if b.Reserved != 0 || b.Capturable != 990 || b.Held != 0 {
+	if b.Reserved != 0 || b.Capturable != 50 || b.Held != 0 {
 		t.Fatalf("the balance after the void-confirmed: %+v", b)
 	}
 }

@@ -194,7 +194,7 @@ func (l *Ledger) Unlist(_ context.Context, chargeID string, expired bool) error 
 	defer l.mu.Unlock()
 	if c, ok := l.rows[chargeID]; ok {
 		l.unlisted[chargeID] = true
-		if expired && !c.AuthorizationExpiresAt.IsZero() {
+		if expired { // as the table's: any row unlisted as expired is marked
 			c.Expired = true
 			l.rows[chargeID] = c
 		}

@@ -157,7 +157,7 @@ func (c memoryCaptures) Release(_ context.Context, chargeID string, in refund.In
 }
 
 // MarkHeld implements capture.Balances.
-func (c memoryCaptures) MarkHeld(_ context.Context, chargeID string, in refund.Intent, fence int) error {
+func (c memoryCaptures) MarkHeld(_ context.Context, chargeID string, in refund.Intent, fence int, held bool) error {
 	c.m.mu.Lock()
 	defer c.m.mu.Unlock()
 	b := c.m.of(chargeID)
@@ -168,6 +168,10 @@ func (c memoryCaptures) MarkHeld(_ context.Context, chargeID string, in refund.I
 	case e.State != refund.EntryReserved || e.Fence != fence:
 		return refund.ErrFenced
 	}
+	if !held {
+		delete(b.held, in.Key)
+		return nil
+	}
 	if b.held == nil {
 		b.held = map[string]bool{}
 	}
@@ -176,23 +180,23 @@ func (c memoryCaptures) MarkHeld(_ context.Context, chargeID string, in refund.I
 }
 
 // Expire implements capture.Balances.
-func (c memoryCaptures) Expire(_ context.Context, chargeID string, authorized int64) (bool, error) {
+func (c memoryCaptures) Expire(_ context.Context, chargeID string, authorized int64) (capture.Closed, bool, error) {
 	c.m.mu.Lock()
 	defer c.m.mu.Unlock()
 	b := c.m.of(chargeID)
 	cs := b.open(authorized)
 	switch {
 	case cs.Closed != "":
-		return false, nil
+		return cs.Closed, false, nil
 	case cs.Closing != "":
-		return false, &capture.InFlightError{Kind: cs.ClosingKind, Held: b.held[cs.Closing]}
+		return "", false, &capture.InFlightError{Kind: cs.ClosingKind, Held: b.held[cs.Closing]}
 	case cs.Reserved > 0:
-		return false, &capture.InFlightError{Kind: capture.Partial, Held: len(b.held) > 0}
+		return "", false, &capture.InFlightError{Kind: capture.Partial, Held: len(b.held) > 0}
 	}
 	cs.Released += cs.Capturable
 	cs.Capturable = 0
 	cs.Closed = capture.ClosedExpired
-	return true, nil
+	return cs.Closed, true, nil
 }
 
 // Get implements capture.Balances.
