@@ -241,7 +241,7 @@ func TestRepublishExpiredAuthorization(t *testing.T) {
 	if _, err := tbl.Ledger().Write(ctx, row); err != nil {
 		t.Fatal(err)
 	}
-	if err := tbl.Authorizations().Unlist(ctx, row.ID, true); err != nil {
+	if err := tbl.Authorizations().Unlist(ctx, row.ID, created); err != nil {
 		t.Fatal(err)
 	}
 	row.Expired = true

@@ -27,11 +27,11 @@ type Authorizations interface {
 	// the listing goes on; an error reading the listing ends it.
 	Lapsed(ctx context.Context, before time.Time) iter.Seq2[Lapsed, error]
 	// Unlist takes chargeID's authorization off the listing: its balance
-	// is closed. Expired says it closed at its expiry (ClosedExpired): the
-	// row is then marked so (charge.Charge.Expired), once, which makes
-	// its charge.expired event. Again, or for a row never listed, it
-	// changes nothing.
-	Unlist(ctx context.Context, chargeID string, expired bool) error
+	// is closed. A non-zero expired says it closed at its expiry
+	// (ClosedExpired), seen at that time: the row is then marked so
+	// (charge.Charge.Expired), once, which makes its charge.expired event.
+	// Again, or for a row never listed, it changes nothing.
+	Unlist(ctx context.Context, chargeID string, expired time.Time) error
 }
 
 // Expiry is the sweeper's closing of lapsed authorizations: each one's
@@ -106,7 +106,11 @@ func (x Expiry) Run(ctx context.Context) (ExpiryReport, error) {
 			errs = append(errs, fmt.Errorf("expire %s: %w", l.ChargeID, err))
 			continue
 		}
-		if err := x.Authorizations.Unlist(ctx, l.ChargeID, by == ClosedExpired); err != nil {
+		var expired time.Time
+		if by == ClosedExpired {
+			expired = now()
+		}
+		if err := x.Authorizations.Unlist(ctx, l.ChargeID, expired); err != nil {
 			errs = append(errs, fmt.Errorf("unlist %s: %w", l.ChargeID, err))
 			continue
 		}

@@ -210,7 +210,7 @@ type charged struct {
 	authorization             bool
 	expiresAt                 time.Time
 	balance                   capture.Balance // an authorization's both sides; a captured charge's refunds only
-	readAt                    time.Time       // when balance was read
+	readAt                    time.Time       // when balance was read, by the sandbox's clock (which set expiresAt)
 	reserved                  int64           // what refunds and captures in flight reserve
 	records                   []*idem.Record
 }
@@ -285,7 +285,7 @@ func checkActions(ctx context.Context, s *localapi.Stack, intents []intent, sum 
 		}
 		all = append(all, c)
 	}
-	if err := awaitClosed(ctx, table, all); err != nil {
+	if err := awaitClosed(ctx, table, all, s.Sandbox.Now); err != nil {
 		return nil, nil, err
 	}
 	for i := range all {
@@ -294,7 +294,7 @@ func checkActions(ctx context.Context, s *localapi.Stack, intents []intent, sum 
 		if err != nil {
 			return nil, nil, err
 		}
-		c.balance, c.readAt = capture.Balance{Refunded: b.Refunded}, time.Now()
+		c.balance, c.readAt = capture.Balance{Refunded: b.Refunded}, s.Sandbox.Now()
 		if c.authorization {
 			if c.balance, err = table.Captures().Get(ctx, c.chargeID); err != nil {
 				return nil, nil, err
@@ -389,8 +389,9 @@ func checkCharge(c charged, moves []moved, records map[string]*idem.Record, sum 
 }
 
 // awaitClosed waits, up to closeWait, until every authorization of all
-// is past its window and closed: the sweeper closes the lapsed ones.
-func awaitClosed(ctx context.Context, table *dynamo.Table, all []charged) error {
+// is past its window by now (the sandbox's clock, which set the windows)
+// and closed: the sweeper closes the lapsed ones.
+func awaitClosed(ctx context.Context, table *dynamo.Table, all []charged, now func() time.Time) error {
 	deadline := time.Now().Add(closeWait)
 	for {
 		open := 0
@@ -398,7 +399,7 @@ func awaitClosed(ctx context.Context, table *dynamo.Table, all []charged) error 
 			if !c.authorization {
 				continue
 			}
-			if time.Now().Before(c.expiresAt) {
+			if now().Before(c.expiresAt) {
 				open++
 				continue
 			}

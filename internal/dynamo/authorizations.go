@@ -57,19 +57,19 @@ func lapsedOf(item map[string]types.AttributeValue) (capture.Lapsed, error) {
 // Unlist implements capture.Authorizations: one UpdateItem that removes
 // the row's index key, conditioned on the row's existence, and, for an
 // authorization closed at its expiry, sets tabledef.ExpiredAttribute (the
-// time of the unlist) where it is absent: the one change of a row after
+// caller's time, expired) where it is absent: the one change of a row after
 // its insert that makes an event, charge.expired. Neither touches what
 // the row says.
-func (a *Authorizations) Unlist(ctx context.Context, chargeID string, expired bool) error {
+func (a *Authorizations) Unlist(ctx context.Context, chargeID string, expired time.Time) error {
 	in := &dynamodb.UpdateItemInput{
 		TableName:           aws.String(a.table),
 		Key:                 map[string]types.AttributeValue{tabledef.KeyAttribute: &types.AttributeValueMemberS{Value: Key(chargeID)}},
 		UpdateExpression:    aws.String("REMOVE " + tabledef.AuthorizationShardAttribute),
 		ConditionExpression: aws.String("attribute_exists(" + tabledef.KeyAttribute + ")"),
 	}
-	if expired { // once: a later unlist finds the mark, and its change makes no event
+	if !expired.IsZero() { // once: a later unlist finds the mark, and its change makes no event
 		in.UpdateExpression = aws.String("SET " + tabledef.ExpiredAttribute + " = if_not_exists(" + tabledef.ExpiredAttribute + ", :at) " + *in.UpdateExpression)
-		in.ExpressionAttributeValues = map[string]types.AttributeValue{":at": &types.AttributeValueMemberN{Value: strconv.FormatInt(time.Now().UnixMilli(), 10)}}
+		in.ExpressionAttributeValues = map[string]types.AttributeValue{":at": &types.AttributeValueMemberN{Value: strconv.FormatInt(expired.UnixMilli(), 10)}}
 	}
 	_, err := a.api.UpdateItem(ctx, in)
 	var missing *types.ConditionalCheckFailedException

@@ -22,7 +22,10 @@ func (r ChargeRow) RowID() string { return r.ID }
 func (r ChargeRow) RowRegion() string { return r.Region }
 
 // RowEvent is the row's event: Captured, Authorized or Declined.
-func (r ChargeRow) RowEvent() (event.Event, error) {
+func (r ChargeRow) RowEvent() (event.Event, error) { return event.OfRow(r.eventRow()) }
+
+// eventRow is what the row's events say of it.
+func (r ChargeRow) eventRow() event.Row {
 	c := r.Charge
 	ec := event.Charge{
 		ID: c.ID, Status: c.Status, Amount: c.Amount, Currency: c.Currency, AuthorizationID: c.AuthorizationID, DeclineCode: c.DeclineCode,
@@ -31,10 +34,7 @@ func (r ChargeRow) RowEvent() (event.Event, error) {
 		expires := c.AuthorizationExpiresAt.UTC()
 		ec.AuthorizationExpiresAt = &expires
 	}
-	return event.OfRow(event.Row{
-		Charge:  ec,
-		Account: c.Account, IdempotencyKey: c.IdempotencyKey, Source: c.Source, CreatedAt: c.CreatedAt,
-	})
+	return event.Row{Charge: ec, Account: c.Account, IdempotencyKey: c.IdempotencyKey, Source: c.Source, CreatedAt: c.CreatedAt}
 }
 
 // ExpiredRow is an authorization's ledger row as its expiry marked it
@@ -48,14 +48,9 @@ func (r ExpiredRow) RowID() string { return r.ID }
 // RowRegion is the region that wrote the row ("" in one region).
 func (r ExpiredRow) RowRegion() string { return r.Region }
 
-// RowEvent is event.Expired of the row.
-func (r ExpiredRow) RowEvent() (event.Event, error) {
-	e, err := ChargeRow(r).RowEvent() // the row's own terms, as its insert told them
-	if err != nil {
-		return event.Event{}, err
-	}
-	return event.OfExpiry(event.Row{Charge: *e.Charge, Account: e.Account, IdempotencyKey: e.IdempotencyKey, Source: e.Source})
-}
+// RowEvent is event.Expired of the row, from what its insert's event says
+// of it.
+func (r ExpiredRow) RowEvent() (event.Event, error) { return event.OfExpiry(ChargeRow(r).eventRow()) }
 
 // ActionRow is a capture's or a void's row as the outbox sees it
 // (outbox.Row): its insert makes the succeeded or the declined event of

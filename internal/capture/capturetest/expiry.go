@@ -100,7 +100,7 @@ func RunExpiryConformance(t *testing.T, newStores NewStoresFunc) {
 	if got, err := s.Ledger.Get(ctx, lapsed); err != nil || got.Status != acquirer.StatusAuthorized || !got.AuthorizationExpiresAt.Equal(now.Add(-time.Minute)) {
 		t.Fatalf("the unlisted row: %+v, %v", got, err)
 	}
-	if err := s.Authorizations.Unlist(ctx, chargeOf(), true); err != nil {
+	if err := s.Authorizations.Unlist(ctx, chargeOf(), now); err != nil {
 		t.Fatalf("unlisting no row: %v", err)
 	}
 	// A run with less than its stop margin left stops at once, incomplete

@@ -189,12 +189,12 @@ func (l *Ledger) Lapsed(_ context.Context, before time.Time) iter.Seq2[capture.L
 }
 
 // Unlist implements capture.Authorizations.
-func (l *Ledger) Unlist(_ context.Context, chargeID string, expired bool) error {
+func (l *Ledger) Unlist(_ context.Context, chargeID string, expired time.Time) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if c, ok := l.rows[chargeID]; ok {
 		l.unlisted[chargeID] = true
-		if expired { // as the table's: any row unlisted as expired is marked
+		if !expired.IsZero() { // as the table's: any row unlisted as expired is marked
 			c.Expired = true
 			l.rows[chargeID] = c
 		}

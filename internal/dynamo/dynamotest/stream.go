@@ -120,7 +120,7 @@ func WriteEveryKind(t testing.TB, client *dynamodb.Client, table string) {
 	if _, err := tbl.Ledger().Write(ctx, auth); err != nil {
 		t.Fatal(err)
 	}
-	if err := tbl.Authorizations().Unlist(ctx, auth.ID, true); err != nil {
+	if err := tbl.Authorizations().Unlist(ctx, auth.ID, auth.AuthorizationExpiresAt); err != nil {
 		t.Fatal(err)
 	}
 }
