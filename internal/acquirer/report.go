@@ -31,6 +31,11 @@ type Movement struct {
 	// it acts on (an authorization's own id for an authorization).
 	ID              string `json:"id"`
 	AuthorizationID string `json:"authorization_id"`
+	// AuthorizationKey is the key the authorization it acts on was asked
+	// under (its own key for an authorization): the charge it moves money
+	// on, as a real report gives the payment's reference beside a
+	// modification's.
+	AuthorizationKey string `json:"authorization_key"`
 	// Status is the outcome it states (captured, authorized, declined;
 	// succeeded or declined for an action).
 	Status   string    `json:"status"`
@@ -64,7 +69,7 @@ func DayOf(t time.Time) time.Time {
 
 // ReadReportPage decodes a report page, strictly: an acquirer's answer is
 // checked before anything reads it. Every movement must name its kind, its
-// key, its status, an amount (0 for a decline that moved nothing), a
+// key and its authorization's, its status, an amount (0 for a decline that moved nothing), a
 // currency and a time within day.
 func ReadReportPage(day time.Time, body []byte) (ReportPage, error) {
 	var p ReportPage
@@ -76,11 +81,40 @@ func ReadReportPage(day time.Time, body []byte) (ReportPage, error) {
 		switch {
 		case m.Kind != MovementAuthorization && m.Kind != MovementCapture && m.Kind != MovementRefund && m.Kind != MovementVoid:
 			return ReportPage{}, fmt.Errorf("acquirer report: movement %d: kind %q", i, m.Kind)
-		case m.Key == "" || m.Amount < 0 || m.Currency == "" || m.Status == "":
-			return ReportPage{}, fmt.Errorf("acquirer report: movement %d: without its key, status, amount or currency", i)
+		case m.Key == "" || m.AuthorizationKey == "" || m.Amount < 0 || m.Currency == "" || m.Status == "":
+			return ReportPage{}, fmt.Errorf("acquirer report: movement %d: without its keys, status, amount or currency", i)
 		case m.At.Before(day) || !m.At.Before(end):
 			return ReportPage{}, fmt.Errorf("acquirer report: movement %d at %s, not on %s", i, m.At.Format(time.RFC3339Nano), day.Format(time.DateOnly))
 		}
 	}
 	return p, nil
+}
+
+// Movement is the authorization a, made under key, as a report line
+// states it.
+func (a Authorization) Movement(key string) Movement {
+	return Movement{Kind: MovementAuthorization, Key: key, ID: a.ID, AuthorizationID: a.ID, AuthorizationKey: key,
+		Status: a.Status, Amount: a.Amount, Currency: a.Currency, At: a.CreatedAt}
+}
+
+// Movement is the refund r, made under key, as a report line states it;
+// AuthorizationKey is left to the caller, which an action's answer does
+// not carry.
+func (r Refund) Movement(key string) Movement { return movementOf(MovementRefund, key, r, r.CreatedAt) }
+
+// Movement is the capture c, made under key, as a report line states it
+// (as Refund.Movement).
+func (c Capture) Movement(key string) Movement {
+	return movementOf(MovementCapture, key, c, c.CreatedAt)
+}
+
+// Movement is the void v, made under key, as a report line states it (as
+// Refund.Movement).
+func (v Void) Movement(key string) Movement { return movementOf(MovementVoid, key, v, v.CreatedAt) }
+
+// movementOf is action a of kind, made under key at at, as a report line.
+func movementOf[T action](kind, key string, a T, at time.Time) Movement {
+	t := a.terms()
+	return Movement{Kind: kind, Key: key, ID: a.actionID(), AuthorizationID: t.authorizationID, Status: a.actionStatus(),
+		Amount: t.amount, Currency: t.currency, At: at}
 }

@@ -10,24 +10,25 @@ import (
 var reportDay = time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 
 // TestReadReportPage: a page is read strictly: a movement of another
-// day, of no kind, without its key, status or currency, or of a negative
+// day, of no kind, without its key, its authorization's, its status or currency, or of a negative
 // amount, and a case variant of a member, refuse the whole page.
 func TestReadReportPage(t *testing.T) {
-	good := `{"movements":[{"kind":"capture","key":"k-1","id":"cp_1","authorization_id":"auth_1","status":"succeeded","amount":400,"currency":"BRL","at":"2026-12-01T02:00:00Z"}],"next":"c"}`
+	good := `{"movements":[{"kind":"capture","key":"k-1","id":"cp_1","authorization_id":"auth_1","authorization_key":"a-1","status":"succeeded","amount":400,"currency":"BRL","at":"2026-12-01T02:00:00Z"}],"next":"c"}`
 	p, err := ReadReportPage(reportDay, []byte(good))
 	if err != nil || len(p.Movements) != 1 || p.Next != "c" || p.Movements[0].Amount != 400 {
 		t.Fatalf("%+v, %v", p, err)
 	}
 	for name, body := range map[string]string{
-		"another day":    `{"movements":[{"kind":"capture","key":"k","status":"succeeded","amount":1,"currency":"BRL","at":"2026-12-02T00:00:00Z"}]}`,
-		"the day before": `{"movements":[{"kind":"capture","key":"k","status":"succeeded","amount":1,"currency":"BRL","at":"2026-11-30T23:59:59.999Z"}]}`,
-		"no kind":        `{"movements":[{"kind":"payout","key":"k","status":"succeeded","amount":1,"currency":"BRL","at":"2026-12-01T00:00:00Z"}]}`,
-		"no key":         `{"movements":[{"kind":"capture","status":"succeeded","amount":1,"currency":"BRL","at":"2026-12-01T00:00:00Z"}]}`,
-		"no status":      `{"movements":[{"kind":"capture","key":"k","amount":1,"currency":"BRL","at":"2026-12-01T00:00:00Z"}]}`,
-		"negative":       `{"movements":[{"kind":"capture","key":"k","status":"succeeded","amount":-1,"currency":"BRL","at":"2026-12-01T00:00:00Z"}]}`,
-		"case variant":   `{"movements":[],"Next":"c"}`,
-		"null":           `null`,
-		"two values":     `{"movements":[]}{}`,
+		"another day":          `{"movements":[{"kind":"capture","key":"k","status":"succeeded","amount":1,"currency":"BRL","at":"2026-12-02T00:00:00Z"}]}`,
+		"the day before":       `{"movements":[{"kind":"capture","key":"k","status":"succeeded","amount":1,"currency":"BRL","at":"2026-11-30T23:59:59.999Z"}]}`,
+		"no kind":              `{"movements":[{"kind":"payout","key":"k","status":"succeeded","amount":1,"currency":"BRL","at":"2026-12-01T00:00:00Z"}]}`,
+		"no key":               `{"movements":[{"kind":"capture","status":"succeeded","amount":1,"currency":"BRL","at":"2026-12-01T00:00:00Z"}]}`,
+		"no authorization key": `{"movements":[{"kind":"capture","key":"k","status":"succeeded","amount":1,"currency":"BRL","at":"2026-12-01T00:00:00Z"}]}`,
+		"no status":            `{"movements":[{"kind":"capture","key":"k","amount":1,"currency":"BRL","at":"2026-12-01T00:00:00Z"}]}`,
+		"negative":             `{"movements":[{"kind":"capture","key":"k","status":"succeeded","amount":-1,"currency":"BRL","at":"2026-12-01T00:00:00Z"}]}`,
+		"case variant":         `{"movements":[],"Next":"c"}`,
+		"null":                 `null`,
+		"two values":           `{"movements":[]}{}`,
 	} {
 		if _, err := ReadReportPage(reportDay, []byte(body)); err == nil {
 			t.Errorf("%s: read", name)
@@ -39,7 +40,7 @@ func TestReadReportPage(t *testing.T) {
 // page never panics, and a page it accepts holds only lines of the day,
 // each with its kind, key and status, which encode and read back the same.
 func FuzzReadReportPage(f *testing.F) {
-	f.Add(`{"movements":[{"kind":"refund","key":"k-1","id":"rf_1","authorization_id":"auth_1","status":"succeeded","amount":100,"currency":"BRL","at":"2026-12-01T23:59:59.999999999Z"}],"next":"abc"}`)
+	f.Add(`{"movements":[{"kind":"refund","key":"k-1","id":"rf_1","authorization_id":"auth_1","authorization_key":"a-1","status":"succeeded","amount":100,"currency":"BRL","at":"2026-12-01T23:59:59.999999999Z"}],"next":"abc"}`)
 	f.Add(`{"movements":[{"kind":"void","key":"k","status":"declined","amount":0,"currency":"BRL","at":"2026-12-01T00:00:00Z"}]}`)
 	f.Add(`{"movements":null}`)
 	f.Add(`{"movements":[{"kind":"authorization","key":"k","key":"l","status":"captured","amount":1,"currency":"BRL","at":"2026-12-01T00:00:00Z"}]}`)

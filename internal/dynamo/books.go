@@ -84,6 +84,13 @@ func (b *Books) Unpublished(ctx context.Context, before time.Time) iter.Seq2[cha
 // query's error ends it.
 func listShards[T any](ctx context.Context, api API, table, index, what, cond string, before int64,
 	read func(map[string]types.AttributeValue) (T, error)) iter.Seq2[T, error] {
+	return listPartitions(ctx, api, table, index, what, cond, "", before, read)
+}
+
+// listPartitions is listShards over partitions named prefix and a shard
+// ("2026-12-07#05" for the day index's).
+func listPartitions[T any](ctx context.Context, api API, table, index, what, cond, prefix string, before int64,
+	read func(map[string]types.AttributeValue) (T, error)) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		first := rand.IntN(idem.Shards)
 		for i := range idem.Shards {
@@ -95,7 +102,7 @@ func listShards[T any](ctx context.Context, api API, table, index, what, cond st
 					IndexName:              aws.String(index),
 					KeyConditionExpression: aws.String(cond),
 					ExpressionAttributeValues: map[string]types.AttributeValue{
-						":shard":  &types.AttributeValueMemberS{Value: fmt.Sprintf("%02d", shard)},
+						":shard":  &types.AttributeValueMemberS{Value: fmt.Sprintf("%s%02d", prefix, shard)},
 						":before": &types.AttributeValueMemberN{Value: strconv.FormatInt(before, 10)},
 					},
 					Limit: aws.Int32(pageSize), ExclusiveStartKey: start,

@@ -17,7 +17,8 @@ func TestRowAttributeNames(t *testing.T) {
 		"PK": tabledef.KeyAttribute, "Region": tabledef.RegionAttribute, "Type": tabledef.TypeAttribute,
 		"UnpublishedShard": tabledef.UnpublishedShardAttribute, "UnpublishedSince": tabledef.UnpublishedSinceAttribute,
 		"AuthorizationShard": tabledef.AuthorizationShardAttribute, "AuthorizationExpiresAt": tabledef.AuthorizationExpiresAttribute,
-		"Amount": tabledef.AmountAttribute,
+		"Amount": tabledef.AmountAttribute, "DayShard": tabledef.DayShardAttribute, "DayAt": tabledef.DayAtAttribute,
+		"Status": tabledef.StatusAttribute, "Currency": tabledef.CurrencyAttribute, "ChargeID": tabledef.ChargeIDAttribute,
 	} {
 		for name, layout := range map[string]reflect.Type{"row": reflect.TypeFor[row](), "refundRow": reflect.TypeFor[refundRow](), "actionRow": reflect.TypeFor[actionRow](), "rowMarker": reflect.TypeFor[rowMarker]()} {
 			f, ok := layout.FieldByName(field)

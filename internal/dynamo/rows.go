@@ -121,6 +121,10 @@ type rowCommon struct {
 	// UnpublishedShard and UnpublishedSince list a row that has a region.
 	UnpublishedShard string `dynamodbav:"unpublished_shard,omitempty"`
 	UnpublishedSince int64  `dynamodbav:"unpublished_since,omitempty"` // epoch milliseconds
+	// DayShard and DayAt list every row in the day index, by the UTC day
+	// and the time it was written (tabledef.DayIndex).
+	DayShard string `dynamodbav:"day_shard"`
+	DayAt    int64  `dynamodbav:"day_at"` // epoch milliseconds
 }
 
 // commonOf is rowCommon of the row of origin o at key, of type typ.
@@ -128,6 +132,7 @@ func commonOf(key, typ string, o op.Origin, status, currency string) rowCommon {
 	c := rowCommon{
 		PK: key, Type: typ, ID: o.ID, Account: o.Account, IdempotencyKey: o.IdempotencyKey, Source: o.Source, Status: status,
 		Currency: currency, AcquirerID: o.AcquirerID, CreatedAt: o.CreatedAt.UTC().Format(time.RFC3339Nano), Region: o.Region,
+		DayShard: DayShard(o.CreatedAt, o.ID), DayAt: o.CreatedAt.UnixMilli(),
 	}
 	if o.Region != "" {
 		c.UnpublishedShard, c.UnpublishedSince = shardOf(o.ID), o.CreatedAt.UnixMilli()

@@ -46,8 +46,8 @@ func TestTableOnDynamoDBLocal(t *testing.T) {
 	for _, ix := range out.Table.GlobalSecondaryIndexes {
 		indexes = append(indexes, aws.ToString(ix.IndexName))
 	}
-	if slices.Sort(indexes); !slices.Equal(indexes, []string{tabledef.AuthorizationIndex, tabledef.InflightIndex}) {
-		t.Fatalf("indexes = %v, want the authorizations and the in-flight indexes", indexes)
+	if slices.Sort(indexes); !slices.Equal(indexes, []string{tabledef.AuthorizationIndex, tabledef.DayIndex, tabledef.InflightIndex}) {
+		t.Fatalf("indexes = %v, want the authorizations, the day and the in-flight indexes", indexes)
 	}
 	ttl, err := client.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(name)})
 	if err != nil {

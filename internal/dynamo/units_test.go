@@ -87,15 +87,15 @@ func unitsOf(tb testing.TB, path string, n int) dynamotest.Units {
 }
 
 // TestUnitsPerPath holds the bill's figures per path: a first execution
-// writes 5 units (claim 1 + its in-flight index entry 1, ledger row 1,
-// completion 1 + leaving the index 1), an authorization 6 (the same, and
-// its row's entry in the authorizations index 1), a replay 1, a warm
-// replay 0.
+// writes 6 units (claim 1 + its in-flight index entry 1, ledger row 1 +
+// its day index entry 1, completion 1 + leaving the index 1), an
+// authorization 7 (the same, and its row's entry in the authorizations
+// index 1), a replay 1, a warm replay 0.
 func TestUnitsPerPath(t *testing.T) {
 	t.Parallel()
 	for path, want := range map[string][3]float64{
-		"first-execution":   {3, 2, 0},
-		"authorize-only":    {3, 3, 0}, // and the row's entry in the authorizations index
+		"first-execution":   {3, 3, 0},
+		"authorize-only":    {3, 4, 0}, // and the row's entry in the authorizations index
 		"replay":            {1, 0, 0},
 		"replay-warm-cache": {0, 0, 0},
 		"in-flight":         {1, 0, 0},
@@ -252,7 +252,8 @@ func unitsOfALife(tb testing.TB, ttl bool, n int) lifeUnits {
 
 // TestUnitsOverARecordsLife holds what a charge costs in write units over
 // its record's life in each table mode. With TTL (one region): 3 table and
-// 2 index units (the in-flight index, in and out), and TTL deletes free.
+// 3 index units (the in-flight index, in and out; the row's day index
+// entry), and TTL deletes free.
 // Without TTL (the multi-region mode, per replica): the claim also writes
 // the expiry index and the row the unpublished index (2 more); the
 // publisher's mark updates the row and unlists it (1 + 1); and the purge
@@ -264,8 +265,8 @@ func TestUnitsOverARecordsLife(t *testing.T) {
 	const n = 50
 	single, multi := unitsOfALife(t, true, n), unitsOfALife(t, false, n)
 	for name, pair := range map[string][2][2]float64{
-		"with TTL, charge":     {{single.charge.TableWrite, single.charge.IndexWrite}, {3, 2}},
-		"without TTL, charge":  {{multi.charge.TableWrite, multi.charge.IndexWrite}, {3, 4}},
+		"with TTL, charge":     {{single.charge.TableWrite, single.charge.IndexWrite}, {3, 3}},
+		"without TTL, charge":  {{multi.charge.TableWrite, multi.charge.IndexWrite}, {3, 5}},
 		"without TTL, publish": {{multi.publish.TableWrite, multi.publish.IndexWrite}, {1, 1}},
 		"without TTL, purge":   {{multi.purge.TableWrite, multi.purge.IndexWrite}, {1, 1}},
 	} {

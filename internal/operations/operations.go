@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/capture"
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/event"
@@ -55,6 +56,12 @@ type Registration struct {
 	// answer: the operation's own alarms read them (Count). HeldMetric is
 	// the sweeper's count of its records held for an operator.
 	Metric, MismatchMetric, HeldMetric string
+	// Movement is the kind of the acquirer's report lines its rows pair
+	// with in the daily match (acquirer.Movement…), and Moves what one of
+	// its rows, or one of those lines, with status and amount moved on its
+	// charge: captured, refunded.
+	Movement string
+	Moves    func(status string, amount int64) (captured, refunded int64)
 }
 
 // Count adds the operation's own counts to the values of one request or
@@ -79,6 +86,7 @@ var all = []Registration{
 		Triggers: []Trigger{HTTP, Queue, Operator, Stream, Reconciler, Backstop},
 		Events:   []event.Type{event.Captured, event.Authorized, event.Declined, event.Expired, event.Held, event.Released, event.Rejected},
 		Held:     chargeHeld, Released: chargeReleased,
+		Movement: acquirer.MovementAuthorization, Moves: captures(acquirer.StatusCaptured),
 	},
 	{
 		Name: refund.Operation, RowIDPrefix: refund.IDPrefix, RowKeyPrefix: tabledef.RefundPrefix,
@@ -86,6 +94,7 @@ var all = []Registration{
 		Events:   []event.Type{event.RefundSucceeded, event.RefundDeclined, event.RefundHeld, event.RefundReleased, event.RefundRejected},
 		Held:     refundHeld, Released: refundReleased,
 		Metric: obs.MetricRefunds, MismatchMetric: obs.MetricRefundMismatches, HeldMetric: obs.MetricHeldRefunds,
+		Movement: acquirer.MovementRefund, Moves: refunds,
 	},
 	{
 		Name: capture.OperationCapture, RowIDPrefix: capture.CaptureIDPrefix, RowKeyPrefix: tabledef.CapturePrefix,
@@ -93,6 +102,7 @@ var all = []Registration{
 		Events:   event.Captures.Types(),
 		Held:     captureHold(event.Captures.OfHold), Released: captureHold(event.Captures.OfRelease),
 		Metric: obs.MetricCaptures, MismatchMetric: obs.MetricCaptureMismatches, HeldMetric: obs.MetricHeldCaptures,
+		Movement: acquirer.MovementCapture, Moves: captures(acquirer.CaptureSucceeded),
 	},
 	{
 		Name: capture.OperationVoid, RowIDPrefix: capture.VoidIDPrefix, RowKeyPrefix: tabledef.VoidPrefix,
@@ -100,7 +110,35 @@ var all = []Registration{
 		Events:   event.Voids.Types(),
 		Held:     voidHold(event.Voids.OfHold), Released: voidHold(event.Voids.OfRelease),
 		Metric: obs.MetricVoids, MismatchMetric: obs.MetricVoidMismatches, HeldMetric: obs.MetricHeldVoids,
+		Movement: acquirer.MovementVoid, Moves: movesNothing,
 	},
+}
+
+// captures: a row or line in status succeeded captured its amount.
+func captures(succeeded string) func(string, int64) (int64, int64) {
+	return func(status string, amount int64) (int64, int64) {
+		if status == succeeded {
+			return amount, 0
+		}
+		return 0, 0
+	}
+}
+
+// refunds: a succeeded refund returned its amount.
+func refunds(status string, amount int64) (int64, int64) {
+	if status == acquirer.RefundSucceeded {
+		return 0, amount
+	}
+	return 0, 0
+}
+
+// movesNothing: a void releases what was never captured.
+func movesNothing(string, int64) (int64, int64) { return 0, 0 }
+
+// ByMovement is the registration whose rows pair with the acquirer's
+// report lines of kind.
+func ByMovement(kind string) (Registration, bool) {
+	return find(func(r Registration) bool { return r.Movement == kind })
 }
 
 // All are the registrations.

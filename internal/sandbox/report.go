@@ -60,40 +60,98 @@ func (s *Server) movements() []acquirer.Movement {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []acquirer.Movement
+	keyOf := make(map[string]string, len(s.order)) // authorization id to its key
 	for _, k := range s.order {
 		a := s.byKey[k].auth
-		out = append(out, acquirer.Movement{Kind: acquirer.MovementAuthorization, Key: k, ID: a.ID, AuthorizationID: a.ID,
-			Status: a.Status, Amount: a.Amount, Currency: a.Currency, At: a.CreatedAt})
+		keyOf[a.ID] = k
+		out = append(out, a.Movement(k))
 	}
-	out = append(out, linesOf(acquirer.MovementRefund, s.refundOrder, s.refunds, func(r acquirer.Refund) terms {
-		return terms{r.ID, r.AuthorizationID, r.Status, r.Amount, r.Currency, r.CreatedAt}
-	})...)
-	out = append(out, linesOf(acquirer.MovementCapture, s.captureOrder, s.captures, func(c acquirer.Capture) terms {
-		return terms{c.ID, c.AuthorizationID, c.Status, c.Amount, c.Currency, c.CreatedAt}
-	})...)
-	return append(out, linesOf(acquirer.MovementVoid, s.voidOrder, s.voids, func(v acquirer.Void) terms {
-		return terms{v.ID, v.AuthorizationID, v.Status, v.Amount, v.Currency, v.CreatedAt}
-	})...)
+	out = append(out, linesOf(s.refundOrder, s.refunds, keyOf, acquirer.Refund.Movement)...)
+	out = append(out, linesOf(s.captureOrder, s.captures, keyOf, acquirer.Capture.Movement)...)
+	return append(out, linesOf(s.voidOrder, s.voids, keyOf, acquirer.Void.Movement)...)
 }
 
-// terms are what a report line says of an action, besides its kind and key.
-type terms struct {
-	id, authorizationID, status string
-	amount                      int64
-	currency                    string
-	at                          time.Time
-}
-
-// linesOf are the report lines of the actions of kind under keys, in m,
-// each read by of. The caller holds mu.
-func linesOf[T any](kind string, keys []string, m map[string]answered[T], of func(T) terms) []acquirer.Movement {
+// linesOf are the report lines of the actions under keys, in m, each as
+// movement states it, with its authorization's key (keyOf gives it by the
+// authorization's id). The caller holds mu.
+func linesOf[T any](keys []string, m map[string]answered[T], keyOf map[string]string, movement func(T, string) acquirer.Movement) []acquirer.Movement {
 	out := make([]acquirer.Movement, 0, len(keys))
 	for _, k := range keys {
-		t := of(m[k].answer)
-		out = append(out, acquirer.Movement{Kind: kind, Key: k, ID: t.id, AuthorizationID: t.authorizationID, Status: t.status,
-			Amount: t.amount, Currency: t.currency, At: t.at})
+		line := movement(m[k].answer, k)
+		line.AuthorizationKey = keyOf[line.AuthorizationID]
+		out = append(out, line)
 	}
 	return out
+}
+
+// Forget makes the sandbox forget what it did of kind (acquirer.Movement…)
+// under key, as an acquirer that reversed it after answering: neither its
+// report nor its lookups know it any more. It reports whether there was
+// such a movement. A test plants with it a row whose movement is gone.
+func (s *Server) Forget(kind, key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch kind {
+	case acquirer.MovementAuthorization:
+		if _, ok := s.byKey[key]; !ok {
+			return false
+		}
+		delete(s.byKey, key)
+		s.order = slices.DeleteFunc(s.order, func(k string) bool { return k == key })
+		return true
+	case acquirer.MovementRefund:
+		return forget(s.refunds, &s.refundOrder, key)
+	case acquirer.MovementCapture:
+		return forget(s.captures, &s.captureOrder, key)
+	case acquirer.MovementVoid:
+		return forget(s.voids, &s.voidOrder, key)
+	}
+	return false
+}
+
+// Restate makes the sandbox state amount for what it did of kind under
+// key, in its report and its lookups, as an acquirer whose books came to
+// other terms than its answer. It reports whether there was such a
+// movement. A test plants with it a movement whose terms differ.
+func (s *Server) Restate(kind, key string, amount int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch kind {
+	case acquirer.MovementAuthorization:
+		rec, ok := s.byKey[key]
+		if ok {
+			rec.auth.Amount = amount
+			s.byKey[key] = rec
+		}
+		return ok
+	case acquirer.MovementRefund:
+		return restate(s.refunds, key, func(r *acquirer.Refund) { r.Amount = amount })
+	case acquirer.MovementCapture:
+		return restate(s.captures, key, func(c *acquirer.Capture) { c.Amount = amount })
+	case acquirer.MovementVoid:
+		return restate(s.voids, key, func(v *acquirer.Void) { v.Amount = amount })
+	}
+	return false
+}
+
+// forget deletes key's action from m and its order. The caller holds mu.
+func forget[T any](m map[string]answered[T], order *[]string, key string) bool {
+	if _, ok := m[key]; !ok {
+		return false
+	}
+	delete(m, key)
+	*order = slices.DeleteFunc(*order, func(k string) bool { return k == key })
+	return true
+}
+
+// restate changes key's action in m by set. The caller holds mu.
+func restate[T any](m map[string]answered[T], key string, set func(*T)) bool {
+	a, ok := m[key]
+	if ok {
+		set(&a.answer)
+		m[key] = a
+	}
+	return ok
 }
 
 // compareMovements is the report's order: time, then kind, then key.

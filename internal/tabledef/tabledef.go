@@ -58,6 +58,22 @@ const (
 	// charge.expired event (whose time is the row's expiry).
 	ExpiredAttribute = "expired_at"
 	AmountAttribute  = "amount"
+	// DayIndex is the sparse index of every operation's rows by the UTC
+	// day they were written: the daily match reads one day's rows from
+	// it, never by a Scan. DayShardAttribute is its partition key, the
+	// day and a shard ("2026-12-07#05"), and DayAtAttribute its sort key,
+	// the row's creation in epoch milliseconds; a row is written with both
+	// and keeps them (a marker has neither). It projects what the match
+	// compares: DayProjected.
+	DayIndex          = "day"
+	DayShardAttribute = "day_shard"
+	DayAtAttribute    = "day_at"
+	// StatusAttribute, CurrencyAttribute and ChargeIDAttribute are a
+	// row's outcome, its currency and, for a refund, capture or void, the
+	// charge it acts on.
+	StatusAttribute   = "status"
+	CurrencyAttribute = "currency"
+	ChargeIDAttribute = "charge_id"
 	// RegionAttribute is the region that wrote a ledger row (multi-region
 	// mode), which the index projects, or whose heartbeat an item is.
 	RegionAttribute = "region"
@@ -146,6 +162,24 @@ func RowPrefixes() []string {
 	return prefixes
 }
 
+// DayProjected are the attributes the day index projects beside its
+// keys and the table's: what the match compares of a row.
+func DayProjected() []string {
+	return []string{StatusAttribute, AmountAttribute, CurrencyAttribute, ChargeIDAttribute}
+}
+
+// MatchPrefix begins the key of the daily match's items: one per day
+// (its claim, and once matched its counts), followed by the day
+// (YYYY-MM-DD), and one per line the match kept, followed by the day, the
+// line's kind and its ref. Only the match's function writes them.
+const MatchPrefix = "MATCH#"
+
+// MatchLinesShard is the day index's shard of a day's kept lines: their
+// items carry DayShardAttribute as the day, "#" and it, so the lines of a
+// day are listed by one Query and never among the rows (whose shards are
+// numbers).
+const MatchLinesShard = "match"
+
 // Type is an attribute's DynamoDB scalar type.
 type Type string
 
@@ -214,6 +248,11 @@ func For(ttl bool) Definition {
 			Partition: Attribute{AuthorizationShardAttribute, String},
 			Sort:      Attribute{AuthorizationExpiresAttribute, Number},
 			Projected: []string{AmountAttribute},
+		}, {
+			Name:      DayIndex,
+			Partition: Attribute{DayShardAttribute, String},
+			Sort:      Attribute{DayAtAttribute, Number},
+			Projected: DayProjected(),
 		}},
 	}
 	if !ttl {

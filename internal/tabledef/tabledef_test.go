@@ -19,7 +19,7 @@ func TestAttributes(t *testing.T) {
 	if got := def.Attributes(); !slices.Equal(got, want) {
 		t.Fatalf("attributes %v, want %v", got, want)
 	}
-	if got := Table().Attributes(); len(got) != 5 || got[0].Name != KeyAttribute {
+	if got := Table().Attributes(); len(got) != 7 || got[0].Name != KeyAttribute {
 		t.Fatalf("the table's attributes %v", got)
 	}
 }

@@ -238,6 +238,34 @@ func (c *Client) LookupVoid(ctx context.Context, key string) (acquirer.Void, err
 	return lookup(ctx, c, "void lookup", acquirer.EndpointVoidLookup, acquirer.ReadVoid, "v1", "voids", key)
 }
 
+// Movement is what the acquirer did of kind (acquirer.Movement…) under
+// key, read through that kind's lookup and stated as a report line would
+// state it, without the authorization's key (an action's answer does not
+// carry it): acquirer.ErrNotFound when it did nothing under key. The daily
+// match asks it of a row its day's report did not pair.
+func (c *Client) Movement(ctx context.Context, kind, key string) (acquirer.Movement, error) {
+	switch kind {
+	case acquirer.MovementAuthorization:
+		return movement(ctx, key, c.Lookup, acquirer.Authorization.Movement)
+	case acquirer.MovementRefund:
+		return movement(ctx, key, c.LookupRefund, acquirer.Refund.Movement)
+	case acquirer.MovementCapture:
+		return movement(ctx, key, c.LookupCapture, acquirer.Capture.Movement)
+	case acquirer.MovementVoid:
+		return movement(ctx, key, c.LookupVoid, acquirer.Void.Movement)
+	}
+	return acquirer.Movement{}, fmt.Errorf("movement of kind %q: no such kind", kind)
+}
+
+// movement looks key up and states what it found as a report line.
+func movement[T any](ctx context.Context, key string, lookup func(context.Context, string) (T, error), line func(T, string) acquirer.Movement) (acquirer.Movement, error) {
+	found, err := lookup(ctx, key)
+	if err != nil {
+		return acquirer.Movement{}, err
+	}
+	return line(found, key), nil
+}
+
 // act posts an action's request under key to path and reads its answer
 // with read, as Refund does.
 func act[T any](ctx context.Context, c *Client, key string, req any, endpoint string, read func(string, int, []byte) (T, error), path ...string) (T, error) {

@@ -1,0 +1,315 @@
+package dynamo_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idempotent-payments/idempay/internal/acquirer"
+	"github.com/idempotent-payments/idempay/internal/acquirer/acquirerhttp"
+	"github.com/idempotent-payments/idempay/internal/capture"
+	"github.com/idempotent-payments/idempay/internal/charge"
+	"github.com/idempotent-payments/idempay/internal/charge/chargetest"
+	"github.com/idempotent-payments/idempay/internal/dynamo"
+	"github.com/idempotent-payments/idempay/internal/dynamo/dynamotest"
+	"github.com/idempotent-payments/idempay/internal/httpapi"
+	"github.com/idempotent-payments/idempay/internal/idem"
+	"github.com/idempotent-payments/idempay/internal/match"
+	"github.com/idempotent-payments/idempay/internal/op"
+	"github.com/idempotent-payments/idempay/internal/refund"
+	"github.com/idempotent-payments/idempay/internal/sandbox"
+)
+
+// matchWorld is the charge, refund and capture services on DynamoDB
+// Local with the sandbox in process, and the match over both.
+type matchWorld struct {
+	t        *testing.T
+	table    *dynamo.Table
+	sb       *sandbox.Server
+	acq      *acquirerhttp.Client
+	charges  *charge.Service
+	refunds  *refund.Service
+	captures *capture.Service
+	start    time.Time
+}
+
+const matchAccount = "acct_match"
+
+func newMatchWorld(t *testing.T) *matchWorld {
+	client := dynamotest.Client(t)
+	table := dynamo.Open(client, dynamotest.NewTable(t, client))
+	sb := sandbox.New("")
+	sb.SetRefundBound(false)
+	sb.SetCaptureBound(false)
+	srv := httptest.NewServer(sb) // over a socket, so that a call's deadline cuts a hung request
+	t.Cleanup(srv.Close)
+	acq, _ := acquirerhttp.NewClient(srv.URL, "", nil)
+	guard := idem.NewGuard(table.Store(), idem.Config{LeaseMargin: 200 * time.Millisecond,
+		Protocol: idem.Protocol{InTransitBound: time.Second, ClockSkew: 100 * time.Millisecond}})
+	cfg := charge.Config{AcquirerTimeout: 500 * time.Millisecond}
+	charges := chargetest.ServiceWith(guard, table.Ledger(), acq, httpapi.Render, cfg)
+	return &matchWorld{
+		t: t, table: table, sb: sb, acq: acq, charges: charges, start: time.Now(),
+		refunds:  refund.NewService(guard, charges, table.Balances(), table.Refunds(), acq, httpapi.RenderRefund, cfg),
+		captures: capture.NewService(guard, charges, table.Captures(), table.CaptureRows(), table.VoidRows(), acq, httpapi.RenderCapture, cfg),
+	}
+}
+
+// charge makes a charge of amount, captured or authorized only, and
+// returns its id.
+func (w *matchWorld) charge(key string, amount int64, captured bool) string {
+	w.t.Helper()
+	authorizeOnly := `, "capture": false`
+	if captured {
+		authorizeOnly = ""
+	}
+	body := fmt.Sprintf(`{"amount": %d, "currency": "BRL", "order_id": "o-%s", "payment_method": "pm_card_visa"%s}`, amount, key, authorizeOnly)
+	res := w.charges.Charge(context.Background(), charge.Input{Account: matchAccount, Keys: []string{key}, Body: []byte(body)})
+	if res.Outcome != op.Executed {
+		w.t.Fatalf("charge %s: %s %s", key, res.Outcome, res.Response.Body)
+	}
+	return res.ChargeID
+}
+
+func (w *matchWorld) in(chargeID, key, body string) op.ActionInput {
+	return op.ActionInput{Account: matchAccount, Keys: []string{key}, ChargeID: chargeID, Body: []byte(body)}
+}
+
+// refund refunds amount of chargeID and returns the refund's row id.
+func (w *matchWorld) refund(chargeID, key string, amount int64) string {
+	w.t.Helper()
+	res := w.refunds.Refund(context.Background(), w.in(chargeID, key, fmt.Sprintf(`{"amount": %d}`, amount)))
+	if res.Outcome != op.Executed {
+		w.t.Fatalf("refund %s: %s", key, res.Outcome)
+	}
+	return res.ID
+}
+
+// capture captures amount of chargeID and returns the capture's row id.
+func (w *matchWorld) capture(chargeID, key string, amount int64, final bool) string {
+	w.t.Helper()
+	res := w.captures.Capture(context.Background(), w.in(chargeID, key, fmt.Sprintf(`{"amount": %d, "final": %t}`, amount, final)))
+	if res.Outcome != op.Executed {
+		w.t.Fatalf("capture %s: %s", key, res.Outcome)
+	}
+	return res.ID
+}
+
+// matcher is a match by owner whose clock is the real one, Grace ahead:
+// it reads everything made so far.
+func (w *matchWorld) matcher(owner string, books match.Books) *match.Matcher {
+	const grace = time.Minute
+	if books == nil {
+		books = w.table.MatchBooks()
+	}
+	return &match.Matcher{Books: books, Acquirer: w.acq, Grace: grace, Owner: owner, Lease: time.Minute,
+		Now: func() time.Time { return time.Now().Add(grace) }}
+}
+
+// days are the UTC days the test has run on so far (two when it crossed
+// midnight).
+func (w *matchWorld) days() []time.Time {
+	return slices.Compact([]time.Time{acquirer.DayOf(w.start), acquirer.DayOf(time.Now())})
+}
+
+// run runs m over every day of the test and returns the lines kept and
+// the lines new in this run.
+func (w *matchWorld) run(m *match.Matcher) (kept []match.Line, added int) {
+	w.t.Helper()
+	for _, day := range w.days() {
+		sum, err := m.Run(context.Background(), day)
+		if err != nil {
+			w.t.Fatalf("match %s: %v", day.Format(time.DateOnly), err)
+		}
+		lines, err := w.table.MatchBooks().Lines(context.Background(), day)
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		if sum.Unmatched() != len(lines) {
+			w.t.Fatalf("match %s: counts %v, %d lines kept", day.Format(time.DateOnly), sum.Counts, len(lines))
+		}
+		kept, added = append(kept, lines...), added+sum.New
+	}
+	return kept, added
+}
+
+// key is the downstream key of row id (the acquirer's key of its
+// movement).
+func key(id string) string { _, k, _ := strings.Cut(id, "_"); return k }
+
+// TestMatchFindsEachDifference plants each kind of difference at the
+// sandbox over a day whose every other row pairs, and finds each once.
+func TestMatchFindsEachDifference(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	w := newMatchWorld(t)
+
+	// A clean day: every operation's rows, declines included.
+	c1 := w.charge("match-c1", 10000, true)
+	w.refund(c1, "match-r1", 3000)
+	a1 := w.charge("match-a1", 5000, false)
+	w.capture(a1, "match-k1", 2000, false)
+	a2 := w.charge("match-a2", 4000, false)
+	if res := w.captures.Void(ctx, w.in(a2, "match-v2", `{}`)); res.Outcome != op.Executed {
+		t.Fatalf("void: %s", res.Outcome)
+	}
+	declined := w.charges.Charge(ctx, charge.Input{Account: matchAccount, Keys: []string{"match-declined"},
+		Body: []byte(`{"amount": 700, "currency": "BRL", "order_id": "d", "payment_method": "pm_card_declined"}`)})
+	if declined.Outcome != op.Executed {
+		t.Fatalf("declined charge: %s", declined.Outcome)
+	}
+	if kept, _ := w.run(w.matcher("clean", nil)); len(kept) != 0 {
+		t.Fatalf("a clean day: %d lines, want 0: %+v", len(kept), kept)
+	}
+
+	// 1. A refund the acquirer makes after its request was released: it
+	// hangs past the call's timeout, the reconciler finds nothing and
+	// releases it, then the acquirer makes it. A second refund of the
+	// same 7,000 is then made, so the acquirer ends over the charge.
+	w.sb.SetFaults(sandbox.Faults{HangRate: 1, HangMS: 3000})
+	call, cancel := context.WithTimeout(ctx, 1500*time.Millisecond) // its lease: this deadline and 200 ms
+	deadline, _ := call.Deadline()
+	late := w.refunds.Refund(call, w.in(c1, "match-late", `{"amount": 7000}`))
+	cancel()
+	w.sb.SetFaults(sandbox.Faults{})
+	if late.Outcome == op.Executed {
+		t.Fatalf("the hung refund was made at once")
+	}
+	time.Sleep(time.Until(deadline.Add(300 * time.Millisecond))) // its lease ends
+	pk := idem.Scope{Operation: refund.Operation, Account: matchAccount, Key: "match-late"}.PK()
+	if got, err := w.refunds.Reconcile(ctx, pk); err != nil || got != op.ReconciledReleased {
+		t.Fatalf("reconcile the hung refund: %v, %v; want released", got, err)
+	}
+	w.refund(c1, "match-again", 7000)
+	waitFor(t, func() bool { return len(w.sb.Refunds()) == 3 }) // the hung one lands
+
+	// 2. An authorization under a key no record has.
+	if _, err := w.acq.Authorize(ctx, "stray-key-of-no-record", acquirer.Request{Amount: 900, Currency: "BRL", PaymentMethod: "pm_card_visa", OrderID: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	// 3. A row whose movement the acquirer then reverses.
+	dropped := w.capture(a1, "match-k2", 1000, false)
+	if !w.sb.Forget(acquirer.MovementCapture, key(dropped)) {
+		t.Fatal("forget the capture")
+	}
+	// 4. A movement with other terms, and 5. one that takes a charge's
+	// captures above its authorization.
+	c3 := w.charge("match-c3", 2000, true)
+	restated := w.refund(c3, "match-r3", 500)
+	if !w.sb.Restate(acquirer.MovementRefund, key(restated), 600) {
+		t.Fatal("restate the refund")
+	}
+	a4 := w.charge("match-a4", 1000, false)
+	over := w.capture(a4, "match-k4", 1000, true)
+	if !w.sb.Restate(acquirer.MovementCapture, key(over), 1200) {
+		t.Fatal("restate the capture")
+	}
+
+	kept, added := w.run(w.matcher("planted", nil))
+	got := map[string][]string{}
+	for _, l := range kept {
+		got[l.Kind] = append(got[l.Kind], l.ChargeID)
+	}
+	want := map[string][]string{
+		match.MovementWithoutRow:     {c1, "ch_stray-key-of-no-record"},
+		match.RowWithoutMovement:     {a1},
+		match.TermsDiffer:            {c3, a4},
+		match.RefundedOverCaptured:   {c1},
+		match.CapturedOverAuthorized: {a4},
+	}
+	for _, kind := range match.Kinds() {
+		slices.Sort(got[kind])
+		slices.Sort(want[kind])
+		if !slices.Equal(got[kind], want[kind]) {
+			t.Errorf("%s: charges %v, want %v", kind, got[kind], want[kind])
+		}
+	}
+	if added != 7 {
+		t.Errorf("%d new lines, want 7", added)
+	}
+	for _, l := range kept {
+		if l.Kind == match.RefundedOverCaptured && (l.Charge == nil || *l.Charge != (match.Figures{Authorized: 10000, Captured: 10000, Refunded: 17000})) {
+			t.Errorf("the over-refunded charge's figures: %+v", l.Charge)
+		}
+	}
+
+	// Run again: the same lines, none new.
+	if again, added := w.run(w.matcher("again", nil)); len(again) != len(kept) || added != 0 {
+		t.Errorf("a repeated run: %d lines, %d new; want %d, 0", len(again), added, len(kept))
+	}
+}
+
+// waitFor waits up to 5 s for cond.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("timed out")
+		}
+	}
+}
+
+// stopAfter are books whose Keep fails after n lines kept, as a run
+// killed mid-day stops.
+type stopAfter struct {
+	match.Books
+	n int
+}
+
+var errKilled = errors.New("killed")
+
+func (s *stopAfter) Keep(ctx context.Context, day time.Time, l match.Line) (bool, error) {
+	if s.n == 0 {
+		return false, errKilled
+	}
+	s.n--
+	return s.Books.Keep(ctx, day, l)
+}
+
+// TestMatchKilledMidDayCountsOnce: a run killed after keeping 2 of its
+// lines leaves its claim; once it has lapsed, another run finds every
+// line and keeps only the rest; a run of a done day reads nothing.
+func TestMatchKilledMidDayCountsOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	w := newMatchWorld(t)
+	c := w.charge("kill-charge", 10000, true)
+	for i := range 4 {
+		if _, err := w.acq.Refund(ctx, fmt.Sprintf("kill-stray-%d", i), acquirer.RefundRequest{AuthorizationID: authorizationOf(t, w, c), Amount: 100, Currency: "BRL"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	day := acquirer.DayOf(time.Now())
+	killed := w.matcher("killed", &stopAfter{Books: w.table.MatchBooks(), n: 2})
+	if _, err := killed.Run(ctx, day); !errors.Is(err, errKilled) {
+		t.Fatalf("the killed run: %v", err)
+	}
+	// Its claim holds for its lease: another run meanwhile reads nothing.
+	if sum, err := w.matcher("meanwhile", nil).Run(ctx, day); err != nil || !sum.Skipped || sum.Done {
+		t.Fatalf("a run while the killed one's claim holds: %+v, %v", sum, err)
+	}
+	resumed := w.matcher("resumed", nil)
+	resumed.Now = func() time.Time { return day.Add(24*time.Hour + resumed.Grace + 2*time.Minute) } // past its lease, and the day over
+	sum, err := resumed.Run(ctx, day)
+	if err != nil || sum.New != 2 || sum.Counts[match.MovementWithoutRow] != 4 || sum.Unmatched() != 4 || !sum.Done {
+		t.Fatalf("the resumed run: %+v, %v; want 2 new of 4 movements without a row, done", sum, err)
+	}
+	if sum, err := w.matcher("after", nil).Run(ctx, day); err != nil || !sum.Skipped || !sum.Done || sum.Unmatched() != 4 {
+		t.Fatalf("a run of the done day: %+v, %v; want skipped with its 4 lines", sum, err)
+	}
+}
+
+// authorizationOf is the acquirer's id of charge id's authorization.
+func authorizationOf(t *testing.T, w *matchWorld, id string) string {
+	t.Helper()
+	ch, err := w.table.Ledger().Get(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ch.AuthorizationID
+}
