@@ -10,7 +10,7 @@ WITH_EMULATORS = $(EMULATORS) up && eval "$$($(EMULATORS) env)" &&
 GO_TEST_FLAGS ?= -race -count=1 -timeout 30m
 # The functions built for AWS: deploy's binaries (localapi.Functions), again,
 # since make cannot read Go (TestFunctionsAreTheMakefiles holds them equal).
-FUNCTIONS := charge sqsconsumer sweeper publisher operator
+FUNCTIONS := charge sqsconsumer sweeper publisher operator match
 # The Lambda Runtime Interface Emulator, built from source through the Go proxy.
 RIE := bin/aws-lambda-rie
 RIE_VERSION := v0.0.0-20261030222936-bef5c4ba774d

@@ -96,6 +96,7 @@ func watch(stack awscdk.Stack, cfg Config, w watched) awssns.Topic {
 	a.queues(w)
 	a.functions(w)
 	a.sweeper(w)
+	a.match()
 	a.events(w)
 	a.tableAlarms()
 	newDashboard(stack, cfg, w, a.emf, a.ddb)
@@ -260,6 +261,21 @@ func (a alarms) sweeper(w watched) {
 	a.alarm("HeldVoidsAlarm", "HeldVoids", "", a.emf(obs.FunctionSweeper, obs.MetricHeldVoids, "Maximum", nil), 1)
 	a.alarm("OldestStaleAlarm", "OldestStale", "", a.emf(obs.FunctionSweeper, obs.MetricOldestStaleSeconds, "Maximum", nil), staleHorizon)
 
+}
+
+// match: each kind of line the daily match found (match.Metrics) pages
+// from its first. A run writes a day's counts once; the alarm returns to
+// OK in the next period without data.
+func (a alarms) match() {
+	for _, name := range matchMetrics() {
+		a.alarm(name+"Alarm", name, "", a.emf(obs.FunctionMatch, name, "Maximum", nil), 1)
+	}
+}
+
+// matchMetrics are the daily match's metrics, one per kind of line, in
+// the runbook's order.
+func matchMetrics() []string {
+	return []string{obs.MetricMovementsWithoutRow, obs.MetricRowsWithoutMovement, obs.MetricTermsDiffer, obs.MetricRefundedOverCaptured, obs.MetricCapturedOverAuthorized}
 }
 
 // tableProbeAlarm is the alarm on the sweeper's table probe

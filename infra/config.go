@@ -104,6 +104,10 @@ type Config struct {
 	ChargeP99 time.Duration
 	// ConsumerMaxConcurrency caps the event source mapping (2–1000).
 	ConsumerMaxConcurrency int
+	// MatchAt is when the daily match runs, after midnight UTC, to the
+	// minute (deploy's Match.At unless the environment sets it): once the
+	// acquirer's report of the day before is complete.
+	MatchAt time.Duration
 	// ThrottleRate and ThrottleBurst of the API's default stage (inputs in
 	// staging and prod; with a reservation, the burst is at most it).
 	ThrottleRate  float64
@@ -227,7 +231,7 @@ func ConfigFor(name string, input func(key string) string) (Config, error) {
 		JWTIssuer: input(InputJWTIssuer), JWTAudience: input(InputJWTAudience),
 		AcquirerURL: "https://sandbox.acquirer.example.com", AcquirerID: "example-acquirer-sandbox", LogRetentionDays: 14,
 		ConsumerMaxConcurrency: 5, ThrottleRate: 50, ThrottleBurst: 100, ChargeP99: chargeP99,
-		AlarmPendingPer5Min: 10, AlarmThrottlesPer5Min: 10,
+		AlarmPendingPer5Min: 10, AlarmThrottlesPer5Min: 10, MatchAt: deployed.Match.At,
 	}
 	switch name {
 	case "dev":
@@ -243,8 +247,12 @@ func ConfigFor(name string, input func(key string) string) (Config, error) {
 		base.Retain = true
 		base.ConsumerMaxConcurrency = 20
 		base.AlarmPendingPer5Min, base.AlarmThrottlesPer5Min = 5, 1
+		base.MatchAt = 4 * time.Hour // the acquirer's settlement report lands after 03:00 UTC
 	default:
 		return Config{}, fmt.Errorf("environment %q: want one of %v", name, Environments)
+	}
+	if base.MatchAt < 0 || base.MatchAt >= 24*time.Hour || base.MatchAt%time.Minute != 0 {
+		return Config{}, fmt.Errorf("environment %s: the match's time %s: want a minute of the day", name, base.MatchAt)
 	}
 	if err := base.checkProducers(); err != nil {
 		return Config{}, fmt.Errorf("environment %s: %w", name, err)

@@ -17,8 +17,8 @@ import (
 // newDashboard is the environment's one page: requests by outcome, latency
 // p50/p99, the acquirer's latency and errors, queue depth and age, stale
 // and failing records, throttles, the outcome events, refunds and their
-// mismatches, held records (refunds' apart), and the write units the
-// table consumes.
+// mismatches, held records (refunds' apart), the daily match's lines by
+// kind, and the write units the table consumes.
 func newDashboard(stack awscdk.Stack, cfg Config, w watched,
 	emf func(function, name, statistic string, dims map[string]string) awscloudwatch.Metric,
 	ddb func(name string, dims map[string]string) awscloudwatch.Metric,
@@ -55,6 +55,14 @@ func newDashboard(stack awscdk.Stack, cfg Config, w watched,
 		depth = append(depth, q.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Maximum"), Label: jsii.String(name)}))
 		age = append(age, q.MetricApproximateAgeOfOldestMessage(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Maximum"), Label: jsii.String(name)}))
 	}
+	// The daily match: a panel per kind of line, each day's count.
+	var matchPanels []awscloudwatch.IWidget
+	for _, name := range matchMetrics() {
+		matchPanels = append(matchPanels, awscloudwatch.NewGraphWidget(&awscloudwatch.GraphWidgetProps{
+			Title: jsii.String("Daily match: " + name), Left: &[]awscloudwatch.IMetric{emf(obs.FunctionMatch, name, "Maximum", nil)},
+			Width: jsii.Number(24 / float64(len(matchMetrics()))), Height: jsii.Number(6),
+		}))
+	}
 	depth = append(depth,
 		w.dlq.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Maximum"), Label: jsii.String("DLQ")}),
 		w.rejected.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Maximum"), Label: jsii.String("rejected")}))
@@ -85,6 +93,7 @@ func newDashboard(stack awscdk.Stack, cfg Config, w watched,
 				emf(obs.FunctionCharge, obs.MetricVoidMismatches, "Sum", nil), emf(obs.FunctionSQSConsumer, obs.MetricVoidMismatches, "Sum", nil)),
 				graph("Held captures and voids, and lost sales (authorizations expired uncaptured)", emf(obs.FunctionSweeper, obs.MetricHeldCaptures, "Maximum", nil),
 					emf(obs.FunctionSweeper, obs.MetricHeldVoids, "Maximum", nil), emf(obs.FunctionSweeper, obs.MetricAuthorizationsExpired, "Sum", nil))},
+			&matchPanels,
 			{graph("Write units consumed (table, in-flight index)", ddb("ConsumedWriteCapacityUnits", nil), ddb("ConsumedWriteCapacityUnits", index)),
 				graph("DynamoDB throttles", ddb("WriteThrottleEvents", nil), ddb("ReadThrottleEvents", nil), ddb("WriteThrottleEvents", index))},
 		},

@@ -34,6 +34,8 @@ func suppressFunction(name string, fn awslambda.Function, policy awsiam.Policy) 
 			"and then sends the batch's metadata to the publisher-failures queue, its on-failure destination",
 		"Operator": "invoked synchronously through its function URL by the operator's tool, which is told every failure and sends the decision again " +
 			"under the same id: a dead-letter queue applies only to asynchronous invocations",
+		"Match": "invoked daily by its schedule: a failed run is not kept, since the next day's run matches the days before it too, skipping those done, " +
+			"and the MatchErrors alarm reports failures",
 	}[name]
 	suppress(fn, "Serverless-LambdaDLQ", reason)
 }
@@ -51,6 +53,15 @@ func suppressStack(mappings []awslambda.EventSourceMapping, dlq, rejected, secre
 		"every 5 minutes and on the acquirer's first refusal (acquirerhttp.Credential)")
 	suppress(schedule, "Serverless-EventBusDLQ", "a missed scheduled event needs no replay: the next one a minute later sweeps the same records; the heartbeat alarm fires after 5 minutes without a sweep")
 	suppress(topic, "Serverless-SNSRedrivePolicy", "alarm e-mails SNS cannot deliver are retried by SNS; a queue of undelivered alarms would itself need an alarm, and the alarm states stay in CloudWatch")
+}
+
+// suppressMatch: the daily match's schedule and its invocations are not
+// replayed; the next day's run takes a day a failed run left undone.
+func suppressMatch(schedule, invokeConfig constructs.IConstruct) {
+	reason := fmt.Sprintf("a missed or failed match needs no replay: each day's run matches the %d days before, skipping those done; "+
+		"the function's errors alarm reports the failure", deploy.MatchLookback)
+	suppress(schedule, "Serverless-EventBusDLQ", reason)
+	suppress(invokeConfig, "Serverless-LambdaAsyncFailureDestination", reason)
 }
 
 // suppressOutcomes: the outcome queues are the subscribers' inboxes, and

@@ -70,15 +70,16 @@ func newOperatorChannel(stack awscdk.Stack, cfg Config, assets StackAssets, remo
 			Conditions: &map[string]interface{}{"Bool": map[string]interface{}{"lambda:InvokedViaFunctionUrl": "true"}},
 		}),
 		// inspect and held read records, every operation's rows and
-		// charges' balances, republish rows; stale and held list the
-		// in-flight index.
+		// charges' balances, republish rows, match the daily match's
+		// lines; stale and held list the in-flight index, match a day's
+		// lines in the day index.
 		awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 			Actions: jsii.Strings("dynamodb:GetItem"), Resources: &[]*string{tableArn},
 			Conditions: &map[string]interface{}{"ForAllValues:StringLike": map[string]interface{}{
-				"dynamodb:LeadingKeys": wildcards(append([]string{idem.RecordPrefix, tabledef.BalancePrefix}, tabledef.RowPrefixes()...)...)}},
+				"dynamodb:LeadingKeys": wildcards(append([]string{idem.RecordPrefix, tabledef.BalancePrefix, tabledef.MatchPrefix}, tabledef.RowPrefixes()...)...)}},
 		}),
 		awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-			Actions: jsii.Strings("dynamodb:Query"), Resources: &[]*string{jsii.String(*tableArn + "/index/" + tabledef.InflightIndex)},
+			Actions: jsii.Strings("dynamodb:Query"), Resources: &[]*string{jsii.String(*tableArn + "/index/" + tabledef.InflightIndex), jsii.String(*tableArn + "/index/" + tabledef.DayIndex)},
 		}),
 		// republish: an event to the outcome topic; a failed batch's
 		// records from the stream; the failures queue drained.

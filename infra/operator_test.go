@@ -68,8 +68,8 @@ func TestOperatorChannel(t *testing.T) {
 	for _, want := range []string{
 		`{"Action":"lambda:InvokeFunctionUrl","Condition":{"StringEquals":{"lambda:FunctionUrlAuthType":"AWS_IAM"}},"Effect":"Allow","Resource":` + fnArn + `}`,
 		`{"Action":"lambda:InvokeFunction","Condition":{"Bool":{"lambda:InvokedViaFunctionUrl":"true"}},"Effect":"Allow","Resource":` + fnArn + `}`,
-		`{"Action":"dynamodb:GetItem","Condition":{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["` + idem.RecordPrefix + `*","` + tabledef.BalancePrefix + `*","` + tabledef.LedgerPrefix + `*","` + tabledef.RefundPrefix + `*","` + tabledef.CapturePrefix + `*","` + tabledef.VoidPrefix + `*"]}},"Effect":"Allow","Resource":` + table + `}`,
-		`{"Action":"dynamodb:Query","Effect":"Allow","Resource":{"Fn::Join":["",[` + table + `,"/index/` + tabledef.InflightIndex + `"]]}}`,
+		`{"Action":"dynamodb:GetItem","Condition":{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["` + idem.RecordPrefix + `*","` + tabledef.BalancePrefix + `*","` + tabledef.MatchPrefix + `*","` + tabledef.LedgerPrefix + `*","` + tabledef.RefundPrefix + `*","` + tabledef.CapturePrefix + `*","` + tabledef.VoidPrefix + `*"]}},"Effect":"Allow","Resource":` + table + `}`,
+		`{"Action":"dynamodb:Query","Effect":"Allow","Resource":[{"Fn::Join":["",[` + table + `,"/index/` + tabledef.InflightIndex + `"]]},{"Fn::Join":["",[` + table + `,"/index/` + tabledef.DayIndex + `"]]}]}`,
 	} {
 		if !strings.Contains(caller, want) {
 			t.Errorf("the operator's role lacks %s:\n%s", want, caller)

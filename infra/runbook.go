@@ -73,6 +73,19 @@ func runbook(cfg Config) []alarmSpec {
 		{"HeldVoids", "the sweeper counted a held void: it blocks every capture of the charge until settled",
 			"`idemctl accept --operation void` books the release only if the acquirer's lookup agrees; if the acquirer released nothing, " +
 				"`idemctl void-confirmed --operation void` gives the authorization back to captures"},
+		{"MovementsWithoutRow", "the daily match found a movement in the acquirer's report of a day under a key no row has: an action made after its request was released, " +
+			"an authorization made outside the service, or an operator's `void-confirmed` the acquirer contradicts",
+			"`idemctl match --date D` shows each line with what the table and the acquirer hold; have the acquirer undo it, or book it through the channel " +
+				"(`idemctl accept` while its record is held); never by hand in the table"},
+		{"RowsWithoutMovement", "the daily match found a row whose movement the acquirer's report of its day does not have, nor its lookup on another day: " +
+			"the acquirer reversed it or lost it",
+			"`idemctl match --date D`; ask the acquirer with the row's ids, and settle with it: the row stands until the acquirer says otherwise"},
+		{"TermsDiffer", "the daily match found a row and its movement that disagree on status, amount or currency",
+			"`idemctl match --date D` shows both sides; the acquirer's report is what moved: take it up with the acquirer"},
+		{"RefundedOverCaptured", "the daily match found a charge whose refunds, as the acquirer moved them, are above what it captured",
+			"money left the merchant twice: `idemctl match --date D` names the charge and its totals; ask the acquirer to reverse the extra refund"},
+		{"CapturedOverAuthorized", "the daily match found a charge whose captures, as the acquirer moved them, are above what it authorized",
+			"`idemctl match --date D` names the charge and its totals; ask the acquirer to reverse the extra capture"},
 		{"StaleRecords", "the sweeper flagged records left in flight (held records are never among them)",
 			"usually self-healing; watch `StaleFailing`"},
 		{"StaleFailing", "records still in flight after 3 reconciliations",

@@ -74,6 +74,7 @@ func NewStack(scope constructs.Construct, id string, cfg Config, assets StackAss
 	})
 	charge, consumer, reconciler, sweeper, publisher := fns.charge, fns.consumer, fns.reconciler, fns.sweeper, fns.publisher
 	mappings, schedule := newTriggers(stack, cfg, fns, q)
+	daily := matchSchedule(stack, cfg, fns.match)
 
 	api, stage := newAPI(stack, cfg, removal, charge.fn)
 	probe := tableProbeAlarm(stack, cfg)
@@ -90,10 +91,12 @@ func NewStack(scope constructs.Construct, id string, cfg Config, assets StackAss
 			{deploy.FunctionCharge, charge, timeoutOf(deploy.FunctionCharge)}, {deploy.FunctionConsumer, consumer, timeoutOf(deploy.FunctionConsumer)},
 			{deploy.FunctionReconciler, reconciler, timeoutOf(deploy.FunctionReconciler)}, {deploy.FunctionSweeper, sweeper, timeoutOf(deploy.FunctionSweeper)},
 			{deploy.FunctionPublisher, publisher, timeoutOf(deploy.FunctionPublisher)}, {deploy.FunctionOperator, fns.operator.fn, timeoutOf(deploy.FunctionOperator)},
+			{deploy.FunctionMatch, fns.match, timeoutOf(deploy.FunctionMatch)},
 		},
 		outcomes: outcomes, publisher: publisher, publisherFailures: publisherFailures, tableProbe: probe,
 	})
 	suppressStack(mappings, dlq, rejected, secret, schedule, topic, sweeper.fn.Node().FindChild(jsii.String("EventInvokeConfig")))
+	suppressMatch(daily, fns.match.fn.Node().FindChild(jsii.String("EventInvokeConfig")))
 	suppressOutcomes(outcomes, publisherFailures)
 
 	awscdk.NewCfnOutput(stack, jsii.String("ApiUrl"), &awscdk.CfnOutputProps{Value: api.ApiEndpoint(), Description: jsii.String("Base URL of the charges API")})
@@ -203,8 +206,8 @@ type dependencies struct {
 
 // stackFunctions are the stack's functions (deploy.Deployed's).
 type stackFunctions struct {
-	charge, consumer, reconciler, sweeper, publisher function
-	operator                                         operatorChannel
+	charge, consumer, reconciler, sweeper, publisher, match function
+	operator                                                operatorChannel
 }
 
 // newFunctions makes the functions, each with its environment and the
@@ -336,8 +339,19 @@ func newFunctions(stack awscdk.Stack, cfg Config, assets StackAssets, removal aw
 	}, mark...))
 	publisherTrigger(stack, cfg, table.streamArn, publisher, publisherFailures)
 	operator := newOperatorChannel(stack, cfg, assets, removal, with(nil), table, outcomes.topic.TopicArn(), publisherFailures, secret.SecretArn())
+	// The daily match (package match): a day's rows from the day index, a
+	// row or a charge's balance by its key, the acquirer's report; it
+	// writes only its own items, the days' claims and the lines it keeps.
+	match := newFunction(stack, "Match", cfg, assets, removal, timeoutOf(deploy.FunctionMatch),
+		with(map[string]*string{deploy.EnvMatchGrace: jsii.String(deployed.Match.Grace.String())}), []statement{
+			{actions: []string{"dynamodb:Query"}, resources: []*string{jsii.String(*tableArn + "/index/" + tabledef.DayIndex)}},
+			{actions: []string{"dynamodb:GetItem"}, resources: []*string{tableArn},
+				conditions: leadingKeys(slices.Concat([]string{tabledef.BalancePrefix, tabledef.MatchPrefix}, tabledef.RowPrefixes())...)},
+			{actions: []string{"dynamodb:PutItem", "dynamodb:UpdateItem"}, resources: []*string{tableArn}, conditions: leadingKeys(tabledef.MatchPrefix)},
+			{actions: []string{"secretsmanager:GetSecretValue"}, resources: []*string{secret.SecretArn()}},
+		})
 
-	return stackFunctions{charge: charge, consumer: consumer, reconciler: reconciler, sweeper: sweeper, publisher: publisher, operator: operator}
+	return stackFunctions{charge: charge, consumer: consumer, reconciler: reconciler, sweeper: sweeper, publisher: publisher, operator: operator, match: match}
 }
 
 // newTriggers makes the consumers' event source mappings and the sweeper's
@@ -374,6 +388,21 @@ func newTriggers(stack awscdk.Stack, cfg Config, fns stackFunctions, q commandQu
 		Targets:     &[]awsevents.IRuleTarget{awseventstargets.NewLambdaFunction(sweeper.fn, &awseventstargets.LambdaFunctionProps{RetryAttempts: jsii.Number(0)})},
 	})
 	return mappings, schedule
+}
+
+// matchSchedule is the daily match's schedule: every day at cfg.MatchAt
+// after midnight UTC. A failed run is not retried by Lambda: the next
+// day's run takes the day again (deploy.MatchLookback).
+func matchSchedule(stack awscdk.Stack, cfg Config, match function) awsevents.Rule {
+	match.fn.ConfigureAsyncInvoke(&awslambda.EventInvokeConfigOptions{RetryAttempts: jsii.Number(0)})
+	at := cfg.MatchAt
+	return awsevents.NewRule(stack, jsii.String("MatchSchedule"), &awsevents.RuleProps{
+		Description: jsii.String("Match the acquirer's report of the day before with the books"),
+		Schedule: awsevents.Schedule_Cron(&awsevents.CronOptions{
+			Hour: jsii.String(strconv.Itoa(int(at.Hours()))), Minute: jsii.String(strconv.Itoa(int(at.Minutes()) % 60)),
+		}),
+		Targets: &[]awsevents.IRuleTarget{awseventstargets.NewLambdaFunction(match.fn, &awseventstargets.LambdaFunctionProps{RetryAttempts: jsii.Number(0)})},
+	})
 }
 
 // tableRef is the table as a stack's functions, triggers and alarms use
@@ -589,7 +618,7 @@ func encodeSources(sources []command.Inbox) *string {
 // may do exactly the statements given, plus write its own log group.
 func newFunction(stack awscdk.Stack, name string, cfg Config, assets StackAssets, removal awscdk.RemovalPolicy, timeout float64, env *map[string]*string, statements []statement) function {
 	described := map[string]string{"Charge": deploy.FunctionCharge, "SqsConsumer": deploy.FunctionConsumer, "Reconciler": deploy.FunctionReconciler,
-		"Sweeper": deploy.FunctionSweeper, "Publisher": deploy.FunctionPublisher, "Operator": deploy.FunctionOperator}[name]
+		"Sweeper": deploy.FunctionSweeper, "Publisher": deploy.FunctionPublisher, "Operator": deploy.FunctionOperator, "Match": deploy.FunctionMatch}[name]
 	dir := deployed.Function(described).Binary
 	logs := awslogs.NewLogGroup(stack, jsii.String(name+"Logs"), &awslogs.LogGroupProps{
 		Retention: retention(cfg.LogRetentionDays), RemovalPolicy: removal,

@@ -252,13 +252,20 @@ func TestFunctionsQueuesAndTriggers(t *testing.T) {
 				t.Errorf("%s %s: mapping %s", env, id, asJSON(m))
 			}
 		}
-		if inv := props(only(t, tmpl, "AWS::Lambda::EventInvokeConfig")); inv["MaximumRetryAttempts"] != 0.0 || inv["MaximumEventAgeInSeconds"] != 60.0 ||
+		if inv := props(byPrefix(t, resources(tmpl, "AWS::Lambda::EventInvokeConfig"), "SweeperEventInvokeConfig")); inv["MaximumRetryAttempts"] != 0.0 || inv["MaximumEventAgeInSeconds"] != 60.0 ||
 			!strings.Contains(asJSON(inv["FunctionName"]), "Sweeper") {
 			t.Errorf("%s: the sweeper's asynchronous invocations: %s", env, asJSON(inv))
 		}
-		rule := props(only(t, tmpl, "AWS::Events::Rule"))
-		if rule["ScheduleExpression"] != "rate(1 minute)" {
-			t.Errorf("%s: schedule %v", env, rule["ScheduleExpression"])
+		if inv := props(byPrefix(t, resources(tmpl, "AWS::Lambda::EventInvokeConfig"), "MatchEventInvokeConfig")); inv["MaximumRetryAttempts"] != 0.0 {
+			t.Errorf("%s: the match's asynchronous invocations: %s", env, asJSON(inv))
+		}
+		if rules := resources(tmpl, "AWS::Events::Rule"); len(rules) != 2 || props(byPrefix(t, rules, "SweeperSchedule"))["ScheduleExpression"] != "rate(1 minute)" {
+			t.Errorf("%s: schedules %v", env, asJSON(rules))
+		}
+		// The daily match at the environment's time, after midnight UTC.
+		at := map[string]string{"dev": "cron(0 2 * * ? *)", "staging": "cron(0 2 * * ? *)", "prod": "cron(0 4 * * ? *)"}[env]
+		if got := props(byPrefix(t, resources(tmpl, "AWS::Events::Rule"), "MatchSchedule"))["ScheduleExpression"]; got != at {
+			t.Errorf("%s: the match's schedule %v, want %s", env, got, at)
 		}
 		if len(resources(tmpl, "AWS::SecretsManager::Secret")) != 1 {
 			t.Errorf("%s: no acquirer secret", env)
@@ -350,6 +357,8 @@ func TestLeastPrivilege(t *testing.T) {
 			"sns:Publish", "sqs:SendMessage", "xray:PutTelemetryRecords", "xray:PutTraceSegments"},
 		"OperatorPolicy": {"dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "logs:CreateLogStream", "logs:PutLogEvents",
 			"secretsmanager:GetSecretValue", "xray:PutTelemetryRecords", "xray:PutTraceSegments"},
+		"MatchPolicy": {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem", "logs:CreateLogStream", "logs:PutLogEvents",
+			"secretsmanager:GetSecretValue", "xray:PutTelemetryRecords", "xray:PutTraceSegments"},
 		"OperatorCallerPolicy": {"dynamodb:DescribeStream", "dynamodb:GetItem", "dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:Query",
 			"lambda:InvokeFunction", "lambda:InvokeFunctionUrl", "sns:Publish", "sqs:DeleteMessage", "sqs:ReceiveMessage"},
 		"ProducerordersPolicy":    {"sqs:SendMessage"},
@@ -420,6 +429,9 @@ func TestLeastPrivilege(t *testing.T) {
 		"ReconcilerPolicy": {"dynamodb:PutItem": {ledger, refunds}, "dynamodb:GetItem": {both, refunds, balances},
 			"dynamodb:UpdateItem": {records, balances}, "dynamodb:DeleteItem": {both}},
 		"SweeperPolicy": {"dynamodb:UpdateItem": {records, balances, unlistOnly}, "dynamodb:Query": {""}, "dynamodb:GetItem": {sentinelOnly}},
+		// The match reads rows and balances, and writes its own items alone.
+		"MatchPolicy": {"dynamodb:GetItem": {leadingKeysOf(append([]string{tabledef.BalancePrefix, tabledef.MatchPrefix}, tabledef.RowPrefixes()...)...)},
+			"dynamodb:PutItem": {leadingKeysOf(tabledef.MatchPrefix)}, "dynamodb:UpdateItem": {leadingKeysOf(tabledef.MatchPrefix)}, "dynamodb:Query": {""}},
 	} {
 		got := map[string][]string{}
 		for _, st := range props(byPrefix(t, policies, prefix))["PolicyDocument"].(map[string]any)["Statement"].([]any) {
@@ -628,14 +640,15 @@ func TestAlarms(t *testing.T) {
 		"ChargeUnavailableAlarm", "ConsumerUnavailableAlarm", "AcquirerErrorsAlarm", "SweeperHeartbeatAlarm", "StaleRecordsAlarm",
 		"StaleFailingAlarm", "OldestStaleAlarm", "AcquirerMismatchAlarm", "HeldRecordsAlarm", "RefundMismatchAlarm", "HeldRefundsAlarm",
 		"CaptureMismatchAlarm", "VoidMismatchAlarm", "HeldCapturesAlarm", "HeldVoidsAlarm", "TableThrottlesAlarm", "IndexThrottlesAlarm", "TableSystemErrorsAlarm", "TableProbeAlarm", "QueueAgeAlarmreconcile",
-		"PublisherIteratorAgeAlarm", "PublisherFailuresAlarm", "StreamUndecodableAlarm", "UndeliveredOutcomesAlarm"}
+		"PublisherIteratorAgeAlarm", "PublisherFailuresAlarm", "StreamUndecodableAlarm", "UndeliveredOutcomesAlarm",
+		"MovementsWithoutRowAlarm", "RowsWithoutMovementAlarm", "TermsDifferAlarm", "RefundedOverCapturedAlarm", "CapturedOverAuthorizedAlarm"}
 	for _, p := range cfg.Producers {
 		want = append(want, "QueueAgeAlarm"+p.Name)
 	}
 	for _, s := range subscribersOf(cfg) {
 		want = append(want, "OutcomesUnreadAlarm"+s)
 	}
-	for _, fn := range []string{"Charge", "Consumer", "Reconciler", "Sweeper", "Publisher", "Operator"} {
+	for _, fn := range []string{"Charge", "Consumer", "Reconciler", "Sweeper", "Publisher", "Operator", "Match"} {
 		want = append(want, fn+"ErrorsAlarm", fn+"ThrottlesAlarm", fn+"DurationAlarm")
 	}
 	if len(alarms) != len(want) {
@@ -1044,7 +1057,7 @@ func TestRunbookNamesEveryAlarm(t *testing.T) {
 	for _, s := range runbook(prod) {
 		rows[s.name] = s
 	}
-	functions := []string{"Charge", "Consumer", "Reconciler", "Sweeper", "Publisher", "Operator"}
+	functions := []string{"Charge", "Consumer", "Reconciler", "Sweeper", "Publisher", "Operator", "Match"}
 	for id, a := range resources(synth(t, "prod"), "AWS::CloudWatch::Alarm") {
 		name, per, ok := strings.Cut(id, "Alarm")
 		if !ok {

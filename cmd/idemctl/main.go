@@ -13,6 +13,7 @@
 //	idemctl void-confirmed --account A --key K [--operation refund|capture|void] [--yes] | --decision ID --intent I
 //	idemctl accept         --account A --key K [--operation refund|capture|void] [--yes] | --decision ID --intent I
 //	idemctl republish      --charge ID [--charge ID ...] [--refund ID ...] | --failures-queue URL [--topic ARN]
+//	idemctl match          --date YYYY-MM-DD
 //
 // idemctl never calls the acquirer and reads no acquirer URL, id,
 // credential or protocol time: every acting command goes through the
@@ -34,6 +35,12 @@
 // id (the channel reads back what the first call did before doing
 // anything); --decision and --intent, as printed, read back what a
 // settlement did, and do nothing else.
+//
+// match shows the lines the daily match kept for a UTC day: each movement
+// without its row, row without its movement, terms that differ, and charge
+// whose totals passed their bounds, with what the table and the acquirer
+// held when the match found it and the row as the table holds it now. It
+// reads the table only.
 //
 // republish publishes outcome events again, through the publisher's own
 // code: from the ledger rows of the charges named and the rows of the
@@ -91,7 +98,7 @@ func main() {
 	}
 }
 
-const usage = "usage: idemctl inspect|stale|held|reconcile|release|void-confirmed|accept|republish [flags] (idemctl <command> -h)"
+const usage = "usage: idemctl inspect|stale|held|reconcile|release|void-confirmed|accept|republish|match [flags] (idemctl <command> -h)"
 
 // shell is the world a command runs in, passed in for the tests: the
 // person's terminal, the environment, the clock (for what it shows: no
@@ -136,6 +143,7 @@ func run(ctx context.Context, args []string, sh shell) error {
 	fs.Var(&f.refunds, "refund", "republish: a refund id whose event to publish again (repeatable)")
 	f.failuresQueue = fs.String("failures-queue", "", "republish: the URL of the publisher's failures queue, to drain")
 	f.topicARN = fs.String("topic", sh.getenv(deploy.EnvOutcomeTopicARN), "republish: the outcome topic's ARN")
+	f.date = fs.String("date", "", "match: the UTC day whose kept lines to show, YYYY-MM-DD")
 	f.region = fs.String("region", "", "the region whose table replica, queues and operator's channel to use (the SDK's AWS_REGION when empty); "+
 		"in the multi-region mode any region's: the table is one, strongly consistent, so every command acts the same from each")
 	if err := fs.Parse(args[1:]); err != nil {
@@ -156,6 +164,7 @@ func run(ctx context.Context, args []string, sh shell) error {
 	store := table.Store()
 	t := tool{
 		sh: sh, flags: f, aws: awsCfg, store: store, ledger: table.Ledger(), refunds: table.Refunds(), rows: table.Rows(), balances: table.Balances(), books: table.Books(),
+		matchBooks: table.MatchBooks(),
 		tables: tables{ledger: table.Ledger(), refunds: table.Refunds(), balances: table.Balances(), captures: table.Captures(),
 			captureRows: table.CaptureRows(), voidRows: table.VoidRows()},
 		guard: idem.NewGuard(store, idem.Config{Now: sh.now}),
@@ -172,6 +181,8 @@ func run(ctx context.Context, args []string, sh shell) error {
 		return t.held(ctx)
 	case "republish":
 		return t.republish(ctx)
+	case "match":
+		return t.match(ctx)
 	case "reconcile", "release", "void-confirmed", "accept":
 		return t.act(ctx, cmd)
 	}
@@ -185,6 +196,7 @@ type flags struct {
 	yes, debug                                  *bool
 	charges, refunds                            idFlag
 	failuresQueue, topicARN, region             *string
+	date                                        *string
 }
 
 // sdkLogger is where the SDK's own log lines go: a retried call's warnings
@@ -214,6 +226,8 @@ type tool struct {
 	rows     *dynamo.Rows
 	balances *dynamo.Balances
 	books    *dynamo.Books
+	// matchBooks are the daily match's kept results (match).
+	matchBooks *dynamo.MatchBooks
 	// tables are what inspect reads besides the record.
 	tables tables
 	guard  *idem.Guard

@@ -176,6 +176,20 @@ func Services(ctx context.Context, awsCfg aws.Config, c Config, logger *slog.Log
 		Retention: c.Retention, LeaseMargin: c.LeaseMargin, CacheSize: c.CacheSize,
 		Protocol: idem.Protocol{InTransitBound: c.InTransitBound, ClockSkew: c.ClockSkew, Downstream: c.AcquirerID},
 	})
+	acq, err := Acquirer(ctx, awsCfg, c)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	svcCfg := charge.Config{AcquirerTimeout: c.AcquirerTimeout, MaxAmount: c.MaxAmount, AuthorizationWindow: c.AuthorizationWindow, Logger: logger, Tracer: setup.Spans(tracer), Region: c.Region}
+	charges := charge.NewService(guard, table.Ledger(), acq, httpapi.Render, svcCfg)
+	refunds := refund.NewService(guard, charges, table.Balances(), table.Refunds(), acq, httpapi.RenderRefund, svcCfg)
+	captures := capture.NewService(guard, charges, table.Captures(), table.CaptureRows(), table.VoidRows(), acq, httpapi.RenderCapture, svcCfg)
+	return charges, refunds, captures, nil
+}
+
+// Acquirer is the acquirer's client of c: its URL, and its credential
+// from Secrets Manager (ACQUIRER_SECRET_ARN) or, locally, the key itself.
+func Acquirer(ctx context.Context, awsCfg aws.Config, c Config) (*acquirerhttp.Client, error) {
 	cred := acquirerhttp.StaticCredential(c.AcquirerAPIKey)
 	if c.AcquirerSecret != "" {
 		// Read at start-up (a missing secret fails the start), then again
@@ -191,18 +205,10 @@ func Services(ctx context.Context, awsCfg aws.Config, c Config, logger *slog.Log
 			return aws.ToString(out.SecretString), nil
 		}, 0, 0)
 		if _, err := cred.Key(ctx); err != nil {
-			return nil, nil, nil, err
+			return nil, err
 		}
 	}
-	acq, err := acquirerhttp.NewClientWithCredential(c.AcquirerURL, cred, nil)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	svcCfg := charge.Config{AcquirerTimeout: c.AcquirerTimeout, MaxAmount: c.MaxAmount, AuthorizationWindow: c.AuthorizationWindow, Logger: logger, Tracer: setup.Spans(tracer), Region: c.Region}
-	charges := charge.NewService(guard, table.Ledger(), acq, httpapi.Render, svcCfg)
-	refunds := refund.NewService(guard, charges, table.Balances(), table.Refunds(), acq, httpapi.RenderRefund, svcCfg)
-	captures := capture.NewService(guard, charges, table.Captures(), table.CaptureRows(), table.VoidRows(), acq, httpapi.RenderCapture, svcCfg)
-	return charges, refunds, captures, nil
+	return acquirerhttp.NewClientWithCredential(c.AcquirerURL, cred, nil)
 }
 
 // validAcquirerID: a logical name, not an address.

@@ -23,6 +23,7 @@ const (
 	TriggerSchedule       Trigger = "a schedule"
 	TriggerStream         Trigger = "the table's stream"
 	TriggerOperatorURL    Trigger = "the operator's channel: a function URL with AWS_IAM auth, which only the operator's role may call"
+	TriggerDaily          Trigger = "a daily schedule"
 )
 
 // MemoryPerVCPU is the memory size at which Lambda gives a function one
@@ -134,6 +135,8 @@ type Description struct {
 	// one late or failed run is not a stop.
 	StaleRegion time.Duration
 	Protocol    Protocol
+	// Match is when the daily match runs.
+	Match Match
 	// Table is how the table is replicated; it decides TTL and which
 	// resources are global (TableMode.Scopes).
 	Table TableMode
@@ -141,6 +144,22 @@ type Description struct {
 	// has none.
 	Overrides []Override
 }
+
+// Match is when the daily match (conciliação) runs: daily at At after
+// midnight UTC, an environment's setting (the CDK app's Config may move
+// it), matching the days before; or, locally, every Every, the current day
+// so far too (Today). Grace is how long it waits before it pairs a line:
+// a row is written after its movement, and a movement near midnight may
+// fall on the next day.
+type Match struct {
+	At, Grace, Every time.Duration
+	Today            bool
+}
+
+// MatchLookback is how many days a run of the match takes, the day before
+// first: a day a failed run left undone is matched by the next, and a day
+// done is skipped at the cost of one refused write.
+const MatchLookback = 3
 
 // The functions' names.
 const (
@@ -150,6 +169,7 @@ const (
 	FunctionSweeper    = "sweeper"
 	FunctionPublisher  = "publisher"
 	FunctionOperator   = "operator"
+	FunctionMatch      = "match"
 )
 
 // DefaultAccountClaim is the JWT claim that names the account, unless an
@@ -182,6 +202,10 @@ func Deployed() Description {
 			// redrive arithmetic counts on that). Invoked a few times a day
 			// by a person: the smallest size, not make bench's rule.
 			{Name: FunctionOperator, Binary: "operator", Timeout: consumerTimeout, Trigger: TriggerOperatorURL, MemoryMB: 128},
+			// Once a day, reading a whole day (docs/measurements.md, "The
+			// daily match"): Lambda's longest timeout, and memory for a
+			// day's movements held while their rows are read.
+			{Name: FunctionMatch, Binary: "match", Timeout: 15 * time.Minute, Trigger: TriggerDaily, MemoryMB: 1024},
 		},
 		// AWS requires an SQS event source's visibility timeout to be at
 		// least 6 × its function's timeout.
@@ -191,6 +215,7 @@ func Deployed() Description {
 		PurgeWindow:     3 * time.Hour,
 		StaleRegion:     3 * time.Minute,
 		Table:           SingleRegion,
+		Match:           Match{At: 2 * time.Hour, Grace: 30 * time.Minute},
 		Protocol: Protocol{
 			InTransitBound: 5 * time.Second, ClockSkew: time.Second, AcquirerTimeout: 3 * time.Second,
 			LeaseMargin: 10 * time.Second, Retention: 90 * 24 * time.Hour,
@@ -209,6 +234,7 @@ func Local() Description {
 		d.Functions[i].Timeout = localTimeout
 	}
 	d.Queues.Visibility = 30 * time.Second
+	d.Match = Match{Grace: 30 * time.Second, Every: 2 * time.Minute, Today: true}
 	d.Overrides = []Override{
 		{What: fmt.Sprintf("every function's timeout is %s", localTimeout),
 			Why: "a lease is an invocation's deadline plus the margin, and the system tests wait leases out (crashes, take-overs); " +
@@ -216,6 +242,8 @@ func Local() Description {
 		{What: fmt.Sprintf("the command queues' visibility timeout is %s", d.Queues.Visibility),
 			Why: "a transient failure's retry waits it out, and a shorter one keeps the redrive tests short; " +
 				"AWS's rule of 6 × the consumer's timeout binds event source mappings, which the local stack plays itself"},
+		{What: fmt.Sprintf("the daily match runs every %s over the current day so far too, with a grace of %s", d.Match.Every, d.Match.Grace),
+			Why: "a developer sees a planted difference within minutes, not the next day"},
 	}
 	return d
 }

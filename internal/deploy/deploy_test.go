@@ -59,11 +59,11 @@ func TestRedriveArithmetic(t *testing.T) {
 }
 
 // TestLocalDiffersOnlyByItsOverrides: Local is Deployed but for the
-// function timeouts and the queues' visibility, the two overrides it
-// names.
+// function timeouts, the queues' visibility and the match's schedule, the
+// three overrides it names.
 func TestLocalDiffersOnlyByItsOverrides(t *testing.T) {
 	local, deployed := deploy.Local(), deploy.Deployed()
-	if len(deployed.Overrides) != 0 || len(local.Overrides) != 2 {
+	if len(deployed.Overrides) != 0 || len(local.Overrides) != 3 {
 		t.Fatalf("overrides: deployed %v, local %v", deployed.Overrides, local.Overrides)
 	}
 	for i := range local.Functions {
@@ -72,7 +72,7 @@ func TestLocalDiffersOnlyByItsOverrides(t *testing.T) {
 		}
 		local.Functions[i].Timeout = deployed.Functions[i].Timeout
 	}
-	local.Queues.Visibility, local.Overrides = deployed.Queues.Visibility, nil
+	local.Queues.Visibility, local.Match, local.Overrides = deployed.Queues.Visibility, deployed.Match, nil
 	if !reflect.DeepEqual(local, deployed) {
 		t.Fatalf("local differs from deployed beyond its overrides:\n%+v\n%+v", local, deployed)
 	}
@@ -115,7 +115,7 @@ func TestDeployedValues(t *testing.T) {
 	if !deploy.ValidMemory(128) || !deploy.ValidMemory(10240) || deploy.ValidMemory(127) || deploy.ValidMemory(10241) {
 		t.Error("Lambda's memory sizes are 128 to 10,240 MB")
 	}
-	sizes := map[string]int{deploy.FunctionCharge: 256, deploy.FunctionConsumer: 128, deploy.FunctionReconciler: 128, deploy.FunctionSweeper: 512, deploy.FunctionPublisher: 512, deploy.FunctionOperator: 128}
+	sizes := map[string]int{deploy.FunctionCharge: 256, deploy.FunctionConsumer: 128, deploy.FunctionReconciler: 128, deploy.FunctionSweeper: 512, deploy.FunctionPublisher: 512, deploy.FunctionOperator: 128, deploy.FunctionMatch: 1024}
 	for _, f := range d.Functions {
 		if f.MemoryMB != sizes[f.Name] {
 			t.Errorf("%s: %d MB, want %d (docs/measurements.md)", f.Name, f.MemoryMB, sizes[f.Name])
@@ -131,7 +131,7 @@ func TestMetricFunctions(t *testing.T) {
 	for _, f := range deploy.Deployed().Functions {
 		binaries[f.Binary] = true
 	}
-	dims := map[string]bool{obs.FunctionCharge: true, obs.FunctionSQSConsumer: true, obs.FunctionSweeper: true, obs.FunctionPublisher: true, obs.FunctionOperator: true}
+	dims := map[string]bool{obs.FunctionCharge: true, obs.FunctionSQSConsumer: true, obs.FunctionSweeper: true, obs.FunctionPublisher: true, obs.FunctionOperator: true, obs.FunctionMatch: true}
 	if !reflect.DeepEqual(binaries, dims) {
 		t.Fatalf("the functions' binaries are %v, the metrics' Function values %v", binaries, dims)
 	}

@@ -25,6 +25,8 @@ const (
 	EnvStaleRegion     = "STALE_REGION"         // when another region has stopped, in the multi-region mode (Description.StaleRegion)
 	EnvRegion          = "AWS_REGION"           // the region a function runs in: Lambda sets it
 	EnvLocalRegion     = "IDEMPAY_REGION"       // the region a local stack's functions call their own, where one emulator plays several (local only)
+	EnvMatchGrace      = "MATCH_GRACE"          // how long the daily match waits before it pairs a line (Match.Grace)
+	EnvMatchToday      = "MATCH_TODAY"          // "true": the match also matches the current day so far (Match.Today; local only)
 
 	// "true" when the table is DynamoDB Local (the local stack sets it; the
 	// CDK app never does): see DynamoDB.

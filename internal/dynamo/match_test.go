@@ -1,14 +1,19 @@
 package dynamo_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/acquirer/acquirerhttp"
@@ -20,6 +25,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/httpapi"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/match"
+	"github.com/idempotent-payments/idempay/internal/obs"
 	"github.com/idempotent-payments/idempay/internal/op"
 	"github.com/idempotent-payments/idempay/internal/refund"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
@@ -241,6 +247,31 @@ func TestMatchFindsEachDifference(t *testing.T) {
 	// Run again: the same lines, none new.
 	if again, added := w.run(w.matcher("again", nil)); len(again) != len(kept) || added != 0 {
 		t.Errorf("a repeated run: %d lines, %d new; want %d, 0", len(again), added, len(kept))
+	}
+
+	// The function's handler writes each kind's count of the day on its
+	// metric, which the kind's alarm reads.
+	var emf bytes.Buffer
+	h := &match.Handler{Matcher: w.matcher("metrics", nil), Today: true, Logger: slog.New(slog.DiscardHandler), Metrics: obs.NewMetrics(&emf, obs.FunctionMatch, "test")}
+	if _, err := h.Handle(ctx, events.EventBridgeEvent{}); err != nil {
+		t.Fatal(err)
+	}
+	values := map[string]float64{}
+	for line := range strings.Lines(emf.String()) {
+		var doc map[string]any
+		if err := json.Unmarshal([]byte(line), &doc); err != nil {
+			t.Fatal(err)
+		}
+		for _, metric := range match.Metrics {
+			if v, ok := doc[metric].(float64); ok {
+				values[metric] += v
+			}
+		}
+	}
+	for kind, metric := range match.Metrics {
+		if values[metric] != float64(len(want[kind])) {
+			t.Errorf("metric %s: %v, want %d", metric, values[metric], len(want[kind]))
+		}
 	}
 }
 

@@ -30,6 +30,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/event"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/localapi/cgroup"
+	"github.com/idempotent-payments/idempay/internal/match"
 	"github.com/idempotent-payments/idempay/internal/route"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
 	"github.com/idempotent-payments/idempay/internal/scheduled"
@@ -87,6 +88,10 @@ type StackConfig struct {
 	// SweepInterval is how often the sweeper runs (deploy.Local's when
 	// zero); negative: never on its own (tests call Stack.Sweep).
 	SweepInterval time.Duration
+	// MatchInterval is how often the daily match runs over the current
+	// day so far (deploy.Local's Match.Every when zero); negative: never
+	// on its own (tests call Stack.Match).
+	MatchInterval time.Duration
 	// VisibilityTimeout of the command queues and MaxReceives before the
 	// DLQ: deploy.Local's when zero.
 	VisibilityTimeout time.Duration
@@ -154,9 +159,9 @@ type Stack struct {
 	// The functions' execution environments: the charge function, the
 	// consumer of the producers' queues, the consumer of the reconcile queue
 	// (the same binary, reading only that queue), the sweeper, the
-	// publisher of the outcome events (on the table's stream) and the
-	// operator's function.
-	Charge, Consumer, Reconciler, Sweeper, Publisher, Operator *Pool
+	// publisher of the outcome events (on the table's stream), the
+	// operator's function and the daily match.
+	Charge, Consumer, Reconciler, Sweeper, Publisher, Operator, Match *Pool
 	// OperatorURL is the operator's channel: the operator function's URL,
 	// with AWS_IAM auth (FunctionURL), as idemctl reaches the deployed one
 	// (OPERATOR_URL). OperatorRegion is the region its signatures name,
@@ -380,6 +385,9 @@ func (cfg StackConfig) withDefaults(local deploy.Description) StackConfig {
 	if cfg.SweepInterval == 0 {
 		cfg.SweepInterval = local.SweepInterval
 	}
+	if cfg.MatchInterval == 0 {
+		cfg.MatchInterval = local.Match.Every
+	}
 	if cfg.VisibilityTimeout <= 0 {
 		cfg.VisibilityTimeout = local.Queues.Visibility
 	}
@@ -470,7 +478,10 @@ func (s *Stack) startFunctions(cfg StackConfig, local deploy.Description, produc
 	if s.Publisher, err = start(deploy.FunctionPublisher, 1); err != nil {
 		return err
 	}
-	s.Operator, err = start(deploy.FunctionOperator, 1)
+	if s.Operator, err = start(deploy.FunctionOperator, 1); err != nil {
+		return err
+	}
+	s.Match, err = start(deploy.FunctionMatch, 1, deploy.EnvMatchGrace+"="+local.Match.Grace.String(), fmt.Sprintf("%s=%t", deploy.EnvMatchToday, local.Match.Today))
 	return err
 }
 
@@ -502,7 +513,8 @@ func (s *Stack) functionsEnv(cfg StackConfig) ([]string, error) {
 // producer's queue to the consumer and from the reconcile queue to the
 // reconciler; always, the table's stream (streamARN) to the publisher,
 // filtered as the region's trigger is (streamfilter.For); and,
-// when cfg.SweepInterval is positive, the sweeper's schedule.
+// when cfg.SweepInterval is positive, the sweeper's schedule, and when
+// cfg.MatchInterval is, the match's.
 func (s *Stack) startTriggers(cfg StackConfig, awsCfg aws.Config, producers []command.Inbox, streamARN string) {
 	triggers, stop := context.WithCancel(context.Background())
 	s.stopTriggers = stop
@@ -517,6 +529,9 @@ func (s *Stack) startTriggers(cfg StackConfig, awsCfg aws.Config, producers []co
 	s.triggers.Go(func() { streamMapping(triggers, streams, streamARN, filters, s.Publisher) })
 	if cfg.SweepInterval > 0 {
 		s.triggers.Go(func() { schedule(triggers, cfg.SweepInterval, s.Sweeper) })
+	}
+	if cfg.MatchInterval > 0 {
+		s.triggers.Go(func() { schedule(triggers, cfg.MatchInterval, s.Match) })
 	}
 }
 
@@ -708,6 +723,20 @@ func (s *Stack) Sweep(ctx context.Context) (scheduled.Report, error) {
 	return r, nil
 }
 
+// RunMatch invokes the match once, now, and returns its summary of each
+// day it matched.
+func (s *Stack) RunMatch(ctx context.Context) ([]match.Summary, error) {
+	out, err := s.Match.Invoke(ctx, scheduledEvent())
+	if err != nil {
+		return nil, err
+	}
+	var sums []match.Summary
+	if err := json.Unmarshal(out, &sums); err != nil {
+		return nil, fmt.Errorf("the match answered %s", out)
+	}
+	return sums, nil
+}
+
 // Close stops the triggers, the gateway, the functions and the sandbox,
 // and returns once none of them runs; their ports are then no longer
 // reserved.
@@ -722,7 +751,7 @@ func (s *Stack) Close() {
 	for _, l := range s.listeners {
 		_ = l.Close() // closed already when served
 	}
-	for _, p := range []*Pool{s.Charge, s.Consumer, s.Reconciler, s.Sweeper, s.Publisher, s.Operator} {
+	for _, p := range []*Pool{s.Charge, s.Consumer, s.Reconciler, s.Sweeper, s.Publisher, s.Operator, s.Match} {
 		if p != nil {
 			p.Close()
 		}

@@ -137,7 +137,8 @@ type Matcher struct {
 	// near midnight may fall on the next day. A day is done once its end
 	// plus Grace has passed.
 	Grace time.Duration
-	// Owner names this run in the day's claim, which holds for Lease.
+	// Owner names this run in the day's claim, which holds until the
+	// context's deadline, or for Lease without one.
 	Owner string
 	Lease time.Duration
 	Now   func() time.Time
@@ -145,16 +146,18 @@ type Matcher struct {
 
 // Summary is one run's account of a day.
 type Summary struct {
-	Day time.Time
+	Day time.Time `json:"day"`
 	// Movements and Rows are how many of each the run read; Counts the
 	// day's kept lines by kind (this run's and earlier runs').
-	Movements, Rows int
-	Counts          map[string]int
+	Movements int            `json:"movements"`
+	Rows      int            `json:"rows"`
+	Counts    map[string]int `json:"counts"`
 	// New is how many lines this run found that no run had kept.
-	New int
+	New int `json:"new"`
 	// Done: the day is matched to its end. Skipped: another run holds the
 	// day, or it was done already; the run read nothing.
-	Done, Skipped bool
+	Done    bool `json:"done"`
+	Skipped bool `json:"skipped"`
 }
 
 // Unmatched is the sum of s's counts.
@@ -182,7 +185,11 @@ func (m *Matcher) Run(ctx context.Context, day time.Time) (Summary, error) {
 	day = acquirer.DayOf(day)
 	now := m.Now()
 	sum := Summary{Day: day}
-	claimed, done, err := m.Books.Claim(ctx, day, m.Owner, now, now.Add(m.Lease))
+	until := now.Add(m.Lease)
+	if deadline, ok := ctx.Deadline(); ok { // the invocation's end: after it, the run is surely gone
+		until = deadline
+	}
+	claimed, done, err := m.Books.Claim(ctx, day, m.Owner, now, until)
 	if err != nil {
 		return sum, err
 	}

@@ -12,6 +12,7 @@ const (
 	FunctionSweeper     = "sweeper"
 	FunctionPublisher   = "publisher"
 	FunctionOperator    = "operator" // the operator's channel
+	FunctionMatch       = "match"    // the daily match (conciliação)
 )
 
 // The dimensions of every metric: Function and Environment on all, and
@@ -63,4 +64,12 @@ const (
 	// not Record: it is no request's outcome). The table-probe alarm, and
 	// through it the region's Route 53 health check, reads its Minimum.
 	MetricTableProbe = "TableProbe"
+	// The daily match's lines of a day by kind (match.Kinds), each the
+	// day's count so far, written once per run of that day: a repeated or
+	// resumed run writes the same count, never a sum.
+	MetricMovementsWithoutRow    = "MovementsWithoutRow"
+	MetricRowsWithoutMovement    = "RowsWithoutMovement"
+	MetricTermsDiffer            = "TermsDiffer"
+	MetricRefundedOverCaptured   = "RefundedOverCaptured"
+	MetricCapturedOverAuthorized = "CapturedOverAuthorized"
 )

@@ -160,3 +160,15 @@ func Main(run func(logger *slog.Logger) error) {
 		os.Exit(1)
 	}
 }
+
+// MatchFromEnv reads the daily match's grace (MATCH_GRACE, deploy's by
+// default) and whether it matches the current day too (MATCH_TODAY) with
+// getenv.
+func MatchFromEnv(getenv func(string) string) (deploy.Match, error) {
+	grace, err := Duration(getenv, deploy.EnvMatchGrace, deploy.Deployed().Match.Grace)
+	if err != nil {
+		return deploy.Match{}, err
+	}
+	today, err := Boolean(getenv, deploy.EnvMatchToday)
+	return deploy.Match{Grace: grace, Today: today}, err
+}

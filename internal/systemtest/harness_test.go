@@ -173,6 +173,9 @@ func newStackWith(t *testing.T, cfg localapi.StackConfig) *localapi.Stack {
 	if cfg.SweepInterval == 0 {
 		cfg.SweepInterval = -1 // tests sweep when they mean to
 	}
+	if cfg.MatchInterval == 0 {
+		cfg.MatchInterval = -1 // and match when they mean to (Stack.RunMatch)
+	}
 	if cfg.Producers == nil {
 		cfg.Producers = []localapi.Producer{testProducer}
 	}
