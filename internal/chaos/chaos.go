@@ -160,7 +160,12 @@ type Summary struct {
 	// EventBodiesDiffer counts deliveries of an event id with another body
 	// than its first: every telling of one event must be the same.
 	EventBodiesDiffer int
-	Drain, Total      time.Duration
+	// MatchMovements and MatchRows are what the daily match read of the
+	// run's days, once the drain ended; Unmatched the lines it kept:
+	// movements without their row, rows without their movement, terms
+	// that differ, charges beyond their bounds.
+	MatchMovements, MatchRows, Unmatched int
+	Drain, Total                         time.Duration
 	// Regions is how many regions ran; Conflicts the writes their proxies
 	// refused, of ConflictShare asked for; StoppedAfter the intents sent
 	// when the second region was stopped, FailedOver the requests then sent
@@ -216,6 +221,7 @@ func (s Summary) Violations() []string {
 		"events delivered under one id with two bodies":                    s.EventBodiesDiffer,
 		"expired authorizations without their charge.expired event":        s.ExpiredEventsMissing,
 		"charge.expired events more than one per charge, or not expired":   s.ExpiredEventsExtra,
+		"lines the daily match found unmatched":                            s.Unmatched,
 	} {
 		if n > 0 {
 			v = append(v, fmt.Sprintf("%d %s", n, name))
@@ -246,6 +252,9 @@ func (s Summary) Violations() []string {
 	}
 	if s.Regions > 1 && (s.StoppedAfter == 0 || s.FailedOver == 0) {
 		v = append(v, fmt.Sprintf("two regions, but the second was stopped after %d intents and %d requests failed over", s.StoppedAfter, s.FailedOver))
+	}
+	if s.MatchMovements == 0 || s.MatchRows == 0 {
+		v = append(v, fmt.Sprintf("the daily match read %d movements and %d rows: it matched nothing", s.MatchMovements, s.MatchRows))
 	}
 	if s.Unknown < (s.Drops+1)/2 {
 		v = append(v, fmt.Sprintf("%d drops injected, but the functions saw %d outcomes unknown", s.Drops, s.Unknown))
@@ -281,6 +290,7 @@ func (s Summary) Table() string {
 		{"overCapture", s.RefundsOverCapture}, {"overAuth", s.CapturesOverAuthorization}, {"afterClose", s.CapturesAfterClose},
 		{"capturedDiffers", s.CapturedDiffers}, {"refundedDiffers", s.RefundedDiffers}, {"reserved", s.ReservationsLeft},
 		{"openAfterExpiry", s.OpenAfterExpiry}, {"bodiesDiffer", s.EventBodiesDiffer},
+		{"matchMovements", s.MatchMovements}, {"matchRows", s.MatchRows}, {"unmatched", s.Unmatched},
 		{"regions", s.Regions}, {"conflicts", s.Conflicts}, {"stoppedAfter", s.StoppedAfter}, {"failedOver", s.FailedOver},
 		{"drain", s.Drain.Round(100 * time.Millisecond)}, {"total", s.Total.Round(100 * time.Millisecond)},
 	}...)
@@ -298,7 +308,10 @@ func (s Summary) Table() string {
 // has stopped when its heartbeat is three of them old.
 const chaosSweepInterval = 2 * time.Second
 
-var chaosEnv = []string{"LEASE_MARGIN=1s", "IN_TRANSIT_BOUND=2s", "CLOCK_SKEW=500ms", "ACQUIRER_TIMEOUT=1s"}
+// The daily match's grace is 1 s: the run matches once the drain has
+// ended, when every movement it made has had its row written or never
+// will.
+var chaosEnv = []string{"LEASE_MARGIN=1s", "IN_TRANSIT_BOUND=2s", "CLOCK_SKEW=500ms", "ACQUIRER_TIMEOUT=1s", deploy.EnvMatchGrace + "=1s"}
 
 // Run executes one chaos run and returns its summary. The error is for a
 // run that could not be carried out; broken promises are in Violations.
@@ -344,8 +357,25 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	if err := check(ctx, stack, intents, seen, &sum); err != nil {
 		return sum, err
 	}
+	if err := matchDays(ctx, stack, &sum); err != nil {
+		return sum, err
+	}
 	sum.Total = time.Since(start)
 	return sum, nil
+}
+
+// matchDays runs the daily match once, through the region's own function,
+// over the run's days (today and the days before: a run that crossed
+// midnight is matched whole), and counts what it read and kept.
+func matchDays(ctx context.Context, stack *localapi.Stack, sum *Summary) error {
+	days, err := stack.RunMatch(ctx)
+	if err != nil {
+		return fmt.Errorf("the daily match: %w", err)
+	}
+	for _, d := range days {
+		sum.MatchMovements, sum.MatchRows, sum.Unmatched = sum.MatchMovements+d.Movements, sum.MatchRows+d.Rows, sum.Unmatched+d.Unmatched()
+	}
+	return nil
 }
 
 // withDefaults is cfg with DefaultConfig's Intents and Drain where unset,
@@ -426,7 +456,7 @@ func startRegions(ctx context.Context, cfg Config, dbAddr string, logs *os.File)
 			RIE: cfg.RIE, BinDir: cfg.BinDir, TableName: table, TableMode: mode,
 			GatewayAddr: "127.0.0.1:0", SandboxAddr: "127.0.0.1:0", Trust: localapi.Trust{Secret: secret},
 			Instances: cfg.Instances, Timeout: 3 * time.Second, Env: append(slices.Clip(env), "AWS_ENDPOINT_URL_DYNAMODB="+endpoint, "AWS_ENDPOINT_URL_DYNAMODB_STREAMS=http://"+dbAddr),
-			SweepInterval: chaosSweepInterval, VisibilityTimeout: 2 * time.Second, Output: logs,
+			SweepInterval: chaosSweepInterval, MatchInterval: -1, VisibilityTimeout: 2 * time.Second, Output: logs,
 			Producers: []localapi.Producer{{Name: "chaos", Accounts: []string{account}}},
 		}
 		if cfg.Regions > 1 {

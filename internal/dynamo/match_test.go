@@ -14,6 +14,9 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/acquirer/acquirerhttp"
@@ -29,6 +32,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/op"
 	"github.com/idempotent-payments/idempay/internal/refund"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
+	"github.com/idempotent-payments/idempay/internal/tabledef"
 )
 
 // matchWorld is the charge, refund and capture services on DynamoDB
@@ -343,4 +347,77 @@ func authorizationOf(t *testing.T, w *matchWorld, id string) string {
 		t.Fatal(err)
 	}
 	return ch.AuthorizationID
+}
+
+// TestMatchUnits holds the daily match's units: a day of n charge rows
+// read from the day index by the match's 32 Queries, as DynamoDB Local
+// reports them, against what the entries' sizes say a day of 1 million
+// rows costs (eventually consistent reads: 0.5 unit per 4 KB a Query
+// returns, rounded up per Query); and a run's own writes, its claim and
+// its finish, on a day that pairs.
+func TestMatchUnits(t *testing.T) {
+	t.Parallel()
+	const n = 300
+	ctx := context.Background()
+	meter := &dynamotest.Meter{Client: dynamotest.Client(t)}
+	table := dynamo.Open(meter, dynamotest.NewTable(t, meter.Client))
+	sb := sandbox.New("")
+	acq, _ := acquirerhttp.NewClient("http://sandbox.invalid", "", sandbox.InProcess(sb))
+	svc := chargetest.ServiceWith(idem.NewGuard(table.Store(), idem.Config{}), table.Ledger(), acq, httpapi.Render, charge.Config{})
+	start := time.Now()
+	for i := range n {
+		body := `{"amount": 25000, "currency": "BRL", "order_id": "order-123", "payment_method": "pm_card_visa", "description": "a typical description of seventy characters or so, for the bill"}`
+		if res := svc.Charge(ctx, charge.Input{Account: "acct_units", Keys: []string{fmt.Sprintf("match-units-%04d", i)}, Body: []byte(body)}); res.Outcome != op.Executed {
+			t.Fatalf("charge %d: %s", i, res.Outcome)
+		}
+	}
+	day := acquirer.DayOf(start)
+	if !acquirer.DayOf(time.Now()).Equal(day) {
+		t.Skip("the charges crossed midnight") // the figures are per day; run it again
+	}
+	meter.Take()
+	rows := 0
+	for _, err := range table.MatchBooks().DayRows(ctx, day, day.Add(24*time.Hour)) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows++
+	}
+	read := meter.Take()
+	if rows != n || read.TableWrite+read.IndexWrite != 0 {
+		t.Fatalf("read %d rows, wrote %+v", rows, read)
+	}
+	// The entries' size, by DynamoDB's rules (names and values), from the
+	// index itself.
+	bytes, queries := 0, 0
+	for shard := range idem.Shards {
+		out, err := meter.Client.Query(ctx, &dynamodb.QueryInput{
+			TableName: aws.String(table.Name()), IndexName: aws.String(tabledef.DayIndex),
+			KeyConditionExpression:    aws.String(tabledef.DayShardAttribute + " = :s"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":s": &types.AttributeValueMemberS{Value: fmt.Sprintf("%s#%02d", day.Format(time.DateOnly), shard)}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		queries++
+		for _, item := range out.Items {
+			bytes += dynamotest.ItemSize(item)
+		}
+	}
+	entry := float64(bytes) / n
+	if want := 0.5 * float64(queries+(bytes+4095)/4096); read.Read > want {
+		t.Errorf("the day's read took %.1f RRU, past the %.1f its %d bytes in %d Queries cost", read.Read, want, bytes, queries)
+	}
+	m := &match.Matcher{Books: table.MatchBooks(), Acquirer: acq, Grace: time.Minute, Owner: "units", Lease: time.Minute,
+		Now: func() time.Time { return time.Now().Add(time.Minute) }}
+	sum, err := m.Run(ctx, day)
+	if err != nil || sum.Rows != n || sum.Movements != n || sum.Unmatched() != 0 {
+		t.Fatalf("the run: %+v, %v", sum, err)
+	}
+	run := meter.Take()
+	if run.TableWrite+run.IndexWrite != 2 {
+		t.Errorf("%.0f WRU per run, want 2: its claim and its finish", run.TableWrite+run.IndexWrite)
+	}
+	t.Logf("day index entry %.0f B; this day's read %.1f RRU in %d Queries; a day of 1,000,000 rows: %.0f RRU; a run's own writes %.0f WRU, its reads besides the rows %.1f RRU",
+		entry, read.Read, queries, 1e6*entry/4096*0.5, run.TableWrite+run.IndexWrite, run.Read-read.Read)
 }
