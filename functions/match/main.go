@@ -27,6 +27,7 @@ func main() { setup.Main(run) }
 // returns only when start-up fails.
 func run(logger *slog.Logger) error {
 	ctx := context.Background()
+	setup.LimitHeap(os.Getenv, 0.8) // the day's movements are held while its rows are read
 	c, err := charging.FromEnv(os.Getenv)
 	if err != nil {
 		return err

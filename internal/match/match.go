@@ -232,24 +232,24 @@ func (m *Matcher) Run(ctx context.Context, day time.Time) (Summary, error) {
 // pair reads the day's movements and rows before before and finds the
 // lines that do not pair.
 func (m *Matcher) pair(ctx context.Context, day, before time.Time, sum *Summary) ([]Line, error) {
-	movements, err := m.report(ctx, day, before)
-	if err != nil {
-		return nil, err
-	}
-	sum.Movements = len(movements)
-	byRow := make(map[string]acquirer.Movement, len(movements))
+	byRow := map[string]acquirer.Movement{}
 	var lines []Line
-	for _, mv := range movements {
+	err := m.report(ctx, day, before, func(mv acquirer.Movement) error {
+		sum.Movements++
 		reg, ok := operations.ByMovement(mv.Kind)
 		if !ok {
-			return nil, fmt.Errorf("match %s: a movement of kind %q no operation pairs with", day.Format(time.DateOnly), mv.Kind)
+			return fmt.Errorf("match %s: a movement of kind %q no operation pairs with", day.Format(time.DateOnly), mv.Kind)
 		}
 		id := reg.RowIDPrefix + mv.Key
 		if _, twice := byRow[id]; twice { // a second movement under one key has no row of its own
 			lines = append(lines, movementLine(MovementWithoutRow, mv, nil))
-			continue
+			return nil
 		}
 		byRow[id] = mv
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	var unpaired []Row
 	for row, err := range m.Books.DayRows(ctx, day, before) {
@@ -294,23 +294,26 @@ func (m *Matcher) pair(ctx context.Context, day, before time.Time, sum *Summary)
 	return append(lines, totals...), err
 }
 
-// report reads the acquirer's report of day, every page, keeping the
-// movements before before.
-func (m *Matcher) report(ctx context.Context, day, before time.Time) ([]acquirer.Movement, error) {
-	var out []acquirer.Movement
+// report reads the acquirer's report of day, every page, and gives each
+// movement before before to keep, as it reads: the day's movements are
+// held once, in the caller's map.
+func (m *Matcher) report(ctx context.Context, day, before time.Time, keep func(acquirer.Movement) error) error {
 	cursor := ""
 	for {
 		page, err := m.Acquirer.Report(ctx, day, cursor)
 		if err != nil {
-			return nil, fmt.Errorf("match %s: report: %w", day.Format(time.DateOnly), err)
+			return fmt.Errorf("match %s: report: %w", day.Format(time.DateOnly), err)
 		}
 		for _, mv := range page.Movements {
-			if mv.At.Before(before) {
-				out = append(out, mv)
+			if !mv.At.Before(before) {
+				continue
+			}
+			if err := keep(mv); err != nil {
+				return err
 			}
 		}
 		if cursor = page.Next; cursor == "" {
-			return out, nil
+			return nil
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"time"
 
@@ -171,4 +172,19 @@ func MatchFromEnv(getenv func(string) string) (deploy.Match, error) {
 	}
 	today, err := Boolean(getenv, deploy.EnvMatchToday)
 	return deploy.Match{Grace: grace, Today: today}, err
+}
+
+// LimitHeap sets the Go heap's soft limit to share of the function's
+// memory size (AWS_LAMBDA_FUNCTION_MEMORY_SIZE, which Lambda sets and the
+// local stack too), so the collector works harder near it rather than
+// the environment running out of memory; without the variable it does
+// nothing. It returns the limit set, in bytes (0 for none).
+func LimitHeap(getenv func(string) string, share float64) int64 {
+	mb, err := strconv.Atoi(getenv("AWS_LAMBDA_FUNCTION_MEMORY_SIZE"))
+	if err != nil || mb <= 0 {
+		return 0
+	}
+	limit := int64(float64(int64(mb)<<20) * share)
+	debug.SetMemoryLimit(limit)
+	return limit
 }

@@ -1,6 +1,7 @@
 package setup
 
 import (
+	"runtime/debug"
 	"testing"
 
 	"github.com/idempotent-payments/idempay/internal/deploy"
@@ -43,5 +44,17 @@ func TestReaders(t *testing.T) {
 		if err := read(); err == nil {
 			t.Errorf("%s: a bad value accepted", name)
 		}
+	}
+}
+
+// TestLimitHeap: the heap's soft limit is the share of the function's
+// memory size, and nothing without it.
+func TestLimitHeap(t *testing.T) {
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
+	if got := LimitHeap(func(string) string { return "" }, 0.8); got != 0 {
+		t.Fatalf("without a memory size: %d", got)
+	}
+	if got := LimitHeap(func(string) string { return "1024" }, 0.8); got != 858993459 || debug.SetMemoryLimit(-1) != got {
+		t.Fatalf("1,024 MB at 0.8: %d", got)
 	}
 }
