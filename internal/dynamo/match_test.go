@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -420,4 +421,42 @@ func TestMatchUnits(t *testing.T) {
 	}
 	t.Logf("day index entry %.0f B; this day's read %.1f RRU in %d Queries; a day of 1,000,000 rows: %.0f RRU; a run's own writes %.0f WRU, its reads besides the rows %.1f RRU",
 		entry, read.Read, queries, 1e6*entry/4096*0.5, run.TableWrite+run.IndexWrite, run.Read-read.Read)
+}
+
+// TestMatchOnceAcrossRegions: two regions' runs of one day at the same
+// instant, on one table: one matches it, the other finds it claimed or
+// done and reads nothing; a later run finds it done, with its line.
+func TestMatchOnceAcrossRegions(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	w := newMatchWorld(t)
+	c := w.charge("regions-charge", 1000, true)
+	if _, err := w.acq.Refund(ctx, "regions-stray", acquirer.RefundRequest{AuthorizationID: authorizationOf(t, w, c), Amount: 100, Currency: "BRL"}); err != nil {
+		t.Fatal(err)
+	}
+	day := acquirer.DayOf(time.Now())
+	sums := make([]match.Summary, 2)
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for i, owner := range []string{"region1", "region2"} {
+		wg.Go(func() {
+			m := w.matcher(owner, nil)
+			m.Now = func() time.Time { return day.Add(24*time.Hour + m.Grace) } // the day is over
+			sums[i], errs[i] = m.Run(ctx, day)
+		})
+	}
+	wg.Wait()
+	if errs[0] != nil || errs[1] != nil || sums[0].Skipped == sums[1].Skipped {
+		t.Fatalf("runs %+v, %v: want one skipped", sums, errs)
+	}
+	ran := sums[0]
+	if ran.Skipped {
+		ran = sums[1]
+	}
+	if !ran.Done || ran.Movements != 2 || ran.Unmatched() != 1 || ran.Counts[match.MovementWithoutRow] != 1 {
+		t.Fatalf("the run that matched: %+v", ran)
+	}
+	if later, err := w.matcher("region1", nil).Run(ctx, day); err != nil || !later.Skipped || !later.Done || later.Unmatched() != 1 {
+		t.Fatalf("a later run: %+v, %v", later, err)
+	}
 }
