@@ -267,15 +267,9 @@ func (a alarms) sweeper(w watched) {
 // from its first. A run writes a day's counts once; the alarm returns to
 // OK in the next period without data.
 func (a alarms) match() {
-	for _, name := range matchMetrics() {
+	for _, name := range obs.MatchMetrics() {
 		a.alarm(name+"Alarm", name, "", a.emf(obs.FunctionMatch, name, "Maximum", nil), 1)
 	}
-}
-
-// matchMetrics are the daily match's metrics, one per kind of line, in
-// the runbook's order.
-func matchMetrics() []string {
-	return []string{obs.MetricMovementsWithoutRow, obs.MetricRowsWithoutMovement, obs.MetricTermsDiffer, obs.MetricRefundedOverCaptured, obs.MetricCapturedOverAuthorized}
 }
 
 // tableProbeAlarm is the alarm on the sweeper's table probe

@@ -251,8 +251,9 @@ func ConfigFor(name string, input func(key string) string) (Config, error) {
 	default:
 		return Config{}, fmt.Errorf("environment %q: want one of %v", name, Environments)
 	}
-	if base.MatchAt < 0 || base.MatchAt >= 24*time.Hour || base.MatchAt%time.Minute != 0 {
-		return Config{}, fmt.Errorf("environment %s: the match's time %s: want a minute of the day", name, base.MatchAt)
+	if base.MatchAt < deployed.Match.Grace || base.MatchAt >= 24*time.Hour || base.MatchAt%time.Minute != 0 {
+		return Config{}, fmt.Errorf("environment %s: the match's time %s: want a minute of the day, at least its grace (%s) after midnight, "+
+			"so that the day before is over", name, base.MatchAt, deployed.Match.Grace)
 	}
 	if err := base.checkProducers(); err != nil {
 		return Config{}, fmt.Errorf("environment %s: %w", name, err)

@@ -57,10 +57,10 @@ func newDashboard(stack awscdk.Stack, cfg Config, w watched,
 	}
 	// The daily match: a panel per kind of line, each day's count.
 	var matchPanels []awscloudwatch.IWidget
-	for _, name := range matchMetrics() {
+	for _, name := range obs.MatchMetrics() {
 		matchPanels = append(matchPanels, awscloudwatch.NewGraphWidget(&awscloudwatch.GraphWidgetProps{
 			Title: jsii.String("Daily match: " + name), Left: &[]awscloudwatch.IMetric{emf(obs.FunctionMatch, name, "Maximum", nil)},
-			Width: jsii.Number(24 / float64(len(matchMetrics()))), Height: jsii.Number(6),
+			Width: jsii.Number(24 / float64(len(obs.MatchMetrics()))), Height: jsii.Number(6),
 		}))
 	}
 	depth = append(depth,

@@ -37,15 +37,13 @@ func (t tool) match(ctx context.Context) error {
 		return fmt.Errorf("--date %q: want YYYY-MM-DD", *t.flags.date)
 	}
 	books := t.matchBooks
-	out := matchedDay{Day: day.Format(time.DateOnly), Lines: []matchedLine{}}
-	if out.Counts, err = books.Counts(ctx, day); err != nil {
-		return err
-	}
+	out := matchedDay{Day: day.Format(time.DateOnly), Counts: map[string]int{}, Lines: []matchedLine{}}
 	lines, err := books.Lines(ctx, day)
 	if err != nil {
 		return err
 	}
 	for _, l := range lines {
+		out.Counts[l.Kind]++
 		ml := matchedLine{Line: l}
 		if l.Movement != nil {
 			if reg, ok := operations.ByMovement(l.Movement.Kind); ok {

@@ -140,13 +140,13 @@ The daily match runs every %s here, over today so far too (deployed, once
 a day over the days before): each movement of the sandbox's report of the
 day paired with one row, with a grace of %s. Its lines, by UTC day:
 
-go run ./cmd/idemctl match --date %s
+go run ./cmd/idemctl match --date "$(date -u +%%F)"
 
 Ctrl-C stops everything this command started.
 `, stack.URL, acquirerLine, instances, trust.Issuer, trust.Audience, strings.Join(localapi.Scopes(), ", "), token, stack.URL, stack.URL,
 		stack.URL, stack.URL, stack.URL, localapi.DefaultProducers[0].Name, stack.QueueURL, localapi.DefaultProducers[0].Accounts,
 		stack.OperatorURL, stack.OperatorPrincipal.ARN, deploy.EnvOperatorURL, stack.OperatorURL,
-		deploy.Local().Match.Every, deploy.Local().Match.Grace, time.Now().UTC().Format(time.DateOnly))
+		deploy.Local().Match.Every, deploy.Local().Match.Grace)
 	<-ctx.Done()
 	fmt.Println("\nstopping")
 	return nil

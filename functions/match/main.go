@@ -7,7 +7,7 @@ package main
 
 import (
 	"context"
-	"fmt"
+	"crypto/rand"
 	"log/slog"
 	"os"
 	"time"
@@ -45,12 +45,11 @@ func run(logger *slog.Logger) error {
 		return err
 	}
 	table := dynamo.Open(dynamo.NewClient(awsCfg, c.SkipResponseCRC32), c.TableName)
-	host, _ := os.Hostname()
 	h := &match.Handler{
 		Matcher: &match.Matcher{
 			Books: table.MatchBooks(), Acquirer: acq, Grace: schedule.Grace, Now: time.Now,
-			// This execution environment: its region, host and process.
-			Owner: fmt.Sprintf("%s/%s/%d", awsCfg.Region, host, os.Getpid()), Lease: time.Minute,
+			// This execution environment: its region and a random name.
+			Owner: awsCfg.Region + "/" + rand.Text(), Lease: time.Minute,
 		},
 		Today: schedule.Today, Logger: logger, Metrics: obs.NewMetrics(os.Stdout, obs.FunctionMatch, c.Environment),
 	}

@@ -84,12 +84,13 @@ func (b *Books) Unpublished(ctx context.Context, before time.Time) iter.Seq2[cha
 // query's error ends it.
 func listShards[T any](ctx context.Context, api API, table, index, what, cond string, before int64,
 	read func(map[string]types.AttributeValue) (T, error)) iter.Seq2[T, error] {
-	return listPartitions(ctx, api, table, index, what, cond, "", before, read)
+	return listPartitions(ctx, api, table, index, what, cond, "", before, pageSize, read)
 }
 
 // listPartitions is listShards over partitions named prefix and a shard
-// ("2026-12-07#05" for the day index's).
-func listPartitions[T any](ctx context.Context, api API, table, index, what, cond, prefix string, before int64,
+// ("2026-12-07#05" for the day index's), limit entries a Query (none:
+// DynamoDB's 1 MB page, when 0).
+func listPartitions[T any](ctx context.Context, api API, table, index, what, cond, prefix string, before int64, limit int32,
 	read func(map[string]types.AttributeValue) (T, error)) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		first := rand.IntN(idem.Shards)
@@ -105,7 +106,7 @@ func listPartitions[T any](ctx context.Context, api API, table, index, what, con
 						":shard":  &types.AttributeValueMemberS{Value: fmt.Sprintf("%s%02d", prefix, shard)},
 						":before": &types.AttributeValueMemberN{Value: strconv.FormatInt(before, 10)},
 					},
-					Limit: aws.Int32(pageSize), ExclusiveStartKey: start,
+					Limit: limitOf(limit), ExclusiveStartKey: start,
 				})
 				if err != nil {
 					var none T
@@ -123,6 +124,14 @@ func listPartitions[T any](ctx context.Context, api API, table, index, what, con
 			}
 		}
 	}
+}
+
+// limitOf is a Query's Limit: none for 0.
+func limitOf(limit int32) *int32 {
+	if limit == 0 {
+		return nil
+	}
+	return aws.Int32(limit)
 }
 
 // unpublishedOf reads an entry of the unpublished index.

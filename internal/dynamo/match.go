@@ -40,6 +40,7 @@ const (
 	matchDone  = "done_at"     // epoch milliseconds
 	matchCount = "counts"      // a map, by kind
 	matchLine  = "line"        // the line, as JSON
+	matchSince = "since"       // the first day matched, epoch milliseconds
 )
 
 // DayShard is the day index's partition of row id written at at: its UTC
@@ -55,14 +56,14 @@ func linesShard(day time.Time) string { return dayPrefix(day) + tabledef.MatchLi
 // dayKey is the key of day's item, lineKey a line's.
 func dayKey(day time.Time) string { return tabledef.MatchPrefix + day.UTC().Format(time.DateOnly) }
 func lineKey(day time.Time, l match.Line) string {
-	return dayKey(day) + "#" + l.Kind + "#" + l.Ref
+	return dayKey(day) + "#" + match.LineKey(l)
 }
 
 // DayRows implements match.Books: the day index's partitions of day,
 // shard by shard (listPartitions), each row written before before.
 func (b *MatchBooks) DayRows(ctx context.Context, day, before time.Time) iter.Seq2[match.Row, error] {
 	cond := tabledef.DayShardAttribute + " = :shard AND " + tabledef.DayAtAttribute + " < :before"
-	return listPartitions(ctx, b.t.api, b.t.name, tabledef.DayIndex, "the day's rows", cond, dayPrefix(day), before.UnixMilli(), matchRowOf)
+	return listPartitions(ctx, b.t.api, b.t.name, tabledef.DayIndex, "the day's rows", cond, dayPrefix(day), before.UnixMilli(), 0, matchRowOf)
 }
 
 // matchRowOf reads a row's entry of the day index, or the row's item.
@@ -150,6 +151,8 @@ func (b *MatchBooks) Charge(ctx context.Context, id string) (match.Figures, bool
 	if err != nil {
 		return match.Figures{}, false, err
 	}
+	// At the row's own time, so FiguresOf never closes it by its expiry:
+	// what it captured and refunded does not depend on the clock.
 	f := charge.FiguresOf(ch, charge.Balance{Opened: bal.Authorized > 0, Captured: bal.Captured, Capturable: bal.Capturable,
 		Closed: string(bal.Closed), Refunded: bal.Refunded}, ch.CreatedAt)
 	out := match.Figures{Captured: f.Captured, Refunded: f.Refunded}
@@ -159,10 +162,47 @@ func (b *MatchBooks) Charge(ctx context.Context, id string) (match.Figures, bool
 	return out, true, nil
 }
 
+// sinceKey is the key of the item that keeps the first day matched.
+const sinceKey = tabledef.MatchPrefix + "since"
+
+// Since implements match.Books: a strongly consistent GetItem of the
+// first day matched, and, when none is kept, one PutItem of today
+// conditioned on its absence (the first run's; a run that lost that race
+// reads the winner's).
+func (b *MatchBooks) Since(ctx context.Context, today time.Time) (time.Time, error) {
+	item, err := getItem(ctx, b.t.api, b.t.name, sinceKey)
+	if err == nil && item == nil {
+		_, err = b.t.api.PutItem(ctx, &dynamodb.PutItemInput{
+			TableName: aws.String(b.t.name),
+			Item: map[string]types.AttributeValue{
+				tabledef.KeyAttribute: &types.AttributeValueMemberS{Value: sinceKey}, matchSince: millis(acquirer.DayOf(today)),
+			},
+			ConditionExpression:                 aws.String("attribute_not_exists(" + tabledef.KeyAttribute + ")"),
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		})
+		var lost *types.ConditionalCheckFailedException
+		switch {
+		case errors.As(err, &lost):
+			item, err = lost.Item, nil
+		case err == nil:
+			return acquirer.DayOf(today), nil
+		}
+	}
+	if err != nil {
+		return time.Time{}, fmt.Errorf("match: the first day matched: %w", err)
+	}
+	if n, ok := item[matchSince].(*types.AttributeValueMemberN); ok {
+		if ms, err := strconv.ParseInt(n.Value, 10, 64); err == nil {
+			return time.UnixMilli(ms).UTC(), nil
+		}
+	}
+	return time.Time{}, errors.New("match: the first day matched does not read")
+}
+
 // Claim implements match.Books with one UpdateItem of the day's item,
 // conditioned on its being not done and its claim free, expired or
-// owner's own.
-func (b *MatchBooks) Claim(ctx context.Context, day time.Time, owner string, now, until time.Time) (bool, bool, error) {
+// owner's own; a refused claim returns the item, with its counts.
+func (b *MatchBooks) Claim(ctx context.Context, day time.Time, owner string, now, until time.Time) (bool, bool, map[string]int, error) {
 	_, err := b.t.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(b.t.name), Key: pkKey(dayKey(day)),
 		UpdateExpression:         aws.String("SET #o = :o, #u = :u"),
@@ -175,12 +215,20 @@ func (b *MatchBooks) Claim(ctx context.Context, day time.Time, owner string, now
 	})
 	var refused *types.ConditionalCheckFailedException
 	if errors.As(err, &refused) {
-		return false, refused.Item[matchDone] != nil, nil
+		counts := map[string]int{}
+		if m, ok := refused.Item[matchCount].(*types.AttributeValueMemberM); ok {
+			for kind, v := range m.Value {
+				if n, ok := v.(*types.AttributeValueMemberN); ok {
+					counts[kind], _ = strconv.Atoi(n.Value)
+				}
+			}
+		}
+		return false, refused.Item[matchDone] != nil, counts, nil
 	}
 	if err != nil {
-		return false, false, fmt.Errorf("match: claim %s: %w", day.Format(time.DateOnly), err)
+		return false, false, nil, fmt.Errorf("match: claim %s: %w", day.Format(time.DateOnly), err)
 	}
-	return true, false, nil
+	return true, false, nil, nil
 }
 
 // Keep implements match.Books with one PutItem of the line's item,
@@ -244,19 +292,18 @@ func (b *MatchBooks) lineKeys(ctx context.Context, day time.Time) iter.Seq2[stri
 	}
 }
 
-// Counts implements match.Books: day's kept lines by kind, read from
-// their keys alone.
-func (b *MatchBooks) Counts(ctx context.Context, day time.Time) (map[string]int, error) {
-	counts := map[string]int{}
+// Kept implements match.Books: the keys of day's kept lines, from the
+// day index's partition of its lines.
+func (b *MatchBooks) Kept(ctx context.Context, day time.Time) (map[string]bool, error) {
+	kept := map[string]bool{}
 	prefix := dayKey(day) + "#"
 	for key, err := range b.lineKeys(ctx, day) {
 		if err != nil {
 			return nil, err
 		}
-		kind, _, _ := strings.Cut(strings.TrimPrefix(key, prefix), "#")
-		counts[kind]++
+		kept[strings.TrimPrefix(key, prefix)] = true
 	}
-	return counts, nil
+	return kept, nil
 }
 
 // Lines implements match.Books: day's kept lines, each read by its key.

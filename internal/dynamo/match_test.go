@@ -411,6 +411,15 @@ func TestMatchUnits(t *testing.T) {
 	}
 	m := &match.Matcher{Books: table.MatchBooks(), Acquirer: acq, Grace: time.Minute, Owner: "units", Lease: time.Minute,
 		Now: func() time.Time { return time.Now().Add(time.Minute) }}
+	if first := meter.Take(); first.Read != 0 {
+		t.Fatalf("reads before the run: %+v", first)
+	}
+	if sum, err := m.Run(ctx, day); err != nil || sum.Rows != n || sum.Movements != n || sum.Unmatched() != 0 {
+		t.Fatalf("the first run: %+v, %v", sum, err)
+	}
+	if first := meter.Take(); first.TableWrite+first.IndexWrite != 3 {
+		t.Errorf("%.0f WRU in the table's first run, want 3: the first day matched, the claim and the finish", first.TableWrite+first.IndexWrite)
+	}
 	sum, err := m.Run(ctx, day)
 	if err != nil || sum.Rows != n || sum.Movements != n || sum.Unmatched() != 0 {
 		t.Fatalf("the run: %+v, %v", sum, err)
@@ -435,6 +444,9 @@ func TestMatchOnceAcrossRegions(t *testing.T) {
 		t.Fatal(err)
 	}
 	day := acquirer.DayOf(time.Now())
+	if _, err := w.table.MatchBooks().Since(ctx, day); err != nil { // the table's first day matched: today
+		t.Fatal(err)
+	}
 	sums := make([]match.Summary, 2)
 	errs := make([]error, 2)
 	var wg sync.WaitGroup

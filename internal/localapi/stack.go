@@ -90,7 +90,7 @@ type StackConfig struct {
 	SweepInterval time.Duration
 	// MatchInterval is how often the daily match runs over the current
 	// day so far (deploy.Local's Match.Every when zero); negative: never
-	// on its own (tests call Stack.Match).
+	// on its own (tests call Stack.RunMatch).
 	MatchInterval time.Duration
 	// VisibilityTimeout of the command queues and MaxReceives before the
 	// DLQ: deploy.Local's when zero.

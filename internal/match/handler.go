@@ -64,10 +64,12 @@ func (h *Handler) Handle(ctx context.Context, _ events.EventBridgeEvent) ([]Summ
 			"unmatched", sum.Unmatched(), "new", sum.New, "done", sum.Done, "skipped", sum.Skipped, "error", err)
 		if err != nil {
 			errs = append(errs, err)
-			continue
+		} else {
+			out = append(out, sum)
 		}
-		out = append(out, sum)
-		if h.Metrics != nil && !sum.Skipped { // a day done, or held by another run, was told by the run that matched it
+		// A day done, or held by another run, was told by the run that
+		// matched it; a run that counted tells, even if its finish failed.
+		if h.Metrics != nil && !sum.Skipped && sum.Counts != nil {
 			values := make(map[string]float64, len(Metrics))
 			for kind, metric := range Metrics {
 				values[metric] = float64(sum.Counts[kind])

@@ -13,6 +13,7 @@
 package match
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -103,15 +104,22 @@ type Books interface {
 	// Charge is what the books say charge id authorized, captured and
 	// refunded: found false when it has no row.
 	Charge(ctx context.Context, id string) (Figures, bool, error)
+	// Since is the first day the match matches: the day of the first run
+	// on the table (today, when none ran before), kept. Rows written
+	// before the day index existed are not in it, so the days before are
+	// never matched.
+	Since(ctx context.Context, today time.Time) (time.Time, error)
 	// Claim takes day's run for owner until until, unless another owner's
 	// claim holds it at now or the day is done (the day's runs are then
-	// none of this one's: claimed false, and done says which).
-	Claim(ctx context.Context, day time.Time, owner string, now, until time.Time) (claimed, done bool, err error)
+	// none of this one's: claimed false, and done says which). counts are
+	// what the day's last finished run counted, read with the claim.
+	Claim(ctx context.Context, day time.Time, owner string, now, until time.Time) (claimed, done bool, counts map[string]int, err error)
 	// Keep keeps line among day's, unless a line of its kind and ref is
 	// kept already: whether it is new.
 	Keep(ctx context.Context, day time.Time, line Line) (bool, error)
-	// Counts are day's kept lines by kind.
-	Counts(ctx context.Context, day time.Time) (map[string]int, error)
+	// Kept are the keys (LineKey) of day's kept lines, as listed; a line
+	// kept a moment ago may not be listed yet.
+	Kept(ctx context.Context, day time.Time) (map[string]bool, error)
 	// Lines are day's kept lines, in the order of their time.
 	Lines(ctx context.Context, day time.Time) ([]Line, error)
 	// Finish ends owner's claim on day, keeping counts: done at doneAt
@@ -138,10 +146,34 @@ type Matcher struct {
 	// plus Grace has passed.
 	Grace time.Duration
 	// Owner names this run in the day's claim, which holds until the
-	// context's deadline, or for Lease without one.
+	// context's deadline, or for Lease without one: unique to the
+	// process.
 	Owner string
 	Lease time.Duration
 	Now   func() time.Time
+	// MaxLeftovers caps the movements and rows a run looks up one by one
+	// (those the day's report and index did not pair); past it the run
+	// fails and keeps nothing, since a report that is incomplete would
+	// make every row a line (DefaultMaxLeftovers when 0).
+	MaxLeftovers int
+}
+
+// DefaultMaxLeftovers is Matcher.MaxLeftovers when unset: at about 5 ms a
+// lookup, a minute of a run's 15.
+const DefaultMaxLeftovers = 10000
+
+// LineKey is the key line is kept under within its day: its kind and its
+// ref.
+func LineKey(l Line) string { return l.Kind + "#" + l.Ref }
+
+// countsOf are keys' lines by kind.
+func countsOf(keys map[string]bool) map[string]int {
+	counts := map[string]int{}
+	for k := range keys {
+		kind, _, _ := strings.Cut(k, "#")
+		counts[kind]++
+	}
+	return counts
 }
 
 // Summary is one run's account of a day.
@@ -155,7 +187,8 @@ type Summary struct {
 	// New is how many lines this run found that no run had kept.
 	New int `json:"new"`
 	// Done: the day is matched to its end. Skipped: another run holds the
-	// day, or it was done already; the run read nothing.
+	// day, or it was done already, or it is before the first day matched
+	// (Books.Since); the run read nothing.
 	Done    bool `json:"done"`
 	Skipped bool `json:"skipped"`
 }
@@ -185,17 +218,18 @@ func (m *Matcher) Run(ctx context.Context, day time.Time) (Summary, error) {
 	day = acquirer.DayOf(day)
 	now := m.Now()
 	sum := Summary{Day: day}
+	since, err := m.Books.Since(ctx, acquirer.DayOf(now))
+	if err != nil || day.Before(since) {
+		sum.Skipped = err == nil
+		return sum, err
+	}
 	until := now.Add(m.Lease)
 	if deadline, ok := ctx.Deadline(); ok { // the invocation's end: after it, the run is surely gone
 		until = deadline
 	}
-	claimed, done, err := m.Books.Claim(ctx, day, m.Owner, now, until)
-	if err != nil {
-		return sum, err
-	}
-	if !claimed {
-		sum.Done, sum.Skipped = done, true
-		sum.Counts, err = m.Books.Counts(ctx, day)
+	claimed, done, counts, err := m.Books.Claim(ctx, day, m.Owner, now, until)
+	if err != nil || !claimed {
+		sum.Done, sum.Skipped, sum.Counts = done, err == nil, counts
 		return sum, err
 	}
 	end := day.Add(24 * time.Hour)
@@ -204,9 +238,9 @@ func (m *Matcher) Run(ctx context.Context, day time.Time) (Summary, error) {
 		before = cut
 	}
 	sum.Done = !now.Before(end.Add(m.Grace))
+	var lines []Line
 	if before.After(day) {
-		lines, err := m.pair(ctx, day, before, &sum)
-		if err != nil {
+		if lines, err = m.pair(ctx, day, before, &sum); err != nil {
 			return sum, err
 		}
 		for _, l := range lines {
@@ -219,9 +253,16 @@ func (m *Matcher) Run(ctx context.Context, day time.Time) (Summary, error) {
 			}
 		}
 	}
-	if sum.Counts, err = m.Books.Counts(ctx, day); err != nil {
+	// The day's lines: those listed (the index may lag a write) and this
+	// run's, every one of which is kept.
+	kept, err := m.Books.Kept(ctx, day)
+	if err != nil {
 		return sum, err
 	}
+	for _, l := range lines {
+		kept[LineKey(l)] = true
+	}
+	sum.Counts = countsOf(kept)
 	var doneAt time.Time
 	if sum.Done {
 		doneAt = now
@@ -263,9 +304,13 @@ func (m *Matcher) pair(ctx context.Context, day, before time.Time, sum *Summary)
 			continue
 		}
 		delete(byRow, row.ID)
-		if l, differ := compare(row, mv); differ {
+		if l, differ := m.compare(row, mv); differ {
 			lines = append(lines, l)
 		}
+	}
+	if left := len(byRow) + len(unpaired); left > cmp.Or(m.MaxLeftovers, DefaultMaxLeftovers) {
+		return nil, fmt.Errorf("match %s: %d movements and rows left over, past %d: the report or the day index is incomplete; nothing kept",
+			day.Format(time.DateOnly), left, cmp.Or(m.MaxLeftovers, DefaultMaxLeftovers))
 	}
 	for _, id := range slices.Sorted(maps.Keys(byRow)) { // movements whose rows were written on another day, or never
 		mv := byRow[id]
@@ -276,7 +321,7 @@ func (m *Matcher) pair(ctx context.Context, day, before time.Time, sum *Summary)
 		case !found:
 			lines = append(lines, movementLine(MovementWithoutRow, mv, nil))
 		default:
-			if l, differ := compare(row, mv); differ {
+			if l, differ := m.compare(row, mv); differ {
 				lines = append(lines, l)
 			}
 		}
@@ -328,7 +373,7 @@ func (m *Matcher) elsewhere(ctx context.Context, day, before time.Time, row Row)
 		return Line{}, false, fmt.Errorf("match: a row of operation %q, which is not registered", row.Operation)
 	}
 	key := strings.TrimPrefix(row.ID, reg.RowIDPrefix)
-	mv, err := m.Acquirer.Movement(ctx, reg.Movement, key)
+	mv, err := m.Acquirer.Movement(ctx, reg.MovementKind, key)
 	switch {
 	case errors.Is(err, acquirer.ErrNotFound):
 		return rowLine(reg, row), false, nil
@@ -342,13 +387,27 @@ func (m *Matcher) elsewhere(ctx context.Context, day, before time.Time, row Row)
 	return Line{}, true, nil
 }
 
-// compare is the line of row and its movement mv when their terms differ.
-func compare(row Row, mv acquirer.Movement) (Line, bool) {
-	if row.Terms == termsOf(mv) {
+// compare is the line of row and the movement mv under its key, if they
+// do not pair: a row written more than Grace before mv is another
+// movement's (a row is written after its acquirer answered), so mv is a
+// second movement under the key; else their terms must agree. A decline
+// moved nothing, and a report may state its amount as 0: two declines
+// compare on their currency alone.
+func (m *Matcher) compare(row Row, mv acquirer.Movement) (Line, bool) {
+	switch t := termsOf(mv); {
+	case row.At.Before(mv.At.Add(-m.Grace)):
+		return movementLine(MovementWithoutRow, mv, &row), true
+	case t.Status == declined && row.Terms.Status == declined && t.Currency == row.Terms.Currency:
 		return Line{}, false
+	case row.Terms != t:
+		return movementLine(TermsDiffer, mv, &row), true
 	}
-	return movementLine(TermsDiffer, mv, &row), true
+	return Line{}, false
 }
+
+// declined is every kind's status of a decline (acquirer.StatusDeclined,
+// RefundDeclined, CaptureDeclined, VoidDeclined).
+const declined = acquirer.StatusDeclined
 
 func termsOf(mv acquirer.Movement) Terms {
 	return Terms{Status: mv.Status, Amount: mv.Amount, Currency: mv.Currency}
@@ -368,7 +427,7 @@ func movementLine(kind string, mv acquirer.Movement, row *Row) Line {
 
 // rowLine is the line of a row without its movement.
 func rowLine(reg operations.Registration, row Row) Line {
-	return Line{Kind: RowWithoutMovement, Ref: reg.Movement + ":" + strings.TrimPrefix(row.ID, reg.RowIDPrefix), ChargeID: row.ChargeID, Row: &row, At: row.At}
+	return Line{Kind: RowWithoutMovement, Ref: reg.MovementKind + ":" + strings.TrimPrefix(row.ID, reg.RowIDPrefix), ChargeID: row.ChargeID, Row: &row, At: row.At}
 }
 
 // totals are the lines of the charges whose totals, as the acquirer moved
@@ -384,12 +443,15 @@ func (m *Matcher) totals(ctx context.Context, lines []Line) ([]Line, error) {
 			continue
 		}
 		d := delta[l.ChargeID]
-		if l.Movement != nil && (l.Kind != RowWithoutMovement) {
+		if l.Movement != nil {
 			c, r := moved(l.Movement.Kind, l.Movement.Status, l.Movement.Amount)
 			d.Captured, d.Refunded = d.Captured+c, d.Refunded+r
 		}
-		if l.Row != nil {
-			reg, _ := operations.ByName(l.Row.Operation)
+		if l.Row != nil && !(l.Kind == MovementWithoutRow) { // a second movement's row is its first's: the books have it
+			reg, ok := operations.ByName(l.Row.Operation)
+			if !ok {
+				return nil, fmt.Errorf("match: a row of operation %q, which is not registered", l.Row.Operation)
+			}
 			c, r := reg.Moves(l.Row.Terms.Status, l.Row.Terms.Amount)
 			d.Captured, d.Refunded = d.Captured-c, d.Refunded-r
 		}

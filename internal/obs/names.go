@@ -73,3 +73,10 @@ const (
 	MetricRefundedOverCaptured   = "RefundedOverCaptured"
 	MetricCapturedOverAuthorized = "CapturedOverAuthorized"
 )
+
+// MatchMetrics are the daily match's metrics, one per kind of line, in
+// the order the runbook and the dashboard list them; match.Metrics maps
+// each kind to its own (match's TestMetricsAreObs holds them equal).
+func MatchMetrics() []string {
+	return []string{MetricMovementsWithoutRow, MetricRowsWithoutMovement, MetricTermsDiffer, MetricRefundedOverCaptured, MetricCapturedOverAuthorized}
+}

@@ -56,12 +56,12 @@ type Registration struct {
 	// answer: the operation's own alarms read them (Count). HeldMetric is
 	// the sweeper's count of its records held for an operator.
 	Metric, MismatchMetric, HeldMetric string
-	// Movement is the kind of the acquirer's report lines its rows pair
-	// with in the daily match (acquirer.Movement…), and Moves what one of
-	// its rows, or one of those lines, with status and amount moved on its
-	// charge: captured, refunded.
-	Movement string
-	Moves    func(status string, amount int64) (captured, refunded int64)
+	// MovementKind is the kind of the acquirer's report lines its rows
+	// pair with in the daily match (acquirer.Movement…), and Moves what
+	// one of its rows, or one of those lines, with status and amount moved
+	// on its charge: captured, refunded.
+	MovementKind string
+	Moves        func(status string, amount int64) (captured, refunded int64)
 }
 
 // Count adds the operation's own counts to the values of one request or
@@ -86,7 +86,7 @@ var all = []Registration{
 		Triggers: []Trigger{HTTP, Queue, Operator, Stream, Reconciler, Backstop},
 		Events:   []event.Type{event.Captured, event.Authorized, event.Declined, event.Expired, event.Held, event.Released, event.Rejected},
 		Held:     chargeHeld, Released: chargeReleased,
-		Movement: acquirer.MovementAuthorization, Moves: captures(acquirer.StatusCaptured),
+		MovementKind: acquirer.MovementAuthorization, Moves: capturedWhen(acquirer.StatusCaptured),
 	},
 	{
 		Name: refund.Operation, RowIDPrefix: refund.IDPrefix, RowKeyPrefix: tabledef.RefundPrefix,
@@ -94,7 +94,7 @@ var all = []Registration{
 		Events:   []event.Type{event.RefundSucceeded, event.RefundDeclined, event.RefundHeld, event.RefundReleased, event.RefundRejected},
 		Held:     refundHeld, Released: refundReleased,
 		Metric: obs.MetricRefunds, MismatchMetric: obs.MetricRefundMismatches, HeldMetric: obs.MetricHeldRefunds,
-		Movement: acquirer.MovementRefund, Moves: refunds,
+		MovementKind: acquirer.MovementRefund, Moves: refundedWhenSucceeded,
 	},
 	{
 		Name: capture.OperationCapture, RowIDPrefix: capture.CaptureIDPrefix, RowKeyPrefix: tabledef.CapturePrefix,
@@ -102,7 +102,7 @@ var all = []Registration{
 		Events:   event.Captures.Types(),
 		Held:     captureHold(event.Captures.OfHold), Released: captureHold(event.Captures.OfRelease),
 		Metric: obs.MetricCaptures, MismatchMetric: obs.MetricCaptureMismatches, HeldMetric: obs.MetricHeldCaptures,
-		Movement: acquirer.MovementCapture, Moves: captures(acquirer.CaptureSucceeded),
+		MovementKind: acquirer.MovementCapture, Moves: capturedWhen(acquirer.CaptureSucceeded),
 	},
 	{
 		Name: capture.OperationVoid, RowIDPrefix: capture.VoidIDPrefix, RowKeyPrefix: tabledef.VoidPrefix,
@@ -110,12 +110,12 @@ var all = []Registration{
 		Events:   event.Voids.Types(),
 		Held:     voidHold(event.Voids.OfHold), Released: voidHold(event.Voids.OfRelease),
 		Metric: obs.MetricVoids, MismatchMetric: obs.MetricVoidMismatches, HeldMetric: obs.MetricHeldVoids,
-		Movement: acquirer.MovementVoid, Moves: movesNothing,
+		MovementKind: acquirer.MovementVoid, Moves: movesNothing,
 	},
 }
 
-// captures: a row or line in status succeeded captured its amount.
-func captures(succeeded string) func(string, int64) (int64, int64) {
+// capturedWhen: a row or line in status succeeded captured its amount.
+func capturedWhen(succeeded string) func(string, int64) (int64, int64) {
 	return func(status string, amount int64) (int64, int64) {
 		if status == succeeded {
 			return amount, 0
@@ -124,8 +124,8 @@ func captures(succeeded string) func(string, int64) (int64, int64) {
 	}
 }
 
-// refunds: a succeeded refund returned its amount.
-func refunds(status string, amount int64) (int64, int64) {
+// refundedWhenSucceeded: a succeeded refund returned its amount.
+func refundedWhenSucceeded(status string, amount int64) (int64, int64) {
 	if status == acquirer.RefundSucceeded {
 		return 0, amount
 	}
@@ -138,7 +138,7 @@ func movesNothing(string, int64) (int64, int64) { return 0, 0 }
 // ByMovement is the registration whose rows pair with the acquirer's
 // report lines of kind.
 func ByMovement(kind string) (Registration, bool) {
-	return find(func(r Registration) bool { return r.Movement == kind })
+	return find(func(r Registration) bool { return r.MovementKind == kind })
 }
 
 // All are the registrations.
