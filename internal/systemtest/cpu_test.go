@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idempotent-payments/idempay/internal/deploy"
 	"github.com/idempotent-payments/idempay/internal/localapi"
 	"github.com/idempotent-payments/idempay/internal/systemtest/yardstick"
 )
@@ -78,6 +79,10 @@ func dynamoDBLocal(tb testing.TB) int {
 // each answered after yardstickLatency, and nothing else) under the same
 // RIE, invoked directly. What the charge
 // bootstrap spends above it is the SDK's, the engine's and the handler's.
+// The sdk-floor-* runs are the SDK floor (yardstick.SDKHandler): the
+// charge's DynamoDB calls through aws-sdk-go-v2 with the functions'
+// client, on the stack's table, and its acquirer POST, nothing else. What
+// the charge bootstrap spends above it is the engine's and the handler's.
 func BenchmarkFunctionCPU(b *testing.B) {
 	sandboxURL, sandboxPID := startSandbox(b)
 	s, token, run := benchStack(b, "cpu", func(c *localapi.StackConfig) {
@@ -130,7 +135,7 @@ func BenchmarkFunctionCPU(b *testing.B) {
 			}
 		})
 	}
-	floor := startYardstick(b, 0)
+	floor := startYardstick(b, 0, nil)
 	for _, floorOf := range []struct {
 		path  string
 		calls int
@@ -152,6 +157,34 @@ func BenchmarkFunctionCPU(b *testing.B) {
 			}
 		})
 	}
+	sdk := startYardstick(b, 0, func(i int) []byte { return sdkEvent(4, fmt.Sprintf("sdk-warm-%s-%d", run, i)) },
+		yardstick.EnvMode+"="+yardstick.ModeSDK, yardstick.EnvTable+"="+s.TableName, deploy.EnvSkipResponseCRC32+"=true")
+	for _, floorOf := range []struct {
+		path  string
+		calls int
+	}{{"sdk-floor-first-execution", 4}, {"sdk-floor-replay", 1}} {
+		b.Run(floorOf.path, func(b *testing.B) {
+			for iter := 0; b.Loop(); iter++ {
+				key := func(i int) string { return fmt.Sprintf("sdk-%s-%d-%d", run, iter, i) }
+				invoke := func(calls int) func(int) error {
+					return func(i int) error {
+						_, err := sdk.Invoke(context.Background(), sdkEvent(calls, key(i)))
+						return err
+					}
+				}
+				if floorOf.calls == 1 { // keys of their own, claimed beforehand
+					load(b, n, invoke(4))
+				}
+				emulators, runtimes := sdk.Processes()
+				fn0, rie0 := cpuOf(b, runtimes...), cpuOf(b, emulators...)
+				load(b, n, invoke(floorOf.calls))
+				per := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / n }
+				b.ReportMetric(per(cpuOf(b, runtimes...)-fn0), "bootstrap_cpu_ms")
+				b.ReportMetric(per(cpuOf(b, emulators...)-rie0), "rie_cpu_ms")
+				b.ReportMetric(float64(floorOf.calls), "round_trips")
+			}
+		})
+	}
 }
 
 // yardstickLatency is how long the yardstick's round trips wait for their
@@ -163,10 +196,11 @@ func BenchmarkFunctionCPU(b *testing.B) {
 const yardstickLatency = 2 * time.Millisecond
 
 // startYardstick builds the yardstick function and starts two instances of
-// it under the RIE, shaped at memoryMB when it is not 0, their round trips
-// answered, after yardstickLatency, by a server in this process with a
-// body about the size of DynamoDB's answer to a claim.
-func startYardstick(b *testing.B, memoryMB int) *localapi.Pool {
+// it under the RIE, shaped at memoryMB when it is not 0, with env, their
+// plain round trips answered, after yardstickLatency, by a server in this
+// process with a body about the size of DynamoDB's answer to a claim. The
+// instances are warmed with warm's events (nil: a plain one-trip event).
+func startYardstick(b *testing.B, memoryMB int, warm func(i int) []byte, env ...string) *localapi.Pool {
 	b.Helper()
 	bootstrap := filepath.Join(binDir, "yardstick", "bootstrap")
 	if err := localapi.Build(context.Background(), bootstrap, "./internal/systemtest/yardstick/bootstrap"); err != nil {
@@ -181,18 +215,28 @@ func startYardstick(b *testing.B, memoryMB int) *localapi.Pool {
 	b.Cleanup(srv.Close)
 	p, err := localapi.StartPool(localapi.PoolConfig{
 		RIE: rieBin, Bootstrap: bootstrap, Name: "yardstick", Instances: 2, Timeout: 10 * time.Second,
-		Env: []string{yardstick.EnvURL + "=" + srv.URL}, MemoryMB: memoryMB,
+		Env: append([]string{yardstick.EnvURL + "=" + srv.URL}, env...), MemoryMB: memoryMB,
 	})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(p.Close)
-	for range 2 * benchClients { // both instances warm, their runtimes started
-		if _, err := p.Invoke(context.Background(), yardstickEvent(1)); err != nil {
+	if warm == nil {
+		warm = func(int) []byte { return yardstickEvent(1) }
+	}
+	for i := range 2 * benchClients { // both instances warm, their runtimes started
+		if _, err := p.Invoke(context.Background(), warm(i)); err != nil {
 			b.Fatal(err)
 		}
 	}
 	return p
+}
+
+// sdkEvent is a charge's API Gateway event that asks the SDK floor for a
+// first execution (calls 4) or a replay (1) of key.
+func sdkEvent(calls int, key string) []byte {
+	return fmt.Appendf(nil, `{"version":"2.0","routeKey":"POST /v1/charges","rawPath":"/v1/charges","headers":{%q:"%d",%q:%q},"body":%q,"requestContext":{"http":{"method":"POST"}}}`,
+		yardstick.CallsHeader, calls, yardstick.KeyHeader, key, visa)
 }
 
 // yardstickEvent is a charge's API Gateway event that asks the yardstick

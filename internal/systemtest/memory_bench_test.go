@@ -225,7 +225,7 @@ func BenchmarkMemorySizes(b *testing.B) {
 					b.ReportMetric(0, "ns/op")
 				}
 			})
-			floor := startYardstick(b, mb*int(shaped))
+			floor := startYardstick(b, mb*int(shaped), nil)
 			for _, f := range []struct {
 				path  string
 				calls int
