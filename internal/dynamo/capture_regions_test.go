@@ -35,7 +35,11 @@ import (
 // that ends: 201, or 422 CHARGE_NOT_CAPTURABLE. For every authorization
 // exactly one of the two succeeds and the other is refused; the acquirer
 // (the sandbox, which enforces no bound of its own here) moved exactly one
-// of them; the balance is closed with nothing reserved.
+// of them; the balance is closed with nothing reserved. Each call has a
+// deadline, as a function's invocation has, so a record that a write
+// refused on every try left in flight is taken over once its lease
+// (callTimeout plus the lease margin) ends, well inside the caller's
+// patience.
 func TestFinalCaptureAgainstVoidInTwoRegions(t *testing.T) {
 	t.Parallel()
 	const races = 20
@@ -81,11 +85,15 @@ func TestFinalCaptureAgainstVoidInTwoRegions(t *testing.T) {
 
 	// untilItEnds sends call with its key until the answer ends the
 	// intent, counting the answers that told it to wait.
+	const callTimeout = 5 * time.Second
+	patience := 3 * (callTimeout + idem.DefaultLeaseMargin)
 	var waits atomic.Int64
-	untilItEnds := func(call func() capture.Result) capture.Result {
-		deadline := time.Now().Add(time.Minute)
+	untilItEnds := func(call func(ctx context.Context) capture.Result) capture.Result {
+		deadline := time.Now().Add(patience)
 		for {
-			res := call()
+			callCtx, cancel := context.WithTimeout(ctx, callTimeout)
+			res := call(callCtx)
+			cancel()
 			switch res.Outcome {
 			case op.CaptureInFlight, op.VoidInFlight, op.InFlight, op.Pending, op.Released, op.Unavailable:
 				if time.Now().After(deadline) {
@@ -102,13 +110,13 @@ func TestFinalCaptureAgainstVoidInTwoRegions(t *testing.T) {
 	var wg sync.WaitGroup
 	for i, ch := range charges {
 		wg.Go(func() {
-			captured[i] = untilItEnds(func() capture.Result {
+			captured[i] = untilItEnds(func(ctx context.Context) capture.Result {
 				return east.Capture(ctx, capture.Input{Account: "acct_regions", Keys: []string{fmt.Sprintf("regions-capture-%d", i)}, ChargeID: ch,
 					Body: []byte(`{"amount": 1000}`)})
 			})
 		})
 		wg.Go(func() {
-			voided[i] = untilItEnds(func() capture.Result {
+			voided[i] = untilItEnds(func(ctx context.Context) capture.Result {
 				return west.Void(ctx, capture.Input{Account: "acct_regions", Keys: []string{fmt.Sprintf("regions-void-%d", i)}, ChargeID: ch,
 					Body: []byte(`{}`)})
 			})
