@@ -51,11 +51,10 @@ const (
 	// decides which acquirer is asked.
 	EnvOperatorURL = "OPERATOR_URL"
 
-	// A local switch: CPU profiles of each function process, written to
-	// this path plus its process id and a window number, one per window
-	// of seconds (10).
-	EnvCPUProfile        = "IDEMPAY_CPU_PROFILE"
-	EnvCPUProfileSeconds = "IDEMPAY_CPU_PROFILE_SECONDS"
+	// A local switch: CPU profiles of each function process, between
+	// pairs of SIGUSR1, written to this path plus its process id and the
+	// profile's number (setup.ProfileSignal).
+	EnvCPUProfile = "IDEMPAY_CPU_PROFILE"
 
 	// Names that others define: Lambda's advanced logging controls, the
 	// OpenTelemetry exporter's endpoint (set with the collector layer) and
@@ -67,4 +66,4 @@ const (
 )
 
 // LocalOnly are the variables only local runs set; the CDK app never does.
-var LocalOnly = []string{EnvAcquirerAPIKey, EnvLocalRegion, EnvSkipResponseCRC32, EnvCPUProfile, EnvCPUProfileSeconds}
+var LocalOnly = []string{EnvAcquirerAPIKey, EnvLocalRegion, EnvSkipResponseCRC32, EnvCPUProfile}

@@ -120,7 +120,11 @@ func BenchmarkFunctionCPU(b *testing.B) {
 				for i, p := range processes {
 					before[i] = cpuOf(b, p...)
 				}
-				clients, wall := runLoad(b, s.URL, token, prefix, n)
+				var (
+					clients time.Duration
+					wall    time.Duration
+				)
+				profiled(b, runtimes, func() { clients, wall = runLoad(b, s.URL, token, prefix, n) })
 				per := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / n }
 				for i, unit := range []string{"bootstrap_cpu_ms", "rie_cpu_ms", "dynamodb_cpu_ms", "gateway_cpu_ms", "sandbox_cpu_ms"} {
 					ms := per(cpuOf(b, processes[i]...) - before[i])
@@ -145,9 +149,11 @@ func BenchmarkFunctionCPU(b *testing.B) {
 			for b.Loop() {
 				emulators, runtimes := floor.Processes()
 				fn0, rie0 := cpuOf(b, runtimes...), cpuOf(b, emulators...)
-				load(b, n, func(int) error {
-					_, err := floor.Invoke(context.Background(), payload)
-					return err
+				profiled(b, runtimes, func() {
+					load(b, n, func(int) error {
+						_, err := floor.Invoke(context.Background(), payload)
+						return err
+					})
 				})
 				per := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / n }
 				b.ReportMetric(per(cpuOf(b, runtimes...)-fn0), "bootstrap_cpu_ms")
@@ -177,7 +183,7 @@ func BenchmarkFunctionCPU(b *testing.B) {
 				}
 				emulators, runtimes := sdk.Processes()
 				fn0, rie0 := cpuOf(b, runtimes...), cpuOf(b, emulators...)
-				load(b, n, invoke(floorOf.calls))
+				profiled(b, runtimes, func() { load(b, n, invoke(floorOf.calls)) })
 				per := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / n }
 				b.ReportMetric(per(cpuOf(b, runtimes...)-fn0), "bootstrap_cpu_ms")
 				b.ReportMetric(per(cpuOf(b, emulators...)-rie0), "rie_cpu_ms")

@@ -382,11 +382,14 @@ func reportPath(b *testing.B, m pathFigures, shaped float64) {
 func measurePath(b *testing.B, s *localapi.Stack, logs *os.File, closedLoop, openLoop func(i int) error) pathFigures {
 	b.Helper()
 	var m pathFigures
-	before := usage(b, s.Charge)
-	m.capacity = closedLoopRate(b, memoryLoad, closedLoop)
-	m.throttled = throttled(before, usage(b, s.Charge))
 	var lat []time.Duration
-	atHalf(b, s, s.Charge, logs, &m, func() { lat = openLoopLatencies(b, memoryLoad, m.capacity/2, openLoop) })
+	_, runtimes := s.Charge.Processes()
+	profiled(b, runtimes, func() {
+		before := usage(b, s.Charge)
+		m.capacity = closedLoopRate(b, memoryLoad, closedLoop)
+		m.throttled = throttled(before, usage(b, s.Charge))
+		atHalf(b, s, s.Charge, logs, &m, func() { lat = openLoopLatencies(b, memoryLoad, m.capacity/2, openLoop) })
+	})
 	m.p50, m.p99 = lat[len(lat)/2], lat[len(lat)*99/100]
 	return m
 }
@@ -404,35 +407,38 @@ func measureQueue(b *testing.B, s *localapi.Stack, logs *os.File, prefix string)
 		return aws.String(chargeCommand(account, fmt.Sprint(prefix, phase, "-", i), visa))
 	}
 	var m pathFigures
-	before := usage(b, s.Consumer)
-	s.Commands.Record()
-	start := time.Now()
-	for i := 0; i < memoryLoad; i += 10 {
-		var entries []sqstypes.SendMessageBatchRequestEntry
-		for j := i; j < min(i+10, memoryLoad); j++ {
-			entries = append(entries, sqstypes.SendMessageBatchRequestEntry{Id: aws.String(fmt.Sprint(j)), MessageBody: body("capacity", j)})
-		}
-		out, err := s.SQS.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(s.QueueURL), Entries: entries})
-		if err != nil || len(out.Failed) > 0 {
-			b.Fatalf("send: %v %+v", err, out)
-		}
-	}
-	handledAll(b, s, memoryLoad)
-	m.capacity = memoryLoad / time.Since(start).Seconds()
-	m.throttled = throttled(before, usage(b, s.Consumer))
 	var times []time.Duration
-	atHalf(b, s, s.Consumer, logs, &m, func() {
+	_, runtimes := s.Consumer.Processes()
+	profiled(b, runtimes, func() {
+		before := usage(b, s.Consumer)
 		s.Commands.Record()
-		var failed firstError
-		paced(memoryLoad, m.capacity/2, func(i int, _ time.Time) {
-			if _, err := s.SQS.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(s.QueueURL), MessageBody: body("half", i)}); err != nil {
-				failed.set(err)
+		start := time.Now()
+		for i := 0; i < memoryLoad; i += 10 {
+			var entries []sqstypes.SendMessageBatchRequestEntry
+			for j := i; j < min(i+10, memoryLoad); j++ {
+				entries = append(entries, sqstypes.SendMessageBatchRequestEntry{Id: aws.String(fmt.Sprint(j)), MessageBody: body("capacity", j)})
 			}
-		})
-		if err := failed.get(); err != nil {
-			b.Fatal(err)
+			out, err := s.SQS.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(s.QueueURL), Entries: entries})
+			if err != nil || len(out.Failed) > 0 {
+				b.Fatalf("send: %v %+v", err, out)
+			}
 		}
-		times = handledAll(b, s, memoryLoad)
+		handledAll(b, s, memoryLoad)
+		m.capacity = memoryLoad / time.Since(start).Seconds()
+		m.throttled = throttled(before, usage(b, s.Consumer))
+		atHalf(b, s, s.Consumer, logs, &m, func() {
+			s.Commands.Record()
+			var failed firstError
+			paced(memoryLoad, m.capacity/2, func(i int, _ time.Time) {
+				if _, err := s.SQS.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(s.QueueURL), MessageBody: body("half", i)}); err != nil {
+					failed.set(err)
+				}
+			})
+			if err := failed.get(); err != nil {
+				b.Fatal(err)
+			}
+			times = handledAll(b, s, memoryLoad)
+		})
 	})
 	slices.Sort(times)
 	m.p50, m.p99 = times[len(times)/2], times[len(times)*99/100]
