@@ -96,7 +96,7 @@ fuzz:
 	  done; \
 	done
 
-## bench: every benchmark in one run, then results/report.md and results/latency.png (figures, not pass/fail)
+## bench: every benchmark in one run, then results/report.md and results/latency.png, then bench-cpu (its one gate)
 # On emulators started afresh (DynamoDB Local keeps every stream record it
 # ever wrote, and a write to a table with a stream slows as they pile up:
 # 1.1 ms a put fresh, 3 ms after 10,000), one package at a time, so no
@@ -107,7 +107,7 @@ bench: $(RIE)
 	cd cmd/benchreport && go run . $(CURDIR)/results/bench.txt $(CURDIR)/results
 	$(MAKE) bench-cpu
 
-## bench-cpu: the charge function's CPU over its SDK floor, the median of 6 runs; fails above 1.5x on first executions
+## bench-cpu: the charge function's CPU over its SDK floor, the median of 6 runs; fails above cpuratio.MaxFirstExecutionRatio on first executions
 # Each run is a process of its own that measures the function's paths and
 # then the floors', so the two take turns on the machine; one process's
 # later iterations would not be first executions of a fresh instance.
