@@ -11,6 +11,7 @@ import (
 	"io"
 	"reflect"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -174,13 +175,34 @@ func caseVariantOf(name string, parent jsontext.Pointer, v any) string {
 	if t == nil || t.Kind() != reflect.Struct {
 		return ""
 	}
-	for i := range t.NumField() {
-		tag, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
-		if tag != "" && tag != "-" && tag != name && strings.EqualFold(tag, name) {
+	for _, tag := range namesOf(t) {
+		if tag != name && strings.EqualFold(tag, name) {
 			return tag
 		}
 	}
 	return ""
+}
+
+// names holds, for each struct type decoded so far, the member names its
+// json tags give (namesOf). Its size is bounded by the struct types in the
+// program that are decoded here, a handful, never by the input.
+var names sync.Map // reflect.Type → []string
+
+// namesOf is the member names of struct type t's json tags, read from its
+// tags once: reading a tag parses it, which cost half of an acquirer
+// answer's decoding when done for each member of each answer.
+func namesOf(t reflect.Type) []string {
+	if known, ok := names.Load(t); ok {
+		return known.([]string)
+	}
+	var tags []string
+	for i := range t.NumField() {
+		if tag, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); tag != "" && tag != "-" {
+			tags = append(tags, tag)
+		}
+	}
+	names.Store(t, tags)
+	return tags
 }
 
 // kindName names the JSON kind a Go type decodes from.
