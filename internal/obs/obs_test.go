@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -80,8 +81,9 @@ func TestMetricsAreValidEMF(t *testing.T) {
 	m.Record("executed", map[string]float64{"AcquirerLatencyMs": 12.5, "AcquirerErrors": 0})
 	m.Record("replayed", nil)
 	m.Record("swept", map[string]float64{"OldestStaleSeconds": 90})
+	m.Record("executed", map[string]float64{"LatencyMs": math.NaN(), "AcquirerErrors": math.Inf(1)})
 	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
-	if len(lines) != 3 {
+	if len(lines) != 4 {
 		t.Fatalf("%d lines", len(lines))
 	}
 	for _, l := range lines {
@@ -94,6 +96,9 @@ func TestMetricsAreValidEMF(t *testing.T) {
 	}
 	if !strings.Contains(lines[2], `{"Name":"OldestStaleSeconds","Unit":"Seconds"}`) {
 		t.Fatalf("OldestStaleSeconds is not in seconds: %s", lines[2])
+	}
+	if strings.Contains(lines[3], "LatencyMs") || strings.Contains(lines[3], "AcquirerErrors") || !strings.Contains(lines[3], `"Requests":1`) {
+		t.Fatalf("values that are no finite number: %s", lines[3])
 	}
 	// The validator is not a rubber stamp.
 	for _, bad := range []string{`{"a":1}`, `{"_aws":{"Timestamp":1.5,"CloudWatchMetrics":[]}}`,
