@@ -100,6 +100,15 @@ func TestMetricsAreValidEMF(t *testing.T) {
 	if strings.Contains(lines[3], "LatencyMs") || strings.Contains(lines[3], "AcquirerErrors") || !strings.Contains(lines[3], `"Requests":1`) {
 		t.Fatalf("values that are no finite number: %s", lines[3])
 	}
+	// A name that JSON must escape is escaped, and the line stays valid.
+	var odd bytes.Buffer
+	o := NewMetrics(&odd, "charge", "dev \"β\"\n")
+	o.Record("executed", map[string]float64{"LatencyMs": 1e22, "AcquirerErrors": -0.5})
+	var doc map[string]any
+	if err := validateEMF(odd.Bytes()); err != nil || json.Unmarshal(odd.Bytes(), &doc) != nil ||
+		doc[DimensionEnvironment] != "dev \"β\"\n" || doc["LatencyMs"] != 1e22 || doc["AcquirerErrors"] != -0.5 {
+		t.Fatalf("%s: %v", odd.String(), err)
+	}
 	// The validator is not a rubber stamp.
 	for _, bad := range []string{`{"a":1}`, `{"_aws":{"Timestamp":1.5,"CloudWatchMetrics":[]}}`,
 		`{"_aws":{"Timestamp":1,"CloudWatchMetrics":[{"Namespace":"n","Dimensions":[["F"]],"Metrics":[{"Name":"X"}]}]},"F":"f"}`} {
