@@ -98,11 +98,11 @@ func BenchmarkFunctionCPU(b *testing.B) {
 		}
 	}
 	warm("start")
-	for _, path := range []string{"first-execution", "replay"} {
+	for _, path := range []string{yardstick.BenchFirstExecution, yardstick.BenchReplay} {
 		b.Run(path, func(b *testing.B) {
 			for iter := 0; b.Loop(); iter++ {
 				prefix := fmt.Sprintf("cpu-%s-%s-%d-", path, run, iter)
-				if path == "replay" { // keys of their own, completed beforehand
+				if path == yardstick.BenchReplay { // keys of their own, completed beforehand
 					for i := range n {
 						if err := benchCharge(s, token, prefix+strconv.Itoa(i), 201); err != nil {
 							b.Fatal(err)
@@ -168,7 +168,7 @@ func BenchmarkFunctionCPU(b *testing.B) {
 	for _, floorOf := range []struct {
 		path  string
 		calls int
-	}{{"sdk-floor-first-execution", 4}, {"sdk-floor-replay", 1}} {
+	}{{yardstick.BenchSDKFloorFirstExecution, 4}, {yardstick.BenchSDKFloorReplay, 1}} {
 		b.Run(floorOf.path, func(b *testing.B) {
 			for iter := 0; b.Loop(); iter++ {
 				key := func(i int) string { return fmt.Sprintf("sdk-%s-%d-%d", run, iter, i) }

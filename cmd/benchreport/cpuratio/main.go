@@ -16,6 +16,8 @@ import (
 	"strings"
 
 	"golang.org/x/perf/benchfmt"
+
+	"github.com/idempotent-payments/idempay/internal/systemtest/yardstick"
 )
 
 // MaxFirstExecutionRatio is the most a first execution may cost over the
@@ -32,8 +34,8 @@ const (
 type path struct{ name, function, floor string }
 
 var paths = []path{
-	{"first execution", "first-execution", "sdk-floor-first-execution"},
-	{"replay", "replay", "sdk-floor-replay"},
+	{"first execution", yardstick.BenchFirstExecution, yardstick.BenchSDKFloorFirstExecution},
+	{"replay", yardstick.BenchReplay, yardstick.BenchSDKFloorReplay},
 }
 
 func main() {

@@ -18,6 +18,16 @@ import (
 
 // The SDK floor: the charge's DynamoDB calls through aws-sdk-go-v2 and
 // nothing else, the floor of a design that requires the SDK.
+// The sub-benchmarks of BenchmarkFunctionCPU that `make bench-cpu`
+// compares (cmd/benchreport/cpuratio): each path of the charge function
+// and the SDK floor's of the same path.
+const (
+	BenchFirstExecution         = "first-execution"
+	BenchReplay                 = "replay"
+	BenchSDKFloorFirstExecution = "sdk-floor-first-execution"
+	BenchSDKFloorReplay         = "sdk-floor-replay"
+)
+
 const (
 	// EnvMode names the variable that picks the yardstick: ModeSDK for the
 	// SDK floor, anything else the plain one.
