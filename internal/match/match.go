@@ -271,8 +271,45 @@ func (m *Matcher) Run(ctx context.Context, day time.Time) (Summary, error) {
 }
 
 // pair reads the day's movements and rows before before and finds the
-// lines that do not pair.
+// lines that do not pair: the movements read into one map by the row
+// each names, the day's rows paired with them, then what is left over
+// on either side, then the totals of the charges the lines touch.
 func (m *Matcher) pair(ctx context.Context, day, before time.Time, sum *Summary) ([]Line, error) {
+	byRow, lines, err := m.movements(ctx, day, before, sum)
+	if err != nil {
+		return nil, err
+	}
+	unpaired, paired, err := m.pairRows(ctx, day, before, byRow, sum)
+	if err != nil {
+		return nil, err
+	}
+	lines = append(lines, paired...)
+	if left := len(byRow) + len(unpaired); left > cmp.Or(m.MaxLeftovers, DefaultMaxLeftovers) {
+		return nil, fmt.Errorf("match %s: %d movements and rows left over, past %d: the report or the day index is incomplete; nothing kept",
+			day.Format(time.DateOnly), left, cmp.Or(m.MaxLeftovers, DefaultMaxLeftovers))
+	}
+	leftMovements, err := m.leftoverMovements(ctx, byRow)
+	if err != nil {
+		return nil, err
+	}
+	lines = append(lines, leftMovements...)
+	for _, row := range unpaired {
+		l, found, err := m.elsewhere(ctx, day, before, row)
+		if err != nil {
+			return nil, err
+		}
+		if !found {
+			lines = append(lines, l)
+		}
+	}
+	totals, err := m.totals(ctx, lines)
+	return append(lines, totals...), err
+}
+
+// movements reads the day's report into a map by the id of the row each
+// movement names (its registration's prefix and its key). A second
+// movement under one key has no row of its own: it is a line at once.
+func (m *Matcher) movements(ctx context.Context, day, before time.Time, sum *Summary) (map[string]acquirer.Movement, []Line, error) {
 	byRow := map[string]acquirer.Movement{}
 	var lines []Line
 	err := m.report(ctx, day, before, func(mv acquirer.Movement) error {
@@ -282,20 +319,23 @@ func (m *Matcher) pair(ctx context.Context, day, before time.Time, sum *Summary)
 			return fmt.Errorf("match %s: a movement of kind %q no operation pairs with", day.Format(time.DateOnly), mv.Kind)
 		}
 		id := reg.RowIDPrefix + mv.Key
-		if _, twice := byRow[id]; twice { // a second movement under one key has no row of its own
+		if _, twice := byRow[id]; twice {
 			lines = append(lines, movementLine(MovementWithoutRow, mv, nil))
 			return nil
 		}
 		byRow[id] = mv
 		return nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	var unpaired []Row
+	return byRow, lines, err
+}
+
+// pairRows reads the day's rows and pairs each with its movement, taking
+// the movement out of byRow; it returns the rows without one, and the
+// lines of the pairs whose terms differ.
+func (m *Matcher) pairRows(ctx context.Context, day, before time.Time, byRow map[string]acquirer.Movement, sum *Summary) (unpaired []Row, lines []Line, err error) {
 	for row, err := range m.Books.DayRows(ctx, day, before) {
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		sum.Rows++
 		mv, ok := byRow[row.ID]
@@ -308,11 +348,15 @@ func (m *Matcher) pair(ctx context.Context, day, before time.Time, sum *Summary)
 			lines = append(lines, l)
 		}
 	}
-	if left := len(byRow) + len(unpaired); left > cmp.Or(m.MaxLeftovers, DefaultMaxLeftovers) {
-		return nil, fmt.Errorf("match %s: %d movements and rows left over, past %d: the report or the day index is incomplete; nothing kept",
-			day.Format(time.DateOnly), left, cmp.Or(m.MaxLeftovers, DefaultMaxLeftovers))
-	}
-	for _, id := range slices.Sorted(maps.Keys(byRow)) { // movements whose rows were written on another day, or never
+	return unpaired, lines, nil
+}
+
+// leftoverMovements reads the row of each movement left in byRow, which
+// was written on another day or never: no row is a line, and a row on
+// another day is compared as a pair.
+func (m *Matcher) leftoverMovements(ctx context.Context, byRow map[string]acquirer.Movement) ([]Line, error) {
+	var lines []Line
+	for _, id := range slices.Sorted(maps.Keys(byRow)) {
 		mv := byRow[id]
 		row, found, err := m.Books.Row(ctx, id)
 		switch {
@@ -326,17 +370,7 @@ func (m *Matcher) pair(ctx context.Context, day, before time.Time, sum *Summary)
 			}
 		}
 	}
-	for _, row := range unpaired {
-		l, found, err := m.elsewhere(ctx, day, before, row)
-		if err != nil {
-			return nil, err
-		}
-		if !found {
-			lines = append(lines, l)
-		}
-	}
-	totals, err := m.totals(ctx, lines)
-	return append(lines, totals...), err
+	return lines, nil
 }
 
 // report reads the acquirer's report of day, every page, and gives each
