@@ -123,11 +123,14 @@ func (m *Metrics) Values(values map[string]float64) {
 // and encoding/json's reflection cost a request four times the CPU and
 // seven times the allocations. A value that is not a finite number is
 // left out (CloudWatch takes no other), and the rest of the line is
-// written.
+// written; no line is written when nothing is left.
 func (m *Metrics) write(outcome *Outcome, values map[string]float64) {
 	names := slices.DeleteFunc(slices.Sorted(maps.Keys(values)), func(n string) bool {
 		return math.IsNaN(values[n]) || math.IsInf(values[n], 0)
 	})
+	if outcome == nil && len(names) == 0 {
+		return
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	b := append(m.line[:0], `{"_aws":{"Timestamp":`...)

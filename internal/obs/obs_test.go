@@ -128,6 +128,7 @@ func TestValuesCountNoRequest(t *testing.T) {
 	m := NewMetrics(&buf, FunctionSweeper, "prod")
 	m.now = func() time.Time { return time.UnixMilli(1796105509000) }
 	m.Values(nil)
+	m.Values(map[string]float64{"X": math.NaN()}) // no value left: no line
 	m.Values(map[string]float64{MetricTableProbe: 0})
 	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
 	if len(lines) != 1 {
