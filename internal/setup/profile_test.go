@@ -19,12 +19,13 @@ import (
 // second.
 func TestProfileSignalSwitchesTheProfile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cpu")
-	profileCPU(slog.New(slog.DiscardHandler), func(name string) string {
+	stop := profileCPU(slog.New(slog.DiscardHandler), func(name string) string {
 		if name == deploy.EnvCPUProfile {
 			return path
 		}
 		return ""
 	})
+	t.Cleanup(stop)
 	want := fmt.Sprintf("%s.%d.0", path, os.Getpid())
 	if err := syscall.Kill(os.Getpid(), ProfileSignal); err != nil {
 		t.Fatal(err)

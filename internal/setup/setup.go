@@ -155,7 +155,7 @@ func Main(run func(logger *slog.Logger) error) {
 		runtime.GOMAXPROCS(n)
 	}
 	logger := obs.NewLogger(os.Stdout, LogLevel(os.Getenv))
-	profileCPU(logger, os.Getenv)
+	defer profileCPU(logger, os.Getenv)()
 	if err := run(logger); err != nil {
 		logger.Error("start-up", "error", err)
 		os.Exit(1)
