@@ -16,6 +16,7 @@ import (
 
 	"github.com/idempotent-payments/idempay/internal/acquirer"
 	"github.com/idempotent-payments/idempay/internal/charge"
+	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/match"
 	"github.com/idempotent-payments/idempay/internal/operations"
 	"github.com/idempotent-payments/idempay/internal/strictjson"
@@ -27,7 +28,8 @@ import (
 // charge, and the items of the kept results under tabledef.MatchPrefix:
 // one per day (its claim, and once done its counts) and one per line,
 // listed in the day index's partition of the day's lines
-// (tabledef.MatchLinesShard).
+// (tabledef.MatchLinesShard). Each of its writes that conflicts with
+// another region's is tried again (retryWrite) before it fails the run.
 type MatchBooks struct{ t *Table }
 
 // MatchBooks are the table's books for the daily match.
@@ -172,13 +174,16 @@ const sinceKey = tabledef.MatchPrefix + "since"
 func (b *MatchBooks) Since(ctx context.Context, today time.Time) (time.Time, error) {
 	item, err := getItem(ctx, b.t.api, b.t.name, sinceKey)
 	if err == nil && item == nil {
-		_, err = b.t.api.PutItem(ctx, &dynamodb.PutItemInput{
-			TableName: aws.String(b.t.name),
-			Item: map[string]types.AttributeValue{
-				tabledef.KeyAttribute: &types.AttributeValueMemberS{Value: sinceKey}, matchSince: millis(acquirer.DayOf(today)),
-			},
-			ConditionExpression:                 aws.String("attribute_not_exists(" + tabledef.KeyAttribute + ")"),
-			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		err = retryWrite(ctx, func() error {
+			_, err := b.t.api.PutItem(ctx, &dynamodb.PutItemInput{
+				TableName: aws.String(b.t.name),
+				Item: map[string]types.AttributeValue{
+					tabledef.KeyAttribute: &types.AttributeValueMemberS{Value: sinceKey}, matchSince: millis(acquirer.DayOf(today)),
+				},
+				ConditionExpression:                 aws.String("attribute_not_exists(" + tabledef.KeyAttribute + ")"),
+				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+			})
+			return err
 		})
 		var lost *types.ConditionalCheckFailedException
 		switch {
@@ -203,15 +208,18 @@ func (b *MatchBooks) Since(ctx context.Context, today time.Time) (time.Time, err
 // conditioned on its being not done and its claim free, expired or
 // owner's own; a refused claim returns the item, with its counts.
 func (b *MatchBooks) Claim(ctx context.Context, day time.Time, owner string, now, until time.Time) (bool, bool, map[string]int, error) {
-	_, err := b.t.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: aws.String(b.t.name), Key: pkKey(dayKey(day)),
-		UpdateExpression:         aws.String("SET #o = :o, #u = :u"),
-		ConditionExpression:      aws.String("attribute_not_exists(#d) AND (attribute_not_exists(#u) OR #u < :now OR #o = :o)"),
-		ExpressionAttributeNames: map[string]string{"#o": matchOwner, "#u": matchUntil, "#d": matchDone},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":o": &types.AttributeValueMemberS{Value: owner}, ":u": millis(until), ":now": millis(now),
-		},
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	err := retryWrite(ctx, func() error {
+		_, err := b.t.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName: aws.String(b.t.name), Key: pkKey(dayKey(day)),
+			UpdateExpression:         aws.String("SET #o = :o, #u = :u"),
+			ConditionExpression:      aws.String("attribute_not_exists(#d) AND (attribute_not_exists(#u) OR #u < :now OR #o = :o)"),
+			ExpressionAttributeNames: map[string]string{"#o": matchOwner, "#u": matchUntil, "#d": matchDone},
+			ExpressionAttributeValues: map[string]types.AttributeValue{
+				":o": &types.AttributeValueMemberS{Value: owner}, ":u": millis(until), ":now": millis(now),
+			},
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		})
+		return err
 	})
 	var refused *types.ConditionalCheckFailedException
 	if errors.As(err, &refused) {
@@ -239,15 +247,18 @@ func (b *MatchBooks) Keep(ctx context.Context, day time.Time, l match.Line) (boo
 	if err != nil {
 		return false, err
 	}
-	_, err = b.t.api.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName: aws.String(b.t.name),
-		Item: map[string]types.AttributeValue{
-			tabledef.KeyAttribute:      &types.AttributeValueMemberS{Value: lineKey(day, l)},
-			tabledef.DayShardAttribute: &types.AttributeValueMemberS{Value: linesShard(day)},
-			tabledef.DayAtAttribute:    millis(l.At),
-			matchLine:                  &types.AttributeValueMemberS{Value: string(body)},
-		},
-		ConditionExpression: aws.String("attribute_not_exists(" + tabledef.KeyAttribute + ")"),
+	err = retryWrite(ctx, func() error {
+		_, err := b.t.api.PutItem(ctx, &dynamodb.PutItemInput{
+			TableName: aws.String(b.t.name),
+			Item: map[string]types.AttributeValue{
+				tabledef.KeyAttribute:      &types.AttributeValueMemberS{Value: lineKey(day, l)},
+				tabledef.DayShardAttribute: &types.AttributeValueMemberS{Value: linesShard(day)},
+				tabledef.DayAtAttribute:    millis(l.At),
+				matchLine:                  &types.AttributeValueMemberS{Value: string(body)},
+			},
+			ConditionExpression: aws.String("attribute_not_exists(" + tabledef.KeyAttribute + ")"),
+		})
+		return err
 	})
 	var exists *types.ConditionalCheckFailedException
 	if errors.As(err, &exists) {
@@ -346,14 +357,25 @@ func (b *MatchBooks) Finish(ctx context.Context, day time.Time, owner string, do
 		names["#d"] = matchDone
 		values[":d"] = millis(doneAt)
 	}
-	_, err := b.t.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: aws.String(b.t.name), Key: pkKey(dayKey(day)), UpdateExpression: aws.String(update),
-		ConditionExpression: aws.String("#o = :o"), ExpressionAttributeNames: names, ExpressionAttributeValues: values,
+	err := retryWrite(ctx, func() error {
+		_, err := b.t.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName: aws.String(b.t.name), Key: pkKey(dayKey(day)), UpdateExpression: aws.String(update),
+			ConditionExpression: aws.String("#o = :o"), ExpressionAttributeNames: names, ExpressionAttributeValues: values,
+		})
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("match: finish %s: %w", day.Format(time.DateOnly), err)
 	}
 	return nil
+}
+
+// retryWrite runs one of the match's writes, each conditional, and tries
+// it again when it conflicted with another region's write
+// (idem.RetryConflicts): a conflicted write had no effect, so the retry
+// meets whatever the other region wrote, as the first try would have.
+func retryWrite(ctx context.Context, write func() error) error {
+	return idem.RetryConflicts(ctx, func() error { return writeError(write()) })
 }
 
 // millis is t in epoch milliseconds, as a number.

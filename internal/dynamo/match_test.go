@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http/httptest"
+	"os"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -472,5 +474,46 @@ func TestMatchOnceAcrossRegions(t *testing.T) {
 	}
 	if later, err := w.matcher("region1", nil).Run(ctx, day); err != nil || !later.Skipped || !later.Done || later.Unmatched() != 1 {
 		t.Fatalf("a later run: %+v, %v", later, err)
+	}
+}
+
+// TestMatchRetriesConflicts: on a global table, every write of the match
+// (the first day matched, the claim, a line, the finish) may conflict
+// with another region's; each is tried again, so a run whose every
+// write conflicts once still matches the day, and keeps its line once.
+func TestMatchRetriesConflicts(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	w := newMatchWorld(t)
+	c := w.charge("conflicts-charge", 1000, true)
+	if _, err := w.acq.Refund(ctx, "conflicts-stray", acquirer.RefundRequest{AuthorizationID: authorizationOf(t, w, c), Amount: 100, Currency: "BRL"}); err != nil {
+		t.Fatal(err)
+	}
+	var writes, refused atomic.Int64
+	proxy := dynamotest.NewConflictProxy(t, os.Getenv("AWS_ENDPOINT_URL_DYNAMODB"), func(string) bool {
+		if writes.Add(1)%2 == 1 { // the first try of each write
+			refused.Add(1)
+			return true
+		}
+		return false
+	})
+	books := dynamo.Open(dynamotest.Client(t, proxy.Option), w.table.Name()).MatchBooks()
+	day := acquirer.DayOf(time.Now())
+	if _, err := books.Since(ctx, day); err != nil { // the table's first day matched: today
+		t.Fatal(err)
+	}
+	m := w.matcher("conflicted", books)
+	m.Now = func() time.Time { return day.Add(24*time.Hour + m.Grace) } // the day is over
+	sum, err := m.Run(ctx, day)
+	if err != nil || !sum.Done || sum.Movements != 2 || sum.Unmatched() != 1 || sum.Counts[match.MovementWithoutRow] != 1 {
+		t.Fatalf("a run whose every write conflicted once: %+v, %v", sum, err)
+	}
+	// The first day matched, the claim, the line and the finish.
+	if got := refused.Load(); got != 4 {
+		t.Errorf("%d writes conflicted, want 4: each of the run's writes once", got)
+	}
+	lines, err := w.table.MatchBooks().Lines(ctx, day)
+	if err != nil || len(lines) != 1 {
+		t.Fatalf("lines kept: %+v, %v; want the stray refund's once", lines, err)
 	}
 }

@@ -520,8 +520,9 @@ func fenceError(err error) error {
 // writeError is err, joined with idem.ErrWriteConflict when it is a global
 // table's ReplicatedWriteConflictException: the write raced another
 // region's and had no effect. The SDK's standard retryer does not retry it,
-// so the engine does (idem.RetryConflicts). Every writer of the table
-// (the store, the ledger) returns its errors through it.
+// so the engine does (idem.RetryConflicts), and so does the match
+// (retryWrite). Every writer of the table (the store, the ledger, the
+// match's books) returns its errors through it.
 func writeError(err error) error {
 	if IsWriteConflict(err) {
 		return errors.Join(idem.ErrWriteConflict, err)
