@@ -72,7 +72,8 @@ func dynamoDBLocal(tb testing.TB) int {
 // sandbox acquirer and the load's clients, each of the last two a child
 // process of its own (childRole). At 128 MB Lambda gives a function about
 // 1/14 of a vCPU, so a CPU millisecond here costs about 14 ms of wall time
-// there (projected_128MB_ms).
+// there (projected_128MB_ms). Each iteration sends N more; with
+// -benchtime Kx a figure is the mean over all K×N requests (tally).
 //
 // The floor-* runs are the yardstick, in the same run: the yardstick
 // function (a handler that makes the same number of plain HTTP round trips,
@@ -100,6 +101,7 @@ func BenchmarkFunctionCPU(b *testing.B) {
 	warm("start")
 	for _, path := range []string{yardstick.BenchFirstExecution, yardstick.BenchReplay} {
 		b.Run(path, func(b *testing.B) {
+			var t tally
 			for iter := 0; b.Loop(); iter++ {
 				prefix := fmt.Sprintf("cpu-%s-%s-%d-", path, run, iter)
 				if path == yardstick.BenchReplay { // keys of their own, completed beforehand
@@ -116,27 +118,24 @@ func BenchmarkFunctionCPU(b *testing.B) {
 				}
 				emulators, runtimes := s.Charge.Processes()
 				processes := [][]int{runtimes, emulators, {db}, {os.Getpid()}, {sandboxPID}}
+				units := []string{"bootstrap_cpu_ms", "rie_cpu_ms", "dynamodb_cpu_ms", "gateway_cpu_ms", "sandbox_cpu_ms"}
 				before := make([]time.Duration, len(processes))
 				for i, p := range processes {
 					before[i] = cpuOf(b, p...)
 				}
-				var (
-					clients time.Duration
-					wall    time.Duration
-				)
+				var clients, wall time.Duration
 				profiled(b, runtimes, func() { clients, wall = runLoad(b, s.URL, token, prefix, n) })
-				per := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / n }
-				for i, unit := range []string{"bootstrap_cpu_ms", "rie_cpu_ms", "dynamodb_cpu_ms", "gateway_cpu_ms", "sandbox_cpu_ms"} {
-					ms := per(cpuOf(b, processes[i]...) - before[i])
-					b.ReportMetric(ms, unit)
-					if i == 0 {
-						b.ReportMetric(ms*14, "projected_128MB_ms")
-					}
+				for i, unit := range units {
+					t.add(unit, cpuOf(b, processes[i]...)-before[i])
 				}
-				b.ReportMetric(per(clients), "clients_cpu_ms")
-				b.ReportMetric(n/wall.Seconds(), "req/s")
-				b.ReportMetric(0, "ns/op")
+				t.add("clients_cpu_ms", clients)
+				t.requests += n
+				t.wall += wall
 			}
+			t.report(b)
+			b.ReportMetric(t.mean("bootstrap_cpu_ms")*14, "projected_128MB_ms")
+			b.ReportMetric(float64(t.requests)/t.wall.Seconds(), "req/s")
+			b.ReportMetric(0, "ns/op")
 		})
 	}
 	floor := startYardstick(b, 0, nil)
@@ -146,6 +145,7 @@ func BenchmarkFunctionCPU(b *testing.B) {
 	}{{"floor-first-execution", 4}, {"floor-replay", 1}} {
 		b.Run(floorOf.path, func(b *testing.B) {
 			payload := yardstickEvent(floorOf.calls)
+			var t tally
 			for b.Loop() {
 				emulators, runtimes := floor.Processes()
 				fn0, rie0 := cpuOf(b, runtimes...), cpuOf(b, emulators...)
@@ -155,12 +155,13 @@ func BenchmarkFunctionCPU(b *testing.B) {
 						return err
 					})
 				})
-				per := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / n }
-				b.ReportMetric(per(cpuOf(b, runtimes...)-fn0), "bootstrap_cpu_ms")
-				b.ReportMetric(per(cpuOf(b, emulators...)-rie0), "rie_cpu_ms")
-				b.ReportMetric(float64(floorOf.calls), "round_trips")
-				b.ReportMetric(float64(yardstickLatency.Microseconds())/1000, "answered_after_ms")
+				t.add("bootstrap_cpu_ms", cpuOf(b, runtimes...)-fn0)
+				t.add("rie_cpu_ms", cpuOf(b, emulators...)-rie0)
+				t.requests += n
 			}
+			t.report(b)
+			b.ReportMetric(float64(floorOf.calls), "round_trips")
+			b.ReportMetric(float64(yardstickLatency.Microseconds())/1000, "answered_after_ms")
 		})
 	}
 	sdk := startYardstick(b, 0, func(i int) []byte { return sdkEvent(4, fmt.Sprintf("sdk-warm-%s-%d", run, i)) },
@@ -170,6 +171,7 @@ func BenchmarkFunctionCPU(b *testing.B) {
 		calls int
 	}{{yardstick.BenchSDKFloorFirstExecution, 4}, {yardstick.BenchSDKFloorReplay, 1}} {
 		b.Run(floorOf.path, func(b *testing.B) {
+			var t tally
 			for iter := 0; b.Loop(); iter++ {
 				key := func(i int) string { return fmt.Sprintf("sdk-%s-%d-%d", run, iter, i) }
 				invoke := func(calls int) func(int) error {
@@ -184,12 +186,45 @@ func BenchmarkFunctionCPU(b *testing.B) {
 				emulators, runtimes := sdk.Processes()
 				fn0, rie0 := cpuOf(b, runtimes...), cpuOf(b, emulators...)
 				profiled(b, runtimes, func() { load(b, n, invoke(floorOf.calls)) })
-				per := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / n }
-				b.ReportMetric(per(cpuOf(b, runtimes...)-fn0), "bootstrap_cpu_ms")
-				b.ReportMetric(per(cpuOf(b, emulators...)-rie0), "rie_cpu_ms")
-				b.ReportMetric(float64(floorOf.calls), "round_trips")
+				t.add("bootstrap_cpu_ms", cpuOf(b, runtimes...)-fn0)
+				t.add("rie_cpu_ms", cpuOf(b, emulators...)-rie0)
+				t.requests += n
 			}
+			t.report(b)
+			b.ReportMetric(float64(floorOf.calls), "round_trips")
 		})
+	}
+}
+
+// tally sums each process's CPU over a sub-benchmark's iterations, so
+// that -benchtime Nx reports the mean over all N iterations' requests,
+// not the last iteration's alone.
+type tally struct {
+	cpu      map[string]time.Duration // by metric unit
+	units    []string                 // in the order first added
+	requests int
+	wall     time.Duration
+}
+
+func (t *tally) add(unit string, d time.Duration) {
+	if t.cpu == nil {
+		t.cpu = map[string]time.Duration{}
+	}
+	if _, ok := t.cpu[unit]; !ok {
+		t.units = append(t.units, unit)
+	}
+	t.cpu[unit] += d
+}
+
+// mean is unit's CPU per request, in milliseconds.
+func (t *tally) mean(unit string) float64 {
+	return float64(t.cpu[unit].Microseconds()) / 1000 / float64(max(1, t.requests))
+}
+
+// report reports each unit's mean.
+func (t *tally) report(b *testing.B) {
+	for _, unit := range t.units {
+		b.ReportMetric(t.mean(unit), unit)
 	}
 }
 

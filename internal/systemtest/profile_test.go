@@ -35,8 +35,8 @@ func profiled(b *testing.B, pids []int, measure func()) {
 			}
 		}
 	}
-	// Each profile is renamed once written, so a process has at most one
-	// under its first name: PATH.PID.N.
+	// Each profile is renamed once written, so what is left under its
+	// first name, PATH.PID.N, is this measure's (or a late one's).
 	written := func(pid int) []string {
 		names, _ := filepath.Glob(fmt.Sprintf("%s.%d.*", path, pid))
 		return slices.DeleteFunc(names, func(n string) bool { return strings.HasSuffix(n, ".tmp") })
@@ -51,16 +51,17 @@ func profiled(b *testing.B, pids []int, measure func()) {
 			time.Sleep(20 * time.Millisecond)
 		}
 		names := written(pid)
-		if len(names) != 1 {
-			b.Logf("profile of %d: %d written", pid, len(names))
-			continue
+		if len(names) == 0 {
+			b.Logf("profile of %d: none written", pid)
 		}
-		kept := fmt.Sprintf("%s.%s.%d.pprof", path, name, pid)
-		for i := 1; exists(kept); i++ { // the benchmark's next iteration
-			kept = fmt.Sprintf("%s.%s.%d-%d.pprof", path, name, pid, i)
-		}
-		if err := os.Rename(names[0], kept); err != nil {
-			b.Logf("profile of %d: %v", pid, err)
+		for _, n := range names {
+			kept := fmt.Sprintf("%s.%s.%d.pprof", path, name, pid)
+			for i := 1; exists(kept); i++ { // the benchmark's next iteration, or a late profile
+				kept = fmt.Sprintf("%s.%s.%d-%d.pprof", path, name, pid, i)
+			}
+			if err := os.Rename(n, kept); err != nil {
+				b.Logf("profile of %d: %v", pid, err)
+			}
 		}
 	}
 }

@@ -16,8 +16,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-// The SDK floor: the charge's DynamoDB calls through aws-sdk-go-v2 and
-// nothing else, the floor of a design that requires the SDK.
 // The sub-benchmarks of BenchmarkFunctionCPU that `make bench-cpu`
 // compares (cmd/benchreport/cpuratio): each path of the charge function
 // and the SDK floor's of the same path.
@@ -28,6 +26,8 @@ const (
 	BenchSDKFloorReplay         = "sdk-floor-replay"
 )
 
+// The SDK floor: the charge's DynamoDB calls through aws-sdk-go-v2 and
+// nothing else, the floor of a design that requires the SDK.
 const (
 	// EnvMode names the variable that picks the yardstick: ModeSDK for the
 	// SDK floor, anything else the plain one.
