@@ -13,6 +13,7 @@
 package main
 
 import (
+	"cmp"
 	"flag"
 	"fmt"
 	"os"
@@ -34,7 +35,7 @@ const idempay = `github\.com/idempotent-payments/idempay/internal/`
 // buckets in the order a frame is tried against them; the first that
 // matches the innermost matching frame wins.
 var buckets = []bucket{
-	{"logging", regexp.MustCompile(`^log/slog\.|` + idempay + `obs\.(contextHandler|NewLogger)`)},
+	{"logging", regexp.MustCompile(`^log/slog\.|` + idempay + `obs\.(contextHandler|NewLogger|WithAttrs)`)},
 	{"metrics", regexp.MustCompile(idempay + `obs\.`)},
 	{"tracing", regexp.MustCompile(`^go\.opentelemetry\.io/|` + idempay + `setup\.(span|trac|Span|Trac)`)},
 	{"rendering", regexp.MustCompile(idempay + `httpapi\.(Render|render|marshal)`)},
@@ -85,7 +86,11 @@ func main() {
 	for n := range spent {
 		names = append(names, n)
 	}
-	slices.SortFunc(names, func(a, b string) int { return int(spent[b] - spent[a]) })
+	slices.SortFunc(names, func(a, b string) int { return cmp.Or(cmp.Compare(spent[b], spent[a]), cmp.Compare(a, b)) })
+	if total == 0 {
+		fmt.Fprintln(os.Stderr, "cpubuckets: the profiles hold no samples")
+		os.Exit(1)
+	}
 	fmt.Printf("| what the code does | CPU | share |%s\n|---|---|---|%s\n", perHeader(*requests), perRule(*requests))
 	for _, n := range append(names, "total") {
 		d := total
