@@ -152,7 +152,7 @@ func (h *Handler) parse(ev events.APIGatewayV2HTTPRequest) request {
 func (h *Handler) Handle(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 	start := time.Now()
 	req := h.parse(ev)
-	ctx = obs.WithAttrs(ctx, slog.String("requestId", req.requestID))
+	ctx = obs.WithAttrs(ctx, requestAttrs(ctx, req.requestID)...)
 	var span trace.Span
 	if h.Tracer != nil {
 		ctx, span = h.Tracer.Start(propagator.Extract(ctx, req.headers), req.routeKey, trace.WithSpanKind(trace.SpanKindServer))
@@ -387,16 +387,43 @@ func jsonBody(req request) bool {
 	return true
 }
 
+// lambdaTraceKey is the context key under which aws-lambda-go keeps the
+// invocation's X-Ray trace header (Lambda's Lambda-Runtime-Trace-Id).
+const lambdaTraceKey = "x-amzn-trace-id"
+
+// requestAttrs are what every log line of the request carries: its
+// request id, and its X-Ray trace id when the invocation has one
+// (traceID), so that a line leads to the request's trace.
+func requestAttrs(ctx context.Context, requestID string) []slog.Attr {
+	attrs := []slog.Attr{slog.String("requestId", requestID)}
+	if header, _ := ctx.Value(lambdaTraceKey).(string); header != "" {
+		if id := traceID(header); id != "" {
+			attrs = append(attrs, slog.String("traceId", id))
+		}
+	}
+	return attrs
+}
+
+// traceID is the trace id of an X-Ray trace header, as X-Ray writes it
+// (1-xxxxxxxx-xxxxxxxxxxxxxxxxxxxxxxxx), read by the X-Ray propagator;
+// "" when the header names no valid trace and parent.
+func traceID(header string) string {
+	carrier := propagation.MapCarrier{"X-Amzn-Trace-Id": header}
+	sc := trace.SpanContextFromContext(xray.Propagator{}.Extract(context.Background(), carrier))
+	if !sc.IsValid() {
+		return ""
+	}
+	hex := sc.TraceID().String()
+	return "1-" + hex[:8] + "-" + hex[8:]
+}
+
 // observe writes the request's log line and metrics. The record is named by
 // its reference (a hash of operation, account and key), never by the raw
 // account, key, token or payment method; the request id comes with ctx.
 func (h *Handler) observe(ctx context.Context, req request, a reply, took time.Duration) {
 	tr := a.trail
 	if h.Log != nil {
-		h.Log.InfoContext(ctx, "request", "route", req.routeKey,
-			"operation", cmp.Or(tr.operation, charge.Operation), "record", tr.record, "outcome", a.outcome, "status", a.StatusCode,
-			"attempt", tr.attempt, "acquirer_ms", ms(tr.acquirerLatency), "acquirer_errors", tr.acquirerErrors,
-			"acquirer_not_sent", tr.acquirerNotSent, "acquirer_unknown", tr.acquirerUnknown, "total_ms", ms(took))
+		h.Log.LogAttrs(ctx, slog.LevelInfo, "request", requestLine(req.routeKey, tr, a, took)...)
 	}
 	if h.Metrics != nil {
 		values := map[string]float64{obs.MetricLatencyMs: ms(took)}
@@ -409,6 +436,30 @@ func (h *Handler) observe(ctx context.Context, req request, a reply, took time.D
 		}
 		h.Metrics.Record(a.outcome, values)
 	}
+}
+
+// requestLine is the request line's attributes. Each count and latency
+// is left out when it is zero, and the attempt when it is the first: a
+// line is what was not usual about the request, in the fewest bytes.
+func requestLine(route string, tr trail, a reply, took time.Duration) []slog.Attr {
+	attrs := make([]slog.Attr, 0, 11)
+	attrs = append(attrs, slog.String("route", route), slog.String("operation", cmp.Or(tr.operation, charge.Operation)),
+		slog.String("record", tr.record), slog.String("outcome", string(a.outcome)), slog.Int("status", a.StatusCode))
+	if tr.attempt > 1 {
+		attrs = append(attrs, slog.Int("attempt", tr.attempt))
+	}
+	if tr.acquirerLatency > 0 {
+		attrs = append(attrs, slog.Float64("acquirer_ms", ms(tr.acquirerLatency)))
+	}
+	for _, n := range []struct {
+		key   string
+		count int
+	}{{"acquirer_errors", tr.acquirerErrors}, {"acquirer_not_sent", tr.acquirerNotSent}, {"acquirer_unknown", tr.acquirerUnknown}} {
+		if n.count != 0 {
+			attrs = append(attrs, slog.Int(n.key, n.count))
+		}
+	}
+	return append(attrs, slog.Float64("total_ms", ms(took)))
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

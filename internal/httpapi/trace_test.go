@@ -1,7 +1,12 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"maps"
+	"regexp"
+	"slices"
 	"testing"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -11,6 +16,7 @@ import (
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/idem/idemtest"
+	"github.com/idempotent-payments/idempay/internal/obs"
 	"github.com/idempotent-payments/idempay/internal/sandbox"
 	"github.com/idempotent-payments/idempay/internal/setup"
 )
@@ -53,4 +59,50 @@ func TestSpansContinueTheGatewayTrace(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestRequestLineCarriesTheTraceID: the request line (and every line of
+// the request) names the invocation's X-Ray trace, as aws-lambda-go
+// hands it over in the context, and leaves out what is zero: a first
+// execution's line holds its route, operation, record, outcome, status,
+// acquirer and total times, ids, and nothing else.
+func TestRequestLineCarriesTheTraceID(t *testing.T) {
+	t.Parallel()
+	var logs bytes.Buffer
+	h := handlerOn(idem.NewGuard(idemtest.NewMemoryStore(), idem.Config{}), sandbox.New(""), charge.Config{})
+	h.Log = obs.NewLogger(&logs, "INFO")
+	//lint:ignore SA1029 the key is aws-lambda-go's own, a plain string
+	ctx := context.WithValue(context.Background(), lambdaTraceKey,
+		"Root=1-4bf92f35-77b34da6a3ce929d0e0e4736;Parent=00f067aa0ba902b7;Sampled=1;Lineage=a87bd80c:1")
+	if resp, _ := h.Handle(ctx, loadEvent(t, "create-charge.json")); resp.StatusCode != 201 {
+		t.Fatalf("%d %s", resp.StatusCode, resp.Body)
+	}
+	var line map[string]any
+	if err := json.Unmarshal(logs.Bytes(), &line); err != nil {
+		t.Fatalf("%v: %s", err, logs.String())
+	}
+	if line["traceId"] != "1-4bf92f35-77b34da6a3ce929d0e0e4736" {
+		t.Errorf("traceId %v, want the header's Root", line["traceId"])
+	}
+	want := []string{"timestamp", "level", "message", "route", "operation", "record", "outcome", "status", "acquirer_ms", "total_ms", "requestId", "traceId"}
+	if got := slices.Sorted(maps.Keys(line)); !slices.Equal(got, slices.Sorted(slices.Values(want))) {
+		t.Errorf("a first execution's request line holds %v, want %v", got, want)
+	}
+	t.Logf("request line: %d bytes", logs.Len())
+}
+
+// FuzzTraceID: whatever trace header an invocation carries (a client
+// may start the trace), traceID never panics, and names either no trace
+// or one as X-Ray writes it.
+func FuzzTraceID(f *testing.F) {
+	f.Add("Root=1-4bf92f35-77b34da6a3ce929d0e0e4736;Parent=00f067aa0ba902b7;Sampled=1")
+	f.Add("Root=1-4bf92f35-77b34da6a3ce929d0e0e4736")
+	f.Add("Root=;Parent=;")
+	f.Add("")
+	written := regexp.MustCompile(`^1-[0-9a-f]{8}-[0-9a-f]{24}$`)
+	f.Fuzz(func(t *testing.T, header string) {
+		if id := traceID(header); id != "" && !written.MatchString(id) {
+			t.Fatalf("traceID(%q) = %q", header, id)
+		}
+	})
 }
