@@ -68,7 +68,8 @@ func (b *MatchBooks) DayRows(ctx context.Context, day, before time.Time) iter.Se
 	return listPartitions(ctx, b.t.api, b.t.name, tabledef.DayIndex, "the day's rows", cond, dayPrefix(day), before.UnixMilli(), 0, matchRowOf)
 }
 
-// matchRowOf reads a row's entry of the day index, or the row's item.
+// matchRowOf reads a row's entry of the day index, or the row's item: one
+// written before the index existed has no day_at, and its time is zero.
 func matchRowOf(item map[string]types.AttributeValue) (match.Row, error) {
 	pk, _ := item[tabledef.KeyAttribute].(*types.AttributeValueMemberS)
 	var reg operations.Registration
@@ -77,13 +78,16 @@ func matchRowOf(item map[string]types.AttributeValue) (match.Row, error) {
 	}
 	status, _ := item[tabledef.StatusAttribute].(*types.AttributeValueMemberS)
 	currency, _ := item[tabledef.CurrencyAttribute].(*types.AttributeValueMemberS)
-	at, _ := item[tabledef.DayAtAttribute].(*types.AttributeValueMemberN)
-	if reg.Name == "" || status == nil || currency == nil || at == nil {
-		return match.Row{}, errors.New("a row without its key, status, currency or time in the day index")
+	if reg.Name == "" || status == nil || currency == nil {
+		return match.Row{}, errors.New("a row without its key, status or currency")
 	}
-	ms, err := strconv.ParseInt(at.Value, 10, 64)
-	if err != nil {
-		return match.Row{}, fmt.Errorf("%s: %w", tabledef.DayAtAttribute, err)
+	var written time.Time // zero: the row was written before the day index existed
+	if at, ok := item[tabledef.DayAtAttribute].(*types.AttributeValueMemberN); ok {
+		ms, err := strconv.ParseInt(at.Value, 10, 64)
+		if err != nil {
+			return match.Row{}, fmt.Errorf("%s: %w", tabledef.DayAtAttribute, err)
+		}
+		written = time.UnixMilli(ms).UTC()
 	}
 	var amount amount
 	if err := amount.UnmarshalDynamoDBAttributeValue(item[tabledef.AmountAttribute]); err != nil {
@@ -91,7 +95,7 @@ func matchRowOf(item map[string]types.AttributeValue) (match.Row, error) {
 	}
 	row := match.Row{
 		ID: strings.TrimPrefix(pk.Value, reg.RowKeyPrefix), Operation: reg.Name,
-		Terms: match.Terms{Status: status.Value, Amount: int64(amount), Currency: currency.Value}, At: time.UnixMilli(ms).UTC(),
+		Terms: match.Terms{Status: status.Value, Amount: int64(amount), Currency: currency.Value}, At: written,
 	}
 	row.ChargeID = row.ID
 	if c, ok := item[tabledef.ChargeIDAttribute].(*types.AttributeValueMemberS); ok {

@@ -517,3 +517,33 @@ func TestMatchRetriesConflicts(t *testing.T) {
 		t.Fatalf("lines kept: %+v, %v; want the stray refund's once", lines, err)
 	}
 }
+
+// TestMatchReadsARowFromBeforeTheIndex: a row written before the day
+// index existed (no day_shard, no day_at) is found by its id with no
+// time, and its movement pairs with it by its terms: a run over the day
+// of such a row keeps no line and does not fail.
+func TestMatchReadsARowFromBeforeTheIndex(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	w := newMatchWorld(t)
+	id := w.charge("before-index", 700, true)
+	if _, err := dynamotest.Client(t).UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(w.table.Name()), Key: map[string]types.AttributeValue{tabledef.KeyAttribute: &types.AttributeValueMemberS{Value: tabledef.LedgerPrefix + id}},
+		UpdateExpression: aws.String("REMOVE " + tabledef.DayShardAttribute + ", " + tabledef.DayAtAttribute),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	row, found, err := w.table.MatchBooks().Row(ctx, id)
+	if err != nil || !found || !row.At.IsZero() || row.Terms.Amount != 700 {
+		t.Fatalf("the row read by its id: %+v, %t, %v; want found, its terms, no time", row, found, err)
+	}
+	day := acquirer.DayOf(time.Now())
+	if _, err := w.table.MatchBooks().Since(ctx, day); err != nil {
+		t.Fatal(err)
+	}
+	m := w.matcher("before-index", nil)
+	m.Now = func() time.Time { return day.Add(24*time.Hour + m.Grace) }
+	if sum, err := m.Run(ctx, day); err != nil || sum.Unmatched() != 0 || sum.Movements != 1 || sum.Rows != 0 {
+		t.Fatalf("the run: %+v, %v; want its movement paired with the row it looked up", sum, err)
+	}
+}

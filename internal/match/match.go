@@ -60,7 +60,9 @@ type Terms struct {
 
 // Row is one operation's ledger row as the match reads it: its id, its
 // operation (operations.Registration.Name), the charge it moves money on
-// (its own id for a charge), its terms and when it was written.
+// (its own id for a charge), its terms and when it was written: zero for
+// a row written before the day index existed, which Books.Row finds by
+// its id and DayRows never lists.
 type Row struct {
 	ID        string    `json:"id"`
 	Operation string    `json:"operation"`
@@ -424,12 +426,13 @@ func (m *Matcher) elsewhere(ctx context.Context, day, before time.Time, row Row)
 // compare is the line of row and the movement mv under its key, if they
 // do not pair: a row written more than Grace before mv is another
 // movement's (a row is written after its acquirer answered), so mv is a
-// second movement under the key; else their terms must agree. A decline
+// second movement under the key; else, or when the row's time is not
+// known (written before the day index), their terms must agree. A decline
 // moved nothing, and a report may state its amount as 0: two declines
 // compare on their currency alone.
 func (m *Matcher) compare(row Row, mv acquirer.Movement) (Line, bool) {
 	switch t := termsOf(mv); {
-	case row.At.Before(mv.At.Add(-m.Grace)):
+	case !row.At.IsZero() && row.At.Before(mv.At.Add(-m.Grace)):
 		return movementLine(MovementWithoutRow, mv, &row), true
 	case t.Status == declined && row.Terms.Status == declined && t.Currency == row.Terms.Currency:
 		return Line{}, false

@@ -260,3 +260,18 @@ func TestMetricsAreObs(t *testing.T) {
 		t.Fatalf("metrics by kind %v, obs's %v", names, obs.MatchMetrics())
 	}
 }
+
+// TestARowFromBeforeTheIndex: a row written before the day index existed
+// has no time (Row.At zero) and is in no day's list; a movement under its
+// key pairs with it by its terms alone, and with other terms differs.
+func TestARowFromBeforeTheIndex(t *testing.T) {
+	row, mv := refundOf("k6", 100, time.Time{}, day.Add(time.Hour))
+	later := day.Add(48 * time.Hour)
+	if s := run(t, matcher(newBooks(row), &memoryAcquirer{movements: []acquirer.Movement{mv}}, later), day); s.Unmatched() != 0 || s.Movements != 1 {
+		t.Fatalf("%+v, want the movement paired with its row", s)
+	}
+	mv.Amount = 90
+	if s := run(t, matcher(newBooks(row), &memoryAcquirer{movements: []acquirer.Movement{mv}}, later), day); s.Counts[TermsDiffer] != 1 || s.Unmatched() != 1 {
+		t.Fatalf("%+v, want its terms to differ", s)
+	}
+}
