@@ -131,14 +131,20 @@ func (a alarms) alarm(id, row, subject string, metric awscloudwatch.IMetric, thr
 }
 
 // emf is a metric the functions write: function is the EMF Function
-// dimension (obs.Function*).
+// dimension (obs.Function*). A function of fromLines writes no EMF: its
+// metric is the one its request lines make, in its obs.LogNamespace,
+// with dims alone.
 func (a alarms) emf(function, name, statistic string, dims map[string]string) awscloudwatch.Metric {
+	namespace := obs.Namespace
 	d := map[string]*string{obs.DimensionFunction: jsii.String(function), obs.DimensionEnvironment: jsii.String(a.cfg.Name)}
+	if fromLines[function] {
+		namespace, d = obs.LogNamespace(a.cfg.Name, function), map[string]*string{}
+	}
 	for k, v := range dims {
 		d[k] = jsii.String(v)
 	}
 	return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
-		Namespace: jsii.String(obs.Namespace), MetricName: jsii.String(name), Period: a.five, Statistic: jsii.String(statistic), DimensionsMap: &d,
+		Namespace: jsii.String(namespace), MetricName: jsii.String(name), Period: a.five, Statistic: jsii.String(statistic), DimensionsMap: &d,
 	})
 }
 

@@ -261,6 +261,7 @@ func newFunctions(stack awscdk.Stack, cfg Config, assets StackAssets, removal aw
 	charge := newFunction(stack, "Charge", cfg, assets, removal, timeoutOf(deploy.FunctionCharge), with(nil), slices.Concat(recordStatements, refundStatements, []statement{
 		{actions: []string{"secretsmanager:GetSecretValue"}, resources: []*string{secret.SecretArn()}},
 	}))
+	lineMetricFilters(stack, cfg, charge.logs)
 	if cfg.ChargeReservedConcurrency > 0 {
 		charge.fn.Node().DefaultChild().(awslambda.CfnFunction).SetReservedConcurrentExecutions(jsii.Number(float64(cfg.ChargeReservedConcurrency)))
 	}
@@ -570,6 +571,7 @@ type function struct {
 	fn     awslambda.Function
 	role   awsiam.Role
 	policy awsiam.Policy
+	logs   awslogs.LogGroup
 }
 
 // onlySender makes sender the one principal that may send to q: the
@@ -661,16 +663,19 @@ func newFunction(stack awscdk.Stack, name string, cfg Config, assets StackAssets
 		LogGroup:     logs,
 		// Lambda's JSON log format: its own lines are JSON too, and the
 		// application level reaches the functions as AWS_LAMBDA_LOG_LEVEL
-		// (setup.LogLevel). The system level INFO keeps Lambda's report
-		// lines (duration, memory, init duration).
+		// (setup.LogLevel). The system level WARN drops Lambda's START,
+		// END and REPORT lines, about 400 bytes an invocation: the billed
+		// duration is the function's Duration metric rounded up to the
+		// millisecond, and the memory used is Lambda Insights', or the
+		// REPORT line's again with the level set back to INFO.
 		LoggingFormat:         awslambda.LoggingFormat_JSON,
 		ApplicationLogLevelV2: awslambda.ApplicationLogLevel_INFO,
-		SystemLogLevelV2:      awslambda.SystemLogLevel_INFO,
+		SystemLogLevelV2:      awslambda.SystemLogLevel_WARN,
 	})
 	fn.Node().DefaultChild().(awslambda.CfnFunction).SetTracingConfig(&awslambda.CfnFunction_TracingConfigProperty{Mode: jsii.String("Active")})
 	fn.Node().AddDependency(policy)
 	suppressFunction(name, fn, policy)
-	return function{fn: fn, role: role, policy: policy}
+	return function{fn: fn, role: role, policy: policy, logs: logs}
 }
 
 // The throttle of each route without the authorizer (route.Public), in
@@ -725,13 +730,17 @@ func newAPI(stack awscdk.Stack, cfg Config, removal awscdk.RemovalPolicy, charge
 	stage.Node().DefaultChild().(awsapigatewayv2.CfnStage).SetRouteSettings(public)
 	stage.Node().DefaultChild().(awsapigatewayv2.CfnStage).SetAccessLogSettings(&awsapigatewayv2.CfnStage_AccessLogSettingsProperty{
 		DestinationArn: accessLogs.LogGroupArn(),
-		Format: jsii.String(`{"requestId":"$context.requestId","ip":"$context.identity.sourceIp","requestTime":"$context.requestTime",` +
-			`"routeKey":"$context.routeKey","status":"$context.status","latency":"$context.responseLatency",` +
-			`"integrationError":"$context.integrationErrorMessage","authorizerError":"$context.authorizer.error",` +
-			`"integrationLatency":"$context.integrationLatency","integrationStatus":"$context.integrationStatus","error":"$context.error.message"}`),
+		Format:         jsii.String(accessLogFormat),
 	})
 	return api, stage
 }
+
+// accessLogFormat is the API's access log line, one per request, apart
+// from the charge function's lines (TestAccessLogLine gives its size).
+const accessLogFormat = `{"requestId":"$context.requestId","ip":"$context.identity.sourceIp","requestTime":"$context.requestTime",` +
+	`"routeKey":"$context.routeKey","status":"$context.status","latency":"$context.responseLatency",` +
+	`"integrationError":"$context.integrationErrorMessage","authorizerError":"$context.authorizer.error",` +
+	`"integrationLatency":"$context.integrationLatency","integrationStatus":"$context.integrationStatus","error":"$context.error.message"}`
 
 // retention maps a number of days to CloudWatch's enumeration.
 func retention(days int) awslogs.RetentionDays {

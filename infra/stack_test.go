@@ -4,11 +4,14 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -684,7 +687,7 @@ func TestAlarms(t *testing.T) {
 	// A refund's mismatch pages from either entry point, a held refund
 	// from the sweeper's count.
 	if a := asJSON(props(byPrefix(t, alarms, "RefundMismatchAlarm"))); strings.Count(a, `"MetricName":"`+obs.MetricRefundMismatches+`"`) != 2 ||
-		!strings.Contains(a, `"Value":"`+obs.FunctionCharge+`"`) || !strings.Contains(a, `"Value":"`+obs.FunctionSQSConsumer+`"`) || !strings.Contains(a, `"Threshold":1`) {
+		!strings.Contains(a, `"Namespace":"`+obs.LogNamespace(cfg.Name, obs.FunctionCharge)+`"`) || !strings.Contains(a, `"Value":"`+obs.FunctionSQSConsumer+`"`) || !strings.Contains(a, `"Threshold":1`) {
 		t.Errorf("the refund mismatch alarm: %s", a)
 	}
 	if a := asJSON(props(byPrefix(t, alarms, "HeldRefundsAlarm"))); !strings.Contains(a, `"MetricName":"`+obs.MetricHeldRefunds+`"`) || !strings.Contains(a, `"Value":"`+obs.FunctionSweeper+`"`) {
@@ -971,13 +974,68 @@ func TestProducerPrincipals(t *testing.T) {
 }
 
 // TestLogging: every function logs in Lambda's JSON format with an
-// application log level, which reaches the code as AWS_LAMBDA_LOG_LEVEL.
+// application log level, which reaches the code as AWS_LAMBDA_LOG_LEVEL,
+// and the system level WARN, which drops Lambda's START, END and REPORT
+// lines.
 func TestLogging(t *testing.T) {
 	for id, fn := range resources(synth(t, "prod"), "AWS::Lambda::Function") {
 		if got := asJSON(props(fn)["LoggingConfig"]); !strings.Contains(got, `"LogFormat":"JSON"`) || !strings.Contains(got, `"ApplicationLogLevel":"INFO"`) ||
-			!strings.Contains(got, `"SystemLogLevel":"INFO"`) {
+			!strings.Contains(got, `"SystemLogLevel":"WARN"`) {
 			t.Errorf("%s logs as %s", id, got)
 		}
+	}
+}
+
+// TestChargeMetricsFromItsLines: the charge function's log group has a
+// metric filter for each of obs.LineMetrics, in its namespace, with
+// the Outcome dimension on Requests; the alarms that read the charge
+// function's metrics read those, and no alarm or panel looks for EMF
+// metrics of the charge function.
+func TestChargeMetricsFromItsLines(t *testing.T) {
+	tmpl := synth(t, "prod")
+	cfg, _ := ConfigFor("prod", testInputs)
+	namespace := obs.LogNamespace(cfg.Name, obs.FunctionCharge)
+	filters := resources(tmpl, "AWS::Logs::MetricFilter")
+	byName := map[string]map[string]any{}
+	for _, f := range filters {
+		p := props(f)
+		for _, m := range list(p["MetricTransformations"]) {
+			mt := m.(map[string]any)
+			if mt["MetricNamespace"] == namespace {
+				byName[mt["MetricName"].(string)] = p
+			}
+		}
+		if !strings.Contains(asJSON(p["LogGroupName"]), "ChargeLogs") {
+			t.Errorf("a metric filter on %s", asJSON(p["LogGroupName"]))
+		}
+	}
+	for _, m := range obs.LineMetrics() {
+		p, ok := byName[m.Name]
+		if !ok {
+			t.Errorf("no metric filter makes %s", m.Name)
+			continue
+		}
+		if p["FilterPattern"] != filterPattern(m) {
+			t.Errorf("%s: pattern %v, want %s", m.Name, p["FilterPattern"], filterPattern(m))
+		}
+		dims := asJSON(p["MetricTransformations"])
+		if (m.Outcome != "") != strings.Contains(dims, `"Key":"`+obs.DimensionOutcome+`","Value":"$.`+m.Outcome+`"`) {
+			t.Errorf("%s: dimensions %s", m.Name, dims)
+		}
+	}
+	if len(byName) != len(obs.LineMetrics()) || len(filters) != len(byName) {
+		t.Errorf("%d metric filters, %d in the namespace, for %d line metrics", len(filters), len(byName), len(obs.LineMetrics()))
+	}
+	if got := filterPattern(obs.LineMetric{Where: map[string]string{"message": "request", "operation": "refund"}, Positive: "acquirer_errors"}); got != `{ $.message = "request" && $.operation = "refund" && $.acquirer_errors > 0 }` {
+		t.Errorf("pattern %s", got)
+	}
+	pending := asJSON(props(byPrefix(t, resources(tmpl, "AWS::CloudWatch::Alarm"), "ChargePendingAlarm")))
+	if !strings.Contains(pending, `"Namespace":"`+namespace+`"`) || strings.Contains(pending, `"Value":"`+obs.FunctionCharge+`"`) {
+		t.Errorf("the charge's pending alarm reads %s", pending)
+	}
+	board := asJSON(resources(tmpl, "AWS::CloudWatch::Dashboard"))
+	if strings.Contains(board, `\"`+obs.DimensionFunction+`\",\"`+obs.FunctionCharge+`\"`) || !strings.Contains(board, namespace) {
+		t.Errorf("the dashboard still looks for the charge function's EMF metrics")
 	}
 }
 
@@ -1176,6 +1234,42 @@ func TestMemorySizes(t *testing.T) {
 	for id, name := range ids {
 		if got, want := props(byPrefix(t, fns, id))["MemorySize"], float64(deployed.Function(name).MemoryMB); got != want {
 			t.Errorf("%s: MemorySize %v, the description's %v", id, got, want)
+		}
+	}
+}
+
+// TestAccessLogLine: the API's access log line of a charge, with the
+// values API Gateway writes (a field with no value is "-"), is 264 bytes
+// and its newline: the gateway's share of a charge's log bytes, apart
+// from the charge function's.
+func TestAccessLogLine(t *testing.T) {
+	line := strings.NewReplacer(
+		"$context.requestId", "JxYz1hbcIAMEVxw=", "$context.identity.sourceIp", "203.0.113.42",
+		"$context.requestTime", "07/Dec/2026:10:58:03 +0000", "$context.routeKey", "POST /v1/charges",
+		"$context.status", "201", "$context.responseLatency", "35", "$context.integrationErrorMessage", "-",
+		"$context.authorizer.error", "-", "$context.integrationLatency", "33", "$context.integrationStatus", "200",
+		"$context.error.message", "-",
+	).Replace(accessLogFormat)
+	if strings.Contains(line, "$context") || !json.Valid([]byte(line)) {
+		t.Fatalf("the line does not render: %s", line)
+	}
+	if len(line)+1 != 265 {
+		t.Errorf("the access log line is %d bytes with its newline, want 265: %s", len(line)+1, line)
+	}
+}
+
+// TestDashboardWholeUnits: CloudWatch takes a widget's width, height, x
+// and y as integers only (of 24 a row); a fraction refuses the dashboard,
+// and with it the stack's update.
+func TestDashboardWholeUnits(t *testing.T) {
+	board := asJSON(resources(synth(t, "prod"), "AWS::CloudWatch::Dashboard"))
+	units := regexp.MustCompile(`\\"(width|height|x|y)\\":(-?[0-9.eE+-]+)`).FindAllStringSubmatch(board, -1)
+	if len(units) == 0 {
+		t.Fatal("no widget positions in the dashboard")
+	}
+	for _, u := range units {
+		if n, err := strconv.ParseFloat(u[2], 64); err != nil || n != math.Trunc(n) || n < 0 || u[1] == "width" && n > 24 {
+			t.Errorf("a widget's %s is %s", u[1], u[2])
 		}
 	}
 }

@@ -26,7 +26,7 @@ func run(logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	h := &httpapi.Handler{Service: c.Service, Refunds: c.Refunds, Captures: c.Captures, AccountClaim: c.Config.AccountClaim, Log: logger, Metrics: obs.NewMetrics(os.Stdout, obs.FunctionCharge, c.Config.Environment), Tracer: c.Tracer}
+	h := &httpapi.Handler{Service: c.Service, Refunds: c.Refunds, Captures: c.Captures, AccountClaim: c.Config.AccountClaim, Log: logger, Tracer: c.Tracer}
 	lambda.Start(func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		defer c.Flush(ctx) // Lambda freezes the process after the answer
 		return h.Handle(ctx, ev)

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"cmp"
 	"context"
 	"encoding/base64"
 	"errors"
@@ -24,7 +23,6 @@ import (
 	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/obs"
 	"github.com/idempotent-payments/idempay/internal/op"
-	"github.com/idempotent-payments/idempay/internal/operations"
 	"github.com/idempotent-payments/idempay/internal/refund"
 	"github.com/idempotent-payments/idempay/internal/route"
 )
@@ -41,9 +39,9 @@ type Handler struct {
 	Captures *capture.Service
 	// AccountClaim names the JWT claim that identifies the account ("sub").
 	AccountClaim string
-	// Log gets one line per request and Metrics one EMF line; nil skips them.
-	Log     *slog.Logger
-	Metrics *obs.Metrics
+	// Log gets one line per request (requestLine), from which CloudWatch
+	// Logs makes the function's metrics (obs.LineMetrics); nil skips it.
+	Log *slog.Logger
 	// Tracer makes the request span, continuing the trace API Gateway
 	// started (X-Amzn-Trace-Id or traceparent); nil makes none.
 	Tracer trace.Tracer
@@ -417,49 +415,15 @@ func traceID(header string) string {
 	return "1-" + hex[:8] + "-" + hex[8:]
 }
 
-// observe writes the request's log line and metrics. The record is named by
-// its reference (a hash of operation, account and key), never by the raw
-// account, key, token or payment method; the request id comes with ctx.
+// observe writes the request's log line (requestLine), the one line a
+// request writes at INFO and the source of the function's metrics
+// (obs.LineMetrics). The record is named by its reference (a hash of
+// operation, account and key), never by the raw account, key, token or
+// payment method; the request and trace ids come with ctx.
 func (h *Handler) observe(ctx context.Context, req request, a reply, took time.Duration) {
-	tr := a.trail
 	if h.Log != nil {
-		h.Log.LogAttrs(ctx, slog.LevelInfo, "request", requestLine(req.routeKey, tr, a, took)...)
+		h.Log.LogAttrs(ctx, slog.LevelInfo, obs.MessageRequest, requestLine(a.trail, a, took)...)
 	}
-	if h.Metrics != nil {
-		values := map[string]float64{obs.MetricLatencyMs: ms(took)}
-		if tr.acquirerLatency > 0 {
-			values[obs.MetricAcquirerLatencyMs] = ms(tr.acquirerLatency)
-			values[obs.MetricAcquirerErrors] = float64(tr.acquirerErrors)
-		}
-		if reg, ok := operations.ByName(tr.operation); ok {
-			reg.Count(a.outcome, values)
-		}
-		h.Metrics.Record(a.outcome, values)
-	}
-}
-
-// requestLine is the request line's attributes. Each count and latency
-// is left out when it is zero, and the attempt when it is the first: a
-// line is what was not usual about the request, in the fewest bytes.
-func requestLine(route string, tr trail, a reply, took time.Duration) []slog.Attr {
-	attrs := make([]slog.Attr, 0, 11)
-	attrs = append(attrs, slog.String("route", route), slog.String("operation", cmp.Or(tr.operation, charge.Operation)),
-		slog.String("record", tr.record), slog.String("outcome", string(a.outcome)), slog.Int("status", a.StatusCode))
-	if tr.attempt > 1 {
-		attrs = append(attrs, slog.Int("attempt", tr.attempt))
-	}
-	if tr.acquirerLatency > 0 {
-		attrs = append(attrs, slog.Float64("acquirer_ms", ms(tr.acquirerLatency)))
-	}
-	for _, n := range []struct {
-		key   string
-		count int
-	}{{"acquirer_errors", tr.acquirerErrors}, {"acquirer_not_sent", tr.acquirerNotSent}, {"acquirer_unknown", tr.acquirerUnknown}} {
-		if n.count != 0 {
-			attrs = append(attrs, slog.Int(n.key, n.count))
-		}
-	}
-	return append(attrs, slog.Float64("total_ms", ms(took)))
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

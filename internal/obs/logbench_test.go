@@ -15,7 +15,7 @@ func BenchmarkRequestLine(b *testing.B) {
 		slog.String("traceId", "1-4bf92f35-77b34da6a3ce929d0e0e4736"))
 	b.ReportAllocs()
 	for b.Loop() {
-		log.LogAttrs(ctx, slog.LevelInfo, "request", slog.String("route", "POST /v1/charges"), slog.String("operation", "charge"),
+		log.LogAttrs(ctx, slog.LevelInfo, "request", slog.String("operation", "charge"),
 			slog.String("record", "3f9c51a0b2d4e871"), slog.String("outcome", "executed"), slog.Int("status", 201),
 			slog.Float64("acquirer_ms", 1.9), slog.Float64("total_ms", 14.2))
 	}

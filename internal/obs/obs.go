@@ -18,6 +18,11 @@ import (
 	"time"
 )
 
+// timestampLayout is a line's time, to the millisecond as Lambda's own
+// lines give it: the nanoseconds of time.RFC3339Nano are six bytes more
+// on every line.
+const timestampLayout = "2006-01-02T15:04:05.000Z07:00"
+
 // NewLogger writes JSON lines as Lambda's JSON log format names them
 // (timestamp, level, message). level is AWS_LAMBDA_LOG_LEVEL or LOG_LEVEL:
 // DEBUG, INFO (default), WARN or ERROR.
@@ -33,9 +38,9 @@ func NewLogger(w io.Writer, level string) *slog.Logger {
 		switch a.Key {
 		case slog.TimeKey:
 			a.Key = "timestamp"
-			a.Value = slog.StringValue(a.Value.Time().UTC().Format(time.RFC3339Nano))
+			a.Value = slog.StringValue(a.Value.Time().UTC().Format(timestampLayout))
 		case slog.MessageKey:
-			a.Key = "message"
+			a.Key = KeyMessage
 		}
 		return a
 	}})})
@@ -76,8 +81,21 @@ func (h contextHandler) WithGroup(name string) slog.Handler {
 	return contextHandler{h.Handler.WithGroup(name)}
 }
 
-// Namespace of every metric.
+// Namespace of every metric the functions write as EMF lines.
 const Namespace = "idempay"
+
+// KeyMessage is the member of a log line that holds its message: Lambda's
+// JSON log format's name, which NewLogger writes.
+const KeyMessage = "message"
+
+// LogNamespace is the namespace of the metrics CloudWatch Logs makes from
+// function's log lines in environment (metric filters), in place of its
+// EMF lines. A metric filter's dimensions can only be members of the line,
+// so the Function and Environment that EMF names as dimensions are named
+// by the namespace: idempay/ENVIRONMENT/FUNCTION.
+func LogNamespace(environment, function string) string {
+	return Namespace + "/" + environment + "/" + function
+}
 
 // Metrics writes EMF lines for one function in one environment. Safe for
 // concurrent use; each Record call is one line.
@@ -154,7 +172,7 @@ func (m *Metrics) write(outcome *Outcome, values map[string]float64) {
 			b = append(b, `{"Name":`...)
 			b = appendString(b, n)
 			b = append(b, `,"Unit":`...)
-			b = appendString(b, unitOf(n))
+			b = appendString(b, UnitOf(n))
 			b = append(b, '}')
 		}
 		return append(b, "]}"...)
@@ -188,9 +206,9 @@ func (m *Metrics) write(outcome *Outcome, values map[string]float64) {
 	_, _ = m.w.Write(b)
 }
 
-// unitOf is a value's unit by its name: milliseconds when it ends in Ms,
+// UnitOf is a metric's unit by its name: milliseconds when it ends in Ms,
 // seconds when it ends in Seconds, a count otherwise.
-func unitOf(name string) string {
+func UnitOf(name string) string {
 	switch {
 	case strings.HasSuffix(name, "Ms"):
 		return "Milliseconds"

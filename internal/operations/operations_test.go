@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/idempotent-payments/idempay/internal/obs"
 	"github.com/idempotent-payments/idempay/internal/operations"
 	"github.com/idempotent-payments/idempay/internal/tabledef"
 )
@@ -18,7 +19,8 @@ func TestRegistrations(t *testing.T) {
 		t.Fatal("no operation registered")
 	}
 	for i, r := range regs {
-		if r.Name == "" || r.RowIDPrefix == "" || r.RowKeyPrefix == "" || len(r.Triggers) == 0 || len(r.Events) == 0 || r.Held == nil || r.Released == nil {
+		if r.Name == "" || r.RowIDPrefix == "" || r.RowKeyPrefix == "" || len(r.Triggers) == 0 || len(r.Events) == 0 || r.Held == nil || r.Released == nil ||
+			r.MovementKind == "" || r.Moves == nil { // the daily match pairs every operation's rows
 			t.Errorf("registration %d is incomplete: %+v", i, r)
 		}
 		if got, ok := operations.ByName(r.Name); !ok || got.Name != r.Name {
@@ -54,5 +56,20 @@ func TestRowsAreTheTables(t *testing.T) {
 	}
 	if !slices.Equal(registered, table) {
 		t.Fatalf("registered rows %v, the table's %v", registered, table)
+	}
+}
+
+// TestCountsAreObs: the operations counted apart (obs.CountedOperations,
+// which the request line's metrics and the CDK app read) are those whose
+// registration has a Metric, each with its registration's metrics.
+func TestCountsAreObs(t *testing.T) {
+	var fromRegistrations []obs.OperationCounts
+	for _, reg := range operations.All() {
+		if reg.Metric != "" {
+			fromRegistrations = append(fromRegistrations, obs.OperationCounts{Operation: reg.Name, Metric: reg.Metric, MismatchMetric: reg.MismatchMetric})
+		}
+	}
+	if got := obs.CountedOperations(); !slices.Equal(got, fromRegistrations) {
+		t.Errorf("obs counts %v, the registrations %v", got, fromRegistrations)
 	}
 }

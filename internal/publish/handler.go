@@ -35,7 +35,10 @@ type Topic interface {
 type Handler struct {
 	Topic  Topic
 	Logger *slog.Logger
-	// Metrics gets one EMF line per invocation; nil skips it.
+	// Metrics gets one EMF line per invocation that skipped a record or
+	// failed its batch, the counts the alarms read; an invocation that
+	// published every record writes none (the topic's own
+	// NumberOfMessagesPublished counts the events). Nil skips it.
 	Metrics *obs.Metrics
 	// Books, in the multi-region mode, records each ledger row, of any
 	// operation, published once its event is (Row), so no other region
@@ -79,7 +82,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.D
 			break
 		}
 	}
-	if h.Metrics != nil {
+	if h.Metrics != nil && (undecodable > 0 || len(resp.BatchItemFailures) > 0) {
 		outcome := obs.OutcomePublished
 		if len(resp.BatchItemFailures) > 0 {
 			outcome = obs.OutcomePublishFailed

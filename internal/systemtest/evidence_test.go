@@ -200,8 +200,8 @@ func TestAcquirerAnswersAreEvidence(t *testing.T) {
 	if err != nil || r.Held != len(cases) || r.Flagged != 0 {
 		t.Fatalf("sweep: %+v, %v; want %d held, none flagged", r, err, len(cases))
 	}
-	if n := emfOutcomes(t, logs.Name(), op.Mismatch.String()); n != len(cases) {
-		t.Fatalf("%d EMF lines with outcome %s, want %d", n, op.Mismatch, len(cases))
+	if n := requestOutcomes(t, logs.Name(), op.Mismatch.String()); n != len(cases) {
+		t.Fatalf("%d request lines with outcome %s, want %d", n, op.Mismatch, len(cases))
 	}
 
 	// Each hold is one held event, to the HTTP subscriber, once.
@@ -246,8 +246,10 @@ func ledgerRows(t *testing.T, s *localapi.Stack) int {
 	return int(out.Count)
 }
 
-// emfOutcomes counts the EMF lines in path whose Outcome is outcome.
-func emfOutcomes(t *testing.T, path, outcome string) int {
+// requestOutcomes counts the request lines in path whose outcome is
+// outcome: each is one count of the Requests metric by that outcome
+// (obs.LineMetrics).
+func requestOutcomes(t *testing.T, path, outcome string) int {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -256,7 +258,7 @@ func emfOutcomes(t *testing.T, path, outcome string) int {
 	n := 0
 	for _, line := range strings.Split(string(b), "\n") {
 		var doc map[string]any
-		if json.Unmarshal([]byte(line), &doc) == nil && doc["_aws"] != nil && doc[obs.DimensionOutcome] == outcome {
+		if json.Unmarshal([]byte(line), &doc) == nil && doc[obs.KeyMessage] == obs.MessageRequest && doc[obs.KeyOutcome] == outcome {
 			n++
 		}
 	}

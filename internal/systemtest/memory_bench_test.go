@@ -1,8 +1,10 @@
 package systemtest_test
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -89,9 +91,11 @@ var actionPaths = []actionPath{
 //     to the millisecond as Lambda bills them, on average; cpu_ms: the
 //     environments' CPU (their cgroups') per request; publisher_invocations
 //     and publisher_billed_ms: the publisher's invocations per request
-//     then, and their billed duration; log_bytes: the bytes every function
-//     logged per request then, the emulator's report lines included, as
-//     CloudWatch Logs ingests Lambda's; raw_put_ms: the median conditional
+//     then, and their billed duration; log_bytes: the bytes of the JSON
+//     lines every function wrote per request then (functionLines), which
+//     CloudWatch Logs ingests: the emulator's START, END and REPORT lines
+//     are left out, as the stack's system log level WARN drops Lambda's;
+//     raw_put_ms: the median conditional
 //     put to DynamoDB Local before the size's run, the yardstick of its
 //     latencies.
 //
@@ -470,7 +474,7 @@ func atHalf(b *testing.B, s *localapi.Stack, pool *localapi.Pool, logs *os.File,
 	load()
 	time.Sleep(time.Second) // the last rows' events published
 	durations, published := pool.Durations.Take(), s.Publisher.Durations.Take()
-	m.logBytes = float64(fileSize(b, logs)-logged) / memoryLoad
+	m.logBytes = float64(functionLines(b, logs, logged)) / memoryLoad
 	m.cpu = (usage(b, pool).CPU - start.CPU) / memoryLoad
 	m.invocations = float64(len(durations)) / memoryLoad
 	m.billed = billedMS(durations)
@@ -498,6 +502,25 @@ func throttled(before, after localapi.Environment) float64 {
 }
 
 // fileSize is f's size now.
+// functionLines is the size of the lines the functions wrote to f from
+// offset on: their JSON lines, each with its newline. The emulator's own
+// lines (START, END, REPORT and its diagnostics) are not counted.
+func functionLines(b *testing.B, f *os.File, offset int64) int64 {
+	b.Helper()
+	sc := bufio.NewScanner(io.NewSectionReader(f, offset, fileSize(b, f)-offset))
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	var n int64
+	for sc.Scan() {
+		if line := sc.Bytes(); len(line) > 0 && line[0] == '{' {
+			n += int64(len(line)) + 1
+		}
+	}
+	if err := sc.Err(); err != nil {
+		b.Fatal(err)
+	}
+	return n
+}
+
 func fileSize(b *testing.B, f *os.File) int64 {
 	b.Helper()
 	fi, err := f.Stat()
