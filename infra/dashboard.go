@@ -34,7 +34,7 @@ func newDashboard(stack awscdk.Stack, cfg Config, w watched,
 			obs.Namespace, obs.DimensionEnvironment, obs.DimensionFunction, obs.DimensionOutcome, obs.MetricRequests,
 			obs.DimensionEnvironment, cfg.Name, obs.DimensionFunction, function)
 		if fromLines[function] {
-			search = fmt.Sprintf(`SEARCH('{%s,%s} MetricName="%s"', 'Sum', 300)`,
+			search = fmt.Sprintf(`SEARCH('{"%s",%s} MetricName="%s"', 'Sum', 300)`, // a namespace with slashes is quoted
 				obs.LogNamespace(cfg.Name, function), obs.DimensionOutcome, obs.MetricRequests)
 		}
 		return awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{

@@ -43,7 +43,7 @@ func runbook(cfg Config) []alarmSpec {
 		{"QueueAge-<queue>", fmt.Sprintf("a command older than %d min (the redrive's worst path is 17 min 4 s)", queueAgeAlarm/60),
 			"its consumer fails, is throttled or its mapping is disabled: check the consumer's errors and its event source mapping"},
 		{"<Function>Errors", "an invocation failed",
-			"read its ERROR lines (requestId/messageId, record)"},
+			"read its ERROR lines (requestId/messageId, record); a timeout or an out-of-memory end writes none: compare its Duration Maximum with its timeout, or set its system log level to INFO for Lambda's REPORT lines"},
 		{"<Function>Throttles", fmt.Sprintf("≥ %d throttles", cfg.AlarmThrottlesPer5Min),
 			"raise the reservation or the account's quota, or lower the stage throttle"},
 		{"<Function>Duration", "p99 duration above 80 % of its timeout",

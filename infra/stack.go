@@ -666,8 +666,8 @@ func newFunction(stack awscdk.Stack, name string, cfg Config, assets StackAssets
 		// (setup.LogLevel). The system level WARN drops Lambda's START,
 		// END and REPORT lines, about 400 bytes an invocation: the billed
 		// duration is the function's Duration metric rounded up to the
-		// millisecond, and the memory used is Lambda Insights', or the
-		// REPORT line's again with the level set back to INFO.
+		// millisecond; the memory used, and a timeout's or an out-of-memory
+		// end's report, come back with the level set back to INFO.
 		LoggingFormat:         awslambda.LoggingFormat_JSON,
 		ApplicationLogLevelV2: awslambda.ApplicationLogLevel_INFO,
 		SystemLogLevelV2:      awslambda.SystemLogLevel_WARN,

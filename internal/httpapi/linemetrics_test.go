@@ -35,9 +35,9 @@ func valueOn(m obs.LineMetric, line map[string]any) (float64, bool) {
 
 // TestLineMetricsReadTheRequestLine: the metrics made from request lines
 // are those the charge function's EMF line carried: on a first
-// execution, Requests by its outcome, the latency and the acquirer's;
-// on a refund held on the acquirer's answer after two failed calls, also
-// Refunds, RefundMismatches and AcquirerErrors 2. The filters read the
+// execution, Requests by its outcome, the latency and the acquirer's; on
+// a charge left pending after two failed calls, AcquirerErrors 2; on a
+// refund held on the acquirer's answer, Refunds and RefundMismatches. The filters read the
 // members the line writes, under the names it writes them.
 func TestLineMetricsReadTheRequestLine(t *testing.T) {
 	t.Parallel()
@@ -50,10 +50,12 @@ func TestLineMetricsReadTheRequestLine(t *testing.T) {
 		{"a first execution", trail{operation: charge.Operation, record: "r1", attempt: 1, acquirerLatency: 1900 * time.Microsecond},
 			reply{idem.Response{StatusCode: 201}, false, obs.OutcomeExecuted, trail{}},
 			map[string]float64{obs.MetricRequests: 1, obs.MetricLatencyMs: 14.2, obs.MetricAcquirerLatencyMs: 1.9}},
-		{"a refund held after two failed calls", trail{operation: refund.Operation, record: "r2", attempt: 2, acquirerLatency: 3 * time.Millisecond, acquirerErrors: 2},
+		{"a charge pending after two failed calls", trail{operation: charge.Operation, record: "r2", attempt: 2, acquirerLatency: 3 * time.Millisecond, acquirerErrors: 2},
+			reply{idem.Response{StatusCode: 202}, false, obs.OutcomePending, trail{}},
+			map[string]float64{obs.MetricRequests: 1, obs.MetricLatencyMs: 14.2, obs.MetricAcquirerLatencyMs: 3, obs.MetricAcquirerErrors: 2}},
+		{"a refund held on the acquirer's answer", trail{operation: refund.Operation, record: "r3"},
 			reply{idem.Response{StatusCode: 502}, false, obs.OutcomeAcquirerMismatch, trail{}},
-			map[string]float64{obs.MetricRequests: 1, obs.MetricLatencyMs: 14.2, obs.MetricAcquirerLatencyMs: 3, obs.MetricAcquirerErrors: 2,
-				obs.MetricRefunds: 1, obs.MetricRefundMismatches: 1}},
+			map[string]float64{obs.MetricRequests: 1, obs.MetricLatencyMs: 14.2, obs.MetricRefunds: 1, obs.MetricRefundMismatches: 1}},
 		{"a request refused at the door", trail{}, reply{idem.Response{StatusCode: 400}, false, obs.OutcomeRequestInvalid, trail{}},
 			map[string]float64{obs.MetricRequests: 1, obs.MetricLatencyMs: 14.2}},
 	} {

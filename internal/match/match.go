@@ -242,7 +242,7 @@ func (m *Matcher) Run(ctx context.Context, day time.Time) (Summary, error) {
 	sum.Done = !now.Before(end.Add(m.Grace))
 	var lines []Line
 	if before.After(day) {
-		if lines, err = m.pair(ctx, day, before, &sum); err != nil {
+		if lines, err = m.pair(ctx, day, before, since, &sum); err != nil {
 			return sum, err
 		}
 		for _, l := range lines {
@@ -276,7 +276,7 @@ func (m *Matcher) Run(ctx context.Context, day time.Time) (Summary, error) {
 // lines that do not pair: the movements read into one map by the row
 // each names, the day's rows paired with them, then what is left over
 // on either side, then the totals of the charges the lines touch.
-func (m *Matcher) pair(ctx context.Context, day, before time.Time, sum *Summary) ([]Line, error) {
+func (m *Matcher) pair(ctx context.Context, day, before, since time.Time, sum *Summary) ([]Line, error) {
 	byRow, lines, err := m.movements(ctx, day, before, sum)
 	if err != nil {
 		return nil, err
@@ -290,7 +290,7 @@ func (m *Matcher) pair(ctx context.Context, day, before time.Time, sum *Summary)
 		return nil, fmt.Errorf("match %s: %d movements and rows left over, past %d: the report or the day index is incomplete; nothing kept",
 			day.Format(time.DateOnly), left, cmp.Or(m.MaxLeftovers, DefaultMaxLeftovers))
 	}
-	leftMovements, err := m.leftoverMovements(ctx, byRow)
+	leftMovements, err := m.leftoverMovements(ctx, byRow, since)
 	if err != nil {
 		return nil, err
 	}
@@ -355,8 +355,11 @@ func (m *Matcher) pairRows(ctx context.Context, day, before time.Time, byRow map
 
 // leftoverMovements reads the row of each movement left in byRow, which
 // was written on another day or never: no row is a line, and a row on
-// another day is compared as a pair.
-func (m *Matcher) leftoverMovements(ctx context.Context, byRow map[string]acquirer.Movement) ([]Line, error) {
+// another day is compared as a pair. A row with no time was written
+// before the day index existed, so by the first day matched (since) at
+// the latest: a movement after that day and its grace is another
+// movement's, a second one under the key.
+func (m *Matcher) leftoverMovements(ctx context.Context, byRow map[string]acquirer.Movement, since time.Time) ([]Line, error) {
 	var lines []Line
 	for _, id := range slices.Sorted(maps.Keys(byRow)) {
 		mv := byRow[id]
@@ -366,6 +369,8 @@ func (m *Matcher) leftoverMovements(ctx context.Context, byRow map[string]acquir
 			return nil, err
 		case !found:
 			lines = append(lines, movementLine(MovementWithoutRow, mv, nil))
+		case row.At.IsZero() && !mv.At.Before(since.Add(24*time.Hour+m.Grace)):
+			lines = append(lines, movementLine(MovementWithoutRow, mv, &row))
 		default:
 			if l, differ := m.compare(row, mv); differ {
 				lines = append(lines, l)
@@ -427,7 +432,8 @@ func (m *Matcher) elsewhere(ctx context.Context, day, before time.Time, row Row)
 // do not pair: a row written more than Grace before mv is another
 // movement's (a row is written after its acquirer answered), so mv is a
 // second movement under the key; else, or when the row's time is not
-// known (written before the day index), their terms must agree. A decline
+// known (written before the day index, by the first day matched:
+// leftoverMovements), their terms must agree. A decline
 // moved nothing, and a report may state its amount as 0: two declines
 // compare on their currency alone.
 func (m *Matcher) compare(row Row, mv acquirer.Movement) (Line, bool) {

@@ -263,15 +263,29 @@ func TestMetricsAreObs(t *testing.T) {
 
 // TestARowFromBeforeTheIndex: a row written before the day index existed
 // has no time (Row.At zero) and is in no day's list; a movement under its
-// key pairs with it by its terms alone, and with other terms differs.
+// key on the first day matched pairs with it by its terms alone, with
+// other terms differs, and after that day is a second movement.
 func TestARowFromBeforeTheIndex(t *testing.T) {
 	row, mv := refundOf("k6", 100, time.Time{}, day.Add(time.Hour))
 	later := day.Add(48 * time.Hour)
-	if s := run(t, matcher(newBooks(row), &memoryAcquirer{movements: []acquirer.Movement{mv}}, later), day); s.Unmatched() != 0 || s.Movements != 1 {
+	firstDay := func() *memoryBooks { // the table's first day matched is day
+		b := newBooks(row)
+		b.since = day
+		return b
+	}
+	if s := run(t, matcher(firstDay(), &memoryAcquirer{movements: []acquirer.Movement{mv}}, later), day); s.Unmatched() != 0 || s.Movements != 1 {
 		t.Fatalf("%+v, want the movement paired with its row", s)
 	}
 	mv.Amount = 90
-	if s := run(t, matcher(newBooks(row), &memoryAcquirer{movements: []acquirer.Movement{mv}}, later), day); s.Counts[TermsDiffer] != 1 || s.Unmatched() != 1 {
+	if s := run(t, matcher(firstDay(), &memoryAcquirer{movements: []acquirer.Movement{mv}}, later), day); s.Counts[TermsDiffer] != 1 || s.Unmatched() != 1 {
 		t.Fatalf("%+v, want its terms to differ", s)
+	}
+	// A movement under its key after the first day matched and its grace
+	// is a second one, whatever its terms: the row was written by then.
+	b := firstDay()
+	again := mv
+	again.Amount, again.At = 100, day.Add(25*time.Hour)
+	if s := run(t, matcher(b, &memoryAcquirer{movements: []acquirer.Movement{again}}, day.Add(72*time.Hour)), day.Add(24*time.Hour)); s.Counts[MovementWithoutRow] != 1 {
+		t.Fatalf("%+v, want a second movement without its row", s)
 	}
 }

@@ -501,7 +501,6 @@ func throttled(before, after localapi.Environment) float64 {
 	return 0
 }
 
-// fileSize is f's size now.
 // functionLines is the size of the lines the functions wrote to f from
 // offset on: their JSON lines, each with its newline. The emulator's own
 // lines (START, END, REPORT and its diagnostics) are not counted.
@@ -521,6 +520,7 @@ func functionLines(b *testing.B, f *os.File, offset int64) int64 {
 	return n
 }
 
+// fileSize is f's size now.
 func fileSize(b *testing.B, f *os.File) int64 {
 	b.Helper()
 	fi, err := f.Stat()
