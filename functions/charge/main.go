@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 
-	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/idempotent-payments/idempay/internal/charging"
@@ -27,9 +26,19 @@ func run(logger *slog.Logger) error {
 		return err
 	}
 	h := &httpapi.Handler{Service: c.Service, Refunds: c.Refunds, Captures: c.Captures, AccountClaim: c.Config.AccountClaim, Log: logger, Tracer: c.Tracer}
-	lambda.Start(func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-		defer c.Flush(ctx) // Lambda freezes the process after the answer
-		return h.Handle(ctx, ev)
-	})
+	lambda.Start(flushing{h, c.Flush})
 	return nil
+}
+
+// flushing is the handler (httpapi.Handler.Invoke, which reads the event
+// itself) with the traces flushed after each answer: Lambda freezes the
+// process once it has answered.
+type flushing struct {
+	handler *httpapi.Handler
+	flush   func(context.Context)
+}
+
+func (f flushing) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	defer f.flush(ctx)
+	return f.handler.Invoke(ctx, payload)
 }

@@ -106,6 +106,19 @@ func UnmarshalResponse(b []byte, v any) error {
 	return nil
 }
 
+// UnmarshalEvent is Unmarshal for an event an AWS service builds (API
+// Gateway's, SQS's): its members are the service's, named exactly, and
+// unknown ones, which a new version of the event may add at any depth, are
+// ignored. Duplicate names, invalid UTF-8, lone surrogates, syntax errors,
+// trailing data and a null are refused as Unmarshal refuses them, where
+// encoding/json would keep the last duplicate and replace invalid bytes.
+func UnmarshalEvent(b []byte, v any) error {
+	if err := json.Unmarshal(b, v, options, json.RejectUnknownMembers(false)); err != nil {
+		return describe(err, b, v)
+	}
+	return notNull(b, v)
+}
+
 // describe turns a decoder error into an *Error.
 func describe(err error, b []byte, v any) *Error {
 	var syn *jsontext.SyntacticError

@@ -84,9 +84,32 @@ func TestUnmarshalResponse(t *testing.T) {
 	}
 }
 
+// TestUnmarshalEvent: an event may carry members we do not know, in any
+// case, at any depth; never a duplicate, an invalid byte or a second value.
+func TestUnmarshalEvent(t *testing.T) {
+	t.Parallel()
+	var d doc
+	if err := strictjson.UnmarshalEvent([]byte(`{"currency":"BRL","Amount":2,"risk":{"score":1}}`), &d); err != nil || *d.Currency != "BRL" || d.Amount != nil {
+		t.Fatalf("unknown members: %+v, %v", d, err)
+	}
+	for in, field := range map[string]string{
+		`{"currency":"BRL","currency":"USD"}`: "currency",
+		`{"risk":{"a":1,"a":2}}`:              "risk/a",
+		"{\"currency\":\"BR\xff\"}":           "currency",
+		`{"currency":"\ud800"}`:               "currency",
+		`{"currency":"BRL"} {}`:               "",
+		`null`:                                "",
+	} {
+		var e *strictjson.Error
+		if err := strictjson.UnmarshalEvent([]byte(in), &doc{}); !errors.As(err, &e) || e.Field != field {
+			t.Errorf("UnmarshalEvent(%q) = %v, want a refusal at %q", in, err, field)
+		}
+	}
+}
+
 // FuzzUnmarshal: never a panic; a refusal is always an *Error; an accepted
 // document decodes again, re-encoded, to the same value, and is an accepted
-// answer too.
+// answer too; an accepted answer is an accepted event, of the same value.
 func FuzzUnmarshal(f *testing.F) {
 	for _, s := range []string{`{"amount":1,"currency":"BRL","count":2}`, `{"amount":1,"amount":2}`, `{"AMOUNT":1}`, "{\"currency\":\"\xff\"}", `{"currency":"\ud800"}`, `{} {}`} {
 		f.Add([]byte(s))
@@ -97,6 +120,14 @@ func FuzzUnmarshal(f *testing.F) {
 		var e *strictjson.Error
 		if answerErr != nil && !errors.As(answerErr, &e) {
 			t.Fatalf("UnmarshalResponse: untyped error %T %v", answerErr, answerErr)
+		}
+		var ev doc
+		eventErr := strictjson.UnmarshalEvent(b, &ev)
+		if eventErr != nil && !errors.As(eventErr, &e) {
+			t.Fatalf("UnmarshalEvent: untyped error %T %v", eventErr, eventErr)
+		}
+		if answerErr == nil && (eventErr != nil || !reflect.DeepEqual(canon(answer), canon(ev))) {
+			t.Fatalf("%q: UnmarshalResponse %+v, UnmarshalEvent %+v, %v", b, answer, ev, eventErr)
 		}
 		var d doc
 		err := strictjson.Unmarshal(b, &d)
