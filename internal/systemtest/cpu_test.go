@@ -3,8 +3,10 @@ package systemtest_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -15,8 +17,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
+
 	"github.com/idempotent-payments/idempay/internal/deploy"
 	"github.com/idempotent-payments/idempay/internal/localapi"
+	"github.com/idempotent-payments/idempay/internal/route"
 	"github.com/idempotent-payments/idempay/internal/systemtest/yardstick"
 )
 
@@ -164,8 +169,10 @@ func BenchmarkFunctionCPU(b *testing.B) {
 			b.ReportMetric(float64(yardstickLatency.Microseconds())/1000, "answered_after_ms")
 		})
 	}
-	sdk := startYardstick(b, 0, func(i int) []byte { return sdkEvent(4, fmt.Sprintf("sdk-warm-%s-%d", run, i)) },
-		yardstick.EnvMode+"="+yardstick.ModeSDK, yardstick.EnvTable+"="+s.TableName, deploy.EnvSkipResponseCRC32+"=true")
+	charged := recordCharge(b, s, token, "cpu-recorded-"+run)
+	sdk := startYardstick(b, 0, func(i int) []byte { return charged.sdkEvent(4, fmt.Sprintf("sdk-warm-%s-%d", run, i)) },
+		yardstick.EnvMode+"="+yardstick.ModeSDK, yardstick.EnvTable+"="+s.TableName, deploy.EnvSkipResponseCRC32+"=true",
+		yardstick.EnvAnswer+"="+string(charged.answer))
 	for _, floorOf := range []struct {
 		path  string
 		calls int
@@ -176,7 +183,7 @@ func BenchmarkFunctionCPU(b *testing.B) {
 				key := func(i int) string { return fmt.Sprintf("sdk-%s-%d-%d", run, iter, i) }
 				invoke := func(calls int) func(int) error {
 					return func(i int) error {
-						_, err := sdk.Invoke(context.Background(), sdkEvent(calls, key(i)))
+						_, err := sdk.Invoke(context.Background(), charged.sdkEvent(calls, key(i)))
 						return err
 					}
 				}
@@ -273,11 +280,59 @@ func startYardstick(b *testing.B, memoryMB int, warm func(i int) []byte, env ...
 	return p
 }
 
-// sdkEvent is a charge's API Gateway event that asks the SDK floor for a
-// first execution (calls 4) or a replay (1) of key.
-func sdkEvent(calls int, key string) []byte {
-	return fmt.Appendf(nil, `{"version":"2.0","routeKey":"POST /v1/charges","rawPath":"/v1/charges","headers":{%q:"%d",%q:%q},"body":%q,"requestContext":{"http":{"method":"POST"}}}`,
-		yardstick.CallsHeader, calls, yardstick.KeyHeader, key, visa)
+// recorded is what the charge function read and wrote for one first
+// execution: the event the gateway built from the load's request, and the
+// function's answer, as the JSON Lambda returned.
+type recorded struct {
+	event  events.APIGatewayV2HTTPRequest
+	answer []byte
+}
+
+// recordCharge charges key as the load does, through a gateway of the
+// stack's trust whose one route, route.Create, invokes the stack's charge
+// function and keeps the event and the answer.
+func recordCharge(b *testing.B, s *localapi.Stack, token, key string) recorded {
+	b.Helper()
+	rec := &recording{target: s.Charge}
+	srv := httptest.NewServer(&localapi.Gateway{Trust: localapi.Trust{Secret: secret},
+		Routes: []localapi.Route{{Key: route.Create, Target: rec, Scope: route.Scopes[route.Create]}}})
+	defer srv.Close()
+	if err := chargeAt(srv.URL, token, key, http.StatusCreated); err != nil {
+		b.Fatal(err)
+	}
+	var out recorded
+	if err := json.Unmarshal(rec.payload, &out.event); err != nil {
+		b.Fatal(err)
+	}
+	out.answer = rec.answer
+	return out
+}
+
+// recording is an invoker that keeps the last payload and answer of its
+// target.
+type recording struct {
+	target          localapi.Invoker
+	payload, answer []byte
+}
+
+func (r *recording) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	out, err := r.target.Invoke(ctx, payload)
+	r.payload, r.answer = payload, out
+	return out, err
+}
+
+// sdkEvent is the recorded charge's event, its key replaced by key, that
+// asks the SDK floor for a first execution (calls 4) or a replay (1) of
+// key: the floor reads the event the function reads.
+func (r recorded) sdkEvent(calls int, key string) []byte {
+	ev := r.event
+	ev.Headers = maps.Clone(ev.Headers)
+	ev.Headers["idempotency-key"], ev.Headers[yardstick.KeyHeader], ev.Headers[yardstick.CallsHeader] = key, key, strconv.Itoa(calls)
+	payload, err := json.Marshal(ev)
+	if err != nil {
+		panic(err)
+	}
+	return payload
 }
 
 // yardstickEvent is a charge's API Gateway event that asks the yardstick

@@ -3,6 +3,7 @@ package yardstick
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -38,6 +39,11 @@ const (
 	// KeyHeader is the event header naming the intent's key: a first
 	// execution claims it, a replay finds it claimed.
 	KeyHeader = "yardstick-key"
+	// EnvAnswer names the variable holding the answer the SDK floor gives,
+	// as the JSON Lambda returns: the charge function's own answer, so
+	// that the floor writes what the function writes. Unset, the fixed
+	// 201 of the plain yardstick.
+	EnvAnswer = "YARDSTICK_ANSWER"
 )
 
 // The sizes of the items the SDK floor writes, as the charge function
@@ -57,8 +63,9 @@ const (
 // conditioned on the claim; for a replay (1), the claim's PutItem, refused
 // by its condition with the old item returned, as a replay's is. api is
 // the client the functions use (dynamo.NewClient), so its configuration
-// (retryer, endpoint resolution, checksums) is theirs.
-func SDKHandler(api *dynamodb.Client, table, url string) func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+// (retryer, endpoint resolution, checksums) is theirs. Every invocation
+// answers with reply.
+func SDKHandler(api *dynamodb.Client, table, url string, reply events.APIGatewayV2HTTPResponse) func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 	client := &http.Client{}
 	absent := aws.String("attribute_not_exists(pk)")
 	return func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
@@ -75,7 +82,7 @@ func SDKHandler(api *dynamodb.Client, table, url string) func(context.Context, e
 		var refused *types.ConditionalCheckFailedException
 		switch {
 		case calls == 1 && errors.As(err, &refused):
-			return answer(), nil // the replay: its record came back with the refusal
+			return reply, nil // the replay: its record came back with the refusal
 		case err != nil:
 			return events.APIGatewayV2HTTPResponse{}, fmt.Errorf("claim: %w", err)
 		case calls == 1:
@@ -100,8 +107,21 @@ func SDKHandler(api *dynamodb.Client, table, url string) func(context.Context, e
 		if err != nil {
 			return events.APIGatewayV2HTTPResponse{}, fmt.Errorf("completion: %w", err)
 		}
+		return reply, nil
+	}
+}
+
+// Answer is the SDK floor's answer: the JSON of EnvAnswer's value, or the
+// plain yardstick's fixed 201 when it is empty.
+func Answer(value string) (events.APIGatewayV2HTTPResponse, error) {
+	if value == "" {
 		return answer(), nil
 	}
+	var resp events.APIGatewayV2HTTPResponse
+	if err := json.Unmarshal([]byte(value), &resp); err != nil || resp.StatusCode == 0 {
+		return resp, fmt.Errorf("%s: not an answer: %v", EnvAnswer, err)
+	}
+	return resp, nil
 }
 
 // itemOf is an item at key padded to about size bytes, in progress.

@@ -33,7 +33,7 @@ func TestHandlerMakesTheRoundTripsAsked(t *testing.T) {
 
 // TestSDKFloorMakesTheChargesCalls: a first execution claims its key,
 // posts once and writes the row and the completion; its replay is the
-// claim refused; a replay of a key never claimed, a count other than 1 or
+// claim refused; both answer the answer given; a replay of a key never claimed, a count other than 1 or
 // 4, or no key, is an error.
 func TestSDKFloorMakesTheChargesCalls(t *testing.T) {
 	ctx := context.Background()
@@ -42,11 +42,21 @@ func TestSDKFloorMakesTheChargesCalls(t *testing.T) {
 	var posts atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { posts.Add(1) }))
 	defer srv.Close()
-	h := SDKHandler(client, table, srv.URL) // the functions' client (dynamo.NewClient)
+	reply, err := Answer(`{"statusCode":201,"headers":{"Location":"/v1/charges/ch_1"},"body":"{\"id\":\"ch_1\"}"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Answer(`{"body":"no status"}`); err == nil {
+		t.Fatal("an answer without its status: no error")
+	}
+	if fixed, err := Answer(""); err != nil || fixed.StatusCode != http.StatusCreated {
+		t.Fatalf("no answer given: %+v, %v; want the fixed 201", fixed, err)
+	}
+	h := SDKHandler(client, table, srv.URL, reply) // the functions' client (dynamo.NewClient)
 	event := func(calls, key string) events.APIGatewayV2HTTPRequest {
 		return events.APIGatewayV2HTTPRequest{Headers: map[string]string{CallsHeader: calls, KeyHeader: key}}
 	}
-	if resp, err := h(ctx, event("4", "k1")); err != nil || resp.StatusCode != http.StatusCreated || posts.Load() != 1 {
+	if resp, err := h(ctx, event("4", "k1")); err != nil || resp.Headers["Location"] != "/v1/charges/ch_1" || posts.Load() != 1 {
 		t.Fatalf("first execution: %+v, %v, %d posts", resp, err, posts.Load())
 	}
 	for _, pk := range []string{"IDEM#k1", "CHARGE#k1"} {
@@ -55,7 +65,7 @@ func TestSDKFloorMakesTheChargesCalls(t *testing.T) {
 			t.Fatalf("%s: %v, %v", pk, out.Item, err)
 		}
 	}
-	if resp, err := h(ctx, event("1", "k1")); err != nil || resp.StatusCode != http.StatusCreated || posts.Load() != 1 {
+	if resp, err := h(ctx, event("1", "k1")); err != nil || resp.Body != `{"id":"ch_1"}` || posts.Load() != 1 {
 		t.Fatalf("replay: %+v, %v, %d posts", resp, err, posts.Load())
 	}
 	for _, bad := range []events.APIGatewayV2HTTPRequest{event("1", "k2"), event("2", "k3"), event("4", "")} {

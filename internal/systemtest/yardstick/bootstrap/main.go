@@ -31,7 +31,11 @@ func main() {
 		if err != nil {
 			return err
 		}
-		lambda.Start(yardstick.SDKHandler(dynamo.NewClient(awsCfg, skip), os.Getenv(yardstick.EnvTable), os.Getenv(yardstick.EnvURL)))
+		reply, err := yardstick.Answer(os.Getenv(yardstick.EnvAnswer))
+		if err != nil {
+			return err
+		}
+		lambda.Start(yardstick.SDKHandler(dynamo.NewClient(awsCfg, skip), os.Getenv(yardstick.EnvTable), os.Getenv(yardstick.EnvURL), reply))
 		return nil
 	})
 }
