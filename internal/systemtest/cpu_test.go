@@ -189,6 +189,11 @@ func BenchmarkFunctionCPU(b *testing.B) {
 				}
 				if floorOf.calls == 1 { // keys of their own, claimed beforehand
 					load(b, n, invoke(4))
+					// Fresh runtimes, warmed as the function's are before
+					// its replays: both are measured on processes of the
+					// same age.
+					sdk.KillIdleRuntimes()
+					warmPool(b, sdk, func(i int) []byte { return charged.sdkEvent(4, fmt.Sprintf("sdk-rewarm-%s-%d-%d", run, iter, i)) })
 				}
 				emulators, runtimes := sdk.Processes()
 				fn0, rie0 := cpuOf(b, runtimes...), cpuOf(b, emulators...)
@@ -272,12 +277,20 @@ func startYardstick(b *testing.B, memoryMB int, warm func(i int) []byte, env ...
 	if warm == nil {
 		warm = func(int) []byte { return yardstickEvent(1) }
 	}
-	for i := range 2 * benchClients { // both instances warm, their runtimes started
+	warmPool(b, p, warm)
+	return p
+}
+
+// warmPool invokes p with warm's events as the function's stack is warmed
+// (2 × benchClients requests), so that both instances run, their runtimes
+// started.
+func warmPool(b *testing.B, p *localapi.Pool, warm func(i int) []byte) {
+	b.Helper()
+	for i := range 2 * benchClients {
 		if _, err := p.Invoke(context.Background(), warm(i)); err != nil {
 			b.Fatal(err)
 		}
 	}
-	return p
 }
 
 // recorded is what the charge function read and wrote for one first
