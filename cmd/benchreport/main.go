@@ -6,7 +6,6 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,11 +13,12 @@ import (
 	"strconv"
 	"strings"
 
-	"golang.org/x/perf/benchfmt"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
+
+	"github.com/idempotent-payments/idempay/cmd/benchreport/benchruns"
 )
 
 func main() {
@@ -52,37 +52,24 @@ func fail(err error) {
 // metrics of one benchmark, by unit ("ns/op", "allocs/op", "req/s", ...).
 type metrics map[string]float64
 
-// parse reads `go test -bench` output with benchfmt; each benchmark's
-// values are kept in the units it reported them in (benchfmt's OrigUnit),
-// under its name without the GOMAXPROCS suffix.
+// parse reads `go test -bench` output (benchruns): each benchmark's
+// values in the units it reported them in, under its name without the
+// GOMAXPROCS suffix; a benchmark run more than once (-count, or several
+// runs' outputs joined) gets the median of each of its units.
 func parse(path string) (map[string]metrics, error) {
-	f, err := os.Open(path)
-	if err != nil {
+	runs := benchruns.Runs{}
+	if err := runs.Read(path); err != nil {
 		return nil, err
 	}
-	defer f.Close()
 	out := map[string]metrics{}
-	r := benchfmt.NewReader(f, path)
-	for r.Scan() {
-		res, ok := r.Result().(*benchfmt.Result)
-		if !ok {
-			continue // configuration lines and syntax errors: not results
-		}
-		base, parts := res.Name.Parts()
-		if n := len(parts); n > 0 && bytes.HasPrefix(parts[n-1], []byte("-")) {
-			parts = parts[:n-1]
-		}
+	for name, units := range runs {
 		m := metrics{}
-		for _, v := range res.Values {
-			unit, value := v.Unit, v.Value
-			if v.OrigUnit != "" {
-				unit, value = v.OrigUnit, v.OrigValue
-			}
-			m[unit] = value
+		for unit, values := range units {
+			m[unit] = benchruns.Median(values)
 		}
-		out[string(bytes.Join(append([][]byte{base}, parts...), nil))] = m
+		out[name] = m
 	}
-	return out, r.Err()
+	return out, nil
 }
 
 type series struct {

@@ -47,6 +47,26 @@ func TestParseKeepsTheReportedUnits(t *testing.T) {
 	}
 }
 
+// TestParseTakesTheMedianOfRuns: a benchmark run three times is reported
+// by the median of each unit, so that the bills of runs joined in one
+// file are the bills of their medians.
+func TestParseTakesTheMedianOfRuns(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bench.txt")
+	runs := "BenchmarkMemorySizes/256MB/first-execution-2 \t 1\t 46.4 p99_ms\t 16.5 billed_ms\n" +
+		"BenchmarkMemorySizes/256MB/first-execution-2 \t 1\t 45.5 p99_ms\t 16.0 billed_ms\n" +
+		"BenchmarkMemorySizes/256MB/first-execution-2 \t 1\t 42.0 p99_ms\t 13.4 billed_ms\n"
+	if err := os.WriteFile(path, []byte(runs), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := parse(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := got["MemorySizes/256MB/first-execution"]; m["p99_ms"] != 45.5 || m["billed_ms"] != 16.0 {
+		t.Fatalf("got %v, want the medians 45.5 and 16.0", m)
+	}
+}
+
 // TestChart: the latency series become a PNG.
 func TestChart(t *testing.T) {
 	dir := t.TempDir()

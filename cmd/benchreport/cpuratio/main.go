@@ -8,15 +8,12 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strings"
 
-	"golang.org/x/perf/benchfmt"
-
+	"github.com/idempotent-payments/idempay/cmd/benchreport/benchruns"
 	"github.com/idempotent-payments/idempay/internal/systemtest/yardstick"
 )
 
@@ -64,36 +61,16 @@ func main() {
 // read adds each BenchmarkFunctionCPU sub-benchmark's metric in the named
 // file to runs, by sub-benchmark name (without the GOMAXPROCS suffix).
 func read(name string, runs map[string][]float64) error {
-	f, err := os.Open(name)
-	if err != nil {
+	all := benchruns.Runs{}
+	if err := all.Read(name); err != nil {
 		return err
 	}
-	defer f.Close()
-	r := benchfmt.NewReader(f, name)
-	for r.Scan() {
-		res, ok := r.Result().(*benchfmt.Result)
-		if !ok {
-			continue // configuration lines and syntax errors: not results
-		}
-		base, parts := res.Name.Parts()
-		if n := len(parts); n > 0 && bytes.HasPrefix(parts[n-1], []byte("-")) {
-			parts = parts[:n-1]
-		}
-		full := string(bytes.Join(append([][]byte{base}, parts...), nil))
-		sub, ok := strings.CutPrefix(full, bench)
-		if !ok {
-			continue
-		}
-		for _, v := range res.Values {
-			switch {
-			case v.OrigUnit == metric:
-				runs[sub] = append(runs[sub], v.OrigValue)
-			case v.OrigUnit == "" && v.Unit == metric:
-				runs[sub] = append(runs[sub], v.Value)
-			}
+	for full, units := range all {
+		if sub, ok := strings.CutPrefix(full, bench); ok {
+			runs[sub] = append(runs[sub], units[metric]...)
 		}
 	}
-	return r.Err()
+	return nil
 }
 
 // report writes each path's medians and ratio to w as a Markdown table and
@@ -106,18 +83,8 @@ func report(w io.Writer, runs map[string][]float64) (map[string]float64, error) 
 		if len(fn) == 0 || len(floor) == 0 {
 			return nil, fmt.Errorf("%s: %d runs of %s and %d of %s", p.name, len(fn), p.function, len(floor), p.floor)
 		}
-		ratios[p.name] = median(fn) / median(floor)
-		fmt.Fprintf(w, "| %s | %.2f ms | %.2f ms | %.2f× | %d |\n", p.name, median(fn), median(floor), ratios[p.name], min(len(fn), len(floor)))
+		ratios[p.name] = benchruns.Median(fn) / benchruns.Median(floor)
+		fmt.Fprintf(w, "| %s | %.2f ms | %.2f ms | %.2f× | %d |\n", p.name, benchruns.Median(fn), benchruns.Median(floor), ratios[p.name], min(len(fn), len(floor)))
 	}
 	return ratios, nil
-}
-
-// median of values, the mean of the middle two for an even count.
-func median(values []float64) float64 {
-	s := slices.Sorted(slices.Values(values))
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }

@@ -52,9 +52,3 @@ func TestReportTakesMediansOverRuns(t *testing.T) {
 		t.Error("a path without its floor's runs was reported")
 	}
 }
-
-func TestMedianOfAnEvenCount(t *testing.T) {
-	if got := median([]float64{4, 1, 3, 2}); got != 2.5 {
-		t.Errorf("median: %v, want 2.5", got)
-	}
-}
