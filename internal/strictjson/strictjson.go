@@ -109,9 +109,13 @@ func UnmarshalResponse(b []byte, v any) error {
 // UnmarshalEvent is Unmarshal for an event an AWS service builds (API
 // Gateway's, SQS's): its members are the service's, named exactly, and
 // unknown ones, which a new version of the event may add at any depth, are
-// ignored. Duplicate names, invalid UTF-8, lone surrogates, syntax errors,
-// trailing data and a null are refused as Unmarshal refuses them, where
-// encoding/json would keep the last duplicate and replace invalid bytes.
+// ignored. A name that differs from a member's only by case is such an
+// unknown member: the service never writes one, so it is not looked for
+// (UnmarshalResponse looks, at the cost of a second pass). Duplicate
+// names, invalid UTF-8, lone surrogates, syntax errors, trailing data and
+// a null are refused as Unmarshal refuses them, where encoding/json would
+// keep the last duplicate, replace invalid bytes and read "Body" as
+// "body".
 func UnmarshalEvent(b []byte, v any) error {
 	if err := json.Unmarshal(b, v, options, json.RejectUnknownMembers(false)); err != nil {
 		return describe(err, b, v)

@@ -334,9 +334,10 @@ func (r *recording) Invoke(ctx context.Context, payload []byte) ([]byte, error) 
 	return out, err
 }
 
-// sdkEvent is the recorded charge's event, its key replaced by key, that
+// sdkEvent is the recorded charge's event, its key replaced by key and
+// encoded again (the same members, within a few bytes of its size), that
 // asks the SDK floor for a first execution (calls 4) or a replay (1) of
-// key: the floor reads the event the function reads.
+// key.
 func (r recorded) sdkEvent(calls int, key string) []byte {
 	ev := r.event
 	ev.Headers = maps.Clone(ev.Headers)

@@ -41,8 +41,7 @@ const (
 	KeyHeader = "yardstick-key"
 	// EnvAnswer names the variable holding the answer the SDK floor gives,
 	// as the JSON Lambda returns: the charge function's own answer, so
-	// that the floor writes what the function writes. Unset, the fixed
-	// 201 of the plain yardstick.
+	// that the floor writes what the function writes.
 	EnvAnswer = "YARDSTICK_ANSWER"
 )
 
@@ -111,15 +110,15 @@ func SDKHandler(api *dynamodb.Client, table, url string, reply events.APIGateway
 	}
 }
 
-// Answer is the SDK floor's answer: the JSON of EnvAnswer's value, or the
-// plain yardstick's fixed 201 when it is empty.
+// Answer is the SDK floor's answer: the JSON of EnvAnswer's value, which
+// must be set.
 func Answer(value string) (events.APIGatewayV2HTTPResponse, error) {
-	if value == "" {
-		return answer(), nil
-	}
 	var resp events.APIGatewayV2HTTPResponse
-	if err := json.Unmarshal([]byte(value), &resp); err != nil || resp.StatusCode == 0 {
-		return resp, fmt.Errorf("%s: not an answer: %v", EnvAnswer, err)
+	if err := json.Unmarshal([]byte(value), &resp); err != nil {
+		return resp, fmt.Errorf("%s: not an answer: %w", EnvAnswer, err)
+	}
+	if resp.StatusCode == 0 {
+		return resp, fmt.Errorf("%s: an answer without its status", EnvAnswer)
 	}
 	return resp, nil
 }

@@ -10,9 +10,10 @@
 //
 // The SDK floor (SDKHandler) is the second yardstick: the same DynamoDB
 // calls as the charge's, through aws-sdk-go-v2 with the functions' client,
-// on items of the charge's sizes, and nothing else; it reads the event the
-// charge function reads (BenchmarkFunctionCPU records one) and writes the
-// answer it writes (EnvAnswer), as every function of this route must.
+// on items of the charge's sizes, and nothing else; it reads an event of
+// the members and size of the charge function's (BenchmarkFunctionCPU
+// records one) and writes the answer it writes (EnvAnswer), as every
+// function of this route must.
 // What the charge bootstrap spends above it is the engine's and the
 // handler's alone.
 package yardstick

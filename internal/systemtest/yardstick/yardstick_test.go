@@ -49,8 +49,8 @@ func TestSDKFloorMakesTheChargesCalls(t *testing.T) {
 	if _, err := Answer(`{"body":"no status"}`); err == nil {
 		t.Fatal("an answer without its status: no error")
 	}
-	if fixed, err := Answer(""); err != nil || fixed.StatusCode != http.StatusCreated {
-		t.Fatalf("no answer given: %+v, %v; want the fixed 201", fixed, err)
+	if _, err := Answer(""); err == nil {
+		t.Fatal("no answer given: no error")
 	}
 	h := SDKHandler(client, table, srv.URL, reply) // the functions' client (dynamo.NewClient)
 	event := func(calls, key string) events.APIGatewayV2HTTPRequest {
