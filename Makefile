@@ -108,10 +108,10 @@ bench: $(RIE)
 	$(MAKE) bench-cpu
 
 ## bench-cpu: the charge function's CPU over its SDK floor, the median of 6 runs; fails above cpuratio.MaxFirstExecutionRatio on first executions
-# Each run is a process of its own that measures the function's paths and
-# then the floors', so the two take turns on the machine, each path over
-# BENCH_CPU_ITERATIONS iterations of its requests: one alone leaves the
-# floor's median moving by a fifth between runs of six.
+# Each run is a process of its own, each path over BENCH_CPU_ITERATIONS
+# iterations of its requests; within an iteration the function and its SDK
+# floor take turns, four blocks of 100 requests each, so that the two are
+# measured over the same stretch of the machine's time.
 BENCH_CPU_RUNS ?= 6
 BENCH_CPU_ITERATIONS ?= 4
 bench-cpu: $(RIE)

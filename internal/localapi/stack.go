@@ -97,9 +97,11 @@ type StackConfig struct {
 	VisibilityTimeout time.Duration
 	MaxReceives       int
 	// NoEventSourceMapping leaves the command queues unpolled, for a test
-	// that receives and delivers batches itself (the table's stream is
-	// always read).
+	// that receives and delivers batches itself.
 	NoEventSourceMapping bool
+	// NoStreamMapping leaves the table's stream unread and the publisher
+	// uninvoked, for a benchmark that measures the charge function alone.
+	NoStreamMapping bool
 	// Producers each get a charge-commands queue of their own, and may
 	// charge only their Accounts (DefaultProducers when empty).
 	Producers []Producer
@@ -511,8 +513,9 @@ func (s *Stack) functionsEnv(cfg StackConfig) ([]string, error) {
 // startTriggers starts what invokes the functions on its own, until Close:
 // unless cfg.NoEventSourceMapping, an event source mapping from each
 // producer's queue to the consumer and from the reconcile queue to the
-// reconciler; always, the table's stream (streamARN) to the publisher,
-// filtered as the region's trigger is (streamfilter.For); and,
+// reconciler; unless cfg.NoStreamMapping, the table's stream (streamARN)
+// to the publisher, filtered as the region's trigger is
+// (streamfilter.For); and,
 // when cfg.SweepInterval is positive, the sweeper's schedule, and when
 // cfg.MatchInterval is, the match's.
 func (s *Stack) startTriggers(cfg StackConfig, awsCfg aws.Config, producers []command.Inbox, streamARN string) {
@@ -526,7 +529,9 @@ func (s *Stack) startTriggers(cfg StackConfig, awsCfg aws.Config, producers []co
 	}
 	streams := dynamodbstreams.NewFromConfig(awsCfg)
 	filters := streamfilter.For(s.RegionName)
-	s.triggers.Go(func() { streamMapping(triggers, streams, streamARN, filters, s.Publisher) })
+	if !cfg.NoStreamMapping {
+		s.triggers.Go(func() { streamMapping(triggers, streams, streamARN, filters, s.Publisher) })
+	}
 	if cfg.SweepInterval > 0 {
 		s.triggers.Go(func() { schedule(triggers, cfg.SweepInterval, s.Sweeper) })
 	}

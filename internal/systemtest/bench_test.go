@@ -42,6 +42,22 @@ func load(b *testing.B, n int, next func(i int) error) {
 // loadFrom is load from clients goroutines.
 func loadFrom(b *testing.B, clients, n int, next func(i int) error) {
 	b.Helper()
+	lat, elapsed, err := drive(clients, n, next)
+	if err != nil {
+		b.Fatal(err)
+	}
+	slices.Sort(lat)
+	saveLatencies(b, lat)
+	b.ReportMetric(float64(n)/elapsed.Seconds(), "req/s")
+	b.ReportMetric(float64(lat[n/2].Microseconds())/1000, "p50_ms")
+	b.ReportMetric(float64(lat[n*99/100].Microseconds())/1000, "p99_ms")
+	b.ReportMetric(0, "ns/op")
+}
+
+// drive makes requests 0 to n-1, next(i) making request i, from clients
+// goroutines. It returns each request's latency (by i), the time they all
+// took, and the first error.
+func drive(clients, n int, next func(i int) error) ([]time.Duration, time.Duration, error) {
 	lat := make([]time.Duration, n)
 	var i atomic.Int64
 	var failed firstError
@@ -63,16 +79,7 @@ func loadFrom(b *testing.B, clients, n int, next func(i int) error) {
 		})
 	}
 	wg.Wait()
-	elapsed := time.Since(start)
-	if err := failed.get(); err != nil {
-		b.Fatal(err)
-	}
-	slices.Sort(lat)
-	saveLatencies(b, lat)
-	b.ReportMetric(float64(n)/elapsed.Seconds(), "req/s")
-	b.ReportMetric(float64(lat[n/2].Microseconds())/1000, "p50_ms")
-	b.ReportMetric(float64(lat[n*99/100].Microseconds())/1000, "p99_ms")
-	b.ReportMetric(0, "ns/op")
+	return lat, time.Since(start), failed.get()
 }
 
 // firstError keeps the first error of many goroutines.

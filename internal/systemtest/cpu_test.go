@@ -78,24 +78,31 @@ func dynamoDBLocal(tb testing.TB) int {
 // process of its own (childRole). At 128 MB Lambda gives a function about
 // 1/14 of a vCPU, so a CPU millisecond here costs about 14 ms of wall time
 // there (projected_128MB_ms). Each iteration sends N more; with
-// -benchtime Kx a figure is the mean over all K×N requests (tally).
+// -benchtime Kx a figure is the mean over all K×N requests (tally). The
+// table's stream is left unread: the publisher's invocations would
+// compete with the function for the machine's cores, which in Lambda they
+// do not share.
 //
-// The floor-* runs are the yardstick, in the same run: the yardstick
-// function (a handler that makes the same number of plain HTTP round trips,
-// each answered after yardstickLatency, and nothing else) under the same
-// RIE, invoked directly. What the charge
-// bootstrap spends above it is the SDK's, the engine's and the handler's.
 // The sdk-floor-* runs are the SDK floor (yardstick.SDKHandler): the
 // charge's DynamoDB calls through aws-sdk-go-v2 with the functions'
 // client, on the stack's table, and its acquirer POST, nothing else. What
 // the charge bootstrap spends above it is the engine's and the handler's.
+// The function's path and its SDK floor take turns within each iteration,
+// in cpuRounds blocks each (measureInTurns), so that the two are measured
+// over the same stretch of the machine's time; the function's
+// sub-benchmark reports the ratio (x_sdk_floor) and the floor's its
+// figures.
+//
+// The floor-* runs are the plain yardstick, measured after: the yardstick
+// function (a handler that makes the same number of plain HTTP round
+// trips, each answered after yardstickLatency, and nothing else) under the
+// same RIE, invoked directly.
 func BenchmarkFunctionCPU(b *testing.B) {
 	sandboxURL, sandboxPID := startSandbox(b)
 	s, token, run := benchStack(b, "cpu", func(c *localapi.StackConfig) {
-		c.AcquirerURL, c.SweepInterval, c.NoEventSourceMapping = sandboxURL, -1, true
+		c.AcquirerURL, c.SweepInterval, c.NoEventSourceMapping, c.NoStreamMapping = sandboxURL, -1, true, true
 	})
 	db := dynamoDBLocal(b)
-	const n = 400
 	warm := func(name string) { // both instances warm, their runtimes started
 		for i := range 2 * benchClients {
 			if err := benchCharge(s, token, fmt.Sprintf("cpu-warm-%s-%s-%d", name, run, i), 201); err != nil {
@@ -104,42 +111,74 @@ func BenchmarkFunctionCPU(b *testing.B) {
 		}
 	}
 	warm("start")
-	for _, path := range []string{yardstick.BenchFirstExecution, yardstick.BenchReplay} {
-		b.Run(path, func(b *testing.B) {
-			var t tally
+	charged := recordCharge(b, s, token, "cpu-recorded-"+run)
+	sdk := startYardstick(b, 0, func(i int) []byte { return charged.sdkEvent(4, fmt.Sprintf("sdk-warm-%s-%d", run, i)) },
+		yardstick.EnvMode+"="+yardstick.ModeSDK, yardstick.EnvTable+"="+s.TableName, deploy.EnvSkipResponseCRC32+"=true",
+		yardstick.EnvAnswer+"="+string(charged.answer))
+	floors := map[string]*tally{} // the SDK floor's, by its sub-benchmark, measured in turns with the function's
+	for _, p := range []struct {
+		path, floor string
+		calls       int // the SDK floor's round trips
+	}{{yardstick.BenchFirstExecution, yardstick.BenchSDKFloorFirstExecution, 4}, {yardstick.BenchReplay, yardstick.BenchSDKFloorReplay, 1}} {
+		b.Run(p.path, func(b *testing.B) {
+			var fn, floor tally
 			for iter := 0; b.Loop(); iter++ {
-				prefix := fmt.Sprintf("cpu-%s-%s-%d-", path, run, iter)
-				if path == yardstick.BenchReplay { // keys of their own, completed beforehand
-					for i := range n {
-						if err := benchCharge(s, token, prefix+strconv.Itoa(i), 201); err != nil {
-							b.Fatal(err)
-						}
+				fnKeys := func(r int) string { return fmt.Sprintf("cpu-%s-%s-%d-%d-", p.path, run, iter, r) }
+				sdkKey := func(r, i int) string { return fmt.Sprintf("sdk-%s-%s-%d-%d-%d", p.path, run, iter, r, i) }
+				sdkBlock := func(r, calls int) func(i int) error {
+					return func(i int) error { return charged.invokeSDK(sdk, calls, sdkKey(r, i)) }
+				}
+				if p.calls == 1 { // keys of their own, completed beforehand
+					for r := range cpuRounds {
+						mustDrive(b, cpuBlock, func(i int) error { return benchCharge(s, token, fnKeys(r)+strconv.Itoa(i), 201) })
+						mustDrive(b, cpuBlock, sdkBlock(r, 4))
 					}
 					// Fresh runtimes, so that no replay comes from the warm
 					// cache of the instance that completed its key: each
 					// makes its one DynamoDB round trip, as the floor does.
+					// The floor's are renewed and warmed alike: both are
+					// measured on processes of the same age.
 					s.Charge.KillIdleRuntimes()
-					warm(prefix)
+					warm(fnKeys(-1))
+					sdk.KillIdleRuntimes()
+					warmPool(b, sdk, func(i int) []byte { return charged.sdkEvent(4, sdkKey(-1, i)) })
 				}
-				emulators, runtimes := s.Charge.Processes()
-				processes := [][]int{runtimes, emulators, {db}, {os.Getpid()}, {sandboxPID}}
-				units := []string{"bootstrap_cpu_ms", "rie_cpu_ms", "dynamodb_cpu_ms", "gateway_cpu_ms", "sandbox_cpu_ms"}
-				before := make([]time.Duration, len(processes))
-				for i, p := range processes {
-					before[i] = cpuOf(b, p...)
+				for r := range cpuRounds {
+					emulators, runtimes := s.Charge.Processes()
+					measureInTurns(b, &fn, b.Name(), [][]int{runtimes, emulators, {db}, {os.Getpid()}, {sandboxPID}},
+						[]string{"bootstrap_cpu_ms", "rie_cpu_ms", "dynamodb_cpu_ms", "gateway_cpu_ms", "sandbox_cpu_ms"},
+						func() {
+							clients, wall := runLoad(b, s.URL, token, fnKeys(r), cpuBlock)
+							fn.add("clients_cpu_ms", clients)
+							fn.wall += wall
+						})
+					emulators, runtimes = sdk.Processes()
+					measureInTurns(b, &floor, "BenchmarkFunctionCPU/"+p.floor, [][]int{runtimes, emulators, {db}},
+						[]string{"bootstrap_cpu_ms", "rie_cpu_ms", "dynamodb_cpu_ms"},
+						func() {
+							_, wall, err := drive(benchClients, cpuBlock, sdkBlock(r, p.calls))
+							if err != nil {
+								b.Fatal(err)
+							}
+							floor.wall += wall
+						})
 				}
-				var clients, wall time.Duration
-				profiled(b, runtimes, func() { clients, wall = runLoad(b, s.URL, token, prefix, n) })
-				for i, unit := range units {
-					t.add(unit, cpuOf(b, processes[i]...)-before[i])
-				}
-				t.add("clients_cpu_ms", clients)
-				t.requests += n
-				t.wall += wall
 			}
-			t.report(b)
-			b.ReportMetric(t.mean("bootstrap_cpu_ms")*14, "projected_128MB_ms")
-			b.ReportMetric(float64(t.requests)/t.wall.Seconds(), "req/s")
+			fn.report(b)
+			b.ReportMetric(fn.mean("bootstrap_cpu_ms")/floor.mean("bootstrap_cpu_ms"), "x_sdk_floor")
+			b.ReportMetric(fn.mean("bootstrap_cpu_ms")*14, "projected_128MB_ms")
+			b.ReportMetric(float64(fn.requests)/fn.wall.Seconds(), "req/s")
+			b.ReportMetric(0, "ns/op")
+			floors[p.floor] = &floor
+		})
+		b.Run(p.floor, func(b *testing.B) {
+			floor := floors[p.floor]
+			if floor == nil {
+				b.Skipf("measured in turns with %s: run both", p.path)
+			}
+			floor.report(b)
+			b.ReportMetric(float64(floor.requests)/floor.wall.Seconds(), "req/s")
+			b.ReportMetric(float64(p.calls), "round_trips")
 			b.ReportMetric(0, "ns/op")
 		})
 	}
@@ -154,57 +193,53 @@ func BenchmarkFunctionCPU(b *testing.B) {
 			for b.Loop() {
 				emulators, runtimes := floor.Processes()
 				fn0, rie0 := cpuOf(b, runtimes...), cpuOf(b, emulators...)
-				profiled(b, runtimes, func() {
-					load(b, n, func(int) error {
+				profiled(b, b.Name(), runtimes, func() {
+					load(b, cpuRounds*cpuBlock, func(int) error {
 						_, err := floor.Invoke(context.Background(), payload)
 						return err
 					})
 				})
 				t.add("bootstrap_cpu_ms", cpuOf(b, runtimes...)-fn0)
 				t.add("rie_cpu_ms", cpuOf(b, emulators...)-rie0)
-				t.requests += n
+				t.requests += cpuRounds * cpuBlock
 			}
 			t.report(b)
 			b.ReportMetric(float64(floorOf.calls), "round_trips")
 			b.ReportMetric(float64(yardstickLatency.Microseconds())/1000, "answered_after_ms")
 		})
 	}
-	charged := recordCharge(b, s, token, "cpu-recorded-"+run)
-	sdk := startYardstick(b, 0, func(i int) []byte { return charged.sdkEvent(4, fmt.Sprintf("sdk-warm-%s-%d", run, i)) },
-		yardstick.EnvMode+"="+yardstick.ModeSDK, yardstick.EnvTable+"="+s.TableName, deploy.EnvSkipResponseCRC32+"=true",
-		yardstick.EnvAnswer+"="+string(charged.answer))
-	for _, floorOf := range []struct {
-		path  string
-		calls int
-	}{{yardstick.BenchSDKFloorFirstExecution, 4}, {yardstick.BenchSDKFloorReplay, 1}} {
-		b.Run(floorOf.path, func(b *testing.B) {
-			var t tally
-			for iter := 0; b.Loop(); iter++ {
-				key := func(i int) string { return fmt.Sprintf("sdk-%s-%d-%d", run, iter, i) }
-				invoke := func(calls int) func(int) error {
-					return func(i int) error {
-						_, err := sdk.Invoke(context.Background(), charged.sdkEvent(calls, key(i)))
-						return err
-					}
-				}
-				if floorOf.calls == 1 { // keys of their own, claimed beforehand
-					load(b, n, invoke(4))
-					// Fresh runtimes, warmed as the function's are before
-					// its replays: both are measured on processes of the
-					// same age.
-					sdk.KillIdleRuntimes()
-					warmPool(b, sdk, func(i int) []byte { return charged.sdkEvent(4, fmt.Sprintf("sdk-rewarm-%s-%d-%d", run, iter, i)) })
-				}
-				emulators, runtimes := sdk.Processes()
-				fn0, rie0 := cpuOf(b, runtimes...), cpuOf(b, emulators...)
-				profiled(b, runtimes, func() { load(b, n, invoke(floorOf.calls)) })
-				t.add("bootstrap_cpu_ms", cpuOf(b, runtimes...)-fn0)
-				t.add("rie_cpu_ms", cpuOf(b, emulators...)-rie0)
-				t.requests += n
-			}
-			t.report(b)
-			b.ReportMetric(float64(floorOf.calls), "round_trips")
-		})
+}
+
+// Each iteration of BenchmarkFunctionCPU sends each path's requests in
+// cpuRounds blocks of cpuBlock, the function's and its SDK floor's taking
+// turns.
+const (
+	cpuRounds = 4
+	cpuBlock  = 100
+)
+
+// measureInTurns runs one block of requests (send), profiled under name,
+// and adds to t each process group's CPU (processes[i], under units[i])
+// and the block's requests.
+func measureInTurns(b *testing.B, t *tally, name string, processes [][]int, units []string, send func()) {
+	b.Helper()
+	before := make([]time.Duration, len(processes))
+	for i, p := range processes {
+		before[i] = cpuOf(b, p...)
+	}
+	profiled(b, name, processes[0], send)
+	for i, unit := range units {
+		t.add(unit, cpuOf(b, processes[i]...)-before[i])
+	}
+	t.requests += cpuBlock
+}
+
+// mustDrive makes n requests with next from benchClients goroutines, and
+// fails b on the first error.
+func mustDrive(b *testing.B, n int, next func(i int) error) {
+	b.Helper()
+	if _, _, err := drive(benchClients, n, next); err != nil {
+		b.Fatal(err)
 	}
 }
 
@@ -347,6 +382,28 @@ func (r recorded) sdkEvent(calls int, key string) []byte {
 		panic(err)
 	}
 	return payload
+}
+
+// invokeSDK asks the SDK floor for a first execution (calls 4) or a
+// replay (1) of key, and requires the recorded charge's status back: a
+// function error is an error, not a cheap request.
+func (r recorded) invokeSDK(sdk *localapi.Pool, calls int, key string) error {
+	out, err := sdk.Invoke(context.Background(), r.sdkEvent(calls, key))
+	if err != nil {
+		return err
+	}
+	var got events.APIGatewayV2HTTPResponse
+	if err := json.Unmarshal(out, &got); err != nil || got.StatusCode != r.status() {
+		return fmt.Errorf("the SDK floor, asked for %d calls on %s, answered %.200s", calls, key, out)
+	}
+	return nil
+}
+
+// status is the recorded answer's status code.
+func (r recorded) status() int {
+	var resp events.APIGatewayV2HTTPResponse
+	_ = json.Unmarshal(r.answer, &resp)
+	return resp.StatusCode
 }
 
 // yardstickEvent is a charge's API Gateway event that asks the yardstick

@@ -388,7 +388,7 @@ func measurePath(b *testing.B, s *localapi.Stack, logs *os.File, closedLoop, ope
 	var m pathFigures
 	var lat []time.Duration
 	_, runtimes := s.Charge.Processes()
-	profiled(b, runtimes, func() {
+	profiled(b, b.Name(), runtimes, func() {
 		before := usage(b, s.Charge)
 		m.capacity = closedLoopRate(b, memoryLoad, closedLoop)
 		m.throttled = throttled(before, usage(b, s.Charge))
@@ -413,7 +413,7 @@ func measureQueue(b *testing.B, s *localapi.Stack, logs *os.File, prefix string)
 	var m pathFigures
 	var times []time.Duration
 	_, runtimes := s.Consumer.Processes()
-	profiled(b, runtimes, func() {
+	profiled(b, b.Name(), runtimes, func() {
 		before := usage(b, s.Consumer)
 		s.Commands.Record()
 		start := time.Now()

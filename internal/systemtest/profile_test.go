@@ -18,10 +18,10 @@ import (
 // deploy.EnvCPUProfile (the function processes inherit it), profiles the
 // processes pids meanwhile: setup.ProfileSignal before and after. Each
 // process's profile is kept as PATH.NAME.PID.pprof (PATH.NAME.PID-I.pprof
-// for the benchmark's later iterations), NAME being the benchmark's name
+// for later measures of the same name), NAME being name, a benchmark's,
 // with its slashes as dashes, so a profile holds the measured requests
 // and nothing else (`go tool pprof -top`).
-func profiled(b *testing.B, pids []int, measure func()) {
+func profiled(b *testing.B, name string, pids []int, measure func()) {
 	b.Helper()
 	path := os.Getenv(deploy.EnvCPUProfile)
 	if path == "" {
@@ -44,7 +44,7 @@ func profiled(b *testing.B, pids []int, measure func()) {
 	signal()
 	measure()
 	signal()
-	name := strings.ReplaceAll(b.Name(), "/", "-")
+	name = strings.ReplaceAll(name, "/", "-")
 	for _, pid := range pids {
 		deadline := time.Now().Add(10 * time.Second)
 		for len(written(pid)) == 0 && time.Now().Before(deadline) {
