@@ -152,8 +152,8 @@ func toItem(r idem.Record) record {
 }
 
 func fromItem(av map[string]types.AttributeValue) (*idem.Record, error) {
-	var it record
-	if err := attributevalue.UnmarshalMap(av, &it); err != nil {
+	it, err := readRecord(av)
+	if err != nil {
 		return nil, fmt.Errorf("decode record: %w", err)
 	}
 	r := &idem.Record{
@@ -251,7 +251,7 @@ var statusName = map[string]string{"#status": "status"}
 // condition the existing record comes back in the same call
 // (ReturnValuesOnConditionCheckFailure ALL_OLD): no follow-up read.
 func (s *Store) Claim(ctx context.Context, rec idem.Record, now time.Time) (*idem.Record, bool, error) {
-	av, err := attributevalue.MarshalMap(toItem(rec))
+	av, err := toItem(rec).item()
 	if err != nil {
 		return nil, false, fmt.Errorf("encode record: %w", err)
 	}
