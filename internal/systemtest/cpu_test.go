@@ -70,12 +70,14 @@ func dynamoDBLocal(tb testing.TB) int {
 }
 
 // BenchmarkFunctionCPU: process CPU per request, as the bill counts it —
-// utime + stime of each process of the pipeline, around N first executions
-// and, separately, N replays of other keys, through the gateway and two
-// instances: the charge function's bootstraps, their emulators (the RIE),
-// DynamoDB Local, this process (the gateway, with the pools it drives), the
-// sandbox acquirer and the load's clients, each of the last two a child
-// process of its own (childRole). At 128 MB Lambda gives a function about
+// utime + stime of each process of the pipeline, around N first
+// executions, N replays of other keys and N refunds of other charges,
+// through the gateway and two instances: the charge function's
+// bootstraps, their emulators (the RIE), DynamoDB Local, this process (the
+// gateway, with the pools it drives), the sandbox acquirer and the load's
+// clients, each of the last two a child process of its own (childRole).
+// The refunds are sent from this process, so their figures leave out the
+// gateway's and the clients'. At 128 MB Lambda gives a function about
 // 1/14 of a vCPU, so a CPU millisecond here costs about 14 ms of wall time
 // there (projected_128MB_ms). Each iteration sends N more; with
 // -benchtime Kx a figure is the mean over all K×N requests (tally). The
@@ -83,10 +85,10 @@ func dynamoDBLocal(tb testing.TB) int {
 // compete with the function for the machine's cores, which in Lambda they
 // do not share.
 //
-// The sdk-floor-* runs are the SDK floor (yardstick.SDKHandler): the
-// charge's DynamoDB calls through aws-sdk-go-v2 with the functions'
-// client, on the stack's table, and its acquirer POST, nothing else. What
-// the charge bootstrap spends above it is the engine's and the handler's.
+// The sdk-floor-* runs are the SDK floor (yardstick.SDKHandler): each
+// path's DynamoDB calls through aws-sdk-go-v2 with the functions' client,
+// on the stack's table, and its acquirer POST, nothing else. What the
+// charge bootstrap spends above it is the engine's and the handler's.
 // The function's path and its SDK floor take turns within each iteration,
 // in cpuRounds blocks each (measureInTurns), so that the two are measured
 // over the same stretch of the machine's time; the function's
@@ -111,28 +113,37 @@ func BenchmarkFunctionCPU(b *testing.B) {
 		}
 	}
 	warm("start")
-	charged := recordCharge(b, s, token, "cpu-recorded-"+run)
-	sdk := startYardstick(b, 0, func(i int) []byte { return charged.sdkEvent(4, fmt.Sprintf("sdk-warm-%s-%d", run, i)) },
+	rec := recordPaths(b, s, token, "cpu-recorded-"+run)
+	warmSDK := func(i int) []byte {
+		return rec.sdkEvent(yardstick.BenchFirstExecution, fmt.Sprintf("sdk-warm-%s-%d", run, i))
+	}
+	sdk := startYardstick(b, 0, warmSDK,
 		yardstick.EnvMode+"="+yardstick.ModeSDK, yardstick.EnvTable+"="+s.TableName, deploy.EnvSkipResponseCRC32+"=true",
-		yardstick.EnvAnswer+"="+string(charged.answer))
+		yardstick.EnvAnswer+"="+rec.answers())
 	floors := map[string]*tally{} // the SDK floor's, by its sub-benchmark, measured in turns with the function's
-	for _, p := range []struct {
-		path, floor string
-		calls       int // the SDK floor's round trips
-	}{{yardstick.BenchFirstExecution, yardstick.BenchSDKFloorFirstExecution, 4}, {yardstick.BenchReplay, yardstick.BenchSDKFloorReplay, 1}} {
+	for _, p := range []struct{ path, floor string }{
+		{yardstick.BenchFirstExecution, yardstick.BenchSDKFloorFirstExecution},
+		{yardstick.BenchReplay, yardstick.BenchSDKFloorReplay},
+		{yardstick.BenchRefund, yardstick.BenchSDKFloorRefund},
+	} {
 		b.Run(p.path, func(b *testing.B) {
 			var fn, floor tally
 			for iter := 0; b.Loop(); iter++ {
 				fnKeys := func(r int) string { return fmt.Sprintf("cpu-%s-%s-%d-%d-", p.path, run, iter, r) }
 				sdkKey := func(r, i int) string { return fmt.Sprintf("sdk-%s-%s-%d-%d-%d", p.path, run, iter, r, i) }
-				sdkBlock := func(r, calls int) func(i int) error {
-					return func(i int) error { return charged.invokeSDK(sdk, calls, sdkKey(r, i)) }
+				sdkBlock := func(r int, path string) func(i int) error {
+					return func(i int) error { return rec.invokeSDK(sdk, path, sdkKey(r, i)) }
 				}
-				if p.calls == 1 { // keys of their own, completed beforehand
+				// Keys of their own, charged beforehand: the replays' and
+				// the refunds' charges.
+				var charges [cpuRounds][]string
+				if p.path != yardstick.BenchFirstExecution {
 					for r := range cpuRounds {
-						mustDrive(b, cpuBlock, func(i int) error { return benchCharge(s, token, fnKeys(r)+strconv.Itoa(i), 201) })
-						mustDrive(b, cpuBlock, sdkBlock(r, 4))
+						charges[r] = benchCharges(b, s, token, fnKeys(r), cpuBlock, visa)
+						mustDrive(b, cpuBlock, sdkBlock(r, yardstick.BenchFirstExecution))
 					}
+				}
+				if p.path == yardstick.BenchReplay {
 					// Fresh runtimes, so that no replay comes from the warm
 					// cache of the instance that completed its key: each
 					// makes its one DynamoDB round trip, as the floor does.
@@ -141,22 +152,36 @@ func BenchmarkFunctionCPU(b *testing.B) {
 					s.Charge.KillIdleRuntimes()
 					warm(fnKeys(-1))
 					sdk.KillIdleRuntimes()
-					warmPool(b, sdk, func(i int) []byte { return charged.sdkEvent(4, sdkKey(-1, i)) })
+					warmPool(b, sdk, func(i int) []byte { return rec.sdkEvent(yardstick.BenchFirstExecution, sdkKey(-1, i)) })
 				}
 				for r := range cpuRounds {
 					emulators, runtimes := s.Charge.Processes()
-					measureInTurns(b, &fn, b.Name(), [][]int{runtimes, emulators, {db}, {os.Getpid()}, {sandboxPID}},
-						[]string{"bootstrap_cpu_ms", "rie_cpu_ms", "dynamodb_cpu_ms", "gateway_cpu_ms", "sandbox_cpu_ms"},
-						func() {
-							clients, wall := runLoad(b, s.URL, token, fnKeys(r), cpuBlock)
-							fn.add("clients_cpu_ms", clients)
-							fn.wall += wall
-						})
+					if p.path == yardstick.BenchRefund { // from this process: no gateway or clients' figure
+						measureInTurns(b, &fn, b.Name(), [][]int{runtimes, emulators, {db}, {sandboxPID}},
+							[]string{"bootstrap_cpu_ms", "rie_cpu_ms", "dynamodb_cpu_ms", "sandbox_cpu_ms"},
+							func() {
+								_, wall, err := drive(benchClients, cpuBlock, func(i int) error {
+									return benchAct(s, token, route.Refund, charges[r][i], fnKeys(r)+"refund-"+strconv.Itoa(i), `{"amount": 1}`)
+								})
+								if err != nil {
+									b.Fatal(err)
+								}
+								fn.wall += wall
+							})
+					} else {
+						measureInTurns(b, &fn, b.Name(), [][]int{runtimes, emulators, {db}, {os.Getpid()}, {sandboxPID}},
+							[]string{"bootstrap_cpu_ms", "rie_cpu_ms", "dynamodb_cpu_ms", "gateway_cpu_ms", "sandbox_cpu_ms"},
+							func() {
+								clients, wall := runLoad(b, s.URL, token, fnKeys(r), cpuBlock)
+								fn.add("clients_cpu_ms", clients)
+								fn.wall += wall
+							})
+					}
 					emulators, runtimes = sdk.Processes()
 					measureInTurns(b, &floor, "BenchmarkFunctionCPU/"+p.floor, [][]int{runtimes, emulators, {db}},
 						[]string{"bootstrap_cpu_ms", "rie_cpu_ms", "dynamodb_cpu_ms"},
 						func() {
-							_, wall, err := drive(benchClients, cpuBlock, sdkBlock(r, p.calls))
+							_, wall, err := drive(benchClients, cpuBlock, sdkBlock(r, p.path))
 							if err != nil {
 								b.Fatal(err)
 							}
@@ -178,7 +203,6 @@ func BenchmarkFunctionCPU(b *testing.B) {
 			}
 			floor.report(b)
 			b.ReportMetric(float64(floor.requests)/floor.wall.Seconds(), "req/s")
-			b.ReportMetric(float64(p.calls), "round_trips")
 			b.ReportMetric(0, "ns/op")
 		})
 	}
@@ -319,40 +343,69 @@ func startYardstick(b *testing.B, memoryMB int, warm func(i int) []byte, env ...
 // warmPool invokes p with warm's events as the function's stack is warmed
 // (2 × benchClients requests), so that both instances run, their runtimes
 // started.
+// A fresh runtime's warm-up is tried up to three times: once in six
+// runs of `make bench-cpu`, the emulator answered a first invocation
+// with a 502 and no body.
 func warmPool(b *testing.B, p *localapi.Pool, warm func(i int) []byte) {
 	b.Helper()
 	for i := range 2 * benchClients {
-		if _, err := p.Invoke(context.Background(), warm(i)); err != nil {
-			b.Fatal(err)
+		for try := 1; ; try++ {
+			_, err := p.Invoke(context.Background(), warm(i))
+			if err == nil {
+				break
+			}
+			if try == 3 {
+				b.Fatal(err)
+			}
+			b.Logf("warm-up %d, try %d: %v", i, try, err)
+			time.Sleep(100 * time.Millisecond)
 		}
 	}
 }
 
-// recorded is what the charge function read and wrote for one first
-// execution: the event the gateway built from the load's request, and the
-// function's answer, as the JSON Lambda returned.
-type recorded struct {
+// recorded is what the charge function read and wrote on each path the
+// SDK floor stands for (yardstick.SDKPaths): the event the gateway built
+// from the load's request, and the function's answer, as the JSON Lambda
+// returned.
+type recorded map[string]exchange
+
+type exchange struct {
 	event  events.APIGatewayV2HTTPRequest
 	answer []byte
 }
 
-// recordCharge charges key as the load does, through a gateway of the
-// stack's trust whose one route, route.Create, invokes the stack's charge
-// function and keeps the event and the answer.
-func recordCharge(b *testing.B, s *localapi.Stack, token, key string) recorded {
+// recordPaths charges key as the load does, charges it again (its
+// replay) and refunds the charge as the refunds' load does, through a
+// gateway of the stack's trust whose routes, route.Create and
+// route.Refund, invoke the stack's charge function and keep each event
+// and answer.
+func recordPaths(b *testing.B, s *localapi.Stack, token, key string) recorded {
 	b.Helper()
 	rec := &recording{target: s.Charge}
-	srv := httptest.NewServer(&localapi.Gateway{Trust: localapi.Trust{Secret: secret},
-		Routes: []localapi.Route{{Key: route.Create, Target: rec, Scope: route.Scopes[route.Create]}}})
+	srv := httptest.NewServer(&localapi.Gateway{Trust: localapi.Trust{Secret: secret}, Routes: []localapi.Route{
+		{Key: route.Create, Target: rec, Scope: route.Scopes[route.Create]},
+		{Key: route.Refund, Target: rec, Scope: route.Scopes[route.Refund]},
+	}})
 	defer srv.Close()
-	if err := chargeAt(srv.URL, token, key, http.StatusCreated); err != nil {
-		b.Fatal(err)
+	out := recorded{}
+	keep := func(path string, err error) {
+		if err != nil {
+			b.Fatal(err)
+		}
+		var ex exchange
+		if err := json.Unmarshal(rec.payload, &ex.event); err != nil {
+			b.Fatal(err)
+		}
+		ex.answer = rec.answer
+		out[path] = ex
 	}
-	var out recorded
-	if err := json.Unmarshal(rec.payload, &out.event); err != nil {
-		b.Fatal(err)
-	}
-	out.answer = rec.answer
+	resp, err := benchPost(srv.URL+route.ChargesPath, token, key, visa, http.StatusCreated)
+	keep(yardstick.BenchFirstExecution, err)
+	_, err = benchPost(srv.URL+route.ChargesPath, token, key, visa, http.StatusCreated)
+	keep(yardstick.BenchReplay, err)
+	id := strings.TrimPrefix(resp.Get("Location"), route.ChargesPath+"/")
+	_, err = benchPost(srv.URL+route.Path(route.Refund, id), token, key+"-refund", `{"amount": 1}`, http.StatusCreated)
+	keep(yardstick.BenchRefund, err)
 	return out
 }
 
@@ -369,14 +422,26 @@ func (r *recording) Invoke(ctx context.Context, payload []byte) ([]byte, error) 
 	return out, err
 }
 
-// sdkEvent is the recorded charge's event, its key replaced by key and
-// encoded again (the same members, within a few bytes of its size), that
-// asks the SDK floor for a first execution (calls 4) or a replay (1) of
-// key.
-func (r recorded) sdkEvent(calls int, key string) []byte {
-	ev := r.event
+// answers is the SDK floor's EnvAnswer: each path's recorded answer.
+func (r recorded) answers() string {
+	all := map[string]json.RawMessage{}
+	for path, ex := range r {
+		all[path] = ex.answer
+	}
+	out, err := json.Marshal(all)
+	if err != nil {
+		panic(err)
+	}
+	return string(out)
+}
+
+// sdkEvent is path's recorded event, its key replaced by key and encoded
+// again (the same members, within a few bytes of its size), that asks the
+// SDK floor for path's calls on key.
+func (r recorded) sdkEvent(path, key string) []byte {
+	ev := r[path].event
 	ev.Headers = maps.Clone(ev.Headers)
-	ev.Headers["idempotency-key"], ev.Headers[yardstick.KeyHeader], ev.Headers[yardstick.CallsHeader] = key, key, strconv.Itoa(calls)
+	ev.Headers["idempotency-key"], ev.Headers[yardstick.KeyHeader], ev.Headers[yardstick.PathHeader] = key, key, path
 	payload, err := json.Marshal(ev)
 	if err != nil {
 		panic(err)
@@ -384,26 +449,20 @@ func (r recorded) sdkEvent(calls int, key string) []byte {
 	return payload
 }
 
-// invokeSDK asks the SDK floor for a first execution (calls 4) or a
-// replay (1) of key, and requires the recorded charge's status back: a
-// function error is an error, not a cheap request.
-func (r recorded) invokeSDK(sdk *localapi.Pool, calls int, key string) error {
-	out, err := sdk.Invoke(context.Background(), r.sdkEvent(calls, key))
+// invokeSDK asks the SDK floor for path's calls on key, and requires
+// path's recorded status back: a function error is an error, not a cheap
+// request.
+func (r recorded) invokeSDK(sdk *localapi.Pool, path, key string) error {
+	out, err := sdk.Invoke(context.Background(), r.sdkEvent(path, key))
 	if err != nil {
 		return err
 	}
-	var got events.APIGatewayV2HTTPResponse
-	if err := json.Unmarshal(out, &got); err != nil || got.StatusCode != r.status() {
-		return fmt.Errorf("the SDK floor, asked for %d calls on %s, answered %.200s", calls, key, out)
+	var got, want events.APIGatewayV2HTTPResponse
+	_ = json.Unmarshal(r[path].answer, &want)
+	if err := json.Unmarshal(out, &got); err != nil || got.StatusCode != want.StatusCode {
+		return fmt.Errorf("the SDK floor, asked for a %s of %s, answered %.200s", path, key, out)
 	}
 	return nil
-}
-
-// status is the recorded answer's status code.
-func (r recorded) status() int {
-	var resp events.APIGatewayV2HTTPResponse
-	_ = json.Unmarshal(r.answer, &resp)
-	return resp.StatusCode
 }
 
 // yardstickEvent is a charge's API Gateway event that asks the yardstick

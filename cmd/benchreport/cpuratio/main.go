@@ -1,7 +1,7 @@
 // Command cpuratio holds the charge function to its SDK floor. It reads
 // the output of several runs of BenchmarkFunctionCPU, takes the median of
 // each path's bootstrap_cpu_ms over the runs, and prints the function's
-// ratio over the SDK floor for first executions and replays. It exits 1
+// ratio over the SDK floor for first executions, replays and refunds. It exits 1
 // when the first-execution ratio passes MaxFirstExecutionRatio.
 //
 //	go run ./cpuratio results/cpu.txt
@@ -33,6 +33,7 @@ type path struct{ name, function, floor string }
 var paths = []path{
 	{"first execution", yardstick.BenchFirstExecution, yardstick.BenchSDKFloorFirstExecution},
 	{"replay", yardstick.BenchReplay, yardstick.BenchSDKFloorReplay},
+	{"refund", yardstick.BenchRefund, yardstick.BenchSDKFloorRefund},
 }
 
 func main() {

@@ -22,6 +22,8 @@ func TestReportTakesMediansOverRuns(t *testing.T) {
 			"BenchmarkFunctionCPU/floor-first-execution-2 1 1.0 bootstrap_cpu_ms\n" +
 			"BenchmarkFunctionCPU/sdk-floor-first-execution-2 1 " + run.floorFE + " bootstrap_cpu_ms\n" +
 			"BenchmarkFunctionCPU/sdk-floor-replay-2 1 " + run.floorReplay + " bootstrap_cpu_ms\n" +
+			"BenchmarkFunctionCPU/refund-2 1 4.4 bootstrap_cpu_ms\n" +
+			"BenchmarkFunctionCPU/sdk-floor-refund-2 1 4.0 bootstrap_cpu_ms\n" +
 			"BenchmarkOther-2 1 9 bootstrap_cpu_ms\n")
 	}
 	name := filepath.Join(t.TempDir(), "cpu.txt")
@@ -43,6 +45,9 @@ func TestReportTakesMediansOverRuns(t *testing.T) {
 	}
 	if got := ratios["replay"]; got < 1.499 || got > 1.501 {
 		t.Errorf("replay: %.3f, want 1.5", got)
+	}
+	if got := ratios["refund"]; got < 1.099 || got > 1.101 {
+		t.Errorf("refund: %.3f, want 1.1", got)
 	}
 	if !strings.Contains(table.String(), "| first execution | 2.50 ms | 1.70 ms | 1.47× | 3 |") {
 		t.Errorf("table:\n%s", table.String())

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -19,13 +18,19 @@ import (
 
 // The sub-benchmarks of BenchmarkFunctionCPU that `make bench-cpu`
 // compares (cmd/benchreport/cpuratio): each path of the charge function
-// and the SDK floor's of the same path.
+// and the SDK floor's of the same path. A path's name is also what the
+// SDK floor's PathHeader asks for.
 const (
 	BenchFirstExecution         = "first-execution"
 	BenchReplay                 = "replay"
-	BenchSDKFloorFirstExecution = "sdk-floor-first-execution"
-	BenchSDKFloorReplay         = "sdk-floor-replay"
+	BenchRefund                 = "refund"
+	BenchSDKFloorFirstExecution = "sdk-floor-" + BenchFirstExecution
+	BenchSDKFloorReplay         = "sdk-floor-" + BenchReplay
+	BenchSDKFloorRefund         = "sdk-floor-" + BenchRefund
 )
+
+// SDKPaths are the paths the SDK floor makes the calls of.
+var SDKPaths = []string{BenchFirstExecution, BenchReplay, BenchRefund}
 
 // The SDK floor: the charge's DynamoDB calls through aws-sdk-go-v2 and
 // nothing else, the floor of a design that requires the SDK.
@@ -36,12 +41,17 @@ const (
 	ModeSDK = "sdk"
 	// EnvTable names the variable holding the SDK floor's table.
 	EnvTable = "YARDSTICK_TABLE"
+	// PathHeader is the event header naming the path whose calls the SDK
+	// floor makes (SDKPaths).
+	PathHeader = "yardstick-path"
 	// KeyHeader is the event header naming the intent's key: a first
-	// execution claims it, a replay finds it claimed.
+	// execution claims it, a replay finds it claimed, a refund refunds
+	// the charge its first execution made.
 	KeyHeader = "yardstick-key"
-	// EnvAnswer names the variable holding the answer the SDK floor gives,
-	// as the JSON Lambda returns: the charge function's own answer, so
-	// that the floor writes what the function writes.
+	// EnvAnswer names the variable holding the answers the SDK floor
+	// gives, a JSON object of each path's (SDKPaths) as the JSON Lambda
+	// returns: the charge function's own answers, so that the floor
+	// writes what the function writes.
 	EnvAnswer = "YARDSTICK_ANSWER"
 )
 
@@ -54,73 +64,161 @@ const (
 	completionBytes = 903 - claimBytes // what the completion adds to the claim
 )
 
-// SDKHandler is the SDK floor's handler. For a first execution (the
-// CallsHeader says 4) it makes the charge's calls in their order: the
-// claim's PutItem conditioned on the key's absence, the acquirer's POST to
-// url (plain net/http, as the acquirer's client), the ledger row's
-// PutItem conditioned the same way, and the completion's UpdateItem
-// conditioned on the claim; for a replay (1), the claim's PutItem, refused
-// by its condition with the old item returned, as a replay's is. api is
-// the client the functions use (dynamo.NewClient), so its configuration
-// (retryer, endpoint resolution, checksums) is theirs. Every invocation
-// answers with reply.
-func SDKHandler(api *dynamodb.Client, table, url string, reply events.APIGatewayV2HTTPResponse) func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-	client := &http.Client{}
-	absent := aws.String("attribute_not_exists(pk)")
+// SDKHandler is the SDK floor's handler. It makes the calls of the path
+// the PathHeader names, in their order, on the KeyHeader's key:
+//   - a first execution: the claim's PutItem conditioned on the key's
+//     absence, the acquirer's POST to url (plain net/http, as the
+//     acquirer's client), the ledger row's PutItem conditioned the same
+//     way, and the completion's UpdateItem conditioned on the claim;
+//   - a replay: the claim's PutItem, refused by its condition with the old
+//     item returned, as a replay's is;
+//   - a refund of the charge the key's first execution made: the refund's
+//     claim, the charge's row and record read (two GetItem), the
+//     reservation on the charge's row (UpdateItem), the acquirer's POST,
+//     the refund row's PutItem, the reservation's success (UpdateItem)
+//     and the completion.
+//
+// api is the client the functions use (dynamo.NewClient), so its
+// configuration (retryer, endpoint resolution, checksums) is theirs. Every
+// invocation answers with its path's answer.
+func SDKHandler(api *dynamodb.Client, table, url string, answers map[string]events.APIGatewayV2HTTPResponse) func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	f := floor{api: api, table: aws.String(table), url: url, client: &http.Client{}}
 	return func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-		calls, err := strconv.Atoi(ev.Headers[CallsHeader])
-		key := ev.Headers[KeyHeader]
-		if err != nil || key == "" || (calls != 1 && calls != 4) {
-			return events.APIGatewayV2HTTPResponse{}, fmt.Errorf("%s %q, %s %q: want 1 or 4, and a key", CallsHeader, ev.Headers[CallsHeader], KeyHeader, key)
+		path, key := ev.Headers[PathHeader], ev.Headers[KeyHeader]
+		reply, ok := answers[path]
+		if !ok || key == "" {
+			return events.APIGatewayV2HTTPResponse{}, fmt.Errorf("%s %q, %s %q: want one of %q, and a key", PathHeader, path, KeyHeader, key, SDKPaths)
 		}
-		claim := itemOf("IDEM#"+key, claimBytes)
-		_, err = api.PutItem(ctx, &dynamodb.PutItemInput{
-			TableName: aws.String(table), Item: claim, ConditionExpression: absent,
-			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-		})
-		var refused *types.ConditionalCheckFailedException
-		switch {
-		case calls == 1 && errors.As(err, &refused):
-			return reply, nil // the replay: its record came back with the refusal
-		case err != nil:
-			return events.APIGatewayV2HTTPResponse{}, fmt.Errorf("claim: %w", err)
-		case calls == 1:
-			return events.APIGatewayV2HTTPResponse{}, fmt.Errorf("a replay of %s, which no first execution claimed", key)
+		var err error
+		switch path {
+		case BenchFirstExecution:
+			err = f.firstExecution(ctx, key)
+		case BenchReplay:
+			err = f.replay(ctx, key)
+		case BenchRefund:
+			err = f.refund(ctx, key)
 		}
-		if err := post(ctx, client, url); err != nil {
-			return events.APIGatewayV2HTTPResponse{}, err
-		}
-		if _, err := api.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: itemOf("CHARGE#"+key, rowBytes), ConditionExpression: absent}); err != nil {
-			return events.APIGatewayV2HTTPResponse{}, fmt.Errorf("row: %w", err)
-		}
-		_, err = api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName: aws.String(table), Key: map[string]types.AttributeValue{"pk": claim["pk"]},
-			UpdateExpression:         aws.String("SET #s = :s, #r = :r"),
-			ConditionExpression:      aws.String("#s = :claimed"),
-			ExpressionAttributeNames: map[string]string{"#s": "status", "#r": "response"},
-			ExpressionAttributeValues: map[string]types.AttributeValue{
-				":s": &types.AttributeValueMemberS{Value: "COMPLETED"}, ":claimed": &types.AttributeValueMemberS{Value: "IN_PROGRESS"},
-				":r": &types.AttributeValueMemberS{Value: strings.Repeat("r", completionBytes)},
-			},
-		})
 		if err != nil {
-			return events.APIGatewayV2HTTPResponse{}, fmt.Errorf("completion: %w", err)
+			return events.APIGatewayV2HTTPResponse{}, err
 		}
 		return reply, nil
 	}
 }
 
-// Answer is the SDK floor's answer: the JSON of EnvAnswer's value, which
-// must be set.
-func Answer(value string) (events.APIGatewayV2HTTPResponse, error) {
-	var resp events.APIGatewayV2HTTPResponse
-	if err := json.Unmarshal([]byte(value), &resp); err != nil {
-		return resp, fmt.Errorf("%s: not an answer: %w", EnvAnswer, err)
+// floor makes the SDK floor's calls on its table.
+type floor struct {
+	api    *dynamodb.Client
+	table  *string
+	url    string
+	client *http.Client
+}
+
+var absent = aws.String("attribute_not_exists(pk)")
+
+// claim puts the claim at pk, conditioned on its absence, the old item
+// returned when the condition fails.
+func (f floor) claim(ctx context.Context, pk string) (map[string]types.AttributeValue, error) {
+	claim := itemOf(pk, claimBytes)
+	_, err := f.api.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName: f.table, Item: claim, ConditionExpression: absent,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	return claim, err
+}
+
+func (f floor) firstExecution(ctx context.Context, key string) error {
+	claim, err := f.claim(ctx, "IDEM#"+key)
+	if err != nil {
+		return fmt.Errorf("claim: %w", err)
 	}
-	if resp.StatusCode == 0 {
-		return resp, fmt.Errorf("%s: an answer without its status", EnvAnswer)
+	if err := post(ctx, f.client, f.url); err != nil {
+		return err
 	}
-	return resp, nil
+	if _, err := f.api.PutItem(ctx, &dynamodb.PutItemInput{TableName: f.table, Item: itemOf("CHARGE#"+key, rowBytes), ConditionExpression: absent}); err != nil {
+		return fmt.Errorf("row: %w", err)
+	}
+	return f.complete(ctx, claim["pk"])
+}
+
+func (f floor) replay(ctx context.Context, key string) error {
+	_, err := f.claim(ctx, "IDEM#"+key)
+	var refused *types.ConditionalCheckFailedException
+	switch {
+	case errors.As(err, &refused):
+		return nil // the replay: its record came back with the refusal
+	case err != nil:
+		return fmt.Errorf("claim: %w", err)
+	}
+	return fmt.Errorf("a replay of %s, which no first execution claimed", key)
+}
+
+func (f floor) refund(ctx context.Context, key string) error {
+	claim, err := f.claim(ctx, "IDEM#refund#"+key)
+	if err != nil {
+		return fmt.Errorf("claim: %w", err)
+	}
+	charge := map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "CHARGE#" + key}}
+	for _, pk := range []string{"CHARGE#" + key, "IDEM#" + key} {
+		out, err := f.api.GetItem(ctx, &dynamodb.GetItemInput{TableName: f.table, Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: pk}}, ConsistentRead: aws.Bool(true)})
+		if err != nil || out.Item == nil {
+			return fmt.Errorf("read %s: %v, %w", pk, out, err)
+		}
+	}
+	balance := func(expr string) error {
+		_, err := f.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName: f.table, Key: charge, UpdateExpression: aws.String(expr),
+			ConditionExpression:       aws.String("attribute_exists(pk)"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":a": &types.AttributeValueMemberN{Value: "1"}},
+		})
+		return err
+	}
+	if err := balance("ADD reserved :a"); err != nil {
+		return fmt.Errorf("reserve: %w", err)
+	}
+	if err := post(ctx, f.client, f.url); err != nil {
+		return err
+	}
+	if _, err := f.api.PutItem(ctx, &dynamodb.PutItemInput{TableName: f.table, Item: itemOf("REFUND#"+key, rowBytes), ConditionExpression: absent}); err != nil {
+		return fmt.Errorf("refund row: %w", err)
+	}
+	if err := balance("ADD refunded :a"); err != nil {
+		return fmt.Errorf("success: %w", err)
+	}
+	return f.complete(ctx, claim["pk"])
+}
+
+// complete is the completion's UpdateItem on the claim at pk, conditioned
+// on its being in progress.
+func (f floor) complete(ctx context.Context, pk types.AttributeValue) error {
+	_, err := f.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: f.table, Key: map[string]types.AttributeValue{"pk": pk},
+		UpdateExpression:         aws.String("SET #s = :s, #r = :r"),
+		ConditionExpression:      aws.String("#s = :claimed"),
+		ExpressionAttributeNames: map[string]string{"#s": "status", "#r": "response"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":s": &types.AttributeValueMemberS{Value: "COMPLETED"}, ":claimed": &types.AttributeValueMemberS{Value: "IN_PROGRESS"},
+			":r": &types.AttributeValueMemberS{Value: strings.Repeat("r", completionBytes)},
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("completion: %w", err)
+	}
+	return nil
+}
+
+// Answers reads the SDK floor's answers from EnvAnswer's value, which
+// must give each path's (SDKPaths), each with its status.
+func Answers(value string) (map[string]events.APIGatewayV2HTTPResponse, error) {
+	var answers map[string]events.APIGatewayV2HTTPResponse
+	if err := json.Unmarshal([]byte(value), &answers); err != nil {
+		return nil, fmt.Errorf("%s: not answers: %w", EnvAnswer, err)
+	}
+	for _, path := range SDKPaths {
+		if answers[path].StatusCode == 0 {
+			return nil, fmt.Errorf("%s: no answer with its status for %s", EnvAnswer, path)
+		}
+	}
+	return answers, nil
 }
 
 // itemOf is an item at key padded to about size bytes, in progress.

@@ -9,11 +9,12 @@
 // is the SDK's, the engine's and the handler's.
 //
 // The SDK floor (SDKHandler) is the second yardstick: the same DynamoDB
-// calls as the charge's, through aws-sdk-go-v2 with the functions' client,
+// calls as the charge function's on each of its paths (a first execution,
+// a replay, a refund), through aws-sdk-go-v2 with the functions' client,
 // on items of the charge's sizes, and nothing else; it reads an event of
 // the members and size of the charge function's (BenchmarkFunctionCPU
-// records one) and writes the answer it writes (EnvAnswer), as every
-// function of this route must.
+// records one of each path) and writes the answer it writes (EnvAnswer),
+// as every function of these routes must.
 // What the charge bootstrap spends above it is the engine's and the
 // handler's alone.
 package yardstick

@@ -33,8 +33,10 @@ func TestHandlerMakesTheRoundTripsAsked(t *testing.T) {
 
 // TestSDKFloorMakesTheChargesCalls: a first execution claims its key,
 // posts once and writes the row and the completion; its replay is the
-// claim refused; both answer the answer given; a replay of a key never claimed, a count other than 1 or
-// 4, or no key, is an error.
+// claim refused; its refund claims, posts once and writes the refund row
+// and the charge's balance twice; each answers its path's answer. A
+// replay or a refund of a key never charged, an unknown path, or no key,
+// is an error, and so are answers without every path's.
 func TestSDKFloorMakesTheChargesCalls(t *testing.T) {
 	ctx := context.Background()
 	client := dynamotest.Client(t)
@@ -42,33 +44,48 @@ func TestSDKFloorMakesTheChargesCalls(t *testing.T) {
 	var posts atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { posts.Add(1) }))
 	defer srv.Close()
-	reply, err := Answer(`{"statusCode":201,"headers":{"Location":"/v1/charges/ch_1"},"body":"{\"id\":\"ch_1\"}"}`)
+	answers, err := Answers(`{"first-execution":{"statusCode":201,"headers":{"Location":"/v1/charges/ch_1"},"body":"{\"id\":\"ch_1\"}"},` +
+		`"replay":{"statusCode":201,"headers":{"Idempotent-Replay":"true"},"body":"{\"id\":\"ch_1\"}"},"refund":{"statusCode":201,"body":"{\"id\":\"re_1\"}"}}`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Answer(`{"body":"no status"}`); err == nil {
-		t.Fatal("an answer without its status: no error")
-	}
-	if _, err := Answer(""); err == nil {
-		t.Fatal("no answer given: no error")
-	}
-	h := SDKHandler(client, table, srv.URL, reply) // the functions' client (dynamo.NewClient)
-	event := func(calls, key string) events.APIGatewayV2HTTPRequest {
-		return events.APIGatewayV2HTTPRequest{Headers: map[string]string{CallsHeader: calls, KeyHeader: key}}
-	}
-	if resp, err := h(ctx, event("4", "k1")); err != nil || resp.Headers["Location"] != "/v1/charges/ch_1" || posts.Load() != 1 {
-		t.Fatalf("first execution: %+v, %v, %d posts", resp, err, posts.Load())
-	}
-	for _, pk := range []string{"IDEM#k1", "CHARGE#k1"} {
-		out, err := client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: pk}}})
-		if err != nil || out.Item == nil || (pk == "IDEM#k1" && out.Item["status"].(*types.AttributeValueMemberS).Value != "COMPLETED") {
-			t.Fatalf("%s: %v, %v", pk, out.Item, err)
+	for _, bad := range []string{"", `{"first-execution":{"statusCode":201},"replay":{"statusCode":201}}`, `{"first-execution":{"statusCode":201},"replay":{"statusCode":201},"refund":{"body":"no status"}}`} {
+		if _, err := Answers(bad); err == nil {
+			t.Errorf("answers %q: no error", bad)
 		}
 	}
-	if resp, err := h(ctx, event("1", "k1")); err != nil || resp.Body != `{"id":"ch_1"}` || posts.Load() != 1 {
+	h := SDKHandler(client, table, srv.URL, answers) // the functions' client (dynamo.NewClient)
+	event := func(path, key string) events.APIGatewayV2HTTPRequest {
+		return events.APIGatewayV2HTTPRequest{Headers: map[string]string{PathHeader: path, KeyHeader: key}}
+	}
+	if resp, err := h(ctx, event(BenchFirstExecution, "k1")); err != nil || resp.Headers["Location"] != "/v1/charges/ch_1" || posts.Load() != 1 {
+		t.Fatalf("first execution: %+v, %v, %d posts", resp, err, posts.Load())
+	}
+	item := func(pk string) map[string]types.AttributeValue {
+		out, err := client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: pk}}})
+		if err != nil || out.Item == nil {
+			t.Fatalf("%s: %v, %v", pk, out, err)
+		}
+		return out.Item
+	}
+	item("CHARGE#k1")
+	if s := item("IDEM#k1")["status"].(*types.AttributeValueMemberS).Value; s != "COMPLETED" {
+		t.Fatalf("the record is %s", s)
+	}
+	if resp, err := h(ctx, event(BenchReplay, "k1")); err != nil || resp.Headers["Idempotent-Replay"] != "true" || posts.Load() != 1 {
 		t.Fatalf("replay: %+v, %v, %d posts", resp, err, posts.Load())
 	}
-	for _, bad := range []events.APIGatewayV2HTTPRequest{event("1", "k2"), event("2", "k3"), event("4", "")} {
+	if resp, err := h(ctx, event(BenchRefund, "k1")); err != nil || resp.Body != `{"id":"re_1"}` || posts.Load() != 2 {
+		t.Fatalf("refund: %+v, %v, %d posts", resp, err, posts.Load())
+	}
+	item("REFUND#k1")
+	if n := item("CHARGE#k1")["refunded"].(*types.AttributeValueMemberN).Value; n != "1" {
+		t.Fatalf("refunded %s", n)
+	}
+	if s := item("IDEM#refund#k1")["status"].(*types.AttributeValueMemberS).Value; s != "COMPLETED" {
+		t.Fatalf("the refund's record is %s", s)
+	}
+	for _, bad := range []events.APIGatewayV2HTTPRequest{event(BenchReplay, "k2"), event(BenchRefund, "k3"), event("capture", "k4"), event(BenchFirstExecution, "")} {
 		if _, err := h(ctx, bad); err == nil {
 			t.Errorf("%v: no error", bad.Headers)
 		}

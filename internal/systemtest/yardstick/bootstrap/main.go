@@ -31,11 +31,11 @@ func main() {
 		if err != nil {
 			return err
 		}
-		reply, err := yardstick.Answer(os.Getenv(yardstick.EnvAnswer))
+		answers, err := yardstick.Answers(os.Getenv(yardstick.EnvAnswer))
 		if err != nil {
 			return err
 		}
-		lambda.Start(yardstick.SDKHandler(dynamo.NewClient(awsCfg, skip), os.Getenv(yardstick.EnvTable), os.Getenv(yardstick.EnvURL), reply))
+		lambda.Start(yardstick.SDKHandler(dynamo.NewClient(awsCfg, skip), os.Getenv(yardstick.EnvTable), os.Getenv(yardstick.EnvURL), answers))
 		return nil
 	})
 }
