@@ -122,9 +122,12 @@ func benchStack(b *testing.B, name string, tune ...func(*localapi.StackConfig)) 
 		b.Fatal(err)
 	}
 	b.Cleanup(s.Close)
-	token, _ := localapi.Trust{Secret: secret}.Token("acct_"+name, time.Hour)
+	token, _ := localapi.Trust{Secret: secret}.Token(benchAccount(name), time.Hour)
 	return s, token, fmt.Sprint(time.Now().UnixNano())
 }
+
+// benchAccount is the account of benchStack's token for the stack name.
+func benchAccount(name string) string { return "acct_" + name }
 
 // freshDynamoDB points this process and the functions it starts, for the
 // rest of b, at a DynamoDB Local of b's own, started afresh: DynamoDB Local

@@ -19,7 +19,10 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/deploy"
+	"github.com/idempotent-payments/idempay/internal/dynamo"
+	"github.com/idempotent-payments/idempay/internal/idem"
 	"github.com/idempotent-payments/idempay/internal/localapi"
 	"github.com/idempotent-payments/idempay/internal/route"
 	"github.com/idempotent-payments/idempay/internal/systemtest/yardstick"
@@ -101,7 +104,7 @@ func dynamoDBLocal(tb testing.TB) int {
 // same RIE, invoked directly.
 func BenchmarkFunctionCPU(b *testing.B) {
 	sandboxURL, sandboxPID := startSandbox(b)
-	s, token, run := benchStack(b, "cpu", func(c *localapi.StackConfig) {
+	s, token, run := benchStack(b, cpuStack, func(c *localapi.StackConfig) {
 		c.AcquirerURL, c.SweepInterval, c.NoEventSourceMapping, c.NoStreamMapping = sandboxURL, -1, true, true
 	})
 	db := dynamoDBLocal(b)
@@ -124,6 +127,7 @@ func BenchmarkFunctionCPU(b *testing.B) {
 	for _, p := range []struct{ path, floor string }{
 		{yardstick.BenchFirstExecution, yardstick.BenchSDKFloorFirstExecution},
 		{yardstick.BenchReplay, yardstick.BenchSDKFloorReplay},
+		{yardstick.BenchInFlight, yardstick.BenchSDKFloorInFlight},
 		{yardstick.BenchRefund, yardstick.BenchSDKFloorRefund},
 	} {
 		b.Run(p.path, func(b *testing.B) {
@@ -134,12 +138,17 @@ func BenchmarkFunctionCPU(b *testing.B) {
 				sdkBlock := func(r int, path string) func(i int) error {
 					return func(i int) error { return rec.invokeSDK(sdk, path, sdkKey(r, i)) }
 				}
-				// Keys of their own, charged beforehand: the replays' and
-				// the refunds' charges.
+				// Keys of their own, charged beforehand (the replays' and
+				// the refunds' charges) or claimed by a worker that holds
+				// them (in flight: its lease lasts a minute).
 				var charges [cpuRounds][]string
 				if p.path != yardstick.BenchFirstExecution {
 					for r := range cpuRounds {
-						charges[r] = benchCharges(b, s, token, fnKeys(r), cpuBlock, visa)
+						if p.path == yardstick.BenchInFlight {
+							claimKeys(b, s, fnKeys(r), cpuBlock)
+						} else {
+							charges[r] = benchCharges(b, s, token, fnKeys(r), cpuBlock, visa)
+						}
 						mustDrive(b, cpuBlock, sdkBlock(r, yardstick.BenchFirstExecution))
 					}
 				}
@@ -156,11 +165,14 @@ func BenchmarkFunctionCPU(b *testing.B) {
 				}
 				for r := range cpuRounds {
 					emulators, runtimes := s.Charge.Processes()
-					if p.path == yardstick.BenchRefund { // from this process: no gateway or clients' figure
+					if p.path == yardstick.BenchRefund || p.path == yardstick.BenchInFlight { // from this process: no gateway or clients' figure
 						measureInTurns(b, &fn, b.Name(), [][]int{runtimes, emulators, {db}, {sandboxPID}},
 							[]string{"bootstrap_cpu_ms", "rie_cpu_ms", "dynamodb_cpu_ms", "sandbox_cpu_ms"},
 							func() {
 								_, wall, err := drive(benchClients, cpuBlock, func(i int) error {
+									if p.path == yardstick.BenchInFlight {
+										return benchCharge(s, token, fnKeys(r)+strconv.Itoa(i), http.StatusConflict)
+									}
 									return benchAct(s, token, route.Refund, charges[r][i], fnKeys(r)+"refund-"+strconv.Itoa(i), `{"amount": 1}`)
 								})
 								if err != nil {
@@ -233,6 +245,9 @@ func BenchmarkFunctionCPU(b *testing.B) {
 		})
 	}
 }
+
+// cpuStack names BenchmarkFunctionCPU's stack and account (benchStack).
+const cpuStack = "cpu"
 
 // Each iteration of BenchmarkFunctionCPU sends each path's requests in
 // cpuRounds blocks of cpuBlock, the function's and its SDK floor's taking
@@ -403,10 +418,27 @@ func recordPaths(b *testing.B, s *localapi.Stack, token, key string) recorded {
 	keep(yardstick.BenchFirstExecution, err)
 	_, err = benchPost(srv.URL+route.ChargesPath, token, key, visa, http.StatusCreated)
 	keep(yardstick.BenchReplay, err)
+	claimKeys(b, s, key+"-in-flight-", 1)
+	_, err = benchPost(srv.URL+route.ChargesPath, token, key+"-in-flight-0", visa, http.StatusConflict)
+	keep(yardstick.BenchInFlight, err)
 	id := strings.TrimPrefix(resp.Get("Location"), route.ChargesPath+"/")
 	_, err = benchPost(srv.URL+route.Path(route.Refund, id), token, key+"-refund", `{"amount": 1}`, http.StatusCreated)
 	keep(yardstick.BenchRefund, err)
 	return out
+}
+
+// claimKeys claims the visa charge under the keys prefix0 to
+// prefix(n-1) for the benchmarks' account, as a worker that has just begun
+// it does (the engine's own Begin, a lease of a minute): until the lease
+// ends, a request on one of the keys is answered 409, in flight.
+func claimKeys(b *testing.B, s *localapi.Stack, prefix string, n int) {
+	b.Helper()
+	guard := idem.NewGuard(dynamo.Open(s.DynamoDB, s.TableName).Store(), idem.Config{})
+	canonical := canonicalOf(b, visa)
+	mustDrive(b, n, func(i int) error {
+		_, err := guard.Begin(context.Background(), idem.Scope{Operation: charge.Operation, Account: benchAccount(cpuStack), Key: prefix + strconv.Itoa(i)}, canonical)
+		return err
+	})
 }
 
 // recording is an invoker that keeps the last payload and answer of its

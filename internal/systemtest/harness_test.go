@@ -292,7 +292,7 @@ func expect(t *testing.T, r reply, status int, code string) {
 }
 
 // canonicalOf parses a charge body as the service does.
-func canonicalOf(t *testing.T, body string) idem.Canonical {
+func canonicalOf(t testing.TB, body string) idem.Canonical {
 	t.Helper()
 	req, err := charge.ParseRequest([]byte(body), 0)
 	if err != nil {

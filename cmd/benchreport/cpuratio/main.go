@@ -1,8 +1,9 @@
 // Command cpuratio holds the charge function to its SDK floor. It reads
 // the output of several runs of BenchmarkFunctionCPU, takes the median of
 // each path's bootstrap_cpu_ms over the runs, and prints the function's
-// ratio over the SDK floor for first executions, replays and refunds. It exits 1
-// when the first-execution ratio passes MaxFirstExecutionRatio.
+// ratio over the SDK floor for first executions, replays, requests in
+// flight and refunds. It exits 1 when the first-execution ratio passes
+// MaxFirstExecutionRatio.
 //
 //	go run ./cpuratio results/cpu.txt
 package main
@@ -33,6 +34,7 @@ type path struct{ name, function, floor string }
 var paths = []path{
 	{"first execution", yardstick.BenchFirstExecution, yardstick.BenchSDKFloorFirstExecution},
 	{"replay", yardstick.BenchReplay, yardstick.BenchSDKFloorReplay},
+	{"in flight", yardstick.BenchInFlight, yardstick.BenchSDKFloorInFlight},
 	{"refund", yardstick.BenchRefund, yardstick.BenchSDKFloorRefund},
 }
 

@@ -22,6 +22,8 @@ func TestReportTakesMediansOverRuns(t *testing.T) {
 			"BenchmarkFunctionCPU/floor-first-execution-2 1 1.0 bootstrap_cpu_ms\n" +
 			"BenchmarkFunctionCPU/sdk-floor-first-execution-2 1 " + run.floorFE + " bootstrap_cpu_ms\n" +
 			"BenchmarkFunctionCPU/sdk-floor-replay-2 1 " + run.floorReplay + " bootstrap_cpu_ms\n" +
+			"BenchmarkFunctionCPU/in-flight-2 1 1.2 bootstrap_cpu_ms\n" +
+			"BenchmarkFunctionCPU/sdk-floor-in-flight-2 1 1.0 bootstrap_cpu_ms\n" +
 			"BenchmarkFunctionCPU/refund-2 1 4.4 bootstrap_cpu_ms\n" +
 			"BenchmarkFunctionCPU/sdk-floor-refund-2 1 4.0 bootstrap_cpu_ms\n" +
 			"BenchmarkOther-2 1 9 bootstrap_cpu_ms\n")

@@ -23,14 +23,16 @@ import (
 const (
 	BenchFirstExecution         = "first-execution"
 	BenchReplay                 = "replay"
+	BenchInFlight               = "in-flight"
 	BenchRefund                 = "refund"
 	BenchSDKFloorFirstExecution = "sdk-floor-" + BenchFirstExecution
 	BenchSDKFloorReplay         = "sdk-floor-" + BenchReplay
+	BenchSDKFloorInFlight       = "sdk-floor-" + BenchInFlight
 	BenchSDKFloorRefund         = "sdk-floor-" + BenchRefund
 )
 
 // SDKPaths are the paths the SDK floor makes the calls of.
-var SDKPaths = []string{BenchFirstExecution, BenchReplay, BenchRefund}
+var SDKPaths = []string{BenchFirstExecution, BenchReplay, BenchInFlight, BenchRefund}
 
 // The SDK floor: the charge's DynamoDB calls through aws-sdk-go-v2 and
 // nothing else, the floor of a design that requires the SDK.
@@ -70,8 +72,9 @@ const (
 //     absence, the acquirer's POST to url (plain net/http, as the
 //     acquirer's client), the ledger row's PutItem conditioned the same
 //     way, and the completion's UpdateItem conditioned on the claim;
-//   - a replay: the claim's PutItem, refused by its condition with the old
-//     item returned, as a replay's is;
+//   - a replay, or a request while its key is in flight: the claim's
+//     PutItem, refused by its condition with the old item returned, as
+//     either's is;
 //   - a refund of the charge the key's first execution made: the refund's
 //     claim, the charge's row and record read (two GetItem), the
 //     reservation on the charge's row (UpdateItem), the acquirer's POST,
@@ -93,8 +96,8 @@ func SDKHandler(api *dynamodb.Client, table, url string, answers map[string]even
 		switch path {
 		case BenchFirstExecution:
 			err = f.firstExecution(ctx, key)
-		case BenchReplay:
-			err = f.replay(ctx, key)
+		case BenchReplay, BenchInFlight:
+			err = f.refused(ctx, key)
 		case BenchRefund:
 			err = f.refund(ctx, key)
 		}
@@ -140,16 +143,17 @@ func (f floor) firstExecution(ctx context.Context, key string) error {
 	return f.complete(ctx, claim["pk"])
 }
 
-func (f floor) replay(ctx context.Context, key string) error {
+// refused is the claim of a key claimed before, refused.
+func (f floor) refused(ctx context.Context, key string) error {
 	_, err := f.claim(ctx, "IDEM#"+key)
 	var refused *types.ConditionalCheckFailedException
 	switch {
 	case errors.As(err, &refused):
-		return nil // the replay: its record came back with the refusal
+		return nil // its record came back with the refusal
 	case err != nil:
 		return fmt.Errorf("claim: %w", err)
 	}
-	return fmt.Errorf("a replay of %s, which no first execution claimed", key)
+	return fmt.Errorf("%s: a claim refused was asked, and the key was never claimed", key)
 }
 
 func (f floor) refund(ctx context.Context, key string) error {

@@ -32,11 +32,12 @@ func TestHandlerMakesTheRoundTripsAsked(t *testing.T) {
 }
 
 // TestSDKFloorMakesTheChargesCalls: a first execution claims its key,
-// posts once and writes the row and the completion; its replay is the
-// claim refused; its refund claims, posts once and writes the refund row
-// and the charge's balance twice; each answers its path's answer. A
-// replay or a refund of a key never charged, an unknown path, or no key,
-// is an error, and so are answers without every path's.
+// posts once and writes the row and the completion; its replay, and a
+// request while it is in flight, are the claim refused; its refund claims,
+// posts once and writes the refund row and the charge's balance twice;
+// each answers its path's answer. A replay, an in-flight request or a
+// refund of a key never charged, an unknown path, or no key, is an error,
+// and so are answers without every path's.
 func TestSDKFloorMakesTheChargesCalls(t *testing.T) {
 	ctx := context.Background()
 	client := dynamotest.Client(t)
@@ -45,7 +46,8 @@ func TestSDKFloorMakesTheChargesCalls(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { posts.Add(1) }))
 	defer srv.Close()
 	answers, err := Answers(`{"first-execution":{"statusCode":201,"headers":{"Location":"/v1/charges/ch_1"},"body":"{\"id\":\"ch_1\"}"},` +
-		`"replay":{"statusCode":201,"headers":{"Idempotent-Replay":"true"},"body":"{\"id\":\"ch_1\"}"},"refund":{"statusCode":201,"body":"{\"id\":\"re_1\"}"}}`)
+		`"replay":{"statusCode":201,"headers":{"Idempotent-Replay":"true"},"body":"{\"id\":\"ch_1\"}"},"refund":{"statusCode":201,"body":"{\"id\":\"re_1\"}"},` +
+		`"in-flight":{"statusCode":409}}`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,6 +77,9 @@ func TestSDKFloorMakesTheChargesCalls(t *testing.T) {
 	if resp, err := h(ctx, event(BenchReplay, "k1")); err != nil || resp.Headers["Idempotent-Replay"] != "true" || posts.Load() != 1 {
 		t.Fatalf("replay: %+v, %v, %d posts", resp, err, posts.Load())
 	}
+	if resp, err := h(ctx, event(BenchInFlight, "k1")); err != nil || resp.StatusCode != 409 || posts.Load() != 1 {
+		t.Fatalf("in flight: %+v, %v, %d posts", resp, err, posts.Load())
+	}
 	if resp, err := h(ctx, event(BenchRefund, "k1")); err != nil || resp.Body != `{"id":"re_1"}` || posts.Load() != 2 {
 		t.Fatalf("refund: %+v, %v, %d posts", resp, err, posts.Load())
 	}
@@ -85,7 +90,7 @@ func TestSDKFloorMakesTheChargesCalls(t *testing.T) {
 	if s := item("IDEM#refund#k1")["status"].(*types.AttributeValueMemberS).Value; s != "COMPLETED" {
 		t.Fatalf("the refund's record is %s", s)
 	}
-	for _, bad := range []events.APIGatewayV2HTTPRequest{event(BenchReplay, "k2"), event(BenchRefund, "k3"), event("capture", "k4"), event(BenchFirstExecution, "")} {
+	for _, bad := range []events.APIGatewayV2HTTPRequest{event(BenchReplay, "k2"), event(BenchInFlight, "k5"), event(BenchRefund, "k3"), event("capture", "k4"), event(BenchFirstExecution, "")} {
 		if _, err := h(ctx, bad); err == nil {
 			t.Errorf("%v: no error", bad.Headers)
 		}
