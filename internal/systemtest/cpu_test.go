@@ -12,12 +12,16 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/idempotent-payments/idempay/internal/charge"
 	"github.com/idempotent-payments/idempay/internal/deploy"
@@ -123,12 +127,20 @@ func BenchmarkFunctionCPU(b *testing.B) {
 	sdk := startYardstick(b, 0, warmSDK,
 		yardstick.EnvMode+"="+yardstick.ModeSDK, yardstick.EnvTable+"="+s.TableName, deploy.EnvSkipResponseCRC32+"=true",
 		yardstick.EnvAnswer+"="+rec.answers())
+	sdkQueue := startYardstick(b, 0, func(i int) []byte { return sqsEvent(fmt.Sprintf("sdk-queue-warm-%s-%d", run, i)) },
+		yardstick.EnvMode+"="+yardstick.ModeSDKQueue, yardstick.EnvTable+"="+s.TableName, deploy.EnvSkipResponseCRC32+"=true")
+	for i, batch := range commandBatches(b, s, "cpu-queue-warm-"+run+"-", 2*benchClients, 1) { // both consumers warm
+		if err := deliverBatch(s.Consumer, batch); err != nil {
+			b.Fatalf("warm-up %d: %v", i, err)
+		}
+	}
 	floors := map[string]*tally{} // the SDK floor's, by its sub-benchmark, measured in turns with the function's
 	for _, p := range []struct{ path, floor string }{
 		{yardstick.BenchFirstExecution, yardstick.BenchSDKFloorFirstExecution},
 		{yardstick.BenchReplay, yardstick.BenchSDKFloorReplay},
 		{yardstick.BenchInFlight, yardstick.BenchSDKFloorInFlight},
 		{yardstick.BenchRefund, yardstick.BenchSDKFloorRefund},
+		{yardstick.BenchQueueCommand, yardstick.BenchSDKFloorQueueCommand},
 	} {
 		b.Run(p.path, func(b *testing.B) {
 			var fn, floor tally
@@ -142,7 +154,13 @@ func BenchmarkFunctionCPU(b *testing.B) {
 				// the refunds' charges) or claimed by a worker that holds
 				// them (in flight: its lease lasts a minute).
 				var charges [cpuRounds][]string
-				if p.path != yardstick.BenchFirstExecution {
+				var batches [cpuRounds][]events.SQSEvent // the queue's commands, received
+				if p.path == yardstick.BenchQueueCommand {
+					for r := range cpuRounds {
+						batches[r] = commandBatches(b, s, fnKeys(r), cpuBlock, 10)
+					}
+				}
+				if p.path != yardstick.BenchFirstExecution && p.path != yardstick.BenchQueueCommand {
 					for r := range cpuRounds {
 						if p.path == yardstick.BenchInFlight {
 							claimKeys(b, s, fnKeys(r), cpuBlock)
@@ -164,21 +182,34 @@ func BenchmarkFunctionCPU(b *testing.B) {
 					warmPool(b, sdk, func(i int) []byte { return rec.sdkEvent(yardstick.BenchFirstExecution, sdkKey(-1, i)) })
 				}
 				for r := range cpuRounds {
+					if p.path == yardstick.BenchQueueCommand { // delivered from this process, as the event source mapping does
+						emulators, runtimes := s.Consumer.Processes()
+						measureInTurns(b, &fn, b.Name(), [][]int{runtimes, emulators, {db}, {sandboxPID}},
+							[]string{"bootstrap_cpu_ms", "rie_cpu_ms", "dynamodb_cpu_ms", "sandbox_cpu_ms"},
+							func() {
+								fn.wall += mustDrive(b, len(batches[r]), func(i int) error { return deliverBatch(s.Consumer, batches[r][i]) })
+							})
+						emulators, runtimes = sdkQueue.Processes()
+						measureInTurns(b, &floor, "BenchmarkFunctionCPU/"+p.floor, [][]int{runtimes, emulators, {db}},
+							[]string{"bootstrap_cpu_ms", "rie_cpu_ms", "dynamodb_cpu_ms"},
+							func() {
+								floor.wall += mustDrive(b, len(batches[r]), func(i int) error {
+									return deliverBatch(sdkQueue, renamed(batches[r][i], func(j int) string { return sdkKey(r, 10*i+j) }))
+								})
+							})
+						continue
+					}
 					emulators, runtimes := s.Charge.Processes()
 					if p.path == yardstick.BenchRefund || p.path == yardstick.BenchInFlight { // from this process: no gateway or clients' figure
 						measureInTurns(b, &fn, b.Name(), [][]int{runtimes, emulators, {db}, {sandboxPID}},
 							[]string{"bootstrap_cpu_ms", "rie_cpu_ms", "dynamodb_cpu_ms", "sandbox_cpu_ms"},
 							func() {
-								_, wall, err := drive(benchClients, cpuBlock, func(i int) error {
+								fn.wall += mustDrive(b, cpuBlock, func(i int) error {
 									if p.path == yardstick.BenchInFlight {
 										return benchCharge(s, token, fnKeys(r)+strconv.Itoa(i), http.StatusConflict)
 									}
 									return benchAct(s, token, route.Refund, charges[r][i], fnKeys(r)+"refund-"+strconv.Itoa(i), `{"amount": 1}`)
 								})
-								if err != nil {
-									b.Fatal(err)
-								}
-								fn.wall += wall
 							})
 					} else {
 						measureInTurns(b, &fn, b.Name(), [][]int{runtimes, emulators, {db}, {os.Getpid()}, {sandboxPID}},
@@ -192,13 +223,7 @@ func BenchmarkFunctionCPU(b *testing.B) {
 					emulators, runtimes = sdk.Processes()
 					measureInTurns(b, &floor, "BenchmarkFunctionCPU/"+p.floor, [][]int{runtimes, emulators, {db}},
 						[]string{"bootstrap_cpu_ms", "rie_cpu_ms", "dynamodb_cpu_ms"},
-						func() {
-							_, wall, err := drive(benchClients, cpuBlock, sdkBlock(r, p.path))
-							if err != nil {
-								b.Fatal(err)
-							}
-							floor.wall += wall
-						})
+						func() { floor.wall += mustDrive(b, cpuBlock, sdkBlock(r, p.path)) })
 				}
 			}
 			fn.report(b)
@@ -273,13 +298,15 @@ func measureInTurns(b *testing.B, t *tally, name string, processes [][]int, unit
 	t.requests += cpuBlock
 }
 
-// mustDrive makes n requests with next from benchClients goroutines, and
-// fails b on the first error.
-func mustDrive(b *testing.B, n int, next func(i int) error) {
+// mustDrive makes n requests with next from benchClients goroutines,
+// fails b on the first error, and returns the time they took.
+func mustDrive(b *testing.B, n int, next func(i int) error) time.Duration {
 	b.Helper()
-	if _, _, err := drive(benchClients, n, next); err != nil {
+	_, wall, err := drive(benchClients, n, next)
+	if err != nil {
 		b.Fatal(err)
 	}
+	return wall
 }
 
 // tally sums each process's CPU over a sub-benchmark's iterations, so
@@ -425,6 +452,72 @@ func recordPaths(b *testing.B, s *localapi.Stack, token, key string) recorded {
 	_, err = benchPost(srv.URL+route.Path(route.Refund, id), token, key+"-refund", `{"amount": 1}`, http.StatusCreated)
 	keep(yardstick.BenchRefund, err)
 	return out
+}
+
+// commandBatches puts n charge commands (the visa charge, keys prefix0 to
+// prefix(n-1), for the first producer's first account) on the first
+// producer's queue, receives them, and returns them as the event source
+// mapping would deliver them, in batches of size.
+func commandBatches(b *testing.B, s *localapi.Stack, prefix string, n, size int) []events.SQSEvent {
+	b.Helper()
+	ctx := context.Background()
+	account := localapi.DefaultProducers[0].Accounts[0]
+	for i := 0; i < n; i += 10 {
+		var entries []sqstypes.SendMessageBatchRequestEntry
+		for j := i; j < min(i+10, n); j++ {
+			entries = append(entries, sqstypes.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(j)), MessageBody: aws.String(chargeCommand(account, prefix+strconv.Itoa(j), visa))})
+		}
+		if out, err := s.SQS.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(s.QueueURL), Entries: entries}); err != nil || len(out.Failed) > 0 {
+			b.Fatalf("send commands: %v, %v", out, err)
+		}
+	}
+	msgs := receiveAll(b, s, s.QueueURL, n, 30*time.Second)
+	if len(msgs) != n {
+		b.Fatalf("received %d of %d commands", len(msgs), n)
+	}
+	var batches []events.SQSEvent
+	for i, m := range msgs {
+		if i%size == 0 {
+			batches = append(batches, events.SQSEvent{})
+		}
+		last := &batches[len(batches)-1]
+		last.Records = append(last.Records, events.SQSMessage{MessageId: *m.MessageId, ReceiptHandle: *m.ReceiptHandle, Body: *m.Body, EventSource: "aws:sqs", EventSourceARN: s.QueueARN})
+	}
+	return batches
+}
+
+// deliverBatch invokes pool with batch and requires that no message
+// failed.
+func deliverBatch(pool *localapi.Pool, batch events.SQSEvent) error {
+	payload, err := json.Marshal(batch)
+	if err != nil {
+		return err
+	}
+	out, err := pool.Invoke(context.Background(), payload)
+	if err != nil {
+		return err
+	}
+	var resp events.SQSEventResponse
+	if err := json.Unmarshal(out, &resp); err != nil || len(resp.BatchItemFailures) != 0 {
+		return fmt.Errorf("a batch of %d answered %.200s", len(batch.Records), out)
+	}
+	return nil
+}
+
+// renamed is batch with its j-th message's id replaced by id(j): the
+// same messages, new keys for the queue's SDK floor.
+func renamed(batch events.SQSEvent, id func(j int) string) events.SQSEvent {
+	out := events.SQSEvent{Records: slices.Clone(batch.Records)}
+	for j := range out.Records {
+		out.Records[j].MessageId = id(j)
+	}
+	return out
+}
+
+// sqsEvent is a batch of one message whose id is id.
+func sqsEvent(id string) []byte {
+	payload, _ := json.Marshal(events.SQSEvent{Records: []events.SQSMessage{{MessageId: id, Body: "{}", EventSource: "aws:sqs"}}})
+	return payload
 }
 
 // claimKeys claims the visa charge under the keys prefix0 to

@@ -93,7 +93,7 @@ func deliver(t *testing.T, pool *localapi.Pool, arn string, msgs []types.Message
 	return resp
 }
 
-func receiveAll(t *testing.T, s *localapi.Stack, url string, want int, within time.Duration) []types.Message {
+func receiveAll(t testing.TB, s *localapi.Stack, url string, want int, within time.Duration) []types.Message {
 	t.Helper()
 	var got []types.Message
 	deadline := time.Now().Add(within)

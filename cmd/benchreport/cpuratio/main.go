@@ -2,7 +2,7 @@
 // the output of several runs of BenchmarkFunctionCPU, takes the median of
 // each path's bootstrap_cpu_ms over the runs, and prints the function's
 // ratio over the SDK floor for first executions, replays, requests in
-// flight and refunds. It exits 1 when the first-execution ratio passes
+// flight, refunds and the queue's commands. It exits 1 when the first-execution ratio passes
 // MaxFirstExecutionRatio.
 //
 //	go run ./cpuratio results/cpu.txt
@@ -36,6 +36,7 @@ var paths = []path{
 	{"replay", yardstick.BenchReplay, yardstick.BenchSDKFloorReplay},
 	{"in flight", yardstick.BenchInFlight, yardstick.BenchSDKFloorInFlight},
 	{"refund", yardstick.BenchRefund, yardstick.BenchSDKFloorRefund},
+	{"queue command", yardstick.BenchQueueCommand, yardstick.BenchSDKFloorQueueCommand},
 }
 
 func main() {

@@ -25,6 +25,8 @@ func TestReportTakesMediansOverRuns(t *testing.T) {
 			"BenchmarkFunctionCPU/in-flight-2 1 1.2 bootstrap_cpu_ms\n" +
 			"BenchmarkFunctionCPU/sdk-floor-in-flight-2 1 1.0 bootstrap_cpu_ms\n" +
 			"BenchmarkFunctionCPU/refund-2 1 4.4 bootstrap_cpu_ms\n" +
+			"BenchmarkFunctionCPU/queue-command-2 1 2.4 bootstrap_cpu_ms\n" +
+			"BenchmarkFunctionCPU/sdk-floor-queue-command-2 1 2.0 bootstrap_cpu_ms\n" +
 			"BenchmarkFunctionCPU/sdk-floor-refund-2 1 4.0 bootstrap_cpu_ms\n" +
 			"BenchmarkOther-2 1 9 bootstrap_cpu_ms\n")
 	}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -25,10 +26,12 @@ const (
 	BenchReplay                 = "replay"
 	BenchInFlight               = "in-flight"
 	BenchRefund                 = "refund"
+	BenchQueueCommand           = "queue-command"
 	BenchSDKFloorFirstExecution = "sdk-floor-" + BenchFirstExecution
 	BenchSDKFloorReplay         = "sdk-floor-" + BenchReplay
 	BenchSDKFloorInFlight       = "sdk-floor-" + BenchInFlight
 	BenchSDKFloorRefund         = "sdk-floor-" + BenchRefund
+	BenchSDKFloorQueueCommand   = "sdk-floor-" + BenchQueueCommand
 )
 
 // SDKPaths are the paths the SDK floor makes the calls of.
@@ -38,9 +41,11 @@ var SDKPaths = []string{BenchFirstExecution, BenchReplay, BenchInFlight, BenchRe
 // nothing else, the floor of a design that requires the SDK.
 const (
 	// EnvMode names the variable that picks the yardstick: ModeSDK for the
-	// SDK floor, anything else the plain one.
-	EnvMode = "YARDSTICK_MODE"
-	ModeSDK = "sdk"
+	// SDK floor of the API's paths, ModeSDKQueue for the queue's commands,
+	// anything else the plain one.
+	EnvMode      = "YARDSTICK_MODE"
+	ModeSDK      = "sdk"
+	ModeSDKQueue = "sdk-queue"
 	// EnvTable names the variable holding the SDK floor's table.
 	EnvTable = "YARDSTICK_TABLE"
 	// PathHeader is the event header naming the path whose calls the SDK
@@ -208,6 +213,29 @@ func (f floor) complete(ctx context.Context, pk types.AttributeValue) error {
 		return fmt.Errorf("completion: %w", err)
 	}
 	return nil
+}
+
+// SDKQueueHandler is the SDK floor of the queue's commands: for each
+// message of the batch a first execution's calls (as SDKHandler makes
+// them) on the message's id as its key, concurrency messages at once, as
+// the consumer processes a batch (deploy.ConsumerConcurrency); it answers
+// that no message failed.
+func SDKQueueHandler(api *dynamodb.Client, table, url string, concurrency int) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
+	f := floor{api: api, table: aws.String(table), url: url, client: &http.Client{}}
+	return func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+		var wg sync.WaitGroup
+		slots := make(chan struct{}, max(1, concurrency))
+		errs := make([]error, len(ev.Records))
+		for i, m := range ev.Records {
+			wg.Go(func() {
+				slots <- struct{}{}
+				defer func() { <-slots }()
+				errs[i] = f.firstExecution(ctx, m.MessageId)
+			})
+		}
+		wg.Wait()
+		return events.SQSEventResponse{}, errors.Join(errs...)
+	}
 }
 
 // Answers reads the SDK floor's answers from EnvAnswer's value, which

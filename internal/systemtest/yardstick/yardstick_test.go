@@ -96,3 +96,29 @@ func TestSDKFloorMakesTheChargesCalls(t *testing.T) {
 		}
 	}
 }
+
+// TestSDKQueueFloorChargesEachMessage: a batch of two makes two first
+// executions, one on each message's id, and answers no failure; a message
+// whose id was charged before is an error.
+func TestSDKQueueFloorChargesEachMessage(t *testing.T) {
+	ctx := context.Background()
+	client := dynamotest.Client(t)
+	table := dynamotest.NewTable(t, client)
+	var posts atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { posts.Add(1) }))
+	defer srv.Close()
+	h := SDKQueueHandler(client, table, srv.URL, 2)
+	batch := events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m1"}, {MessageId: "m2"}}}
+	if resp, err := h(ctx, batch); err != nil || len(resp.BatchItemFailures) != 0 || posts.Load() != 2 {
+		t.Fatalf("%+v, %v, %d posts", resp, err, posts.Load())
+	}
+	for _, pk := range []string{"IDEM#m1", "CHARGE#m1", "IDEM#m2", "CHARGE#m2"} {
+		out, err := client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: pk}}})
+		if err != nil || out.Item == nil {
+			t.Fatalf("%s: %v, %v", pk, out, err)
+		}
+	}
+	if _, err := h(ctx, events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m1"}}}); err == nil {
+		t.Fatal("a message charged before: no error")
+	}
+}

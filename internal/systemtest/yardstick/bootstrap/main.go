@@ -1,7 +1,8 @@
 // Command bootstrap is the yardstick function (package yardstick), started
 // as every function of this module is: the plain yardstick, or with
-// YARDSTICK_MODE=sdk the SDK floor, its client built as the functions'
-// (setup.AWS, dynamo.NewClient).
+// YARDSTICK_MODE=sdk the SDK floor of the API's paths (sdk-queue: of the
+// queue's commands), its client built as the functions' (setup.AWS,
+// dynamo.NewClient).
 package main
 
 import (
@@ -19,8 +20,9 @@ import (
 
 func main() {
 	setup.Main(func(*slog.Logger) error {
-		if os.Getenv(yardstick.EnvMode) != yardstick.ModeSDK {
-			lambda.Start(yardstick.Handler(os.Getenv(yardstick.EnvURL)))
+		mode, table, url := os.Getenv(yardstick.EnvMode), os.Getenv(yardstick.EnvTable), os.Getenv(yardstick.EnvURL)
+		if mode != yardstick.ModeSDK && mode != yardstick.ModeSDKQueue {
+			lambda.Start(yardstick.Handler(url))
 			return nil
 		}
 		awsCfg, err := setup.AWS(context.Background())
@@ -31,11 +33,16 @@ func main() {
 		if err != nil {
 			return err
 		}
+		client := dynamo.NewClient(awsCfg, skip)
+		if mode == yardstick.ModeSDKQueue {
+			lambda.Start(yardstick.SDKQueueHandler(client, table, url, deploy.ConsumerConcurrency))
+			return nil
+		}
 		answers, err := yardstick.Answers(os.Getenv(yardstick.EnvAnswer))
 		if err != nil {
 			return err
 		}
-		lambda.Start(yardstick.SDKHandler(dynamo.NewClient(awsCfg, skip), os.Getenv(yardstick.EnvTable), os.Getenv(yardstick.EnvURL), answers))
+		lambda.Start(yardstick.SDKHandler(client, table, url, answers))
 		return nil
 	})
 }
