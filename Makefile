@@ -110,8 +110,9 @@ bench: $(RIE)
 ## bench-cpu: the charge function's CPU over its SDK floor, the median of 6 runs; fails above cpuratio.MaxFirstExecutionRatio on first executions
 # Each run is a process of its own, each path over BENCH_CPU_ITERATIONS
 # iterations of its requests; within an iteration the function and its SDK
-# floor take turns, four blocks of 100 requests each, so that the two are
-# measured over the same stretch of the machine's time.
+# floor take turns, in blocks (cpuRounds of cpuBlock requests each, in
+# internal/systemtest/cpu_test.go), so that the two are measured over the
+# same stretch of the machine's time.
 BENCH_CPU_RUNS ?= 6
 BENCH_CPU_ITERATIONS ?= 4
 bench-cpu: $(RIE)

@@ -527,9 +527,9 @@ func (s *Stack) startTriggers(cfg StackConfig, awsCfg aws.Config, producers []co
 		}
 		s.triggers.Go(func() { eventSourceMapping(triggers, s.SQS, s.ReconcileURL, s.ReconcileARN, s.Reconciler, nil) })
 	}
-	streams := dynamodbstreams.NewFromConfig(awsCfg)
-	filters := streamfilter.For(s.RegionName)
 	if !cfg.NoStreamMapping {
+		streams := dynamodbstreams.NewFromConfig(awsCfg)
+		filters := streamfilter.For(s.RegionName)
 		s.triggers.Go(func() { streamMapping(triggers, streams, streamARN, filters, s.Publisher) })
 	}
 	if cfg.SweepInterval > 0 {

@@ -77,28 +77,31 @@ func dynamoDBLocal(tb testing.TB) int {
 }
 
 // BenchmarkFunctionCPU: process CPU per request, as the bill counts it —
-// utime + stime of each process of the pipeline, around N first
-// executions, N replays of other keys and N refunds of other charges,
-// through the gateway and two instances: the charge function's
-// bootstraps, their emulators (the RIE), DynamoDB Local, this process (the
-// gateway, with the pools it drives), the sandbox acquirer and the load's
-// clients, each of the last two a child process of its own (childRole).
-// The refunds are sent from this process, so their figures leave out the
-// gateway's and the clients'. At 128 MB Lambda gives a function about
-// 1/14 of a vCPU, so a CPU millisecond here costs about 14 ms of wall time
-// there (projected_128MB_ms). Each iteration sends N more; with
-// -benchtime Kx a figure is the mean over all K×N requests (tally). The
-// table's stream is left unread: the publisher's invocations would
-// compete with the function for the machine's cores, which in Lambda they
-// do not share.
+// utime + stime of each process of the pipeline, around cpuRounds ×
+// cpuBlock requests an iteration on each path, each on keys of its own: a
+// first execution, a replay, a request whose key is in flight, a refund
+// (through the charge function's two instances) and a charge command from
+// the queue (the consumer's two). The processes are the function's
+// bootstraps, their emulators (the RIE), DynamoDB Local, and the sandbox
+// acquirer; first executions and replays come through the gateway in this
+// process from the load's clients in a child process (childRole), so they
+// also have the gateway's and the clients' figures; requests in flight,
+// refunds and commands are sent from this process, and have not. At 128
+// MB Lambda gives a function about 1/14 of a vCPU, so a CPU millisecond
+// here costs about 14 ms of wall time there (projected_128MB_ms). With
+// -benchtime Kx a figure is the mean over all K iterations' requests
+// (tally). The table's stream is left unread throughout: the publisher's
+// invocations would compete with the function for the machine's cores,
+// which in Lambda they do not share.
 //
 // The sdk-floor-* runs are the SDK floor (yardstick.SDKHandler): each
 // path's DynamoDB calls through aws-sdk-go-v2 with the functions' client,
 // on the stack's table, and its acquirer POST, nothing else. What the
 // charge bootstrap spends above it is the engine's and the handler's.
 // The function's path and its SDK floor take turns within each iteration,
-// in cpuRounds blocks each (measureInTurns), so that the two are measured
-// over the same stretch of the machine's time; the function's
+// in cpuRounds blocks each (measureInTurns), each going first in half
+// the rounds, so that the two are measured over the same stretch of the
+// machine's time; the function's
 // sub-benchmark reports the ratio (x_sdk_floor) and the floor's its
 // figures.
 //
@@ -144,86 +147,109 @@ func BenchmarkFunctionCPU(b *testing.B) {
 	} {
 		b.Run(p.path, func(b *testing.B) {
 			var fn, floor tally
+			floorName := strings.TrimSuffix(b.Name(), p.path) + p.floor // its profiles' name
 			for iter := 0; b.Loop(); iter++ {
 				fnKeys := func(r int) string { return fmt.Sprintf("cpu-%s-%s-%d-%d-", p.path, run, iter, r) }
 				sdkKey := func(r, i int) string { return fmt.Sprintf("sdk-%s-%s-%d-%d-%d", p.path, run, iter, r, i) }
 				sdkBlock := func(r int, path string) func(i int) error {
 					return func(i int) error { return rec.invokeSDK(sdk, path, sdkKey(r, i)) }
 				}
-				// Keys of their own, charged beforehand (the replays' and
-				// the refunds' charges) or claimed by a worker that holds
-				// them (in flight: its lease lasts a minute).
+				// Keys of their own: charged beforehand (the replays' and
+				// the refunds' charges, the floor's too), or commands put
+				// on the queue and received.
 				var charges [cpuRounds][]string
-				var batches [cpuRounds][]events.SQSEvent // the queue's commands, received
-				if p.path == yardstick.BenchQueueCommand {
-					for r := range cpuRounds {
-						batches[r] = commandBatches(b, s, fnKeys(r), cpuBlock, 10)
-					}
-				}
-				if p.path != yardstick.BenchFirstExecution && p.path != yardstick.BenchQueueCommand {
-					for r := range cpuRounds {
-						if p.path == yardstick.BenchInFlight {
-							claimKeys(b, s, fnKeys(r), cpuBlock)
-						} else {
+				var batches [cpuRounds][]events.SQSEvent
+				for r := range cpuRounds {
+					switch p.path {
+					case yardstick.BenchReplay, yardstick.BenchRefund, yardstick.BenchInFlight:
+						if p.path != yardstick.BenchInFlight {
 							charges[r] = benchCharges(b, s, token, fnKeys(r), cpuBlock, visa)
 						}
 						mustDrive(b, cpuBlock, sdkBlock(r, yardstick.BenchFirstExecution))
+					case yardstick.BenchQueueCommand:
+						batches[r] = commandBatches(b, s, fnKeys(r), cpuBlock, commandBatch)
 					}
 				}
-				if p.path == yardstick.BenchReplay {
-					// Fresh runtimes, so that no replay comes from the warm
-					// cache of the instance that completed its key: each
-					// makes its one DynamoDB round trip, as the floor does.
-					// The floor's are renewed and warmed alike: both are
-					// measured on processes of the same age.
+				if p.path == yardstick.BenchReplay || p.path == yardstick.BenchRefund {
+					// Fresh runtimes, so that nothing comes from the warm
+					// cache of the instance that completed a key (a replay's
+					// record, or a refund's charge's): each makes its round
+					// trips, as the floor does. The floor's are renewed and
+					// warmed alike: both are measured on processes of the
+					// same age.
 					s.Charge.KillIdleRuntimes()
 					warm(fnKeys(-1))
 					sdk.KillIdleRuntimes()
 					warmPool(b, sdk, func(i int) []byte { return rec.sdkEvent(yardstick.BenchFirstExecution, sdkKey(-1, i)) })
 				}
 				for r := range cpuRounds {
-					if p.path == yardstick.BenchQueueCommand { // delivered from this process, as the event source mapping does
-						emulators, runtimes := s.Consumer.Processes()
-						measureInTurns(b, &fn, b.Name(), [][]int{runtimes, emulators, {db}, {sandboxPID}},
-							[]string{"bootstrap_cpu_ms", "rie_cpu_ms", "dynamodb_cpu_ms", "sandbox_cpu_ms"},
-							func() {
-								fn.wall += mustDrive(b, len(batches[r]), func(i int) error { return deliverBatch(s.Consumer, batches[r][i]) })
-							})
-						emulators, runtimes = sdkQueue.Processes()
-						measureInTurns(b, &floor, "BenchmarkFunctionCPU/"+p.floor, [][]int{runtimes, emulators, {db}},
-							[]string{"bootstrap_cpu_ms", "rie_cpu_ms", "dynamodb_cpu_ms"},
-							func() {
-								floor.wall += mustDrive(b, len(batches[r]), func(i int) error {
-									return deliverBatch(sdkQueue, renamed(batches[r][i], func(j int) string { return sdkKey(r, 10*i+j) }))
-								})
-							})
-						continue
+					if p.path == yardstick.BenchInFlight {
+						// Claimed just before, by a worker that holds them
+						// for a minute.
+						claimKeys(b, s, fnKeys(r), cpuBlock)
 					}
-					emulators, runtimes := s.Charge.Processes()
-					if p.path == yardstick.BenchRefund || p.path == yardstick.BenchInFlight { // from this process: no gateway or clients' figure
-						measureInTurns(b, &fn, b.Name(), [][]int{runtimes, emulators, {db}, {sandboxPID}},
-							[]string{"bootstrap_cpu_ms", "rie_cpu_ms", "dynamodb_cpu_ms", "sandbox_cpu_ms"},
-							func() {
-								fn.wall += mustDrive(b, cpuBlock, func(i int) error {
-									if p.path == yardstick.BenchInFlight {
-										return benchCharge(s, token, fnKeys(r)+strconv.Itoa(i), http.StatusConflict)
-									}
-									return benchAct(s, token, route.Refund, charges[r][i], fnKeys(r)+"refund-"+strconv.Itoa(i), `{"amount": 1}`)
+					var function, floorBlock func()
+					switch p.path {
+					case yardstick.BenchQueueCommand: // delivered from this process, as the event source mapping does
+						function = func() {
+							emulators, runtimes := s.Consumer.Processes()
+							measureInTurns(b, &fn, b.Name(), cpuBlock, [][]int{runtimes, emulators, {db}, {sandboxPID}},
+								[]string{"bootstrap_cpu_ms", "rie_cpu_ms", "dynamodb_cpu_ms", "sandbox_cpu_ms"},
+								func() {
+									fn.wall += mustDrive(b, len(batches[r]), func(i int) error { return deliverBatch(s.Consumer, batches[r][i]) })
 								})
-							})
+						}
+						floorBlock = func() {
+							emulators, runtimes := sdkQueue.Processes()
+							measureInTurns(b, &floor, floorName, cpuBlock, [][]int{runtimes, emulators, {db}},
+								[]string{"bootstrap_cpu_ms", "rie_cpu_ms", "dynamodb_cpu_ms"},
+								func() {
+									floor.wall += mustDrive(b, len(batches[r]), func(i int) error {
+										return deliverBatch(sdkQueue, renamed(batches[r][i], func(j int) string { return sdkKey(r, commandBatch*i+j) }))
+									})
+								})
+						}
+					case yardstick.BenchRefund, yardstick.BenchInFlight: // from this process: no gateway or clients' figure
+						function = func() {
+							emulators, runtimes := s.Charge.Processes()
+							measureInTurns(b, &fn, b.Name(), cpuBlock, [][]int{runtimes, emulators, {db}, {sandboxPID}},
+								[]string{"bootstrap_cpu_ms", "rie_cpu_ms", "dynamodb_cpu_ms", "sandbox_cpu_ms"},
+								func() {
+									fn.wall += mustDrive(b, cpuBlock, func(i int) error {
+										if p.path == yardstick.BenchInFlight {
+											return benchCharge(s, token, fnKeys(r)+strconv.Itoa(i), http.StatusConflict)
+										}
+										return benchAct(s, token, route.Refund, charges[r][i], fnKeys(r)+"refund-"+strconv.Itoa(i), `{"amount": 1}`)
+									})
+								})
+						}
+					default: // through the gateway, from the load's clients
+						function = func() {
+							emulators, runtimes := s.Charge.Processes()
+							measureInTurns(b, &fn, b.Name(), cpuBlock, [][]int{runtimes, emulators, {db}, {os.Getpid()}, {sandboxPID}},
+								[]string{"bootstrap_cpu_ms", "rie_cpu_ms", "dynamodb_cpu_ms", "gateway_cpu_ms", "sandbox_cpu_ms"},
+								func() {
+									clients, wall := runLoad(b, s.URL, token, fnKeys(r), cpuBlock)
+									fn.add("clients_cpu_ms", clients)
+									fn.wall += wall
+								})
+						}
+					}
+					if p.path != yardstick.BenchQueueCommand {
+						floorBlock = func() {
+							emulators, runtimes := sdk.Processes()
+							measureInTurns(b, &floor, floorName, cpuBlock, [][]int{runtimes, emulators, {db}},
+								[]string{"bootstrap_cpu_ms", "rie_cpu_ms", "dynamodb_cpu_ms"},
+								func() { floor.wall += mustDrive(b, cpuBlock, sdkBlock(r, p.path)) })
+						}
+					}
+					if r%2 == 0 { // each goes first in half the rounds
+						function()
+						floorBlock()
 					} else {
-						measureInTurns(b, &fn, b.Name(), [][]int{runtimes, emulators, {db}, {os.Getpid()}, {sandboxPID}},
-							[]string{"bootstrap_cpu_ms", "rie_cpu_ms", "dynamodb_cpu_ms", "gateway_cpu_ms", "sandbox_cpu_ms"},
-							func() {
-								clients, wall := runLoad(b, s.URL, token, fnKeys(r), cpuBlock)
-								fn.add("clients_cpu_ms", clients)
-								fn.wall += wall
-							})
+						floorBlock()
+						function()
 					}
-					emulators, runtimes = sdk.Processes()
-					measureInTurns(b, &floor, "BenchmarkFunctionCPU/"+p.floor, [][]int{runtimes, emulators, {db}},
-						[]string{"bootstrap_cpu_ms", "rie_cpu_ms", "dynamodb_cpu_ms"},
-						func() { floor.wall += mustDrive(b, cpuBlock, sdkBlock(r, p.path)) })
 				}
 			}
 			fn.report(b)
@@ -276,16 +302,19 @@ const cpuStack = "cpu"
 
 // Each iteration of BenchmarkFunctionCPU sends each path's requests in
 // cpuRounds blocks of cpuBlock, the function's and its SDK floor's taking
-// turns.
+// turns; the queue's commands are delivered in batches of commandBatch,
+// the most an event source mapping of a standard queue delivers by
+// default.
 const (
-	cpuRounds = 4
-	cpuBlock  = 100
+	cpuRounds    = 4
+	cpuBlock     = 100
+	commandBatch = 10
 )
 
-// measureInTurns runs one block of requests (send), profiled under name,
-// and adds to t each process group's CPU (processes[i], under units[i])
-// and the block's requests.
-func measureInTurns(b *testing.B, t *tally, name string, processes [][]int, units []string, send func()) {
+// measureInTurns runs one block of n requests (send), profiled under
+// name, and adds to t each process group's CPU (processes[i], under
+// units[i]) and the block's requests.
+func measureInTurns(b *testing.B, t *tally, name string, n int, processes [][]int, units []string, send func()) {
 	b.Helper()
 	before := make([]time.Duration, len(processes))
 	for i, p := range processes {
@@ -295,7 +324,7 @@ func measureInTurns(b *testing.B, t *tally, name string, processes [][]int, unit
 	for i, unit := range units {
 		t.add(unit, cpuOf(b, processes[i]...)-before[i])
 	}
-	t.requests += cpuBlock
+	t.requests += n
 }
 
 // mustDrive makes n requests with next from benchClients goroutines,
@@ -417,10 +446,10 @@ type exchange struct {
 }
 
 // recordPaths charges key as the load does, charges it again (its
-// replay) and refunds the charge as the refunds' load does, through a
-// gateway of the stack's trust whose routes, route.Create and
-// route.Refund, invoke the stack's charge function and keep each event
-// and answer.
+// replay), charges a key a worker holds (in flight, answered 409) and
+// refunds the charge as the refunds' load does, through a gateway of the
+// stack's trust whose routes, route.Create and route.Refund, invoke the
+// stack's charge function and keep each event and answer.
 func recordPaths(b *testing.B, s *localapi.Stack, token, key string) recorded {
 	b.Helper()
 	rec := &recording{target: s.Charge}

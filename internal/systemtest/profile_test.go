@@ -56,7 +56,7 @@ func profiled(b *testing.B, name string, pids []int, measure func()) {
 		}
 		for _, n := range names {
 			kept := fmt.Sprintf("%s.%s.%d.pprof", path, name, pid)
-			for i := 1; exists(kept); i++ { // the benchmark's next iteration, or a late profile
+			for i := 1; exists(kept); i++ { // a later block or iteration of the same name, or a late profile
 				kept = fmt.Sprintf("%s.%s.%d-%d.pprof", path, name, pid, i)
 			}
 			if err := os.Rename(n, kept); err != nil {

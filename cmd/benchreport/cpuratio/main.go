@@ -1,9 +1,10 @@
 // Command cpuratio holds the charge function to its SDK floor. It reads
-// the output of several runs of BenchmarkFunctionCPU, takes the median of
-// each path's bootstrap_cpu_ms over the runs, and prints the function's
-// ratio over the SDK floor for first executions, replays, requests in
-// flight, refunds and the queue's commands. It exits 1 when the first-execution ratio passes
-// MaxFirstExecutionRatio.
+// the output of several runs of BenchmarkFunctionCPU and prints, for first
+// executions, replays, requests in flight, refunds and the queue's
+// commands, the median over the runs of each run's ratio of the function
+// over its floor (x_sdk_floor: the two measured in turns), beside the
+// medians of each's bootstrap_cpu_ms. It exits 1 when the first-execution
+// ratio passes MaxFirstExecutionRatio.
 //
 //	go run ./cpuratio results/cpu.txt
 package main
@@ -22,10 +23,12 @@ import (
 // SDK floor's before `make bench` fails.
 const MaxFirstExecutionRatio = 1.5
 
-// The sub-benchmarks of BenchmarkFunctionCPU compared, and the metric.
+// The sub-benchmarks of BenchmarkFunctionCPU compared, and the metrics:
+// each one's CPU, and the function's ratio over its floor in the same run.
 const (
 	bench  = "FunctionCPU/" // as benchfmt names it, without "Benchmark"
 	metric = "bootstrap_cpu_ms"
+	ratio  = "x_sdk_floor"
 )
 
 // A path is the function's sub-benchmark and its SDK floor's.
@@ -44,7 +47,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: cpuratio BENCH_OUTPUT...")
 		os.Exit(2)
 	}
-	runs := map[string][]float64{}
+	runs := map[string]map[string][]float64{}
 	for _, name := range os.Args[1:] {
 		if err := read(name, runs); err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -62,33 +65,40 @@ func main() {
 	}
 }
 
-// read adds each BenchmarkFunctionCPU sub-benchmark's metric in the named
-// file to runs, by sub-benchmark name (without the GOMAXPROCS suffix).
-func read(name string, runs map[string][]float64) error {
+// read adds each BenchmarkFunctionCPU sub-benchmark's units in the named
+// file to runs, by sub-benchmark name (without the GOMAXPROCS suffix) and
+// unit.
+func read(name string, runs map[string]map[string][]float64) error {
 	all := benchruns.Runs{}
 	if err := all.Read(name); err != nil {
 		return err
 	}
 	for full, units := range all {
 		if sub, ok := strings.CutPrefix(full, bench); ok {
-			runs[sub] = append(runs[sub], units[metric]...)
+			if runs[sub] == nil {
+				runs[sub] = map[string][]float64{}
+			}
+			for unit, values := range units {
+				runs[sub][unit] = append(runs[sub][unit], values...)
+			}
 		}
 	}
 	return nil
 }
 
 // report writes each path's medians and ratio to w as a Markdown table and
-// returns the ratios by path. A path without runs of both is an error.
-func report(w io.Writer, runs map[string][]float64) (map[string]float64, error) {
+// returns the ratios by path: the median of the function's runs' ratios.
+// A path without runs of both, or without its ratios, is an error.
+func report(w io.Writer, runs map[string]map[string][]float64) (map[string]float64, error) {
 	ratios := map[string]float64{}
-	fmt.Fprintf(w, "| path | the function (%s, median) | the SDK floor (median) | ratio | runs |\n|---|---|---|---|---|\n", metric)
+	fmt.Fprintf(w, "| path | the function (%s, median) | the SDK floor (median) | ratio (median of the runs') | runs |\n|---|---|---|---|---|\n", metric)
 	for _, p := range paths {
-		fn, floor := runs[p.function], runs[p.floor]
-		if len(fn) == 0 || len(floor) == 0 {
-			return nil, fmt.Errorf("%s: %d runs of %s and %d of %s", p.name, len(fn), p.function, len(floor), p.floor)
+		fn, floor, x := runs[p.function][metric], runs[p.floor][metric], runs[p.function][ratio]
+		if len(fn) == 0 || len(floor) == 0 || len(x) == 0 {
+			return nil, fmt.Errorf("%s: %d runs of %s, %d of %s and %d ratios", p.name, len(fn), p.function, len(floor), p.floor, len(x))
 		}
-		ratios[p.name] = benchruns.Median(fn) / benchruns.Median(floor)
-		fmt.Fprintf(w, "| %s | %.2f ms | %.2f ms | %.2f× | %d |\n", p.name, benchruns.Median(fn), benchruns.Median(floor), ratios[p.name], min(len(fn), len(floor)))
+		ratios[p.name] = benchruns.Median(x)
+		fmt.Fprintf(w, "| %s | %.2f ms | %.2f ms | %.2f× | %d |\n", p.name, benchruns.Median(fn), benchruns.Median(floor), ratios[p.name], len(x))
 	}
 	return ratios, nil
 }

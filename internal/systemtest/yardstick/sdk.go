@@ -52,8 +52,8 @@ const (
 	// floor makes (SDKPaths).
 	PathHeader = "yardstick-path"
 	// KeyHeader is the event header naming the intent's key: a first
-	// execution claims it, a replay finds it claimed, a refund refunds
-	// the charge its first execution made.
+	// execution claims it, a replay or a request in flight finds it
+	// claimed, a refund refunds the charge its first execution made.
 	KeyHeader = "yardstick-key"
 	// EnvAnswer names the variable holding the answers the SDK floor
 	// gives, a JSON object of each path's (SDKPaths) as the JSON Lambda

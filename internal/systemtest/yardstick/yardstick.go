@@ -10,11 +10,13 @@
 //
 // The SDK floor (SDKHandler) is the second yardstick: the same DynamoDB
 // calls as the charge function's on each of its paths (a first execution,
-// a replay, a refund), through aws-sdk-go-v2 with the functions' client,
-// on items of the charge's sizes, and nothing else; it reads an event of
-// the members and size of the charge function's (BenchmarkFunctionCPU
-// records one of each path) and writes the answer it writes (EnvAnswer),
-// as every function of these routes must.
+// a replay, a request in flight, a refund), through aws-sdk-go-v2 with
+// the functions' client, on items of the charge's sizes, and nothing else;
+// it reads an event of the members and size of the charge function's
+// (BenchmarkFunctionCPU records one of each path) and writes the answer it
+// writes (EnvAnswer), as every function of these routes must. The queue's
+// SDK floor (SDKQueueHandler) makes a first execution's calls for each
+// message of the consumer's batch, as many at once as the consumer.
 // What the charge bootstrap spends above it is the engine's and the
 // handler's alone.
 package yardstick
