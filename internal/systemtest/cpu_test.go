@@ -94,16 +94,16 @@ func dynamoDBLocal(tb testing.TB) int {
 // invocations would compete with the function for the machine's cores,
 // which in Lambda they do not share.
 //
-// The sdk-floor-* runs are the SDK floor (yardstick.SDKHandler): each
-// path's DynamoDB calls through aws-sdk-go-v2 with the functions' client,
-// on the stack's table, and its acquirer POST, nothing else. What the
-// charge bootstrap spends above it is the engine's and the handler's.
-// The function's path and its SDK floor take turns within each iteration,
-// in cpuRounds blocks each (measureInTurns), each going first in half
-// the rounds, so that the two are measured over the same stretch of the
-// machine's time; the function's
-// sub-benchmark reports the ratio (x_sdk_floor) and the floor's its
-// figures.
+// The sdk-floor-* runs are the SDK floor (yardstick.SDKHandler, and
+// SDKQueueHandler for the queue's commands): each path's DynamoDB calls
+// through aws-sdk-go-v2 with the functions' client, on the stack's table,
+// and its acquirer POST, nothing else. What the function spends above it
+// is the engine's and the handler's. The function's path and its SDK
+// floor take turns within each iteration, in cpuRounds blocks each
+// (measureInTurns), each going first in half the rounds, so that the two
+// are measured over the same stretch of the machine's time; the
+// function's sub-benchmark reports the ratio (x_sdk_floor) and the
+// floor's its figures.
 //
 // The floor-* runs are the plain yardstick, measured after: the yardstick
 // function (a handler that makes the same number of plain HTTP round
