@@ -2,11 +2,11 @@ package chaos
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"io"
 	"os"
 
+	"github.com/idempotent-payments/idempay/internal/obs"
 	"github.com/idempotent-payments/idempay/internal/op"
 )
 
@@ -25,7 +25,9 @@ type seen struct {
 // readLogs reads the functions' JSON lines from offset on: the charge
 // function's "request" lines, the consumer's "message" lines and the
 // sweeper's "take-over" lines. Other lines (the emulator's, the runtime
-// library's) are skipped.
+// library's) are skipped. A count may be absent from a line (the request
+// line leaves out zeros), so every JSON line is read, not only those
+// naming a given key.
 func readLogs(path string, offset int64) (seen, error) {
 	s := seen{outcomes: map[string][]string{}}
 	f, err := os.Open(path)
@@ -40,28 +42,28 @@ func readLogs(path string, offset int64) (seen, error) {
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	for sc.Scan() {
 		line := sc.Bytes()
-		if len(line) == 0 || line[0] != '{' || !bytes.Contains(line, []byte(`"acquirer_unknown"`)) && !bytes.Contains(line, []byte(`"taken_over"`)) {
+		if len(line) == 0 || line[0] != '{' {
 			continue
 		}
 		// Our own log lines, written by log/slog's JSON handler: a plain
 		// decode suffices.
-		var l struct {
-			Message     string `json:"message"`
-			MessageID   string `json:"messageId"`
-			Outcome     string `json:"outcome"`
-			NotSent     int    `json:"acquirer_not_sent"`
-			Unknown     int    `json:"acquirer_unknown"`
-			TakenOver   int    `json:"taken_over"`
-			Republished int    `json:"republished"`
-		}
+		var l map[string]any
 		if json.Unmarshal(line, &l) != nil {
 			continue
 		}
-		s.notSent += l.NotSent
-		s.unknown += l.Unknown
-		s.takenOver += l.TakenOver + l.Republished
-		if l.Message == "message" && l.MessageID != "" {
-			s.outcomes[l.MessageID] = append(s.outcomes[l.MessageID], l.Outcome)
+		count := func(key string) int {
+			n, _ := l[key].(float64)
+			return int(n)
+		}
+		text := func(key string) string {
+			t, _ := l[key].(string)
+			return t
+		}
+		s.notSent += count(obs.KeyAcquirerNotSent)
+		s.unknown += count(obs.KeyAcquirerUnknown)
+		s.takenOver += count("taken_over") + count("republished")
+		if id := text("messageId"); text(obs.KeyMessage) == "message" && id != "" {
+			s.outcomes[id] = append(s.outcomes[id], text(obs.KeyOutcome))
 		}
 	}
 	return s, sc.Err()

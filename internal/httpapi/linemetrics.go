@@ -27,7 +27,7 @@ func requestLine(tr trail, a reply, took time.Duration) []slog.Attr {
 	for _, n := range []struct {
 		key   string
 		count int
-	}{{obs.KeyAcquirerErrors, tr.acquirerErrors}, {"acquirer_not_sent", tr.acquirerNotSent}, {"acquirer_unknown", tr.acquirerUnknown}} {
+	}{{obs.KeyAcquirerErrors, tr.acquirerErrors}, {obs.KeyAcquirerNotSent, tr.acquirerNotSent}, {obs.KeyAcquirerUnknown, tr.acquirerUnknown}} {
 		if n.count != 0 {
 			attrs = append(attrs, slog.Int(n.key, n.count))
 		}

@@ -12,6 +12,12 @@ const (
 	KeyTotalMs        = "total_ms"
 	KeyAcquirerMs     = "acquirer_ms"
 	KeyAcquirerErrors = "acquirer_errors"
+	// KeyAcquirerNotSent and KeyAcquirerUnknown count the acquirer calls
+	// that failed with nothing sent and with the outcome unknown. The
+	// request line leaves each out when it is zero; the consumer's
+	// message line always writes both.
+	KeyAcquirerNotSent = "acquirer_not_sent"
+	KeyAcquirerUnknown = "acquirer_unknown"
 )
 
 // OperationCounts are an operation's own counts: Metric once per request
