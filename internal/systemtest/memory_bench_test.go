@@ -550,31 +550,11 @@ func usage(b *testing.B, pool *localapi.Pool) localapi.Environment {
 // its next as soon as its last is answered, and returns requests/s.
 func closedLoopRate(b *testing.B, n int, next func(i int) error) float64 {
 	b.Helper()
-	var mu sync.Mutex
-	var failed error
-	work := make(chan int)
-	start := time.Now()
-	var wg sync.WaitGroup
-	for range benchClients {
-		wg.Go(func() {
-			for i := range work {
-				if err := next(i); err != nil {
-					mu.Lock()
-					failed = err
-					mu.Unlock()
-				}
-			}
-		})
+	_, elapsed, err := drive(benchClients, n, next)
+	if err != nil {
+		b.Fatal(err)
 	}
-	for i := range n {
-		work <- i
-	}
-	close(work)
-	wg.Wait()
-	if failed != nil {
-		b.Fatal(failed)
-	}
-	return float64(n) / time.Since(start).Seconds()
+	return float64(n) / elapsed.Seconds()
 }
 
 // openLoopLatencies sends n requests at rate a second, each when it is
