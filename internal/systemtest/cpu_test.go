@@ -79,14 +79,14 @@ func dynamoDBLocal(tb testing.TB) int {
 // BenchmarkFunctionCPU: process CPU per request, as the bill counts it —
 // utime + stime of each process of the pipeline, around cpuRounds ×
 // cpuBlock requests an iteration on each path, each on keys of its own: a
-// first execution, a replay, a request whose key is in flight, a refund
-// (through the charge function's two instances) and a charge command from
-// the queue (the consumer's two). The processes are the function's
-// bootstraps, their emulators (the RIE), DynamoDB Local, and the sandbox
-// acquirer; first executions and replays come through the gateway in this
-// process from the load's clients in a child process (childRole), so they
-// also have the gateway's and the clients' figures; requests in flight,
-// refunds and commands are sent from this process, and have not. At 128
+// first execution, a replay, a request whose key is in flight, a refund, a
+// capture and a void (through the charge function's two instances) and a
+// charge command from the queue (the consumer's two). The processes are
+// the function's bootstraps, their emulators (the RIE), DynamoDB Local,
+// and the sandbox acquirer; first executions and replays come through the
+// gateway in this process from the load's clients in a child process
+// (childRole), so they also have the gateway's and the clients' figures;
+// the other paths' requests are sent from this process, and have not. At 128
 // MB Lambda gives a function about 1/14 of a vCPU, so a CPU millisecond
 // here costs about 14 ms of wall time there (projected_128MB_ms). With
 // -benchtime Kx a figure is the mean over all K iterations' requests
@@ -114,23 +114,16 @@ func BenchmarkFunctionCPU(b *testing.B) {
 	s, token, run := benchStack(b, cpuStack, func(c *localapi.StackConfig) {
 		c.AcquirerURL, c.SweepInterval, c.NoEventSourceMapping, c.NoStreamMapping = sandboxURL, -1, true, true
 	})
-	db := dynamoDBLocal(b)
-	warm := func(name string) { // both instances warm, their runtimes started
-		for i := range 2 * benchClients {
-			if err := benchCharge(s, token, fmt.Sprintf("cpu-warm-%s-%s-%d", name, run, i), 201); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
-	warm("start")
-	rec := recordPaths(b, s, token, "cpu-recorded-"+run)
+	c := &cpuBench{s: s, token: token, run: run, db: dynamoDBLocal(b), sandboxPID: sandboxPID}
+	c.warm(b, "start")
+	c.rec = recordPaths(b, s, token, "cpu-recorded-"+run)
 	warmSDK := func(i int) []byte {
-		return rec.sdkEvent(yardstick.BenchFirstExecution, fmt.Sprintf("sdk-warm-%s-%d", run, i))
+		return c.rec.sdkEvent(yardstick.BenchFirstExecution, fmt.Sprintf("sdk-warm-%s-%d", run, i))
 	}
-	sdk := startYardstick(b, 0, warmSDK,
+	c.sdk = startYardstick(b, 0, warmSDK,
 		yardstick.EnvMode+"="+yardstick.ModeSDK, yardstick.EnvTable+"="+s.TableName, deploy.EnvSkipResponseCRC32+"=true",
-		yardstick.EnvAnswer+"="+rec.answers())
-	sdkQueue := startYardstick(b, 0, func(i int) []byte { return sqsEvent(fmt.Sprintf("sdk-queue-warm-%s-%d", run, i)) },
+		yardstick.EnvAnswer+"="+c.rec.answers())
+	c.sdkQueue = startYardstick(b, 0, func(i int) []byte { return sqsEvent(fmt.Sprintf("sdk-queue-warm-%s-%d", run, i)) },
 		yardstick.EnvMode+"="+yardstick.ModeSDKQueue, yardstick.EnvTable+"="+s.TableName, deploy.EnvSkipResponseCRC32+"=true")
 	for i, batch := range commandBatches(b, s, "cpu-queue-warm-"+run+"-", 2*benchClients, 1) { // both consumers warm
 		if err := deliverBatch(s.Consumer, batch); err != nil {
@@ -144,105 +137,28 @@ func BenchmarkFunctionCPU(b *testing.B) {
 		{yardstick.BenchInFlight, yardstick.BenchSDKFloorInFlight},
 		{yardstick.BenchRefund, yardstick.BenchSDKFloorRefund},
 		{yardstick.BenchQueueCommand, yardstick.BenchSDKFloorQueueCommand},
+		{yardstick.BenchCapture, yardstick.BenchSDKFloorCapture},
+		{yardstick.BenchVoid, yardstick.BenchSDKFloorVoid},
 	} {
 		b.Run(p.path, func(b *testing.B) {
 			var fn, floor tally
 			floorName := strings.TrimSuffix(b.Name(), p.path) + p.floor // its profiles' name
 			for iter := 0; b.Loop(); iter++ {
-				fnKeys := func(r int) string { return fmt.Sprintf("cpu-%s-%s-%d-%d-", p.path, run, iter, r) }
-				sdkKey := func(r, i int) string { return fmt.Sprintf("sdk-%s-%s-%d-%d-%d", p.path, run, iter, r, i) }
-				sdkBlock := func(r int, path string) func(i int) error {
-					return func(i int) error { return rec.invokeSDK(sdk, path, sdkKey(r, i)) }
+				rounds := make([]cpuRound, cpuRounds)
+				for r := range rounds {
+					rounds[r] = c.round(b, p.path, iter, r)
 				}
-				// Keys of their own: charged beforehand (the replays' and
-				// the refunds' charges, the floor's too), or commands put
-				// on the queue and received.
-				var charges [cpuRounds][]string
-				var batches [cpuRounds][]events.SQSEvent
-				for r := range cpuRounds {
-					switch p.path {
-					case yardstick.BenchReplay, yardstick.BenchRefund, yardstick.BenchInFlight:
-						if p.path != yardstick.BenchInFlight {
-							charges[r] = benchCharges(b, s, token, fnKeys(r), cpuBlock, visa)
-						}
-						mustDrive(b, cpuBlock, sdkBlock(r, yardstick.BenchFirstExecution))
-					case yardstick.BenchQueueCommand:
-						batches[r] = commandBatches(b, s, fnKeys(r), cpuBlock, commandBatch)
-					}
+				if onCompleted(p.path) {
+					c.freshRuntimes(b, p.path, iter)
 				}
-				if p.path == yardstick.BenchReplay || p.path == yardstick.BenchRefund {
-					// Fresh runtimes, so that nothing comes from the warm
-					// cache of the instance that completed a key (a replay's
-					// record, or a refund's charge's): each makes its round
-					// trips, as the floor does. The floor's are renewed and
-					// warmed alike: both are measured on processes of the
-					// same age.
-					s.Charge.KillIdleRuntimes()
-					warm(fnKeys(-1))
-					sdk.KillIdleRuntimes()
-					warmPool(b, sdk, func(i int) []byte { return rec.sdkEvent(yardstick.BenchFirstExecution, sdkKey(-1, i)) })
-				}
-				for r := range cpuRounds {
+				for r, round := range rounds {
 					if p.path == yardstick.BenchInFlight {
 						// Claimed just before, by a worker that holds them
 						// for a minute.
-						claimKeys(b, s, fnKeys(r), cpuBlock)
+						claimKeys(b, s, round.keys, cpuBlock)
 					}
-					var function, floorBlock func()
-					switch p.path {
-					case yardstick.BenchQueueCommand: // delivered from this process, as the event source mapping does
-						function = func() {
-							emulators, runtimes := s.Consumer.Processes()
-							measureInTurns(b, &fn, b.Name(), cpuBlock, [][]int{runtimes, emulators, {db}, {sandboxPID}},
-								[]string{"bootstrap_cpu_ms", "rie_cpu_ms", "dynamodb_cpu_ms", "sandbox_cpu_ms"},
-								func() {
-									fn.wall += mustDrive(b, len(batches[r]), func(i int) error { return deliverBatch(s.Consumer, batches[r][i]) })
-								})
-						}
-						floorBlock = func() {
-							emulators, runtimes := sdkQueue.Processes()
-							measureInTurns(b, &floor, floorName, cpuBlock, [][]int{runtimes, emulators, {db}},
-								[]string{"bootstrap_cpu_ms", "rie_cpu_ms", "dynamodb_cpu_ms"},
-								func() {
-									floor.wall += mustDrive(b, len(batches[r]), func(i int) error {
-										return deliverBatch(sdkQueue, renamed(batches[r][i], func(j int) string { return sdkKey(r, commandBatch*i+j) }))
-									})
-								})
-						}
-					case yardstick.BenchRefund, yardstick.BenchInFlight: // from this process: no gateway or clients' figure
-						function = func() {
-							emulators, runtimes := s.Charge.Processes()
-							measureInTurns(b, &fn, b.Name(), cpuBlock, [][]int{runtimes, emulators, {db}, {sandboxPID}},
-								[]string{"bootstrap_cpu_ms", "rie_cpu_ms", "dynamodb_cpu_ms", "sandbox_cpu_ms"},
-								func() {
-									fn.wall += mustDrive(b, cpuBlock, func(i int) error {
-										if p.path == yardstick.BenchInFlight {
-											return benchCharge(s, token, fnKeys(r)+strconv.Itoa(i), http.StatusConflict)
-										}
-										return benchAct(s, token, route.Refund, charges[r][i], fnKeys(r)+"refund-"+strconv.Itoa(i), `{"amount": 1}`)
-									})
-								})
-						}
-					default: // through the gateway, from the load's clients
-						function = func() {
-							emulators, runtimes := s.Charge.Processes()
-							measureInTurns(b, &fn, b.Name(), cpuBlock, [][]int{runtimes, emulators, {db}, {os.Getpid()}, {sandboxPID}},
-								[]string{"bootstrap_cpu_ms", "rie_cpu_ms", "dynamodb_cpu_ms", "gateway_cpu_ms", "sandbox_cpu_ms"},
-								func() {
-									clients, wall := runLoad(b, s.URL, token, fnKeys(r), cpuBlock)
-									fn.add("clients_cpu_ms", clients)
-									fn.wall += wall
-								})
-						}
-					}
-					if p.path != yardstick.BenchQueueCommand {
-						floorBlock = func() {
-							emulators, runtimes := sdk.Processes()
-							measureInTurns(b, &floor, floorName, cpuBlock, [][]int{runtimes, emulators, {db}},
-								[]string{"bootstrap_cpu_ms", "rie_cpu_ms", "dynamodb_cpu_ms"},
-								func() { floor.wall += mustDrive(b, cpuBlock, sdkBlock(r, p.path)) })
-						}
-					}
+					function := func() { c.measureFunction(b, &fn, round) }
+					floorBlock := func() { c.measureFloor(b, &floor, floorName, round) }
 					if r%2 == 0 { // each goes first in half the rounds
 						function()
 						floorBlock()
@@ -295,6 +211,161 @@ func BenchmarkFunctionCPU(b *testing.B) {
 			b.ReportMetric(float64(yardstickLatency.Microseconds())/1000, "answered_after_ms")
 		})
 	}
+}
+
+// cpuBench is what BenchmarkFunctionCPU's paths share: the stack and its
+// account's token, the run's prefix for keys, the processes measured
+// beside the function's (DynamoDB Local, the sandbox acquirer), the
+// function's recorded paths, and the SDK floor's pools (sdkQueue for the
+// queue's commands, sdk for the other paths).
+type cpuBench struct {
+	s              *localapi.Stack
+	token, run     string
+	db, sandboxPID int
+	rec            recorded
+	sdk, sdkQueue  *localapi.Pool
+}
+
+// cpuRound is one round of one of BenchmarkFunctionCPU's iterations on a
+// path: the function's keys and the floor's, and what was made ready on
+// them before the iteration's first block.
+type cpuRound struct {
+	path          string
+	keys, sdkKeys string            // prefixes, the function's and the floor's
+	charges       []string          // replays' and refunds': the charges made on keys
+	batches       []events.SQSEvent // queue commands: received, to deliver
+}
+
+// sdkKey is the floor's i-th key of the round.
+func (r cpuRound) sdkKey(i int) string { return r.sdkKeys + strconv.Itoa(i) }
+
+// The processes each block measures, the first profiled, and their
+// metric units: the function's (from this process, or through the
+// gateway in it from the load's clients) and the SDK floor's.
+var (
+	directUnits  = []string{"bootstrap_cpu_ms", "rie_cpu_ms", "dynamodb_cpu_ms", "sandbox_cpu_ms"}
+	gatewayUnits = []string{"bootstrap_cpu_ms", "rie_cpu_ms", "dynamodb_cpu_ms", "gateway_cpu_ms", "sandbox_cpu_ms"}
+	floorUnits   = []string{"bootstrap_cpu_ms", "rie_cpu_ms", "dynamodb_cpu_ms"}
+)
+
+// warm charges 2 × benchClients keys named after name through the
+// gateway, so that both charge instances run, their runtimes started.
+func (c *cpuBench) warm(b *testing.B, name string) {
+	b.Helper()
+	for i := range 2 * benchClients {
+		if err := benchCharge(c.s, c.token, fmt.Sprintf("cpu-warm-%s-%s-%d", name, c.run, i), 201); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// round makes round r of iteration iter on path ready, on keys of its
+// own: the function's charges for replays and refunds, and its
+// authorizations for captures and voids, made beforehand; the floor's
+// first executions for every path but its first executions and the
+// queue's; or the commands, put on the queue and received.
+func (c *cpuBench) round(b *testing.B, path string, iter, r int) cpuRound {
+	b.Helper()
+	round := cpuRound{path: path, keys: fmt.Sprintf("cpu-%s-%s-%d-%d-", path, c.run, iter, r), sdkKeys: fmt.Sprintf("sdk-%s-%s-%d-%d-", path, c.run, iter, r)}
+	switch path {
+	case yardstick.BenchReplay, yardstick.BenchRefund:
+		round.charges = benchCharges(b, c.s, c.token, round.keys, cpuBlock, visa)
+	case yardstick.BenchCapture, yardstick.BenchVoid:
+		round.charges = benchCharges(b, c.s, c.token, round.keys, cpuBlock, visaAuthorization)
+	case yardstick.BenchQueueCommand:
+		round.batches = commandBatches(b, c.s, round.keys, cpuBlock, commandBatch)
+	}
+	if onCompleted(path) || path == yardstick.BenchInFlight {
+		mustDrive(b, cpuBlock, c.floorRequests(round, yardstick.BenchFirstExecution))
+	}
+	return round
+}
+
+// onCompleted reports whether path's requests read the record of a key
+// completed beforehand: a replay's own, or that of the charge a refund, a
+// capture or a void acts on.
+func onCompleted(path string) bool {
+	_, act := acts[path]
+	return act || path == yardstick.BenchReplay
+}
+
+// freshRuntimes replaces the charge function's runtimes and the floor's
+// with fresh ones, warmed, so that nothing comes from the warm cache of
+// the instance that completed a key (a replay's record, or the record of
+// the charge a refund, a capture or a void acts on): each request makes its round trips, as the floor's do. Both
+// are measured on processes of the same age.
+func (c *cpuBench) freshRuntimes(b *testing.B, path string, iter int) {
+	b.Helper()
+	before := cpuRound{keys: fmt.Sprintf("cpu-%s-%s-%d-%d-", path, c.run, iter, -1), sdkKeys: fmt.Sprintf("sdk-%s-%s-%d-%d-", path, c.run, iter, -1)}
+	c.s.Charge.KillIdleRuntimes()
+	c.warm(b, before.keys)
+	c.sdk.KillIdleRuntimes()
+	warmPool(b, c.sdk, func(i int) []byte { return c.rec.sdkEvent(yardstick.BenchFirstExecution, before.sdkKey(i)) })
+}
+
+// acts are the requests on a charge BenchmarkFunctionCPU measures, by
+// path: each one's route and body.
+var acts = map[string]struct{ route, body string }{
+	yardstick.BenchRefund:  {route.Refund, `{"amount": 1}`},
+	yardstick.BenchCapture: {route.Capture, `{"amount": 1, "final": false}`},
+	yardstick.BenchVoid:    {route.Void, `{}`},
+}
+
+// floorRequests asks the SDK floor for path's calls on round's keys.
+func (c *cpuBench) floorRequests(round cpuRound, path string) func(i int) error {
+	return func(i int) error { return c.rec.invokeSDK(c.sdk, path, round.sdkKey(i)) }
+}
+
+// measureFunction sends round's requests to the function as its path's
+// come (the queue's commands delivered from this process, as the event
+// source mapping does; requests in flight, refunds, captures and voids
+// from this process; first executions and replays through the gateway
+// from the load's clients), and adds their CPU to t.
+func (c *cpuBench) measureFunction(b *testing.B, t *tally, round cpuRound) {
+	b.Helper()
+	switch round.path {
+	case yardstick.BenchQueueCommand:
+		emulators, runtimes := c.s.Consumer.Processes()
+		measureInTurns(b, t, b.Name(), cpuBlock, [][]int{runtimes, emulators, {c.db}, {c.sandboxPID}}, directUnits, func() {
+			t.wall += mustDrive(b, len(round.batches), func(i int) error { return deliverBatch(c.s.Consumer, round.batches[i]) })
+		})
+	case yardstick.BenchInFlight, yardstick.BenchRefund, yardstick.BenchCapture, yardstick.BenchVoid:
+		emulators, runtimes := c.s.Charge.Processes()
+		measureInTurns(b, t, b.Name(), cpuBlock, [][]int{runtimes, emulators, {c.db}, {c.sandboxPID}}, directUnits, func() {
+			t.wall += mustDrive(b, cpuBlock, func(i int) error {
+				if round.path == yardstick.BenchInFlight {
+					return benchCharge(c.s, c.token, round.keys+strconv.Itoa(i), http.StatusConflict)
+				}
+				act := acts[round.path]
+				return benchAct(c.s, c.token, act.route, round.charges[i], round.keys+round.path+"-"+strconv.Itoa(i), act.body)
+			})
+		})
+	default:
+		emulators, runtimes := c.s.Charge.Processes()
+		measureInTurns(b, t, b.Name(), cpuBlock, [][]int{runtimes, emulators, {c.db}, {os.Getpid()}, {c.sandboxPID}}, gatewayUnits, func() {
+			clients, wall := runLoad(b, c.s.URL, c.token, round.keys, cpuBlock)
+			t.add("clients_cpu_ms", clients)
+			t.wall += wall
+		})
+	}
+}
+
+// measureFloor asks the SDK floor for round's path on its keys (the
+// queue's floor for the same batches, renamed) and adds its CPU to t,
+// profiled under name.
+func (c *cpuBench) measureFloor(b *testing.B, t *tally, name string, round cpuRound) {
+	b.Helper()
+	pool, send := c.sdk, func() time.Duration { return mustDrive(b, cpuBlock, c.floorRequests(round, round.path)) }
+	if round.path == yardstick.BenchQueueCommand {
+		pool = c.sdkQueue
+		send = func() time.Duration {
+			return mustDrive(b, len(round.batches), func(i int) error {
+				return deliverBatch(c.sdkQueue, renamed(round.batches[i], func(j int) string { return round.sdkKey(commandBatch*i + j) }))
+			})
+		}
+	}
+	emulators, runtimes := pool.Processes()
+	measureInTurns(b, t, name, cpuBlock, [][]int{runtimes, emulators, {c.db}}, floorUnits, func() { t.wall += send() })
 }
 
 // cpuStack names BenchmarkFunctionCPU's stack and account (benchStack).
@@ -443,19 +514,24 @@ type recorded map[string]exchange
 type exchange struct {
 	event  events.APIGatewayV2HTTPRequest
 	answer []byte
+	status int // the answer's
 }
 
 // recordPaths charges key as the load does, charges it again (its
-// replay), charges a key a worker holds (in flight, answered 409) and
-// refunds the charge as the refunds' load does, through a gateway of the
-// stack's trust whose routes, route.Create and route.Refund, invoke the
-// stack's charge function and keep each event and answer.
+// replay), charges a key a worker holds (in flight, answered 409), refunds
+// the charge, and captures and voids authorizations of their own, as
+// BenchmarkFunctionCPU's requests do (acts). It sends them through a
+// gateway of the stack's trust whose routes invoke the stack's charge
+// function and keep each event and answer: the stack's own gateway
+// invokes the function directly, with nothing between to keep them.
 func recordPaths(b *testing.B, s *localapi.Stack, token, key string) recorded {
 	b.Helper()
 	rec := &recording{target: s.Charge}
 	srv := httptest.NewServer(&localapi.Gateway{Trust: localapi.Trust{Secret: secret}, Routes: []localapi.Route{
 		{Key: route.Create, Target: rec, Scope: route.Scopes[route.Create]},
 		{Key: route.Refund, Target: rec, Scope: route.Scopes[route.Refund]},
+		{Key: route.Capture, Target: rec, Scope: route.Scopes[route.Capture]},
+		{Key: route.Void, Target: rec, Scope: route.Scopes[route.Void]},
 	}})
 	defer srv.Close()
 	out := recorded{}
@@ -467,7 +543,11 @@ func recordPaths(b *testing.B, s *localapi.Stack, token, key string) recorded {
 		if err := json.Unmarshal(rec.payload, &ex.event); err != nil {
 			b.Fatal(err)
 		}
-		ex.answer = rec.answer
+		var answer events.APIGatewayV2HTTPResponse
+		if err := json.Unmarshal(rec.answer, &answer); err != nil {
+			b.Fatal(err)
+		}
+		ex.answer, ex.status = rec.answer, answer.StatusCode
 		out[path] = ex
 	}
 	resp, err := benchPost(srv.URL+route.ChargesPath, token, key, visa, http.StatusCreated)
@@ -477,9 +557,19 @@ func recordPaths(b *testing.B, s *localapi.Stack, token, key string) recorded {
 	claimKeys(b, s, key+"-in-flight-", 1)
 	_, err = benchPost(srv.URL+route.ChargesPath, token, key+"-in-flight-0", visa, http.StatusConflict)
 	keep(yardstick.BenchInFlight, err)
-	id := strings.TrimPrefix(resp.Get("Location"), route.ChargesPath+"/")
-	_, err = benchPost(srv.URL+route.Path(route.Refund, id), token, key+"-refund", `{"amount": 1}`, http.StatusCreated)
-	keep(yardstick.BenchRefund, err)
+	charges := map[string]string{yardstick.BenchRefund: strings.TrimPrefix(resp.Get("Location"), route.ChargesPath+"/")}
+	for _, path := range []string{yardstick.BenchCapture, yardstick.BenchVoid} {
+		auth, err := benchPost(srv.URL+route.ChargesPath, token, key+"-"+path+"-authorization", visaAuthorization, http.StatusCreated)
+		if err != nil {
+			b.Fatal(err)
+		}
+		charges[path] = strings.TrimPrefix(auth.Get("Location"), route.ChargesPath+"/")
+	}
+	for _, path := range []string{yardstick.BenchRefund, yardstick.BenchCapture, yardstick.BenchVoid} {
+		act := acts[path]
+		_, err = benchPost(srv.URL+route.Path(act.route, charges[path]), token, key+"-"+path, act.body, http.StatusCreated)
+		keep(path, err)
+	}
 	return out
 }
 
@@ -622,9 +712,8 @@ func (r recorded) invokeSDK(sdk *localapi.Pool, path, key string) error {
 	if err != nil {
 		return err
 	}
-	var got, want events.APIGatewayV2HTTPResponse
-	_ = json.Unmarshal(r[path].answer, &want)
-	if err := json.Unmarshal(out, &got); err != nil || got.StatusCode != want.StatusCode {
+	var got events.APIGatewayV2HTTPResponse
+	if err := json.Unmarshal(out, &got); err != nil || got.StatusCode != r[path].status {
 		return fmt.Errorf("the SDK floor, asked for a %s of %s, answered %.200s", path, key, out)
 	}
 	return nil

@@ -1,7 +1,7 @@
 // Command cpuratio holds the charge function to its SDK floor. It reads
 // the output of several runs of BenchmarkFunctionCPU and prints, for first
-// executions, replays, requests in flight, refunds and the queue's
-// commands, the median over the runs of each run's ratio of the function
+// executions, replays, requests in flight, refunds, the queue's
+// commands, captures and voids, the median over the runs of each run's ratio of the function
 // over its floor (x_sdk_floor: the two measured in turns), beside the
 // medians of each's bootstrap_cpu_ms. It exits 1 when the first-execution
 // ratio passes MaxFirstExecutionRatio.
@@ -40,6 +40,8 @@ var paths = []path{
 	{"in flight", yardstick.BenchInFlight, yardstick.BenchSDKFloorInFlight},
 	{"refund", yardstick.BenchRefund, yardstick.BenchSDKFloorRefund},
 	{"queue command", yardstick.BenchQueueCommand, yardstick.BenchSDKFloorQueueCommand},
+	{"capture", yardstick.BenchCapture, yardstick.BenchSDKFloorCapture},
+	{"void", yardstick.BenchVoid, yardstick.BenchSDKFloorVoid},
 }
 
 func main() {

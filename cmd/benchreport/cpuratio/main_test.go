@@ -29,6 +29,10 @@ func TestReportTakesMediansOverRuns(t *testing.T) {
 			"BenchmarkFunctionCPU/sdk-floor-refund-2 1 4.0 bootstrap_cpu_ms\n" +
 			"BenchmarkFunctionCPU/queue-command-2 1 2.4 bootstrap_cpu_ms 1.2 x_sdk_floor\n" +
 			"BenchmarkFunctionCPU/sdk-floor-queue-command-2 1 2.0 bootstrap_cpu_ms\n" +
+			"BenchmarkFunctionCPU/capture-2 1 4.4 bootstrap_cpu_ms 1.1 x_sdk_floor\n" +
+			"BenchmarkFunctionCPU/sdk-floor-capture-2 1 4.0 bootstrap_cpu_ms\n" +
+			"BenchmarkFunctionCPU/void-2 1 4.4 bootstrap_cpu_ms 1.1 x_sdk_floor\n" +
+			"BenchmarkFunctionCPU/sdk-floor-void-2 1 4.0 bootstrap_cpu_ms\n" +
 			"BenchmarkOther-2 1 9 bootstrap_cpu_ms\n")
 	}
 	name := filepath.Join(t.TempDir(), "cpu.txt")

@@ -27,15 +27,19 @@ const (
 	BenchInFlight               = "in-flight"
 	BenchRefund                 = "refund"
 	BenchQueueCommand           = "queue-command"
+	BenchCapture                = "capture"
+	BenchVoid                   = "void"
 	BenchSDKFloorFirstExecution = "sdk-floor-" + BenchFirstExecution
 	BenchSDKFloorReplay         = "sdk-floor-" + BenchReplay
 	BenchSDKFloorInFlight       = "sdk-floor-" + BenchInFlight
 	BenchSDKFloorRefund         = "sdk-floor-" + BenchRefund
 	BenchSDKFloorQueueCommand   = "sdk-floor-" + BenchQueueCommand
+	BenchSDKFloorCapture        = "sdk-floor-" + BenchCapture
+	BenchSDKFloorVoid           = "sdk-floor-" + BenchVoid
 )
 
 // SDKPaths are the paths the SDK floor makes the calls of.
-var SDKPaths = []string{BenchFirstExecution, BenchReplay, BenchInFlight, BenchRefund}
+var SDKPaths = []string{BenchFirstExecution, BenchReplay, BenchInFlight, BenchRefund, BenchCapture, BenchVoid}
 
 // The SDK floor: the charge's DynamoDB calls through aws-sdk-go-v2 and
 // nothing else, the floor of a design that requires the SDK.
@@ -53,7 +57,8 @@ const (
 	PathHeader = "yardstick-path"
 	// KeyHeader is the event header naming the intent's key: a first
 	// execution claims it, a replay or a request in flight finds it
-	// claimed, a refund refunds the charge its first execution made.
+	// claimed, a refund, a capture or a void acts on the charge its
+	// first execution made.
 	KeyHeader = "yardstick-key"
 	// EnvAnswer names the variable holding the answers the SDK floor
 	// gives, a JSON object of each path's (SDKPaths) as the JSON Lambda
@@ -84,7 +89,11 @@ const (
 //     claim, the charge's row and record read (two GetItem), the
 //     reservation on the charge's row (UpdateItem), the acquirer's POST,
 //     the refund row's PutItem, the reservation's success (UpdateItem)
-//     and the completion.
+//     and the completion;
+//   - a capture, or a void, of the key's charge: the same calls as a
+//     refund's, with a capture's or a void's claim and row, as the
+//     function's capture and void make them (TestCaptureRoundTrips in
+//     internal/dynamo holds the function's to a refund's).
 //
 // api is the client the functions use (dynamo.NewClient), so its
 // configuration (retryer, endpoint resolution, checksums) is theirs. Every
@@ -103,8 +112,8 @@ func SDKHandler(api *dynamodb.Client, table, url string, answers map[string]even
 			err = f.firstExecution(ctx, key)
 		case BenchReplay, BenchInFlight:
 			err = f.refused(ctx, key)
-		case BenchRefund:
-			err = f.refund(ctx, key)
+		case BenchRefund, BenchCapture, BenchVoid:
+			err = f.act(ctx, path, key)
 		}
 		if err != nil {
 			return events.APIGatewayV2HTTPResponse{}, err
@@ -161,8 +170,9 @@ func (f floor) refused(ctx context.Context, key string) error {
 	return fmt.Errorf("%s: a claim refused was asked, and the key was never claimed", key)
 }
 
-func (f floor) refund(ctx context.Context, key string) error {
-	claim, err := f.claim(ctx, "IDEM#refund#"+key)
+// act is a refund, a capture or a void (kind) of the charge at key.
+func (f floor) act(ctx context.Context, kind, key string) error {
+	claim, err := f.claim(ctx, "IDEM#"+kind+"#"+key)
 	if err != nil {
 		return fmt.Errorf("claim: %w", err)
 	}
@@ -187,14 +197,18 @@ func (f floor) refund(ctx context.Context, key string) error {
 	if err := post(ctx, f.client, f.url); err != nil {
 		return err
 	}
-	if _, err := f.api.PutItem(ctx, &dynamodb.PutItemInput{TableName: f.table, Item: itemOf("REFUND#"+key, rowBytes), ConditionExpression: absent}); err != nil {
-		return fmt.Errorf("refund row: %w", err)
+	if _, err := f.api.PutItem(ctx, &dynamodb.PutItemInput{TableName: f.table, Item: itemOf(strings.ToUpper(kind)+"#"+key, rowBytes), ConditionExpression: absent}); err != nil {
+		return fmt.Errorf("%s row: %w", kind, err)
 	}
-	if err := balance("ADD refunded :a"); err != nil {
+	if err := balance("ADD " + settled[kind] + " :a"); err != nil {
 		return fmt.Errorf("success: %w", err)
 	}
 	return f.complete(ctx, claim["pk"])
 }
+
+// settled names the charge's attribute each kind of act adds to on its
+// success.
+var settled = map[string]string{BenchRefund: "refunded", BenchCapture: "captured", BenchVoid: "voided"}
 
 // complete is the completion's UpdateItem on the claim at pk, conditioned
 // on its being in progress.
