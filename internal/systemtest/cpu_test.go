@@ -261,9 +261,9 @@ func (c *cpuBench) warm(b *testing.B, name string) {
 
 // round makes round r of iteration iter on path ready, on keys of its
 // own: the function's charges for replays and refunds, and its
-// authorizations for captures and voids, made beforehand; the floor's
-// first executions for every path but its first executions and the
-// queue's; or the commands, put on the queue and received.
+// authorizations for captures and voids, made beforehand, and the
+// floor's by its own first executions; the floor's keys in flight,
+// claimed; or the commands, put on the queue and received.
 func (c *cpuBench) round(b *testing.B, path string, iter, r int) cpuRound {
 	b.Helper()
 	round := cpuRound{path: path, keys: fmt.Sprintf("cpu-%s-%s-%d-%d-", path, c.run, iter, r), sdkKeys: fmt.Sprintf("sdk-%s-%s-%d-%d-", path, c.run, iter, r)}
@@ -275,8 +275,13 @@ func (c *cpuBench) round(b *testing.B, path string, iter, r int) cpuRound {
 	case yardstick.BenchQueueCommand:
 		round.batches = commandBatches(b, c.s, round.keys, cpuBlock, commandBatch)
 	}
-	if onCompleted(path) || path == yardstick.BenchInFlight {
+	switch {
+	case onCompleted(path):
 		mustDrive(b, cpuBlock, c.floorRequests(round, yardstick.BenchFirstExecution))
+	case path == yardstick.BenchInFlight: // claimed, as the function's are (claimKeys)
+		mustDrive(b, cpuBlock, func(i int) error {
+			return yardstick.Hold(context.Background(), c.s.DynamoDB, c.s.TableName, round.sdkKey(i))
+		})
 	}
 	return round
 }

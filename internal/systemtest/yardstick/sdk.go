@@ -157,6 +157,14 @@ func (f floor) firstExecution(ctx context.Context, key string) error {
 	return f.complete(ctx, claim["pk"])
 }
 
+// Hold puts in table the claim the SDK floor's first execution on key
+// puts, and leaves it in progress: the floor's request in flight on key
+// is then refused with a claim returned, as the function's is.
+func Hold(ctx context.Context, api *dynamodb.Client, table, key string) error {
+	_, err := floor{api: api, table: aws.String(table)}.claim(ctx, "IDEM#"+key)
+	return err
+}
+
 // refused is the claim of a key claimed before, refused.
 func (f floor) refused(ctx context.Context, key string) error {
 	_, err := f.claim(ctx, "IDEM#"+key)

@@ -33,7 +33,8 @@ func TestHandlerMakesTheRoundTripsAsked(t *testing.T) {
 
 // TestSDKFloorMakesTheChargesCalls: a first execution claims its key,
 // posts once and writes the row and the completion; its replay, and a
-// request while it is in flight, are the claim refused; its refund, its
+// request while it is in flight (on a key its first execution completed,
+// or one Hold claimed), are the claim refused; its refund, its
 // capture and its void each claim, post once and write their row and the
 // charge's balance twice; each answers its path's answer. A replay, an
 // in-flight request, a refund or a capture of a key never charged, an
@@ -71,6 +72,15 @@ func TestSDKFloorMakesTheChargesCalls(t *testing.T) {
 	}
 	if resp, err := h(ctx, event(BenchInFlight, "k1")); err != nil || resp.StatusCode != 409 || posts.Load() != 1 {
 		t.Fatalf("in flight: %+v, %v, %d posts", resp, err, posts.Load())
+	}
+	if err := Hold(ctx, client, table, "k7"); err != nil {
+		t.Fatal(err)
+	}
+	if s := item("IDEM#k7")["status"].(*types.AttributeValueMemberS).Value; s != "IN_PROGRESS" {
+		t.Fatalf("the held record is %s", s)
+	}
+	if resp, err := h(ctx, event(BenchInFlight, "k7")); err != nil || resp.StatusCode != 409 || posts.Load() != 1 {
+		t.Fatalf("in flight on a held key: %+v, %v, %d posts", resp, err, posts.Load())
 	}
 	if resp, err := h(ctx, event(BenchRefund, "k1")); err != nil || resp.Body != `{"id":"re_1"}` || posts.Load() != 2 {
 		t.Fatalf("refund: %+v, %v, %d posts", resp, err, posts.Load())
