@@ -114,7 +114,7 @@ bench: $(RIE)
 # internal/systemtest/cpu_test.go), so that the two are measured over the
 # same stretch of the machine's time.
 BENCH_CPU_RUNS ?= 6
-BENCH_CPU_ITERATIONS ?= 4
+BENCH_CPU_ITERATIONS ?= 2
 bench-cpu: $(RIE)
 	mkdir -p results && go test -c -o results/systemtest.test ./internal/systemtest
 	$(EMULATORS) down && $(WITH_EMULATORS) cd internal/systemtest && for i in $$(seq $(BENCH_CPU_RUNS)); do \

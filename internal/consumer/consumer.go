@@ -166,9 +166,9 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 			// message never named one).
 			ctx = obs.WithAttrs(ctx, slog.String("record", v.record))
 			done := h.settle(ctx, in, msg, v)
-			h.Logger.InfoContext(ctx, "message", "operation", cmp.Or(v.operation, charge.Operation),
-				"outcome", v.outcome, "attempt", v.attempt, "retry", !done, obs.KeyAcquirerNotSent, v.notSent, obs.KeyAcquirerUnknown, v.unknown,
-				"total_ms", float64(time.Since(start).Microseconds())/1000)
+			h.Logger.InfoContext(ctx, "message", obs.KeyOperation, cmp.Or(v.operation, charge.Operation),
+				obs.KeyOutcome, v.outcome, "attempt", v.attempt, "retry", !done, obs.KeyAcquirerNotSent, v.notSent, obs.KeyAcquirerUnknown, v.unknown,
+				obs.KeyTotalMs, float64(time.Since(start).Microseconds())/1000)
 			if h.Metrics != nil {
 				values := map[string]float64{obs.MetricLatencyMs: float64(time.Since(start).Microseconds()) / 1000, obs.MetricAcquirerErrors: float64(v.notSent + v.unknown)}
 				if v.rejectCode != "" && done {

@@ -79,3 +79,21 @@ func TestLineMetricsReadTheRequestLine(t *testing.T) {
 		}
 	}
 }
+
+// TestRequestLineCountsWhatFailed: the line names the acquirer calls
+// that failed, nothing sent and outcome unknown, by obs's keys, and
+// leaves out a count that is zero (the chaos run reads them so).
+func TestRequestLineCountsWhatFailed(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	tr := trail{operation: charge.Operation, record: "r1", acquirerErrors: 1, acquirerNotSent: 1}
+	obs.NewLogger(&buf, "INFO").LogAttrs(context.Background(), slog.LevelInfo, obs.MessageRequest,
+		requestLine(tr, reply{idem.Response{StatusCode: 202}, false, obs.OutcomePending, trail{}}, time.Millisecond)...)
+	var line map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &line); err != nil {
+		t.Fatal(err)
+	}
+	if _, unknown := line[obs.KeyAcquirerUnknown]; line[obs.KeyAcquirerNotSent] != 1.0 || unknown {
+		t.Errorf("the line %s: want %s 1 and no %s", buf.String(), obs.KeyAcquirerNotSent, obs.KeyAcquirerUnknown)
+	}
+}

@@ -12,10 +12,14 @@ const (
 	KeyTotalMs        = "total_ms"
 	KeyAcquirerMs     = "acquirer_ms"
 	KeyAcquirerErrors = "acquirer_errors"
-	// KeyAcquirerNotSent and KeyAcquirerUnknown count the acquirer calls
-	// that failed with nothing sent and with the outcome unknown. The
-	// request line leaves each out when it is zero; the consumer's
-	// message line always writes both.
+)
+
+// The members of the request line and of the consumer's message line
+// that no metric reads and the chaos run counts (its readLogs): the
+// acquirer calls that failed with nothing sent and with the outcome
+// unknown. The request line leaves each out when it is zero; the
+// consumer's message line always writes both.
+const (
 	KeyAcquirerNotSent = "acquirer_not_sent"
 	KeyAcquirerUnknown = "acquirer_unknown"
 )

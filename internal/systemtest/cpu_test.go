@@ -32,23 +32,32 @@ import (
 	"github.com/idempotent-payments/idempay/internal/systemtest/yardstick"
 )
 
-// clockTick is Linux's USER_HZ, the unit of utime and stime in /proc.
-const clockTick = 10 * time.Millisecond
-
-// cpuOf is the user plus system CPU the processes have used so far
-// (/proc/PID/stat, fields 14 and 15: every thread of the process).
+// cpuOf is the CPU the processes have used so far: the time each of
+// their threads has spent on a CPU, user and system, in nanoseconds
+// (/proc/PID/task/TID/schedstat, its first field). /proc/PID/stat's
+// utime and stime count in ticks of 10 ms, and each reading is cut to a
+// whole tick: over a block of 100 requests of about a millisecond each,
+// that is up to a tenth of the block's figure. A thread that ends takes
+// its time with it; the Go processes measured keep theirs.
 func cpuOf(tb testing.TB, pids ...int) time.Duration {
 	tb.Helper()
 	var total time.Duration
 	for _, pid := range pids {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
 		if err != nil {
 			tb.Fatalf("process %d: %v", pid, err)
 		}
-		fields := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:])) // fields from the third on
-		utime, _ := strconv.ParseInt(fields[11], 10, 64)
-		stime, _ := strconv.ParseInt(fields[12], 10, 64)
-		total += time.Duration(utime+stime) * clockTick
+		for _, task := range tasks {
+			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/schedstat", pid, task.Name()))
+			if err != nil {
+				continue // the thread has ended
+			}
+			ns, err := strconv.ParseInt(strings.Fields(string(b))[0], 10, 64)
+			if err != nil {
+				tb.Fatalf("process %d, thread %s: schedstat %q", pid, task.Name(), b)
+			}
+			total += time.Duration(ns)
+		}
 	}
 	return total
 }
@@ -77,7 +86,7 @@ func dynamoDBLocal(tb testing.TB) int {
 }
 
 // BenchmarkFunctionCPU: process CPU per request, as the bill counts it —
-// utime + stime of each process of the pipeline, around cpuRounds ×
+// the CPU time of each process of the pipeline (cpuOf), around cpuRounds ×
 // cpuBlock requests an iteration on each path, each on keys of its own: a
 // first execution, a replay, a request whose key is in flight, a refund, a
 // capture and a void (through the charge function's two instances) and a
@@ -131,28 +140,20 @@ func BenchmarkFunctionCPU(b *testing.B) {
 		}
 	}
 	floors := map[string]*tally{} // the SDK floor's, by its sub-benchmark, measured in turns with the function's
-	for _, p := range []struct{ path, floor string }{
-		{yardstick.BenchFirstExecution, yardstick.BenchSDKFloorFirstExecution},
-		{yardstick.BenchReplay, yardstick.BenchSDKFloorReplay},
-		{yardstick.BenchInFlight, yardstick.BenchSDKFloorInFlight},
-		{yardstick.BenchRefund, yardstick.BenchSDKFloorRefund},
-		{yardstick.BenchQueueCommand, yardstick.BenchSDKFloorQueueCommand},
-		{yardstick.BenchCapture, yardstick.BenchSDKFloorCapture},
-		{yardstick.BenchVoid, yardstick.BenchSDKFloorVoid},
-	} {
-		b.Run(p.path, func(b *testing.B) {
+	for _, p := range yardstick.Benches {
+		b.Run(p.Path, func(b *testing.B) {
 			var fn, floor tally
-			floorName := strings.TrimSuffix(b.Name(), p.path) + p.floor // its profiles' name
+			floorName := strings.TrimSuffix(b.Name(), p.Path) + p.Floor // its profiles' name
 			for iter := 0; b.Loop(); iter++ {
 				rounds := make([]cpuRound, cpuRounds)
 				for r := range rounds {
-					rounds[r] = c.round(b, p.path, iter, r)
+					rounds[r] = c.round(b, p.Path, iter, r)
 				}
-				if onCompleted(p.path) {
-					c.freshRuntimes(b, p.path, iter)
+				if onCompleted(p.Path) {
+					c.freshRuntimes(b, p.Path, iter)
 				}
 				for r, round := range rounds {
-					if p.path == yardstick.BenchInFlight {
+					if p.Path == yardstick.BenchInFlight {
 						// Claimed just before, by a worker that holds them
 						// for a minute.
 						claimKeys(b, s, round.keys, cpuBlock)
@@ -173,12 +174,12 @@ func BenchmarkFunctionCPU(b *testing.B) {
 			b.ReportMetric(fn.mean("bootstrap_cpu_ms")*14, "projected_128MB_ms")
 			b.ReportMetric(float64(fn.requests)/fn.wall.Seconds(), "req/s")
 			b.ReportMetric(0, "ns/op")
-			floors[p.floor] = &floor
+			floors[p.Floor] = &floor
 		})
-		b.Run(p.floor, func(b *testing.B) {
-			floor := floors[p.floor]
+		b.Run(p.Floor, func(b *testing.B) {
+			floor := floors[p.Floor]
 			if floor == nil {
-				b.Skipf("measured in turns with %s: run both", p.path)
+				b.Skipf("measured in turns with %s: run both", p.Path)
 			}
 			floor.report(b)
 			b.ReportMetric(float64(floor.requests)/floor.wall.Seconds(), "req/s")
@@ -232,21 +233,31 @@ type cpuBench struct {
 type cpuRound struct {
 	path          string
 	keys, sdkKeys string            // prefixes, the function's and the floor's
-	charges       []string          // replays' and refunds': the charges made on keys
+	charges       []string          // the ids of the charges made on keys (read by refunds) or authorized (by captures, voids); replays' are unread
 	batches       []events.SQSEvent // queue commands: received, to deliver
+}
+
+// keysOf is round r of iteration iter on path, its keys named and nothing
+// made ready.
+func (c *cpuBench) keysOf(path string, iter, r int) cpuRound {
+	return cpuRound{path: path, keys: fmt.Sprintf("cpu-%s-%s-%d-%d-", path, c.run, iter, r), sdkKeys: fmt.Sprintf("sdk-%s-%s-%d-%d-", path, c.run, iter, r)}
 }
 
 // sdkKey is the floor's i-th key of the round.
 func (r cpuRound) sdkKey(i int) string { return r.sdkKeys + strconv.Itoa(i) }
 
-// The processes each block measures, the first profiled, and their
-// metric units: the function's (from this process, or through the
-// gateway in it from the load's clients) and the SDK floor's.
-var (
-	directUnits  = []string{"bootstrap_cpu_ms", "rie_cpu_ms", "dynamodb_cpu_ms", "sandbox_cpu_ms"}
-	gatewayUnits = []string{"bootstrap_cpu_ms", "rie_cpu_ms", "dynamodb_cpu_ms", "gateway_cpu_ms", "sandbox_cpu_ms"}
-	floorUnits   = []string{"bootstrap_cpu_ms", "rie_cpu_ms", "dynamodb_cpu_ms"}
-)
+// group is processes whose CPU a block adds up under one metric unit.
+type group struct {
+	unit string
+	pids []int
+}
+
+// groups are the processes a block on pool measures: its runtimes (the
+// first group, profiled), their emulators, DynamoDB Local, then more.
+func (c *cpuBench) groups(pool *localapi.Pool, more ...group) []group {
+	emulators, runtimes := pool.Processes()
+	return append([]group{{"bootstrap_cpu_ms", runtimes}, {"rie_cpu_ms", emulators}, {"dynamodb_cpu_ms", []int{c.db}}}, more...)
+}
 
 // warm charges 2 × benchClients keys named after name through the
 // gateway, so that both charge instances run, their runtimes started.
@@ -266,7 +277,7 @@ func (c *cpuBench) warm(b *testing.B, name string) {
 // claimed; or the commands, put on the queue and received.
 func (c *cpuBench) round(b *testing.B, path string, iter, r int) cpuRound {
 	b.Helper()
-	round := cpuRound{path: path, keys: fmt.Sprintf("cpu-%s-%s-%d-%d-", path, c.run, iter, r), sdkKeys: fmt.Sprintf("sdk-%s-%s-%d-%d-", path, c.run, iter, r)}
+	round := c.keysOf(path, iter, r)
 	switch path {
 	case yardstick.BenchReplay, yardstick.BenchRefund:
 		round.charges = benchCharges(b, c.s, c.token, round.keys, cpuBlock, visa)
@@ -278,7 +289,7 @@ func (c *cpuBench) round(b *testing.B, path string, iter, r int) cpuRound {
 	switch {
 	case onCompleted(path):
 		mustDrive(b, cpuBlock, c.floorRequests(round, yardstick.BenchFirstExecution))
-	case path == yardstick.BenchInFlight: // claimed, as the function's are (claimKeys)
+	case path == yardstick.BenchInFlight: // claimed for the whole iteration (no lease), the function's just before each block (claimKeys)
 		mustDrive(b, cpuBlock, func(i int) error {
 			return yardstick.Hold(context.Background(), c.s.DynamoDB, c.s.TableName, round.sdkKey(i))
 		})
@@ -295,13 +306,14 @@ func onCompleted(path string) bool {
 }
 
 // freshRuntimes replaces the charge function's runtimes and the floor's
-// with fresh ones, warmed, so that nothing comes from the warm cache of
-// the instance that completed a key (a replay's record, or the record of
-// the charge a refund, a capture or a void acts on): each request makes its round trips, as the floor's do. Both
-// are measured on processes of the same age.
+// with fresh ones, warmed on keys of round -1, so that nothing comes from
+// the warm cache of the instance that completed a key (a replay's record,
+// or the record of the charge a refund, a capture or a void acts on):
+// each request makes its round trips, as the floor's do. Both are
+// measured on processes of the same age.
 func (c *cpuBench) freshRuntimes(b *testing.B, path string, iter int) {
 	b.Helper()
-	before := cpuRound{keys: fmt.Sprintf("cpu-%s-%s-%d-%d-", path, c.run, iter, -1), sdkKeys: fmt.Sprintf("sdk-%s-%s-%d-%d-", path, c.run, iter, -1)}
+	before := c.keysOf(path, iter, -1)
 	c.s.Charge.KillIdleRuntimes()
 	c.warm(b, before.keys)
 	c.sdk.KillIdleRuntimes()
@@ -328,26 +340,27 @@ func (c *cpuBench) floorRequests(round cpuRound, path string) func(i int) error 
 // from the load's clients), and adds their CPU to t.
 func (c *cpuBench) measureFunction(b *testing.B, t *tally, round cpuRound) {
 	b.Helper()
-	switch round.path {
-	case yardstick.BenchQueueCommand:
-		emulators, runtimes := c.s.Consumer.Processes()
-		measureInTurns(b, t, b.Name(), cpuBlock, [][]int{runtimes, emulators, {c.db}, {c.sandboxPID}}, directUnits, func() {
+	sandbox := group{"sandbox_cpu_ms", []int{c.sandboxPID}}
+	act, isAct := acts[round.path]
+	switch {
+	case round.path == yardstick.BenchQueueCommand:
+		measureInTurns(b, t, b.Name(), cpuBlock, c.groups(c.s.Consumer, sandbox), func() {
 			t.wall += mustDrive(b, len(round.batches), func(i int) error { return deliverBatch(c.s.Consumer, round.batches[i]) })
 		})
-	case yardstick.BenchInFlight, yardstick.BenchRefund, yardstick.BenchCapture, yardstick.BenchVoid:
-		emulators, runtimes := c.s.Charge.Processes()
-		measureInTurns(b, t, b.Name(), cpuBlock, [][]int{runtimes, emulators, {c.db}, {c.sandboxPID}}, directUnits, func() {
+	case round.path == yardstick.BenchInFlight:
+		measureInTurns(b, t, b.Name(), cpuBlock, c.groups(c.s.Charge, sandbox), func() {
 			t.wall += mustDrive(b, cpuBlock, func(i int) error {
-				if round.path == yardstick.BenchInFlight {
-					return benchCharge(c.s, c.token, round.keys+strconv.Itoa(i), http.StatusConflict)
-				}
-				act := acts[round.path]
+				return benchCharge(c.s, c.token, round.keys+strconv.Itoa(i), http.StatusConflict)
+			})
+		})
+	case isAct:
+		measureInTurns(b, t, b.Name(), cpuBlock, c.groups(c.s.Charge, sandbox), func() {
+			t.wall += mustDrive(b, cpuBlock, func(i int) error {
 				return benchAct(c.s, c.token, act.route, round.charges[i], round.keys+round.path+"-"+strconv.Itoa(i), act.body)
 			})
 		})
 	default:
-		emulators, runtimes := c.s.Charge.Processes()
-		measureInTurns(b, t, b.Name(), cpuBlock, [][]int{runtimes, emulators, {c.db}, {os.Getpid()}, {c.sandboxPID}}, gatewayUnits, func() {
+		measureInTurns(b, t, b.Name(), cpuBlock, c.groups(c.s.Charge, group{"gateway_cpu_ms", []int{os.Getpid()}}, sandbox), func() {
 			clients, wall := runLoad(b, c.s.URL, c.token, round.keys, cpuBlock)
 			t.add("clients_cpu_ms", clients)
 			t.wall += wall
@@ -360,17 +373,15 @@ func (c *cpuBench) measureFunction(b *testing.B, t *tally, round cpuRound) {
 // profiled under name.
 func (c *cpuBench) measureFloor(b *testing.B, t *tally, name string, round cpuRound) {
 	b.Helper()
-	pool, send := c.sdk, func() time.Duration { return mustDrive(b, cpuBlock, c.floorRequests(round, round.path)) }
 	if round.path == yardstick.BenchQueueCommand {
-		pool = c.sdkQueue
-		send = func() time.Duration {
-			return mustDrive(b, len(round.batches), func(i int) error {
+		measureInTurns(b, t, name, cpuBlock, c.groups(c.sdkQueue), func() {
+			t.wall += mustDrive(b, len(round.batches), func(i int) error {
 				return deliverBatch(c.sdkQueue, renamed(round.batches[i], func(j int) string { return round.sdkKey(commandBatch*i + j) }))
 			})
-		}
+		})
+		return
 	}
-	emulators, runtimes := pool.Processes()
-	measureInTurns(b, t, name, cpuBlock, [][]int{runtimes, emulators, {c.db}}, floorUnits, func() { t.wall += send() })
+	measureInTurns(b, t, name, cpuBlock, c.groups(c.sdk), func() { t.wall += mustDrive(b, cpuBlock, c.floorRequests(round, round.path)) })
 }
 
 // cpuStack names BenchmarkFunctionCPU's stack and account (benchStack).
@@ -380,25 +391,27 @@ const cpuStack = "cpu"
 // cpuRounds blocks of cpuBlock, the function's and its SDK floor's taking
 // turns; the queue's commands are delivered in batches of commandBatch,
 // the most an event source mapping of a standard queue delivers by
-// default.
+// default. Eight rounds of 100: a single run (one iteration, as `go test
+// -bench` runs it) of four rounds moved a replay's ratio by up to a tenth
+// from one run to the next.
 const (
-	cpuRounds    = 4
+	cpuRounds    = 8
 	cpuBlock     = 100
 	commandBatch = 10
 )
 
-// measureInTurns runs one block of n requests (send), profiled under
-// name, and adds to t each process group's CPU (processes[i], under
-// units[i]) and the block's requests.
-func measureInTurns(b *testing.B, t *tally, name string, n int, processes [][]int, units []string, send func()) {
+// measureInTurns runs one block of n requests (send), the first group's
+// processes profiled under name, and adds to t each group's CPU, under
+// its unit, and the block's requests.
+func measureInTurns(b *testing.B, t *tally, name string, n int, groups []group, send func()) {
 	b.Helper()
-	before := make([]time.Duration, len(processes))
-	for i, p := range processes {
-		before[i] = cpuOf(b, p...)
+	before := make([]time.Duration, len(groups))
+	for i, g := range groups {
+		before[i] = cpuOf(b, g.pids...)
 	}
-	profiled(b, name, processes[0], send)
-	for i, unit := range units {
-		t.add(unit, cpuOf(b, processes[i]...)-before[i])
+	profiled(b, name, groups[0].pids, send)
+	for i, g := range groups {
+		t.add(g.unit, cpuOf(b, g.pids...)-before[i])
 	}
 	t.requests += n
 }
@@ -570,8 +583,7 @@ func recordPaths(b *testing.B, s *localapi.Stack, token, key string) recorded {
 		}
 		charges[path] = strings.TrimPrefix(auth.Get("Location"), route.ChargesPath+"/")
 	}
-	for _, path := range []string{yardstick.BenchRefund, yardstick.BenchCapture, yardstick.BenchVoid} {
-		act := acts[path]
+	for path, act := range acts {
 		_, err = benchPost(srv.URL+route.Path(act.route, charges[path]), token, key+"-"+path, act.body, http.StatusCreated)
 		keep(path, err)
 	}

@@ -22,7 +22,7 @@ import (
 // RIE, fauxqs's topic and queue, the subscriber long-polling. Charges are
 // sent one after another, so the figure is the path's, not a queue's; it
 // reports p50 and p99 in ms, and the publisher bootstraps' CPU per event
-// (utime+stime from /proc, after a first charge started a runtime).
+// (cpuOf, after a first charge started a runtime).
 func BenchmarkOutcomeEventLatency(b *testing.B) {
 	s, token, run := benchStack(b, "events")
 	url := s.OutcomeQueues[event.ProducerHTTP]

@@ -1,7 +1,8 @@
 // Command cpuratio holds the charge function to its SDK floor. It reads
-// the output of several runs of BenchmarkFunctionCPU and prints, for first
-// executions, replays, requests in flight, refunds, the queue's
-// commands, captures and voids, the median over the runs of each run's ratio of the function
+// the output of several runs of BenchmarkFunctionCPU and prints, for each
+// path it measures (yardstick.Benches: first executions, replays,
+// requests in flight, refunds, the queue's commands, captures and
+// voids), the median over the runs of each run's ratio of the function
 // over its floor (x_sdk_floor: the two measured in turns), beside the
 // medians of each's bootstrap_cpu_ms. It exits 1 when the first-execution
 // ratio passes MaxFirstExecutionRatio.
@@ -31,19 +32,6 @@ const (
 	ratio  = "x_sdk_floor"
 )
 
-// A path is the function's sub-benchmark and its SDK floor's.
-type path struct{ name, function, floor string }
-
-var paths = []path{
-	{"first execution", yardstick.BenchFirstExecution, yardstick.BenchSDKFloorFirstExecution},
-	{"replay", yardstick.BenchReplay, yardstick.BenchSDKFloorReplay},
-	{"in flight", yardstick.BenchInFlight, yardstick.BenchSDKFloorInFlight},
-	{"refund", yardstick.BenchRefund, yardstick.BenchSDKFloorRefund},
-	{"queue command", yardstick.BenchQueueCommand, yardstick.BenchSDKFloorQueueCommand},
-	{"capture", yardstick.BenchCapture, yardstick.BenchSDKFloorCapture},
-	{"void", yardstick.BenchVoid, yardstick.BenchSDKFloorVoid},
-}
-
 func main() {
 	if len(os.Args) < 2 {
 		fmt.Fprintln(os.Stderr, "usage: cpuratio BENCH_OUTPUT...")
@@ -61,7 +49,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	if r := ratios[paths[0].name]; r > MaxFirstExecutionRatio {
+	if r := ratios[yardstick.BenchFirstExecution]; r > MaxFirstExecutionRatio {
 		fmt.Printf("FAIL: the first execution costs %.2f× its SDK floor, more than %.1f×\n", r, MaxFirstExecutionRatio)
 		os.Exit(1)
 	}
@@ -88,19 +76,20 @@ func read(name string, runs map[string]map[string][]float64) error {
 	return nil
 }
 
-// report writes each path's medians and ratio to w as a Markdown table and
-// returns the ratios by path: the median of the function's runs' ratios.
-// A path without runs of both, or without its ratios, is an error.
+// report writes each path's (yardstick.Benches) medians and ratio to w as
+// a Markdown table and returns the ratios by path (Bench.Path): the median
+// of the function's runs' ratios. A path without runs of both, or without
+// its ratios, is an error.
 func report(w io.Writer, runs map[string]map[string][]float64) (map[string]float64, error) {
 	ratios := map[string]float64{}
 	fmt.Fprintf(w, "| path | the function (%s, median) | the SDK floor (median) | ratio (median of the runs') | runs |\n|---|---|---|---|---|\n", metric)
-	for _, p := range paths {
-		fn, floor, x := runs[p.function][metric], runs[p.floor][metric], runs[p.function][ratio]
+	for _, p := range yardstick.Benches {
+		fn, floor, x := runs[p.Path][metric], runs[p.Floor][metric], runs[p.Path][ratio]
 		if len(fn) == 0 || len(floor) == 0 || len(x) == 0 {
-			return nil, fmt.Errorf("%s: %d runs of %s, %d of %s and %d ratios", p.name, len(fn), p.function, len(floor), p.floor, len(x))
+			return nil, fmt.Errorf("%s: %d runs of %s, %d of %s and %d ratios", p.Name, len(fn), p.Path, len(floor), p.Floor, len(x))
 		}
-		ratios[p.name] = benchruns.Median(x)
-		fmt.Fprintf(w, "| %s | %.2f ms | %.2f ms | %.2f× | %d |\n", p.name, benchruns.Median(fn), benchruns.Median(floor), ratios[p.name], len(x))
+		ratios[p.Path] = benchruns.Median(x)
+		fmt.Fprintf(w, "| %s | %.2f ms | %.2f ms | %.2f× | %d |\n", p.Name, benchruns.Median(fn), benchruns.Median(floor), ratios[p.Path], len(x))
 	}
 	return ratios, nil
 }

@@ -49,7 +49,7 @@ func TestReportTakesMediansOverRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The median of 1.30, 1.10 and 1.40, not 2.5 over 1.7.
-	if got := ratios["first execution"]; got != 1.30 {
+	if got := ratios["first-execution"]; got != 1.30 {
 		t.Errorf("first execution: %.3f, want 1.30", got)
 	}
 	if got := ratios["refund"]; got != 1.1 {

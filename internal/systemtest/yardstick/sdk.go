@@ -38,8 +38,33 @@ const (
 	BenchSDKFloorVoid           = "sdk-floor-" + BenchVoid
 )
 
-// SDKPaths are the paths the SDK floor makes the calls of.
-var SDKPaths = []string{BenchFirstExecution, BenchReplay, BenchInFlight, BenchRefund, BenchCapture, BenchVoid}
+// A Bench is a path BenchmarkFunctionCPU measures: its name in reports,
+// the function's sub-benchmark and its SDK floor's.
+type Bench struct{ Name, Path, Floor string }
+
+// Benches are the paths BenchmarkFunctionCPU measures, in its order, and
+// `make bench-cpu` reports (cmd/benchreport/cpuratio).
+var Benches = []Bench{
+	{"first execution", BenchFirstExecution, BenchSDKFloorFirstExecution},
+	{"replay", BenchReplay, BenchSDKFloorReplay},
+	{"in flight", BenchInFlight, BenchSDKFloorInFlight},
+	{"refund", BenchRefund, BenchSDKFloorRefund},
+	{"queue command", BenchQueueCommand, BenchSDKFloorQueueCommand},
+	{"capture", BenchCapture, BenchSDKFloorCapture},
+	{"void", BenchVoid, BenchSDKFloorVoid},
+}
+
+// SDKPaths are the paths SDKHandler makes the calls of: every one of
+// Benches but the queue's commands, whose floor is SDKQueueHandler.
+var SDKPaths = func() []string {
+	var paths []string
+	for _, b := range Benches {
+		if b.Path != BenchQueueCommand {
+			paths = append(paths, b.Path)
+		}
+	}
+	return paths
+}()
 
 // The SDK floor: the charge's DynamoDB calls through aws-sdk-go-v2 and
 // nothing else, the floor of a design that requires the SDK.
@@ -114,6 +139,8 @@ func SDKHandler(api *dynamodb.Client, table, url string, answers map[string]even
 			err = f.refused(ctx, key)
 		case BenchRefund, BenchCapture, BenchVoid:
 			err = f.act(ctx, path, key)
+		default:
+			err = fmt.Errorf("%s: the SDK floor makes no calls for it", path)
 		}
 		if err != nil {
 			return events.APIGatewayV2HTTPResponse{}, err
